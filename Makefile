@@ -1,0 +1,40 @@
+# kitd: `make run` starts one node with a demo workspace; `make test` runs every test.
+GO      ?= go
+BIN     := bin/kitd
+DATA    ?= ./data
+PKGS    := ./...
+STATICCHECK_VERSION := 2025.1.1
+
+.PHONY: run build test unit e2e lint proto bench clean tools
+
+run: build
+	$(BIN) serve --data $(DATA) --demo
+
+build:
+	$(GO) build -o $(BIN) ./cmd/kitd
+
+# Every test: unit tests next to the code, then end-to-end tests against a
+# real bin/kitd on loopback ports.
+test: build
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+unit:
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
+
+e2e: build
+	KITD_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 15m ./e2e/
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+
+# Regenerates the actor messages; needs protoc and protoc-gen-go on PATH.
+proto:
+	cd proto/kitpb && protoc -I . --go_out=. --go_opt=paths=source_relative *.proto
+
+bench: build
+	$(GO) run ./bench/cmd/kitbench -kitd $(BIN)
+
+clean:
+	rm -rf bin

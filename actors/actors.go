@@ -1,0 +1,197 @@
+// Package actors holds the rules and state of kitd. Each owner of
+// ARCHITECTURE.md is a virtual actor kind (workspace, conversation,
+// installation, kit, slug): the only writer of its state, deciding every
+// rule that needs that state (visibility, ordering, idempotency, tombstones,
+// rate buckets) in one place without locks. A write is answered only after
+// its batch is durable in Pebble.
+//
+// Persistence model: an actor stores its state as one record per entity
+// (the conversation, each member, each message, ...) and every write commits
+// the records it changes in one synced batch. The stored records are
+// therefore always a complete, current snapshot of the actor; activation
+// reads its own key range and there is nothing to replay.
+//
+// The package never talks HTTP: requests and replies are kitpb messages and
+// errors are kiterr values.
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// Kind names of the virtual actors.
+const (
+	KindWorkspace    = "workspace"
+	KindConversation = "conversation"
+	KindInstallation = "installation"
+	KindKit          = "kit"
+	KindSlug         = "slug"
+)
+
+// Invalidator is told when something a node may have cached about
+// credentials changes; the change is committed before it is called.
+type Invalidator interface {
+	InstallationChanged(installationID string)
+	CredentialRevoked(hash []byte)
+}
+
+// Env is what every actor needs from its node.
+type Env struct {
+	Store  *persistence.Store
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// Limits is nil when rate limits are off.
+	Limits limits.Table
+	// Node is set once the node has joined; actors use it to ask each other.
+	Node        *cluster.Node
+	Invalidator Invalidator
+}
+
+// Kinds returns the virtual actor kinds to register with the cluster.
+func Kinds(env *Env) []*pcluster.Kind {
+	return []*pcluster.Kind{
+		pcluster.NewKind(KindWorkspace, actor.PropsFromProducer(func() actor.Actor { return &workspaceActor{env: env} })),
+		pcluster.NewKind(KindConversation, actor.PropsFromProducer(func() actor.Actor { return &conversationActor{env: env} })),
+		pcluster.NewKind(KindInstallation, actor.PropsFromProducer(func() actor.Actor { return &installationActor{env: env} })),
+		pcluster.NewKind(KindKit, actor.PropsFromProducer(func() actor.Actor { return &kitActor{env: env} })),
+		pcluster.NewKind(KindSlug, actor.PropsFromProducer(func() actor.Actor { return &slugActor{env: env} })),
+	}
+}
+
+// handler is the shape shared by every actor: activate once with its
+// identity, then answer requests one at a time.
+type handler interface {
+	activate(identity string) error
+	handle(msg proto.Message) (proto.Message, error)
+}
+
+// receive drives a handler from protoactor's mailbox. A failed activation
+// answers every request with an internal error and stops the actor, so the
+// next request activates it afresh.
+func receive(h handler, loadErr *error, ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *pcluster.ClusterInit:
+		if err := h.activate(m.Identity.Identity); err != nil {
+			*loadErr = err
+		}
+	case proto.Message:
+		if ctx.Sender() == nil {
+			return
+		}
+		if *loadErr != nil {
+			ctx.Respond(failure(fmt.Errorf("activate: %w", *loadErr)))
+			ctx.Stop(ctx.Self())
+			return
+		}
+		reply, err := h.handle(m)
+		if err != nil {
+			ctx.Respond(failure(err))
+			return
+		}
+		ctx.Respond(reply)
+	}
+}
+
+func failure(err error) *kitpb.Failure {
+	var e *kiterr.Error
+	if errors.As(err, &e) {
+		return &kitpb.Failure{Code: string(e.Code), Message: e.Message, Path: e.Path}
+	}
+	return &kitpb.Failure{Code: string(kiterr.Internal), Message: err.Error()}
+}
+
+// unknownRequest answers a message the actor kind does not understand.
+func unknownRequest(kind string, msg proto.Message) error {
+	return fmt.Errorf("%s: unexpected request %T", kind, msg)
+}
+
+// load reads the record at k into m; found is false when it is absent.
+func load(store *persistence.Store, k []byte, m proto.Message) (found bool, err error) {
+	v, err := store.Get(k)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := proto.Unmarshal(v, m); err != nil {
+		return false, fmt.Errorf("decode %q: %w", k, err)
+	}
+	return true, nil
+}
+
+// put adds the record to the batch.
+func put(b *persistence.Batch, k []byte, m proto.Message) {
+	v, err := proto.Marshal(m)
+	if err != nil {
+		// Marshalling a well-formed generated message cannot fail.
+		panic(fmt.Sprintf("actors: marshal %T: %v", m, err))
+	}
+	b.Set(k, v)
+}
+
+func nanos(t time.Time) int64 { return t.UnixNano() }
+
+// bucketSet keeps the buckets of one actor by name and key.
+type bucketSet struct {
+	table   limits.Table
+	buckets map[string]*limits.Bucket
+}
+
+// take spends one token of the named bucket for key. With limits off it
+// always allows and returns a zero decision.
+func (s *bucketSet) take(name limits.Name, key string, now time.Time) (limits.Decision, bool) {
+	if s.table == nil {
+		return limits.Decision{OK: true}, false
+	}
+	r, ok := s.table[name]
+	if !ok {
+		return limits.Decision{OK: true}, false
+	}
+	if s.buckets == nil {
+		s.buckets = make(map[string]*limits.Bucket)
+	}
+	k := string(name) + "\x00" + key
+	b := s.buckets[k]
+	if b == nil {
+		nb := limits.NewBucket(r, now)
+		b = &nb
+		s.buckets[k] = b
+	}
+	return b.Take(r, now), true
+}
+
+// rateLimited is the error of a refused decision.
+func rateLimited(d limits.Decision) error {
+	return &RateLimitError{Decision: d}
+}
+
+// RateLimitError carries the decision of a refused bucket so that HTTP can
+// write Retry-After and the RateLimit headers.
+type RateLimitError struct{ Decision limits.Decision }
+
+func (e *RateLimitError) Error() string { return "rate_limited: " + string(e.Decision.Policy) }
+
+type actorContext = actor.Context
+
+// Caller kinds.
+const (
+	CallerBot       = "bot"
+	CallerUser      = "user"
+	CallerDeveloper = "developer"
+	CallerOperator  = "operator"
+)

@@ -1,0 +1,193 @@
+package actors
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// Principal is what an authenticated bearer token acts as.
+type Principal struct {
+	Caller    *kitpb.Caller
+	TokenType string   // bot, user or developer
+	Scopes    []string // effective: granted at issue ∩ still requested by the installed version
+	KitSlug   string
+	TokenID   string // developer tokens
+	ExpiresAt int64  // unix nanoseconds; 0: no expiry
+	hash      [32]byte
+}
+
+// HasScope reports whether the principal holds scope.
+func (p *Principal) HasScope(scope string) bool { return slices.Contains(p.Scopes, scope) }
+
+// Authenticator turns bearer tokens into principals. Hits are served from a
+// node-local cache without a hop or an allocation; a miss reads the
+// credential record and asks the installation for its current scopes.
+// Owners call InstallationChanged and CredentialRevoked after committing a
+// change, so revocation and uninstall take effect at once.
+type Authenticator struct {
+	env *Env
+
+	mu    sync.RWMutex
+	cache map[[32]byte]*Principal
+	epoch uint64 // bumped by every invalidation; a load that saw an older epoch is not cached
+}
+
+// NewAuthenticator returns an empty authenticator over env.
+func NewAuthenticator(env *Env) *Authenticator {
+	return &Authenticator{env: env, cache: make(map[[32]byte]*Principal)}
+}
+
+// errInvalidToken is the one answer for every token that does not work.
+var errInvalidToken = kiterr.New(kiterr.InvalidToken, "the token is missing, malformed, expired or revoked")
+
+// maxCached bounds the cache; past it the cache starts over (cheap, and
+// tokens are re-read on their next use).
+const maxCached = 1 << 20
+
+// Authenticate returns the principal of token.
+func (a *Authenticator) Authenticate(token []byte) (*Principal, error) {
+	hash := sha256.Sum256(token)
+	now := nanos(a.env.Clock.Now())
+	a.mu.RLock()
+	p, ok := a.cache[hash]
+	epoch := a.epoch
+	a.mu.RUnlock()
+	if ok {
+		if p.ExpiresAt != 0 && now >= p.ExpiresAt {
+			return nil, errInvalidToken
+		}
+		return p, nil
+	}
+	p, err := a.load(token, hash, now)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	if a.epoch == epoch {
+		if len(a.cache) >= maxCached {
+			a.cache = make(map[[32]byte]*Principal)
+		}
+		a.cache[hash] = p
+	}
+	a.mu.Unlock()
+	return p, nil
+}
+
+func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal, error) {
+	s := string(token)
+	if !ids.WellFormed(s, ids.BotToken) && !ids.WellFormed(s, ids.UserToken) && !strings.HasPrefix(s, ids.DeveloperToken) {
+		return nil, errInvalidToken
+	}
+	cred := &kitpb.Credential{}
+	found, err := load(a.env.Store, credentialKey(hash[:]), cred)
+	if err != nil {
+		return nil, fmt.Errorf("load credential: %w", err)
+	}
+	if !found || cred.RevokedAt != 0 || (cred.ExpiresAt != 0 && now >= cred.ExpiresAt) {
+		return nil, errInvalidToken
+	}
+	p := &Principal{TokenType: cred.Kind, ExpiresAt: cred.ExpiresAt, TokenID: cred.TokenId, hash: hash}
+	switch cred.Kind {
+	case CallerDeveloper:
+		p.Caller = &kitpb.Caller{Kind: CallerDeveloper, WorkspaceId: cred.WorkspaceId, UserId: cred.UserId}
+		return p, nil
+	case CallerBot, CallerUser:
+	default:
+		return nil, errInvalidToken
+	}
+	inst, err := cluster.Call[*kitpb.InstallationReply](a.env.Node, KindInstallation, cred.InstallationId, &kitpb.GetInstallation{})
+	if kiterr.CodeOf(err) == kiterr.NotFound {
+		return nil, errInvalidToken
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load installation %s: %w", cred.InstallationId, err)
+	}
+	in := inst.Installation
+	if in.Uninstalled {
+		return nil, errInvalidToken
+	}
+	requested := in.BotScopes
+	if cred.Kind == CallerUser {
+		requested = in.UserScopes
+	}
+	for _, s := range cred.Scopes {
+		if slices.Contains(requested, s) {
+			p.Scopes = append(p.Scopes, s)
+		}
+	}
+	p.KitSlug = in.KitSlug
+	p.Caller = &kitpb.Caller{
+		Kind: cred.Kind, WorkspaceId: in.WorkspaceId, InstallationId: in.Id,
+		BotId: cred.BotId, UserId: cred.UserId, Interactive: in.Interactive,
+	}
+	return p, nil
+}
+
+// InstallationChanged drops every cached principal of the installation.
+func (a *Authenticator) InstallationChanged(installationID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.epoch++
+	for h, p := range a.cache {
+		if p.Caller.InstallationId == installationID {
+			delete(a.cache, h)
+		}
+	}
+}
+
+// CredentialRevoked drops the cached principal of one credential.
+func (a *Authenticator) CredentialRevoked(hash []byte) {
+	var h [32]byte
+	copy(h[:], hash)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.epoch++
+	delete(a.cache, h)
+}
+
+// Revoke revokes any bearer credential by its secret: the owner of the
+// credential records the revocation.
+func (a *Authenticator) Revoke(token string) error {
+	hash := sha256.Sum256([]byte(token))
+	cred := &kitpb.Credential{}
+	found, err := load(a.env.Store, credentialKey(hash[:]), cred)
+	if err != nil {
+		return fmt.Errorf("load credential: %w", err)
+	}
+	if !found {
+		return kiterr.Absent("token")
+	}
+	switch cred.Kind {
+	case CallerBot, CallerUser:
+		_, err = cluster.Call[*kitpb.Ok](a.env.Node, KindInstallation, cred.InstallationId, &kitpb.RevokeCredential{SecretHash: hash[:]})
+	case CallerDeveloper:
+		_, err = cluster.Call[*kitpb.Ok](a.env.Node, KindWorkspace, cred.WorkspaceId, &kitpb.RevokeCredential{SecretHash: hash[:]})
+	case "session":
+		_, err = cluster.Call[*kitpb.Ok](a.env.Node, KindWorkspace, cred.WorkspaceId, &kitpb.EndSession{SessionId: cred.TokenId})
+	default:
+		return kiterr.Absent("token")
+	}
+	return err
+}
+
+// Locate returns which actor owns id (a message, user, session or
+// developer token), from its locator record.
+func Locate(env *Env, id string) (kind, owner string, err error) {
+	loc := &kitpb.Locator{}
+	found, err := load(env.Store, key("loc", id), loc)
+	if err != nil {
+		return "", "", fmt.Errorf("locate %s: %w", id, err)
+	}
+	if !found {
+		return "", "", kiterr.Absent("object")
+	}
+	return loc.Kind, loc.Owner, nil
+}

@@ -1,0 +1,516 @@
+package actors
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// IdempotencyTTL is how long a POST /messages Idempotency-Key is remembered
+// (SPEC.md section 3, "Idempotency record").
+const IdempotencyTTL = 24 * 60 * 60 * 1e9
+
+// conversationActor owns one conversation: its record, members (people and
+// Kit bots), messages, threads, the per-conversation post bucket and the
+// idempotency records of posts into it. History lives in Pebble under
+// ordered keys; the actor keeps in memory only what its rules need.
+type conversationActor struct {
+	env     *Env
+	loadErr error
+
+	id      string
+	conv    *kitpb.Conversation // nil: the conversation does not exist (yet)
+	members map[string]*kitpb.Member
+	bots    map[string]*kitpb.BotMember
+	lastSeq uint64
+	buckets bucketSet
+}
+
+func (a *conversationActor) Receive(ctx actorContext) { receive(a, &a.loadErr, ctx) }
+
+func (a *conversationActor) prefix(parts ...string) []byte {
+	return key(append([]string{"conv", a.id}, parts...)...)
+}
+
+func (a *conversationActor) activate(identity string) error {
+	a.id = identity
+	a.buckets.table = a.env.Limits
+	a.members = make(map[string]*kitpb.Member)
+	a.bots = make(map[string]*kitpb.BotMember)
+	conv := &kitpb.Conversation{}
+	found, err := load(a.env.Store, key("conv", a.id), conv)
+	if err != nil || !found {
+		return err
+	}
+	a.conv = conv
+	if err := scanRecords(a.env.Store, a.prefix("m", ""), func() proto.Message { return &kitpb.Member{} }, func(m proto.Message) {
+		mem := m.(*kitpb.Member)
+		a.members[mem.UserId] = mem
+	}); err != nil {
+		return err
+	}
+	if err := scanRecords(a.env.Store, a.prefix("b", ""), func() proto.Message { return &kitpb.BotMember{} }, func(m proto.Message) {
+		b := m.(*kitpb.BotMember)
+		a.bots[b.BotId] = b
+	}); err != nil {
+		return err
+	}
+	// The newest message names the last sequence number.
+	lower := a.prefix("s", "")
+	return a.env.Store.Scan(lower, persistence.PrefixEnd(lower), true, func(k, _ []byte) bool {
+		a.lastSeq = decodeSeq(k[len(lower):])
+		return false
+	})
+}
+
+func (a *conversationActor) handle(msg proto.Message) (proto.Message, error) {
+	if _, ok := msg.(*kitpb.CreateConversation); !ok && a.conv == nil {
+		return nil, kiterr.Absent("conversation")
+	}
+	switch m := msg.(type) {
+	case *kitpb.CreateConversation:
+		return a.create(m)
+	case *kitpb.GetConversation:
+		if !a.visible(m.Caller) {
+			return nil, kiterr.Absent("conversation")
+		}
+		return &kitpb.ConversationReply{Conversation: a.conv}, nil
+	case *kitpb.AddMember:
+		return a.addMember(m)
+	case *kitpb.RemoveMember:
+		return a.removeMember(m)
+	case *kitpb.ArchiveConversation:
+		return a.archive()
+	case *kitpb.AddBot:
+		return a.addBot(m)
+	case *kitpb.RemoveBot:
+		return a.removeBot(m)
+	case *kitpb.ListMembers:
+		return a.listMembers(m)
+	case *kitpb.PostMessage:
+		return a.post(m)
+	case *kitpb.GetMessage:
+		if !a.visible(m.Caller) {
+			return nil, kiterr.Absent("message")
+		}
+		msg, err := a.messageByID(m.MessageId)
+		if err != nil {
+			return nil, err
+		}
+		return &kitpb.MessageReply{Message: msg}, nil
+	case *kitpb.EditMessage:
+		return a.edit(m)
+	case *kitpb.DeleteMessage:
+		return a.delete(m)
+	case *kitpb.ListMessages:
+		return a.list(m)
+	}
+	return nil, unknownRequest(KindConversation, msg)
+}
+
+// visible: bots see channels they were added to, members see their
+// conversations, the operator sees everything.
+func (a *conversationActor) visible(c *kitpb.Caller) bool {
+	switch c.GetKind() {
+	case CallerOperator:
+		return true
+	case CallerBot:
+		_, ok := a.bots[c.BotId]
+		return ok && a.conv.WorkspaceId == c.WorkspaceId
+	case CallerUser, CallerDeveloper:
+		_, ok := a.members[c.UserId]
+		return ok && a.conv.WorkspaceId == c.WorkspaceId
+	}
+	return false
+}
+
+func (a *conversationActor) create(m *kitpb.CreateConversation) (proto.Message, error) {
+	if a.conv != nil {
+		return nil, kiterr.New(kiterr.Conflict, "conversation already exists")
+	}
+	now := a.env.Clock.Now()
+	conv := &kitpb.Conversation{
+		Id: a.id, WorkspaceId: m.WorkspaceId, Kind: m.Kind, Visibility: m.Visibility,
+		Name: m.Name, Topic: m.Topic, CreatedAt: nanos(now),
+	}
+	b := a.env.Store.NewBatch()
+	put(b, key("conv", a.id), conv)
+	members := make(map[string]*kitpb.Member, len(m.MemberIds))
+	for _, uid := range m.MemberIds {
+		mem := &kitpb.Member{UserId: uid, JoinedAt: nanos(now)}
+		members[uid] = mem
+		put(b, a.prefix("m", uid), mem)
+	}
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("create conversation %s: %w", a.id, err)
+	}
+	a.conv, a.members = conv, members
+	return &kitpb.ConversationReply{Conversation: conv}, nil
+}
+
+func (a *conversationActor) addMember(m *kitpb.AddMember) (proto.Message, error) {
+	if m.UserWorkspaceId != a.conv.WorkspaceId {
+		return nil, kiterr.Absent("user")
+	}
+	if a.conv.Archived {
+		return nil, kiterr.New(kiterr.Conflict, "conversation is archived")
+	}
+	if _, ok := a.members[m.UserId]; ok {
+		return &kitpb.Ok{}, nil
+	}
+	mem := &kitpb.Member{UserId: m.UserId, JoinedAt: nanos(a.env.Clock.Now())}
+	b := a.env.Store.NewBatch()
+	put(b, a.prefix("m", m.UserId), mem)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("add member to %s: %w", a.id, err)
+	}
+	a.members[m.UserId] = mem
+	return &kitpb.Ok{}, nil
+}
+
+func (a *conversationActor) removeMember(m *kitpb.RemoveMember) (proto.Message, error) {
+	if _, ok := a.members[m.UserId]; !ok {
+		return nil, kiterr.Absent("member")
+	}
+	b := a.env.Store.NewBatch()
+	b.Delete(a.prefix("m", m.UserId))
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("remove member from %s: %w", a.id, err)
+	}
+	delete(a.members, m.UserId)
+	return &kitpb.Ok{}, nil
+}
+
+func (a *conversationActor) archive() (proto.Message, error) {
+	if !a.conv.Archived {
+		next := proto.Clone(a.conv).(*kitpb.Conversation)
+		next.Archived = true
+		b := a.env.Store.NewBatch()
+		put(b, key("conv", a.id), next)
+		if err := b.Commit(); err != nil {
+			return nil, fmt.Errorf("archive %s: %w", a.id, err)
+		}
+		a.conv = next
+	}
+	return &kitpb.ConversationReply{Conversation: a.conv}, nil
+}
+
+func (a *conversationActor) addBot(m *kitpb.AddBot) (proto.Message, error) {
+	if a.conv.Kind != "channel" {
+		return nil, kiterr.Invalid("conversationId", "must be a channel")
+	}
+	if a.conv.Archived {
+		return nil, kiterr.New(kiterr.Conflict, "conversation is archived")
+	}
+	if _, ok := a.bots[m.BotId]; ok {
+		return &kitpb.ConversationReply{Conversation: a.conv}, nil
+	}
+	bm := &kitpb.BotMember{BotId: m.BotId, InstallationId: m.InstallationId, JoinedAt: nanos(a.env.Clock.Now())}
+	b := a.env.Store.NewBatch()
+	put(b, a.prefix("b", m.BotId), bm)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("add bot to %s: %w", a.id, err)
+	}
+	a.bots[m.BotId] = bm
+	return &kitpb.ConversationReply{Conversation: a.conv}, nil
+}
+
+func (a *conversationActor) removeBot(m *kitpb.RemoveBot) (proto.Message, error) {
+	if _, ok := a.bots[m.BotId]; !ok {
+		return &kitpb.Ok{}, nil
+	}
+	b := a.env.Store.NewBatch()
+	b.Delete(a.prefix("b", m.BotId))
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("remove bot from %s: %w", a.id, err)
+	}
+	delete(a.bots, m.BotId)
+	return &kitpb.Ok{}, nil
+}
+
+func (a *conversationActor) listMembers(m *kitpb.ListMembers) (proto.Message, error) {
+	if !a.visible(m.Caller) {
+		return nil, kiterr.Absent("conversation")
+	}
+	lower := a.prefix("m", m.AfterId)
+	if m.AfterId != "" {
+		lower = append(lower, 0) // strictly after the cursor's member
+	}
+	upper := persistence.PrefixEnd(a.prefix("m", ""))
+	reply := &kitpb.MembersReply{}
+	err := a.env.Store.Scan(lower, upper, false, func(_, v []byte) bool {
+		if len(reply.Members) == int(m.Limit) {
+			reply.More = true
+			return false
+		}
+		mem := &kitpb.Member{}
+		if err := proto.Unmarshal(v, mem); err == nil {
+			reply.Members = append(reply.Members, mem)
+		}
+		return true
+	})
+	return reply, err
+}
+
+// writable checks what every write into the conversation needs.
+func (a *conversationActor) writable(c *kitpb.Caller) error {
+	if !a.visible(c) {
+		return kiterr.Absent("conversation")
+	}
+	if a.conv.Archived {
+		return kiterr.New(kiterr.Conflict, "conversation is archived")
+	}
+	return nil
+}
+
+func author(c *kitpb.Caller) (kind, id string) {
+	if c.Kind == CallerBot {
+		return "bot", c.BotId
+	}
+	return "user", c.UserId
+}
+
+// contentHash identifies "the same content" of a post for idempotency.
+func contentHash(m *kitpb.PostMessage, conversationID string) []byte {
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(conversationID), []byte(m.Text), m.Blocks, []byte(m.ThreadParentId)} {
+		var n [8]byte
+		h.Write(persistence.AppendUint64(n[:0], uint64(len(part))))
+		h.Write(part)
+	}
+	return h.Sum(nil)
+}
+
+func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
+	if err := a.writable(m.Caller); err != nil {
+		return nil, err
+	}
+	now := a.env.Clock.Now()
+	kind, authorID := author(m.Caller)
+	var idemKey []byte
+	var hash []byte
+	if m.IdempotencyKey != "" {
+		idemKey = a.prefix("p", kind+":"+authorID+"\x00"+m.IdempotencyKey)
+		hash = contentHash(m, a.id)
+		rec := &kitpb.Idempotency{}
+		found, err := load(a.env.Store, idemKey, rec)
+		if err != nil {
+			return nil, fmt.Errorf("load idempotency record: %w", err)
+		}
+		if found && rec.ExpiresAt > nanos(now) {
+			if !bytes.Equal(rec.ContentHash, hash) {
+				return nil, kiterr.New(kiterr.IdempotencyConflict, "Idempotency-Key was used with different content")
+			}
+			msg, err := a.messageBySeq(rec.MessageSeq)
+			if err != nil {
+				return nil, err
+			}
+			return &kitpb.MessageReply{Message: msg, Replayed: true}, nil
+		}
+	}
+	var parentSeq uint64
+	if m.ThreadParentId != "" {
+		parent, err := a.messageByID(m.ThreadParentId)
+		if err != nil || parent.ThreadParentId != "" || parent.DeletedAt != 0 {
+			return nil, kiterr.Invalid("threadParentId", "must be a live top-level message of this conversation")
+		}
+		parentSeq = parent.Seq
+	}
+	if d, on := a.buckets.take(limits.PostMessage, "", now); on && !d.OK {
+		return nil, rateLimited(d)
+	}
+	seq := a.lastSeq + 1
+	msg := &kitpb.Message{
+		Id: m.MessageId, ConversationId: a.id, AuthorKind: kind, AuthorId: authorID,
+		Text: m.Text, Blocks: m.Blocks, ThreadParentId: m.ThreadParentId,
+		CreatedAt: nanos(now), Seq: seq,
+	}
+	b := a.env.Store.NewBatch()
+	put(b, seqKey(a.prefix("s", ""), seq), msg)
+	var seqBuf [8]byte
+	b.Set(a.prefix("i", msg.Id), persistence.AppendUint64(seqBuf[:0], seq))
+	put(b, key("loc", msg.Id), &kitpb.Locator{Kind: KindConversation, Owner: a.id})
+	if parentSeq != 0 {
+		b.Set(seqKey(seqKey(a.prefix("t", ""), parentSeq), seq), nil)
+	}
+	if idemKey != nil {
+		put(b, idemKey, &kitpb.Idempotency{
+			ContentHash: hash, MessageId: msg.Id, MessageSeq: seq,
+			ExpiresAt: nanos(now) + IdempotencyTTL,
+		})
+	}
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("post into %s: %w", a.id, err)
+	}
+	a.lastSeq = seq
+	return &kitpb.MessageReply{Message: msg}, nil
+}
+
+// ownMessage finds a message the caller may change.
+func (a *conversationActor) ownMessage(c *kitpb.Caller, id string) (*kitpb.Message, error) {
+	if !a.visible(c) {
+		return nil, kiterr.Absent("message")
+	}
+	msg, err := a.messageByID(id)
+	if err != nil {
+		return nil, err
+	}
+	kind, authorID := author(c)
+	if msg.AuthorKind != kind || msg.AuthorId != authorID {
+		return nil, kiterr.New(kiterr.Forbidden, "only the author can change a message")
+	}
+	if a.conv.Archived {
+		return nil, kiterr.New(kiterr.Conflict, "conversation is archived")
+	}
+	return msg, nil
+}
+
+func (a *conversationActor) edit(m *kitpb.EditMessage) (proto.Message, error) {
+	msg, err := a.ownMessage(m.Caller, m.MessageId)
+	if err != nil {
+		return nil, err
+	}
+	if msg.DeletedAt != 0 {
+		return nil, kiterr.New(kiterr.Conflict, "message is deleted")
+	}
+	msg.Text, msg.Blocks, msg.EditedAt = m.Text, m.Blocks, nanos(a.env.Clock.Now())
+	return a.rewrite(msg)
+}
+
+func (a *conversationActor) delete(m *kitpb.DeleteMessage) (proto.Message, error) {
+	msg, err := a.ownMessage(m.Caller, m.MessageId)
+	if err != nil {
+		return nil, err
+	}
+	if msg.DeletedAt != 0 {
+		return &kitpb.MessageReply{Message: msg}, nil
+	}
+	// A tombstone keeps its place in history and nothing of its content.
+	msg.Text, msg.Blocks, msg.DeletedAt = "", nil, nanos(a.env.Clock.Now())
+	return a.rewrite(msg)
+}
+
+func (a *conversationActor) rewrite(msg *kitpb.Message) (proto.Message, error) {
+	b := a.env.Store.NewBatch()
+	put(b, seqKey(a.prefix("s", ""), msg.Seq), msg)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("rewrite message %s: %w", msg.Id, err)
+	}
+	return &kitpb.MessageReply{Message: msg}, nil
+}
+
+func (a *conversationActor) messageByID(id string) (*kitpb.Message, error) {
+	v, err := a.env.Store.Get(a.prefix("i", id))
+	if err != nil || len(v) != 8 {
+		return nil, kiterr.Absent("message")
+	}
+	return a.messageBySeq(decodeSeq(v))
+}
+
+func (a *conversationActor) messageBySeq(seq uint64) (*kitpb.Message, error) {
+	msg := &kitpb.Message{}
+	found, err := load(a.env.Store, seqKey(a.prefix("s", ""), seq), msg)
+	if err != nil {
+		return nil, fmt.Errorf("load message %d of %s: %w", seq, a.id, err)
+	}
+	if !found {
+		return nil, kiterr.Absent("message")
+	}
+	return msg, nil
+}
+
+// list returns history (or one thread's replies) newest first.
+func (a *conversationActor) list(m *kitpb.ListMessages) (proto.Message, error) {
+	if !a.visible(m.Caller) {
+		return nil, kiterr.Absent("conversation")
+	}
+	reply := &kitpb.MessagesReply{}
+	if m.ThreadParentId != "" {
+		parent, err := a.messageByID(m.ThreadParentId)
+		if err != nil || parent.ThreadParentId != "" {
+			return nil, kiterr.Absent("message")
+		}
+		lower := seqKey(a.prefix("t", ""), parent.Seq)
+		upper := persistence.PrefixEnd(lower)
+		if m.BeforeSeq != 0 {
+			upper = seqKey(lower, m.BeforeSeq)
+		}
+		var seqs []uint64
+		err = a.env.Store.Scan(lower, upper, true, func(k, _ []byte) bool {
+			if len(seqs) == int(m.Limit) {
+				reply.More = true
+				return false
+			}
+			seqs = append(seqs, decodeSeq(k[len(lower):]))
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range seqs {
+			msg, err := a.messageBySeq(s)
+			if err != nil {
+				return nil, err
+			}
+			reply.Messages = append(reply.Messages, msg)
+		}
+		return reply, nil
+	}
+	lower := a.prefix("s", "")
+	upper := persistence.PrefixEnd(lower)
+	if m.BeforeSeq != 0 {
+		upper = seqKey(lower, m.BeforeSeq)
+	}
+	var decodeErr error
+	err := a.env.Store.Scan(lower, upper, true, func(_, v []byte) bool {
+		if len(reply.Messages) == int(m.Limit) {
+			reply.More = true
+			return false
+		}
+		msg := &kitpb.Message{}
+		if decodeErr = proto.Unmarshal(v, msg); decodeErr != nil {
+			return false
+		}
+		reply.Messages = append(reply.Messages, msg)
+		return true
+	})
+	if err == nil {
+		err = decodeErr
+	}
+	return reply, err
+}
+
+func decodeSeq(b []byte) uint64 {
+	if len(b) < 8 {
+		return 0
+	}
+	var v uint64
+	for _, c := range b[:8] {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
+
+// scanRecords decodes every record under prefix.
+func scanRecords(store *persistence.Store, prefix []byte, fresh func() proto.Message, visit func(proto.Message)) error {
+	var decodeErr error
+	err := store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, v []byte) bool {
+		m := fresh()
+		if decodeErr = proto.Unmarshal(v, m); decodeErr != nil {
+			return false
+		}
+		visit(m)
+		return true
+	})
+	if err == nil {
+		err = decodeErr
+	}
+	return err
+}

@@ -1,0 +1,215 @@
+package actors
+
+import (
+	"fmt"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/internal/manifest"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// installationActor owns one installation of a Kit in a workspace: the
+// installed version and its scopes, the Kit bot and the channels it was
+// added to, the bot tokens issued for it, and the read/write/files buckets
+// of SPEC.md section 8 that are counted per installation.
+type installationActor struct {
+	env     *Env
+	loadErr error
+
+	id      string
+	inst    *kitpb.Installation // nil: not installed (yet)
+	buckets bucketSet
+}
+
+func (a *installationActor) Receive(ctx actorContext) { receive(a, &a.loadErr, ctx) }
+
+func (a *installationActor) activate(identity string) error {
+	a.id = identity
+	a.buckets.table = a.env.Limits
+	inst := &kitpb.Installation{}
+	found, err := load(a.env.Store, key("inst", a.id), inst)
+	if err != nil || !found {
+		return err
+	}
+	a.inst = inst
+	return nil
+}
+
+func (a *installationActor) handle(msg proto.Message) (proto.Message, error) {
+	if _, ok := msg.(*kitpb.ApplyInstall); !ok && a.inst == nil {
+		return nil, kiterr.Absent("installation")
+	}
+	switch m := msg.(type) {
+	case *kitpb.ApplyInstall:
+		return a.apply(m)
+	case *kitpb.GetInstallation:
+		return &kitpb.InstallationReply{Installation: a.inst}, nil
+	}
+	// Everything below changes a live installation.
+	if a.inst.Uninstalled {
+		return nil, kiterr.Absent("installation")
+	}
+	switch m := msg.(type) {
+	case *kitpb.TakeToken:
+		d, _ := a.buckets.take(limits.Name(m.Bucket), m.Key, a.env.Clock.Now())
+		return decisionReply(d), nil
+	case *kitpb.Uninstall:
+		return a.uninstall()
+	case *kitpb.AddChannel:
+		return a.addChannel(m)
+	case *kitpb.RemoveChannel:
+		return a.removeChannel(m)
+	case *kitpb.CreateBotToken:
+		return a.createBotToken(m)
+	case *kitpb.RevokeCredential:
+		return a.revoke(m)
+	}
+	return nil, unknownRequest(KindInstallation, msg)
+}
+
+// apply installs the version, or updates this installation to it. Scopes
+// the new version no longer requests leave every token at once: tokens keep
+// the scopes granted at issue, and authentication intersects them with the
+// installation's current scopes.
+func (a *installationActor) apply(m *kitpb.ApplyInstall) (proto.Message, error) {
+	man, problems := manifest.Parse(m.Version.Manifest)
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("installed manifest %s@%s no longer parses: %s", m.Kit.Id, m.Version.Version, problems[0].Message)
+	}
+	next := &kitpb.Installation{}
+	if a.inst != nil {
+		if a.inst.Uninstalled {
+			return nil, kiterr.New(kiterr.Conflict, "installation was uninstalled")
+		}
+		next = proto.Clone(a.inst).(*kitpb.Installation)
+	} else {
+		next.Id = a.id
+		next.WorkspaceId = m.WorkspaceId
+		next.KitId = m.Kit.Id
+		next.BotId = ids.New()
+		next.CreatedAt = nanos(a.env.Clock.Now())
+	}
+	next.WorkspaceName = m.WorkspaceName
+	next.KitSlug = man.Slug
+	next.KitVersion = m.Version.Version
+	next.KitDisplayName = man.DefaultDisplayName()
+	next.BotDisplayName = man.BotDisplayName()
+	next.BotScopes, next.UserScopes, next.MaxWebhooks = nil, nil, 0
+	if man.Bot != nil {
+		next.BotScopes = slices.Clone(man.Bot.Scopes)
+	}
+	if man.OAuth != nil {
+		next.UserScopes = slices.Clone(man.OAuth.UserScopes)
+	}
+	if man.IncomingWebhooks != nil {
+		next.MaxWebhooks = int32(man.IncomingWebhooks.MaxPerInstallation)
+	}
+	next.Interactive = man.Interactivity != nil
+	if err := a.save(next); err != nil {
+		return nil, err
+	}
+	return &kitpb.InstallationReply{Installation: next}, nil
+}
+
+func (a *installationActor) save(next *kitpb.Installation) error {
+	b := a.env.Store.NewBatch()
+	put(b, key("inst", a.id), next)
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("save installation %s: %w", a.id, err)
+	}
+	a.inst = next
+	a.env.Invalidator.InstallationChanged(a.id)
+	return nil
+}
+
+func (a *installationActor) uninstall() (proto.Message, error) {
+	next := proto.Clone(a.inst).(*kitpb.Installation)
+	next.Uninstalled = true
+	if err := a.save(next); err != nil {
+		return nil, err
+	}
+	return &kitpb.Ok{}, nil
+}
+
+// addChannel adds the Kit bot to a channel of this workspace. The
+// conversation records the bot first, so that a crash in between leaves
+// the bot able to see a channel the installation does not list yet, which
+// the retry of the same call repairs.
+func (a *installationActor) addChannel(m *kitpb.AddChannel) (proto.Message, error) {
+	conv, err := cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, m.ConversationId,
+		&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerOperator}})
+	if err != nil {
+		return nil, err
+	}
+	if conv.Conversation.WorkspaceId != a.inst.WorkspaceId {
+		return nil, kiterr.Absent("conversation")
+	}
+	if _, err := cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, m.ConversationId,
+		&kitpb.AddBot{BotId: a.inst.BotId, InstallationId: a.id}); err != nil {
+		return nil, err
+	}
+	if !slices.Contains(a.inst.ChannelIds, m.ConversationId) {
+		next := proto.Clone(a.inst).(*kitpb.Installation)
+		next.ChannelIds = append(next.ChannelIds, m.ConversationId)
+		if err := a.save(next); err != nil {
+			return nil, err
+		}
+	}
+	return &kitpb.InstallationReply{Installation: a.inst}, nil
+}
+
+func (a *installationActor) removeChannel(m *kitpb.RemoveChannel) (proto.Message, error) {
+	if !slices.Contains(a.inst.ChannelIds, m.ConversationId) {
+		return nil, kiterr.Absent("channel")
+	}
+	if _, err := cluster.Call[*kitpb.Ok](a.env.Node, KindConversation, m.ConversationId,
+		&kitpb.RemoveBot{BotId: a.inst.BotId}); err != nil {
+		return nil, err
+	}
+	next := proto.Clone(a.inst).(*kitpb.Installation)
+	next.ChannelIds = slices.DeleteFunc(next.ChannelIds, func(id string) bool { return id == m.ConversationId })
+	if err := a.save(next); err != nil {
+		return nil, err
+	}
+	return &kitpb.InstallationReply{Installation: a.inst}, nil
+}
+
+func (a *installationActor) createBotToken(m *kitpb.CreateBotToken) (proto.Message, error) {
+	cred := &kitpb.Credential{
+		Kind: CallerBot, WorkspaceId: a.inst.WorkspaceId, InstallationId: a.id, BotId: a.inst.BotId,
+		Scopes: slices.Clone(a.inst.BotScopes), CreatedAt: nanos(a.env.Clock.Now()),
+	}
+	b := a.env.Store.NewBatch()
+	put(b, credentialKey(m.SecretHash), cred)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("create bot token for %s: %w", a.id, err)
+	}
+	return &kitpb.CredentialReply{Credential: cred}, nil
+}
+
+func (a *installationActor) revoke(m *kitpb.RevokeCredential) (proto.Message, error) {
+	cred := &kitpb.Credential{}
+	found, err := load(a.env.Store, credentialKey(m.SecretHash), cred)
+	if err != nil {
+		return nil, err
+	}
+	if !found || cred.InstallationId != a.id {
+		return nil, kiterr.Absent("token")
+	}
+	if cred.RevokedAt == 0 {
+		cred.RevokedAt = nanos(a.env.Clock.Now())
+		b := a.env.Store.NewBatch()
+		put(b, credentialKey(m.SecretHash), cred)
+		if err := b.Commit(); err != nil {
+			return nil, fmt.Errorf("revoke token of %s: %w", a.id, err)
+		}
+	}
+	a.env.Invalidator.CredentialRevoked(m.SecretHash)
+	return &kitpb.Ok{}, nil
+}

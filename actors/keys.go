@@ -1,0 +1,65 @@
+package actors
+
+import "github.com/kitd/kitd/persistence"
+
+// Storage key layout. Each actor writes only under its own prefix (and the
+// locator and credential records of the things it owns), so the actor is the
+// only writer of every key it reads back.
+//
+//	ws/<ws>                      Workspace
+//	ws/<ws>/u/<user>             User (ids are UUIDv7: the scan is creation order)
+//	ws/<ws>/e/<email>            user id (email uniqueness per workspace)
+//	ws/<ws>/k/<kit>              installation id of the Kit in this workspace
+//	ws/<ws>/s/<session>          Session
+//	ws/<ws>/d/<token id>         SHA-256 of a developer token
+//	conv/<c>                     Conversation
+//	conv/<c>/m/<user>            Member
+//	conv/<c>/b/<bot>             BotMember
+//	conv/<c>/s/<seq>             Message, in conversation order
+//	conv/<c>/t/<parent seq>/<seq>  thread index (empty value)
+//	conv/<c>/i/<message id>      seq of a message
+//	conv/<c>/p/<caller>\x00<key>  Idempotency
+//	inst/<i>                     Installation
+//	kit/<k>                      Kit
+//	kit/<k>/v/<sortable version> KitVersion
+//	kits/<ws>/<k>                Kits owned by a workspace (empty value)
+//	slug/<slug>                  kit id
+//	cred/<sha256>                Credential
+//	loc/<id>                     Locator: which actor owns id
+const (
+	pWorkspace    = "ws/"
+	pConversation = "conv/"
+	pInstallation = "inst/"
+	pKit          = "kit/"
+	pWorkspaceKit = "kits/"
+	pSlug         = "slug/"
+	pCredential   = "cred/"
+	pLocator      = "loc/"
+)
+
+func key(parts ...string) []byte {
+	n := 0
+	for _, p := range parts {
+		n += len(p) + 1
+	}
+	b := make([]byte, 0, n)
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, '/')
+		}
+		b = append(b, p...)
+	}
+	return b
+}
+
+func seqKey(prefix []byte, seq uint64) []byte {
+	k := make([]byte, 0, len(prefix)+8)
+	k = append(k, prefix...)
+	return persistence.AppendUint64(k, seq)
+}
+
+func credentialKey(hash []byte) []byte {
+	k := make([]byte, 0, len(pCredential)+len(hash))
+	k = append(k, pCredential...)
+	return append(k, hash...)
+}

@@ -1,0 +1,235 @@
+package actors
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/manifest"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// kitActor owns one Kit: its record and its versions. A registered version
+// is immutable; versions only increase; publishing makes a version
+// installable and applies its distribution.
+type kitActor struct {
+	env     *Env
+	loadErr error
+
+	id       string
+	kit      *kitpb.Kit // nil: no version uploaded yet
+	versions []*kitpb.KitVersion
+}
+
+func (a *kitActor) Receive(ctx actorContext) { receive(a, &a.loadErr, ctx) }
+
+func (a *kitActor) activate(identity string) error {
+	a.id = identity
+	kit := &kitpb.Kit{}
+	found, err := load(a.env.Store, key("kit", a.id), kit)
+	if err != nil || !found {
+		return err
+	}
+	a.kit = kit
+	return scanRecords(a.env.Store, key("kit", a.id, "v", ""), func() proto.Message { return &kitpb.KitVersion{} }, func(m proto.Message) {
+		a.versions = append(a.versions, m.(*kitpb.KitVersion))
+	})
+}
+
+func (a *kitActor) handle(msg proto.Message) (proto.Message, error) {
+	if _, ok := msg.(*kitpb.UploadVersion); !ok && a.kit == nil {
+		return nil, kiterr.Absent("kit")
+	}
+	switch m := msg.(type) {
+	case *kitpb.UploadVersion:
+		return a.upload(m)
+	case *kitpb.PublishVersion:
+		if m.WorkspaceId != a.kit.WorkspaceId {
+			return nil, kiterr.Absent("kit")
+		}
+		v := a.version(m.Version)
+		if v == nil {
+			return nil, kiterr.Absent("version")
+		}
+		return a.publish(v)
+	case *kitpb.GetKit:
+		// Other workspaces see a Kit only once it is installable for them.
+		if m.WorkspaceId != "" && m.WorkspaceId != a.kit.WorkspaceId && a.kit.LatestPublishedVersion == "" {
+			return nil, kiterr.Absent("kit")
+		}
+		return &kitpb.KitReply{Kit: a.kit, Versions: a.versions}, nil
+	}
+	return nil, unknownRequest(KindKit, msg)
+}
+
+func (a *kitActor) version(v string) *kitpb.KitVersion {
+	for _, kv := range a.versions {
+		if kv.Version == v {
+			return kv
+		}
+	}
+	return nil
+}
+
+func (a *kitActor) upload(m *kitpb.UploadVersion) (proto.Message, error) {
+	man, problems := manifest.Parse(m.Manifest)
+	if len(problems) > 0 {
+		return nil, kiterr.Invalid(manifestPath(problems[0].Path), problems[0].Message)
+	}
+	if a.kit != nil && a.kit.WorkspaceId != m.WorkspaceId {
+		return nil, kiterr.Absent("kit")
+	}
+	ver := man.Version.String()
+	if existing := a.version(ver); existing != nil {
+		if existing.ManifestHash != man.Hash() {
+			return nil, kiterr.New(kiterr.Conflict, "version is already registered with a different manifest")
+		}
+		if m.Publish && !existing.Published {
+			return a.publish(existing)
+		}
+		return &kitpb.VersionReply{Kit: a.kit, Version: existing}, nil
+	}
+	if a.kit != nil && a.kit.LatestVersion != "" {
+		latest, err := manifest.ParseVersion(a.kit.LatestVersion)
+		if err == nil && man.Version.Compare(latest) <= 0 {
+			return nil, kiterr.New(kiterr.Conflict, "version must be higher than the latest registered version")
+		}
+	}
+	now := nanos(a.env.Clock.Now())
+	kit := &kitpb.Kit{}
+	if a.kit != nil {
+		kit = proto.Clone(a.kit).(*kitpb.Kit)
+	} else {
+		kit = &kitpb.Kit{Id: a.id, Slug: man.Slug, Distribution: "private", State: "active", WorkspaceId: m.WorkspaceId, CreatedAt: now}
+	}
+	kit.DisplayName = man.DefaultDisplayName()
+	kit.LatestVersion = ver
+	v := &kitpb.KitVersion{
+		Id: m.VersionId, KitId: a.id, Version: ver, CreatedAt: now,
+		ConsentHash: man.ConsentHash(), ManifestHash: man.Hash(),
+		Distribution: man.Distribution, Manifest: m.Manifest,
+	}
+	if m.Publish {
+		if err := publishable(man); err != nil {
+			return nil, err
+		}
+		v.Published, v.PublishedAt = true, now
+		kit.LatestPublishedVersion, kit.Distribution = ver, man.Distribution
+	}
+	b := a.env.Store.NewBatch()
+	put(b, key("kit", a.id), kit)
+	put(b, versionKey(a.id, man.Version), v)
+	if a.kit == nil {
+		b.Set(key("kits", m.WorkspaceId, a.id), nil)
+	}
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("upload version %s of %s: %w", ver, a.id, err)
+	}
+	a.kit = kit
+	a.versions = append(a.versions, v)
+	return &kitpb.VersionReply{Kit: kit, Version: v, Created: true}, nil
+}
+
+func (a *kitActor) publish(v *kitpb.KitVersion) (proto.Message, error) {
+	if v.Published {
+		return &kitpb.VersionReply{Kit: a.kit, Version: v}, nil
+	}
+	man, problems := manifest.Parse(v.Manifest)
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("stored manifest of %s@%s no longer parses", a.id, v.Version)
+	}
+	if err := publishable(man); err != nil {
+		return nil, err
+	}
+	now := nanos(a.env.Clock.Now())
+	nv := proto.Clone(v).(*kitpb.KitVersion)
+	nv.Published, nv.PublishedAt = true, now
+	kit := proto.Clone(a.kit).(*kitpb.Kit)
+	kit.Distribution = man.Distribution
+	if cur, err := manifest.ParseVersion(kit.LatestPublishedVersion); err != nil || man.Version.Compare(cur) > 0 {
+		kit.LatestPublishedVersion = nv.Version
+	}
+	b := a.env.Store.NewBatch()
+	put(b, key("kit", a.id), kit)
+	put(b, versionKey(a.id, man.Version), nv)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("publish %s of %s: %w", v.Version, a.id, err)
+	}
+	a.kit = kit
+	for i, kv := range a.versions {
+		if kv.Version == nv.Version {
+			a.versions[i] = nv
+		}
+	}
+	return &kitpb.VersionReply{Kit: kit, Version: nv}, nil
+}
+
+// publishable checks the distribution rules of SPEC.md section 3: an
+// unlisted or directory Kit needs a verified domain for every endpoint host.
+// Domain verification arrives with the developer API; until then such a Kit
+// can be published only when it names no endpoint host.
+func publishable(man *manifest.Manifest) error {
+	if man.Distribution == "private" {
+		return nil
+	}
+	if len(man.EndpointHosts()) > 0 {
+		return kiterr.New(kiterr.Conflict, "every endpoint host needs a verified domain before an "+man.Distribution+" Kit is published")
+	}
+	return nil
+}
+
+func versionKey(kitID string, v manifest.Version) []byte {
+	return key("kit", kitID, "v", fmt.Sprintf("%04d.%05d.%06d", v.Major, v.Minor, v.Patch))
+}
+
+// manifestPath places a manifest problem inside the request body.
+func manifestPath(p string) string {
+	if p == "" {
+		return "manifest"
+	}
+	return "manifest." + p
+}
+
+// slugActor owns one slug: which Kit it belongs to. One actor per slug makes
+// the global uniqueness check a single lookup, never a scan.
+type slugActor struct {
+	env     *Env
+	loadErr error
+
+	slug  string
+	owner *kitpb.ClaimSlug // nil: free
+}
+
+func (a *slugActor) Receive(ctx actorContext) { receive(a, &a.loadErr, ctx) }
+
+func (a *slugActor) activate(identity string) error {
+	a.slug = identity
+	owner := &kitpb.ClaimSlug{}
+	found, err := load(a.env.Store, key("slug", identity), owner)
+	if found {
+		a.owner = owner
+	}
+	return err
+}
+
+func (a *slugActor) handle(msg proto.Message) (proto.Message, error) {
+	m, ok := msg.(*kitpb.ClaimSlug)
+	if !ok {
+		return nil, unknownRequest(KindSlug, msg)
+	}
+	if a.owner != nil {
+		if a.owner.WorkspaceId != m.WorkspaceId {
+			return nil, &kiterr.Error{Code: kiterr.SlugTaken, Message: "manifest.slug: belongs to another Kit", Path: "manifest.slug"}
+		}
+		return &kitpb.SlugReply{KitId: a.owner.KitId}, nil
+	}
+	owner := &kitpb.ClaimSlug{Slug: a.slug, KitId: m.KitId, WorkspaceId: m.WorkspaceId}
+	b := a.env.Store.NewBatch()
+	put(b, key("slug", a.slug), owner)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("claim slug: %w", err)
+	}
+	a.owner = owner
+	return &kitpb.SlugReply{KitId: m.KitId, Claimed: true}, nil
+}

@@ -1,0 +1,389 @@
+package actors
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// Lifetimes of the credentials a workspace issues.
+const (
+	SessionLifetime        = 7 * 24 * time.Hour  // OPERATIONS.md section 3
+	DeveloperTokenLifetime = 90 * 24 * time.Hour // SPEC.md section 5
+)
+
+// workspaceActor owns one workspace: its people and their roles, web
+// sessions, developer tokens, the developer API bucket of each token, and
+// which installation each installed Kit has here.
+type workspaceActor struct {
+	env     *Env
+	loadErr error
+
+	id      string
+	ws      *kitpb.Workspace
+	users   map[string]*kitpb.User
+	emails  map[string]string // lower-case email -> user id
+	kits    map[string]string // kit id -> installation id
+	buckets bucketSet
+}
+
+func (a *workspaceActor) Receive(ctx actorContext) { receive(a, &a.loadErr, ctx) }
+
+func (a *workspaceActor) prefix(parts ...string) []byte {
+	return key(append([]string{"ws", a.id}, parts...)...)
+}
+
+func (a *workspaceActor) activate(identity string) error {
+	a.id = identity
+	a.buckets.table = a.env.Limits
+	a.users = make(map[string]*kitpb.User)
+	a.emails = make(map[string]string)
+	a.kits = make(map[string]string)
+	ws := &kitpb.Workspace{}
+	found, err := load(a.env.Store, key("ws", a.id), ws)
+	if err != nil || !found {
+		return err
+	}
+	a.ws = ws
+	if err := scanRecords(a.env.Store, a.prefix("u", ""), func() proto.Message { return &kitpb.User{} }, func(m proto.Message) {
+		u := m.(*kitpb.User)
+		a.users[u.Id] = u
+		if u.Email != "" {
+			a.emails[strings.ToLower(u.Email)] = u.Id
+		}
+	}); err != nil {
+		return err
+	}
+	lower := a.prefix("k", "")
+	return a.env.Store.Scan(lower, persistence.PrefixEnd(lower), false, func(k, v []byte) bool {
+		a.kits[string(k[len(lower):])] = string(v)
+		return true
+	})
+}
+
+func (a *workspaceActor) handle(msg proto.Message) (proto.Message, error) {
+	if _, ok := msg.(*kitpb.CreateWorkspace); !ok && a.ws == nil {
+		return nil, kiterr.Absent("workspace")
+	}
+	switch m := msg.(type) {
+	case *kitpb.CreateWorkspace:
+		return a.create(m)
+	case *kitpb.GetWorkspace:
+		return &kitpb.WorkspaceReply{Workspace: a.ws}, nil
+	case *kitpb.CreateUser:
+		return a.createUser(m)
+	case *kitpb.GetUser:
+		u, ok := a.users[m.UserId]
+		if !ok {
+			return nil, kiterr.Absent("user")
+		}
+		return &kitpb.UserReply{User: u}, nil
+	case *kitpb.DeactivateUser:
+		return a.deactivate(m)
+	case *kitpb.ListUsers:
+		return a.listUsers(m)
+	case *kitpb.CreateSession:
+		return a.createSession(m)
+	case *kitpb.EndSession:
+		return a.endSession(m)
+	case *kitpb.CreateDeveloperToken:
+		return a.createDeveloperToken(m)
+	case *kitpb.RevokeCredential:
+		return a.revokeDeveloperToken(m)
+	case *kitpb.TakeToken:
+		d, _ := a.buckets.take(limits.Name(m.Bucket), m.Key, a.env.Clock.Now())
+		return decisionReply(d), nil
+	case *kitpb.Install:
+		return a.install(m)
+	case *kitpb.CreateConversation:
+		return a.createConversation(m)
+	}
+	return nil, unknownRequest(KindWorkspace, msg)
+}
+
+func (a *workspaceActor) create(m *kitpb.CreateWorkspace) (proto.Message, error) {
+	if a.ws != nil {
+		return nil, kiterr.New(kiterr.Conflict, "workspace already exists")
+	}
+	ws := &kitpb.Workspace{Id: a.id, Name: m.Name, Sandbox: m.Sandbox, CreatedAt: nanos(a.env.Clock.Now())}
+	b := a.env.Store.NewBatch()
+	put(b, key("ws", a.id), ws)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("create workspace %s: %w", a.id, err)
+	}
+	a.ws = ws
+	return &kitpb.WorkspaceReply{Workspace: ws}, nil
+}
+
+func (a *workspaceActor) createUser(m *kitpb.CreateUser) (proto.Message, error) {
+	email := strings.ToLower(m.Email)
+	if email != "" {
+		if _, taken := a.emails[email]; taken {
+			return nil, &kiterr.Error{Code: kiterr.EmailTaken, Message: "email: already used in this workspace", Path: "email"}
+		}
+	}
+	u := &kitpb.User{
+		Id: m.UserId, WorkspaceId: a.id, DisplayName: m.DisplayName, Email: m.Email,
+		Role: m.Role, Active: true, CreatedAt: nanos(a.env.Clock.Now()),
+	}
+	if m.Password != "" {
+		h, err := hashPassword(m.Password)
+		if err != nil {
+			return nil, err
+		}
+		u.PasswordHash = h
+	}
+	b := a.env.Store.NewBatch()
+	put(b, a.prefix("u", u.Id), u)
+	put(b, key("loc", u.Id), &kitpb.Locator{Kind: KindWorkspace, Owner: a.id})
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("create user in %s: %w", a.id, err)
+	}
+	a.users[u.Id] = u
+	if email != "" {
+		a.emails[email] = u.Id
+	}
+	return &kitpb.UserReply{User: u}, nil
+}
+
+func (a *workspaceActor) deactivate(m *kitpb.DeactivateUser) (proto.Message, error) {
+	u, ok := a.users[m.UserId]
+	if !ok {
+		return nil, kiterr.Absent("user")
+	}
+	if u.Active {
+		next := proto.Clone(u).(*kitpb.User)
+		next.Active = false
+		b := a.env.Store.NewBatch()
+		put(b, a.prefix("u", u.Id), next)
+		if err := b.Commit(); err != nil {
+			return nil, fmt.Errorf("deactivate user %s: %w", u.Id, err)
+		}
+		a.users[u.Id] = next
+	}
+	return &kitpb.Ok{}, nil
+}
+
+// listUsers lists active users in id (creation) order.
+func (a *workspaceActor) listUsers(m *kitpb.ListUsers) (proto.Message, error) {
+	lower := a.prefix("u", m.AfterId)
+	if m.AfterId != "" {
+		lower = append(lower, 0)
+	}
+	upper := persistence.PrefixEnd(a.prefix("u", ""))
+	reply := &kitpb.UsersReply{}
+	err := a.env.Store.Scan(lower, upper, false, func(k, _ []byte) bool {
+		u := a.users[string(k[len(a.prefix("u", "")):])]
+		if u == nil || !u.Active {
+			return true
+		}
+		if len(reply.Users) == int(m.Limit) {
+			reply.More = true
+			return false
+		}
+		reply.Users = append(reply.Users, u)
+		return true
+	})
+	return reply, err
+}
+
+func (a *workspaceActor) activeUser(id string) (*kitpb.User, error) {
+	u, ok := a.users[id]
+	if !ok || !u.Active {
+		return nil, kiterr.Absent("user")
+	}
+	return u, nil
+}
+
+func (a *workspaceActor) createSession(m *kitpb.CreateSession) (proto.Message, error) {
+	if _, err := a.activeUser(m.UserId); err != nil {
+		return nil, err
+	}
+	now := a.env.Clock.Now()
+	s := &kitpb.Session{
+		Id: m.SessionId, UserId: m.UserId, WorkspaceId: a.id,
+		CreatedAt: nanos(now), ExpiresAt: nanos(now.Add(SessionLifetime)),
+	}
+	b := a.env.Store.NewBatch()
+	put(b, a.prefix("s", s.Id), s)
+	put(b, key("loc", s.Id), &kitpb.Locator{Kind: KindWorkspace, Owner: a.id})
+	put(b, credentialKey(m.SecretHash), &kitpb.Credential{
+		Kind: "session", WorkspaceId: a.id, UserId: m.UserId, TokenId: s.Id,
+		CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt,
+	})
+	b.Set(a.prefix("sh", s.Id), m.SecretHash)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("create session in %s: %w", a.id, err)
+	}
+	return &kitpb.SessionReply{Session: s}, nil
+}
+
+func (a *workspaceActor) endSession(m *kitpb.EndSession) (proto.Message, error) {
+	s := &kitpb.Session{}
+	found, err := load(a.env.Store, a.prefix("s", m.SessionId), s)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, kiterr.Absent("session")
+	}
+	if s.EndedAt != 0 {
+		return &kitpb.Ok{}, nil
+	}
+	s.EndedAt = nanos(a.env.Clock.Now())
+	hash, err := a.env.Store.Get(a.prefix("sh", s.Id))
+	if err != nil {
+		return nil, fmt.Errorf("load session secret %s: %w", s.Id, err)
+	}
+	b := a.env.Store.NewBatch()
+	put(b, a.prefix("s", s.Id), s)
+	b.Delete(credentialKey(hash))
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("end session %s: %w", s.Id, err)
+	}
+	a.env.Invalidator.CredentialRevoked(hash)
+	return &kitpb.Ok{}, nil
+}
+
+func (a *workspaceActor) createDeveloperToken(m *kitpb.CreateDeveloperToken) (proto.Message, error) {
+	if _, err := a.activeUser(m.UserId); err != nil {
+		return nil, err
+	}
+	now := a.env.Clock.Now()
+	ttl := DeveloperTokenLifetime
+	if m.TtlSeconds > 0 {
+		ttl = time.Duration(m.TtlSeconds) * time.Second
+	}
+	cred := &kitpb.Credential{
+		Kind: CallerDeveloper, WorkspaceId: a.id, UserId: m.UserId, TokenId: m.TokenId, Name: m.Name,
+		CreatedAt: nanos(now), ExpiresAt: nanos(now.Add(ttl)),
+	}
+	b := a.env.Store.NewBatch()
+	put(b, credentialKey(m.SecretHash), cred)
+	b.Set(a.prefix("d", m.TokenId), m.SecretHash)
+	put(b, key("loc", m.TokenId), &kitpb.Locator{Kind: KindWorkspace, Owner: a.id})
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("create developer token in %s: %w", a.id, err)
+	}
+	return &kitpb.CredentialReply{Credential: cred}, nil
+}
+
+func (a *workspaceActor) revokeDeveloperToken(m *kitpb.RevokeCredential) (proto.Message, error) {
+	hash := m.SecretHash
+	if m.TokenId != "" {
+		h, err := a.env.Store.Get(a.prefix("d", m.TokenId))
+		if err != nil {
+			return nil, kiterr.Absent("developer token")
+		}
+		hash = h
+	}
+	cred := &kitpb.Credential{}
+	found, err := load(a.env.Store, credentialKey(hash), cred)
+	if err != nil {
+		return nil, err
+	}
+	if !found || cred.WorkspaceId != a.id {
+		return nil, kiterr.Absent("token")
+	}
+	if cred.RevokedAt == 0 {
+		cred.RevokedAt = nanos(a.env.Clock.Now())
+		b := a.env.Store.NewBatch()
+		put(b, credentialKey(hash), cred)
+		if err := b.Commit(); err != nil {
+			return nil, fmt.Errorf("revoke developer token: %w", err)
+		}
+	}
+	a.env.Invalidator.CredentialRevoked(hash)
+	return &kitpb.Ok{}, nil
+}
+
+// install installs a Kit version here, or updates the existing
+// installation to it.
+func (a *workspaceActor) install(m *kitpb.Install) (proto.Message, error) {
+	kit, err := cluster.Call[*kitpb.KitReply](a.env.Node, KindKit, m.KitId, &kitpb.GetKit{WorkspaceId: a.id})
+	if err != nil {
+		if kiterr.CodeOf(err) == kiterr.NotFound {
+			return nil, kiterr.Absent("kit")
+		}
+		return nil, err
+	}
+	version, err := installable(kit, m.Version, a.id)
+	if err != nil {
+		return nil, err
+	}
+	instID, existing := a.kits[m.KitId]
+	if existing {
+		cur, err := cluster.Call[*kitpb.InstallationReply](a.env.Node, KindInstallation, instID, &kitpb.GetInstallation{})
+		if err != nil {
+			return nil, err
+		}
+		if cur.Installation.Uninstalled {
+			existing = false
+		}
+	}
+	if !existing {
+		instID = m.InstallationId
+		if instID == "" {
+			instID = ids.New()
+		}
+		b := a.env.Store.NewBatch()
+		b.Set(a.prefix("k", m.KitId), []byte(instID))
+		if err := b.Commit(); err != nil {
+			return nil, fmt.Errorf("record installation of %s: %w", m.KitId, err)
+		}
+		a.kits[m.KitId] = instID
+	}
+	return cluster.Call[*kitpb.InstallationReply](a.env.Node, KindInstallation, instID, &kitpb.ApplyInstall{
+		WorkspaceId: a.id, WorkspaceName: a.ws.Name, Kit: kit.Kit, Version: version,
+	})
+}
+
+// installable picks the version to install: the one asked for, or the
+// latest published one; a workspace may install its own private Kit's
+// latest version even unpublished.
+func installable(kit *kitpb.KitReply, want, workspaceID string) (*kitpb.KitVersion, error) {
+	own := kit.Kit.WorkspaceId == workspaceID
+	if kit.Kit.Distribution == "private" && !own {
+		return nil, kiterr.Absent("kit")
+	}
+	if want == "" {
+		want = kit.Kit.LatestPublishedVersion
+		if own && want == "" {
+			want = kit.Kit.LatestVersion
+		}
+	}
+	for _, v := range kit.Versions {
+		if v.Version == want && (v.Published || own) {
+			return v, nil
+		}
+	}
+	return nil, kiterr.Absent("version")
+}
+
+func decisionReply(d limits.Decision) *kitpb.Decision {
+	return &kitpb.Decision{
+		Ok: d.OK, Remaining: int32(d.Remaining), RetryAfter: int32(d.RetryAfter),
+		ResetSeconds: int32(d.ResetSeconds), Policy: string(d.Policy),
+	}
+}
+
+// createConversation checks that every member is an active person of this
+// workspace, then creates the conversation.
+func (a *workspaceActor) createConversation(m *kitpb.CreateConversation) (proto.Message, error) {
+	for i, uid := range m.MemberIds {
+		if _, err := a.activeUser(uid); err != nil {
+			return nil, kiterr.Invalid(fmt.Sprintf("memberIds[%d]", i), "must be an active user of this workspace")
+		}
+	}
+	m.WorkspaceId = a.id
+	return cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, m.ConversationId, m)
+}

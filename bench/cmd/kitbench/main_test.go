@@ -1,0 +1,130 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary stand in for kitd: with KITBENCH_FAKE_KITD=1
+// it behaves like `kitd serve` (same flags, same "listening" line, same stop
+// on SIGINT) serving fakeKitd.
+func TestMain(m *testing.M) {
+	if os.Getenv("KITBENCH_FAKE_KITD") == "1" {
+		os.Exit(fakeServe(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+func fakeServe(args []string) int {
+	if len(args) == 0 || args[0] != "serve" {
+		fmt.Fprintln(os.Stderr, "fake kitd: want serve")
+		return 2
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:8080", "")
+	data := fs.String("data", "./data", "")
+	limits := fs.String("limits", "spec", "")
+	token := fs.String("operator-token", "", "")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if *limits != "off" || *token == "" {
+		fmt.Fprintln(os.Stderr, "fake kitd: want --limits off and --operator-token")
+		return 2
+	}
+	if err := os.MkdirAll(*data, 0o755); err != nil {
+		return 1
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fk := newFakeKitd(*token)
+	if os.Getenv("KITBENCH_FAKE_FAIL") == "get" {
+		fk.failGets = true
+	}
+	srv := &http.Server{Handler: fk}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Fprintln(os.Stderr, "some log line")
+	fmt.Printf("kitd listening on %s\n", ln.Addr())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	<-sig
+	_ = srv.Close()
+	return 0
+}
+
+func TestRunEndToEndWithFakeKitd(t *testing.T) {
+	t.Setenv("KITBENCH_FAKE_KITD", "1")
+	out := filepath.Join(t.TempDir(), "bench.json")
+	code, err := run(options{
+		kitd: os.Args[0], concurrency: 3, duration: 150 * time.Millisecond, warmup: 20 * time.Millisecond,
+		timeout: 5 * time.Second, conversations: 20, seed: 60, limit: 50, jsonPath: out,
+	})
+	if err != nil || code != 0 {
+		t.Fatalf("run: code %d, %v", code, err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"post-1-conversation", "post-20-conversations", "get-history"}
+	if len(rep.Scenarios) != len(names) || rep.TotalErrors != 0 || rep.Concurrency != 3 {
+		t.Fatalf("report %s", data)
+	}
+	for i, s := range rep.Scenarios {
+		if s.Name != names[i] || s.Trivial == nil || s.Kitd == nil {
+			t.Fatalf("scenario %d: %+v", i, s)
+		}
+		if s.Trivial.Requests == 0 || s.Kitd.Requests == 0 || s.Ratio.RPS <= 0 || s.Ratio.P99 <= 0 {
+			t.Errorf("%s: %+v %+v %+v", s.Name, s.Trivial, s.Kitd, s.Ratio)
+		}
+		if strings.HasPrefix(s.Name, "post") {
+			// The trivial POST answer mirrors the size of kitd's.
+			if d := s.Trivial.RespBytes - s.Kitd.RespBytes; d < -40 || d > 40 {
+				t.Errorf("%s: trivial answers %v bytes, kitd %v", s.Name, s.Trivial.RespBytes, s.Kitd.RespBytes)
+			}
+			if s.Kitd.Status["201"] != s.Kitd.Requests {
+				t.Errorf("%s: status %v", s.Name, s.Kitd.Status)
+			}
+		}
+	}
+}
+
+func TestRunFailsLoudlyOnErrors(t *testing.T) {
+	t.Setenv("KITBENCH_FAKE_KITD", "1")
+	t.Setenv("KITBENCH_FAKE_FAIL", "get")
+	code, err := run(options{
+		kitd: os.Args[0], concurrency: 2, duration: 100 * time.Millisecond,
+		timeout: 5 * time.Second, conversations: 3, seed: 2, limit: 50, only: "get-history",
+	})
+	if code != 1 || err == nil || !strings.Contains(err.Error(), "requests failed") {
+		t.Fatalf("want failure, got code %d, %v", code, err)
+	}
+}
+
+func TestSelectScenarios(t *testing.T) {
+	all := buildScenarios(&fixture{BotToken: "b", Conversations: []string{"a", "b"}, ReadConversation: "r"}, 50)
+	got, err := selectScenarios(all, "get-history, post-2")
+	if err != nil || len(got) != 2 || got[0].sc.Name != "get-history" || got[1].sc.Name != "post-2-conversations" {
+		t.Fatalf("%v %v", got, err)
+	}
+	if _, err := selectScenarios(all, "nope"); err == nil {
+		t.Fatal("want error for unknown scenario")
+	}
+}

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kitd/kitd/bench/loadgen"
+)
+
+// runStats is one server's figures for one scenario.
+type runStats struct {
+	Server      string            `json:"server"`
+	Addr        string            `json:"addr"`
+	Requests    uint64            `json:"requests"`
+	Errors      uint64            `json:"errors"`
+	Status      map[string]uint64 `json:"status"`
+	RPS         float64           `json:"rps"`
+	P50Ms       float64           `json:"p50Ms"`
+	P90Ms       float64           `json:"p90Ms"`
+	P99Ms       float64           `json:"p99Ms"`
+	MaxMs       float64           `json:"maxMs"`
+	MeanMs      float64           `json:"meanMs"`
+	RespBytes   float64           `json:"meanResponseBytes"`
+	ElapsedSec  float64           `json:"elapsedSeconds"`
+	FirstErrors []loadgen.Sample  `json:"firstErrors,omitempty"`
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func statsOf(server string, r *loadgen.Result) *runStats {
+	st := &runStats{
+		Server:      server,
+		Addr:        r.Addr,
+		Requests:    r.OK,
+		Errors:      r.Errors,
+		Status:      map[string]uint64{},
+		RPS:         r.RPS(),
+		P50Ms:       ms(r.Latency.Quantile(0.50)),
+		P90Ms:       ms(r.Latency.Quantile(0.90)),
+		P99Ms:       ms(r.Latency.Quantile(0.99)),
+		MaxMs:       ms(r.Latency.Max()),
+		MeanMs:      ms(r.Latency.Mean()),
+		RespBytes:   r.MeanRespBytes(),
+		ElapsedSec:  r.Elapsed.Seconds(),
+		FirstErrors: r.FirstErrors,
+	}
+	for code, n := range r.Status {
+		key := fmt.Sprint(code)
+		if code == 0 {
+			key = "transport"
+		}
+		st.Status[key] = n
+	}
+	return st
+}
+
+// ratios compare kitd with the trivial server of the same scenario.
+type ratios struct {
+	RPS float64 `json:"rps"` // kitd req/s ÷ trivial req/s
+	P50 float64 `json:"p50"` // kitd p50 ÷ trivial p50
+	P99 float64 `json:"p99"` // kitd p99 ÷ trivial p99
+}
+
+type scenarioReport struct {
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	Trivial     *runStats `json:"trivial"`
+	Kitd        *runStats `json:"kitd"`
+	Ratio       ratios    `json:"ratio"`
+}
+
+type report struct {
+	StartedAt   time.Time         `json:"startedAt"`
+	Concurrency int               `json:"concurrency"`
+	DurationSec float64           `json:"durationSeconds"`
+	WarmupSec   float64           `json:"warmupSeconds"`
+	Machine     map[string]string `json:"machine"`
+	Kitd        string            `json:"kitd"`
+	Setup       map[string]any    `json:"setup"`
+	Scenarios   []*scenarioReport `json:"scenarios"`
+	TotalErrors uint64            `json:"totalErrors"`
+}
+
+func div(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func (s *scenarioReport) computeRatios() {
+	if s.Trivial == nil || s.Kitd == nil {
+		return
+	}
+	s.Ratio = ratios{
+		RPS: div(s.Kitd.RPS, s.Trivial.RPS),
+		P50: div(s.Kitd.P50Ms, s.Trivial.P50Ms),
+		P99: div(s.Kitd.P99Ms, s.Trivial.P99Ms),
+	}
+}
+
+func machineInfo() map[string]string {
+	host, _ := os.Hostname()
+	return map[string]string{
+		"goos":       runtime.GOOS,
+		"goarch":     runtime.GOARCH,
+		"numCPU":     fmt.Sprint(runtime.NumCPU()),
+		"gomaxprocs": fmt.Sprint(runtime.GOMAXPROCS(0)),
+		"goVersion":  runtime.Version(),
+		"hostname":   host,
+	}
+}
+
+func fmtDur(msv float64) string {
+	d := time.Duration(msv * float64(time.Millisecond))
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	case d >= 10*time.Millisecond:
+		return fmt.Sprintf("%.1fms", msv)
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2fms", msv)
+	default:
+		return fmt.Sprintf("%.0fµs", msv*1000)
+	}
+}
+
+// printTable writes the human report.
+func printTable(w io.Writer, r *report) {
+	fmt.Fprintf(w, "\nkitbench: %d connections, %v per scenario (after %v warm-up), GOMAXPROCS=%s of %s CPUs, %s\n",
+		r.Concurrency, time.Duration(r.DurationSec*float64(time.Second)), time.Duration(r.WarmupSec*float64(time.Second)),
+		r.Machine["gomaxprocs"], r.Machine["numCPU"], r.Machine["goVersion"])
+	fmt.Fprintf(w, "kitd: %s (limits off); trivial: in-process fasthttp handler; all share the same CPUs\n\n", r.Kitd)
+	const row = "%-26s %-13s %10s %9s %9s %9s %8s %8s\n"
+	fmt.Fprintf(w, row, "scenario", "server", "req/s", "p50", "p99", "max", "errors", "resp B")
+	for _, s := range r.Scenarios {
+		name := s.Name
+		for _, st := range []*runStats{s.Trivial, s.Kitd} {
+			if st == nil {
+				continue
+			}
+			errs := fmt.Sprint(st.Errors)
+			if st.Errors > 0 {
+				errs = "!!" + errs
+			}
+			fmt.Fprintf(w, row, name, st.Server, fmt.Sprintf("%.0f", st.RPS),
+				fmtDur(st.P50Ms), fmtDur(st.P99Ms), fmtDur(st.MaxMs), errs, fmt.Sprintf("%.0f", st.RespBytes))
+			name = ""
+		}
+		if s.Trivial != nil && s.Kitd != nil {
+			fmt.Fprintf(w, row, "", "kitd÷trivial", fmt.Sprintf("%.3f", s.Ratio.RPS),
+				fmt.Sprintf("%.2fx", s.Ratio.P50), fmt.Sprintf("%.2fx", s.Ratio.P99), "", "", "")
+		}
+	}
+	fmt.Fprintln(w)
+	for _, s := range r.Scenarios {
+		fmt.Fprintf(w, "  %-24s %s\n", s.Name, s.Description)
+	}
+	fmt.Fprintln(w)
+	if r.TotalErrors > 0 {
+		printErrors(w, r)
+	}
+}
+
+// printErrors shouts about failed requests and shows a few of them.
+func printErrors(w io.Writer, r *report) {
+	bar := strings.Repeat("!", 72)
+	fmt.Fprintf(w, "%s\n!! %d REQUESTS FAILED: the figures above are NOT valid\n%s\n", bar, r.TotalErrors, bar)
+	for _, s := range r.Scenarios {
+		for _, st := range []*runStats{s.Trivial, s.Kitd} {
+			if st == nil || st.Errors == 0 {
+				continue
+			}
+			codes := make([]string, 0, len(st.Status))
+			for k, v := range st.Status {
+				codes = append(codes, fmt.Sprintf("%s×%d", k, v))
+			}
+			sort.Strings(codes)
+			fmt.Fprintf(w, "%s on %s: %d errors (status %s)\n", s.Name, st.Server, st.Errors, strings.Join(codes, ", "))
+			shown := map[string]bool{}
+			for _, e := range st.FirstErrors {
+				key := fmt.Sprint(e.Status, e.Err, correlationRE.ReplaceAllString(e.Answer, ""))
+				if shown[key] {
+					continue
+				}
+				shown[key] = true
+				fmt.Fprintf(w, "  %s %s %s\n", e.Method, e.URI, e.Body)
+				if e.Err != "" {
+					fmt.Fprintf(w, "    -> %s\n", e.Err)
+				} else {
+					fmt.Fprintf(w, "    -> %d %s\n", e.Status, e.Answer)
+				}
+			}
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// correlationRE strips the per-request part of an error body so that
+// identical failures are shown once.
+var correlationRE = regexp.MustCompile(`"correlationId"\s*:\s*"[^"]*"`)
+
+func writeJSON(path string, r *report) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}

@@ -1,0 +1,245 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Scenario is one request shape. Build fills req for the n-th request of a
+// run (n counts from 0 across all workers of that run, so a scenario can
+// spread requests over many resources); it sets method, request URI (path
+// and query only), headers and body. The runner sets the Host header itself,
+// so the same Scenario can be replayed against several servers.
+type Scenario struct {
+	// Name identifies the scenario in reports, e.g. "post-1-conversation".
+	Name string
+	// Build prepares request number n. req has been reset before the call.
+	Build func(n uint64, req *fasthttp.Request)
+}
+
+// Config sets how hard and how long a run drives one server.
+type Config struct {
+	// Addr is the server's host:port.
+	Addr string
+	// Concurrency is the number of connections, each driven by its own
+	// goroutine in a closed loop (default 64).
+	Concurrency int
+	// Duration is the measured window (default 10 s).
+	Duration time.Duration
+	// Warmup runs the same load before the measured window without
+	// recording it (default 0: none).
+	Warmup time.Duration
+	// Timeout bounds one request (default 10 s); a request that exceeds it
+	// counts as an error.
+	Timeout time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.Concurrency <= 0 {
+		c.Concurrency = 64
+	}
+	if c.Duration <= 0 {
+		c.Duration = 10 * time.Second
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 10 * time.Second
+	}
+}
+
+// Sample is one failed request kept for the report.
+type Sample struct {
+	Method string `json:"method"`
+	URI    string `json:"uri"`
+	Body   string `json:"requestBody,omitempty"`
+	Status int    `json:"status,omitempty"` // 0: transport error
+	Answer string `json:"response,omitempty"`
+	Err    string `json:"error,omitempty"`
+}
+
+// Result is what one run measured. Latencies are those of successful (2xx)
+// requests only, so that fast error answers cannot flatter the figures.
+type Result struct {
+	Scenario string
+	Addr     string
+	// Elapsed is the measured window actually covered.
+	Elapsed time.Duration
+	// OK counts 2xx answers completed inside the measured window.
+	OK uint64
+	// Errors counts non-2xx answers and transport failures in the window.
+	Errors uint64
+	// Status counts answers by status code (0 = transport error).
+	Status map[int]uint64
+	// FirstErrors holds up to a few failed requests with their answers.
+	FirstErrors []Sample
+	// RespBytes is the total response body size of the 2xx answers.
+	RespBytes uint64
+	// Latency holds the latency of every 2xx answer in the window.
+	Latency *Histogram
+}
+
+// RPS returns successful requests per second over the measured window.
+func (r *Result) RPS() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.OK) / r.Elapsed.Seconds()
+}
+
+// MeanRespBytes returns the mean body size of the 2xx answers.
+func (r *Result) MeanRespBytes() float64 {
+	if r.OK == 0 {
+		return 0
+	}
+	return float64(r.RespBytes) / float64(r.OK)
+}
+
+// maxSamples bounds Result.FirstErrors.
+const maxSamples = 5
+
+type workerResult struct {
+	hist      Histogram
+	ok, errs  uint64
+	respBytes uint64
+	status    map[int]uint64
+	samples   []Sample
+}
+
+// Run drives cfg.Addr with scenario s: cfg.Concurrency goroutines, each with
+// its own connection, send requests back to back for cfg.Warmup plus
+// cfg.Duration; only requests started inside the measured window (after the
+// warmup) are counted. Cancelling ctx ends the run early; Run then reports
+// what it measured so far together with ctx's error.
+func Run(ctx context.Context, cfg Config, s Scenario) (*Result, error) {
+	cfg.defaults()
+	if cfg.Addr == "" {
+		return nil, errors.New("loadgen: empty address")
+	}
+	if s.Build == nil {
+		return nil, errors.New("loadgen: scenario without Build")
+	}
+	hc := &fasthttp.HostClient{
+		Addr:                      cfg.Addr,
+		Name:                      "kitbench",
+		MaxConns:                  cfg.Concurrency,
+		MaxConnWaitTimeout:        cfg.Timeout,
+		MaxIdemponentCallAttempts: 1, // a failure is an error, never retried
+		ReadTimeout:               cfg.Timeout,
+		WriteTimeout:              cfg.Timeout,
+		MaxIdleConnDuration:       time.Minute,
+		ReadBufferSize:            16 << 10,
+		MaxResponseBodySize:       64 << 20,
+	}
+	defer hc.CloseIdleConnections()
+
+	var counter sharedCounter
+	start := time.Now()
+	measureFrom := start.Add(cfg.Warmup)
+	stopAt := measureFrom.Add(cfg.Duration)
+
+	results := make([]*workerResult, cfg.Concurrency)
+	var wg sync.WaitGroup
+	for w := 0; w < cfg.Concurrency; w++ {
+		wr := &workerResult{status: make(map[int]uint64)}
+		results[w] = wr
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			worker(ctx, hc, cfg, s, &counter, measureFrom, stopAt, wr)
+		}()
+	}
+	wg.Wait()
+	end := time.Now()
+
+	res := &Result{
+		Scenario: s.Name,
+		Addr:     cfg.Addr,
+		Status:   make(map[int]uint64),
+		Latency:  &Histogram{},
+	}
+	for _, wr := range results {
+		res.Latency.Merge(&wr.hist)
+		res.OK += wr.ok
+		res.Errors += wr.errs
+		res.RespBytes += wr.respBytes
+		for code, n := range wr.status {
+			res.Status[code] += n
+		}
+		for _, smp := range wr.samples {
+			if len(res.FirstErrors) < maxSamples {
+				res.FirstErrors = append(res.FirstErrors, smp)
+			}
+		}
+	}
+	switch {
+	case end.Before(measureFrom):
+		res.Elapsed = 0
+	case end.Before(stopAt):
+		res.Elapsed = end.Sub(measureFrom)
+	default:
+		res.Elapsed = cfg.Duration
+	}
+	return res, ctx.Err()
+}
+
+func worker(ctx context.Context, hc *fasthttp.HostClient, cfg Config, s Scenario,
+	counter *sharedCounter, measureFrom, stopAt time.Time, wr *workerResult) {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+
+	for ctx.Err() == nil {
+		req.Reset()
+		resp.Reset()
+		s.Build(counter.next(), req)
+		req.Header.SetHost(cfg.Addr)
+
+		t0 := time.Now()
+		if !t0.Before(stopAt) {
+			return
+		}
+		err := hc.DoTimeout(req, resp, cfg.Timeout)
+		lat := time.Since(t0)
+		if t0.Before(measureFrom) {
+			continue
+		}
+		code := resp.StatusCode()
+		if err != nil {
+			code = 0
+		}
+		wr.status[code]++
+		if err == nil && code >= 200 && code < 300 {
+			wr.ok++
+			wr.respBytes += uint64(len(resp.Body()))
+			wr.hist.Record(lat)
+			continue
+		}
+		wr.errs++
+		if len(wr.samples) < maxSamples {
+			smp := Sample{
+				Method: string(req.Header.Method()),
+				URI:    string(req.RequestURI()),
+				Body:   truncate(string(req.Body()), 512),
+				Status: code,
+			}
+			if err != nil {
+				smp.Err = err.Error()
+			} else {
+				smp.Answer = truncate(string(resp.Body()), 1024)
+			}
+			wr.samples = append(wr.samples, smp)
+		}
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + fmt.Sprintf("...(%d bytes)", len(s))
+}

@@ -1,0 +1,131 @@
+package loadgen
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+func TestRunAgainstTrivial(t *testing.T) {
+	srv, err := StartTrivial([]byte(`{"message":{"id":"x"}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+
+	for _, sc := range []Scenario{
+		{Name: "get", Build: func(n uint64, req *fasthttp.Request) {
+			req.SetRequestURI("/ok?limit=50")
+		}},
+		{Name: "post", Build: func(n uint64, req *fasthttp.Request) {
+			req.Header.SetMethod(fasthttp.MethodPost)
+			req.SetRequestURI("/api/v1/messages")
+			req.Header.SetContentType("application/json")
+			req.SetBodyString(`{"text":"hi"}`)
+		}},
+	} {
+		res, err := Run(context.Background(), Config{
+			Addr: srv.Addr, Concurrency: 4, Duration: 200 * time.Millisecond, Warmup: 20 * time.Millisecond,
+		}, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Errors != 0 || res.OK < 50 {
+			t.Fatalf("%s: ok %d errors %d %+v", sc.Name, res.OK, res.Errors, res.FirstErrors)
+		}
+		if res.Latency.Count() != res.OK {
+			t.Errorf("%s: histogram holds %d, ok %d", sc.Name, res.Latency.Count(), res.OK)
+		}
+		if res.Elapsed != 200*time.Millisecond || res.RPS() <= 0 {
+			t.Errorf("%s: elapsed %v rps %v", sc.Name, res.Elapsed, res.RPS())
+		}
+		p50, p99 := res.Latency.Quantile(0.5), res.Latency.Quantile(0.99)
+		if p50 <= 0 || p99 < p50 {
+			t.Errorf("%s: p50 %v p99 %v", sc.Name, p50, p99)
+		}
+		wantSize := float64(len(DefaultGetBody))
+		if sc.Name == "post" {
+			wantSize = float64(len(`{"message":{"id":"x"}}`))
+			if res.Status[201] != res.OK {
+				t.Errorf("post: status %v", res.Status)
+			}
+		}
+		if res.MeanRespBytes() != wantSize {
+			t.Errorf("%s: mean body %v want %v", sc.Name, res.MeanRespBytes(), wantSize)
+		}
+	}
+}
+
+func TestRunCountsErrorsAndSpreadsRequests(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hits [10]atomic.Int64
+	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+		p := string(ctx.Path())
+		i := int(p[len(p)-1] - '0')
+		hits[i].Add(1)
+		if i == 3 { // every tenth request fails
+			ctx.SetStatusCode(fasthttp.StatusTooManyRequests)
+			ctx.SetBodyString(`{"code":"rate_limited"}`)
+			return
+		}
+		ctx.SetBodyString("{}")
+	}}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Shutdown()
+
+	res, err := Run(context.Background(), Config{
+		Addr: ln.Addr().String(), Concurrency: 3, Duration: 200 * time.Millisecond,
+	}, Scenario{Name: "spread", Build: func(n uint64, req *fasthttp.Request) {
+		req.SetRequestURI("/c/" + string(rune('0'+n%10)))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors == 0 || res.Status[429] != res.Errors || res.Status[200] != res.OK {
+		t.Fatalf("errors %d status %v", res.Errors, res.Status)
+	}
+	frac := float64(res.Errors) / float64(res.Errors+res.OK)
+	if frac < 0.08 || frac > 0.12 {
+		t.Errorf("error fraction %.3f, want ~0.1", frac)
+	}
+	if len(res.FirstErrors) == 0 || res.FirstErrors[0].Status != 429 ||
+		!strings.Contains(res.FirstErrors[0].Answer, "rate_limited") || res.FirstErrors[0].URI != "/c/3" {
+		t.Errorf("samples %+v", res.FirstErrors)
+	}
+	for i := range hits {
+		if hits[i].Load() == 0 {
+			t.Errorf("path %d never hit", i)
+		}
+	}
+}
+
+func TestRunTransportErrorAndCancel(t *testing.T) {
+	// A closed port: every request is a transport error.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	res, err := Run(ctx, Config{Addr: addr, Concurrency: 2, Duration: 5 * time.Second, Timeout: time.Second},
+		Scenario{Name: "down", Build: func(n uint64, req *fasthttp.Request) { req.SetRequestURI("/") }})
+	if err == nil {
+		t.Fatal("want context error")
+	}
+	if res.OK != 0 || res.Errors == 0 || res.Status[0] != res.Errors || res.FirstErrors[0].Err == "" {
+		t.Fatalf("ok %d errors %d status %v samples %+v", res.OK, res.Errors, res.Status, res.FirstErrors)
+	}
+	if res.Elapsed >= 5*time.Second {
+		t.Errorf("elapsed %v after cancel", res.Elapsed)
+	}
+}

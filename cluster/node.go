@@ -1,0 +1,131 @@
+// Package cluster decides where an identity lives and carries requests to
+// it. It wraps protoactor-go's cluster of virtual actors: the HTTP layer and
+// the actors name an identity and a kind, and this package finds (or
+// activates) the actor and returns its typed reply. It never looks inside a
+// request; rules live in the actors.
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// Config is what a node needs to join (or form) a cluster.
+type Config struct {
+	Name string // cluster name; members of one cluster share it
+	// Host and Port bind the actor transport. Port 0 picks a free port:
+	// on a single node nothing else needs to reach it.
+	Host string
+	Port int
+	// RequestTimeout bounds one request to an actor, activation included.
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// Node is this process's member of the cluster.
+type Node struct {
+	system  *actor.ActorSystem
+	cluster *pcluster.Cluster
+	timeout time.Duration
+}
+
+// Start starts the actor system and joins the cluster with the given kinds.
+// With no seed members the node forms a cluster of one.
+func Start(cfg Config, kinds ...*pcluster.Kind) (*Node, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 10 * time.Second
+	}
+	logger := cfg.Logger
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
+	remoteCfg := remote.Configure(cfg.Host, cfg.Port)
+	clusterCfg := pcluster.Configure(cfg.Name, &singleMember{}, disthash.New(), remoteCfg,
+		pcluster.WithKinds(kinds...),
+		pcluster.WithRequestTimeout(cfg.RequestTimeout))
+	c := pcluster.New(system, clusterCfg)
+	if err := startMember(c); err != nil {
+		return nil, err
+	}
+	return &Node{system: system, cluster: c, timeout: cfg.RequestTimeout}, nil
+}
+
+// startMember turns protoactor's panics on a failed start into an error.
+func startMember(c *pcluster.Cluster) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cluster: start member: %v", r)
+		}
+	}()
+	c.StartMember()
+	return nil
+}
+
+// Stop leaves the cluster and stops every local actor.
+func (n *Node) Stop() {
+	n.cluster.Shutdown(false)
+}
+
+// errUnavailable reports an actor that could not be reached in time.
+var errUnavailable = errors.New("cluster: actor unavailable")
+
+// Request sends msg to the actor of kind with identity and waits for its
+// reply. A *kitpb.Failure reply comes back as a *kiterr.Error.
+//
+// protoactor's Cluster.Request builds a throttle (and a goroutine) per call;
+// resolving the PID through the cluster's cache and asking it directly keeps
+// the request path to one future.
+func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message, error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		pid := n.cluster.Get(identity, kind)
+		if pid == nil {
+			time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
+			continue
+		}
+		res, err := n.system.Root.RequestFuture(pid, msg, n.timeout).Result()
+		if errors.Is(err, actor.ErrDeadLetter) {
+			// The activation went away (stopped or moved); look it up again.
+			n.cluster.PidCache.Remove(identity, kind)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("request %s/%s: %w", kind, identity, err)
+		}
+		switch r := res.(type) {
+		case *kitpb.Failure:
+			return nil, &kiterr.Error{Code: kiterr.Code(r.Code), Message: r.Message, Path: r.Path}
+		case proto.Message:
+			return r, nil
+		default:
+			return nil, fmt.Errorf("request %s/%s: unexpected reply %T", kind, identity, res)
+		}
+	}
+	return nil, fmt.Errorf("request %s/%s: %w", kind, identity, errUnavailable)
+}
+
+// Call is Request with the reply asserted to type R.
+func Call[R proto.Message](n *Node, kind, identity string, msg proto.Message) (R, error) {
+	var zero R
+	res, err := n.Request(kind, identity, msg)
+	if err != nil {
+		return zero, err
+	}
+	r, ok := res.(R)
+	if !ok {
+		return zero, fmt.Errorf("request %s/%s: reply %T, want %T", kind, identity, res, zero)
+	}
+	return r, nil
+}

@@ -1,0 +1,191 @@
+// Command kitd is the Kit integration platform server. `kitd serve` starts
+// one node: flags and environment are read here once and passed down; this
+// package only wires the layers together.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/http/api"
+	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/persistence"
+)
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] != "serve" {
+		fmt.Fprintln(os.Stderr, "usage: kitd serve [flags]")
+		os.Exit(2)
+	}
+	cfg, err := parseFlags(os.Args[2:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kitd:", err)
+		os.Exit(2)
+	}
+	if err := serve(cfg, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "kitd:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	listen        string
+	dataDir       string
+	publicURL     string
+	operatorToken string
+	testClock     bool
+	limits        string
+	nodeName      string
+	clusterBind   string
+	join          string
+	demo          bool
+	logLevel      string
+}
+
+// parseFlags reads flags, with the environment variables of OPERATIONS.md
+// section 1 as defaults.
+func parseFlags(args []string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&c.listen, "listen", env("KIT_LISTEN", "127.0.0.1:8080"), "HTTP listener for every host")
+	fs.StringVar(&c.dataDir, "data", env("KIT_DATA_DIR", "./data"), "Pebble data directory (created if missing)")
+	fs.StringVar(&c.publicURL, "public-url", env("KIT_PUBLIC_URL", ""), "origin of {base_url}, {hooks_url} and {app_url} (default http://<listen>)")
+	fs.StringVar(&c.operatorToken, "operator-token", env("KIT_OPERATOR_TOKEN", ""), "operator API token (default: generated once into <data>/operator-token)")
+	fs.BoolVar(&c.testClock, "test-clock", env("KIT_TEST_CLOCK", "") == "1", "enable POST /ops/v1/clock/advance (never in production)")
+	fs.StringVar(&c.limits, "limits", env("KIT_LIMITS", "spec"), "rate limits: spec, off, or a JSON file of overrides")
+	fs.StringVar(&c.nodeName, "node-name", env("KIT_NODE_NAME", ""), "cluster member name")
+	fs.StringVar(&c.clusterBind, "cluster-bind", env("KIT_CLUSTER_BIND", ""), "gossip bind address")
+	fs.StringVar(&c.join, "join", env("KIT_JOIN", ""), "comma-separated seed members")
+	fs.BoolVar(&c.demo, "demo", false, "on a fresh data directory, create and print a demo workspace")
+	fs.StringVar(&c.logLevel, "log-level", env("KIT_LOG_LEVEL", "warn"), "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.join != "" {
+		return c, errors.New("--join: multi-node clusters are not supported yet")
+	}
+	return c, nil
+}
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func serve(cfg config, stdout io.Writer) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	table, on, err := limits.Load(cfg.limits)
+	if err != nil {
+		return fmt.Errorf("--limits: %w", err)
+	}
+	if !on {
+		table = nil
+	}
+	fresh := isFresh(cfg.dataDir)
+	store, err := persistence.Open(cfg.dataDir, persistence.Options{Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	opToken, err := operatorToken(cfg)
+	if err != nil {
+		return err
+	}
+
+	var clk clock.Clock = clock.System()
+	var testClock *clock.Test
+	if cfg.testClock {
+		testClock = clock.NewTest()
+		clk = testClock
+	}
+	env := &actors.Env{Store: store, Clock: clk, Logger: logger, Limits: table}
+	auth := actors.NewAuthenticator(env)
+	env.Invalidator = auth
+	node, err := cluster.Start(cluster.Config{Name: "kitd", Host: "127.0.0.1", Logger: logger}, actors.Kinds(env)...)
+	if err != nil {
+		return err
+	}
+	env.Node = node
+	defer node.Stop()
+
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	publicURL := cfg.publicURL
+	if publicURL == "" {
+		publicURL = "http://" + ln.Addr().String()
+	}
+	srv := api.New(api.Config{
+		Node: node, Env: env, Auth: auth, Limits: table, OperatorToken: opToken,
+		TestClock: testClock, PublicURL: publicURL, Logger: logger,
+	})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "kitd listening on %s\n", ln.Addr())
+
+	if cfg.demo && fresh {
+		if err := createDemo(publicURL, opToken, stdout); err != nil {
+			logger.Error("demo workspace", "err", err)
+		}
+	}
+
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	select {
+	case <-stop:
+	case err := <-served:
+		return err
+	}
+	// Every acknowledged write is already durable; shutting down only stops
+	// taking new requests and lets open ones finish.
+	if err := srv.Shutdown(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// isFresh reports whether dir holds no data yet.
+func isFresh(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	return err != nil || len(entries) == 0
+}
+
+// operatorToken returns the configured token, or the one generated on the
+// first start and kept in <data>/operator-token.
+func operatorToken(cfg config) (string, error) {
+	if cfg.operatorToken != "" {
+		return cfg.operatorToken, nil
+	}
+	path := filepath.Join(cfg.dataDir, "operator-token")
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read operator token: %w", err)
+	}
+	token := ids.NewSecret(ids.OperatorToken)
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write operator token: %w", err)
+	}
+	return token, nil
+}

@@ -1,0 +1,115 @@
+package api
+
+import (
+	"strconv"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/internal/manifest"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+const (
+	minManifestLen = 2
+	maxManifestLen = 65536
+)
+
+var developerOnly = []string{actors.CallerDeveloper}
+
+// developer serves the developer API under /api/v1/dev (SPEC.md 4.10).
+func (s *Server) developer(ctx *fasthttp.RequestCtx, seg []string) {
+	method := string(ctx.Method())
+	switch {
+	case method == "POST" && route(seg, "kits", "versions"):
+		s.uploadVersion(ctx)
+	case method == "POST" && route(seg, "kits", "*", "versions", "*", "publish"):
+		s.publishVersion(ctx, seg[1], seg[3])
+	default:
+		s.fail(ctx, kiterr.Absent("route"))
+	}
+}
+
+type versionResponse struct {
+	KitID          string      `json:"kitId"`
+	Created        bool        `json:"created"`
+	Version        versionView `json:"version"`
+	InstallationID *string     `json:"installationId"`
+}
+
+func (s *Server) uploadVersion(ctx *fasthttp.RequestCtx) {
+	p := s.authorize(ctx, developerOnly, "", limits.Developer)
+	if p == nil {
+		return
+	}
+	var body struct {
+		Manifest *string `json:"manifest"`
+		Publish  *bool   `json:"publish"`
+	}
+	err := s.decode(ctx, &body, maxJSONBody, false)
+	if err == nil {
+		err = requireString("manifest", body.Manifest, minManifestLen, maxManifestLen)
+	}
+	var man *manifest.Manifest
+	if err == nil {
+		var problems manifest.Problems
+		man, problems = manifest.Parse(*body.Manifest)
+		if len(problems) > 0 {
+			path := "manifest"
+			if problems[0].Path != "" {
+				path += "." + problems[0].Path
+			}
+			err = kiterr.Invalid(path, problems[0].Message)
+		}
+	}
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	slug, err := ask[*kitpb.SlugReply](s, actors.KindSlug, man.Slug, &kitpb.ClaimSlug{KitId: ids.New(), WorkspaceId: p.Caller.WorkspaceId})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	r, err := ask[*kitpb.VersionReply](s, actors.KindKit, slug.KitId, &kitpb.UploadVersion{
+		KitId: slug.KitId, WorkspaceId: p.Caller.WorkspaceId, VersionId: ids.New(),
+		Manifest: *body.Manifest, Publish: body.Publish != nil && *body.Publish,
+	})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	s.writeJSON(ctx, fasthttp.StatusCreated, versionResponse{KitID: r.Kit.Id, Created: r.Created, Version: viewVersion(r.Version)})
+}
+
+func (s *Server) publishVersion(ctx *fasthttp.RequestCtx, kitID, version string) {
+	p := s.authorize(ctx, developerOnly, "", limits.Developer)
+	if p == nil {
+		return
+	}
+	if err := versionShape("version", version); err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	if !s.validID(ctx, "kit", kitID) {
+		return
+	}
+	r, err := ask[*kitpb.VersionReply](s, actors.KindKit, kitID, &kitpb.PublishVersion{WorkspaceId: p.Caller.WorkspaceId, Version: version})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, versionResponse{KitID: r.Kit.Id, Created: false, Version: viewVersion(r.Version)})
+}
+
+func versionShape(path, v string) error {
+	if _, err := manifest.ParseVersion(v); err != nil {
+		return kiterr.Invalid(path, "must be MAJOR.MINOR.PATCH without leading zeros")
+	}
+	return nil
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

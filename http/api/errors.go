@@ -1,0 +1,74 @@
+package api
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/kiterr"
+)
+
+// statusOf is the one table from domain error codes to HTTP statuses
+// (SPEC.md section 7).
+var statusOf = map[kiterr.Code]int{
+	kiterr.Validation:          fasthttp.StatusBadRequest,
+	kiterr.InvalidToken:        fasthttp.StatusUnauthorized,
+	kiterr.InvalidCredentials:  fasthttp.StatusUnauthorized,
+	kiterr.MissingScope:        fasthttp.StatusForbidden,
+	kiterr.Forbidden:           fasthttp.StatusForbidden,
+	kiterr.CSRFRejected:        fasthttp.StatusForbidden,
+	kiterr.NotFound:            fasthttp.StatusNotFound,
+	kiterr.IdempotencyConflict: fasthttp.StatusConflict,
+	kiterr.Conflict:            fasthttp.StatusConflict,
+	kiterr.EmailTaken:          fasthttp.StatusConflict,
+	kiterr.SlugTaken:           fasthttp.StatusConflict,
+	kiterr.Gone:                fasthttp.StatusGone,
+	kiterr.PayloadTooLarge:     fasthttp.StatusRequestEntityTooLarge,
+	kiterr.UnsupportedMedia:    fasthttp.StatusUnsupportedMediaType,
+	kiterr.RateLimited:         fasthttp.StatusTooManyRequests,
+	kiterr.Internal:            fasthttp.StatusInternalServerError,
+}
+
+type errorBody struct {
+	Code          kiterr.Code `json:"code"`
+	Message       string      `json:"message"`
+	CorrelationID string      `json:"correlationId"`
+}
+
+// fail writes err as the SPEC.md error body. Errors that are not domain
+// errors are logged with their correlation id and answered as 500 without
+// detail.
+func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
+	corr := s.correlationID()
+	var rl *actors.RateLimitError
+	if errors.As(err, &rl) {
+		d := rl.Decision
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(d.RetryAfter, 1)))
+		ctx.Response.Header.Set("RateLimit-Policy", d.PolicyHeader())
+		ctx.Response.Header.Set("RateLimit", d.LimitHeader())
+		s.writeJSON(ctx, fasthttp.StatusTooManyRequests, errorBody{kiterr.RateLimited, "rate limit " + string(d.Policy) + " exceeded", corr})
+		return
+	}
+	var e *kiterr.Error
+	if !errors.As(err, &e) {
+		s.log.Error("request failed", "correlationId", corr, "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
+		e = kiterr.New(kiterr.Internal, "internal error; retry reads later, writes only with an Idempotency-Key")
+	}
+	status, ok := statusOf[e.Code]
+	if !ok {
+		status = fasthttp.StatusInternalServerError
+	}
+	if e.Code == kiterr.InvalidToken {
+		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="kit", error="invalid_token"`)
+	}
+	s.writeJSON(ctx, status, errorBody{e.Code, e.Message, corr})
+}
+
+// unauthenticated answers a request that carried no credential at all
+// (RFC 6750 section 3: no error attribute then).
+func (s *Server) unauthenticated(ctx *fasthttp.RequestCtx) {
+	ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="kit"`)
+	s.writeJSON(ctx, fasthttp.StatusUnauthorized, errorBody{kiterr.InvalidToken, "a bearer token is required", s.correlationID()})
+}

@@ -1,0 +1,130 @@
+package api
+
+import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+)
+
+// Input shape checks. Each returns the first problem as a validation error
+// naming the field path; none repeats the value it judged.
+
+func requireString(path string, v *string, minLen, maxLen int) error {
+	if v == nil {
+		return kiterr.Invalid(path, "is required")
+	}
+	return stringLen(path, *v, minLen, maxLen)
+}
+
+func stringLen(path, v string, minLen, maxLen int) error {
+	n := utf8.RuneCountInString(v)
+	if n < minLen {
+		if minLen == 1 {
+			return kiterr.Invalid(path, "must not be empty")
+		}
+		return kiterr.Invalid(path, "must be at least "+strconv.Itoa(minLen)+" characters")
+	}
+	if n > maxLen {
+		return kiterr.Invalid(path, "must be at most "+strconv.Itoa(maxLen)+" characters")
+	}
+	return nil
+}
+
+func notBlank(path, v string) error {
+	if strings.TrimSpace(v) == "" {
+		return kiterr.Invalid(path, "must not be blank")
+	}
+	return nil
+}
+
+func requireUUID(path string, v *string) error {
+	if v == nil {
+		return kiterr.Invalid(path, "is required")
+	}
+	if !ids.Valid(*v) {
+		return kiterr.Invalid(path, "must be a UUID")
+	}
+	return nil
+}
+
+func oneOf(path, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return kiterr.Invalid(path, "must be one of "+strings.Join(allowed, ", "))
+}
+
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// page is a parsed list request: how many items and where to continue.
+type page struct {
+	limit    int
+	position string // from the cursor; "" for the first page
+}
+
+const (
+	defaultLimit = 50
+	maxLimit     = 200
+	maxCursor    = 512
+)
+
+// parsePage reads `limit` and `cursor`. A cursor is bound to the list it
+// was made for (list), so that one list's cursor is refused by another.
+func parsePage(ctx *fasthttp.RequestCtx, list string, maxItems int) (page, error) {
+	args := ctx.QueryArgs()
+	p := page{limit: defaultLimit}
+	if raw := args.Peek("limit"); raw != nil {
+		n, err := strconv.Atoi(string(raw))
+		if err != nil || n < 1 || n > maxItems {
+			return p, kiterr.Invalid("limit", "must be an integer from 1 to "+strconv.Itoa(maxItems))
+		}
+		p.limit = n
+	}
+	if raw := args.Peek("cursor"); raw != nil {
+		if len(raw) < 1 || len(raw) > maxCursor {
+			return p, kiterr.Invalid("cursor", "must be 1 to 512 characters")
+		}
+		dec, err := base64.RawURLEncoding.DecodeString(string(raw))
+		prefix := list + "|"
+		if err != nil || !strings.HasPrefix(string(dec), prefix) || len(dec) == len(prefix) {
+			return p, kiterr.Invalid("cursor", "is not a cursor of this list")
+		}
+		p.position = string(dec[len(prefix):])
+	}
+	return p, nil
+}
+
+// cursorFor makes the opaque cursor of position in list; nil ends the list.
+func cursorFor(list, position string, more bool) *string {
+	if !more {
+		return nil
+	}
+	c := base64.RawURLEncoding.EncodeToString([]byte(list + "|" + position))
+	return &c
+}
+
+func seqPosition(p page) (uint64, error) {
+	if p.position == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(p.position, 10, 64)
+	if err != nil || n == 0 {
+		return 0, kiterr.Invalid("cursor", "is not a cursor of this list")
+	}
+	return n, nil
+}

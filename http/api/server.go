@@ -1,0 +1,219 @@
+// Package api is kitd's HTTP front end: it parses and authenticates
+// requests, checks their shape, sends one typed message to the owning actor
+// (two at most: a rate bucket, then the owner) and turns the answer into the
+// JSON of SPEC.md and OPERATIONS.md. It holds no business rule beyond input
+// shape and knows nothing about storage.
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/limits"
+)
+
+// Body limits (docs/decisions.md).
+const (
+	maxJSONBody  = 1 << 20
+	maxFilesBody = 8 << 20
+	maxHookBody  = 64 << 10
+)
+
+// Config wires the front end to its node.
+type Config struct {
+	Node   *cluster.Node
+	Env    *actors.Env
+	Auth   *actors.Authenticator
+	Limits limits.Table // nil: limits off
+	// OperatorToken is the bearer token of the operator API.
+	OperatorToken string
+	// TestClock enables POST /ops/v1/clock/advance when non-nil.
+	TestClock *clock.Test
+	PublicURL string
+	Logger    *slog.Logger
+}
+
+// Server is the HTTP front end of one node.
+type Server struct {
+	node         *cluster.Node
+	env          *actors.Env
+	auth         *actors.Authenticator
+	limits       limits.Table
+	operatorHash [32]byte
+	testClock    *clock.Test
+	publicURL    string
+	log          *slog.Logger
+	corrPrefix   string
+	corrSeq      atomic.Uint64
+	srv          *fasthttp.Server
+}
+
+// New returns a server for cfg.
+func New(cfg Config) *Server {
+	s := &Server{
+		node: cfg.Node, env: cfg.Env, auth: cfg.Auth, limits: cfg.Limits,
+		operatorHash: ids.Hash(cfg.OperatorToken), testClock: cfg.TestClock,
+		publicURL: strings.TrimRight(cfg.PublicURL, "/"), log: cfg.Logger,
+		corrPrefix: ids.New()[24:],
+	}
+	s.srv = &fasthttp.Server{
+		Handler:            s.handle,
+		Name:               "kitd",
+		MaxRequestBodySize: maxFilesBody + 4096,
+		ReadTimeout:        30 * time.Second,
+		WriteTimeout:       30 * time.Second,
+		IdleTimeout:        2 * time.Minute,
+		ErrorHandler:       s.parseError,
+		NoDefaultDate:      true,
+		Logger:             fasthttpLogger{cfg.Logger},
+	}
+	return s
+}
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+
+// Shutdown stops accepting, lets open requests finish, and returns.
+func (s *Server) Shutdown() error { return s.srv.Shutdown() }
+
+type fasthttpLogger struct{ l *slog.Logger }
+
+func (f fasthttpLogger) Printf(format string, args ...any) { f.l.Debug(fmt.Sprintf(format, args...)) }
+
+func (s *Server) correlationID() string {
+	return s.corrPrefix + "-" + strconv.FormatUint(s.corrSeq.Add(1), 36)
+}
+
+// parseError answers requests fasthttp could not parse, in the error body.
+func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		s.fail(ctx, kiterr.New(kiterr.PayloadTooLarge, "request body is too large"))
+		return
+	}
+	s.fail(ctx, kiterr.Invalid("", "malformed HTTP request"))
+}
+
+func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	path := string(ctx.Path())
+	switch {
+	case strings.HasPrefix(path, "/api/v1/"):
+		s.webAPI(ctx, splitPath(path[len("/api/v1/"):]))
+	case strings.HasPrefix(path, "/ops/v1/"):
+		s.operator(ctx, splitPath(path[len("/ops/v1/"):]))
+	case path == "/healthz":
+		ctx.SetContentType("application/json")
+		ctx.SetBodyString(`{"ok":true}`)
+	default:
+		s.fail(ctx, kiterr.Absent("route"))
+	}
+}
+
+func splitPath(p string) []string {
+	p = strings.TrimSuffix(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+// route matches path segments against a pattern where "*" matches any one
+// segment.
+func route(seg []string, pattern ...string) bool {
+	if len(seg) != len(pattern) {
+		return false
+	}
+	for i, p := range pattern {
+		if p != "*" && p != seg[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	body, err := json.Marshal(v)
+	if err != nil {
+		s.log.Error("encode response", "err", err)
+		ctx.SetStatusCode(fasthttp.StatusInternalServerError)
+		body = []byte(`{"code":"internal_error","message":"internal error","correlationId":""}`)
+	}
+	ctx.SetBody(body)
+}
+
+// decode reads a JSON object body into v. An empty body decodes as {} when
+// emptyOK. Type errors name the field path; nothing of the input is echoed.
+func (s *Server) decode(ctx *fasthttp.RequestCtx, v any, limit int, emptyOK bool) error {
+	body := ctx.PostBody()
+	if len(body) > limit {
+		return kiterr.New(kiterr.PayloadTooLarge, "request body is larger than "+strconv.Itoa(limit)+" bytes")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if emptyOK {
+			return nil
+		}
+		return kiterr.Invalid("", "request body is required")
+	}
+	ct := string(ctx.Request.Header.ContentType())
+	if mt, _, _ := strings.Cut(ct, ";"); !strings.EqualFold(strings.TrimSpace(mt), "application/json") {
+		return kiterr.New(kiterr.UnsupportedMedia, "Content-Type must be application/json")
+	}
+	return decodeJSON(body, v)
+}
+
+func decodeJSON(body []byte, v any) error {
+	err := json.Unmarshal(body, v)
+	if err == nil {
+		return nil
+	}
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		if typeErr.Field == "" {
+			return kiterr.Invalid("", "request body must be a JSON object")
+		}
+		return kiterr.Invalid(typeErr.Field, "must be of type "+jsonType(typeErr.Type.Kind().String()))
+	}
+	var syntaxErr *json.SyntaxError
+	if errors.As(err, &syntaxErr) {
+		return kiterr.Invalid("", "malformed JSON at byte "+strconv.FormatInt(syntaxErr.Offset, 10))
+	}
+	return kiterr.Invalid("", "malformed JSON")
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "slice", "array":
+		return "array"
+	case "map", "struct", "ptr":
+		return "object"
+	case "int", "int32", "int64", "uint", "uint32", "uint64", "float64":
+		return "number"
+	}
+	return kind
+}
+
+// ask sends msg to the actor and returns its reply as R.
+func ask[R proto.Message](s *Server, kind, identity string, msg proto.Message) (R, error) {
+	return cluster.Call[R](s.node, kind, identity, msg)
+}

@@ -1,0 +1,198 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// The JSON shapes of SPEC.md section 2. Records travel as protobuf; these
+// views are the only place that decides how they look on the wire.
+
+// timeFormat is ISO 8601 in UTC with milliseconds.
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+func isoTime(ns int64) string { return time.Unix(0, ns).UTC().Format(timeFormat) }
+
+func optTime(ns int64) *string {
+	if ns == 0 {
+		return nil
+	}
+	s := isoTime(ns)
+	return &s
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+type conversationView struct {
+	ID         string  `json:"id"`
+	Kind       string  `json:"kind"`
+	Visibility string  `json:"visibility"`
+	Name       *string `json:"name"`
+	Topic      *string `json:"topic"`
+	Archived   bool    `json:"archived"`
+	CreatedAt  string  `json:"createdAt"`
+}
+
+func viewConversation(c *kitpb.Conversation) conversationView {
+	return conversationView{
+		ID: c.Id, Kind: c.Kind, Visibility: c.Visibility, Name: c.Name, Topic: c.Topic,
+		Archived: c.Archived, CreatedAt: isoTime(c.CreatedAt),
+	}
+}
+
+type memberView struct {
+	UserID   string `json:"userId"`
+	JoinedAt string `json:"joinedAt"`
+}
+
+type authorView struct {
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+}
+
+type messageView struct {
+	ID             string          `json:"id"`
+	ConversationID string          `json:"conversationId"`
+	Author         authorView      `json:"author"`
+	Text           *string         `json:"text"`
+	Blocks         json.RawMessage `json:"blocks"`
+	ThreadParentID *string         `json:"threadParentId"`
+	CreatedAt      string          `json:"createdAt"`
+	EditedAt       *string         `json:"editedAt"`
+	DeletedAt      *string         `json:"deletedAt"`
+}
+
+var jsonNull = json.RawMessage("null")
+
+func viewMessage(m *kitpb.Message) messageView {
+	v := messageView{
+		ID: m.Id, ConversationID: m.ConversationId,
+		Author:         authorView{Kind: m.AuthorKind, ID: m.AuthorId},
+		Blocks:         jsonNull,
+		ThreadParentID: optString(m.ThreadParentId),
+		CreatedAt:      isoTime(m.CreatedAt), EditedAt: optTime(m.EditedAt), DeletedAt: optTime(m.DeletedAt),
+	}
+	if m.DeletedAt == 0 {
+		text := m.Text
+		v.Text = &text
+		if len(m.Blocks) > 0 {
+			v.Blocks = m.Blocks
+		}
+	}
+	return v
+}
+
+func viewMessages(ms []*kitpb.Message) []messageView {
+	out := make([]messageView, len(ms))
+	for i, m := range ms {
+		out[i] = viewMessage(m)
+	}
+	return out
+}
+
+type userView struct {
+	ID          string  `json:"id"`
+	DisplayName string  `json:"displayName"`
+	Role        string  `json:"role"`
+	Email       *string `json:"email,omitempty"`
+}
+
+func viewUser(u *kitpb.User, withEmail bool) userView {
+	v := userView{ID: u.Id, DisplayName: u.DisplayName, Role: u.Role}
+	if withEmail && u.Email != "" {
+		email := u.Email
+		v.Email = &email
+	}
+	return v
+}
+
+type installationView struct {
+	ID  string `json:"id"`
+	Kit struct {
+		Slug        string `json:"slug"`
+		Version     string `json:"version"`
+		DisplayName string `json:"displayName"`
+	} `json:"kit"`
+	Workspace struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"workspace"`
+	BotID  *string `json:"botId"`
+	Scopes struct {
+		Bot  []string `json:"bot"`
+		User []string `json:"user"`
+	} `json:"scopes"`
+	ChannelIDs      []string `json:"channelIds"`
+	ModelDataPolicy string   `json:"modelDataPolicy"`
+}
+
+func viewInstallation(in *kitpb.Installation) installationView {
+	var v installationView
+	v.ID = in.Id
+	v.Kit.Slug, v.Kit.Version, v.Kit.DisplayName = in.KitSlug, in.KitVersion, in.KitDisplayName
+	v.Workspace.ID, v.Workspace.Name = in.WorkspaceId, in.WorkspaceName
+	v.BotID = optString(in.BotId)
+	v.Scopes.Bot, v.Scopes.User = nonNil(in.BotScopes), nonNil(in.UserScopes)
+	v.ChannelIDs = nonNil(in.ChannelIds)
+	v.ModelDataPolicy = "none"
+	return v
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+type workspaceView struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Sandbox bool   `json:"sandbox"`
+}
+
+type kitView struct {
+	KitID                  string  `json:"kitId"`
+	Slug                   string  `json:"slug"`
+	DisplayName            string  `json:"displayName"`
+	Distribution           string  `json:"distribution"`
+	State                  string  `json:"state"`
+	CreatedAt              string  `json:"createdAt"`
+	LatestVersion          *string `json:"latestVersion"`
+	LatestPublishedVersion *string `json:"latestPublishedVersion"`
+	InstalledHere          bool    `json:"installedHere"`
+}
+
+func viewKit(k *kitpb.Kit) kitView {
+	return kitView{
+		KitID: k.Id, Slug: k.Slug, DisplayName: k.DisplayName, Distribution: k.Distribution,
+		State: k.State, CreatedAt: isoTime(k.CreatedAt),
+		LatestVersion: optString(k.LatestVersion), LatestPublishedVersion: optString(k.LatestPublishedVersion),
+	}
+}
+
+type versionView struct {
+	ID           string  `json:"id"`
+	Version      string  `json:"version"`
+	Published    bool    `json:"published"`
+	PublishedAt  *string `json:"publishedAt"`
+	CreatedAt    string  `json:"createdAt"`
+	ConsentHash  string  `json:"consentHash"`
+	ManifestHash string  `json:"manifestHash"`
+	Distribution string  `json:"distribution"`
+}
+
+func viewVersion(v *kitpb.KitVersion) versionView {
+	return versionView{
+		ID: v.Id, Version: v.Version, Published: v.Published, PublishedAt: optTime(v.PublishedAt),
+		CreatedAt: isoTime(v.CreatedAt), ConsentHash: v.ConsentHash, ManifestHash: v.ManifestHash,
+		Distribution: v.Distribution,
+	}
+}

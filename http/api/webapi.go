@@ -1,0 +1,621 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// Field limits of SPEC.md sections 4.3 and 8.
+const (
+	maxTextLen        = 8000
+	maxBlocks         = 50
+	maxIdempotencyKey = 255
+)
+
+// Token types a method accepts.
+var (
+	botOrUser = []string{actors.CallerBot, actors.CallerUser}
+)
+
+func (s *Server) webAPI(ctx *fasthttp.RequestCtx, seg []string) {
+	if len(seg) > 0 && seg[0] == "dev" {
+		s.developer(ctx, seg[1:])
+		return
+	}
+	method := string(ctx.Method())
+	switch {
+	case method == "GET" && route(seg, "auth", "test"):
+		s.authTest(ctx)
+	case method == "GET" && route(seg, "conversations"):
+		s.listConversations(ctx)
+	case method == "GET" && route(seg, "conversations", "*"):
+		s.getConversation(ctx, seg[1])
+	case method == "GET" && route(seg, "conversations", "*", "members"):
+		s.listMembers(ctx, seg[1])
+	case method == "GET" && route(seg, "conversations", "*", "messages"):
+		s.listMessages(ctx, seg[1])
+	case method == "POST" && route(seg, "messages"):
+		s.postMessage(ctx)
+	case method == "GET" && route(seg, "messages", "*"):
+		s.getMessage(ctx, seg[1])
+	case method == "PATCH" && route(seg, "messages", "*"):
+		s.editMessage(ctx, seg[1])
+	case method == "DELETE" && route(seg, "messages", "*"):
+		s.deleteMessage(ctx, seg[1])
+	case method == "GET" && route(seg, "messages", "*", "replies"):
+		s.listReplies(ctx, seg[1])
+	case method == "GET" && route(seg, "users"):
+		s.listUsers(ctx)
+	case method == "GET" && route(seg, "users", "me"):
+		s.usersMe(ctx)
+	case method == "GET" && route(seg, "users", "*"):
+		s.getUser(ctx, seg[1])
+	case method == "GET" && route(seg, "installation"):
+		s.getInstallation(ctx)
+	default:
+		s.fail(ctx, kiterr.Absent("route"))
+	}
+}
+
+// authorize authenticates the bearer token, checks its type and scope, and
+// spends one token of the family bucket of its installation. It writes the
+// error and returns nil when the request may not go on.
+func (s *Server) authorize(ctx *fasthttp.RequestCtx, types []string, scope string, family limits.Name) *actors.Principal {
+	token, ok := bearer(ctx)
+	if !ok {
+		s.unauthenticated(ctx)
+		return nil
+	}
+	p, err := s.auth.Authenticate(token)
+	if err != nil {
+		s.fail(ctx, err)
+		return nil
+	}
+	if !slices.Contains(types, p.TokenType) {
+		s.fail(ctx, kiterr.New(kiterr.Forbidden, "this token type cannot call this method"))
+		return nil
+	}
+	if scope != "" && !p.HasScope(scope) {
+		ctx.Response.Header.Set("X-Service-Required-Scope", scope)
+		s.fail(ctx, kiterr.New(kiterr.MissingScope, "the token lacks scope "+scope))
+		return nil
+	}
+	if family != "" && s.limits != nil {
+		owner, identity := actors.KindInstallation, p.Caller.InstallationId
+		key := ""
+		if p.TokenType == actors.CallerDeveloper {
+			owner, identity, key = actors.KindWorkspace, p.Caller.WorkspaceId, p.TokenID
+		}
+		d, err := ask[*kitpb.Decision](s, owner, identity, &kitpb.TakeToken{Bucket: string(family), Key: key})
+		if err != nil {
+			s.fail(ctx, err)
+			return nil
+		}
+		dec := s.decision(d)
+		if !dec.OK {
+			s.fail(ctx, &actors.RateLimitError{Decision: dec})
+			return nil
+		}
+		setRateHeaders(ctx, dec)
+	}
+	return p
+}
+
+// decision rebuilds a bucket decision from an actor's reply.
+func (s *Server) decision(d *kitpb.Decision) limits.Decision {
+	name := limits.Name(d.Policy)
+	return limits.Decision{
+		OK: d.Ok, Remaining: int(d.Remaining), RetryAfter: int(d.RetryAfter),
+		ResetSeconds: int(d.ResetSeconds), Policy: name, Rate: s.limits[name],
+	}
+}
+
+func setRateHeaders(ctx *fasthttp.RequestCtx, d limits.Decision) {
+	if d.Policy == "" {
+		return
+	}
+	ctx.Response.Header.Set("RateLimit-Policy", d.PolicyHeader())
+	ctx.Response.Header.Set("RateLimit", d.LimitHeader())
+}
+
+// bearer returns the token of an `Authorization: Bearer` header.
+func bearer(ctx *fasthttp.RequestCtx) ([]byte, bool) {
+	h := ctx.Request.Header.Peek("Authorization")
+	if len(h) == 0 {
+		return nil, false
+	}
+	const prefix = "Bearer "
+	if len(h) <= len(prefix) || !equalFoldASCII(h[:len(prefix)], prefix) {
+		return []byte{}, true // a credential was sent, and it is malformed
+	}
+	return h[len(prefix):], true
+}
+
+func equalFoldASCII(b []byte, s string) bool {
+	for i := range b {
+		c, d := b[i], s[i]
+		if c|0x20 != d|0x20 {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) authTest(ctx *fasthttp.RequestCtx) {
+	p := s.authorize(ctx, botOrUser, "", limits.Read)
+	if p == nil {
+		return
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+		OK             bool     `json:"ok"`
+		TokenType      string   `json:"tokenType"`
+		WorkspaceID    string   `json:"workspaceId"`
+		InstallationID string   `json:"installationId"`
+		KitSlug        string   `json:"kitSlug"`
+		BotID          *string  `json:"botId"`
+		UserID         *string  `json:"userId"`
+		Scopes         []string `json:"scopes"`
+	}{true, p.TokenType, p.Caller.WorkspaceId, p.Caller.InstallationId, p.KitSlug,
+		optString(p.Caller.BotId), optString(p.Caller.UserId), nonNil(p.Scopes)})
+}
+
+// ---- conversations ----
+
+func (s *Server) listConversations(ctx *fasthttp.RequestCtx) {
+	p := s.authorize(ctx, botOrUser, "conversations:read", limits.Read)
+	if p == nil {
+		return
+	}
+	pg, err := parsePage(ctx, "conversations", maxLimit)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	var ids []string
+	if p.TokenType == actors.CallerBot {
+		inst, err := ask[*kitpb.InstallationReply](s, actors.KindInstallation, p.Caller.InstallationId, &kitpb.GetInstallation{})
+		if err != nil {
+			s.fail(ctx, err)
+			return
+		}
+		ids = slices.Clone(inst.Installation.ChannelIds)
+	}
+	// UUIDv7 ids sort by creation, which gives the list a stable order.
+	slices.Sort(ids)
+	start, _ := slices.BinarySearch(ids, pg.position)
+	if pg.position != "" && start < len(ids) && ids[start] == pg.position {
+		start++
+	}
+	out := make([]conversationView, 0, pg.limit)
+	last := ""
+	more := false
+	for _, id := range ids[start:] {
+		if len(out) == pg.limit {
+			more = true
+			break
+		}
+		c, err := ask[*kitpb.ConversationReply](s, actors.KindConversation, id, &kitpb.GetConversation{Caller: p.Caller})
+		if kiterr.CodeOf(err) == kiterr.NotFound {
+			continue
+		}
+		if err != nil {
+			s.fail(ctx, err)
+			return
+		}
+		out = append(out, viewConversation(c.Conversation))
+		last = id
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+		Conversations []conversationView `json:"conversations"`
+		NextCursor    *string            `json:"nextCursor"`
+	}{out, cursorFor("conversations", last, more)})
+}
+
+func (s *Server) getConversation(ctx *fasthttp.RequestCtx, id string) {
+	p := s.authorize(ctx, botOrUser, "conversations:read", limits.Read)
+	if p == nil {
+		return
+	}
+	if !ids.Valid(id) {
+		s.fail(ctx, kiterr.Absent("conversation"))
+		return
+	}
+	c, err := ask[*kitpb.ConversationReply](s, actors.KindConversation, id, &kitpb.GetConversation{Caller: p.Caller})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+		Conversation conversationView `json:"conversation"`
+	}{viewConversation(c.Conversation)})
+}
+
+func (s *Server) listMembers(ctx *fasthttp.RequestCtx, id string) {
+	p := s.authorize(ctx, botOrUser, "conversations:read", limits.Read)
+	if p == nil {
+		return
+	}
+	pg, err := parsePage(ctx, "members:"+id, maxLimit)
+	if err == nil && !ids.Valid(id) {
+		err = kiterr.Absent("conversation")
+	}
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	r, err := ask[*kitpb.MembersReply](s, actors.KindConversation, id, &kitpb.ListMembers{Caller: p.Caller, AfterId: pg.position, Limit: int32(pg.limit)})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	out := make([]memberView, len(r.Members))
+	last := ""
+	for i, m := range r.Members {
+		out[i] = memberView{UserID: m.UserId, JoinedAt: isoTime(m.JoinedAt)}
+		last = m.UserId
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+		Members    []memberView `json:"members"`
+		NextCursor *string      `json:"nextCursor"`
+	}{out, cursorFor("members:"+id, last, r.More)})
+}
+
+// ---- messages ----
+
+type messagesPage struct {
+	Messages   []messageView `json:"messages"`
+	NextCursor *string       `json:"nextCursor"`
+}
+
+type messageBody struct {
+	Message messageView `json:"message"`
+}
+
+func (s *Server) listMessages(ctx *fasthttp.RequestCtx, convID string) {
+	p := s.authorize(ctx, botOrUser, "messages:read", limits.Read)
+	if p == nil {
+		return
+	}
+	s.messagePage(ctx, p, convID, "", "messages:"+convID)
+}
+
+func (s *Server) listReplies(ctx *fasthttp.RequestCtx, msgID string) {
+	p := s.authorize(ctx, botOrUser, "messages:read", limits.Read)
+	if p == nil {
+		return
+	}
+	convID, err := s.conversationOf(msgID)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	s.messagePage(ctx, p, convID, msgID, "replies:"+msgID)
+}
+
+func (s *Server) messagePage(ctx *fasthttp.RequestCtx, p *actors.Principal, convID, parentID, list string) {
+	pg, err := parsePage(ctx, list, maxLimit)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	before, err := seqPosition(pg)
+	if err == nil && !ids.Valid(convID) {
+		err = kiterr.Absent("conversation")
+	}
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	r, err := ask[*kitpb.MessagesReply](s, actors.KindConversation, convID, &kitpb.ListMessages{
+		Caller: p.Caller, ThreadParentId: parentID, BeforeSeq: before, Limit: int32(pg.limit),
+	})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	last := ""
+	if n := len(r.Messages); n > 0 {
+		last = strconv.FormatUint(r.Messages[n-1].Seq, 10)
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, messagesPage{viewMessages(r.Messages), cursorFor(list, last, r.More)})
+}
+
+// conversationOf finds the conversation that owns a message id.
+func (s *Server) conversationOf(msgID string) (string, error) {
+	if !ids.Valid(msgID) {
+		return "", kiterr.Absent("message")
+	}
+	kind, owner, err := actors.Locate(s.env, msgID)
+	if err != nil {
+		return "", err
+	}
+	if kind != actors.KindConversation {
+		return "", kiterr.Absent("message")
+	}
+	return owner, nil
+}
+
+func (s *Server) getMessage(ctx *fasthttp.RequestCtx, id string) {
+	p := s.authorize(ctx, botOrUser, "messages:read", limits.Read)
+	if p == nil {
+		return
+	}
+	convID, err := s.conversationOf(id)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, convID, &kitpb.GetMessage{Caller: p.Caller, MessageId: id})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, messageBody{viewMessage(r.Message)})
+}
+
+type postBody struct {
+	ConversationID *string         `json:"conversationId"`
+	Text           *string         `json:"text"`
+	Blocks         json.RawMessage `json:"blocks"`
+	ThreadParentID *string         `json:"threadParentId"`
+}
+
+func (s *Server) postMessage(ctx *fasthttp.RequestCtx) {
+	p := s.authorize(ctx, botOrUser, "messages:write", limits.Write)
+	if p == nil {
+		return
+	}
+	var body postBody
+	key, err := idempotencyKey(ctx)
+	if err == nil {
+		err = s.decode(ctx, &body, maxJSONBody, false)
+	}
+	if err == nil {
+		err = firstError(
+			requireUUID("conversationId", body.ConversationID),
+			messageText(body.Text),
+			blocksShape(body.Blocks),
+		)
+	}
+	if err == nil && body.ThreadParentID != nil && !ids.Valid(*body.ThreadParentID) {
+		err = kiterr.Invalid("threadParentId", "must be a live top-level message of this conversation")
+	}
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	msg := &kitpb.PostMessage{
+		Caller: p.Caller, MessageId: ids.New(), Text: *body.Text,
+		Blocks: compactBlocks(body.Blocks), IdempotencyKey: key,
+	}
+	if body.ThreadParentID != nil {
+		msg.ThreadParentId = *body.ThreadParentID
+	}
+	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, *body.ConversationID, msg)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	status := fasthttp.StatusCreated
+	if r.Replayed {
+		status = fasthttp.StatusOK
+	}
+	s.writeJSON(ctx, status, messageBody{viewMessage(r.Message)})
+}
+
+type editBody struct {
+	Text   *string         `json:"text"`
+	Blocks json.RawMessage `json:"blocks"`
+}
+
+func (s *Server) editMessage(ctx *fasthttp.RequestCtx, id string) {
+	p := s.authorize(ctx, botOrUser, "messages:write", limits.Write)
+	if p == nil {
+		return
+	}
+	var body editBody
+	err := s.decode(ctx, &body, maxJSONBody, false)
+	if err == nil {
+		err = firstError(messageText(body.Text), blocksShape(body.Blocks))
+	}
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	convID, err := s.conversationOf(id)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, convID, &kitpb.EditMessage{
+		Caller: p.Caller, MessageId: id, Text: *body.Text, Blocks: compactBlocks(body.Blocks),
+	})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, messageBody{viewMessage(r.Message)})
+}
+
+func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, id string) {
+	p := s.authorize(ctx, botOrUser, "messages:write", limits.Write)
+	if p == nil {
+		return
+	}
+	convID, err := s.conversationOf(id)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, convID, &kitpb.DeleteMessage{Caller: p.Caller, MessageId: id})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, messageBody{viewMessage(r.Message)})
+}
+
+func messageText(text *string) error {
+	if err := requireString("text", text, 1, maxTextLen); err != nil {
+		return err
+	}
+	return notBlank("text", *text)
+}
+
+// blocksShape checks what the front end can see of blocks: a JSON array of
+// at most 50 items, or null. The Blocks rules themselves are checked by the
+// conversation, which knows the files and the installation's policy.
+func blocksShape(raw json.RawMessage) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return kiterr.Invalid("blocks", "must be an array")
+	}
+	if len(items) > maxBlocks {
+		return kiterr.Invalid("blocks", "must have at most 50 items")
+	}
+	for i, it := range items {
+		if len(it) == 0 || it[0] != '{' {
+			return kiterr.Invalid("blocks["+strconv.Itoa(i)+"]", "must be an object")
+		}
+	}
+	return nil
+}
+
+// compactBlocks returns the stored form of blocks: nil for none.
+func compactBlocks(raw json.RawMessage) []byte {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return buf.Bytes()
+}
+
+// idempotencyKey reads the optional Idempotency-Key header: 1-255
+// printable ASCII characters (0x21-0x7e).
+func idempotencyKey(ctx *fasthttp.RequestCtx) (string, error) {
+	raw := ctx.Request.Header.Peek("Idempotency-Key")
+	if raw == nil {
+		return "", nil
+	}
+	if len(raw) < 1 || len(raw) > maxIdempotencyKey {
+		return "", kiterr.Invalid("Idempotency-Key", "must be 1 to 255 characters")
+	}
+	for _, c := range raw {
+		if c < 0x21 || c > 0x7e {
+			return "", kiterr.Invalid("Idempotency-Key", "must be printable ASCII without spaces")
+		}
+	}
+	return string(raw), nil
+}
+
+// ---- users ----
+
+func (s *Server) listUsers(ctx *fasthttp.RequestCtx) {
+	p := s.authorize(ctx, botOrUser, "users:read", limits.Read)
+	if p == nil {
+		return
+	}
+	pg, err := parsePage(ctx, "users", maxLimit)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	r, err := ask[*kitpb.UsersReply](s, actors.KindWorkspace, p.Caller.WorkspaceId, &kitpb.ListUsers{AfterId: pg.position, Limit: int32(pg.limit)})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	withEmail := p.HasScope("users:read.email")
+	out := make([]userView, len(r.Users))
+	last := ""
+	for i, u := range r.Users {
+		out[i] = viewUser(u, withEmail)
+		last = u.Id
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+		Users      []userView `json:"users"`
+		NextCursor *string    `json:"nextCursor"`
+	}{out, cursorFor("users", last, r.More)})
+}
+
+func (s *Server) usersMe(ctx *fasthttp.RequestCtx) {
+	p := s.authorize(ctx, botOrUser, "", limits.Read)
+	if p == nil {
+		return
+	}
+	type botView struct {
+		ID          string `json:"id"`
+		DisplayName string `json:"displayName"`
+	}
+	out := struct {
+		User *userView `json:"user"`
+		Bot  *botView  `json:"bot"`
+	}{}
+	if p.TokenType == actors.CallerBot {
+		inst, err := ask[*kitpb.InstallationReply](s, actors.KindInstallation, p.Caller.InstallationId, &kitpb.GetInstallation{})
+		if err != nil {
+			s.fail(ctx, err)
+			return
+		}
+		out.Bot = &botView{inst.Installation.BotId, inst.Installation.BotDisplayName}
+	} else {
+		u, err := ask[*kitpb.UserReply](s, actors.KindWorkspace, p.Caller.WorkspaceId, &kitpb.GetUser{UserId: p.Caller.UserId})
+		if err != nil {
+			s.fail(ctx, err)
+			return
+		}
+		v := viewUser(u.User, p.HasScope("users:read.email"))
+		out.User = &v
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, out)
+}
+
+func (s *Server) getUser(ctx *fasthttp.RequestCtx, id string) {
+	p := s.authorize(ctx, botOrUser, "users:read", limits.Read)
+	if p == nil {
+		return
+	}
+	if !ids.Valid(id) {
+		s.fail(ctx, kiterr.Absent("user"))
+		return
+	}
+	u, err := ask[*kitpb.UserReply](s, actors.KindWorkspace, p.Caller.WorkspaceId, &kitpb.GetUser{UserId: id})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+		User userView `json:"user"`
+	}{viewUser(u.User, p.HasScope("users:read.email"))})
+}
+
+func (s *Server) getInstallation(ctx *fasthttp.RequestCtx) {
+	p := s.authorize(ctx, botOrUser, "", limits.Read)
+	if p == nil {
+		return
+	}
+	inst, err := ask[*kitpb.InstallationReply](s, actors.KindInstallation, p.Caller.InstallationId, &kitpb.GetInstallation{})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+		Installation installationView `json:"installation"`
+	}{viewInstallation(inst.Installation)})
+}

@@ -1,0 +1,357 @@
+package blocks
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// kind is the JSON type of a token.
+type kind uint8
+
+const (
+	kObject kind = iota + 1
+	kArray
+	kString
+	kNumber
+	kTrue
+	kFalse
+	kNull
+)
+
+// tok is one JSON value or object key. Tokens are stored in document order,
+// so a container's contents follow it and next skips over them; an object's
+// members alternate key, value.
+type tok struct {
+	start, end int32 // byte span in the input; strings include their quotes
+	next       int32 // index of the first token after this value
+	n          int32 // containers: number of members or elements
+	kind       kind
+	esc        bool // strings: contains a backslash escape
+}
+
+// maxDepth bounds nesting. The deepest valid Blocks document is 7 levels
+// (blocks, block, elements, select, options, option); the margin only makes
+// the error about depth rather than about shape.
+const maxDepth = 32
+
+// strClass marks the bytes that end the fast path of string scanning:
+// quote, backslash, control characters and the start of multi-byte UTF-8.
+var strClass = func() (t [256]bool) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = true
+	}
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
+
+func syntaxErr(at int, what string) *Error {
+	return &Error{Path: "blocks", Reason: "is not valid JSON: " + what + " at byte " + strconv.Itoa(at)}
+}
+
+// tokenize checks that raw is one well-formed JSON value (RFC 8259, UTF-8,
+// no lone surrogate escapes) and appends its tokens to toks. spaced reports
+// whether raw contains insignificant whitespace, i.e. whether it is not
+// already compact.
+func tokenize(raw []byte, toks []tok) (_ []tok, spaced bool, _ *Error) {
+	const (
+		wantValue = iota
+		wantKey
+		wantNext // after a value: ',' or a closing bracket
+	)
+	var stack [maxDepth]int32
+	depth, i, n := 0, 0, len(raw)
+	state := wantValue
+	for {
+		s := i
+		for i < n && isSpace(raw[i]) {
+			i++
+		}
+		if i != s {
+			spaced = true
+		}
+		switch state {
+		case wantValue:
+			if i >= n {
+				return nil, false, syntaxErr(i, "unexpected end")
+			}
+			if depth > 0 && toks[stack[depth-1]].kind == kArray {
+				toks[stack[depth-1]].n++
+			}
+			idx := int32(len(toks))
+			c := raw[i]
+			switch c {
+			case '{', '[':
+				if depth == maxDepth {
+					return nil, false, syntaxErr(i, "nesting deeper than "+strconv.Itoa(maxDepth)+" levels")
+				}
+				k, closer := kObject, byte('}')
+				if c == '[' {
+					k, closer = kArray, ']'
+				}
+				toks = append(toks, tok{start: int32(i), kind: k})
+				i++
+				s = i
+				for i < n && isSpace(raw[i]) {
+					i++
+				}
+				if i != s {
+					spaced = true
+				}
+				if i < n && raw[i] == closer {
+					i++
+					toks[idx].end, toks[idx].next = int32(i), idx+1
+					state = wantNext
+					continue
+				}
+				stack[depth] = idx
+				depth++
+				if k == kObject {
+					state = wantKey
+				}
+				continue
+			case '"':
+				end, esc, err := scanString(raw, i)
+				if err != nil {
+					return nil, false, err
+				}
+				toks = append(toks, tok{start: int32(i), end: int32(end), next: idx + 1, kind: kString, esc: esc})
+				i = end
+			case 't', 'f', 'n':
+				lit, k := "null", kNull
+				if c == 't' {
+					lit, k = "true", kTrue
+				} else if c == 'f' {
+					lit, k = "false", kFalse
+				}
+				if n-i < len(lit) || string(raw[i:i+len(lit)]) != lit {
+					return nil, false, syntaxErr(i, "invalid literal")
+				}
+				toks = append(toks, tok{start: int32(i), end: int32(i + len(lit)), next: idx + 1, kind: k})
+				i += len(lit)
+			default:
+				end := scanNumber(raw, i)
+				if end < 0 {
+					return nil, false, syntaxErr(i, "unexpected character")
+				}
+				toks = append(toks, tok{start: int32(i), end: int32(end), next: idx + 1, kind: kNumber})
+				i = end
+			}
+			state = wantNext
+		case wantKey:
+			if i >= n || raw[i] != '"' {
+				return nil, false, syntaxErr(i, "expected a string key")
+			}
+			toks[stack[depth-1]].n++
+			end, esc, err := scanString(raw, i)
+			if err != nil {
+				return nil, false, err
+			}
+			idx := int32(len(toks))
+			toks = append(toks, tok{start: int32(i), end: int32(end), next: idx + 1, kind: kString, esc: esc})
+			i = end
+			s = i
+			for i < n && isSpace(raw[i]) {
+				i++
+			}
+			if i != s {
+				spaced = true
+			}
+			if i >= n || raw[i] != ':' {
+				return nil, false, syntaxErr(i, "expected ':'")
+			}
+			i++
+			state = wantValue
+		case wantNext:
+			if depth == 0 {
+				if i != n {
+					return nil, false, syntaxErr(i, "unexpected data after the array")
+				}
+				return toks, spaced, nil
+			}
+			if i >= n {
+				return nil, false, syntaxErr(i, "unexpected end")
+			}
+			p := stack[depth-1]
+			c := raw[i]
+			i++
+			switch {
+			case c == ',':
+				if toks[p].kind == kObject {
+					state = wantKey
+				} else {
+					state = wantValue
+				}
+			case c == '}' && toks[p].kind == kObject, c == ']' && toks[p].kind == kArray:
+				toks[p].end, toks[p].next = int32(i), int32(len(toks))
+				depth--
+			default:
+				return nil, false, syntaxErr(i-1, "unexpected character")
+			}
+		}
+	}
+}
+
+// scanString scans the string starting at the quote raw[i] and returns the
+// offset just past its closing quote.
+func scanString(raw []byte, i int) (end int, esc bool, _ *Error) {
+	n := len(raw)
+	j := i + 1
+	for {
+		for j < n && !strClass[raw[j]] {
+			j++
+		}
+		if j >= n {
+			return 0, false, syntaxErr(j, "unterminated string")
+		}
+		switch c := raw[j]; {
+		case c == '"':
+			return j + 1, esc, nil
+		case c == '\\':
+			esc = true
+			if j+1 >= n {
+				return 0, false, syntaxErr(j, "unterminated string")
+			}
+			switch raw[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				r, ok := hex4(raw, j+2)
+				if !ok {
+					return 0, false, syntaxErr(j, "invalid \\u escape")
+				}
+				j += 6
+				switch {
+				case r >= 0xdc00 && r <= 0xdfff:
+					return 0, false, syntaxErr(j-6, "unpaired surrogate escape")
+				case r >= 0xd800 && r <= 0xdbff:
+					// A high surrogate must be followed by an escaped low one.
+					lo, ok := rune(0), j+1 < n && raw[j] == '\\' && raw[j+1] == 'u'
+					if ok {
+						lo, ok = hex4(raw, j+2)
+					}
+					if !ok || lo < 0xdc00 || lo > 0xdfff {
+						return 0, false, syntaxErr(j-6, "unpaired surrogate escape")
+					}
+					j += 6
+				}
+			default:
+				return 0, false, syntaxErr(j, "invalid escape")
+			}
+		case c < 0x20:
+			return 0, false, syntaxErr(j, "control character in string")
+		default:
+			r, size := utf8.DecodeRune(raw[j:])
+			if r == utf8.RuneError && size == 1 {
+				return 0, false, syntaxErr(j, "invalid UTF-8")
+			}
+			j += size
+		}
+	}
+}
+
+func hex4(raw []byte, i int) (rune, bool) {
+	if i+4 > len(raw) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range raw[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// scanNumber returns the end of the JSON number at raw[i], or -1.
+func scanNumber(raw []byte, i int) int {
+	n := len(raw)
+	if i < n && raw[i] == '-' {
+		i++
+	}
+	switch {
+	case i < n && raw[i] == '0':
+		i++
+	case i < n && raw[i] >= '1' && raw[i] <= '9':
+		for i < n && raw[i] >= '0' && raw[i] <= '9' {
+			i++
+		}
+	default:
+		return -1
+	}
+	if i < n && raw[i] == '.' {
+		i++
+		d := i
+		for i < n && raw[i] >= '0' && raw[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return -1
+		}
+	}
+	if i < n && (raw[i] == 'e' || raw[i] == 'E') {
+		i++
+		if i < n && (raw[i] == '+' || raw[i] == '-') {
+			i++
+		}
+		d := i
+		for i < n && raw[i] >= '0' && raw[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return -1
+		}
+	}
+	return i
+}
+
+// unescape appends the decoded content of a string token whose body (the
+// bytes between the quotes) tokenize has already checked.
+func unescape(dst, body []byte) []byte {
+	for i := 0; i < len(body); {
+		c := body[i]
+		if c != '\\' {
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		switch body[i+1] {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, _ := hex4(body, i+2)
+			if r >= 0xd800 && r <= 0xdbff {
+				lo, _ := hex4(body, i+8)
+				r = 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00)
+				i += 6
+			}
+			dst = utf8.AppendRune(dst, r)
+			i += 6
+			continue
+		default: // '"', '\\', '/'
+			dst = append(dst, body[i+1])
+		}
+		i += 2
+	}
+	return dst
+}

@@ -1,0 +1,160 @@
+package persistence
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// ErrNotFound is returned by Get when the key is absent.
+var ErrNotFound = errors.New("persistence: not found")
+
+// Options configures Open. The zero value is ready for production use.
+type Options struct {
+	// FS is the filesystem holding the database; nil means the real disk.
+	// Tests pass vfs.NewMem() or vfs.NewCrashableMem().
+	FS vfs.FS
+	// Logger receives Pebble's own messages (info at debug, errors at warn);
+	// nil discards them.
+	Logger *slog.Logger
+}
+
+// Store is the node's durable storage: one Pebble database. It is safe for
+// concurrent use.
+type Store struct {
+	db *pebble.DB
+}
+
+// Open opens (creating if needed) the database in dir.
+func Open(dir string, opts Options) (*Store, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	fs := opts.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("persistence: create %s: %w", dir, err)
+	}
+
+	pl := pebbleLogger{l: logger.With("component", "pebble")}
+	po := &pebble.Options{
+		// Left nil for the real disk so Pebble adds its disk-health checks.
+		FS:     opts.FS,
+		Logger: pl,
+		// A new store has no old readers to stay compatible with.
+		FormatMajorVersion: pebble.FormatNewest,
+		// Two cores: one compaction normally, a second only when L0 backs up,
+		// so compactions never starve the actors of CPU.
+		CompactionConcurrencyRange: func() (int, int) { return 1, 2 },
+		EventListener: &pebble.EventListener{
+			BackgroundError: func(err error) {
+				pl.l.Warn("background error", "err", err)
+			},
+			DiskSlow: func(info pebble.DiskSlowInfo) {
+				pl.l.Warn("disk slow", "info", info.String())
+			},
+		},
+	}
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: open %s: %w", dir, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close releases the database. Committed batches are already durable, so
+// Close adds no durability. No method may be called afterwards.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("persistence: close: %w", err)
+	}
+	return nil
+}
+
+// Get returns a copy of the value stored at key, or ErrNotFound.
+func (s *Store) Get(key []byte) ([]byte, error) {
+	return get(s.db, key)
+}
+
+// reader is what Get needs; both *pebble.DB and *pebble.Snapshot provide it.
+type reader interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+}
+
+func get(r reader, key []byte) ([]byte, error) {
+	v, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("persistence: get: %w", err)
+	}
+	// Pebble's slice is only valid until closer.Close.
+	out := append(make([]byte, 0, len(v)), v...)
+	if err := closer.Close(); err != nil {
+		return nil, fmt.Errorf("persistence: get: %w", err)
+	}
+	return out, nil
+}
+
+// Scan visits the keys in [lower, upper) in ascending order, or descending
+// when reverse is set, until fn returns false. A nil bound is open. k and v
+// are only valid during fn: copy them to keep them.
+func (s *Store) Scan(lower, upper []byte, reverse bool, fn func(k, v []byte) bool) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("persistence: scan: %w", err)
+	}
+	return scan(it, reverse, fn)
+}
+
+// scan drives it to the end (or until fn says stop) and closes it.
+func scan(it *pebble.Iterator, reverse bool, fn func(k, v []byte) bool) error {
+	valid, step := it.First, it.Next
+	if reverse {
+		valid, step = it.Last, it.Prev
+	}
+	var ferr error
+	for ok := valid(); ok; ok = step() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			ferr = err
+			break
+		}
+		if !fn(it.Key(), v) {
+			break
+		}
+	}
+	if err := errors.Join(ferr, it.Close()); err != nil {
+		return fmt.Errorf("persistence: scan: %w", err)
+	}
+	return nil
+}
+
+// pebbleLogger routes Pebble's log lines to slog so the server never prints
+// Pebble's chatter on stdout.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug(fmt.Sprintf(format, args...))
+}
+
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Warn(fmt.Sprintf(format, args...))
+}
+
+// Fatalf is only called on corruption or broken invariants, after which
+// Pebble must not continue; panicking (instead of Pebble's default os.Exit)
+// still stops it but leaves the decision and a stack trace to the process.
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	p.l.Error(msg)
+	panic("persistence: pebble fatal: " + msg)
+}

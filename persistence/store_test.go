@@ -1,0 +1,292 @@
+package persistence
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+func openMem(t testing.TB) *Store {
+	t.Helper()
+	s, err := Open("db", Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+func commit(t testing.TB, b *Batch) {
+	t.Helper()
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func setAll(t testing.TB, s *Store, kv ...string) {
+	t.Helper()
+	b := s.NewBatch()
+	for i := 0; i < len(kv); i += 2 {
+		b.Set([]byte(kv[i]), []byte(kv[i+1]))
+	}
+	commit(t, b)
+}
+
+// keys returns every key in [lower, upper) as strings.
+func keys(t testing.TB, s *Store, lower, upper string, reverse bool) []string {
+	t.Helper()
+	var got []string
+	err := s.Scan(bound(lower), bound(upper), reverse, func(k, v []byte) bool {
+		got = append(got, string(k))
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// bound maps "" to nil (open bound).
+func bound(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
+}
+
+func TestGetSetDelete(t *testing.T) {
+	s := openMem(t)
+	setAll(t, s, "a", "1", "b", "2", "c", "3", "d", "4")
+
+	tests := []struct {
+		name  string
+		write func(b *Batch)
+		want  map[string]string // "" value: absent
+	}{
+		{"initial", func(*Batch) {}, map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "x": ""}},
+		{"overwrite", func(b *Batch) { b.Set([]byte("a"), []byte("10")) }, map[string]string{"a": "10"}},
+		{"delete", func(b *Batch) { b.Delete([]byte("a")) }, map[string]string{"a": "", "b": "2"}},
+		{"delete absent", func(b *Batch) { b.Delete([]byte("zz")) }, map[string]string{"zz": "", "b": "2"}},
+		{"delete range", func(b *Batch) { b.DeleteRange([]byte("b"), []byte("d")) }, map[string]string{"b": "", "c": "", "d": "4"}},
+		{"set after delete in one batch", func(b *Batch) {
+			b.DeleteRange([]byte("a"), []byte("z"))
+			b.Set([]byte("d"), []byte("5"))
+		}, map[string]string{"d": "5"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := s.NewBatch()
+			tc.write(b)
+			commit(t, b)
+			for k, want := range tc.want {
+				got, err := s.Get([]byte(k))
+				if want == "" {
+					if !errors.Is(err, ErrNotFound) {
+						t.Errorf("Get(%q) = %q, %v; want ErrNotFound", k, got, err)
+					}
+					continue
+				}
+				if err != nil || string(got) != want {
+					t.Errorf("Get(%q) = %q, %v; want %q", k, got, err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestGetReturnsCopy(t *testing.T) {
+	s := openMem(t)
+	setAll(t, s, "k", "value")
+	v, err := s.Get([]byte("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v[0] = 'X'
+	if v, _ := s.Get([]byte("k")); string(v) != "value" {
+		t.Fatalf("stored value changed through Get's result: %q", v)
+	}
+}
+
+func TestScan(t *testing.T) {
+	s := openMem(t)
+	setAll(t, s, "a", "", "b", "", "c", "", "d", "", "e", "")
+
+	tests := []struct {
+		lower, upper string
+		reverse      bool
+		want         []string
+	}{
+		{"", "", false, []string{"a", "b", "c", "d", "e"}},
+		{"", "", true, []string{"e", "d", "c", "b", "a"}},
+		{"b", "d", false, []string{"b", "c"}},
+		{"b", "d", true, []string{"c", "b"}},
+		{"bb", "dd", false, []string{"c", "d"}},
+		{"c", "", false, []string{"c", "d", "e"}},
+		{"", "c", true, []string{"b", "a"}},
+		{"x", "", false, nil},
+		{"c", "c", true, nil},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("[%s,%s) reverse=%v", tc.lower, tc.upper, tc.reverse), func(t *testing.T) {
+			if got := keys(t, s, tc.lower, tc.upper, tc.reverse); !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestScanStopsAndPassesValues(t *testing.T) {
+	s := openMem(t)
+	setAll(t, s, "a", "1", "b", "2", "c", "3")
+	for _, reverse := range []bool{false, true} {
+		var got []string
+		err := s.Scan(nil, nil, reverse, func(k, v []byte) bool {
+			got = append(got, string(k)+"="+string(v))
+			return len(got) < 2
+		})
+		want := []string{"a=1", "b=2"}
+		if reverse {
+			want = []string{"c=3", "b=2"}
+		}
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("reverse=%v: got %q, %v; want %q", reverse, got, err, want)
+		}
+	}
+}
+
+func TestScanPrefixWithPrefixEnd(t *testing.T) {
+	s := openMem(t)
+	setAll(t, s, "m/1", "", "m/2", "", "m0", "", "m\xff", "", "n", "")
+	var got []string
+	p := []byte("m/")
+	if err := s.Scan(p, PrefixEnd(p), false, func(k, _ []byte) bool {
+		got = append(got, string(k))
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"m/1", "m/2"}; !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestBatchLifecycle(t *testing.T) {
+	s := openMem(t)
+	b := s.NewBatch()
+	if !b.Empty() {
+		t.Fatal("new batch not empty")
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatalf("empty Commit: %v", err)
+	}
+
+	b = s.NewBatch()
+	b.Set([]byte("k"), []byte("v"))
+	if b.Empty() {
+		t.Fatal("batch with a Set is empty")
+	}
+	commit(t, b)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Set after Commit did not panic")
+		}
+	}()
+	b.Set([]byte("k2"), []byte("v"))
+}
+
+func TestBatchCopiesArguments(t *testing.T) {
+	s := openMem(t)
+	k, v := []byte("k"), []byte("v")
+	b := s.NewBatch()
+	b.Set(k, v)
+	k[0], v[0] = 'X', 'X'
+	commit(t, b)
+	if got, err := s.Get([]byte("k")); err != nil || string(got) != "v" {
+		t.Fatalf("Get = %q, %v", got, err)
+	}
+}
+
+func TestAppendUint64(t *testing.T) {
+	vals := []uint64{0, 1, 255, 256, 1 << 32, 1<<64 - 1}
+	for i := 1; i < len(vals); i++ {
+		a, b := AppendUint64(nil, vals[i-1]), AppendUint64(nil, vals[i])
+		if len(a) != 8 || bytes.Compare(a, b) >= 0 {
+			t.Errorf("%d -> %x not below %d -> %x", vals[i-1], a, vals[i], b)
+		}
+	}
+	if got := AppendUint64([]byte("p"), 0x0102); !bytes.Equal(got, []byte("p\x00\x00\x00\x00\x00\x00\x01\x02")) {
+		t.Errorf("AppendUint64 = %x", got)
+	}
+}
+
+func TestPrefixEnd(t *testing.T) {
+	tests := []struct{ in, want []byte }{
+		{nil, nil},
+		{[]byte{}, nil},
+		{[]byte("a"), []byte("b")},
+		{[]byte("j/x/"), []byte("j/x0")},
+		{[]byte("a\xff"), []byte("b")},
+		{[]byte("a\xfe\xff\xff"), []byte("a\xff")},
+		{[]byte("\xff\xff"), nil},
+	}
+	for _, tc := range tests {
+		in := slices.Clone(tc.in)
+		if got := PrefixEnd(in); !bytes.Equal(got, tc.want) || (got == nil) != (tc.want == nil) {
+			t.Errorf("PrefixEnd(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if !bytes.Equal(in, tc.in) {
+			t.Errorf("PrefixEnd modified its input %q to %q", tc.in, in)
+		}
+	}
+}
+
+// levelRecorder is a slog handler remembering the levels it was given.
+type levelRecorder struct {
+	mu     *sync.Mutex
+	levels *[]slog.Level
+}
+
+func (h levelRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (h levelRecorder) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h levelRecorder) WithGroup(string) slog.Handler            { return h }
+func (h levelRecorder) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	*h.levels = append(*h.levels, r.Level)
+	return nil
+}
+
+func TestPebbleLogsGoToSlog(t *testing.T) {
+	var levels []slog.Level
+	l := slog.New(levelRecorder{&sync.Mutex{}, &levels})
+	fs := vfs.NewMem()
+	for range 2 { // the reopen replays the WAL, which Pebble logs
+		s, err := Open("db", Options{FS: fs, Logger: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		setAll(t, s, "k", "v")
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(levels) == 0 {
+		t.Fatal("no Pebble log reached the slog logger")
+	}
+	for _, lv := range levels {
+		if lv != slog.LevelDebug {
+			t.Errorf("routine Pebble message logged at %v, want debug", lv)
+		}
+	}
+}
