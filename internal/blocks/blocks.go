@@ -54,9 +54,9 @@ func Validate(raw []byte, p Policy) ([]byte, error) {
 	if len(raw) > MaxBytes {
 		return nil, &Error{Path: "blocks", Reason: "must be at most " + strconv.Itoa(MaxBytes) + " bytes when serialized"}
 	}
-	// About one token per 8 bytes in realistic Blocks; append grows it
-	// for denser input.
-	toks, spaced, serr := tokenize(raw, make([]tok, 0, len(raw)/8+16))
+	// Realistic Blocks have a token per 10 to 15 bytes; append grows the
+	// list for denser input.
+	toks, spaced, serr := tokenize(raw, make([]tok, 0, len(raw)/10+16))
 	if serr != nil {
 		return nil, serr
 	}
@@ -70,7 +70,7 @@ func Validate(raw []byte, p Policy) ([]byte, error) {
 	if root.kind != kArray {
 		return nil, &Error{Path: "blocks", Reason: "must be an array"}
 	}
-	if root.n > MaxBlocks {
+	if root.size > MaxBlocks {
 		return nil, &Error{Path: "blocks", Reason: "must have at most " + strconv.Itoa(MaxBlocks) + " blocks"}
 	}
 	i := int32(0)
@@ -155,8 +155,8 @@ func (v *validator) failAt(key, reason string) bool {
 // when the string has no escapes; otherwise it is valid until the next call.
 func (v *validator) str(t int32) []byte {
 	tk := &v.toks[t]
-	body := v.raw[tk.start+1 : tk.end-1]
-	if !tk.esc {
+	body := v.raw[tk.start+1 : tk.end()-1]
+	if tk.flags&fEsc == 0 {
 		return body
 	}
 	v.scratch = unescape(v.scratch[:0], body)
@@ -166,11 +166,12 @@ func (v *validator) str(t int32) []byte {
 // sameString reports whether string tokens a and b decode to the same text.
 func (v *validator) sameString(a, b int32) bool {
 	ta, tb := &v.toks[a], &v.toks[b]
-	if !ta.esc && !tb.esc {
-		return bytes.Equal(v.raw[ta.start+1:ta.end-1], v.raw[tb.start+1:tb.end-1])
+	a1, b1 := v.raw[ta.start+1:ta.end()-1], v.raw[tb.start+1:tb.end()-1]
+	if (ta.flags|tb.flags)&fEsc == 0 {
+		return bytes.Equal(a1, b1)
 	}
-	v.scratch = unescape(v.scratch[:0], v.raw[ta.start+1:ta.end-1])
-	v.scratch2 = unescape(v.scratch2[:0], v.raw[tb.start+1:tb.end-1])
+	v.scratch = unescape(v.scratch[:0], a1)
+	v.scratch2 = unescape(v.scratch2[:0], b1)
 	return bytes.Equal(v.scratch, v.scratch2)
 }
 
@@ -237,7 +238,7 @@ func (v *validator) emit(out []byte, t int32) []byte {
 			}
 			first = false
 			k := &v.toks[j]
-			out = append(out, v.raw[k.start:k.end]...)
+			out = append(out, v.raw[k.start:k.end()]...)
 			out = append(out, ':')
 			out = v.emit(out, j+1)
 		}
@@ -257,7 +258,7 @@ func (v *validator) emit(out []byte, t int32) []byte {
 		}
 		return append(out, ']')
 	}
-	return append(out, v.raw[tk.start:tk.end]...)
+	return append(out, v.raw[tk.start:tk.end()]...)
 }
 
 // skipped reports whether token j is removed from the output. emit visits

@@ -198,8 +198,8 @@ func cases() []tc {
 		{name: "fields that is an object is rejected", in: blocks(obj("type", "fields", "fields", obj())), path: "blocks[0].fields", reason: "must be an array"},
 
 		// metrics
-		{name: "metrics with 4 items pass", in: blocks(metrics(rep(4, func(i int) any { return metric("k"+itoa(i)) })...))},
-		{name: "metrics with 5 items are rejected", in: blocks(metrics(rep(5, func(i int) any { return metric("k"+itoa(i)) })...)), path: "blocks[0].items", reason: "at most 4 items"},
+		{name: "metrics with 4 items pass", in: blocks(metrics(rep(4, func(i int) any { return metric("k" + itoa(i)) })...))},
+		{name: "metrics with 5 items are rejected", in: blocks(metrics(rep(5, func(i int) any { return metric("k" + itoa(i)) })...)), path: "blocks[0].items", reason: "at most 4 items"},
 		{name: "metrics with 0 items are rejected", in: blocks(metrics()), path: "blocks[0].items", reason: "at least 1 item"},
 		{name: "metrics key of 40 characters passes", in: blocks(metrics(obj("key", "K"+ascii(38)+"_", "label", "l", "value", 1, "primary", false)))},
 		{name: "metrics key of 41 characters is rejected", in: blocks(metrics(obj("key", ascii(41), "label", "l", "value", 1, "primary", false))), path: "blocks[0].items[0].key", reason: "must match ^[A-Za-z][A-Za-z0-9_]{0,39}$"},

@@ -1,6 +1,7 @@
 package blocks
 
 import (
+	"encoding/binary"
 	"strconv"
 	"unicode/utf8"
 )
@@ -20,14 +21,26 @@ const (
 
 // tok is one JSON value or object key. Tokens are stored in document order,
 // so a container's contents follow it and next skips over them; an object's
-// members alternate key, value.
+// members alternate key, value. 12 bytes: the token list is the largest
+// allocation of a call.
 type tok struct {
-	start, end int32 // byte span in the input; strings include their quotes
-	next       int32 // index of the first token after this value
-	n          int32 // containers: number of members or elements
-	kind       kind
-	esc        bool // strings: contains a backslash escape
+	start int32  // offset of the first byte in the input
+	next  int32  // index of the first token after this value
+	size  uint16 // scalars: length in bytes (strings with quotes); containers: members or elements
+	kind  kind
+	flags uint8
 }
+
+// Flags of string tokens.
+const (
+	fEsc   uint8 = 1 << iota // contains a backslash escape
+	fASCII                   // only printable ASCII and no escape: length in characters is size-2
+)
+
+// size holds byte lengths and counts, both bounded by the input size.
+const _ = uint16(MaxBytes)
+
+func (t *tok) end() int32 { return t.start + int32(t.size) }
 
 // maxDepth bounds nesting. The deepest valid Blocks document is 7 levels
 // (blocks, block, elements, select, options, option); the margin only makes
@@ -35,17 +48,29 @@ type tok struct {
 const maxDepth = 32
 
 // strClass marks the bytes that end the fast path of string scanning:
-// quote, backslash, control characters and the start of multi-byte UTF-8.
+// quote, backslash, control characters, DEL and the start of multi-byte
+// UTF-8.
 var strClass = func() (t [256]bool) {
 	for c := 0; c < 0x20; c++ {
 		t[c] = true
 	}
-	for c := 0x80; c < 0x100; c++ {
+	for c := 0x7f; c < 0x100; c++ {
 		t[c] = true
 	}
 	t['"'], t['\\'] = true, true
 	return t
 }()
+
+// special8 reports whether any of the eight bytes in x is in strClass, with
+// the usual SWAR tricks (each test is exact about whether some byte
+// matches, which is all the caller needs).
+func special8(x uint64) bool {
+	const ones, high = 0x0101010101010101, 0x8080808080808080
+	hasZero := func(v uint64) uint64 { return (v - ones) & ^v & high }
+	low := (x - 0x20*ones) & ^x & high     // some byte < 0x20
+	del := ((x &^ high) + ones | x) & high // some byte >= 0x7f
+	return hasZero(x^('"'*ones))|hasZero(x^('\\'*ones))|low|del != 0
+}
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
 
@@ -80,7 +105,7 @@ func tokenize(raw []byte, toks []tok) (_ []tok, spaced bool, _ *Error) {
 				return nil, false, syntaxErr(i, "unexpected end")
 			}
 			if depth > 0 && toks[stack[depth-1]].kind == kArray {
-				toks[stack[depth-1]].n++
+				toks[stack[depth-1]].size++
 			}
 			idx := int32(len(toks))
 			c := raw[i]
@@ -104,7 +129,7 @@ func tokenize(raw []byte, toks []tok) (_ []tok, spaced bool, _ *Error) {
 				}
 				if i < n && raw[i] == closer {
 					i++
-					toks[idx].end, toks[idx].next = int32(i), idx+1
+					toks[idx].next = idx + 1
 					state = wantNext
 					continue
 				}
@@ -115,11 +140,11 @@ func tokenize(raw []byte, toks []tok) (_ []tok, spaced bool, _ *Error) {
 				}
 				continue
 			case '"':
-				end, esc, err := scanString(raw, i)
+				end, flags, err := scanString(raw, i)
 				if err != nil {
 					return nil, false, err
 				}
-				toks = append(toks, tok{start: int32(i), end: int32(end), next: idx + 1, kind: kString, esc: esc})
+				toks = append(toks, tok{start: int32(i), size: uint16(end - i), next: idx + 1, kind: kString, flags: flags})
 				i = end
 			case 't', 'f', 'n':
 				lit, k := "null", kNull
@@ -131,14 +156,14 @@ func tokenize(raw []byte, toks []tok) (_ []tok, spaced bool, _ *Error) {
 				if n-i < len(lit) || string(raw[i:i+len(lit)]) != lit {
 					return nil, false, syntaxErr(i, "invalid literal")
 				}
-				toks = append(toks, tok{start: int32(i), end: int32(i + len(lit)), next: idx + 1, kind: k})
+				toks = append(toks, tok{start: int32(i), size: uint16(len(lit)), next: idx + 1, kind: k})
 				i += len(lit)
 			default:
 				end := scanNumber(raw, i)
 				if end < 0 {
 					return nil, false, syntaxErr(i, "unexpected character")
 				}
-				toks = append(toks, tok{start: int32(i), end: int32(end), next: idx + 1, kind: kNumber})
+				toks = append(toks, tok{start: int32(i), size: uint16(end - i), next: idx + 1, kind: kNumber})
 				i = end
 			}
 			state = wantNext
@@ -146,13 +171,13 @@ func tokenize(raw []byte, toks []tok) (_ []tok, spaced bool, _ *Error) {
 			if i >= n || raw[i] != '"' {
 				return nil, false, syntaxErr(i, "expected a string key")
 			}
-			toks[stack[depth-1]].n++
-			end, esc, err := scanString(raw, i)
+			toks[stack[depth-1]].size++
+			end, flags, err := scanString(raw, i)
 			if err != nil {
 				return nil, false, err
 			}
 			idx := int32(len(toks))
-			toks = append(toks, tok{start: int32(i), end: int32(end), next: idx + 1, kind: kString, esc: esc})
+			toks = append(toks, tok{start: int32(i), size: uint16(end - i), next: idx + 1, kind: kString, flags: flags})
 			i = end
 			s = i
 			for i < n && isSpace(raw[i]) {
@@ -187,7 +212,7 @@ func tokenize(raw []byte, toks []tok) (_ []tok, spaced bool, _ *Error) {
 					state = wantValue
 				}
 			case c == '}' && toks[p].kind == kObject, c == ']' && toks[p].kind == kArray:
-				toks[p].end, toks[p].next = int32(i), int32(len(toks))
+				toks[p].next = int32(len(toks))
 				depth--
 			default:
 				return nil, false, syntaxErr(i-1, "unexpected character")
@@ -197,24 +222,28 @@ func tokenize(raw []byte, toks []tok) (_ []tok, spaced bool, _ *Error) {
 }
 
 // scanString scans the string starting at the quote raw[i] and returns the
-// offset just past its closing quote.
-func scanString(raw []byte, i int) (end int, esc bool, _ *Error) {
+// offset just past its closing quote and its flags.
+func scanString(raw []byte, i int) (end int, flags uint8, _ *Error) {
 	n := len(raw)
 	j := i + 1
+	flags = fASCII
 	for {
+		for j+8 <= n && !special8(binary.LittleEndian.Uint64(raw[j:])) {
+			j += 8
+		}
 		for j < n && !strClass[raw[j]] {
 			j++
 		}
 		if j >= n {
-			return 0, false, syntaxErr(j, "unterminated string")
+			return 0, 0, syntaxErr(j, "unterminated string")
 		}
 		switch c := raw[j]; {
 		case c == '"':
-			return j + 1, esc, nil
+			return j + 1, flags, nil
 		case c == '\\':
-			esc = true
+			flags = fEsc
 			if j+1 >= n {
-				return 0, false, syntaxErr(j, "unterminated string")
+				return 0, 0, syntaxErr(j, "unterminated string")
 			}
 			switch raw[j+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
@@ -222,12 +251,12 @@ func scanString(raw []byte, i int) (end int, esc bool, _ *Error) {
 			case 'u':
 				r, ok := hex4(raw, j+2)
 				if !ok {
-					return 0, false, syntaxErr(j, "invalid \\u escape")
+					return 0, 0, syntaxErr(j, "invalid \\u escape")
 				}
 				j += 6
 				switch {
 				case r >= 0xdc00 && r <= 0xdfff:
-					return 0, false, syntaxErr(j-6, "unpaired surrogate escape")
+					return 0, 0, syntaxErr(j-6, "unpaired surrogate escape")
 				case r >= 0xd800 && r <= 0xdbff:
 					// A high surrogate must be followed by an escaped low one.
 					lo, ok := rune(0), j+1 < n && raw[j] == '\\' && raw[j+1] == 'u'
@@ -235,19 +264,23 @@ func scanString(raw []byte, i int) (end int, esc bool, _ *Error) {
 						lo, ok = hex4(raw, j+2)
 					}
 					if !ok || lo < 0xdc00 || lo > 0xdfff {
-						return 0, false, syntaxErr(j-6, "unpaired surrogate escape")
+						return 0, 0, syntaxErr(j-6, "unpaired surrogate escape")
 					}
 					j += 6
 				}
 			default:
-				return 0, false, syntaxErr(j, "invalid escape")
+				return 0, 0, syntaxErr(j, "invalid escape")
 			}
 		case c < 0x20:
-			return 0, false, syntaxErr(j, "control character in string")
+			return 0, 0, syntaxErr(j, "control character in string")
+		case c == 0x7f:
+			flags &^= fASCII
+			j++
 		default:
+			flags &^= fASCII
 			r, size := utf8.DecodeRune(raw[j:])
 			if r == utf8.RuneError && size == 1 {
-				return 0, false, syntaxErr(j, "invalid UTF-8")
+				return 0, 0, syntaxErr(j, "invalid UTF-8")
 			}
 			j += size
 		}

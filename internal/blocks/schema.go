@@ -309,10 +309,10 @@ func (v *validator) array(t int32, min, max int, elem check) bool {
 	if tk.kind != kArray {
 		return v.fail("must be an array")
 	}
-	if int(tk.n) < min {
+	if int(tk.size) < min {
 		return v.fail("must have at least " + items(min))
 	}
-	if int(tk.n) > max {
+	if int(tk.size) > max {
 		return v.fail("must have at most " + items(max))
 	}
 	i := int32(0)
@@ -341,7 +341,7 @@ func (v *validator) text(t int32, min, max int, mrkdwn bool) bool {
 		return v.fail("must be a string")
 	}
 	b := v.str(t)
-	if r := checkText(b, min, max); r != "" {
+	if r := v.textReason(t, b, min, max); r != "" {
 		return v.fail(r)
 	}
 	if mrkdwn {
@@ -350,6 +350,18 @@ func (v *validator) text(t int32, min, max int, mrkdwn bool) bool {
 		}
 	}
 	return true
+}
+
+// textReason checks b, the decoded string token t, as text of min..max
+// characters and never more than MaxTextChars. The tokenizer has already
+// proved a printable-ASCII string free of control characters, so its length
+// is its byte count.
+func (v *validator) textReason(t int32, b []byte, min, max int) string {
+	max = min2(max, MaxTextChars)
+	if v.toks[t].flags&fASCII != 0 {
+		return lengthReason(len(b), min, max)
+	}
+	return checkText(b, min, max)
 }
 
 // Check constructors and checks, in the order the tables use them.
@@ -453,7 +465,7 @@ func number(v *validator, t int32) bool {
 	}
 	// JSON has no Inf or NaN, but a literal beyond float64 range reads as
 	// Inf in every client.
-	f, err := strconv.ParseFloat(string(v.raw[tk.start:tk.end]), 64)
+	f, err := strconv.ParseFloat(string(v.raw[tk.start:tk.end()]), 64)
 	if err != nil || math.IsInf(f, 0) {
 		return v.fail("must be a finite number")
 	}
@@ -486,7 +498,7 @@ func tablePost(v *validator, got vals) bool {
 	if tk.kind != kArray {
 		return v.fail("must be an array")
 	}
-	if tk.n > maxRows {
+	if tk.size > maxRows {
 		return v.fail("must have at most " + strconv.Itoa(maxRows) + " rows")
 	}
 	i := int32(0)
@@ -521,7 +533,7 @@ func (v *validator) row(t int32) bool {
 			return v.failAt(string(v.str(j)), "must be a string")
 		}
 		seen |= 1 << c
-		if r := checkText(v.str(j+1), 0, 200); r != "" {
+		if r := v.textReason(j+1, v.str(j+1), 0, 200); r != "" {
 			return v.failAt(string(v.str(j)), r)
 		}
 	}

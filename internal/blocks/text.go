@@ -11,7 +11,6 @@ import (
 // valid UTF-8 (tokenize guarantees it), so counting the bytes that do not
 // continue a sequence counts code points. It returns the reason, or "".
 func checkText(b []byte, min, max int) string {
-	max = minInt(max, MaxTextChars)
 	n := 0
 	i := 0
 	// Eight bytes at a time while they are printable ASCII, the common case.
@@ -19,8 +18,8 @@ func checkText(b []byte, min, max int) string {
 		x := uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
 			uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
 		const lo7, ones, high = 0x7f7f7f7f7f7f7f7f, 0x0101010101010101, 0x8080808080808080
-		low := ^((x&lo7)+0x60*ones | x) & high // bytes below 0x20
-		del := ((x&lo7)+ones | x) & high       // 0x7f and non-ASCII
+		low := ^((x & lo7) + 0x60*ones | x) & high // bytes below 0x20
+		del := ((x & lo7) + ones | x) & high       // 0x7f and non-ASCII
 		if low|del != 0 {
 			break
 		}
@@ -39,6 +38,11 @@ func checkText(b []byte, min, max int) string {
 			n++
 		}
 	}
+	return lengthReason(n, min, max)
+}
+
+// lengthReason checks a length of n characters against min..max.
+func lengthReason(n, min, max int) string {
 	switch {
 	case n < min && n == 0:
 		return "must not be empty"
@@ -57,7 +61,7 @@ func chars(n int) string {
 	return strconv.Itoa(n) + " characters"
 }
 
-func minInt(a, b int) int {
+func min2(a, b int) int {
 	if a < b {
 		return a
 	}

@@ -57,6 +57,7 @@ type options struct {
 	matchGet      bool
 	keep          bool
 	kitdArgs      string
+	settle        time.Duration
 }
 
 func main() {
@@ -75,6 +76,7 @@ func main() {
 	flag.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file")
 	flag.BoolVar(&o.matchGet, "match-get-body", false, "trivial GET answers with a body as large as kitd's page instead of {\"ok\":true}")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary data directory and kitd.log")
+	flag.DurationVar(&o.settle, "settle", 15*time.Second, "before each run, wait up to this long for kitd to go idle (0: do not wait)")
 	flag.StringVar(&o.kitdArgs, "kitd-args", "", "extra space-separated arguments for `kitd serve`")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: kitbench [flags]\n\nLoad kitd and a trivial fasthttp server with the same requests; report req/s, p50, p99 and kitd÷trivial ratios.\n\n")
@@ -202,6 +204,11 @@ func run(o options) (int, error) {
 		for _, target := range []struct{ server, addr string }{{"trivial", triv.Addr}, {"kitd", addr}} {
 			if node != nil && !node.alive() {
 				return 1, fmt.Errorf("kitd exited (%v); its output:\n%s", node.waitErr, tail(node.LogPath, 40))
+			}
+			if node != nil && o.settle > 0 {
+				if waited := settle(ctx, node.cmd.Process.Pid, o.settle); waited >= o.settle {
+					logf("kitd still busy after %v; measuring anyway", o.settle)
+				}
 			}
 			logf("%s on %s: %d connections, %v + %v warm-up", sd.sc.Name, target.server, o.concurrency, o.duration, o.warmup)
 			res, err := loadgen.Run(ctx, loadgen.Config{

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -126,5 +128,29 @@ func TestSelectScenarios(t *testing.T) {
 	}
 	if _, err := selectScenarios(all, "nope"); err == nil {
 		t.Fatal("want error for unknown scenario")
+	}
+}
+
+func TestCPUTimeAndSettle(t *testing.T) {
+	if _, ok := cpuTime(os.Getpid()); !ok {
+		t.Skip("no /proc")
+	}
+	// Burn some CPU so the reading moves.
+	deadline := time.Now().Add(50 * time.Millisecond)
+	x := 0
+	for time.Now().Before(deadline) {
+		x++
+	}
+	if d, _ := cpuTime(os.Getpid()); d <= 0 {
+		t.Errorf("cpu time %v (x=%d)", d, x)
+	}
+	// An idle child settles after one interval.
+	cmd := exec.Command("sleep", "5")
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	defer cmd.Process.Kill()
+	if waited := settle(context.Background(), cmd.Process.Pid, 3*time.Second); waited > time.Second {
+		t.Errorf("idle process took %v to settle", waited)
 	}
 }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of utime/stime in /proc/<pid>/stat; it is
+// 100 on every Linux platform Go supports.
+const clockTicks = 100
+
+// cpuTime returns the CPU time (user+system) used so far by process pid, read
+// from /proc; ok is false where /proc is unavailable.
+func cpuTime(pid int) (time.Duration, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) may hold spaces; fields after ")" are fixed.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, false
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(ut+st) * time.Second / clockTicks, true
+}
+
+// settle waits until process pid has been nearly idle (under 5 % of one core)
+// for one 300 ms interval, so that background work left over from the previous
+// run (flushes, compactions) does not steal CPU from the next one. It gives up
+// after max and reports how long it waited.
+func settle(ctx context.Context, pid int, max time.Duration) time.Duration {
+	const interval = 300 * time.Millisecond
+	start := time.Now()
+	prev, ok := cpuTime(pid)
+	if !ok {
+		return 0
+	}
+	for time.Since(start) < max {
+		select {
+		case <-ctx.Done():
+			return time.Since(start)
+		case <-time.After(interval):
+		}
+		cur, ok := cpuTime(pid)
+		if !ok {
+			break
+		}
+		if cur-prev < interval/20 {
+			break
+		}
+		prev = cur
+	}
+	return time.Since(start)
+}
