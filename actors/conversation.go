@@ -3,10 +3,12 @@ package actors
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/internal/blocks"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/persistence"
@@ -315,6 +317,10 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 			return &kitpb.MessageReply{Message: msg, Replayed: true}, nil
 		}
 	}
+	content, err := a.checkBlocks(m.Caller, m.Blocks)
+	if err != nil {
+		return nil, err
+	}
 	var parentSeq uint64
 	if m.ThreadParentId != "" {
 		parent, err := a.messageByID(m.ThreadParentId)
@@ -329,7 +335,7 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 	seq := a.lastSeq + 1
 	msg := &kitpb.Message{
 		Id: m.MessageId, ConversationId: a.id, AuthorKind: kind, AuthorId: authorID,
-		Text: m.Text, Blocks: m.Blocks, ThreadParentId: m.ThreadParentId,
+		Text: m.Text, Blocks: content, ThreadParentId: m.ThreadParentId,
 		CreatedAt: nanos(now), Seq: seq,
 	}
 	b := a.env.Store.NewBatch()
@@ -352,6 +358,28 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 	a.lastSeq = seq
 	return &kitpb.MessageReply{Message: msg}, nil
 }
+
+// checkBlocks validates blocks under the caller's policy and returns the
+// form to store: interactive elements are kept only when the installed
+// manifest declares interactivity.
+func (a *conversationActor) checkBlocks(c *kitpb.Caller, raw []byte) ([]byte, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	out, err := blocks.Validate(raw, blocks.Policy{Interactive: c.Interactive, FileVisible: a.fileVisible})
+	if err != nil {
+		var be *blocks.Error
+		if errors.As(err, &be) {
+			return nil, kiterr.Invalid(be.Path, be.Reason)
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// fileVisible reports whether an image block may show the file here. Files
+// arrive with their own issue; until then no file id resolves.
+func (a *conversationActor) fileVisible(string) bool { return false }
 
 // ownMessage finds a message the caller may change.
 func (a *conversationActor) ownMessage(c *kitpb.Caller, id string) (*kitpb.Message, error) {
@@ -380,7 +408,14 @@ func (a *conversationActor) edit(m *kitpb.EditMessage) (proto.Message, error) {
 	if msg.DeletedAt != 0 {
 		return nil, kiterr.New(kiterr.Conflict, "message is deleted")
 	}
-	msg.Text, msg.Blocks, msg.EditedAt = m.Text, m.Blocks, nanos(a.env.Clock.Now())
+	if !m.KeepBlocks {
+		content, err := a.checkBlocks(m.Caller, m.Blocks)
+		if err != nil {
+			return nil, err
+		}
+		msg.Blocks = content
+	}
+	msg.Text, msg.EditedAt = m.Text, nanos(a.env.Clock.Now())
 	return a.rewrite(msg)
 }
 

@@ -24,7 +24,6 @@ func TestAuth_Rejected(t *testing.T) {
 		{"truncated bot token is 401 invalid_token", "Bearer " + env.In.Token[:len(env.In.Token)-1], true},
 		{"bot token with one character changed is 401 invalid_token", "Bearer " + flipLast(env.In.Token), true},
 		{"unknown user token is 401 invalid_token", "Bearer kusr_" + randToken(), true},
-		{"developer token is not a Web API token", "Bearer " + env.W.Dev, true},
 		{"operator token is not a Web API token", "Bearer " + s.OpToken, true},
 		{"basic scheme is 401", "Basic " + "dXNlcjpwYXNz", false},
 		{"empty bearer is 401", "Bearer ", false},
@@ -60,6 +59,35 @@ func TestAuth_Rejected(t *testing.T) {
 				noEcho(t, r, strings.TrimPrefix(strings.TrimPrefix(tc.authorization, "Bearer "), "Basic "))
 			}
 		})
+	}
+}
+
+// A developer token is a credential of the developer API: on the Web API it
+// is either not a token at all (401 invalid_token) or a token type that cannot
+// call the method (403 forbidden, SPEC.md section 5 "Token type per method").
+// Either way it never gets through.
+func TestAuth_DeveloperTokenOnWebAPI(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	env := newBotEnv(t, s)
+	for _, call := range []struct{ method, path string }{
+		{"GET", "/auth/test"},
+		{"GET", "/conversations"},
+		{"POST", "/messages"},
+		{"GET", "/installation"},
+	} {
+		var body any
+		if call.method == "POST" {
+			body = postBody(env.Chan.ID, "from a developer token")
+		}
+		r := s.api(t, env.W.Dev, call.method, call.path, body, nil)
+		switch {
+		case r.Status == 401 && r.Str("code") == "invalid_token":
+		case r.Status == 403 && r.Str("code") == "forbidden":
+		default:
+			t.Errorf("developer token on the Web API: want 401 invalid_token or 403 forbidden%s", r)
+		}
+		checkErrorBody(t, r)
 	}
 }
 

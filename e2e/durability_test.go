@@ -115,8 +115,9 @@ func durabilityRound(t *testing.T, round int) {
 	// New posts after the crash land after everything recovered (no reused
 	// sequence numbers, no overwritten history).
 	for i, c := range convs {
-		m := in.post(t, c, fmt.Sprintf("round %d after crash %d", round, i))
-		lists[c] = append([]string{jstr(m, "id") + "\x00" + jstr(m, "text")}, lists[c]...)
+		r := s2.api(t, in.Token, "POST", "/messages", postBody(c, fmt.Sprintf("round %d after crash %d", round, i)), nil)
+		want(t, r, 201)
+		lists[c] = append([]string{r.Str("message.id") + "\x00" + r.Str("message.text")}, lists[c]...)
 	}
 	for _, c := range convs {
 		if got := historyKeys(t, s2, in.Token, c); !equalStrings(got, lists[c]) {

@@ -75,6 +75,9 @@ func TestOps_PeopleAndPlaces(t *testing.T) {
 			}
 			parseTime(t, "createdAt", jstr(c, "createdAt"))
 		}
+	})
+
+	t.Run("conversation name and topic are optional", func(t *testing.T) {
 		r := s.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/conversations", map[string]any{
 			"kind": "channel", "visibility": "public", "memberIds": []string{},
 		})
@@ -280,13 +283,13 @@ func TestOps_Errors(t *testing.T) {
 		{"user email must be an email address", "POST", "/ops/v1/workspaces/" + w.ID + "/users",
 			map[string]any{"displayName": "x", "role": "member", "email": sentinel}, "email"},
 		{"conversation kind must be a known kind", "POST", "/ops/v1/workspaces/" + w.ID + "/conversations",
-			map[string]any{"kind": sentinel, "visibility": "public", "memberIds": []string{}}, "kind"},
+			map[string]any{"kind": sentinel, "visibility": "public", "name": "x", "memberIds": []string{}}, "kind"},
 		{"conversation visibility must be public or private", "POST", "/ops/v1/workspaces/" + w.ID + "/conversations",
-			map[string]any{"kind": "channel", "visibility": sentinel, "memberIds": []string{}}, "visibility"},
+			map[string]any{"kind": "channel", "visibility": sentinel, "name": "x", "memberIds": []string{}}, "visibility"},
 		{"conversation memberIds must be UUIDs", "POST", "/ops/v1/workspaces/" + w.ID + "/conversations",
-			map[string]any{"kind": "channel", "visibility": "public", "memberIds": []string{w.Owner.ID, sentinel}}, "memberIds[1]"},
+			map[string]any{"kind": "channel", "visibility": "public", "name": "x", "memberIds": []string{w.Owner.ID, sentinel}}, "memberIds[1]"},
 		{"conversation memberIds must be an array", "POST", "/ops/v1/workspaces/" + w.ID + "/conversations",
-			map[string]any{"kind": "channel", "visibility": "public", "memberIds": sentinel}, "memberIds"},
+			map[string]any{"kind": "channel", "visibility": "public", "name": "x", "memberIds": sentinel}, "memberIds"},
 		{"member userId must be a UUID", "POST", "/ops/v1/conversations/" + c.ID + "/members",
 			map[string]any{"userId": sentinel}, "userId"},
 		{"developer token ttlSeconds must be an integer", "POST", "/ops/v1/users/" + w.Owner.ID + "/developer-tokens",
@@ -316,7 +319,7 @@ func TestOps_Errors(t *testing.T) {
 		{"users of an unknown workspace", "POST", "/ops/v1/workspaces/" + unknown + "/users", map[string]any{"displayName": "x", "role": "member"}},
 		{"deactivate an unknown user", "DELETE", "/ops/v1/users/" + unknown, nil},
 		{"conversation in an unknown workspace", "POST", "/ops/v1/workspaces/" + unknown + "/conversations",
-			map[string]any{"kind": "channel", "visibility": "public", "memberIds": []string{}}},
+			map[string]any{"kind": "channel", "visibility": "public", "name": "x", "memberIds": []string{}}},
 		{"add member to an unknown conversation", "POST", "/ops/v1/conversations/" + unknown + "/members", map[string]any{"userId": w.Mem.ID}},
 		{"remove member from an unknown conversation", "DELETE", "/ops/v1/conversations/" + unknown + "/members/" + w.Mem.ID, nil},
 		{"archive an unknown conversation", "POST", "/ops/v1/conversations/" + unknown + "/archive", nil},
@@ -345,7 +348,7 @@ func TestOps_Errors(t *testing.T) {
 
 	t.Run("unknown memberIds user is rejected", func(t *testing.T) {
 		r := s.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/conversations", map[string]any{
-			"kind": "channel", "visibility": "public", "memberIds": []string{unknown},
+			"kind": "channel", "visibility": "public", "name": "x", "memberIds": []string{unknown},
 		})
 		if r.Status != 400 && r.Status != 404 {
 			t.Fatalf("a member that does not exist: want 400 or 404%s", r)

@@ -243,3 +243,30 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + fmt.Sprintf("...(%d bytes)", len(s))
 }
+
+// Add folds o, a later run of the same scenario against the same server, into
+// r: counts, status codes and latencies add up, and so do the measured
+// windows, so RPS stays the rate over all of them.
+func (r *Result) Add(o *Result) {
+	r.Elapsed += o.Elapsed
+	r.OK += o.OK
+	r.Errors += o.Errors
+	r.RespBytes += o.RespBytes
+	if r.Status == nil {
+		r.Status = make(map[int]uint64)
+	}
+	for code, n := range o.Status {
+		r.Status[code] += n
+	}
+	for _, smp := range o.FirstErrors {
+		if len(r.FirstErrors) < maxSamples {
+			r.FirstErrors = append(r.FirstErrors, smp)
+		}
+	}
+	if r.Latency == nil {
+		r.Latency = &Histogram{}
+	}
+	if o.Latency != nil {
+		r.Latency.Merge(o.Latency)
+	}
+}

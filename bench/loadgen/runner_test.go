@@ -129,3 +129,16 @@ func TestRunTransportErrorAndCancel(t *testing.T) {
 		t.Errorf("elapsed %v after cancel", res.Elapsed)
 	}
 }
+
+func TestResultAdd(t *testing.T) {
+	a := &Result{Elapsed: time.Second, OK: 100, Errors: 1, RespBytes: 1000, Status: map[int]uint64{200: 100, 500: 1}, Latency: &Histogram{}}
+	b := &Result{Elapsed: time.Second, OK: 300, RespBytes: 3000, Status: map[int]uint64{200: 300}, Latency: &Histogram{}}
+	a.Latency.Record(time.Millisecond)
+	b.Latency.Record(3 * time.Millisecond)
+	b.Latency.Record(3 * time.Millisecond)
+	a.Add(b)
+	if a.RPS() != 200 || a.Errors != 1 || a.Status[200] != 400 || a.MeanRespBytes() != 10 || a.Latency.Count() != 3 ||
+		a.Latency.Quantile(0.5) != 3*time.Millisecond {
+		t.Fatalf("%+v", a)
+	}
+}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -18,7 +17,6 @@ import (
 // Field limits of SPEC.md sections 4.3 and 8.
 const (
 	maxTextLen        = 8000
-	maxBlocks         = 50
 	maxIdempotencyKey = 255
 )
 
@@ -384,7 +382,6 @@ func (s *Server) postMessage(ctx *fasthttp.RequestCtx) {
 		err = firstError(
 			requireUUID("conversationId", body.ConversationID),
 			messageText(body.Text),
-			blocksShape(body.Blocks),
 		)
 	}
 	if err == nil && body.ThreadParentID != nil && !ids.Valid(*body.ThreadParentID) {
@@ -396,7 +393,7 @@ func (s *Server) postMessage(ctx *fasthttp.RequestCtx) {
 	}
 	msg := &kitpb.PostMessage{
 		Caller: p.Caller, MessageId: ids.New(), Text: *body.Text,
-		Blocks: compactBlocks(body.Blocks), IdempotencyKey: key,
+		Blocks: rawBlocks(body.Blocks), IdempotencyKey: key,
 	}
 	if body.ThreadParentID != nil {
 		msg.ThreadParentId = *body.ThreadParentID
@@ -426,7 +423,7 @@ func (s *Server) editMessage(ctx *fasthttp.RequestCtx, id string) {
 	var body editBody
 	err := s.decode(ctx, &body, maxJSONBody, false)
 	if err == nil {
-		err = firstError(messageText(body.Text), blocksShape(body.Blocks))
+		err = messageText(body.Text)
 	}
 	if err != nil {
 		s.fail(ctx, err)
@@ -438,7 +435,8 @@ func (s *Server) editMessage(ctx *fasthttp.RequestCtx, id string) {
 		return
 	}
 	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, convID, &kitpb.EditMessage{
-		Caller: p.Caller, MessageId: id, Text: *body.Text, Blocks: compactBlocks(body.Blocks),
+		Caller: p.Caller, MessageId: id, Text: *body.Text, Blocks: rawBlocks(body.Blocks),
+		KeepBlocks: body.Blocks == nil,
 	})
 	if err != nil {
 		s.fail(ctx, err)
@@ -472,38 +470,14 @@ func messageText(text *string) error {
 	return notBlank("text", *text)
 }
 
-// blocksShape checks what the front end can see of blocks: a JSON array of
-// at most 50 items, or null. The Blocks rules themselves are checked by the
-// conversation, which knows the files and the installation's policy.
-func blocksShape(raw json.RawMessage) error {
+// rawBlocks returns the blocks as sent, nil for none (absent or null). The
+// conversation validates them: it knows the files and the installation's
+// interactivity.
+func rawBlocks(raw json.RawMessage) []byte {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return kiterr.Invalid("blocks", "must be an array")
-	}
-	if len(items) > maxBlocks {
-		return kiterr.Invalid("blocks", "must have at most 50 items")
-	}
-	for i, it := range items {
-		if len(it) == 0 || it[0] != '{' {
-			return kiterr.Invalid("blocks["+strconv.Itoa(i)+"]", "must be an object")
-		}
-	}
-	return nil
-}
-
-// compactBlocks returns the stored form of blocks: nil for none.
-func compactBlocks(raw json.RawMessage) []byte {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return raw
-	}
-	return buf.Bytes()
+	return raw
 }
 
 // idempotencyKey reads the optional Idempotency-Key header: 1-255

@@ -1970,7 +1970,8 @@ type EditMessage struct {
 	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
 	MessageId     string                 `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
 	Text          string                 `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
-	Blocks        []byte                 `protobuf:"bytes,4,opt,name=blocks,proto3" json:"blocks,omitempty"`
+	Blocks        []byte                 `protobuf:"bytes,4,opt,name=blocks,proto3" json:"blocks,omitempty"`                            // raw JSON as sent; empty: none
+	KeepBlocks    bool                   `protobuf:"varint,5,opt,name=keep_blocks,json=keepBlocks,proto3" json:"keep_blocks,omitempty"` // blocks were absent from the request: leave them as they are
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2031,6 +2032,13 @@ func (x *EditMessage) GetBlocks() []byte {
 		return x.Blocks
 	}
 	return nil
+}
+
+func (x *EditMessage) GetKeepBlocks() bool {
+	if x != nil {
+		return x.KeepBlocks
+	}
+	return false
 }
 
 type DeleteMessage struct {
@@ -3060,13 +3068,15 @@ const file_requests_proto_rawDesc = "" +
 	"GetMessage\x12&\n" +
 	"\x06caller\x18\x01 \x01(\v2\x0e.kit.v1.CallerR\x06caller\x12\x1d\n" +
 	"\n" +
-	"message_id\x18\x02 \x01(\tR\tmessageId\"\x80\x01\n" +
+	"message_id\x18\x02 \x01(\tR\tmessageId\"\xa1\x01\n" +
 	"\vEditMessage\x12&\n" +
 	"\x06caller\x18\x01 \x01(\v2\x0e.kit.v1.CallerR\x06caller\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x12\n" +
 	"\x04text\x18\x03 \x01(\tR\x04text\x12\x16\n" +
-	"\x06blocks\x18\x04 \x01(\fR\x06blocks\"V\n" +
+	"\x06blocks\x18\x04 \x01(\fR\x06blocks\x12\x1f\n" +
+	"\vkeep_blocks\x18\x05 \x01(\bR\n" +
+	"keepBlocks\"V\n" +
 	"\rDeleteMessage\x12&\n" +
 	"\x06caller\x18\x01 \x01(\v2\x0e.kit.v1.CallerR\x06caller\x12\x1d\n" +
 	"\n" +

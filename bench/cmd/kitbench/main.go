@@ -58,6 +58,7 @@ type options struct {
 	keep          bool
 	kitdArgs      string
 	settle        time.Duration
+	rounds        int
 }
 
 func main() {
@@ -76,6 +77,7 @@ func main() {
 	flag.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file")
 	flag.BoolVar(&o.matchGet, "match-get-body", false, "trivial GET answers with a body as large as kitd's page instead of {\"ok\":true}")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary data directory and kitd.log")
+	flag.IntVar(&o.rounds, "rounds", 1, "split each measured -duration into this many alternating trivial/kitd slices (more rounds: background noise hits both sides alike)")
 	flag.DurationVar(&o.settle, "settle", 15*time.Second, "before each run, wait up to this long for kitd to go idle (0: do not wait)")
 	flag.StringVar(&o.kitdArgs, "kitd-args", "", "extra space-separated arguments for `kitd serve`")
 	flag.Usage = func() {
@@ -102,6 +104,9 @@ func logf(format string, args ...any) {
 }
 
 func run(o options) (int, error) {
+	if o.rounds < 1 {
+		o.rounds = 1
+	}
 	if o.concurrency < 1 || o.duration <= 0 {
 		return 2, errors.New("-c must be >= 1 and -duration > 0")
 	}
@@ -113,6 +118,7 @@ func run(o options) (int, error) {
 		Concurrency: o.concurrency,
 		DurationSec: o.duration.Seconds(),
 		WarmupSec:   o.warmup.Seconds(),
+		Rounds:      o.rounds,
 		Machine:     machineInfo(),
 	}
 
@@ -194,6 +200,7 @@ func run(o options) (int, error) {
 	}
 	defer triv.Close()
 
+	slice := o.duration / time.Duration(o.rounds)
 	scenarios, err := selectScenarios(buildScenarios(fx, o.limit), o.only)
 	if err != nil {
 		return 2, err
@@ -201,35 +208,51 @@ func run(o options) (int, error) {
 	for _, sd := range scenarios {
 		sr := &scenarioReport{Name: sd.sc.Name, Description: sd.desc}
 		rep.Scenarios = append(rep.Scenarios, sr)
-		for _, target := range []struct{ server, addr string }{{"trivial", triv.Addr}, {"kitd", addr}} {
-			if node != nil && !node.alive() {
-				return 1, fmt.Errorf("kitd exited (%v); its output:\n%s", node.waitErr, tail(node.LogPath, 40))
+		targets := []struct{ server, addr string }{{"trivial", triv.Addr}, {"kitd", addr}}
+		merged := make([]*loadgen.Result, len(targets))
+		for round := 0; round < o.rounds; round++ {
+			warmup := o.warmup
+			if round > 0 {
+				warmup = min(o.warmup, 200*time.Millisecond)
 			}
-			if node != nil && o.settle > 0 {
-				if waited := settle(ctx, node.cmd.Process.Pid, o.settle); waited >= o.settle {
-					logf("kitd still busy after %v; measuring anyway", o.settle)
+			for ti, target := range targets {
+				if node != nil && !node.alive() {
+					return 1, fmt.Errorf("kitd exited (%v); its output:\n%s", node.waitErr, tail(node.LogPath, 40))
+				}
+				// kitd idles while the trivial server runs; only the trivial run
+				// can be disturbed by kitd's leftover work (flushes, compactions).
+				if node != nil && o.settle > 0 && target.server == "trivial" {
+					if waited := settle(ctx, node.cmd.Process.Pid, o.settle); waited >= o.settle {
+						logf("kitd still busy after %v; measuring anyway", o.settle)
+					}
+				}
+				roundNote := ""
+				if o.rounds > 1 {
+					roundNote = fmt.Sprintf(" (round %d/%d)", round+1, o.rounds)
+				}
+				logf("%s on %s%s: %d connections, %v + %v warm-up", sd.sc.Name, target.server, roundNote,
+					o.concurrency, slice, warmup)
+				res, err := loadgen.Run(ctx, loadgen.Config{
+					Addr:        target.addr,
+					Concurrency: o.concurrency,
+					Duration:    slice,
+					Warmup:      warmup,
+					Timeout:     o.timeout,
+				}, sd.sc)
+				if err != nil {
+					return 1, err
+				}
+				st := statsOf(target.server, res)
+				logf("  %.0f req/s, p50 %s, p99 %s, %d errors", st.RPS, fmtDur(st.P50Ms), fmtDur(st.P99Ms), st.Errors)
+				if merged[ti] == nil {
+					merged[ti] = res
+				} else {
+					merged[ti].Add(res)
 				}
 			}
-			logf("%s on %s: %d connections, %v + %v warm-up", sd.sc.Name, target.server, o.concurrency, o.duration, o.warmup)
-			res, err := loadgen.Run(ctx, loadgen.Config{
-				Addr:        target.addr,
-				Concurrency: o.concurrency,
-				Duration:    o.duration,
-				Warmup:      o.warmup,
-				Timeout:     o.timeout,
-			}, sd.sc)
-			if err != nil {
-				return 1, err
-			}
-			st := statsOf(target.server, res)
-			if target.server == "trivial" {
-				sr.Trivial = st
-			} else {
-				sr.Kitd = st
-			}
-			rep.TotalErrors += st.Errors
-			logf("  %.0f req/s, p50 %s, p99 %s, %d errors", st.RPS, fmtDur(st.P50Ms), fmtDur(st.P99Ms), st.Errors)
 		}
+		sr.Trivial, sr.Kitd = statsOf("trivial", merged[0]), statsOf("kitd", merged[1])
+		rep.TotalErrors += sr.Trivial.Errors + sr.Kitd.Errors
 		sr.computeRatios()
 	}
 

@@ -71,8 +71,9 @@ func TestRunEndToEndWithFakeKitd(t *testing.T) {
 	t.Setenv("KITBENCH_FAKE_KITD", "1")
 	out := filepath.Join(t.TempDir(), "bench.json")
 	code, err := run(options{
-		kitd: os.Args[0], concurrency: 3, duration: 150 * time.Millisecond, warmup: 20 * time.Millisecond,
-		timeout: 5 * time.Second, conversations: 20, seed: 60, limit: 50, jsonPath: out,
+		kitd: os.Args[0], concurrency: 3, duration: 200 * time.Millisecond, warmup: 20 * time.Millisecond,
+		timeout: 5 * time.Second, conversations: 20, seed: 60, limit: 50, jsonPath: out, rounds: 2,
+		settle: time.Second,
 	})
 	if err != nil || code != 0 {
 		t.Fatalf("run: code %d, %v", code, err)
@@ -86,12 +87,15 @@ func TestRunEndToEndWithFakeKitd(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := []string{"post-1-conversation", "post-20-conversations", "get-history"}
-	if len(rep.Scenarios) != len(names) || rep.TotalErrors != 0 || rep.Concurrency != 3 {
+	if len(rep.Scenarios) != len(names) || rep.TotalErrors != 0 || rep.Concurrency != 3 || rep.Rounds != 2 {
 		t.Fatalf("report %s", data)
 	}
 	for i, s := range rep.Scenarios {
 		if s.Name != names[i] || s.Trivial == nil || s.Kitd == nil {
 			t.Fatalf("scenario %d: %+v", i, s)
+		}
+		if s.Trivial.ElapsedSec != 0.2 || s.Kitd.ElapsedSec != 0.2 {
+			t.Errorf("%s: measured %vs and %vs, want 0.2s each", s.Name, s.Trivial.ElapsedSec, s.Kitd.ElapsedSec)
 		}
 		if s.Trivial.Requests == 0 || s.Kitd.Requests == 0 || s.Ratio.RPS <= 0 || s.Ratio.P99 <= 0 {
 			t.Errorf("%s: %+v %+v %+v", s.Name, s.Trivial, s.Kitd, s.Ratio)

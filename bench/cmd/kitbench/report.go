@@ -81,6 +81,7 @@ type report struct {
 	Concurrency int               `json:"concurrency"`
 	DurationSec float64           `json:"durationSeconds"`
 	WarmupSec   float64           `json:"warmupSeconds"`
+	Rounds      int               `json:"rounds"`
 	Machine     map[string]string `json:"machine"`
 	Kitd        string            `json:"kitd"`
 	Setup       map[string]any    `json:"setup"`
@@ -134,8 +135,12 @@ func fmtDur(msv float64) string {
 
 // printTable writes the human report.
 func printTable(w io.Writer, r *report) {
-	fmt.Fprintf(w, "\nkitbench: %d connections, %v per scenario (after %v warm-up), GOMAXPROCS=%s of %s CPUs, %s\n",
-		r.Concurrency, time.Duration(r.DurationSec*float64(time.Second)), time.Duration(r.WarmupSec*float64(time.Second)),
+	rounds := ""
+	if r.Rounds > 1 {
+		rounds = fmt.Sprintf(" in %d alternating rounds", r.Rounds)
+	}
+	fmt.Fprintf(w, "\nkitbench: %d connections, %v per scenario and server%s (after %v warm-up), GOMAXPROCS=%s of %s CPUs, %s\n",
+		r.Concurrency, time.Duration(r.DurationSec*float64(time.Second)), rounds, time.Duration(r.WarmupSec*float64(time.Second)),
 		r.Machine["gomaxprocs"], r.Machine["numCPU"], r.Machine["goVersion"])
 	fmt.Fprintf(w, "kitd: %s (limits off); trivial: in-process fasthttp handler; all share the same CPUs\n\n", r.Kitd)
 	const row = "%-26s %-13s %10s %9s %9s %9s %8s %8s\n"
