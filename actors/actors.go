@@ -59,6 +59,9 @@ type Env struct {
 	// Node is set once the node has joined; actors use it to ask each other.
 	Node        *cluster.Node
 	Invalidator Invalidator
+	// Fatal is called when storage can no longer promise durability; it
+	// must stop the node.
+	Fatal func(error)
 }
 
 // Kinds returns the virtual actor kinds to register with the cluster.
@@ -83,6 +86,52 @@ type handler interface {
 // answers every request with an internal error and stops the actor, so the
 // next request activates it afresh.
 func receive(h handler, loadErr *error, ctx actor.Context) {
+	receiveDurable(h, loadErr, nil, ctx)
+}
+
+// durability lets an actor apply a write and go on with its next request
+// while the write's fsync is in flight, so that one busy actor's writes share
+// fsyncs. The rule that keeps this safe: no reply leaves the actor before
+// every write it has applied is durable.
+type durability struct {
+	done  chan struct{} // closed once the latest applied write is durable; nil: none in flight
+	fatal func(error)
+}
+
+// applied registers a write whose sync is in flight.
+func (d *durability) applied(w persistence.Durable) {
+	done := make(chan struct{})
+	d.done = done
+	go func() {
+		if err := w.Wait(); err != nil {
+			// The WAL could not be synced: nothing written since can be
+			// trusted to be on disk, so the node must not go on answering.
+			d.fatal(err)
+		}
+		close(done)
+	}()
+}
+
+// respond sends reply once every applied write is durable.
+func (d *durability) respond(ctx actor.Context, reply any) {
+	if d == nil || d.done == nil {
+		ctx.Respond(reply)
+		return
+	}
+	select {
+	case <-d.done:
+		d.done = nil
+		ctx.Respond(reply)
+	default:
+		done, sender, root := d.done, ctx.Sender(), ctx.ActorSystem().Root
+		go func() {
+			<-done
+			root.Send(sender, reply)
+		}()
+	}
+}
+
+func receiveDurable(h handler, loadErr *error, d *durability, ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *pcluster.ClusterInit:
 		if err := h.activate(m.Identity.Identity); err != nil {
@@ -99,10 +148,10 @@ func receive(h handler, loadErr *error, ctx actor.Context) {
 		}
 		reply, err := h.handle(m)
 		if err != nil {
-			ctx.Respond(failure(err))
+			d.respond(ctx, failure(err))
 			return
 		}
-		ctx.Respond(reply)
+		d.respond(ctx, reply)
 	}
 }
 

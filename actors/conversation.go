@@ -33,9 +33,10 @@ type conversationActor struct {
 	bots    map[string]*kitpb.BotMember
 	lastSeq uint64
 	buckets bucketSet
+	sync    durability
 }
 
-func (a *conversationActor) Receive(ctx actorContext) { receive(a, &a.loadErr, ctx) }
+func (a *conversationActor) Receive(ctx actorContext) { receiveDurable(a, &a.loadErr, &a.sync, ctx) }
 
 func (a *conversationActor) prefix(parts ...string) []byte {
 	return key(append([]string{"conv", a.id}, parts...)...)
@@ -44,6 +45,7 @@ func (a *conversationActor) prefix(parts ...string) []byte {
 func (a *conversationActor) activate(identity string) error {
 	a.id = identity
 	a.buckets.table = a.env.Limits
+	a.sync.fatal = a.env.Fatal
 	a.members = make(map[string]*kitpb.Member)
 	a.bots = make(map[string]*kitpb.BotMember)
 	conv := &kitpb.Conversation{}
@@ -352,9 +354,13 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 			ExpiresAt: nanos(now) + IdempotencyTTL,
 		})
 	}
-	if err := b.Commit(); err != nil {
+	// Posts are the hot path: apply now, and let the reply wait for the
+	// sync while the next post is applied (see durability).
+	w, err := b.Apply()
+	if err != nil {
 		return nil, fmt.Errorf("post into %s: %w", a.id, err)
 	}
+	a.sync.applied(w)
 	a.lastSeq = seq
 	return &kitpb.MessageReply{Message: msg}, nil
 }

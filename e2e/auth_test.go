@@ -194,7 +194,7 @@ func TestAuth_MissingScope(t *testing.T) {
 
 	t.Run("no-scope methods work without any of the scopes", func(t *testing.T) {
 		t.Parallel()
-		env := newBotEnv(t, s, "users:read.email")
+		env := newBotEnv(t, s, "users:read")
 		for _, path := range []string{"/auth/test", "/users/me", "/installation"} {
 			want(t, env.In.api(t, "GET", path, nil), 200)
 		}

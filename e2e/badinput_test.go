@@ -43,8 +43,13 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 		t.Run("wrong Content-Type is 415 on "+c.name, func(t *testing.T) {
-			for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/xml"} {
-				r := s.do(t, c.method, c.path, c.token, raw(`{"text":"x","name":"x"}`), map[string]string{"Content-Type": ct})
+			for _, tc := range []struct{ ct, body string }{
+				{"text/plain", `{"text":"x","name":"x"}`},
+				{"application/x-www-form-urlencoded", "text=x&name=x"},
+				{"multipart/form-data; boundary=xyz", "--xyz\r\nContent-Disposition: form-data; name=\"text\"\r\n\r\nx\r\n--xyz--\r\n"},
+				{"application/xml", `<text>x</text>`},
+			} {
+				r := s.do(t, c.method, c.path, c.token, raw(tc.body), map[string]string{"Content-Type": tc.ct})
 				wantError(t, r, 415, "unsupported_media_type")
 			}
 		})

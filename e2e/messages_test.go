@@ -535,32 +535,50 @@ func TestMessages_Idempotency(t *testing.T) {
 	}
 }
 
-// SPEC.md section 3: the idempotency record is kept 24 hours. Runs on its own
-// server because it moves the clock a day forward.
-func TestMessages_IdempotencyKeyExpires(t *testing.T) {
+// Expiries, on a server of their own because they move the clock far
+// forward: the idempotency record is kept 24 hours (SPEC.md section 3), and a
+// developer token ends after its ttlSeconds (OPERATIONS.md section 2).
+func TestExpiries(t *testing.T) {
 	t.Parallel()
 	s := startServerOpts(t, ServerOpts{Limits: "off"})
 	env := newBotEnv(t, s)
-	key := "day-" + randHex(8)
-	post := func() *Resp {
-		return s.api(t, env.In.Token, "POST", "/messages", postBody(env.Chan.ID, "daily"), map[string]string{"Idempotency-Key": key})
-	}
-	first := post()
-	want(t, first, 201)
 
-	want(t, s.ops(t, "POST", "/ops/v1/clock/advance", map[string]any{"seconds": 86000}), 200)
-	r := post()
-	want(t, r, 200)
-	if r.Str("message.id") != first.Str("message.id") {
-		t.Errorf("within 24 h the replay returns the stored message%s", r)
-	}
+	t.Run("developer token expires after ttlSeconds", func(t *testing.T) {
+		r := s.ops(t, "POST", "/ops/v1/users/"+env.W.Owner.ID+"/developer-tokens", map[string]any{"name": "short", "ttlSeconds": 60})
+		want(t, r, 201)
+		tok := r.Str("token")
+		upload := func(version string) *Resp {
+			return s.api(t, tok, "POST", "/dev/kits/versions", map[string]any{
+				"manifest": manifestString(manifest(env.Kit.Slug, version, baseScopes)),
+			}, nil)
+		}
+		want(t, upload("1.0.1"), 201)
+		want(t, s.ops(t, "POST", "/ops/v1/clock/advance", map[string]any{"seconds": 61}), 200)
+		wantError(t, upload("1.0.2"), 401, "invalid_token")
+	})
 
-	want(t, s.ops(t, "POST", "/ops/v1/clock/advance", map[string]any{"seconds": 401}), 200)
-	r = post()
-	want(t, r, 201)
-	if r.Str("message.id") == first.Str("message.id") {
-		t.Errorf("after 24 h the key is forgotten: want a new message%s", r)
-	}
+	t.Run("idempotency key is kept 24 hours", func(t *testing.T) {
+		key := "day-" + randHex(8)
+		post := func() *Resp {
+			return s.api(t, env.In.Token, "POST", "/messages", postBody(env.Chan.ID, "daily"), map[string]string{"Idempotency-Key": key})
+		}
+		first := post()
+		want(t, first, 201)
+
+		want(t, s.ops(t, "POST", "/ops/v1/clock/advance", map[string]any{"seconds": 86000}), 200)
+		r := post()
+		want(t, r, 200)
+		if r.Str("message.id") != first.Str("message.id") {
+			t.Errorf("within 24 h the replay returns the stored message%s", r)
+		}
+
+		want(t, s.ops(t, "POST", "/ops/v1/clock/advance", map[string]any{"seconds": 401}), 200)
+		r = post()
+		want(t, r, 201)
+		if r.Str("message.id") == first.Str("message.id") {
+			t.Errorf("after 24 h the key is forgotten: want a new message%s", r)
+		}
+	})
 }
 
 // docs/decisions.md: a cursor pins the position, so posts made while paging

@@ -10,13 +10,14 @@ import (
 // Batch is not safe for concurrent use, but many batches may commit at once.
 // An abandoned (never committed) batch is simply garbage collected.
 type Batch struct {
+	db  *pebble.DB
 	b   *pebble.Batch
 	err error // first error from building the batch, reported by Commit
 }
 
 // NewBatch starts an atomic group of writes.
 func (s *Store) NewBatch() *Batch {
-	return &Batch{b: s.db.NewBatch()}
+	return &Batch{db: s.db, b: s.db.NewBatch()}
 }
 
 // Set adds key = value. Both slices are copied.
@@ -57,6 +58,48 @@ func (b *Batch) Commit() error {
 		return fmt.Errorf("persistence: commit: %w", err)
 	}
 	return nil
+}
+
+// Durable waits until a batch applied by Apply is on disk.
+type Durable struct {
+	b *pebble.Batch
+}
+
+// Wait blocks until the batch's WAL sync is done and reports its error. It
+// must be called exactly once.
+func (d Durable) Wait() error {
+	if d.b == nil {
+		return nil
+	}
+	defer d.b.Close()
+	if err := d.b.SyncWait(); err != nil {
+		return fmt.Errorf("persistence: sync: %w", err)
+	}
+	return nil
+}
+
+// Apply makes the batch visible and queues its WAL sync without waiting for
+// it; the caller must not acknowledge the write before Durable.Wait returns
+// nil. It lets one writer (an actor) go on with its next request while the
+// fsync of this one is in flight, so that successive writes of one actor
+// share fsyncs too. Readers may see the writes before they are durable, as
+// they may with Commit: Pebble publishes a batch before its sync completes.
+func (b *Batch) Apply() (Durable, error) {
+	pb := b.live()
+	b.b = nil
+	if b.err != nil {
+		pb.Close()
+		return Durable{}, fmt.Errorf("persistence: apply: %w", b.err)
+	}
+	if pb.Empty() {
+		pb.Close()
+		return Durable{}, nil
+	}
+	if err := b.db.ApplyNoSyncWait(pb, pebble.Sync); err != nil {
+		pb.Close()
+		return Durable{}, fmt.Errorf("persistence: apply: %w", err)
+	}
+	return Durable{b: pb}, nil
 }
 
 // live returns the underlying batch, refusing reuse after Commit: writes to a

@@ -118,7 +118,10 @@ func serve(cfg config, stdout io.Writer) error {
 		testClock = clock.NewTest()
 		clk = testClock
 	}
-	env := &actors.Env{Store: store, Clock: clk, Logger: logger, Limits: table}
+	env := &actors.Env{Store: store, Clock: clk, Logger: logger, Limits: table, Fatal: func(err error) {
+		logger.Error("storage can no longer promise durability; stopping", "err", err)
+		os.Exit(1)
+	}}
 	auth := actors.NewAuthenticator(env)
 	env.Invalidator = auth
 	node, err := cluster.Start(cluster.Config{Name: "kitd", Host: "127.0.0.1", Logger: logger}, actors.Kinds(env)...)

@@ -21,20 +21,23 @@ const (
 
 // tok is one JSON value or object key. Tokens are stored in document order,
 // so a container's contents follow it and next skips over them; an object's
-// members alternate key, value. 12 bytes: the token list is the largest
+// members alternate key, value. 16 bytes: the token list is the largest
 // allocation of a call.
 type tok struct {
 	start int32  // offset of the first byte in the input
 	next  int32  // index of the first token after this value
 	size  uint16 // scalars: length in bytes (strings with quotes); containers: members or elements
+	chars uint16 // strings without escapes: length in code points
 	kind  kind
 	flags uint8
 }
 
-// Flags of string tokens.
+// Flags of string tokens. Strings without escapes are fully measured while
+// scanning, so text checks never read them again; only escaped strings are
+// decoded and measured by checkText.
 const (
-	fEsc   uint8 = 1 << iota // contains a backslash escape
-	fASCII                   // only printable ASCII and no escape: length in characters is size-2
+	fEsc  uint8 = 1 << iota // contains a backslash escape
+	fCtrl                   // contains DEL or a C1 control character
 )
 
 // size holds byte lengths and counts, both bounded by the input size.
@@ -66,10 +69,12 @@ var strClass = func() (t [256]bool) {
 // matches, which is all the caller needs).
 func special8(x uint64) bool {
 	const ones, high = 0x0101010101010101, 0x8080808080808080
-	hasZero := func(v uint64) uint64 { return (v - ones) & ^v & high }
+	q, bs := x^('"'*ones), x^('\\'*ones)
+	quote := (q - ones) & ^q & high
+	bslash := (bs - ones) & ^bs & high
 	low := (x - 0x20*ones) & ^x & high     // some byte < 0x20
 	del := ((x &^ high) + ones | x) & high // some byte >= 0x7f
-	return hasZero(x^('"'*ones))|hasZero(x^('\\'*ones))|low|del != 0
+	return quote|bslash|low|del != 0
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
@@ -140,11 +145,11 @@ func tokenize(raw []byte, toks []tok) (_ []tok, spaced bool, _ *Error) {
 				}
 				continue
 			case '"':
-				end, flags, err := scanString(raw, i)
+				end, chars, flags, err := scanString(raw, i)
 				if err != nil {
 					return nil, false, err
 				}
-				toks = append(toks, tok{start: int32(i), size: uint16(end - i), next: idx + 1, kind: kString, flags: flags})
+				toks = append(toks, tok{start: int32(i), size: uint16(end - i), chars: uint16(chars), next: idx + 1, kind: kString, flags: flags})
 				i = end
 			case 't', 'f', 'n':
 				lit, k := "null", kNull
@@ -172,12 +177,12 @@ func tokenize(raw []byte, toks []tok) (_ []tok, spaced bool, _ *Error) {
 				return nil, false, syntaxErr(i, "expected a string key")
 			}
 			toks[stack[depth-1]].size++
-			end, flags, err := scanString(raw, i)
+			end, chars, flags, err := scanString(raw, i)
 			if err != nil {
 				return nil, false, err
 			}
 			idx := int32(len(toks))
-			toks = append(toks, tok{start: int32(i), size: uint16(end - i), next: idx + 1, kind: kString, flags: flags})
+			toks = append(toks, tok{start: int32(i), size: uint16(end - i), chars: uint16(chars), next: idx + 1, kind: kString, flags: flags})
 			i = end
 			s = i
 			for i < n && isSpace(raw[i]) {
@@ -222,11 +227,12 @@ func tokenize(raw []byte, toks []tok) (_ []tok, spaced bool, _ *Error) {
 }
 
 // scanString scans the string starting at the quote raw[i] and returns the
-// offset just past its closing quote and its flags.
-func scanString(raw []byte, i int) (end int, flags uint8, _ *Error) {
+// offset just past its closing quote, its length in code points (when it has
+// no escapes) and its flags.
+func scanString(raw []byte, i int) (end, chars int, flags uint8, _ *Error) {
 	n := len(raw)
 	j := i + 1
-	flags = fASCII
+	extra := 0 // bytes beyond the first of multi-byte sequences
 	for {
 		for j+8 <= n && !special8(binary.LittleEndian.Uint64(raw[j:])) {
 			j += 8
@@ -235,15 +241,15 @@ func scanString(raw []byte, i int) (end int, flags uint8, _ *Error) {
 			j++
 		}
 		if j >= n {
-			return 0, 0, syntaxErr(j, "unterminated string")
+			return 0, 0, 0, syntaxErr(j, "unterminated string")
 		}
 		switch c := raw[j]; {
 		case c == '"':
-			return j + 1, flags, nil
+			return j + 1, j - i - 1 - extra, flags, nil
 		case c == '\\':
-			flags = fEsc
+			flags |= fEsc
 			if j+1 >= n {
-				return 0, 0, syntaxErr(j, "unterminated string")
+				return 0, 0, 0, syntaxErr(j, "unterminated string")
 			}
 			switch raw[j+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
@@ -251,12 +257,12 @@ func scanString(raw []byte, i int) (end int, flags uint8, _ *Error) {
 			case 'u':
 				r, ok := hex4(raw, j+2)
 				if !ok {
-					return 0, 0, syntaxErr(j, "invalid \\u escape")
+					return 0, 0, 0, syntaxErr(j, "invalid \\u escape")
 				}
 				j += 6
 				switch {
 				case r >= 0xdc00 && r <= 0xdfff:
-					return 0, 0, syntaxErr(j-6, "unpaired surrogate escape")
+					return 0, 0, 0, syntaxErr(j-6, "unpaired surrogate escape")
 				case r >= 0xd800 && r <= 0xdbff:
 					// A high surrogate must be followed by an escaped low one.
 					lo, ok := rune(0), j+1 < n && raw[j] == '\\' && raw[j+1] == 'u'
@@ -264,24 +270,27 @@ func scanString(raw []byte, i int) (end int, flags uint8, _ *Error) {
 						lo, ok = hex4(raw, j+2)
 					}
 					if !ok || lo < 0xdc00 || lo > 0xdfff {
-						return 0, 0, syntaxErr(j-6, "unpaired surrogate escape")
+						return 0, 0, 0, syntaxErr(j-6, "unpaired surrogate escape")
 					}
 					j += 6
 				}
 			default:
-				return 0, 0, syntaxErr(j, "invalid escape")
+				return 0, 0, 0, syntaxErr(j, "invalid escape")
 			}
 		case c < 0x20:
-			return 0, 0, syntaxErr(j, "control character in string")
+			return 0, 0, 0, syntaxErr(j, "control character in string")
 		case c == 0x7f:
-			flags &^= fASCII
+			flags |= fCtrl
 			j++
 		default:
-			flags &^= fASCII
 			r, size := utf8.DecodeRune(raw[j:])
 			if r == utf8.RuneError && size == 1 {
-				return 0, 0, syntaxErr(j, "invalid UTF-8")
+				return 0, 0, 0, syntaxErr(j, "invalid UTF-8")
 			}
+			if r < 0xa0 {
+				flags |= fCtrl
+			}
+			extra += size - 1
 			j += size
 		}
 	}

@@ -353,15 +353,19 @@ func (v *validator) text(t int32, min, max int, mrkdwn bool) bool {
 }
 
 // textReason checks b, the decoded string token t, as text of min..max
-// characters and never more than MaxTextChars. The tokenizer has already
-// proved a printable-ASCII string free of control characters, so its length
-// is its byte count.
+// characters and never more than MaxTextChars. A string without escapes was
+// measured by the tokenizer (raw control characters below 0x20 are not even
+// valid JSON); only escaped ones are measured here.
 func (v *validator) textReason(t int32, b []byte, min, max int) string {
 	max = min2(max, MaxTextChars)
-	if v.toks[t].flags&fASCII != 0 {
-		return lengthReason(len(b), min, max)
+	tk := &v.toks[t]
+	switch {
+	case tk.flags&fEsc != 0:
+		return checkText(b, min, max)
+	case tk.flags&fCtrl != 0:
+		return ctrlReason
 	}
-	return checkText(b, min, max)
+	return lengthReason(int(tk.chars), min, max)
 }
 
 // Check constructors and checks, in the order the tables use them.

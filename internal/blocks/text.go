@@ -29,10 +29,10 @@ func checkText(b []byte, min, max int) string {
 		c := b[i]
 		switch {
 		case c < 0x20 && c != '\n' && c != '\t', c == 0x7f:
-			return "must not contain control characters"
+			return ctrlReason
 		case c == 0xc2 && i+1 < len(b) && b[i+1] < 0xa0:
 			// U+0080..U+009F, the C1 controls.
-			return "must not contain control characters"
+			return ctrlReason
 		}
 		if c&0xc0 != 0x80 {
 			n++
@@ -53,6 +53,8 @@ func lengthReason(n, min, max int) string {
 	}
 	return ""
 }
+
+const ctrlReason = "must not contain control characters"
 
 func chars(n int) string {
 	if n == 1 {

@@ -78,7 +78,7 @@ func main() {
 	flag.BoolVar(&o.matchGet, "match-get-body", false, "trivial GET answers with a body as large as kitd's page instead of {\"ok\":true}")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary data directory and kitd.log")
 	flag.IntVar(&o.rounds, "rounds", 1, "split each measured -duration into this many alternating trivial/kitd slices (more rounds: background noise hits both sides alike)")
-	flag.DurationVar(&o.settle, "settle", 15*time.Second, "before each run, wait up to this long for kitd to go idle (0: do not wait)")
+	flag.DurationVar(&o.settle, "settle", 15*time.Second, "before each trivial run, wait up to this long for kitd to go idle after its previous run (0: do not wait)")
 	flag.StringVar(&o.kitdArgs, "kitd-args", "", "extra space-separated arguments for `kitd serve`")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: kitbench [flags]\n\nLoad kitd and a trivial fasthttp server with the same requests; report req/s, p50, p99 and kitd÷trivial ratios.\n\n")
