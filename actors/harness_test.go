@@ -53,6 +53,8 @@ func startNode(fs vfs.FS, clk *clock.Test) (*testNode, error) {
 		clk = clock.NewTest()
 	}
 	env := &actors.Env{Store: store, Clock: clk, Limits: limits.Spec()}
+	// A failed sync leaves nothing to trust: stop the whole test binary.
+	env.Fatal = func(err error) { panic(fmt.Sprintf("actors: storage failed: %v", err)) }
 	auth := actors.NewAuthenticator(env)
 	env.Invalidator = auth
 	name := fmt.Sprintf("actors-test-%d-%d", os.Getpid(), clusterSeq.Add(1))

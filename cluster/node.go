@@ -85,12 +85,12 @@ var errUnavailable = errors.New("cluster: actor unavailable")
 // Request sends msg to the actor of kind with identity and waits for its
 // reply. A *kitpb.Failure reply comes back as a *kiterr.Error.
 //
-// protoactor's Cluster.Request builds a throttle (and a goroutine) per call;
-// resolving the PID through the cluster's cache and asking it directly keeps
-// the request path to one future.
+// protoactor's Cluster.Request builds a throttle (and a goroutine) per call,
+// and Cluster.Get skips the PID cache; resolving the PID through the cache
+// and asking it directly keeps the request path to one future.
 func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message, error) {
 	for attempt := 0; attempt < 3; attempt++ {
-		pid := n.cluster.Get(identity, kind)
+		pid := n.pid(kind, identity)
 		if pid == nil {
 			time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
 			continue
@@ -114,6 +114,20 @@ func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message,
 		}
 	}
 	return nil, fmt.Errorf("request %s/%s: %w", kind, identity, errUnavailable)
+}
+
+// pid resolves an identity through the cluster's PID cache; a miss asks
+// the identity lookup (which may activate the actor). The cache forgets the
+// PIDs of a member that leaves.
+func (n *Node) pid(kind, identity string) *actor.PID {
+	if pid, ok := n.cluster.PidCache.Get(identity, kind); ok {
+		return pid
+	}
+	pid := n.cluster.Get(identity, kind)
+	if pid != nil {
+		n.cluster.PidCache.Set(identity, kind, pid)
+	}
+	return pid
 }
 
 // Call is Request with the reply asserted to type R.

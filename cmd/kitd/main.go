@@ -10,6 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	_ "net/http/pprof" // served only with --pprof
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -53,6 +55,7 @@ type config struct {
 	join          string
 	demo          bool
 	logLevel      string
+	pprof         string
 }
 
 // parseFlags reads flags, with the environment variables of OPERATIONS.md
@@ -71,6 +74,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.join, "join", env("KIT_JOIN", ""), "comma-separated seed members")
 	fs.BoolVar(&c.demo, "demo", false, "on a fresh data directory, create and print a demo workspace")
 	fs.StringVar(&c.logLevel, "log-level", env("KIT_LOG_LEVEL", "warn"), "debug, info, warn or error")
+	fs.StringVar(&c.pprof, "pprof", env("KIT_PPROF", ""), "serve net/http/pprof on this loopback address (profiling only)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -100,6 +104,9 @@ func serve(cfg config, stdout io.Writer) error {
 	}
 	if !on {
 		table = nil
+	}
+	if cfg.pprof != "" {
+		go func() { logger.Warn("pprof stopped", "err", http.ListenAndServe(cfg.pprof, nil)) }()
 	}
 	fresh := isFresh(cfg.dataDir)
 	store, err := persistence.Open(cfg.dataDir, persistence.Options{Logger: logger})

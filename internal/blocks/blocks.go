@@ -61,11 +61,6 @@ func Validate(raw []byte, p Policy) ([]byte, error) {
 		return nil, serr
 	}
 	v := &validator{raw: raw, toks: toks, p: p}
-	b := v.buf[:]
-	v.blockIDs, b = b[:0:MaxBlocks], b[MaxBlocks:]
-	v.actionIDs, b = b[:0:MaxInteractive], b[MaxInteractive:]
-	v.options, b = b[:0:maxOptions], b[maxOptions:]
-	v.keys = b[:0:maxColumns]
 	root := &toks[0]
 	if root.kind != kArray {
 		return nil, &Error{Path: "blocks", Reason: "must be an array"}
@@ -75,11 +70,10 @@ func Validate(raw []byte, p Policy) ([]byte, error) {
 	}
 	i := int32(0)
 	for t := int32(1); t < root.next; t = toks[t].next {
-		v.pushIndex(i)
 		if !v.block(t) {
-			return nil, v.err
+			v.upIndex(i)
+			return nil, v.error()
 		}
-		v.pop()
 		i++
 	}
 	if !spaced && len(v.skip) == 0 {
@@ -93,20 +87,21 @@ type validator struct {
 	raw  []byte
 	toks []tok
 	p    Policy
-	err  *Error
 
-	path  [maxDepth]seg // the path of the value being checked
-	depth int
+	// The first problem: its reason, and its path from the inside out.
+	// Checks return false on failure and each level adds its own step
+	// while unwinding, so the happy path never tracks a path at all.
+	reason string
+	trail  []seg
 
 	scratch, scratch2 []byte // decoded strings that contain escapes
 
 	// Uniqueness sets. Their sizes are bounded by counts checked before
-	// anything is added, so fixed arrays back them and they never allocate.
-	blockIDs  []idEntry // message-wide
-	actionIDs []idEntry // message-wide
-	options   []idEntry // option values of one element
-	keys      []idEntry // metric keys or column keys of one block
-	buf       [MaxBlocks + MaxInteractive + maxOptions + maxColumns]idEntry
+	// anything is added, so fixed arrays suffice and never allocate.
+	blockIDs  idSet // message-wide
+	actionIDs idSet // message-wide
+	options   idSet // option values of one element
+	keys      idSet // metric or column keys of one block
 
 	actions, interactive int
 
@@ -120,17 +115,36 @@ type seg struct {
 	idx int32
 }
 
-func (v *validator) pushKey(k string)  { v.path[v.depth] = seg{key: k}; v.depth++ }
-func (v *validator) pushIndex(i int32) { v.path[v.depth] = seg{idx: i}; v.depth++ }
-func (v *validator) pop()              { v.depth-- }
-
-// fail records reason at the current path and returns false, so that checks
-// can `return v.fail(...)`.
+// fail records reason for the value being checked and returns false, so
+// that checks can `return v.fail(...)`.
 func (v *validator) fail(reason string) bool {
+	v.reason = reason
+	return false
+}
+
+// failAt records reason for the member key of the object being checked.
+func (v *validator) failAt(key, reason string) bool {
+	v.reason = reason
+	return v.up(key)
+}
+
+// up and upIndex add a step to the path of a failure while unwinding; they
+// return false to keep unwinding.
+func (v *validator) up(key string) bool {
+	v.trail = append(v.trail, seg{key: key})
+	return false
+}
+
+func (v *validator) upIndex(i int32) bool {
+	v.trail = append(v.trail, seg{idx: i})
+	return false
+}
+
+func (v *validator) error() *Error {
 	b := make([]byte, 0, 64)
 	b = append(b, "blocks"...)
-	for _, s := range v.path[:v.depth] {
-		if s.key != "" {
+	for i := len(v.trail) - 1; i >= 0; i-- {
+		if s := v.trail[i]; s.key != "" {
 			b = append(b, '.')
 			b = append(b, s.key...)
 		} else {
@@ -139,27 +153,21 @@ func (v *validator) fail(reason string) bool {
 			b = append(b, ']')
 		}
 	}
-	v.err = &Error{Path: string(b), Reason: reason}
-	return false
-}
-
-// failAt records reason at the child key of the current path.
-func (v *validator) failAt(key, reason string) bool {
-	v.pushKey(key)
-	v.fail(reason)
-	v.pop()
-	return false
+	return &Error{Path: string(b), Reason: v.reason}
 }
 
 // str returns the decoded content of string token t. It aliases the input
 // when the string has no escapes; otherwise it is valid until the next call.
 func (v *validator) str(t int32) []byte {
 	tk := &v.toks[t]
-	body := v.raw[tk.start+1 : tk.end()-1]
-	if tk.flags&fEsc == 0 {
-		return body
+	if tk.flags&fEsc != 0 {
+		return v.unescaped(tk)
 	}
-	v.scratch = unescape(v.scratch[:0], body)
+	return v.raw[tk.start+1 : tk.start+int32(tk.size)-1]
+}
+
+func (v *validator) unescaped(tk *tok) []byte {
+	v.scratch = unescape(v.scratch[:0], v.raw[tk.start+1:tk.end()-1])
 	return v.scratch
 }
 
@@ -199,15 +207,26 @@ func hashOf(b []byte) uint32 {
 	return h
 }
 
-// addUnique adds string token t to *set and reports whether it was absent.
-func (v *validator) addUnique(set *[]idEntry, t int32) bool {
-	h := hashOf(v.str(t))
-	for _, e := range *set {
-		if e.hash == h && v.sameString(e.tok, t) {
-			return false
-		}
+// idSet is a set of string tokens in a fixed array, large enough for the
+// largest bounded set (select options; block ids are at most 50, action ids
+// 25, keys 6). Slices into the validator's own arrays would make it escape
+// to the heap.
+type idSet struct {
+	e [maxOptions]idEntry
+	n int
+}
+
+func (s *idSet) reset() { s.n = 0 }
+
+// addUnique adds string token t to s and reports whether it was absent.
+func addUnique(v *validator, s *idSet, t int32) bool {
+	if v.indexOf(s.e[:s.n], t) >= 0 {
+		return false
 	}
-	*set = append(*set, idEntry{tok: t, hash: h})
+	if s.n < len(s.e) { // always: the counts are checked before
+		s.e[s.n] = idEntry{tok: t, hash: hashOf(v.str(t))}
+		s.n++
+	}
 	return true
 }
 

@@ -15,15 +15,60 @@ const (
 	maxFields  = 8   // keys of the largest object kind (a button has 7)
 )
 
-// check validates the value token t; on failure it records the error at the
-// current path (which already names t) and returns false.
-type check func(v *validator, t int32) bool
+// rule names the check that a spec applies. Checks are dispatched by a
+// switch rather than stored as closures so that the validator does not
+// escape to the heap: it stays on Validate's stack, which saves an
+// allocation and the GC write barriers on every path push.
+type rule uint8
+
+const (
+	rText        rule = iota + 1 // plain text of min..max characters
+	rTextObject                  // {type: plain|mrkdwn, text}
+	rEnum                        // one of names
+	rArray                       // min..max elements, each checked by elem
+	rObject                      // keys in fields, then post
+	rBlockID                     // blockId: pattern, unique in the message
+	rActionID                    // actionId: pattern, unique in the message
+	rKey                         // metric or column key: pattern, unique in the block
+	rNumber                      // finite JSON number
+	rBool                        // true or false
+	rCurrency                    // active ISO 4217 code
+	rURL                         // https URL
+	rFile                        // UUID of a file visible in the conversation
+	rAccessory                   // section accessory: image or interactive element
+	rElement                     // actions element: interactive element
+	rOptions                     // option list of a select or overflow menu (max)
+	rOptionValue                 // option value: text, unique in the element
+)
+
+// post names a rule that spans the keys of one object.
+type post uint8
+
+const (
+	postNone    post = iota
+	postMetric       // currency exactly when format is currency
+	postTable        // rows against the declared columns
+	postButton       // a danger button needs confirm
+	postTextObj      // text checked as mrkdwn when type is mrkdwn
+)
+
+// spec says how to check one value.
+type spec struct {
+	rule     rule
+	min, max int
+	names    []string // rEnum
+	reason   string   // rEnum: the reason for other values; rKey: for a duplicate
+	elem     *spec    // rArray
+	fields   []field  // rObject
+	post     post     // rObject
+	reset    bool     // rArray: start a new key set (metric items, table columns)
+}
 
 // field is one allowed key of an object.
 type field struct {
 	name     string
 	required bool
-	check    check // nil: checked elsewhere (the "type" key, or the kind's post step)
+	spec     *spec // nil: checked elsewhere (the "type" key, or a post rule)
 }
 
 // vals holds, per field index, the value token of the key, or 0 when absent
@@ -34,131 +79,139 @@ type vals [maxFields]int32
 type kindSpec struct {
 	name   string
 	fields []field
-	// post runs once the keys are individually valid, for rules that span
-	// keys; the path is that of the object.
-	post func(v *validator, got vals) bool
+	post   post
 	// interactive: an actions block, or a button, select or overflow menu.
 	interactive bool
 }
 
+func text(min, max int) *spec { return &spec{rule: rText, min: min, max: max} }
+func arrayOf(min, max int, elem *spec) *spec {
+	return &spec{rule: rArray, min: min, max: max, elem: elem}
+}
+func objectOf(p post, fields ...field) *spec { return &spec{rule: rObject, fields: fields, post: p} }
+func enum(names ...string) *spec {
+	return &spec{rule: rEnum, names: names, reason: "must be one of: " + strings.Join(names, ", ")}
+}
+func simple(r rule) *spec { return &spec{rule: r} }
+
 var (
 	typeField    = field{name: "type", required: true}
-	blockIDField = field{name: "blockId", check: blockID}
+	blockIDField = field{name: "blockId", spec: simple(rBlockID)}
+	textObject   = objectOf(postTextObj,
+		field{name: "type", required: true, spec: enum("plain", "mrkdwn")},
+		field{name: "text", required: true}, // postTextObj, once the type is known
+	)
+	httpsURL = simple(rURL)
+	fileRef  = simple(rFile)
 )
 
-// Block kinds (SPEC.md section 2). The index constants name the fields a
-// post step reads.
+// Block kinds (SPEC.md section 2).
 var blockKinds = [...]kindSpec{
 	{name: "header", fields: []field{typeField, blockIDField,
-		{name: "text", required: true, check: plain(1, 150)},
+		{name: "text", required: true, spec: text(1, 150)},
 	}},
 	{name: "section", fields: []field{typeField, blockIDField,
-		{name: "text", required: true, check: textObject},
-		{name: "accessory", check: accessory},
+		{name: "text", required: true, spec: textObject},
+		{name: "accessory", spec: simple(rAccessory)},
 	}},
 	{name: "fields", fields: []field{typeField, blockIDField,
-		{name: "fields", required: true, check: arrayOf(1, 10, objectOf([]field{
-			{name: "label", required: true, check: plain(1, 60)},
-			{name: "value", required: true, check: plain(1, 200)},
-		}, nil))},
+		{name: "fields", required: true, spec: arrayOf(1, 10, objectOf(postNone,
+			field{name: "label", required: true, spec: text(1, 60)},
+			field{name: "value", required: true, spec: text(1, 200)},
+		))},
 	}},
 	{name: "metrics", fields: []field{typeField, blockIDField,
-		{name: "items", required: true, check: resetKeys(arrayOf(1, 4, objectOf(metricFields, metricPost)))},
+		{name: "items", required: true, spec: keyed(arrayOf(1, 4, objectOf(postMetric, metricFields...)))},
 	}},
-	{name: "table", fields: []field{typeField, blockIDField,
-		{name: "columns", required: true, check: resetKeys(arrayOf(1, maxColumns, objectOf([]field{
-			{name: "key", required: true, check: key("must be unique within the table")},
-			{name: "label", required: true, check: plain(1, 60)},
-			{name: "align", required: true, check: enum("left", "center", "right")},
-		}, nil)))},
-		{name: "rows", required: true}, // needs the columns: checked by tablePost
-	}, post: tablePost},
+	{name: "table", post: postTable, fields: []field{typeField, blockIDField,
+		{name: "columns", required: true, spec: keyed(arrayOf(1, maxColumns, objectOf(postNone,
+			field{name: "key", required: true, spec: &spec{rule: rKey, reason: "must be unique within the table"}},
+			field{name: "label", required: true, spec: text(1, 60)},
+			field{name: "align", required: true, spec: enum("left", "center", "right")},
+		)))},
+		{name: "rows", required: true}, // needs the columns: postTable
+	}},
 	{name: "list", fields: []field{typeField, blockIDField,
-		{name: "items", required: true, check: arrayOf(1, 20, objectOf([]field{
-			{name: "title", required: true, check: plain(1, 150)},
-			{name: "subtitle", check: plain(1, 300)},
-			{name: "url", check: httpsURL},
-		}, nil))},
+		{name: "items", required: true, spec: arrayOf(1, 20, objectOf(postNone,
+			field{name: "title", required: true, spec: text(1, 150)},
+			field{name: "subtitle", spec: text(1, 300)},
+			field{name: "url", spec: httpsURL},
+		))},
 	}},
 	{name: "context", fields: []field{typeField, blockIDField,
-		{name: "elements", required: true, check: arrayOf(1, 10, textObject)},
+		{name: "elements", required: true, spec: arrayOf(1, 10, textObject)},
 	}},
 	{name: "divider", fields: []field{typeField, blockIDField}},
 	{name: "image", fields: []field{typeField, blockIDField,
-		{name: "fileId", required: true, check: fileRef},
-		{name: "alt", required: true, check: plain(1, 200)},
+		{name: "fileId", required: true, spec: fileRef},
+		{name: "alt", required: true, spec: text(1, 200)},
 	}},
 	{name: "actions", interactive: true, fields: []field{typeField, blockIDField,
-		{name: "elements", required: true, check: arrayOf(1, 5, actionElement)},
+		{name: "elements", required: true, spec: arrayOf(1, 5, simple(rElement))},
 	}},
 }
 
-const tableRows = 3 // index of "rows" in the table kind's fields
+// keyed marks an array whose elements carry keys unique within the block.
+func keyed(s *spec) *spec { s.reset = true; return s }
 
-var metricFields = []field{
-	{name: "key", required: true, check: key("must be unique within the block")},
-	{name: "label", required: true, check: plain(1, 60)},
-	{name: "value", required: true, check: number},
-	{name: "format", check: enum("integer", "decimal", "currency", "percent")},
-	{name: "currency", check: currency},
-	{name: "primary", required: true, check: boolean},
-}
-
+// Indices of the fields that post rules read.
 const (
+	tableRows      = 3
 	metricFormat   = 3
 	metricCurrency = 4
+	buttonStyle    = 4
+	buttonConfirm  = 6
+	textObjType    = 0
+	textObjText    = 1
 )
+
+var metricFields = []field{
+	{name: "key", required: true, spec: &spec{rule: rKey, reason: "must be unique within the block"}},
+	{name: "label", required: true, spec: text(1, 60)},
+	{name: "value", required: true, spec: simple(rNumber)},
+	{name: "format", spec: enum("integer", "decimal", "currency", "percent")},
+	{name: "currency", spec: simple(rCurrency)},
+	{name: "primary", required: true, spec: simple(rBool)},
+}
 
 // Interactive elements, and the image accessory.
 var (
-	buttonKind = kindSpec{name: "button", interactive: true, post: buttonPost, fields: []field{typeField,
-		{name: "actionId", required: true, check: actionID},
-		{name: "text", required: true, check: plain(1, 75)},
-		{name: "value", check: plain(0, 2000)},
-		{name: "style", check: enum("default", "primary", "danger")},
-		{name: "url", check: httpsURL},
-		{name: "confirm", check: confirmObject},
+	confirmObject = objectOf(postNone,
+		field{name: "title", required: true, spec: text(1, 100)},
+		field{name: "text", required: true, spec: text(1, 300)},
+		field{name: "confirm", required: true, spec: text(1, 30)},
+		field{name: "deny", required: true, spec: text(1, 30)},
+	)
+	option = objectOf(postNone,
+		field{name: "text", required: true, spec: text(1, 75)},
+		field{name: "value", required: true, spec: &spec{rule: rOptionValue, min: 1, max: 150}},
+	)
+	buttonKind = kindSpec{name: "button", interactive: true, post: postButton, fields: []field{typeField,
+		{name: "actionId", required: true, spec: simple(rActionID)},
+		{name: "text", required: true, spec: text(1, 75)},
+		{name: "value", spec: text(0, 2000)},
+		{name: "style", spec: enum("default", "primary", "danger")},
+		{name: "url", spec: httpsURL},
+		{name: "confirm", spec: confirmObject},
 	}}
 	selectKind = kindSpec{name: "static_select", interactive: true, fields: []field{typeField,
-		{name: "actionId", required: true, check: actionID},
-		{name: "placeholder", check: plain(1, 150)},
-		{name: "options", required: true, check: optionsOf(maxOptions)},
-		{name: "confirm", check: confirmObject},
+		{name: "actionId", required: true, spec: simple(rActionID)},
+		{name: "placeholder", spec: text(1, 150)},
+		{name: "options", required: true, spec: &spec{rule: rOptions, max: maxOptions}},
+		{name: "confirm", spec: confirmObject},
 	}}
 	overflowKind = kindSpec{name: "overflow", interactive: true, fields: []field{typeField,
-		{name: "actionId", required: true, check: actionID},
-		{name: "options", required: true, check: optionsOf(5)},
-		{name: "confirm", check: confirmObject},
+		{name: "actionId", required: true, spec: simple(rActionID)},
+		{name: "options", required: true, spec: &spec{rule: rOptions, max: 5}},
+		{name: "confirm", spec: confirmObject},
 	}}
 	imageAccessoryKind = kindSpec{name: "image", fields: []field{typeField,
-		{name: "fileId", required: true, check: fileRef},
-		{name: "alt", required: true, check: plain(1, 200)},
+		{name: "fileId", required: true, spec: fileRef},
+		{name: "alt", required: true, spec: text(1, 200)},
 	}}
 
 	elementKinds   = [...]kindSpec{buttonKind, selectKind, overflowKind}
 	accessoryKinds = [...]kindSpec{imageAccessoryKind, buttonKind, selectKind, overflowKind}
-)
-
-const (
-	buttonStyle   = 4
-	buttonConfirm = 6
-)
-
-var (
-	optionFields = []field{
-		{name: "text", required: true, check: plain(1, 75)},
-		{name: "value", required: true, check: optionValue},
-	}
-	confirmObject = objectOf([]field{
-		{name: "title", required: true, check: plain(1, 100)},
-		{name: "text", required: true, check: plain(1, 300)},
-		{name: "confirm", required: true, check: plain(1, 30)},
-		{name: "deny", required: true, check: plain(1, 30)},
-	}, nil)
-	textObjectFields = []field{
-		{name: "type", required: true, check: enum("plain", "mrkdwn")},
-		{name: "text", required: true}, // checked by textObject once the type is known
-	}
 )
 
 // oneOf is the reason for a "type" outside kinds.
@@ -193,7 +246,7 @@ func (v *validator) block(t int32) bool {
 			v.skip = append(v.skip, t)
 		}
 	}
-	return v.kindObject(t, k)
+	return v.object(t, k.fields, k.post)
 }
 
 // element validates an actions element or an accessory.
@@ -209,18 +262,10 @@ func (v *validator) element(t int32, kinds []kindSpec, reason string) *kindSpec 
 			return nil
 		}
 	}
-	if !v.kindObject(t, k) {
+	if !v.object(t, k.fields, k.post) {
 		return nil
 	}
 	return k
-}
-
-func (v *validator) kindObject(t int32, k *kindSpec) bool {
-	got, ok := v.object(t, k.fields)
-	if !ok {
-		return false
-	}
-	return k.post == nil || k.post(v, got)
 }
 
 // kindOf resolves the "type" of object t among kinds.
@@ -249,14 +294,15 @@ func (v *validator) kindOf(t int32, kinds []kindSpec, reason string) *kindSpec {
 }
 
 // object checks that t is an object whose keys are all in fields, each at
-// most once, not null, valid, and that the required ones are present. Keys
-// are checked in document order, so the first problem is the first in the
-// input.
-func (v *validator) object(t int32, fields []field) (got vals, ok bool) {
+// most once, not null, valid, and that the required ones are present; then
+// the post rule. Keys are checked in document order, so the first problem
+// reported is the first in the input.
+func (v *validator) object(t int32, fields []field, p post) bool {
 	tk := &v.toks[t]
 	if tk.kind != kObject {
-		return got, v.fail("must be an object")
+		return v.fail("must be an object")
 	}
+	var got vals
 	for j := t + 1; j < tk.next; j = v.toks[j+1].next {
 		name := v.str(j)
 		fi := -1
@@ -267,31 +313,163 @@ func (v *validator) object(t int32, fields []field) (got vals, ok bool) {
 			}
 		}
 		if fi < 0 {
-			return got, v.unknownKey(name, "is not an allowed key", "has a key that is not allowed")
+			return v.unknownKey(name, "is not an allowed key", "has a key that is not allowed")
 		}
 		f := &fields[fi]
 		val := j + 1
 		switch {
 		case got[fi] != 0:
-			return got, v.failAt(f.name, "is a duplicate key")
+			return v.failAt(f.name, "is a duplicate key")
 		case v.toks[val].kind == kNull:
-			return got, v.failAt(f.name, "must not be null; omit the key instead")
+			return v.failAt(f.name, "must not be null; omit the key instead")
 		}
 		got[fi] = val
-		if f.check != nil {
-			v.pushKey(f.name)
-			if !f.check(v, val) {
-				return got, false
-			}
-			v.pop()
+		if f.spec != nil && !v.check(val, f.spec) {
+			return v.up(f.name)
 		}
 	}
 	for x := range fields {
 		if fields[x].required && got[x] == 0 {
-			return got, v.failAt(fields[x].name, "is required")
+			return v.failAt(fields[x].name, "is required")
 		}
 	}
-	return got, true
+	switch p {
+	case postMetric:
+		isCurrency := got[metricFormat] != 0 && string(v.str(got[metricFormat])) == "currency"
+		switch {
+		case isCurrency && got[metricCurrency] == 0:
+			return v.failAt("currency", "is required when format is currency")
+		case !isCurrency && got[metricCurrency] != 0:
+			return v.failAt("currency", "is allowed only when format is currency")
+		}
+	case postTable:
+		if !v.rows(got[tableRows]) {
+			return v.up("rows")
+		}
+	case postButton:
+		if got[buttonStyle] != 0 && string(v.str(got[buttonStyle])) == "danger" && got[buttonConfirm] == 0 {
+			return v.failAt("confirm", "is required when style is danger")
+		}
+	case postTextObj:
+		if !v.text(got[textObjText], 1, MaxTextChars, string(v.str(got[textObjType])) == "mrkdwn") {
+			return v.up("text")
+		}
+	}
+	return true
+}
+
+// check validates value t against s; on failure it records the error at the
+// current path (which already names t) and returns false.
+func (v *validator) check(t int32, s *spec) bool {
+	tk := &v.toks[t]
+	switch s.rule {
+	case rText:
+		return v.text(t, s.min, s.max, false)
+	case rObject:
+		return v.object(t, s.fields, s.post)
+	case rArray:
+		if s.reset {
+			v.keys.reset()
+		}
+		return v.array(t, s.min, s.max, s.elem)
+	case rEnum:
+		if tk.kind != kString {
+			return v.fail("must be a string")
+		}
+		b := v.str(t)
+		for _, n := range s.names {
+			if string(b) == n {
+				return true
+			}
+		}
+		return v.fail(s.reason)
+	case rNumber:
+		if tk.kind != kNumber {
+			return v.fail("must be a number")
+		}
+		// JSON has no Inf or NaN, but a literal beyond the float64 range
+		// reads as Inf in every client.
+		f, err := strconv.ParseFloat(string(v.raw[tk.start:tk.end()]), 64)
+		if err != nil || math.IsInf(f, 0) {
+			return v.fail("must be a finite number")
+		}
+		return true
+	case rBool:
+		if tk.kind != kTrue && tk.kind != kFalse {
+			return v.fail("must be a boolean")
+		}
+		return true
+	case rAccessory:
+		k := v.element(t, accessoryKinds[:], accessoryTypeReason)
+		if k == nil {
+			return false
+		}
+		if k.interactive && !v.p.Interactive {
+			v.skip = append(v.skip, t-1) // the "accessory" key; its value goes with it
+		}
+		return true
+	case rElement:
+		return v.element(t, elementKinds[:], elementTypeReason) != nil
+	case rOptions:
+		v.options.reset()
+		return v.array(t, 1, s.max, option)
+	}
+	// The remaining rules take a string.
+	if tk.kind != kString {
+		return v.fail("must be a string")
+	}
+	b := v.str(t)
+	switch s.rule {
+	case rBlockID:
+		if !matchSet(b, &blockIDChars, 64) {
+			return v.fail("must match ^[A-Za-z0-9_.-]{1,64}$")
+		}
+		if !addUnique(v, &v.blockIDs, t) {
+			return v.fail("must be unique within the message")
+		}
+	case rActionID:
+		if !matchSet(b, &actionIDChars, 255) {
+			return v.fail("must match ^[A-Za-z0-9_.:-]{1,255}$")
+		}
+		if !addUnique(v, &v.actionIDs, t) {
+			return v.fail("must be unique within the message")
+		}
+	case rKey:
+		if !identLike(b) {
+			return v.fail("must match ^[A-Za-z][A-Za-z0-9_]{0,39}$")
+		}
+		if !addUnique(v, &v.keys, t) {
+			return v.fail(s.reason)
+		}
+	case rCurrency:
+		if !isCurrency(b) {
+			return v.fail("must be an active ISO 4217 currency code")
+		}
+	case rURL:
+		if !v.text(t, 1, MaxTextChars, false) {
+			return false
+		}
+		if r := urlReason(checkURL(v.str(t))); r != "" {
+			return v.fail(r)
+		}
+	case rFile:
+		// A file that does not exist and one that is not visible get the
+		// same answer, so nothing is revealed.
+		if !isUUID(b) {
+			return v.fail("must be a UUID")
+		}
+		if v.p.FileVisible == nil || !v.p.FileVisible(string(b)) {
+			return v.fail("must reference a file visible in this conversation")
+		}
+	case rOptionValue:
+		if !v.text(t, s.min, s.max, false) {
+			return false
+		}
+		if !addUnique(v, &v.options, t) {
+			return v.fail("must be unique within the element")
+		}
+	}
+	return true
 }
 
 // unknownKey reports a key that is not allowed. The key is named in the path
@@ -304,7 +482,7 @@ func (v *validator) unknownKey(name []byte, named, anonymous string) bool {
 	return v.fail(anonymous)
 }
 
-func (v *validator) array(t int32, min, max int, elem check) bool {
+func (v *validator) array(t int32, min, max int, elem *spec) bool {
 	tk := &v.toks[t]
 	if tk.kind != kArray {
 		return v.fail("must be an array")
@@ -317,11 +495,9 @@ func (v *validator) array(t int32, min, max int, elem check) bool {
 	}
 	i := int32(0)
 	for j := t + 1; j < tk.next; j = v.toks[j].next {
-		v.pushIndex(i)
-		if !elem(v, j) {
-			return false
+		if !v.check(j, elem) {
+			return v.upIndex(i)
 		}
-		v.pop()
 		i++
 	}
 	return true
@@ -368,136 +544,9 @@ func (v *validator) textReason(t int32, b []byte, min, max int) string {
 	return lengthReason(int(tk.chars), min, max)
 }
 
-// Check constructors and checks, in the order the tables use them.
-
-func plain(min, max int) check {
-	return func(v *validator, t int32) bool { return v.text(t, min, max, false) }
-}
-
-func arrayOf(min, max int, elem check) check {
-	return func(v *validator, t int32) bool { return v.array(t, min, max, elem) }
-}
-
-func objectOf(fields []field, post func(v *validator, got vals) bool) check {
-	return func(v *validator, t int32) bool {
-		got, ok := v.object(t, fields)
-		return ok && (post == nil || post(v, got))
-	}
-}
-
-func enum(names ...string) check {
-	reason := "must be one of: " + strings.Join(names, ", ")
-	return func(v *validator, t int32) bool {
-		if v.toks[t].kind != kString {
-			return v.fail("must be a string")
-		}
-		s := v.str(t)
-		for _, n := range names {
-			if string(s) == n {
-				return true
-			}
-		}
-		return v.fail(reason)
-	}
-}
-
-// resetKeys starts a new set of metric or column keys for the block.
-func resetKeys(c check) check {
-	return func(v *validator, t int32) bool {
-		v.keys = v.keys[:0]
-		return c(v, t)
-	}
-}
-
-func blockID(v *validator, t int32) bool {
-	if v.toks[t].kind != kString {
-		return v.fail("must be a string")
-	}
-	if !matchSet(v.str(t), &blockIDChars, 64) {
-		return v.fail("must match ^[A-Za-z0-9_.-]{1,64}$")
-	}
-	if !v.addUnique(&v.blockIDs, t) {
-		return v.fail("must be unique within the message")
-	}
-	return true
-}
-
-func actionID(v *validator, t int32) bool {
-	if v.toks[t].kind != kString {
-		return v.fail("must be a string")
-	}
-	if !matchSet(v.str(t), &actionIDChars, 255) {
-		return v.fail("must match ^[A-Za-z0-9_.:-]{1,255}$")
-	}
-	if !v.addUnique(&v.actionIDs, t) {
-		return v.fail("must be unique within the message")
-	}
-	return true
-}
-
-// key checks a metric or column key, unique within its block.
-func key(dup string) check {
-	return func(v *validator, t int32) bool {
-		if v.toks[t].kind != kString {
-			return v.fail("must be a string")
-		}
-		if !identLike(v.str(t)) {
-			return v.fail("must match ^[A-Za-z][A-Za-z0-9_]{0,39}$")
-		}
-		if !v.addUnique(&v.keys, t) {
-			return v.fail(dup)
-		}
-		return true
-	}
-}
-
-func metricPost(v *validator, got vals) bool {
-	isCurrency := got[metricFormat] != 0 && string(v.str(got[metricFormat])) == "currency"
-	switch {
-	case isCurrency && got[metricCurrency] == 0:
-		return v.failAt("currency", "is required when format is currency")
-	case !isCurrency && got[metricCurrency] != 0:
-		return v.failAt("currency", "is allowed only when format is currency")
-	}
-	return true
-}
-
-func number(v *validator, t int32) bool {
-	tk := &v.toks[t]
-	if tk.kind != kNumber {
-		return v.fail("must be a number")
-	}
-	// JSON has no Inf or NaN, but a literal beyond float64 range reads as
-	// Inf in every client.
-	f, err := strconv.ParseFloat(string(v.raw[tk.start:tk.end()]), 64)
-	if err != nil || math.IsInf(f, 0) {
-		return v.fail("must be a finite number")
-	}
-	return true
-}
-
-func boolean(v *validator, t int32) bool {
-	if k := v.toks[t].kind; k != kTrue && k != kFalse {
-		return v.fail("must be a boolean")
-	}
-	return true
-}
-
-func currency(v *validator, t int32) bool {
-	if v.toks[t].kind != kString {
-		return v.fail("must be a string")
-	}
-	if !isCurrency(v.str(t)) {
-		return v.fail("must be an active ISO 4217 currency code")
-	}
-	return true
-}
-
-// tablePost checks the rows against the declared columns, whichever key
-// comes first in the input.
-func tablePost(v *validator, got vals) bool {
-	t := got[tableRows]
-	v.pushKey("rows")
+// rows checks the rows of a table against the declared columns, whichever
+// key comes first in the input.
+func (v *validator) rows(t int32) bool {
 	tk := &v.toks[t]
 	if tk.kind != kArray {
 		return v.fail("must be an array")
@@ -507,14 +556,11 @@ func tablePost(v *validator, got vals) bool {
 	}
 	i := int32(0)
 	for j := t + 1; j < tk.next; j = v.toks[j].next {
-		v.pushIndex(i)
 		if !v.row(j) {
-			return false
+			return v.upIndex(i)
 		}
-		v.pop()
 		i++
 	}
-	v.pop()
 	return true
 }
 
@@ -525,7 +571,7 @@ func (v *validator) row(t int32) bool {
 	}
 	var seen uint8
 	for j := t + 1; j < tk.next; j = v.toks[j+1].next {
-		c := v.indexOf(v.keys, j)
+		c := v.indexOf(v.keys.e[:v.keys.n], j)
 		if c < 0 {
 			return v.unknownKey(v.str(j), "is not a declared column key", "has a key that is not a declared column key")
 		}
@@ -540,90 +586,6 @@ func (v *validator) row(t int32) bool {
 		if r := v.textReason(j+1, v.str(j+1), 0, 200); r != "" {
 			return v.failAt(string(v.str(j)), r)
 		}
-	}
-	return true
-}
-
-func httpsURL(v *validator, t int32) bool {
-	if !v.text(t, 1, MaxTextChars, false) {
-		return false
-	}
-	if r := urlReason(checkURL(v.str(t))); r != "" {
-		return v.fail(r)
-	}
-	return true
-}
-
-// fileRef checks an image's fileId. A file that does not exist and one that
-// is not visible get the same answer, so nothing is revealed.
-func fileRef(v *validator, t int32) bool {
-	if v.toks[t].kind != kString {
-		return v.fail("must be a string")
-	}
-	b := v.str(t)
-	if !isUUID(b) {
-		return v.fail("must be a UUID")
-	}
-	if v.p.FileVisible == nil || !v.p.FileVisible(string(b)) {
-		return v.fail("must reference a file visible in this conversation")
-	}
-	return true
-}
-
-func textObject(v *validator, t int32) bool {
-	got, ok := v.object(t, textObjectFields)
-	if !ok {
-		return false
-	}
-	mrkdwn := string(v.str(got[0])) == "mrkdwn"
-	v.pushKey("text")
-	if !v.text(got[1], 1, MaxTextChars, mrkdwn) {
-		return false
-	}
-	v.pop()
-	return true
-}
-
-func accessory(v *validator, t int32) bool {
-	k := v.element(t, accessoryKinds[:], accessoryTypeReason)
-	if k == nil {
-		return false
-	}
-	if k.interactive && !v.p.Interactive {
-		v.skip = append(v.skip, t-1) // the "accessory" key; its value goes with it
-	}
-	return true
-}
-
-func actionElement(v *validator, t int32) bool {
-	return v.element(t, elementKinds[:], elementTypeReason) != nil
-}
-
-func buttonPost(v *validator, got vals) bool {
-	if got[buttonStyle] != 0 && string(v.str(got[buttonStyle])) == "danger" && got[buttonConfirm] == 0 {
-		return v.failAt("confirm", "is required when style is danger")
-	}
-	return true
-}
-
-func optionsOf(max int) check {
-	return func(v *validator, t int32) bool {
-		v.options = v.options[:0]
-		return v.array(t, 1, max, option)
-	}
-}
-
-func option(v *validator, t int32) bool {
-	_, ok := v.object(t, optionFields)
-	return ok
-}
-
-func optionValue(v *validator, t int32) bool {
-	if !v.text(t, 1, 150, false) {
-		return false
-	}
-	if !v.addUnique(&v.options, t) {
-		return v.fail("must be unique within the element")
 	}
 	return true
 }

@@ -166,8 +166,13 @@ func run(o options) (int, error) {
 		rep.Kitd = "running node at " + addr
 	}
 
+	slug := ""
+	if node == nil { // a node that may have run the bench before
+		slug = "bench-kit-" + randomToken()[:8]
+	}
 	t0 := time.Now()
 	fx, err := setup(ctx, setupConfig{
+		Slug:          slug,
 		BaseURL:       "http://" + addr,
 		OperatorToken: token,
 		Conversations: o.conversations,

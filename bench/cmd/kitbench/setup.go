@@ -22,6 +22,14 @@ const benchManifest = `{"schemaVersion":1,"slug":"bench-kit","version":"1.0.0",`
 	`"bot":{"displayName":{"en":"Bench"},"scopes":["conversations:read","messages:read","messages:write"]},` +
 	`"distribution":"private"}`
 
+// manifestWithSlug returns benchManifest with another slug.
+func manifestWithSlug(slug string) string {
+	if slug == "" {
+		return benchManifest
+	}
+	return strings.Replace(benchManifest, `"slug":"bench-kit"`, `"slug":"`+slug+`"`, 1)
+}
+
 // setupConfig says what to create on a fresh kitd node.
 type setupConfig struct {
 	// BaseURL is the node's origin, e.g. http://127.0.0.1:41234.
@@ -37,6 +45,9 @@ type setupConfig struct {
 	Parallel int
 	// Client sends the requests (default: a client with a 30 s timeout).
 	Client *http.Client
+	// Slug is the Kit's slug (default "bench-kit"); a node that already ran
+	// the bench needs another one, since a slug belongs to one workspace.
+	Slug string
 	// Progress, when set, receives a line per finished step.
 	Progress func(format string, args ...any)
 }
@@ -204,7 +215,7 @@ func setup(ctx context.Context, cfg setupConfig) (*fixture, error) {
 		KitID string `json:"kitId"`
 	}
 	if _, err := c.call(ctx, "POST", "/api/v1/dev/kits/versions", f.DeveloperToken,
-		map[string]any{"manifest": benchManifest, "publish": true}, http.StatusCreated, &kit); err != nil {
+		map[string]any{"manifest": manifestWithSlug(cfg.Slug), "publish": true}, http.StatusCreated, &kit); err != nil {
 		return nil, err
 	}
 	f.KitID = kit.KitID

@@ -73,6 +73,17 @@ func TestSetupReportsFailedCall(t *testing.T) {
 		t.Fatalf("want the failed call with its answer, got %v", err)
 	}
 
+	// Another slug for a node that already has the bench Kit.
+	fk2 := newFakeKitd("op")
+	srv2 := httptest.NewServer(fk2)
+	defer srv2.Close()
+	if _, err := setup(context.Background(), setupConfig{BaseURL: srv2.URL, OperatorToken: "op", Slug: "bench-kit-x", Conversations: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if fk2.manifest["slug"] != "bench-kit-x" || fk2.manifest["version"] != "1.0.0" {
+		t.Errorf("manifest %v", fk2.manifest)
+	}
+
 	// A wrong operator token fails at the first call.
 	_, err = setup(context.Background(), setupConfig{BaseURL: srv.URL, OperatorToken: "wrong", Conversations: 1})
 	if !errors.As(err, &ae) || ae.Status != 401 {

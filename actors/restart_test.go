@@ -1,0 +1,189 @@
+package actors_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// TestRestart writes state on one node, stops it and closes its store,
+// then opens a second node over the same in-memory filesystem and checks
+// that every actor finds its state again.
+func TestRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two nodes")
+	}
+	fs := vfs.NewMem()
+	n, err := startNode(fs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			n.stop()
+		}
+	})
+
+	w := n.workspace(t, 3)
+	conv := n.channel(t, w.id, w.users[0], w.users[1])
+	alice := userCaller(w.id, w.users[0])
+	slug := newSlug()
+	v := n.mustUpload(t, w.id, manifestJSON(slug, "1.0.0", chatScopes...), true)
+	inst := n.install(t, w.id, v.Kit.Id, "")
+	inst = n.addChannel(t, inst.Id, conv)
+	token := n.botToken(t, inst.Id)
+	revoked := n.botToken(t, inst.Id)
+	noErr(t, n.auth.Revoke(revoked))
+	devSecret := ids.NewSecret(ids.DeveloperToken)
+	devHash := ids.Hash(devSecret)
+	ask[*kitpb.CredentialReply](t, n, actors.KindWorkspace, w.id, &kitpb.CreateDeveloperToken{
+		UserId: w.users[0], TokenId: ids.New(), Name: "ci", SecretHash: devHash[:],
+	})
+	p, err := n.auth.Authenticate([]byte(token))
+	noErr(t, err)
+	botCaller := p.Caller
+
+	top := n.post(t, alice, conv, postReq{text: "top", key: "restart-key"})
+	reply := n.post(t, botCaller, conv, postReq{text: "reply", parent: top.Id})
+	gone := n.post(t, alice, conv, postReq{text: "gone"})
+	ask[*kitpb.MessageReply](t, n, actors.KindConversation, conv, &kitpb.DeleteMessage{Caller: alice, MessageId: gone.Id})
+	edited := ask[*kitpb.MessageReply](t, n, actors.KindConversation, conv, &kitpb.EditMessage{Caller: alice, MessageId: top.Id, Text: "top, edited"}).Message
+	ask[*kitpb.Ok](t, n, actors.KindWorkspace, w.id, &kitpb.DeactivateUser{UserId: w.users[2]})
+	archived := n.channel(t, w.id, w.users[0])
+	ask[*kitpb.ConversationReply](t, n, actors.KindConversation, archived, &kitpb.ArchiveConversation{})
+	historyBefore, err := n.list(alice, conv, "", 0, 50)
+	noErr(t, err)
+
+	if err := n.stop(); err != nil {
+		t.Fatal(err)
+	}
+	stopped = true
+	r, err := startNode(fs, n.clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.stop() })
+
+	tests := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"conversation members survive", func(t *testing.T) {
+			m := ask[*kitpb.MembersReply](t, r, actors.KindConversation, conv, &kitpb.ListMembers{Caller: alice, Limit: 10})
+			var got []string
+			for _, mem := range m.Members {
+				got = append(got, mem.UserId)
+			}
+			if want := slices.Sorted(slices.Values(w.users[:2])); !slices.Equal(got, want) {
+				t.Fatalf("members %v, want %v", got, want)
+			}
+			_, err := try[*kitpb.ConversationReply](r, actors.KindConversation, conv, &kitpb.GetConversation{Caller: userCaller(w.id, w.users[2])})
+			wantCode(t, err, kiterr.NotFound)
+		}},
+		{"messages survive with edits, tombstones and order", func(t *testing.T) {
+			h, err := r.list(alice, conv, "", 0, 50)
+			noErr(t, err)
+			if len(h.Messages) != len(historyBefore.Messages) {
+				t.Fatalf("%d messages, want %d", len(h.Messages), len(historyBefore.Messages))
+			}
+			for i, m := range h.Messages {
+				b := historyBefore.Messages[i]
+				if m.Id != b.Id || m.Seq != b.Seq || m.Text != b.Text || m.DeletedAt != b.DeletedAt || m.EditedAt != b.EditedAt || m.ThreadParentId != b.ThreadParentId {
+					t.Fatalf("message %d: %v, want %v", i, m, b)
+				}
+			}
+			got := ask[*kitpb.MessageReply](t, r, actors.KindConversation, conv, &kitpb.GetMessage{Caller: alice, MessageId: top.Id}).Message
+			if got.Text != edited.Text || got.EditedAt != edited.EditedAt {
+				t.Fatalf("edited message %v", got)
+			}
+		}},
+		{"threads survive", func(t *testing.T) {
+			h, err := r.list(alice, conv, top.Id, 0, 50)
+			noErr(t, err)
+			if len(h.Messages) != 1 || h.Messages[0].Id != reply.Id {
+				t.Fatalf("thread %v", h.Messages)
+			}
+		}},
+		{"idempotency records survive", func(t *testing.T) {
+			res, err := r.send(alice, conv, postReq{text: "top", key: "restart-key"})
+			noErr(t, err)
+			if !res.Replayed || res.Message.Id != top.Id {
+				t.Fatalf("got %v, want a replay of %s", res.Message, top.Id)
+			}
+		}},
+		{"the next post continues the sequence", func(t *testing.T) {
+			r.clk.Advance(time.Second)
+			res, err := r.send(alice, conv, postReq{text: "after restart"})
+			noErr(t, err)
+			if want := gone.Seq + 1; res.Message.Seq != want {
+				t.Fatalf("seq %d, want %d", res.Message.Seq, want)
+			}
+		}},
+		{"installation channels survive", func(t *testing.T) {
+			got := ask[*kitpb.InstallationReply](t, r, actors.KindInstallation, inst.Id, &kitpb.GetInstallation{}).Installation
+			if !slices.Equal(got.ChannelIds, []string{conv}) || got.BotId != inst.BotId || got.KitVersion != "1.0.0" ||
+				!slices.Equal(got.BotScopes, chatScopes) {
+				t.Fatalf("installation %v", got)
+			}
+		}},
+		{"credentials survive", func(t *testing.T) {
+			p, err := r.auth.Authenticate([]byte(token))
+			noErr(t, err)
+			if p.Caller.BotId != inst.BotId || !slices.Equal(slices.Sorted(slices.Values(p.Scopes)), slices.Sorted(slices.Values(chatScopes))) {
+				t.Fatalf("principal %+v", p)
+			}
+			ask[*kitpb.ConversationReply](t, r, actors.KindConversation, conv, &kitpb.GetConversation{Caller: p.Caller})
+			_, err = r.auth.Authenticate([]byte(revoked))
+			wantCode(t, err, kiterr.InvalidToken)
+			d, err := r.auth.Authenticate([]byte(devSecret))
+			noErr(t, err)
+			if d.Caller.UserId != w.users[0] {
+				t.Fatalf("developer principal %+v", d)
+			}
+		}},
+		{"users survive with their state", func(t *testing.T) {
+			u := ask[*kitpb.UsersReply](t, r, actors.KindWorkspace, w.id, &kitpb.ListUsers{Limit: 10})
+			var got []string
+			for _, x := range u.Users {
+				got = append(got, x.Id)
+			}
+			if !slices.Equal(got, w.users[:2]) {
+				t.Fatalf("active users %v, want %v", got, w.users[:2])
+			}
+		}},
+		{"archived stays archived", func(t *testing.T) {
+			_, err := r.send(alice, archived, postReq{})
+			wantCode(t, err, kiterr.Conflict)
+		}},
+		{"installing again updates the same installation", func(t *testing.T) {
+			again := r.install(t, w.id, v.Kit.Id, "")
+			if again.Id != inst.Id {
+				t.Fatalf("install after restart made installation %s, want %s", again.Id, inst.Id)
+			}
+		}},
+		{"Kit versions and slug ownership survive", func(t *testing.T) {
+			_, err := r.upload(w.id, manifestJSON(slug, "1.0.0"), false)
+			wantCode(t, err, kiterr.Conflict)
+			_, err = r.upload(w.id, manifestJSON(slug, "0.9.0", chatScopes...), false)
+			wantCode(t, err, kiterr.Conflict)
+			_, err = r.upload(r.workspace(t, 0).id, manifestJSON(slug, "5.0.0"), false)
+			wantCode(t, err, kiterr.SlugTaken)
+			same, err := r.upload(w.id, manifestJSON(slug, "1.0.0", chatScopes...), false)
+			noErr(t, err)
+			if same.Created || same.Kit.Id != v.Kit.Id || !same.Version.Published {
+				t.Fatalf("re-upload %v", same)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, tt.run)
+	}
+}
