@@ -47,6 +47,8 @@ const (
 type Invalidator interface {
 	InstallationChanged(installationID string)
 	CredentialRevoked(hash []byte)
+	// UserChanged: the member was deactivated; their credentials end.
+	UserChanged(userID string)
 }
 
 // Env is what every actor needs from its node.
@@ -158,7 +160,14 @@ func receiveDurable(h handler, loadErr *error, d *durability, ctx actor.Context)
 func failure(err error) *kitpb.Failure {
 	var e *kiterr.Error
 	if errors.As(err, &e) {
-		return &kitpb.Failure{Code: string(e.Code), Message: e.Message, Path: e.Path}
+		f := &kitpb.Failure{Code: string(e.Code), Message: e.Message, Path: e.Path}
+		if l := e.Limit; l != nil {
+			f.Limit = &kitpb.Decision{
+				Policy: l.Policy, Remaining: int32(l.Remaining),
+				RetryAfter: int32(l.RetryAfter), ResetSeconds: int32(l.ResetSeconds),
+			}
+		}
+		return f
 	}
 	return &kitpb.Failure{Code: string(kiterr.Internal), Message: err.Error()}
 }
@@ -224,16 +233,13 @@ func (s *bucketSet) take(name limits.Name, key string, now time.Time) (limits.De
 	return b.Take(r, now), true
 }
 
-// rateLimited is the error of a refused decision.
-func rateLimited(d limits.Decision) error {
-	return &RateLimitError{Decision: d}
+// RateLimited is the error of a refused bucket decision.
+func RateLimited(d limits.Decision) error {
+	return &kiterr.Error{
+		Code: kiterr.RateLimited, Message: "rate limit " + string(d.Policy) + " exceeded",
+		Limit: &kiterr.Limit{Policy: string(d.Policy), Remaining: d.Remaining, RetryAfter: max(d.RetryAfter, 1), ResetSeconds: d.ResetSeconds},
+	}
 }
-
-// RateLimitError carries the decision of a refused bucket so that HTTP can
-// write Retry-After and the RateLimit headers.
-type RateLimitError struct{ Decision limits.Decision }
-
-func (e *RateLimitError) Error() string { return "rate_limited: " + string(e.Decision.Policy) }
 
 type actorContext = actor.Context
 

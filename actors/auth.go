@@ -97,6 +97,14 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 	p := &Principal{TokenType: cred.Kind, ExpiresAt: cred.ExpiresAt, TokenID: cred.TokenId, hash: hash}
 	switch cred.Kind {
 	case CallerDeveloper:
+		// A developer token acts as its member: it ends with the member.
+		u, err := cluster.Call[*kitpb.UserReply](a.env.Node, KindWorkspace, cred.WorkspaceId, &kitpb.GetUser{UserId: cred.UserId})
+		if kiterr.CodeOf(err) == kiterr.NotFound || (err == nil && !u.User.Active) {
+			return nil, errInvalidToken
+		}
+		if err != nil {
+			return nil, fmt.Errorf("load member %s: %w", cred.UserId, err)
+		}
 		p.Caller = &kitpb.Caller{Kind: CallerDeveloper, WorkspaceId: cred.WorkspaceId, UserId: cred.UserId}
 		return p, nil
 	case CallerBot, CallerUser:
@@ -138,6 +146,18 @@ func (a *Authenticator) InstallationChanged(installationID string) {
 	a.epoch++
 	for h, p := range a.cache {
 		if p.Caller.InstallationId == installationID {
+			delete(a.cache, h)
+		}
+	}
+}
+
+// UserChanged drops every cached principal acting as the member.
+func (a *Authenticator) UserChanged(userID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.epoch++
+	for h, p := range a.cache {
+		if p.Caller.UserId == userID {
 			delete(a.cache, h)
 		}
 	}

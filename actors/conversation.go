@@ -151,6 +151,7 @@ func (a *conversationActor) create(m *kitpb.CreateConversation) (proto.Message, 
 		mem := &kitpb.Member{UserId: uid, JoinedAt: nanos(now)}
 		members[uid] = mem
 		put(b, a.prefix("m", uid), mem)
+		b.Set(memberIndexKey(uid, a.id), nil)
 	}
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("create conversation %s: %w", a.id, err)
@@ -172,6 +173,7 @@ func (a *conversationActor) addMember(m *kitpb.AddMember) (proto.Message, error)
 	mem := &kitpb.Member{UserId: m.UserId, JoinedAt: nanos(a.env.Clock.Now())}
 	b := a.env.Store.NewBatch()
 	put(b, a.prefix("m", m.UserId), mem)
+	b.Set(memberIndexKey(m.UserId, a.id), nil)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("add member to %s: %w", a.id, err)
 	}
@@ -185,6 +187,7 @@ func (a *conversationActor) removeMember(m *kitpb.RemoveMember) (proto.Message, 
 	}
 	b := a.env.Store.NewBatch()
 	b.Delete(a.prefix("m", m.UserId))
+	b.Delete(memberIndexKey(m.UserId, a.id))
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("remove member from %s: %w", a.id, err)
 	}
@@ -282,9 +285,9 @@ func author(c *kitpb.Caller) (kind, id string) {
 }
 
 // contentHash identifies "the same content" of a post for idempotency.
-func contentHash(m *kitpb.PostMessage, conversationID string) []byte {
+func contentHash(conversationID, text string, blocks []byte, threadParentID string) []byte {
 	h := sha256.New()
-	for _, part := range [][]byte{[]byte(conversationID), []byte(m.Text), m.Blocks, []byte(m.ThreadParentId)} {
+	for _, part := range [][]byte{[]byte(conversationID), []byte(text), blocks, []byte(threadParentID)} {
 		var n [8]byte
 		h.Write(persistence.AppendUint64(n[:0], uint64(len(part))))
 		h.Write(part)
@@ -298,11 +301,17 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 	}
 	now := a.env.Clock.Now()
 	kind, authorID := author(m.Caller)
+	// Blocks are compared in their stored form, so that the same content
+	// written with other whitespace is the same content.
+	content, err := a.checkBlocks(m.Caller, m.Blocks)
+	if err != nil {
+		return nil, err
+	}
 	var idemKey []byte
 	var hash []byte
 	if m.IdempotencyKey != "" {
 		idemKey = a.prefix("p", kind+":"+authorID+"\x00"+m.IdempotencyKey)
-		hash = contentHash(m, a.id)
+		hash = contentHash(a.id, m.Text, content, m.ThreadParentId)
 		rec := &kitpb.Idempotency{}
 		found, err := load(a.env.Store, idemKey, rec)
 		if err != nil {
@@ -319,10 +328,6 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 			return &kitpb.MessageReply{Message: msg, Replayed: true}, nil
 		}
 	}
-	content, err := a.checkBlocks(m.Caller, m.Blocks)
-	if err != nil {
-		return nil, err
-	}
 	var parentSeq uint64
 	if m.ThreadParentId != "" {
 		parent, err := a.messageByID(m.ThreadParentId)
@@ -332,7 +337,7 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 		parentSeq = parent.Seq
 	}
 	if d, on := a.buckets.take(limits.PostMessage, "", now); on && !d.OK {
-		return nil, rateLimited(d)
+		return nil, RateLimited(d)
 	}
 	seq := a.lastSeq + 1
 	msg := &kitpb.Message{
@@ -554,4 +559,29 @@ func scanRecords(store *persistence.Store, prefix []byte, fresh func() proto.Mes
 		err = decodeErr
 	}
 	return err
+}
+
+// memberIndexKey indexes a member's conversations; each conversation writes
+// only its own entries.
+func memberIndexKey(userID, conversationID string) []byte {
+	return key("uc", userID, conversationID)
+}
+
+// MemberConversations pages the ids of the conversations userID belongs
+// to, in id (creation) order, after the id after.
+func MemberConversations(env *Env, userID, after string, limit int) (ids []string, more bool, err error) {
+	prefix := key("uc", userID, "")
+	lower := append(key("uc", userID, after), 0)
+	if after == "" {
+		lower = prefix
+	}
+	err = env.Store.Scan(lower, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+		if len(ids) == limit {
+			more = true
+			return false
+		}
+		ids = append(ids, string(k[len(prefix):]))
+		return true
+	})
+	return ids, more, err
 }

@@ -2,6 +2,7 @@ package actors_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -227,26 +228,28 @@ func TestThreadParent(t *testing.T) {
 		parent string
 		ok     bool
 	}{
-		{"a live top-level message of the same conversation is a parent", top.Id, true},
-		{"a reply cannot be a parent", reply.Id, false},
-		{"an unknown message cannot be a parent", ids.New(), false},
-		{"a deleted message cannot be a parent", gone.Id, false},
-		{"a message of another conversation cannot be a parent", elsewhere.Id, false},
+		{"a live top-level message is a parent", top.Id, true},
+		{"reply to reply", reply.Id, false},
+		{"unknown parent", ids.New(), false},
+		{"deleted parent", gone.Id, false},
+		{"parent in another conversation", elsewhere.Id, false},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			n.clk.Advance(time.Second)
-			r, err := n.send(caller, conv, postReq{text: "answer", parent: tt.parent})
-			if tt.ok {
-				noErr(t, err)
-				if r.Message.ThreadParentId != tt.parent {
-					t.Fatalf("threadParentId %q, want %q", r.Message.ThreadParentId, tt.parent)
+	t.Run("threadParentId must be a live top-level message of the same conversation", func(t *testing.T) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				n.clk.Advance(time.Second)
+				r, err := n.send(caller, conv, postReq{text: "answer", parent: tt.parent})
+				if tt.ok {
+					noErr(t, err)
+					if r.Message.ThreadParentId != tt.parent {
+						t.Fatalf("threadParentId %q, want %q", r.Message.ThreadParentId, tt.parent)
+					}
+					return
 				}
-				return
-			}
-			wantCode(t, err, kiterr.Validation, "threadParentId")
-		})
-	}
+				wantCode(t, err, kiterr.Validation, "threadParentId")
+			})
+		}
+	})
 }
 
 func TestAuthorship(t *testing.T) {
@@ -306,6 +309,29 @@ func TestAuthorship(t *testing.T) {
 			if r.Message.Text != "alice edited this" || r.Message.EditedAt == 0 || r.Message.Seq != f.msg.Seq {
 				t.Fatalf("edit: %v", r.Message)
 			}
+		}},
+		{"an edit without blocks keeps them; an edit with none clears them", func(t *testing.T, f fixture) {
+			m := n.post(t, f.alice, f.conv, postReq{text: "with blocks", blocks: `[{"type":"divider"}]`})
+			if len(m.Blocks) == 0 {
+				t.Fatal("the post lost its blocks")
+			}
+			r := ask[*kitpb.MessageReply](t, n, actors.KindConversation, f.conv, &kitpb.EditMessage{Caller: f.alice, MessageId: m.Id, Text: "kept", KeepBlocks: true})
+			if string(r.Message.Blocks) != string(m.Blocks) {
+				t.Fatalf("blocks %s, want %s kept", r.Message.Blocks, m.Blocks)
+			}
+			r = ask[*kitpb.MessageReply](t, n, actors.KindConversation, f.conv, &kitpb.EditMessage{Caller: f.alice, MessageId: m.Id, Text: "cleared"})
+			if len(r.Message.Blocks) != 0 || r.Message.Text != "cleared" {
+				t.Fatalf("blocks %s, want none", r.Message.Blocks)
+			}
+		}},
+		{"invalid blocks are a validation error under blocks", func(t *testing.T, f fixture) {
+			_, err := n.send(f.alice, f.conv, postReq{text: "x", blocks: `[{"type":"no-such-block"}]`})
+			wantCode(t, err, kiterr.Validation)
+			if p := err.(*kiterr.Error).Path; !strings.HasPrefix(p, "blocks") {
+				t.Fatalf("path %q", p)
+			}
+			_, err = try[*kitpb.MessageReply](n, actors.KindConversation, f.conv, &kitpb.EditMessage{Caller: f.alice, MessageId: f.msg.Id, Text: "x", Blocks: []byte(`{"type":"divider"}`)})
+			wantCode(t, err, kiterr.Validation)
 		}},
 		{"editing a deleted message is a conflict", func(t *testing.T, f fixture) {
 			_, err := del(f.alice, f)

@@ -19,6 +19,7 @@ import "github.com/kitd/kitd/persistence"
 //	conv/<c>/t/<parent seq>/<seq>  thread index (empty value)
 //	conv/<c>/i/<message id>      seq of a message
 //	conv/<c>/p/<caller>\x00<key>  Idempotency
+//	uc/<user>/<c>                a member's conversations (written by conversation c)
 //	inst/<i>                     Installation
 //	kit/<k>                      Kit
 //	kit/<k>/v/<sortable version> KitVersion

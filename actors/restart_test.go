@@ -13,10 +13,10 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// TestRestart writes state on one node, stops it and closes its store,
+// TestStateSurvivesARestart writes state on one node, stops it and closes its store,
 // then opens a second node over the same in-memory filesystem and checks
 // that every actor finds its state again.
-func TestRestart(t *testing.T) {
+func TestStateSurvivesARestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two nodes")
 	}

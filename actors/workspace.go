@@ -169,6 +169,7 @@ func (a *workspaceActor) deactivate(m *kitpb.DeactivateUser) (proto.Message, err
 			return nil, fmt.Errorf("deactivate user %s: %w", u.Id, err)
 		}
 		a.users[u.Id] = next
+		a.env.Invalidator.UserChanged(u.Id)
 	}
 	return &kitpb.Ok{}, nil
 }

@@ -106,7 +106,11 @@ func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message,
 		}
 		switch r := res.(type) {
 		case *kitpb.Failure:
-			return nil, &kiterr.Error{Code: kiterr.Code(r.Code), Message: r.Message, Path: r.Path}
+			e := &kiterr.Error{Code: kiterr.Code(r.Code), Message: r.Message, Path: r.Path}
+			if l := r.Limit; l != nil {
+				e.Limit = &kiterr.Limit{Policy: l.Policy, Remaining: int(l.Remaining), RetryAfter: int(l.RetryAfter), ResetSeconds: int(l.ResetSeconds)}
+			}
+			return nil, e
 		case proto.Message:
 			return r, nil
 		default:

@@ -42,6 +42,8 @@ type postLog struct {
 }
 
 func durabilityRound(t *testing.T, round int) {
+	roundStart := time.Now()
+	defer func() { t.Logf("round took %v", time.Since(roundStart).Round(time.Millisecond)) }()
 	dir := t.TempDir()
 	opts := ServerOpts{DataDir: dir, OpToken: "op_" + randToken(), Limits: "off"}
 	s := startServerOpts(t, opts)
@@ -54,6 +56,7 @@ func durabilityRound(t *testing.T, round int) {
 	}
 	in := w.install(t, k, convs...)
 
+	t.Logf("setup: %v", time.Since(roundStart).Round(time.Millisecond))
 	log := &postLog{inFlight: map[string]string{}, byText: map[string]ackedPost{}}
 	var wg sync.WaitGroup
 	for p := 0; p < posters; p++ {
@@ -90,7 +93,9 @@ func durabilityRound(t *testing.T, round int) {
 	killAfter := time.Second + rand.N(2*time.Second)
 	time.Sleep(killAfter)
 	s.kill()
+	phase := time.Now()
 	wg.Wait()
+	t.Logf("posters stopped %v after the kill", time.Since(phase).Round(time.Millisecond))
 
 	total := 0
 	for p := range log.acked {
@@ -108,9 +113,15 @@ func durabilityRound(t *testing.T, round int) {
 		t.Fatalf("no post was acknowledged in %v", killAfter)
 	}
 
+	phase = time.Now()
 	s2 := startServerOpts(t, opts)
+	t.Logf("restart after SIGKILL: listening after %v", time.Since(phase).Round(time.Millisecond))
+	phase = time.Now()
 	checkEveryAckedMessage(t, s2, in.Token, log)
+	t.Logf("GET of every acknowledged message: %v", time.Since(phase).Round(time.Millisecond))
+	phase = time.Now()
 	lists := checkHistories(t, s2, in.Token, convs, log)
+	t.Logf("history walk: %v", time.Since(phase).Round(time.Millisecond))
 
 	// New posts after the crash land after everything recovered (no reused
 	// sequence numbers, no overwritten history).
@@ -126,16 +137,20 @@ func durabilityRound(t *testing.T, round int) {
 	}
 
 	// A clean stop keeps everything.
-	if code := s2.stop(30 * time.Second); code != 0 {
-		t.Errorf("kitd exited with %d after SIGTERM, want 0", code)
-	}
+	phase = time.Now()
+	s2.stopClean(t)
+	t.Logf("SIGTERM: exited after %v", time.Since(phase).Round(time.Millisecond))
+	phase = time.Now()
 	s3 := startServerOpts(t, opts)
+	t.Logf("restart after SIGTERM: listening after %v", time.Since(phase).Round(time.Millisecond))
 	for _, c := range convs {
 		if got := historyKeys(t, s3, in.Token, c); !equalStrings(got, lists[c]) {
 			t.Errorf("conversation %s after a clean restart: %d messages, want the same %d as before", c, len(got), len(lists[c]))
 		}
 	}
+	phase = time.Now()
 	checkEveryAckedMessage(t, s3, in.Token, log)
+	t.Logf("second GET of every acknowledged message: %v", time.Since(phase).Round(time.Millisecond))
 	want(t, s3.api(t, in.Token, "GET", "/auth/test", nil, nil), 200)
 }
 

@@ -159,7 +159,10 @@ func startServerOpts(t testing.TB, o ServerOpts) *Server {
 		t.Fatalf("starting kitd: %v", err)
 	}
 	t.Cleanup(func() {
-		s.stop(15 * time.Second)
+		// A server the test already stopped or killed is not checked again.
+		if !s.exited() {
+			s.stopClean(t)
+		}
 		if t.Failed() {
 			t.Logf("kitd %s output (tail):\n%s", strings.Join(s.Args, " "), s.tail(8<<10))
 		}
@@ -241,19 +244,64 @@ func (s *Server) exited() bool {
 	}
 }
 
-// stop sends SIGTERM and waits; after timeout it sends SIGKILL. It returns
-// the exit code (-1 when killed by a signal).
+// stop sends SIGTERM and waits; after timeout it sends SIGQUIT (the Go
+// runtime prints every goroutine's stack, saved by hangDump) and then
+// SIGKILL. It returns the exit code (-1 when ended by a signal).
 func (s *Server) stop(timeout time.Duration) int {
+	code, _ := s.stopReport(timeout)
+	return code
+}
+
+// stopReport is stop that also says whether SIGTERM was not enough.
+func (s *Server) stopReport(timeout time.Duration) (code int, hung bool) {
 	if !s.exited() {
 		_ = s.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-s.done:
 		case <-time.After(timeout):
-			_ = s.cmd.Process.Kill()
-			<-s.done
+			hung = true
+			_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-s.done:
+			case <-time.After(5 * time.Second):
+				_ = s.cmd.Process.Kill()
+				<-s.done
+			}
 		}
 	}
-	return s.cmd.ProcessState.ExitCode()
+	return s.cmd.ProcessState.ExitCode(), hung
+}
+
+// stopClean stops the server with SIGTERM and checks OPERATIONS.md section 1:
+// kitd stops cleanly on SIGTERM (flushes, then exits 0). It reports whether
+// the server exited within 15 s.
+func (s *Server) stopClean(t testing.TB) bool {
+	t.Helper()
+	start := time.Now()
+	code, hung := s.stopReport(15 * time.Second)
+	switch {
+	case hung:
+		t.Errorf("kitd did not exit within 15 s of SIGTERM; goroutine dump (SIGQUIT) saved in %s", s.saveOutput("sigterm-hang"))
+		return false
+	case code != 0:
+		t.Errorf("kitd exited with %d after SIGTERM (%v), want 0", code, time.Since(start).Round(time.Millisecond))
+	}
+	return true
+}
+
+// saveOutput writes the whole output of the process to a file that outlives
+// the test and returns its path.
+func (s *Server) saveOutput(what string) string {
+	dir := filepath.Join(os.TempDir(), "kitd-e2e-artifacts")
+	_ = os.MkdirAll(dir, 0o755)
+	path := filepath.Join(dir, fmt.Sprintf("%s-%d-%d.txt", what, s.cmd.Process.Pid, time.Now().UnixNano()))
+	s.out.mu.Lock()
+	s.errOut.mu.Lock()
+	body := "args: " + strings.Join(s.Args, " ") + "\n--- stdout ---\n" + string(s.out.buf) + "\n--- stderr ---\n" + string(s.errOut.buf)
+	s.errOut.mu.Unlock()
+	s.out.mu.Unlock()
+	_ = os.WriteFile(path, []byte(body), 0o644)
+	return path
 }
 
 // kill ends the process with SIGKILL at once (a crash: nothing is flushed).

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,9 +126,7 @@ func TestProcess_GeneratedOperatorToken(t *testing.T) {
 		wantError(t, r, 404, "not_found")
 	})
 
-	if code := s.stop(15 * time.Second); code != 0 {
-		t.Errorf("kitd exited with %d after SIGTERM, want 0\n%s", code, s.tail(4<<10))
-	}
+	s.stopClean(t)
 
 	s2 := startServerOpts(t, ServerOpts{DataDir: dir, NoOpToken: true, NoTestClock: true})
 	b2, err := os.ReadFile(path)
@@ -152,5 +152,44 @@ func TestProcess_ExplicitOperatorToken(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(s.DataDir, "operator-token")); err == nil && strings.TrimSpace(string(b)) != s.OpToken {
 		r := s.do(t, "POST", "/ops/v1/workspaces", strings.TrimSpace(string(b)), map[string]any{"name": "x"}, nil)
 		wantError(t, r, 401, "invalid_token")
+	}
+}
+
+// OPERATIONS.md section 1: kitd stops cleanly on SIGTERM. A client that has
+// opened a connection but not sent a request yet (HTTP clients pre-dial such
+// connections all the time) must neither hold the stop up nor get an
+// unsolicited answer on that connection.
+func TestProcess_SIGTERMWithOpenConnection(t *testing.T) {
+	t.Parallel()
+	s := startServerOpts(t, ServerOpts{Limits: "off"})
+	want(t, s.do(t, "GET", "/healthz", "", nil, nil), 200)
+
+	conn, err := net.Dial("tcp", s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	time.Sleep(200 * time.Millisecond) // let the server accept it
+
+	got := make(chan string, 1)
+	go func() {
+		_ = conn.SetReadDeadline(time.Now().Add(40 * time.Second))
+		b, _ := io.ReadAll(conn)
+		got <- string(b)
+	}()
+	start := time.Now()
+	if !s.stopClean(t) {
+		return
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("SIGTERM took %v with an open connection that carried no request", d.Round(time.Millisecond))
+	}
+	select {
+	case b := <-got:
+		if b != "" {
+			t.Errorf("the server wrote on a connection that carried no request: %q", clip(b, 300))
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("the connection stayed open after the server exited")
 	}
 }

@@ -6,8 +6,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/limits"
 )
 
 // statusOf is the one table from domain error codes to HTTP statuses
@@ -42,15 +42,6 @@ type errorBody struct {
 // detail.
 func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 	corr := s.correlationID()
-	var rl *actors.RateLimitError
-	if errors.As(err, &rl) {
-		d := rl.Decision
-		ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(d.RetryAfter, 1)))
-		ctx.Response.Header.Set("RateLimit-Policy", d.PolicyHeader())
-		ctx.Response.Header.Set("RateLimit", d.LimitHeader())
-		s.writeJSON(ctx, fasthttp.StatusTooManyRequests, errorBody{kiterr.RateLimited, "rate limit " + string(d.Policy) + " exceeded", corr})
-		return
-	}
 	var e *kiterr.Error
 	if !errors.As(err, &e) {
 		s.log.Error("request failed", "correlationId", corr, "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
@@ -59,6 +50,12 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 	status, ok := statusOf[e.Code]
 	if !ok {
 		status = fasthttp.StatusInternalServerError
+	}
+	if l := e.Limit; l != nil {
+		name := limits.Name(l.Policy)
+		d := limits.Decision{Remaining: l.Remaining, RetryAfter: l.RetryAfter, ResetSeconds: l.ResetSeconds, Policy: name, Rate: s.limits[name]}
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(l.RetryAfter, 1)))
+		setRateHeaders(ctx, d)
 	}
 	if e.Code == kiterr.InvalidToken {
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="kit", error="invalid_token"`)

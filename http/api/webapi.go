@@ -101,7 +101,7 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, types []string, scope strin
 		}
 		dec := s.decision(d)
 		if !dec.OK {
-			s.fail(ctx, &actors.RateLimitError{Decision: dec})
+			s.fail(ctx, actors.RateLimited(dec))
 			return nil
 		}
 		setRateHeaders(ctx, dec)
@@ -179,32 +179,17 @@ func (s *Server) listConversations(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, err)
 		return
 	}
-	var ids []string
-	if p.TokenType == actors.CallerBot {
-		inst, err := ask[*kitpb.InstallationReply](s, actors.KindInstallation, p.Caller.InstallationId, &kitpb.GetInstallation{})
-		if err != nil {
-			s.fail(ctx, err)
-			return
-		}
-		ids = slices.Clone(inst.Installation.ChannelIds)
+	page, more, err := s.conversationPage(p, pg)
+	if err != nil {
+		s.fail(ctx, err)
+		return
 	}
-	// UUIDv7 ids sort by creation, which gives the list a stable order.
-	slices.Sort(ids)
-	start, _ := slices.BinarySearch(ids, pg.position)
-	if pg.position != "" && start < len(ids) && ids[start] == pg.position {
-		start++
-	}
-	out := make([]conversationView, 0, pg.limit)
+	out := make([]conversationView, 0, len(page))
 	last := ""
-	more := false
-	for _, id := range ids[start:] {
-		if len(out) == pg.limit {
-			more = true
-			break
-		}
+	for _, id := range page {
 		c, err := ask[*kitpb.ConversationReply](s, actors.KindConversation, id, &kitpb.GetConversation{Caller: p.Caller})
 		if kiterr.CodeOf(err) == kiterr.NotFound {
-			continue
+			continue // left the conversation since the page was read
 		}
 		if err != nil {
 			s.fail(ctx, err)
@@ -266,6 +251,29 @@ func (s *Server) listMembers(ctx *fasthttp.RequestCtx, id string) {
 		Members    []memberView `json:"members"`
 		NextCursor *string      `json:"nextCursor"`
 	}{out, cursorFor("members:"+id, last, r.More)})
+}
+
+// conversationPage returns the ids of one page of the caller's
+// conversations: the channels its Kit bot was added to, or the member's
+// conversations. UUIDv7 ids sort by creation, which gives a stable order.
+func (s *Server) conversationPage(p *actors.Principal, pg page) ([]string, bool, error) {
+	if p.TokenType != actors.CallerBot {
+		return actors.MemberConversations(s.env, p.Caller.UserId, pg.position, pg.limit)
+	}
+	inst, err := ask[*kitpb.InstallationReply](s, actors.KindInstallation, p.Caller.InstallationId, &kitpb.GetInstallation{})
+	if err != nil {
+		return nil, false, err
+	}
+	all := slices.Sorted(slices.Values(inst.Installation.ChannelIds))
+	start, found := slices.BinarySearch(all, pg.position)
+	if pg.position != "" && found {
+		start++
+	}
+	rest := all[start:]
+	if len(rest) > pg.limit {
+		return rest[:pg.limit], true, nil
+	}
+	return rest, false, nil
 }
 
 // ---- messages ----

@@ -6,10 +6,11 @@
 // interactivity. It never stores anything and knows nothing of HTTP; the
 // caller maps *Error to a 400 validation_error and decides file visibility.
 //
-// Validation is a hand-written single pass over the raw bytes (a tokenizer,
-// then a walk over the flat token list) because Blocks are checked on every
-// message write and a generic decode into maps costs far more time and
-// allocations than the whole rest of the request. docs/blocks.md is the
+// Blocks are checked on every message write, so validation is one pass over
+// the raw bytes: each block is tokenized into a small reused token list,
+// checked against the tables in schema.go, and copied to the output only
+// when it must change. A generic decode into maps would cost many times the
+// time and allocations of the rest of the request. docs/blocks.md is the
 // reference for every rule.
 package blocks
 
@@ -49,43 +50,26 @@ func (e *Error) Error() string { return e.Path + ": " + e.Reason }
 // and without interactive elements when the policy forbids them (an actions
 // block is removed entirely, a section's interactive accessory is removed).
 // Every limit is counted on the input, before anything is removed. It returns
-// the first problem, in document order, as *Error.
+// the first problem, in document order, as *Error. The result never aliases
+// raw.
 func Validate(raw []byte, p Policy) ([]byte, error) {
 	if len(raw) > MaxBytes {
 		return nil, &Error{Path: "blocks", Reason: "must be at most " + strconv.Itoa(MaxBytes) + " bytes when serialized"}
 	}
-	// Realistic Blocks have a token per 10 to 15 bytes; append grows the
-	// list for denser input.
-	toks, spaced, serr := tokenize(raw, make([]tok, 0, len(raw)/10+16))
-	if serr != nil {
-		return nil, serr
+	// 128 tokens hold most blocks; the list is reused from block to block
+	// and grows for larger ones.
+	v := validator{raw: raw, p: p, toks: make([]tok, 0, 128)}
+	if err := v.run(); err != nil {
+		return nil, err
 	}
-	v := &validator{raw: raw, toks: toks, p: p}
-	root := &toks[0]
-	if root.kind != kArray {
-		return nil, &Error{Path: "blocks", Reason: "must be an array"}
-	}
-	if root.size > MaxBlocks {
-		return nil, &Error{Path: "blocks", Reason: "must have at most " + strconv.Itoa(MaxBlocks) + " blocks"}
-	}
-	i := int32(0)
-	for t := int32(1); t < root.next; t = toks[t].next {
-		if !v.block(t) {
-			v.upIndex(i)
-			return nil, v.error()
-		}
-		i++
-	}
-	if !spaced && len(v.skip) == 0 {
-		return bytes.Clone(raw), nil
-	}
-	return v.emit(make([]byte, 0, len(raw)), 0), nil
+	return v.out, nil
 }
 
-// validator holds the state of one Validate call.
+// validator holds the state of one Validate call. It lives on Validate's
+// stack.
 type validator struct {
 	raw  []byte
-	toks []tok
+	toks []tok // the tokens of the current block
 	p    Policy
 
 	// The first problem: its reason, and its path from the inside out.
@@ -105,14 +89,100 @@ type validator struct {
 
 	actions, interactive int
 
-	skip []int32 // tokens removed from the output, ascending: actions blocks and accessory keys
-	sk   int     // emit's cursor into skip
+	drop    bool  // the current block is removed (an actions block)
+	skipKey int32 // the token of the current block's removed "accessory" key, or -1
+
+	out []byte // the result; nil while the input can be copied as it is
 }
 
 // seg is one step of a path: an object key, or an array index when key is "".
 type seg struct {
 	key string
 	idx int32
+}
+
+// run drives the top-level array: it tokenizes and checks one block at a
+// time and builds the output.
+func (v *validator) run() *Error {
+	raw := v.raw
+	n := len(raw)
+	i := skipSpace(raw, 0)
+	if i >= n || raw[i] != '[' {
+		if i >= n {
+			return syntaxErr(i, "unexpected end")
+		}
+		return &Error{Path: "blocks", Reason: "must be an array"}
+	}
+	open := i
+	// lazy: every byte so far is compact and kept, so the output is a copy
+	// of raw[open:] up to the end. last is the end of the last block.
+	lazy, last := true, i+1
+	i++
+	j := skipSpace(raw, i)
+	spaced := j != i
+	i = j
+	count := int32(0)
+	for i >= n || raw[i] != ']' {
+		if count == MaxBlocks {
+			return &Error{Path: "blocks", Reason: "must have at most " + strconv.Itoa(MaxBlocks) + " blocks"}
+		}
+		toks, end, blockSpaced, serr := tokenizeValue(raw, i, v.toks[:0], maxDepth-1)
+		if serr != nil {
+			return serr
+		}
+		v.toks = toks
+		v.drop, v.skipKey = false, -1
+		if !v.block(0) {
+			v.upIndex(count)
+			return v.error()
+		}
+		if lazy && (spaced || blockSpaced || v.drop || v.skipKey >= 0) {
+			lazy = false
+			v.out = make([]byte, 0, n)
+			v.out = append(v.out, raw[open:last]...) // "[" and the blocks so far
+		}
+		if !lazy && !v.drop {
+			if len(v.out) > 1 {
+				v.out = append(v.out, ',')
+			}
+			v.out = v.emit(v.out, 0)
+		}
+		count++
+		i, last, spaced = end, end, false
+		if i < n && raw[i] == ',' {
+			j := skipSpace(raw, i+1)
+			spaced, i = j != i+1, j
+			if j < n && raw[j] == ']' {
+				return syntaxErr(j, "unexpected character")
+			}
+			continue
+		}
+		if i >= n {
+			return syntaxErr(i, "unexpected end")
+		}
+		if raw[i] != ']' {
+			return syntaxErr(i, "unexpected character")
+		}
+	}
+	if k := skipSpace(raw, i+1); k != n {
+		return syntaxErr(k, "unexpected data after the array")
+	}
+	switch {
+	case lazy && !spaced:
+		v.out = bytes.Clone(raw[open : i+1])
+	case lazy:
+		v.out = append(append(make([]byte, 0, last-open+1), raw[open:last]...), ']')
+	default:
+		v.out = append(v.out, ']')
+	}
+	return nil
+}
+
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && isSpace(raw[i]) {
+		i++
+	}
+	return i
 }
 
 // fail records reason for the value being checked and returns false, so
@@ -171,18 +241,6 @@ func (v *validator) unescaped(tk *tok) []byte {
 	return v.scratch
 }
 
-// sameString reports whether string tokens a and b decode to the same text.
-func (v *validator) sameString(a, b int32) bool {
-	ta, tb := &v.toks[a], &v.toks[b]
-	a1, b1 := v.raw[ta.start+1:ta.end()-1], v.raw[tb.start+1:tb.end()-1]
-	if (ta.flags|tb.flags)&fEsc == 0 {
-		return bytes.Equal(a1, b1)
-	}
-	v.scratch = unescape(v.scratch[:0], a1)
-	v.scratch2 = unescape(v.scratch2[:0], b1)
-	return bytes.Equal(v.scratch, v.scratch2)
-}
-
 // member returns the value token of key name in object t, or 0.
 func (v *validator) member(t int32, name string) int32 {
 	for j := t + 1; j < v.toks[t].next; j = v.toks[j+1].next {
@@ -193,11 +251,24 @@ func (v *validator) member(t int32, name string) int32 {
 	return 0
 }
 
-// idEntry is one member of an idSet: a string token and its hash.
+// idEntry is one member of an idSet: the span of a string in the input
+// (tokens do not outlive their block) and the hash of its decoded text.
 type idEntry struct {
-	tok  int32
-	hash uint32
+	start int32
+	size  uint16
+	esc   bool
+	hash  uint32
 }
+
+// idSet is a set of strings in a fixed array, large enough for the largest
+// bounded set (select options; block ids are at most 50, action ids 25, keys
+// 6).
+type idSet struct {
+	e [maxOptions]idEntry
+	n int
+}
+
+func (s *idSet) reset() { s.n = 0 }
 
 func hashOf(b []byte) uint32 {
 	h := uint32(2166136261)
@@ -207,41 +278,48 @@ func hashOf(b []byte) uint32 {
 	return h
 }
 
-// idSet is a set of string tokens in a fixed array, large enough for the
-// largest bounded set (select options; block ids are at most 50, action ids
-// 25, keys 6). Slices into the validator's own arrays would make it escape
-// to the heap.
-type idSet struct {
-	e [maxOptions]idEntry
-	n int
+// entry describes string token t for an idSet.
+func (v *validator) entry(t int32) idEntry {
+	tk := &v.toks[t]
+	return idEntry{start: tk.start, size: tk.size, esc: tk.flags&fEsc != 0, hash: hashOf(v.str(t))}
 }
 
-func (s *idSet) reset() { s.n = 0 }
-
 // addUnique adds string token t to s and reports whether it was absent.
-func addUnique(v *validator, s *idSet, t int32) bool {
-	if v.indexOf(s.e[:s.n], t) >= 0 {
+func (v *validator) addUnique(s *idSet, t int32) bool {
+	e := v.entry(t)
+	if v.find(s, e) >= 0 {
 		return false
 	}
 	if s.n < len(s.e) { // always: the counts are checked before
-		s.e[s.n] = idEntry{tok: t, hash: hashOf(v.str(t))}
+		s.e[s.n] = e
 		s.n++
 	}
 	return true
 }
 
-// indexOf returns the position in set of the string equal to token t, or -1.
-func (v *validator) indexOf(set []idEntry, t int32) int {
-	h := hashOf(v.str(t))
-	for i, e := range set {
-		if e.hash == h && v.sameString(e.tok, t) {
+// find returns the position in s of a string equal to e, or -1.
+func (v *validator) find(s *idSet, e idEntry) int {
+	for i := range s.n {
+		if o := &s.e[i]; o.hash == e.hash && v.same(o, &e) {
 			return i
 		}
 	}
 	return -1
 }
 
-// emit appends the compact form of value t, leaving out skipped tokens.
+// same reports whether two strings of the input decode to the same text.
+func (v *validator) same(a, b *idEntry) bool {
+	x, y := v.raw[a.start+1:a.start+int32(a.size)-1], v.raw[b.start+1:b.start+int32(b.size)-1]
+	if !a.esc && !b.esc {
+		return bytes.Equal(x, y)
+	}
+	v.scratch = unescape(v.scratch[:0], x)
+	v.scratch2 = unescape(v.scratch2[:0], y)
+	return bytes.Equal(v.scratch, v.scratch2)
+}
+
+// emit appends the compact form of value t of the current block, leaving
+// out the removed accessory.
 func (v *validator) emit(out []byte, t int32) []byte {
 	tk := &v.toks[t]
 	switch tk.kind {
@@ -249,7 +327,7 @@ func (v *validator) emit(out []byte, t int32) []byte {
 		out = append(out, '{')
 		first := true
 		for j := t + 1; j < tk.next; j = v.toks[j+1].next {
-			if v.skipped(j) {
+			if j == v.skipKey {
 				continue
 			}
 			if !first {
@@ -264,27 +342,13 @@ func (v *validator) emit(out []byte, t int32) []byte {
 		return append(out, '}')
 	case kArray:
 		out = append(out, '[')
-		first := true
 		for j := t + 1; j < tk.next; j = v.toks[j].next {
-			if v.skipped(j) {
-				continue
-			}
-			if !first {
+			if j != t+1 {
 				out = append(out, ',')
 			}
-			first = false
 			out = v.emit(out, j)
 		}
 		return append(out, ']')
 	}
 	return append(out, v.raw[tk.start:tk.end()]...)
-}
-
-// skipped reports whether token j is removed from the output. emit visits
-// tokens in ascending order, so a cursor over the sorted skip list suffices.
-func (v *validator) skipped(j int32) bool {
-	for v.sk < len(v.skip) && v.skip[v.sk] < j {
-		v.sk++
-	}
-	return v.sk < len(v.skip) && v.skip[v.sk] == j
 }

@@ -76,7 +76,7 @@ func rep(n int, f func(i int) any) []any {
 
 func same(v any) func(int) any { return func(int) any { return v } }
 
-// chars returns n code points of two bytes each, so that a limit counted in
+// nchars returns n code points of two bytes each, so that a limit counted in
 // bytes instead of characters fails the valid-edge rows.
 func nchars(n int) string { return strings.Repeat("é", n) }
 

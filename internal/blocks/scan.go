@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 )
@@ -21,8 +22,8 @@ const (
 
 // tok is one JSON value or object key. Tokens are stored in document order,
 // so a container's contents follow it and next skips over them; an object's
-// members alternate key, value. 16 bytes: the token list is the largest
-// allocation of a call.
+// members alternate key, value. Indices are relative to the block being
+// checked: one list is reused for every block.
 type tok struct {
 	start int32  // offset of the first byte in the input
 	next  int32  // index of the first token after this value
@@ -45,9 +46,9 @@ const _ = uint16(MaxBytes)
 
 func (t *tok) end() int32 { return t.start + int32(t.size) }
 
-// maxDepth bounds nesting. The deepest valid Blocks document is 7 levels
-// (blocks, block, elements, select, options, option); the margin only makes
-// the error about depth rather than about shape.
+// maxDepth bounds nesting, the blocks array included. The deepest valid
+// Blocks document has 6 levels (blocks, block, elements, select, options,
+// option); the margin only makes the error about depth rather than shape.
 const maxDepth = 32
 
 // strClass marks the bytes that end the fast path of string scanning:
@@ -64,17 +65,36 @@ var strClass = func() (t [256]bool) {
 	return t
 }()
 
-// special8 reports whether any of the eight bytes in x is in strClass, with
-// the usual SWAR tricks (each test is exact about whether some byte
-// matches, which is all the caller needs).
-func special8(x uint64) bool {
+// specialMask sets the high bit of the bytes of x that are in strClass. Only
+// the lowest set bit is exact (a borrow can mark a byte above a match), which
+// is all the callers use.
+func specialMask(x uint64) uint64 {
 	const ones, high = 0x0101010101010101, 0x8080808080808080
 	q, bs := x^('"'*ones), x^('\\'*ones)
 	quote := (q - ones) & ^q & high
 	bslash := (bs - ones) & ^bs & high
 	low := (x - 0x20*ones) & ^x & high     // some byte < 0x20
 	del := ((x &^ high) + ones | x) & high // some byte >= 0x7f
-	return quote|bslash|low|del != 0
+	return quote | bslash | low | del
+}
+
+// plainString scans the string at raw[i] eight bytes at a time up to its
+// first special byte. It returns the end of the string when that byte is
+// the closing quote (most keys and values are printable ASCII), or 0 and
+// the offset where scanString must go on.
+func plainString(raw []byte, i int) (end, stop int) {
+	j := i + 1
+	for j+8 <= len(raw) {
+		if m := specialMask(binary.LittleEndian.Uint64(raw[j:])); m != 0 {
+			j += bits.TrailingZeros64(m) >> 3
+			if raw[j] == '"' {
+				return j + 1, j
+			}
+			return 0, j
+		}
+		j += 8
+	}
+	return 0, j
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
@@ -83,18 +103,21 @@ func syntaxErr(at int, what string) *Error {
 	return &Error{Path: "blocks", Reason: "is not valid JSON: " + what + " at byte " + strconv.Itoa(at)}
 }
 
-// tokenize checks that raw is one well-formed JSON value (RFC 8259, UTF-8,
-// no lone surrogate escapes) and appends its tokens to toks. spaced reports
-// whether raw contains insignificant whitespace, i.e. whether it is not
-// already compact.
-func tokenize(raw []byte, toks []tok) (_ []tok, spaced bool, _ *Error) {
+// tokenizeValue checks that raw holds one well-formed JSON value (RFC 8259,
+// UTF-8, no lone surrogate escapes) starting at offset i, nested at most
+// maxNest levels, and appends its tokens to toks. It returns the offset
+// after the value and any whitespace that follows it; spaced reports whether
+// the value contains or is followed by insignificant whitespace, i.e.
+// whether copying it would not be compact.
+func tokenizeValue(raw []byte, i int, toks []tok, maxNest int) (_ []tok, end int, spaced bool, _ *Error) {
 	const (
 		wantValue = iota
 		wantKey
 		wantNext // after a value: ',' or a closing bracket
 	)
-	var stack [maxDepth]int32
-	depth, i, n := 0, 0, len(raw)
+	var stack [maxDepth]int32 // open containers
+	var count [maxDepth]int32 // their members or elements so far
+	depth, n := 0, len(raw)
 	state := wantValue
 	for {
 		s := i
@@ -107,17 +130,17 @@ func tokenize(raw []byte, toks []tok) (_ []tok, spaced bool, _ *Error) {
 		switch state {
 		case wantValue:
 			if i >= n {
-				return nil, false, syntaxErr(i, "unexpected end")
+				return nil, 0, false, syntaxErr(i, "unexpected end")
 			}
 			if depth > 0 && toks[stack[depth-1]].kind == kArray {
-				toks[stack[depth-1]].size++
+				count[depth-1]++
 			}
 			idx := int32(len(toks))
 			c := raw[i]
 			switch c {
 			case '{', '[':
-				if depth == maxDepth {
-					return nil, false, syntaxErr(i, "nesting deeper than "+strconv.Itoa(maxDepth)+" levels")
+				if depth == maxNest {
+					return nil, 0, false, syntaxErr(i, "nesting deeper than "+strconv.Itoa(maxDepth)+" levels")
 				}
 				k, closer := kObject, byte('}')
 				if c == '[' {
@@ -138,16 +161,22 @@ func tokenize(raw []byte, toks []tok) (_ []tok, spaced bool, _ *Error) {
 					state = wantNext
 					continue
 				}
-				stack[depth] = idx
+				stack[depth], count[depth] = idx, 0
 				depth++
 				if k == kObject {
 					state = wantKey
 				}
 				continue
 			case '"':
-				end, chars, flags, err := scanString(raw, i)
+				end, stop := plainString(raw, i)
+				if end != 0 {
+					toks = push(toks, int32(i), idx+1, end-i, end-i-2, kString, 0)
+					i = end
+					break
+				}
+				end, chars, flags, err := scanString(raw, i, stop)
 				if err != nil {
-					return nil, false, err
+					return nil, 0, false, err
 				}
 				toks = push(toks, int32(i), idx+1, end-i, chars, kString, flags)
 				i = end
@@ -159,14 +188,14 @@ func tokenize(raw []byte, toks []tok) (_ []tok, spaced bool, _ *Error) {
 					lit, k = "false", kFalse
 				}
 				if n-i < len(lit) || string(raw[i:i+len(lit)]) != lit {
-					return nil, false, syntaxErr(i, "invalid literal")
+					return nil, 0, false, syntaxErr(i, "invalid literal")
 				}
 				toks = push(toks, int32(i), idx+1, len(lit), 0, k, 0)
 				i += len(lit)
 			default:
 				end := scanNumber(raw, i)
 				if end < 0 {
-					return nil, false, syntaxErr(i, "unexpected character")
+					return nil, 0, false, syntaxErr(i, "unexpected character")
 				}
 				toks = push(toks, int32(i), idx+1, end-i, 0, kNumber, 0)
 				i = end
@@ -174,16 +203,21 @@ func tokenize(raw []byte, toks []tok) (_ []tok, spaced bool, _ *Error) {
 			state = wantNext
 		case wantKey:
 			if i >= n || raw[i] != '"' {
-				return nil, false, syntaxErr(i, "expected a string key")
+				return nil, 0, false, syntaxErr(i, "expected a string key")
 			}
-			toks[stack[depth-1]].size++
-			end, chars, flags, err := scanString(raw, i)
-			if err != nil {
-				return nil, false, err
-			}
+			count[depth-1]++
 			idx := int32(len(toks))
-			toks = push(toks, int32(i), idx+1, end-i, chars, kString, flags)
-			i = end
+			if end, stop := plainString(raw, i); end != 0 {
+				toks = push(toks, int32(i), idx+1, end-i, end-i-2, kString, 0)
+				i = end
+			} else {
+				end, chars, flags, err := scanString(raw, i, stop)
+				if err != nil {
+					return nil, 0, false, err
+				}
+				toks = push(toks, int32(i), idx+1, end-i, chars, kString, flags)
+				i = end
+			}
 			s = i
 			for i < n && isSpace(raw[i]) {
 				i++
@@ -192,19 +226,16 @@ func tokenize(raw []byte, toks []tok) (_ []tok, spaced bool, _ *Error) {
 				spaced = true
 			}
 			if i >= n || raw[i] != ':' {
-				return nil, false, syntaxErr(i, "expected ':'")
+				return nil, 0, false, syntaxErr(i, "expected ':'")
 			}
 			i++
 			state = wantValue
 		case wantNext:
 			if depth == 0 {
-				if i != n {
-					return nil, false, syntaxErr(i, "unexpected data after the array")
-				}
-				return toks, spaced, nil
+				return toks, i, spaced, nil
 			}
 			if i >= n {
-				return nil, false, syntaxErr(i, "unexpected end")
+				return nil, 0, false, syntaxErr(i, "unexpected end")
 			}
 			p := stack[depth-1]
 			c := raw[i]
@@ -217,10 +248,10 @@ func tokenize(raw []byte, toks []tok) (_ []tok, spaced bool, _ *Error) {
 					state = wantValue
 				}
 			case c == '}' && toks[p].kind == kObject, c == ']' && toks[p].kind == kArray:
-				toks[p].next = int32(len(toks))
+				toks[p].next, toks[p].size = int32(len(toks)), uint16(count[depth-1])
 				depth--
 			default:
-				return nil, false, syntaxErr(i-1, "unexpected character")
+				return nil, 0, false, syntaxErr(i-1, "unexpected character")
 			}
 		}
 	}
@@ -238,15 +269,20 @@ func push(toks []tok, start, next int32, size, chars int, k kind, flags uint8) [
 	return toks
 }
 
-// scanString scans the string starting at the quote raw[i] and returns the
-// offset just past its closing quote, its length in code points (when it has
-// no escapes) and its flags.
-func scanString(raw []byte, i int) (end, chars int, flags uint8, _ *Error) {
+// scanString scans the string starting at the quote raw[i], from offset
+// from on (the bytes before it are printable ASCII), and returns the offset
+// just past its closing quote, its length in code points (when it has no
+// escapes) and its flags.
+func scanString(raw []byte, i, from int) (end, chars int, flags uint8, _ *Error) {
 	n := len(raw)
-	j := i + 1
+	j := from
 	extra := 0 // bytes beyond the first of multi-byte sequences
 	for {
-		for j+8 <= n && !special8(binary.LittleEndian.Uint64(raw[j:])) {
+		for j+8 <= n {
+			if m := specialMask(binary.LittleEndian.Uint64(raw[j:])); m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
+				break
+			}
 			j += 8
 		}
 		for j < n && !strClass[raw[j]] {

@@ -243,7 +243,7 @@ func (v *validator) block(t int32) bool {
 			return v.fail("exceeds the limit of " + strconv.Itoa(MaxActions) + " actions blocks per message")
 		}
 		if !v.p.Interactive {
-			v.skip = append(v.skip, t)
+			v.drop = true
 		}
 	}
 	return v.object(t, k.fields, k.post)
@@ -303,12 +303,17 @@ func (v *validator) object(t int32, fields []field, p post) bool {
 		return v.fail("must be an object")
 	}
 	var got vals
+	hint := 0 // clients tend to send keys in the table's order: try the next field first
 	for j := t + 1; j < tk.next; j = v.toks[j+1].next {
 		name := v.str(j)
 		fi := -1
 		for x := range fields {
-			if string(name) == fields[x].name {
-				fi = x
+			y := hint + x
+			if y >= len(fields) {
+				y -= len(fields)
+			}
+			if string(name) == fields[y].name {
+				fi = y
 				break
 			}
 		}
@@ -324,6 +329,7 @@ func (v *validator) object(t int32, fields []field, p post) bool {
 			return v.failAt(f.name, "must not be null; omit the key instead")
 		}
 		got[fi] = val
+		hint = fi + 1
 		if f.spec != nil && !v.check(val, f.spec) {
 			return v.up(f.name)
 		}
@@ -405,7 +411,7 @@ func (v *validator) check(t int32, s *spec) bool {
 			return false
 		}
 		if k.interactive && !v.p.Interactive {
-			v.skip = append(v.skip, t-1) // the "accessory" key; its value goes with it
+			v.skipKey = t - 1 // the "accessory" key; its value goes with it
 		}
 		return true
 	case rElement:
@@ -424,21 +430,21 @@ func (v *validator) check(t int32, s *spec) bool {
 		if !matchSet(b, &blockIDChars, 64) {
 			return v.fail("must match ^[A-Za-z0-9_.-]{1,64}$")
 		}
-		if !addUnique(v, &v.blockIDs, t) {
+		if !v.addUnique(&v.blockIDs, t) {
 			return v.fail("must be unique within the message")
 		}
 	case rActionID:
 		if !matchSet(b, &actionIDChars, 255) {
 			return v.fail("must match ^[A-Za-z0-9_.:-]{1,255}$")
 		}
-		if !addUnique(v, &v.actionIDs, t) {
+		if !v.addUnique(&v.actionIDs, t) {
 			return v.fail("must be unique within the message")
 		}
 	case rKey:
 		if !identLike(b) {
 			return v.fail("must match ^[A-Za-z][A-Za-z0-9_]{0,39}$")
 		}
-		if !addUnique(v, &v.keys, t) {
+		if !v.addUnique(&v.keys, t) {
 			return v.fail(s.reason)
 		}
 	case rCurrency:
@@ -465,7 +471,7 @@ func (v *validator) check(t int32, s *spec) bool {
 		if !v.text(t, s.min, s.max, false) {
 			return false
 		}
-		if !addUnique(v, &v.options, t) {
+		if !v.addUnique(&v.options, t) {
 			return v.fail("must be unique within the element")
 		}
 	}
@@ -571,7 +577,7 @@ func (v *validator) row(t int32) bool {
 	}
 	var seen uint8
 	for j := t + 1; j < tk.next; j = v.toks[j+1].next {
-		c := v.indexOf(v.keys.e[:v.keys.n], j)
+		c := v.find(&v.keys, v.entry(j))
 		if c < 0 {
 			return v.unknownKey(v.str(j), "is not a declared column key", "has a key that is not a declared column key")
 		}

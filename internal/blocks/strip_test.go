@@ -1,7 +1,8 @@
 package blocks
 
 import (
-	"strings"
+	"bytes"
+	"encoding/json"
 	"testing"
 )
 
@@ -97,24 +98,46 @@ func TestStripping(t *testing.T) {
 	}
 }
 
-func TestCurrencyTable(t *testing.T) {
-	if len(activeCurrencies)%4 != 0 {
-		t.Fatal("entries must be four bytes")
-	}
-	prev := ""
-	for i := 0; i < len(activeCurrencies); i += 4 {
-		c := activeCurrencies[i : i+3]
-		if activeCurrencies[i+3] != ' ' || strings.ToUpper(c) != c || c <= prev {
-			t.Fatalf("entry %q at %d is malformed or out of order", c, i)
+// TestCompaction covers where whitespace can sit relative to the blocks:
+// the output is copied as it is until the first block that must change.
+func TestCompaction(t *testing.T) {
+	d, h := string(divider()), string(header("h"))
+	for _, in := range []string{
+		"[" + d + "," + h + "]",
+		" [" + d + "," + h + "] ",
+		"[ " + d + "," + h + "]",
+		"[" + d + " ," + h + "]",
+		"[" + d + ", " + h + "]",
+		"[" + d + "," + h + " ]",
+		"[" + d + "," + `{"type": "header","text":"h"}` + "," + d + "]",
+		"[\n]",
+		" [] ",
+	} {
+		var want bytes.Buffer
+		if err := json.Compact(&want, []byte(in)); err != nil {
+			t.Fatal(err)
 		}
-		if !isCurrency([]byte(c)) {
-			t.Fatalf("%s not found", c)
+		out, err := Validate([]byte(in), policy(true))
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
 		}
-		prev = c
+		if !bytes.Equal(out, want.Bytes()) {
+			t.Errorf("%q: got %s, want %s", in, out, want.Bytes())
+		}
 	}
-	for _, c := range []string{"ANG", "BGN", "HRK", "SLL", "ZWL", "CUC", "AAA", "ZZZ", "EU", ""} {
-		if isCurrency([]byte(c)) {
-			t.Errorf("%q is accepted", c)
+	a, b := string(actions(button("a"))), string(actions(button("b")))
+	for in, want := range map[string]string{
+		"[" + d + "," + a + "," + h + "]":    "[" + d + "," + h + "]",
+		"[" + d + "," + h + "," + a + "]":    "[" + d + "," + h + "]",
+		"[" + a + "," + d + "]":              "[" + d + "]",
+		"[" + a + " , " + b + " ," + d + "]": "[" + d + "]",
+	} {
+		out, err := Validate([]byte(in), policy(false))
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if string(out) != want {
+			t.Errorf("%q: got %s, want %s", in, out, want)
 		}
 	}
 }

@@ -39,6 +39,16 @@ type Error struct {
 	Code    Code
 	Message string
 	Path    string
+	// Limit describes the refusing bucket of a RateLimited error.
+	Limit *Limit
+}
+
+// Limit is what a client needs to know about a refusing rate bucket.
+type Limit struct {
+	Policy       string // the bucket's limits.Name
+	Remaining    int
+	RetryAfter   int // whole seconds, at least 1
+	ResetSeconds int
 }
 
 func (e *Error) Error() string {

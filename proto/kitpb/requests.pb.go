@@ -30,6 +30,7 @@ type Failure struct {
 	Code          string                 `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"` // a kiterr.Code
 	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	Path          string                 `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	Limit         *Decision              `protobuf:"bytes,4,opt,name=limit,proto3" json:"limit,omitempty"` // the refusing bucket of a rate_limited failure
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -83,6 +84,13 @@ func (x *Failure) GetPath() string {
 		return x.Path
 	}
 	return ""
+}
+
+func (x *Failure) GetLimit() *Decision {
+	if x != nil {
+		return x.Limit
+	}
+	return nil
 }
 
 // Caller is the authenticated principal a request acts for.
@@ -2932,11 +2940,12 @@ var File_requests_proto protoreflect.FileDescriptor
 
 const file_requests_proto_rawDesc = "" +
 	"\n" +
-	"\x0erequests.proto\x12\x06kit.v1\x1a\rrecords.proto\"K\n" +
+	"\x0erequests.proto\x12\x06kit.v1\x1a\rrecords.proto\"s\n" +
 	"\aFailure\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
-	"\x04path\x18\x03 \x01(\tR\x04path\"\xba\x01\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\x12&\n" +
+	"\x05limit\x18\x04 \x01(\v2\x10.kit.v1.DecisionR\x05limit\"\xba\x01\n" +
 	"\x06Caller\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12'\n" +
@@ -3215,34 +3224,35 @@ var file_requests_proto_goTypes = []any{
 	(*Kit)(nil),                  // 63: kit.v1.Kit
 }
 var file_requests_proto_depIdxs = []int32{
-	54, // 0: kit.v1.WorkspaceReply.workspace:type_name -> kit.v1.Workspace
-	55, // 1: kit.v1.UserReply.user:type_name -> kit.v1.User
-	55, // 2: kit.v1.UsersReply.users:type_name -> kit.v1.User
-	56, // 3: kit.v1.SessionReply.session:type_name -> kit.v1.Session
-	57, // 4: kit.v1.CredentialReply.credential:type_name -> kit.v1.Credential
-	58, // 5: kit.v1.InstallationReply.installation:type_name -> kit.v1.Installation
-	59, // 6: kit.v1.ConversationReply.conversation:type_name -> kit.v1.Conversation
-	1,  // 7: kit.v1.GetConversation.caller:type_name -> kit.v1.Caller
-	1,  // 8: kit.v1.ListMembers.caller:type_name -> kit.v1.Caller
-	60, // 9: kit.v1.MembersReply.members:type_name -> kit.v1.Member
-	1,  // 10: kit.v1.PostMessage.caller:type_name -> kit.v1.Caller
-	61, // 11: kit.v1.MessageReply.message:type_name -> kit.v1.Message
-	1,  // 12: kit.v1.GetMessage.caller:type_name -> kit.v1.Caller
-	1,  // 13: kit.v1.EditMessage.caller:type_name -> kit.v1.Caller
-	1,  // 14: kit.v1.DeleteMessage.caller:type_name -> kit.v1.Caller
-	1,  // 15: kit.v1.ListMessages.caller:type_name -> kit.v1.Caller
-	61, // 16: kit.v1.MessagesReply.messages:type_name -> kit.v1.Message
-	62, // 17: kit.v1.ApplyInstall.version:type_name -> kit.v1.KitVersion
-	63, // 18: kit.v1.ApplyInstall.kit:type_name -> kit.v1.Kit
-	63, // 19: kit.v1.VersionReply.kit:type_name -> kit.v1.Kit
-	62, // 20: kit.v1.VersionReply.version:type_name -> kit.v1.KitVersion
-	63, // 21: kit.v1.KitReply.kit:type_name -> kit.v1.Kit
-	62, // 22: kit.v1.KitReply.versions:type_name -> kit.v1.KitVersion
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	20, // 0: kit.v1.Failure.limit:type_name -> kit.v1.Decision
+	54, // 1: kit.v1.WorkspaceReply.workspace:type_name -> kit.v1.Workspace
+	55, // 2: kit.v1.UserReply.user:type_name -> kit.v1.User
+	55, // 3: kit.v1.UsersReply.users:type_name -> kit.v1.User
+	56, // 4: kit.v1.SessionReply.session:type_name -> kit.v1.Session
+	57, // 5: kit.v1.CredentialReply.credential:type_name -> kit.v1.Credential
+	58, // 6: kit.v1.InstallationReply.installation:type_name -> kit.v1.Installation
+	59, // 7: kit.v1.ConversationReply.conversation:type_name -> kit.v1.Conversation
+	1,  // 8: kit.v1.GetConversation.caller:type_name -> kit.v1.Caller
+	1,  // 9: kit.v1.ListMembers.caller:type_name -> kit.v1.Caller
+	60, // 10: kit.v1.MembersReply.members:type_name -> kit.v1.Member
+	1,  // 11: kit.v1.PostMessage.caller:type_name -> kit.v1.Caller
+	61, // 12: kit.v1.MessageReply.message:type_name -> kit.v1.Message
+	1,  // 13: kit.v1.GetMessage.caller:type_name -> kit.v1.Caller
+	1,  // 14: kit.v1.EditMessage.caller:type_name -> kit.v1.Caller
+	1,  // 15: kit.v1.DeleteMessage.caller:type_name -> kit.v1.Caller
+	1,  // 16: kit.v1.ListMessages.caller:type_name -> kit.v1.Caller
+	61, // 17: kit.v1.MessagesReply.messages:type_name -> kit.v1.Message
+	62, // 18: kit.v1.ApplyInstall.version:type_name -> kit.v1.KitVersion
+	63, // 19: kit.v1.ApplyInstall.kit:type_name -> kit.v1.Kit
+	63, // 20: kit.v1.VersionReply.kit:type_name -> kit.v1.Kit
+	62, // 21: kit.v1.VersionReply.version:type_name -> kit.v1.KitVersion
+	63, // 22: kit.v1.KitReply.kit:type_name -> kit.v1.Kit
+	62, // 23: kit.v1.KitReply.versions:type_name -> kit.v1.KitVersion
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_requests_proto_init() }

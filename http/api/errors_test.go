@@ -1,0 +1,229 @@
+package api
+
+import (
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/kitd/kitd/internal/kiterr"
+)
+
+// sentinel is a value that must never come back in an error body.
+const sentinel = "SENTINEL-7f3a9c"
+
+func TestDecodeJSON(t *testing.T) {
+	type nested struct {
+		Inner struct {
+			Count *int `json:"count"`
+		} `json:"inner"`
+	}
+	tests := []struct {
+		name     string
+		body     string
+		into     func() any
+		wantPath string // "-": no error
+		wantMsg  string
+	}{
+		{"a valid body decodes", `{"text":"hi","conversationId":"x"}`, func() any { return &postBody{} }, "-", ""},
+		{"unknown keys are ignored", `{"text":"hi","extra":{"a":[1,2]}}`, func() any { return &postBody{} }, "-", ""},
+		{"a number where a string belongs names the field", `{"text":5}`, func() any { return &postBody{} }, "text", "must be of type string"},
+		{"an object where a string belongs names the field", `{"conversationId":{"id":"` + sentinel + `"}}`, func() any { return &postBody{} }, "conversationId", "must be of type string"},
+		{"a string where a boolean belongs names the field", `{"publish":"` + sentinel + `"}`, func() any {
+			return &struct {
+				Publish *bool `json:"publish"`
+			}{}
+		}, "publish", "must be of type boolean"},
+		{"a string where a number belongs names the field", `{"seconds":"` + sentinel + `"}`, func() any {
+			return &struct {
+				Seconds *float64 `json:"seconds"`
+			}{}
+		}, "seconds", "must be of type number"},
+		{"a string where an array belongs names the field", `{"memberIds":"` + sentinel + `"}`, func() any {
+			return &struct {
+				MemberIDs *[]string `json:"memberIds"`
+			}{}
+		}, "memberIds", "must be of type array"},
+		{"a wrong array item names the array", `{"memberIds":["a",7]}`, func() any {
+			return &struct {
+				MemberIDs *[]string `json:"memberIds"`
+			}{}
+		}, "memberIds", "must be of type string"},
+		{"a nested type error names the full path", `{"inner":{"count":"` + sentinel + `"}}`, func() any { return &nested{} }, "inner.count", "must be of type number"},
+		{"an array body is not an object", `["` + sentinel + `"]`, func() any { return &postBody{} }, "", "must be a JSON object"},
+		{"a string body is not an object", `"` + sentinel + `"`, func() any { return &postBody{} }, "", "must be a JSON object"},
+		{"a number body is not an object", `42`, func() any { return &postBody{} }, "", "must be a JSON object"},
+		{"a syntax error gives the offset only", `{"text":"` + sentinel + `",}`, func() any { return &postBody{} }, "", "malformed JSON at byte"},
+		{"an unterminated body is malformed", `{"text":"` + sentinel, func() any { return &postBody{} }, "", "malformed JSON"},
+		{"trailing data is malformed", `{"text":"a"} {"text":"` + sentinel + `"}`, func() any { return &postBody{} }, "", "malformed JSON"},
+		{"invalid UTF-8 inside a string is replaced, not refused", "{\"text\":\"\xff\"}", func() any { return &postBody{} }, "-", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := decodeJSON([]byte(tt.body), tt.into())
+			checkErr(t, err, tt.wantPath)
+			if err == nil {
+				return
+			}
+			msg := err.(*kiterr.Error).Message
+			if !strings.Contains(msg, tt.wantMsg) {
+				t.Fatalf("message %q, want it to contain %q", msg, tt.wantMsg)
+			}
+			if strings.Contains(err.Error(), sentinel) || strings.Contains(err.Error(), "SENTINEL") {
+				t.Fatalf("error echoes the input: %q", err.Error())
+			}
+		})
+	}
+}
+
+// specStatus is SPEC.md section 7 plus the codes the spec lists without a
+// condition, as docs/decisions.md and OPERATIONS.md give them a status.
+var specStatus = map[kiterr.Code]int{
+	"validation_error":       400,
+	"invalid_token":          401,
+	"missing_scope":          403,
+	"forbidden":              403,
+	"not_found":              404,
+	"idempotency_conflict":   409,
+	"conflict":               409,
+	"gone":                   410,
+	"payload_too_large":      413,
+	"rate_limited":           429,
+	"internal_error":         500,
+	"kit_unavailable":        502,
+	"unsupported_media_type": 415,
+	"csrf_rejected":          403,
+	"invalid_credentials":    401,
+	"email_taken":            409,
+	"name_taken":             409,
+	"slug_taken":             409,
+}
+
+// declaredCodes reads the Code constants declared in package kiterr, so that
+// a code added there cannot miss the status table.
+func declaredCodes(t *testing.T) map[string]kiterr.Code {
+	t.Helper()
+	_, self, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("no caller")
+	}
+	dir := filepath.Join(filepath.Dir(self), "..", "..", "internal", "kiterr")
+	fset := token.NewFileSet()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]kiterr.Code{}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, s := range g.Specs {
+				vs := s.(*ast.ValueSpec)
+				if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Code" {
+					continue
+				}
+				for i, name := range vs.Names {
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !ok {
+						t.Fatalf("kiterr.%s is not a string literal", name.Name)
+					}
+					codes[name.Name] = kiterr.Code(strings.Trim(lit.Value, "\"`"))
+				}
+			}
+		}
+	}
+	if len(codes) == 0 {
+		t.Fatal("found no kiterr codes")
+	}
+	return codes
+}
+
+func TestStatusOf(t *testing.T) {
+	for name, code := range declaredCodes(t) {
+		t.Run(name, func(t *testing.T) {
+			got, ok := statusOf[code]
+			if !ok {
+				t.Fatalf("statusOf has no status for %s", code)
+			}
+			want, known := specStatus[code]
+			if !known {
+				t.Fatalf("%s is not an error code of SPEC.md section 7", code)
+			}
+			if got != want {
+				t.Fatalf("statusOf[%s] = %d, want %d", code, got, want)
+			}
+		})
+	}
+	t.Run("every status in the table is an error status", func(t *testing.T) {
+		for code, status := range statusOf {
+			if status < 400 || status > 599 {
+				t.Errorf("%s maps to %d", code, status)
+			}
+		}
+	})
+}
+
+func TestFailWritesTheErrorBody(t *testing.T) {
+	s := New(Config{Logger: discardLogger()})
+	tests := []struct {
+		name       string
+		err        error
+		wantStatus int
+		wantCode   kiterr.Code
+		wantAuth   string
+	}{
+		{"a validation error is 400", kiterr.Invalid("text", "must not be empty"), 400, kiterr.Validation, ""},
+		{"an invalid token is 401 with the error attribute", kiterr.New(kiterr.InvalidToken, "bad"), 401, kiterr.InvalidToken, `Bearer realm="kit", error="invalid_token"`},
+		{"a code without a status is 500", kiterr.New("no_such_code", "x"), 500, "no_such_code", ""},
+		{"an error that is not a domain error is a 500 without detail", os.ErrPermission, 500, kiterr.Internal, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := &fasthttp.RequestCtx{}
+			s.fail(ctx, tt.err)
+			if got := ctx.Response.StatusCode(); got != tt.wantStatus {
+				t.Fatalf("status %d, want %d", got, tt.wantStatus)
+			}
+			if got := string(ctx.Response.Header.Peek("WWW-Authenticate")); got != tt.wantAuth {
+				t.Fatalf("WWW-Authenticate %q, want %q", got, tt.wantAuth)
+			}
+			var body map[string]any
+			if err := json.Unmarshal(ctx.Response.Body(), &body); err != nil {
+				t.Fatalf("body %q: %v", ctx.Response.Body(), err)
+			}
+			if body["code"] != string(tt.wantCode) || body["message"] == "" || body["correlationId"] == "" || len(body) != 3 {
+				t.Fatalf("body %v", body)
+			}
+			if strings.Contains(string(ctx.Response.Body()), os.ErrPermission.Error()) {
+				t.Fatalf("an internal error leaks its detail: %s", ctx.Response.Body())
+			}
+		})
+	}
+	t.Run("correlation ids differ per error", func(t *testing.T) {
+		seen := map[string]bool{}
+		for range 100 {
+			id := s.correlationID()
+			if seen[id] {
+				t.Fatalf("correlation id %q repeats", id)
+			}
+			seen[id] = true
+		}
+	})
+}

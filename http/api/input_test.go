@@ -1,0 +1,398 @@
+package api
+
+import (
+	"encoding/base64"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+)
+
+// checkErr compares err with the wanted validation path; wantPath "-"
+// means no error is wanted.
+func checkErr(t *testing.T, err error, wantPath string) {
+	t.Helper()
+	if wantPath == "-" {
+		if err != nil {
+			t.Fatalf("got %v, want no error", err)
+		}
+		return
+	}
+	var e *kiterr.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v, want validation_error at %q", err, wantPath)
+	}
+	if e.Code != kiterr.Validation || e.Path != wantPath {
+		t.Fatalf("got %s at %q (%v), want validation_error at %q", e.Code, e.Path, err, wantPath)
+	}
+}
+
+// requestWithQuery returns a RequestCtx for GET uri.
+func requestWithQuery(uri string) *fasthttp.RequestCtx {
+	ctx := &fasthttp.RequestCtx{}
+	ctx.Request.SetRequestURI(uri)
+	return ctx
+}
+
+func cursorOf(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+
+func TestParsePage(t *testing.T) {
+	// A cursor of exactly 512 characters: base64url of 384 bytes.
+	long512 := cursorOf("users|" + strings.Repeat("7", 384-len("users|")))
+	long514 := cursorOf("users|" + strings.Repeat("7", 385-len("users|")))
+	if len(long512) != 512 || len(long514) != 514 {
+		t.Fatalf("cursor lengths %d, %d", len(long512), len(long514))
+	}
+	tests := []struct {
+		name      string
+		query     string
+		list      string
+		max       int
+		wantPath  string // "-": no error
+		wantLimit int
+		wantPos   string
+	}{
+		{"no parameters: default limit, first page", "", "users", 200, "-", 50, ""},
+		{"limit 1 is the smallest", "limit=1", "users", 200, "-", 1, ""},
+		{"limit 200 is the largest", "limit=200", "users", 200, "-", 200, ""},
+		{"limit 0 is refused", "limit=0", "users", 200, "limit", 0, ""},
+		{"limit 201 is refused", "limit=201", "users", 200, "limit", 0, ""},
+		{"a negative limit is refused", "limit=-1", "users", 200, "limit", 0, ""},
+		{"a fractional limit is refused", "limit=1.5", "users", 200, "limit", 0, ""},
+		{"a non-numeric limit is refused", "limit=ten", "users", 200, "limit", 0, ""},
+		{"an empty limit is refused", "limit=", "users", 200, "limit", 0, ""},
+		{"a huge limit is refused", "limit=99999999999999999999", "users", 200, "limit", 0, ""},
+		{"developer logs allow at most 100", "limit=101", "logs", 100, "limit", 0, ""},
+		{"developer logs accept 100", "limit=100", "logs", 100, "-", 100, ""},
+		{"a cursor of this list gives its position", "cursor=" + cursorOf("users|abc"), "users", 200, "-", 50, "abc"},
+		{"limit and cursor together", "limit=7&cursor=" + cursorOf("users|abc"), "users", 200, "-", 7, "abc"},
+		{"a cursor is bound to its list", "cursor=" + cursorOf("messages:a|5"), "messages:b", 200, "cursor", 0, ""},
+		{"a cursor of a list whose name extends this one is refused", "cursor=" + cursorOf("users2|abc"), "users", 200, "cursor", 0, ""},
+		{"a cursor without a position is refused", "cursor=" + cursorOf("users|"), "users", 200, "cursor", 0, ""},
+		{"a cursor that is not base64url is refused", "cursor=%21%21%21%21", "users", 200, "cursor", 0, ""},
+		{"a padded base64 cursor is refused", "cursor=" + base64.URLEncoding.EncodeToString([]byte("users|ab")), "users", 200, "cursor", 0, ""},
+		{"an empty cursor is refused", "cursor=", "users", 200, "cursor", 0, ""},
+		{"a 512-character cursor is accepted", "cursor=" + long512, "users", 200, "-", 50, strings.Repeat("7", 384-len("users|"))},
+		{"a cursor over 512 characters is refused", "cursor=" + long514, "users", 200, "cursor", 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := parsePage(requestWithQuery("/x?"+tt.query), tt.list, tt.max)
+			checkErr(t, err, tt.wantPath)
+			if tt.wantPath != "-" {
+				return
+			}
+			if p.limit != tt.wantLimit || p.position != tt.wantPos {
+				t.Fatalf("page %+v, want limit %d position %q", p, tt.wantLimit, tt.wantPos)
+			}
+		})
+	}
+}
+
+func TestCursorFor(t *testing.T) {
+	tests := []struct {
+		name     string
+		list     string
+		position string
+		more     bool
+		wantNil  bool
+	}{
+		{"the last page has no cursor", "users", "abc", false, true},
+		{"a cursor round-trips through parsePage", "users", "0190a6f2-0000-7000-8000-000000000000", true, false},
+		{"a cursor of a list with a colon round-trips", "messages:0190a6f2-0000-7000-8000-000000000000", "42", true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cursorFor(tt.list, tt.position, tt.more)
+			if tt.wantNil {
+				if c != nil {
+					t.Fatalf("cursor %q, want nil", *c)
+				}
+				return
+			}
+			if c == nil {
+				t.Fatal("cursor is nil")
+			}
+			p, err := parsePage(requestWithQuery("/x?cursor="+*c), tt.list, 200)
+			if err != nil || p.position != tt.position {
+				t.Fatalf("parsePage: %+v, %v", p, err)
+			}
+			if _, err := parsePage(requestWithQuery("/x?cursor="+*c), tt.list+"x", 200); err == nil {
+				t.Fatal("the cursor was accepted by another list")
+			}
+		})
+	}
+}
+
+func TestSeqPosition(t *testing.T) {
+	tests := []struct {
+		name     string
+		position string
+		want     uint64
+		wantPath string
+	}{
+		{"the first page starts at the newest", "", 0, "-"},
+		{"a sequence number continues before it", "17", 17, "-"},
+		{"sequence zero is not a position", "0", 0, "cursor"},
+		{"a non-number is not a position", "abc", 0, "cursor"},
+		{"a negative number is not a position", "-3", 0, "cursor"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := seqPosition(page{limit: 10, position: tt.position})
+			checkErr(t, err, tt.wantPath)
+			if got != tt.want {
+				t.Fatalf("got %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestRequireString(t *testing.T) {
+	tests := []struct {
+		name     string
+		v        *string
+		min, max int
+		wantPath string
+		wantMsg  string
+	}{
+		{"absent is required", nil, 1, 10, "name", "is required"},
+		{"empty is refused when at least one is needed", ptr(""), 1, 10, "name", "must not be empty"},
+		{"shorter than the minimum is refused", ptr("a"), 2, 10, "name", "at least 2"},
+		{"the minimum is accepted", ptr("ab"), 2, 10, "-", ""},
+		{"the maximum is accepted", ptr("abcdefghij"), 1, 10, "-", ""},
+		{"one over the maximum is refused", ptr("abcdefghijk"), 1, 10, "name", "at most 10"},
+		{"length counts characters, not bytes", ptr(strings.Repeat("é", 10)), 1, 10, "-", ""},
+		{"eleven two-byte characters are over ten", ptr(strings.Repeat("é", 11)), 1, 10, "name", "at most 10"},
+		{"a four-byte character counts once", ptr(strings.Repeat("🙂", 10)), 1, 10, "-", ""},
+		{"two bytes of one character do not reach a minimum of two", ptr("é"), 2, 10, "name", "at least 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := requireString("name", tt.v, tt.min, tt.max)
+			checkErr(t, err, tt.wantPath)
+			if err != nil && !strings.Contains(err.(*kiterr.Error).Message, tt.wantMsg) {
+				t.Fatalf("message %q, want it to contain %q", err.(*kiterr.Error).Message, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestRequireUUID(t *testing.T) {
+	tests := []struct {
+		name     string
+		v        *string
+		wantPath string
+	}{
+		{"a UUID is accepted", ptr(ids.New()), "-"},
+		{"absent is required", nil, "id"},
+		{"empty is refused", ptr(""), "id"},
+		{"an upper-case UUID without dashes is refused", ptr(strings.ToUpper(strings.ReplaceAll(ids.New(), "-", ""))), "id"},
+		{"a braced UUID is refused", ptr("{" + ids.New() + "}"), "id"},
+		{"a UUID with trailing text is refused", ptr(ids.New() + "x"), "id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { checkErr(t, requireUUID("id", tt.v), tt.wantPath) })
+	}
+}
+
+func TestIdempotencyKey(t *testing.T) {
+	tests := []struct {
+		name     string
+		set      bool
+		value    string
+		want     string
+		wantPath string
+	}{
+		{"no header means no key", false, "", "", "-"},
+		{"one character is the shortest key", true, "a", "a", "-"},
+		{"255 characters is the longest key", true, strings.Repeat("k", 255), strings.Repeat("k", 255), "-"},
+		{"256 characters is refused", true, strings.Repeat("k", 256), "", "Idempotency-Key"},
+		{"0x21 and 0x7e are printable", true, "!~", "!~", "-"},
+		{"every printable ASCII character is accepted", true, printableASCII(), printableASCII(), "-"},
+		{"an inner space is refused", true, "a b", "", "Idempotency-Key"},
+		{"a tab is refused", true, "a\tb", "", "Idempotency-Key"},
+		{"DEL is refused", true, "a\x7fb", "", "Idempotency-Key"},
+		{"a non-ASCII character is refused", true, "clé", "", "Idempotency-Key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := &fasthttp.RequestCtx{}
+			if tt.set {
+				ctx.Request.Header.Set("Idempotency-Key", tt.value)
+			}
+			got, err := idempotencyKey(ctx)
+			checkErr(t, err, tt.wantPath)
+			if got != tt.want {
+				t.Fatalf("key %q, want %q", got, tt.want)
+			}
+		})
+	}
+	t.Run("an empty header is refused", func(t *testing.T) {
+		ctx := &fasthttp.RequestCtx{}
+		ctx.Request.Header.Set("Idempotency-Key", "")
+		got, err := idempotencyKey(ctx)
+		if err == nil && got == "" {
+			// The header arrives empty; fasthttp may report it as absent.
+			if ctx.Request.Header.Peek("Idempotency-Key") == nil {
+				t.Skip("fasthttp reports an empty header as absent; nothing to judge")
+			}
+		}
+		checkErr(t, err, "Idempotency-Key")
+	})
+}
+
+func printableASCII() string {
+	var b strings.Builder
+	for c := byte(0x21); c <= 0x7e; c++ {
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func TestMessageText(t *testing.T) {
+	tests := []struct {
+		name     string
+		v        *string
+		wantPath string
+	}{
+		{"text is required", nil, "text"},
+		{"empty text is refused", ptr(""), "text"},
+		{"blank text is refused", ptr(" \t\n "), "text"},
+		{"one character is accepted", ptr("x"), "-"},
+		{"8000 characters are accepted", ptr(strings.Repeat("a", 8000)), "-"},
+		{"8001 characters are refused", ptr(strings.Repeat("a", 8001)), "text"},
+		{"8000 multi-byte characters are accepted", ptr(strings.Repeat("ü", 8000)), "-"},
+		{"8001 multi-byte characters are refused", ptr(strings.Repeat("ü", 8001)), "text"},
+		{"8000 four-byte characters are accepted", ptr(strings.Repeat("🙂", 8000)), "-"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { checkErr(t, messageText(tt.v), tt.wantPath) })
+	}
+}
+
+func TestRawBlocks(t *testing.T) {
+	tests := []struct {
+		name string
+		raw  string
+		want string
+	}{
+		{"absent blocks are none", "", ""},
+		{"null blocks are none", "null", ""},
+		{"an array is passed on as sent", `[ {"type":"divider"} ]`, `[ {"type":"divider"} ]`},
+		{"anything else is passed on for the conversation to judge", `{"type":"divider"}`, `{"type":"divider"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := rawBlocks([]byte(tt.raw))
+			if string(got) != tt.want || (tt.want == "" && got != nil) {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestConversationShape(t *testing.T) {
+	a, b, c := ids.New(), ids.New(), ids.New()
+	members := func(m ...string) *[]string { return &m }
+	tests := []struct {
+		name       string
+		kind, vis  string
+		convName   *string
+		topic      *string
+		members    *[]string
+		wantPath   string
+		wantReason string
+	}{
+		{"a named public channel", "channel", "public", ptr("general"), nil, members(a, b), "-", ""},
+		{"a channel without members", "channel", "private", ptr("secret"), ptr("t"), members(), "-", ""},
+		{"a channel needs a name", "channel", "public", nil, nil, members(a), "name", ""},
+		{"a channel name must not be blank", "channel", "public", ptr("   "), nil, members(a), "name", ""},
+		{"a channel name of 80 characters is accepted", "channel", "public", ptr(strings.Repeat("n", 80)), nil, members(), "-", ""},
+		{"a channel name of 81 characters is refused", "channel", "public", ptr(strings.Repeat("n", 81)), nil, members(), "name", ""},
+		{"memberIds is required", "channel", "public", ptr("x"), nil, nil, "memberIds", ""},
+		{"a member must be a UUID", "channel", "public", ptr("x"), nil, members(a, "nope"), "memberIds[1]", ""},
+		{"a member listed twice is refused", "group", "private", nil, nil, members(a, b, a), "memberIds[2]", ""},
+		{"more than 1000 members are refused", "group", "private", nil, nil, manyMembers(1001), "memberIds", ""},
+		{"1000 members are accepted", "group", "private", nil, nil, manyMembers(1000), "-", ""},
+		{"a dm is private between two", "dm", "private", nil, nil, members(a, b), "-", ""},
+		{"a public dm is refused", "dm", "public", nil, nil, members(a, b), "visibility", ""},
+		{"a dm of three is refused", "dm", "private", nil, nil, members(a, b, c), "memberIds", ""},
+		{"a dm of one is refused", "dm", "private", nil, nil, members(a), "memberIds", ""},
+		{"a private group", "group", "private", nil, nil, members(a, b, c), "-", ""},
+		{"a public group is refused", "group", "public", nil, nil, members(a), "visibility", ""},
+		{"a group name may be given", "group", "private", ptr("team"), nil, members(a), "-", ""},
+		{"an empty group name is refused", "group", "private", ptr(""), nil, members(a), "name", ""},
+		{"a topic of 250 characters is accepted", "channel", "public", ptr("x"), ptr(strings.Repeat("t", 250)), members(), "-", ""},
+		{"a topic of 251 characters is refused", "channel", "public", ptr("x"), ptr(strings.Repeat("t", 251)), members(), "topic", ""},
+		{"an empty topic is accepted", "channel", "public", ptr("x"), ptr(""), members(), "-", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkErr(t, conversationShape(tt.kind, tt.vis, tt.convName, tt.topic, tt.members), tt.wantPath)
+		})
+	}
+}
+
+func manyMembers(n int) *[]string {
+	m := make([]string, n)
+	for i := range m {
+		m[i] = ids.New()
+	}
+	return &m
+}
+
+func TestOptionalEmail(t *testing.T) {
+	local := strings.Repeat("a", 64)
+	domain := func(n int) string { return strings.Repeat("d", n-4) + ".com" }
+	tests := []struct {
+		name     string
+		v        *string
+		wantPath string
+	}{
+		{"absent is fine", nil, "-"},
+		{"a plain address", ptr("ada@example.com"), "-"},
+		{"the shortest address", ptr("a@b"), "-"},
+		{"254 characters are accepted", ptr(local + "@" + domain(254-65)), "-"},
+		{"255 characters are refused", ptr(local + "@" + domain(255-65)), "email"},
+		{"two characters are refused", ptr("@b"), "email"},
+		{"an empty address is refused", ptr(""), "email"},
+		{"an address without @ is refused", ptr("ada.example.com"), "email"},
+		{"an address starting with @ is refused", ptr("@example.com"), "email"},
+		{"an address ending with @ is refused", ptr("ada@"), "email"},
+		{"two @ are refused", ptr("ada@b@example.com"), "email"},
+		{"a space is refused", ptr("a da@example.com"), "email"},
+		{"a control character is refused", ptr("ada\x01@example.com"), "email"},
+		{"DEL is refused", ptr("ada\x7f@example.com"), "email"},
+		{"a non-ASCII local part is accepted", ptr("zoë@example.com"), "-"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { checkErr(t, optionalEmail(tt.v), tt.wantPath) })
+	}
+}
+
+func TestVersionShape(t *testing.T) {
+	tests := []struct {
+		v        string
+		wantPath string
+	}{
+		{"1.0.0", "-"},
+		{"0.0.1", "-"},
+		{"9999.99999.999999", "-"},
+		{"10000.0.0", "version"},
+		{"01.0.0", "version"},
+		{"1.0", "version"},
+		{"1.0.0-beta", "version"},
+		{"v1.0.0", "version"},
+		{"", "version"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.v, func(t *testing.T) { checkErr(t, versionShape("version", tt.v), tt.wantPath) })
+	}
+}

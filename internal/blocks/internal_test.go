@@ -1,0 +1,95 @@
+package blocks
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"strings"
+	"testing"
+)
+
+func TestCurrencyTable(t *testing.T) {
+	if len(activeCurrencies)%4 != 0 {
+		t.Fatal("entries must be four bytes")
+	}
+	prev := ""
+	for i := 0; i < len(activeCurrencies); i += 4 {
+		c := activeCurrencies[i : i+3]
+		if activeCurrencies[i+3] != ' ' || strings.ToUpper(c) != c || c <= prev {
+			t.Fatalf("entry %q at %d is malformed or out of order", c, i)
+		}
+		if !isCurrency([]byte(c)) {
+			t.Fatalf("%s not found", c)
+		}
+		prev = c
+	}
+	for _, c := range []string{"ANG", "BGN", "HRK", "SLL", "ZWL", "CUC", "AAA", "ZZZ", "EU", ""} {
+		if isCurrency([]byte(c)) {
+			t.Errorf("%q is accepted", c)
+		}
+	}
+}
+
+// TestTables keeps the schema tables consistent with the code that reads
+// them: object sizes fit vals, and post rules read the fields they mean.
+func TestTables(t *testing.T) {
+	seen := map[*spec]bool{}
+	var walk func(where string, fields []field)
+	walk = func(where string, fields []field) {
+		if len(fields) > maxFields {
+			t.Errorf("%s has %d fields, more than maxFields", where, len(fields))
+		}
+		for _, f := range fields {
+			for s := f.spec; s != nil && !seen[s]; s = s.elem {
+				seen[s] = true
+				walk(where+"."+f.name, s.fields)
+			}
+		}
+	}
+	kinds := append(append(blockKinds[:], accessoryKinds[:]...), elementKinds[:]...)
+	for _, k := range kinds {
+		walk(k.name, k.fields)
+	}
+	fieldAt := func(fields []field, i int) string { return fields[i].name }
+	for _, c := range []struct{ got, want string }{
+		{fieldAt(blockKinds[4].fields, tableRows), "rows"},
+		{fieldAt(metricFields, metricFormat), "format"},
+		{fieldAt(metricFields, metricCurrency), "currency"},
+		{fieldAt(buttonKind.fields, buttonStyle), "style"},
+		{fieldAt(buttonKind.fields, buttonConfirm), "confirm"},
+		{fieldAt(textObject.fields, textObjType), "type"},
+		{fieldAt(textObject.fields, textObjText), "text"},
+		{blockKinds[4].name, "table"},
+	} {
+		if c.got != c.want {
+			t.Errorf("post rule reads %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+// TestSpecialMask checks that the lowest bit of specialMask marks exactly
+// the first byte in strClass, for words mixing special and plain bytes.
+func TestSpecialMask(t *testing.T) {
+	pool := []byte{0x00, 0x01, 0x1f, 0x20, 0x21, '"', 0x23, '\\', 0x5b, 0x5d, 0x7e, 0x7f, 0x80, 0xc2, 0xff, 'a'}
+	var w [8]byte
+	seed := uint32(1)
+	for range 200000 {
+		for i := range w {
+			seed = seed*1664525 + 1013904223
+			w[i] = pool[seed>>28]
+		}
+		want := 8
+		for i, c := range w {
+			if strClass[c] {
+				want = i
+				break
+			}
+		}
+		got := 8
+		if m := specialMask(binary.LittleEndian.Uint64(w[:])); m != 0 {
+			got = bits.TrailingZeros64(m) >> 3
+		}
+		if got != want {
+			t.Fatalf("% x: first special byte %d, mask says %d", w, want, got)
+		}
+	}
+}
