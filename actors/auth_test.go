@@ -149,6 +149,17 @@ func TestAuthenticate(t *testing.T) {
 			ask[*kitpb.Ok](t, n, actors.KindWorkspace, w.id, &kitpb.RevokeCredential{TokenId: tokenID})
 			authFails(t, secret)
 		}},
+		{"a developer token stops working when its member is deactivated, even when cached", func(t *testing.T) {
+			w := n.workspace(t, 1)
+			secret := ids.NewSecret(ids.DeveloperToken)
+			h := ids.Hash(secret)
+			ask[*kitpb.CredentialReply](t, n, actors.KindWorkspace, w.id, &kitpb.CreateDeveloperToken{
+				UserId: w.users[0], TokenId: ids.New(), Name: "ci", SecretHash: h[:],
+			})
+			authOK(t, secret)
+			ask[*kitpb.Ok](t, n, actors.KindWorkspace, w.id, &kitpb.DeactivateUser{UserId: w.users[0]})
+			authFails(t, secret)
+		}},
 		{"a developer token of a deactivated member cannot be issued", func(t *testing.T) {
 			w := n.workspace(t, 1)
 			ask[*kitpb.Ok](t, n, actors.KindWorkspace, w.id, &kitpb.DeactivateUser{UserId: w.users[0]})
