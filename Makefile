@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/kitd
 DATA    ?= ./data
 PKGS    := ./...
-STATICCHECK_VERSION := 2025.1.1
+STATICCHECK_VERSION := v0.8.2
 
 .PHONY: run build test unit e2e lint proto bench clean tools
 

@@ -102,8 +102,10 @@ func (w *Workspace) user(t testing.TB, role string) User {
 		Email:       role + "-" + randHex(6) + "@example.com",
 		Role:        role,
 	}
+	// No password: sign-in is not needed before the credentials issue, and
+	// each password costs a bcrypt hash inside the workspace actor.
 	r := w.S.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/users", map[string]any{
-		"displayName": u.DisplayName, "email": u.Email, "role": role, "password": "pw-" + randHex(8),
+		"displayName": u.DisplayName, "email": u.Email, "role": role,
 	})
 	want(t, r, 201)
 	u.ID = r.Str("user.id")

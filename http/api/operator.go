@@ -18,8 +18,6 @@ const SessionCookie = "kit_session"
 // maxClockAdvance bounds one test-clock step (ten years).
 const maxClockAdvance = 10 * 365 * 24 * 60 * 60
 
-var operatorCaller = &kitpb.Caller{Kind: actors.CallerOperator}
-
 // operator serves the operator API of OPERATIONS.md section 2.
 func (s *Server) operator(ctx *fasthttp.RequestCtx, seg []string) {
 	token, ok := bearer(ctx)

@@ -158,26 +158,6 @@ type workspaceView struct {
 	Sandbox bool   `json:"sandbox"`
 }
 
-type kitView struct {
-	KitID                  string  `json:"kitId"`
-	Slug                   string  `json:"slug"`
-	DisplayName            string  `json:"displayName"`
-	Distribution           string  `json:"distribution"`
-	State                  string  `json:"state"`
-	CreatedAt              string  `json:"createdAt"`
-	LatestVersion          *string `json:"latestVersion"`
-	LatestPublishedVersion *string `json:"latestPublishedVersion"`
-	InstalledHere          bool    `json:"installedHere"`
-}
-
-func viewKit(k *kitpb.Kit) kitView {
-	return kitView{
-		KitID: k.Id, Slug: k.Slug, DisplayName: k.DisplayName, Distribution: k.Distribution,
-		State: k.State, CreatedAt: isoTime(k.CreatedAt),
-		LatestVersion: optString(k.LatestVersion), LatestPublishedVersion: optString(k.LatestPublishedVersion),
-	}
-}
-
 type versionView struct {
 	ID           string  `json:"id"`
 	Version      string  `json:"version"`

@@ -24,7 +24,7 @@ func TestTestClock(t *testing.T) {
 		run  func(t *testing.T, c *Test)
 	}{
 		{"starts at real now", func(t *testing.T, c *Test) {
-			if d := c.Now().Sub(time.Now()); d < -time.Second || d > time.Second {
+			if d := time.Until(c.Now()); d < -time.Second || d > time.Second {
 				t.Fatalf("fresh test clock is %v away from real time", d)
 			}
 		}},
