@@ -133,14 +133,7 @@ func (a *workspaceActor) createUser(m *kitpb.CreateUser) (proto.Message, error) 
 	}
 	u := &kitpb.User{
 		Id: m.UserId, WorkspaceId: a.id, DisplayName: m.DisplayName, Email: m.Email,
-		Role: m.Role, Active: true, CreatedAt: nanos(a.env.Clock.Now()),
-	}
-	if m.Password != "" {
-		h, err := hashPassword(m.Password)
-		if err != nil {
-			return nil, err
-		}
-		u.PasswordHash = h
+		Role: m.Role, Active: true, CreatedAt: nanos(a.env.Clock.Now()), PasswordHash: m.PasswordHash,
 	}
 	b := a.env.Store.NewBatch()
 	put(b, a.prefix("u", u.Id), u)

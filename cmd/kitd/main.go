@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
@@ -83,6 +85,9 @@ func parseFlags(args []string) (config, error) {
 	}
 	return c, nil
 }
+
+// shutdownGrace bounds how long a stopping node waits for open requests.
+const shutdownGrace = 5 * time.Second
 
 func env(name, def string) string {
 	if v, ok := os.LookupEnv(name); ok {
@@ -169,10 +174,9 @@ func serve(cfg config, stdout io.Writer) error {
 	}
 	// Every acknowledged write is already durable; shutting down only stops
 	// taking new requests and lets open ones finish.
-	if err := srv.Shutdown(); err != nil {
-		return err
-	}
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	return srv.Shutdown(ctx)
 }
 
 // isFresh reports whether dir holds no data yet.

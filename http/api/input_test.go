@@ -312,7 +312,7 @@ func TestConversationShape(t *testing.T) {
 	}{
 		{"a named public channel", "channel", "public", ptr("general"), nil, members(a, b), "-", ""},
 		{"a channel without members", "channel", "private", ptr("secret"), ptr("t"), members(), "-", ""},
-		{"a channel needs a name", "channel", "public", nil, nil, members(a), "name", ""},
+		{"a channel name is optional (OPERATIONS.md: name?)", "channel", "public", nil, nil, members(a), "-", ""},
 		{"a channel name must not be blank", "channel", "public", ptr("   "), nil, members(a), "name", ""},
 		{"a channel name of 80 characters is accepted", "channel", "public", ptr(strings.Repeat("n", 80)), nil, members(), "-", ""},
 		{"a channel name of 81 characters is refused", "channel", "public", ptr(strings.Repeat("n", 81)), nil, members(), "name", ""},

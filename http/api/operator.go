@@ -2,7 +2,10 @@ package api
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/valyala/fasthttp"
 
@@ -165,7 +168,14 @@ func (s *Server) opCreateUser(ctx *fasthttp.RequestCtx, wsID string) {
 		req.Email = *body.Email
 	}
 	if body.Password != nil {
-		req.Password = *body.Password
+		// bcrypt is slow on purpose; it runs here, not in the workspace's
+		// mailbox, so one signup does not hold up the workspace.
+		h, err := bcrypt.GenerateFromPassword([]byte(*body.Password), bcrypt.DefaultCost)
+		if err != nil {
+			s.fail(ctx, fmt.Errorf("hash password: %w", err))
+			return
+		}
+		req.PasswordHash = h
 	}
 	r, err := ask[*kitpb.UserReply](s, actors.KindWorkspace, wsID, req)
 	if err != nil {
@@ -279,10 +289,6 @@ func conversationShape(kind, visibility string, name, topic *string, members *[]
 		seen[m] = true
 	}
 	switch kind {
-	case "channel":
-		if err := firstError(requireString("name", name, 1, 80), notBlankPtr("name", name)); err != nil {
-			return err
-		}
 	case "dm":
 		if visibility != "private" {
 			return kiterr.Invalid("visibility", "must be private for a dm")
@@ -295,8 +301,8 @@ func conversationShape(kind, visibility string, name, topic *string, members *[]
 			return kiterr.Invalid("visibility", "must be private for a group")
 		}
 	}
-	if kind != "channel" && name != nil {
-		if err := stringLen("name", *name, 1, 80); err != nil {
+	if name != nil {
+		if err := firstError(stringLen("name", *name, 1, 80), notBlank("name", *name)); err != nil {
 			return err
 		}
 	}

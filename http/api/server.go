@@ -7,6 +7,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,8 +90,16 @@ func New(cfg Config) *Server {
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
 
-// Shutdown stops accepting, lets open requests finish, and returns.
-func (s *Server) Shutdown() error { return s.srv.Shutdown() }
+// Shutdown stops accepting, lets open requests finish, and returns. A
+// connection that never sent a request counts as open to fasthttp, so the
+// wait is bounded by ctx.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.srv.ShutdownWithContext(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil // only idle or stuck connections were left
+	}
+	return err
+}
 
 type fasthttpLogger struct{ l *slog.Logger }
 
@@ -102,6 +111,13 @@ func (s *Server) correlationID() string {
 
 // parseError answers requests fasthttp could not parse, in the error body.
 func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		// The client sent no (complete) request in time: there is nobody to
+		// answer, so close instead of writing an unsolicited response.
+		ctx.Conn().Close()
+		return
+	}
 	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
 		s.fail(ctx, kiterr.New(kiterr.PayloadTooLarge, "request body is too large"))
 		return

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -80,7 +81,7 @@ func startServer() (*testServer, error) {
 }
 
 func (h *testServer) stop() {
-	h.srv.Shutdown()
+	h.srv.Shutdown(context.Background())
 	h.ln.Close()
 	h.node.Stop()
 	h.store.Close()

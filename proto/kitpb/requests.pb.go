@@ -405,7 +405,7 @@ type CreateUser struct {
 	DisplayName   string                 `protobuf:"bytes,2,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
 	Email         string                 `protobuf:"bytes,3,opt,name=email,proto3" json:"email,omitempty"`
 	Role          string                 `protobuf:"bytes,4,opt,name=role,proto3" json:"role,omitempty"`
-	Password      string                 `protobuf:"bytes,5,opt,name=password,proto3" json:"password,omitempty"`
+	PasswordHash  []byte                 `protobuf:"bytes,5,opt,name=password_hash,json=passwordHash,proto3" json:"password_hash,omitempty"` // bcrypt, computed before the request reaches the actor
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -468,11 +468,11 @@ func (x *CreateUser) GetRole() string {
 	return ""
 }
 
-func (x *CreateUser) GetPassword() string {
+func (x *CreateUser) GetPasswordHash() []byte {
 	if x != nil {
-		return x.Password
+		return x.PasswordHash
 	}
-	return ""
+	return nil
 }
 
 type UserReply struct {
@@ -2962,14 +2962,14 @@ const file_requests_proto_rawDesc = "" +
 	"\asandbox\x18\x02 \x01(\bR\asandbox\"A\n" +
 	"\x0eWorkspaceReply\x12/\n" +
 	"\tworkspace\x18\x01 \x01(\v2\x11.kit.v1.WorkspaceR\tworkspace\"\x0e\n" +
-	"\fGetWorkspace\"\x8e\x01\n" +
+	"\fGetWorkspace\"\x97\x01\n" +
 	"\n" +
 	"CreateUser\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x12\x14\n" +
 	"\x05email\x18\x03 \x01(\tR\x05email\x12\x12\n" +
-	"\x04role\x18\x04 \x01(\tR\x04role\x12\x1a\n" +
-	"\bpassword\x18\x05 \x01(\tR\bpassword\"-\n" +
+	"\x04role\x18\x04 \x01(\tR\x04role\x12#\n" +
+	"\rpassword_hash\x18\x05 \x01(\fR\fpasswordHash\"-\n" +
 	"\tUserReply\x12 \n" +
 	"\x04user\x18\x01 \x01(\v2\f.kit.v1.UserR\x04user\"\"\n" +
 	"\aGetUser\x12\x17\n" +
