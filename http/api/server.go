@@ -15,6 +15,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,6 +64,12 @@ type Server struct {
 	corrPrefix   string
 	corrSeq      atomic.Uint64
 	srv          *fasthttp.Server
+
+	// fresh holds accepted connections that have not sent a byte yet.
+	// fasthttp counts them as active, so Shutdown closes them itself rather
+	// than wait for their read timeout.
+	freshMu sync.Mutex
+	fresh   map[*trackedConn]struct{}
 }
 
 // New returns a server for cfg.
@@ -72,6 +79,7 @@ func New(cfg Config) *Server {
 		operatorHash: ids.Hash(cfg.OperatorToken), testClock: cfg.TestClock,
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"), log: cfg.Logger,
 		corrPrefix: ids.New()[24:],
+		fresh:      make(map[*trackedConn]struct{}),
 	}
 	s.srv = &fasthttp.Server{
 		Handler:            s.handle,
@@ -87,13 +95,71 @@ func New(cfg Config) *Server {
 	return s
 }
 
+// trackedConn notes its first byte read.
+type trackedConn struct {
+	net.Conn
+	s    *Server
+	used atomic.Bool
+}
+
+func (c *trackedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.used.Load() {
+		c.used.Store(true)
+		c.s.freshMu.Lock()
+		delete(c.s.fresh, c)
+		c.s.freshMu.Unlock()
+	}
+	return n, err
+}
+
+func (c *trackedConn) Close() error {
+	c.s.freshMu.Lock()
+	delete(c.s.fresh, c)
+	c.s.freshMu.Unlock()
+	return c.Conn.Close()
+}
+
+type trackingListener struct {
+	net.Listener
+	s *Server
+}
+
+func (l trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, s: l.s}
+	l.s.freshMu.Lock()
+	l.s.fresh[tc] = struct{}{}
+	l.s.freshMu.Unlock()
+	return tc, nil
+}
+
 // Serve accepts connections on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(trackingListener{ln, s}) }
 
 // Shutdown stops accepting, lets open requests finish, and returns. A
 // connection that never sent a request counts as open to fasthttp, so the
 // wait is bounded by ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
+	go func() {
+		// Repeat until fasthttp has stopped accepting: a connection accepted
+		// meanwhile must not hold the shutdown up either.
+		for ctx.Err() == nil {
+			s.freshMu.Lock()
+			for c := range s.fresh {
+				delete(s.fresh, c)
+				c.Conn.Close()
+			}
+			s.freshMu.Unlock()
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
 	err := s.srv.ShutdownWithContext(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return nil // only idle or stuck connections were left
