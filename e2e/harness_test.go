@@ -141,14 +141,6 @@ type ServerOpts struct {
 	Args        []string // more flags
 }
 
-// startServer starts `kitd serve --listen 127.0.0.1:0 --data <tmp>
-// --test-clock --operator-token <random> args...` and stops it when the test
-// ends (SIGTERM, then SIGKILL after a timeout).
-func startServer(t testing.TB, args ...string) *Server {
-	t.Helper()
-	return startServerOpts(t, ServerOpts{Args: args})
-}
-
 func startServerOpts(t testing.TB, o ServerOpts) *Server {
 	t.Helper()
 	if o.DataDir == "" {
@@ -734,22 +726,6 @@ func parseTime(t testing.TB, what, s string) time.Time {
 		t.Errorf("%s = %q is not an ISO 8601 date-time: %v", what, s, err)
 	}
 	return ts
-}
-
-// waitUntil polls cond every 100 ms for up to seconds; it fails the test if
-// cond never holds.
-func waitUntil(t testing.TB, seconds int, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
-	for {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %d s", seconds)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func queryEscape(s string) string { return url.QueryEscape(s) }
