@@ -347,9 +347,7 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 	}
 	b := a.env.Store.NewBatch()
 	put(b, seqKey(a.prefix("s", ""), seq), msg)
-	var seqBuf [8]byte
-	b.Set(a.prefix("i", msg.Id), persistence.AppendUint64(seqBuf[:0], seq))
-	put(b, key("loc", msg.Id), &kitpb.Locator{Kind: KindConversation, Owner: a.id})
+	put(b, key("loc", msg.Id), &kitpb.Locator{Kind: KindConversation, Owner: a.id, Seq: seq})
 	if parentSeq != 0 {
 		b.Set(seqKey(seqKey(a.prefix("t", ""), parentSeq), seq), nil)
 	}
@@ -452,12 +450,18 @@ func (a *conversationActor) rewrite(msg *kitpb.Message) (proto.Message, error) {
 	return &kitpb.MessageReply{Message: msg}, nil
 }
 
+// messageByID finds a message of this conversation by its id, through the
+// locator record written with it.
 func (a *conversationActor) messageByID(id string) (*kitpb.Message, error) {
-	v, err := a.env.Store.Get(a.prefix("i", id))
-	if err != nil || len(v) != 8 {
+	loc := &kitpb.Locator{}
+	found, err := load(a.env.Store, key("loc", id), loc)
+	if err != nil {
+		return nil, fmt.Errorf("locate message %s: %w", id, err)
+	}
+	if !found || loc.Kind != KindConversation || loc.Owner != a.id || loc.Seq == 0 {
 		return nil, kiterr.Absent("message")
 	}
-	return a.messageBySeq(decodeSeq(v))
+	return a.messageBySeq(loc.Seq)
 }
 
 func (a *conversationActor) messageBySeq(seq uint64) (*kitpb.Message, error) {

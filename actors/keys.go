@@ -17,7 +17,6 @@ import "github.com/kitd/kitd/persistence"
 //	conv/<c>/b/<bot>             BotMember
 //	conv/<c>/s/<seq>             Message, in conversation order
 //	conv/<c>/t/<parent seq>/<seq>  thread index (empty value)
-//	conv/<c>/i/<message id>      seq of a message
 //	conv/<c>/p/<caller>\x00<key>  Idempotency
 //	uc/<user>/<c>                a member's conversations (written by conversation c)
 //	inst/<i>                     Installation
@@ -26,7 +25,7 @@ import "github.com/kitd/kitd/persistence"
 //	kits/<ws>/<k>                Kits owned by a workspace (empty value)
 //	slug/<slug>                  kit id
 //	cred/<sha256>                Credential
-//	loc/<id>                     Locator: which actor owns id
+//	loc/<id>                     Locator: which actor owns id (and a message's seq)
 const (
 	pWorkspace    = "ws/"
 	pConversation = "conv/"

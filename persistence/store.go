@@ -53,6 +53,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		// Two cores: one compaction normally, a second only when L0 backs up,
 		// so compactions never starve the actors of CPU.
 		CompactionConcurrencyRange: func() (int, int) { return 1, 2 },
+		// Message history is write-heavy: a larger memtable turns many small
+		// flushes (and the L0 compactions they cause) into few large ones.
+		// Memory is plentiful next to the 2 cores.
+		MemTableSize: 64 << 20,
 		EventListener: &pebble.EventListener{
 			BackgroundError: func(err error) {
 				pl.l.Warn("background error", "err", err)
