@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -96,41 +97,61 @@ func receive(h handler, loadErr *error, ctx actor.Context) {
 // fsyncs. The rule that keeps this safe: no reply leaves the actor before
 // every write it has applied is durable.
 type durability struct {
-	done  chan struct{} // closed once the latest applied write is durable; nil: none in flight
-	fatal func(error)
+	inflight *syncGroup // the latest applied write, until it is known durable
+	fatal    func(error)
 }
 
-// applied registers a write whose sync is in flight.
-func (d *durability) applied(w persistence.Durable) {
-	done := make(chan struct{})
-	d.done = done
+// syncGroup is one applied write and the replies waiting for its sync. One
+// goroutine per write sends them all, rather than one per reply.
+type syncGroup struct {
+	mu      sync.Mutex
+	durable bool
+	replies []pendingReply
+}
+
+type pendingReply struct {
+	to  *actor.PID
+	msg any
+}
+
+// applied registers a write whose sync is in flight. Syncs complete in WAL
+// order, so once this one is durable every earlier one is too.
+func (d *durability) applied(w persistence.Durable, root *actor.RootContext) {
+	g := &syncGroup{}
+	d.inflight = g
 	go func() {
 		if err := w.Wait(); err != nil {
 			// The WAL could not be synced: nothing written since can be
 			// trusted to be on disk, so the node must not go on answering.
 			d.fatal(err)
 		}
-		close(done)
+		g.mu.Lock()
+		g.durable = true
+		replies := g.replies
+		g.replies = nil
+		g.mu.Unlock()
+		for _, r := range replies {
+			root.Send(r.to, r.msg)
+		}
 	}()
 }
 
 // respond sends reply once every applied write is durable.
 func (d *durability) respond(ctx actor.Context, reply any) {
-	if d == nil || d.done == nil {
+	if d == nil || d.inflight == nil {
 		ctx.Respond(reply)
 		return
 	}
-	select {
-	case <-d.done:
-		d.done = nil
-		ctx.Respond(reply)
-	default:
-		done, sender, root := d.done, ctx.Sender(), ctx.ActorSystem().Root
-		go func() {
-			<-done
-			root.Send(sender, reply)
-		}()
+	g := d.inflight
+	g.mu.Lock()
+	if !g.durable {
+		g.replies = append(g.replies, pendingReply{ctx.Sender(), reply})
+		g.mu.Unlock()
+		return
 	}
+	g.mu.Unlock()
+	d.inflight = nil
+	ctx.Respond(reply)
 }
 
 func receiveDurable(h handler, loadErr *error, d *durability, ctx actor.Context) {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/internal/blocks"
@@ -34,9 +36,15 @@ type conversationActor struct {
 	lastSeq uint64
 	buckets bucketSet
 	sync    durability
+	root    *actor.RootContext
 }
 
-func (a *conversationActor) Receive(ctx actorContext) { receiveDurable(a, &a.loadErr, &a.sync, ctx) }
+func (a *conversationActor) Receive(ctx actorContext) {
+	if a.root == nil {
+		a.root = ctx.ActorSystem().Root
+	}
+	receiveDurable(a, &a.loadErr, &a.sync, ctx)
+}
 
 func (a *conversationActor) prefix(parts ...string) []byte {
 	return key(append([]string{"conv", a.id}, parts...)...)
@@ -363,7 +371,7 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("post into %s: %w", a.id, err)
 	}
-	a.sync.applied(w)
+	a.sync.applied(w, a.root)
 	a.lastSeq = seq
 	return &kitpb.MessageReply{Message: msg}, nil
 }
