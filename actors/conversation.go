@@ -124,6 +124,12 @@ func (a *conversationActor) handle(msg proto.Message) (proto.Message, error) {
 	case *kitpb.ListMessages:
 		return a.list(m)
 	}
+	if reply, ok, err := a.handleFiles(msg); ok {
+		return reply, err
+	}
+	if reply, ok, err := a.handleWebhooks(msg); ok {
+		return reply, err
+	}
 	return nil, unknownRequest(KindConversation, msg)
 }
 

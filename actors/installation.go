@@ -70,6 +70,12 @@ func (a *installationActor) handle(msg proto.Message) (proto.Message, error) {
 	case *kitpb.RevokeCredential:
 		return a.revoke(m)
 	}
+	if reply, ok, err := a.handleWebhooks(msg); ok {
+		return reply, err
+	}
+	if reply, ok, err := a.handleGrants(msg); ok {
+		return reply, err
+	}
 	return nil, unknownRequest(KindInstallation, msg)
 }
 

@@ -70,6 +70,7 @@ func (s *Server) operator(ctx *fasthttp.RequestCtx, seg []string) {
 		s.opRevoke(ctx)
 	case method == "POST" && route(seg, "clock", "advance"):
 		s.opAdvanceClock(ctx)
+	case s.opWebhooks(ctx, method, seg), s.opCredentials(ctx, method, seg):
 	default:
 		s.fail(ctx, kiterr.Absent("route"))
 	}

@@ -198,6 +198,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.webAPI(ctx, splitPath(path[len("/api/v1/"):]))
 	case strings.HasPrefix(path, "/ops/v1/"):
 		s.operator(ctx, splitPath(path[len("/ops/v1/"):]))
+	case strings.HasPrefix(path, "/hooks/"):
+		s.hooks(ctx, splitPath(path[len("/hooks/"):]))
+	case path == "/app" || strings.HasPrefix(path, "/app/"):
+		s.app(ctx, splitPath(strings.TrimPrefix(path[len("/app"):], "/")))
 	case path == "/healthz":
 		ctx.SetContentType("application/json")
 		ctx.SetBodyString(`{"ok":true}`)

@@ -60,6 +60,7 @@ func (s *Server) webAPI(ctx *fasthttp.RequestCtx, seg []string) {
 		s.getUser(ctx, seg[1])
 	case method == "GET" && route(seg, "installation"):
 		s.getInstallation(ctx)
+	case s.filesAPI(ctx, method, seg), s.credentialsAPI(ctx, method, seg):
 	default:
 		s.fail(ctx, kiterr.Absent("route"))
 	}
