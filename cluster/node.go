@@ -39,6 +39,7 @@ type Node struct {
 	system  *actor.ActorSystem
 	cluster *pcluster.Cluster
 	timeout time.Duration
+	replies *replyPool
 }
 
 // Start starts the actor system and joins the cluster with the given kinds.
@@ -60,7 +61,7 @@ func Start(cfg Config, kinds ...*pcluster.Kind) (*Node, error) {
 	if err := startMember(c); err != nil {
 		return nil, err
 	}
-	return &Node{system: system, cluster: c, timeout: cfg.RequestTimeout}, nil
+	return &Node{system: system, cluster: c, timeout: cfg.RequestTimeout, replies: newReplyPool(system)}, nil
 }
 
 // startMember turns protoactor's panics on a failed start into an error.
@@ -87,7 +88,7 @@ var errUnavailable = errors.New("cluster: actor unavailable")
 //
 // protoactor's Cluster.Request builds a throttle (and a goroutine) per call,
 // and Cluster.Get skips the PID cache; resolving the PID through the cache
-// and asking it directly keeps the request path to one future.
+// and asking it through a reused reply slot keeps the request path lean.
 func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message, error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		pid := n.pid(kind, identity)
@@ -95,16 +96,15 @@ func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message,
 			time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
 			continue
 		}
-		res, err := n.system.Root.RequestFuture(pid, msg, n.timeout).Result()
-		if errors.Is(err, actor.ErrDeadLetter) {
-			// The activation went away (stopped or moved); look it up again.
-			n.cluster.PidCache.Remove(identity, kind)
-			continue
-		}
+		res, err := n.ask(pid, msg)
 		if err != nil {
 			return nil, fmt.Errorf("request %s/%s: %w", kind, identity, err)
 		}
 		switch r := res.(type) {
+		case *actor.DeadLetterResponse:
+			// The activation went away (stopped or moved); look it up again.
+			n.cluster.PidCache.Remove(identity, kind)
+			continue
 		case *kitpb.Failure:
 			e := &kiterr.Error{Code: kiterr.Code(r.Code), Message: r.Message, Path: r.Path}
 			if l := r.Limit; l != nil {
@@ -118,6 +118,26 @@ func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message,
 		}
 	}
 	return nil, fmt.Errorf("request %s/%s: %w", kind, identity, errUnavailable)
+}
+
+// errTimeout reports an actor that did not answer within the request
+// timeout.
+var errTimeout = errors.New("cluster: request timed out")
+
+// ask sends msg to pid and waits for the one reply.
+func (n *Node) ask(pid *actor.PID, msg proto.Message) (any, error) {
+	slot := n.replies.get()
+	n.system.Root.RequestWithCustomSender(pid, msg, slot.pid)
+	timer := time.NewTimer(n.timeout)
+	select {
+	case res := <-slot.ch:
+		timer.Stop()
+		n.replies.put(slot)
+		return res, nil
+	case <-timer.C:
+		n.replies.retire(slot)
+		return nil, errTimeout
+	}
 }
 
 // pid resolves an identity through the cluster's PID cache; a miss asks

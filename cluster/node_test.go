@@ -1,0 +1,121 @@
+package cluster
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// echo answers GetUser with the user id it was asked for after the delay
+// named by the id ("slow" waits longer than the test's request timeout), and
+// answers DeactivateUser with a domain failure.
+type echo struct{}
+
+func (echo) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *kitpb.GetUser:
+		if m.UserId == "slow" {
+			time.Sleep(300 * time.Millisecond)
+		}
+		ctx.Respond(&kitpb.UserReply{User: &kitpb.User{Id: m.UserId}})
+	case *kitpb.DeactivateUser:
+		ctx.Respond(&kitpb.Failure{Code: string(kiterr.Conflict), Message: "no", Path: "userId"})
+	}
+}
+
+var (
+	nodeOnce sync.Once
+	node     *Node
+)
+
+func testNode(t *testing.T) *Node {
+	t.Helper()
+	nodeOnce.Do(func() {
+		var err error
+		node, err = Start(Config{Name: "cluster-test", Host: "127.0.0.1", RequestTimeout: 150 * time.Millisecond},
+			pcluster.NewKind("echo", actor.PropsFromProducer(func() actor.Actor { return echo{} })))
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	return node
+}
+
+func TestRequest(t *testing.T) {
+	n := testNode(t)
+	tests := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"a reply comes back typed", func(t *testing.T) {
+			r, err := Call[*kitpb.UserReply](n, "echo", "a", &kitpb.GetUser{UserId: "u1"})
+			if err != nil || r.User.Id != "u1" {
+				t.Fatalf("got %v, %v", r, err)
+			}
+		}},
+		{"a failure comes back as a domain error with its path", func(t *testing.T) {
+			_, err := Call[*kitpb.Ok](n, "echo", "a", &kitpb.DeactivateUser{})
+			var e *kiterr.Error
+			if !errors.As(err, &e) || e.Code != kiterr.Conflict || e.Path != "userId" {
+				t.Fatalf("got %v", err)
+			}
+		}},
+		{"a reply of another type is an error, not a panic", func(t *testing.T) {
+			if _, err := Call[*kitpb.Ok](n, "echo", "a", &kitpb.GetUser{UserId: "u"}); err == nil {
+				t.Fatal("want an error")
+			}
+		}},
+		{"an actor that answers too late times out", func(t *testing.T) {
+			_, err := Call[*kitpb.UserReply](n, "echo", "b", &kitpb.GetUser{UserId: "slow"})
+			if !errors.Is(err, errTimeout) {
+				t.Fatalf("got %v, want a timeout", err)
+			}
+		}},
+		{"a late reply is never taken for a later request's", func(t *testing.T) {
+			// The slow reply of the previous row arrives while these run.
+			deadline := time.Now().Add(500 * time.Millisecond)
+			for i := 0; time.Now().Before(deadline); i++ {
+				want := "fast-" + string(rune('a'+i%26))
+				r, err := Call[*kitpb.UserReply](n, "echo", "b", &kitpb.GetUser{UserId: want})
+				if err != nil {
+					continue // queued behind the slow one: a timeout is fine
+				}
+				if r.User.Id != want {
+					t.Fatalf("asked for %s, got the reply for %s", want, r.User.Id)
+				}
+			}
+		}},
+		{"many concurrent requests each get their own reply", func(t *testing.T) {
+			var wg sync.WaitGroup
+			errs := make(chan error, 200)
+			for i := range 200 {
+				wg.Go(func() {
+					want := proto.Clone(&kitpb.GetUser{UserId: string(rune('A' + i%50))}).(*kitpb.GetUser)
+					r, err := Call[*kitpb.UserReply](n, "echo", "c"+string(rune('a'+i%7)), want)
+					if err == nil && r.User.Id != want.UserId {
+						err = errors.New("crossed replies")
+					}
+					if err != nil {
+						errs <- err
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, tt.run)
+	}
+}
