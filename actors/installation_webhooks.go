@@ -1,9 +1,172 @@
 package actors
 
-import "google.golang.org/protobuf/proto"
+import (
+	"fmt"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// The installation keeps a WebhookRef per webhook it created
+// (inst/<i>/w/<webhook>) so that it can count them against
+// incomingWebhooks.maxPerInstallation and end them on uninstall or when the
+// Kit bot leaves their channel. The state of each webhook lives in its own
+// actor, which the installation asks: a webhook that disabled itself
+// (its channel was archived) stops counting without telling anyone.
 
 // handleWebhooks answers the installation's webhook requests; ok is false
 // for any other request.
 func (a *installationActor) handleWebhooks(msg proto.Message) (reply proto.Message, ok bool, err error) {
-	return nil, false, nil
+	switch m := msg.(type) {
+	case *kitpb.CreateWebhook:
+		reply, err = a.createWebhook(m)
+	case *kitpb.RevokeWebhook:
+		reply, err = a.revokeWebhook(m)
+	default:
+		return nil, false, nil
+	}
+	return reply, true, err
+}
+
+// Creator roles allowed to create a webhook (OPERATIONS.md section 2).
+var webhookCreatorRoles = []string{"admin", "owner"}
+
+// createWebhook checks, in order: the installed manifest allows webhooks,
+// the creator is an active admin or owner of this workspace and a member
+// of the channel, fewer than maxPerInstallation webhooks are active; then it
+// adds the Kit bot to the channel, has the webhook actor store the webhook
+// and records it here. The webhook is stored before the installation
+// records it: a crash in between leaves a webhook whose URL nobody was
+// shown, which can never be used.
+func (a *installationActor) createWebhook(m *kitpb.CreateWebhook) (proto.Message, error) {
+	if !slices.Contains(a.inst.BotScopes, WebhookScope) || a.inst.MaxWebhooks < 1 {
+		return nil, kiterr.New(kiterr.MissingScope, "the installed manifest does not request bot scope "+WebhookScope)
+	}
+	c := m.Creator
+	if c == nil || c.WorkspaceId != a.inst.WorkspaceId || !c.Active {
+		return nil, kiterr.Absent("user")
+	}
+	if !slices.Contains(webhookCreatorRoles, c.Role) {
+		return nil, kiterr.New(kiterr.Forbidden, "createdByUserId: only an admin or owner can create a webhook")
+	}
+	conv, err := cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, m.ConversationId,
+		&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerOperator}})
+	if err != nil {
+		return nil, err
+	}
+	if conv.Conversation.WorkspaceId != a.inst.WorkspaceId {
+		return nil, kiterr.Absent("conversation")
+	}
+	_, err = cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, m.ConversationId,
+		&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerUser, WorkspaceId: c.WorkspaceId, UserId: c.Id}})
+	if kiterr.CodeOf(err) == kiterr.NotFound {
+		return nil, kiterr.New(kiterr.Forbidden, "createdByUserId: the creator must be a member of the channel")
+	}
+	if err != nil {
+		return nil, err
+	}
+	active, err := a.activeWebhooks()
+	if err != nil {
+		return nil, err
+	}
+	if active >= int(a.inst.MaxWebhooks) {
+		return nil, kiterr.New(kiterr.Conflict, fmt.Sprintf("the installation already has %d active webhooks, the most its manifest allows (incomingWebhooks.maxPerInstallation)", active))
+	}
+	if _, err := a.addChannel(&kitpb.AddChannel{ConversationId: m.ConversationId}); err != nil {
+		return nil, err
+	}
+	now := nanos(a.env.Clock.Now())
+	opened, err := cluster.Call[*kitpb.WebhookReply](a.env.Node, KindWebhook, m.WebhookId, &kitpb.OpenWebhook{Webhook: &kitpb.Webhook{
+		InstallationId: a.id, WorkspaceId: a.inst.WorkspaceId, KitId: a.inst.KitId,
+		ConversationId: m.ConversationId, BotId: a.inst.BotId, SecretHash: m.SecretHash,
+		CreatedByUserId: c.Id, CreatedAt: now,
+	}})
+	if err != nil {
+		return nil, err
+	}
+	audit := newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "webhook.created", a.id)
+	audit.Status, audit.SubjectId = WebhookActive, m.WebhookId
+	b := a.env.Store.NewBatch()
+	put(b, key("inst", a.id, "w", m.WebhookId), &kitpb.WebhookRef{WebhookId: m.WebhookId, ConversationId: m.ConversationId, CreatedAt: now})
+	put(b, key("loc", m.WebhookId), &kitpb.Locator{Kind: KindInstallation, Owner: a.id})
+	putLog(b, a.inst.KitId, audit)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("record webhook %s of %s: %w", m.WebhookId, a.id, err)
+	}
+	return opened, nil
+}
+
+func (a *installationActor) revokeWebhook(m *kitpb.RevokeWebhook) (proto.Message, error) {
+	ref := &kitpb.WebhookRef{}
+	found, err := load(a.env.Store, key("inst", a.id, "w", m.WebhookId), ref)
+	if err != nil {
+		return nil, fmt.Errorf("load webhook %s of %s: %w", m.WebhookId, a.id, err)
+	}
+	if !found {
+		return nil, kiterr.Absent("webhook")
+	}
+	if _, err := cluster.Call[*kitpb.WebhookReply](a.env.Node, KindWebhook, m.WebhookId,
+		&kitpb.EndWebhook{State: WebhookRevoked}); err != nil {
+		return nil, err
+	}
+	return &kitpb.Ok{}, nil
+}
+
+// webhookRefs reads the installation's webhooks (at most a few dozen: the
+// manifest allows 20 active, and ended ones stay listed).
+func (a *installationActor) webhookRefs() ([]*kitpb.WebhookRef, error) {
+	var refs []*kitpb.WebhookRef
+	err := scanRecords(a.env.Store, key("inst", a.id, "w", ""), func() proto.Message { return &kitpb.WebhookRef{} }, func(m proto.Message) {
+		refs = append(refs, m.(*kitpb.WebhookRef))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list webhooks of %s: %w", a.id, err)
+	}
+	return refs, nil
+}
+
+// activeWebhooks counts the installation's webhooks that are still active.
+func (a *installationActor) activeWebhooks() (int, error) {
+	refs, err := a.webhookRefs()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range refs {
+		h, err := cluster.Call[*kitpb.WebhookReply](a.env.Node, KindWebhook, r.WebhookId, &kitpb.GetWebhook{})
+		if kiterr.CodeOf(err) == kiterr.NotFound {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if h.Webhook.State == WebhookActive {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// endWebhooks ends the installation's webhooks in the conversation ("" =
+// all of them) with state and reason. Ending is idempotent, so a retried
+// uninstall or channel removal ends what a crash left active.
+func (a *installationActor) endWebhooks(conversationID, state, reason string) error {
+	refs, err := a.webhookRefs()
+	if err != nil {
+		return err
+	}
+	for _, r := range refs {
+		if conversationID != "" && r.ConversationId != conversationID {
+			continue
+		}
+		_, err := cluster.Call[*kitpb.WebhookReply](a.env.Node, KindWebhook, r.WebhookId, &kitpb.EndWebhook{State: state, Reason: reason})
+		if err != nil && kiterr.CodeOf(err) != kiterr.NotFound {
+			return fmt.Errorf("end webhook %s of %s: %w", r.WebhookId, a.id, err)
+		}
+	}
+	return nil
 }

@@ -18,14 +18,22 @@ import "github.com/kitd/kitd/persistence"
 //	conv/<c>/s/<seq>             Message, in conversation order
 //	conv/<c>/t/<parent seq>/<seq>  thread index (empty value)
 //	conv/<c>/p/<caller>\x00<key>  Idempotency
+//	conv/<c>/f/<file>            File (metadata; loc/<file> names the conversation)
+//	conv/<c>/f/<file>/<n>        chunk n of the file's bytes (at most FileChunkSize)
 //	uc/<user>/<c>                a member's conversations (written by conversation c)
 //	inst/<i>                     Installation
+//	inst/<i>/w/<webhook>         WebhookRef (the installation's webhooks)
+//	inst/<i>/g/<grant>/<sha256>  credentials of one authorization (empty value; docs/credentials.md)
+//	hook/<w>                     Webhook (written by webhook actor w)
 //	kit/<k>                      Kit
 //	kit/<k>/v/<sortable version> KitVersion
+//	kit/<k>/cs, kit/<k>/ss       SecretState of the client secret, of the signing secret
 //	kits/<ws>/<k>                Kits owned by a workspace (empty value)
 //	slug/<slug>                  kit id
-//	cred/<sha256>                Credential
+//	cred/<sha256>                Credential (bot, user, refresh, code, developer, session)
 //	loc/<id>                     Locator: which actor owns id (and a message's seq)
+//	devlog/<kit>/<entry>         DevLogEntry: written once, in the batch of the outcome it
+//	                             reports, by whichever actor decided it (see devlog.go)
 const (
 	pWorkspace    = "ws/"
 	pConversation = "conv/"

@@ -60,6 +60,9 @@ func (a *kitActor) handle(msg proto.Message) (proto.Message, error) {
 		}
 		return &kitpb.KitReply{Kit: a.kit, Versions: a.versions}, nil
 	}
+	if reply, ok, err := a.handleSecrets(msg); ok {
+		return reply, err
+	}
 	return nil, unknownRequest(KindKit, msg)
 }
 

@@ -107,6 +107,9 @@ func (a *workspaceActor) handle(msg proto.Message) (proto.Message, error) {
 	case *kitpb.CreateConversation:
 		return a.createConversation(m)
 	}
+	if reply, ok, err := a.handleAuthorize(msg); ok {
+		return reply, err
+	}
 	return nil, unknownRequest(KindWorkspace, msg)
 }
 
@@ -245,6 +248,7 @@ func (a *workspaceActor) endSession(m *kitpb.EndSession) (proto.Message, error) 
 		return nil, fmt.Errorf("end session %s: %w", s.Id, err)
 	}
 	a.env.Invalidator.CredentialRevoked(hash)
+	a.env.Invalidator.SessionEnded(s.Id)
 	return &kitpb.Ok{}, nil
 }
 

@@ -167,3 +167,13 @@ func Call[R proto.Message](n *Node, kind, identity string, msg proto.Message) (R
 	}
 	return r, nil
 }
+
+// LocalProcesses counts the processes registered on this node (actors,
+// reply slots, the system's own). Tests use it to see that actors go away.
+func (n *Node) LocalProcesses() int {
+	total := 0
+	for _, bucket := range n.system.ProcessRegistry.LocalPIDs.LocalPIDs {
+		total += bucket.Count()
+	}
+	return total
+}

@@ -20,6 +20,13 @@ func (s *Store) NewBatch() *Batch {
 	return &Batch{db: s.db, b: s.db.NewBatch()}
 }
 
+// NewBatchSize starts a batch with room for about size bytes of keys and
+// values, so that a large batch (file chunks) is not regrown and copied
+// while it is built.
+func (s *Store) NewBatchSize(size int) *Batch {
+	return &Batch{db: s.db, b: s.db.NewBatchWithSize(size)}
+}
+
 // Set adds key = value. Both slices are copied.
 func (b *Batch) Set(key, value []byte) {
 	b.keep(b.live().Set(key, value, nil))

@@ -1,12 +1,514 @@
 package api
 
 import (
-	"github.com/valyala/fasthttp"
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"net/url"
+	"strings"
 
+	"github.com/valyala/fasthttp"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/proto/kitpb"
 )
+
+// The app host of OPERATIONS.md section 3: sign-in, sign-out and the
+// authorize (consent) page. Plain HTML forms, no JavaScript. Every form
+// carries a CSRF token: on the sign-in form (no session yet) it is a random
+// value that must equal the kit_csrf cookie (double submit); on the forms of
+// a signed-in member it is derived from the session secret, which only the
+// member's browser holds. Errors are HTML pages that name the error code.
+
+// csrfCookie holds the sign-in form's CSRF token.
+const csrfCookie = "kit_csrf"
+
+// authorizeParams are the query parameters of the authorize page, carried
+// through the consent form as hidden inputs, in this order.
+var authorizeParams = []string{"workspace", "kit", "token_type", "redirect_uri", "state", "code_challenge", "code_challenge_method"}
 
 // app serves the app host of OPERATIONS.md section 3 (sign-in, authorize).
 func (s *Server) app(ctx *fasthttp.RequestCtx, seg []string) {
-	s.fail(ctx, kiterr.Absent("route"))
+	method := string(ctx.Method())
+	switch {
+	case method == "GET" && len(seg) == 0:
+		s.appHome(ctx)
+	case method == "GET" && route(seg, "signin"):
+		s.appSignInPage(ctx, string(ctx.QueryArgs().Peek("next")), string(ctx.QueryArgs().Peek("workspace")), 200, "")
+	case method == "POST" && route(seg, "signin"):
+		s.appSignIn(ctx)
+	case method == "POST" && route(seg, "signout"):
+		s.appSignOut(ctx)
+	case method == "GET" && route(seg, "kits", "authorize"):
+		s.appAuthorizePage(ctx)
+	case method == "POST" && route(seg, "kits", "authorize"):
+		s.appAuthorize(ctx)
+	default:
+		s.appError(ctx, fasthttp.StatusNotFound, kiterr.NotFound, "There is no page at this address.")
+	}
+}
+
+// ---- pages ----
+
+const pageHead = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}} · Kit</title>
+<style>
+body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:2rem auto;padding:0 1rem;color:#1b1b1b;background:#fff}
+h1{font-size:1.5rem}label{display:block;margin:.75rem 0 .25rem;font-weight:600}
+input[type=email],input[type=password],input[type=text]{width:100%;padding:.5rem;font:inherit;border:1px solid #767676;border-radius:4px;box-sizing:border-box}
+button{font:inherit;padding:.5rem 1.25rem;margin:1rem .5rem 0 0;border-radius:4px;border:1px solid #1b1b1b;background:#fff;cursor:pointer}
+button.primary{background:#0b5394;border-color:#0b5394;color:#fff}
+button:focus,input:focus{outline:3px solid #f0a30a;outline-offset:2px}
+.error{color:#a00;font-weight:600}ul.scopes li{margin:.25rem 0}code{font-size:.9em}
+</style></head><body><main>
+`
+
+const pageFoot = `</main></body></html>
+`
+
+var pages = template.Must(template.New("").Parse(`
+{{define "error"}}` + pageHead + `<h1>{{.Title}}</h1>
+<p>{{.Message}}</p>
+<p>Error code: <code>{{.Code}}</code></p>
+` + pageFoot + `{{end}}
+
+{{define "signin"}}` + pageHead + `<h1>Sign in</h1>
+{{if .Problem}}<p class="error" role="alert">{{.Problem}}</p>{{end}}
+<form method="post" action="/app/signin">
+<input type="hidden" name="csrf" value="{{.CSRF}}">
+<input type="hidden" name="next" value="{{.Next}}">
+{{if .Workspace}}<input type="hidden" name="workspace" value="{{.Workspace}}">{{else}}<label for="workspace">Workspace ID</label>
+<input type="text" id="workspace" name="workspace" required>{{end}}
+<label for="email">Email</label>
+<input type="email" id="email" name="email" autocomplete="username" required>
+<label for="password">Password</label>
+<input type="password" id="password" name="password" autocomplete="current-password" required>
+<button type="submit" class="primary">Sign in</button>
+</form>
+` + pageFoot + `{{end}}
+
+{{define "consent"}}` + pageHead + `<h1>Authorize {{.Kit}}</h1>
+<p><strong>{{.Kit}}</strong> (<code>{{.Slug}}</code>) asks for access to the workspace <strong>{{.Workspace}}</strong>{{if .User}} as you, {{.Member}}{{else}} through its bot{{end}}.</p>
+{{if .Scopes}}<p>{{if .User}}It will be able to act as you and:{{else}}Its bot will be able to:{{end}}</p>
+<ul class="scopes">{{range .Scopes}}<li>{{.Words}} <small>(<code>{{.Name}}</code>)</small></li>{{end}}</ul>
+{{else}}<p>It asks for no permissions beyond knowing it is installed.</p>{{end}}
+<form method="post" action="/app/kits/authorize">
+{{range .Hidden}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">
+{{end}}<input type="hidden" name="csrf" value="{{.CSRF}}">
+<button type="submit" name="decision" value="approve" class="primary">Approve</button>
+<button type="submit" name="decision" value="deny">Deny</button>
+</form>
+` + pageFoot + `{{end}}
+
+{{define "home"}}` + pageHead + `<h1>Kit</h1>
+{{if .Member}}<p>Signed in as <strong>{{.Member}}</strong>.</p>
+<form method="post" action="/app/signout"><input type="hidden" name="csrf" value="{{.CSRF}}">
+<button type="submit">Sign out</button></form>
+{{else}}<p><a href="/app/signin">Sign in</a></p>{{end}}
+` + pageFoot + `{{end}}
+`))
+
+// scopeWords says what each scope of SPEC.md section 5 lets a Kit do.
+var scopeWords = map[string]string{
+	"conversations:read": "See the channels and conversations it can access, and their members",
+	"messages:read":      "Read the messages of those conversations",
+	"messages:write":     "Send messages, and edit or delete the ones it sent",
+	"reactions:write":    "Add and remove emoji reactions",
+	"files:read":         "See and download the files shared in those conversations",
+	"files:write":        "Upload files",
+	"users:read":         "See the people of the workspace",
+	"users:read.email":   "See the email addresses of the people of the workspace",
+	"runs:read":          "See assistant runs",
+	"incoming-webhook":   "Post messages into a channel through an incoming webhook",
+}
+
+func (s *Server) render(ctx *fasthttp.RequestCtx, status int, name string, data any) {
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
+		s.log.Error("render page", "page", name, "err", err)
+		ctx.SetStatusCode(fasthttp.StatusInternalServerError)
+		ctx.SetContentType("text/plain; charset=utf-8")
+		ctx.SetBodyString("internal error")
+		return
+	}
+	h := &ctx.Response.Header
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("text/html; charset=utf-8")
+	ctx.SetBody(buf.Bytes())
+}
+
+// appError answers an HTML error page. Internal errors are logged and
+// shown without detail.
+func (s *Server) appError(ctx *fasthttp.RequestCtx, status int, code kiterr.Code, message string) {
+	titles := map[int]string{400: "This request cannot be completed", 401: "Sign-in failed", 403: "Not allowed", 404: "Not found", 500: "Something went wrong"}
+	title := titles[status]
+	if title == "" {
+		title = "Error"
+	}
+	s.render(ctx, status, "error", struct{ Title, Message, Code string }{title, message, string(code)})
+}
+
+// appFail turns an actor error into an error page.
+func (s *Server) appFail(ctx *fasthttp.RequestCtx, err error) {
+	switch kiterr.CodeOf(err) {
+	case kiterr.Validation:
+		s.appError(ctx, 400, kiterr.Validation, "The authorization request is not valid: "+err.(*kiterr.Error).Message+".")
+	case kiterr.NotFound:
+		s.appError(ctx, 400, kiterr.Validation, "This Kit is unknown or not installed in the workspace.")
+	case kiterr.Forbidden:
+		s.appError(ctx, 403, kiterr.Forbidden, err.(*kiterr.Error).Message+".")
+	default:
+		corr := s.correlationID()
+		s.log.Error("app request failed", "correlationId", corr, "path", string(ctx.Path()), "err", err)
+		s.appError(ctx, 500, kiterr.Internal, "Please try again later (correlation id "+corr+").")
+	}
+}
+
+// ---- sessions and CSRF ----
+
+func (s *Server) secureCookies() bool { return strings.HasPrefix(s.publicURL, "https://") }
+
+func (s *Server) setCookie(ctx *fasthttp.RequestCtx, name, value string, maxAge int) {
+	c := fasthttp.AcquireCookie()
+	defer fasthttp.ReleaseCookie(c)
+	c.SetKey(name)
+	c.SetValue(value)
+	c.SetPath("/")
+	c.SetHTTPOnly(true)
+	c.SetSameSite(fasthttp.CookieSameSiteLaxMode)
+	c.SetSecure(s.secureCookies())
+	if maxAge > 0 {
+		c.SetMaxAge(maxAge)
+	} else {
+		c.SetExpire(fasthttp.CookieExpireDelete)
+	}
+	ctx.Response.Header.SetCookie(c)
+}
+
+// session returns the signed-in member of the request, or nil, and the
+// cookie secret.
+func (s *Server) session(ctx *fasthttp.RequestCtx) (*actors.WebSession, string) {
+	secret := ctx.Request.Header.Cookie(SessionCookie)
+	if len(secret) == 0 {
+		return nil, ""
+	}
+	ws, err := s.auth.Session(secret)
+	if err != nil {
+		return nil, ""
+	}
+	return ws, string(secret)
+}
+
+// sessionCSRF is the CSRF token of the forms of a session: derived from the
+// session secret, so it needs no storage and dies with the session.
+func sessionCSRF(secret string) string {
+	sum := sha256.Sum256([]byte("kit-csrf\x00" + secret))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+func csrfOK(got, want string) bool {
+	return want != "" && got != "" && ids.Equal([]byte(got), []byte(want))
+}
+
+func (s *Server) csrfRejected(ctx *fasthttp.RequestCtx) {
+	s.appError(ctx, fasthttp.StatusForbidden, kiterr.CSRFRejected, "The form could not be verified. Go back, reload the page and try again.")
+}
+
+// redirect answers a redirect to loc as given: fasthttp's Redirect would
+// rebuild the URL, and a redirect_uri must arrive exactly as registered.
+func redirect(ctx *fasthttp.RequestCtx, loc string, status int) {
+	ctx.Response.Header.Set("Location", loc)
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.SetStatusCode(status)
+}
+
+// safeNext keeps a post-sign-in redirect on the app host.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/app/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return "/app/"
+	}
+	return next
+}
+
+// ---- sign-in and sign-out ----
+
+func (s *Server) appHome(ctx *fasthttp.RequestCtx) {
+	data := struct{ Title, Member, CSRF string }{Title: "Kit"}
+	if sess, secret := s.session(ctx); sess != nil {
+		u, err := ask[*kitpb.UserReply](s, actors.KindWorkspace, sess.WorkspaceID, &kitpb.GetUser{UserId: sess.UserID})
+		if err != nil {
+			s.appFail(ctx, err)
+			return
+		}
+		data.Member, data.CSRF = u.User.DisplayName, sessionCSRF(secret)
+	}
+	s.render(ctx, 200, "home", data)
+}
+
+// appSignInPage shows the sign-in form. The workspace comes from the
+// `workspace` query parameter or from the authorize URL in `next`: emails
+// are unique per workspace only.
+func (s *Server) appSignInPage(ctx *fasthttp.RequestCtx, next, workspace string, status int, problem string) {
+	next = safeNext(next)
+	if workspace == "" {
+		if u, err := url.Parse(next); err == nil {
+			workspace = u.Query().Get("workspace")
+		}
+	}
+	if !ids.Valid(workspace) {
+		workspace = ""
+	}
+	token := string(ctx.Request.Header.Cookie(csrfCookie))
+	if !ids.WellFormed(token, "") {
+		token = ids.NewSecret("")
+		s.setCookie(ctx, csrfCookie, token, 3600)
+	}
+	s.render(ctx, status, "signin", struct{ Title, Problem, CSRF, Next, Workspace string }{"Sign in", problem, token, next, workspace})
+}
+
+// dummyHash keeps a sign-in for an unknown email as slow as one with a
+// wrong password, so the answer time does not tell which emails exist.
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("kitd dummy password"), bcrypt.DefaultCost)
+
+func (s *Server) appSignIn(ctx *fasthttp.RequestCtx) {
+	f := ctx.PostArgs()
+	next, workspace := string(f.Peek("next")), string(f.Peek("workspace"))
+	if !csrfOK(string(f.Peek("csrf")), string(ctx.Request.Header.Cookie(csrfCookie))) {
+		s.csrfRejected(ctx)
+		return
+	}
+	email, password := string(f.Peek("email")), f.Peek("password")
+	wrong := func() {
+		s.appSignInPage(ctx, next, workspace, fasthttp.StatusUnauthorized, "The email or password is wrong.")
+	}
+	if !ids.Valid(workspace) || email == "" || len(email) > 254 || len(password) == 0 || len(password) > 72 {
+		_ = bcrypt.CompareHashAndPassword(dummyHash, password)
+		wrong()
+		return
+	}
+	u, err := ask[*kitpb.UserReply](s, actors.KindWorkspace, workspace, &kitpb.FindUserByEmail{Email: email})
+	if err != nil && kiterr.CodeOf(err) != kiterr.NotFound {
+		s.appFail(ctx, err)
+		return
+	}
+	hash := dummyHash
+	if err == nil && len(u.User.PasswordHash) > 0 {
+		hash = u.User.PasswordHash
+	}
+	// bcrypt runs here, not in the workspace's mailbox.
+	if bcrypt.CompareHashAndPassword(hash, password) != nil || err != nil || len(u.User.PasswordHash) == 0 {
+		wrong()
+		return
+	}
+	secret := ids.NewSecret(ids.SessionCookie)
+	h := ids.Hash(secret)
+	if _, err := ask[*kitpb.SessionReply](s, actors.KindWorkspace, workspace, &kitpb.CreateSession{UserId: u.User.Id, SessionId: ids.New(), SecretHash: h[:]}); err != nil {
+		s.appFail(ctx, err)
+		return
+	}
+	s.setCookie(ctx, SessionCookie, secret, int(actors.SessionLifetime.Seconds()))
+	s.setCookie(ctx, csrfCookie, "", 0)
+	redirect(ctx, safeNext(next), fasthttp.StatusSeeOther)
+}
+
+func (s *Server) appSignOut(ctx *fasthttp.RequestCtx) {
+	sess, secret := s.session(ctx)
+	if sess == nil {
+		redirect(ctx, "/app/signin", fasthttp.StatusSeeOther)
+		return
+	}
+	if !csrfOK(string(ctx.PostArgs().Peek("csrf")), sessionCSRF(secret)) {
+		s.csrfRejected(ctx)
+		return
+	}
+	if _, err := ask[*kitpb.Ok](s, actors.KindWorkspace, sess.WorkspaceID, &kitpb.EndSession{SessionId: sess.ID}); err != nil {
+		s.appFail(ctx, err)
+		return
+	}
+	s.setCookie(ctx, SessionCookie, "", 0)
+	redirect(ctx, "/app/signin", fasthttp.StatusSeeOther)
+}
+
+// ---- authorize ----
+
+// authorizeRequest is the parsed authorize page request.
+type authorizeRequest struct {
+	values map[string]string
+	kitID  string
+}
+
+// parseAuthorize checks the shape of the authorize parameters in get; its
+// errors become 400 pages, never redirects.
+func (s *Server) parseAuthorize(get func(string) string) (*authorizeRequest, error) {
+	r := &authorizeRequest{values: make(map[string]string, len(authorizeParams))}
+	for _, p := range authorizeParams {
+		r.values[p] = get(p)
+	}
+	v := r.values
+	switch {
+	case !ids.Valid(v["workspace"]):
+		return nil, kiterr.Invalid("workspace", "must be a workspace id")
+	case v["kit"] == "" || len(v["kit"]) > 64:
+		return nil, kiterr.Invalid("kit", "must be a Kit slug")
+	case v["token_type"] != actors.CallerBot && v["token_type"] != actors.CallerUser:
+		return nil, kiterr.Invalid("token_type", "must be bot or user")
+	case v["redirect_uri"] == "" || len(v["redirect_uri"]) > 2000:
+		return nil, kiterr.Invalid("redirect_uri", "must be 1 to 2000 characters")
+	case len(v["state"]) > 2000:
+		return nil, kiterr.Invalid("state", "must be at most 2000 characters")
+	case v["code_challenge_method"] != "" && v["code_challenge_method"] != "S256":
+		return nil, kiterr.Invalid("code_challenge_method", "must be S256")
+	case v["code_challenge"] != "" && !ids.WellFormed(v["code_challenge"], ""):
+		return nil, kiterr.Invalid("code_challenge", "must be the base64url SHA-256 of the verifier, without padding")
+	case v["token_type"] == actors.CallerUser && v["code_challenge"] == "":
+		return nil, kiterr.Invalid("code_challenge", "is required for user tokens")
+	}
+	kitID, err := actors.KitBySlug(s.env, v["kit"])
+	if err != nil {
+		return nil, err
+	}
+	r.kitID = kitID
+	return r, nil
+}
+
+func (r *authorizeRequest) message(sess *actors.WebSession) *kitpb.Authorize {
+	m := &kitpb.Authorize{
+		KitId: r.kitID, TokenType: r.values["token_type"],
+		RedirectUri: r.values["redirect_uri"], CodeChallenge: r.values["code_challenge"],
+	}
+	if sess != nil {
+		m.UserId, m.SessionId = sess.UserID, sess.ID
+	}
+	return m
+}
+
+// query is the authorize URL of the request, for sign-in's next.
+func (r *authorizeRequest) query() string {
+	q := url.Values{}
+	for _, p := range authorizeParams {
+		if r.values[p] != "" {
+			q.Set(p, r.values[p])
+		}
+	}
+	return "/app/kits/authorize?" + q.Encode()
+}
+
+func (s *Server) appAuthorizePage(ctx *fasthttp.RequestCtx) {
+	args := ctx.QueryArgs()
+	req, err := s.parseAuthorize(func(k string) string { return string(args.Peek(k)) })
+	if err != nil {
+		s.appFail(ctx, err)
+		return
+	}
+	sess, secret := s.session(ctx)
+	if sess != nil && sess.WorkspaceID != req.values["workspace"] {
+		sess = nil // signed in to another workspace: sign in to this one
+	}
+	if sess == nil {
+		// Check what can be checked without a member first, so that a bad
+		// request is a 400 page rather than a sign-in.
+		if _, err := ask[*kitpb.AuthorizeReply](s, actors.KindWorkspace, req.values["workspace"], req.message(nil)); err != nil {
+			s.appFail(ctx, err)
+			return
+		}
+		q := url.Values{"next": {req.query()}, "workspace": {req.values["workspace"]}}
+		redirect(ctx, "/app/signin?"+q.Encode(), fasthttp.StatusFound)
+		return
+	}
+	r, err := ask[*kitpb.AuthorizeReply](s, actors.KindWorkspace, sess.WorkspaceID, req.message(sess))
+	if err != nil {
+		s.appFail(ctx, err)
+		return
+	}
+	type scope struct{ Name, Words string }
+	type hidden struct{ Name, Value string }
+	data := struct {
+		Title, Kit, Slug, Workspace, Member, CSRF string
+		User                                      bool
+		Scopes                                    []scope
+		Hidden                                    []hidden
+	}{
+		Title: "Authorize " + r.KitDisplayName, Kit: r.KitDisplayName, Slug: r.KitSlug, Workspace: r.WorkspaceName,
+		Member: r.User.DisplayName, CSRF: sessionCSRF(secret), User: req.values["token_type"] == actors.CallerUser,
+	}
+	for _, sc := range r.Scopes {
+		w := scopeWords[sc]
+		if w == "" {
+			w = sc
+		}
+		data.Scopes = append(data.Scopes, scope{sc, w})
+	}
+	for _, p := range authorizeParams {
+		if v := req.values[p]; v != "" {
+			data.Hidden = append(data.Hidden, hidden{p, v})
+		}
+	}
+	s.render(ctx, 200, "consent", data)
+}
+
+func (s *Server) appAuthorize(ctx *fasthttp.RequestCtx) {
+	f := ctx.PostArgs()
+	sess, secret := s.session(ctx)
+	if sess == nil || !csrfOK(string(f.Peek("csrf")), sessionCSRF(secret)) {
+		// The token is bound to the session: without one it cannot match.
+		s.csrfRejected(ctx)
+		return
+	}
+	req, err := s.parseAuthorize(func(k string) string { return string(f.Peek(k)) })
+	if err != nil {
+		s.appFail(ctx, err)
+		return
+	}
+	if sess.WorkspaceID != req.values["workspace"] {
+		s.appError(ctx, fasthttp.StatusForbidden, kiterr.Forbidden, "You are signed in to another workspace.")
+		return
+	}
+	target := func(extra url.Values) string {
+		u, err := url.Parse(req.values["redirect_uri"])
+		if err != nil {
+			return ""
+		}
+		q := u.Query()
+		for k, v := range extra {
+			q[k] = v
+		}
+		if st := req.values["state"]; st != "" {
+			q.Set("state", st)
+		}
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	switch string(f.Peek("decision")) {
+	case "approve":
+		code := ids.NewSecret(ids.AuthCode)
+		h := ids.Hash(code)
+		m := req.message(sess)
+		m.Issue, m.CodeHash = true, h[:]
+		if _, err := ask[*kitpb.AuthorizeReply](s, actors.KindWorkspace, sess.WorkspaceID, m); err != nil {
+			s.appFail(ctx, err)
+			return
+		}
+		redirect(ctx, target(url.Values{"code": {code}}), fasthttp.StatusFound)
+	case "deny":
+		// Denying needs no role, but redirect_uri is checked all the same.
+		if _, err := ask[*kitpb.AuthorizeReply](s, actors.KindWorkspace, sess.WorkspaceID, req.message(nil)); err != nil {
+			s.appFail(ctx, err)
+			return
+		}
+		redirect(ctx, target(url.Values{"error": {"access_denied"}}), fasthttp.StatusFound)
+	default:
+		s.appError(ctx, fasthttp.StatusBadRequest, kiterr.Validation, fmt.Sprintf("The form must say %q or %q.", "approve", "deny"))
+	}
 }

@@ -1,15 +1,241 @@
 package api
 
-import "github.com/valyala/fasthttp"
+import (
+	"regexp"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/proto/kitpb"
+)
 
 // credentialsAPI serves POST /auth/rotate and POST /oauth/kit.access; it
 // reports whether it owned the route.
 func (s *Server) credentialsAPI(ctx *fasthttp.RequestCtx, method string, seg []string) bool {
-	return false
+	switch {
+	case method == "POST" && route(seg, "auth", "rotate"):
+		s.rotateBotToken(ctx)
+	case method == "POST" && route(seg, "oauth", "kit.access"):
+		s.kitAccess(ctx)
+	default:
+		return false
+	}
+	return true
 }
 
 // opCredentials serves the operator routes of client and signing secrets;
 // it reports whether it owned the route.
 func (s *Server) opCredentials(ctx *fasthttp.RequestCtx, method string, seg []string) bool {
-	return false
+	switch {
+	case method == "POST" && route(seg, "kits", "*", "client-secret"):
+		s.opRotateKitSecret(ctx, seg[1], actors.SecretClient)
+	case method == "POST" && route(seg, "kits", "*", "signing-secret"):
+		s.opRotateKitSecret(ctx, seg[1], actors.SecretSigning)
+	default:
+		return false
+	}
+	return true
+}
+
+var botOnly = []string{actors.CallerBot}
+
+// rotateBotToken: POST /auth/rotate (SPEC.md 4.1).
+func (s *Server) rotateBotToken(ctx *fasthttp.RequestCtx) {
+	p := s.authorize(ctx, botOnly, "", limits.Write)
+	if p == nil {
+		return
+	}
+	if err := s.decode(ctx, &struct{}{}, maxJSONBody, true); err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	token, _ := bearer(ctx)
+	oldHash := ids.Hash(string(token))
+	secret := ids.NewSecret(ids.BotToken)
+	newHash := ids.Hash(secret)
+	r, err := ask[*kitpb.RotateBotTokenReply](s, actors.KindInstallation, p.Caller.InstallationId,
+		&kitpb.RotateBotToken{OldHash: oldHash[:], NewHash: newHash[:]})
+	if kiterr.CodeOf(err) == kiterr.NotFound {
+		err = kiterr.New(kiterr.InvalidToken, "the token is missing, malformed, expired or revoked")
+	}
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+		Token                  string `json:"token"`
+		PreviousTokenExpiresAt string `json:"previousTokenExpiresAt"`
+	}{secret, isoTime(r.PreviousExpiresAt)})
+}
+
+func (s *Server) opRotateKitSecret(ctx *fasthttp.RequestCtx, kitID, which string) {
+	if !s.validID(ctx, "kit", kitID) {
+		return
+	}
+	if err := s.decode(ctx, &struct{}{}, maxJSONBody, true); err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	prefix := ids.ClientSecret
+	if which == actors.SecretSigning {
+		prefix = ids.SigningSecret
+	}
+	secret := ids.NewSecret(prefix)
+	hash := ids.Hash(secret)
+	r, err := ask[*kitpb.KitSecretReply](s, actors.KindKit, kitID, &kitpb.RotateKitSecret{Which: which, SecretHash: hash[:]})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	if which == actors.SecretClient {
+		s.writeJSON(ctx, fasthttp.StatusCreated, struct {
+			ClientSecret string `json:"clientSecret"`
+			CreatedAt    string `json:"createdAt"`
+		}{secret, isoTime(r.Secret.CreatedAt)})
+		return
+	}
+	s.writeJSON(ctx, fasthttp.StatusCreated, struct {
+		SigningSecret     string  `json:"signingSecret"`
+		Generation        int32   `json:"generation"`
+		CreatedAt         string  `json:"createdAt"`
+		PreviousExpiresAt *string `json:"previousExpiresAt"`
+	}{secret, r.Secret.Generation, isoTime(r.Secret.CreatedAt), optTime(r.Secret.PreviousExpiresAt)})
+}
+
+// codeVerifierShape is RFC 7636's code_verifier (SPEC.md 4.1).
+var codeVerifierShape = regexp.MustCompile(`^[A-Za-z0-9._~-]{43,128}$`)
+
+type kitAccessBody struct {
+	GrantType    *string `json:"grantType"`
+	ClientID     *string `json:"clientId"`
+	ClientSecret *string `json:"clientSecret"`
+	Code         *string `json:"code"`
+	RedirectURI  *string `json:"redirectUri"`
+	CodeVerifier *string `json:"codeVerifier"`
+	RefreshToken *string `json:"refreshToken"`
+}
+
+func (b *kitAccessBody) check() error {
+	err := firstError(
+		requireString("grantType", b.GrantType, 1, 40),
+		requireUUID("clientId", b.ClientID),
+		requireString("clientSecret", b.ClientSecret, 1, 512),
+	)
+	if err == nil {
+		err = oneOf("grantType", *b.GrantType, "authorization_code", "refresh_token")
+	}
+	if err != nil {
+		return err
+	}
+	if *b.GrantType == "refresh_token" {
+		return requireString("refreshToken", b.RefreshToken, 1, 512)
+	}
+	err = firstError(requireString("code", b.Code, 1, 512), requireString("redirectUri", b.RedirectURI, 1, 2000))
+	if err == nil && b.CodeVerifier != nil && !codeVerifierShape.MatchString(*b.CodeVerifier) {
+		err = kiterr.Invalid("codeVerifier", "must be 43 to 128 characters of A-Z a-z 0-9 . _ ~ -")
+	}
+	return err
+}
+
+// kitAccess: POST /oauth/kit.access (SPEC.md 4.1). Order of checks: body
+// shape (400), client credentials (401 invalid_credentials), then the code
+// or refresh token (400 naming its field).
+func (s *Server) kitAccess(ctx *fasthttp.RequestCtx) {
+	var body kitAccessBody
+	err := s.decode(ctx, &body, maxJSONBody, false)
+	if err == nil {
+		err = body.check()
+	}
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	kitID := *body.ClientID
+	secretHash := ids.Hash(*body.ClientSecret)
+	if !ids.WellFormed(*body.ClientSecret, ids.ClientSecret) {
+		s.fail(ctx, kiterr.New(kiterr.InvalidCredentials, "client credentials are not valid"))
+		return
+	}
+	if _, err := ask[*kitpb.Ok](s, actors.KindKit, kitID, &kitpb.CheckClientSecret{SecretHash: secretHash[:]}); err != nil {
+		if kiterr.CodeOf(err) == kiterr.NotFound {
+			err = kiterr.New(kiterr.InvalidCredentials, "client credentials are not valid")
+		}
+		s.fail(ctx, err)
+		return
+	}
+	grant, path := *body.GrantType, "code"
+	secret := ""
+	if grant == "refresh_token" {
+		path, secret = "refreshToken", *body.RefreshToken
+	} else {
+		secret = *body.Code
+	}
+	badGrant := kiterr.Invalid(path, "is not valid: unknown, expired, revoked or already used")
+	instID, err := actors.GrantOwner(s.env, secret)
+	if kiterr.CodeOf(err) == kiterr.NotFound {
+		err = badGrant
+	}
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	hash := ids.Hash(secret)
+	access := ids.NewSecret(ids.UserToken)
+	refresh := ids.NewSecret(ids.RefreshToken)
+	accessHash, refreshHash := ids.Hash(access), ids.Hash(refresh)
+	var bot string
+	var r *kitpb.GrantReply
+	if grant == "refresh_token" {
+		r, err = ask[*kitpb.GrantReply](s, actors.KindInstallation, instID, &kitpb.RefreshGrant{
+			RefreshHash: hash[:], KitId: kitID, AccessHash: accessHash[:], NewRefreshHash: refreshHash[:],
+		})
+	} else {
+		bot = ids.NewSecret(ids.BotToken)
+		botHash := ids.Hash(bot)
+		req := &kitpb.ExchangeCode{
+			CodeHash: hash[:], KitId: kitID, RedirectUri: *body.RedirectURI,
+			BotHash: botHash[:], AccessHash: accessHash[:], RefreshHash: refreshHash[:],
+		}
+		if body.CodeVerifier != nil {
+			req.CodeVerifier = *body.CodeVerifier
+		}
+		r, err = ask[*kitpb.GrantReply](s, actors.KindInstallation, instID, req)
+	}
+	if kiterr.CodeOf(err) == kiterr.NotFound {
+		err = badGrant // uninstalled since
+	}
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	type workspace struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	}
+	ws := workspace{r.WorkspaceId, r.WorkspaceName}
+	if r.TokenType == actors.CallerBot {
+		s.writeJSON(ctx, fasthttp.StatusOK, struct {
+			TokenType      string    `json:"tokenType"`
+			AccessToken    string    `json:"accessToken"`
+			BotID          string    `json:"botId"`
+			InstallationID string    `json:"installationId"`
+			Workspace      workspace `json:"workspace"`
+			Scopes         []string  `json:"scopes"`
+		}{"bot", bot, r.BotId, r.InstallationId, ws, nonNil(r.Scopes)})
+		return
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+		TokenType      string    `json:"tokenType"`
+		AccessToken    string    `json:"accessToken"`
+		RefreshToken   string    `json:"refreshToken"`
+		ExpiresIn      int64     `json:"expiresIn"`
+		UserID         string    `json:"userId"`
+		InstallationID string    `json:"installationId"`
+		Workspace      workspace `json:"workspace"`
+		Scopes         []string  `json:"scopes"`
+	}{"user", access, refresh, r.ExpiresIn, r.UserId, r.InstallationId, ws, nonNil(r.Scopes)})
 }

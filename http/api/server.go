@@ -85,6 +85,7 @@ func New(cfg Config) *Server {
 		Handler:            s.handle,
 		Name:               "kitd",
 		MaxRequestBodySize: maxFilesBody + 4096,
+		HeaderReceived:     hookRequestConfig,
 		ReadTimeout:        30 * time.Second,
 		WriteTimeout:       30 * time.Second,
 		IdleTimeout:        2 * time.Minute,

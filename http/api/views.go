@@ -67,6 +67,14 @@ type messageView struct {
 	CreatedAt      string          `json:"createdAt"`
 	EditedAt       *string         `json:"editedAt"`
 	DeletedAt      *string         `json:"deletedAt"`
+	Reactions      []reactionView  `json:"reactions"`
+}
+
+// reactionView is one reaction value on a message (docs/decisions.md).
+type reactionView struct {
+	Reaction string   `json:"reaction"`
+	Count    int      `json:"count"`
+	UserIDs  []string `json:"userIds"`
 }
 
 var jsonNull = json.RawMessage("null")
@@ -78,12 +86,16 @@ func viewMessage(m *kitpb.Message) messageView {
 		Blocks:         jsonNull,
 		ThreadParentID: optString(m.ThreadParentId),
 		CreatedAt:      isoTime(m.CreatedAt), EditedAt: optTime(m.EditedAt), DeletedAt: optTime(m.DeletedAt),
+		Reactions: []reactionView{},
 	}
 	if m.DeletedAt == 0 {
 		text := m.Text
 		v.Text = &text
 		if len(m.Blocks) > 0 {
 			v.Blocks = m.Blocks
+		}
+		for _, r := range m.Reactions {
+			v.Reactions = append(v.Reactions, reactionView{Reaction: r.Reaction, Count: len(r.UserIds), UserIDs: r.UserIds})
 		}
 	}
 	return v
@@ -95,6 +107,23 @@ func viewMessages(ms []*kitpb.Message) []messageView {
 		out[i] = viewMessage(m)
 	}
 	return out
+}
+
+type fileView struct {
+	ID               string `json:"id"`
+	ConversationID   string `json:"conversationId"`
+	Name             string `json:"name"`
+	MimeType         string `json:"mimeType"`
+	SizeBytes        int64  `json:"sizeBytes"`
+	UploadedByUserID string `json:"uploadedByUserId"`
+	CreatedAt        string `json:"createdAt"`
+}
+
+func viewFile(f *kitpb.File) fileView {
+	return fileView{
+		ID: f.Id, ConversationID: f.ConversationId, Name: f.Name, MimeType: f.MimeType,
+		SizeBytes: f.SizeBytes, UploadedByUserID: f.UploadedByUserId, CreatedAt: isoTime(f.CreatedAt),
+	}
 }
 
 type userView struct {

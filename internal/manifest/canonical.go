@@ -16,9 +16,11 @@ import (
 // integers in plain decimal, strings escaped minimally (RFC 8785 style; all
 // keys are ASCII, so byte order equals its UTF-16 order). Arrays keep the
 // order written. It is a normalized form: the default distribution is
-// written out and an empty oauth.userScopes is left out, so manifests that
-// mean the same have the same form. Parse accepts it and yields an equal
-// manifest.
+// written out, and an empty oauth.userScopes, empty lists (tools, events,
+// commands, categories), an empty endpoints object, sample false and
+// modelDataPolicy none are left out, so manifests that mean the same have
+// the same form (and manifests written before those fields existed keep
+// their hash). Parse accepts it and yields an equal manifest.
 func (m *Manifest) Canonical() []byte {
 	doc := obj{
 		"schemaVersion":    m.SchemaVersion,
@@ -50,9 +52,84 @@ func (m *Manifest) Canonical() []byte {
 	if m.Interactivity != nil {
 		doc["interactivity"] = obj{"url": m.Interactivity.URL}
 	}
+	if m.IconURL != "" {
+		doc["iconUrl"] = m.IconURL
+	}
+	if len(m.Categories) > 0 {
+		doc["categories"] = strs(m.Categories)
+	}
+	if m.Sample {
+		doc["sample"] = true
+	}
+	if len(m.Tools) > 0 {
+		tools := make([]any, len(m.Tools))
+		for i, t := range m.Tools {
+			tools[i] = toolObj(t)
+		}
+		doc["tools"] = tools
+	}
+	if len(m.Events) > 0 {
+		doc["events"] = strs(m.Events)
+	}
+	if len(m.Commands) > 0 {
+		cmds := make([]any, len(m.Commands))
+		for i, c := range m.Commands {
+			o := obj{"name": c.Name, "description": langObj(c.Description)}
+			if len(c.Usage) > 0 {
+				o["usage"] = langObj(c.Usage)
+			}
+			cmds[i] = o
+		}
+		doc["commands"] = cmds
+	}
+	if a := m.ExternalAuth; a != nil {
+		doc["externalAuth"] = obj{
+			"displayName":    langObj(a.DisplayName),
+			"authorizeUrl":   a.AuthorizeURL,
+			"tokenUrl":       a.TokenURL,
+			"requiredScopes": strs(a.RequiredScopes),
+			"optionalScopes": strs(a.OptionalScopes),
+		}
+	}
+	if p := m.modelDataPolicy(); p != modelDataPolicies[0] {
+		doc["modelDataPolicy"] = p
+	}
+	if e := m.endpointsObj(); len(e) > 0 {
+		doc["endpoints"] = e
+	}
 	var b bytes.Buffer
+	b.Grow(4096)
 	writeCanonical(&b, doc)
 	return b.Bytes()
+}
+
+func toolObj(t Tool) obj {
+	return obj{
+		"name":        t.Name,
+		"displayName": langObj(t.DisplayName),
+		"description": langObj(t.Description),
+		"access":      t.Access,
+		"dataClass":   t.DataClass,
+		"audience":    t.Audience,
+	}
+}
+
+func (m *Manifest) endpointsObj() obj {
+	e := obj{}
+	for _, kv := range [...]struct{ k, v string }{{"events", m.Endpoints.Events}, {"commands", m.Endpoints.Commands}, {"tools", m.Endpoints.Tools}} {
+		if kv.v != "" {
+			e[kv.k] = kv.v
+		}
+	}
+	return e
+}
+
+// modelDataPolicy returns the model data policy with the default filled in.
+func (m *Manifest) modelDataPolicy() string {
+	if m.ModelDataPolicy == "" {
+		return modelDataPolicies[0]
+	}
+	return m.ModelDataPolicy
 }
 
 // Hash is the lowercase hex SHA-256 of Canonical (a Version's manifestHash).
@@ -61,12 +138,23 @@ func (m *Manifest) Hash() string { return sha256Hex(m.Canonical()) }
 // ConsentHash is the lowercase hex SHA-256 of the canonical form of what a
 // member consents to: slug, display name, description, developer, privacy
 // policy URL, bot and user scopes (sorted: order grants nothing), and
-// whether interactivity is declared (its URL is not shown to members). The
-// version, distribution, redirect URLs and webhook count are left out, so a
-// new version that asks for nothing new keeps the consent of the old one.
-// Fields added later must be left out when empty, or every existing consent
-// hash would change.
+// whether interactivity is declared (its URL is not shown to members), and,
+// only when declared: the icon URL, the tools (sorted by name, every field),
+// event kinds and command names (sorted), external auth (scopes sorted,
+// provider URLs included: another provider is another consent) and model
+// data policy answer. The version, distribution, redirect URLs, webhook
+// count, bot display name, endpoint URLs, command descriptions, categories
+// and sample are left out, so a new version that asks for nothing new keeps
+// the consent of the old one. Fields added later must be left out when
+// empty, or every existing consent hash would change.
 func (m *Manifest) ConsentHash() string {
+	var b bytes.Buffer
+	b.Grow(4096)
+	writeCanonical(&b, m.consentDoc())
+	return sha256Hex(b.Bytes())
+}
+
+func (m *Manifest) consentDoc() obj {
 	doc := obj{
 		"slug":             m.Slug,
 		"displayName":      langObj(m.DisplayName),
@@ -77,9 +165,45 @@ func (m *Manifest) ConsentHash() string {
 		"userScopes":       strs(sortedCopy(m.UserScopes())),
 		"interactivity":    m.Interactivity != nil,
 	}
-	var b bytes.Buffer
-	writeCanonical(&b, doc)
-	return sha256Hex(b.Bytes())
+	if m.IconURL != "" {
+		doc["iconUrl"] = m.IconURL
+	}
+	if len(m.Tools) > 0 {
+		tools := slices.Clone(m.Tools)
+		slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+		list := make([]any, len(tools))
+		for i, t := range tools {
+			list[i] = toolObj(t)
+		}
+		doc["tools"] = list
+	}
+	if len(m.Events) > 0 {
+		doc["events"] = strs(sortedCopy(m.Events))
+	}
+	if len(m.Commands) > 0 {
+		doc["commands"] = strs(sortedCopy(m.commandNames()))
+	}
+	if a := m.ExternalAuth; a != nil {
+		doc["externalAuth"] = obj{
+			"displayName":    langObj(a.DisplayName),
+			"authorizeUrl":   a.AuthorizeURL,
+			"tokenUrl":       a.TokenURL,
+			"requiredScopes": strs(sortedCopy(a.RequiredScopes)),
+			"optionalScopes": strs(sortedCopy(a.OptionalScopes)),
+		}
+	}
+	if p := m.modelDataPolicy(); p != modelDataPolicies[0] {
+		doc["modelDataPolicy"] = p
+	}
+	return doc
+}
+
+func (m *Manifest) commandNames() []string {
+	out := make([]string, len(m.Commands))
+	for i, c := range m.Commands {
+		out[i] = c.Name
+	}
+	return out
 }
 
 // BotScopes returns the bot's scopes as written, or nil without a bot.
@@ -136,24 +260,49 @@ func pickLang(t map[string]string) string {
 
 // EndpointHosts returns the sorted unique host names (lowercase, no port) of
 // the URLs the service sends requests or members to on the Kit's behalf:
-// interactivity.url and oauth.redirectUrls. developer.url and
-// privacyPolicyUrl are only shown as links, so they need no verified domain.
+// interactivity.url, oauth.redirectUrls and endpoints.events, .commands and
+// .tools. developer.url, privacyPolicyUrl and iconUrl are only shown (as
+// links or an image), and the externalAuth URLs belong to a third-party
+// provider whose domain the developer cannot prove, so none of them needs a
+// verified domain.
 func (m *Manifest) EndpointHosts() []string {
-	var urls []string
-	if m.Interactivity != nil {
-		urls = append(urls, m.Interactivity.URL)
-	}
-	if m.OAuth != nil {
-		urls = append(urls, m.OAuth.RedirectURLs...)
-	}
+	urls := m.endpointURLs()
 	hosts := make([]string, 0, len(urls))
-	for _, s := range urls {
-		if u, err := url.Parse(s); err == nil && u.Hostname() != "" {
-			hosts = append(hosts, strings.ToLower(u.Hostname()))
+	for _, e := range urls {
+		if h := hostOf(e.url); h != "" {
+			hosts = append(hosts, h)
 		}
 	}
 	slices.Sort(hosts)
 	return slices.Compact(hosts)
+}
+
+type pathURL struct{ path, url string }
+
+// endpointURLs lists the endpoint URLs with their paths, in field order.
+func (m *Manifest) endpointURLs() []pathURL {
+	var urls []pathURL
+	if m.OAuth != nil {
+		for i, u := range m.OAuth.RedirectURLs {
+			urls = append(urls, pathURL{index("oauth.redirectUrls", i), u})
+		}
+	}
+	if m.Interactivity != nil {
+		urls = append(urls, pathURL{"interactivity.url", m.Interactivity.URL})
+	}
+	for _, kv := range [...]struct{ k, v string }{{"events", m.Endpoints.Events}, {"commands", m.Endpoints.Commands}, {"tools", m.Endpoints.Tools}} {
+		if kv.v != "" {
+			urls = append(urls, pathURL{"endpoints." + kv.k, kv.v})
+		}
+	}
+	return urls
+}
+
+func hostOf(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return strings.ToLower(u.Hostname())
+	}
+	return ""
 }
 
 func (m *Manifest) distribution() string {
@@ -272,17 +421,4 @@ func writeString(b *bytes.Buffer, s string) {
 		i++
 	}
 	b.WriteByte('"')
-}
-
-// Warnings returns advice about a valid manifest that is not a problem:
-// bot scopes a bot token cannot use in v1 (SPEC.md 9; they need a user
-// token). Paths index bot.scopes as written.
-func (m *Manifest) Warnings() Problems {
-	var w Problems
-	for i, s := range m.BotScopes() {
-		if userOnlyScopes[s] {
-			w = append(w, Problem{Path: index("bot.scopes", i), Message: "bot tokens cannot use this scope in v1; it needs a user token (oauth.userScopes)"})
-		}
-	}
-	return w
 }

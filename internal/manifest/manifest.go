@@ -3,8 +3,10 @@
 // OPERATIONS.md section 4). It parses and strictly validates manifest text,
 // reports every problem by field path without echoing submitted values, and
 // derives the canonical form and hashes that versions and consent are keyed
-// on. It never stores anything and knows nothing about HTTP; slug ownership,
-// reserved slugs, domain verification and consent diffs belong to callers.
+// on, the consent summary a member is shown and the consent diff between two
+// versions. It never stores anything and knows nothing about HTTP; slug
+// ownership, the reserved-slug check and domain verification belong to
+// callers (ReservedSlug gives them the list).
 //
 // The rules and the decisions behind them are written down in
 // docs/manifest.md.
@@ -39,6 +41,19 @@ type Manifest struct {
 	OAuth            *OAuth            // nil: no authorization code flow
 	Interactivity    *Interactivity    // nil: interactive Blocks are removed
 	Distribution     string            // private, unlisted or directory
+
+	// Fields designed with the developer API (docs/manifest.md). Empty
+	// values mean "not declared"; they are left out of the canonical form
+	// and of the consent hash, so the hashes of older manifests stay put.
+	IconURL         string        // "": no icon
+	Categories      []string      // directory categories, as written
+	Sample          bool          // a sample Kit, shown with a badge
+	Tools           []Tool        // as written
+	Events          []string      // event kinds, as written
+	Commands        []Command     // as written
+	ExternalAuth    *ExternalAuth // nil: no third-party account
+	ModelDataPolicy string        // none (also "") or answer
+	Endpoints       Endpoints     // delivery URLs of events, commands and tools
 }
 
 // Developer names who builds the Kit.
@@ -116,19 +131,23 @@ func Parse(text string) (m *Manifest, problems Problems) {
 	if !utf8.ValidString(text) {
 		return nil, Problems{{Path: "", Message: "manifest is not valid UTF-8 (at byte " + strconv.Itoa(invalidUTF8At(text)) + ")"}}
 	}
-	// A syntax pass first: it gives the byte offset of the error, and
-	// afterwards the tree builder cannot fail half-way.
-	var raw json.RawMessage
-	if err := json.Unmarshal([]byte(text), &raw); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nil, Problems{{Path: "", Message: "manifest is not valid JSON (error at byte " + strconv.FormatInt(se.Offset, 10) + ")"}}
-		}
-		return nil, Problems{{Path: "", Message: "manifest is not valid JSON"}}
-	}
+	// One strict pass builds the tree. Only when it refuses the text does
+	// encoding/json look at it, for the byte offset of the error.
 	root, err := parseTree(text)
 	if err != nil {
-		return nil, Problems{{Path: "", Message: "manifest is not valid JSON"}}
+		var raw json.RawMessage
+		if err := json.Unmarshal([]byte(text), &raw); err != nil {
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				return nil, Problems{{Path: "", Message: "manifest is not valid JSON (error at byte " + strconv.FormatInt(se.Offset, 10) + ")"}}
+			}
+			return nil, Problems{{Path: "", Message: "manifest is not valid JSON"}}
+		}
+		// The scanner refused what encoding/json accepts: a bug in the
+		// scanner, never expected; the reference builder decides.
+		if root, err = parseTreeDecoder(text); err != nil {
+			return nil, Problems{{Path: "", Message: "manifest is not valid JSON"}}
+		}
 	}
 	c := &checker{}
 	m = c.manifest(root)
@@ -155,6 +174,10 @@ func invalidUTF8At(s string) int {
 // order.
 type checker struct {
 	problems []located
+	// shape, when not nil, records the fields of every object checked, by
+	// path with array indexes written as "[]". The schema test compares it
+	// with docs/manifest.schema.json.
+	shape map[string][]field
 }
 
 type located struct {
@@ -212,6 +235,9 @@ func (c *checker) object(path string, n *node, fields []field) bool {
 	if n.kind != kindObject {
 		c.add(n.off, path, "must be an object")
 		return false
+	}
+	if c.shape != nil {
+		c.shape[shapePath(path)] = fields
 	}
 	seen := make(map[string]bool, len(n.members))
 	for _, mb := range n.members {
@@ -461,6 +487,11 @@ func (c *checker) manifest(root *node) *Manifest {
 		botScopesOK    bool
 		webhooksNode   *node
 		webhooksObject bool
+		lists          = map[string]*node{} // tools, events, commands: their nodes
+		endpointsOK    = true               // endpoints absent, or an object
+		endpointKeys   = map[string]bool{}  // keys written in endpoints
+		events         []string             // "" where an entry was wrong
+		eventNodes     []*node
 	)
 	ok := c.object("", root, []field{
 		{"schemaVersion", true, func(p string, n *node) {
@@ -545,6 +576,66 @@ func (c *checker) manifest(root *node) *Manifest {
 				m.Distribution = s
 			}
 		}},
+		{"iconUrl", false, func(p string, n *node) { m.IconURL, _ = c.urlValue(p, n, true) }},
+		{"categories", false, func(p string, n *node) { m.Categories = c.categories(p, n) }},
+		{"sample", false, func(p string, n *node) {
+			if n.kind != kindBool {
+				c.add(n.off, p, "must be true or false")
+				return
+			}
+			m.Sample = n.str == "true"
+		}},
+		{"tools", false, func(p string, n *node) {
+			lists[p] = n
+			m.Tools = c.tools(p, n)
+		}},
+		{"events", false, func(p string, n *node) {
+			lists[p] = n
+			events, eventNodes = c.events(p, n)
+			for _, e := range events {
+				if e != "" {
+					m.Events = append(m.Events, e)
+				}
+			}
+		}},
+		{"commands", false, func(p string, n *node) {
+			lists[p] = n
+			m.Commands = c.commands(p, n)
+		}},
+		{"externalAuth", false, func(p string, n *node) {
+			a := &ExternalAuth{RequiredScopes: []string{}, OptionalScopes: []string{}}
+			m.ExternalAuth = a
+			var required []string
+			c.object(p, n, []field{
+				{"displayName", true, func(p string, n *node) { a.DisplayName, _ = c.langMap(p, n, 80, false) }},
+				{"authorizeUrl", true, func(p string, n *node) { a.AuthorizeURL, _ = c.urlValue(p, n, true) }},
+				{"tokenUrl", true, func(p string, n *node) { a.TokenURL, _ = c.urlValue(p, n, true) }},
+				{"requiredScopes", false, func(p string, n *node) {
+					required = c.providerScopes(p, n, nil)
+					a.RequiredScopes = required
+				}},
+				{"optionalScopes", false, func(p string, n *node) {
+					// Checked against the required scopes after the object:
+					// the keys may come in either order.
+					a.OptionalScopes = nil
+					lists[p] = n
+				}},
+			})
+			if on := lists["externalAuth.optionalScopes"]; on != nil {
+				a.OptionalScopes = c.providerScopes("externalAuth.optionalScopes", on, required)
+			}
+		}},
+		{"modelDataPolicy", false, func(p string, n *node) {
+			m.ModelDataPolicy, _ = c.enum(p, n, modelDataPolicies)
+		}},
+		{"endpoints", false, func(p string, n *node) {
+			e := &m.Endpoints
+			endpointsOK = c.object(p, n, []field{
+				{"events", false, func(p string, n *node) { endpointKeys["events"] = true; e.Events, _ = c.urlValue(p, n, true) }},
+				{"commands", false, func(p string, n *node) { endpointKeys["commands"] = true; e.Commands, _ = c.urlValue(p, n, true) }},
+				{"tools", false, func(p string, n *node) { endpointKeys["tools"] = true; e.Tools, _ = c.urlValue(p, n, true) }},
+			})
+		}},
 	})
 	if !ok {
 		return nil
@@ -562,7 +653,222 @@ func (c *checker) manifest(root *node) *Manifest {
 		i := slices.Index(botScopes, "incoming-webhook")
 		c.add(botScopeNodes[i].off, index("bot.scopes", i), "needs incomingWebhooks.maxPerInstallation")
 	}
+	// Declared tools, events and commands need the endpoint they are sent
+	// to. An endpoint key that was written but wrong already has a problem.
+	for _, key := range []string{"tools", "events", "commands"} {
+		if n := lists[key]; n != nil && n.kind == kindArray && len(n.elems) > 0 && endpointsOK && !endpointKeys[key] {
+			c.add(n.off, key, "needs endpoints."+key)
+		}
+	}
+	// Events are delivered as the Kit bot sees them: an event about
+	// messages needs the bot scope that reads messages, and so on.
+	for i, e := range events {
+		needs, _ := eventNeeds(e)
+		p := index("events", i)
+		switch {
+		case e == "" || needs == "":
+		case m.Bot == nil && needs == "bot":
+			c.add(eventNodes[i].off, p, "needs a bot")
+		case m.Bot == nil:
+			c.add(eventNodes[i].off, p, "needs a bot with scope "+needs)
+		case needs != "bot" && botScopesOK && !slices.Contains(botScopes, needs):
+			c.add(eventNodes[i].off, p, "needs bot scope "+needs)
+		}
+	}
 	return m
+}
+
+// enum checks a string that must be one of allowed.
+func (c *checker) enum(path string, n *node, allowed []string) (string, bool) {
+	s, ok := c.str(path, n)
+	if !ok {
+		return "", false
+	}
+	if !slices.Contains(allowed, s) {
+		msg := "must be "
+		for i, a := range allowed {
+			switch {
+			case i == 0:
+			case i == len(allowed)-1:
+				msg += " or "
+			default:
+				msg += ", "
+			}
+			msg += a
+		}
+		c.add(n.off, path, msg)
+		return "", false
+	}
+	return s, true
+}
+
+// array checks that n is an array of at most max elements; what is the
+// plural noun of the elements for the messages.
+func (c *checker) array(path string, n *node, max int, what string) bool {
+	if n.kind != kindArray {
+		c.add(n.off, path, "must be an array of "+what)
+		return false
+	}
+	if len(n.elems) > max {
+		c.add(n.off, path, "must have at most "+strconv.Itoa(max)+" "+what)
+	}
+	return true
+}
+
+// tools checks tools[]: objects with every key required, unique names.
+func (c *checker) tools(path string, n *node) []Tool {
+	if !c.array(path, n, MaxTools, "tools") {
+		return nil
+	}
+	out := make([]Tool, 0, len(n.elems))
+	seen := make(map[string]bool, len(n.elems))
+	for i, e := range n.elems {
+		var t Tool
+		c.object(index(path, i), e, []field{
+			{"name", true, func(p string, n *node) {
+				s, ok := c.str(p, n)
+				switch {
+				case !ok:
+				case !toolNameRe.MatchString(s):
+					c.add(n.off, p, "must be 1-64 characters from a-z, 0-9 and _, starting with a letter")
+				case seen[s]:
+					c.add(n.off, p, "tool name is used more than once")
+				default:
+					seen[s] = true
+					t.Name = s
+				}
+			}},
+			{"displayName", true, func(p string, n *node) { t.DisplayName, _ = c.langMap(p, n, 80, false) }},
+			{"description", true, func(p string, n *node) { t.Description, _ = c.langMap(p, n, 1000, true) }},
+			{"access", true, func(p string, n *node) { t.Access, _ = c.enum(p, n, toolAccess) }},
+			{"dataClass", true, func(p string, n *node) { t.DataClass, _ = c.enum(p, n, toolDataClass) }},
+			{"audience", true, func(p string, n *node) { t.Audience, _ = c.enum(p, n, toolAudience) }},
+		})
+		out = append(out, t)
+	}
+	return out
+}
+
+// events checks events[]: known kinds, each listed once. It returns the
+// entries with "" for wrong ones, and their nodes.
+func (c *checker) events(path string, n *node) ([]string, []*node) {
+	if !c.array(path, n, len(eventKinds), "event kinds") {
+		return nil, nil
+	}
+	out := make([]string, len(n.elems))
+	seen := make(map[string]bool, len(n.elems))
+	for i, e := range n.elems {
+		p := index(path, i)
+		s, ok := c.str(p, e)
+		_, known := eventNeeds(s)
+		switch {
+		case !ok:
+		case !known:
+			c.add(e.off, p, "unknown event kind")
+		case seen[s]:
+			c.add(e.off, p, "event kind is listed more than once")
+		default:
+			seen[s] = true
+			out[i] = s
+		}
+	}
+	return out, n.elems
+}
+
+// commands checks commands[]: unique names, a description, an optional usage.
+func (c *checker) commands(path string, n *node) []Command {
+	if !c.array(path, n, MaxCommands, "commands") {
+		return nil
+	}
+	out := make([]Command, 0, len(n.elems))
+	seen := make(map[string]bool, len(n.elems))
+	for i, e := range n.elems {
+		var cmd Command
+		c.object(index(path, i), e, []field{
+			{"name", true, func(p string, n *node) {
+				s, ok := c.str(p, n)
+				switch {
+				case !ok:
+				case !commandNameRe.MatchString(s):
+					c.add(n.off, p, "must be / and 1-32 characters from a-z, 0-9, _ and -, starting with a letter")
+				case seen[s]:
+					c.add(n.off, p, "command name is used more than once")
+				default:
+					seen[s] = true
+					cmd.Name = s
+				}
+			}},
+			{"description", true, func(p string, n *node) { cmd.Description, _ = c.langMap(p, n, 200, false) }},
+			{"usage", false, func(p string, n *node) { cmd.Usage, _ = c.langMap(p, n, 100, false) }},
+		})
+		out = append(out, cmd)
+	}
+	return out
+}
+
+// categories checks categories: known categories, each listed once.
+func (c *checker) categories(path string, n *node) []string {
+	if !c.array(path, n, MaxCategories, "categories") {
+		return nil
+	}
+	out := make([]string, 0, len(n.elems))
+	for i, e := range n.elems {
+		p := index(path, i)
+		s, ok := c.str(p, e)
+		switch {
+		case !ok:
+		case !slices.Contains(categories, s):
+			c.add(e.off, p, "unknown category")
+		case slices.Contains(out, s):
+			c.add(e.off, p, "category is listed more than once")
+		default:
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// providerScopes checks a list of a provider's scopes: 1-200 printable ASCII
+// characters without spaces, each listed once, and none of them in
+// required (optional scopes repeat no required one).
+func (c *checker) providerScopes(path string, n *node, required []string) []string {
+	if !c.array(path, n, MaxProviderScopes, "scopes") {
+		return []string{}
+	}
+	out := make([]string, 0, len(n.elems))
+	for i, e := range n.elems {
+		p := index(path, i)
+		s, ok := c.str(p, e)
+		switch {
+		case !ok:
+		case !providerScopeRe.MatchString(s):
+			c.add(e.off, p, "must be 1-200 printable ASCII characters without spaces")
+		case slices.Contains(out, s):
+			c.add(e.off, p, "scope is listed more than once")
+		case slices.Contains(required, s):
+			c.add(e.off, p, "is already a required scope")
+		default:
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// shapePath writes array indexes of a path as "[]".
+func shapePath(path string) string {
+	if !strings.Contains(path, "[") {
+		return path
+	}
+	var b strings.Builder
+	for i := 0; i < len(path); i++ {
+		b.WriteByte(path[i])
+		if path[i] == '[' {
+			for i+1 < len(path) && path[i+1] != ']' {
+				i++
+			}
+		}
+	}
+	return b.String()
 }
 
 func (c *checker) redirectURLs(path string, n *node) []string {

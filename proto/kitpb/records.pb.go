@@ -417,7 +417,8 @@ type Message struct {
 	CreatedAt      int64                  `protobuf:"varint,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	EditedAt       int64                  `protobuf:"varint,9,opt,name=edited_at,json=editedAt,proto3" json:"edited_at,omitempty"`
 	DeletedAt      int64                  `protobuf:"varint,10,opt,name=deleted_at,json=deletedAt,proto3" json:"deleted_at,omitempty"`
-	Seq            uint64                 `protobuf:"varint,11,opt,name=seq,proto3" json:"seq,omitempty"` // position in the conversation, the order of history
+	Seq            uint64                 `protobuf:"varint,11,opt,name=seq,proto3" json:"seq,omitempty"`            // position in the conversation, the order of history
+	Reactions      []*Reaction            `protobuf:"bytes,12,rep,name=reactions,proto3" json:"reactions,omitempty"` // in the order each was first added
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -529,6 +530,66 @@ func (x *Message) GetSeq() uint64 {
 	return 0
 }
 
+func (x *Message) GetReactions() []*Reaction {
+	if x != nil {
+		return x.Reactions
+	}
+	return nil
+}
+
+// Reaction is one reaction value on a message and who added it, in order.
+type Reaction struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reaction      string                 `protobuf:"bytes,1,opt,name=reaction,proto3" json:"reaction,omitempty"`
+	UserIds       []string               `protobuf:"bytes,2,rep,name=user_ids,json=userIds,proto3" json:"user_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Reaction) Reset() {
+	*x = Reaction{}
+	mi := &file_records_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Reaction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Reaction) ProtoMessage() {}
+
+func (x *Reaction) ProtoReflect() protoreflect.Message {
+	mi := &file_records_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Reaction.ProtoReflect.Descriptor instead.
+func (*Reaction) Descriptor() ([]byte, []int) {
+	return file_records_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Reaction) GetReaction() string {
+	if x != nil {
+		return x.Reaction
+	}
+	return ""
+}
+
+func (x *Reaction) GetUserIds() []string {
+	if x != nil {
+		return x.UserIds
+	}
+	return nil
+}
+
 // Idempotency remembers a POST /messages key for its caller.
 type Idempotency struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -542,7 +603,7 @@ type Idempotency struct {
 
 func (x *Idempotency) Reset() {
 	*x = Idempotency{}
-	mi := &file_records_proto_msgTypes[6]
+	mi := &file_records_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -554,7 +615,7 @@ func (x *Idempotency) String() string {
 func (*Idempotency) ProtoMessage() {}
 
 func (x *Idempotency) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[6]
+	mi := &file_records_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -567,7 +628,7 @@ func (x *Idempotency) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Idempotency.ProtoReflect.Descriptor instead.
 func (*Idempotency) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{6}
+	return file_records_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Idempotency) GetContentHash() []byte {
@@ -615,7 +676,7 @@ type Kit struct {
 
 func (x *Kit) Reset() {
 	*x = Kit{}
-	mi := &file_records_proto_msgTypes[7]
+	mi := &file_records_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -627,7 +688,7 @@ func (x *Kit) String() string {
 func (*Kit) ProtoMessage() {}
 
 func (x *Kit) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[7]
+	mi := &file_records_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -640,7 +701,7 @@ func (x *Kit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Kit.ProtoReflect.Descriptor instead.
 func (*Kit) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{7}
+	return file_records_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Kit) GetId() string {
@@ -724,7 +785,7 @@ type KitVersion struct {
 
 func (x *KitVersion) Reset() {
 	*x = KitVersion{}
-	mi := &file_records_proto_msgTypes[8]
+	mi := &file_records_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -736,7 +797,7 @@ func (x *KitVersion) String() string {
 func (*KitVersion) ProtoMessage() {}
 
 func (x *KitVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[8]
+	mi := &file_records_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -749,7 +810,7 @@ func (x *KitVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KitVersion.ProtoReflect.Descriptor instead.
 func (*KitVersion) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{8}
+	return file_records_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *KitVersion) GetId() string {
@@ -846,7 +907,7 @@ type Installation struct {
 
 func (x *Installation) Reset() {
 	*x = Installation{}
-	mi := &file_records_proto_msgTypes[9]
+	mi := &file_records_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -858,7 +919,7 @@ func (x *Installation) String() string {
 func (*Installation) ProtoMessage() {}
 
 func (x *Installation) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[9]
+	mi := &file_records_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -871,7 +932,7 @@ func (x *Installation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Installation.ProtoReflect.Descriptor instead.
 func (*Installation) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{9}
+	return file_records_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Installation) GetId() string {
@@ -1003,13 +1064,22 @@ type Credential struct {
 	RevokedAt      int64                  `protobuf:"varint,9,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
 	TokenId        string                 `protobuf:"bytes,10,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"` // developer tokens: the public id
 	Name           string                 `protobuf:"bytes,11,opt,name=name,proto3" json:"name,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Fields of the authorization flow (docs/credentials.md). Kinds beyond
+	// bot, user and developer: "code" (authorization code), "refresh".
+	SessionId     string `protobuf:"bytes,12,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`             // user tokens, refresh tokens, codes: the web session that authorized them
+	GrantId       string `protobuf:"bytes,13,opt,name=grant_id,json=grantId,proto3" json:"grant_id,omitempty"`                   // user tokens, refresh tokens, codes: the authorization they belong to
+	RotatedAt     int64  `protobuf:"varint,14,opt,name=rotated_at,json=rotatedAt,proto3" json:"rotated_at,omitempty"`            // bot tokens: replaced by POST /auth/rotate
+	SpentAt       int64  `protobuf:"varint,15,opt,name=spent_at,json=spentAt,proto3" json:"spent_at,omitempty"`                  // codes and refresh tokens: used once
+	RedirectUri   string `protobuf:"bytes,16,opt,name=redirect_uri,json=redirectUri,proto3" json:"redirect_uri,omitempty"`       // codes
+	CodeChallenge string `protobuf:"bytes,17,opt,name=code_challenge,json=codeChallenge,proto3" json:"code_challenge,omitempty"` // codes: S256 challenge; empty: none
+	TokenType     string `protobuf:"bytes,18,opt,name=token_type,json=tokenType,proto3" json:"token_type,omitempty"`             // codes: what the code is exchanged for (bot or user)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Credential) Reset() {
 	*x = Credential{}
-	mi := &file_records_proto_msgTypes[10]
+	mi := &file_records_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1021,7 +1091,7 @@ func (x *Credential) String() string {
 func (*Credential) ProtoMessage() {}
 
 func (x *Credential) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[10]
+	mi := &file_records_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1034,7 +1104,7 @@ func (x *Credential) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credential.ProtoReflect.Descriptor instead.
 func (*Credential) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{10}
+	return file_records_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Credential) GetKind() string {
@@ -1114,6 +1184,55 @@ func (x *Credential) GetName() string {
 	return ""
 }
 
+func (x *Credential) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *Credential) GetGrantId() string {
+	if x != nil {
+		return x.GrantId
+	}
+	return ""
+}
+
+func (x *Credential) GetRotatedAt() int64 {
+	if x != nil {
+		return x.RotatedAt
+	}
+	return 0
+}
+
+func (x *Credential) GetSpentAt() int64 {
+	if x != nil {
+		return x.SpentAt
+	}
+	return 0
+}
+
+func (x *Credential) GetRedirectUri() string {
+	if x != nil {
+		return x.RedirectUri
+	}
+	return ""
+}
+
+func (x *Credential) GetCodeChallenge() string {
+	if x != nil {
+		return x.CodeChallenge
+	}
+	return ""
+}
+
+func (x *Credential) GetTokenType() string {
+	if x != nil {
+		return x.TokenType
+	}
+	return ""
+}
+
 type Session struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1128,7 +1247,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_records_proto_msgTypes[11]
+	mi := &file_records_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1140,7 +1259,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[11]
+	mi := &file_records_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1153,7 +1272,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{11}
+	return file_records_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Session) GetId() string {
@@ -1210,7 +1329,7 @@ type Locator struct {
 
 func (x *Locator) Reset() {
 	*x = Locator{}
-	mi := &file_records_proto_msgTypes[12]
+	mi := &file_records_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +1341,7 @@ func (x *Locator) String() string {
 func (*Locator) ProtoMessage() {}
 
 func (x *Locator) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[12]
+	mi := &file_records_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +1354,7 @@ func (x *Locator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Locator.ProtoReflect.Descriptor instead.
 func (*Locator) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{12}
+	return file_records_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Locator) GetKind() string {
@@ -1300,7 +1419,7 @@ const file_records_proto_rawDesc = "" +
 	"\tBotMember\x12\x15\n" +
 	"\x06bot_id\x18\x01 \x01(\tR\x05botId\x12'\n" +
 	"\x0finstallation_id\x18\x02 \x01(\tR\x0einstallationId\x12\x1b\n" +
-	"\tjoined_at\x18\x03 \x01(\x03R\bjoinedAt\"\xc3\x02\n" +
+	"\tjoined_at\x18\x03 \x01(\x03R\bjoinedAt\"\xf3\x02\n" +
 	"\aMessage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0fconversation_id\x18\x02 \x01(\tR\x0econversationId\x12\x1f\n" +
@@ -1316,7 +1435,11 @@ const file_records_proto_rawDesc = "" +
 	"\n" +
 	"deleted_at\x18\n" +
 	" \x01(\x03R\tdeletedAt\x12\x10\n" +
-	"\x03seq\x18\v \x01(\x04R\x03seq\"\x8f\x01\n" +
+	"\x03seq\x18\v \x01(\x04R\x03seq\x12.\n" +
+	"\treactions\x18\f \x03(\v2\x10.kit.v1.ReactionR\treactions\"A\n" +
+	"\bReaction\x12\x1a\n" +
+	"\breaction\x18\x01 \x01(\tR\breaction\x12\x19\n" +
+	"\buser_ids\x18\x02 \x03(\tR\auserIds\"\x8f\x01\n" +
 	"\vIdempotency\x12!\n" +
 	"\fcontent_hash\x18\x01 \x01(\fR\vcontentHash\x12\x1d\n" +
 	"\n" +
@@ -1372,7 +1495,7 @@ const file_records_proto_rawDesc = "" +
 	"\vuninstalled\x18\x0e \x01(\bR\vuninstalled\x12\x1d\n" +
 	"\n" +
 	"created_at\x18\x0f \x01(\x03R\tcreatedAt\x12!\n" +
-	"\fmax_webhooks\x18\x10 \x01(\x05R\vmaxWebhooks\"\xc0\x02\n" +
+	"\fmax_webhooks\x18\x10 \x01(\x05R\vmaxWebhooks\"\x9d\x04\n" +
 	"\n" +
 	"Credential\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12!\n" +
@@ -1389,7 +1512,17 @@ const file_records_proto_rawDesc = "" +
 	"revoked_at\x18\t \x01(\x03R\trevokedAt\x12\x19\n" +
 	"\btoken_id\x18\n" +
 	" \x01(\tR\atokenId\x12\x12\n" +
-	"\x04name\x18\v \x01(\tR\x04name\"\xae\x01\n" +
+	"\x04name\x18\v \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\f \x01(\tR\tsessionId\x12\x19\n" +
+	"\bgrant_id\x18\r \x01(\tR\agrantId\x12\x1d\n" +
+	"\n" +
+	"rotated_at\x18\x0e \x01(\x03R\trotatedAt\x12\x19\n" +
+	"\bspent_at\x18\x0f \x01(\x03R\aspentAt\x12!\n" +
+	"\fredirect_uri\x18\x10 \x01(\tR\vredirectUri\x12%\n" +
+	"\x0ecode_challenge\x18\x11 \x01(\tR\rcodeChallenge\x12\x1d\n" +
+	"\n" +
+	"token_type\x18\x12 \x01(\tR\ttokenType\"\xae\x01\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12!\n" +
@@ -1416,7 +1549,7 @@ func file_records_proto_rawDescGZIP() []byte {
 	return file_records_proto_rawDescData
 }
 
-var file_records_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_records_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_records_proto_goTypes = []any{
 	(*Workspace)(nil),    // 0: kit.v1.Workspace
 	(*User)(nil),         // 1: kit.v1.User
@@ -1424,20 +1557,22 @@ var file_records_proto_goTypes = []any{
 	(*Member)(nil),       // 3: kit.v1.Member
 	(*BotMember)(nil),    // 4: kit.v1.BotMember
 	(*Message)(nil),      // 5: kit.v1.Message
-	(*Idempotency)(nil),  // 6: kit.v1.Idempotency
-	(*Kit)(nil),          // 7: kit.v1.Kit
-	(*KitVersion)(nil),   // 8: kit.v1.KitVersion
-	(*Installation)(nil), // 9: kit.v1.Installation
-	(*Credential)(nil),   // 10: kit.v1.Credential
-	(*Session)(nil),      // 11: kit.v1.Session
-	(*Locator)(nil),      // 12: kit.v1.Locator
+	(*Reaction)(nil),     // 6: kit.v1.Reaction
+	(*Idempotency)(nil),  // 7: kit.v1.Idempotency
+	(*Kit)(nil),          // 8: kit.v1.Kit
+	(*KitVersion)(nil),   // 9: kit.v1.KitVersion
+	(*Installation)(nil), // 10: kit.v1.Installation
+	(*Credential)(nil),   // 11: kit.v1.Credential
+	(*Session)(nil),      // 12: kit.v1.Session
+	(*Locator)(nil),      // 13: kit.v1.Locator
 }
 var file_records_proto_depIdxs = []int32{
-	0, // [0:0] is the sub-list for method output_type
-	0, // [0:0] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	6, // 0: kit.v1.Message.reactions:type_name -> kit.v1.Reaction
+	1, // [1:1] is the sub-list for method output_type
+	1, // [1:1] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_records_proto_init() }
@@ -1452,7 +1587,7 @@ func file_records_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_records_proto_rawDesc), len(file_records_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -59,6 +59,7 @@ type options struct {
 	kitdArgs      string
 	settle        time.Duration
 	rounds        int
+	webhooks      int
 }
 
 func main() {
@@ -71,6 +72,7 @@ func main() {
 	flag.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before each measured run")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-request timeout (exceeding it is an error)")
 	flag.IntVar(&o.conversations, "conversations", 1000, "channels the spread write load goes to")
+	flag.IntVar(&o.webhooks, "webhooks", 1000, "incoming webhooks the webhook scenario posts to, round-robin over the write channels (0: no webhook scenario)")
 	flag.IntVar(&o.seed, "seed", 200, "messages seeded into the channel read by get-history")
 	flag.IntVar(&o.limit, "limit", 50, "page size of get-history")
 	flag.StringVar(&o.only, "only", "", "comma-separated scenario names to run (default: all)")
@@ -177,6 +179,7 @@ func run(o options) (int, error) {
 		OperatorToken: token,
 		Conversations: o.conversations,
 		Seed:          o.seed,
+		Webhooks:      o.webhooks,
 		Progress:      func(f string, a ...any) { logf("setup: "+f, a...) },
 	})
 	if err != nil {
@@ -305,7 +308,7 @@ func postScenario(name, botToken string, convs []string) loadgen.Scenario {
 func buildScenarios(fx *fixture, limit int) []scenarioDef {
 	auth := "Bearer " + fx.BotToken
 	getURI := "/api/v1/conversations/" + fx.ReadConversation + "/messages?limit=" + strconv.Itoa(limit)
-	return []scenarioDef{
+	defs := []scenarioDef{
 		{postScenario("post-1-conversation", fx.BotToken, fx.Conversations[:1]),
 			"POST /api/v1/messages as the Kit bot, every message into one channel"},
 		{postScenario(fmt.Sprintf("post-%d-conversations", len(fx.Conversations)), fx.BotToken, fx.Conversations),
@@ -315,6 +318,11 @@ func buildScenarios(fx *fixture, limit int) []scenarioDef {
 			req.Header.Set("Authorization", auth)
 		}}, fmt.Sprintf("GET /api/v1/conversations/{id}/messages?limit=%d on a channel of seeded messages", limit)},
 	}
+	if n := len(fx.HookPaths); n > 0 {
+		defs = append(defs, scenarioDef{webhookScenario(fmt.Sprintf("webhook-%d", n), fx.HookPaths),
+			fmt.Sprintf("POST {hooks_url}/v1/{installationId}/{webhookId}/{secret}, round-robin over %d webhooks", n)})
+	}
+	return defs
 }
 
 func selectScenarios(all []scenarioDef, only string) ([]scenarioDef, error) {

@@ -41,6 +41,8 @@ type setupConfig struct {
 	Conversations int
 	// Seed is the number of messages posted into the read channel.
 	Seed int
+	// Webhooks is the number of incoming webhooks to create (0: none).
+	Webhooks int
 	// Parallel bounds the set-up requests in flight (default 8).
 	Parallel int
 	// Client sends the requests (default: a client with a 30 s timeout).
@@ -71,6 +73,8 @@ type fixture struct {
 	SamplePost []byte
 	// SampleGet is the body of a real answer of the history read.
 	SampleGet []byte
+	// HookPaths are the paths of the webhook URLs (/hooks/v1/...).
+	HookPaths []string
 }
 
 // apiError is a failed set-up call, with the request and the answer so a
@@ -313,6 +317,11 @@ func setup(ctx context.Context, cfg setupConfig) (*fixture, error) {
 	f.SampleGet = data
 	cfg.Progress("seeded %d messages; a post answer is %d bytes, a page of history %d bytes",
 		cfg.Seed, len(f.SamplePost), len(f.SampleGet))
+	if cfg.Webhooks > 0 {
+		if f.HookPaths, err = setupWebhooks(ctx, c, f, cfg.Webhooks); err != nil {
+			return nil, err
+		}
+	}
 	return f, nil
 }
 

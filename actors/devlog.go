@@ -1,0 +1,99 @@
+package actors
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// The developer log of a Kit (SPEC.md 2, "Developer log entry"; read by
+// GET /dev/kits/{kitId}/logs). Entries are write-once records under
+// devlog/<kit>/<entry id>. The entry id is a UUIDv7, so a range scan of the
+// prefix is time order. No single actor owns the log: an entry is written
+// by the actor that decided the outcome it reports, in the batch of that
+// outcome when there is one (a webhook post's entry commits with its
+// message), so the log never says something happened that did not. No
+// writer ever reads an entry back, so there is no read-modify-write to
+// serialize.
+
+// Log sources and levels of SPEC.md section 2.
+const (
+	LogSourceToolCall = "tool_call"
+	LogSourceAudit    = "audit"
+	LogSourceDelivery = "delivery"
+	LogLevelInfo      = "info"
+	LogLevelError     = "error"
+)
+
+func devLogPrefix(kitID string) []byte { return key("devlog", kitID, "") }
+
+// newLogEntry starts an entry at now with a fresh time-ordered id.
+func newLogEntry(env *Env, source, level, event, installationID string) *kitpb.DevLogEntry {
+	return &kitpb.DevLogEntry{
+		Id: ids.New(), At: nanos(env.Clock.Now()), Source: source, Level: level,
+		Event: event, InstallationId: installationID,
+	}
+}
+
+// putLog adds the entry to the batch.
+func putLog(b *persistence.Batch, kitID string, e *kitpb.DevLogEntry) {
+	put(b, key("devlog", kitID, e.Id), e)
+}
+
+// writeLogAsync writes entries that report no state change of their own
+// (a refused delivery) without holding up the writer: they become durable
+// with the next WAL sync, which this asks for but does not wait on. A crash
+// before it may lose them; they are a log, not an acknowledged write.
+func writeLogAsync(env *Env, kitID string, entries ...*kitpb.DevLogEntry) {
+	b := env.Store.NewBatch()
+	for _, e := range entries {
+		putLog(b, kitID, e)
+	}
+	w, err := b.Apply()
+	if err != nil {
+		if env.Logger != nil {
+			env.Logger.Warn("developer log write failed", "kit", kitID, "err", err)
+		}
+		return
+	}
+	go func() {
+		if err := w.Wait(); err != nil {
+			// A failed WAL sync means storage can no longer promise
+			// anything: the same rule as for every other write.
+			env.Fatal(err)
+		}
+	}()
+}
+
+// ReadDevLog returns up to limit entries of the Kit's log, newest first,
+// strictly older than the entry id before ("" = from the newest). keep
+// filters entries (nil keeps all). more reports that older entries remain.
+func ReadDevLog(env *Env, kitID, before string, limit int, keep func(*kitpb.DevLogEntry) bool) (entries []*kitpb.DevLogEntry, more bool, err error) {
+	prefix := devLogPrefix(kitID)
+	upper := persistence.PrefixEnd(prefix)
+	if before != "" {
+		upper = key("devlog", kitID, before)
+	}
+	var decodeErr error
+	err = env.Store.Scan(prefix, upper, true, func(_, v []byte) bool {
+		e := &kitpb.DevLogEntry{}
+		if decodeErr = proto.Unmarshal(v, e); decodeErr != nil {
+			return false
+		}
+		if keep != nil && !keep(e) {
+			return true
+		}
+		if len(entries) == limit {
+			more = true
+			return false
+		}
+		entries = append(entries, e)
+		return true
+	})
+	if err == nil {
+		err = decodeErr
+	}
+	return entries, more, err
+}

@@ -1,0 +1,97 @@
+package actors
+
+import (
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// Overlaps of SPEC.md section 8: how long a replaced secret keeps working.
+const (
+	ClientSecretOverlap  = 24 * time.Hour
+	SigningSecretOverlap = 7 * 24 * time.Hour
+)
+
+// Which secret of a Kit.
+const (
+	SecretClient  = "client"
+	SecretSigning = "signing"
+)
+
+// errInvalidClient is the one answer for a client id or secret that does
+// not work: which of the two was wrong is not revealed.
+var errInvalidClient = kiterr.New(kiterr.InvalidCredentials, "client credentials are not valid")
+
+// handleSecrets answers the kit actor's secret requests; ok is false for any
+// other request. The secrets are stored as hashes only (kit/<k>/cs and
+// kit/<k>/ss), read on demand: they are rare next to the Kit's versions.
+func (a *kitActor) handleSecrets(msg proto.Message) (reply proto.Message, ok bool, err error) {
+	switch m := msg.(type) {
+	case *kitpb.RotateKitSecret:
+		r, err := a.rotateSecret(m)
+		return r, true, err
+	case *kitpb.CheckClientSecret:
+		r, err := a.checkClientSecret(m)
+		return r, true, err
+	}
+	return nil, false, nil
+}
+
+func (a *kitActor) secretKey(which string) ([]byte, time.Duration, error) {
+	switch which {
+	case SecretClient:
+		return key("kit", a.id, "cs"), ClientSecretOverlap, nil
+	case SecretSigning:
+		return key("kit", a.id, "ss"), SigningSecretOverlap, nil
+	}
+	return nil, 0, fmt.Errorf("kit %s: unknown secret %q", a.id, which)
+}
+
+// rotateSecret makes secret_hash the current secret; the one it replaces
+// keeps working for the overlap. A secret replaced before its own overlap
+// ended is dropped: only one previous secret is kept.
+func (a *kitActor) rotateSecret(m *kitpb.RotateKitSecret) (proto.Message, error) {
+	k, overlap, err := a.secretKey(m.Which)
+	if err != nil {
+		return nil, err
+	}
+	cur := &kitpb.SecretState{}
+	if _, err := load(a.env.Store, k, cur); err != nil {
+		return nil, err
+	}
+	now := a.env.Clock.Now()
+	next := &kitpb.SecretState{Hash: m.SecretHash, CreatedAt: nanos(now), Generation: cur.Generation + 1}
+	if len(cur.Hash) > 0 {
+		next.PreviousHash = cur.Hash
+		next.PreviousExpiresAt = nanos(now.Add(overlap))
+	}
+	b := a.env.Store.NewBatch()
+	put(b, k, next)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("rotate %s secret of %s: %w", m.Which, a.id, err)
+	}
+	return &kitpb.KitSecretReply{Secret: next}, nil
+}
+
+func (a *kitActor) checkClientSecret(m *kitpb.CheckClientSecret) (proto.Message, error) {
+	cur := &kitpb.SecretState{}
+	found, err := load(a.env.Store, key("kit", a.id, "cs"), cur)
+	if err != nil {
+		return nil, err
+	}
+	if !found || len(m.SecretHash) == 0 {
+		return nil, errInvalidClient
+	}
+	if ids.Equal(cur.Hash, m.SecretHash) {
+		return &kitpb.Ok{}, nil
+	}
+	if len(cur.PreviousHash) > 0 && ids.Equal(cur.PreviousHash, m.SecretHash) && nanos(a.env.Clock.Now()) < cur.PreviousExpiresAt {
+		return &kitpb.Ok{}, nil
+	}
+	return nil, errInvalidClient
+}

@@ -1,0 +1,253 @@
+package actors
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// WebhookScope is the bot scope a manifest requests to allow incoming
+// webhooks.
+const WebhookScope = "incoming-webhook"
+
+// Webhook states (SPEC.md section 3, "Incoming webhook"). active is the only
+// state that posts; disabled answers 410 for good; revoked and uninstalled
+// answer the same 404 as a URL that never existed. No state leads back to
+// active.
+const (
+	WebhookActive      = "active"
+	WebhookDisabled    = "disabled"
+	WebhookRevoked     = "revoked"
+	WebhookUninstalled = "uninstalled"
+)
+
+// Why a webhook was disabled.
+const (
+	DisabledArchived   = "archived"
+	DisabledBotRemoved = "bot_removed"
+)
+
+var (
+	// errHookNotFound is the one answer for an unknown webhook, a wrong
+	// secret or installation, a revoked webhook and an uninstalled Kit.
+	errHookNotFound = kiterr.Absent("webhook")
+	errHookGone     = kiterr.New(kiterr.Gone, "the webhook is disabled: its channel was archived or the Kit bot was removed from it")
+)
+
+// refusalLogInterval bounds the developer log entries of repeated refusals
+// (429, 410) of one webhook: a sender stuck in a loop must not turn every
+// refused request into a stored entry.
+const refusalLogInterval = time.Second
+
+// unknownSecret is compared against when the webhook does not exist, so
+// that an unknown webhook costs the same comparison as a wrong secret.
+var unknownSecret [32]byte
+
+// webhookActor owns one incoming webhook: its record (the secret's hash,
+// the channel, its state) and its rate bucket (SPEC.md section 8: 1/second,
+// burst 5, per webhook). A post is checked here and handed to the
+// conversation, which writes the message; the webhook replies once the
+// conversation has, that is once the message is durable.
+type webhookActor struct {
+	env     *Env
+	loadErr error
+
+	id      string
+	hook    *kitpb.Webhook // nil: no such webhook
+	buckets bucketSet
+	// lastRefusalLog is when a refusal with this code was last logged.
+	lastRefusalLog map[kiterr.Code]time.Time
+}
+
+func (a *webhookActor) Receive(ctx actorContext) { receive(a, &a.loadErr, ctx) }
+
+func (a *webhookActor) activate(identity string) error {
+	a.id = identity
+	a.buckets.table = a.env.Limits
+	a.lastRefusalLog = make(map[kiterr.Code]time.Time)
+	h := &kitpb.Webhook{}
+	found, err := load(a.env.Store, key("hook", a.id), h)
+	if err != nil || !found {
+		return err
+	}
+	a.hook = h
+	return nil
+}
+
+func (a *webhookActor) handle(msg proto.Message) (proto.Message, error) {
+	switch m := msg.(type) {
+	case *kitpb.HookPost:
+		return a.post(m)
+	case *kitpb.OpenWebhook:
+		return a.open(m)
+	}
+	if a.hook == nil {
+		return nil, errHookNotFound
+	}
+	switch m := msg.(type) {
+	case *kitpb.GetWebhook:
+		return &kitpb.WebhookReply{Webhook: a.hook}, nil
+	case *kitpb.EndWebhook:
+		return a.end(m.State, m.Reason)
+	}
+	return nil, unknownRequest(KindWebhook, msg)
+}
+
+// open stores the webhook its installation created.
+func (a *webhookActor) open(m *kitpb.OpenWebhook) (proto.Message, error) {
+	if a.hook != nil {
+		return nil, kiterr.New(kiterr.Conflict, "webhook already exists")
+	}
+	h := proto.Clone(m.Webhook).(*kitpb.Webhook)
+	h.Id, h.State = a.id, WebhookActive
+	b := a.env.Store.NewBatch()
+	put(b, key("hook", a.id), h)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("open webhook %s: %w", a.id, err)
+	}
+	a.hook = h
+	return &kitpb.WebhookReply{Webhook: h}, nil
+}
+
+// end moves the webhook out of active. revoked and uninstalled are final;
+// disabled may still become revoked or uninstalled (both answer 404, which
+// says less than 410). entries are logged in the same batch.
+func (a *webhookActor) end(state, reason string, entries ...*kitpb.DevLogEntry) (proto.Message, error) {
+	switch state {
+	case WebhookDisabled, WebhookRevoked, WebhookUninstalled:
+	default:
+		return nil, fmt.Errorf("webhook %s: cannot end in state %q", a.id, state)
+	}
+	cur := a.hook.State
+	if cur == WebhookRevoked || cur == WebhookUninstalled || cur == state {
+		return &kitpb.WebhookReply{Webhook: a.hook}, nil
+	}
+	next := proto.Clone(a.hook).(*kitpb.Webhook)
+	next.State = state
+	if state == WebhookDisabled {
+		next.Reason = reason
+	}
+	now := nanos(a.env.Clock.Now())
+	if next.EndedAt == 0 {
+		next.EndedAt = now
+	}
+	audit := newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "webhook."+state, a.hook.InstallationId)
+	audit.Status, audit.SubjectId = state, a.id
+	if state == WebhookDisabled {
+		audit.Status = reason
+	}
+	b := a.env.Store.NewBatch()
+	put(b, key("hook", a.id), next)
+	putLog(b, a.hook.KitId, audit)
+	for _, e := range entries {
+		e.Id = ids.New() // after the audit entry: the state change comes first in the log
+		putLog(b, a.hook.KitId, e)
+	}
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("end webhook %s: %w", a.id, err)
+	}
+	a.hook = next
+	return &kitpb.WebhookReply{Webhook: next}, nil
+}
+
+// post answers one POST to the webhook URL. Every way of not being this
+// webhook (unknown, wrong secret or installation, revoked, uninstalled)
+// does the same work and gives the same error, so that neither the answer
+// nor its timing tells them apart: both comparisons always run, in
+// constant time, before any branch on what they found.
+func (a *webhookActor) post(m *kitpb.HookPost) (proto.Message, error) {
+	stored, inst := unknownSecret[:], ""
+	if a.hook != nil {
+		stored, inst = a.hook.SecretHash, a.hook.InstallationId
+	}
+	secretOK := subtle.ConstantTimeCompare(m.SecretHash, stored)
+	instOK := subtle.ConstantTimeCompare([]byte(m.InstallationId), []byte(inst))
+	if secretOK&instOK != 1 || a.hook == nil {
+		return nil, errHookNotFound
+	}
+	switch a.hook.State {
+	case WebhookActive:
+	case WebhookDisabled:
+		a.logRefusal(kiterr.Gone, "disabled", 410)
+		return nil, errHookGone
+	default:
+		return nil, errHookNotFound
+	}
+	now := a.env.Clock.Now()
+	reply := &kitpb.HookPostReply{}
+	if d, on := a.buckets.take(limits.Webhook, "", now); on {
+		if !d.OK {
+			a.logRefusal(kiterr.RateLimited, "rate_limited", 429)
+			return nil, RateLimited(d)
+		}
+		reply.Limit = decisionReply(d)
+	}
+	if m.Invalid {
+		err := kiterr.Invalid(m.InvalidPath, m.InvalidReason)
+		writeLogAsync(a.env, a.hook.KitId, a.outcome(LogLevelError, "rejected", kiterr.Validation, 400))
+		return nil, err
+	}
+	_, err := cluster.Call[*kitpb.MessageReply](a.env.Node, KindConversation, a.hook.ConversationId, &kitpb.PostAsWebhook{
+		BotId: a.hook.BotId, WorkspaceId: a.hook.WorkspaceId, MessageId: m.MessageId,
+		Text: m.Text, Blocks: m.Blocks, KitId: a.hook.KitId,
+		Log: a.outcome(LogLevelInfo, "posted", "", 200),
+	})
+	if err == nil {
+		return reply, nil
+	}
+	var e *kiterr.Error
+	switch code := kiterr.CodeOf(err); {
+	case code == kiterr.Gone || code == kiterr.NotFound:
+		// The channel is archived or the Kit bot left it: disabled for
+		// good, even if the bot is added again later.
+		reason := DisabledBotRemoved
+		if errors.As(err, &e) && e.Message == errHookChannelArchived.Message {
+			reason = DisabledArchived
+		}
+		if _, err := a.end(WebhookDisabled, reason, a.outcome(LogLevelError, "disabled", kiterr.Gone, 410)); err != nil {
+			return nil, err
+		}
+		a.lastRefusalLog[kiterr.Gone] = a.env.Clock.Now()
+		return nil, errHookGone
+	case code == kiterr.Validation:
+		writeLogAsync(a.env, a.hook.KitId, a.outcome(LogLevelError, "rejected", kiterr.Validation, 400))
+		return nil, err
+	default:
+		writeLogAsync(a.env, a.hook.KitId, a.outcome(LogLevelError, "failed", kiterr.Internal, 500))
+		return nil, err
+	}
+}
+
+// outcome is the developer log entry of one delivery.
+func (a *webhookActor) outcome(level, status string, code kiterr.Code, httpStatus int32) *kitpb.DevLogEntry {
+	e := newLogEntry(a.env, LogSourceDelivery, level, "webhook.post", a.hook.InstallationId)
+	e.Status, e.ErrorCode, e.SubjectId = status, string(code), a.id
+	e.HttpStatus = &httpStatus
+	return e
+}
+
+// logRefusal logs a refusal, at most one per code and refusalLogInterval.
+func (a *webhookActor) logRefusal(code kiterr.Code, status string, httpStatus int32) {
+	now := a.env.Clock.Now()
+	if last, ok := a.lastRefusalLog[code]; ok && now.Sub(last) < refusalLogInterval {
+		return
+	}
+	a.lastRefusalLog[code] = now
+	writeLogAsync(a.env, a.hook.KitId, a.outcome(LogLevelError, status, code, httpStatus))
+}
+
+// HookSecretHash is the stored form of a webhook secret, and the form in
+// which the HTTP layer hands a presented secret to the actor.
+func HookSecretHash(secret string) []byte {
+	h := ids.Hash(secret)
+	return h[:]
+}

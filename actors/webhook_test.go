@@ -1,0 +1,199 @@
+package actors_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// hookFixture is an installed Kit allowing webhooks, an admin member of a
+// channel, and one webhook into that channel.
+type hookFixture struct {
+	ws, admin, conv string
+	inst            *kitpb.Installation
+	kitID           string
+	hookID          string
+	secret          string
+}
+
+func (n *testNode) hookFixture(t *testing.T, max int) *hookFixture {
+	t.Helper()
+	w := n.workspace(t, 0)
+	f := &hookFixture{ws: w.id, admin: ids.New()}
+	admin := ask[*kitpb.UserReply](t, n, actors.KindWorkspace, w.id, &kitpb.CreateUser{UserId: f.admin, DisplayName: "admin", Role: "admin"})
+	_ = admin
+	f.conv = n.channel(t, w.id, f.admin)
+	var man map[string]any
+	noErr(t, json.Unmarshal([]byte(manifestJSON(newSlug(), "1.0.0", append([]string{actors.WebhookScope}, chatScopes...)...)), &man))
+	man["incomingWebhooks"] = map[string]any{"maxPerInstallation": max}
+	b, _ := json.Marshal(man)
+	v := n.mustUpload(t, w.id, string(b), false)
+	f.kitID = v.Kit.Id
+	f.inst = n.install(t, w.id, f.kitID, "")
+	f.hookID, f.secret = n.createHook(t, f)
+	return f
+}
+
+func (n *testNode) createHook(t *testing.T, f *hookFixture) (id, secret string) {
+	t.Helper()
+	u := ask[*kitpb.UserReply](t, n, actors.KindWorkspace, f.ws, &kitpb.GetUser{UserId: f.admin})
+	id, secret = ids.New(), ids.NewSecret("")
+	ask[*kitpb.WebhookReply](t, n, actors.KindInstallation, f.inst.Id, &kitpb.CreateWebhook{
+		WebhookId: id, ConversationId: f.conv, Creator: u.User, SecretHash: actors.HookSecretHash(secret),
+	})
+	return id, secret
+}
+
+func (n *testNode) hookPost(f *hookFixture, text string) error {
+	_, err := try[*kitpb.HookPostReply](n, actors.KindWebhook, f.hookID, &kitpb.HookPost{
+		InstallationId: f.inst.Id, SecretHash: actors.HookSecretHash(f.secret), MessageId: ids.New(), Text: text,
+	})
+	return err
+}
+
+func (n *testNode) hookState(t *testing.T, id string) *kitpb.Webhook {
+	t.Helper()
+	return ask[*kitpb.WebhookReply](t, n, actors.KindWebhook, id, &kitpb.GetWebhook{}).Webhook
+}
+
+// logLine is what a test compares of a developer log entry.
+type logLine struct {
+	source, level, event, status, code string
+	http                               int32
+}
+
+func devLog(t *testing.T, n *testNode, kitID string) []logLine {
+	t.Helper()
+	entries, _, err := actors.ReadDevLog(n.env, kitID, "", 100, nil)
+	noErr(t, err)
+	var out []logLine
+	for i := len(entries) - 1; i >= 0; i-- { // oldest first
+		e := entries[i]
+		out = append(out, logLine{e.Source, e.Level, e.Event, e.Status, e.ErrorCode, e.GetHttpStatus()})
+	}
+	return out
+}
+
+// SPEC.md 4.9 and the issue's "every delivery outcome is written to the
+// Kit's developer log": one entry per outcome, source delivery, with
+// httpStatus and errorCode; state changes are audit entries.
+func TestWebhookDeveloperLog(t *testing.T) {
+	n := shared
+	f := n.hookFixture(t, 2)
+	noErr(t, n.hookPost(f, "hello"))
+
+	_, err := try[*kitpb.HookPostReply](n, actors.KindWebhook, f.hookID, &kitpb.HookPost{
+		InstallationId: f.inst.Id, SecretHash: actors.HookSecretHash(f.secret), MessageId: ids.New(),
+		Invalid: true, InvalidPath: "text", InvalidReason: "must not be blank",
+	})
+	wantCode(t, err, kiterr.Validation, "text")
+
+	// Burst 5, two already spent: the third post after them is refused, and
+	// repeated refusals within a second are logged once.
+	for range 3 {
+		noErr(t, n.hookPost(f, "burst"))
+	}
+	for range 3 {
+		wantCode(t, n.hookPost(f, "over"), kiterr.RateLimited)
+	}
+	n.clk.Advance(time.Second)
+
+	ask[*kitpb.ConversationReply](t, n, actors.KindConversation, f.conv, &kitpb.ArchiveConversation{})
+	wantCode(t, n.hookPost(f, "archived"), kiterr.Gone)
+	// The second 410 is within the same second: not logged again.
+	wantCode(t, n.hookPost(f, "archived"), kiterr.Gone)
+
+	want := []logLine{
+		{"audit", "info", "webhook.created", "active", "", 0},
+		{"delivery", "info", "webhook.post", "posted", "", 200},
+		{"delivery", "error", "webhook.post", "rejected", "validation_error", 400},
+		{"delivery", "info", "webhook.post", "posted", "", 200},
+		{"delivery", "info", "webhook.post", "posted", "", 200},
+		{"delivery", "info", "webhook.post", "posted", "", 200},
+		{"delivery", "error", "webhook.post", "rate_limited", "rate_limited", 429},
+		{"audit", "info", "webhook.disabled", "archived", "", 0},
+		{"delivery", "error", "webhook.post", "disabled", "gone", 410},
+	}
+	// Refusal entries are written without waiting on their sync: give the
+	// (already applied) writes a moment to be visible.
+	var got []logLine
+	for i := 0; i < 50; i++ {
+		if got = devLog(t, n, f.kitID); len(got) >= len(want) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("log has %d entries, want %d:\n got %v\nwant %v", len(got), len(want), got, want)
+	}
+	// The audit entry and the 410 entry of the disabling commit in one
+	// batch with ids in creation order; the rest are in order of writing.
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("entry %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestWebhookStates(t *testing.T) {
+	n := shared
+	for _, tc := range []struct {
+		name   string
+		act    func(t *testing.T, f *hookFixture)
+		state  string
+		reason string
+		code   kiterr.Code
+	}{
+		{"uninstall ends every webhook as uninstalled", func(t *testing.T, f *hookFixture) {
+			ask[*kitpb.Ok](t, n, actors.KindInstallation, f.inst.Id, &kitpb.Uninstall{})
+		}, actors.WebhookUninstalled, "", kiterr.NotFound},
+		{"removing the Kit bot from the channel disables its webhooks", func(t *testing.T, f *hookFixture) {
+			ask[*kitpb.InstallationReply](t, n, actors.KindInstallation, f.inst.Id, &kitpb.RemoveChannel{ConversationId: f.conv})
+		}, actors.WebhookDisabled, actors.DisabledBotRemoved, kiterr.Gone},
+		{"revoking ends it as revoked", func(t *testing.T, f *hookFixture) {
+			ask[*kitpb.Ok](t, n, actors.KindInstallation, f.inst.Id, &kitpb.RevokeWebhook{WebhookId: f.hookID})
+		}, actors.WebhookRevoked, "", kiterr.NotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := n.hookFixture(t, 1)
+			tc.act(t, f)
+			h := n.hookState(t, f.hookID)
+			if h.State != tc.state || h.Reason != tc.reason || h.EndedAt == 0 {
+				t.Fatalf("state %q reason %q endedAt %d, want %q %q and set", h.State, h.Reason, h.EndedAt, tc.state, tc.reason)
+			}
+			wantCode(t, n.hookPost(f, "x"), tc.code)
+		})
+	}
+}
+
+// Every not-found cause takes the same path to the same error value.
+func TestWebhookNotFoundIsOneAnswer(t *testing.T) {
+	n := shared
+	f := n.hookFixture(t, 1)
+	post := func(hookID, instID, secret string) error {
+		_, err := try[*kitpb.HookPostReply](n, actors.KindWebhook, hookID, &kitpb.HookPost{
+			InstallationId: instID, SecretHash: actors.HookSecretHash(secret), MessageId: ids.New(), Text: "x",
+		})
+		return err
+	}
+	var msgs []string
+	for _, err := range []error{
+		post(ids.New(), f.inst.Id, f.secret),
+		post(f.hookID, f.inst.Id, ids.NewSecret("")),
+		post(f.hookID, ids.New(), f.secret),
+	} {
+		wantCode(t, err, kiterr.NotFound)
+		msgs = append(msgs, err.Error())
+	}
+	for _, m := range msgs[1:] {
+		if m != msgs[0] {
+			t.Fatalf("not-found answers differ: %q vs %q", m, msgs[0])
+		}
+	}
+	noErr(t, post(f.hookID, f.inst.Id, f.secret))
+}
