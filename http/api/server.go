@@ -245,6 +245,13 @@ func (s *Server) writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 	ctx.SetBody(body)
 }
 
+// writeBody writes an already encoded JSON body.
+func (s *Server) writeBody(ctx *fasthttp.RequestCtx, status int, body []byte) {
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(body)
+}
+
 // decode reads a JSON object body into v. An empty body decodes as {} when
 // emptyOK. Type errors name the field path; nothing of the input is echoed.
 func (s *Server) decode(ctx *fasthttp.RequestCtx, v any, limit int, emptyOK bool) error {

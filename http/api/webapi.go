@@ -334,7 +334,7 @@ func (s *Server) messagePage(ctx *fasthttp.RequestCtx, p *actors.Principal, conv
 	if n := len(r.Messages); n > 0 {
 		last = strconv.FormatUint(r.Messages[n-1].Seq, 10)
 	}
-	s.writeJSON(ctx, fasthttp.StatusOK, messagesPage{viewMessages(r.Messages), cursorFor(list, last, r.More)})
+	s.writeBody(ctx, fasthttp.StatusOK, messagesPageJSON(r.Messages, cursorFor(list, last, r.More)))
 }
 
 // conversationOf finds the conversation that owns a message id.
@@ -367,7 +367,7 @@ func (s *Server) getMessage(ctx *fasthttp.RequestCtx, id string) {
 		s.fail(ctx, err)
 		return
 	}
-	s.writeJSON(ctx, fasthttp.StatusOK, messageBody{viewMessage(r.Message)})
+	s.writeBody(ctx, fasthttp.StatusOK, messageBodyJSON(r.Message))
 }
 
 type postBody struct {
@@ -416,7 +416,7 @@ func (s *Server) postMessage(ctx *fasthttp.RequestCtx) {
 	if r.Replayed {
 		status = fasthttp.StatusOK
 	}
-	s.writeJSON(ctx, status, messageBody{viewMessage(r.Message)})
+	s.writeBody(ctx, status, messageBodyJSON(r.Message))
 }
 
 type editBody struct {
@@ -451,7 +451,7 @@ func (s *Server) editMessage(ctx *fasthttp.RequestCtx, id string) {
 		s.fail(ctx, err)
 		return
 	}
-	s.writeJSON(ctx, fasthttp.StatusOK, messageBody{viewMessage(r.Message)})
+	s.writeBody(ctx, fasthttp.StatusOK, messageBodyJSON(r.Message))
 }
 
 func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, id string) {
@@ -469,7 +469,7 @@ func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, id string) {
 		s.fail(ctx, err)
 		return
 	}
-	s.writeJSON(ctx, fasthttp.StatusOK, messageBody{viewMessage(r.Message)})
+	s.writeBody(ctx, fasthttp.StatusOK, messageBodyJSON(r.Message))
 }
 
 func messageText(text *string) error {

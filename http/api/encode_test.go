@@ -1,0 +1,91 @@
+package api
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// The hand-written message encoder must give exactly what encoding/json
+// gives for the view, for every shape a message can take.
+func TestAppendMessageMatchesEncodingJSON(t *testing.T) {
+	base := func() *kitpb.Message {
+		return &kitpb.Message{
+			Id: "01a20000-0000-7000-8000-000000000001", ConversationId: "01a20000-0000-7000-8000-000000000002",
+			AuthorKind: "bot", AuthorId: "01a20000-0000-7000-8000-000000000003",
+			Text: "hello", CreatedAt: 1_790_000_000_123_456_789, Seq: 7,
+		}
+	}
+	tests := []struct {
+		name   string
+		change func(m *kitpb.Message)
+	}{
+		{"a plain message", func(*kitpb.Message) {}},
+		{"a reply with blocks", func(m *kitpb.Message) {
+			m.ThreadParentId = "01a20000-0000-7000-8000-000000000009"
+			m.Blocks = []byte(`[{"type":"header","text":"Hi"},{"type":"divider"}]`)
+		}},
+		{"an edited message", func(m *kitpb.Message) { m.EditedAt = m.CreatedAt + 5e9 }},
+		{"a tombstone hides text, blocks and reactions", func(m *kitpb.Message) {
+			m.DeletedAt = m.CreatedAt + 1
+			m.Text = ""
+			m.Reactions = []*kitpb.Reaction{{Reaction: "heart", UserIds: []string{"u1"}}}
+		}},
+		{"reactions with counts and users", func(m *kitpb.Message) {
+			m.Reactions = []*kitpb.Reaction{
+				{Reaction: "thumbs_up", UserIds: []string{"u1", "u2"}},
+				{Reaction: "eyes", UserIds: []string{"u3"}},
+			}
+		}},
+		{"HTML, quotes and backslashes are escaped like encoding/json", func(m *kitpb.Message) {
+			m.Text = `<b>"quoted"</b> & \path\ 'single'`
+		}},
+		{"control characters, newlines and tabs", func(m *kitpb.Message) { m.Text = "a\nb\tc\rd\x00e\x1ff\bg\fh\x7f" }},
+		{"unicode, line and paragraph separators", func(m *kitpb.Message) { m.Text = "héllo 世界 🎉 \u2028 \u2029 end" }},
+		{"invalid UTF-8 becomes the replacement character", func(m *kitpb.Message) { m.Text = "bad \xff\xfe byte \xc3" }},
+		{"mentions are kept as written", func(m *kitpb.Message) { m.Text = "hi <@user:01a20000-0000-7000-8000-000000000004>" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := base()
+			tt.change(m)
+			want, err := json.Marshal(messageBody{viewMessage(m)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := messageBodyJSON(m); string(got) != string(want) {
+				t.Fatalf("got  %s\nwant %s", got, want)
+			}
+			next := "abc<>"
+			wantPage, _ := json.Marshal(messagesPage{viewMessages([]*kitpb.Message{m, base()}), &next})
+			if got := messagesPageJSON([]*kitpb.Message{m, base()}, &next); string(got) != string(wantPage) {
+				t.Fatalf("page got  %s\nwant %s", got, wantPage)
+			}
+		})
+	}
+	t.Run("an empty last page", func(t *testing.T) {
+		want, _ := json.Marshal(messagesPage{viewMessages(nil), nil})
+		if got := messagesPageJSON(nil, nil); string(got) != string(want) {
+			t.Fatalf("got %s want %s", got, want)
+		}
+	})
+}
+
+func BenchmarkMessagesPageJSON(b *testing.B) {
+	ms := make([]*kitpb.Message, 50)
+	for i := range ms {
+		ms[i] = &kitpb.Message{Id: "01a20000-0000-7000-8000-000000000001", ConversationId: "01a20000-0000-7000-8000-000000000002",
+			AuthorKind: "bot", AuthorId: "01a20000-0000-7000-8000-000000000003", Text: "a message of ordinary length, posted by a bot", CreatedAt: 1_790_000_000_123_456_789}
+	}
+	b.Run("hand-written", func(b *testing.B) {
+		for range b.N {
+			messagesPageJSON(ms, nil)
+		}
+	})
+	b.Run("encoding/json", func(b *testing.B) {
+		for range b.N {
+			_, _ = json.Marshal(messagesPage{viewMessages(ms), nil})
+		}
+	})
+}
