@@ -118,7 +118,9 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 		if !ok {
 			return nil, errInvalidToken
 		}
-		p.ExpiresAt = min(p.ExpiresAt, ends)
+		if p.ExpiresAt == 0 || (ends != 0 && ends < p.ExpiresAt) {
+			p.ExpiresAt = ends // 0 means "no expiry", so min would lose the session's end
+		}
 	case CallerBot:
 	default:
 		return nil, errInvalidToken

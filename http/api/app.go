@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/url"
@@ -162,13 +163,17 @@ func (s *Server) appError(ctx *fasthttp.RequestCtx, status int, code kiterr.Code
 
 // appFail turns an actor error into an error page.
 func (s *Server) appFail(ctx *fasthttp.RequestCtx, err error) {
-	switch kiterr.CodeOf(err) {
+	var e *kiterr.Error
+	if !errors.As(err, &e) {
+		e = kiterr.New(kiterr.Internal, "")
+	}
+	switch e.Code {
 	case kiterr.Validation:
-		s.appError(ctx, 400, kiterr.Validation, "The authorization request is not valid: "+err.(*kiterr.Error).Message+".")
+		s.appError(ctx, 400, kiterr.Validation, "The authorization request is not valid: "+e.Message+".")
 	case kiterr.NotFound:
 		s.appError(ctx, 400, kiterr.Validation, "This Kit is unknown or not installed in the workspace.")
 	case kiterr.Forbidden:
-		s.appError(ctx, 403, kiterr.Forbidden, err.(*kiterr.Error).Message+".")
+		s.appError(ctx, 403, kiterr.Forbidden, e.Message+".")
 	default:
 		corr := s.correlationID()
 		s.log.Error("app request failed", "correlationId", corr, "path", string(ctx.Path()), "err", err)

@@ -388,6 +388,42 @@ func writeCanonical(b *bytes.Buffer, v any) {
 func writeString(b *bytes.Buffer, s string) {
 	const hexDigits = "0123456789abcdef"
 	b.WriteByte('"')
+	if utf8.ValidString(s) {
+		// Copy runs of bytes that need no escape; a valid UTF-8 sequence
+		// is written as itself, as the loop below would.
+		start := 0
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if c >= 0x20 && c != '"' && c != '\\' {
+				continue
+			}
+			b.WriteString(s[start:i])
+			switch c {
+			case '"':
+				b.WriteString(`\"`)
+			case '\\':
+				b.WriteString(`\\`)
+			case '\b':
+				b.WriteString(`\b`)
+			case '\f':
+				b.WriteString(`\f`)
+			case '\n':
+				b.WriteString(`\n`)
+			case '\r':
+				b.WriteString(`\r`)
+			case '\t':
+				b.WriteString(`\t`)
+			default:
+				b.WriteString(`\u00`)
+				b.WriteByte(hexDigits[c>>4])
+				b.WriteByte(hexDigits[c&0xf])
+			}
+			start = i + 1
+		}
+		b.WriteString(s[start:])
+		b.WriteByte('"')
+		return
+	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c >= utf8.RuneSelf {

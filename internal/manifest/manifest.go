@@ -306,28 +306,34 @@ func (c *checker) text(path string, n *node, lo, hi int, multiline bool) (string
 	if !ok {
 		return "", false
 	}
-	if l := utf8.RuneCountInString(s); l < lo || l > hi {
+	// One pass: length, blankness and control characters, reported in
+	// that order.
+	l, blank, control := 0, true, false
+	for _, r := range s {
+		l++
+		if blank && !unicode.IsSpace(r) {
+			blank = false
+		}
+		if r < 0x20 && !(multiline && (r == '\n' || r == '\t')) ||
+			r >= 0x7f && (unicode.IsControl(r) || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069) {
+			// Bidirectional overrides could make a consent screen read
+			// differently from what was submitted.
+			control = true
+		}
+	}
+	switch {
+	case l < lo || l > hi:
 		c.add(n.off, path, "must be "+strconv.Itoa(lo)+"-"+strconv.Itoa(hi)+" characters")
 		return "", false
-	}
-	if strings.TrimSpace(s) == "" {
+	case blank:
 		c.add(n.off, path, "must not be blank")
 		return "", false
-	}
-	for _, r := range s {
-		if multiline && (r == '\n' || r == '\t') {
-			continue
-		}
-		// Bidirectional overrides could make a consent screen read
-		// differently from what was submitted.
-		if unicode.IsControl(r) || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 {
-			if multiline {
-				c.add(n.off, path, "must not contain control characters other than line breaks and tabs")
-			} else {
-				c.add(n.off, path, "must not contain control characters")
-			}
-			return "", false
-		}
+	case control && multiline:
+		c.add(n.off, path, "must not contain control characters other than line breaks and tabs")
+		return "", false
+	case control:
+		c.add(n.off, path, "must not contain control characters")
+		return "", false
 	}
 	return s, true
 }
