@@ -1,6 +1,9 @@
 package actors
 
 import (
+	"sync"
+	"time"
+
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/internal/ids"
@@ -10,8 +13,10 @@ import (
 
 // The developer log of a Kit (SPEC.md 2, "Developer log entry"; read by
 // GET /dev/kits/{kitId}/logs). Entries are write-once records under
-// devlog/<kit>/<entry id>. The entry id is a UUIDv7, so a range scan of the
-// prefix is time order. No single actor owns the log: an entry is written
+// devlog/<kit>/<entry id>. The entry id is a UUIDv7 of the server clock
+// (ids.NewAt), so a range scan of the prefix is time order. Entries are kept
+// for LogRetention: reads never go below the cutoff, and writers delete the
+// expired range in their batch (see putLog). No single actor owns the log: an entry is written
 // by the actor that decided the outcome it reports, in the batch of that
 // outcome when there is one (a webhook post's entry commits with its
 // message), so the log never says something happened that did not. No
@@ -27,19 +32,44 @@ const (
 	LogLevelError     = "error"
 )
 
+// LogRetention is how long developer log entries are kept
+// (docs/decisions.md "Developer log retention").
+const LogRetention = 7 * 24 * time.Hour
+
+// logPruneEvery bounds how often a Kit's expired entries are deleted: at
+// most one range deletion per Kit and hour per process.
+const logPruneEvery = time.Hour
+
+// logPruned is when each Kit's log was last pruned by this process (unix
+// nanoseconds of the server clock).
+var logPruned sync.Map
+
 func devLogPrefix(kitID string) []byte { return key("devlog", kitID, "") }
+
+// devLogCutoff is the first key of the entries not yet expired at now.
+func devLogCutoff(kitID string, now time.Time) []byte {
+	return key("devlog", kitID, ids.PrefixAt(now.Add(-LogRetention)))
+}
 
 // newLogEntry starts an entry at now with a fresh time-ordered id.
 func newLogEntry(env *Env, source, level, event, installationID string) *kitpb.DevLogEntry {
 	return &kitpb.DevLogEntry{
-		Id: ids.New(), At: nanos(env.Clock.Now()), Source: source, Level: level,
+		Id: ids.NewAt(env.Clock.Now()), At: nanos(env.Clock.Now()), Source: source, Level: level,
 		Event: event, InstallationId: installationID,
 	}
 }
 
-// putLog adds the entry to the batch.
+// putLog adds the entry to the batch and, at most once per logPruneEvery,
+// the deletion of the Kit's expired entries. Entries are write-once and
+// expired ones are never read, so concurrent writers pruning the same range
+// do not conflict.
 func putLog(b *persistence.Batch, kitID string, e *kitpb.DevLogEntry) {
 	put(b, key("devlog", kitID, e.Id), e)
+	if last, ok := logPruned.Load(kitID); ok && e.At-last.(int64) < int64(logPruneEvery) {
+		return
+	}
+	logPruned.Store(kitID, e.At)
+	b.DeleteRange(devLogPrefix(kitID), devLogCutoff(kitID, time.Unix(0, e.At)))
 }
 
 // writeLogAsync writes entries that report no state change of their own
@@ -68,16 +98,17 @@ func writeLogAsync(env *Env, kitID string, entries ...*kitpb.DevLogEntry) {
 }
 
 // ReadDevLog returns up to limit entries of the Kit's log, newest first,
-// strictly older than the entry id before ("" = from the newest). keep
-// filters entries (nil keeps all). more reports that older entries remain.
+// strictly older than the entry id before ("" = from the newest) and not
+// older than LogRetention. keep filters entries (nil keeps all). more
+// reports that older entries remain.
 func ReadDevLog(env *Env, kitID, before string, limit int, keep func(*kitpb.DevLogEntry) bool) (entries []*kitpb.DevLogEntry, more bool, err error) {
-	prefix := devLogPrefix(kitID)
-	upper := persistence.PrefixEnd(prefix)
+	lower := devLogCutoff(kitID, env.Clock.Now())
+	upper := persistence.PrefixEnd(devLogPrefix(kitID))
 	if before != "" {
 		upper = key("devlog", kitID, before)
 	}
 	var decodeErr error
-	err = env.Store.Scan(prefix, upper, true, func(_, v []byte) bool {
+	err = env.Store.Scan(lower, upper, true, func(_, v []byte) bool {
 		e := &kitpb.DevLogEntry{}
 		if decodeErr = proto.Unmarshal(v, e); decodeErr != nil {
 			return false

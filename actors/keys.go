@@ -33,7 +33,9 @@ import "github.com/kitd/kitd/persistence"
 //	cred/<sha256>                Credential (bot, user, refresh, code, developer, session)
 //	loc/<id>                     Locator: which actor owns id (and a message's seq)
 //	devlog/<kit>/<entry>         DevLogEntry: written once, in the batch of the outcome it
-//	                             reports, by whichever actor decided it (see devlog.go)
+//	                             reports, by whichever actor decided it (see devlog.go;
+//	                             the kit actor: uploads and publishes); expired after
+//	                             LogRetention by range deletion
 const (
 	pWorkspace    = "ws/"
 	pConversation = "conv/"

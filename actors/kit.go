@@ -59,6 +59,8 @@ func (a *kitActor) handle(msg proto.Message) (proto.Message, error) {
 			return nil, kiterr.Absent("kit")
 		}
 		return &kitpb.KitReply{Kit: a.kit, Versions: a.versions}, nil
+	case *kitpb.GetKitDetail:
+		return a.kitDetail(m)
 	}
 	if reply, ok, err := a.handleSecrets(msg); ok {
 		return reply, err
@@ -123,6 +125,10 @@ func (a *kitActor) upload(m *kitpb.UploadVersion) (proto.Message, error) {
 	b := a.env.Store.NewBatch()
 	put(b, key("kit", a.id), kit)
 	put(b, versionKey(a.id, man.Version), v)
+	putLog(b, a.id, a.auditVersion("version.uploaded", ver))
+	if v.Published {
+		putLog(b, a.id, a.auditVersion("version.published", ver))
+	}
 	if a.kit == nil {
 		b.Set(key("kits", m.WorkspaceId, a.id), nil)
 	}
@@ -156,6 +162,7 @@ func (a *kitActor) publish(v *kitpb.KitVersion) (proto.Message, error) {
 	b := a.env.Store.NewBatch()
 	put(b, key("kit", a.id), kit)
 	put(b, versionKey(a.id, man.Version), nv)
+	putLog(b, a.id, a.auditVersion("version.published", nv.Version))
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("publish %s of %s: %w", v.Version, a.id, err)
 	}
@@ -168,13 +175,30 @@ func (a *kitActor) publish(v *kitpb.KitVersion) (proto.Message, error) {
 	return &kitpb.VersionReply{Kit: kit, Version: nv}, nil
 }
 
+// auditVersion is the developer log entry of an upload or publish; status
+// is the version.
+func (a *kitActor) auditVersion(event, version string) *kitpb.DevLogEntry {
+	e := newLogEntry(a.env, LogSourceAudit, LogLevelInfo, event, "")
+	e.Status = version
+	return e
+}
+
 // publishable checks the distribution rules of SPEC.md section 3: an
 // unlisted or directory Kit needs a verified domain for every endpoint host.
 // Domain verification arrives with the developer API; until then such a Kit
-// can be published only when it names no endpoint host.
+// can be published only when it names no endpoint host. A directory Kit
+// also needs what manifest.DirectoryProblems lists (409 naming the first
+// missing field).
 func publishable(man *manifest.Manifest) error {
 	if man.Distribution == "private" {
 		return nil
+	}
+	if man.Distribution == "directory" {
+		if p := man.DirectoryProblems(); len(p) > 0 {
+			path := manifestPath(p[0].Path)
+			return &kiterr.Error{Code: kiterr.Conflict, Path: path,
+				Message: "a directory Kit needs more before it is published: " + path + ": " + p[0].Message}
+		}
 	}
 	if len(man.EndpointHosts()) > 0 {
 		return kiterr.New(kiterr.Conflict, "every endpoint host needs a verified domain before an "+man.Distribution+" Kit is published")
@@ -217,9 +241,16 @@ func (a *slugActor) activate(identity string) error {
 }
 
 func (a *slugActor) handle(msg proto.Message) (proto.Message, error) {
+	if c, ok := msg.(*kitpb.CheckSlug); ok {
+		return a.checkSlug(c)
+	}
 	m, ok := msg.(*kitpb.ClaimSlug)
 	if !ok {
 		return nil, unknownRequest(KindSlug, msg)
+	}
+	if a.owner == nil && manifest.ReservedSlug(a.slug) {
+		// Only new claims: a Kit keeps a slug reserved after it claimed it.
+		return nil, kiterr.Invalid("manifest.slug", "is reserved")
 	}
 	if a.owner != nil {
 		if a.owner.WorkspaceId != m.WorkspaceId {

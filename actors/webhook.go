@@ -149,7 +149,7 @@ func (a *webhookActor) end(state, reason string, entries ...*kitpb.DevLogEntry) 
 	put(b, key("hook", a.id), next)
 	putLog(b, a.hook.KitId, audit)
 	for _, e := range entries {
-		e.Id = ids.New() // after the audit entry: the state change comes first in the log
+		e.Id = ids.NewAt(a.env.Clock.Now()) // after the audit entry: the state change comes first in the log
 		putLog(b, a.hook.KitId, e)
 	}
 	if err := b.Commit(); err != nil {

@@ -109,6 +109,7 @@ func TestWebhookDeveloperLog(t *testing.T) {
 	wantCode(t, n.hookPost(f, "archived"), kiterr.Gone)
 
 	want := []logLine{
+		{"audit", "info", "version.uploaded", "1.0.0", "", 0}, // the fixture's upload
 		{"audit", "info", "webhook.created", "active", "", 0},
 		{"delivery", "info", "webhook.post", "posted", "", 200},
 		{"delivery", "error", "webhook.post", "rejected", "validation_error", 400},

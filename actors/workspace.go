@@ -110,6 +110,9 @@ func (a *workspaceActor) handle(msg proto.Message) (proto.Message, error) {
 	if reply, ok, err := a.handleAuthorize(msg); ok {
 		return reply, err
 	}
+	if reply, ok, err := a.handleDevAPI(msg); ok {
+		return reply, err
+	}
 	return nil, unknownRequest(KindWorkspace, msg)
 }
 

@@ -24,6 +24,16 @@ var developerOnly = []string{actors.CallerDeveloper}
 func (s *Server) developer(ctx *fasthttp.RequestCtx, seg []string) {
 	method := string(ctx.Method())
 	switch {
+	case method == "GET" && route(seg, "me"):
+		s.devMe(ctx)
+	case method == "POST" && route(seg, "kits", "validate"):
+		s.validateManifest(ctx)
+	case method == "GET" && route(seg, "kits"):
+		s.listKits(ctx)
+	case method == "GET" && route(seg, "kits", "*"):
+		s.kitDetail(ctx, seg[1])
+	case method == "GET" && route(seg, "kits", "*", "logs"):
+		s.kitLogs(ctx, seg[1])
 	case method == "POST" && route(seg, "kits", "versions"):
 		s.uploadVersion(ctx)
 	case method == "POST" && route(seg, "kits", "*", "versions", "*", "publish"):

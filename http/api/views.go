@@ -205,3 +205,47 @@ func viewVersion(v *kitpb.KitVersion) versionView {
 		Distribution: v.Distribution,
 	}
 }
+
+// kitView is a Kit of the developer API (SPEC.md 2 "Kit").
+type kitView struct {
+	KitID                  string  `json:"kitId"`
+	Slug                   string  `json:"slug"`
+	DisplayName            string  `json:"displayName"`
+	Distribution           string  `json:"distribution"`
+	State                  string  `json:"state"`
+	CreatedAt              string  `json:"createdAt"`
+	LatestVersion          *string `json:"latestVersion"`
+	LatestPublishedVersion *string `json:"latestPublishedVersion"`
+	InstalledHere          bool    `json:"installedHere"`
+}
+
+func viewKit(k *kitpb.Kit, installedHere bool) kitView {
+	return kitView{
+		KitID: k.Id, Slug: k.Slug, DisplayName: k.DisplayName, Distribution: k.Distribution, State: k.State,
+		CreatedAt: isoTime(k.CreatedAt), LatestVersion: optString(k.LatestVersion),
+		LatestPublishedVersion: optString(k.LatestPublishedVersion), InstalledHere: installedHere,
+	}
+}
+
+// logEntryView is a developer log entry (SPEC.md 2 "Developer log entry").
+type logEntryView struct {
+	ID             string  `json:"id"`
+	At             string  `json:"at"`
+	Source         string  `json:"source"`
+	Level          string  `json:"level"`
+	Event          string  `json:"event"`
+	InstallationID *string `json:"installationId"`
+	Status         *string `json:"status"`
+	ErrorCode      *string `json:"errorCode"`
+	DurationMs     *int64  `json:"durationMs"`
+	HTTPStatus     *int32  `json:"httpStatus"`
+	Attempt        *int32  `json:"attempt"`
+}
+
+func viewLogEntry(e *kitpb.DevLogEntry) logEntryView {
+	return logEntryView{
+		ID: e.Id, At: isoTime(e.At), Source: e.Source, Level: e.Level, Event: e.Event,
+		InstallationID: optString(e.InstallationId), Status: optString(e.Status), ErrorCode: optString(e.ErrorCode),
+		DurationMs: e.DurationMs, HTTPStatus: e.HttpStatus, Attempt: e.Attempt,
+	}
+}

@@ -1,0 +1,283 @@
+package api
+
+import (
+	"slices"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/internal/manifest"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// The developer API's reads (SPEC.md 4.10): /dev/me, /dev/kits/validate,
+// /dev/kits, /dev/kits/{kitId} and its logs. docs/decisions.md "Developer
+// API" says what is not there yet (domains, install links, lastUsedAt).
+
+func (s *Server) devMe(ctx *fasthttp.RequestCtx) {
+	p := s.authorize(ctx, developerOnly, "", limits.Developer)
+	if p == nil {
+		return
+	}
+	r, err := ask[*kitpb.DeveloperTokenReply](s, actors.KindWorkspace, p.Caller.WorkspaceId, &kitpb.GetDeveloperToken{TokenId: p.TokenID})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	c := r.Credential
+	type tokenView struct {
+		ID         string  `json:"id"`
+		Name       string  `json:"name"`
+		CreatedAt  string  `json:"createdAt"`
+		ExpiresAt  string  `json:"expiresAt"`
+		LastUsedAt *string `json:"lastUsedAt"` // not tracked yet: null
+		RevokedAt  *string `json:"revokedAt"`
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+		WorkspaceID string    `json:"workspaceId"`
+		UserID      string    `json:"userId"`
+		Sandbox     bool      `json:"sandbox"`
+		Token       tokenView `json:"token"`
+	}{c.WorkspaceId, c.UserId, r.Sandbox, tokenView{
+		ID: c.TokenId, Name: c.Name, CreatedAt: isoTime(c.CreatedAt), ExpiresAt: isoTime(c.ExpiresAt),
+		RevokedAt: optTime(c.RevokedAt),
+	}})
+}
+
+type validateResponse struct {
+	Valid           bool                     `json:"valid"`
+	Problems        manifest.Problems        `json:"problems"`
+	Warnings        manifest.Problems        `json:"warnings"`
+	Consent         *manifest.ConsentSummary `json:"consent"`
+	Hosts           []string                 `json:"hosts"`
+	UnverifiedHosts []string                 `json:"unverifiedHosts"`
+	Diff            *manifest.ConsentDiff    `json:"diff"`
+	ExistingKitID   *string                  `json:"existingKitId"`
+}
+
+// validateManifest checks a manifest as an upload would, without changing
+// anything: the schema, the slug (reserved, another workspace's), the
+// consent summary and the consent difference to the latest published
+// version of the workspace's Kit of that slug.
+func (s *Server) validateManifest(ctx *fasthttp.RequestCtx) {
+	p := s.authorize(ctx, developerOnly, "", limits.Developer)
+	if p == nil {
+		return
+	}
+	var body struct {
+		Manifest *string `json:"manifest"`
+	}
+	err := s.decode(ctx, &body, maxJSONBody, false)
+	if err == nil {
+		err = requireString("manifest", body.Manifest, minManifestLen, maxManifestLen)
+	}
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	res := validateResponse{Problems: manifest.Problems{}, Warnings: manifest.Problems{}, Hosts: []string{}, UnverifiedHosts: []string{}}
+	man, problems := manifest.Parse(*body.Manifest)
+	if len(problems) > 0 {
+		res.Problems = problems
+		s.writeJSON(ctx, fasthttp.StatusOK, res)
+		return
+	}
+	chk, err := ask[*kitpb.SlugCheckReply](s, actors.KindSlug, man.Slug, &kitpb.CheckSlug{WorkspaceId: p.Caller.WorkspaceId})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	switch {
+	case chk.Reserved:
+		res.Problems = append(res.Problems, manifest.Problem{Path: "slug", Message: "is reserved"})
+	case chk.Taken:
+		res.Problems = append(res.Problems, manifest.Problem{Path: "slug", Message: "belongs to another Kit"})
+	}
+	installed := false
+	if chk.KitId != "" {
+		res.ExistingKitID = &chk.KitId
+		if installed, err = actors.InstalledHere(s.env, p.Caller.WorkspaceId, chk.KitId); err != nil {
+			s.fail(ctx, err)
+			return
+		}
+	}
+	if w := man.Warnings(); len(w) > 0 {
+		res.Warnings = w
+	}
+	owned := true
+	consent := man.ConsentSummary(manifest.SummaryOptions{Available: true, Installed: installed, OwnedByWorkspace: &owned})
+	res.Consent = &consent
+	if hosts := man.EndpointHosts(); len(hosts) > 0 {
+		res.Hosts = hosts
+		res.UnverifiedHosts = slices.Clone(hosts) // no domain can be verified yet
+	}
+	if chk.PublishedManifest != "" {
+		prev, pp := manifest.Parse(chk.PublishedManifest)
+		if len(pp) == 0 {
+			d := manifest.Diff(prev, man)
+			res.Diff = &d
+		}
+	}
+	res.Valid = len(res.Problems) == 0
+	s.writeJSON(ctx, fasthttp.StatusOK, res)
+}
+
+func (s *Server) listKits(ctx *fasthttp.RequestCtx) {
+	p := s.authorize(ctx, developerOnly, "", limits.Developer)
+	if p == nil {
+		return
+	}
+	ws := p.Caller.WorkspaceId
+	kitIDs, err := actors.WorkspaceKits(s.env, ws)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	kits := make([]kitView, 0, len(kitIDs))
+	for _, id := range kitIDs {
+		r, err := ask[*kitpb.KitReply](s, actors.KindKit, id, &kitpb.GetKit{WorkspaceId: ws})
+		if err != nil {
+			s.fail(ctx, err)
+			return
+		}
+		here, err := actors.InstalledHere(s.env, ws, id)
+		if err != nil {
+			s.fail(ctx, err)
+			return
+		}
+		kits = append(kits, viewKit(r.Kit, here))
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+		Kits []kitView `json:"kits"`
+	}{kits})
+}
+
+type secretMetaView struct {
+	Generation        int32   `json:"generation"`
+	CreatedAt         string  `json:"createdAt"`
+	PreviousExpiresAt *string `json:"previousExpiresAt,omitempty"`
+}
+
+type kitDetailView struct {
+	Kit         kitView       `json:"kit"`
+	Versions    []versionView `json:"versions"`
+	Domains     []struct{}    `json:"domains"`
+	Credentials struct {
+		ClientSecret *struct {
+			CreatedAt string `json:"createdAt"`
+		} `json:"clientSecret,omitempty"`
+		SigningSecret *secretMetaView `json:"signingSecret,omitempty"`
+	} `json:"credentials"`
+	InstallLink struct {
+		Active    bool    `json:"active"`
+		CreatedAt *string `json:"createdAt"`
+	} `json:"installLink"`
+	EndpointHosts   []string `json:"endpointHosts"`
+	UnverifiedHosts []string `json:"unverifiedHosts"`
+}
+
+func (s *Server) kitDetail(ctx *fasthttp.RequestCtx, kitID string) {
+	p := s.authorize(ctx, developerOnly, "", limits.Developer)
+	if p == nil || !s.validID(ctx, "kit", kitID) {
+		return
+	}
+	ws := p.Caller.WorkspaceId
+	r, err := ask[*kitpb.KitDetailReply](s, actors.KindKit, kitID, &kitpb.GetKitDetail{WorkspaceId: ws})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	here, err := actors.InstalledHere(s.env, ws, kitID)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	d := kitDetailView{Kit: viewKit(r.Kit, here), Versions: make([]versionView, len(r.Versions)), Domains: []struct{}{},
+		EndpointHosts: []string{}, UnverifiedHosts: []string{}}
+	for i, v := range r.Versions {
+		d.Versions[i] = viewVersion(v)
+		if v.Version == r.Kit.LatestVersion {
+			if man, problems := manifest.Parse(v.Manifest); len(problems) == 0 {
+				if hosts := man.EndpointHosts(); len(hosts) > 0 {
+					d.EndpointHosts, d.UnverifiedHosts = hosts, slices.Clone(hosts)
+				}
+			}
+		}
+	}
+	if c := r.ClientSecret; c != nil {
+		d.Credentials.ClientSecret = &struct {
+			CreatedAt string `json:"createdAt"`
+		}{isoTime(c.CreatedAt)}
+	}
+	if c := r.SigningSecret; c != nil {
+		d.Credentials.SigningSecret = &secretMetaView{Generation: c.Generation, CreatedAt: isoTime(c.CreatedAt), PreviousExpiresAt: optTime(c.PreviousExpiresAt)}
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+		Detail kitDetailView `json:"detail"`
+	}{d})
+}
+
+// logSources are the sources of the developer log (SPEC.md 2), listed in
+// every logs response.
+var logSources = []string{actors.LogSourceToolCall, actors.LogSourceAudit, actors.LogSourceDelivery}
+
+const maxLogLimit = 100
+
+func (s *Server) kitLogs(ctx *fasthttp.RequestCtx, kitID string) {
+	p := s.authorize(ctx, developerOnly, "", limits.Developer)
+	if p == nil || !s.validID(ctx, "kit", kitID) {
+		return
+	}
+	list := "devlog:" + kitID
+	pg, err := parsePage(ctx, list, maxLogLimit)
+	if err == nil && pg.position != "" && !ids.Valid(pg.position) {
+		err = kiterr.Invalid("cursor", "is not a cursor of this list")
+	}
+	args := ctx.QueryArgs()
+	source, level := string(args.Peek("source")), string(args.Peek("level"))
+	if err == nil && args.Has("source") && !slices.Contains(logSources, source) {
+		err = kiterr.Invalid("source", "must be one of tool_call, audit, delivery")
+	}
+	if err == nil && args.Has("level") && level != actors.LogLevelInfo && level != actors.LogLevelError {
+		err = kiterr.Invalid("level", "must be info or error")
+	}
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	r, err := ask[*kitpb.KitReply](s, actors.KindKit, kitID, &kitpb.GetKit{WorkspaceId: p.Caller.WorkspaceId})
+	if err == nil && r.Kit.WorkspaceId != p.Caller.WorkspaceId {
+		err = kiterr.Absent("kit")
+	}
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	var keep func(*kitpb.DevLogEntry) bool
+	if source != "" || level != "" {
+		keep = func(e *kitpb.DevLogEntry) bool {
+			return (source == "" || e.Source == source) && (level == "" || e.Level == level)
+		}
+	}
+	entries, more, err := actors.ReadDevLog(s.env, kitID, pg.position, pg.limit, keep)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	out := make([]logEntryView, len(entries))
+	for i, e := range entries {
+		out[i] = viewLogEntry(e)
+	}
+	var next *string
+	if len(entries) > 0 {
+		next = cursorFor(list, entries[len(entries)-1].Id, more)
+	}
+	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+		Entries    []logEntryView `json:"entries"`
+		NextCursor *string        `json:"nextCursor"`
+		Sources    []string       `json:"sources"`
+	}{out, next, logSources})
+}
