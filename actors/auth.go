@@ -155,35 +155,28 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 
 // InstallationChanged drops every cached principal of the installation.
 func (a *Authenticator) InstallationChanged(installationID string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.epoch++
-	for h, p := range a.cache {
-		if p.Caller.InstallationId == installationID {
-			delete(a.cache, h)
-		}
-	}
+	a.dropWhere(func(p *Principal) bool { return p.Caller.InstallationId == installationID })
 }
 
 // UserChanged drops every cached principal acting as the member.
 func (a *Authenticator) UserChanged(userID string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.epoch++
-	for h, p := range a.cache {
-		if p.Caller.UserId == userID {
-			delete(a.cache, h)
-		}
-	}
+	a.dropWhere(func(p *Principal) bool { return p.Caller.UserId == userID })
 }
 
 // SessionEnded drops every cached principal authorized in the web session.
 func (a *Authenticator) SessionEnded(sessionID string) {
+	a.dropWhere(func(p *Principal) bool { return p.SessionID == sessionID })
+}
+
+// dropWhere drops the cached principals that match. Invalidations are rare
+// next to lookups, so a scan of the cache is cheaper than keeping indexes
+// on every lookup path.
+func (a *Authenticator) dropWhere(match func(*Principal) bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.epoch++
 	for h, p := range a.cache {
-		if p.SessionID == sessionID {
+		if match(p) {
 			delete(a.cache, h)
 		}
 	}
