@@ -269,6 +269,9 @@ func (s *Server) decode(ctx *fasthttp.RequestCtx, v any, limit int, emptyOK bool
 	if mt, _, _ := strings.Cut(ct, ";"); !strings.EqualFold(strings.TrimSpace(mt), "application/json") {
 		return kiterr.New(kiterr.UnsupportedMedia, "Content-Type must be application/json")
 	}
+	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(body) {
+		return nil
+	}
 	return decodeJSON(body, v)
 }
 

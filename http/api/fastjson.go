@@ -1,0 +1,117 @@
+package api
+
+import "encoding/json"
+
+// fastDecoder is a request body with a hand-written decoder for its common
+// form. decodeFast reports false for anything it does not fully understand;
+// the body is then decoded by encoding/json, which also words the errors.
+// A true result must leave the value exactly as json.Unmarshal would
+// (fastjson_test.go holds it to that, including by fuzzing).
+type fastDecoder interface {
+	decodeFast(body []byte) bool
+}
+
+// decodeFast handles the shape almost every POST /messages has: an object
+// of conversationId, text and threadParentId as plain ASCII strings (no
+// escapes), threadParentId or blocks possibly null, in any order. Anything
+// else (blocks, escapes, non-ASCII, other keys) goes to encoding/json.
+func (b *postBody) decodeFast(body []byte) bool {
+	var out postBody
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return false
+	}
+	i = skipSpace(body, i+1)
+	if i < len(body) && body[i] == '}' {
+		*b = out
+		return skipSpace(body, i+1) == len(body)
+	}
+	for {
+		key, next, ok := plainString(body, i)
+		if !ok {
+			return false
+		}
+		i = skipSpace(body, next)
+		if i >= len(body) || body[i] != ':' {
+			return false
+		}
+		i = skipSpace(body, i+1)
+		var dst **string
+		switch string(key) { // no allocation: the compiler compares in place
+		case "conversationId":
+			dst = &out.ConversationID
+		case "text":
+			dst = &out.Text
+		case "threadParentId":
+			dst = &out.ThreadParentID
+		case "blocks":
+			if !hasLiteral(body, i, "null") {
+				return false
+			}
+			out.Blocks = json.RawMessage("null")
+			i += 4
+		default:
+			return false // unknown keys, or keys encoding/json would match case-insensitively
+		}
+		if dst != nil {
+			if hasLiteral(body, i, "null") {
+				*dst = nil
+				i += 4
+			} else {
+				v, next, ok := plainString(body, i)
+				if !ok {
+					return false
+				}
+				s := string(v)
+				*dst = &s
+				i = next
+			}
+		}
+		i = skipSpace(body, i)
+		if i >= len(body) {
+			return false
+		}
+		switch body[i] {
+		case ',':
+			i = skipSpace(body, i+1)
+		case '}':
+			if skipSpace(body, i+1) != len(body) {
+				return false
+			}
+			*b = out
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func hasLiteral(b []byte, i int, lit string) bool {
+	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
+}
+
+// plainString reads a JSON string at b[i] that needs no unescaping: printable
+// ASCII without backslash. It returns the contents and the index after the
+// closing quote.
+func plainString(b []byte, i int) (s []byte, next int, ok bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, 0, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		c := b[j]
+		switch {
+		case c == '"':
+			return b[i+1 : j], j + 1, true
+		case c == '\\' || c < 0x20 || c >= 0x7f:
+			return nil, 0, false
+		}
+	}
+	return nil, 0, false
+}

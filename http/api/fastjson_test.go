@@ -1,0 +1,73 @@
+package api
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func TestPostBodyDecodeFastMatchesEncodingJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		fast bool // the fast path takes it
+	}{
+		{"the common body", `{"conversationId":"01a20000-0000-7000-8000-000000000002","text":"hello"}`, true},
+		{"any key order and whitespace", " {\n\t\"text\" : \"hi\" ,\r\n \"conversationId\":\"c\", \"threadParentId\":\"p\" } ", true},
+		{"null threadParentId and blocks", `{"text":"t","threadParentId":null,"blocks":null}`, true},
+		{"an empty object", `{}`, true},
+		{"a duplicate key: the last one wins", `{"text":"a","text":"b"}`, true},
+		{"a duplicate key with null last", `{"text":"a","text":null}`, true},
+		{"blocks go to encoding/json", `{"text":"t","blocks":[{"type":"divider"}]}`, false},
+		{"escapes go to encoding/json", `{"text":"line\nbreak \"q\" \u00e9"}`, false},
+		{"non-ASCII goes to encoding/json", `{"text":"héllo 🎉"}`, false},
+		{"unknown keys go to encoding/json", `{"text":"t","extra":1}`, false},
+		{"a case variant key goes to encoding/json", `{"Text":"t"}`, false},
+		{"a number for text goes to encoding/json", `{"text":1}`, false},
+		{"trailing data goes to encoding/json", `{"text":"t"} x`, false},
+		{"a missing close goes to encoding/json", `{"text":"t"`, false},
+		{"a trailing comma goes to encoding/json", `{"text":"t",}`, false},
+		{"an array goes to encoding/json", `[]`, false},
+		{"a control character goes to encoding/json", "{\"text\":\"a\x01\"}", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var fast postBody
+			took := fast.decodeFast([]byte(tt.body))
+			if took != tt.fast {
+				t.Fatalf("fast path took it: %v, want %v", took, tt.fast)
+			}
+			if !took {
+				return
+			}
+			var want postBody
+			if err := json.Unmarshal([]byte(tt.body), &want); err != nil {
+				t.Fatalf("the fast path accepted what encoding/json refuses: %v", err)
+			}
+			if !reflect.DeepEqual(fast, want) {
+				t.Fatalf("fast %+v, encoding/json %+v", fast, want)
+			}
+		})
+	}
+}
+
+// FuzzPostBodyDecodeFast: whenever the fast path accepts a body, the value
+// equals what encoding/json makes of it.
+func FuzzPostBodyDecodeFast(f *testing.F) {
+	for _, s := range []string{`{"conversationId":"c","text":"t"}`, `{"text":null}`, `{}`, `{"blocks":null,"text":"x"}`, ` { "text" : "a" , "text" : "b" } `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var fast postBody
+		if !fast.decodeFast(body) {
+			return
+		}
+		var want postBody
+		if err := json.Unmarshal(body, &want); err != nil {
+			t.Fatalf("fast path accepted %q, encoding/json refuses: %v", body, err)
+		}
+		if !reflect.DeepEqual(fast, want) {
+			t.Fatalf("%q: fast %+v, encoding/json %+v", body, fast, want)
+		}
+	})
+}
