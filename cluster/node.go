@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -40,7 +41,17 @@ type Node struct {
 	cluster *pcluster.Cluster
 	timeout time.Duration
 	replies *replyPool
+
+	// pids caches where identities live. protoactor's PidCache builds a
+	// string key per lookup; this map does not allocate on a hit. A stale
+	// entry (the actor stopped) costs one dead letter, then a fresh lookup.
+	// With several members, a topology change must clear the entries of the
+	// members that left, as PidCache.RemoveByMember does.
+	pidsMu sync.RWMutex
+	pids   map[pidKey]*actor.PID
 }
+
+type pidKey struct{ kind, identity string }
 
 // Start starts the actor system and joins the cluster with the given kinds.
 // With no seed members the node forms a cluster of one.
@@ -61,7 +72,7 @@ func Start(cfg Config, kinds ...*pcluster.Kind) (*Node, error) {
 	if err := startMember(c); err != nil {
 		return nil, err
 	}
-	return &Node{system: system, cluster: c, timeout: cfg.RequestTimeout, replies: newReplyPool(system)}, nil
+	return &Node{system: system, cluster: c, timeout: cfg.RequestTimeout, replies: newReplyPool(system), pids: make(map[pidKey]*actor.PID)}, nil
 }
 
 // startMember turns protoactor's panics on a failed start into an error.
@@ -103,7 +114,7 @@ func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message,
 		switch r := res.(type) {
 		case *actor.DeadLetterResponse:
 			// The activation went away (stopped or moved); look it up again.
-			n.cluster.PidCache.Remove(identity, kind)
+			n.forget(kind, identity)
 			continue
 		case *kitpb.Failure:
 			e := &kiterr.Error{Code: kiterr.Code(r.Code), Message: r.Message, Path: r.Path}
@@ -140,18 +151,36 @@ func (n *Node) ask(pid *actor.PID, msg proto.Message) (any, error) {
 	}
 }
 
-// pid resolves an identity through the cluster's PID cache; a miss asks
-// the identity lookup (which may activate the actor). The cache forgets the
-// PIDs of a member that leaves.
+// pid resolves an identity through the node's PID cache; a miss asks the
+// identity lookup (which may activate the actor).
 func (n *Node) pid(kind, identity string) *actor.PID {
-	if pid, ok := n.cluster.PidCache.Get(identity, kind); ok {
+	k := pidKey{kind, identity}
+	n.pidsMu.RLock()
+	pid, ok := n.pids[k]
+	n.pidsMu.RUnlock()
+	if ok {
 		return pid
 	}
-	pid := n.cluster.Get(identity, kind)
+	pid = n.cluster.Get(identity, kind)
 	if pid != nil {
-		n.cluster.PidCache.Set(identity, kind, pid)
+		n.pidsMu.Lock()
+		if len(n.pids) >= maxCachedPIDs {
+			n.pids = make(map[pidKey]*actor.PID) // start over: cheaper than tracking use
+		}
+		n.pids[k] = pid
+		n.pidsMu.Unlock()
 	}
 	return pid
+}
+
+// maxCachedPIDs bounds the PID cache (passivated actors leave stale
+// entries, which a dead letter removes on use).
+const maxCachedPIDs = 1 << 20
+
+func (n *Node) forget(kind, identity string) {
+	n.pidsMu.Lock()
+	delete(n.pids, pidKey{kind, identity})
+	n.pidsMu.Unlock()
 }
 
 // Call is Request with the reply asserted to type R.
