@@ -721,6 +721,24 @@ func (c *checker) array(path string, n *node, max int, what string) bool {
 	return true
 }
 
+// uniqueName checks a name against its pattern and the names seen before
+// it in the same list; it returns "" for a name with a problem.
+func (c *checker) uniqueName(p string, n *node, re *regexp.Regexp, patternMsg, what string, seen map[string]bool) string {
+	s, ok := c.str(p, n)
+	switch {
+	case !ok:
+		return ""
+	case !re.MatchString(s):
+		c.add(n.off, p, patternMsg)
+		return ""
+	case seen[s]:
+		c.add(n.off, p, what+" name is used more than once")
+		return ""
+	}
+	seen[s] = true
+	return s
+}
+
 // tools checks tools[]: objects with every key required, unique names.
 func (c *checker) tools(path string, n *node) []Tool {
 	if !c.array(path, n, MaxTools, "tools") {
@@ -732,17 +750,7 @@ func (c *checker) tools(path string, n *node) []Tool {
 		var t Tool
 		c.object(index(path, i), e, []field{
 			{"name", true, func(p string, n *node) {
-				s, ok := c.str(p, n)
-				switch {
-				case !ok:
-				case !toolNameRe.MatchString(s):
-					c.add(n.off, p, "must be 1-64 characters from a-z, 0-9 and _, starting with a letter")
-				case seen[s]:
-					c.add(n.off, p, "tool name is used more than once")
-				default:
-					seen[s] = true
-					t.Name = s
-				}
+				t.Name = c.uniqueName(p, n, toolNameRe, "must be 1-64 characters from a-z, 0-9 and _, starting with a letter", "tool", seen)
 			}},
 			{"displayName", true, func(p string, n *node) { t.DisplayName, _ = c.langMap(p, n, 80, false) }},
 			{"description", true, func(p string, n *node) { t.Description, _ = c.langMap(p, n, 1000, true) }},
@@ -792,17 +800,7 @@ func (c *checker) commands(path string, n *node) []Command {
 		var cmd Command
 		c.object(index(path, i), e, []field{
 			{"name", true, func(p string, n *node) {
-				s, ok := c.str(p, n)
-				switch {
-				case !ok:
-				case !commandNameRe.MatchString(s):
-					c.add(n.off, p, "must be / and 1-32 characters from a-z, 0-9, _ and -, starting with a letter")
-				case seen[s]:
-					c.add(n.off, p, "command name is used more than once")
-				default:
-					seen[s] = true
-					cmd.Name = s
-				}
+				cmd.Name = c.uniqueName(p, n, commandNameRe, "must be / and 1-32 characters from a-z, 0-9, _ and -, starting with a letter", "command", seen)
 			}},
 			{"description", true, func(p string, n *node) { cmd.Description, _ = c.langMap(p, n, 200, false) }},
 			{"usage", false, func(p string, n *node) { cmd.Usage, _ = c.langMap(p, n, 100, false) }},
