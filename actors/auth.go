@@ -217,6 +217,20 @@ func (a *Authenticator) Revoke(token string) error {
 	return err
 }
 
+// LocateMessage returns the conversation that owns a message and the
+// message's position in it, from the locator record written with it.
+func LocateMessage(env *Env, id string) (conversationID string, seq uint64, err error) {
+	loc := &kitpb.Locator{}
+	found, err := load(env.Store, key("loc", id), loc)
+	if err != nil {
+		return "", 0, fmt.Errorf("locate %s: %w", id, err)
+	}
+	if !found || loc.Kind != KindConversation || loc.Seq == 0 {
+		return "", 0, kiterr.Absent("message")
+	}
+	return loc.Owner, loc.Seq, nil
+}
+
 // Locate returns which actor owns id (a message, user, session or
 // developer token), from its locator record.
 func Locate(env *Env, id string) (kind, owner string, err error) {

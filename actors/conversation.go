@@ -112,7 +112,7 @@ func (a *conversationActor) handle(msg proto.Message) (proto.Message, error) {
 		if !a.visible(m.Caller) {
 			return nil, kiterr.Absent("message")
 		}
-		msg, err := a.messageByID(m.MessageId)
+		msg, err := a.messageAt(m.MessageId, m.Seq)
 		if err != nil {
 			return nil, err
 		}
@@ -401,11 +401,11 @@ func (a *conversationActor) checkBlocks(c *kitpb.Caller, raw []byte) ([]byte, er
 }
 
 // ownMessage finds a message the caller may change.
-func (a *conversationActor) ownMessage(c *kitpb.Caller, id string) (*kitpb.Message, error) {
+func (a *conversationActor) ownMessage(c *kitpb.Caller, id string, seq uint64) (*kitpb.Message, error) {
 	if !a.visible(c) {
 		return nil, kiterr.Absent("message")
 	}
-	msg, err := a.messageByID(id)
+	msg, err := a.messageAt(id, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -420,7 +420,7 @@ func (a *conversationActor) ownMessage(c *kitpb.Caller, id string) (*kitpb.Messa
 }
 
 func (a *conversationActor) edit(m *kitpb.EditMessage) (proto.Message, error) {
-	msg, err := a.ownMessage(m.Caller, m.MessageId)
+	msg, err := a.ownMessage(m.Caller, m.MessageId, m.Seq)
 	if err != nil {
 		return nil, err
 	}
@@ -439,7 +439,7 @@ func (a *conversationActor) edit(m *kitpb.EditMessage) (proto.Message, error) {
 }
 
 func (a *conversationActor) delete(m *kitpb.DeleteMessage) (proto.Message, error) {
-	msg, err := a.ownMessage(m.Caller, m.MessageId)
+	msg, err := a.ownMessage(m.Caller, m.MessageId, m.Seq)
 	if err != nil {
 		return nil, err
 	}
@@ -458,6 +458,23 @@ func (a *conversationActor) rewrite(msg *kitpb.Message) (proto.Message, error) {
 		return nil, fmt.Errorf("rewrite message %s: %w", msg.Id, err)
 	}
 	return &kitpb.MessageReply{Message: msg}, nil
+}
+
+// messageAt finds a message by its id and, when the front end already read
+// it from the locator, its position: then one read instead of two. The id
+// must match, so a wrong position finds nothing rather than another message.
+func (a *conversationActor) messageAt(id string, seq uint64) (*kitpb.Message, error) {
+	if seq == 0 {
+		return a.messageByID(id)
+	}
+	msg, err := a.messageBySeq(seq)
+	if err != nil {
+		return nil, err
+	}
+	if msg.Id != id {
+		return nil, kiterr.Absent("message")
+	}
+	return msg, nil
 }
 
 // messageByID finds a message of this conversation by its id, through the

@@ -332,3 +332,46 @@ func TestPostBucket(t *testing.T) {
 		}
 	})
 }
+
+// The front end passes the position it read from a message's locator, so
+// that the conversation reads the message once. The position is a hint
+// checked against the id: a mismatch is "not found", never another message.
+func TestMessagePositionHint(t *testing.T) {
+	n := shared
+	w := n.workspace(t, 1)
+	conv := n.channel(t, w.id, w.users...)
+	c := userCaller(w.id, w.users[0])
+	a := n.post(t, c, conv, postReq{text: "a"})
+	b := n.post(t, c, conv, postReq{text: "b"})
+	for _, tc := range []struct {
+		name string
+		id   string
+		seq  uint64
+		want string // text, or "" for not found
+	}{
+		{"the right position reads the message", a.Id, a.Seq, "a"},
+		{"no position looks the message up", b.Id, 0, "b"},
+		{"another message's position is not found", a.Id, b.Seq, ""},
+		{"a position past the end is not found", a.Id, b.Seq + 100, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := try[*kitpb.MessageReply](n, actors.KindConversation, conv, &kitpb.GetMessage{Caller: c, MessageId: tc.id, Seq: tc.seq})
+			if tc.want == "" {
+				wantCode(t, err, kiterr.NotFound)
+				return
+			}
+			noErr(t, err)
+			if r.Message.Text != tc.want {
+				t.Fatalf("got %q, want %q", r.Message.Text, tc.want)
+			}
+		})
+	}
+	t.Run("editing with another message's position changes nothing", func(t *testing.T) {
+		_, err := try[*kitpb.MessageReply](n, actors.KindConversation, conv, &kitpb.EditMessage{Caller: c, MessageId: a.Id, Seq: b.Seq, Text: "x"})
+		wantCode(t, err, kiterr.NotFound)
+		r := ask[*kitpb.MessageReply](t, n, actors.KindConversation, conv, &kitpb.GetMessage{Caller: c, MessageId: b.Id})
+		if r.Message.Text != "b" || r.Message.EditedAt != 0 {
+			t.Fatalf("message b changed: %+v", r.Message)
+		}
+	})
+}

@@ -301,7 +301,7 @@ func (s *Server) listReplies(ctx *fasthttp.RequestCtx, msgID string) {
 	if p == nil {
 		return
 	}
-	convID, err := s.conversationOf(msgID)
+	convID, _, err := s.conversationOf(msgID)
 	if err != nil {
 		s.fail(ctx, err)
 		return
@@ -337,19 +337,14 @@ func (s *Server) messagePage(ctx *fasthttp.RequestCtx, p *actors.Principal, conv
 	s.writeBody(ctx, fasthttp.StatusOK, messagesPageJSON(r.Messages, cursorFor(list, last, r.More)))
 }
 
-// conversationOf finds the conversation that owns a message id.
-func (s *Server) conversationOf(msgID string) (string, error) {
+// conversationOf finds the conversation that owns a message id, and the
+// message's position there (passed on, so the conversation reads the
+// locator record only once).
+func (s *Server) conversationOf(msgID string) (string, uint64, error) {
 	if !ids.Valid(msgID) {
-		return "", kiterr.Absent("message")
+		return "", 0, kiterr.Absent("message")
 	}
-	kind, owner, err := actors.Locate(s.env, msgID)
-	if err != nil {
-		return "", err
-	}
-	if kind != actors.KindConversation {
-		return "", kiterr.Absent("message")
-	}
-	return owner, nil
+	return actors.LocateMessage(s.env, msgID)
 }
 
 func (s *Server) getMessage(ctx *fasthttp.RequestCtx, id string) {
@@ -357,12 +352,12 @@ func (s *Server) getMessage(ctx *fasthttp.RequestCtx, id string) {
 	if p == nil {
 		return
 	}
-	convID, err := s.conversationOf(id)
+	convID, seq, err := s.conversationOf(id)
 	if err != nil {
 		s.fail(ctx, err)
 		return
 	}
-	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, convID, &kitpb.GetMessage{Caller: p.Caller, MessageId: id})
+	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, convID, &kitpb.GetMessage{Caller: p.Caller, MessageId: id, Seq: seq})
 	if err != nil {
 		s.fail(ctx, err)
 		return
@@ -438,13 +433,13 @@ func (s *Server) editMessage(ctx *fasthttp.RequestCtx, id string) {
 		s.fail(ctx, err)
 		return
 	}
-	convID, err := s.conversationOf(id)
+	convID, seq, err := s.conversationOf(id)
 	if err != nil {
 		s.fail(ctx, err)
 		return
 	}
 	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, convID, &kitpb.EditMessage{
-		Caller: p.Caller, MessageId: id, Text: *body.Text, Blocks: rawBlocks(body.Blocks),
+		Caller: p.Caller, MessageId: id, Seq: seq, Text: *body.Text, Blocks: rawBlocks(body.Blocks),
 		KeepBlocks: body.Blocks == nil,
 	})
 	if err != nil {
@@ -459,12 +454,12 @@ func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, id string) {
 	if p == nil {
 		return
 	}
-	convID, err := s.conversationOf(id)
+	convID, seq, err := s.conversationOf(id)
 	if err != nil {
 		s.fail(ctx, err)
 		return
 	}
-	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, convID, &kitpb.DeleteMessage{Caller: p.Caller, MessageId: id})
+	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, convID, &kitpb.DeleteMessage{Caller: p.Caller, MessageId: id, Seq: seq})
 	if err != nil {
 		s.fail(ctx, err)
 		return

@@ -1921,10 +1921,14 @@ func (x *MessageReply) GetReplayed() bool {
 	return false
 }
 
+// seq in the message requests below is the message's position from its
+// locator record, read by the front end to route the request; 0 means the
+// conversation looks it up itself.
 type GetMessage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
 	MessageId     string                 `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1973,6 +1977,13 @@ func (x *GetMessage) GetMessageId() string {
 	return ""
 }
 
+func (x *GetMessage) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 type EditMessage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
@@ -1980,6 +1991,7 @@ type EditMessage struct {
 	Text          string                 `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
 	Blocks        []byte                 `protobuf:"bytes,4,opt,name=blocks,proto3" json:"blocks,omitempty"`                            // raw JSON as sent; empty: none
 	KeepBlocks    bool                   `protobuf:"varint,5,opt,name=keep_blocks,json=keepBlocks,proto3" json:"keep_blocks,omitempty"` // blocks were absent from the request: leave them as they are
+	Seq           uint64                 `protobuf:"varint,6,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2049,10 +2061,18 @@ func (x *EditMessage) GetKeepBlocks() bool {
 	return false
 }
 
+func (x *EditMessage) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 type DeleteMessage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
 	MessageId     string                 `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2099,6 +2119,13 @@ func (x *DeleteMessage) GetMessageId() string {
 		return x.MessageId
 	}
 	return ""
+}
+
+func (x *DeleteMessage) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
 }
 
 type ListMessages struct {
@@ -3072,12 +3099,13 @@ const file_requests_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\"U\n" +
 	"\fMessageReply\x12)\n" +
 	"\amessage\x18\x01 \x01(\v2\x0f.kit.v1.MessageR\amessage\x12\x1a\n" +
-	"\breplayed\x18\x02 \x01(\bR\breplayed\"S\n" +
+	"\breplayed\x18\x02 \x01(\bR\breplayed\"e\n" +
 	"\n" +
 	"GetMessage\x12&\n" +
 	"\x06caller\x18\x01 \x01(\v2\x0e.kit.v1.CallerR\x06caller\x12\x1d\n" +
 	"\n" +
-	"message_id\x18\x02 \x01(\tR\tmessageId\"\xa1\x01\n" +
+	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\xb3\x01\n" +
 	"\vEditMessage\x12&\n" +
 	"\x06caller\x18\x01 \x01(\v2\x0e.kit.v1.CallerR\x06caller\x12\x1d\n" +
 	"\n" +
@@ -3085,11 +3113,13 @@ const file_requests_proto_rawDesc = "" +
 	"\x04text\x18\x03 \x01(\tR\x04text\x12\x16\n" +
 	"\x06blocks\x18\x04 \x01(\fR\x06blocks\x12\x1f\n" +
 	"\vkeep_blocks\x18\x05 \x01(\bR\n" +
-	"keepBlocks\"V\n" +
+	"keepBlocks\x12\x10\n" +
+	"\x03seq\x18\x06 \x01(\x04R\x03seq\"h\n" +
 	"\rDeleteMessage\x12&\n" +
 	"\x06caller\x18\x01 \x01(\v2\x0e.kit.v1.CallerR\x06caller\x12\x1d\n" +
 	"\n" +
-	"message_id\x18\x02 \x01(\tR\tmessageId\"\x95\x01\n" +
+	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\x95\x01\n" +
 	"\fListMessages\x12&\n" +
 	"\x06caller\x18\x01 \x01(\v2\x0e.kit.v1.CallerR\x06caller\x12(\n" +
 	"\x10thread_parent_id\x18\x02 \x01(\tR\x0ethreadParentId\x12\x1d\n" +
