@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/ids"
@@ -23,6 +24,17 @@ type Principal struct {
 	SessionID string // user tokens: the web session that authorized them
 	ExpiresAt int64  // unix nanoseconds; 0: no expiry
 	hash      [32]byte
+	// lastTouch is when this node last recorded a use of the developer
+	// token (unix nanoseconds).
+	lastTouch atomic.Int64
+}
+
+// TouchDue reports whether a use of the developer token at now should be
+// recorded: true at most once per LastUsedGranularity per cached principal,
+// and only for the caller that claims the slot.
+func (p *Principal) TouchDue(now int64) bool {
+	last := p.lastTouch.Load()
+	return now-last >= int64(LastUsedGranularity) && p.lastTouch.CompareAndSwap(last, now)
 }
 
 // HasScope reports whether the principal holds scope.

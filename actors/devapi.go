@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -20,26 +21,64 @@ import (
 // handleDevAPI answers the workspace's developer API requests; ok is false
 // for any other request.
 func (a *workspaceActor) handleDevAPI(msg proto.Message) (reply proto.Message, ok bool, err error) {
-	m, ok := msg.(*kitpb.GetDeveloperToken)
-	if !ok {
-		return nil, false, nil
+	switch m := msg.(type) {
+	case *kitpb.GetDeveloperToken:
+		r, err := a.developerToken(m.TokenId)
+		return r, true, err
+	case *kitpb.TouchDeveloperToken:
+		r, err := a.touchDeveloperToken(m)
+		return r, true, err
 	}
-	hash, err := a.env.Store.Get(a.prefix("d", m.TokenId))
+	return nil, false, nil
+}
+
+func (a *workspaceActor) developerToken(tokenID string) (*kitpb.DeveloperTokenReply, error) {
+	_, cred, err := a.loadDeveloperToken(tokenID)
+	if err != nil {
+		return nil, err
+	}
+	return &kitpb.DeveloperTokenReply{Credential: cred, Sandbox: a.ws.Sandbox}, nil
+}
+
+// LastUsedGranularity is how stale a developer token's lastUsedAt may be:
+// each node records a use at most this often per token, so tracking costs
+// one small write per token and minute, not one per request.
+const LastUsedGranularity = time.Minute
+
+func (a *workspaceActor) touchDeveloperToken(m *kitpb.TouchDeveloperToken) (proto.Message, error) {
+	hash, cred, err := a.loadDeveloperToken(m.TokenId)
+	if err != nil {
+		return nil, err
+	}
+	if m.At <= cred.LastUsedAt {
+		return &kitpb.Ok{}, nil
+	}
+	cred.LastUsedAt = m.At
+	b := a.env.Store.NewBatch()
+	put(b, credentialKey(hash), cred)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("record use of developer token %s: %w", m.TokenId, err)
+	}
+	return &kitpb.Ok{}, nil
+}
+
+func (a *workspaceActor) loadDeveloperToken(tokenID string) (hash []byte, cred *kitpb.Credential, err error) {
+	hash, err = a.env.Store.Get(a.prefix("d", tokenID))
 	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, true, kiterr.Absent("developer token")
+		return nil, nil, kiterr.Absent("developer token")
 	}
 	if err != nil {
-		return nil, true, err
+		return nil, nil, err
 	}
-	cred := &kitpb.Credential{}
+	cred = &kitpb.Credential{}
 	found, err := load(a.env.Store, credentialKey(hash), cred)
 	if err != nil {
-		return nil, true, err
+		return nil, nil, err
 	}
 	if !found {
-		return nil, true, kiterr.Absent("developer token")
+		return nil, nil, kiterr.Absent("developer token")
 	}
-	return &kitpb.DeveloperTokenReply{Credential: cred, Sandbox: a.ws.Sandbox}, true, nil
+	return hash, cred, nil
 }
 
 // kitDetail answers GetKitDetail: the Kit, its versions and the metadata of
@@ -48,7 +87,7 @@ func (a *kitActor) kitDetail(m *kitpb.GetKitDetail) (proto.Message, error) {
 	if m.WorkspaceId != a.kit.WorkspaceId {
 		return nil, kiterr.Absent("kit")
 	}
-	r := &kitpb.KitDetailReply{Kit: a.kit, Versions: a.versions}
+	r := &kitpb.KitDetailReply{Kit: a.kit, Versions: a.versions, Domains: a.domains}
 	for _, which := range []string{SecretClient, SecretSigning} {
 		k, _, err := a.secretKey(which)
 		if err != nil {
@@ -98,6 +137,11 @@ func (a *slugActor) checkSlug(m *kitpb.CheckSlug) (proto.Message, error) {
 		return nil, fmt.Errorf("check slug %s: %w", a.slug, err)
 	}
 	r.KitId = kit.Kit.Id
+	for _, d := range kit.Domains {
+		if d.Verified {
+			r.VerifiedDomains = append(r.VerifiedDomains, d.Domain)
+		}
+	}
 	if pub := kit.Kit.LatestPublishedVersion; pub != "" {
 		for _, v := range kit.Versions {
 			if v.Version == pub {

@@ -201,6 +201,7 @@ func (a *installationActor) createBotToken(m *kitpb.CreateBotToken) (proto.Messa
 	}
 	b := a.env.Store.NewBatch()
 	put(b, credentialKey(m.SecretHash), cred)
+	a.audit(b, "token.issued", LogLevelInfo, CallerBot, "")
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("create bot token for %s: %w", a.id, err)
 	}

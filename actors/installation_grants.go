@@ -51,6 +51,26 @@ func (a *installationActor) handleGrants(msg proto.Message) (reply proto.Message
 	return reply, true, err
 }
 
+// audit adds a developer log entry of the installation's Kit to b: token
+// issues and refusals are the Kit developer's business (SPEC.md 2
+// "Developer log entry"). status is the credential kind; errorCode says
+// why a request was refused.
+func (a *installationActor) audit(b *persistence.Batch, event, level, status, errorCode string) {
+	e := newLogEntry(a.env, LogSourceAudit, level, event, a.id)
+	e.Status, e.ErrorCode = status, errorCode
+	putLog(b, a.inst.KitId, e)
+}
+
+// refuse logs a refused token request and returns err, the refusal.
+func (a *installationActor) refuse(status, reason string, err error) (proto.Message, error) {
+	b := a.env.Store.NewBatch()
+	a.audit(b, "token.refused", LogLevelError, status, reason)
+	if cerr := b.Commit(); cerr != nil {
+		return nil, fmt.Errorf("log refused %s of %s: %w", status, a.id, cerr)
+	}
+	return nil, err
+}
+
 func grantKey(instID, grantID string, hash []byte) []byte {
 	k := key("inst", instID, "g", grantID, "")
 	return append(k, hash...)
@@ -81,6 +101,7 @@ func (a *installationActor) rotateBotToken(m *kitpb.RotateBotToken) (proto.Messa
 	b := a.env.Store.NewBatch()
 	put(b, credentialKey(m.OldHash), old)
 	put(b, credentialKey(m.NewHash), next)
+	a.audit(b, "token.rotated", LogLevelInfo, CallerBot, "")
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("rotate bot token of %s: %w", a.id, err)
 	}
@@ -127,18 +148,18 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 	now := a.env.Clock.Now()
 	if !found || code.Kind != credCode || code.InstallationId != a.id || a.inst.KitId != m.KitId ||
 		code.SpentAt != 0 || code.RevokedAt != 0 || nanos(now) >= code.ExpiresAt {
-		return nil, errBadCode
+		return a.refuse("code", "invalid_code", errBadCode)
 	}
 	if m.RedirectUri != code.RedirectUri {
-		return nil, kiterr.Invalid("redirectUri", "must equal the redirect_uri of the authorization")
+		return a.refuse("code", "redirect_uri_mismatch", kiterr.Invalid("redirectUri", "must equal the redirect_uri of the authorization"))
 	}
 	if code.CodeChallenge != "" {
 		if m.CodeVerifier == "" {
-			return nil, kiterr.Invalid("codeVerifier", "is required for this authorization")
+			return a.refuse("code", "code_verifier_missing", kiterr.Invalid("codeVerifier", "is required for this authorization"))
 		}
 		sum := sha256.Sum256([]byte(m.CodeVerifier))
 		if !ids.Equal([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(code.CodeChallenge)) {
-			return nil, kiterr.Invalid("codeVerifier", "does not match the code_challenge of the authorization")
+			return a.refuse("code", "code_verifier_mismatch", kiterr.Invalid("codeVerifier", "does not match the code_challenge of the authorization"))
 		}
 	}
 	if code.TokenType == CallerUser {
@@ -146,7 +167,7 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 			if err != nil {
 				return nil, err
 			}
-			return nil, errBadCode
+			return a.refuse("code", "session_ended", errBadCode)
 		}
 	}
 	code.SpentAt = nanos(now)
@@ -165,6 +186,7 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 		a.putUserTokens(b, code, m.AccessHash, m.RefreshHash, now)
 		reply.ExpiresIn = int64(UserTokenLifetime / time.Second)
 	}
+	a.audit(b, "token.issued", LogLevelInfo, code.TokenType, "")
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("exchange code of %s: %w", a.id, err)
 	}
@@ -225,24 +247,25 @@ func (a *installationActor) refresh(m *kitpb.RefreshGrant) (proto.Message, error
 	}
 	now := a.env.Clock.Now()
 	if !found || ref.Kind != credRefresh || ref.InstallationId != a.id || a.inst.KitId != m.KitId || ref.RevokedAt != 0 {
-		return nil, errBadRefresh
+		return a.refuse("refresh", "invalid_refresh_token", errBadRefresh)
 	}
 	if ref.SpentAt != 0 {
 		if err := a.revokeGrant(ref.GrantId); err != nil {
 			return nil, err
 		}
-		return nil, errBadRefresh
+		return a.refuse("refresh", "refresh_token_replayed", errBadRefresh)
 	}
 	if _, ok, err := memberSignedIn(a.env.Store, ref, nanos(now)); err != nil || !ok {
 		if err != nil {
 			return nil, err
 		}
-		return nil, errBadRefresh
+		return a.refuse("refresh", "session_ended", errBadRefresh)
 	}
 	ref.SpentAt = nanos(now)
 	b := a.env.Store.NewBatch()
 	put(b, credentialKey(m.RefreshHash), ref)
 	a.putUserTokens(b, ref, m.AccessHash, m.NewRefreshHash, now)
+	a.audit(b, "token.refreshed", LogLevelInfo, CallerUser, "")
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("refresh a grant of %s: %w", a.id, err)
 	}

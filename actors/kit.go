@@ -20,6 +20,7 @@ type kitActor struct {
 	id       string
 	kit      *kitpb.Kit // nil: no version uploaded yet
 	versions []*kitpb.KitVersion
+	domains  []*kitpb.KitDomain // in domain order
 }
 
 func (a *kitActor) Receive(ctx actorContext) { receive(a, &a.loadErr, ctx) }
@@ -32,8 +33,14 @@ func (a *kitActor) activate(identity string) error {
 		return err
 	}
 	a.kit = kit
-	return scanRecords(a.env.Store, key("kit", a.id, "v", ""), func() proto.Message { return &kitpb.KitVersion{} }, func(m proto.Message) {
+	err = scanRecords(a.env.Store, key("kit", a.id, "v", ""), func() proto.Message { return &kitpb.KitVersion{} }, func(m proto.Message) {
 		a.versions = append(a.versions, m.(*kitpb.KitVersion))
+	})
+	if err != nil {
+		return err
+	}
+	return scanRecords(a.env.Store, key("kit", a.id, "d", ""), func() proto.Message { return &kitpb.KitDomain{} }, func(m proto.Message) {
+		a.domains = append(a.domains, m.(*kitpb.KitDomain))
 	})
 }
 
@@ -58,11 +65,14 @@ func (a *kitActor) handle(msg proto.Message) (proto.Message, error) {
 		if m.WorkspaceId != "" && m.WorkspaceId != a.kit.WorkspaceId && a.kit.LatestPublishedVersion == "" {
 			return nil, kiterr.Absent("kit")
 		}
-		return &kitpb.KitReply{Kit: a.kit, Versions: a.versions}, nil
+		return &kitpb.KitReply{Kit: a.kit, Versions: a.versions, Domains: a.domains}, nil
 	case *kitpb.GetKitDetail:
 		return a.kitDetail(m)
 	}
 	if reply, ok, err := a.handleSecrets(msg); ok {
+		return reply, err
+	}
+	if reply, ok, err := a.handleDomains(msg); ok {
 		return reply, err
 	}
 	return nil, unknownRequest(KindKit, msg)
@@ -116,7 +126,7 @@ func (a *kitActor) upload(m *kitpb.UploadVersion) (proto.Message, error) {
 		Distribution: man.Distribution, Manifest: m.Manifest,
 	}
 	if m.Publish {
-		if err := publishable(man); err != nil {
+		if err := publishable(man, a.verifiedDomains()); err != nil {
 			return nil, err
 		}
 		v.Published, v.PublishedAt = true, now
@@ -148,7 +158,7 @@ func (a *kitActor) publish(v *kitpb.KitVersion) (proto.Message, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("stored manifest of %s@%s no longer parses", a.id, v.Version)
 	}
-	if err := publishable(man); err != nil {
+	if err := publishable(man, a.verifiedDomains()); err != nil {
 		return nil, err
 	}
 	now := nanos(a.env.Clock.Now())
@@ -184,12 +194,11 @@ func (a *kitActor) auditVersion(event, version string) *kitpb.DevLogEntry {
 }
 
 // publishable checks the distribution rules of SPEC.md section 3: an
-// unlisted or directory Kit needs a verified domain for every endpoint host.
-// Domain verification arrives with the developer API; until then such a Kit
-// can be published only when it names no endpoint host. A directory Kit
-// also needs what manifest.DirectoryProblems lists (409 naming the first
-// missing field).
-func publishable(man *manifest.Manifest) error {
+// unlisted or directory Kit needs a verified domain covering every endpoint
+// host (409 naming the first uncovered host's index). A directory Kit also
+// needs what manifest.DirectoryProblems lists (409 naming the first missing
+// field).
+func publishable(man *manifest.Manifest, verifiedDomains []string) error {
 	if man.Distribution == "private" {
 		return nil
 	}
@@ -200,8 +209,8 @@ func publishable(man *manifest.Manifest) error {
 				Message: "a directory Kit needs more before it is published: " + path + ": " + p[0].Message}
 		}
 	}
-	if len(man.EndpointHosts()) > 0 {
-		return kiterr.New(kiterr.Conflict, "every endpoint host needs a verified domain before an "+man.Distribution+" Kit is published")
+	if n := len(UnverifiedHosts(man.EndpointHosts(), verifiedDomains)); n > 0 {
+		return kiterr.New(kiterr.Conflict, fmt.Sprintf("every endpoint host needs a verified domain before an %s Kit is published; %d have none (see unverifiedHosts in the Kit detail)", man.Distribution, n))
 	}
 	return nil
 }

@@ -93,5 +93,14 @@ func (a *kitActor) checkClientSecret(m *kitpb.CheckClientSecret) (proto.Message,
 	if len(cur.PreviousHash) > 0 && ids.Equal(cur.PreviousHash, m.SecretHash) && nanos(a.env.Clock.Now()) < cur.PreviousExpiresAt {
 		return &kitpb.Ok{}, nil
 	}
+	// A wrong secret for a Kit that has one is worth telling its developer
+	// (a leaked client id being tried, or a deploy with the old secret).
+	b := a.env.Store.NewBatch()
+	e := newLogEntry(a.env, LogSourceAudit, LogLevelError, "token.refused", "")
+	e.Status, e.ErrorCode = "client", "invalid_client_secret"
+	putLog(b, a.id, e)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("log refused client secret of %s: %w", a.id, err)
+	}
 	return nil, errInvalidClient
 }

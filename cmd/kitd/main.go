@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/internal/verify"
 	"github.com/kitd/kitd/persistence"
 )
 
@@ -59,7 +61,16 @@ type config struct {
 	demo          bool
 	logLevel      string
 	pprof         string
+	verifyDNS     string
+	verifyResolve repeated
+	verifyCA      string
 }
+
+// repeated is a flag that may be given several times.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, ",") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
 
 // parseFlags reads flags, with the environment variables of OPERATIONS.md
 // section 1 as defaults.
@@ -78,6 +89,9 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.demo, "demo", false, "on a fresh data directory, create and print a demo workspace")
 	fs.StringVar(&c.logLevel, "log-level", env("KIT_LOG_LEVEL", "warn"), "debug, info, warn or error")
 	fs.StringVar(&c.pprof, "pprof", env("KIT_PPROF", ""), "serve net/http/pprof on this loopback address (profiling only)")
+	fs.StringVar(&c.verifyDNS, "verify-dns", env("KIT_VERIFY_DNS", ""), "DNS server (host:port) for domain verification instead of the system's")
+	fs.Var(&c.verifyResolve, "verify-resolve", "HOST:PORT=ADDR: domain verification fetches of HOST:PORT connect to ADDR (repeatable)")
+	fs.StringVar(&c.verifyCA, "verify-ca", env("KIT_VERIFY_CA", ""), "PEM file of extra roots trusted by domain verification fetches")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -85,6 +99,34 @@ func parseFlags(args []string) (config, error) {
 		return c, errors.New("--join: multi-node clusters are not supported yet")
 	}
 	return c, nil
+}
+
+// domainChecker builds the domain verification checker of the --verify-*
+// flags.
+func domainChecker(cfg config) (*verify.Checker, error) {
+	vc := verify.Config{DNSServer: cfg.verifyDNS, Resolve: map[string]string{}}
+	for _, r := range cfg.verifyResolve {
+		hostport, addr, err := verify.ParseResolve(r)
+		if err != nil {
+			return nil, fmt.Errorf("--verify-resolve: %w", err)
+		}
+		vc.Resolve[hostport] = addr
+	}
+	if cfg.verifyCA != "" {
+		pem, err := os.ReadFile(cfg.verifyCA)
+		if err != nil {
+			return nil, fmt.Errorf("--verify-ca: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--verify-ca: %s holds no PEM certificate", cfg.verifyCA)
+		}
+		vc.RootCAs = pool
+	}
+	return verify.New(vc), nil
 }
 
 // shutdownGrace bounds how long a stopping node waits for open requests.
@@ -161,9 +203,13 @@ func serve(cfg config, stdout io.Writer) error {
 	if publicURL == "" {
 		publicURL = "http://" + ln.Addr().String()
 	}
+	domains, err := domainChecker(cfg)
+	if err != nil {
+		return err
+	}
 	srv := api.New(api.Config{
 		Node: node, Env: env, Auth: auth, Limits: table, OperatorToken: opToken,
-		TestClock: testClock, PublicURL: publicURL, Logger: logger,
+		TestClock: testClock, PublicURL: publicURL, Logger: logger, Domains: domains,
 	})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -14,8 +14,8 @@ import (
 )
 
 // The developer API's reads (SPEC.md 4.10): /dev/me, /dev/kits/validate,
-// /dev/kits, /dev/kits/{kitId} and its logs. docs/decisions.md "Developer
-// API" says what is not there yet (domains, install links, lastUsedAt).
+// /dev/kits, /dev/kits/{kitId} and its logs (docs/decisions.md "Developer
+// API"). Domains and dev-install are in domains.go.
 
 func (s *Server) devMe(ctx *fasthttp.RequestCtx) {
 	p := s.authorize(ctx, developerOnly, "", limits.Developer)
@@ -33,7 +33,7 @@ func (s *Server) devMe(ctx *fasthttp.RequestCtx) {
 		Name       string  `json:"name"`
 		CreatedAt  string  `json:"createdAt"`
 		ExpiresAt  string  `json:"expiresAt"`
-		LastUsedAt *string `json:"lastUsedAt"` // not tracked yet: null
+		LastUsedAt *string `json:"lastUsedAt"` // minute granularity (actors.LastUsedGranularity)
 		RevokedAt  *string `json:"revokedAt"`
 	}
 	s.writeJSON(ctx, fasthttp.StatusOK, struct {
@@ -43,7 +43,7 @@ func (s *Server) devMe(ctx *fasthttp.RequestCtx) {
 		Token       tokenView `json:"token"`
 	}{c.WorkspaceId, c.UserId, r.Sandbox, tokenView{
 		ID: c.TokenId, Name: c.Name, CreatedAt: isoTime(c.CreatedAt), ExpiresAt: isoTime(c.ExpiresAt),
-		RevokedAt: optTime(c.RevokedAt),
+		LastUsedAt: optTime(c.LastUsedAt), RevokedAt: optTime(c.RevokedAt),
 	}})
 }
 
@@ -112,7 +112,7 @@ func (s *Server) validateManifest(ctx *fasthttp.RequestCtx) {
 	res.Consent = &consent
 	if hosts := man.EndpointHosts(); len(hosts) > 0 {
 		res.Hosts = hosts
-		res.UnverifiedHosts = slices.Clone(hosts) // no domain can be verified yet
+		res.UnverifiedHosts = actors.UnverifiedHosts(hosts, chk.VerifiedDomains)
 	}
 	if chk.PublishedManifest != "" {
 		prev, pp := manifest.Parse(chk.PublishedManifest)
@@ -164,7 +164,7 @@ type secretMetaView struct {
 type kitDetailView struct {
 	Kit         kitView       `json:"kit"`
 	Versions    []versionView `json:"versions"`
-	Domains     []struct{}    `json:"domains"`
+	Domains     []domainView  `json:"domains"`
 	Credentials struct {
 		ClientSecret *struct {
 			CreatedAt string `json:"createdAt"`
@@ -195,17 +195,20 @@ func (s *Server) kitDetail(ctx *fasthttp.RequestCtx, kitID string) {
 		s.fail(ctx, err)
 		return
 	}
-	d := kitDetailView{Kit: viewKit(r.Kit, here), Versions: make([]versionView, len(r.Versions)), Domains: []struct{}{},
+	d := kitDetailView{Kit: viewKit(r.Kit, here), Versions: make([]versionView, len(r.Versions)), Domains: make([]domainView, 0, len(r.Domains)),
 		EndpointHosts: []string{}, UnverifiedHosts: []string{}}
 	for i, v := range r.Versions {
 		d.Versions[i] = viewVersion(v)
 		if v.Version == r.Kit.LatestVersion {
 			if man, problems := manifest.Parse(v.Manifest); len(problems) == 0 {
 				if hosts := man.EndpointHosts(); len(hosts) > 0 {
-					d.EndpointHosts, d.UnverifiedHosts = hosts, slices.Clone(hosts)
+					d.EndpointHosts, d.UnverifiedHosts = hosts, actors.UnverifiedHosts(hosts, verifiedNames(r.Domains))
 				}
 			}
 		}
+	}
+	for _, dom := range r.Domains {
+		d.Domains = append(d.Domains, viewDomain(r.Kit.Id, dom))
 	}
 	if c := r.ClientSecret; c != nil {
 		d.Credentials.ClientSecret = &struct {

@@ -38,6 +38,7 @@ func (s *Server) developer(ctx *fasthttp.RequestCtx, seg []string) {
 		s.uploadVersion(ctx)
 	case method == "POST" && route(seg, "kits", "*", "versions", "*", "publish"):
 		s.publishVersion(ctx, seg[1], seg[3])
+	case s.domainsAPI(ctx, method, seg):
 	default:
 		s.fail(ctx, kiterr.Absent("route"))
 	}
@@ -65,34 +66,44 @@ func (s *Server) uploadVersion(ctx *fasthttp.RequestCtx) {
 	}
 	var man *manifest.Manifest
 	if err == nil {
-		var problems manifest.Problems
-		man, problems = manifest.Parse(*body.Manifest)
-		if len(problems) > 0 {
-			path := "manifest"
-			if problems[0].Path != "" {
-				path += "." + problems[0].Path
-			}
-			err = kiterr.Invalid(path, problems[0].Message)
-		}
+		man, err = parseManifest(*body.Manifest)
 	}
 	if err != nil {
 		s.fail(ctx, err)
 		return
 	}
-	slug, err := ask[*kitpb.SlugReply](s, actors.KindSlug, man.Slug, &kitpb.ClaimSlug{KitId: ids.New(), WorkspaceId: p.Caller.WorkspaceId})
-	if err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	r, err := ask[*kitpb.VersionReply](s, actors.KindKit, slug.KitId, &kitpb.UploadVersion{
-		KitId: slug.KitId, WorkspaceId: p.Caller.WorkspaceId, VersionId: ids.New(),
-		Manifest: *body.Manifest, Publish: body.Publish != nil && *body.Publish,
-	})
+	r, err := s.registerVersion(p.Caller.WorkspaceId, man, *body.Manifest, body.Publish != nil && *body.Publish)
 	if err != nil {
 		s.fail(ctx, err)
 		return
 	}
 	s.writeJSON(ctx, fasthttp.StatusCreated, versionResponse{KitID: r.Kit.Id, Created: r.Created, Version: viewVersion(r.Version)})
+}
+
+// parseManifest parses a manifest of a request body: the first problem is
+// a validation error at its path inside the body.
+func parseManifest(text string) (*manifest.Manifest, error) {
+	man, problems := manifest.Parse(text)
+	if len(problems) > 0 {
+		path := "manifest"
+		if problems[0].Path != "" {
+			path += "." + problems[0].Path
+		}
+		return nil, kiterr.Invalid(path, problems[0].Message)
+	}
+	return man, nil
+}
+
+// registerVersion claims the manifest's slug for the workspace's Kit (a
+// new Kit on first use) and uploads text as a version of it.
+func (s *Server) registerVersion(workspaceID string, man *manifest.Manifest, text string, publish bool) (*kitpb.VersionReply, error) {
+	slug, err := ask[*kitpb.SlugReply](s, actors.KindSlug, man.Slug, &kitpb.ClaimSlug{KitId: ids.New(), WorkspaceId: workspaceID})
+	if err != nil {
+		return nil, err
+	}
+	return ask[*kitpb.VersionReply](s, actors.KindKit, slug.KitId, &kitpb.UploadVersion{
+		KitId: slug.KitId, WorkspaceId: workspaceID, VersionId: ids.New(), Manifest: text, Publish: publish,
+	})
 }
 
 func (s *Server) publishVersion(ctx *fasthttp.RequestCtx, kitID, version string) {

@@ -28,6 +28,7 @@ import (
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/internal/verify"
 )
 
 // Body limits (docs/decisions.md).
@@ -49,6 +50,9 @@ type Config struct {
 	TestClock *clock.Test
 	PublicURL string
 	Logger    *slog.Logger
+	// Domains checks domain proofs; nil: verify.New with the system
+	// resolver and roots.
+	Domains DomainChecker
 }
 
 // Server is the HTTP front end of one node.
@@ -61,6 +65,7 @@ type Server struct {
 	testClock    *clock.Test
 	publicURL    string
 	log          *slog.Logger
+	domains      DomainChecker
 	corrPrefix   string
 	corrSeq      atomic.Uint64
 	srv          *fasthttp.Server
@@ -80,6 +85,10 @@ func New(cfg Config) *Server {
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"), log: cfg.Logger,
 		corrPrefix: ids.New()[24:],
 		fresh:      make(map[*trackedConn]struct{}),
+		domains:    cfg.Domains,
+	}
+	if s.domains == nil {
+		s.domains = verify.New(verify.Config{})
 	}
 	s.srv = &fasthttp.Server{
 		Handler:            s.handle,

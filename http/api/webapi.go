@@ -84,6 +84,15 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, types []string, scope strin
 		s.fail(ctx, kiterr.New(kiterr.Forbidden, "this token type cannot call this method"))
 		return nil
 	}
+	if p.TokenType == actors.CallerDeveloper {
+		if now := s.env.Clock.Now().UnixNano(); p.TouchDue(now) {
+			_, err := ask[*kitpb.Ok](s, actors.KindWorkspace, p.Caller.WorkspaceId, &kitpb.TouchDeveloperToken{TokenId: p.TokenID, At: now})
+			if err != nil {
+				s.fail(ctx, err)
+				return nil
+			}
+		}
+	}
 	if scope != "" && !p.HasScope(scope) {
 		ctx.Response.Header.Set("X-Service-Required-Scope", scope)
 		s.fail(ctx, kiterr.New(kiterr.MissingScope, "the token lacks scope "+scope))

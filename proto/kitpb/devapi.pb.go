@@ -123,6 +123,60 @@ func (x *DeveloperTokenReply) GetSandbox() bool {
 	return false
 }
 
+// TouchDeveloperToken records that a developer token was used at `at`
+// (sent at most once per actors.LastUsedGranularity per token and node).
+type TouchDeveloperToken struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TokenId       string                 `protobuf:"bytes,1,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	At            int64                  `protobuf:"varint,2,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TouchDeveloperToken) Reset() {
+	*x = TouchDeveloperToken{}
+	mi := &file_devapi_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TouchDeveloperToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TouchDeveloperToken) ProtoMessage() {}
+
+func (x *TouchDeveloperToken) ProtoReflect() protoreflect.Message {
+	mi := &file_devapi_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TouchDeveloperToken.ProtoReflect.Descriptor instead.
+func (*TouchDeveloperToken) Descriptor() ([]byte, []int) {
+	return file_devapi_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *TouchDeveloperToken) GetTokenId() string {
+	if x != nil {
+		return x.TokenId
+	}
+	return ""
+}
+
+func (x *TouchDeveloperToken) GetAt() int64 {
+	if x != nil {
+		return x.At
+	}
+	return 0
+}
+
 // CheckSlug asks the slug actor what the slug means for a manifest the
 // workspace validates. It changes nothing.
 type CheckSlug struct {
@@ -134,7 +188,7 @@ type CheckSlug struct {
 
 func (x *CheckSlug) Reset() {
 	*x = CheckSlug{}
-	mi := &file_devapi_proto_msgTypes[2]
+	mi := &file_devapi_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -146,7 +200,7 @@ func (x *CheckSlug) String() string {
 func (*CheckSlug) ProtoMessage() {}
 
 func (x *CheckSlug) ProtoReflect() protoreflect.Message {
-	mi := &file_devapi_proto_msgTypes[2]
+	mi := &file_devapi_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -159,7 +213,7 @@ func (x *CheckSlug) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckSlug.ProtoReflect.Descriptor instead.
 func (*CheckSlug) Descriptor() ([]byte, []int) {
-	return file_devapi_proto_rawDescGZIP(), []int{2}
+	return file_devapi_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CheckSlug) GetWorkspaceId() string {
@@ -175,13 +229,14 @@ type SlugCheckReply struct {
 	Taken             bool                   `protobuf:"varint,2,opt,name=taken,proto3" json:"taken,omitempty"`                                                 // it belongs to another workspace's Kit
 	KitId             string                 `protobuf:"bytes,3,opt,name=kit_id,json=kitId,proto3" json:"kit_id,omitempty"`                                     // the workspace's existing Kit of this slug; "" when none
 	PublishedManifest string                 `protobuf:"bytes,4,opt,name=published_manifest,json=publishedManifest,proto3" json:"published_manifest,omitempty"` // that Kit's latest published manifest; "" when none
+	VerifiedDomains   []string               `protobuf:"bytes,5,rep,name=verified_domains,json=verifiedDomains,proto3" json:"verified_domains,omitempty"`       // that Kit's verified domains
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
 
 func (x *SlugCheckReply) Reset() {
 	*x = SlugCheckReply{}
-	mi := &file_devapi_proto_msgTypes[3]
+	mi := &file_devapi_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -193,7 +248,7 @@ func (x *SlugCheckReply) String() string {
 func (*SlugCheckReply) ProtoMessage() {}
 
 func (x *SlugCheckReply) ProtoReflect() protoreflect.Message {
-	mi := &file_devapi_proto_msgTypes[3]
+	mi := &file_devapi_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -206,7 +261,7 @@ func (x *SlugCheckReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlugCheckReply.ProtoReflect.Descriptor instead.
 func (*SlugCheckReply) Descriptor() ([]byte, []int) {
-	return file_devapi_proto_rawDescGZIP(), []int{3}
+	return file_devapi_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SlugCheckReply) GetReserved() bool {
@@ -237,6 +292,13 @@ func (x *SlugCheckReply) GetPublishedManifest() string {
 	return ""
 }
 
+func (x *SlugCheckReply) GetVerifiedDomains() []string {
+	if x != nil {
+		return x.VerifiedDomains
+	}
+	return nil
+}
+
 // GetKitDetail asks the kit actor for everything the Kit detail shows to
 // its own workspace; other workspaces get not_found.
 type GetKitDetail struct {
@@ -248,7 +310,7 @@ type GetKitDetail struct {
 
 func (x *GetKitDetail) Reset() {
 	*x = GetKitDetail{}
-	mi := &file_devapi_proto_msgTypes[4]
+	mi := &file_devapi_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -260,7 +322,7 @@ func (x *GetKitDetail) String() string {
 func (*GetKitDetail) ProtoMessage() {}
 
 func (x *GetKitDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_devapi_proto_msgTypes[4]
+	mi := &file_devapi_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -273,7 +335,7 @@ func (x *GetKitDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetKitDetail.ProtoReflect.Descriptor instead.
 func (*GetKitDetail) Descriptor() ([]byte, []int) {
-	return file_devapi_proto_rawDescGZIP(), []int{4}
+	return file_devapi_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetKitDetail) GetWorkspaceId() string {
@@ -290,13 +352,14 @@ type KitDetailReply struct {
 	Versions      []*KitVersion          `protobuf:"bytes,2,rep,name=versions,proto3" json:"versions,omitempty"`
 	ClientSecret  *SecretState           `protobuf:"bytes,3,opt,name=client_secret,json=clientSecret,proto3" json:"client_secret,omitempty"` // unset: never generated
 	SigningSecret *SecretState           `protobuf:"bytes,4,opt,name=signing_secret,json=signingSecret,proto3" json:"signing_secret,omitempty"`
+	Domains       []*KitDomain           `protobuf:"bytes,5,rep,name=domains,proto3" json:"domains,omitempty"` // in domain order
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *KitDetailReply) Reset() {
 	*x = KitDetailReply{}
-	mi := &file_devapi_proto_msgTypes[5]
+	mi := &file_devapi_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -308,7 +371,7 @@ func (x *KitDetailReply) String() string {
 func (*KitDetailReply) ProtoMessage() {}
 
 func (x *KitDetailReply) ProtoReflect() protoreflect.Message {
-	mi := &file_devapi_proto_msgTypes[5]
+	mi := &file_devapi_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -321,7 +384,7 @@ func (x *KitDetailReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KitDetailReply.ProtoReflect.Descriptor instead.
 func (*KitDetailReply) Descriptor() ([]byte, []int) {
-	return file_devapi_proto_rawDescGZIP(), []int{5}
+	return file_devapi_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *KitDetailReply) GetKit() *Kit {
@@ -352,6 +415,435 @@ func (x *KitDetailReply) GetSigningSecret() *SecretState {
 	return nil
 }
 
+func (x *KitDetailReply) GetDomains() []*KitDomain {
+	if x != nil {
+		return x.Domains
+	}
+	return nil
+}
+
+// AddDomain adds a domain to the Kit, or changes the method of one it has.
+type AddDomain struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkspaceId   string                 `protobuf:"bytes,1,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	Domain        string                 `protobuf:"bytes,2,opt,name=domain,proto3" json:"domain,omitempty"` // normalized
+	Method        string                 `protobuf:"bytes,3,opt,name=method,proto3" json:"method,omitempty"`
+	Challenge     string                 `protobuf:"bytes,4,opt,name=challenge,proto3" json:"challenge,omitempty"` // used when the domain is new
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddDomain) Reset() {
+	*x = AddDomain{}
+	mi := &file_devapi_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddDomain) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddDomain) ProtoMessage() {}
+
+func (x *AddDomain) ProtoReflect() protoreflect.Message {
+	mi := &file_devapi_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddDomain.ProtoReflect.Descriptor instead.
+func (*AddDomain) Descriptor() ([]byte, []int) {
+	return file_devapi_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AddDomain) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *AddDomain) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+func (x *AddDomain) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *AddDomain) GetChallenge() string {
+	if x != nil {
+		return x.Challenge
+	}
+	return ""
+}
+
+// DomainReply is one domain of the Kit; created is true when AddDomain added it.
+type DomainReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Domain        *KitDomain             `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
+	Created       bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	KitId         string                 `protobuf:"bytes,3,opt,name=kit_id,json=kitId,proto3" json:"kit_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DomainReply) Reset() {
+	*x = DomainReply{}
+	mi := &file_devapi_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DomainReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DomainReply) ProtoMessage() {}
+
+func (x *DomainReply) ProtoReflect() protoreflect.Message {
+	mi := &file_devapi_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DomainReply.ProtoReflect.Descriptor instead.
+func (*DomainReply) Descriptor() ([]byte, []int) {
+	return file_devapi_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *DomainReply) GetDomain() *KitDomain {
+	if x != nil {
+		return x.Domain
+	}
+	return nil
+}
+
+func (x *DomainReply) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+func (x *DomainReply) GetKitId() string {
+	if x != nil {
+		return x.KitId
+	}
+	return ""
+}
+
+// GetDomain asks for one domain of the Kit (not_found when it has none).
+type GetDomain struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkspaceId   string                 `protobuf:"bytes,1,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	Domain        string                 `protobuf:"bytes,2,opt,name=domain,proto3" json:"domain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetDomain) Reset() {
+	*x = GetDomain{}
+	mi := &file_devapi_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetDomain) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetDomain) ProtoMessage() {}
+
+func (x *GetDomain) ProtoReflect() protoreflect.Message {
+	mi := &file_devapi_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetDomain.ProtoReflect.Descriptor instead.
+func (*GetDomain) Descriptor() ([]byte, []int) {
+	return file_devapi_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GetDomain) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *GetDomain) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+// RecordDomainCheck reports a proof check made outside the actor (network
+// I/O never runs inside an actor). The Kit marks the domain verified when ok
+// and the challenge is still the domain's, and logs the outcome either way.
+type RecordDomainCheck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkspaceId   string                 `protobuf:"bytes,1,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	Domain        string                 `protobuf:"bytes,2,opt,name=domain,proto3" json:"domain,omitempty"`
+	Challenge     string                 `protobuf:"bytes,3,opt,name=challenge,proto3" json:"challenge,omitempty"`
+	Ok            bool                   `protobuf:"varint,4,opt,name=ok,proto3" json:"ok,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordDomainCheck) Reset() {
+	*x = RecordDomainCheck{}
+	mi := &file_devapi_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordDomainCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordDomainCheck) ProtoMessage() {}
+
+func (x *RecordDomainCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_devapi_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordDomainCheck.ProtoReflect.Descriptor instead.
+func (*RecordDomainCheck) Descriptor() ([]byte, []int) {
+	return file_devapi_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RecordDomainCheck) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *RecordDomainCheck) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+func (x *RecordDomainCheck) GetChallenge() string {
+	if x != nil {
+		return x.Challenge
+	}
+	return ""
+}
+
+func (x *RecordDomainCheck) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+type RemoveDomain struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkspaceId   string                 `protobuf:"bytes,1,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	Domain        string                 `protobuf:"bytes,2,opt,name=domain,proto3" json:"domain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveDomain) Reset() {
+	*x = RemoveDomain{}
+	mi := &file_devapi_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveDomain) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveDomain) ProtoMessage() {}
+
+func (x *RemoveDomain) ProtoReflect() protoreflect.Message {
+	mi := &file_devapi_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveDomain.ProtoReflect.Descriptor instead.
+func (*RemoveDomain) Descriptor() ([]byte, []int) {
+	return file_devapi_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *RemoveDomain) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *RemoveDomain) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+// DevInstalled tells the Kit that a dev-install put version into the
+// installation: it logs the install and, when the Kit has no signing
+// secret yet, makes signing_secret_hash its first one.
+type DevInstalled struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	WorkspaceId       string                 `protobuf:"bytes,1,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	Version           string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	InstallationId    string                 `protobuf:"bytes,3,opt,name=installation_id,json=installationId,proto3" json:"installation_id,omitempty"`
+	SigningSecretHash []byte                 `protobuf:"bytes,4,opt,name=signing_secret_hash,json=signingSecretHash,proto3" json:"signing_secret_hash,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *DevInstalled) Reset() {
+	*x = DevInstalled{}
+	mi := &file_devapi_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DevInstalled) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DevInstalled) ProtoMessage() {}
+
+func (x *DevInstalled) ProtoReflect() protoreflect.Message {
+	mi := &file_devapi_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DevInstalled.ProtoReflect.Descriptor instead.
+func (*DevInstalled) Descriptor() ([]byte, []int) {
+	return file_devapi_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *DevInstalled) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *DevInstalled) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *DevInstalled) GetInstallationId() string {
+	if x != nil {
+		return x.InstallationId
+	}
+	return ""
+}
+
+func (x *DevInstalled) GetSigningSecretHash() []byte {
+	if x != nil {
+		return x.SigningSecretHash
+	}
+	return nil
+}
+
+// DevInstalledReply carries the new signing secret's state when one was made.
+type DevInstalledReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SigningSecret *SecretState           `protobuf:"bytes,1,opt,name=signing_secret,json=signingSecret,proto3" json:"signing_secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DevInstalledReply) Reset() {
+	*x = DevInstalledReply{}
+	mi := &file_devapi_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DevInstalledReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DevInstalledReply) ProtoMessage() {}
+
+func (x *DevInstalledReply) ProtoReflect() protoreflect.Message {
+	mi := &file_devapi_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DevInstalledReply.ProtoReflect.Descriptor instead.
+func (*DevInstalledReply) Descriptor() ([]byte, []int) {
+	return file_devapi_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *DevInstalledReply) GetSigningSecret() *SecretState {
+	if x != nil {
+		return x.SigningSecret
+	}
+	return nil
+}
+
 var File_devapi_proto protoreflect.FileDescriptor
 
 const file_devapi_proto_rawDesc = "" +
@@ -363,21 +855,53 @@ const file_devapi_proto_rawDesc = "" +
 	"\n" +
 	"credential\x18\x01 \x01(\v2\x12.kit.v1.CredentialR\n" +
 	"credential\x12\x18\n" +
-	"\asandbox\x18\x02 \x01(\bR\asandbox\".\n" +
+	"\asandbox\x18\x02 \x01(\bR\asandbox\"@\n" +
+	"\x13TouchDeveloperToken\x12\x19\n" +
+	"\btoken_id\x18\x01 \x01(\tR\atokenId\x12\x0e\n" +
+	"\x02at\x18\x02 \x01(\x03R\x02at\".\n" +
 	"\tCheckSlug\x12!\n" +
-	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\"\x88\x01\n" +
+	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\"\xb3\x01\n" +
 	"\x0eSlugCheckReply\x12\x1a\n" +
 	"\breserved\x18\x01 \x01(\bR\breserved\x12\x14\n" +
 	"\x05taken\x18\x02 \x01(\bR\x05taken\x12\x15\n" +
 	"\x06kit_id\x18\x03 \x01(\tR\x05kitId\x12-\n" +
-	"\x12published_manifest\x18\x04 \x01(\tR\x11publishedManifest\"1\n" +
+	"\x12published_manifest\x18\x04 \x01(\tR\x11publishedManifest\x12)\n" +
+	"\x10verified_domains\x18\x05 \x03(\tR\x0fverifiedDomains\"1\n" +
 	"\fGetKitDetail\x12!\n" +
-	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\"\xd5\x01\n" +
+	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\"\x82\x02\n" +
 	"\x0eKitDetailReply\x12\x1d\n" +
 	"\x03kit\x18\x01 \x01(\v2\v.kit.v1.KitR\x03kit\x12.\n" +
 	"\bversions\x18\x02 \x03(\v2\x12.kit.v1.KitVersionR\bversions\x128\n" +
 	"\rclient_secret\x18\x03 \x01(\v2\x13.kit.v1.SecretStateR\fclientSecret\x12:\n" +
-	"\x0esigning_secret\x18\x04 \x01(\v2\x13.kit.v1.SecretStateR\rsigningSecretB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
+	"\x0esigning_secret\x18\x04 \x01(\v2\x13.kit.v1.SecretStateR\rsigningSecret\x12+\n" +
+	"\adomains\x18\x05 \x03(\v2\x11.kit.v1.KitDomainR\adomains\"|\n" +
+	"\tAddDomain\x12!\n" +
+	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x16\n" +
+	"\x06domain\x18\x02 \x01(\tR\x06domain\x12\x16\n" +
+	"\x06method\x18\x03 \x01(\tR\x06method\x12\x1c\n" +
+	"\tchallenge\x18\x04 \x01(\tR\tchallenge\"i\n" +
+	"\vDomainReply\x12)\n" +
+	"\x06domain\x18\x01 \x01(\v2\x11.kit.v1.KitDomainR\x06domain\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12\x15\n" +
+	"\x06kit_id\x18\x03 \x01(\tR\x05kitId\"F\n" +
+	"\tGetDomain\x12!\n" +
+	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x16\n" +
+	"\x06domain\x18\x02 \x01(\tR\x06domain\"|\n" +
+	"\x11RecordDomainCheck\x12!\n" +
+	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x16\n" +
+	"\x06domain\x18\x02 \x01(\tR\x06domain\x12\x1c\n" +
+	"\tchallenge\x18\x03 \x01(\tR\tchallenge\x12\x0e\n" +
+	"\x02ok\x18\x04 \x01(\bR\x02ok\"I\n" +
+	"\fRemoveDomain\x12!\n" +
+	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x16\n" +
+	"\x06domain\x18\x02 \x01(\tR\x06domain\"\xa4\x01\n" +
+	"\fDevInstalled\x12!\n" +
+	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12'\n" +
+	"\x0finstallation_id\x18\x03 \x01(\tR\x0einstallationId\x12.\n" +
+	"\x13signing_secret_hash\x18\x04 \x01(\fR\x11signingSecretHash\"O\n" +
+	"\x11DevInstalledReply\x12:\n" +
+	"\x0esigning_secret\x18\x01 \x01(\v2\x13.kit.v1.SecretStateR\rsigningSecretB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
 
 var (
 	file_devapi_proto_rawDescOnce sync.Once
@@ -391,30 +915,42 @@ func file_devapi_proto_rawDescGZIP() []byte {
 	return file_devapi_proto_rawDescData
 }
 
-var file_devapi_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_devapi_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_devapi_proto_goTypes = []any{
 	(*GetDeveloperToken)(nil),   // 0: kit.v1.GetDeveloperToken
 	(*DeveloperTokenReply)(nil), // 1: kit.v1.DeveloperTokenReply
-	(*CheckSlug)(nil),           // 2: kit.v1.CheckSlug
-	(*SlugCheckReply)(nil),      // 3: kit.v1.SlugCheckReply
-	(*GetKitDetail)(nil),        // 4: kit.v1.GetKitDetail
-	(*KitDetailReply)(nil),      // 5: kit.v1.KitDetailReply
-	(*Credential)(nil),          // 6: kit.v1.Credential
-	(*Kit)(nil),                 // 7: kit.v1.Kit
-	(*KitVersion)(nil),          // 8: kit.v1.KitVersion
-	(*SecretState)(nil),         // 9: kit.v1.SecretState
+	(*TouchDeveloperToken)(nil), // 2: kit.v1.TouchDeveloperToken
+	(*CheckSlug)(nil),           // 3: kit.v1.CheckSlug
+	(*SlugCheckReply)(nil),      // 4: kit.v1.SlugCheckReply
+	(*GetKitDetail)(nil),        // 5: kit.v1.GetKitDetail
+	(*KitDetailReply)(nil),      // 6: kit.v1.KitDetailReply
+	(*AddDomain)(nil),           // 7: kit.v1.AddDomain
+	(*DomainReply)(nil),         // 8: kit.v1.DomainReply
+	(*GetDomain)(nil),           // 9: kit.v1.GetDomain
+	(*RecordDomainCheck)(nil),   // 10: kit.v1.RecordDomainCheck
+	(*RemoveDomain)(nil),        // 11: kit.v1.RemoveDomain
+	(*DevInstalled)(nil),        // 12: kit.v1.DevInstalled
+	(*DevInstalledReply)(nil),   // 13: kit.v1.DevInstalledReply
+	(*Credential)(nil),          // 14: kit.v1.Credential
+	(*Kit)(nil),                 // 15: kit.v1.Kit
+	(*KitVersion)(nil),          // 16: kit.v1.KitVersion
+	(*SecretState)(nil),         // 17: kit.v1.SecretState
+	(*KitDomain)(nil),           // 18: kit.v1.KitDomain
 }
 var file_devapi_proto_depIdxs = []int32{
-	6, // 0: kit.v1.DeveloperTokenReply.credential:type_name -> kit.v1.Credential
-	7, // 1: kit.v1.KitDetailReply.kit:type_name -> kit.v1.Kit
-	8, // 2: kit.v1.KitDetailReply.versions:type_name -> kit.v1.KitVersion
-	9, // 3: kit.v1.KitDetailReply.client_secret:type_name -> kit.v1.SecretState
-	9, // 4: kit.v1.KitDetailReply.signing_secret:type_name -> kit.v1.SecretState
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	14, // 0: kit.v1.DeveloperTokenReply.credential:type_name -> kit.v1.Credential
+	15, // 1: kit.v1.KitDetailReply.kit:type_name -> kit.v1.Kit
+	16, // 2: kit.v1.KitDetailReply.versions:type_name -> kit.v1.KitVersion
+	17, // 3: kit.v1.KitDetailReply.client_secret:type_name -> kit.v1.SecretState
+	17, // 4: kit.v1.KitDetailReply.signing_secret:type_name -> kit.v1.SecretState
+	18, // 5: kit.v1.KitDetailReply.domains:type_name -> kit.v1.KitDomain
+	18, // 6: kit.v1.DomainReply.domain:type_name -> kit.v1.KitDomain
+	17, // 7: kit.v1.DevInstalledReply.signing_secret:type_name -> kit.v1.SecretState
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_devapi_proto_init() }
@@ -430,7 +966,7 @@ func file_devapi_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_devapi_proto_rawDesc), len(file_devapi_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

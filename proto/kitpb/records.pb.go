@@ -883,6 +883,92 @@ func (x *KitVersion) GetManifest() string {
 	return ""
 }
 
+// KitDomain is one domain a Kit claims, stored at kit/<kit>/d/<domain>
+// (docs/decisions.md "Domains").
+type KitDomain struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Domain        string                 `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
+	Method        string                 `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"` // "dns" or "well_known"
+	Verified      bool                   `protobuf:"varint,3,opt,name=verified,proto3" json:"verified,omitempty"`
+	VerifiedAt    int64                  `protobuf:"varint,4,opt,name=verified_at,json=verifiedAt,proto3" json:"verified_at,omitempty"`
+	Challenge     string                 `protobuf:"bytes,5,opt,name=challenge,proto3" json:"challenge,omitempty"` // published by the developer; not a secret
+	CreatedAt     int64                  `protobuf:"varint,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KitDomain) Reset() {
+	*x = KitDomain{}
+	mi := &file_records_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KitDomain) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KitDomain) ProtoMessage() {}
+
+func (x *KitDomain) ProtoReflect() protoreflect.Message {
+	mi := &file_records_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KitDomain.ProtoReflect.Descriptor instead.
+func (*KitDomain) Descriptor() ([]byte, []int) {
+	return file_records_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *KitDomain) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+func (x *KitDomain) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *KitDomain) GetVerified() bool {
+	if x != nil {
+		return x.Verified
+	}
+	return false
+}
+
+func (x *KitDomain) GetVerifiedAt() int64 {
+	if x != nil {
+		return x.VerifiedAt
+	}
+	return 0
+}
+
+func (x *KitDomain) GetChallenge() string {
+	if x != nil {
+		return x.Challenge
+	}
+	return ""
+}
+
+func (x *KitDomain) GetCreatedAt() int64 {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return 0
+}
+
 type Installation struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -907,7 +993,7 @@ type Installation struct {
 
 func (x *Installation) Reset() {
 	*x = Installation{}
-	mi := &file_records_proto_msgTypes[10]
+	mi := &file_records_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -919,7 +1005,7 @@ func (x *Installation) String() string {
 func (*Installation) ProtoMessage() {}
 
 func (x *Installation) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[10]
+	mi := &file_records_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -932,7 +1018,7 @@ func (x *Installation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Installation.ProtoReflect.Descriptor instead.
 func (*Installation) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{10}
+	return file_records_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Installation) GetId() string {
@@ -1073,13 +1159,14 @@ type Credential struct {
 	RedirectUri   string `protobuf:"bytes,16,opt,name=redirect_uri,json=redirectUri,proto3" json:"redirect_uri,omitempty"`       // codes
 	CodeChallenge string `protobuf:"bytes,17,opt,name=code_challenge,json=codeChallenge,proto3" json:"code_challenge,omitempty"` // codes: S256 challenge; empty: none
 	TokenType     string `protobuf:"bytes,18,opt,name=token_type,json=tokenType,proto3" json:"token_type,omitempty"`             // codes: what the code is exchanged for (bot or user)
+	LastUsedAt    int64  `protobuf:"varint,19,opt,name=last_used_at,json=lastUsedAt,proto3" json:"last_used_at,omitempty"`       // developer tokens: minute granularity (actors.LastUsedGranularity)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Credential) Reset() {
 	*x = Credential{}
-	mi := &file_records_proto_msgTypes[11]
+	mi := &file_records_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1091,7 +1178,7 @@ func (x *Credential) String() string {
 func (*Credential) ProtoMessage() {}
 
 func (x *Credential) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[11]
+	mi := &file_records_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1104,7 +1191,7 @@ func (x *Credential) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credential.ProtoReflect.Descriptor instead.
 func (*Credential) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{11}
+	return file_records_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Credential) GetKind() string {
@@ -1233,6 +1320,13 @@ func (x *Credential) GetTokenType() string {
 	return ""
 }
 
+func (x *Credential) GetLastUsedAt() int64 {
+	if x != nil {
+		return x.LastUsedAt
+	}
+	return 0
+}
+
 type Session struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1247,7 +1341,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_records_proto_msgTypes[12]
+	mi := &file_records_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1259,7 +1353,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[12]
+	mi := &file_records_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1272,7 +1366,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{12}
+	return file_records_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Session) GetId() string {
@@ -1329,7 +1423,7 @@ type Locator struct {
 
 func (x *Locator) Reset() {
 	*x = Locator{}
-	mi := &file_records_proto_msgTypes[13]
+	mi := &file_records_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1341,7 +1435,7 @@ func (x *Locator) String() string {
 func (*Locator) ProtoMessage() {}
 
 func (x *Locator) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[13]
+	mi := &file_records_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1354,7 +1448,7 @@ func (x *Locator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Locator.ProtoReflect.Descriptor instead.
 func (*Locator) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{13}
+	return file_records_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Locator) GetKind() string {
@@ -1472,7 +1566,16 @@ const file_records_proto_rawDesc = "" +
 	"\rmanifest_hash\x18\b \x01(\tR\fmanifestHash\x12\"\n" +
 	"\fdistribution\x18\t \x01(\tR\fdistribution\x12\x1a\n" +
 	"\bmanifest\x18\n" +
-	" \x01(\tR\bmanifest\"\x8d\x04\n" +
+	" \x01(\tR\bmanifest\"\xb5\x01\n" +
+	"\tKitDomain\x12\x16\n" +
+	"\x06domain\x18\x01 \x01(\tR\x06domain\x12\x16\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method\x12\x1a\n" +
+	"\bverified\x18\x03 \x01(\bR\bverified\x12\x1f\n" +
+	"\vverified_at\x18\x04 \x01(\x03R\n" +
+	"verifiedAt\x12\x1c\n" +
+	"\tchallenge\x18\x05 \x01(\tR\tchallenge\x12\x1d\n" +
+	"\n" +
+	"created_at\x18\x06 \x01(\x03R\tcreatedAt\"\x8d\x04\n" +
 	"\fInstallation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12%\n" +
@@ -1495,7 +1598,7 @@ const file_records_proto_rawDesc = "" +
 	"\vuninstalled\x18\x0e \x01(\bR\vuninstalled\x12\x1d\n" +
 	"\n" +
 	"created_at\x18\x0f \x01(\x03R\tcreatedAt\x12!\n" +
-	"\fmax_webhooks\x18\x10 \x01(\x05R\vmaxWebhooks\"\x9d\x04\n" +
+	"\fmax_webhooks\x18\x10 \x01(\x05R\vmaxWebhooks\"\xbf\x04\n" +
 	"\n" +
 	"Credential\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12!\n" +
@@ -1522,7 +1625,9 @@ const file_records_proto_rawDesc = "" +
 	"\fredirect_uri\x18\x10 \x01(\tR\vredirectUri\x12%\n" +
 	"\x0ecode_challenge\x18\x11 \x01(\tR\rcodeChallenge\x12\x1d\n" +
 	"\n" +
-	"token_type\x18\x12 \x01(\tR\ttokenType\"\xae\x01\n" +
+	"token_type\x18\x12 \x01(\tR\ttokenType\x12 \n" +
+	"\flast_used_at\x18\x13 \x01(\x03R\n" +
+	"lastUsedAt\"\xae\x01\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12!\n" +
@@ -1549,7 +1654,7 @@ func file_records_proto_rawDescGZIP() []byte {
 	return file_records_proto_rawDescData
 }
 
-var file_records_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_records_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_records_proto_goTypes = []any{
 	(*Workspace)(nil),    // 0: kit.v1.Workspace
 	(*User)(nil),         // 1: kit.v1.User
@@ -1561,10 +1666,11 @@ var file_records_proto_goTypes = []any{
 	(*Idempotency)(nil),  // 7: kit.v1.Idempotency
 	(*Kit)(nil),          // 8: kit.v1.Kit
 	(*KitVersion)(nil),   // 9: kit.v1.KitVersion
-	(*Installation)(nil), // 10: kit.v1.Installation
-	(*Credential)(nil),   // 11: kit.v1.Credential
-	(*Session)(nil),      // 12: kit.v1.Session
-	(*Locator)(nil),      // 13: kit.v1.Locator
+	(*KitDomain)(nil),    // 10: kit.v1.KitDomain
+	(*Installation)(nil), // 11: kit.v1.Installation
+	(*Credential)(nil),   // 12: kit.v1.Credential
+	(*Session)(nil),      // 13: kit.v1.Session
+	(*Locator)(nil),      // 14: kit.v1.Locator
 }
 var file_records_proto_depIdxs = []int32{
 	6, // 0: kit.v1.Message.reactions:type_name -> kit.v1.Reaction
@@ -1587,7 +1693,7 @@ func file_records_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_records_proto_rawDesc), len(file_records_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

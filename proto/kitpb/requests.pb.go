@@ -2802,6 +2802,7 @@ type KitReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Kit           *Kit                   `protobuf:"bytes,1,opt,name=kit,proto3" json:"kit,omitempty"`
 	Versions      []*KitVersion          `protobuf:"bytes,2,rep,name=versions,proto3" json:"versions,omitempty"`
+	Domains       []*KitDomain           `protobuf:"bytes,3,rep,name=domains,proto3" json:"domains,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2846,6 +2847,13 @@ func (x *KitReply) GetKit() *Kit {
 func (x *KitReply) GetVersions() []*KitVersion {
 	if x != nil {
 		return x.Versions
+	}
+	return nil
+}
+
+func (x *KitReply) GetDomains() []*KitDomain {
+	if x != nil {
+		return x.Domains
 	}
 	return nil
 }
@@ -3162,10 +3170,11 @@ const file_requests_proto_rawDesc = "" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\"+\n" +
 	"\x06GetKit\x12!\n" +
-	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\"Y\n" +
+	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\"\x86\x01\n" +
 	"\bKitReply\x12\x1d\n" +
 	"\x03kit\x18\x01 \x01(\v2\v.kit.v1.KitR\x03kit\x12.\n" +
-	"\bversions\x18\x02 \x03(\v2\x12.kit.v1.KitVersionR\bversions\"Y\n" +
+	"\bversions\x18\x02 \x03(\v2\x12.kit.v1.KitVersionR\bversions\x12+\n" +
+	"\adomains\x18\x03 \x03(\v2\x11.kit.v1.KitDomainR\adomains\"Y\n" +
 	"\tClaimSlug\x12\x12\n" +
 	"\x04slug\x18\x01 \x01(\tR\x04slug\x12\x15\n" +
 	"\x06kit_id\x18\x02 \x01(\tR\x05kitId\x12!\n" +
@@ -3252,6 +3261,7 @@ var file_requests_proto_goTypes = []any{
 	(*Message)(nil),              // 61: kit.v1.Message
 	(*KitVersion)(nil),           // 62: kit.v1.KitVersion
 	(*Kit)(nil),                  // 63: kit.v1.Kit
+	(*KitDomain)(nil),            // 64: kit.v1.KitDomain
 }
 var file_requests_proto_depIdxs = []int32{
 	20, // 0: kit.v1.Failure.limit:type_name -> kit.v1.Decision
@@ -3278,11 +3288,12 @@ var file_requests_proto_depIdxs = []int32{
 	62, // 21: kit.v1.VersionReply.version:type_name -> kit.v1.KitVersion
 	63, // 22: kit.v1.KitReply.kit:type_name -> kit.v1.Kit
 	62, // 23: kit.v1.KitReply.versions:type_name -> kit.v1.KitVersion
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	64, // 24: kit.v1.KitReply.domains:type_name -> kit.v1.KitDomain
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_requests_proto_init() }

@@ -1,0 +1,298 @@
+package api
+
+import (
+	"context"
+	"net/url"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/internal/manifest"
+	"github.com/kitd/kitd/internal/verify"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// Domains of a Kit and the developer sandbox install (SPEC.md 2 "Domain",
+// 4.10; docs/decisions.md "Domains" and "Dev-install").
+
+// DomainChecker looks for the proof that a Kit controls a domain; it is the
+// only part of the developer API that reaches outside kitd. *verify.Checker
+// is the real one.
+type DomainChecker interface {
+	CheckDNS(ctx context.Context, kitID, domain, challenge string) error
+	CheckWellKnown(ctx context.Context, kitID, domain, challenge string) error
+}
+
+// domainCheckTimeout bounds one proof check, whatever the checker's own
+// timeouts.
+const domainCheckTimeout = 10 * time.Second
+
+const maxDevInstallURL = 2000
+
+var domainMethods = []string{actors.DomainMethodDNS, actors.DomainMethodWellKnown}
+
+type domainView struct {
+	Domain     string       `json:"domain"`
+	Method     string       `json:"method"`
+	Verified   bool         `json:"verified"`
+	VerifiedAt *string      `json:"verifiedAt"`
+	Challenge  string       `json:"challenge"`
+	Proof      verify.Proof `json:"proof"`
+}
+
+func viewDomain(kitID string, d *kitpb.KitDomain) domainView {
+	return domainView{
+		Domain: d.Domain, Method: d.Method, Verified: d.Verified, VerifiedAt: optTime(d.VerifiedAt),
+		Challenge: d.Challenge, Proof: verify.ProofFor(kitID, d.Domain, d.Challenge),
+	}
+}
+
+func verifiedNames(ds []*kitpb.KitDomain) []string {
+	var out []string
+	for _, d := range ds {
+		if d.Verified {
+			out = append(out, d.Domain)
+		}
+	}
+	return out
+}
+
+// domainsAPI serves /dev/kits/{kitId}/domains...; it reports whether it
+// owned the route.
+func (s *Server) domainsAPI(ctx *fasthttp.RequestCtx, method string, seg []string) bool {
+	switch {
+	case method == "POST" && route(seg, "kits", "*", "domains"):
+		s.addDomain(ctx, seg[1])
+	case method == "POST" && route(seg, "kits", "*", "domains", "*", "verify"):
+		s.verifyDomain(ctx, seg[1], seg[3])
+	case method == "DELETE" && route(seg, "kits", "*", "domains", "*"):
+		s.removeDomain(ctx, seg[1], seg[3])
+	case method == "POST" && route(seg, "sandbox", "dev-install"):
+		s.devInstall(ctx)
+	default:
+		return false
+	}
+	return true
+}
+
+func (s *Server) writeDomain(ctx *fasthttp.RequestCtx, status int, r *kitpb.DomainReply) {
+	s.writeJSON(ctx, status, struct {
+		Domain domainView `json:"domain"`
+	}{viewDomain(r.KitId, r.Domain)})
+}
+
+func (s *Server) addDomain(ctx *fasthttp.RequestCtx, kitID string) {
+	p := s.authorize(ctx, developerOnly, "", limits.Developer)
+	if p == nil || !s.validID(ctx, "kit", kitID) {
+		return
+	}
+	var body struct {
+		Domain *string `json:"domain"`
+		Method *string `json:"method"`
+	}
+	err := s.decode(ctx, &body, maxJSONBody, false)
+	if err == nil {
+		err = requireString("domain", body.Domain, 1, 253)
+	}
+	var domain string
+	if err == nil {
+		var ok bool
+		if domain, ok = verify.NormalizeDomain(*body.Domain); !ok {
+			err = kiterr.Invalid("domain", "must be a DNS name of at least two labels (letters, digits, hyphens)")
+		}
+	}
+	method := actors.DomainMethodDNS
+	if err == nil && body.Method != nil {
+		method = *body.Method
+		err = oneOf("method", method, domainMethods...)
+	}
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	challenge, err := verify.NewChallenge()
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	r, err := ask[*kitpb.DomainReply](s, actors.KindKit, kitID, &kitpb.AddDomain{
+		WorkspaceId: p.Caller.WorkspaceId, Domain: domain, Method: method, Challenge: challenge,
+	})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	status := fasthttp.StatusOK
+	if r.Created {
+		status = fasthttp.StatusCreated
+	}
+	s.writeDomain(ctx, status, r)
+}
+
+// verifyDomain checks the proof of the domain's method here, outside any
+// actor (it waits on the network), then has the Kit record the outcome.
+func (s *Server) verifyDomain(ctx *fasthttp.RequestCtx, kitID, rawDomain string) {
+	p := s.authorize(ctx, developerOnly, "", limits.Developer)
+	if p == nil || !s.validID(ctx, "kit", kitID) {
+		return
+	}
+	domain, ok := verify.NormalizeDomain(rawDomain)
+	if !ok {
+		s.fail(ctx, kiterr.Absent("domain"))
+		return
+	}
+	if err := s.decode(ctx, &struct{}{}, maxJSONBody, true); err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	ws := p.Caller.WorkspaceId
+	cur, err := ask[*kitpb.DomainReply](s, actors.KindKit, kitID, &kitpb.GetDomain{WorkspaceId: ws, Domain: domain})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	if cur.Domain.Verified {
+		s.writeDomain(ctx, fasthttp.StatusOK, cur)
+		return
+	}
+	check, proof := s.domains.CheckDNS, "the DNS TXT record (proof.dns)"
+	if cur.Domain.Method == actors.DomainMethodWellKnown {
+		check, proof = s.domains.CheckWellKnown, "the well-known document (proof.wellKnown)"
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), domainCheckTimeout)
+	checkErr := check(cctx, kitID, domain, cur.Domain.Challenge)
+	cancel()
+	if checkErr != nil {
+		// The developer gets only which proof failed; the cause (NXDOMAIN,
+		// TLS, timeout) is for the operator.
+		s.log.Info("domain proof not found", "kit", kitID, "method", cur.Domain.Method, "err", checkErr)
+	}
+	r, err := ask[*kitpb.DomainReply](s, actors.KindKit, kitID, &kitpb.RecordDomainCheck{
+		WorkspaceId: ws, Domain: domain, Challenge: cur.Domain.Challenge, Ok: checkErr == nil,
+	})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	if checkErr != nil {
+		s.fail(ctx, kiterr.New(kiterr.Conflict, "the domain is not verified: "+proof+" was not found or does not hold the challenge"))
+		return
+	}
+	s.writeDomain(ctx, fasthttp.StatusOK, r)
+}
+
+func (s *Server) removeDomain(ctx *fasthttp.RequestCtx, kitID, rawDomain string) {
+	p := s.authorize(ctx, developerOnly, "", limits.Developer)
+	if p == nil || !s.validID(ctx, "kit", kitID) {
+		return
+	}
+	domain, ok := verify.NormalizeDomain(rawDomain)
+	if !ok {
+		s.fail(ctx, kiterr.Absent("domain"))
+		return
+	}
+	_, err := ask[*kitpb.Ok](s, actors.KindKit, kitID, &kitpb.RemoveDomain{WorkspaceId: p.Caller.WorkspaceId, Domain: domain})
+	s.okOr(ctx, err)
+}
+
+// devInstallOrigin checks the url of a dev-install: an absolute https URL
+// with a host and no userinfo. Only its origin is used.
+func devInstallOrigin(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.Hostname() == "" || u.User != nil || u.Opaque != "" {
+		return nil, kiterr.Invalid("url", "must be an absolute https URL with a host and no user information")
+	}
+	return &url.URL{Scheme: u.Scheme, Host: u.Host}, nil
+}
+
+// devInstall registers a manifest rebased onto a tunnel's origin as a
+// private version of the sandbox's Kit and installs it there.
+func (s *Server) devInstall(ctx *fasthttp.RequestCtx) {
+	p := s.authorize(ctx, developerOnly, "", limits.Developer)
+	if p == nil {
+		return
+	}
+	ws := p.Caller.WorkspaceId
+	tok, err := ask[*kitpb.DeveloperTokenReply](s, actors.KindWorkspace, ws, &kitpb.GetDeveloperToken{TokenId: p.TokenID})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	if !tok.Sandbox {
+		s.fail(ctx, kiterr.New(kiterr.Forbidden, "dev-install needs a developer token of a sandbox workspace"))
+		return
+	}
+	var body struct {
+		Manifest *string `json:"manifest"`
+		URL      *string `json:"url"`
+	}
+	err = s.decode(ctx, &body, maxJSONBody, false)
+	if err == nil {
+		err = firstError(requireString("manifest", body.Manifest, minManifestLen, maxManifestLen),
+			requireString("url", body.URL, 1, maxDevInstallURL))
+	}
+	var origin *url.URL
+	if err == nil {
+		origin, err = devInstallOrigin(*body.URL)
+	}
+	var man *manifest.Manifest
+	if err == nil {
+		man, err = parseManifest(*body.Manifest)
+	}
+	var text string
+	if err == nil {
+		text, err = manifest.Rebase(*body.Manifest, origin)
+	}
+	if err == nil {
+		// The rebased text is what is registered: it must pass the same
+		// rules (a longer origin can push a URL or the text over a limit).
+		man, err = parseManifest(text)
+		if err == nil && len(text) > maxManifestLen {
+			err = kiterr.Invalid("manifest", "is longer than 65536 characters once rebased onto url")
+		}
+	}
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	v, err := s.registerVersion(ws, man, text, false)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	inst, err := ask[*kitpb.InstallationReply](s, actors.KindWorkspace, ws, &kitpb.Install{KitId: v.Kit.Id, Version: v.Version.Version})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	secret := ids.NewSecret(ids.SigningSecret)
+	hash := ids.Hash(secret)
+	done, err := ask[*kitpb.DevInstalledReply](s, actors.KindKit, v.Kit.Id, &kitpb.DevInstalled{
+		WorkspaceId: ws, Version: v.Version.Version, InstallationId: inst.Installation.Id, SigningSecretHash: hash[:],
+	})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	type signingSecretView struct {
+		SigningSecret     string  `json:"signingSecret"`
+		Generation        int32   `json:"generation"`
+		PreviousExpiresAt *string `json:"previousExpiresAt,omitempty"`
+	}
+	res := struct {
+		KitID          string             `json:"kitId"`
+		Slug           string             `json:"slug"`
+		Version        string             `json:"version"`
+		InstallationID string             `json:"installationId"`
+		Endpoints      []string           `json:"endpoints"`
+		SigningSecret  *signingSecretView `json:"signingSecret,omitempty"`
+	}{KitID: v.Kit.Id, Slug: v.Kit.Slug, Version: v.Version.Version, InstallationID: inst.Installation.Id, Endpoints: nonNil(man.EndpointURLs())}
+	if ss := done.SigningSecret; ss != nil {
+		res.SigningSecret = &signingSecretView{SigningSecret: secret, Generation: ss.Generation}
+	}
+	s.writeJSON(ctx, fasthttp.StatusCreated, res)
+}

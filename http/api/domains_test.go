@@ -1,0 +1,33 @@
+package api
+
+import "testing"
+
+func TestDevInstallOrigin(t *testing.T) {
+	tests := []struct {
+		name, url, want string // want "" = refused
+	}{
+		{"an https URL gives its origin", "https://abc.tunnel.example/x?y=1#z", "https://abc.tunnel.example"},
+		{"the port is part of the origin", "https://abc.tunnel.example:8443/", "https://abc.tunnel.example:8443"},
+		{"an IPv6 literal host", "https://[2001:db8::1]:8443", "https://[2001:db8::1]:8443"},
+		{"http is refused", "http://abc.tunnel.example", ""},
+		{"no scheme is refused", "abc.tunnel.example", ""},
+		{"no host is refused", "https:///path", ""},
+		{"a port without a host is refused", "https://:8443/", ""},
+		{"user information is refused", "https://u:p@abc.tunnel.example", ""},
+		{"an opaque URL is refused", "https:abc.tunnel.example", ""},
+		{"a malformed URL is refused", "https://abc.tunnel.example:port", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := devInstallOrigin(tc.url)
+			switch {
+			case tc.want == "" && err == nil:
+				t.Fatalf("devInstallOrigin(%q) = %v, want refused", tc.url, got)
+			case tc.want != "" && err != nil:
+				t.Fatalf("devInstallOrigin(%q): %v", tc.url, err)
+			case tc.want != "" && got.String() != tc.want:
+				t.Fatalf("devInstallOrigin(%q) = %q, want %q", tc.url, got, tc.want)
+			}
+		})
+	}
+}
