@@ -145,7 +145,7 @@ func (a *slugActor) checkSlug(m *kitpb.CheckSlug) (proto.Message, error) {
 	if pub := kit.Kit.LatestPublishedVersion; pub != "" {
 		for _, v := range kit.Versions {
 			if v.Version == pub {
-				r.PublishedManifest = v.Manifest
+				r.PublishedManifest, r.PublishedVersion = v.Manifest, v.Version
 			}
 		}
 	}

@@ -66,6 +66,7 @@ type Server struct {
 	publicURL    string
 	log          *slog.Logger
 	domains      DomainChecker
+	published    publishedCache
 	corrPrefix   string
 	corrSeq      atomic.Uint64
 	srv          *fasthttp.Server

@@ -230,6 +230,7 @@ type SlugCheckReply struct {
 	KitId             string                 `protobuf:"bytes,3,opt,name=kit_id,json=kitId,proto3" json:"kit_id,omitempty"`                                     // the workspace's existing Kit of this slug; "" when none
 	PublishedManifest string                 `protobuf:"bytes,4,opt,name=published_manifest,json=publishedManifest,proto3" json:"published_manifest,omitempty"` // that Kit's latest published manifest; "" when none
 	VerifiedDomains   []string               `protobuf:"bytes,5,rep,name=verified_domains,json=verifiedDomains,proto3" json:"verified_domains,omitempty"`       // that Kit's verified domains
+	PublishedVersion  string                 `protobuf:"bytes,6,opt,name=published_version,json=publishedVersion,proto3" json:"published_version,omitempty"`    // the version of published_manifest
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -297,6 +298,13 @@ func (x *SlugCheckReply) GetVerifiedDomains() []string {
 		return x.VerifiedDomains
 	}
 	return nil
+}
+
+func (x *SlugCheckReply) GetPublishedVersion() string {
+	if x != nil {
+		return x.PublishedVersion
+	}
+	return ""
 }
 
 // GetKitDetail asks the kit actor for everything the Kit detail shows to
@@ -860,13 +868,14 @@ const file_devapi_proto_rawDesc = "" +
 	"\btoken_id\x18\x01 \x01(\tR\atokenId\x12\x0e\n" +
 	"\x02at\x18\x02 \x01(\x03R\x02at\".\n" +
 	"\tCheckSlug\x12!\n" +
-	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\"\xb3\x01\n" +
+	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\"\xe0\x01\n" +
 	"\x0eSlugCheckReply\x12\x1a\n" +
 	"\breserved\x18\x01 \x01(\bR\breserved\x12\x14\n" +
 	"\x05taken\x18\x02 \x01(\bR\x05taken\x12\x15\n" +
 	"\x06kit_id\x18\x03 \x01(\tR\x05kitId\x12-\n" +
 	"\x12published_manifest\x18\x04 \x01(\tR\x11publishedManifest\x12)\n" +
-	"\x10verified_domains\x18\x05 \x03(\tR\x0fverifiedDomains\"1\n" +
+	"\x10verified_domains\x18\x05 \x03(\tR\x0fverifiedDomains\x12+\n" +
+	"\x11published_version\x18\x06 \x01(\tR\x10publishedVersion\"1\n" +
 	"\fGetKitDetail\x12!\n" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\"\x82\x02\n" +
 	"\x0eKitDetailReply\x12\x1d\n" +
