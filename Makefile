@@ -12,6 +12,7 @@ run: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/kitd
+	$(GO) build -o bin/kit ./cmd/kit
 
 # Every test: unit tests next to the code, then end-to-end tests against a
 # real bin/kitd on loopback ports.
@@ -22,7 +23,7 @@ unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
 
 e2e: build
-	KITD_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 15m ./e2e/
+	KITD_BIN=$(CURDIR)/$(BIN) KIT_CLI_BIN=$(CURDIR)/bin/kit $(GO) test -count=1 -timeout 15m ./e2e/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

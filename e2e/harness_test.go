@@ -86,6 +86,9 @@ func runMain(m *testing.M) int {
 		}
 	}
 	code := m.Run()
+	if cliBin.path != "" && os.Getenv("KIT_CLI_BIN") == "" {
+		os.RemoveAll(filepath.Dir(cliBin.path))
+	}
 	if srv := shared.srv; srv != nil {
 		if code != 0 {
 			fmt.Fprintf(os.Stderr, "e2e: shared server output (tail):\n%s\n", srv.tail(16<<10))

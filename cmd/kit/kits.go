@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+)
+
+// runKitsList is `kit kits list`.
+func runKitsList(ctx context.Context, e *env, _ []string) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	l, err := c.Kits(ctx)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return writeJSON(e.stdout, l)
+	}
+	return formatKits(e.stdout, l.Kits)
+}
+
+// runKitsShow is `kit kits show KIT`.
+func runKitsShow(ctx context.Context, e *env, pos []string) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	kitID, err := resolveKit(ctx, c, pos[0])
+	if err != nil {
+		return err
+	}
+	d, err := c.Kit(ctx, kitID)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return writeJSON(e.stdout, d)
+	}
+	return formatKitDetail(e.stdout, &d.Detail)
+}
+
+// resolveKit turns a KIT argument into a Kit id. An id is passed on
+// unchecked (the server answers 404 for one that is not the workspace's);
+// anything else is looked up as a slug among the workspace's Kits, because
+// developers know their Kits by slug and the API takes ids only.
+func resolveKit(ctx context.Context, c *Client, arg string) (string, error) {
+	if isUUID(arg) {
+		return arg, nil
+	}
+	l, err := c.Kits(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, k := range l.Kits {
+		if k.Slug == arg {
+			return k.KitID, nil
+		}
+	}
+	return "", fmt.Errorf("no Kit of this workspace has the id or slug %q (kit kits list shows them)", arg)
+}
+
+// isUUID reports whether s has the 8-4-4-4-12 hex form of an id.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
