@@ -108,6 +108,9 @@ func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message,
 			continue
 		}
 		res, err := n.ask(pid, msg)
+		if p, ok := res.(Pending); ok && err == nil {
+			res, err = p.Await()
+		}
 		if err != nil {
 			return nil, fmt.Errorf("request %s/%s: %w", kind, identity, err)
 		}
@@ -129,6 +132,13 @@ func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message,
 		}
 	}
 	return nil, fmt.Errorf("request %s/%s: %w", kind, identity, errUnavailable)
+}
+
+// Pending is a reply that may be acted on only after Await returned it: the
+// actor answered at once, but writes it applied are still being synced.
+// Request awaits it in the requester's goroutine, so callers never see one.
+type Pending interface {
+	Await() (any, error)
 }
 
 // errTimeout reports an actor that did not answer within the request
