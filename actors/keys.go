@@ -28,13 +28,17 @@ import "github.com/kitd/kitd/persistence"
 //	kit/<k>                      Kit
 //	kit/<k>/v/<sortable version> KitVersion
 //	kit/<k>/cs, kit/<k>/ss       SecretState of the client secret, of the signing secret
+//	kit/<k>/d/<domain>           KitDomain
+//	kit/<k>/il                   InstallLink: hash and creation time of the current install link
+//	illink/<hex sha256>          kit id of an install link (written with kit/<k>/il by the kit actor)
 //	kits/<ws>/<k>                Kits owned by a workspace (empty value)
 //	slug/<slug>                  kit id
 //	cred/<sha256>                Credential (bot, user, refresh, code, developer, session)
 //	loc/<id>                     Locator: which actor owns id (and a message's seq)
 //	devlog/<kit>/<entry>         DevLogEntry: written once, in the batch of the outcome it
 //	                             reports, by whichever actor decided it (see devlog.go;
-//	                             the kit actor: uploads and publishes); expired after
+//	                             the kit actor: uploads, publishes, domains, install links;
+//	                             the installation: token issues and refusals); expired after
 //	                             LogRetention by range deletion
 const (
 	pWorkspace    = "ws/"

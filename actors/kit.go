@@ -75,6 +75,9 @@ func (a *kitActor) handle(msg proto.Message) (proto.Message, error) {
 	if reply, ok, err := a.handleDomains(msg); ok {
 		return reply, err
 	}
+	if reply, ok, err := a.handleInstallLink(msg); ok {
+		return reply, err
+	}
 	return nil, unknownRequest(KindKit, msg)
 }
 

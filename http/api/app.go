@@ -49,6 +49,10 @@ func (s *Server) app(ctx *fasthttp.RequestCtx, seg []string) {
 		s.appAuthorizePage(ctx)
 	case method == "POST" && route(seg, "kits", "authorize"):
 		s.appAuthorize(ctx)
+	case method == "GET" && route(seg, "kits", "install"):
+		s.appInstallPage(ctx)
+	case method == "POST" && route(seg, "kits", "install"):
+		s.appInstall(ctx)
 	default:
 		s.appError(ctx, fasthttp.StatusNotFound, kiterr.NotFound, "There is no page at this address.")
 	}

@@ -252,6 +252,12 @@ func (s *Server) kitDetail(ctx *fasthttp.RequestCtx, kitID string) {
 	if c := r.SigningSecret; c != nil {
 		d.Credentials.SigningSecret = &secretMetaView{Generation: c.Generation, CreatedAt: isoTime(c.CreatedAt), PreviousExpiresAt: optTime(c.PreviousExpiresAt)}
 	}
+	link, err := ask[*kitpb.InstallLinkReply](s, actors.KindKit, kitID, &kitpb.GetInstallLink{WorkspaceId: ws})
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	d.InstallLink.Active, d.InstallLink.CreatedAt = link.Active, optTime(link.CreatedAt) // never the URL: its secret is shown once
 	s.writeJSON(ctx, fasthttp.StatusOK, struct {
 		Detail kitDetailView `json:"detail"`
 	}{d})

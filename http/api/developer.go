@@ -39,6 +39,7 @@ func (s *Server) developer(ctx *fasthttp.RequestCtx, seg []string) {
 	case method == "POST" && route(seg, "kits", "*", "versions", "*", "publish"):
 		s.publishVersion(ctx, seg[1], seg[3])
 	case s.domainsAPI(ctx, method, seg):
+	case s.installLinkAPI(ctx, method, seg):
 	default:
 		s.fail(ctx, kiterr.Absent("route"))
 	}

@@ -45,6 +45,9 @@ const (
 	DeveloperToken = "kdev_"
 	OperatorToken  = "kop_"
 	SessionCookie  = "ksess_"
+	// InstallLink is the secret of a Kit's install link (docs/decisions.md
+	// "Install links"); SPEC.md names the link, not its form.
+	InstallLink = "kil_"
 )
 
 // secretLen is the length of base64url (no padding) of 32 bytes.
