@@ -69,6 +69,16 @@ type Env struct {
 	// Fatal is called when storage can no longer promise durability; it
 	// must stop the node.
 	Fatal func(error)
+	// IdleTimeout passivates actors nobody asked anything for about this
+	// long; 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+}
+
+func (e *Env) idleTimeout() time.Duration {
+	if e.IdleTimeout > 0 {
+		return e.IdleTimeout
+	}
+	return DefaultIdleTimeout
 }
 
 // mailboxThroughput is how many messages an actor handles before yielding.
@@ -102,16 +112,35 @@ type handler interface {
 	exists() bool
 }
 
-// idleTimeout passivates an actor nobody has asked anything for this long.
-// It is longer than every rate window, so a bucket that is dropped with its
-// actor would have been full again anyway.
-const idleTimeout = 10 * time.Minute
+// DefaultIdleTimeout passivates an actor nobody has asked anything for this
+// long. It is longer than every rate window, so a bucket that is dropped
+// with its actor would have been full again anyway.
+const DefaultIdleTimeout = 10 * time.Minute
+
+// lifecycle is what every actor keeps about its own activation: whether it
+// loaded, and whether it was asked anything lately.
+//
+// Idleness is not protoactor's receive timeout: that stops and resets a
+// runtime timer on every message, which measured 7% of the CPU of an
+// incoming webhook post. Instead a message only bumps a counter, and one
+// timer per actor looks at the counter every IdleTimeout: an actor that
+// got nothing since the previous look passivates, so an idle actor goes
+// after one to two IdleTimeouts.
+type lifecycle struct {
+	loadErr error
+	asked   uint64 // requests so far
+	looked  uint64 // asked at the previous look
+	timer   *time.Timer
+}
+
+// idleCheck is the timer's message to its actor; it is not a request.
+type idleCheck struct{}
 
 // receive drives a handler from protoactor's mailbox. A failed activation
 // answers every request with an internal error and stops the actor, so the
 // next request activates it afresh.
-func receive(h handler, loadErr *error, ctx actor.Context) {
-	receiveDurable(h, loadErr, nil, ctx)
+func receive(h handler, life *lifecycle, env *Env, ctx actor.Context) {
+	receiveDurable(h, life, env, nil, ctx)
 }
 
 // durability lets an actor apply a write and go on with its next request
@@ -196,21 +225,32 @@ func (d *durability) respond(ctx actor.Context, reply any) {
 	ctx.Respond(&pendingReply{msg: reply, g: g})
 }
 
-func receiveDurable(h handler, loadErr *error, d *durability, ctx actor.Context) {
+func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *pcluster.ClusterInit:
 		if err := h.activate(m.Identity.Identity); err != nil {
-			*loadErr = err
+			life.loadErr = err
 		}
-		ctx.SetReceiveTimeout(idleTimeout)
-	case *actor.ReceiveTimeout:
-		ctx.Stop(ctx.Self())
+		root, self := ctx.ActorSystem().Root, ctx.Self()
+		life.timer = time.AfterFunc(env.idleTimeout(), func() { root.Send(self, idleCheck{}) })
+	case idleCheck:
+		if life.asked == life.looked {
+			ctx.Stop(ctx.Self())
+			return
+		}
+		life.looked = life.asked
+		life.timer.Reset(env.idleTimeout())
+	case *actor.Stopping:
+		if life.timer != nil {
+			life.timer.Stop()
+		}
 	case proto.Message:
 		if ctx.Sender() == nil {
 			return
 		}
-		if *loadErr != nil {
-			ctx.Respond(failure(fmt.Errorf("activate: %w", *loadErr)))
+		life.asked++
+		if life.loadErr != nil {
+			ctx.Respond(failure(fmt.Errorf("activate: %w", life.loadErr)))
 			ctx.Stop(ctx.Self())
 			return
 		}

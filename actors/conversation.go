@@ -26,8 +26,8 @@ const IdempotencyTTL = 24 * 60 * 60 * 1e9
 // idempotency records of posts into it. History lives in Pebble under
 // ordered keys; the actor keeps in memory only what its rules need.
 type conversationActor struct {
-	env     *Env
-	loadErr error
+	env  *Env
+	life lifecycle
 
 	id      string
 	conv    *kitpb.Conversation // nil: the conversation does not exist (yet)
@@ -43,7 +43,7 @@ func (a *conversationActor) Receive(ctx actorContext) {
 	if a.root == nil {
 		a.root = ctx.ActorSystem().Root
 	}
-	receiveDurable(a, &a.loadErr, &a.sync, ctx)
+	receiveDurable(a, &a.life, a.env, &a.sync, ctx)
 }
 
 func (a *conversationActor) prefix(parts ...string) []byte {

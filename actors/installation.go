@@ -19,15 +19,15 @@ import (
 // added to, the bot tokens issued for it, and the read/write/files buckets
 // of SPEC.md section 8 that are counted per installation.
 type installationActor struct {
-	env     *Env
-	loadErr error
+	env  *Env
+	life lifecycle
 
 	id      string
 	inst    *kitpb.Installation // nil: not installed (yet)
 	buckets bucketSet
 }
 
-func (a *installationActor) Receive(ctx actorContext) { receive(a, &a.loadErr, ctx) }
+func (a *installationActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
 
 func (a *installationActor) activate(identity string) error {
 	a.id = identity

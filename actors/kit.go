@@ -14,8 +14,8 @@ import (
 // is immutable; versions only increase; publishing makes a version
 // installable and applies its distribution.
 type kitActor struct {
-	env     *Env
-	loadErr error
+	env  *Env
+	life lifecycle
 
 	id       string
 	kit      *kitpb.Kit // nil: no version uploaded yet
@@ -23,7 +23,7 @@ type kitActor struct {
 	domains  []*kitpb.KitDomain // in domain order
 }
 
-func (a *kitActor) Receive(ctx actorContext) { receive(a, &a.loadErr, ctx) }
+func (a *kitActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
 
 func (a *kitActor) activate(identity string) error {
 	a.id = identity
@@ -233,14 +233,14 @@ func manifestPath(p string) string {
 // slugActor owns one slug: which Kit it belongs to. One actor per slug makes
 // the global uniqueness check a single lookup, never a scan.
 type slugActor struct {
-	env     *Env
-	loadErr error
+	env  *Env
+	life lifecycle
 
 	slug  string
 	owner *kitpb.ClaimSlug // nil: free
 }
 
-func (a *slugActor) Receive(ctx actorContext) { receive(a, &a.loadErr, ctx) }
+func (a *slugActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
 
 func (a *slugActor) activate(identity string) error {
 	a.slug = identity

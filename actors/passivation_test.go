@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
@@ -77,4 +79,47 @@ func TestAbsentEntitiesLeaveNoActor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Idle actors passivate after one to two IdleTimeouts; an actor that keeps
+// being asked stays.
+func TestIdleActorsPassivate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	n, err := startNode(vfs.NewMem(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.stop()
+	const idle = 200 * time.Millisecond
+	n.env.IdleTimeout = idle
+	w := n.workspace(t, 1) // activates the workspace actor
+	get := func() {
+		t.Helper()
+		_, err := try[*kitpb.WorkspaceReply](n, actors.KindWorkspace, w.id, &kitpb.GetWorkspace{})
+		noErr(t, err)
+	}
+	get()
+	active := n.node.LocalProcesses()
+
+	t.Run("an actor asked more often than IdleTimeout stays", func(t *testing.T) {
+		for range 12 { // 12 × 50 ms: three IdleTimeouts
+			time.Sleep(idle / 4)
+			if got := n.node.LocalProcesses(); got < active {
+				t.Fatalf("%d processes, want %d: the busy workspace actor passivated", got, active)
+			}
+			get()
+		}
+	})
+	t.Run("an actor nobody asks passivates within two IdleTimeouts", func(t *testing.T) {
+		deadline := time.Now().Add(2*idle + time.Second) // plus scheduling slack on a loaded machine
+		for n.node.LocalProcesses() >= active {
+			if time.Now().After(deadline) {
+				t.Fatalf("still %d processes after %v idle", n.node.LocalProcesses(), 2*idle)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		get() // and it activates again from storage
+	})
 }

@@ -58,8 +58,8 @@ var unknownSecret [32]byte
 // conversation, which writes the message; the webhook replies once the
 // conversation has, that is once the message is durable.
 type webhookActor struct {
-	env     *Env
-	loadErr error
+	env  *Env
+	life lifecycle
 
 	id      string
 	hook    *kitpb.Webhook // nil: no such webhook
@@ -68,7 +68,7 @@ type webhookActor struct {
 	lastRefusalLog map[kiterr.Code]time.Time
 }
 
-func (a *webhookActor) Receive(ctx actorContext) { receive(a, &a.loadErr, ctx) }
+func (a *webhookActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
 
 func (a *webhookActor) activate(identity string) error {
 	a.id = identity

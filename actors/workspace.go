@@ -25,8 +25,8 @@ const (
 // sessions, developer tokens, the developer API bucket of each token, and
 // which installation each installed Kit has here.
 type workspaceActor struct {
-	env     *Env
-	loadErr error
+	env  *Env
+	life lifecycle
 
 	id      string
 	ws      *kitpb.Workspace
@@ -36,7 +36,7 @@ type workspaceActor struct {
 	buckets bucketSet
 }
 
-func (a *workspaceActor) Receive(ctx actorContext) { receive(a, &a.loadErr, ctx) }
+func (a *workspaceActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
 
 func (a *workspaceActor) prefix(parts ...string) []byte {
 	return key(append([]string{"ws", a.id}, parts...)...)
