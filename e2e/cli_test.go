@@ -545,3 +545,42 @@ func waitOutput(t testing.TB, out *lockedBuffer, s string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestCLI_InstallLink(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	w := newWorkspace(t, s)
+	m := manifest(newSlug(), "1.0.0", baseScopes)
+	m["distribution"] = "unlisted"
+	want(t, w.uploadVersion(t, m, true), 201)
+	slug := m["slug"].(string)
+
+	t.Run("create prints the URL once", func(t *testing.T) {
+		r := kit(t, s, w.Dev, "install-link", "create", slug)
+		wantExit(t, r, 0)
+		if !regexp.MustCompile(`(?m)^url\s+\S+/app/kits/install\?link=kil_[A-Za-z0-9_-]{43}$`).MatchString(r.stdout) ||
+			!strings.Contains(r.stdout, "shown once") {
+			t.Fatalf("want the install URL%s", r)
+		}
+		show := kit(t, s, w.Dev, "kits", "show", slug)
+		wantExit(t, show, 0)
+		if !strings.Contains(show.stdout, "install link") || strings.Contains(show.stdout, "kil_") {
+			t.Fatalf("kits show must say the link is active, never its URL%s", show)
+		}
+	})
+	t.Run("delete ends it; deleting again is an error", func(t *testing.T) {
+		wantExit(t, kit(t, s, w.Dev, "install-link", "delete", slug), 0)
+		r := kit(t, s, w.Dev, "install-link", "delete", slug)
+		wantExit(t, r, 1)
+		if !cliError("not_found").MatchString(r.stderr) {
+			t.Fatalf("want a not_found error%s", r)
+		}
+	})
+	t.Run("a private Kit has no install link", func(t *testing.T) {
+		r := kit(t, s, w.Dev, "install-link", "create", w.kit(t, baseScopes...).Slug)
+		wantExit(t, r, 1)
+		if !cliError("conflict").MatchString(r.stderr) {
+			t.Fatalf("want a conflict error%s", r)
+		}
+	})
+}

@@ -167,6 +167,20 @@ func (c *Client) RemoveDomain(ctx context.Context, kitID, domain string) error {
 	return err
 }
 
+// CreateInstallLink makes (or replaces) the Kit's install link.
+func (c *Client) CreateInstallLink(ctx context.Context, kitID string) (*InstallLinkResult, error) {
+	var out InstallLinkResult
+	_, err := c.do(ctx, "POST", "/dev/kits/"+url.PathEscape(kitID)+"/install-link", map[string]any{}, &out)
+	return &out, err
+}
+
+// DeleteInstallLink ends the Kit's install link.
+func (c *Client) DeleteInstallLink(ctx context.Context, kitID string) (*InstallLinkResult, error) {
+	var out InstallLinkResult
+	_, err := c.do(ctx, "DELETE", "/dev/kits/"+url.PathEscape(kitID)+"/install-link", nil, &out)
+	return &out, err
+}
+
 func (c *Client) domainPath(kitID, domain string) string {
 	return "/dev/kits/" + url.PathEscape(kitID) + "/domains/" + url.PathEscape(domain)
 }

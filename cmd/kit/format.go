@@ -446,6 +446,16 @@ func formatDomain(w io.Writer, kitArg string, d *Domain, added bool) error {
 	return tw.Flush()
 }
 
+// formatNewInstallLink prints a new install link: its URL is shown only
+// now.
+func formatNewInstallLink(w io.Writer, r *InstallLinkResult) error {
+	tw := newTable(w)
+	row(tw, "install link created "+orDash(r.InstallLink.CreatedAt)+"; any link made before no longer works")
+	row(tw, "url", clean(r.InstallLink.URL))
+	row(tw, "This URL is shown once: an admin of any workspace who opens it can install the Kit.")
+	return tw.Flush()
+}
+
 // formatDevInstall prints a dev-install; the signing secret, shown once,
 // stands out.
 func formatDevInstall(w io.Writer, r *DevInstall) error {

@@ -411,3 +411,20 @@ func TestAPIErrorMessage(t *testing.T) {
 		})
 	}
 }
+
+func TestFormatNewInstallLink(t *testing.T) {
+	t.Parallel()
+	var r InstallLinkResult
+	created := "2026-11-22T04:00:00Z"
+	r.InstallLink.Active, r.InstallLink.CreatedAt = true, &created
+	r.InstallLink.URL = "https://app.example/app/kits/install?link=kil_SECRET\x1b[2J"
+	var b bytes.Buffer
+	if err := formatNewInstallLink(&b, &r); err != nil {
+		t.Fatal(err)
+	}
+	checkOutput(t, b.String(), []string{
+		"install link created 2026-11-22T04:00:00Z; any link made before no longer works",
+		"url  https://app.example/app/kits/install?link=kil_SECRET [2J",
+		"shown once",
+	}, []string{"\x1b"})
+}

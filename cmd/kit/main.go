@@ -16,6 +16,8 @@
 //	kit domains add KIT DOMAIN [--method dns|well_known]
 //	kit domains verify KIT DOMAIN
 //	kit domains remove KIT DOMAIN
+//	kit install-link create KIT
+//	kit install-link delete KIT
 //	kit me
 //	kit help [COMMAND]
 //
@@ -100,6 +102,8 @@ var commands = []command{
 	{"domains add", []string{"KIT", "DOMAIN"}, "[--method dns|well_known]", "add a domain and print the proof to publish", setupDomainsAdd},
 	{"domains verify", []string{"KIT", "DOMAIN"}, "", "check a domain's proof", noFlags(runDomainsVerify)},
 	{"domains remove", []string{"KIT", "DOMAIN"}, "", "remove a domain", noFlags(runDomainsRemove)},
+	{"install-link create", []string{"KIT"}, "", "make the Kit's install link (replacing the old one) and print its URL once", noFlags(runInstallLinkCreate)},
+	{"install-link delete", []string{"KIT"}, "", "end the Kit's install link", noFlags(runInstallLinkDelete)},
 	{"me", nil, "", "show the workspace, member and token of KIT_DEV_TOKEN", noFlags(runMe)},
 }
 

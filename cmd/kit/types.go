@@ -127,6 +127,16 @@ type InstallLink struct {
 	CreatedAt *string `json:"createdAt"`
 }
 
+// InstallLinkResult is the answer of the install-link routes; URL is set
+// only when the link was just made (its secret is shown once).
+type InstallLinkResult struct {
+	InstallLink struct {
+		Active    bool    `json:"active"`
+		CreatedAt *string `json:"createdAt"`
+		URL       string  `json:"url,omitempty"`
+	} `json:"installLink"`
+}
+
 // LogEntry is SPEC.md's Developer log entry.
 type LogEntry struct {
 	ID             string  `json:"id"`
