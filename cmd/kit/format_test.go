@@ -425,6 +425,6 @@ func TestFormatNewInstallLink(t *testing.T) {
 	checkOutput(t, b.String(), []string{
 		"install link created 2026-11-22T04:00:00Z; any link made before no longer works",
 		"url  https://app.example/app/kits/install?link=kil_SECRET [2J",
-		"shown once",
+		"This URL is shown once: an admin of any workspace who opens it can install the Kit.",
 	}, []string{"\x1b"})
 }
