@@ -136,6 +136,11 @@ type lifecycle struct {
 // idleCheck is the timer's message to its actor; it is not a request.
 type idleCheck struct{}
 
+// errForwarded is what a handler returns when it passed the request on to
+// another actor with the original sender (cluster.Node.Forward): that actor
+// answers, so this one must not.
+var errForwarded = errors.New("request forwarded")
+
 // receive drives a handler from protoactor's mailbox. A failed activation
 // answers every request with an internal error and stops the actor, so the
 // next request activates it afresh.
@@ -255,9 +260,11 @@ func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx act
 			return
 		}
 		reply, err := h.handle(m)
-		if err != nil {
+		switch {
+		case errors.Is(err, errForwarded):
+		case err != nil:
 			d.respond(ctx, failure(err))
-		} else {
+		default:
 			d.respond(ctx, reply)
 		}
 		if !h.exists() {

@@ -37,13 +37,16 @@ type conversationActor struct {
 	buckets bucketSet
 	sync    durability
 	root    *actor.RootContext
+	ctx     actorContext // the message being handled, for forwarding
 }
 
 func (a *conversationActor) Receive(ctx actorContext) {
 	if a.root == nil {
 		a.root = ctx.ActorSystem().Root
 	}
+	a.ctx = ctx
 	receiveDurable(a, &a.life, a.env, &a.sync, ctx)
+	a.ctx = nil
 }
 
 func (a *conversationActor) prefix(parts ...string) []byte {

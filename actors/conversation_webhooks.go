@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -17,14 +18,38 @@ var (
 )
 
 // handleWebhooks answers what incoming webhooks ask of a conversation; ok is
-// false for any other request.
+// false for any other request. A post arrives forwarded by its webhook with
+// the hooks host as sender: the answer goes to the hooks host, except a
+// refusal that disables the webhook, which goes to the webhook (same
+// sender) so that it is stored before the 410 leaves.
 func (a *conversationActor) handleWebhooks(msg proto.Message) (reply proto.Message, ok bool, err error) {
 	m, ok := msg.(*kitpb.PostAsWebhook)
 	if !ok {
 		return nil, false, nil
 	}
 	reply, err = a.postAsWebhook(m)
-	return reply, true, err
+	if m.WebhookId == "" || err == nil {
+		return reply, true, err
+	}
+	switch {
+	case errors.Is(err, errHookChannelArchived):
+		a.env.Node.Forward(a.ctx, KindWebhook, m.WebhookId, &kitpb.WebhookRefused{Reason: DisabledArchived})
+		return nil, true, errForwarded
+	case errors.Is(err, errHookBotRemoved):
+		a.env.Node.Forward(a.ctx, KindWebhook, m.WebhookId, &kitpb.WebhookRefused{Reason: DisabledBotRemoved})
+		return nil, true, errForwarded
+	}
+	// Nobody else sees this outcome: the delivery log entry is written here.
+	e := m.Log
+	e.Level, e.HttpStatus = LogLevelError, proto.Int32(500)
+	e.Status, e.ErrorCode = "failed", string(kiterr.Internal)
+	if kiterr.CodeOf(err) == kiterr.Validation {
+		e.Status, e.ErrorCode, e.HttpStatus = "rejected", string(kiterr.Validation), proto.Int32(400)
+	}
+	if m.KitId != "" {
+		writeLogAsync(a.env, m.KitId, e)
+	}
+	return nil, true, err
 }
 
 // postAsWebhook posts as the Kit bot for an incoming webhook. Unlike
@@ -60,5 +85,8 @@ func (a *conversationActor) postAsWebhook(m *kitpb.PostAsWebhook) (proto.Message
 	}
 	a.sync.applied(w, a.root)
 	a.lastSeq = seq
+	if m.WebhookId != "" {
+		return &kitpb.HookPostReply{Limit: m.Limit}, nil
+	}
 	return &kitpb.MessageReply{Message: msg}, nil
 }

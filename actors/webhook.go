@@ -2,13 +2,11 @@ package actors
 
 import (
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
@@ -54,12 +52,13 @@ var unknownSecret [32]byte
 
 // webhookActor owns one incoming webhook: its record (the secret's hash,
 // the channel, its state) and its rate bucket (SPEC.md section 8: 1/second,
-// burst 5, per webhook). A post is checked here and handed to the
-// conversation, which writes the message; the webhook replies once the
-// conversation has, that is once the message is durable.
+// burst 5, per webhook). A post is checked here and forwarded to the
+// conversation, which writes the message and answers the hooks host; a
+// refusal that disables the webhook comes back here first.
 type webhookActor struct {
 	env  *Env
 	life lifecycle
+	ctx  actorContext // the message being handled, for forwarding
 
 	id      string
 	hook    *kitpb.Webhook // nil: no such webhook
@@ -68,7 +67,11 @@ type webhookActor struct {
 	lastRefusalLog map[kiterr.Code]time.Time
 }
 
-func (a *webhookActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
+func (a *webhookActor) Receive(ctx actorContext) {
+	a.ctx = ctx // for forwarding, during this message only
+	receive(a, &a.life, a.env, ctx)
+	a.ctx = nil
+}
 
 func (a *webhookActor) activate(identity string) error {
 	a.id = identity
@@ -98,6 +101,8 @@ func (a *webhookActor) handle(msg proto.Message) (proto.Message, error) {
 		return &kitpb.WebhookReply{Webhook: a.hook}, nil
 	case *kitpb.EndWebhook:
 		return a.end(m.State, m.Reason)
+	case *kitpb.WebhookRefused:
+		return a.refused(m)
 	}
 	return nil, unknownRequest(KindWebhook, msg)
 }
@@ -196,35 +201,27 @@ func (a *webhookActor) post(m *kitpb.HookPost) (proto.Message, error) {
 		writeLogAsync(a.env, a.hook.KitId, a.outcome(LogLevelError, "rejected", kiterr.Validation, 400))
 		return nil, err
 	}
-	_, err := cluster.Call[*kitpb.MessageReply](a.env.Node, KindConversation, a.hook.ConversationId, &kitpb.PostAsWebhook{
+	// The conversation answers the hooks host itself: the webhook does not
+	// wait for the post and its sync (see kitpb.PostAsWebhook).
+	a.env.Node.Forward(a.ctx, KindConversation, a.hook.ConversationId, &kitpb.PostAsWebhook{
 		BotId: a.hook.BotId, WorkspaceId: a.hook.WorkspaceId, MessageId: m.MessageId,
 		Text: m.Text, Blocks: m.Blocks, KitId: a.hook.KitId,
-		Log: a.outcome(LogLevelInfo, "posted", "", 200),
+		Log: a.outcome(LogLevelInfo, "posted", "", 200), WebhookId: a.id, Limit: reply.Limit,
 	})
-	if err == nil {
-		return reply, nil
-	}
-	var e *kiterr.Error
-	switch code := kiterr.CodeOf(err); {
-	case code == kiterr.Gone || code == kiterr.NotFound:
-		// The channel is archived or the Kit bot left it: disabled for
-		// good, even if the bot is added again later.
-		reason := DisabledBotRemoved
-		if errors.As(err, &e) && e.Message == errHookChannelArchived.Message {
-			reason = DisabledArchived
-		}
-		if _, err := a.end(WebhookDisabled, reason, a.outcome(LogLevelError, "disabled", kiterr.Gone, 410)); err != nil {
+	return nil, errForwarded
+}
+
+// refused disables the webhook whose channel refused a post for good
+// (archived, or the Kit bot left: even if the bot is added again later),
+// then answers the post 410.
+func (a *webhookActor) refused(m *kitpb.WebhookRefused) (proto.Message, error) {
+	if a.hook.State == WebhookActive {
+		if _, err := a.end(WebhookDisabled, m.Reason, a.outcome(LogLevelError, "disabled", kiterr.Gone, 410)); err != nil {
 			return nil, err
 		}
 		a.lastRefusalLog[kiterr.Gone] = a.env.Clock.Now()
-		return nil, errHookGone
-	case code == kiterr.Validation:
-		writeLogAsync(a.env, a.hook.KitId, a.outcome(LogLevelError, "rejected", kiterr.Validation, 400))
-		return nil, err
-	default:
-		writeLogAsync(a.env, a.hook.KitId, a.outcome(LogLevelError, "failed", kiterr.Internal, 500))
-		return nil, err
 	}
+	return nil, errHookGone
 }
 
 // outcome is the developer log entry of one delivery.

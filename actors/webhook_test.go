@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
@@ -197,4 +199,40 @@ func TestWebhookNotFoundIsOneAnswer(t *testing.T) {
 		}
 	}
 	noErr(t, post(f.hookID, f.inst.Id, f.secret))
+}
+
+// A webhook forwards its posts to the conversation, which answers the
+// requester. When the conversation's activation went away (passivated)
+// while the webhook stayed, the forwarded post dies at the stale address:
+// the requester must get its answer anyway, from a fresh activation.
+func TestWebhookForwardToAPassivatedConversation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	n, err := startNode(vfs.NewMem(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.stop()
+	const idle = 150 * time.Millisecond
+	n.env.IdleTimeout = idle
+	n.env.Limits = nil
+	f := n.hookFixture(t, 1)
+	noErr(t, n.hookPost(f, "first"))
+	before := n.node.LocalProcesses()
+	// Keep the webhook busy and let everything else idle out.
+	deadline := time.Now().Add(3 * time.Second)
+	for n.node.LocalProcesses() >= before-1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing passivated: %d processes", n.node.LocalProcesses())
+		}
+		n.hookState(t, f.hookID)
+		time.Sleep(idle / 4)
+	}
+	noErr(t, n.hookPost(f, "second"))
+	page, err := n.list(userCaller(f.ws, f.admin), f.conv, "", 0, 10)
+	noErr(t, err)
+	if got := texts(page.Messages); len(got) != 2 || got[0] != "second" {
+		t.Fatalf("messages %q, want second and first", got)
+	}
 }

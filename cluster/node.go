@@ -193,6 +193,26 @@ func (n *Node) forget(kind, identity string) {
 	n.pidsMu.Unlock()
 }
 
+// Forward passes the request an actor is handling on to the actor of kind
+// with identity, keeping its sender: that actor answers the original
+// requester, and the forwarding actor does not wait. The requester sees a
+// dead letter only for the actor it asked, so Forward does not send to a
+// cached activation that is gone: it looks the identity up again.
+func (n *Node) Forward(from actor.Context, kind, identity string, msg proto.Message) {
+	pid := n.pid(kind, identity)
+	if pid != nil && pid.Address == n.system.Address() {
+		if _, alive := n.system.ProcessRegistry.GetLocal(pid.Id); !alive {
+			n.forget(kind, identity)
+			pid = n.pid(kind, identity)
+		}
+	}
+	if pid == nil {
+		from.Respond(&kitpb.Failure{Code: string(kiterr.Internal), Message: fmt.Sprintf("forward to %s/%s: %v", kind, identity, errUnavailable)})
+		return
+	}
+	from.RequestWithCustomSender(pid, msg, from.Sender())
+}
+
 // Call is Request with the reply asserted to type R.
 func Call[R proto.Message](n *Node, kind, identity string, msg proto.Message) (R, error) {
 	var zero R

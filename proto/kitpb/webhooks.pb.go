@@ -665,6 +665,12 @@ func (x *HookPostReply) GetLimit() *Decision {
 // PostAsWebhook posts as the Kit bot through an incoming webhook: no
 // post_message bucket, interactive elements always removed. log is written
 // in the same batch as the message when the post succeeds.
+//
+// The webhook actor forwards it with the hooks host's reply address as the
+// sender: the conversation answers the hooks host itself (HookPostReply with
+// limit), and sends a refusal that disables the webhook back to the webhook
+// as WebhookRefused, with the same sender, so the 410 leaves only once the
+// webhook's disabled state is stored.
 type PostAsWebhook struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	BotId         string                 `protobuf:"bytes,1,opt,name=bot_id,json=botId,proto3" json:"bot_id,omitempty"`
@@ -674,6 +680,8 @@ type PostAsWebhook struct {
 	Blocks        []byte                 `protobuf:"bytes,5,opt,name=blocks,proto3" json:"blocks,omitempty"`
 	KitId         string                 `protobuf:"bytes,6,opt,name=kit_id,json=kitId,proto3" json:"kit_id,omitempty"`
 	Log           *DevLogEntry           `protobuf:"bytes,7,opt,name=log,proto3" json:"log,omitempty"`
+	WebhookId     string                 `protobuf:"bytes,8,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	Limit         *Decision              `protobuf:"bytes,9,opt,name=limit,proto3" json:"limit,omitempty"` // the webhook bucket's decision, for the answer's headers
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -757,6 +765,66 @@ func (x *PostAsWebhook) GetLog() *DevLogEntry {
 	return nil
 }
 
+func (x *PostAsWebhook) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *PostAsWebhook) GetLimit() *Decision {
+	if x != nil {
+		return x.Limit
+	}
+	return nil
+}
+
+// WebhookRefused tells the webhook that its channel refused a post for good
+// (archived, or the Kit bot left): the webhook is disabled.
+type WebhookRefused struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookRefused) Reset() {
+	*x = WebhookRefused{}
+	mi := &file_webhooks_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookRefused) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookRefused) ProtoMessage() {}
+
+func (x *WebhookRefused) ProtoReflect() protoreflect.Message {
+	mi := &file_webhooks_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookRefused.ProtoReflect.Descriptor instead.
+func (*WebhookRefused) Descriptor() ([]byte, []int) {
+	return file_webhooks_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *WebhookRefused) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_webhooks_proto protoreflect.FileDescriptor
 
 const file_webhooks_proto_rawDesc = "" +
@@ -817,7 +885,7 @@ const file_webhooks_proto_rawDesc = "" +
 	"\finvalid_path\x18\a \x01(\tR\vinvalidPath\x12%\n" +
 	"\x0einvalid_reason\x18\b \x01(\tR\rinvalidReason\"7\n" +
 	"\rHookPostReply\x12&\n" +
-	"\x05limit\x18\x01 \x01(\v2\x10.kit.v1.DecisionR\x05limit\"\xd2\x01\n" +
+	"\x05limit\x18\x01 \x01(\v2\x10.kit.v1.DecisionR\x05limit\"\x99\x02\n" +
 	"\rPostAsWebhook\x12\x15\n" +
 	"\x06bot_id\x18\x01 \x01(\tR\x05botId\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12\x1d\n" +
@@ -826,7 +894,12 @@ const file_webhooks_proto_rawDesc = "" +
 	"\x04text\x18\x04 \x01(\tR\x04text\x12\x16\n" +
 	"\x06blocks\x18\x05 \x01(\fR\x06blocks\x12\x15\n" +
 	"\x06kit_id\x18\x06 \x01(\tR\x05kitId\x12%\n" +
-	"\x03log\x18\a \x01(\v2\x13.kit.v1.DevLogEntryR\x03logB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
+	"\x03log\x18\a \x01(\v2\x13.kit.v1.DevLogEntryR\x03log\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\b \x01(\tR\twebhookId\x12&\n" +
+	"\x05limit\x18\t \x01(\v2\x10.kit.v1.DecisionR\x05limit\"(\n" +
+	"\x0eWebhookRefused\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reasonB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
 
 var (
 	file_webhooks_proto_rawDescOnce sync.Once
@@ -840,34 +913,36 @@ func file_webhooks_proto_rawDescGZIP() []byte {
 	return file_webhooks_proto_rawDescData
 }
 
-var file_webhooks_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_webhooks_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_webhooks_proto_goTypes = []any{
-	(*Webhook)(nil),       // 0: kit.v1.Webhook
-	(*WebhookRef)(nil),    // 1: kit.v1.WebhookRef
-	(*CreateWebhook)(nil), // 2: kit.v1.CreateWebhook
-	(*WebhookReply)(nil),  // 3: kit.v1.WebhookReply
-	(*RevokeWebhook)(nil), // 4: kit.v1.RevokeWebhook
-	(*OpenWebhook)(nil),   // 5: kit.v1.OpenWebhook
-	(*EndWebhook)(nil),    // 6: kit.v1.EndWebhook
-	(*GetWebhook)(nil),    // 7: kit.v1.GetWebhook
-	(*HookPost)(nil),      // 8: kit.v1.HookPost
-	(*HookPostReply)(nil), // 9: kit.v1.HookPostReply
-	(*PostAsWebhook)(nil), // 10: kit.v1.PostAsWebhook
-	(*User)(nil),          // 11: kit.v1.User
-	(*Decision)(nil),      // 12: kit.v1.Decision
-	(*DevLogEntry)(nil),   // 13: kit.v1.DevLogEntry
+	(*Webhook)(nil),        // 0: kit.v1.Webhook
+	(*WebhookRef)(nil),     // 1: kit.v1.WebhookRef
+	(*CreateWebhook)(nil),  // 2: kit.v1.CreateWebhook
+	(*WebhookReply)(nil),   // 3: kit.v1.WebhookReply
+	(*RevokeWebhook)(nil),  // 4: kit.v1.RevokeWebhook
+	(*OpenWebhook)(nil),    // 5: kit.v1.OpenWebhook
+	(*EndWebhook)(nil),     // 6: kit.v1.EndWebhook
+	(*GetWebhook)(nil),     // 7: kit.v1.GetWebhook
+	(*HookPost)(nil),       // 8: kit.v1.HookPost
+	(*HookPostReply)(nil),  // 9: kit.v1.HookPostReply
+	(*PostAsWebhook)(nil),  // 10: kit.v1.PostAsWebhook
+	(*WebhookRefused)(nil), // 11: kit.v1.WebhookRefused
+	(*User)(nil),           // 12: kit.v1.User
+	(*Decision)(nil),       // 13: kit.v1.Decision
+	(*DevLogEntry)(nil),    // 14: kit.v1.DevLogEntry
 }
 var file_webhooks_proto_depIdxs = []int32{
-	11, // 0: kit.v1.CreateWebhook.creator:type_name -> kit.v1.User
+	12, // 0: kit.v1.CreateWebhook.creator:type_name -> kit.v1.User
 	0,  // 1: kit.v1.WebhookReply.webhook:type_name -> kit.v1.Webhook
 	0,  // 2: kit.v1.OpenWebhook.webhook:type_name -> kit.v1.Webhook
-	12, // 3: kit.v1.HookPostReply.limit:type_name -> kit.v1.Decision
-	13, // 4: kit.v1.PostAsWebhook.log:type_name -> kit.v1.DevLogEntry
-	5,  // [5:5] is the sub-list for method output_type
-	5,  // [5:5] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	13, // 3: kit.v1.HookPostReply.limit:type_name -> kit.v1.Decision
+	14, // 4: kit.v1.PostAsWebhook.log:type_name -> kit.v1.DevLogEntry
+	13, // 5: kit.v1.PostAsWebhook.limit:type_name -> kit.v1.Decision
+	6,  // [6:6] is the sub-list for method output_type
+	6,  // [6:6] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_webhooks_proto_init() }
@@ -884,7 +959,7 @@ func file_webhooks_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_webhooks_proto_rawDesc), len(file_webhooks_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
