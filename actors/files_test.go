@@ -24,9 +24,27 @@ func fileBytes(n int) []byte {
 	return b
 }
 
+// chunked cuts content the way the front end does: FileChunkSize bytes a
+// chunk, the last one shorter.
+func chunked(content []byte) [][]byte {
+	var chunks [][]byte
+	for len(content) > actors.FileChunkSize {
+		chunks = append(chunks, content[:actors.FileChunkSize])
+		content = content[actors.FileChunkSize:]
+	}
+	if len(content) > 0 {
+		chunks = append(chunks, content)
+	}
+	return chunks
+}
+
 func (n *testNode) uploadFile(c *kitpb.Caller, convID string, content []byte) (*kitpb.File, error) {
+	return n.uploadChunks(c, convID, chunked(content))
+}
+
+func (n *testNode) uploadChunks(c *kitpb.Caller, convID string, chunks [][]byte) (*kitpb.File, error) {
 	r, err := try[*kitpb.FileReply](n, actors.KindConversation, convID, &kitpb.UploadFile{
-		Caller: c, FileId: ids.New(), Name: "notes.txt", MimeType: "text/plain", Content: content,
+		Caller: c, FileId: ids.New(), Name: "notes.txt", MimeType: "text/plain", Chunks: chunks,
 	})
 	if err != nil {
 		return nil, err
@@ -133,6 +151,39 @@ func TestFiles(t *testing.T) {
 			noErr(t, err)
 			if !bytes.Equal(viaWriteTo.Bytes(), want) || !bytes.Equal(viaRead, want) {
 				t.Fatal("content differs from the upload")
+			}
+		}},
+		{"chunks not cut at FileChunkSize are refused, and nothing is stored", func(t *testing.T) {
+			prefix := []byte("conv/" + conv + "/f/")
+			records := func() int {
+				count := 0
+				noErr(t, n.store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, _ []byte) bool {
+					count++
+					return true
+				}))
+				return count
+			}
+			before := records()
+			full := fileBytes(actors.FileChunkSize)
+			for name, chunks := range map[string][][]byte{
+				"no chunk":                      nil,
+				"a short chunk before the last": {full[:10], full},
+				"a chunk over FileChunkSize":    {append(full, 1)},
+				"an empty last chunk":           {full, {}},
+			} {
+				if _, err := n.uploadChunks(alice, conv, chunks); err == nil {
+					t.Fatalf("%s: stored", name)
+				}
+			}
+			if after := records(); after != before {
+				t.Fatalf("%d file records after the refused uploads, want %d", after, before)
+			}
+		}},
+		{"the actor lets go of the request's chunks once they are in its write", func(t *testing.T) {
+			req := &kitpb.UploadFile{Caller: alice, FileId: ids.New(), Name: "n.txt", MimeType: "text/plain", Chunks: chunked(fileBytes(actors.FileChunkSize + 1))}
+			ask[*kitpb.FileReply](t, n, actors.KindConversation, conv, req)
+			if req.Chunks != nil {
+				t.Fatalf("the request still holds %d chunks after the reply", len(req.Chunks))
 			}
 		}},
 		{"an image block resolves a file of its conversation", func(t *testing.T) {

@@ -17,16 +17,18 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// TestFilesBench is the speed check of the files issue, run on demand:
+// TestFilesBench is the speed check of the files issue, run on demand
+// (a binary of your own, since others rebuild bin/kitd):
 //
-//	make build && KITD_BIN=$PWD/bin/kitd KITD_FILES_BENCH=1 go test ./e2e/ -run TestFilesBench -v -count=1
+//	go build -o /tmp/fileskitd ./cmd/kitd && KITD_BIN=/tmp/fileskitd KITD_FILES_BENCH=1 go test ./e2e/ -run TestFilesBench -v -count=1
 //
 // It measures upload and download of 1 MB files against kitd and against a
 // plain fasthttp handler in this process that answers the same bytes from
 // memory (download) or reads the same body and answers 201 (upload), with
 // the same client and concurrency, in the same run; then the peak RSS of a
 // fresh kitd while 16 clients upload 5 MB files in parallel. Targets:
-// download at least 50% of the plain handler; peak RSS under 200 MB.
+// download at least 50% of the plain handler; peak RSS under 200 MB. The
+// machine's other load moves every figure: repeat it (docs/files.md, Speed).
 func TestFilesBench(t *testing.T) {
 	if os.Getenv("KITD_FILES_BENCH") == "" {
 		t.Skip("set KITD_FILES_BENCH=1 to run the files benchmark")

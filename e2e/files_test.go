@@ -1,11 +1,18 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // Reactions and files: SPEC.md 4.4 and 4.5, the limits of section 8 and
@@ -291,4 +298,102 @@ func TestFilesFamilyLimit(t *testing.T) {
 	}
 	checkRetryAfter(t, limited, 60)
 	want(t, s.api(t, member, "GET", "/files/"+id, nil, nil), 200)
+}
+
+// TestUploadBodiesE2E: uploads are read from the connection as they arrive
+// (docs/files.md, "Files: memory"), and the connection stays as usable as
+// when bodies were read whole first.
+func TestUploadBodiesE2E(t *testing.T) {
+	s := sharedServer(t)
+	e := newFilesEnv(t, s)
+	member := userToken(t, e.In, e.W.Mem.ID)
+	content := make([]byte, 2_000_000)
+	for i := range content {
+		content[i] = byte(i*7 + i>>13)
+	}
+	body, err := json.Marshal(uploadBody(e.Chan.ID, "text/plain", content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimPrefix(s.URL, "http://")
+	head := func(token string, length int) string {
+		h := "POST /api/v1/files HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: Bearer " + token + "\r\nContent-Type: application/json\r\n"
+		if length < 0 {
+			return h + "Transfer-Encoding: chunked\r\n\r\n"
+		}
+		return h + "Content-Length: " + strconv.Itoa(length) + "\r\n\r\n"
+	}
+	const healthz = "GET /healthz HTTP/1.1\r\nHost: kitd\r\n\r\n"
+	// exchange sends the pieces (pausing between them) on one connection
+	// and reads one response per status in want.
+	exchange := func(t *testing.T, pieces [][]byte, want ...int) []*fasthttp.Response {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		go func() {
+			for i, p := range pieces {
+				if i > 0 {
+					time.Sleep(30 * time.Millisecond)
+				}
+				if _, err := conn.Write(p); err != nil {
+					return
+				}
+			}
+		}()
+		conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		br := bufio.NewReader(conn)
+		var out []*fasthttp.Response
+		for i, status := range want {
+			resp := &fasthttp.Response{}
+			if err := resp.Read(br); err != nil {
+				t.Fatalf("response %d: %v", i+1, err)
+			}
+			if resp.StatusCode() != status {
+				t.Fatalf("response %d: status %d, want %d: %s", i+1, resp.StatusCode(), status, resp.Body())
+			}
+			out = append(out, resp)
+		}
+		return out
+	}
+	stored := func(t *testing.T, resp *fasthttp.Response) {
+		var created struct{ File struct{ ID string } }
+		if err := json.Unmarshal(resp.Body(), &created); err != nil {
+			t.Fatal(err)
+		}
+		r := s.api(t, member, "GET", "/files/"+created.File.ID+"/content", nil, nil)
+		want(t, r, 200)
+		if !bytes.Equal(r.Body, content) {
+			t.Fatalf("stored %d bytes, want the %d uploaded", len(r.Body), len(content))
+		}
+	}
+	t.Run("a body arriving in pieces is decoded as it comes and stored whole", func(t *testing.T) {
+		third := len(body) / 3
+		r := exchange(t, [][]byte{[]byte(head(member, len(body))), body[:third], body[third : 2*third], body[2*third:]}, 201)
+		stored(t, r[0])
+	})
+	t.Run("a chunked upload is stored", func(t *testing.T) {
+		var b bytes.Buffer
+		for rest := body; len(rest) > 0; {
+			n := min(len(rest), 1<<20)
+			fmt.Fprintf(&b, "%x\r\n%s\r\n", n, rest[:n])
+			rest = rest[n:]
+		}
+		b.WriteString("0\r\n\r\n")
+		r := exchange(t, [][]byte{[]byte(head(member, -1)), b.Bytes()}, 201)
+		stored(t, r[0])
+	})
+	t.Run("an upload refused before its body is read leaves the connection usable", func(t *testing.T) {
+		r := exchange(t, [][]byte{[]byte(head("nope", len(body))), body, []byte(healthz)}, 401, 200)
+		if string(r[1].Body()) != `{"ok":true}` {
+			t.Fatalf("the next request read %s", r[1].Body())
+		}
+	})
+	t.Run("an upload over 8 MiB is refused on its Content-Length, before its body is sent", func(t *testing.T) {
+		r := exchange(t, [][]byte{[]byte(head(member, 8<<20+4097))}, 413)
+		if !r[0].ConnectionClose() {
+			t.Fatal("the connection stays open with the body unread")
+		}
+	})
 }

@@ -145,10 +145,27 @@ func env(name, def string) string {
 // cores on marking. GOGC in the environment still wins.
 const gcPercent = 400
 
-func serve(cfg config, stdout io.Writer) error {
+// memoryLimit caps what gcPercent lets the heap grow to. Message traffic
+// keeps 10-20 MB live, so its heap goal (5x that) stays under the limit and
+// the GC runs no more often than gcPercent says; uploads keep tens of MB
+// live for a moment and churn 10 MB of garbage each, which without a cap
+// grew the heap to several hundred MB. Near the limit the GC works harder
+// instead. It is soft: a live heap above it is not refused, only collected
+// often. GOMEMLIMIT in the environment still wins.
+const memoryLimit = 100 << 20
+
+// tuneGC applies gcPercent and memoryLimit unless the environment sets them.
+func tuneGC() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
 	}
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		debug.SetMemoryLimit(memoryLimit)
+	}
+}
+
+func serve(cfg config, stdout io.Writer) error {
+	tuneGC()
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cfg.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)

@@ -1,10 +1,7 @@
 package api
 
 import (
-	"bytes"
-	"encoding/base64"
-	"encoding/json"
-	"strconv"
+	"errors"
 	"strings"
 	"unicode"
 
@@ -27,12 +24,8 @@ var reactionsAndUploads = []string{actors.CallerUser}
 // reactionValues is the reaction enum of SPEC.md 4.4.
 var reactionValues = []string{"thumbs_up", "heart", "laugh", "celebrate", "eyes", "thinking", "thanks", "check"}
 
-// Field limits of POST /files.
-const (
-	maxFileName      = 120
-	minContentBase64 = 4
-	maxContentBase64 = 7_000_000
-)
+// maxFileName is the longest name of a file, in characters.
+const maxFileName = 120
 
 // maxFileBytes is the decoded size limit of each allowed mimeType (SPEC.md
 // leaves it open; docs/files.md). Above it: 413 payload_too_large.
@@ -151,8 +144,8 @@ func (s *Server) react(ctx *fasthttp.RequestCtx, messageID string, request func(
 
 // ---- files ----
 
-// jsonText keeps a JSON value as the raw bytes of the request body, so that
-// a 7 MB base64 string is not copied before it is decoded.
+// jsonText keeps a JSON value as the raw bytes of the body it was decoded
+// from.
 type jsonText struct{ raw []byte }
 
 func (j *jsonText) UnmarshalJSON(b []byte) error {
@@ -167,39 +160,107 @@ type uploadBody struct {
 	ContentBase64  jsonText `json:"contentBase64"`
 }
 
+// uploadFile reads the body as it arrives (fasthttp streams it, see
+// readBodies): the base64 text is decoded on the fly into the chunk values
+// the conversation stores, so an upload never holds its base64 or a
+// whole-file buffer. Every rule and answer is the one decoding the whole
+// body at once gives (uploadReader says how).
 func (s *Server) uploadFile(ctx *fasthttp.RequestCtx) {
 	p := s.authorize(ctx, reactionsAndUploads, "files:write", limits.Files)
 	if p == nil {
 		return
 	}
+	size := ctx.Request.Header.ContentLength()
+	if !ctx.Request.IsBodyStream() || size < 0 {
+		size = len(ctx.PostBody())
+	}
+	if b, ok := ctx.UserValue(uploadBudgetKey{}).(*byteBudget); ok {
+		n := b.acquire(size)
+		defer b.release(n)
+	}
 	var body uploadBody
-	err := s.decode(ctx, &body, maxFilesBody, false)
-	if err == nil {
-		err = firstError(
-			requireUUID("conversationId", body.ConversationID),
-			fileName(body.Name),
-			requireEnum("mimeType", body.MimeType, mimeTypes...),
-		)
+	chunks, err := s.readUpload(ctx, size, &body)
+	if !ctx.Request.IsBodyStream() {
+		// Only the chunks are needed from here on: let a large body buffer
+		// go rather than keep it pooled with the connection. (Never with a
+		// stream: that would drop the part of the body not read yet.)
+		ctx.Request.ReleaseBody(maxJSONBody)
 	}
-	var content []byte
-	if err == nil {
-		content, err = decodeContent(body.ContentBase64.raw, *body.MimeType)
+	var readErr *bodyReadError
+	if errors.As(err, &readErr) {
+		// What fasthttp answers when it fails to read a body itself.
+		s.parseError(ctx, readErr.err)
+		ctx.SetConnectionClose()
+		return
 	}
-	// From here on only the decoded bytes are needed: let the large body
-	// buffer go rather than keep it pooled with the connection.
-	ctx.Request.ReleaseBody(maxJSONBody)
 	if err != nil {
 		s.fail(ctx, err)
 		return
 	}
 	r, err := ask[*kitpb.FileReply](s, actors.KindConversation, *body.ConversationID, &kitpb.UploadFile{
-		Caller: p.Caller, FileId: ids.New(), Name: *body.Name, MimeType: *body.MimeType, Content: content,
+		Caller: p.Caller, FileId: ids.New(), Name: *body.Name, MimeType: *body.MimeType, Chunks: chunks,
 	})
 	if err != nil {
 		s.fail(ctx, err)
 		return
 	}
 	s.writeJSON(ctx, fasthttp.StatusCreated, fileBody{viewFile(r.File)})
+}
+
+// bodyReadError is a failure to read the request body from the connection
+// (client gone, read timeout), as opposed to a problem with its content.
+type bodyReadError struct{ err error }
+
+func (e *bodyReadError) Error() string { return "read request body: " + e.err.Error() }
+func (e *bodyReadError) Unwrap() error { return e.err }
+
+// readUpload checks the body in the order decode would (size, empty,
+// Content-Type, JSON), then the fields, then the content, and returns the
+// content cut into chunks of actors.FileChunkSize bytes.
+func (s *Server) readUpload(ctx *fasthttp.RequestCtx, size int, body *uploadBody) ([][]byte, error) {
+	if size > maxFilesBody || !isJSON(ctx) {
+		// Refused before the JSON is read: decode gives these answers.
+		if err := s.decode(ctx, body, maxFilesBody, false); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("upload: decode accepted a body it must refuse")
+	}
+	u := newUploadReader(size)
+	if ctx.Request.IsBodyStream() {
+		if err := u.readFrom(ctx.RequestBodyStream()); err != nil {
+			return nil, err
+		}
+	} else {
+		u.feed(ctx.PostBody())
+	}
+	return u.upload(body)
+}
+
+// upload applies the rules of POST /files to the body read: its JSON, the
+// fields, then the content, whose chunks it returns.
+func (u *uploadReader) upload(body *uploadBody) ([][]byte, error) {
+	if err := u.decode(body); err != nil {
+		return nil, err
+	}
+	if err := firstError(
+		requireUUID("conversationId", body.ConversationID),
+		fileName(body.Name),
+		requireEnum("mimeType", body.MimeType, mimeTypes...),
+	); err != nil {
+		return nil, err
+	}
+	c, err := u.contentOf(body.ContentBase64.raw)
+	if err != nil {
+		return nil, err
+	}
+	return c.result(*body.MimeType)
+}
+
+// isJSON is decode's Content-Type check.
+func isJSON(ctx *fasthttp.RequestCtx) bool {
+	ct := string(ctx.Request.Header.ContentType())
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
 }
 
 type fileBody struct {
@@ -221,58 +282,6 @@ func requireEnum(path string, v *string, allowed ...string) error {
 		return kiterr.Invalid(path, "is required")
 	}
 	return oneOf(path, *v, allowed...)
-}
-
-// decodeContent checks contentBase64 (a JSON string of 4-7000000
-// characters matching ^[A-Za-z0-9+/]+={0,2}$ that decodes cleanly), the
-// decoded size limit of the type and the type's magic number, and returns
-// the decoded bytes.
-func decodeContent(raw []byte, mimeType string) ([]byte, error) {
-	const path = "contentBase64"
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, kiterr.Invalid(path, "is required")
-	}
-	if raw[0] != '"' {
-		return nil, kiterr.Invalid(path, "must be of type string")
-	}
-	text := raw[1 : len(raw)-1]
-	if bytes.IndexByte(text, '\\') >= 0 {
-		// Escapes ("\/" from some encoders): take the slow, copying path.
-		var str string
-		if err := json.Unmarshal(raw, &str); err != nil {
-			return nil, kiterr.Invalid(path, "must be of type string")
-		}
-		text = []byte(str)
-	}
-	if len(text) < minContentBase64 || len(text) > maxContentBase64 {
-		return nil, kiterr.Invalid(path, "must be 4 to 7000000 characters")
-	}
-	pad := 0
-	for i, c := range text {
-		switch {
-		case c == '=' && i >= len(text)-2:
-			pad++
-		case pad == 0 && (c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/'):
-		default:
-			return nil, kiterr.Invalid(path, "must match ^[A-Za-z0-9+/]+={0,2}$")
-		}
-	}
-	if pad == len(text) || len(text)%4 != 0 {
-		return nil, kiterr.Invalid(path, "is not valid padded base64")
-	}
-	size := len(text)/4*3 - pad
-	if limit := maxFileBytes[mimeType]; size > limit {
-		return nil, kiterr.New(kiterr.PayloadTooLarge, "a "+mimeType+" file may have at most "+strconv.Itoa(limit)+" bytes")
-	}
-	out := make([]byte, size)
-	n, err := base64.StdEncoding.Strict().Decode(out, text)
-	if err != nil || n != size {
-		return nil, kiterr.Invalid(path, "is not valid padded base64")
-	}
-	if sig, ok := magic[mimeType]; ok && !bytes.HasPrefix(out, sig) {
-		return nil, kiterr.Invalid(path, "content does not match mimeType")
-	}
-	return out, nil
 }
 
 // fileOf finds the visible file id through its conversation.

@@ -92,16 +92,24 @@ func New(cfg Config) *Server {
 		s.domains = verify.New(verify.Config{})
 	}
 	s.srv = &fasthttp.Server{
-		Handler:            s.handle,
+		Handler:            s.readBodies(),
 		Name:               "kitd",
 		MaxRequestBodySize: maxFilesBody + 4096,
-		HeaderReceived:     hookRequestConfig,
+		HeaderReceived:     s.limitBodies,
 		ReadTimeout:        30 * time.Second,
 		WriteTimeout:       30 * time.Second,
 		IdleTimeout:        2 * time.Minute,
 		ErrorHandler:       s.parseError,
 		NoDefaultDate:      true,
 		Logger:             fasthttpLogger{cfg.Logger},
+
+		// Bodies are streamed so that an upload is decoded as it arrives;
+		// readBodies and limitBodies (files.go) keep every other request
+		// as it was.
+		StreamRequestBody: true,
+		// Streaming would otherwise parse a multipart body of any size
+		// before the handler could refuse it; no handler reads forms.
+		DisablePreParseMultipartForm: true,
 	}
 	return s
 }

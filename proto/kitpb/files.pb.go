@@ -128,15 +128,18 @@ func (x *File) GetChunks() uint32 {
 }
 
 // UploadFile stores a file in the conversation. The front end has checked
-// the input shape (name, type, size, base64 form, magic number); content is
-// the decoded bytes, and the request hands them over.
+// the input shape (name, type, size, base64 form, magic number) and decoded
+// the bytes straight into chunks of FileChunkSize bytes (the last may be
+// shorter), the values the actor stores, so that no whole-file buffer is
+// ever needed. The request hands the chunks over: the actor drops them from
+// the request once they are in its write.
 type UploadFile struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
 	FileId        string                 `protobuf:"bytes,2,opt,name=file_id,json=fileId,proto3" json:"file_id,omitempty"`
 	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
 	MimeType      string                 `protobuf:"bytes,4,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
-	Content       []byte                 `protobuf:"bytes,5,opt,name=content,proto3" json:"content,omitempty"`
+	Chunks        [][]byte               `protobuf:"bytes,6,rep,name=chunks,proto3" json:"chunks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -199,9 +202,9 @@ func (x *UploadFile) GetMimeType() string {
 	return ""
 }
 
-func (x *UploadFile) GetContent() []byte {
+func (x *UploadFile) GetChunks() [][]byte {
 	if x != nil {
-		return x.Content
+		return x.Chunks
 	}
 	return nil
 }
@@ -454,14 +457,14 @@ const file_files_proto_rawDesc = "" +
 	"\x13uploaded_by_user_id\x18\x06 \x01(\tR\x10uploadedByUserId\x12\x1d\n" +
 	"\n" +
 	"created_at\x18\a \x01(\x03R\tcreatedAt\x12\x16\n" +
-	"\x06chunks\x18\b \x01(\rR\x06chunks\"\x98\x01\n" +
+	"\x06chunks\x18\b \x01(\rR\x06chunks\"\x9c\x01\n" +
 	"\n" +
 	"UploadFile\x12&\n" +
 	"\x06caller\x18\x01 \x01(\v2\x0e.kit.v1.CallerR\x06caller\x12\x17\n" +
 	"\afile_id\x18\x02 \x01(\tR\x06fileId\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1b\n" +
-	"\tmime_type\x18\x04 \x01(\tR\bmimeType\x12\x18\n" +
-	"\acontent\x18\x05 \x01(\fR\acontent\"-\n" +
+	"\tmime_type\x18\x04 \x01(\tR\bmimeType\x12\x16\n" +
+	"\x06chunks\x18\x06 \x03(\fR\x06chunksJ\x04\b\x05\x10\x06\"-\n" +
 	"\tFileReply\x12 \n" +
 	"\x04file\x18\x01 \x01(\v2\f.kit.v1.FileR\x04file\"J\n" +
 	"\aGetFile\x12&\n" +

@@ -1,0 +1,184 @@
+package api
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Request bodies: every body but an upload's is read whole before its
+// handler runs, an upload's is streamed, and the bytes of uploads in flight
+// are bounded (docs/files.md "Files: memory").
+
+// ---- uploads in flight ----
+
+// maxUploadBodiesInFlight bounds the request bytes of the uploads being
+// read and stored at once. An upload holds about 1.5 times its body until
+// its reply (its decoded chunks, and the batch that copies them), so 24 MiB
+// keeps uploads under ~40 MB of heap however many clients send at once:
+// three 5 MB files at a time, or eighteen of 1 MB. The others wait their
+// turn (in order) rather than fail; their bodies wait in the connection.
+const maxUploadBodiesInFlight = 24 << 20
+
+// uploadBudgetKey is the request user value under which readBodies hands
+// uploadFile the server's byteBudget.
+type uploadBudgetKey struct{}
+
+// byteBudget is a FIFO weighted semaphore of bytes.
+type byteBudget struct {
+	mu      sync.Mutex
+	size    int
+	free    int
+	waiting []budgetWaiter
+}
+
+type budgetWaiter struct {
+	n     int
+	ready chan struct{}
+}
+
+func newByteBudget(size int) *byteBudget { return &byteBudget{size: size, free: size} }
+
+// acquire waits until n bytes (at most the whole budget) are free, after
+// every earlier waiter, and returns what it took.
+func (b *byteBudget) acquire(n int) int {
+	n = min(max(n, 1), b.size)
+	b.mu.Lock()
+	if len(b.waiting) == 0 && b.free >= n {
+		b.free -= n
+		b.mu.Unlock()
+		return n
+	}
+	w := budgetWaiter{n, make(chan struct{})}
+	b.waiting = append(b.waiting, w)
+	b.mu.Unlock()
+	<-w.ready
+	return n
+}
+
+// release gives back what acquire returned.
+func (b *byteBudget) release(n int) {
+	b.mu.Lock()
+	b.free += n
+	for len(b.waiting) > 0 && b.waiting[0].n <= b.free {
+		w := b.waiting[0]
+		b.waiting = b.waiting[1:]
+		b.free -= w.n
+		close(w.ready)
+	}
+	b.mu.Unlock()
+}
+
+// ---- request bodies ----
+
+// readBodies is the server's handler. fasthttp streams request bodies
+// (StreamRequestBody) so that uploadFile can decode an upload as it
+// arrives; every other request has its body read whole here first, within
+// the limit fasthttp applied when it read bodies itself, and answered as
+// fasthttp answered (parseError, then the connection closes) when that
+// fails, so that the other handlers see no difference.
+func (s *Server) readBodies() fasthttp.RequestHandler {
+	uploads := newByteBudget(maxUploadBodiesInFlight)
+	return func(ctx *fasthttp.RequestCtx) {
+		if !ctx.Request.IsBodyStream() {
+			s.handle(ctx)
+			return
+		}
+		limit := s.bodyLimit(&ctx.Request.Header)
+		n := ctx.Request.Header.ContentLength()
+		switch {
+		case n > limit || n == 0 && ctx.Request.Header.Peek(bodyTooLargeHeader) != nil:
+			s.refuseBody(ctx, fasthttp.ErrBodyTooLarge)
+		case n > 0 && isUpload(ctx):
+			ctx.SetUserValue(uploadBudgetKey{}, uploads)
+			s.handle(ctx)
+			// Whatever the answer, the rest of the body must be read before
+			// the next request on the connection.
+			if ctx.Request.IsBodyStream() {
+				if _, err := io.Copy(io.Discard, ctx.RequestBodyStream()); err != nil {
+					ctx.SetConnectionClose()
+				}
+			}
+		default:
+			if err := readWholeBody(ctx, limit); err != nil {
+				s.refuseBody(ctx, err)
+				return
+			}
+			s.handle(ctx)
+		}
+	}
+}
+
+// bodyLimit is the body limit fasthttp applies to a request: the server's,
+// or the one hookRequestConfig sets.
+func (s *Server) bodyLimit(h *fasthttp.RequestHeader) int {
+	if l := hookRequestConfig(h).MaxRequestBodySize; l > 0 {
+		return l
+	}
+	return s.srv.MaxRequestBodySize
+}
+
+// bodyTooLargeHeader marks a request whose Content-Length is over its
+// limit (limitBodies, which first removes any the client sent).
+const bodyTooLargeHeader = "X-Kitd-Body-Too-Large"
+
+// limitBodies is the server's HeaderReceived hook: hookRequestConfig, and
+// the refusal of a body on its Content-Length alone. When it streams bodies,
+// fasthttp reads the first 8 KiB of a body before the handler runs, even of
+// one over the limit, so a client waiting for the answer before it sends
+// would wait until the read timeout. Such a request is made bodiless and
+// marked instead; readBodies answers it 413 and closes the connection,
+// which is what fasthttp did without streaming.
+func (s *Server) limitBodies(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	c := hookRequestConfig(h)
+	h.Del(bodyTooLargeHeader) // only this hook may set it
+	if h.ContentLength() > s.bodyLimit(h) {
+		h.SetContentLength(0)
+		h.Set(bodyTooLargeHeader, "1")
+	}
+	return c
+}
+
+// refuseBody answers a body fasthttp would have refused to read.
+func (s *Server) refuseBody(ctx *fasthttp.RequestCtx, err error) {
+	s.parseError(ctx, err)
+	ctx.SetConnectionClose()
+}
+
+// isUpload reports a request that webAPI routes to uploadFile.
+func isUpload(ctx *fasthttp.RequestCtx) bool {
+	path, ok := strings.CutPrefix(string(ctx.Path()), "/api/v1/")
+	return ok && ctx.IsPost() && route(splitPath(path), "files")
+}
+
+// bodyBuffers holds the buffers bodies are read into.
+var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// readWholeBody reads the streamed body into the request, as fasthttp did.
+func readWholeBody(ctx *fasthttp.RequestCtx, limit int) error {
+	n := ctx.Request.Header.ContentLength()
+	if n == 0 {
+		return ctx.Request.CloseBodyStream()
+	}
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			bodyBuffers.Put(buf)
+		}
+	}()
+	buf.Reset()
+	got, err := buf.ReadFrom(io.LimitReader(ctx.RequestBodyStream(), int64(limit)+1))
+	switch {
+	case err != nil:
+		return err
+	case got > int64(limit):
+		return fasthttp.ErrBodyTooLarge
+	case n > 0 && got != int64(n):
+		return io.ErrUnexpectedEOF
+	}
+	ctx.Request.SetBody(buf.Bytes())
+	return nil
+}
