@@ -203,7 +203,7 @@ func (p *pendingReply) Await() (any, error) {
 
 // applied registers a write whose sync is in flight. Syncs complete in WAL
 // order, so once this one is durable every earlier one is too.
-func (d *durability) applied(w persistence.Durable, _ *actor.RootContext) {
+func (d *durability) applied(w persistence.Durable) {
 	d.inflight = &syncGroup{w: w, fatal: d.fatal}
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/asynkron/protoactor-go/actor"
 
 	"google.golang.org/protobuf/proto"
 
@@ -36,14 +35,10 @@ type conversationActor struct {
 	lastSeq uint64
 	buckets bucketSet
 	sync    durability
-	root    *actor.RootContext
 	ctx     actorContext // the message being handled, for forwarding
 }
 
 func (a *conversationActor) Receive(ctx actorContext) {
-	if a.root == nil {
-		a.root = ctx.ActorSystem().Root
-	}
 	a.ctx = ctx
 	receiveDurable(a, &a.life, a.env, &a.sync, ctx)
 	a.ctx = nil
@@ -380,7 +375,7 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("post into %s: %w", a.id, err)
 	}
-	a.sync.applied(w, a.root)
+	a.sync.applied(w)
 	a.lastSeq = seq
 	return &kitpb.MessageReply{Message: msg}, nil
 }

@@ -85,7 +85,7 @@ func (a *conversationActor) uploadFile(m *kitpb.UploadFile) (proto.Message, erro
 	if err != nil {
 		return nil, fmt.Errorf("upload file into %s: %w", a.id, err)
 	}
-	a.sync.applied(w, a.root)
+	a.sync.applied(w)
 	return &kitpb.FileReply{File: f}, nil
 }
 

@@ -83,7 +83,7 @@ func (a *conversationActor) postAsWebhook(m *kitpb.PostAsWebhook) (proto.Message
 	if err != nil {
 		return nil, fmt.Errorf("webhook post into %s: %w", a.id, err)
 	}
-	a.sync.applied(w, a.root)
+	a.sync.applied(w)
 	a.lastSeq = seq
 	if m.WebhookId != "" {
 		return &kitpb.HookPostReply{Limit: m.Limit}, nil
