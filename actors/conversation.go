@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/internal/blocks"
