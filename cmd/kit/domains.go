@@ -13,11 +13,7 @@ func setupDomainsAdd(fs *flag.FlagSet) runner {
 		if *method != "" && *method != "dns" && *method != "well_known" {
 			return usagef("--method must be dns or well_known")
 		}
-		c, err := e.client()
-		if err != nil {
-			return err
-		}
-		kitID, err := resolveKit(ctx, c, pos[0])
+		c, kitID, err := e.kitClient(ctx, pos[0])
 		if err != nil {
 			return err
 		}
@@ -34,11 +30,7 @@ func setupDomainsAdd(fs *flag.FlagSet) runner {
 
 // runDomainsVerify is `kit domains verify KIT DOMAIN`.
 func runDomainsVerify(ctx context.Context, e *env, pos []string) error {
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	kitID, err := resolveKit(ctx, c, pos[0])
+	c, kitID, err := e.kitClient(ctx, pos[0])
 	if err != nil {
 		return err
 	}
@@ -54,11 +46,7 @@ func runDomainsVerify(ctx context.Context, e *env, pos []string) error {
 
 // runDomainsRemove is `kit domains remove KIT DOMAIN`.
 func runDomainsRemove(ctx context.Context, e *env, pos []string) error {
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	kitID, err := resolveKit(ctx, c, pos[0])
+	c, kitID, err := e.kitClient(ctx, pos[0])
 	if err != nil {
 		return err
 	}

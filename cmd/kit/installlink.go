@@ -8,11 +8,7 @@ import (
 // runInstallLinkCreate is `kit install-link create KIT`: it makes the Kit's
 // install link, replacing the one it had, and prints its URL (shown once).
 func runInstallLinkCreate(ctx context.Context, e *env, pos []string) error {
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	kitID, err := resolveKit(ctx, c, pos[0])
+	c, kitID, err := e.kitClient(ctx, pos[0])
 	if err != nil {
 		return err
 	}
@@ -28,11 +24,7 @@ func runInstallLinkCreate(ctx context.Context, e *env, pos []string) error {
 
 // runInstallLinkDelete is `kit install-link delete KIT`.
 func runInstallLinkDelete(ctx context.Context, e *env, pos []string) error {
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	kitID, err := resolveKit(ctx, c, pos[0])
+	c, kitID, err := e.kitClient(ctx, pos[0])
 	if err != nil {
 		return err
 	}

@@ -23,11 +23,7 @@ func runKitsList(ctx context.Context, e *env, _ []string) error {
 
 // runKitsShow is `kit kits show KIT`.
 func runKitsShow(ctx context.Context, e *env, pos []string) error {
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	kitID, err := resolveKit(ctx, c, pos[0])
+	c, kitID, err := e.kitClient(ctx, pos[0])
 	if err != nil {
 		return err
 	}
@@ -45,6 +41,20 @@ func runKitsShow(ctx context.Context, e *env, pos []string) error {
 // unchecked (the server answers 404 for one that is not the workspace's);
 // anything else is looked up as a slug among the workspace's Kits, because
 // developers know their Kits by slug and the API takes ids only.
+// kitClient is the client and the id of the Kit that arg names (an id, or
+// a slug of one of the workspace's Kits).
+func (e *env) kitClient(ctx context.Context, arg string) (*Client, string, error) {
+	c, err := e.client()
+	if err != nil {
+		return nil, "", err
+	}
+	kitID, err := resolveKit(ctx, c, arg)
+	if err != nil {
+		return nil, "", err
+	}
+	return c, kitID, nil
+}
+
 func resolveKit(ctx context.Context, c *Client, arg string) (string, error) {
 	if isUUID(arg) {
 		return arg, nil

@@ -39,11 +39,7 @@ func setupLogs(fs *flag.FlagSet) runner {
 		case *follow && *cursor != "":
 			return usagef("--cursor and --follow do not go together")
 		}
-		c, err := e.client()
-		if err != nil {
-			return err
-		}
-		kitID, err := resolveKit(ctx, c, pos[0])
+		c, kitID, err := e.kitClient(ctx, pos[0])
 		if err != nil {
 			return err
 		}

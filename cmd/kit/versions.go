@@ -30,11 +30,7 @@ func setupUpload(fs *flag.FlagSet) runner {
 
 // runPublish is `kit versions publish KIT VERSION`.
 func runPublish(ctx context.Context, e *env, pos []string) error {
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	kitID, err := resolveKit(ctx, c, pos[0])
+	c, kitID, err := e.kitClient(ctx, pos[0])
 	if err != nil {
 		return err
 	}
