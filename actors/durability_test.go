@@ -106,3 +106,84 @@ func TestAnsweredPostsAreDurable(t *testing.T) {
 		}
 	}
 }
+
+// The same rule for incoming webhooks, whose posts the webhook forwards to
+// the conversation: the hooks host's answer must wait for the post's sync
+// although neither actor waits for it.
+func TestAnsweredWebhookPostsAreDurable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two nodes")
+	}
+	fs := vfs.NewCrashableMem()
+	n, err := startNode(fs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.env.Limits = nil
+	f := n.hookFixture(t, 1)
+
+	var (
+		mu      sync.Mutex
+		acked   []string
+		cut     vfs.FS
+		stopped bool
+	)
+	const cutAfter = 400
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				text := ids.New()
+				err := n.hookPost(f, text)
+				mu.Lock()
+				if stopped {
+					mu.Unlock()
+					return
+				}
+				if err != nil {
+					mu.Unlock()
+					t.Errorf("webhook post: %v", err)
+					return
+				}
+				acked = append(acked, text)
+				if len(acked) == cutAfter {
+					cut = fs.CrashClone(vfs.CrashCloneCfg{})
+					stopped = true
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := n.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if cut == nil {
+		t.Fatal("the posters stopped before the cut")
+	}
+	after, err := startNode(cut, n.clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.stop()
+	stored := map[string]bool{}
+	var before uint64
+	for {
+		page, err := after.list(userCaller(f.ws, f.admin), f.conv, "", before, 200)
+		noErr(t, err)
+		for _, m := range page.Messages {
+			stored[m.Text] = true
+		}
+		if !page.More || len(page.Messages) == 0 {
+			break
+		}
+		before = page.Messages[len(page.Messages)-1].Seq
+	}
+	for _, text := range acked {
+		if !stored[text] {
+			t.Fatalf("webhook post %s was answered before the cut but is not on disk after it", text)
+		}
+	}
+}
