@@ -17,13 +17,56 @@ type fastDecoder interface {
 // else (blocks, escapes, non-ASCII, other keys) goes to encoding/json.
 func (b *postBody) decodeFast(body []byte) bool {
 	var out postBody
+	ok := fastObject(body, func(key []byte) (**string, *json.RawMessage, bool) {
+		switch string(key) { // no allocation: the compiler compares in place
+		case "conversationId":
+			return &out.ConversationID, nil, true
+		case "text":
+			return &out.Text, nil, true
+		case "threadParentId":
+			return &out.ThreadParentID, nil, true
+		case "blocks":
+			return nil, &out.Blocks, true
+		}
+		return nil, nil, false // unknown keys, or keys encoding/json would match case-insensitively
+	})
+	if ok {
+		*b = out
+	}
+	return ok
+}
+
+// decodeFast handles the usual incoming webhook body: {"text": "..."} with
+// text a plain ASCII string and blocks possibly null. Other keys, which the
+// hooks host ignores, go to encoding/json like everything else.
+func (b *hookPostBody) decodeFast(body []byte) bool {
+	var out hookPostBody
+	ok := fastObject(body, func(key []byte) (**string, *json.RawMessage, bool) {
+		switch string(key) {
+		case "text":
+			return &out.Text, nil, true
+		case "blocks":
+			return nil, &out.Blocks, true
+		}
+		return nil, nil, false
+	})
+	if ok {
+		*b = out
+	}
+	return ok
+}
+
+// fastObject reads a JSON object whose members are plain strings or null
+// (field returns where a key's string goes) or a null Blocks (field returns
+// the RawMessage). It reports false for anything else, and for a key field
+// does not know.
+func fastObject(body []byte, field func(key []byte) (str **string, blocks *json.RawMessage, ok bool)) bool {
 	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return false
 	}
 	i = skipSpace(body, i+1)
 	if i < len(body) && body[i] == '}' {
-		*b = out
 		return skipSpace(body, i+1) == len(body)
 	}
 	for {
@@ -36,36 +79,27 @@ func (b *postBody) decodeFast(body []byte) bool {
 			return false
 		}
 		i = skipSpace(body, i+1)
-		var dst **string
-		switch string(key) { // no allocation: the compiler compares in place
-		case "conversationId":
-			dst = &out.ConversationID
-		case "text":
-			dst = &out.Text
-		case "threadParentId":
-			dst = &out.ThreadParentID
-		case "blocks":
+		dst, blocks, ok := field(key)
+		switch {
+		case !ok:
+			return false
+		case blocks != nil:
 			if !hasLiteral(body, i, "null") {
 				return false
 			}
-			out.Blocks = json.RawMessage("null")
+			*blocks = json.RawMessage("null")
+			i += 4
+		case hasLiteral(body, i, "null"):
+			*dst = nil
 			i += 4
 		default:
-			return false // unknown keys, or keys encoding/json would match case-insensitively
-		}
-		if dst != nil {
-			if hasLiteral(body, i, "null") {
-				*dst = nil
-				i += 4
-			} else {
-				v, next, ok := plainString(body, i)
-				if !ok {
-					return false
-				}
-				s := string(v)
-				*dst = &s
-				i = next
+			v, next, ok := plainString(body, i)
+			if !ok {
+				return false
 			}
+			s := string(v)
+			*dst = &s
+			i = next
 		}
 		i = skipSpace(body, i)
 		if i >= len(body) {
@@ -75,11 +109,7 @@ func (b *postBody) decodeFast(body []byte) bool {
 		case ',':
 			i = skipSpace(body, i+1)
 		case '}':
-			if skipSpace(body, i+1) != len(body) {
-				return false
-			}
-			*b = out
-			return true
+			return skipSpace(body, i+1) == len(body)
 		default:
 			return false
 		}

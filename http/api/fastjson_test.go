@@ -71,3 +71,64 @@ func FuzzPostBodyDecodeFast(f *testing.F) {
 		}
 	})
 }
+
+func TestHookPostBodyDecodeFastMatchesEncodingJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		fast bool // the fast path takes it
+	}{
+		{"the common body", `{"text":"deploy finished"}`, true},
+		{"null blocks", `{"blocks":null,"text":"t"}`, true},
+		{"null text", `{"text":null}`, true},
+		{"an empty object", `{}`, true},
+		{"a duplicate key: the last one wins", `{"text":"a","text":"b"}`, true},
+		{"blocks go to encoding/json", `{"text":"t","blocks":[{"type":"divider"}]}`, false},
+		{"keys the hooks host ignores go to encoding/json", `{"text":"t","channel":"#x","username":"u"}`, false},
+		{"escapes go to encoding/json", `{"text":"a\"b"}`, false},
+		{"non-ASCII goes to encoding/json", `{"text":"café"}`, false},
+		{"a case variant key goes to encoding/json", `{"TEXT":"t"}`, false},
+		{"a number for text goes to encoding/json", `{"text":1}`, false},
+		{"trailing data goes to encoding/json", `{"text":"t"}{}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var fast hookPostBody
+			took := fast.decodeFast([]byte(tt.body))
+			if took != tt.fast {
+				t.Fatalf("fast path took it: %v, want %v", took, tt.fast)
+			}
+			if !took {
+				return
+			}
+			var want hookPostBody
+			if err := json.Unmarshal([]byte(tt.body), &want); err != nil {
+				t.Fatalf("the fast path accepted what encoding/json refuses: %v", err)
+			}
+			if !reflect.DeepEqual(fast, want) {
+				t.Fatalf("fast %+v, encoding/json %+v", fast, want)
+			}
+		})
+	}
+}
+
+// FuzzHookPostBodyDecodeFast: whenever the fast path accepts a webhook
+// body, the value equals what encoding/json makes of it.
+func FuzzHookPostBodyDecodeFast(f *testing.F) {
+	for _, s := range []string{`{"text":"t"}`, `{"text":null}`, `{}`, `{"blocks":null,"text":"x"}`, ` { "text" : "a" , "text" : "b" } `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var fast hookPostBody
+		if !fast.decodeFast(body) {
+			return
+		}
+		var want hookPostBody
+		if err := json.Unmarshal(body, &want); err != nil {
+			t.Fatalf("fast path accepted %q, encoding/json refuses: %v", body, err)
+		}
+		if !reflect.DeepEqual(fast, want) {
+			t.Fatalf("%q: fast %+v, encoding/json %+v", body, fast, want)
+		}
+	})
+}

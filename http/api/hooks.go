@@ -85,16 +85,22 @@ func (s *Server) hooks(ctx *fasthttp.RequestCtx, seg []string) {
 // conversation validates. Other keys (channel, username, icon, ...) are
 // ignored. The Content-Type is not looked at: webhook senders are often
 // shell scripts, and the body must be a JSON object whatever it says.
+// hookPostBody is the body of an incoming webhook post; other keys are
+// ignored.
+type hookPostBody struct {
+	Text   *string         `json:"text"`
+	Blocks json.RawMessage `json:"blocks"`
+}
+
 func hookBody(body []byte) (text string, blocks []byte, err error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return "", nil, kiterr.Invalid("", "request body is required")
 	}
-	var b struct {
-		Text   *string         `json:"text"`
-		Blocks json.RawMessage `json:"blocks"`
-	}
-	if err := decodeJSON(body, &b); err != nil {
-		return "", nil, err
+	var b hookPostBody
+	if !b.decodeFast(body) {
+		if err := decodeJSON(body, &b); err != nil {
+			return "", nil, err
+		}
 	}
 	if err := requireString("text", b.Text, 1, maxHookText); err != nil {
 		return "", nil, err
