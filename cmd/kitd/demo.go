@@ -76,9 +76,13 @@ Try:
        -d '{"conversationId":"%s","text":"Hello from the demo bot"}' %s/messages
   curl -s -H 'Authorization: Bearer %s' '%s/conversations/%s/messages?limit=10'
 
+The developer CLI (make build puts it in bin/kit):
+  KIT_DEV_TOKEN=%s KIT_API_URL=%s bin/kit kits show demo-kit
+
 `, ws.Workspace.ID, owner.User.ID, conv.Conversation.ID, kit.KitID, inst.Installation.ID,
 		bot.Token, dev.Token, opToken,
-		bot.Token, api, bot.Token, conv.Conversation.ID, api, bot.Token, api, conv.Conversation.ID)
+		bot.Token, api, bot.Token, conv.Conversation.ID, api, bot.Token, api, conv.Conversation.ID,
+		dev.Token, api)
 	return nil
 }
 
