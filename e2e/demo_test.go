@@ -1,0 +1,84 @@
+package e2e
+
+import (
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// README's promise: `make run` on a fresh data directory prints a demo
+// workspace and copy-paste commands that work. This runs each printed curl
+// command (parsed, sent with Go's HTTP client, so no curl is needed) and the
+// kit CLI line against the server that printed them.
+func TestDemoCommandsWork(t *testing.T) {
+	t.Parallel()
+	s := startServerOpts(t, ServerOpts{Args: []string{"--demo"}})
+	var out string
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		out = s.out.tail(64 << 10)
+		if strings.Contains(out, "bin/kit kits show") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no demo commands printed%s", s.tail(4<<10))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// A curl command may continue on the next line after a backslash.
+	joined := strings.ReplaceAll(out, "\\\n", " ")
+	var curls []string
+	for _, line := range strings.Split(joined, "\n") {
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "curl ") {
+			curls = append(curls, line)
+		}
+	}
+	if len(curls) != 3 {
+		t.Fatalf("want 3 curl commands, found %d in:\n%s", len(curls), out)
+	}
+	header := regexp.MustCompile(`-H '([^:']+): ([^']*)'`)
+	data := regexp.MustCompile(`-d '([^']*)'`)
+	target := regexp.MustCompile(`'?(http://[^' ]+)'?\s*$`)
+	for i, c := range curls {
+		u := target.FindStringSubmatch(c)
+		if u == nil {
+			t.Fatalf("no URL in curl command %d", i+1)
+		}
+		method, body := "GET", ""
+		if d := data.FindStringSubmatch(c); d != nil {
+			method, body = "POST", d[1]
+		}
+		path, _, _ := strings.Cut(strings.TrimPrefix(u[1], s.URL), "?")
+		t.Run(method+" "+path, func(t *testing.T) {
+			req, err := http.NewRequest(method, u[1], strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range header.FindAllStringSubmatch(c, -1) {
+				req.Header.Set(h[1], h[2])
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode/100 != 2 {
+				t.Fatalf("%s %s: status %d", method, u[1], res.StatusCode)
+			}
+		})
+	}
+	t.Run("the kit CLI line", func(t *testing.T) {
+		m := regexp.MustCompile(`KIT_DEV_TOKEN=(\S+) KIT_API_URL=(\S+) bin/kit (.+)`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no kit CLI line in:\n%s", out)
+		}
+		cmd := exec.Command(kitCLI(t), strings.Fields(m[3])...)
+		cmd.Env = append(cmd.Environ(), "KIT_DEV_TOKEN="+m[1], "KIT_API_URL="+m[2])
+		got, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(got), "demo-kit") {
+			t.Fatalf("kit %s: %v\n%s", m[3], err, got)
+		}
+	})
+}
