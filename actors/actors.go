@@ -139,10 +139,21 @@ type lifecycle struct {
 // idleCheck is the timer's message to its actor; it is not a request.
 type idleCheck struct{}
 
-// errForwarded is what a handler returns when it passed the request on to
-// another actor with the original sender (cluster.Node.Forward): that actor
-// answers, so this one must not.
-var errForwarded = errors.New("request forwarded")
+// forwardTo is a handler's answer that passes the request on: receive
+// sends msg to the actor of kind with identity, with the original sender
+// (cluster.Node.Forward), and that actor answers instead. It travels as
+// the handler's error so that handlers keep one signature.
+type forwardTo struct {
+	kind, identity string
+	msg            proto.Message
+}
+
+func (f *forwardTo) Error() string { return "forwarded to " + f.kind + "/" + f.identity }
+
+// forward is the answer that passes the request on to kind/identity as msg.
+func forward(kind, identity string, msg proto.Message) error {
+	return &forwardTo{kind: kind, identity: identity, msg: msg}
+}
 
 // receive drives a handler from protoactor's mailbox. A failed activation
 // answers every request with an internal error and stops the actor, so the
@@ -263,8 +274,10 @@ func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx act
 			return
 		}
 		reply, err := h.handle(m)
+		fw, forwarded := err.(*forwardTo) // returned as is by handlers, never wrapped
 		switch {
-		case errors.Is(err, errForwarded):
+		case forwarded:
+			env.Node.Forward(ctx, fw.kind, fw.identity, fw.msg)
 		case err != nil:
 			d.respond(ctx, failure(err))
 		default:

@@ -34,13 +34,10 @@ type conversationActor struct {
 	lastSeq uint64
 	buckets bucketSet
 	sync    durability
-	ctx     actorContext // the message being handled, for forwarding
 }
 
 func (a *conversationActor) Receive(ctx actorContext) {
-	a.ctx = ctx
 	receiveDurable(a, &a.life, a.env, &a.sync, ctx)
-	a.ctx = nil
 }
 
 func (a *conversationActor) prefix(parts ...string) []byte {

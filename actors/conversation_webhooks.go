@@ -33,11 +33,9 @@ func (a *conversationActor) handleWebhooks(msg proto.Message) (reply proto.Messa
 	}
 	switch {
 	case errors.Is(err, errHookChannelArchived):
-		a.env.Node.Forward(a.ctx, KindWebhook, m.WebhookId, &kitpb.WebhookRefused{Reason: DisabledArchived})
-		return nil, true, errForwarded
+		return nil, true, forward(KindWebhook, m.WebhookId, &kitpb.WebhookRefused{Reason: DisabledArchived})
 	case errors.Is(err, errHookBotRemoved):
-		a.env.Node.Forward(a.ctx, KindWebhook, m.WebhookId, &kitpb.WebhookRefused{Reason: DisabledBotRemoved})
-		return nil, true, errForwarded
+		return nil, true, forward(KindWebhook, m.WebhookId, &kitpb.WebhookRefused{Reason: DisabledBotRemoved})
 	}
 	// Nobody else sees this outcome: the delivery log entry is written here.
 	e := m.Log

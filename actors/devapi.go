@@ -87,7 +87,11 @@ func (a *kitActor) kitDetail(m *kitpb.GetKitDetail) (proto.Message, error) {
 	if m.WorkspaceId != a.kit.WorkspaceId {
 		return nil, kiterr.Absent("kit")
 	}
-	r := &kitpb.KitDetailReply{Kit: a.kit, Versions: a.versions, Domains: a.domains}
+	link, err := a.installLinkState()
+	if err != nil {
+		return nil, err
+	}
+	r := &kitpb.KitDetailReply{Kit: a.kit, Versions: a.versions, Domains: a.domains, InstallLink: link}
 	for _, which := range []string{SecretClient, SecretSigning} {
 		k, _, err := a.secretKey(which)
 		if err != nil {
@@ -137,11 +141,7 @@ func (a *slugActor) checkSlug(m *kitpb.CheckSlug) (proto.Message, error) {
 		return nil, fmt.Errorf("check slug %s: %w", a.slug, err)
 	}
 	r.KitId = kit.Kit.Id
-	for _, d := range kit.Domains {
-		if d.Verified {
-			r.VerifiedDomains = append(r.VerifiedDomains, d.Domain)
-		}
-	}
+	r.VerifiedDomains = VerifiedDomainNames(kit.Domains)
 	if pub := kit.Kit.LatestPublishedVersion; pub != "" {
 		for _, v := range kit.Versions {
 			if v.Version == pub {

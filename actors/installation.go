@@ -148,18 +148,28 @@ func (a *installationActor) uninstall() (proto.Message, error) {
 	return &kitpb.Ok{}, nil
 }
 
+// checkWorkspaceConversation checks that id is a conversation of the
+// installation's workspace; one of another workspace is not_found, as if
+// absent.
+func (a *installationActor) checkWorkspaceConversation(id string) error {
+	r, err := cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, id,
+		&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerOperator}})
+	if err != nil {
+		return err
+	}
+	if r.Conversation.WorkspaceId != a.inst.WorkspaceId {
+		return kiterr.Absent("conversation")
+	}
+	return nil
+}
+
 // addChannel adds the Kit bot to a channel of this workspace. The
 // conversation records the bot first, so that a crash in between leaves
 // the bot able to see a channel the installation does not list yet, which
 // the retry of the same call repairs.
 func (a *installationActor) addChannel(m *kitpb.AddChannel) (proto.Message, error) {
-	conv, err := cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, m.ConversationId,
-		&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerOperator}})
-	if err != nil {
+	if err := a.checkWorkspaceConversation(m.ConversationId); err != nil {
 		return nil, err
-	}
-	if conv.Conversation.WorkspaceId != a.inst.WorkspaceId {
-		return nil, kiterr.Absent("conversation")
 	}
 	if _, err := cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, m.ConversationId,
 		&kitpb.AddBot{BotId: a.inst.BotId, InstallationId: a.id}); err != nil {

@@ -53,15 +53,10 @@ func (a *installationActor) createWebhook(m *kitpb.CreateWebhook) (proto.Message
 	if !slices.Contains(webhookCreatorRoles, c.Role) {
 		return nil, kiterr.New(kiterr.Forbidden, "createdByUserId: only an admin or owner can create a webhook")
 	}
-	conv, err := cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, m.ConversationId,
-		&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerOperator}})
-	if err != nil {
+	if err := a.checkWorkspaceConversation(m.ConversationId); err != nil {
 		return nil, err
 	}
-	if conv.Conversation.WorkspaceId != a.inst.WorkspaceId {
-		return nil, kiterr.Absent("conversation")
-	}
-	_, err = cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, m.ConversationId,
+	_, err := cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, m.ConversationId,
 		&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerUser, WorkspaceId: c.WorkspaceId, UserId: c.Id}})
 	if kiterr.CodeOf(err) == kiterr.NotFound {
 		return nil, kiterr.New(kiterr.Forbidden, "createdByUserId: the creator must be a member of the channel")

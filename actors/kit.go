@@ -129,7 +129,7 @@ func (a *kitActor) upload(m *kitpb.UploadVersion) (proto.Message, error) {
 		Distribution: man.Distribution, Manifest: m.Manifest,
 	}
 	if m.Publish {
-		if err := publishable(man, a.verifiedDomains()); err != nil {
+		if err := publishable(man, VerifiedDomainNames(a.domains)); err != nil {
 			return nil, err
 		}
 		v.Published, v.PublishedAt = true, now
@@ -161,7 +161,7 @@ func (a *kitActor) publish(v *kitpb.KitVersion) (proto.Message, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("stored manifest of %s@%s no longer parses", a.id, v.Version)
 	}
-	if err := publishable(man, a.verifiedDomains()); err != nil {
+	if err := publishable(man, VerifiedDomainNames(a.domains)); err != nil {
 		return nil, err
 	}
 	now := nanos(a.env.Clock.Now())

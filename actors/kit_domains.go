@@ -166,10 +166,10 @@ func (a *kitActor) domainEntry(event string, d *kitpb.KitDomain, level string) *
 	return e
 }
 
-// verifiedDomains lists the names of the Kit's verified domains.
-func (a *kitActor) verifiedDomains() []string {
+// VerifiedDomainNames lists the names of the verified domains among ds.
+func VerifiedDomainNames(ds []*kitpb.KitDomain) []string {
 	var out []string
-	for _, d := range a.domains {
+	for _, d := range ds {
 		if d.Verified {
 			out = append(out, d.Domain)
 		}

@@ -38,11 +38,6 @@ func (a *kitActor) handleInstallLink(msg proto.Message) (reply proto.Message, ok
 			return nil, true, kiterr.Absent("kit")
 		}
 		reply, err = a.deleteInstallLink()
-	case *kitpb.GetInstallLink:
-		if m.WorkspaceId != a.kit.WorkspaceId {
-			return nil, true, kiterr.Absent("kit")
-		}
-		reply, err = a.installLinkState()
 	case *kitpb.OpenInstallLink:
 		reply, err = a.openInstallLink(m)
 	case *kitpb.InstallLinkUsed:
@@ -152,7 +147,7 @@ func (a *kitActor) deleteInstallLink() (proto.Message, error) {
 	return &kitpb.InstallLinkReply{}, nil
 }
 
-func (a *kitActor) installLinkState() (proto.Message, error) {
+func (a *kitActor) installLinkState() (*kitpb.InstallLinkReply, error) {
 	cur, active, err := a.currentLink()
 	if err != nil || !active {
 		return &kitpb.InstallLinkReply{}, err

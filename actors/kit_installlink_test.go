@@ -38,7 +38,7 @@ func TestKitInstallLink(t *testing.T) {
 		return try[*kitpb.OpenInstallLinkReply](n, actors.KindKit, kit, &kitpb.OpenInstallLink{LinkHash: hash})
 	}
 	state := func(t *testing.T, ws, kit string) *kitpb.InstallLinkReply {
-		return ask[*kitpb.InstallLinkReply](t, n, actors.KindKit, kit, &kitpb.GetInstallLink{WorkspaceId: ws})
+		return ask[*kitpb.KitDetailReply](t, n, actors.KindKit, kit, &kitpb.GetKitDetail{WorkspaceId: ws}).InstallLink
 	}
 	// works checks that hash opens the Kit both through the index and the Kit.
 	works := func(t *testing.T, kit string, hash []byte) *kitpb.OpenInstallLinkReply {
@@ -147,7 +147,7 @@ func TestKitInstallLink(t *testing.T) {
 			wantCode(t, err, kiterr.NotFound)
 			_, err = try[*kitpb.InstallLinkReply](n, actors.KindKit, kit, &kitpb.DeleteInstallLink{WorkspaceId: other})
 			wantCode(t, err, kiterr.NotFound)
-			_, err = try[*kitpb.InstallLinkReply](n, actors.KindKit, kit, &kitpb.GetInstallLink{WorkspaceId: other})
+			_, err = try[*kitpb.KitDetailReply](n, actors.KindKit, kit, &kitpb.GetKitDetail{WorkspaceId: other})
 			wantCode(t, err, kiterr.NotFound)
 			works(t, kit, h)
 		}},

@@ -58,7 +58,6 @@ var unknownSecret [32]byte
 type webhookActor struct {
 	env  *Env
 	life lifecycle
-	ctx  actorContext // the message being handled, for forwarding
 
 	id      string
 	hook    *kitpb.Webhook // nil: no such webhook
@@ -67,11 +66,7 @@ type webhookActor struct {
 	lastRefusalLog map[kiterr.Code]time.Time
 }
 
-func (a *webhookActor) Receive(ctx actorContext) {
-	a.ctx = ctx // for forwarding, during this message only
-	receive(a, &a.life, a.env, ctx)
-	a.ctx = nil
-}
+func (a *webhookActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
 
 func (a *webhookActor) activate(identity string) error {
 	a.id = identity
@@ -203,12 +198,11 @@ func (a *webhookActor) post(m *kitpb.HookPost) (proto.Message, error) {
 	}
 	// The conversation answers the hooks host itself: the webhook does not
 	// wait for the post and its sync (see kitpb.PostAsWebhook).
-	a.env.Node.Forward(a.ctx, KindConversation, a.hook.ConversationId, &kitpb.PostAsWebhook{
+	return nil, forward(KindConversation, a.hook.ConversationId, &kitpb.PostAsWebhook{
 		BotId: a.hook.BotId, WorkspaceId: a.hook.WorkspaceId, MessageId: m.MessageId,
 		Text: m.Text, Blocks: m.Blocks, KitId: a.hook.KitId,
 		Log: a.outcome(LogLevelInfo, "posted", "", 200), WebhookId: a.id, Limit: reply.Limit,
 	})
-	return nil, errForwarded
 }
 
 // refused disables the webhook whose channel refused a post for good

@@ -236,7 +236,7 @@ func (s *Server) kitDetail(ctx *fasthttp.RequestCtx, kitID string) {
 		if v.Version == r.Kit.LatestVersion {
 			if man, problems := manifest.Parse(v.Manifest); len(problems) == 0 {
 				if hosts := man.EndpointHosts(); len(hosts) > 0 {
-					d.EndpointHosts, d.UnverifiedHosts = hosts, actors.UnverifiedHosts(hosts, verifiedNames(r.Domains))
+					d.EndpointHosts, d.UnverifiedHosts = hosts, actors.UnverifiedHosts(hosts, actors.VerifiedDomainNames(r.Domains))
 				}
 			}
 		}
@@ -252,12 +252,9 @@ func (s *Server) kitDetail(ctx *fasthttp.RequestCtx, kitID string) {
 	if c := r.SigningSecret; c != nil {
 		d.Credentials.SigningSecret = &secretMetaView{Generation: c.Generation, CreatedAt: isoTime(c.CreatedAt), PreviousExpiresAt: optTime(c.PreviousExpiresAt)}
 	}
-	link, err := ask[*kitpb.InstallLinkReply](s, actors.KindKit, kitID, &kitpb.GetInstallLink{WorkspaceId: ws})
-	if err != nil {
-		s.fail(ctx, err)
-		return
+	if l := r.InstallLink; l != nil {
+		d.InstallLink.Active, d.InstallLink.CreatedAt = l.Active, optTime(l.CreatedAt) // never the URL: its secret is shown once
 	}
-	d.InstallLink.Active, d.InstallLink.CreatedAt = link.Active, optTime(link.CreatedAt) // never the URL: its secret is shown once
 	s.writeJSON(ctx, fasthttp.StatusOK, struct {
 		Detail kitDetailView `json:"detail"`
 	}{d})

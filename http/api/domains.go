@@ -51,16 +51,6 @@ func viewDomain(kitID string, d *kitpb.KitDomain) domainView {
 	}
 }
 
-func verifiedNames(ds []*kitpb.KitDomain) []string {
-	var out []string
-	for _, d := range ds {
-		if d.Verified {
-			out = append(out, d.Domain)
-		}
-	}
-	return out
-}
-
 // domainsAPI serves /dev/kits/{kitId}/domains...; it reports whether it
 // owned the route.
 func (s *Server) domainsAPI(ctx *fasthttp.RequestCtx, method string, seg []string) bool {
@@ -133,16 +123,27 @@ func (s *Server) addDomain(ctx *fasthttp.RequestCtx, kitID string) {
 	s.writeDomain(ctx, status, r)
 }
 
-// verifyDomain checks the proof of the domain's method here, outside any
-// actor (it waits on the network), then has the Kit record the outcome.
-func (s *Server) verifyDomain(ctx *fasthttp.RequestCtx, kitID, rawDomain string) {
+// domainRequest authorizes a request about one domain of a Kit; a
+// malformed Kit id or domain in the path names nothing (404). A nil
+// principal means the answer is written.
+func (s *Server) domainRequest(ctx *fasthttp.RequestCtx, kitID, rawDomain string) (*actors.Principal, string) {
 	p := s.authorize(ctx, developerOnly, "", limits.Developer)
 	if p == nil || !s.validID(ctx, "kit", kitID) {
-		return
+		return nil, ""
 	}
 	domain, ok := verify.NormalizeDomain(rawDomain)
 	if !ok {
 		s.fail(ctx, kiterr.Absent("domain"))
+		return nil, ""
+	}
+	return p, domain
+}
+
+// verifyDomain checks the proof of the domain's method here, outside any
+// actor (it waits on the network), then has the Kit record the outcome.
+func (s *Server) verifyDomain(ctx *fasthttp.RequestCtx, kitID, rawDomain string) {
+	p, domain := s.domainRequest(ctx, kitID, rawDomain)
+	if p == nil {
 		return
 	}
 	if err := s.decode(ctx, &struct{}{}, maxJSONBody, true); err != nil {
@@ -186,13 +187,8 @@ func (s *Server) verifyDomain(ctx *fasthttp.RequestCtx, kitID, rawDomain string)
 }
 
 func (s *Server) removeDomain(ctx *fasthttp.RequestCtx, kitID, rawDomain string) {
-	p := s.authorize(ctx, developerOnly, "", limits.Developer)
-	if p == nil || !s.validID(ctx, "kit", kitID) {
-		return
-	}
-	domain, ok := verify.NormalizeDomain(rawDomain)
-	if !ok {
-		s.fail(ctx, kiterr.Absent("domain"))
+	p, domain := s.domainRequest(ctx, kitID, rawDomain)
+	if p == nil {
 		return
 	}
 	_, err := ask[*kitpb.Ok](s, actors.KindKit, kitID, &kitpb.RemoveDomain{WorkspaceId: p.Caller.WorkspaceId, Domain: domain})

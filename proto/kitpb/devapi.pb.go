@@ -360,7 +360,8 @@ type KitDetailReply struct {
 	Versions      []*KitVersion          `protobuf:"bytes,2,rep,name=versions,proto3" json:"versions,omitempty"`
 	ClientSecret  *SecretState           `protobuf:"bytes,3,opt,name=client_secret,json=clientSecret,proto3" json:"client_secret,omitempty"` // unset: never generated
 	SigningSecret *SecretState           `protobuf:"bytes,4,opt,name=signing_secret,json=signingSecret,proto3" json:"signing_secret,omitempty"`
-	Domains       []*KitDomain           `protobuf:"bytes,5,rep,name=domains,proto3" json:"domains,omitempty"` // in domain order
+	Domains       []*KitDomain           `protobuf:"bytes,5,rep,name=domains,proto3" json:"domains,omitempty"`                            // in domain order
+	InstallLink   *InstallLinkReply      `protobuf:"bytes,6,opt,name=install_link,json=installLink,proto3" json:"install_link,omitempty"` // its state, never its hash
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -426,6 +427,13 @@ func (x *KitDetailReply) GetSigningSecret() *SecretState {
 func (x *KitDetailReply) GetDomains() []*KitDomain {
 	if x != nil {
 		return x.Domains
+	}
+	return nil
+}
+
+func (x *KitDetailReply) GetInstallLink() *InstallLinkReply {
+	if x != nil {
+		return x.InstallLink
 	}
 	return nil
 }
@@ -856,7 +864,7 @@ var File_devapi_proto protoreflect.FileDescriptor
 
 const file_devapi_proto_rawDesc = "" +
 	"\n" +
-	"\fdevapi.proto\x12\x06kit.v1\x1a\rrecords.proto\x1a\x11credentials.proto\".\n" +
+	"\fdevapi.proto\x12\x06kit.v1\x1a\rrecords.proto\x1a\x11credentials.proto\x1a\x11installlink.proto\".\n" +
 	"\x11GetDeveloperToken\x12\x19\n" +
 	"\btoken_id\x18\x01 \x01(\tR\atokenId\"c\n" +
 	"\x13DeveloperTokenReply\x122\n" +
@@ -877,13 +885,14 @@ const file_devapi_proto_rawDesc = "" +
 	"\x10verified_domains\x18\x05 \x03(\tR\x0fverifiedDomains\x12+\n" +
 	"\x11published_version\x18\x06 \x01(\tR\x10publishedVersion\"1\n" +
 	"\fGetKitDetail\x12!\n" +
-	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\"\x82\x02\n" +
+	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\"\xbf\x02\n" +
 	"\x0eKitDetailReply\x12\x1d\n" +
 	"\x03kit\x18\x01 \x01(\v2\v.kit.v1.KitR\x03kit\x12.\n" +
 	"\bversions\x18\x02 \x03(\v2\x12.kit.v1.KitVersionR\bversions\x128\n" +
 	"\rclient_secret\x18\x03 \x01(\v2\x13.kit.v1.SecretStateR\fclientSecret\x12:\n" +
 	"\x0esigning_secret\x18\x04 \x01(\v2\x13.kit.v1.SecretStateR\rsigningSecret\x12+\n" +
-	"\adomains\x18\x05 \x03(\v2\x11.kit.v1.KitDomainR\adomains\"|\n" +
+	"\adomains\x18\x05 \x03(\v2\x11.kit.v1.KitDomainR\adomains\x12;\n" +
+	"\finstall_link\x18\x06 \x01(\v2\x18.kit.v1.InstallLinkReplyR\vinstallLink\"|\n" +
 	"\tAddDomain\x12!\n" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x16\n" +
 	"\x06domain\x18\x02 \x01(\tR\x06domain\x12\x16\n" +
@@ -945,6 +954,7 @@ var file_devapi_proto_goTypes = []any{
 	(*KitVersion)(nil),          // 16: kit.v1.KitVersion
 	(*SecretState)(nil),         // 17: kit.v1.SecretState
 	(*KitDomain)(nil),           // 18: kit.v1.KitDomain
+	(*InstallLinkReply)(nil),    // 19: kit.v1.InstallLinkReply
 }
 var file_devapi_proto_depIdxs = []int32{
 	14, // 0: kit.v1.DeveloperTokenReply.credential:type_name -> kit.v1.Credential
@@ -953,13 +963,14 @@ var file_devapi_proto_depIdxs = []int32{
 	17, // 3: kit.v1.KitDetailReply.client_secret:type_name -> kit.v1.SecretState
 	17, // 4: kit.v1.KitDetailReply.signing_secret:type_name -> kit.v1.SecretState
 	18, // 5: kit.v1.KitDetailReply.domains:type_name -> kit.v1.KitDomain
-	18, // 6: kit.v1.DomainReply.domain:type_name -> kit.v1.KitDomain
-	17, // 7: kit.v1.DevInstalledReply.signing_secret:type_name -> kit.v1.SecretState
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	19, // 6: kit.v1.KitDetailReply.install_link:type_name -> kit.v1.InstallLinkReply
+	18, // 7: kit.v1.DomainReply.domain:type_name -> kit.v1.KitDomain
+	17, // 8: kit.v1.DevInstalledReply.signing_secret:type_name -> kit.v1.SecretState
+	9,  // [9:9] is the sub-list for method output_type
+	9,  // [9:9] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_devapi_proto_init() }
@@ -969,6 +980,7 @@ func file_devapi_proto_init() {
 	}
 	file_records_proto_init()
 	file_credentials_proto_init()
+	file_installlink_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

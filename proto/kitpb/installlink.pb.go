@@ -189,51 +189,6 @@ func (x *DeleteInstallLink) GetWorkspaceId() string {
 	return ""
 }
 
-// GetInstallLink asks for the state of the Kit's link (the Kit detail).
-type GetInstallLink struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkspaceId   string                 `protobuf:"bytes,1,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *GetInstallLink) Reset() {
-	*x = GetInstallLink{}
-	mi := &file_installlink_proto_msgTypes[3]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *GetInstallLink) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*GetInstallLink) ProtoMessage() {}
-
-func (x *GetInstallLink) ProtoReflect() protoreflect.Message {
-	mi := &file_installlink_proto_msgTypes[3]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use GetInstallLink.ProtoReflect.Descriptor instead.
-func (*GetInstallLink) Descriptor() ([]byte, []int) {
-	return file_installlink_proto_rawDescGZIP(), []int{3}
-}
-
-func (x *GetInstallLink) GetWorkspaceId() string {
-	if x != nil {
-		return x.WorkspaceId
-	}
-	return ""
-}
-
 // InstallLinkReply is the state of the Kit's link: never its hash.
 type InstallLinkReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -245,7 +200,7 @@ type InstallLinkReply struct {
 
 func (x *InstallLinkReply) Reset() {
 	*x = InstallLinkReply{}
-	mi := &file_installlink_proto_msgTypes[4]
+	mi := &file_installlink_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -257,7 +212,7 @@ func (x *InstallLinkReply) String() string {
 func (*InstallLinkReply) ProtoMessage() {}
 
 func (x *InstallLinkReply) ProtoReflect() protoreflect.Message {
-	mi := &file_installlink_proto_msgTypes[4]
+	mi := &file_installlink_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -270,7 +225,7 @@ func (x *InstallLinkReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallLinkReply.ProtoReflect.Descriptor instead.
 func (*InstallLinkReply) Descriptor() ([]byte, []int) {
-	return file_installlink_proto_rawDescGZIP(), []int{4}
+	return file_installlink_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *InstallLinkReply) GetActive() bool {
@@ -298,7 +253,7 @@ type OpenInstallLink struct {
 
 func (x *OpenInstallLink) Reset() {
 	*x = OpenInstallLink{}
-	mi := &file_installlink_proto_msgTypes[5]
+	mi := &file_installlink_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -310,7 +265,7 @@ func (x *OpenInstallLink) String() string {
 func (*OpenInstallLink) ProtoMessage() {}
 
 func (x *OpenInstallLink) ProtoReflect() protoreflect.Message {
-	mi := &file_installlink_proto_msgTypes[5]
+	mi := &file_installlink_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -323,7 +278,7 @@ func (x *OpenInstallLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenInstallLink.ProtoReflect.Descriptor instead.
 func (*OpenInstallLink) Descriptor() ([]byte, []int) {
-	return file_installlink_proto_rawDescGZIP(), []int{5}
+	return file_installlink_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *OpenInstallLink) GetLinkHash() []byte {
@@ -345,7 +300,7 @@ type OpenInstallLinkReply struct {
 
 func (x *OpenInstallLinkReply) Reset() {
 	*x = OpenInstallLinkReply{}
-	mi := &file_installlink_proto_msgTypes[6]
+	mi := &file_installlink_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -357,7 +312,7 @@ func (x *OpenInstallLinkReply) String() string {
 func (*OpenInstallLinkReply) ProtoMessage() {}
 
 func (x *OpenInstallLinkReply) ProtoReflect() protoreflect.Message {
-	mi := &file_installlink_proto_msgTypes[6]
+	mi := &file_installlink_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -370,7 +325,7 @@ func (x *OpenInstallLinkReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenInstallLinkReply.ProtoReflect.Descriptor instead.
 func (*OpenInstallLinkReply) Descriptor() ([]byte, []int) {
-	return file_installlink_proto_rawDescGZIP(), []int{6}
+	return file_installlink_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *OpenInstallLinkReply) GetKit() *Kit {
@@ -399,7 +354,7 @@ type InstallLinkUsed struct {
 
 func (x *InstallLinkUsed) Reset() {
 	*x = InstallLinkUsed{}
-	mi := &file_installlink_proto_msgTypes[7]
+	mi := &file_installlink_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -411,7 +366,7 @@ func (x *InstallLinkUsed) String() string {
 func (*InstallLinkUsed) ProtoMessage() {}
 
 func (x *InstallLinkUsed) ProtoReflect() protoreflect.Message {
-	mi := &file_installlink_proto_msgTypes[7]
+	mi := &file_installlink_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -424,7 +379,7 @@ func (x *InstallLinkUsed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallLinkUsed.ProtoReflect.Descriptor instead.
 func (*InstallLinkUsed) Descriptor() ([]byte, []int) {
-	return file_installlink_proto_rawDescGZIP(), []int{7}
+	return file_installlink_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *InstallLinkUsed) GetInstallationId() string {
@@ -455,8 +410,6 @@ const file_installlink_proto_rawDesc = "" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x1b\n" +
 	"\tlink_hash\x18\x02 \x01(\fR\blinkHash\"6\n" +
 	"\x11DeleteInstallLink\x12!\n" +
-	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\"3\n" +
-	"\x0eGetInstallLink\x12!\n" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\"I\n" +
 	"\x10InstallLinkReply\x12\x16\n" +
 	"\x06active\x18\x01 \x01(\bR\x06active\x12\x1d\n" +
@@ -483,22 +436,21 @@ func file_installlink_proto_rawDescGZIP() []byte {
 	return file_installlink_proto_rawDescData
 }
 
-var file_installlink_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_installlink_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_installlink_proto_goTypes = []any{
 	(*InstallLink)(nil),          // 0: kit.v1.InstallLink
 	(*CreateInstallLink)(nil),    // 1: kit.v1.CreateInstallLink
 	(*DeleteInstallLink)(nil),    // 2: kit.v1.DeleteInstallLink
-	(*GetInstallLink)(nil),       // 3: kit.v1.GetInstallLink
-	(*InstallLinkReply)(nil),     // 4: kit.v1.InstallLinkReply
-	(*OpenInstallLink)(nil),      // 5: kit.v1.OpenInstallLink
-	(*OpenInstallLinkReply)(nil), // 6: kit.v1.OpenInstallLinkReply
-	(*InstallLinkUsed)(nil),      // 7: kit.v1.InstallLinkUsed
-	(*Kit)(nil),                  // 8: kit.v1.Kit
-	(*KitVersion)(nil),           // 9: kit.v1.KitVersion
+	(*InstallLinkReply)(nil),     // 3: kit.v1.InstallLinkReply
+	(*OpenInstallLink)(nil),      // 4: kit.v1.OpenInstallLink
+	(*OpenInstallLinkReply)(nil), // 5: kit.v1.OpenInstallLinkReply
+	(*InstallLinkUsed)(nil),      // 6: kit.v1.InstallLinkUsed
+	(*Kit)(nil),                  // 7: kit.v1.Kit
+	(*KitVersion)(nil),           // 8: kit.v1.KitVersion
 }
 var file_installlink_proto_depIdxs = []int32{
-	8, // 0: kit.v1.OpenInstallLinkReply.kit:type_name -> kit.v1.Kit
-	9, // 1: kit.v1.OpenInstallLinkReply.version:type_name -> kit.v1.KitVersion
+	7, // 0: kit.v1.OpenInstallLinkReply.kit:type_name -> kit.v1.Kit
+	8, // 1: kit.v1.OpenInstallLinkReply.version:type_name -> kit.v1.KitVersion
 	2, // [2:2] is the sub-list for method output_type
 	2, // [2:2] is the sub-list for method input_type
 	2, // [2:2] is the sub-list for extension type_name
@@ -518,7 +470,7 @@ func file_installlink_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_installlink_proto_rawDesc), len(file_installlink_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
