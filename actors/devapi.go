@@ -170,17 +170,24 @@ func WorkspaceKits(env *Env, workspaceID string) ([]string, error) {
 // installation's record; both are committed before the calls that change
 // them answer.
 func InstalledHere(env *Env, workspaceID, kitID string) (bool, error) {
+	id, err := InstallationHere(env, workspaceID, kitID)
+	return id != "", err
+}
+
+// InstallationHere is the id of the workspace's active installation of the
+// Kit; "" when it has none.
+func InstallationHere(env *Env, workspaceID, kitID string) (string, error) {
 	instID, err := env.Store.Get(key("ws", workspaceID, "k", kitID))
 	if errors.Is(err, persistence.ErrNotFound) {
-		return false, nil
+		return "", nil
 	}
 	if err != nil {
-		return false, err
+		return "", err
 	}
 	in := &kitpb.Installation{}
 	found, err := load(env.Store, key("inst", string(instID)), in)
-	if err != nil {
-		return false, err
+	if err != nil || !found || in.Uninstalled {
+		return "", err
 	}
-	return found && !in.Uninstalled, nil
+	return in.Id, nil
 }

@@ -221,3 +221,36 @@ func TestDev_TokenRequired(t *testing.T) {
 	})
 
 }
+
+// SPEC.md 4.10 upload and publish answer installationId: the developer's
+// workspace's active installation of the Kit, null when there is none.
+func TestDev_VersionAnswerInstallationID(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	w := newWorkspace(t, s)
+	m := manifest(newSlug(), "1.0.0", baseScopes)
+	first := w.uploadVersion(t, m, true)
+	want(t, first, 201)
+	if first.Get("installationId") != nil || !has(first.JSON, "", "installationId") {
+		t.Fatalf("a Kit installed nowhere: want installationId null%s", first)
+	}
+	in := s.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/installations", map[string]any{"kitId": first.Str("kitId")})
+	want(t, in, 201)
+	instID := in.Str("installation.id")
+	m["version"] = "1.1.0"
+	up := w.uploadVersion(t, m, false)
+	want(t, up, 201)
+	if up.Str("installationId") != instID {
+		t.Fatalf("upload: want installationId %s%s", instID, up)
+	}
+	pub := s.api(t, w.Dev, "POST", "/dev/kits/"+first.Str("kitId")+"/versions/1.1.0/publish", nil, nil)
+	want(t, pub, 200)
+	if pub.Str("installationId") != instID {
+		t.Fatalf("publish: want installationId %s%s", instID, pub)
+	}
+	want(t, s.ops(t, "DELETE", "/ops/v1/installations/"+instID, nil), 200)
+	m["version"] = "1.2.0"
+	if r := w.uploadVersion(t, m, false); r.Get("installationId") != nil {
+		t.Fatalf("after uninstall: want installationId null%s", r)
+	}
+}

@@ -78,7 +78,7 @@ func (s *Server) uploadVersion(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, err)
 		return
 	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, versionResponse{KitID: r.Kit.Id, Created: r.Created, Version: viewVersion(r.Version)})
+	s.writeVersion(ctx, fasthttp.StatusCreated, p.Caller.WorkspaceId, r)
 }
 
 // parseManifest parses a manifest of a request body: the first problem is
@@ -124,7 +124,18 @@ func (s *Server) publishVersion(ctx *fasthttp.RequestCtx, kitID, version string)
 		s.fail(ctx, err)
 		return
 	}
-	s.writeJSON(ctx, fasthttp.StatusOK, versionResponse{KitID: r.Kit.Id, Created: false, Version: viewVersion(r.Version)})
+	s.writeVersion(ctx, fasthttp.StatusOK, p.Caller.WorkspaceId, r)
+}
+
+// writeVersion answers an upload or publish; installationId is the
+// developer's workspace's active installation of the Kit, if it has one.
+func (s *Server) writeVersion(ctx *fasthttp.RequestCtx, status int, workspaceID string, r *kitpb.VersionReply) {
+	inst, err := actors.InstallationHere(s.env, workspaceID, r.Kit.Id)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	s.writeJSON(ctx, status, versionResponse{KitID: r.Kit.Id, Created: r.Created, Version: viewVersion(r.Version), InstallationID: optString(inst)})
 }
 
 func versionShape(path, v string) error {
