@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/kitd/kitd/persistence"
+
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
@@ -229,18 +231,38 @@ func (a *Authenticator) Revoke(token string) error {
 	return err
 }
 
-// LocateMessage returns the conversation that owns a message and the
-// message's position in it, from the locator record written with it.
-func LocateMessage(env *Env, id string) (conversationID string, seq uint64, err error) {
-	loc := &kitpb.Locator{}
-	found, err := load(env.Store, key("loc", id), loc)
-	if err != nil {
-		return "", 0, fmt.Errorf("locate %s: %w", id, err)
+// LocateMessage returns the conversation that owns a message, from the tag
+// its id carries (ids.NewMessage) and the tag index its conversation wrote
+// when it was created. The conversation checks the id itself. Only when
+// two conversations share the tag does this read the message, to tell
+// which of them holds it.
+func LocateMessage(env *Env, id string) (conversationID string, err error) {
+	tag, seq, ok := ids.ParseMessage(id)
+	if !ok {
+		return "", kiterr.Absent("message")
 	}
-	if !found || loc.Kind != KindConversation || loc.Seq == 0 {
-		return "", 0, kiterr.Absent("message")
+	prefix := messageTagKey(tag, "")
+	var owners []string
+	if err := env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+		owners = append(owners, string(k[len(prefix):]))
+		return true
+	}); err != nil {
+		return "", fmt.Errorf("locate message %s: %w", id, err)
 	}
-	return loc.Owner, loc.Seq, nil
+	if len(owners) == 1 {
+		return owners[0], nil
+	}
+	for _, c := range owners {
+		msg := &kitpb.Message{}
+		found, err := load(env.Store, seqKey(key("conv", c, "s", ""), seq), msg)
+		if err != nil {
+			return "", fmt.Errorf("locate message %s: %w", id, err)
+		}
+		if found && msg.Id == id {
+			return c, nil
+		}
+	}
+	return "", kiterr.Absent("message")
 }
 
 // Locate returns which actor owns id (a message, user, session or

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/internal/blocks"
+	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/persistence"
@@ -28,6 +29,7 @@ type conversationActor struct {
 	life lifecycle
 
 	id      string
+	tag     uint32              // carried by every message id (ids.MessageTag)
 	conv    *kitpb.Conversation // nil: the conversation does not exist (yet)
 	members map[string]*kitpb.Member
 	bots    map[string]*kitpb.BotMember
@@ -46,6 +48,7 @@ func (a *conversationActor) prefix(parts ...string) []byte {
 
 func (a *conversationActor) activate(identity string) error {
 	a.id = identity
+	a.tag = ids.MessageTag(identity)
 	a.buckets.table = a.env.Limits
 	a.sync.fatal = a.env.Fatal
 	a.members = make(map[string]*kitpb.Member)
@@ -106,7 +109,7 @@ func (a *conversationActor) handle(msg proto.Message) (proto.Message, error) {
 		if !a.visible(m.Caller) {
 			return nil, kiterr.Absent("message")
 		}
-		msg, err := a.messageAt(m.MessageId, m.Seq)
+		msg, err := a.messageByID(m.MessageId)
 		if err != nil {
 			return nil, err
 		}
@@ -154,6 +157,7 @@ func (a *conversationActor) create(m *kitpb.CreateConversation) (proto.Message, 
 	}
 	b := a.env.Store.NewBatch()
 	put(b, key("conv", a.id), conv)
+	b.Set(messageTagKey(a.tag, a.id), nil)
 	members := make(map[string]*kitpb.Member, len(m.MemberIds))
 	for _, uid := range m.MemberIds {
 		mem := &kitpb.Member{UserId: uid, JoinedAt: nanos(now)}
@@ -347,15 +351,17 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 	if d, on := a.buckets.take(limits.PostMessage, "", now); on && !d.OK {
 		return nil, RateLimited(d)
 	}
-	seq := a.lastSeq + 1
+	seq, err := a.nextSeq()
+	if err != nil {
+		return nil, err
+	}
 	msg := &kitpb.Message{
-		Id: m.MessageId, ConversationId: a.id, AuthorKind: kind, AuthorId: authorID,
+		Id: ids.NewMessage(now, a.tag, seq), ConversationId: a.id, AuthorKind: kind, AuthorId: authorID,
 		Text: m.Text, Blocks: content, ThreadParentId: m.ThreadParentId,
 		CreatedAt: nanos(now), Seq: seq,
 	}
 	b := a.env.Store.NewBatch()
 	put(b, seqKey(a.prefix("s", ""), seq), msg)
-	put(b, key("loc", msg.Id), &kitpb.Locator{Kind: KindConversation, Owner: a.id, Seq: seq})
 	if parentSeq != 0 {
 		b.Set(seqKey(seqKey(a.prefix("t", ""), parentSeq), seq), nil)
 	}
@@ -395,11 +401,11 @@ func (a *conversationActor) checkBlocks(c *kitpb.Caller, raw []byte) ([]byte, er
 }
 
 // ownMessage finds a message the caller may change.
-func (a *conversationActor) ownMessage(c *kitpb.Caller, id string, seq uint64) (*kitpb.Message, error) {
+func (a *conversationActor) ownMessage(c *kitpb.Caller, id string) (*kitpb.Message, error) {
 	if !a.visible(c) {
 		return nil, kiterr.Absent("message")
 	}
-	msg, err := a.messageAt(id, seq)
+	msg, err := a.messageByID(id)
 	if err != nil {
 		return nil, err
 	}
@@ -414,7 +420,7 @@ func (a *conversationActor) ownMessage(c *kitpb.Caller, id string, seq uint64) (
 }
 
 func (a *conversationActor) edit(m *kitpb.EditMessage) (proto.Message, error) {
-	msg, err := a.ownMessage(m.Caller, m.MessageId, m.Seq)
+	msg, err := a.ownMessage(m.Caller, m.MessageId)
 	if err != nil {
 		return nil, err
 	}
@@ -433,7 +439,7 @@ func (a *conversationActor) edit(m *kitpb.EditMessage) (proto.Message, error) {
 }
 
 func (a *conversationActor) delete(m *kitpb.DeleteMessage) (proto.Message, error) {
-	msg, err := a.ownMessage(m.Caller, m.MessageId, m.Seq)
+	msg, err := a.ownMessage(m.Caller, m.MessageId)
 	if err != nil {
 		return nil, err
 	}
@@ -454,12 +460,21 @@ func (a *conversationActor) rewrite(msg *kitpb.Message) (proto.Message, error) {
 	return &kitpb.MessageReply{Message: msg}, nil
 }
 
-// messageAt finds a message by its id and, when the front end already read
-// it from the locator, its position: then one read instead of two. The id
-// must match, so a wrong position finds nothing rather than another message.
-func (a *conversationActor) messageAt(id string, seq uint64) (*kitpb.Message, error) {
-	if seq == 0 {
-		return a.messageByID(id)
+// nextSeq is the position of the next message, while ids can carry it.
+func (a *conversationActor) nextSeq() (uint64, error) {
+	if a.lastSeq >= ids.MaxMessageSeq {
+		return 0, fmt.Errorf("conversation %s: message positions exhausted", a.id)
+	}
+	return a.lastSeq + 1, nil
+}
+
+// messageByID finds a message of this conversation by its id, which says
+// where it is (ids.NewMessage); the stored id must match, so an id of
+// another conversation with the same tag finds nothing.
+func (a *conversationActor) messageByID(id string) (*kitpb.Message, error) {
+	tag, seq, ok := ids.ParseMessage(id)
+	if !ok || tag != a.tag || seq > a.lastSeq {
+		return nil, kiterr.Absent("message")
 	}
 	msg, err := a.messageBySeq(seq)
 	if err != nil {
@@ -469,20 +484,6 @@ func (a *conversationActor) messageAt(id string, seq uint64) (*kitpb.Message, er
 		return nil, kiterr.Absent("message")
 	}
 	return msg, nil
-}
-
-// messageByID finds a message of this conversation by its id, through the
-// locator record written with it.
-func (a *conversationActor) messageByID(id string) (*kitpb.Message, error) {
-	loc := &kitpb.Locator{}
-	found, err := load(a.env.Store, key("loc", id), loc)
-	if err != nil {
-		return nil, fmt.Errorf("locate message %s: %w", id, err)
-	}
-	if !found || loc.Kind != KindConversation || loc.Owner != a.id || loc.Seq == 0 {
-		return nil, kiterr.Absent("message")
-	}
-	return a.messageBySeq(loc.Seq)
 }
 
 func (a *conversationActor) messageBySeq(seq uint64) (*kitpb.Message, error) {

@@ -27,9 +27,9 @@ func (a *conversationActor) handleFiles(msg proto.Message) (reply proto.Message,
 	case *kitpb.GetFile:
 		reply, err = a.getFile(m)
 	case *kitpb.AddReaction:
-		reply, err = a.react(m.Caller, m.MessageId, m.Seq, m.Reaction, true)
+		reply, err = a.react(m.Caller, m.MessageId, m.Reaction, true)
 	case *kitpb.RemoveReaction:
-		reply, err = a.react(m.Caller, m.MessageId, m.Seq, m.Reaction, false)
+		reply, err = a.react(m.Caller, m.MessageId, m.Reaction, false)
 	default:
 		return nil, false, nil
 	}
@@ -138,14 +138,14 @@ func (a *conversationActor) fileVisible(id string) bool {
 // react adds or removes the caller's reaction on a message. Both are
 // idempotent: adding a reaction already there, or removing one that is not,
 // changes nothing and succeeds.
-func (a *conversationActor) react(c *kitpb.Caller, messageID string, seq uint64, reaction string, add bool) (proto.Message, error) {
+func (a *conversationActor) react(c *kitpb.Caller, messageID string, reaction string, add bool) (proto.Message, error) {
 	if !a.visible(c) {
 		return nil, kiterr.Absent("message")
 	}
 	if c.Kind != CallerUser {
 		return nil, kiterr.New(kiterr.Forbidden, "only user tokens can react")
 	}
-	msg, err := a.messageAt(messageID, seq)
+	msg, err := a.messageByID(messageID)
 	if err != nil {
 		return nil, err
 	}

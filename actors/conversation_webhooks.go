@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -66,14 +67,17 @@ func (a *conversationActor) postAsWebhook(m *kitpb.PostAsWebhook) (proto.Message
 	if err != nil {
 		return nil, err
 	}
-	seq := a.lastSeq + 1
+	seq, err := a.nextSeq()
+	if err != nil {
+		return nil, err
+	}
+	now := a.env.Clock.Now()
 	msg := &kitpb.Message{
-		Id: m.MessageId, ConversationId: a.id, AuthorKind: "bot", AuthorId: m.BotId,
-		Text: m.Text, Blocks: content, CreatedAt: nanos(a.env.Clock.Now()), Seq: seq,
+		Id: ids.NewMessage(now, a.tag, seq), ConversationId: a.id, AuthorKind: "bot", AuthorId: m.BotId,
+		Text: m.Text, Blocks: content, CreatedAt: nanos(now), Seq: seq,
 	}
 	b := a.env.Store.NewBatch()
 	put(b, seqKey(a.prefix("s", ""), seq), msg)
-	put(b, key("loc", msg.Id), &kitpb.Locator{Kind: KindConversation, Owner: a.id, Seq: seq})
 	if m.Log != nil && m.KitId != "" {
 		putLog(b, m.KitId, m.Log)
 	}

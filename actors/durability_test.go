@@ -33,7 +33,7 @@ func TestAnsweredPostsAreDurable(t *testing.T) {
 	convs := []string{n.channel(t, w.id, w.users[0]), n.channel(t, w.id, w.users[0]), n.channel(t, w.id, w.users[0])}
 	acked, cut := cutUnderLoad(t, n, fs, 12, 600, func(poster int) (string, string, error) {
 		conv, text := convs[poster%len(convs)], ids.New()
-		_, err := try[*kitpb.MessageReply](n, actors.KindConversation, conv, &kitpb.PostMessage{Caller: alice, MessageId: ids.New(), Text: text})
+		_, err := try[*kitpb.MessageReply](n, actors.KindConversation, conv, &kitpb.PostMessage{Caller: alice, Text: text})
 		return conv, text, err
 	})
 	after, err := startNode(cut, n.clk)

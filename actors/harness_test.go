@@ -161,7 +161,11 @@ func (n *testNode) user(t testing.TB, wsID string) string {
 // conversation creates a conversation of kind in the workspace.
 func (n *testNode) conversation(t testing.TB, wsID, kind string, members ...string) string {
 	t.Helper()
-	id := ids.New()
+	return n.conversationWithID(t, wsID, ids.New(), kind, members...)
+}
+
+func (n *testNode) conversationWithID(t testing.TB, wsID, id, kind string, members ...string) string {
+	t.Helper()
 	vis := "private"
 	req := &kitpb.CreateConversation{ConversationId: id, Kind: kind, Visibility: vis, MemberIds: members}
 	if kind == "channel" {
@@ -297,7 +301,7 @@ func (n *testNode) send(c *kitpb.Caller, convID string, p postReq) (*kitpb.Messa
 	if p.text == "" {
 		p.text = "hello"
 	}
-	m := &kitpb.PostMessage{Caller: c, MessageId: ids.New(), Text: p.text, ThreadParentId: p.parent, IdempotencyKey: p.key}
+	m := &kitpb.PostMessage{Caller: c, Text: p.text, ThreadParentId: p.parent, IdempotencyKey: p.key}
 	if p.blocks != "" {
 		m.Blocks = []byte(p.blocks)
 	}

@@ -1,6 +1,10 @@
 package actors
 
-import "github.com/kitd/kitd/persistence"
+import (
+	"fmt"
+
+	"github.com/kitd/kitd/persistence"
+)
 
 // Storage key layout. Each actor writes only under its own prefix (and the
 // locator and credential records of the things it owns), so the actor is the
@@ -21,6 +25,8 @@ import "github.com/kitd/kitd/persistence"
 //	conv/<c>/f/<file>            File (metadata; loc/<file> names the conversation)
 //	conv/<c>/f/<file>/<n>        chunk n of the file's bytes (at most FileChunkSize)
 //	uc/<user>/<c>                a member's conversations (written by conversation c)
+//	mtag/<tag>/<c>               conversation c's message-id tag (8 hex digits; empty value):
+//	                             finds the conversation of a message id (ids.NewMessage)
 //	inst/<i>                     Installation
 //	inst/<i>/w/<webhook>         WebhookRef (the installation's webhooks)
 //	inst/<i>/g/<grant>/<sha256>  credentials of one authorization (empty value; docs/credentials.md)
@@ -34,7 +40,7 @@ import "github.com/kitd/kitd/persistence"
 //	kits/<ws>/<k>                Kits owned by a workspace (empty value)
 //	slug/<slug>                  kit id
 //	cred/<sha256>                Credential (bot, user, refresh, code, developer, session)
-//	loc/<id>                     Locator: which actor owns id (and a message's seq)
+//	loc/<id>                     Locator: which actor owns id (not messages: their ids say it)
 //	devlog/<kit>/<entry>         DevLogEntry: written once, in the batch of the outcome it
 //	                             reports, by whichever actor decided it (see devlog.go;
 //	                             the kit actor: uploads, publishes, domains, install links;
@@ -70,6 +76,10 @@ func seqKey(prefix []byte, seq uint64) []byte {
 	k := make([]byte, 0, len(prefix)+8)
 	k = append(k, prefix...)
 	return persistence.AppendUint64(k, seq)
+}
+
+func messageTagKey(tag uint32, conversationID string) []byte {
+	return fmt.Appendf(nil, "mtag/%08x/%s", tag, conversationID)
 }
 
 func credentialKey(hash []byte) []byte {

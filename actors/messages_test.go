@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -333,29 +334,31 @@ func TestPostBucket(t *testing.T) {
 	})
 }
 
-// The front end passes the position it read from a message's locator, so
-// that the conversation reads the message once. The position is a hint
-// checked against the id: a mismatch is "not found", never another message.
-func TestMessagePositionHint(t *testing.T) {
+// A message id says where its message is (ids.NewMessage): the tag of its
+// conversation and its position. The stored id must match, so an id that
+// points at a message without being its id finds nothing.
+func TestMessageIDsSayWhereTheMessageIs(t *testing.T) {
 	n := shared
 	w := n.workspace(t, 1)
 	conv := n.channel(t, w.id, w.users...)
+	other := n.channel(t, w.id, w.users...)
 	c := userCaller(w.id, w.users[0])
 	a := n.post(t, c, conv, postReq{text: "a"})
-	b := n.post(t, c, conv, postReq{text: "b"})
+	elsewhere := n.post(t, c, other, postReq{text: "elsewhere"})
+	tag := ids.MessageTag(conv)
 	for _, tc := range []struct {
 		name string
 		id   string
-		seq  uint64
 		want string // text, or "" for not found
 	}{
-		{"the right position reads the message", a.Id, a.Seq, "a"},
-		{"no position looks the message up", b.Id, 0, "b"},
-		{"another message's position is not found", a.Id, b.Seq, ""},
-		{"a position past the end is not found", a.Id, b.Seq + 100, ""},
+		{"the id of a message finds it", a.Id, "a"},
+		{"the id of another conversation's message is not found", elsewhere.Id, ""},
+		{"this tag with a position past the end is not found", ids.NewMessage(time.Now(), tag, a.Seq+100), ""},
+		{"this tag and an existing position with another timestamp is not found", ids.NewMessage(time.Now().Add(time.Hour), tag, a.Seq), ""},
+		{"a UUID that is not a message id is not found", ids.New(), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := try[*kitpb.MessageReply](n, actors.KindConversation, conv, &kitpb.GetMessage{Caller: c, MessageId: tc.id, Seq: tc.seq})
+			r, err := try[*kitpb.MessageReply](n, actors.KindConversation, conv, &kitpb.GetMessage{Caller: c, MessageId: tc.id})
 			if tc.want == "" {
 				wantCode(t, err, kiterr.NotFound)
 				return
@@ -366,12 +369,63 @@ func TestMessagePositionHint(t *testing.T) {
 			}
 		})
 	}
-	t.Run("editing with another message's position changes nothing", func(t *testing.T) {
-		_, err := try[*kitpb.MessageReply](n, actors.KindConversation, conv, &kitpb.EditMessage{Caller: c, MessageId: a.Id, Seq: b.Seq, Text: "x"})
-		wantCode(t, err, kiterr.NotFound)
-		r := ask[*kitpb.MessageReply](t, n, actors.KindConversation, conv, &kitpb.GetMessage{Caller: c, MessageId: b.Id})
-		if r.Message.Text != "b" || r.Message.EditedAt != 0 {
-			t.Fatalf("message b changed: %+v", r.Message)
+	if gotTag, gotSeq, _ := ids.ParseMessage(a.Id); gotTag != tag || gotSeq != a.Seq {
+		t.Errorf("id %s carries tag %#x seq %d, want %#x and %d", a.Id, gotTag, gotSeq, tag, a.Seq)
+	}
+}
+
+// LocateMessage finds a message's conversation from the tag in its id. Two
+// conversations whose ids share a tag are told apart by the stored id.
+func TestLocateMessage(t *testing.T) {
+	n := shared
+	w := n.workspace(t, 1)
+	first, second := idsWithOneTag(t)
+	n.conversationWithID(t, w.id, first, "channel", w.users...)
+	n.conversationWithID(t, w.id, second, "channel", w.users...)
+	lone := n.channel(t, w.id, w.users...)
+	c := userCaller(w.id, w.users[0])
+	inFirst := n.post(t, c, first, postReq{text: "first"})
+	inSecond := n.post(t, c, second, postReq{text: "second"})
+	inLone := n.post(t, c, lone, postReq{text: "lone"})
+	for _, tc := range []struct {
+		name string
+		id   string
+		want string // conversation, or "" for not found
+	}{
+		{"a message of a conversation with its own tag", inLone.Id, lone},
+		{"a message of the first of two conversations sharing a tag", inFirst.Id, first},
+		{"a message of the second of two conversations sharing a tag", inSecond.Id, second},
+		{"a shared tag and a position neither conversation has", ids.NewMessage(time.Now(), ids.MessageTag(first), 99), ""},
+		{"a tag no conversation has", ids.NewMessage(time.Now(), ids.MessageTag(lone)+1, 1), ""},
+		{"a UUID that is not a message id", ids.New(), ""},
+		{"not a UUID", "message", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := actors.LocateMessage(n.env, tc.id)
+			if tc.want == "" {
+				wantCode(t, err, kiterr.NotFound)
+				return
+			}
+			noErr(t, err)
+			if got != tc.want {
+				t.Fatalf("LocateMessage = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// idsWithOneTag returns two conversation ids whose message tags collide
+// (a birthday search: 300,000 ids find a 32-bit collision but once in 10^4).
+func idsWithOneTag(t *testing.T) (string, string) {
+	seen := make(map[uint32]string, 300_000)
+	for range 300_000 {
+		id := ids.New()
+		tag := ids.MessageTag(id)
+		if prev, ok := seen[tag]; ok {
+			return prev, id
 		}
-	})
+		seen[tag] = id
+	}
+	t.Fatal("no two of 300,000 ids share a tag")
+	return "", ""
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kitd/kitd/actors"
-	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -36,7 +35,7 @@ func BenchmarkPost(b *testing.B) {
 		for pb.Next() {
 			conv := convs[next.Add(1)%uint64(len(convs))]
 			_, err := try[*kitpb.MessageReply](n, actors.KindConversation, conv, &kitpb.PostMessage{
-				Caller: bot.caller, MessageId: ids.New(), Text: "a benchmark message of ordinary length",
+				Caller: bot.caller, Text: "a benchmark message of ordinary length",
 			})
 			if err != nil {
 				b.Fatal(err)

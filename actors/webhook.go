@@ -199,7 +199,7 @@ func (a *webhookActor) post(m *kitpb.HookPost) (proto.Message, error) {
 	// The conversation answers the hooks host itself: the webhook does not
 	// wait for the post and its sync (see kitpb.PostAsWebhook).
 	return nil, forward(KindConversation, a.hook.ConversationId, &kitpb.PostAsWebhook{
-		BotId: a.hook.BotId, WorkspaceId: a.hook.WorkspaceId, MessageId: m.MessageId,
+		BotId: a.hook.BotId, WorkspaceId: a.hook.WorkspaceId,
 		Text: m.Text, Blocks: m.Blocks, KitId: a.hook.KitId,
 		Log: a.outcome(LogLevelInfo, "posted", "", 200), WebhookId: a.id, Limit: reply.Limit,
 	})

@@ -53,7 +53,7 @@ func (n *testNode) createHook(t *testing.T, f *hookFixture) (id, secret string) 
 
 func (n *testNode) hookPost(f *hookFixture, text string) error {
 	_, err := try[*kitpb.HookPostReply](n, actors.KindWebhook, f.hookID, &kitpb.HookPost{
-		InstallationId: f.inst.Id, SecretHash: actors.HookSecretHash(f.secret), MessageId: ids.New(), Text: text,
+		InstallationId: f.inst.Id, SecretHash: actors.HookSecretHash(f.secret), Text: text,
 	})
 	return err
 }
@@ -90,7 +90,7 @@ func TestWebhookDeveloperLog(t *testing.T) {
 	noErr(t, n.hookPost(f, "hello"))
 
 	_, err := try[*kitpb.HookPostReply](n, actors.KindWebhook, f.hookID, &kitpb.HookPost{
-		InstallationId: f.inst.Id, SecretHash: actors.HookSecretHash(f.secret), MessageId: ids.New(),
+		InstallationId: f.inst.Id, SecretHash: actors.HookSecretHash(f.secret),
 		Invalid: true, InvalidPath: "text", InvalidReason: "must not be blank",
 	})
 	wantCode(t, err, kiterr.Validation, "text")
@@ -180,7 +180,7 @@ func TestWebhookNotFoundIsOneAnswer(t *testing.T) {
 	f := n.hookFixture(t, 1)
 	post := func(hookID, instID, secret string) error {
 		_, err := try[*kitpb.HookPostReply](n, actors.KindWebhook, hookID, &kitpb.HookPost{
-			InstallationId: instID, SecretHash: actors.HookSecretHash(secret), MessageId: ids.New(), Text: "x",
+			InstallationId: instID, SecretHash: actors.HookSecretHash(secret), Text: "x",
 		})
 		return err
 	}

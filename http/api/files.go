@@ -99,9 +99,7 @@ func (s *Server) addReaction(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, err)
 		return
 	}
-	s.react(ctx, *body.MessageID, func(seq uint64) proto.Message {
-		return &kitpb.AddReaction{Caller: p.Caller, MessageId: *body.MessageID, Seq: seq, Reaction: *body.Reaction}
-	})
+	s.react(ctx, *body.MessageID, &kitpb.AddReaction{Caller: p.Caller, MessageId: *body.MessageID, Reaction: *body.Reaction})
 }
 
 func (s *Server) removeReaction(ctx *fasthttp.RequestCtx) {
@@ -122,16 +120,14 @@ func (s *Server) removeReaction(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, err)
 		return
 	}
-	s.react(ctx, *messageID, func(seq uint64) proto.Message {
-		return &kitpb.RemoveReaction{Caller: p.Caller, MessageId: *messageID, Seq: seq, Reaction: *reaction}
-	})
+	s.react(ctx, *messageID, &kitpb.RemoveReaction{Caller: p.Caller, MessageId: *messageID, Reaction: *reaction})
 }
 
 // react sends a reaction change to the message's conversation.
-func (s *Server) react(ctx *fasthttp.RequestCtx, messageID string, request func(seq uint64) proto.Message) {
-	convID, seq, err := s.conversationOf(messageID)
+func (s *Server) react(ctx *fasthttp.RequestCtx, messageID string, request proto.Message) {
+	convID, err := actors.LocateMessage(s.env, messageID)
 	if err == nil {
-		_, err = ask[*kitpb.Ok](s, actors.KindConversation, convID, request(seq))
+		_, err = ask[*kitpb.Ok](s, actors.KindConversation, convID, request)
 	}
 	if err != nil {
 		s.fail(ctx, err)

@@ -310,7 +310,7 @@ func (s *Server) listReplies(ctx *fasthttp.RequestCtx, msgID string) {
 	if p == nil {
 		return
 	}
-	convID, _, err := s.conversationOf(msgID)
+	convID, err := actors.LocateMessage(s.env, msgID)
 	if err != nil {
 		s.fail(ctx, err)
 		return
@@ -346,27 +346,17 @@ func (s *Server) messagePage(ctx *fasthttp.RequestCtx, p *actors.Principal, conv
 	s.writeBody(ctx, fasthttp.StatusOK, messagesPageJSON(r.Messages, cursorFor(list, last, r.More)))
 }
 
-// conversationOf finds the conversation that owns a message id, and the
-// message's position there (passed on, so the conversation reads the
-// locator record only once).
-func (s *Server) conversationOf(msgID string) (string, uint64, error) {
-	if !ids.Valid(msgID) {
-		return "", 0, kiterr.Absent("message")
-	}
-	return actors.LocateMessage(s.env, msgID)
-}
-
 func (s *Server) getMessage(ctx *fasthttp.RequestCtx, id string) {
 	p := s.authorize(ctx, botOrUser, "messages:read", limits.Read)
 	if p == nil {
 		return
 	}
-	convID, seq, err := s.conversationOf(id)
+	convID, err := actors.LocateMessage(s.env, id)
 	if err != nil {
 		s.fail(ctx, err)
 		return
 	}
-	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, convID, &kitpb.GetMessage{Caller: p.Caller, MessageId: id, Seq: seq})
+	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, convID, &kitpb.GetMessage{Caller: p.Caller, MessageId: id})
 	if err != nil {
 		s.fail(ctx, err)
 		return
@@ -405,7 +395,7 @@ func (s *Server) postMessage(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	msg := &kitpb.PostMessage{
-		Caller: p.Caller, MessageId: ids.New(), Text: *body.Text,
+		Caller: p.Caller, Text: *body.Text,
 		Blocks: rawBlocks(body.Blocks), IdempotencyKey: key,
 	}
 	if body.ThreadParentID != nil {
@@ -442,13 +432,13 @@ func (s *Server) editMessage(ctx *fasthttp.RequestCtx, id string) {
 		s.fail(ctx, err)
 		return
 	}
-	convID, seq, err := s.conversationOf(id)
+	convID, err := actors.LocateMessage(s.env, id)
 	if err != nil {
 		s.fail(ctx, err)
 		return
 	}
 	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, convID, &kitpb.EditMessage{
-		Caller: p.Caller, MessageId: id, Seq: seq, Text: *body.Text, Blocks: rawBlocks(body.Blocks),
+		Caller: p.Caller, MessageId: id, Text: *body.Text, Blocks: rawBlocks(body.Blocks),
 		KeepBlocks: body.Blocks == nil,
 	})
 	if err != nil {
@@ -463,12 +453,12 @@ func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, id string) {
 	if p == nil {
 		return
 	}
-	convID, seq, err := s.conversationOf(id)
+	convID, err := actors.LocateMessage(s.env, id)
 	if err != nil {
 		s.fail(ctx, err)
 		return
 	}
-	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, convID, &kitpb.DeleteMessage{Caller: p.Caller, MessageId: id, Seq: seq})
+	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, convID, &kitpb.DeleteMessage{Caller: p.Caller, MessageId: id})
 	if err != nil {
 		s.fail(ctx, err)
 		return

@@ -311,7 +311,6 @@ type AddReaction struct {
 	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
 	MessageId     string                 `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
 	Reaction      string                 `protobuf:"bytes,3,opt,name=reaction,proto3" json:"reaction,omitempty"`
-	Seq           uint64                 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -367,19 +366,11 @@ func (x *AddReaction) GetReaction() string {
 	return ""
 }
 
-func (x *AddReaction) GetSeq() uint64 {
-	if x != nil {
-		return x.Seq
-	}
-	return 0
-}
-
 type RemoveReaction struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
 	MessageId     string                 `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
 	Reaction      string                 `protobuf:"bytes,3,opt,name=reaction,proto3" json:"reaction,omitempty"`
-	Seq           uint64                 `protobuf:"varint,4,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -435,13 +426,6 @@ func (x *RemoveReaction) GetReaction() string {
 	return ""
 }
 
-func (x *RemoveReaction) GetSeq() uint64 {
-	if x != nil {
-		return x.Seq
-	}
-	return 0
-}
-
 var File_files_proto protoreflect.FileDescriptor
 
 const file_files_proto_rawDesc = "" +
@@ -469,19 +453,17 @@ const file_files_proto_rawDesc = "" +
 	"\x04file\x18\x01 \x01(\v2\f.kit.v1.FileR\x04file\"J\n" +
 	"\aGetFile\x12&\n" +
 	"\x06caller\x18\x01 \x01(\v2\x0e.kit.v1.CallerR\x06caller\x12\x17\n" +
-	"\afile_id\x18\x02 \x01(\tR\x06fileId\"\x82\x01\n" +
+	"\afile_id\x18\x02 \x01(\tR\x06fileId\"v\n" +
 	"\vAddReaction\x12&\n" +
 	"\x06caller\x18\x01 \x01(\v2\x0e.kit.v1.CallerR\x06caller\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x1a\n" +
-	"\breaction\x18\x03 \x01(\tR\breaction\x12\x10\n" +
-	"\x03seq\x18\x04 \x01(\x04R\x03seq\"\x85\x01\n" +
+	"\breaction\x18\x03 \x01(\tR\breactionJ\x04\b\x04\x10\x05\"y\n" +
 	"\x0eRemoveReaction\x12&\n" +
 	"\x06caller\x18\x01 \x01(\v2\x0e.kit.v1.CallerR\x06caller\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x1a\n" +
-	"\breaction\x18\x03 \x01(\tR\breaction\x12\x10\n" +
-	"\x03seq\x18\x04 \x01(\x04R\x03seqB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
+	"\breaction\x18\x03 \x01(\tR\breactionJ\x04\b\x04\x10\x05B\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
 
 var (
 	file_files_proto_rawDescOnce sync.Once

@@ -1785,10 +1785,10 @@ func (x *MembersReply) GetMore() bool {
 	return false
 }
 
+// PostMessage: the conversation mints the message id (ids.NewMessage).
 type PostMessage struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Caller         *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
-	MessageId      string                 `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
 	Text           string                 `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
 	Blocks         []byte                 `protobuf:"bytes,4,opt,name=blocks,proto3" json:"blocks,omitempty"`
 	ThreadParentId string                 `protobuf:"bytes,5,opt,name=thread_parent_id,json=threadParentId,proto3" json:"thread_parent_id,omitempty"`
@@ -1832,13 +1832,6 @@ func (x *PostMessage) GetCaller() *Caller {
 		return x.Caller
 	}
 	return nil
-}
-
-func (x *PostMessage) GetMessageId() string {
-	if x != nil {
-		return x.MessageId
-	}
-	return ""
 }
 
 func (x *PostMessage) GetText() string {
@@ -1921,14 +1914,10 @@ func (x *MessageReply) GetReplayed() bool {
 	return false
 }
 
-// seq in the message requests below is the message's position from its
-// locator record, read by the front end to route the request; 0 means the
-// conversation looks it up itself.
 type GetMessage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
 	MessageId     string                 `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
-	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1977,13 +1966,6 @@ func (x *GetMessage) GetMessageId() string {
 	return ""
 }
 
-func (x *GetMessage) GetSeq() uint64 {
-	if x != nil {
-		return x.Seq
-	}
-	return 0
-}
-
 type EditMessage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
@@ -1991,7 +1973,6 @@ type EditMessage struct {
 	Text          string                 `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
 	Blocks        []byte                 `protobuf:"bytes,4,opt,name=blocks,proto3" json:"blocks,omitempty"`                            // raw JSON as sent; empty: none
 	KeepBlocks    bool                   `protobuf:"varint,5,opt,name=keep_blocks,json=keepBlocks,proto3" json:"keep_blocks,omitempty"` // blocks were absent from the request: leave them as they are
-	Seq           uint64                 `protobuf:"varint,6,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2061,18 +2042,10 @@ func (x *EditMessage) GetKeepBlocks() bool {
 	return false
 }
 
-func (x *EditMessage) GetSeq() uint64 {
-	if x != nil {
-		return x.Seq
-	}
-	return 0
-}
-
 type DeleteMessage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Caller        *Caller                `protobuf:"bytes,1,opt,name=caller,proto3" json:"caller,omitempty"`
 	MessageId     string                 `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
-	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2119,13 +2092,6 @@ func (x *DeleteMessage) GetMessageId() string {
 		return x.MessageId
 	}
 	return ""
-}
-
-func (x *DeleteMessage) GetSeq() uint64 {
-	if x != nil {
-		return x.Seq
-	}
-	return 0
 }
 
 type ListMessages struct {
@@ -3096,24 +3062,21 @@ const file_requests_proto_rawDesc = "" +
 	"\x05limit\x18\x03 \x01(\x05R\x05limit\"L\n" +
 	"\fMembersReply\x12(\n" +
 	"\amembers\x18\x01 \x03(\v2\x0e.kit.v1.MemberR\amembers\x12\x12\n" +
-	"\x04more\x18\x02 \x01(\bR\x04more\"\xd3\x01\n" +
+	"\x04more\x18\x02 \x01(\bR\x04more\"\xba\x01\n" +
 	"\vPostMessage\x12&\n" +
-	"\x06caller\x18\x01 \x01(\v2\x0e.kit.v1.CallerR\x06caller\x12\x1d\n" +
-	"\n" +
-	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x12\n" +
+	"\x06caller\x18\x01 \x01(\v2\x0e.kit.v1.CallerR\x06caller\x12\x12\n" +
 	"\x04text\x18\x03 \x01(\tR\x04text\x12\x16\n" +
 	"\x06blocks\x18\x04 \x01(\fR\x06blocks\x12(\n" +
 	"\x10thread_parent_id\x18\x05 \x01(\tR\x0ethreadParentId\x12'\n" +
-	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\"U\n" +
+	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKeyJ\x04\b\x02\x10\x03\"U\n" +
 	"\fMessageReply\x12)\n" +
 	"\amessage\x18\x01 \x01(\v2\x0f.kit.v1.MessageR\amessage\x12\x1a\n" +
-	"\breplayed\x18\x02 \x01(\bR\breplayed\"e\n" +
+	"\breplayed\x18\x02 \x01(\bR\breplayed\"Y\n" +
 	"\n" +
 	"GetMessage\x12&\n" +
 	"\x06caller\x18\x01 \x01(\v2\x0e.kit.v1.CallerR\x06caller\x12\x1d\n" +
 	"\n" +
-	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x10\n" +
-	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\xb3\x01\n" +
+	"message_id\x18\x02 \x01(\tR\tmessageIdJ\x04\b\x03\x10\x04\"\xa7\x01\n" +
 	"\vEditMessage\x12&\n" +
 	"\x06caller\x18\x01 \x01(\v2\x0e.kit.v1.CallerR\x06caller\x12\x1d\n" +
 	"\n" +
@@ -3121,13 +3084,11 @@ const file_requests_proto_rawDesc = "" +
 	"\x04text\x18\x03 \x01(\tR\x04text\x12\x16\n" +
 	"\x06blocks\x18\x04 \x01(\fR\x06blocks\x12\x1f\n" +
 	"\vkeep_blocks\x18\x05 \x01(\bR\n" +
-	"keepBlocks\x12\x10\n" +
-	"\x03seq\x18\x06 \x01(\x04R\x03seq\"h\n" +
+	"keepBlocksJ\x04\b\x06\x10\a\"\\\n" +
 	"\rDeleteMessage\x12&\n" +
 	"\x06caller\x18\x01 \x01(\v2\x0e.kit.v1.CallerR\x06caller\x12\x1d\n" +
 	"\n" +
-	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x10\n" +
-	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\x95\x01\n" +
+	"message_id\x18\x02 \x01(\tR\tmessageIdJ\x04\b\x03\x10\x04\"\x95\x01\n" +
 	"\fListMessages\x12&\n" +
 	"\x06caller\x18\x01 \x01(\v2\x0e.kit.v1.CallerR\x06caller\x12(\n" +
 	"\x10thread_parent_id\x18\x02 \x01(\tR\x0ethreadParentId\x12\x1d\n" +

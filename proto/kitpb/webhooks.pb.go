@@ -522,7 +522,6 @@ type HookPost struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	InstallationId string                 `protobuf:"bytes,1,opt,name=installation_id,json=installationId,proto3" json:"installation_id,omitempty"`
 	SecretHash     []byte                 `protobuf:"bytes,2,opt,name=secret_hash,json=secretHash,proto3" json:"secret_hash,omitempty"`
-	MessageId      string                 `protobuf:"bytes,3,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
 	Text           string                 `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
 	Blocks         []byte                 `protobuf:"bytes,5,opt,name=blocks,proto3" json:"blocks,omitempty"` // raw JSON as sent; empty: none
 	Invalid        bool                   `protobuf:"varint,6,opt,name=invalid,proto3" json:"invalid,omitempty"`
@@ -574,13 +573,6 @@ func (x *HookPost) GetSecretHash() []byte {
 		return x.SecretHash
 	}
 	return nil
-}
-
-func (x *HookPost) GetMessageId() string {
-	if x != nil {
-		return x.MessageId
-	}
-	return ""
 }
 
 func (x *HookPost) GetText() string {
@@ -675,7 +667,6 @@ type PostAsWebhook struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	BotId         string                 `protobuf:"bytes,1,opt,name=bot_id,json=botId,proto3" json:"bot_id,omitempty"`
 	WorkspaceId   string                 `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
-	MessageId     string                 `protobuf:"bytes,3,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
 	Text          string                 `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
 	Blocks        []byte                 `protobuf:"bytes,5,opt,name=blocks,proto3" json:"blocks,omitempty"`
 	KitId         string                 `protobuf:"bytes,6,opt,name=kit_id,json=kitId,proto3" json:"kit_id,omitempty"`
@@ -726,13 +717,6 @@ func (x *PostAsWebhook) GetBotId() string {
 func (x *PostAsWebhook) GetWorkspaceId() string {
 	if x != nil {
 		return x.WorkspaceId
-	}
-	return ""
-}
-
-func (x *PostAsWebhook) GetMessageId() string {
-	if x != nil {
-		return x.MessageId
 	}
 	return ""
 }
@@ -872,32 +856,28 @@ const file_webhooks_proto_rawDesc = "" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\f\n" +
 	"\n" +
-	"GetWebhook\"\x83\x02\n" +
+	"GetWebhook\"\xea\x01\n" +
 	"\bHookPost\x12'\n" +
 	"\x0finstallation_id\x18\x01 \x01(\tR\x0einstallationId\x12\x1f\n" +
 	"\vsecret_hash\x18\x02 \x01(\fR\n" +
-	"secretHash\x12\x1d\n" +
-	"\n" +
-	"message_id\x18\x03 \x01(\tR\tmessageId\x12\x12\n" +
+	"secretHash\x12\x12\n" +
 	"\x04text\x18\x04 \x01(\tR\x04text\x12\x16\n" +
 	"\x06blocks\x18\x05 \x01(\fR\x06blocks\x12\x18\n" +
 	"\ainvalid\x18\x06 \x01(\bR\ainvalid\x12!\n" +
 	"\finvalid_path\x18\a \x01(\tR\vinvalidPath\x12%\n" +
-	"\x0einvalid_reason\x18\b \x01(\tR\rinvalidReason\"7\n" +
+	"\x0einvalid_reason\x18\b \x01(\tR\rinvalidReasonJ\x04\b\x03\x10\x04\"7\n" +
 	"\rHookPostReply\x12&\n" +
-	"\x05limit\x18\x01 \x01(\v2\x10.kit.v1.DecisionR\x05limit\"\x99\x02\n" +
+	"\x05limit\x18\x01 \x01(\v2\x10.kit.v1.DecisionR\x05limit\"\x80\x02\n" +
 	"\rPostAsWebhook\x12\x15\n" +
 	"\x06bot_id\x18\x01 \x01(\tR\x05botId\x12!\n" +
-	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12\x1d\n" +
-	"\n" +
-	"message_id\x18\x03 \x01(\tR\tmessageId\x12\x12\n" +
+	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12\x12\n" +
 	"\x04text\x18\x04 \x01(\tR\x04text\x12\x16\n" +
 	"\x06blocks\x18\x05 \x01(\fR\x06blocks\x12\x15\n" +
 	"\x06kit_id\x18\x06 \x01(\tR\x05kitId\x12%\n" +
 	"\x03log\x18\a \x01(\v2\x13.kit.v1.DevLogEntryR\x03log\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\b \x01(\tR\twebhookId\x12&\n" +
-	"\x05limit\x18\t \x01(\v2\x10.kit.v1.DecisionR\x05limit\"(\n" +
+	"\x05limit\x18\t \x01(\v2\x10.kit.v1.DecisionR\x05limitJ\x04\b\x03\x10\x04\"(\n" +
 	"\x0eWebhookRefused\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reasonB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
 
