@@ -28,14 +28,15 @@ type conversationActor struct {
 	env  *Env
 	life lifecycle
 
-	id      string
-	tag     uint32              // carried by every message id (ids.MessageTag)
-	conv    *kitpb.Conversation // nil: the conversation does not exist (yet)
-	members map[string]*kitpb.Member
-	bots    map[string]*kitpb.BotMember
-	lastSeq uint64
-	buckets bucketSet
-	sync    durability
+	id       string
+	tag      uint32              // carried by every message id (ids.MessageTag)
+	messages []byte              // key prefix of the messages, conv/<id>/s/
+	conv     *kitpb.Conversation // nil: the conversation does not exist (yet)
+	members  map[string]*kitpb.Member
+	bots     map[string]*kitpb.BotMember
+	lastSeq  uint64
+	buckets  bucketSet
+	sync     durability
 }
 
 func (a *conversationActor) Receive(ctx actorContext) {
@@ -49,6 +50,7 @@ func (a *conversationActor) prefix(parts ...string) []byte {
 func (a *conversationActor) activate(identity string) error {
 	a.id = identity
 	a.tag = ids.MessageTag(identity)
+	a.messages = a.prefix("s", "")
 	a.buckets.table = a.env.Limits
 	a.sync.fatal = a.env.Fatal
 	a.members = make(map[string]*kitpb.Member)
@@ -72,7 +74,7 @@ func (a *conversationActor) activate(identity string) error {
 		return err
 	}
 	// The newest message names the last sequence number.
-	lower := a.prefix("s", "")
+	lower := a.messages
 	return a.env.Store.Scan(lower, persistence.PrefixEnd(lower), true, func(k, _ []byte) bool {
 		a.lastSeq = decodeSeq(k[len(lower):])
 		return false
@@ -361,7 +363,7 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 		CreatedAt: nanos(now), Seq: seq,
 	}
 	b := a.env.Store.NewBatch()
-	put(b, seqKey(a.prefix("s", ""), seq), msg)
+	put(b, seqKey(a.messages, seq), msg)
 	if parentSeq != 0 {
 		b.Set(seqKey(seqKey(a.prefix("t", ""), parentSeq), seq), nil)
 	}
@@ -453,7 +455,7 @@ func (a *conversationActor) delete(m *kitpb.DeleteMessage) (proto.Message, error
 
 func (a *conversationActor) rewrite(msg *kitpb.Message) (proto.Message, error) {
 	b := a.env.Store.NewBatch()
-	put(b, seqKey(a.prefix("s", ""), msg.Seq), msg)
+	put(b, seqKey(a.messages, msg.Seq), msg)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("rewrite message %s: %w", msg.Id, err)
 	}
@@ -488,7 +490,7 @@ func (a *conversationActor) messageByID(id string) (*kitpb.Message, error) {
 
 func (a *conversationActor) messageBySeq(seq uint64) (*kitpb.Message, error) {
 	msg := &kitpb.Message{}
-	found, err := load(a.env.Store, seqKey(a.prefix("s", ""), seq), msg)
+	found, err := load(a.env.Store, seqKey(a.messages, seq), msg)
 	if err != nil {
 		return nil, fmt.Errorf("load message %d of %s: %w", seq, a.id, err)
 	}
@@ -535,7 +537,7 @@ func (a *conversationActor) list(m *kitpb.ListMessages) (proto.Message, error) {
 		}
 		return reply, nil
 	}
-	lower := a.prefix("s", "")
+	lower := a.messages
 	upper := persistence.PrefixEnd(lower)
 	if m.BeforeSeq != 0 {
 		upper = seqKey(lower, m.BeforeSeq)

@@ -158,6 +158,14 @@ var errTimeout = errors.New("cluster: request timed out")
 func (n *Node) ask(pid *actor.PID, msg proto.Message) (any, error) {
 	slot := n.replies.get()
 	n.system.Root.RequestWithCustomSender(pid, msg, slot.pid)
+	// On the synchronized dispatcher an idle actor handles the request in
+	// this goroutine, so the reply is usually here already: no timer then.
+	select {
+	case res := <-slot.ch:
+		n.replies.put(slot)
+		return res, nil
+	default:
+	}
 	timer := time.NewTimer(n.timeout)
 	select {
 	case res := <-slot.ch:

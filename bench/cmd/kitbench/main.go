@@ -12,8 +12,8 @@
 //	get-history            GET /api/v1/conversations/{id}/messages?limit=50
 //	                       on a channel seeded with 200 messages
 //
-// Each scenario first runs the identical request stream against an
-// in-process trivial server (GET answers {"ok":true}; POST answers 201 with
+// Each scenario first runs the identical request stream against a trivial
+// server in its own process (GET answers {"ok":true}; POST answers 201 with
 // a body as large as a real kitd answer), then against kitd. The report
 // gives req/s, p50, p99 for both and the ratios kitd÷trivial, which remain
 // comparable across machines where the absolute figures do not. Every
@@ -60,9 +60,13 @@ type options struct {
 	settle        time.Duration
 	rounds        int
 	webhooks      int
+	trivial       string
 }
 
 func main() {
+	if dir := os.Getenv(trivialEnv); dir != "" {
+		os.Exit(serveTrivialChild(dir))
+	}
 	var o options
 	flag.StringVar(&o.kitd, "kitd", "bin/kitd", "kitd binary to start (built from ./cmd/kitd into a temporary directory when missing)")
 	flag.StringVar(&o.addr, "addr", "", "drive an already running node at host:port instead of starting one (needs -operator-token; start it with --limits off)")
@@ -81,6 +85,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary data directory and kitd.log")
 	flag.IntVar(&o.rounds, "rounds", 1, "split each measured -duration into this many alternating trivial/kitd slices (more rounds: background noise hits both sides alike)")
 	flag.DurationVar(&o.settle, "settle", 15*time.Second, "before each trivial run, wait up to this long for kitd to go idle after its previous run (0: do not wait)")
+	flag.StringVar(&o.trivial, "trivial", trivialProcess, "where the trivial server runs: process (its own, as kitd) or in-process (inside kitbench, the method of figures before 2026-11-22)")
 	flag.StringVar(&o.kitdArgs, "kitd-args", "", "extra space-separated arguments for `kitd serve`")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: kitbench [flags]\n\nLoad kitd and a trivial fasthttp server with the same requests; report req/s, p50, p99 and kitd÷trivial ratios.\n\n")
@@ -122,6 +127,7 @@ func run(o options) (int, error) {
 		WarmupSec:   o.warmup.Seconds(),
 		Rounds:      o.rounds,
 		Machine:     machineInfo(),
+		Trivial:     o.trivial,
 	}
 
 	// The node under test.
@@ -202,7 +208,7 @@ func run(o options) (int, error) {
 	if o.matchGet {
 		getBody = fx.SampleGet
 	}
-	triv, err := loadgen.StartTrivial(fx.SamplePost, getBody)
+	triv, err := startTrivial(o.trivial, fx.SamplePost, getBody)
 	if err != nil {
 		return 1, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +22,9 @@ import (
 // it behaves like `kitd serve` (same flags, same "listening" line, same stop
 // on SIGINT) serving fakeKitd.
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(trivialEnv); dir != "" {
+		os.Exit(serveTrivialChild(dir))
+	}
 	if os.Getenv("KITBENCH_FAKE_KITD") == "1" {
 		os.Exit(fakeServe(os.Args[1:]))
 	}
@@ -69,11 +73,17 @@ func fakeServe(args []string) int {
 
 func TestRunEndToEndWithFakeKitd(t *testing.T) {
 	t.Setenv("KITBENCH_FAKE_KITD", "1")
+	for _, mode := range []string{trivialProcess, trivialInProcess} {
+		t.Run("trivial server "+mode, func(t *testing.T) { runEndToEnd(t, mode) })
+	}
+}
+
+func runEndToEnd(t *testing.T, trivial string) {
 	out := filepath.Join(t.TempDir(), "bench.json")
 	code, err := run(options{
 		kitd: os.Args[0], concurrency: 3, duration: 200 * time.Millisecond, warmup: 20 * time.Millisecond,
 		timeout: 5 * time.Second, conversations: 20, seed: 60, limit: 50, jsonPath: out, rounds: 2,
-		settle: time.Second,
+		settle: time.Second, trivial: trivial,
 	})
 	if err != nil || code != 0 {
 		t.Fatalf("run: code %d, %v", code, err)
@@ -87,7 +97,7 @@ func TestRunEndToEndWithFakeKitd(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := []string{"post-1-conversation", "post-20-conversations", "get-history"}
-	if len(rep.Scenarios) != len(names) || rep.TotalErrors != 0 || rep.Concurrency != 3 || rep.Rounds != 2 {
+	if len(rep.Scenarios) != len(names) || rep.TotalErrors != 0 || rep.Concurrency != 3 || rep.Rounds != 2 || rep.Trivial != trivial {
 		t.Fatalf("report %s", data)
 	}
 	for i, s := range rep.Scenarios {
@@ -117,10 +127,43 @@ func TestRunFailsLoudlyOnErrors(t *testing.T) {
 	t.Setenv("KITBENCH_FAKE_FAIL", "get")
 	code, err := run(options{
 		kitd: os.Args[0], concurrency: 2, duration: 100 * time.Millisecond,
-		timeout: 5 * time.Second, conversations: 3, seed: 2, limit: 50, only: "get-history",
+		timeout: 5 * time.Second, conversations: 3, seed: 2, limit: 50, only: "get-history", trivial: trivialInProcess,
 	})
 	if code != 1 || err == nil || !strings.Contains(err.Error(), "requests failed") {
 		t.Fatalf("want failure, got code %d, %v", code, err)
+	}
+}
+
+// The trivial server's child process serves the given answers and ends
+// when kitbench closes it; a mode that does not exist is refused.
+func TestTrivialServerProcess(t *testing.T) {
+	srv, err := startTrivial(trivialProcess, []byte(`{"posted":true}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ method, want string }{
+		{http.MethodPost, `{"posted":true}`},
+		{http.MethodGet, `{"ok":true}`},
+	} {
+		req, _ := http.NewRequest(tc.method, "http://"+srv.Addr+"/", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != tc.want {
+			t.Errorf("%s: %q, want %q", tc.method, b, tc.want)
+		}
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if _, err := net.DialTimeout("tcp", srv.Addr, time.Second); err == nil {
+		t.Error("the trivial server still listens after Close")
+	}
+	if _, err := startTrivial("elsewhere", nil, nil); err == nil {
+		t.Error("an unknown -trivial mode was accepted")
 	}
 }
 

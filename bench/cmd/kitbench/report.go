@@ -84,6 +84,7 @@ type report struct {
 	Rounds      int               `json:"rounds"`
 	Machine     map[string]string `json:"machine"`
 	Kitd        string            `json:"kitd"`
+	Trivial     string            `json:"trivial"` // where the trivial server ran (-trivial)
 	Setup       map[string]any    `json:"setup"`
 	Scenarios   []*scenarioReport `json:"scenarios"`
 	TotalErrors uint64            `json:"totalErrors"`
@@ -142,7 +143,11 @@ func printTable(w io.Writer, r *report) {
 	fmt.Fprintf(w, "\nkitbench: %d connections, %v per scenario and server%s (after %v warm-up), GOMAXPROCS=%s of %s CPUs, %s\n",
 		r.Concurrency, time.Duration(r.DurationSec*float64(time.Second)), rounds, time.Duration(r.WarmupSec*float64(time.Second)),
 		r.Machine["gomaxprocs"], r.Machine["numCPU"], r.Machine["goVersion"])
-	fmt.Fprintf(w, "kitd: %s (limits off); trivial: in-process fasthttp handler; all share the same CPUs\n\n", r.Kitd)
+	where := "fasthttp handler in its own process"
+	if r.Trivial == trivialInProcess {
+		where = "fasthttp handler inside kitbench"
+	}
+	fmt.Fprintf(w, "kitd: %s (limits off); trivial: %s; all share the same CPUs\n\n", r.Kitd, where)
 	const row = "%-26s %-13s %10s %9s %9s %9s %8s %8s\n"
 	fmt.Fprintf(w, row, "scenario", "server", "req/s", "p50", "p99", "max", "errors", "resp B")
 	for _, s := range r.Scenarios {
