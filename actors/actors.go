@@ -72,6 +72,8 @@ type Env struct {
 	// IdleTimeout passivates actors nobody asked anything for about this
 	// long; 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+
+	logPrunes devLogPrunes // state of the node, not configuration
 }
 
 func (e *Env) idleTimeout() time.Duration {

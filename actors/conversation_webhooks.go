@@ -79,7 +79,7 @@ func (a *conversationActor) postAsWebhook(m *kitpb.PostAsWebhook) (proto.Message
 	b := a.env.Store.NewBatch()
 	put(b, seqKey(a.messages, seq), msg)
 	if m.Log != nil && m.KitId != "" {
-		putLog(b, m.KitId, m.Log)
+		a.env.putLog(b, m.KitId, m.Log)
 	}
 	w, err := b.Apply()
 	if err != nil {

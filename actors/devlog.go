@@ -40,9 +40,9 @@ const LogRetention = 7 * 24 * time.Hour
 // most one range deletion per Kit and hour per process.
 const logPruneEvery = time.Hour
 
-// logPruned is when each Kit's log was last pruned by this process (unix
-// nanoseconds of the server clock).
-var logPruned sync.Map
+// devLogPrunes is when each Kit's log was last pruned by this node (unix
+// nanoseconds of the server clock, by Kit id). The zero value is ready.
+type devLogPrunes struct{ last sync.Map }
 
 func devLogPrefix(kitID string) []byte { return key("devlog", kitID, "") }
 
@@ -63,12 +63,12 @@ func newLogEntry(env *Env, source, level, event, installationID string) *kitpb.D
 // the deletion of the Kit's expired entries. Entries are write-once and
 // expired ones are never read, so concurrent writers pruning the same range
 // do not conflict.
-func putLog(b *persistence.Batch, kitID string, e *kitpb.DevLogEntry) {
+func (env *Env) putLog(b *persistence.Batch, kitID string, e *kitpb.DevLogEntry) {
 	put(b, key("devlog", kitID, e.Id), e)
-	if last, ok := logPruned.Load(kitID); ok && e.At-last.(int64) < int64(logPruneEvery) {
+	if last, ok := env.logPrunes.last.Load(kitID); ok && e.At-last.(int64) < int64(logPruneEvery) {
 		return
 	}
-	logPruned.Store(kitID, e.At)
+	env.logPrunes.last.Store(kitID, e.At)
 	b.DeleteRange(devLogPrefix(kitID), devLogCutoff(kitID, time.Unix(0, e.At)))
 }
 
@@ -79,7 +79,7 @@ func putLog(b *persistence.Batch, kitID string, e *kitpb.DevLogEntry) {
 func writeLogAsync(env *Env, kitID string, entries ...*kitpb.DevLogEntry) {
 	b := env.Store.NewBatch()
 	for _, e := range entries {
-		putLog(b, kitID, e)
+		env.putLog(b, kitID, e)
 	}
 	w, err := b.Apply()
 	if err != nil {

@@ -58,7 +58,7 @@ func (a *installationActor) handleGrants(msg proto.Message) (reply proto.Message
 func (a *installationActor) audit(b *persistence.Batch, event, level, status, errorCode string) {
 	e := newLogEntry(a.env, LogSourceAudit, level, event, a.id)
 	e.Status, e.ErrorCode = status, errorCode
-	putLog(b, a.inst.KitId, e)
+	a.env.putLog(b, a.inst.KitId, e)
 }
 
 // refuse logs a refused token request and returns err, the refusal.

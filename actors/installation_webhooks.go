@@ -88,7 +88,7 @@ func (a *installationActor) createWebhook(m *kitpb.CreateWebhook) (proto.Message
 	b := a.env.Store.NewBatch()
 	put(b, key("inst", a.id, "w", m.WebhookId), &kitpb.WebhookRef{WebhookId: m.WebhookId, ConversationId: m.ConversationId, CreatedAt: now})
 	put(b, key("loc", m.WebhookId), &kitpb.Locator{Kind: KindInstallation, Owner: a.id})
-	putLog(b, a.inst.KitId, audit)
+	a.env.putLog(b, a.inst.KitId, audit)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("record webhook %s of %s: %w", m.WebhookId, a.id, err)
 	}

@@ -138,9 +138,9 @@ func (a *kitActor) upload(m *kitpb.UploadVersion) (proto.Message, error) {
 	b := a.env.Store.NewBatch()
 	put(b, key("kit", a.id), kit)
 	put(b, versionKey(a.id, man.Version), v)
-	putLog(b, a.id, a.auditVersion("version.uploaded", ver))
+	a.env.putLog(b, a.id, a.auditVersion("version.uploaded", ver))
 	if v.Published {
-		putLog(b, a.id, a.auditVersion("version.published", ver))
+		a.env.putLog(b, a.id, a.auditVersion("version.published", ver))
 	}
 	if a.kit == nil {
 		b.Set(key("kits", m.WorkspaceId, a.id), nil)
@@ -175,7 +175,7 @@ func (a *kitActor) publish(v *kitpb.KitVersion) (proto.Message, error) {
 	b := a.env.Store.NewBatch()
 	put(b, key("kit", a.id), kit)
 	put(b, versionKey(a.id, man.Version), nv)
-	putLog(b, a.id, a.auditVersion("version.published", nv.Version))
+	a.env.putLog(b, a.id, a.auditVersion("version.published", nv.Version))
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("publish %s of %s: %w", v.Version, a.id, err)
 	}

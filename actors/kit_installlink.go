@@ -122,7 +122,7 @@ func (a *kitActor) createInstallLink(m *kitpb.CreateInstallLink) (proto.Message,
 	if active {
 		e.Status = "replaced"
 	}
-	putLog(b, a.id, e)
+	a.env.putLog(b, a.id, e)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("store install link of %s: %w", a.id, err)
 	}
@@ -140,7 +140,7 @@ func (a *kitActor) deleteInstallLink() (proto.Message, error) {
 	b := a.env.Store.NewBatch()
 	b.Delete(installLinkKey(a.id))
 	b.Delete(installLinkIndexKey(cur.Hash))
-	putLog(b, a.id, newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "install_link.deleted", ""))
+	a.env.putLog(b, a.id, newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "install_link.deleted", ""))
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("delete install link of %s: %w", a.id, err)
 	}
@@ -180,7 +180,7 @@ func (a *kitActor) installLinkUsed(m *kitpb.InstallLinkUsed) (proto.Message, err
 	b := a.env.Store.NewBatch()
 	e := newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "install_link.used", m.InstallationId)
 	e.Status = m.Version
-	putLog(b, a.id, e)
+	a.env.putLog(b, a.id, e)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("log install link use of %s: %w", a.id, err)
 	}

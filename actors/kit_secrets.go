@@ -98,7 +98,7 @@ func (a *kitActor) checkClientSecret(m *kitpb.CheckClientSecret) (proto.Message,
 	b := a.env.Store.NewBatch()
 	e := newLogEntry(a.env, LogSourceAudit, LogLevelError, "token.refused", "")
 	e.Status, e.ErrorCode = "client", "invalid_client_secret"
-	putLog(b, a.id, e)
+	a.env.putLog(b, a.id, e)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("log refused client secret of %s: %w", a.id, err)
 	}

@@ -147,10 +147,10 @@ func (a *webhookActor) end(state, reason string, entries ...*kitpb.DevLogEntry) 
 	}
 	b := a.env.Store.NewBatch()
 	put(b, key("hook", a.id), next)
-	putLog(b, a.hook.KitId, audit)
+	a.env.putLog(b, a.hook.KitId, audit)
 	for _, e := range entries {
 		e.Id = ids.NewAt(a.env.Clock.Now()) // after the audit entry: the state change comes first in the log
-		putLog(b, a.hook.KitId, e)
+		a.env.putLog(b, a.hook.KitId, e)
 	}
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("end webhook %s: %w", a.id, err)
