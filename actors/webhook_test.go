@@ -23,7 +23,7 @@ type hookFixture struct {
 	secret          string
 }
 
-func (n *testNode) hookFixture(t *testing.T, max int) *hookFixture {
+func (n *testNode) hookFixture(t testing.TB, max int) *hookFixture {
 	t.Helper()
 	w := n.workspace(t, 0)
 	f := &hookFixture{ws: w.id, admin: ids.New()}
@@ -41,12 +41,17 @@ func (n *testNode) hookFixture(t *testing.T, max int) *hookFixture {
 	return f
 }
 
-func (n *testNode) createHook(t *testing.T, f *hookFixture) (id, secret string) {
+func (n *testNode) createHook(t testing.TB, f *hookFixture) (id, secret string) {
+	t.Helper()
+	return n.createHookIn(t, f, f.conv)
+}
+
+func (n *testNode) createHookIn(t testing.TB, f *hookFixture, conv string) (id, secret string) {
 	t.Helper()
 	u := ask[*kitpb.UserReply](t, n, actors.KindWorkspace, f.ws, &kitpb.GetUser{UserId: f.admin})
 	id, secret = ids.New(), ids.NewSecret("")
 	ask[*kitpb.WebhookReply](t, n, actors.KindInstallation, f.inst.Id, &kitpb.CreateWebhook{
-		WebhookId: id, ConversationId: f.conv, Creator: u.User, SecretHash: actors.HookSecretHash(secret),
+		WebhookId: id, ConversationId: conv, Creator: u.User, SecretHash: actors.HookSecretHash(secret),
 	})
 	return id, secret
 }
