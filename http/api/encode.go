@@ -1,6 +1,7 @@
 package api
 
 import (
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -73,21 +74,21 @@ func appendMessage(b []byte, m *kitpb.Message) []byte {
 	return append(b, "]}"...)
 }
 
-// messageBodyJSON is {"message": m}.
-func messageBodyJSON(m *kitpb.Message) []byte {
-	b := make([]byte, 0, 320+len(m.Text)+len(m.Blocks))
+// appendMessageBody appends {"message": m} to b.
+func appendMessageBody(b []byte, m *kitpb.Message) []byte {
+	b = slices.Grow(b, 320+len(m.Text)+len(m.Blocks))
 	b = append(b, `{"message":`...)
 	b = appendMessage(b, m)
 	return append(b, '}')
 }
 
-// messagesPageJSON is {"messages": [...], "nextCursor": c}.
-func messagesPageJSON(ms []*kitpb.Message, next *string) []byte {
+// appendMessagesPage appends {"messages": [...], "nextCursor": c} to b.
+func appendMessagesPage(b []byte, ms []*kitpb.Message, next *string) []byte {
 	size := 40
 	for _, m := range ms {
 		size += 320 + len(m.Text) + len(m.Blocks)
 	}
-	b := make([]byte, 0, size)
+	b = slices.Grow(b, size)
 	b = append(b, `{"messages":[`...)
 	for i, m := range ms {
 		if i > 0 {

@@ -54,19 +54,27 @@ func TestAppendMessageMatchesEncodingJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := messageBodyJSON(m); string(got) != string(want) {
+			if got := appendMessageBody(nil, m); string(got) != string(want) {
 				t.Fatalf("got  %s\nwant %s", got, want)
 			}
 			next := "abc<>"
 			wantPage, _ := json.Marshal(messagesPage{viewMessages([]*kitpb.Message{m, base()}), &next})
-			if got := messagesPageJSON([]*kitpb.Message{m, base()}, &next); string(got) != string(wantPage) {
+			if got := appendMessagesPage(nil, []*kitpb.Message{m, base()}, &next); string(got) != string(wantPage) {
 				t.Fatalf("page got  %s\nwant %s", got, wantPage)
 			}
 		})
 	}
+	t.Run("the body is appended after what the buffer holds", func(t *testing.T) {
+		m := base()
+		buf := append(make([]byte, 0, 4), "kept"...)
+		got := appendMessageBody(buf, m)
+		if string(got) != "kept"+string(appendMessageBody(nil, m)) {
+			t.Fatalf("got %s", got)
+		}
+	})
 	t.Run("an empty last page", func(t *testing.T) {
 		want, _ := json.Marshal(messagesPage{viewMessages(nil), nil})
-		if got := messagesPageJSON(nil, nil); string(got) != string(want) {
+		if got := appendMessagesPage(nil, nil, nil); string(got) != string(want) {
 			t.Fatalf("got %s want %s", got, want)
 		}
 	})
@@ -80,7 +88,7 @@ func BenchmarkMessagesPageJSON(b *testing.B) {
 	}
 	b.Run("hand-written", func(b *testing.B) {
 		for range b.N {
-			messagesPageJSON(ms, nil)
+			appendMessagesPage(nil, ms, nil)
 		}
 	})
 	b.Run("encoding/json", func(b *testing.B) {

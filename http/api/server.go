@@ -270,6 +270,20 @@ func (s *Server) writeBody(ctx *fasthttp.RequestCtx, status int, body []byte) {
 	ctx.SetBody(body)
 }
 
+// bodyBuffer lends the response's own pooled body buffer, empty, for a JSON
+// body to be appended to; writeBuffer hands it back as the answer. The hot
+// answers (messages) are built so, without allocating or copying a body.
+func bodyBuffer(ctx *fasthttp.RequestCtx) []byte {
+	return ctx.Response.SwapBody(nil)[:0]
+}
+
+// writeBuffer answers with a JSON body built in the buffer of bodyBuffer.
+func (s *Server) writeBuffer(ctx *fasthttp.RequestCtx, status int, body []byte) {
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.Response.SwapBody(body)
+}
+
 // decode reads a JSON object body into v. An empty body decodes as {} when
 // emptyOK. Type errors name the field path; nothing of the input is echoed.
 func (s *Server) decode(ctx *fasthttp.RequestCtx, v any, limit int, emptyOK bool) error {

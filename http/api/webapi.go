@@ -343,7 +343,7 @@ func (s *Server) messagePage(ctx *fasthttp.RequestCtx, p *actors.Principal, conv
 	if n := len(r.Messages); n > 0 {
 		last = strconv.FormatUint(r.Messages[n-1].Seq, 10)
 	}
-	s.writeBody(ctx, fasthttp.StatusOK, messagesPageJSON(r.Messages, cursorFor(list, last, r.More)))
+	s.writeBuffer(ctx, fasthttp.StatusOK, appendMessagesPage(bodyBuffer(ctx), r.Messages, cursorFor(list, last, r.More)))
 }
 
 func (s *Server) getMessage(ctx *fasthttp.RequestCtx, id string) {
@@ -361,7 +361,7 @@ func (s *Server) getMessage(ctx *fasthttp.RequestCtx, id string) {
 		s.fail(ctx, err)
 		return
 	}
-	s.writeBody(ctx, fasthttp.StatusOK, messageBodyJSON(r.Message))
+	s.writeBuffer(ctx, fasthttp.StatusOK, appendMessageBody(bodyBuffer(ctx), r.Message))
 }
 
 type postBody struct {
@@ -410,7 +410,7 @@ func (s *Server) postMessage(ctx *fasthttp.RequestCtx) {
 	if r.Replayed {
 		status = fasthttp.StatusOK
 	}
-	s.writeBody(ctx, status, messageBodyJSON(r.Message))
+	s.writeBuffer(ctx, status, appendMessageBody(bodyBuffer(ctx), r.Message))
 }
 
 type editBody struct {
@@ -445,7 +445,7 @@ func (s *Server) editMessage(ctx *fasthttp.RequestCtx, id string) {
 		s.fail(ctx, err)
 		return
 	}
-	s.writeBody(ctx, fasthttp.StatusOK, messageBodyJSON(r.Message))
+	s.writeBuffer(ctx, fasthttp.StatusOK, appendMessageBody(bodyBuffer(ctx), r.Message))
 }
 
 func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, id string) {
@@ -463,7 +463,7 @@ func (s *Server) deleteMessage(ctx *fasthttp.RequestCtx, id string) {
 		s.fail(ctx, err)
 		return
 	}
-	s.writeBody(ctx, fasthttp.StatusOK, messageBodyJSON(r.Message))
+	s.writeBuffer(ctx, fasthttp.StatusOK, appendMessageBody(bodyBuffer(ctx), r.Message))
 }
 
 func messageText(text *string) error {
