@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"io"
-	"strings"
 	"sync"
 
 	"github.com/valyala/fasthttp"
@@ -150,8 +149,9 @@ func (s *Server) refuseBody(ctx *fasthttp.RequestCtx, err error) {
 
 // isUpload reports a request that webAPI routes to uploadFile.
 func isUpload(ctx *fasthttp.RequestCtx) bool {
-	path, ok := strings.CutPrefix(string(ctx.Path()), "/api/v1/")
-	return ok && ctx.IsPost() && route(splitPath(path), "files")
+	// Most requests are not: decide that without copying the path.
+	path, ok := bytes.CutPrefix(ctx.Path(), []byte("/api/v1/"))
+	return ok && ctx.IsPost() && bytes.HasPrefix(path, []byte("files")) && route(splitPath(string(path)), "files")
 }
 
 // bodyBuffers holds the buffers bodies are read into.
