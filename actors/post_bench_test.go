@@ -10,18 +10,25 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
+// benchNode starts a node on an in-memory filesystem with rate limits off,
+// stopped when the benchmark ends.
+func benchNode(b *testing.B) *testNode {
+	n, err := startNode(vfs.NewMem(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = n.stop() })
+	n.env.Limits = nil
+	return n
+}
+
 // BenchmarkPost measures the actor and storage part of POST /messages: a
 // bot's post into one of 1,000 conversations through cluster.Request, on an
 // in-memory filesystem (no fsync cost, so the CPU of the path shows):
 //
 //	go test ./actors/ -run '^$' -bench Post -benchmem -count 6
 func BenchmarkPost(b *testing.B) {
-	n, err := startNode(vfs.NewMem(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer n.stop()
-	n.env.Limits = nil
+	n := benchNode(b)
 	w := n.workspace(b, 1)
 	convs := make([]string, 1000)
 	for i := range convs {
@@ -51,12 +58,7 @@ func BenchmarkPost(b *testing.B) {
 //
 //	go test ./actors/ -run '^$' -bench WebhookPost -benchmem -count 6
 func BenchmarkWebhookPost(b *testing.B) {
-	n, err := startNode(vfs.NewMem(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer n.stop()
-	n.env.Limits = nil
+	n := benchNode(b)
 	type hook struct {
 		inst, id, secret string
 	}
