@@ -263,13 +263,6 @@ func (s *Server) writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 	ctx.SetBody(body)
 }
 
-// writeBody writes an already encoded JSON body.
-func (s *Server) writeBody(ctx *fasthttp.RequestCtx, status int, body []byte) {
-	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/json")
-	ctx.SetBody(body)
-}
-
 // bodyBuffer lends the response's own pooled body buffer, empty, for a JSON
 // body to be appended to; writeBuffer hands it back as the answer. The hot
 // answers (messages) are built so, without allocating or copying a body.
