@@ -77,14 +77,9 @@ func (s *Server) hooks(ctx *fasthttp.RequestCtx, seg []string) {
 	if r.Limit != nil {
 		setRateHeaders(ctx, s.decision(r.Limit))
 	}
-	s.writeJSON(ctx, fasthttp.StatusOK, okBody)
+	s.writeBuffer(ctx, fasthttp.StatusOK, append(bodyBuffer(ctx), `{"ok":true}`...))
 }
 
-// hookBody checks the shape of a webhook body: a JSON object with text
-// (1-4,000 characters, not blank) and optional blocks, which the
-// conversation validates. Other keys (channel, username, icon, ...) are
-// ignored. The Content-Type is not looked at: webhook senders are often
-// shell scripts, and the body must be a JSON object whatever it says.
 // hookPostBody is the body of an incoming webhook post; other keys are
 // ignored.
 type hookPostBody struct {
@@ -92,6 +87,11 @@ type hookPostBody struct {
 	Blocks json.RawMessage `json:"blocks"`
 }
 
+// hookBody checks the shape of a webhook body: a JSON object with text
+// (1-4,000 characters, not blank) and optional blocks, which the
+// conversation validates. Other keys (channel, username, icon, ...) are
+// ignored. The Content-Type is not looked at: webhook senders are often
+// shell scripts, and the body must be a JSON object whatever it says.
 func hookBody(body []byte) (text string, blocks []byte, err error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return "", nil, kiterr.Invalid("", "request body is required")
