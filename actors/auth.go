@@ -239,7 +239,7 @@ func (a *Authenticator) Revoke(token string) error {
 func LocateMessage(env *Env, id string) (conversationID string, err error) {
 	tag, seq, ok := ids.ParseMessage(id)
 	if !ok {
-		return "", kiterr.Absent("message")
+		return locateOlderMessage(env, id)
 	}
 	prefix := messageTagKey(tag, "")
 	var owners []string
@@ -262,7 +262,24 @@ func LocateMessage(env *Env, id string) (conversationID string, err error) {
 			return c, nil
 		}
 	}
-	return "", kiterr.Absent("message")
+	return locateOlderMessage(env, id)
+}
+
+// locateOlderMessage finds the conversation of a message written before
+// ids carried their position, from the locator record written with it.
+func locateOlderMessage(env *Env, id string) (string, error) {
+	if !ids.Valid(id) {
+		return "", kiterr.Absent("message")
+	}
+	loc := &kitpb.Locator{}
+	found, err := load(env.Store, key("loc", id), loc)
+	if err != nil {
+		return "", fmt.Errorf("locate message %s: %w", id, err)
+	}
+	if !found || loc.Kind != KindConversation || loc.Seq == 0 {
+		return "", kiterr.Absent("message")
+	}
+	return loc.Owner, nil
 }
 
 // Locate returns which actor owns id (a message, user, session or

@@ -61,6 +61,9 @@ func (a *conversationActor) activate(identity string) error {
 		return err
 	}
 	a.conv = conv
+	if err := a.ensureTagIndex(); err != nil {
+		return err
+	}
 	if err := scanRecords(a.env.Store, a.prefix("m", ""), func() proto.Message { return &kitpb.Member{} }, func(m proto.Message) {
 		mem := m.(*kitpb.Member)
 		a.members[mem.UserId] = mem
@@ -474,11 +477,30 @@ func (a *conversationActor) nextSeq() (uint64, error) {
 // where it is (ids.NewMessage); the stored id must match, so an id of
 // another conversation with the same tag finds nothing.
 func (a *conversationActor) messageByID(id string) (*kitpb.Message, error) {
-	tag, seq, ok := ids.ParseMessage(id)
-	if !ok || tag != a.tag || seq > a.lastSeq {
+	if tag, seq, ok := ids.ParseMessage(id); ok && tag == a.tag && seq <= a.lastSeq {
+		msg, err := a.messageBySeq(seq)
+		if err != nil && kiterr.CodeOf(err) != kiterr.NotFound {
+			return nil, err
+		}
+		if err == nil && msg.Id == id {
+			return msg, nil
+		}
+	}
+	return a.messageByLocator(id)
+}
+
+// messageByLocator finds a message written before ids carried their
+// position, through the locator record written with it.
+func (a *conversationActor) messageByLocator(id string) (*kitpb.Message, error) {
+	loc := &kitpb.Locator{}
+	found, err := load(a.env.Store, key("loc", id), loc)
+	if err != nil {
+		return nil, fmt.Errorf("locate message %s: %w", id, err)
+	}
+	if !found || loc.Kind != KindConversation || loc.Owner != a.id || loc.Seq == 0 {
 		return nil, kiterr.Absent("message")
 	}
-	msg, err := a.messageBySeq(seq)
+	msg, err := a.messageBySeq(loc.Seq)
 	if err != nil {
 		return nil, err
 	}
@@ -486,6 +508,22 @@ func (a *conversationActor) messageByID(id string) (*kitpb.Message, error) {
 		return nil, kiterr.Absent("message")
 	}
 	return msg, nil
+}
+
+// ensureTagIndex writes the conversation's tag index entry when it lacks
+// one: a conversation created before message ids carried their position
+// gets it the first time it activates, before it mints any such id.
+func (a *conversationActor) ensureTagIndex() error {
+	k := messageTagKey(a.tag, a.id)
+	if _, err := a.env.Store.Get(k); !errors.Is(err, persistence.ErrNotFound) {
+		return err
+	}
+	b := a.env.Store.NewBatch()
+	b.Set(k, nil)
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("index tag of conversation %s: %w", a.id, err)
+	}
+	return nil
 }
 
 func (a *conversationActor) messageBySeq(seq uint64) (*kitpb.Message, error) {

@@ -40,7 +40,8 @@ import (
 //	kits/<ws>/<k>                Kits owned by a workspace (empty value)
 //	slug/<slug>                  kit id
 //	cred/<sha256>                Credential (bot, user, refresh, code, developer, session)
-//	loc/<id>                     Locator: which actor owns id (not messages: their ids say it)
+//	loc/<id>                     Locator: which actor owns id (messages have none: their ids
+//	                             say it, except those written before 2026-11-22)
 //	devlog/<kit>/<entry>         DevLogEntry: written once, in the batch of the outcome it
 //	                             reports, by whichever actor decided it (see devlog.go;
 //	                             the kit actor: uploads, publishes, domains, install links;

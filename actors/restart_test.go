@@ -1,11 +1,14 @@
 package actors_test
 
 import (
+	"encoding/binary"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
@@ -186,4 +189,71 @@ func TestStateSurvivesARestart(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, tt.run)
 	}
+}
+
+// A data directory written before message ids carried their position has
+// conversations without a tag index entry and messages with random ids and
+// locator records. Both keep working: the conversation indexes its tag when
+// it activates, and older messages are found through their locators.
+func TestMessagesFromBeforeIDsCarriedTheirPosition(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two nodes")
+	}
+	fs := vfs.NewMem()
+	n, err := startNode(fs, nil)
+	noErr(t, err)
+	w := n.workspace(t, 1)
+	conv := n.channel(t, w.id, w.users[0])
+	alice := userCaller(w.id, w.users[0])
+
+	// The older layout, written by hand: no conv's tag entry, one message
+	// at position 1 under a random id, with its locator.
+	old := &kitpb.Message{Id: ids.New(), ConversationId: conv, AuthorKind: "user", AuthorId: w.users[0], Text: "from before", CreatedAt: 1, Seq: 1}
+	b := n.store.NewBatch()
+	b.Delete(fmt.Appendf(nil, "mtag/%08x/%s", ids.MessageTag(conv), conv))
+	b.Set(binary.BigEndian.AppendUint64([]byte("conv/"+conv+"/s/"), 1), mustMarshal(t, old))
+	b.Set([]byte("loc/"+old.Id), mustMarshal(t, &kitpb.Locator{Kind: actors.KindConversation, Owner: conv, Seq: 1}))
+	noErr(t, b.Commit())
+	noErr(t, n.stop())
+
+	r, err := startNode(fs, n.clk)
+	noErr(t, err)
+	t.Cleanup(func() { _ = r.stop() })
+
+	t.Run("an older message is located before its conversation activates", func(t *testing.T) {
+		got, err := actors.LocateMessage(r.env, old.Id)
+		noErr(t, err)
+		if got != conv {
+			t.Fatalf("LocateMessage = %s, want %s", got, conv)
+		}
+	})
+	t.Run("an older message is found by its id", func(t *testing.T) {
+		got := ask[*kitpb.MessageReply](t, r, actors.KindConversation, conv, &kitpb.GetMessage{Caller: alice, MessageId: old.Id}).Message
+		if got.Text != "from before" {
+			t.Fatalf("got %v", got)
+		}
+	})
+	t.Run("a new message after it is located through the tag the conversation indexed", func(t *testing.T) {
+		m := r.post(t, alice, conv, postReq{text: "after"})
+		if m.Seq != 2 {
+			t.Fatalf("seq %d, want 2", m.Seq)
+		}
+		got, err := actors.LocateMessage(r.env, m.Id)
+		noErr(t, err)
+		if got != conv {
+			t.Fatalf("LocateMessage = %s, want %s", got, conv)
+		}
+	})
+	t.Run("another conversation's older message is not found here", func(t *testing.T) {
+		other := r.channel(t, w.id, w.users[0])
+		_, err := try[*kitpb.MessageReply](r, actors.KindConversation, other, &kitpb.GetMessage{Caller: alice, MessageId: old.Id})
+		wantCode(t, err, kiterr.NotFound)
+	})
+}
+
+func mustMarshal(t *testing.T, m proto.Message) []byte {
+	t.Helper()
+	b, err := proto.Marshal(m)
+	noErr(t, err)
+	return b
 }

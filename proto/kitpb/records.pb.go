@@ -1413,9 +1413,13 @@ func (x *Session) GetEndedAt() int64 {
 
 // Locator says which actor owns an id that does not name its owner itself.
 type Locator struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	Owner         string                 `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Owner string                 `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
+	// A message's position in its conversation, in the locators of messages
+	// written before message ids carried it (ids.NewMessage); read only to
+	// find those.
+	Seq           uint64 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1462,6 +1466,13 @@ func (x *Locator) GetOwner() string {
 		return x.Owner
 	}
 	return ""
+}
+
+func (x *Locator) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
 }
 
 var File_records_proto protoreflect.FileDescriptor
@@ -1628,10 +1639,11 @@ const file_records_proto_rawDesc = "" +
 	"created_at\x18\x04 \x01(\x03R\tcreatedAt\x12\x1d\n" +
 	"\n" +
 	"expires_at\x18\x05 \x01(\x03R\texpiresAt\x12\x19\n" +
-	"\bended_at\x18\x06 \x01(\x03R\aendedAt\"9\n" +
+	"\bended_at\x18\x06 \x01(\x03R\aendedAt\"E\n" +
 	"\aLocator\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x14\n" +
-	"\x05owner\x18\x02 \x01(\tR\x05ownerJ\x04\b\x03\x10\x04B\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
+	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seqB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
 
 var (
 	file_records_proto_rawDescOnce sync.Once
