@@ -95,14 +95,17 @@ func Kinds(env *Env) []*pcluster.Kind {
 		// their hot path (Apply) does not block, so the hand-off is pure
 		// overhead. Measured: about +10% POST /messages throughput.
 		pcluster.NewKind(KindConversation, actor.PropsFromProducer(func() actor.Actor { return &conversationActor{env: env} },
-			actor.WithDispatcher(actor.NewSynchronizedDispatcher(mailboxThroughput)))),
+			actor.WithDispatcher(actor.NewSynchronizedDispatcher(mailboxThroughput)), actor.WithMailbox(cluster.NewInlineMailbox))),
 		pcluster.NewKind(KindInstallation, actor.PropsFromProducer(func() actor.Actor { return &installationActor{env: env} })),
 		pcluster.NewKind(KindKit, actor.PropsFromProducer(func() actor.Actor { return &kitActor{env: env} })),
 		pcluster.NewKind(KindSlug, actor.PropsFromProducer(func() actor.Actor { return &slugActor{env: env} })),
 		// Webhooks too: they check a post and forward it without waiting
-		// (measured with the forward: 12% less CPU per webhook post).
+		// (measured with the forward: 12% less CPU per webhook post). Both
+		// kinds use the inline mailbox, which hands a message to an idle
+		// actor without queueing it: +0.03 of trivial for webhook posts,
+		// which cross both (bench/README.md).
 		pcluster.NewKind(KindWebhook, actor.PropsFromProducer(func() actor.Actor { return &webhookActor{env: env} },
-			actor.WithDispatcher(actor.NewSynchronizedDispatcher(mailboxThroughput)))),
+			actor.WithDispatcher(actor.NewSynchronizedDispatcher(mailboxThroughput)), actor.WithMailbox(cluster.NewInlineMailbox))),
 	}
 }
 
