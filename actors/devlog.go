@@ -53,8 +53,9 @@ func devLogCutoff(kitID string, now time.Time) []byte {
 
 // newLogEntry starts an entry at now with a fresh time-ordered id.
 func newLogEntry(env *Env, source, level, event, installationID string) *kitpb.DevLogEntry {
+	now := env.Clock.Now()
 	return &kitpb.DevLogEntry{
-		Id: ids.NewAt(env.Clock.Now()), At: nanos(env.Clock.Now()), Source: source, Level: level,
+		Id: ids.NewAt(now), At: nanos(now), Source: source, Level: level,
 		Event: event, InstallationId: installationID,
 	}
 }
