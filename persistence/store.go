@@ -68,6 +68,11 @@ func Open(dir string, opts Options) (*Store, error) {
 			},
 		},
 	}
+	// Pebble's fastest profile (MinLZ on amd64, Snappy on arm64) instead of
+	// its default, Snappy everywhere: flushes and compactions compress every
+	// byte the actors write, and Snappy's encoder alone was 4% of a webhook
+	// post's CPU (bench/README.md).
+	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionFastest })
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("persistence: open %s: %w", dir, err)

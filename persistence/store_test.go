@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -288,5 +289,38 @@ func TestPebbleLogsGoToSlog(t *testing.T) {
 		if lv != slog.LevelDebug {
 			t.Errorf("routine Pebble message logged at %v, want debug", lv)
 		}
+	}
+}
+
+// Tables are compressed with Pebble's fastest profile (MinLZ on amd64),
+// not its Snappy default (see Open).
+func TestTablesUseTheFastestCompression(t *testing.T) {
+	s := openMem(t)
+	b := s.NewBatch()
+	for i := range 1000 {
+		b.Set(fmt.Appendf(nil, "k%05d", i), bytes.Repeat([]byte("value "), 20))
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	levels, err := s.db.SSTables(pebble.WithProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "Fastest" // the profile's name, as the table records it
+	tables := 0
+	for _, level := range levels {
+		for _, table := range level {
+			tables++
+			if got := table.Properties.CompressionName; got != want {
+				t.Errorf("table %v compressed with %s, want %s", table.FileNum, got, want)
+			}
+		}
+	}
+	if tables == 0 {
+		t.Fatal("the flush wrote no table")
 	}
 }
