@@ -145,19 +145,25 @@ type lifecycle struct {
 type idleCheck struct{}
 
 // forwardTo is a handler's answer that passes the request on: receive
-// sends msg to the actor of kind with identity, with the original sender
+// sends msg to the actor the route names, with the original sender
 // (cluster.Node.Forward), and that actor answers instead. It travels as
 // the handler's error so that handlers keep one signature.
 type forwardTo struct {
-	kind, identity string
-	msg            proto.Message
+	route *cluster.Route
+	msg   proto.Message
 }
 
-func (f *forwardTo) Error() string { return "forwarded to " + f.kind + "/" + f.identity }
+func (f *forwardTo) Error() string { return "forwarded to " + f.route.Kind + "/" + f.route.Identity }
 
 // forward is the answer that passes the request on to kind/identity as msg.
 func forward(kind, identity string, msg proto.Message) error {
-	return &forwardTo{kind: kind, identity: identity, msg: msg}
+	return &forwardTo{route: &cluster.Route{Kind: kind, Identity: identity}, msg: msg}
+}
+
+// forwardVia is forward through a route the handler keeps, for a target it
+// forwards to again and again.
+func forwardVia(route *cluster.Route, msg proto.Message) error {
+	return &forwardTo{route: route, msg: msg}
 }
 
 // receive drives a handler from protoactor's mailbox. A failed activation
@@ -282,7 +288,7 @@ func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx act
 		fw, forwarded := err.(*forwardTo) // returned as is by handlers, never wrapped
 		switch {
 		case forwarded:
-			env.Node.Forward(ctx, fw.kind, fw.identity, fw.msg)
+			env.Node.Forward(ctx, fw.route, fw.msg)
 		case err != nil:
 			d.respond(ctx, failure(err))
 		default:

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
@@ -61,6 +62,7 @@ type webhookActor struct {
 
 	id      string
 	hook    *kitpb.Webhook // nil: no such webhook
+	conv    cluster.Route  // to the webhook's conversation
 	buckets bucketSet
 	// lastRefusalLog is when a refusal with this code was last logged.
 	lastRefusalLog map[kiterr.Code]time.Time
@@ -78,6 +80,7 @@ func (a *webhookActor) activate(identity string) error {
 		return err
 	}
 	a.hook = h
+	a.conv = cluster.Route{Kind: KindConversation, Identity: h.ConversationId}
 	return nil
 }
 
@@ -115,6 +118,7 @@ func (a *webhookActor) open(m *kitpb.OpenWebhook) (proto.Message, error) {
 		return nil, fmt.Errorf("open webhook %s: %w", a.id, err)
 	}
 	a.hook = h
+	a.conv = cluster.Route{Kind: KindConversation, Identity: h.ConversationId}
 	return &kitpb.WebhookReply{Webhook: h}, nil
 }
 
@@ -198,7 +202,7 @@ func (a *webhookActor) post(m *kitpb.HookPost) (proto.Message, error) {
 	}
 	// The conversation answers the hooks host itself: the webhook does not
 	// wait for the post and its sync (see kitpb.PostAsWebhook).
-	return nil, forward(KindConversation, a.hook.ConversationId, &kitpb.PostAsWebhook{
+	return nil, forwardVia(&a.conv, &kitpb.PostAsWebhook{
 		BotId: a.hook.BotId, WorkspaceId: a.hook.WorkspaceId,
 		Text: m.Text, Blocks: m.Blocks, KitId: a.hook.KitId,
 		Log: a.outcome(LogLevelInfo, "posted", "", 200), WebhookId: a.id, Limit: reply.Limit,

@@ -214,27 +214,45 @@ func (n *Node) forget(kind, identity string) {
 // targets.
 const suspectDeadFor = 5 * time.Second
 
-// Forward passes the request an actor is handling on to the actor of kind
-// with identity, keeping its sender: that actor answers the original
-// requester, and the forwarding actor does not wait. A forward to a cached
-// activation that is gone comes back to the requester as a dead letter,
-// which Request answers by asking again; from then on Forward checks its
-// targets and looks up again one that is gone.
-func (n *Node) Forward(from actor.Context, kind, identity string, msg proto.Message) {
-	pid := n.pid(kind, identity)
-	if pid != nil && pid.Address == n.system.Address() && time.Now().UnixNano()-n.lastDeadLetter.Load() < int64(suspectDeadFor) {
+// Route is where an identity lived when a forward last looked: an actor
+// that forwards to the same identity again and again keeps one, so that its
+// forwards skip the node's PID cache. A Route with Kind and Identity set is
+// ready; it belongs to one actor and is used only from its handler.
+type Route struct {
+	Kind, Identity string
+	pid            *actor.PID
+}
+
+// Forward passes the request an actor is handling on to the actor the route
+// names, keeping its sender: that actor answers the original requester, and
+// the forwarding actor does not wait. A forward to an activation that is
+// gone comes back to the requester as a dead letter, which Request answers
+// by asking again; from then on Forward checks its targets and looks up
+// again one that is gone.
+func (n *Node) Forward(from actor.Context, to *Route, msg proto.Message) {
+	if to.pid == nil {
+		to.pid = n.pid(to.Kind, to.Identity)
+	}
+	if to.pid != nil && n.suspectDead() && to.pid.Address == n.system.Address() {
 		// A registry lookup per forward would cost 3% of a webhook post,
 		// so it is done only after a dead letter.
-		if _, alive := n.system.ProcessRegistry.GetLocal(pid.Id); !alive {
-			n.forget(kind, identity)
-			pid = n.pid(kind, identity)
+		if _, alive := n.system.ProcessRegistry.GetLocal(to.pid.Id); !alive {
+			n.forget(to.Kind, to.Identity)
+			to.pid = n.pid(to.Kind, to.Identity)
 		}
 	}
-	if pid == nil {
-		from.Respond(&kitpb.Failure{Code: string(kiterr.Internal), Message: fmt.Sprintf("forward to %s/%s: %v", kind, identity, errUnavailable)})
+	if to.pid == nil {
+		from.Respond(&kitpb.Failure{Code: string(kiterr.Internal), Message: fmt.Sprintf("forward to %s/%s: %v", to.Kind, to.Identity, errUnavailable)})
 		return
 	}
-	from.RequestWithCustomSender(pid, msg, from.Sender())
+	from.RequestWithCustomSender(to.pid, msg, from.Sender())
+}
+
+// suspectDead reports whether a request came back as a dead letter within
+// suspectDeadFor. Until the first one it costs no clock read.
+func (n *Node) suspectDead() bool {
+	last := n.lastDeadLetter.Load()
+	return last != 0 && time.Now().UnixNano()-last < int64(suspectDeadFor)
 }
 
 // Call is Request with the reply asserted to type R.
