@@ -366,7 +366,7 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 		CreatedAt: nanos(now), Seq: seq,
 	}
 	b := a.env.Store.NewBatch()
-	put(b, seqKey(a.messages, seq), msg)
+	a.putMessage(b, msg)
 	if parentSeq != 0 {
 		b.Set(seqKey(seqKey(a.prefix("t", ""), parentSeq), seq), nil)
 	}
@@ -458,7 +458,7 @@ func (a *conversationActor) delete(m *kitpb.DeleteMessage) (proto.Message, error
 
 func (a *conversationActor) rewrite(msg *kitpb.Message) (proto.Message, error) {
 	b := a.env.Store.NewBatch()
-	put(b, seqKey(a.messages, msg.Seq), msg)
+	a.putMessage(b, msg)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("rewrite message %s: %w", msg.Id, err)
 	}
@@ -526,6 +526,15 @@ func (a *conversationActor) ensureTagIndex() error {
 	return nil
 }
 
+// putMessage stores a message under its position. The stored record leaves
+// out the conversation id, which its key carries; readers put it back
+// (messageBySeq, list).
+func (a *conversationActor) putMessage(b *persistence.Batch, msg *kitpb.Message) {
+	msg.ConversationId = ""
+	put(b, seqKey(a.messages, msg.Seq), msg)
+	msg.ConversationId = a.id
+}
+
 func (a *conversationActor) messageBySeq(seq uint64) (*kitpb.Message, error) {
 	msg := &kitpb.Message{}
 	found, err := load(a.env.Store, seqKey(a.messages, seq), msg)
@@ -535,6 +544,7 @@ func (a *conversationActor) messageBySeq(seq uint64) (*kitpb.Message, error) {
 	if !found {
 		return nil, kiterr.Absent("message")
 	}
+	msg.ConversationId = a.id
 	return msg, nil
 }
 
@@ -590,6 +600,7 @@ func (a *conversationActor) list(m *kitpb.ListMessages) (proto.Message, error) {
 		if decodeErr = proto.Unmarshal(v, msg); decodeErr != nil {
 			return false
 		}
+		msg.ConversationId = a.id
 		reply.Messages = append(reply.Messages, msg)
 		return true
 	})

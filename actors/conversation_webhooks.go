@@ -77,7 +77,7 @@ func (a *conversationActor) postAsWebhook(m *kitpb.PostAsWebhook) (proto.Message
 		Text: m.Text, Blocks: content, CreatedAt: nanos(now), Seq: seq,
 	}
 	b := a.env.Store.NewBatch()
-	put(b, seqKey(a.messages, seq), msg)
+	a.putMessage(b, msg)
 	if m.Log != nil && m.KitId != "" {
 		a.env.putLog(b, m.KitId, m.Log)
 	}

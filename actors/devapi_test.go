@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
@@ -225,4 +226,54 @@ func TestDevLogRetention(t *testing.T) {
 			t.Fatalf("%d entries stored, want 2 (the expired one deleted)", left)
 		}
 	})
+}
+
+// An entry's id is its key's last part: the stored value leaves it out, and
+// reads put it back. Entries stored before kept the id in the value too;
+// they read the same.
+func TestDevLogEntryIDs(t *testing.T) {
+	n := shared
+	w := n.workspace(t, 0)
+	k := n.mustUpload(t, w.id, manifestJSON(newSlug(), "1.0.0"), false)
+	prefix := []byte("devlog/" + k.Kit.Id + "/")
+	end := append(prefix[:len(prefix):len(prefix)], 0xff)
+	stored := 0
+	noErr(t, n.store.Scan(prefix, end, false, func(_, v []byte) bool {
+		e := &kitpb.DevLogEntry{}
+		noErr(t, proto.Unmarshal(v, e))
+		if e.Id != "" {
+			t.Errorf("stored value repeats the id %s", e.Id)
+		}
+		stored++
+		return true
+	}))
+	if stored == 0 {
+		t.Fatal("the upload logged nothing")
+	}
+	older := &kitpb.DevLogEntry{Id: ids.NewAt(n.clk.Now()), At: n.clk.Now().UnixNano(), Source: actors.LogSourceAudit, Level: actors.LogLevelInfo, Event: "older.layout"}
+	v, err := proto.Marshal(older)
+	noErr(t, err)
+	b := n.store.NewBatch()
+	b.Set(append(prefix[:len(prefix):len(prefix)], older.Id...), v)
+	noErr(t, b.Commit())
+
+	entries, _, err := actors.ReadDevLog(n.env, k.Kit.Id, "", 100, nil)
+	noErr(t, err)
+	if len(entries) != stored+1 {
+		t.Fatalf("%d entries read, want %d", len(entries), stored+1)
+	}
+	for _, e := range entries {
+		if !ids.Valid(e.Id) {
+			t.Errorf("entry %q read with id %q", e.Event, e.Id)
+		}
+		if e.Event == "older.layout" && e.Id != older.Id {
+			t.Errorf("older entry read with id %q, want %q", e.Id, older.Id)
+		}
+	}
+	// The id read back is the cursor of the next page.
+	page, _, err := actors.ReadDevLog(n.env, k.Kit.Id, entries[0].Id, 100, nil)
+	noErr(t, err)
+	if len(page) != len(entries)-1 {
+		t.Fatalf("%d entries before %s, want %d", len(page), entries[0].Id, len(entries)-1)
+	}
 }

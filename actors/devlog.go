@@ -65,7 +65,12 @@ func newLogEntry(env *Env, source, level, event, installationID string) *kitpb.D
 // expired ones are never read, so concurrent writers pruning the same range
 // do not conflict.
 func (env *Env) putLog(b *persistence.Batch, kitID string, e *kitpb.DevLogEntry) {
-	put(b, key("devlog", kitID, e.Id), e)
+	// The key carries the id: the stored value leaves it out (ReadDevLog
+	// puts it back), a tenth of what a webhook post writes.
+	id := e.Id
+	e.Id = ""
+	put(b, key("devlog", kitID, id), e)
+	e.Id = id
 	if last, ok := env.logPrunes.last.Load(kitID); ok && e.At-last.(int64) < int64(logPruneEvery) {
 		return
 	}
@@ -109,10 +114,14 @@ func ReadDevLog(env *Env, kitID, before string, limit int, keep func(*kitpb.DevL
 		upper = key("devlog", kitID, before)
 	}
 	var decodeErr error
-	err = env.Store.Scan(lower, upper, true, func(_, v []byte) bool {
+	idAt := len(devLogPrefix(kitID))
+	err = env.Store.Scan(lower, upper, true, func(k, v []byte) bool {
 		e := &kitpb.DevLogEntry{}
 		if decodeErr = proto.Unmarshal(v, e); decodeErr != nil {
 			return false
+		}
+		if e.Id == "" { // stored since 2026-11-22: the id is only in the key
+			e.Id = string(k[idAt:])
 		}
 		if keep != nil && !keep(e) {
 			return true

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
@@ -371,6 +373,43 @@ func TestMessageIDsSayWhereTheMessageIs(t *testing.T) {
 	}
 	if gotTag, gotSeq, _ := ids.ParseMessage(a.Id); gotTag != tag || gotSeq != a.Seq {
 		t.Errorf("id %s carries tag %#x seq %d, want %#x and %d", a.Id, gotTag, gotSeq, tag, a.Seq)
+	}
+}
+
+// A stored message leaves its conversation id to its key; every answer
+// carries it.
+func TestStoredMessagesLeaveTheirConversationToTheKey(t *testing.T) {
+	n := shared
+	w := n.workspace(t, 1)
+	conv := n.channel(t, w.id, w.users...)
+	c := userCaller(w.id, w.users[0])
+	parent := n.post(t, c, conv, postReq{text: "parent"})
+	reply := n.post(t, c, conv, postReq{text: "reply", parent: parent.Id})
+	edited := ask[*kitpb.MessageReply](t, n, actors.KindConversation, conv, &kitpb.EditMessage{Caller: c, MessageId: parent.Id, Text: "edited"}).Message
+	got := ask[*kitpb.MessageReply](t, n, actors.KindConversation, conv, &kitpb.GetMessage{Caller: c, MessageId: reply.Id}).Message
+	history, err := n.list(c, conv, "", 0, 10)
+	noErr(t, err)
+	thread, err := n.list(c, conv, parent.Id, 0, 10)
+	noErr(t, err)
+	answers := append([]*kitpb.Message{parent, reply, edited, got}, append(history.Messages, thread.Messages...)...)
+	for _, m := range answers {
+		if m.ConversationId != conv {
+			t.Errorf("message %q answered with conversation %q, want %q", m.Text, m.ConversationId, conv)
+		}
+	}
+	prefix := []byte("conv/" + conv + "/s/")
+	stored := 0
+	noErr(t, n.store.Scan(prefix, append(prefix[:len(prefix):len(prefix)], 0xff), false, func(_, v []byte) bool {
+		m := &kitpb.Message{}
+		noErr(t, proto.Unmarshal(v, m))
+		if m.ConversationId != "" {
+			t.Errorf("stored message %q repeats its conversation id", m.Text)
+		}
+		stored++
+		return true
+	}))
+	if stored != 2 {
+		t.Fatalf("%d messages stored, want 2", stored)
 	}
 }
 
