@@ -222,8 +222,19 @@ func run(o options) (int, error) {
 	for _, sd := range scenarios {
 		sr := &scenarioReport{Name: sd.sc.Name, Description: sd.desc}
 		rep.Scenarios = append(rep.Scenarios, sr)
-		targets := []struct{ server, addr string }{{"trivial", triv.Addr}, {"kitd", addr}}
+		kitdPid := 0
+		if node != nil {
+			kitdPid = node.cmd.Process.Pid
+		}
+		targets := []struct {
+			server, addr string
+			pid          int // 0: its CPU time is not measured
+		}{{"trivial", triv.Addr, triv.Pid}, {"kitd", addr, kitdPid}}
 		merged := make([]*loadgen.Result, len(targets))
+		// cpu is each server's CPU time over the measured windows, while
+		// every window could be measured.
+		cpu := make([]time.Duration, len(targets))
+		cpuOK := []bool{true, true}
 		for round := 0; round < o.rounds; round++ {
 			warmup := o.warmup
 			if round > 0 {
@@ -246,6 +257,7 @@ func run(o options) (int, error) {
 				}
 				logf("%s on %s%s: %d connections, %v + %v warm-up", sd.sc.Name, target.server, roundNote,
 					o.concurrency, slice, warmup)
+				window := measureCPU(ctx, target.pid, warmup, slice)
 				res, err := loadgen.Run(ctx, loadgen.Config{
 					Addr:        target.addr,
 					Concurrency: o.concurrency,
@@ -256,6 +268,9 @@ func run(o options) (int, error) {
 				if err != nil {
 					return 1, err
 				}
+				used, ok := window.result()
+				cpu[ti] += used
+				cpuOK[ti] = cpuOK[ti] && ok
 				st := statsOf(target.server, res)
 				logf("  %.0f req/s, p50 %s, p99 %s, %d errors", st.RPS, fmtDur(st.P50Ms), fmtDur(st.P99Ms), st.Errors)
 				if merged[ti] == nil {
@@ -266,6 +281,11 @@ func run(o options) (int, error) {
 			}
 		}
 		sr.Trivial, sr.Kitd = statsOf("trivial", merged[0]), statsOf("kitd", merged[1])
+		for i, st := range []*runStats{sr.Trivial, sr.Kitd} {
+			if cpuOK[i] && st.Requests > 0 {
+				st.CPUMicrosPerRequest = float64(cpu[i]) / float64(time.Microsecond) / float64(st.Requests)
+			}
+		}
 		rep.TotalErrors += sr.Trivial.Errors + sr.Kitd.Errors
 		sr.computeRatios()
 	}

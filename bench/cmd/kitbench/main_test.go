@@ -110,6 +110,9 @@ func runEndToEnd(t *testing.T, trivial string) {
 		if s.Trivial.Requests == 0 || s.Kitd.Requests == 0 || s.Ratio.RPS <= 0 || s.Ratio.P99 <= 0 {
 			t.Errorf("%s: %+v %+v %+v", s.Name, s.Trivial, s.Kitd, s.Ratio)
 		}
+		if trivial == trivialInProcess && (s.Trivial.CPUMicrosPerRequest != 0 || s.Ratio.CPU != 0) {
+			t.Errorf("%s: CPU of a trivial server inside kitbench reported: %v, ratio %v", s.Name, s.Trivial.CPUMicrosPerRequest, s.Ratio.CPU)
+		}
 		if strings.HasPrefix(s.Name, "post") {
 			// The trivial POST answer mirrors the size of kitd's.
 			if d := s.Trivial.RespBytes - s.Kitd.RespBytes; d < -40 || d > 40 {
@@ -199,5 +202,66 @@ func TestCPUTimeAndSettle(t *testing.T) {
 	defer cmd.Process.Kill()
 	if waited := settle(context.Background(), cmd.Process.Pid, 3*time.Second); waited > time.Second {
 		t.Errorf("idle process took %v to settle", waited)
+	}
+}
+
+func TestMeasureCPU(t *testing.T) {
+	if _, ok := cpuTime(os.Getpid()); !ok {
+		t.Skip("no /proc")
+	}
+	t.Run("no process: nothing measured", func(t *testing.T) {
+		if used, ok := measureCPU(context.Background(), 0, 0, 10*time.Millisecond).result(); ok || used != 0 {
+			t.Fatalf("measured %v, %v", used, ok)
+		}
+	})
+	t.Run("only the window after the warm-up counts", func(t *testing.T) {
+		// Busy through the warm-up, then idle through the window.
+		w := measureCPU(context.Background(), os.Getpid(), 300*time.Millisecond, 300*time.Millisecond)
+		for deadline := time.Now().Add(250 * time.Millisecond); time.Now().Before(deadline); {
+		}
+		used, ok := w.result()
+		if !ok || used > 100*time.Millisecond {
+			t.Fatalf("idle window measured %v (ok %v), want well under the 250ms burnt before it", used, ok)
+		}
+	})
+	t.Run("the window's CPU time", func(t *testing.T) {
+		w := measureCPU(context.Background(), os.Getpid(), 0, 300*time.Millisecond)
+		for deadline := time.Now().Add(250 * time.Millisecond); time.Now().Before(deadline); {
+		}
+		used, ok := w.result()
+		if !ok || used < 150*time.Millisecond {
+			t.Fatalf("busy window measured %v (ok %v), want about 250ms", used, ok)
+		}
+	})
+	t.Run("a cancelled context ends the measurement", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		w := measureCPU(ctx, os.Getpid(), time.Hour, time.Hour)
+		cancel()
+		if _, ok := w.result(); ok {
+			t.Fatal("measured after cancel")
+		}
+	})
+}
+
+func TestRatios(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		trivial, kitd   runStats
+		rps, p99, cpuOf float64
+	}{
+		{"req/s and p99 are kitd over trivial",
+			runStats{RPS: 1000, P99Ms: 2}, runStats{RPS: 400, P99Ms: 5}, 0.4, 2.5, 0},
+		{"CPU is trivial's cost per request over kitd's",
+			runStats{RPS: 1000, P99Ms: 1, CPUMicrosPerRequest: 10}, runStats{RPS: 400, P99Ms: 1, CPUMicrosPerRequest: 40}, 0.4, 1, 0.25},
+		{"an unmeasured CPU gives no CPU ratio",
+			runStats{RPS: 1000, P99Ms: 1}, runStats{RPS: 400, P99Ms: 1, CPUMicrosPerRequest: 40}, 0.4, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &scenarioReport{Trivial: &tc.trivial, Kitd: &tc.kitd}
+			s.computeRatios()
+			if s.Ratio.RPS != tc.rps || s.Ratio.P99 != tc.p99 || s.Ratio.CPU != tc.cpuOf {
+				t.Fatalf("ratios %+v, want rps %v p99 %v cpu %v", s.Ratio, tc.rps, tc.p99, tc.cpuOf)
+			}
+		})
 	}
 }

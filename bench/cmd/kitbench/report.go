@@ -16,20 +16,25 @@ import (
 
 // runStats is one server's figures for one scenario.
 type runStats struct {
-	Server      string            `json:"server"`
-	Addr        string            `json:"addr"`
-	Requests    uint64            `json:"requests"`
-	Errors      uint64            `json:"errors"`
-	Status      map[string]uint64 `json:"status"`
-	RPS         float64           `json:"rps"`
-	P50Ms       float64           `json:"p50Ms"`
-	P90Ms       float64           `json:"p90Ms"`
-	P99Ms       float64           `json:"p99Ms"`
-	MaxMs       float64           `json:"maxMs"`
-	MeanMs      float64           `json:"meanMs"`
-	RespBytes   float64           `json:"meanResponseBytes"`
-	ElapsedSec  float64           `json:"elapsedSeconds"`
-	FirstErrors []loadgen.Sample  `json:"firstErrors,omitempty"`
+	Server     string            `json:"server"`
+	Addr       string            `json:"addr"`
+	Requests   uint64            `json:"requests"`
+	Errors     uint64            `json:"errors"`
+	Status     map[string]uint64 `json:"status"`
+	RPS        float64           `json:"rps"`
+	P50Ms      float64           `json:"p50Ms"`
+	P90Ms      float64           `json:"p90Ms"`
+	P99Ms      float64           `json:"p99Ms"`
+	MaxMs      float64           `json:"maxMs"`
+	MeanMs     float64           `json:"meanMs"`
+	RespBytes  float64           `json:"meanResponseBytes"`
+	ElapsedSec float64           `json:"elapsedSeconds"`
+	// CPUMicrosPerRequest is the server process's CPU time (user and
+	// system, from /proc) over the measured windows per request served; 0
+	// when it could not be measured (no /proc, or a trivial server inside
+	// kitbench). It moves less with the neighbours' load than req/s.
+	CPUMicrosPerRequest float64          `json:"cpuMicrosPerRequest,omitempty"`
+	FirstErrors         []loadgen.Sample `json:"firstErrors,omitempty"`
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -66,6 +71,10 @@ type ratios struct {
 	RPS float64 `json:"rps"` // kitd req/s ÷ trivial req/s
 	P50 float64 `json:"p50"` // kitd p50 ÷ trivial p50
 	P99 float64 `json:"p99"` // kitd p99 ÷ trivial p99
+	// CPU is trivial CPU per request ÷ kitd CPU per request (0 when either
+	// is unknown): like RPS, the share of the trivial handler's efficiency
+	// that kitd reaches.
+	CPU float64 `json:"cpu,omitempty"`
 }
 
 type scenarioReport struct {
@@ -105,6 +114,7 @@ func (s *scenarioReport) computeRatios() {
 		RPS: div(s.Kitd.RPS, s.Trivial.RPS),
 		P50: div(s.Kitd.P50Ms, s.Trivial.P50Ms),
 		P99: div(s.Kitd.P99Ms, s.Trivial.P99Ms),
+		CPU: div(s.Trivial.CPUMicrosPerRequest, s.Kitd.CPUMicrosPerRequest),
 	}
 }
 
@@ -148,8 +158,8 @@ func printTable(w io.Writer, r *report) {
 		where = "fasthttp handler inside kitbench"
 	}
 	fmt.Fprintf(w, "kitd: %s (limits off); trivial: %s; all share the same CPUs\n\n", r.Kitd, where)
-	const row = "%-26s %-13s %10s %9s %9s %9s %8s %8s\n"
-	fmt.Fprintf(w, row, "scenario", "server", "req/s", "p50", "p99", "max", "errors", "resp B")
+	const row = "%-26s %-13s %10s %9s %9s %9s %8s %8s %9s\n"
+	fmt.Fprintf(w, row, "scenario", "server", "req/s", "p50", "p99", "max", "errors", "resp B", "CPU/req")
 	for _, s := range r.Scenarios {
 		name := s.Name
 		for _, st := range []*runStats{s.Trivial, s.Kitd} {
@@ -160,13 +170,21 @@ func printTable(w io.Writer, r *report) {
 			if st.Errors > 0 {
 				errs = "!!" + errs
 			}
+			cpu := "-"
+			if st.CPUMicrosPerRequest > 0 {
+				cpu = fmt.Sprintf("%.1fµs", st.CPUMicrosPerRequest)
+			}
 			fmt.Fprintf(w, row, name, st.Server, fmt.Sprintf("%.0f", st.RPS),
-				fmtDur(st.P50Ms), fmtDur(st.P99Ms), fmtDur(st.MaxMs), errs, fmt.Sprintf("%.0f", st.RespBytes))
+				fmtDur(st.P50Ms), fmtDur(st.P99Ms), fmtDur(st.MaxMs), errs, fmt.Sprintf("%.0f", st.RespBytes), cpu)
 			name = ""
 		}
 		if s.Trivial != nil && s.Kitd != nil {
+			cpu := "-"
+			if s.Ratio.CPU > 0 {
+				cpu = fmt.Sprintf("%.3f", s.Ratio.CPU)
+			}
 			fmt.Fprintf(w, row, "", "kitd÷trivial", fmt.Sprintf("%.3f", s.Ratio.RPS),
-				fmt.Sprintf("%.2fx", s.Ratio.P50), fmt.Sprintf("%.2fx", s.Ratio.P99), "", "", "")
+				fmt.Sprintf("%.2fx", s.Ratio.P50), fmt.Sprintf("%.2fx", s.Ratio.P99), "", "", "", cpu)
 		}
 	}
 	fmt.Fprintln(w)

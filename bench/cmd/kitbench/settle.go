@@ -67,3 +67,49 @@ func settle(ctx context.Context, pid int, max time.Duration) time.Duration {
 	}
 	return time.Since(start)
 }
+
+// cpuWindow measures a process's CPU time over loadgen.Run's measured
+// window, which starts after the warm-up: start it right before Run.
+type cpuWindow struct {
+	done chan struct{}
+	used time.Duration
+	ok   bool
+}
+
+// measureCPU samples pid's CPU time warmup and warmup+window from now. A
+// pid of 0, or a system without /proc, measures nothing.
+func measureCPU(ctx context.Context, pid int, warmup, window time.Duration) *cpuWindow {
+	w := &cpuWindow{done: make(chan struct{})}
+	if pid == 0 {
+		close(w.done)
+		return w
+	}
+	start := time.Now()
+	go func() {
+		defer close(w.done)
+		sleepUntil := func(t time.Time) bool {
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(time.Until(t)):
+				return true
+			}
+		}
+		if !sleepUntil(start.Add(warmup)) {
+			return
+		}
+		from, ok1 := cpuTime(pid)
+		if !sleepUntil(start.Add(warmup + window)) {
+			return
+		}
+		to, ok2 := cpuTime(pid)
+		w.used, w.ok = to-from, ok1 && ok2
+	}()
+	return w
+}
+
+// result waits for the window's end and returns the CPU time used in it.
+func (w *cpuWindow) result() (time.Duration, bool) {
+	<-w.done
+	return w.used, w.ok
+}

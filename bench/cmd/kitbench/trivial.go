@@ -36,6 +36,7 @@ const trivialEnv = "KITBENCH_SERVE_TRIVIAL"
 // trivialServer is a running trivial server.
 type trivialServer struct {
 	Addr  string
+	Pid   int // its process, or 0 when it runs inside kitbench
 	close func() error
 }
 
@@ -117,7 +118,7 @@ func startTrivialChild(post, get []byte) (*trivialServer, error) {
 		if addr == "" {
 			return nil, errors.Join(errors.New("trivial server: exited before listening"), stop())
 		}
-		return &trivialServer{Addr: addr, close: stop}, nil
+		return &trivialServer{Addr: addr, Pid: cmd.Process.Pid, close: stop}, nil
 	case <-time.After(10 * time.Second):
 		return nil, errors.Join(errors.New("trivial server: not listening after 10s"), stop())
 	}
