@@ -66,6 +66,13 @@ type webhookActor struct {
 	buckets bucketSet
 	// lastRefusalLog is when a refusal with this code was last logged.
 	lastRefusalLog map[kiterr.Code]time.Time
+	// forwarded is the post forwarded last and the rate decision it got:
+	// the same post coming again is the cluster's retry after a dead
+	// letter, not a new request, so it takes no second token.
+	forwarded struct {
+		postID uint64
+		limit  *kitpb.Decision
+	}
 }
 
 func (a *webhookActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
@@ -186,14 +193,15 @@ func (a *webhookActor) post(m *kitpb.HookPost) (proto.Message, error) {
 	default:
 		return nil, errHookNotFound
 	}
-	now := a.env.Clock.Now()
-	reply := &kitpb.HookPostReply{}
-	if d, on := a.buckets.take(limits.Webhook, "", now); on {
+	var limit *kitpb.Decision
+	if m.PostId != 0 && m.PostId == a.forwarded.postID {
+		limit = a.forwarded.limit
+	} else if d, on := a.buckets.take(limits.Webhook, "", a.env.Clock.Now()); on {
 		if !d.OK {
 			a.logRefusal(kiterr.RateLimited, "rate_limited", 429)
 			return nil, RateLimited(d)
 		}
-		reply.Limit = decisionReply(d)
+		limit = decisionReply(d)
 	}
 	if m.Invalid {
 		err := kiterr.Invalid(m.InvalidPath, m.InvalidReason)
@@ -202,10 +210,11 @@ func (a *webhookActor) post(m *kitpb.HookPost) (proto.Message, error) {
 	}
 	// The conversation answers the hooks host itself: the webhook does not
 	// wait for the post and its sync (see kitpb.PostAsWebhook).
+	a.forwarded.postID, a.forwarded.limit = m.PostId, limit
 	return nil, forwardVia(&a.conv, &kitpb.PostAsWebhook{
 		BotId: a.hook.BotId, WorkspaceId: a.hook.WorkspaceId,
 		Text: m.Text, Blocks: m.Blocks, KitId: a.hook.KitId,
-		Log: a.outcome(LogLevelInfo, "posted", "", 200), WebhookId: a.id, Limit: reply.Limit,
+		Log: a.outcome(LogLevelInfo, "posted", "", 200), WebhookId: a.id, Limit: limit,
 	})
 }
 

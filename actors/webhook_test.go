@@ -241,3 +241,47 @@ func TestWebhookForwardToAPassivatedConversation(t *testing.T) {
 		t.Fatalf("messages %q, want second and first", got)
 	}
 }
+
+// The cluster sends a post again when the conversation it was forwarded to
+// had passivated (a dead letter): that retry is the same post, and must not
+// take a second token from the webhook's bucket. The idle timer runs on
+// real time, the buckets on the test clock, which stands still here.
+func TestWebhookRetryAfterADeadLetterTakesOneToken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	n, err := startNode(vfs.NewMem(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.stop()
+	const idle = 150 * time.Millisecond
+	n.env.IdleTimeout = idle
+	f := n.hookFixture(t, 1)
+	post := func(text string) *kitpb.HookPostReply {
+		t.Helper()
+		return ask[*kitpb.HookPostReply](t, n, actors.KindWebhook, f.hookID, &kitpb.HookPost{
+			InstallationId: f.inst.Id, SecretHash: actors.HookSecretHash(f.secret), Text: text, PostId: ids.Nonce(),
+		})
+	}
+	if r := post("first"); r.Limit.GetRemaining() != 4 {
+		t.Fatalf("first post: %v tokens left, want 4 of the burst of 5", r.Limit.GetRemaining())
+	}
+	before := n.node.LocalProcesses()
+	deadline := time.Now().Add(3 * time.Second)
+	for n.node.LocalProcesses() >= before-1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing passivated: %d processes", n.node.LocalProcesses())
+		}
+		n.hookState(t, f.hookID) // keeps the webhook, not the conversation
+		time.Sleep(idle / 4)
+	}
+	if r := post("second"); r.Limit.GetRemaining() != 3 {
+		t.Fatalf("post after a dead letter: %v tokens left, want 3", r.Limit.GetRemaining())
+	}
+	page, err := n.list(userCaller(f.ws, f.admin), f.conv, "", 0, 10)
+	noErr(t, err)
+	if got := texts(page.Messages); len(got) != 2 {
+		t.Fatalf("messages %q, want both posts once", got)
+	}
+}

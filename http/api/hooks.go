@@ -58,7 +58,7 @@ func (s *Server) hooks(ctx *fasthttp.RequestCtx, seg []string) {
 		s.fail(ctx, kiterr.New(kiterr.PayloadTooLarge, "request body is larger than 65536 bytes"))
 		return
 	}
-	req := &kitpb.HookPost{InstallationId: seg[1], SecretHash: actors.HookSecretHash(seg[3])}
+	req := &kitpb.HookPost{InstallationId: seg[1], SecretHash: actors.HookSecretHash(seg[3]), PostId: ids.Nonce()}
 	text, blocks, err := hookBody(body)
 	var e *kiterr.Error
 	if errors.As(err, &e) {

@@ -52,3 +52,8 @@ func PrefixAt(t time.Time) string {
 	h := fmt.Sprintf("%012x", ms)
 	return h[:8] + "-" + h[8:]
 }
+
+// Nonce returns a random nonzero 64-bit value that tells one request from
+// another within a short time (a retry from a new request); it is not a
+// secret and not unique forever.
+func Nonce() uint64 { return mrand.Uint64() | 1 }

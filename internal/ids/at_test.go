@@ -40,3 +40,14 @@ func TestNewAt(t *testing.T) {
 		})
 	}
 }
+
+func TestNonce(t *testing.T) {
+	seen := make(map[uint64]bool)
+	for range 10000 {
+		n := Nonce()
+		if n == 0 || seen[n] {
+			t.Fatalf("nonce %d: zero or repeated", n)
+		}
+		seen[n] = true
+	}
+}

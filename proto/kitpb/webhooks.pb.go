@@ -527,8 +527,13 @@ type HookPost struct {
 	Invalid        bool                   `protobuf:"varint,6,opt,name=invalid,proto3" json:"invalid,omitempty"`
 	InvalidPath    string                 `protobuf:"bytes,7,opt,name=invalid_path,json=invalidPath,proto3" json:"invalid_path,omitempty"`
 	InvalidReason  string                 `protobuf:"bytes,8,opt,name=invalid_reason,json=invalidReason,proto3" json:"invalid_reason,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// A random id the hooks host gives each post. The cluster sends a request
+	// again when its first try came back as a dead letter (the conversation
+	// it was forwarded to had passivated): the webhook recognizes the post it
+	// forwarded last and does not take a second token for it.
+	PostId        uint64 `protobuf:"fixed64,9,opt,name=post_id,json=postId,proto3" json:"post_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HookPost) Reset() {
@@ -608,6 +613,13 @@ func (x *HookPost) GetInvalidReason() string {
 		return x.InvalidReason
 	}
 	return ""
+}
+
+func (x *HookPost) GetPostId() uint64 {
+	if x != nil {
+		return x.PostId
+	}
+	return 0
 }
 
 type HookPostReply struct {
@@ -856,7 +868,7 @@ const file_webhooks_proto_rawDesc = "" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\f\n" +
 	"\n" +
-	"GetWebhook\"\xea\x01\n" +
+	"GetWebhook\"\x83\x02\n" +
 	"\bHookPost\x12'\n" +
 	"\x0finstallation_id\x18\x01 \x01(\tR\x0einstallationId\x12\x1f\n" +
 	"\vsecret_hash\x18\x02 \x01(\fR\n" +
@@ -865,7 +877,8 @@ const file_webhooks_proto_rawDesc = "" +
 	"\x06blocks\x18\x05 \x01(\fR\x06blocks\x12\x18\n" +
 	"\ainvalid\x18\x06 \x01(\bR\ainvalid\x12!\n" +
 	"\finvalid_path\x18\a \x01(\tR\vinvalidPath\x12%\n" +
-	"\x0einvalid_reason\x18\b \x01(\tR\rinvalidReasonJ\x04\b\x03\x10\x04\"7\n" +
+	"\x0einvalid_reason\x18\b \x01(\tR\rinvalidReason\x12\x17\n" +
+	"\apost_id\x18\t \x01(\x06R\x06postIdJ\x04\b\x03\x10\x04\"7\n" +
 	"\rHookPostReply\x12&\n" +
 	"\x05limit\x18\x01 \x01(\v2\x10.kit.v1.DecisionR\x05limit\"\x80\x02\n" +
 	"\rPostAsWebhook\x12\x15\n" +
