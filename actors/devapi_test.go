@@ -235,32 +235,27 @@ func TestDevLogEntryIDs(t *testing.T) {
 	n := shared
 	w := n.workspace(t, 0)
 	k := n.mustUpload(t, w.id, manifestJSON(newSlug(), "1.0.0"), false)
-	prefix := []byte("devlog/" + k.Kit.Id + "/")
-	end := append(prefix[:len(prefix):len(prefix)], 0xff)
-	stored := 0
-	noErr(t, n.store.Scan(prefix, end, false, func(_, v []byte) bool {
-		e := &kitpb.DevLogEntry{}
-		noErr(t, proto.Unmarshal(v, e))
+	prefix := "devlog/" + k.Kit.Id + "/"
+	stored := storedRecords(t, n, prefix, func() *kitpb.DevLogEntry { return &kitpb.DevLogEntry{} })
+	for _, e := range stored {
 		if e.Id != "" {
 			t.Errorf("stored value repeats the id %s", e.Id)
 		}
-		stored++
-		return true
-	}))
-	if stored == 0 {
+	}
+	if len(stored) == 0 {
 		t.Fatal("the upload logged nothing")
 	}
 	older := &kitpb.DevLogEntry{Id: ids.NewAt(n.clk.Now()), At: n.clk.Now().UnixNano(), Source: actors.LogSourceAudit, Level: actors.LogLevelInfo, Event: "older.layout"}
 	v, err := proto.Marshal(older)
 	noErr(t, err)
 	b := n.store.NewBatch()
-	b.Set(append(prefix[:len(prefix):len(prefix)], older.Id...), v)
+	b.Set([]byte(prefix+older.Id), v)
 	noErr(t, b.Commit())
 
 	entries, _, err := actors.ReadDevLog(n.env, k.Kit.Id, "", 100, nil)
 	noErr(t, err)
-	if len(entries) != stored+1 {
-		t.Fatalf("%d entries read, want %d", len(entries), stored+1)
+	if len(entries) != len(stored)+1 {
+		t.Fatalf("%d entries read, want %d", len(entries), len(stored)+1)
 	}
 	for _, e := range entries {
 		if !ids.Valid(e.Id) {

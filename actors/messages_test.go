@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
@@ -397,19 +395,14 @@ func TestStoredMessagesLeaveTheirConversationToTheKey(t *testing.T) {
 			t.Errorf("message %q answered with conversation %q, want %q", m.Text, m.ConversationId, conv)
 		}
 	}
-	prefix := []byte("conv/" + conv + "/s/")
-	stored := 0
-	noErr(t, n.store.Scan(prefix, append(prefix[:len(prefix):len(prefix)], 0xff), false, func(_, v []byte) bool {
-		m := &kitpb.Message{}
-		noErr(t, proto.Unmarshal(v, m))
+	stored := storedRecords(t, n, "conv/"+conv+"/s/", func() *kitpb.Message { return &kitpb.Message{} })
+	for _, m := range stored {
 		if m.ConversationId != "" {
 			t.Errorf("stored message %q repeats its conversation id", m.Text)
 		}
-		stored++
-		return true
-	}))
-	if stored != 2 {
-		t.Fatalf("%d messages stored, want 2", stored)
+	}
+	if len(stored) != 2 {
+		t.Fatalf("%d messages stored, want 2", len(stored))
 	}
 }
 
