@@ -253,7 +253,7 @@ func LocateMessage(env *Env, id string) (conversationID string, err error) {
 	}
 	for _, c := range owners {
 		msg := &kitpb.Message{}
-		found, err := load(env.Store, seqKey(key("conv", c, "s", ""), seq), msg)
+		found, err := load(env.Store, seqKey(messagesPrefix(c), seq), msg)
 		if err != nil {
 			return "", fmt.Errorf("locate message %s: %w", id, err)
 		}

@@ -50,7 +50,7 @@ func (a *conversationActor) prefix(parts ...string) []byte {
 func (a *conversationActor) activate(identity string) error {
 	a.id = identity
 	a.tag = ids.MessageTag(identity)
-	a.messages = a.prefix("s", "")
+	a.messages = messagesPrefix(identity)
 	a.buckets.table = a.env.Limits
 	a.sync.fatal = a.env.Fatal
 	a.members = make(map[string]*kitpb.Member)

@@ -19,7 +19,8 @@ import (
 //	conv/<c>                     Conversation
 //	conv/<c>/m/<user>            Member
 //	conv/<c>/b/<bot>             BotMember
-//	conv/<c>/s/<seq>             Message, in conversation order
+//	conv/<c>/s/<seq>             Message, in conversation order (stored without its
+//	                             conversation id, which the key carries)
 //	conv/<c>/t/<parent seq>/<seq>  thread index (empty value)
 //	conv/<c>/p/<caller>\x00<key>  Idempotency
 //	conv/<c>/f/<file>            File (metadata; loc/<file> names the conversation)
@@ -42,7 +43,8 @@ import (
 //	cred/<sha256>                Credential (bot, user, refresh, code, developer, session)
 //	loc/<id>                     Locator: which actor owns id (messages have none: their ids
 //	                             say it, except those written before 2026-11-22)
-//	devlog/<kit>/<entry>         DevLogEntry: written once, in the batch of the outcome it
+//	devlog/<kit>/<entry>         DevLogEntry (stored without its id, which the key carries):
+//	                             written once, in the batch of the outcome it
 //	                             reports, by whichever actor decided it (see devlog.go;
 //	                             the kit actor: uploads, publishes, domains, install links;
 //	                             the installation: token issues and refusals); expired after
@@ -77,6 +79,11 @@ func seqKey(prefix []byte, seq uint64) []byte {
 	k := make([]byte, 0, len(prefix)+8)
 	k = append(k, prefix...)
 	return persistence.AppendUint64(k, seq)
+}
+
+// messagesPrefix is the prefix of a conversation's messages.
+func messagesPrefix(conversationID string) []byte {
+	return key("conv", conversationID, "s", "")
 }
 
 func messageTagKey(tag uint32, conversationID string) []byte {

@@ -22,6 +22,21 @@ func benchNode(b *testing.B) *testNode {
 	return n
 }
 
+// roundRobin runs op in parallel over targets 0..n-1 in turn, counting
+// allocations, and fails the benchmark on the first error.
+func roundRobin(b *testing.B, n int, op func(i int) error) {
+	var next atomic.Uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := op(int(next.Add(1) % uint64(n))); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 // BenchmarkPost measures the actor and storage part of POST /messages: a
 // bot's post into one of 1,000 conversations through cluster.Request, on an
 // in-memory filesystem (no fsync cost, so the CPU of the path shows):
@@ -35,19 +50,11 @@ func BenchmarkPost(b *testing.B) {
 		convs[i] = n.channel(b, w.id, w.users[0])
 	}
 	bot := n.bot(b, w.id, chatScopes, convs...)
-	var next atomic.Uint64
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			conv := convs[next.Add(1)%uint64(len(convs))]
-			_, err := try[*kitpb.MessageReply](n, actors.KindConversation, conv, &kitpb.PostMessage{
-				Caller: bot.caller, Text: "a benchmark message of ordinary length",
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
+	roundRobin(b, len(convs), func(i int) error {
+		_, err := try[*kitpb.MessageReply](n, actors.KindConversation, convs[i], &kitpb.PostMessage{
+			Caller: bot.caller, Text: "a benchmark message of ordinary length",
+		})
+		return err
 	})
 }
 
@@ -71,18 +78,11 @@ func BenchmarkWebhookPost(b *testing.B) {
 			hooks = append(hooks, hook{f.inst.Id, id, secret})
 		}
 	}
-	var next atomic.Uint64
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			h := hooks[next.Add(1)%uint64(len(hooks))]
-			_, err := try[*kitpb.HookPostReply](n, actors.KindWebhook, h.id, &kitpb.HookPost{
-				InstallationId: h.inst, SecretHash: actors.HookSecretHash(h.secret), Text: "a benchmark message of ordinary length",
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
+	roundRobin(b, len(hooks), func(i int) error {
+		h := hooks[i]
+		_, err := try[*kitpb.HookPostReply](n, actors.KindWebhook, h.id, &kitpb.HookPost{
+			InstallationId: h.inst, SecretHash: actors.HookSecretHash(h.secret), Text: "a benchmark message of ordinary length",
+		})
+		return err
 	})
 }

@@ -62,7 +62,7 @@ type webhookActor struct {
 
 	id      string
 	hook    *kitpb.Webhook // nil: no such webhook
-	conv    cluster.Route  // to the webhook's conversation
+	conv    cluster.Route  // to the webhook's conversation, set on the first post
 	buckets bucketSet
 	// lastRefusalLog is when a refusal with this code was last logged.
 	lastRefusalLog map[kiterr.Code]time.Time
@@ -87,7 +87,6 @@ func (a *webhookActor) activate(identity string) error {
 		return err
 	}
 	a.hook = h
-	a.conv = cluster.Route{Kind: KindConversation, Identity: h.ConversationId}
 	return nil
 }
 
@@ -125,7 +124,6 @@ func (a *webhookActor) open(m *kitpb.OpenWebhook) (proto.Message, error) {
 		return nil, fmt.Errorf("open webhook %s: %w", a.id, err)
 	}
 	a.hook = h
-	a.conv = cluster.Route{Kind: KindConversation, Identity: h.ConversationId}
 	return &kitpb.WebhookReply{Webhook: h}, nil
 }
 
@@ -211,6 +209,9 @@ func (a *webhookActor) post(m *kitpb.HookPost) (proto.Message, error) {
 	// The conversation answers the hooks host itself: the webhook does not
 	// wait for the post and its sync (see kitpb.PostAsWebhook).
 	a.forwarded.postID, a.forwarded.limit = m.PostId, limit
+	if a.conv.Identity == "" {
+		a.conv = cluster.Route{Kind: KindConversation, Identity: a.hook.ConversationId}
+	}
 	return nil, forwardVia(&a.conv, &kitpb.PostAsWebhook{
 		BotId: a.hook.BotId, WorkspaceId: a.hook.WorkspaceId,
 		Text: m.Text, Blocks: m.Blocks, KitId: a.hook.KitId,
