@@ -26,7 +26,8 @@ type Options struct {
 // Store is the node's durable storage: one Pebble database. It is safe for
 // concurrent use.
 type Store struct {
-	db *pebble.DB
+	db  *pebble.DB
+	wal *walSyncFS // nil unless the WAL syncs through withWALSync
 }
 
 // Open opens (creating if needed) the database in dir.
@@ -45,7 +46,8 @@ func Open(dir string, opts Options) (*Store, error) {
 
 	pl := pebbleLogger{l: logger.With("component", "pebble")}
 	po := &pebble.Options{
-		// Left nil for the real disk so Pebble adds its disk-health checks.
+		// For the real disk, set below: the WAL syncs wrapped, then
+		// Pebble's disk-health checks around them.
 		FS:     opts.FS,
 		Logger: pl,
 		// A new store has no old readers to stay compatible with.
@@ -73,11 +75,18 @@ func Open(dir string, opts Options) (*Store, error) {
 	// byte the actors write, and Snappy's encoder alone was 4% of a webhook
 	// post's CPU (bench/README.md).
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionFastest })
+	var wal *walSyncFS
+	if opts.FS == nil {
+		if wal = withWALSync(vfs.Default); wal != nil {
+			po.FS = wal
+			po.WithFSDefaults() // the disk-health checks a nil FS gets
+		}
+	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("persistence: open %s: %w", dir, err)
 	}
-	return &Store{db: db}, nil
+	return &Store{db: db, wal: wal}, nil
 }
 
 // Close releases the database. Committed batches are already durable, so

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -42,10 +43,22 @@ func main() {
 		fmt.Fprintln(os.Stderr, "kitd:", err)
 		os.Exit(2)
 	}
+	runtime.GOMAXPROCS(gomaxprocs(runtime.GOMAXPROCS(0), os.Getenv("GOMAXPROCS")))
 	if err := serve(cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "kitd:", err)
 		os.Exit(1)
 	}
+}
+
+// gomaxprocs is how many Ps kitd runs with: the runtime's default (the CPUs
+// it may use) plus the P the store's WAL syncer keeps while a sync is in
+// flight (persistence.SyncerProcs), so that the actors keep every CPU. An
+// operator's GOMAXPROCS, already applied by the runtime, is kept as it is.
+func gomaxprocs(current int, env string) int {
+	if env != "" {
+		return current
+	}
+	return current + persistence.SyncerProcs
 }
 
 type config struct {
