@@ -54,6 +54,8 @@ func main() {
 // it may use) plus the P the store's WAL syncer keeps while a sync is in
 // flight (persistence.SyncerProcs), so that the actors keep every CPU. An
 // operator's GOMAXPROCS, already applied by the runtime, is kept as it is.
+// Setting it stops the runtime from following later changes of the CPU
+// limit; like the rest of kitd's configuration, it is read once at start.
 func gomaxprocs(current int, env string) int {
 	if env != "" {
 		return current
