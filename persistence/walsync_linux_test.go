@@ -14,7 +14,11 @@ func TestWALSyncsKeepTheirP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	if s.wal == nil {
 		t.Fatal("a store on the real disk does not sync its WAL through withWALSync")
 	}
