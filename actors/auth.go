@@ -265,20 +265,30 @@ func LocateMessage(env *Env, id string) (conversationID string, err error) {
 }
 
 // locateOlderMessage finds the conversation of a message written before
-// ids carried their position, from the locator record written with it.
+// ids carried their position.
 func locateOlderMessage(env *Env, id string) (string, error) {
+	loc, err := olderMessageLocator(env, id)
+	if err != nil {
+		return "", err
+	}
+	return loc.Owner, nil
+}
+
+// olderMessageLocator reads the locator record written with a message
+// before ids carried their position; a missing one is kiterr.NotFound.
+func olderMessageLocator(env *Env, id string) (*kitpb.Locator, error) {
 	if !ids.Valid(id) {
-		return "", kiterr.Absent("message")
+		return nil, kiterr.Absent("message")
 	}
 	loc := &kitpb.Locator{}
 	found, err := load(env.Store, key("loc", id), loc)
 	if err != nil {
-		return "", fmt.Errorf("locate message %s: %w", id, err)
+		return nil, fmt.Errorf("locate message %s: %w", id, err)
 	}
 	if !found || loc.Kind != KindConversation || loc.Seq == 0 {
-		return "", kiterr.Absent("message")
+		return nil, kiterr.Absent("message")
 	}
-	return loc.Owner, nil
+	return loc, nil
 }
 
 // Locate returns which actor owns id (a message, user, session or

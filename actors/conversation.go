@@ -492,12 +492,11 @@ func (a *conversationActor) messageByID(id string) (*kitpb.Message, error) {
 // messageByLocator finds a message written before ids carried their
 // position, through the locator record written with it.
 func (a *conversationActor) messageByLocator(id string) (*kitpb.Message, error) {
-	loc := &kitpb.Locator{}
-	found, err := load(a.env.Store, key("loc", id), loc)
+	loc, err := olderMessageLocator(a.env, id)
 	if err != nil {
-		return nil, fmt.Errorf("locate message %s: %w", id, err)
+		return nil, err
 	}
-	if !found || loc.Kind != KindConversation || loc.Owner != a.id || loc.Seq == 0 {
+	if loc.Owner != a.id {
 		return nil, kiterr.Absent("message")
 	}
 	msg, err := a.messageBySeq(loc.Seq)
