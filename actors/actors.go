@@ -32,7 +32,6 @@ import (
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/persistence"
-	"github.com/kitd/kitd/proto/kitpb"
 )
 
 // Kind names of the virtual actors.
@@ -280,7 +279,7 @@ func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx act
 		}
 		life.asked++
 		if life.loadErr != nil {
-			ctx.Respond(failure(fmt.Errorf("activate: %w", life.loadErr)))
+			ctx.Respond(kiterr.ToFailure(fmt.Errorf("activate: %w", life.loadErr)))
 			ctx.Stop(ctx.Self())
 			return
 		}
@@ -290,7 +289,7 @@ func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx act
 		case forwarded:
 			env.Node.Forward(ctx, fw.route, fw.msg)
 		case err != nil:
-			d.respond(ctx, failure(err))
+			d.respond(ctx, kiterr.ToFailure(err))
 		default:
 			d.respond(ctx, reply)
 		}
@@ -298,21 +297,6 @@ func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx act
 			ctx.Stop(ctx.Self())
 		}
 	}
-}
-
-func failure(err error) *kitpb.Failure {
-	var e *kiterr.Error
-	if errors.As(err, &e) {
-		f := &kitpb.Failure{Code: string(e.Code), Message: e.Message, Path: e.Path}
-		if l := e.Limit; l != nil {
-			f.Limit = &kitpb.Decision{
-				Policy: l.Policy, Remaining: int32(l.Remaining),
-				RetryAfter: int32(l.RetryAfter), ResetSeconds: int32(l.ResetSeconds),
-			}
-		}
-		return f
-	}
-	return &kitpb.Failure{Code: string(kiterr.Internal), Message: err.Error()}
 }
 
 // unknownRequest answers a message the actor kind does not understand.
@@ -374,14 +358,6 @@ func (s *bucketSet) take(name limits.Name, key string, now time.Time) (limits.De
 		s.buckets[k] = b
 	}
 	return b.Take(r, now), true
-}
-
-// RateLimited is the error of a refused bucket decision.
-func RateLimited(d limits.Decision) error {
-	return &kiterr.Error{
-		Code: kiterr.RateLimited, Message: "rate limit " + string(d.Policy) + " exceeded",
-		Limit: &kiterr.Limit{Policy: string(d.Policy), Remaining: d.Remaining, RetryAfter: max(d.RetryAfter, 1), ResetSeconds: d.ResetSeconds},
-	}
 }
 
 type actorContext = actor.Context

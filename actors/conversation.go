@@ -354,7 +354,7 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 		parentSeq = parent.Seq
 	}
 	if d, on := a.buckets.take(limits.PostMessage, "", now); on && !d.OK {
-		return nil, RateLimited(d)
+		return nil, kiterr.OverLimit(d)
 	}
 	seq, err := a.nextSeq()
 	if err != nil {

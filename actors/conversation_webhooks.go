@@ -40,11 +40,14 @@ func (a *conversationActor) handleWebhooks(msg proto.Message) (reply proto.Messa
 	}
 	// Nobody else sees this outcome: the delivery log entry is written here.
 	e := m.Log
-	e.Level, e.HttpStatus = LogLevelError, proto.Int32(500)
-	e.Status, e.ErrorCode = "failed", string(kiterr.Internal)
-	if kiterr.CodeOf(err) == kiterr.Validation {
-		e.Status, e.ErrorCode, e.HttpStatus = "rejected", string(kiterr.Validation), proto.Int32(400)
+	code := kiterr.CodeOf(err)
+	e.Level, e.Status = LogLevelError, "failed"
+	if code == kiterr.Validation {
+		e.Status = "rejected"
+	} else {
+		code = kiterr.Internal
 	}
+	e.ErrorCode, e.HttpStatus = string(code), proto.Int32(int32(code.Status()))
 	if m.KitId != "" {
 		writeLogAsync(a.env, m.KitId, e)
 	}

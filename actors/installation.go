@@ -58,7 +58,7 @@ func (a *installationActor) handle(msg proto.Message) (proto.Message, error) {
 	switch m := msg.(type) {
 	case *kitpb.TakeToken:
 		d, _ := a.buckets.take(limits.Name(m.Bucket), m.Key, a.env.Clock.Now())
-		return decisionReply(d), nil
+		return d.Wire(), nil
 	case *kitpb.Uninstall:
 		return a.uninstall()
 	case *kitpb.AddChannel:

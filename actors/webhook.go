@@ -36,9 +36,10 @@ const (
 )
 
 var (
-	// errHookNotFound is the one answer for an unknown webhook, a wrong
-	// secret or installation, a revoked webhook and an uninstalled Kit.
-	errHookNotFound = kiterr.Absent("webhook")
+	// ErrHookNotFound is the one 404 of the hooks host: an unknown webhook,
+	// a wrong secret or installation, a revoked webhook, an uninstalled Kit,
+	// and (from the HTTP layer) a path that cannot be a webhook URL.
+	ErrHookNotFound = kiterr.Absent("webhook")
 	errHookGone     = kiterr.New(kiterr.Gone, "the webhook is disabled: its channel was archived or the Kit bot was removed from it")
 )
 
@@ -98,7 +99,7 @@ func (a *webhookActor) handle(msg proto.Message) (proto.Message, error) {
 		return a.open(m)
 	}
 	if a.hook == nil {
-		return nil, errHookNotFound
+		return nil, ErrHookNotFound
 	}
 	switch m := msg.(type) {
 	case *kitpb.GetWebhook:
@@ -181,30 +182,29 @@ func (a *webhookActor) post(m *kitpb.HookPost) (proto.Message, error) {
 	secretOK := subtle.ConstantTimeCompare(m.SecretHash, stored)
 	instOK := subtle.ConstantTimeCompare([]byte(m.InstallationId), []byte(inst))
 	if secretOK&instOK != 1 || a.hook == nil {
-		return nil, errHookNotFound
+		return nil, ErrHookNotFound
 	}
 	switch a.hook.State {
 	case WebhookActive:
 	case WebhookDisabled:
-		a.logRefusal(kiterr.Gone, "disabled", 410)
+		a.logRefusal(kiterr.Gone, "disabled")
 		return nil, errHookGone
 	default:
-		return nil, errHookNotFound
+		return nil, ErrHookNotFound
 	}
 	var limit *kitpb.Decision
 	if m.PostId != 0 && m.PostId == a.forwarded.postID {
 		limit = a.forwarded.limit
 	} else if d, on := a.buckets.take(limits.Webhook, "", a.env.Clock.Now()); on {
 		if !d.OK {
-			a.logRefusal(kiterr.RateLimited, "rate_limited", 429)
-			return nil, RateLimited(d)
+			a.logRefusal(kiterr.RateLimited, "rate_limited")
+			return nil, kiterr.OverLimit(d)
 		}
-		limit = decisionReply(d)
+		limit = d.Wire()
 	}
-	if m.Invalid {
-		err := kiterr.Invalid(m.InvalidPath, m.InvalidReason)
-		writeLogAsync(a.env, a.hook.KitId, a.outcome(LogLevelError, "rejected", kiterr.Validation, 400))
-		return nil, err
+	if m.Invalid != nil {
+		writeLogAsync(a.env, a.hook.KitId, a.outcome(LogLevelError, "rejected", kiterr.Validation))
+		return nil, kiterr.FromFailure(m.Invalid)
 	}
 	// The conversation answers the hooks host itself: the webhook does not
 	// wait for the post and its sync (see kitpb.PostAsWebhook).
@@ -215,7 +215,7 @@ func (a *webhookActor) post(m *kitpb.HookPost) (proto.Message, error) {
 	return nil, forwardVia(&a.conv, &kitpb.PostAsWebhook{
 		BotId: a.hook.BotId, WorkspaceId: a.hook.WorkspaceId,
 		Text: m.Text, Blocks: m.Blocks, KitId: a.hook.KitId,
-		Log: a.outcome(LogLevelInfo, "posted", "", 200), WebhookId: a.id, Limit: limit,
+		Log: a.outcome(LogLevelInfo, "posted", ""), WebhookId: a.id, Limit: limit,
 	})
 }
 
@@ -224,7 +224,7 @@ func (a *webhookActor) post(m *kitpb.HookPost) (proto.Message, error) {
 // then answers the post 410.
 func (a *webhookActor) refused(m *kitpb.WebhookRefused) (proto.Message, error) {
 	if a.hook.State == WebhookActive {
-		if _, err := a.end(WebhookDisabled, m.Reason, a.outcome(LogLevelError, "disabled", kiterr.Gone, 410)); err != nil {
+		if _, err := a.end(WebhookDisabled, m.Reason, a.outcome(LogLevelError, "disabled", kiterr.Gone)); err != nil {
 			return nil, err
 		}
 		a.lastRefusalLog[kiterr.Gone] = a.env.Clock.Now()
@@ -232,22 +232,23 @@ func (a *webhookActor) refused(m *kitpb.WebhookRefused) (proto.Message, error) {
 	return nil, errHookGone
 }
 
-// outcome is the developer log entry of one delivery.
-func (a *webhookActor) outcome(level, status string, code kiterr.Code, httpStatus int32) *kitpb.DevLogEntry {
+// outcome is the developer log entry of one delivery that ended with code
+// ("" for posted); its httpStatus is the one the hooks host answers.
+func (a *webhookActor) outcome(level, status string, code kiterr.Code) *kitpb.DevLogEntry {
 	e := newLogEntry(a.env, LogSourceDelivery, level, "webhook.post", a.hook.InstallationId)
 	e.Status, e.ErrorCode, e.SubjectId = status, string(code), a.id
-	e.HttpStatus = &httpStatus
+	e.HttpStatus = proto.Int32(int32(code.Status()))
 	return e
 }
 
 // logRefusal logs a refusal, at most one per code and refusalLogInterval.
-func (a *webhookActor) logRefusal(code kiterr.Code, status string, httpStatus int32) {
+func (a *webhookActor) logRefusal(code kiterr.Code, status string) {
 	now := a.env.Clock.Now()
 	if last, ok := a.lastRefusalLog[code]; ok && now.Sub(last) < refusalLogInterval {
 		return
 	}
 	a.lastRefusalLog[code] = now
-	writeLogAsync(a.env, a.hook.KitId, a.outcome(LogLevelError, status, code, httpStatus))
+	writeLogAsync(a.env, a.hook.KitId, a.outcome(LogLevelError, status, code))
 }
 
 // HookSecretHash is the stored form of a webhook secret, and the form in

@@ -96,7 +96,7 @@ func TestWebhookDeveloperLog(t *testing.T) {
 
 	_, err := try[*kitpb.HookPostReply](n, actors.KindWebhook, f.hookID, &kitpb.HookPost{
 		InstallationId: f.inst.Id, SecretHash: actors.HookSecretHash(f.secret),
-		Invalid: true, InvalidPath: "text", InvalidReason: "must not be blank",
+		Invalid: kiterr.ToFailure(kiterr.Invalid("text", "must not be blank")),
 	})
 	wantCode(t, err, kiterr.Validation, "text")
 

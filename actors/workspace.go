@@ -101,7 +101,7 @@ func (a *workspaceActor) handle(msg proto.Message) (proto.Message, error) {
 		return a.revokeDeveloperToken(m)
 	case *kitpb.TakeToken:
 		d, _ := a.buckets.take(limits.Name(m.Bucket), m.Key, a.env.Clock.Now())
-		return decisionReply(d), nil
+		return d.Wire(), nil
 	case *kitpb.Install:
 		return a.install(m)
 	case *kitpb.CreateConversation:
@@ -368,13 +368,6 @@ func installable(kit *kitpb.KitReply, want, workspaceID string) (*kitpb.KitVersi
 		}
 	}
 	return nil, kiterr.Absent("version")
-}
-
-func decisionReply(d limits.Decision) *kitpb.Decision {
-	return &kitpb.Decision{
-		Ok: d.OK, Remaining: int32(d.Remaining), RetryAfter: int32(d.RetryAfter),
-		ResetSeconds: int32(d.ResetSeconds), Policy: string(d.Policy),
-	}
 }
 
 // createConversation checks that every member is an active person of this

@@ -129,11 +129,7 @@ func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message,
 			n.forget(kind, identity)
 			continue
 		case *kitpb.Failure:
-			e := &kiterr.Error{Code: kiterr.Code(r.Code), Message: r.Message, Path: r.Path}
-			if l := r.Limit; l != nil {
-				e.Limit = &kiterr.Limit{Policy: l.Policy, Remaining: int(l.Remaining), RetryAfter: int(l.RetryAfter), ResetSeconds: int(l.ResetSeconds)}
-			}
-			return nil, e
+			return nil, kiterr.FromFailure(r)
 		case proto.Message:
 			return r, nil
 		default:
@@ -242,7 +238,7 @@ func (n *Node) Forward(from actor.Context, to *Route, msg proto.Message) {
 		}
 	}
 	if to.pid == nil {
-		from.Respond(&kitpb.Failure{Code: string(kiterr.Internal), Message: fmt.Sprintf("forward to %s/%s: %v", to.Kind, to.Identity, errUnavailable)})
+		from.Respond(kiterr.ToFailure(fmt.Errorf("forward to %s/%s: %w", to.Kind, to.Identity, errUnavailable)))
 		return
 	}
 	from.RequestWithCustomSender(to.pid, msg, from.Sender())

@@ -7,29 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/internal/kiterr"
-	"github.com/kitd/kitd/internal/limits"
 )
-
-// statusOf is the one table from domain error codes to HTTP statuses
-// (SPEC.md section 7).
-var statusOf = map[kiterr.Code]int{
-	kiterr.Validation:          fasthttp.StatusBadRequest,
-	kiterr.InvalidToken:        fasthttp.StatusUnauthorized,
-	kiterr.InvalidCredentials:  fasthttp.StatusUnauthorized,
-	kiterr.MissingScope:        fasthttp.StatusForbidden,
-	kiterr.Forbidden:           fasthttp.StatusForbidden,
-	kiterr.CSRFRejected:        fasthttp.StatusForbidden,
-	kiterr.NotFound:            fasthttp.StatusNotFound,
-	kiterr.IdempotencyConflict: fasthttp.StatusConflict,
-	kiterr.Conflict:            fasthttp.StatusConflict,
-	kiterr.EmailTaken:          fasthttp.StatusConflict,
-	kiterr.SlugTaken:           fasthttp.StatusConflict,
-	kiterr.Gone:                fasthttp.StatusGone,
-	kiterr.PayloadTooLarge:     fasthttp.StatusRequestEntityTooLarge,
-	kiterr.UnsupportedMedia:    fasthttp.StatusUnsupportedMediaType,
-	kiterr.RateLimited:         fasthttp.StatusTooManyRequests,
-	kiterr.Internal:            fasthttp.StatusInternalServerError,
-}
 
 type errorBody struct {
 	Code          kiterr.Code `json:"code"`
@@ -47,20 +25,16 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 		s.log.Error("request failed", "correlationId", corr, "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
 		e = kiterr.New(kiterr.Internal, "internal error; retry reads later, writes only with an Idempotency-Key")
 	}
-	status, ok := statusOf[e.Code]
-	if !ok {
-		status = fasthttp.StatusInternalServerError
-	}
 	if l := e.Limit; l != nil {
-		name := limits.Name(l.Policy)
-		d := limits.Decision{Remaining: l.Remaining, RetryAfter: l.RetryAfter, ResetSeconds: l.ResetSeconds, Policy: name, Rate: s.limits[name]}
-		ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(l.RetryAfter, 1)))
+		d := *l
+		d.Rate = s.limits[d.Policy]
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(d.RetryAfter, 1)))
 		setRateHeaders(ctx, d)
 	}
 	if e.Code == kiterr.InvalidToken {
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="kit", error="invalid_token"`)
 	}
-	s.writeJSON(ctx, status, errorBody{e.Code, e.Message, corr})
+	s.writeJSON(ctx, e.Code.Status(), errorBody{e.Code, e.Message, corr})
 }
 
 // unauthenticated answers a request that carried no credential at all

@@ -2,12 +2,7 @@ package api
 
 import (
 	"encoding/json"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -81,103 +76,6 @@ func TestDecodeJSON(t *testing.T) {
 			}
 		})
 	}
-}
-
-// specStatus is SPEC.md section 7 plus the codes the spec lists without a
-// condition, as docs/decisions.md and OPERATIONS.md give them a status.
-var specStatus = map[kiterr.Code]int{
-	"validation_error":       400,
-	"invalid_token":          401,
-	"missing_scope":          403,
-	"forbidden":              403,
-	"not_found":              404,
-	"idempotency_conflict":   409,
-	"conflict":               409,
-	"gone":                   410,
-	"payload_too_large":      413,
-	"rate_limited":           429,
-	"internal_error":         500,
-	"kit_unavailable":        502,
-	"unsupported_media_type": 415,
-	"csrf_rejected":          403,
-	"invalid_credentials":    401,
-	"email_taken":            409,
-	"name_taken":             409,
-	"slug_taken":             409,
-}
-
-// declaredCodes reads the Code constants declared in package kiterr, so that
-// a code added there cannot miss the status table.
-func declaredCodes(t *testing.T) map[string]kiterr.Code {
-	t.Helper()
-	_, self, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("no caller")
-	}
-	dir := filepath.Join(filepath.Dir(self), "..", "..", "internal", "kiterr")
-	fset := token.NewFileSet()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	codes := map[string]kiterr.Code{}
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range f.Decls {
-			g, ok := d.(*ast.GenDecl)
-			if !ok || g.Tok != token.CONST {
-				continue
-			}
-			for _, s := range g.Specs {
-				vs := s.(*ast.ValueSpec)
-				if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Code" {
-					continue
-				}
-				for i, name := range vs.Names {
-					lit, ok := vs.Values[i].(*ast.BasicLit)
-					if !ok {
-						t.Fatalf("kiterr.%s is not a string literal", name.Name)
-					}
-					codes[name.Name] = kiterr.Code(strings.Trim(lit.Value, "\"`"))
-				}
-			}
-		}
-	}
-	if len(codes) == 0 {
-		t.Fatal("found no kiterr codes")
-	}
-	return codes
-}
-
-func TestStatusOf(t *testing.T) {
-	for name, code := range declaredCodes(t) {
-		t.Run(name, func(t *testing.T) {
-			got, ok := statusOf[code]
-			if !ok {
-				t.Fatalf("statusOf has no status for %s", code)
-			}
-			want, known := specStatus[code]
-			if !known {
-				t.Fatalf("%s is not an error code of SPEC.md section 7", code)
-			}
-			if got != want {
-				t.Fatalf("statusOf[%s] = %d, want %d", code, got, want)
-			}
-		})
-	}
-	t.Run("every status in the table is an error status", func(t *testing.T) {
-		for code, status := range statusOf {
-			if status < 400 || status > 599 {
-				t.Errorf("%s maps to %d", code, status)
-			}
-		}
-	})
 }
 
 func TestFailWritesTheErrorBody(t *testing.T) {

@@ -4,24 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strings"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
 // Field limits of SPEC.md sections 4.9 and 8.
 const maxHookText = 4000
-
-// errHookNotFound is the one 404 of the hooks host: the webhook, its secret
-// or its installation is unknown, or it was revoked or uninstalled. The
-// actor answers with the same message; a path that cannot be a webhook URL
-// gets it from here.
-var errHookNotFound = kiterr.Absent("webhook")
 
 // hookDrainLimit is how much of an oversized webhook body is still read
 // before the 413. Answering and closing while the client is still sending
@@ -50,7 +44,7 @@ func hookRequestConfig(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 // work (parse, hash, one request to a webhook actor).
 func (s *Server) hooks(ctx *fasthttp.RequestCtx, seg []string) {
 	if string(ctx.Method()) != "POST" || !route(seg, "v1", "*", "*", "*") || !ids.Valid(seg[1]) || !ids.Valid(seg[2]) || seg[3] == "" {
-		s.fail(ctx, errHookNotFound)
+		s.fail(ctx, actors.ErrHookNotFound)
 		return
 	}
 	body := ctx.PostBody()
@@ -62,7 +56,7 @@ func (s *Server) hooks(ctx *fasthttp.RequestCtx, seg []string) {
 	text, blocks, err := hookBody(body)
 	var e *kiterr.Error
 	if errors.As(err, &e) {
-		req.Invalid, req.InvalidPath, req.InvalidReason = true, e.Path, strings.TrimPrefix(e.Message, e.Path+": ")
+		req.Invalid = kiterr.ToFailure(e)
 	} else if err != nil {
 		s.fail(ctx, err)
 		return
@@ -75,7 +69,7 @@ func (s *Server) hooks(ctx *fasthttp.RequestCtx, seg []string) {
 		return
 	}
 	if r.Limit != nil {
-		setRateHeaders(ctx, s.decision(r.Limit))
+		setRateHeaders(ctx, limits.FromWire(r.Limit, s.limits))
 	}
 	s.writeBuffer(ctx, fasthttp.StatusOK, append(bodyBuffer(ctx), `{"ok":true}`...))
 }

@@ -109,23 +109,14 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, types []string, scope strin
 			s.fail(ctx, err)
 			return nil
 		}
-		dec := s.decision(d)
+		dec := limits.FromWire(d, s.limits)
 		if !dec.OK {
-			s.fail(ctx, actors.RateLimited(dec))
+			s.fail(ctx, kiterr.OverLimit(dec))
 			return nil
 		}
 		setRateHeaders(ctx, dec)
 	}
 	return p
-}
-
-// decision rebuilds a bucket decision from an actor's reply.
-func (s *Server) decision(d *kitpb.Decision) limits.Decision {
-	name := limits.Name(d.Policy)
-	return limits.Decision{
-		OK: d.Ok, Remaining: int(d.Remaining), RetryAfter: int(d.RetryAfter),
-		ResetSeconds: int(d.ResetSeconds), Policy: name, Rate: s.limits[name],
-	}
 }
 
 func setRateHeaders(ctx *fasthttp.RequestCtx, d limits.Decision) {

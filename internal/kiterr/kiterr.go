@@ -1,13 +1,18 @@
-// Package kiterr defines the domain errors that every layer of kitd shares.
-// Actors return them, the cluster layer carries them across actor boundaries
-// as kitpb.Failure, and the HTTP layer maps each Code to a status in one
-// table. Messages are for people; they name field paths and never contain a
+// Package kiterr defines the domain errors that every layer of kitd shares,
+// and owns their conversions: the HTTP status of each code (one table, the
+// way nats-server keeps the status beside each error), and the wire form
+// (kitpb.Failure) in which an error crosses an actor boundary. Actors
+// return them, the cluster carries them, the HTTP layer writes them.
+// Messages are for people; they name field paths and never contain a
 // submitted value.
 package kiterr
 
 import (
 	"errors"
 	"fmt"
+
+	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/proto/kitpb"
 )
 
 // Code is a stable error code of SPEC.md section 7.
@@ -33,22 +38,47 @@ const (
 	SlugTaken           Code = "slug_taken"
 )
 
+// statuses is the one table from codes to the HTTP statuses of SPEC.md
+// section 7.
+var statuses = map[Code]int{
+	Validation:          400,
+	InvalidToken:        401,
+	InvalidCredentials:  401,
+	MissingScope:        403,
+	Forbidden:           403,
+	CSRFRejected:        403,
+	NotFound:            404,
+	IdempotencyConflict: 409,
+	Conflict:            409,
+	EmailTaken:          409,
+	SlugTaken:           409,
+	Gone:                410,
+	PayloadTooLarge:     413,
+	UnsupportedMedia:    415,
+	RateLimited:         429,
+	Internal:            500,
+}
+
+// Status is the HTTP status an answer with code c has: 200 for the empty
+// code (no error), 500 for a code SPEC.md does not list.
+func (c Code) Status() int {
+	if c == "" {
+		return 200
+	}
+	if s, ok := statuses[c]; ok {
+		return s
+	}
+	return 500
+}
+
 // Error is a domain error. Path is the JSON path of the offending field for
 // validation errors ("blocks[3].fields[0].label"), empty otherwise.
 type Error struct {
 	Code    Code
 	Message string
 	Path    string
-	// Limit describes the refusing bucket of a RateLimited error.
-	Limit *Limit
-}
-
-// Limit is what a client needs to know about a refusing rate bucket.
-type Limit struct {
-	Policy       string // the bucket's limits.Name
-	Remaining    int
-	RetryAfter   int // whole seconds, at least 1
-	ResetSeconds int
+	// Limit is the refusing bucket's decision of a RateLimited error.
+	Limit *limits.Decision
 }
 
 func (e *Error) Error() string {
@@ -73,6 +103,38 @@ func Invalid(path, reason string) *Error {
 
 // Absent is the one answer for "does not exist or is not visible".
 func Absent(what string) *Error { return &Error{Code: NotFound, Message: what + " not found"} }
+
+// OverLimit is the error of a request refused by the bucket that made d.
+func OverLimit(d limits.Decision) *Error {
+	d.RetryAfter = max(d.RetryAfter, 1)
+	return &Error{Code: RateLimited, Message: "rate limit " + string(d.Policy) + " exceeded", Limit: &d}
+}
+
+// ToFailure is err in the form in which it crosses an actor boundary. An
+// error that is not a domain error becomes Internal, with its text for the
+// receiver's log (the HTTP layer never shows it).
+func ToFailure(err error) *kitpb.Failure {
+	var e *Error
+	if !errors.As(err, &e) {
+		return &kitpb.Failure{Code: string(Internal), Message: err.Error()}
+	}
+	f := &kitpb.Failure{Code: string(e.Code), Message: e.Message, Path: e.Path}
+	if e.Limit != nil {
+		f.Limit = e.Limit.Wire()
+	}
+	return f
+}
+
+// FromFailure is the domain error f carries. A refusing bucket's decision
+// comes without its rate, which the receiver reads from its limits table.
+func FromFailure(f *kitpb.Failure) *Error {
+	e := &Error{Code: Code(f.Code), Message: f.Message, Path: f.Path}
+	if f.Limit != nil {
+		d := limits.FromWire(f.Limit, nil)
+		e.Limit = &d
+	}
+	return e
+}
 
 // CodeOf returns the Code of err, or Internal when err is not a domain error.
 func CodeOf(err error) Code {

@@ -524,9 +524,9 @@ type HookPost struct {
 	SecretHash     []byte                 `protobuf:"bytes,2,opt,name=secret_hash,json=secretHash,proto3" json:"secret_hash,omitempty"`
 	Text           string                 `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
 	Blocks         []byte                 `protobuf:"bytes,5,opt,name=blocks,proto3" json:"blocks,omitempty"` // raw JSON as sent; empty: none
-	Invalid        bool                   `protobuf:"varint,6,opt,name=invalid,proto3" json:"invalid,omitempty"`
-	InvalidPath    string                 `protobuf:"bytes,7,opt,name=invalid_path,json=invalidPath,proto3" json:"invalid_path,omitempty"`
-	InvalidReason  string                 `protobuf:"bytes,8,opt,name=invalid_reason,json=invalidReason,proto3" json:"invalid_reason,omitempty"`
+	// The body's shape problem, if any (kiterr's wire form). The webhook
+	// answers it only after the URL proved to be a live webhook's.
+	Invalid *Failure `protobuf:"bytes,10,opt,name=invalid,proto3" json:"invalid,omitempty"`
 	// A random id the hooks host gives each post. The cluster sends a request
 	// again when its first try came back as a dead letter (the conversation
 	// it was forwarded to had passivated): the webhook recognizes the post it
@@ -594,25 +594,11 @@ func (x *HookPost) GetBlocks() []byte {
 	return nil
 }
 
-func (x *HookPost) GetInvalid() bool {
+func (x *HookPost) GetInvalid() *Failure {
 	if x != nil {
 		return x.Invalid
 	}
-	return false
-}
-
-func (x *HookPost) GetInvalidPath() string {
-	if x != nil {
-		return x.InvalidPath
-	}
-	return ""
-}
-
-func (x *HookPost) GetInvalidReason() string {
-	if x != nil {
-		return x.InvalidReason
-	}
-	return ""
+	return nil
 }
 
 func (x *HookPost) GetPostId() uint64 {
@@ -868,17 +854,16 @@ const file_webhooks_proto_rawDesc = "" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\f\n" +
 	"\n" +
-	"GetWebhook\"\x83\x02\n" +
+	"GetWebhook\"\xdc\x01\n" +
 	"\bHookPost\x12'\n" +
 	"\x0finstallation_id\x18\x01 \x01(\tR\x0einstallationId\x12\x1f\n" +
 	"\vsecret_hash\x18\x02 \x01(\fR\n" +
 	"secretHash\x12\x12\n" +
 	"\x04text\x18\x04 \x01(\tR\x04text\x12\x16\n" +
-	"\x06blocks\x18\x05 \x01(\fR\x06blocks\x12\x18\n" +
-	"\ainvalid\x18\x06 \x01(\bR\ainvalid\x12!\n" +
-	"\finvalid_path\x18\a \x01(\tR\vinvalidPath\x12%\n" +
-	"\x0einvalid_reason\x18\b \x01(\tR\rinvalidReason\x12\x17\n" +
-	"\apost_id\x18\t \x01(\x06R\x06postIdJ\x04\b\x03\x10\x04\"7\n" +
+	"\x06blocks\x18\x05 \x01(\fR\x06blocks\x12)\n" +
+	"\ainvalid\x18\n" +
+	" \x01(\v2\x0f.kit.v1.FailureR\ainvalid\x12\x17\n" +
+	"\apost_id\x18\t \x01(\x06R\x06postIdJ\x04\b\x03\x10\x04J\x04\b\x06\x10\aJ\x04\b\a\x10\bJ\x04\b\b\x10\t\"7\n" +
 	"\rHookPostReply\x12&\n" +
 	"\x05limit\x18\x01 \x01(\v2\x10.kit.v1.DecisionR\x05limit\"\x80\x02\n" +
 	"\rPostAsWebhook\x12\x15\n" +
@@ -921,21 +906,23 @@ var file_webhooks_proto_goTypes = []any{
 	(*PostAsWebhook)(nil),  // 10: kit.v1.PostAsWebhook
 	(*WebhookRefused)(nil), // 11: kit.v1.WebhookRefused
 	(*User)(nil),           // 12: kit.v1.User
-	(*Decision)(nil),       // 13: kit.v1.Decision
-	(*DevLogEntry)(nil),    // 14: kit.v1.DevLogEntry
+	(*Failure)(nil),        // 13: kit.v1.Failure
+	(*Decision)(nil),       // 14: kit.v1.Decision
+	(*DevLogEntry)(nil),    // 15: kit.v1.DevLogEntry
 }
 var file_webhooks_proto_depIdxs = []int32{
 	12, // 0: kit.v1.CreateWebhook.creator:type_name -> kit.v1.User
 	0,  // 1: kit.v1.WebhookReply.webhook:type_name -> kit.v1.Webhook
 	0,  // 2: kit.v1.OpenWebhook.webhook:type_name -> kit.v1.Webhook
-	13, // 3: kit.v1.HookPostReply.limit:type_name -> kit.v1.Decision
-	14, // 4: kit.v1.PostAsWebhook.log:type_name -> kit.v1.DevLogEntry
-	13, // 5: kit.v1.PostAsWebhook.limit:type_name -> kit.v1.Decision
-	6,  // [6:6] is the sub-list for method output_type
-	6,  // [6:6] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	13, // 3: kit.v1.HookPost.invalid:type_name -> kit.v1.Failure
+	14, // 4: kit.v1.HookPostReply.limit:type_name -> kit.v1.Decision
+	15, // 5: kit.v1.PostAsWebhook.log:type_name -> kit.v1.DevLogEntry
+	14, // 6: kit.v1.PostAsWebhook.limit:type_name -> kit.v1.Decision
+	7,  // [7:7] is the sub-list for method output_type
+	7,  // [7:7] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_webhooks_proto_init() }

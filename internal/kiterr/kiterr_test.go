@@ -1,0 +1,155 @@
+package kiterr
+
+import (
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kitd/kitd/internal/limits"
+)
+
+// specStatus is SPEC.md section 7 plus the codes the spec lists without a
+// condition, as docs/decisions.md and OPERATIONS.md give them a status.
+var specStatus = map[Code]int{
+	"validation_error":       400,
+	"invalid_token":          401,
+	"missing_scope":          403,
+	"forbidden":              403,
+	"not_found":              404,
+	"idempotency_conflict":   409,
+	"conflict":               409,
+	"gone":                   410,
+	"payload_too_large":      413,
+	"rate_limited":           429,
+	"internal_error":         500,
+	"kit_unavailable":        502,
+	"unsupported_media_type": 415,
+	"csrf_rejected":          403,
+	"invalid_credentials":    401,
+	"email_taken":            409,
+	"name_taken":             409,
+	"slug_taken":             409,
+}
+
+// declaredCodes reads the Code constants declared in package kiterr, so that
+// a code added there cannot miss the status table.
+func declaredCodes(t *testing.T) map[string]Code {
+	t.Helper()
+	dir := "."
+	fset := token.NewFileSet()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]Code{}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, s := range g.Specs {
+				vs := s.(*ast.ValueSpec)
+				if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Code" {
+					continue
+				}
+				for i, name := range vs.Names {
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !ok {
+						t.Fatalf("%s is not a string literal", name.Name)
+					}
+					codes[name.Name] = Code(strings.Trim(lit.Value, "\"`"))
+				}
+			}
+		}
+	}
+	if len(codes) == 0 {
+		t.Fatal("found no kiterr codes")
+	}
+	return codes
+}
+
+func TestStatuses(t *testing.T) {
+	for name, code := range declaredCodes(t) {
+		t.Run(name, func(t *testing.T) {
+			got, ok := statuses[code]
+			if !ok {
+				t.Fatalf("statuses has no status for %s", code)
+			}
+			want, known := specStatus[code]
+			if !known {
+				t.Fatalf("%s is not an error code of SPEC.md section 7", code)
+			}
+			if got != want {
+				t.Fatalf("statuses[%s] = %d, want %d", code, got, want)
+			}
+		})
+	}
+	t.Run("every status in the table is an error status", func(t *testing.T) {
+		for code, status := range statuses {
+			if status < 400 || status > 599 {
+				t.Errorf("%s maps to %d", code, status)
+			}
+		}
+	})
+}
+
+func TestCodeStatus(t *testing.T) {
+	tests := []struct {
+		name string
+		code Code
+		want int
+	}{
+		{"no code is a success", "", 200},
+		{"a listed code has its status", Conflict, 409},
+		{"a code SPEC.md does not list is 500", "no_such_code", 500},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.code.Status(); got != tt.want {
+				t.Fatalf("Status() = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFailureRoundTrip(t *testing.T) {
+	limited := OverLimit(limits.Decision{Remaining: 0, RetryAfter: 0, ResetSeconds: 60, Policy: limits.Write})
+	tests := []struct {
+		name string
+		err  error
+		want Error
+	}{
+		{"a validation error keeps its path and message", Invalid("blocks[2].text", "must not be blank"),
+			Error{Code: Validation, Path: "blocks[2].text", Message: "blocks[2].text: must not be blank"}},
+		{"a wrapped domain error crosses as itself", errors.Join(errors.New("context"), Absent("webhook")),
+			Error{Code: NotFound, Message: "webhook not found"}},
+		{"a rate limit keeps its bucket, with Retry-After at least 1", limited,
+			Error{Code: RateLimited, Message: "rate limit write exceeded", Limit: &limits.Decision{RetryAfter: 1, ResetSeconds: 60, Policy: limits.Write}}},
+		{"any other error is internal", errors.New("disk on fire"),
+			Error{Code: Internal, Message: "disk on fire"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := FromFailure(ToFailure(tt.err))
+			if got.Code != tt.want.Code || got.Message != tt.want.Message || got.Path != tt.want.Path {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+			if (got.Limit == nil) != (tt.want.Limit == nil) || got.Limit != nil && *got.Limit != *tt.want.Limit {
+				t.Fatalf("limit %+v, want %+v", got.Limit, tt.want.Limit)
+			}
+		})
+	}
+}
