@@ -240,7 +240,7 @@ func LocateMessage(env *Env, id string) (conversationID string, err error) {
 	if !ok {
 		return locateOlderMessage(env, id)
 	}
-	prefix := messageTagKey(tag, "")
+	prefix := messageTagPrefix(tag)
 	var owners []string
 	if err := env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
 		owners = append(owners, string(k[len(prefix):]))
@@ -253,7 +253,7 @@ func LocateMessage(env *Env, id string) (conversationID string, err error) {
 	}
 	for _, c := range owners {
 		msg := &kitpb.Message{}
-		found, err := load(env.Store, seqKey(messagesPrefix(c), seq), msg)
+		found, err := load(env.Store, messageKey(c, seq), msg)
 		if err != nil {
 			return "", fmt.Errorf("locate message %s: %w", id, err)
 		}
@@ -281,7 +281,7 @@ func olderMessageLocator(env *Env, id string) (*kitpb.Locator, error) {
 		return nil, kiterr.Absent("message")
 	}
 	loc := &kitpb.Locator{}
-	found, err := load(env.Store, key("loc", id), loc)
+	found, err := load(env.Store, locatorKey(id), loc)
 	if err != nil {
 		return nil, fmt.Errorf("locate message %s: %w", id, err)
 	}
@@ -295,7 +295,7 @@ func olderMessageLocator(env *Env, id string) (*kitpb.Locator, error) {
 // developer token), from its locator record.
 func Locate(env *Env, id string) (kind, owner string, err error) {
 	loc := &kitpb.Locator{}
-	found, err := load(env.Store, key("loc", id), loc)
+	found, err := load(env.Store, locatorKey(id), loc)
 	if err != nil {
 		return "", "", fmt.Errorf("locate %s: %w", id, err)
 	}

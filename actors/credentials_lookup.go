@@ -62,7 +62,7 @@ func GrantOwner(env *Env, secret string) (installationID string, err error) {
 // slug actor).
 func KitBySlug(env *Env, slug string) (string, error) {
 	owner := &kitpb.ClaimSlug{}
-	found, err := load(env.Store, key("slug", slug), owner)
+	found, err := load(env.Store, slugKey(slug), owner)
 	if err != nil {
 		return "", fmt.Errorf("load slug: %w", err)
 	}

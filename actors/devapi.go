@@ -63,7 +63,7 @@ func (a *workspaceActor) touchDeveloperToken(m *kitpb.TouchDeveloperToken) (prot
 }
 
 func (a *workspaceActor) loadDeveloperToken(tokenID string) (hash []byte, cred *kitpb.Credential, err error) {
-	hash, err = a.env.Store.Get(a.prefix("d", tokenID))
+	hash, err = a.env.Store.Get(developerTokenKey(a.id, tokenID))
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, nil, kiterr.Absent("developer token")
 	}
@@ -156,7 +156,7 @@ func (a *slugActor) checkSlug(m *kitpb.CheckSlug) (proto.Message, error) {
 // order. It reads the kits/<ws>/<kit> index the kit actors write (each entry
 // is committed before the upload that created it answers).
 func WorkspaceKits(env *Env, workspaceID string) ([]string, error) {
-	prefix := key("kits", workspaceID, "")
+	prefix := workspaceKitsPrefix(workspaceID)
 	var out []string
 	err := env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
 		out = append(out, string(k[len(prefix):]))
@@ -177,7 +177,7 @@ func InstalledHere(env *Env, workspaceID, kitID string) (bool, error) {
 // InstallationHere is the id of the workspace's active installation of the
 // Kit; "" when it has none.
 func InstallationHere(env *Env, workspaceID, kitID string) (string, error) {
-	instID, err := env.Store.Get(key("ws", workspaceID, "k", kitID))
+	instID, err := env.Store.Get(installedKitKey(workspaceID, kitID))
 	if errors.Is(err, persistence.ErrNotFound) {
 		return "", nil
 	}
@@ -185,7 +185,7 @@ func InstallationHere(env *Env, workspaceID, kitID string) (string, error) {
 		return "", err
 	}
 	in := &kitpb.Installation{}
-	found, err := load(env.Store, key("inst", string(instID)), in)
+	found, err := load(env.Store, installationKey(string(instID)), in)
 	if err != nil || !found || in.Uninstalled {
 		return "", err
 	}

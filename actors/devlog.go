@@ -44,11 +44,9 @@ const logPruneEvery = time.Hour
 // nanoseconds of the server clock, by Kit id). The zero value is ready.
 type devLogPrunes struct{ last sync.Map }
 
-func devLogPrefix(kitID string) []byte { return key("devlog", kitID, "") }
-
 // devLogCutoff is the first key of the entries not yet expired at now.
 func devLogCutoff(kitID string, now time.Time) []byte {
-	return key("devlog", kitID, ids.PrefixAt(now.Add(-LogRetention)))
+	return devLogKey(kitID, ids.PrefixAt(now.Add(-LogRetention)))
 }
 
 // newLogEntry starts an entry at now with a fresh time-ordered id.
@@ -69,7 +67,7 @@ func (env *Env) putLog(b *persistence.Batch, kitID string, e *kitpb.DevLogEntry)
 	// puts it back), a tenth of what a webhook post writes.
 	id := e.Id
 	e.Id = ""
-	put(b, key("devlog", kitID, id), e)
+	put(b, devLogKey(kitID, id), e)
 	e.Id = id
 	if last, ok := env.logPrunes.last.Load(kitID); ok && e.At-last.(int64) < int64(logPruneEvery) {
 		return
@@ -111,7 +109,7 @@ func ReadDevLog(env *Env, kitID, before string, limit int, keep func(*kitpb.DevL
 	lower := devLogCutoff(kitID, env.Clock.Now())
 	upper := persistence.PrefixEnd(devLogPrefix(kitID))
 	if before != "" {
-		upper = key("devlog", kitID, before)
+		upper = devLogKey(kitID, before)
 	}
 	var decodeErr error
 	idAt := len(devLogPrefix(kitID))

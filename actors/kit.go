@@ -28,18 +28,18 @@ func (a *kitActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
 func (a *kitActor) activate(identity string) error {
 	a.id = identity
 	kit := &kitpb.Kit{}
-	found, err := load(a.env.Store, key("kit", a.id), kit)
+	found, err := load(a.env.Store, kitKey(a.id), kit)
 	if err != nil || !found {
 		return err
 	}
 	a.kit = kit
-	err = scanRecords(a.env.Store, key("kit", a.id, "v", ""), func() proto.Message { return &kitpb.KitVersion{} }, func(m proto.Message) {
+	err = scanRecords(a.env.Store, versionsPrefix(a.id), func() proto.Message { return &kitpb.KitVersion{} }, func(m proto.Message) {
 		a.versions = append(a.versions, m.(*kitpb.KitVersion))
 	})
 	if err != nil {
 		return err
 	}
-	return scanRecords(a.env.Store, key("kit", a.id, "d", ""), func() proto.Message { return &kitpb.KitDomain{} }, func(m proto.Message) {
+	return scanRecords(a.env.Store, domainsPrefix(a.id), func() proto.Message { return &kitpb.KitDomain{} }, func(m proto.Message) {
 		a.domains = append(a.domains, m.(*kitpb.KitDomain))
 	})
 }
@@ -136,14 +136,14 @@ func (a *kitActor) upload(m *kitpb.UploadVersion) (proto.Message, error) {
 		kit.LatestPublishedVersion, kit.Distribution = ver, man.Distribution
 	}
 	b := a.env.Store.NewBatch()
-	put(b, key("kit", a.id), kit)
+	put(b, kitKey(a.id), kit)
 	put(b, versionKey(a.id, man.Version), v)
 	a.env.putLog(b, a.id, a.auditVersion("version.uploaded", ver))
 	if v.Published {
 		a.env.putLog(b, a.id, a.auditVersion("version.published", ver))
 	}
 	if a.kit == nil {
-		b.Set(key("kits", m.WorkspaceId, a.id), nil)
+		b.Set(workspaceKitKey(m.WorkspaceId, a.id), nil)
 	}
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("upload version %s of %s: %w", ver, a.id, err)
@@ -173,7 +173,7 @@ func (a *kitActor) publish(v *kitpb.KitVersion) (proto.Message, error) {
 		kit.LatestPublishedVersion = nv.Version
 	}
 	b := a.env.Store.NewBatch()
-	put(b, key("kit", a.id), kit)
+	put(b, kitKey(a.id), kit)
 	put(b, versionKey(a.id, man.Version), nv)
 	a.env.putLog(b, a.id, a.auditVersion("version.published", nv.Version))
 	if err := b.Commit(); err != nil {
@@ -218,10 +218,6 @@ func publishable(man *manifest.Manifest, verifiedDomains []string) error {
 	return nil
 }
 
-func versionKey(kitID string, v manifest.Version) []byte {
-	return key("kit", kitID, "v", fmt.Sprintf("%04d.%05d.%06d", v.Major, v.Minor, v.Patch))
-}
-
 // manifestPath places a manifest problem inside the request body.
 func manifestPath(p string) string {
 	if p == "" {
@@ -245,7 +241,7 @@ func (a *slugActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) 
 func (a *slugActor) activate(identity string) error {
 	a.slug = identity
 	owner := &kitpb.ClaimSlug{}
-	found, err := load(a.env.Store, key("slug", identity), owner)
+	found, err := load(a.env.Store, slugKey(identity), owner)
 	if found {
 		a.owner = owner
 	}
@@ -272,7 +268,7 @@ func (a *slugActor) handle(msg proto.Message) (proto.Message, error) {
 	}
 	owner := &kitpb.ClaimSlug{Slug: a.slug, KitId: m.KitId, WorkspaceId: m.WorkspaceId}
 	b := a.env.Store.NewBatch()
-	put(b, key("slug", a.slug), owner)
+	put(b, slugKey(a.slug), owner)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("claim slug: %w", err)
 	}

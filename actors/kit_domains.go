@@ -73,8 +73,6 @@ func (a *kitActor) domain(name string) *kitpb.KitDomain {
 	return a.domains[i]
 }
 
-func domainKey(kitID, domain string) []byte { return key("kit", kitID, "d", domain) }
-
 func (a *kitActor) addDomain(m *kitpb.AddDomain) (proto.Message, error) {
 	if cur := a.domain(m.Domain); cur != nil {
 		if cur.Method == m.Method {

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -47,10 +46,6 @@ func (a *kitActor) handleInstallLink(msg proto.Message) (reply proto.Message, ok
 	}
 	return reply, true, err
 }
-
-func installLinkKey(kitID string) []byte { return key("kit", kitID, "il") }
-
-func installLinkIndexKey(hash []byte) []byte { return key("illink", hex.EncodeToString(hash)) }
 
 // KitByInstallLink returns the id of the Kit whose install link has hash
 // (the index the kit actor writes with the link). The Kit itself must still
