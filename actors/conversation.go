@@ -43,6 +43,8 @@ func (a *conversationActor) Receive(ctx actorContext) {
 	receiveDurable(a, &a.life, a.env, &a.sync, ctx)
 }
 
+func (a *conversationActor) exists() bool { return a.conv != nil }
+
 func (a *conversationActor) activate(identity string) error {
 	a.id = identity
 	a.tag = ids.MessageTag(identity)
@@ -603,40 +605,4 @@ func (a *conversationActor) list(m *kitpb.ListMessages) (proto.Message, error) {
 		err = decodeErr
 	}
 	return reply, err
-}
-
-// scanRecords decodes every record under prefix.
-func scanRecords(store *persistence.Store, prefix []byte, fresh func() proto.Message, visit func(proto.Message)) error {
-	var decodeErr error
-	err := store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, v []byte) bool {
-		m := fresh()
-		if decodeErr = proto.Unmarshal(v, m); decodeErr != nil {
-			return false
-		}
-		visit(m)
-		return true
-	})
-	if err == nil {
-		err = decodeErr
-	}
-	return err
-}
-
-// MemberConversations pages the ids of the conversations userID belongs
-// to, in id (creation) order, after the id after.
-func MemberConversations(env *Env, userID, after string, limit int) (ids []string, more bool, err error) {
-	prefix := memberConversationsPrefix(userID)
-	lower := keyAfter(memberConversationKey(userID, after))
-	if after == "" {
-		lower = prefix
-	}
-	err = env.Store.Scan(lower, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
-		if len(ids) == limit {
-			more = true
-			return false
-		}
-		ids = append(ids, string(k[len(prefix):]))
-		return true
-	})
-	return ids, more, err
 }

@@ -2,13 +2,11 @@ package actors
 
 import (
 	"fmt"
-	"io"
 	"slices"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/internal/kiterr"
-	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -173,89 +171,4 @@ func (a *conversationActor) react(c *kitpb.Caller, messageID string, reaction st
 		return nil, err
 	}
 	return &kitpb.Ok{}, nil
-}
-
-// FileContent reads a stored file's bytes chunk by chunk, straight from
-// storage and never through the actor: chunks never change once written,
-// so once the conversation has answered the file's metadata to a caller
-// who may see it, the front end streams the content without holding the
-// whole file in memory. It is an io.Reader and an io.WriterTo; the latter
-// writes each chunk from the store's own buffers.
-type FileContent struct {
-	store      *persistence.Store
-	conv, file string
-	prefix     []byte // fileChunksPrefix
-	size       int64
-	chunks     uint32
-
-	next uint32 // the next chunk Read loads
-	buf  []byte // the rest of the chunk Read is serving
-	done int64  // bytes served
-}
-
-// OpenFileContent returns a reader of f's bytes. f must come from the
-// conversation actor's answer (GetFile), which checked visibility.
-func OpenFileContent(env *Env, f *kitpb.File) *FileContent {
-	return &FileContent{
-		store: env.Store, conv: f.ConversationId, file: f.Id, prefix: fileChunksPrefix(f.ConversationId, f.Id),
-		size: f.SizeBytes, chunks: f.Chunks,
-	}
-}
-
-// Size is the number of bytes of the file.
-func (c *FileContent) Size() int64 { return c.size }
-
-// Read serves the file in order, loading one chunk at a time.
-func (c *FileContent) Read(p []byte) (int, error) {
-	for len(c.buf) == 0 {
-		if c.next == c.chunks {
-			if c.done != c.size {
-				return 0, fmt.Errorf("file content: %d of %d bytes stored", c.done, c.size)
-			}
-			return 0, io.EOF
-		}
-		v, err := c.store.Get(fileChunkKey(c.conv, c.file, uint64(c.next)))
-		if err != nil {
-			return 0, fmt.Errorf("file content chunk %d: %w", c.next, err)
-		}
-		c.next++
-		c.buf = v
-	}
-	n := copy(p, c.buf)
-	c.buf = c.buf[n:]
-	c.done += int64(n)
-	return n, nil
-}
-
-// WriteTo writes the rest of the file to w in one ordered scan of its
-// chunks. It is only called before any Read.
-func (c *FileContent) WriteTo(w io.Writer) (int64, error) {
-	if c.next != 0 || c.done != 0 {
-		return io.Copy(w, struct{ io.Reader }{c})
-	}
-	var n int64
-	var werr error
-	want := uint32(0)
-	err := c.store.Scan(c.prefix, persistence.PrefixEnd(c.prefix), false, func(k, v []byte) bool {
-		if len(k) != len(c.prefix)+positionLen || decodeSeq(k[len(c.prefix):]) != uint64(want) {
-			werr = fmt.Errorf("file content: chunk %d missing", want)
-			return false
-		}
-		want++
-		m, err := w.Write(v)
-		n += int64(m)
-		if err != nil {
-			werr = err
-			return false
-		}
-		return true
-	})
-	c.next, c.done = c.chunks, n
-	if err == nil {
-		err = werr
-	}
-	if err == nil && (n != c.size || want != c.chunks) {
-		err = fmt.Errorf("file content: %d of %d bytes stored", n, c.size)
-	}
-	return n, err
 }

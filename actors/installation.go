@@ -29,6 +29,8 @@ type installationActor struct {
 
 func (a *installationActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
 
+func (a *installationActor) exists() bool { return a.inst != nil }
+
 func (a *installationActor) activate(identity string) error {
 	a.id = identity
 	a.buckets.table = a.env.Limits

@@ -31,9 +31,9 @@ const (
 
 // handleGrants answers the installation's authorization requests (codes,
 // user tokens, refresh tokens, bot token rotation); ok is false for any
-// other request. Every credential it issues is stored under cred/<sha256>
-// and, when it belongs to an authorization, indexed under
-// inst/<i>/g/<grant>/<sha256>, so that a replayed refresh token revokes the
+// other request. Every credential it issues is stored under its
+// credentialKey and, when it belongs to an authorization, indexed under
+// its grantCredentialKey, so that a replayed refresh token revokes the
 // whole grant without a scan of other keys.
 func (a *installationActor) handleGrants(msg proto.Message) (reply proto.Message, ok bool, err error) {
 	switch m := msg.(type) {
@@ -303,23 +303,4 @@ func (a *installationActor) revokeGrant(grantID string) error {
 		a.env.Invalidator.CredentialRevoked(h)
 	}
 	return nil
-}
-
-// memberSignedIn reports whether the web session that authorized cred is
-// still on and its member still active, and until when the session lasts.
-// Sessions and users are written by the workspace actor; reading their
-// committed records here (rather than asking the workspace) keeps
-// installation → workspace calls, and so a cycle, out.
-func memberSignedIn(store *persistence.Store, cred *kitpb.Credential, now int64) (sessionEnds int64, ok bool, err error) {
-	s := &kitpb.Session{}
-	found, err := load(store, sessionKey(cred.WorkspaceId, cred.SessionId), s)
-	if err != nil || !found || s.EndedAt != 0 || now >= s.ExpiresAt || s.UserId != cred.UserId {
-		return 0, false, err
-	}
-	u := &kitpb.User{}
-	found, err = load(store, userKey(cred.WorkspaceId, cred.UserId), u)
-	if err != nil || !found || !u.Active {
-		return 0, false, err
-	}
-	return s.ExpiresAt, true, nil
 }

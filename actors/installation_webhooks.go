@@ -12,7 +12,7 @@ import (
 )
 
 // The installation keeps a WebhookRef per webhook it created
-// (inst/<i>/w/<webhook>) so that it can count them against
+// (webhookRefKey) so that it can count them against
 // incomingWebhooks.maxPerInstallation and end them on uninstall or when the
 // Kit bot leaves their channel. The state of each webhook lives in its own
 // actor, which the installation asks: a webhook that disabled itself

@@ -25,6 +25,8 @@ type kitActor struct {
 
 func (a *kitActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
 
+func (a *kitActor) exists() bool { return a.kit != nil }
+
 func (a *kitActor) activate(identity string) error {
 	a.id = identity
 	kit := &kitpb.Kit{}
@@ -88,6 +90,43 @@ func (a *kitActor) version(v string) *kitpb.KitVersion {
 		}
 	}
 	return nil
+}
+
+// kitDetail answers GetKitDetail: the Kit, its versions and the metadata of
+// its secrets (hashes cleared), for the owning workspace only.
+func (a *kitActor) kitDetail(m *kitpb.GetKitDetail) (proto.Message, error) {
+	if m.WorkspaceId != a.kit.WorkspaceId {
+		return nil, kiterr.Absent("kit")
+	}
+	link, err := a.installLinkState()
+	if err != nil {
+		return nil, err
+	}
+	r := &kitpb.KitDetailReply{Kit: a.kit, Versions: a.versions, Domains: a.domains, InstallLink: link}
+	for _, which := range []string{SecretClient, SecretSigning} {
+		k, _, err := a.secretKey(which)
+		if err != nil {
+			return nil, err
+		}
+		s := &kitpb.SecretState{}
+		found, err := load(a.env.Store, k, s)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			continue
+		}
+		meta := &kitpb.SecretState{CreatedAt: s.CreatedAt, Generation: s.Generation}
+		if s.PreviousExpiresAt > nanos(a.env.Clock.Now()) {
+			meta.PreviousExpiresAt = s.PreviousExpiresAt
+		}
+		if which == SecretClient {
+			r.ClientSecret = meta
+		} else {
+			r.SigningSecret = meta
+		}
+	}
+	return r, nil
 }
 
 func (a *kitActor) upload(m *kitpb.UploadVersion) (proto.Message, error) {
@@ -224,54 +263,4 @@ func manifestPath(p string) string {
 		return "manifest"
 	}
 	return "manifest." + p
-}
-
-// slugActor owns one slug: which Kit it belongs to. One actor per slug makes
-// the global uniqueness check a single lookup, never a scan.
-type slugActor struct {
-	env  *Env
-	life lifecycle
-
-	slug  string
-	owner *kitpb.ClaimSlug // nil: free
-}
-
-func (a *slugActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
-
-func (a *slugActor) activate(identity string) error {
-	a.slug = identity
-	owner := &kitpb.ClaimSlug{}
-	found, err := load(a.env.Store, slugKey(identity), owner)
-	if found {
-		a.owner = owner
-	}
-	return err
-}
-
-func (a *slugActor) handle(msg proto.Message) (proto.Message, error) {
-	if c, ok := msg.(*kitpb.CheckSlug); ok {
-		return a.checkSlug(c)
-	}
-	m, ok := msg.(*kitpb.ClaimSlug)
-	if !ok {
-		return nil, unknownRequest(KindSlug, msg)
-	}
-	if a.owner == nil && manifest.ReservedSlug(a.slug) {
-		// Only new claims: a Kit keeps a slug reserved after it claimed it.
-		return nil, kiterr.Invalid("manifest.slug", "is reserved")
-	}
-	if a.owner != nil {
-		if a.owner.WorkspaceId != m.WorkspaceId {
-			return nil, &kiterr.Error{Code: kiterr.SlugTaken, Message: "manifest.slug: belongs to another Kit", Path: "manifest.slug"}
-		}
-		return &kitpb.SlugReply{KitId: a.owner.KitId}, nil
-	}
-	owner := &kitpb.ClaimSlug{Slug: a.slug, KitId: m.KitId, WorkspaceId: m.WorkspaceId}
-	b := a.env.Store.NewBatch()
-	put(b, slugKey(a.slug), owner)
-	if err := b.Commit(); err != nil {
-		return nil, fmt.Errorf("claim slug: %w", err)
-	}
-	a.owner = owner
-	return &kitpb.SlugReply{KitId: m.KitId, Claimed: true}, nil
 }

@@ -28,8 +28,8 @@ const (
 var errInvalidClient = kiterr.New(kiterr.InvalidCredentials, "client credentials are not valid")
 
 // handleSecrets answers the kit actor's secret requests; ok is false for any
-// other request. The secrets are stored as hashes only (kit/<k>/cs and
-// kit/<k>/ss), read on demand: they are rare next to the Kit's versions.
+// other request. The secrets are stored as hashes only (clientSecretKey,
+// signingSecretKey), read on demand: they are rare next to the Kit's versions.
 func (a *kitActor) handleSecrets(msg proto.Message) (reply proto.Message, ok bool, err error) {
 	switch m := msg.(type) {
 	case *kitpb.RotateKitSecret:

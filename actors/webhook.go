@@ -78,6 +78,8 @@ type webhookActor struct {
 
 func (a *webhookActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
 
+func (a *webhookActor) exists() bool { return a.hook != nil }
+
 func (a *webhookActor) activate(identity string) error {
 	a.id = identity
 	a.buckets.table = a.env.Limits

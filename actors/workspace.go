@@ -38,6 +38,8 @@ type workspaceActor struct {
 
 func (a *workspaceActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
 
+func (a *workspaceActor) exists() bool { return a.ws != nil }
+
 func (a *workspaceActor) activate(identity string) error {
 	a.id = identity
 	a.buckets.table = a.env.Limits
@@ -106,7 +108,7 @@ func (a *workspaceActor) handle(msg proto.Message) (proto.Message, error) {
 	if reply, ok, err := a.handleAuthorize(msg); ok {
 		return reply, err
 	}
-	if reply, ok, err := a.handleDevAPI(msg); ok {
+	if reply, ok, err := a.handleDeveloperTokens(msg); ok {
 		return reply, err
 	}
 	return nil, unknownRequest(KindWorkspace, msg)
@@ -249,58 +251,6 @@ func (a *workspaceActor) endSession(m *kitpb.EndSession) (proto.Message, error) 
 	}
 	a.env.Invalidator.CredentialRevoked(hash)
 	a.env.Invalidator.SessionEnded(s.Id)
-	return &kitpb.Ok{}, nil
-}
-
-func (a *workspaceActor) createDeveloperToken(m *kitpb.CreateDeveloperToken) (proto.Message, error) {
-	if _, err := a.activeUser(m.UserId); err != nil {
-		return nil, err
-	}
-	now := a.env.Clock.Now()
-	ttl := DeveloperTokenLifetime
-	if m.TtlSeconds > 0 {
-		ttl = time.Duration(m.TtlSeconds) * time.Second
-	}
-	cred := &kitpb.Credential{
-		Kind: CallerDeveloper, WorkspaceId: a.id, UserId: m.UserId, TokenId: m.TokenId, Name: m.Name,
-		CreatedAt: nanos(now), ExpiresAt: nanos(now.Add(ttl)),
-	}
-	b := a.env.Store.NewBatch()
-	put(b, credentialKey(m.SecretHash), cred)
-	b.Set(developerTokenKey(a.id, m.TokenId), m.SecretHash)
-	put(b, locatorKey(m.TokenId), &kitpb.Locator{Kind: KindWorkspace, Owner: a.id})
-	if err := b.Commit(); err != nil {
-		return nil, fmt.Errorf("create developer token in %s: %w", a.id, err)
-	}
-	return &kitpb.CredentialReply{Credential: cred}, nil
-}
-
-func (a *workspaceActor) revokeDeveloperToken(m *kitpb.RevokeCredential) (proto.Message, error) {
-	hash := m.SecretHash
-	if m.TokenId != "" {
-		h, err := a.env.Store.Get(developerTokenKey(a.id, m.TokenId))
-		if err != nil {
-			return nil, kiterr.Absent("developer token")
-		}
-		hash = h
-	}
-	cred := &kitpb.Credential{}
-	found, err := load(a.env.Store, credentialKey(hash), cred)
-	if err != nil {
-		return nil, err
-	}
-	if !found || cred.WorkspaceId != a.id {
-		return nil, kiterr.Absent("token")
-	}
-	if cred.RevokedAt == 0 {
-		cred.RevokedAt = nanos(a.env.Clock.Now())
-		b := a.env.Store.NewBatch()
-		put(b, credentialKey(hash), cred)
-		if err := b.Commit(); err != nil {
-			return nil, fmt.Errorf("revoke developer token: %w", err)
-		}
-	}
-	a.env.Invalidator.CredentialRevoked(hash)
 	return &kitpb.Ok{}, nil
 }
 
