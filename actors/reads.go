@@ -110,9 +110,9 @@ func Locate(env *Env, id string) (kind, owner string, err error) {
 // MemberConversations pages the ids of the conversations userID belongs
 // to, in id (creation) order, after the id after.
 //
-// An index of many owners: each conversation commits its entries before
-// the change answers, and the front end asks each conversation for what
-// it shows.
+// Committed before answered: each conversation commits its entries of
+// this index before the change answers, and the front end then asks each
+// conversation for what it shows.
 func MemberConversations(env *Env, userID, after string, limit int) (ids []string, more bool, err error) {
 	prefix := memberConversationsPrefix(userID)
 	lower := keyAfter(memberConversationKey(userID, after))
@@ -198,8 +198,9 @@ func KitBySlug(env *Env, slug string) (string, error) {
 // WorkspaceKits returns the ids of the Kits the workspace owns, in creation
 // order.
 //
-// An index of many owners: each kit actor commits its entry before the
-// upload that created the Kit answers, and the front end asks each Kit.
+// Committed before answered: each kit actor commits its entry of this
+// index before the upload that created the Kit answers, and the front end
+// then asks each Kit.
 func WorkspaceKits(env *Env, workspaceID string) ([]string, error) {
 	prefix := workspaceKitsPrefix(workspaceID)
 	var out []string
