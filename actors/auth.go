@@ -11,7 +11,6 @@ import (
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
-	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -228,79 +227,4 @@ func (a *Authenticator) Revoke(token string) error {
 		return kiterr.Absent("token")
 	}
 	return err
-}
-
-// LocateMessage returns the conversation that owns a message, from the tag
-// its id carries (ids.NewMessage) and the tag index its conversation wrote
-// when it was created. The conversation checks the id itself. Only when
-// two conversations share the tag does this read the message, to tell
-// which of them holds it.
-func LocateMessage(env *Env, id string) (conversationID string, err error) {
-	tag, seq, ok := ids.ParseMessage(id)
-	if !ok {
-		return locateOlderMessage(env, id)
-	}
-	prefix := messageTagKey(tag, "")
-	var owners []string
-	if err := env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
-		owners = append(owners, string(k[len(prefix):]))
-		return true
-	}); err != nil {
-		return "", fmt.Errorf("locate message %s: %w", id, err)
-	}
-	if len(owners) == 1 {
-		return owners[0], nil
-	}
-	for _, c := range owners {
-		msg := &kitpb.Message{}
-		found, err := load(env.Store, seqKey(messagesPrefix(c), seq), msg)
-		if err != nil {
-			return "", fmt.Errorf("locate message %s: %w", id, err)
-		}
-		if found && msg.Id == id {
-			return c, nil
-		}
-	}
-	return locateOlderMessage(env, id)
-}
-
-// locateOlderMessage finds the conversation of a message written before
-// ids carried their position.
-func locateOlderMessage(env *Env, id string) (string, error) {
-	loc, err := olderMessageLocator(env, id)
-	if err != nil {
-		return "", err
-	}
-	return loc.Owner, nil
-}
-
-// olderMessageLocator reads the locator record written with a message
-// before ids carried their position; a missing one is kiterr.NotFound.
-func olderMessageLocator(env *Env, id string) (*kitpb.Locator, error) {
-	if !ids.Valid(id) {
-		return nil, kiterr.Absent("message")
-	}
-	loc := &kitpb.Locator{}
-	found, err := load(env.Store, key("loc", id), loc)
-	if err != nil {
-		return nil, fmt.Errorf("locate message %s: %w", id, err)
-	}
-	if !found || loc.Kind != KindConversation || loc.Seq == 0 {
-		return nil, kiterr.Absent("message")
-	}
-	return loc, nil
-}
-
-// Locate returns which actor owns id (a message, user, session or
-// developer token), from its locator record.
-func Locate(env *Env, id string) (kind, owner string, err error) {
-	loc := &kitpb.Locator{}
-	found, err := load(env.Store, key("loc", id), loc)
-	if err != nil {
-		return "", "", fmt.Errorf("locate %s: %w", id, err)
-	}
-	if !found {
-		return "", "", kiterr.Absent("object")
-	}
-	return loc.Kind, loc.Owner, nil
 }

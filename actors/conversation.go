@@ -30,7 +30,7 @@ type conversationActor struct {
 
 	id       string
 	tag      uint32              // carried by every message id (ids.MessageTag)
-	messages []byte              // key prefix of the messages, conv/<id>/s/
+	messages []byte              // messagesPrefix, for the scans of history
 	conv     *kitpb.Conversation // nil: the conversation does not exist (yet)
 	members  map[string]*kitpb.Member
 	bots     map[string]*kitpb.BotMember
@@ -43,9 +43,7 @@ func (a *conversationActor) Receive(ctx actorContext) {
 	receiveDurable(a, &a.life, a.env, &a.sync, ctx)
 }
 
-func (a *conversationActor) prefix(parts ...string) []byte {
-	return key(append([]string{"conv", a.id}, parts...)...)
-}
+func (a *conversationActor) exists() bool { return a.conv != nil }
 
 func (a *conversationActor) activate(identity string) error {
 	a.id = identity
@@ -56,7 +54,7 @@ func (a *conversationActor) activate(identity string) error {
 	a.members = make(map[string]*kitpb.Member)
 	a.bots = make(map[string]*kitpb.BotMember)
 	conv := &kitpb.Conversation{}
-	found, err := load(a.env.Store, key("conv", a.id), conv)
+	found, err := load(a.env.Store, conversationKey(a.id), conv)
 	if err != nil || !found {
 		return err
 	}
@@ -64,13 +62,13 @@ func (a *conversationActor) activate(identity string) error {
 	if err := a.ensureTagIndex(); err != nil {
 		return err
 	}
-	if err := scanRecords(a.env.Store, a.prefix("m", ""), func() proto.Message { return &kitpb.Member{} }, func(m proto.Message) {
+	if err := scanRecords(a.env.Store, membersPrefix(a.id), func() proto.Message { return &kitpb.Member{} }, func(m proto.Message) {
 		mem := m.(*kitpb.Member)
 		a.members[mem.UserId] = mem
 	}); err != nil {
 		return err
 	}
-	if err := scanRecords(a.env.Store, a.prefix("b", ""), func() proto.Message { return &kitpb.BotMember{} }, func(m proto.Message) {
+	if err := scanRecords(a.env.Store, botMembersPrefix(a.id), func() proto.Message { return &kitpb.BotMember{} }, func(m proto.Message) {
 		b := m.(*kitpb.BotMember)
 		a.bots[b.BotId] = b
 	}); err != nil {
@@ -161,14 +159,14 @@ func (a *conversationActor) create(m *kitpb.CreateConversation) (proto.Message, 
 		Name: m.Name, Topic: m.Topic, CreatedAt: nanos(now),
 	}
 	b := a.env.Store.NewBatch()
-	put(b, key("conv", a.id), conv)
+	put(b, conversationKey(a.id), conv)
 	b.Set(messageTagKey(a.tag, a.id), nil)
 	members := make(map[string]*kitpb.Member, len(m.MemberIds))
 	for _, uid := range m.MemberIds {
 		mem := &kitpb.Member{UserId: uid, JoinedAt: nanos(now)}
 		members[uid] = mem
-		put(b, a.prefix("m", uid), mem)
-		b.Set(memberIndexKey(uid, a.id), nil)
+		put(b, memberKey(a.id, uid), mem)
+		b.Set(memberConversationKey(uid, a.id), nil)
 	}
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("create conversation %s: %w", a.id, err)
@@ -189,8 +187,8 @@ func (a *conversationActor) addMember(m *kitpb.AddMember) (proto.Message, error)
 	}
 	mem := &kitpb.Member{UserId: m.UserId, JoinedAt: nanos(a.env.Clock.Now())}
 	b := a.env.Store.NewBatch()
-	put(b, a.prefix("m", m.UserId), mem)
-	b.Set(memberIndexKey(m.UserId, a.id), nil)
+	put(b, memberKey(a.id, m.UserId), mem)
+	b.Set(memberConversationKey(m.UserId, a.id), nil)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("add member to %s: %w", a.id, err)
 	}
@@ -203,8 +201,8 @@ func (a *conversationActor) removeMember(m *kitpb.RemoveMember) (proto.Message, 
 		return nil, kiterr.Absent("member")
 	}
 	b := a.env.Store.NewBatch()
-	b.Delete(a.prefix("m", m.UserId))
-	b.Delete(memberIndexKey(m.UserId, a.id))
+	b.Delete(memberKey(a.id, m.UserId))
+	b.Delete(memberConversationKey(m.UserId, a.id))
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("remove member from %s: %w", a.id, err)
 	}
@@ -217,7 +215,7 @@ func (a *conversationActor) archive() (proto.Message, error) {
 		next := proto.Clone(a.conv).(*kitpb.Conversation)
 		next.Archived = true
 		b := a.env.Store.NewBatch()
-		put(b, key("conv", a.id), next)
+		put(b, conversationKey(a.id), next)
 		if err := b.Commit(); err != nil {
 			return nil, fmt.Errorf("archive %s: %w", a.id, err)
 		}
@@ -238,7 +236,7 @@ func (a *conversationActor) addBot(m *kitpb.AddBot) (proto.Message, error) {
 	}
 	bm := &kitpb.BotMember{BotId: m.BotId, InstallationId: m.InstallationId, JoinedAt: nanos(a.env.Clock.Now())}
 	b := a.env.Store.NewBatch()
-	put(b, a.prefix("b", m.BotId), bm)
+	put(b, botMemberKey(a.id, m.BotId), bm)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("add bot to %s: %w", a.id, err)
 	}
@@ -251,7 +249,7 @@ func (a *conversationActor) removeBot(m *kitpb.RemoveBot) (proto.Message, error)
 		return &kitpb.Ok{}, nil
 	}
 	b := a.env.Store.NewBatch()
-	b.Delete(a.prefix("b", m.BotId))
+	b.Delete(botMemberKey(a.id, m.BotId))
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("remove bot from %s: %w", a.id, err)
 	}
@@ -263,11 +261,11 @@ func (a *conversationActor) listMembers(m *kitpb.ListMembers) (proto.Message, er
 	if !a.visible(m.Caller) {
 		return nil, kiterr.Absent("conversation")
 	}
-	lower := a.prefix("m", m.AfterId)
+	lower := memberKey(a.id, m.AfterId)
 	if m.AfterId != "" {
-		lower = append(lower, 0) // strictly after the cursor's member
+		lower = keyAfter(lower) // strictly after the cursor's member
 	}
-	upper := persistence.PrefixEnd(a.prefix("m", ""))
+	upper := persistence.PrefixEnd(membersPrefix(a.id))
 	reply := &kitpb.MembersReply{}
 	err := a.env.Store.Scan(lower, upper, false, func(_, v []byte) bool {
 		if len(reply.Members) == int(m.Limit) {
@@ -327,7 +325,7 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 	var idemKey []byte
 	var hash []byte
 	if m.IdempotencyKey != "" {
-		idemKey = a.prefix("p", kind+":"+authorID+"\x00"+m.IdempotencyKey)
+		idemKey = idempotencyKey(a.id, kind, authorID, m.IdempotencyKey)
 		hash = contentHash(a.id, m.Text, content, m.ThreadParentId)
 		rec := &kitpb.Idempotency{}
 		found, err := load(a.env.Store, idemKey, rec)
@@ -368,7 +366,7 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 	b := a.env.Store.NewBatch()
 	a.putMessage(b, msg)
 	if parentSeq != 0 {
-		b.Set(seqKey(seqKey(a.prefix("t", ""), parentSeq), seq), nil)
+		b.Set(threadReplyKey(a.id, parentSeq, seq), nil)
 	}
 	if idemKey != nil {
 		put(b, idemKey, &kitpb.Idempotency{
@@ -530,13 +528,13 @@ func (a *conversationActor) ensureTagIndex() error {
 // (messageBySeq, list).
 func (a *conversationActor) putMessage(b *persistence.Batch, msg *kitpb.Message) {
 	msg.ConversationId = ""
-	put(b, seqKey(a.messages, msg.Seq), msg)
+	put(b, messageKey(a.id, msg.Seq), msg)
 	msg.ConversationId = a.id
 }
 
 func (a *conversationActor) messageBySeq(seq uint64) (*kitpb.Message, error) {
 	msg := &kitpb.Message{}
-	found, err := load(a.env.Store, seqKey(a.messages, seq), msg)
+	found, err := load(a.env.Store, messageKey(a.id, seq), msg)
 	if err != nil {
 		return nil, fmt.Errorf("load message %d of %s: %w", seq, a.id, err)
 	}
@@ -558,10 +556,10 @@ func (a *conversationActor) list(m *kitpb.ListMessages) (proto.Message, error) {
 		if err != nil || parent.ThreadParentId != "" {
 			return nil, kiterr.Absent("message")
 		}
-		lower := seqKey(a.prefix("t", ""), parent.Seq)
+		lower := threadRepliesPrefix(a.id, parent.Seq)
 		upper := persistence.PrefixEnd(lower)
 		if m.BeforeSeq != 0 {
-			upper = seqKey(lower, m.BeforeSeq)
+			upper = threadReplyKey(a.id, parent.Seq, m.BeforeSeq)
 		}
 		var seqs []uint64
 		err = a.env.Store.Scan(lower, upper, true, func(k, _ []byte) bool {
@@ -587,7 +585,7 @@ func (a *conversationActor) list(m *kitpb.ListMessages) (proto.Message, error) {
 	lower := a.messages
 	upper := persistence.PrefixEnd(lower)
 	if m.BeforeSeq != 0 {
-		upper = seqKey(lower, m.BeforeSeq)
+		upper = messageKey(a.id, m.BeforeSeq)
 	}
 	var decodeErr error
 	err := a.env.Store.Scan(lower, upper, true, func(_, v []byte) bool {
@@ -607,57 +605,4 @@ func (a *conversationActor) list(m *kitpb.ListMessages) (proto.Message, error) {
 		err = decodeErr
 	}
 	return reply, err
-}
-
-func decodeSeq(b []byte) uint64 {
-	if len(b) < 8 {
-		return 0
-	}
-	var v uint64
-	for _, c := range b[:8] {
-		v = v<<8 | uint64(c)
-	}
-	return v
-}
-
-// scanRecords decodes every record under prefix.
-func scanRecords(store *persistence.Store, prefix []byte, fresh func() proto.Message, visit func(proto.Message)) error {
-	var decodeErr error
-	err := store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, v []byte) bool {
-		m := fresh()
-		if decodeErr = proto.Unmarshal(v, m); decodeErr != nil {
-			return false
-		}
-		visit(m)
-		return true
-	})
-	if err == nil {
-		err = decodeErr
-	}
-	return err
-}
-
-// memberIndexKey indexes a member's conversations; each conversation writes
-// only its own entries.
-func memberIndexKey(userID, conversationID string) []byte {
-	return key("uc", userID, conversationID)
-}
-
-// MemberConversations pages the ids of the conversations userID belongs
-// to, in id (creation) order, after the id after.
-func MemberConversations(env *Env, userID, after string, limit int) (ids []string, more bool, err error) {
-	prefix := key("uc", userID, "")
-	lower := append(key("uc", userID, after), 0)
-	if after == "" {
-		lower = prefix
-	}
-	err = env.Store.Scan(lower, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
-		if len(ids) == limit {
-			more = true
-			return false
-		}
-		ids = append(ids, string(k[len(prefix):]))
-		return true
-	})
-	return ids, more, err
 }

@@ -1,15 +1,12 @@
 package actors
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"slices"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/internal/kiterr"
-	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -36,14 +33,6 @@ func (a *conversationActor) handleFiles(msg proto.Message) (reply proto.Message,
 	return reply, true, err
 }
 
-func (a *conversationActor) fileKey(fileID string) []byte { return a.prefix("f", fileID) }
-
-// fileChunkPrefix is the prefix of a file's chunk records; the metadata key
-// is not under it.
-func fileChunkPrefix(conversationID, fileID string) []byte {
-	return key("conv", conversationID, "f", fileID, "")
-}
-
 // uploadFile stores a file of a member of the conversation: metadata,
 // chunks and locator in one synced batch, answered only once durable.
 func (a *conversationActor) uploadFile(m *kitpb.UploadFile) (proto.Message, error) {
@@ -68,17 +57,17 @@ func (a *conversationActor) uploadFile(m *kitpb.UploadFile) (proto.Message, erro
 		SizeBytes: int64(size), UploadedByUserId: m.Caller.UserId,
 		CreatedAt: nanos(a.env.Clock.Now()), Chunks: uint32(n),
 	}
-	prefix := fileChunkPrefix(a.id, f.Id)
+	prefix := fileChunksPrefix(a.id, f.Id)
 	b := a.env.Store.NewBatchSize(size + n*(len(prefix)+32) + 512)
 	for i, c := range m.Chunks {
-		b.Set(seqKey(prefix, uint64(i)), c)
+		b.Set(fileChunkKey(a.id, f.Id, uint64(i)), c)
 	}
 	// The batch holds its own copy now. Letting go of the request's chunks
 	// lets the collector reclaim them while the sync below is in flight,
 	// rather than hold every upload's bytes twice until its reply.
 	m.Chunks = nil
-	put(b, a.fileKey(f.Id), f)
-	put(b, key("loc", f.Id), &kitpb.Locator{Kind: KindConversation, Owner: a.id})
+	put(b, fileKey(a.id, f.Id), f)
+	put(b, locatorKey(f.Id), &kitpb.Locator{Kind: KindConversation, Owner: a.id})
 	// A large batch takes a while to sync: the actor goes on meanwhile and
 	// the reply waits for durability (see durability).
 	w, err := b.Apply()
@@ -117,7 +106,7 @@ func (a *conversationActor) getFile(m *kitpb.GetFile) (proto.Message, error) {
 
 func (a *conversationActor) fileByID(id string) (*kitpb.File, error) {
 	f := &kitpb.File{}
-	found, err := load(a.env.Store, a.fileKey(id), f)
+	found, err := load(a.env.Store, fileKey(a.id, id), f)
 	if err != nil {
 		return nil, fmt.Errorf("load file %s: %w", id, err)
 	}
@@ -182,88 +171,4 @@ func (a *conversationActor) react(c *kitpb.Caller, messageID string, reaction st
 		return nil, err
 	}
 	return &kitpb.Ok{}, nil
-}
-
-// FileContent reads a stored file's bytes chunk by chunk, straight from
-// storage and never through the actor: chunks never change once written,
-// so once the conversation has answered the file's metadata to a caller
-// who may see it, the front end streams the content without holding the
-// whole file in memory. It is an io.Reader and an io.WriterTo; the latter
-// writes each chunk from the store's own buffers.
-type FileContent struct {
-	store  *persistence.Store
-	prefix []byte
-	size   int64
-	chunks uint32
-
-	next uint32 // the next chunk Read loads
-	buf  []byte // the rest of the chunk Read is serving
-	done int64  // bytes served
-}
-
-// OpenFileContent returns a reader of f's bytes. f must come from the
-// conversation actor's answer (GetFile), which checked visibility.
-func OpenFileContent(env *Env, f *kitpb.File) *FileContent {
-	return &FileContent{
-		store: env.Store, prefix: fileChunkPrefix(f.ConversationId, f.Id),
-		size: f.SizeBytes, chunks: f.Chunks,
-	}
-}
-
-// Size is the number of bytes of the file.
-func (c *FileContent) Size() int64 { return c.size }
-
-// Read serves the file in order, loading one chunk at a time.
-func (c *FileContent) Read(p []byte) (int, error) {
-	for len(c.buf) == 0 {
-		if c.next == c.chunks {
-			if c.done != c.size {
-				return 0, fmt.Errorf("file content: %d of %d bytes stored", c.done, c.size)
-			}
-			return 0, io.EOF
-		}
-		v, err := c.store.Get(seqKey(c.prefix, uint64(c.next)))
-		if err != nil {
-			return 0, fmt.Errorf("file content chunk %d: %w", c.next, err)
-		}
-		c.next++
-		c.buf = v
-	}
-	n := copy(p, c.buf)
-	c.buf = c.buf[n:]
-	c.done += int64(n)
-	return n, nil
-}
-
-// WriteTo writes the rest of the file to w in one ordered scan of its
-// chunks. It is only called before any Read.
-func (c *FileContent) WriteTo(w io.Writer) (int64, error) {
-	if c.next != 0 || c.done != 0 {
-		return io.Copy(w, struct{ io.Reader }{c})
-	}
-	var n int64
-	var werr error
-	want := uint32(0)
-	err := c.store.Scan(c.prefix, persistence.PrefixEnd(c.prefix), false, func(k, v []byte) bool {
-		if !bytes.Equal(k[len(c.prefix):], seqKey(nil, uint64(want))) {
-			werr = fmt.Errorf("file content: chunk %d missing", want)
-			return false
-		}
-		want++
-		m, err := w.Write(v)
-		n += int64(m)
-		if err != nil {
-			werr = err
-			return false
-		}
-		return true
-	})
-	c.next, c.done = c.chunks, n
-	if err == nil {
-		err = werr
-	}
-	if err == nil && (n != c.size || want != c.chunks) {
-		err = fmt.Errorf("file content: %d of %d bytes stored", n, c.size)
-	}
-	return n, err
 }

@@ -217,7 +217,7 @@ func TestDevLogRetention(t *testing.T) {
 	t.Run("a later write deletes the expired entries", func(t *testing.T) {
 		n.mustUpload(t, w.id, manifestJSON(slug, "1.2.0"), false)
 		left := 0
-		prefix := []byte("devlog/" + k.Kit.Id + "/")
+		prefix := actors.DevLogPrefix(k.Kit.Id)
 		noErr(t, n.store.Scan(prefix, append(prefix[:len(prefix):len(prefix)], 0xff), false, func(k, _ []byte) bool {
 			left++
 			return true
@@ -235,8 +235,7 @@ func TestDevLogEntryIDs(t *testing.T) {
 	n := shared
 	w := n.workspace(t, 0)
 	k := n.mustUpload(t, w.id, manifestJSON(newSlug(), "1.0.0"), false)
-	prefix := "devlog/" + k.Kit.Id + "/"
-	stored := storedRecords(t, n, prefix, func() *kitpb.DevLogEntry { return &kitpb.DevLogEntry{} })
+	stored := storedRecords(t, n, actors.DevLogPrefix(k.Kit.Id), func() *kitpb.DevLogEntry { return &kitpb.DevLogEntry{} })
 	for _, e := range stored {
 		if e.Id != "" {
 			t.Errorf("stored value repeats the id %s", e.Id)
@@ -249,7 +248,7 @@ func TestDevLogEntryIDs(t *testing.T) {
 	v, err := proto.Marshal(older)
 	noErr(t, err)
 	b := n.store.NewBatch()
-	b.Set([]byte(prefix+older.Id), v)
+	b.Set(actors.DevLogKey(k.Kit.Id, older.Id), v)
 	noErr(t, b.Commit())
 
 	entries, _, err := actors.ReadDevLog(n.env, k.Kit.Id, "", 100, nil)

@@ -4,8 +4,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -13,11 +11,11 @@ import (
 
 // The developer log of a Kit (SPEC.md 2, "Developer log entry"; read by
 // GET /dev/kits/{kitId}/logs). Entries are write-once records under
-// devlog/<kit>/<entry id>. The entry id is a UUIDv7 of the server clock
-// (ids.NewAt), so a range scan of the prefix is time order. Entries are kept
-// for LogRetention: reads never go below the cutoff, and writers delete the
-// expired range in their batch (see putLog). No single actor owns the log: an entry is written
-// by the actor that decided the outcome it reports, in the batch of that
+// devLogKey. The entry id is a UUIDv7 of the server clock (ids.NewAt), so
+// a range scan of the Kit's prefix is time order. Entries are kept for
+// LogRetention: reads never go below the cutoff, and writers delete the
+// expired range in their batch (see putLog). No single actor owns the log:
+// an entry is written by the actor that decided the outcome it reports, in the batch of that
 // outcome when there is one (a webhook post's entry commits with its
 // message), so the log never says something happened that did not. No
 // writer ever reads an entry back, so there is no read-modify-write to
@@ -44,11 +42,9 @@ const logPruneEvery = time.Hour
 // nanoseconds of the server clock, by Kit id). The zero value is ready.
 type devLogPrunes struct{ last sync.Map }
 
-func devLogPrefix(kitID string) []byte { return key("devlog", kitID, "") }
-
 // devLogCutoff is the first key of the entries not yet expired at now.
 func devLogCutoff(kitID string, now time.Time) []byte {
-	return key("devlog", kitID, ids.PrefixAt(now.Add(-LogRetention)))
+	return devLogKey(kitID, ids.PrefixAt(now.Add(-LogRetention)))
 }
 
 // newLogEntry starts an entry at now with a fresh time-ordered id.
@@ -69,7 +65,7 @@ func (env *Env) putLog(b *persistence.Batch, kitID string, e *kitpb.DevLogEntry)
 	// puts it back), a tenth of what a webhook post writes.
 	id := e.Id
 	e.Id = ""
-	put(b, key("devlog", kitID, id), e)
+	put(b, devLogKey(kitID, id), e)
 	e.Id = id
 	if last, ok := env.logPrunes.last.Load(kitID); ok && e.At-last.(int64) < int64(logPruneEvery) {
 		return
@@ -101,40 +97,4 @@ func writeLogAsync(env *Env, kitID string, entries ...*kitpb.DevLogEntry) {
 			env.Fatal(err)
 		}
 	}()
-}
-
-// ReadDevLog returns up to limit entries of the Kit's log, newest first,
-// strictly older than the entry id before ("" = from the newest) and not
-// older than LogRetention. keep filters entries (nil keeps all). more
-// reports that older entries remain.
-func ReadDevLog(env *Env, kitID, before string, limit int, keep func(*kitpb.DevLogEntry) bool) (entries []*kitpb.DevLogEntry, more bool, err error) {
-	lower := devLogCutoff(kitID, env.Clock.Now())
-	upper := persistence.PrefixEnd(devLogPrefix(kitID))
-	if before != "" {
-		upper = key("devlog", kitID, before)
-	}
-	var decodeErr error
-	idAt := len(devLogPrefix(kitID))
-	err = env.Store.Scan(lower, upper, true, func(k, v []byte) bool {
-		e := &kitpb.DevLogEntry{}
-		if decodeErr = proto.Unmarshal(v, e); decodeErr != nil {
-			return false
-		}
-		if e.Id == "" { // stored since 2026-11-22: the id is only in the key
-			e.Id = string(k[idAt:])
-		}
-		if keep != nil && !keep(e) {
-			return true
-		}
-		if len(entries) == limit {
-			more = true
-			return false
-		}
-		entries = append(entries, e)
-		return true
-	})
-	if err == nil {
-		err = decodeErr
-	}
-	return entries, more, err
 }

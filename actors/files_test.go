@@ -131,7 +131,7 @@ func TestFiles(t *testing.T) {
 			if big.Chunks != 3 || big.SizeBytes != int64(len(want)) {
 				t.Fatalf("file %v", big)
 			}
-			prefix := []byte("conv/" + conv + "/f/" + big.Id + "/")
+			prefix := actors.FileChunksPrefix(conv, big.Id)
 			chunks := 0
 			noErr(t, n.store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, v []byte) bool {
 				chunks++
@@ -154,7 +154,7 @@ func TestFiles(t *testing.T) {
 			}
 		}},
 		{"chunks not cut at FileChunkSize are refused, and nothing is stored", func(t *testing.T) {
-			prefix := []byte("conv/" + conv + "/f/")
+			prefix := actors.FilesPrefix(conv)
 			records := func() int {
 				count := 0
 				noErr(t, n.store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, _ []byte) bool {

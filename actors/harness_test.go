@@ -335,11 +335,10 @@ func texts(ms []*kitpb.Message) []string {
 }
 
 // storedRecords decodes every record stored under prefix, in key order.
-func storedRecords[M proto.Message](t testing.TB, n *testNode, prefix string, fresh func() M) []M {
+func storedRecords[M proto.Message](t testing.TB, n *testNode, prefix []byte, fresh func() M) []M {
 	t.Helper()
 	var out []M
-	p := []byte(prefix)
-	noErr(t, n.store.Scan(p, persistence.PrefixEnd(p), false, func(_, v []byte) bool {
+	noErr(t, n.store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, v []byte) bool {
 		m := fresh()
 		noErr(t, proto.Unmarshal(v, m))
 		out = append(out, m)

@@ -29,11 +29,13 @@ type installationActor struct {
 
 func (a *installationActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
 
+func (a *installationActor) exists() bool { return a.inst != nil }
+
 func (a *installationActor) activate(identity string) error {
 	a.id = identity
 	a.buckets.table = a.env.Limits
 	inst := &kitpb.Installation{}
-	found, err := load(a.env.Store, key("inst", a.id), inst)
+	found, err := load(a.env.Store, installationKey(a.id), inst)
 	if err != nil || !found {
 		return err
 	}
@@ -125,7 +127,7 @@ func (a *installationActor) apply(m *kitpb.ApplyInstall) (proto.Message, error) 
 
 func (a *installationActor) save(next *kitpb.Installation) error {
 	b := a.env.Store.NewBatch()
-	put(b, key("inst", a.id), next)
+	put(b, installationKey(a.id), next)
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("save installation %s: %w", a.id, err)
 	}

@@ -31,9 +31,9 @@ const (
 
 // handleGrants answers the installation's authorization requests (codes,
 // user tokens, refresh tokens, bot token rotation); ok is false for any
-// other request. Every credential it issues is stored under cred/<sha256>
-// and, when it belongs to an authorization, indexed under
-// inst/<i>/g/<grant>/<sha256>, so that a replayed refresh token revokes the
+// other request. Every credential it issues is stored under its
+// credentialKey and, when it belongs to an authorization, indexed under
+// its grantCredentialKey, so that a replayed refresh token revokes the
 // whole grant without a scan of other keys.
 func (a *installationActor) handleGrants(msg proto.Message) (reply proto.Message, ok bool, err error) {
 	switch m := msg.(type) {
@@ -69,11 +69,6 @@ func (a *installationActor) refuse(status, reason string, err error) (proto.Mess
 		return nil, fmt.Errorf("log refused %s of %s: %w", status, a.id, cerr)
 	}
 	return nil, err
-}
-
-func grantKey(instID, grantID string, hash []byte) []byte {
-	k := key("inst", instID, "g", grantID, "")
-	return append(k, hash...)
 }
 
 // rotateBotToken replaces a bot token: the old one keeps working for 24
@@ -126,7 +121,7 @@ func (a *installationActor) issueCode(m *kitpb.IssueCode) (proto.Message, error)
 	}
 	b := a.env.Store.NewBatch()
 	put(b, credentialKey(m.CodeHash), cred)
-	b.Set(grantKey(a.id, m.GrantId, m.CodeHash), nil)
+	b.Set(grantCredentialKey(a.id, m.GrantId, m.CodeHash), nil)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("issue code of %s: %w", a.id, err)
 	}
@@ -181,7 +176,7 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 			Kind: CallerBot, WorkspaceId: a.inst.WorkspaceId, InstallationId: a.id, BotId: a.inst.BotId,
 			Scopes: slices.Clone(code.Scopes), CreatedAt: nanos(now), GrantId: code.GrantId,
 		})
-		b.Set(grantKey(a.id, code.GrantId, m.BotHash), nil)
+		b.Set(grantCredentialKey(a.id, code.GrantId, m.BotHash), nil)
 	} else {
 		a.putUserTokens(b, code, m.AccessHash, m.RefreshHash, now)
 		reply.ExpiresIn = int64(UserTokenLifetime / time.Second)
@@ -207,8 +202,8 @@ func (a *installationActor) putUserTokens(b *persistence.Batch, from *kitpb.Cred
 	}
 	put(b, credentialKey(access), user)
 	put(b, credentialKey(refresh), ref)
-	b.Set(grantKey(a.id, from.GrantId, access), nil)
-	b.Set(grantKey(a.id, from.GrantId, refresh), nil)
+	b.Set(grantCredentialKey(a.id, from.GrantId, access), nil)
+	b.Set(grantCredentialKey(a.id, from.GrantId, refresh), nil)
 }
 
 func (a *installationActor) grantReply(tokenType, userID string, granted []string) *kitpb.GrantReply {
@@ -277,7 +272,7 @@ func (a *installationActor) refresh(m *kitpb.RefreshGrant) (proto.Message, error
 // revokeGrant revokes every credential of the grant, then tells the
 // authenticators.
 func (a *installationActor) revokeGrant(grantID string) error {
-	prefix := key("inst", a.id, "g", grantID, "")
+	prefix := grantPrefix(a.id, grantID)
 	var hashes [][]byte
 	err := a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
 		hashes = append(hashes, slices.Clone(k[len(prefix):]))
@@ -308,23 +303,4 @@ func (a *installationActor) revokeGrant(grantID string) error {
 		a.env.Invalidator.CredentialRevoked(h)
 	}
 	return nil
-}
-
-// memberSignedIn reports whether the web session that authorized cred is
-// still on and its member still active, and until when the session lasts.
-// Sessions and users are written by the workspace actor; reading their
-// committed records here (rather than asking the workspace) keeps
-// installation → workspace calls, and so a cycle, out.
-func memberSignedIn(store *persistence.Store, cred *kitpb.Credential, now int64) (sessionEnds int64, ok bool, err error) {
-	s := &kitpb.Session{}
-	found, err := load(store, key("ws", cred.WorkspaceId, "s", cred.SessionId), s)
-	if err != nil || !found || s.EndedAt != 0 || now >= s.ExpiresAt || s.UserId != cred.UserId {
-		return 0, false, err
-	}
-	u := &kitpb.User{}
-	found, err = load(store, key("ws", cred.WorkspaceId, "u", cred.UserId), u)
-	if err != nil || !found || !u.Active {
-		return 0, false, err
-	}
-	return s.ExpiresAt, true, nil
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // The installation keeps a WebhookRef per webhook it created
-// (inst/<i>/w/<webhook>) so that it can count them against
+// (webhookRefKey) so that it can count them against
 // incomingWebhooks.maxPerInstallation and end them on uninstall or when the
 // Kit bot leaves their channel. The state of each webhook lives in its own
 // actor, which the installation asks: a webhook that disabled itself
@@ -86,8 +86,8 @@ func (a *installationActor) createWebhook(m *kitpb.CreateWebhook) (proto.Message
 	audit := newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "webhook.created", a.id)
 	audit.Status, audit.SubjectId = WebhookActive, m.WebhookId
 	b := a.env.Store.NewBatch()
-	put(b, key("inst", a.id, "w", m.WebhookId), &kitpb.WebhookRef{WebhookId: m.WebhookId, ConversationId: m.ConversationId, CreatedAt: now})
-	put(b, key("loc", m.WebhookId), &kitpb.Locator{Kind: KindInstallation, Owner: a.id})
+	put(b, webhookRefKey(a.id, m.WebhookId), &kitpb.WebhookRef{WebhookId: m.WebhookId, ConversationId: m.ConversationId, CreatedAt: now})
+	put(b, locatorKey(m.WebhookId), &kitpb.Locator{Kind: KindInstallation, Owner: a.id})
 	a.env.putLog(b, a.inst.KitId, audit)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("record webhook %s of %s: %w", m.WebhookId, a.id, err)
@@ -97,7 +97,7 @@ func (a *installationActor) createWebhook(m *kitpb.CreateWebhook) (proto.Message
 
 func (a *installationActor) revokeWebhook(m *kitpb.RevokeWebhook) (proto.Message, error) {
 	ref := &kitpb.WebhookRef{}
-	found, err := load(a.env.Store, key("inst", a.id, "w", m.WebhookId), ref)
+	found, err := load(a.env.Store, webhookRefKey(a.id, m.WebhookId), ref)
 	if err != nil {
 		return nil, fmt.Errorf("load webhook %s of %s: %w", m.WebhookId, a.id, err)
 	}
@@ -115,7 +115,7 @@ func (a *installationActor) revokeWebhook(m *kitpb.RevokeWebhook) (proto.Message
 // manifest allows 20 active, and ended ones stay listed).
 func (a *installationActor) webhookRefs() ([]*kitpb.WebhookRef, error) {
 	var refs []*kitpb.WebhookRef
-	err := scanRecords(a.env.Store, key("inst", a.id, "w", ""), func() proto.Message { return &kitpb.WebhookRef{} }, func(m proto.Message) {
+	err := scanRecords(a.env.Store, webhookRefsPrefix(a.id), func() proto.Message { return &kitpb.WebhookRef{} }, func(m proto.Message) {
 		refs = append(refs, m.(*kitpb.WebhookRef))
 	})
 	if err != nil {

@@ -1,67 +1,74 @@
 package actors
 
 import (
+	"encoding/hex"
 	"fmt"
+	"strings"
 
+	"github.com/kitd/kitd/internal/manifest"
 	"github.com/kitd/kitd/persistence"
 )
 
-// Storage key layout. Each actor writes only under its own prefix (and the
-// locator and credential records of the things it owns), so the actor is the
-// only writer of every key it reads back.
+// Storage keys. This file is the only one that knows the layout: every key
+// the package reads or writes comes from a constructor below, every range it
+// scans from a prefix constructor, and keyShapes says what each key looks
+// like (a unit test parses the package and refuses a key built anywhere
+// else). Each actor writes only under its own prefix (and the locator and
+// credential records of the things it owns), so the actor is the only writer
+// of every key it reads back.
 //
-//	ws/<ws>                      Workspace
-//	ws/<ws>/u/<user>             User (ids are UUIDv7: the scan is creation order)
-//	ws/<ws>/e/<email>            user id (email uniqueness per workspace)
-//	ws/<ws>/k/<kit>              installation id of the Kit in this workspace
-//	ws/<ws>/s/<session>          Session
-//	ws/<ws>/d/<token id>         SHA-256 of a developer token
-//	conv/<c>                     Conversation
-//	conv/<c>/m/<user>            Member
-//	conv/<c>/b/<bot>             BotMember
-//	conv/<c>/s/<seq>             Message, in conversation order (stored without its
-//	                             conversation id, which the key carries)
-//	conv/<c>/t/<parent seq>/<seq>  thread index (empty value)
-//	conv/<c>/p/<caller>\x00<key>  Idempotency
-//	conv/<c>/f/<file>            File (metadata; loc/<file> names the conversation)
-//	conv/<c>/f/<file>/<n>        chunk n of the file's bytes (at most FileChunkSize)
-//	uc/<user>/<c>                a member's conversations (written by conversation c)
-//	mtag/<tag>/<c>               conversation c's message-id tag (8 hex digits; empty value):
-//	                             finds the conversation of a message id (ids.NewMessage)
-//	inst/<i>                     Installation
-//	inst/<i>/w/<webhook>         WebhookRef (the installation's webhooks)
-//	inst/<i>/g/<grant>/<sha256>  credentials of one authorization (empty value; docs/credentials.md)
-//	hook/<w>                     Webhook (written by webhook actor w)
-//	kit/<k>                      Kit
-//	kit/<k>/v/<sortable version> KitVersion
-//	kit/<k>/cs, kit/<k>/ss       SecretState of the client secret, of the signing secret
-//	kit/<k>/d/<domain>           KitDomain
-//	kit/<k>/il                   InstallLink: hash and creation time of the current install link
-//	illink/<hex sha256>          kit id of an install link (written with kit/<k>/il by the kit actor)
-//	kits/<ws>/<k>                Kits owned by a workspace (empty value)
-//	slug/<slug>                  kit id
-//	cred/<sha256>                Credential (bot, user, refresh, code, developer, session)
-//	loc/<id>                     Locator: which actor owns id (messages have none: their ids
-//	                             say it, except those written before 2026-11-22)
-//	devlog/<kit>/<entry>         DevLogEntry (stored without its id, which the key carries):
-//	                             written once, in the batch of the outcome it
-//	                             reports, by whichever actor decided it (see devlog.go;
-//	                             the kit actor: uploads, publishes, domains, install links;
-//	                             the installation: token issues and refusals); expired after
-//	                             LogRetention by range deletion
-const (
-	pWorkspace    = "ws/"
-	pConversation = "conv/"
-	pInstallation = "inst/"
-	pKit          = "kit/"
-	pWorkspaceKit = "kits/"
-	pSlug         = "slug/"
-	pCredential   = "cred/"
-	pLocator      = "loc/"
-)
+// Parts of a key are joined with '/'. Ids never contain one; the binary
+// parts (positions, hashes) have a fixed length instead, so a decoder takes
+// them by length.
 
-func key(parts ...string) []byte {
-	n := 0
+// keyShapes is the layout, one row per constructor: literal bytes, and
+// fields in braces. {id} is a non-empty part without '/'; {pos} a position,
+// 8 bytes big-endian (so a scan is in order); {hash} a raw SHA-256, 32
+// bytes; {hex64} the same in hex; {hex8} a message-id tag; {version} a
+// sortable version, 0001.00002.000003; {rest} everything to the end.
+var keyShapes = []struct{ constructor, shape string }{
+	{"workspaceKey", "ws/{id}"},                       // Workspace
+	{"userKey", "ws/{id}/u/{id}"},                     // User (ids are UUIDv7: the scan is creation order)
+	{"installedKitKey", "ws/{id}/k/{id}"},             // installation id of the Kit in this workspace
+	{"sessionKey", "ws/{id}/s/{id}"},                  // Session
+	{"sessionSecretKey", "ws/{id}/sh/{id}"},           // SHA-256 of a session's cookie secret
+	{"developerTokenKey", "ws/{id}/d/{id}"},           // SHA-256 of a developer token, by token id
+	{"conversationKey", "conv/{id}"},                  // Conversation
+	{"memberKey", "conv/{id}/m/{id}"},                 // Member
+	{"botMemberKey", "conv/{id}/b/{id}"},              // BotMember
+	{"messageKey", "conv/{id}/s/{pos}"},               // Message, in conversation order, stored without its conversation id
+	{"threadReplyKey", "conv/{id}/t/{pos}{pos}"},      // thread index, parent then reply position (empty value)
+	{"idempotencyKey", "conv/{id}/p/{rest}"},          // Idempotency, by <author kind>:<author id>\x00<Idempotency-Key>
+	{"fileKey", "conv/{id}/f/{id}"},                   // File (metadata; its locator names the conversation)
+	{"fileChunkKey", "conv/{id}/f/{id}/{pos}"},        // chunk n of a file's bytes (at most FileChunkSize)
+	{"memberConversationKey", "uc/{id}/{id}"},         // a member's conversation (written by that conversation; empty value)
+	{"messageTagKey", "mtag/{hex8}/{id}"},             // a conversation's message-id tag (empty value): finds the conversation of a message id (ids.NewMessage)
+	{"installationKey", "inst/{id}"},                  // Installation
+	{"webhookRefKey", "inst/{id}/w/{id}"},             // WebhookRef (the installation's webhooks)
+	{"grantCredentialKey", "inst/{id}/g/{id}/{hash}"}, // a credential of one authorization (empty value; docs/credentials.md)
+	{"webhookKey", "hook/{id}"},                       // Webhook (written by its webhook actor)
+	{"kitKey", "kit/{id}"},                            // Kit
+	{"versionKey", "kit/{id}/v/{version}"},            // KitVersion
+	{"clientSecretKey", "kit/{id}/cs"},                // SecretState of the client secret
+	{"signingSecretKey", "kit/{id}/ss"},               // SecretState of the signing secret
+	{"domainKey", "kit/{id}/d/{id}"},                  // KitDomain
+	{"installLinkKey", "kit/{id}/il"},                 // InstallLink: hash and creation time of the current install link
+	{"installLinkIndexKey", "illink/{hex64}"},         // kit id of an install link (written with installLinkKey by the kit actor)
+	{"workspaceKitKey", "kits/{id}/{id}"},             // a Kit owned by a workspace (written by the kit actor; empty value)
+	{"slugKey", "slug/{id}"},                          // ClaimSlug: which Kit a slug belongs to
+	{"credentialKey", "cred/{hash}"},                  // Credential (bot, user, refresh, code, developer, session)
+	{"locatorKey", "loc/{id}"},                        // Locator: which actor owns an id (messages have none, but those written before 2026-11-22)
+	{"devLogKey", "devlog/{id}/{id}"},                 // DevLogEntry, stored without its id; written once by the actor that decided what it reports, expired by range deletion (devlog.go)
+}
+
+// key joins parts into a key in one allocation. Constructors call it;
+// nothing else may.
+func key(parts ...string) []byte { return keyWithRoom(0, parts...) }
+
+// keyWithRoom is key with capacity for room more bytes, which a
+// constructor appends (a position, a hash) without allocating again.
+func keyWithRoom(room int, parts ...string) []byte {
+	n := room
 	for _, p := range parts {
 		n += len(p) + 1
 	}
@@ -75,23 +82,251 @@ func key(parts ...string) []byte {
 	return b
 }
 
-func seqKey(prefix []byte, seq uint64) []byte {
-	k := make([]byte, 0, len(prefix)+8)
-	k = append(k, prefix...)
-	return persistence.AppendUint64(k, seq)
+// positionLen is the length of a position (a message's, a chunk's).
+const positionLen = 8
+
+// decodeSeq reads the position a key ends with, from the bytes after its
+// prefix; 0 when they are too short.
+func decodeSeq(b []byte) uint64 {
+	if len(b) < positionLen {
+		return 0
+	}
+	var v uint64
+	for _, c := range b[:positionLen] {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
+
+// keyAfter is the first key after k, for a scan that starts past a cursor.
+// It may reuse k's memory.
+func keyAfter(k []byte) []byte { return append(k, 0) }
+
+// Workspace records.
+
+func workspaceKey(ws string) []byte { return key("ws", ws) }
+
+func userKey(ws, user string) []byte { return key("ws", ws, "u", user) }
+
+func usersPrefix(ws string) []byte { return userKey(ws, "") }
+
+func installedKitKey(ws, kit string) []byte { return key("ws", ws, "k", kit) }
+
+func installedKitsPrefix(ws string) []byte { return installedKitKey(ws, "") }
+
+func sessionKey(ws, session string) []byte { return key("ws", ws, "s", session) }
+
+func sessionSecretKey(ws, session string) []byte { return key("ws", ws, "sh", session) }
+
+func developerTokenKey(ws, tokenID string) []byte { return key("ws", ws, "d", tokenID) }
+
+// Conversation records.
+
+func conversationKey(conv string) []byte { return key("conv", conv) }
+
+func memberKey(conv, user string) []byte { return key("conv", conv, "m", user) }
+
+func membersPrefix(conv string) []byte { return memberKey(conv, "") }
+
+func botMemberKey(conv, bot string) []byte { return key("conv", conv, "b", bot) }
+
+func botMembersPrefix(conv string) []byte { return botMemberKey(conv, "") }
+
+// messageKey is on every post's path: one allocation.
+func messageKey(conv string, seq uint64) []byte {
+	return persistence.AppendUint64(keyWithRoom(positionLen, "conv", conv, "s", ""), seq)
 }
 
 // messagesPrefix is the prefix of a conversation's messages.
-func messagesPrefix(conversationID string) []byte {
-	return key("conv", conversationID, "s", "")
+func messagesPrefix(conv string) []byte { return key("conv", conv, "s", "") }
+
+func threadReplyKey(conv string, parentSeq, seq uint64) []byte {
+	k := keyWithRoom(2*positionLen, "conv", conv, "t", "")
+	return persistence.AppendUint64(persistence.AppendUint64(k, parentSeq), seq)
 }
 
-func messageTagKey(tag uint32, conversationID string) []byte {
-	return fmt.Appendf(nil, "mtag/%08x/%s", tag, conversationID)
+// threadRepliesPrefix is the prefix of the replies to the message at
+// parentSeq.
+func threadRepliesPrefix(conv string, parentSeq uint64) []byte {
+	return persistence.AppendUint64(keyWithRoom(positionLen, "conv", conv, "t", ""), parentSeq)
 }
+
+// idempotencyKey is the record of one author's Idempotency-Key in the
+// conversation.
+func idempotencyKey(conv, authorKind, authorID, idemKey string) []byte {
+	k := keyWithRoom(len(authorKind)+len(authorID)+len(idemKey)+2, "conv", conv, "p", "")
+	k = append(append(k, authorKind...), ':')
+	k = append(append(k, authorID...), 0)
+	return append(k, idemKey...)
+}
+
+func fileKey(conv, file string) []byte { return key("conv", conv, "f", file) }
+
+// filesPrefix covers the metadata and chunks of every file of the
+// conversation.
+func filesPrefix(conv string) []byte { return fileKey(conv, "") }
+
+func fileChunkKey(conv, file string, n uint64) []byte {
+	return persistence.AppendUint64(keyWithRoom(positionLen, "conv", conv, "f", file, ""), n)
+}
+
+// fileChunksPrefix is the prefix of a file's chunks; the file's metadata
+// key is not under it.
+func fileChunksPrefix(conv, file string) []byte { return key("conv", conv, "f", file, "") }
+
+// memberConversationKey indexes a member's conversations; each
+// conversation writes only its own entries.
+func memberConversationKey(user, conv string) []byte { return key("uc", user, conv) }
+
+func memberConversationsPrefix(user string) []byte { return memberConversationKey(user, "") }
+
+func messageTagKey(tag uint32, conv string) []byte {
+	return fmt.Appendf(nil, "mtag/%08x/%s", tag, conv)
+}
+
+// messageTagPrefix is the prefix of the conversations whose message ids
+// carry tag.
+func messageTagPrefix(tag uint32) []byte { return messageTagKey(tag, "") }
+
+// Installation and webhook records.
+
+func installationKey(inst string) []byte { return key("inst", inst) }
+
+func webhookRefKey(inst, webhook string) []byte { return key("inst", inst, "w", webhook) }
+
+func webhookRefsPrefix(inst string) []byte { return webhookRefKey(inst, "") }
+
+func grantCredentialKey(inst, grant string, hash []byte) []byte {
+	return append(keyWithRoom(len(hash), "inst", inst, "g", grant, ""), hash...)
+}
+
+// grantPrefix is the prefix of the credentials of one authorization: the
+// hash of each follows it.
+func grantPrefix(inst, grant string) []byte { return key("inst", inst, "g", grant, "") }
+
+func webhookKey(webhook string) []byte { return key("hook", webhook) }
+
+// Kit and slug records.
+
+func kitKey(kit string) []byte { return key("kit", kit) }
+
+// versionKey sorts a Kit's versions by number.
+func versionKey(kit string, v manifest.Version) []byte {
+	return key("kit", kit, "v", fmt.Sprintf("%04d.%05d.%06d", v.Major, v.Minor, v.Patch))
+}
+
+func versionsPrefix(kit string) []byte { return key("kit", kit, "v", "") }
+
+func clientSecretKey(kit string) []byte { return key("kit", kit, "cs") }
+
+func signingSecretKey(kit string) []byte { return key("kit", kit, "ss") }
+
+func domainKey(kit, domain string) []byte { return key("kit", kit, "d", domain) }
+
+func domainsPrefix(kit string) []byte { return domainKey(kit, "") }
+
+func installLinkKey(kit string) []byte { return key("kit", kit, "il") }
+
+func installLinkIndexKey(hash []byte) []byte { return key("illink", hex.EncodeToString(hash)) }
+
+func workspaceKitKey(ws, kit string) []byte { return key("kits", ws, kit) }
+
+func workspaceKitsPrefix(ws string) []byte { return workspaceKitKey(ws, "") }
+
+func slugKey(slug string) []byte { return key("slug", slug) }
+
+// Records of no single owner's range.
 
 func credentialKey(hash []byte) []byte {
-	k := make([]byte, 0, len(pCredential)+len(hash))
-	k = append(k, pCredential...)
-	return append(k, hash...)
+	return append(keyWithRoom(len(hash), "cred", ""), hash...)
 }
+
+func locatorKey(id string) []byte { return key("loc", id) }
+
+// devLogKey is an entry of a Kit's developer log; since entry ids are
+// time-ordered, devLogKey with an id's prefix is a time bound of a scan.
+func devLogKey(kit, entryID string) []byte { return key("devlog", kit, entryID) }
+
+func devLogPrefix(kit string) []byte { return devLogKey(kit, "") }
+
+// KeyKind names the constructor that builds k ("messageKey",
+// "credentialKey", ...), or "" when none does: tests and tools that read a
+// data directory check its keys with it.
+func KeyKind(k []byte) string {
+	for _, s := range keyShapes {
+		if matchShape(s.shape, k) {
+			return s.constructor
+		}
+	}
+	return ""
+}
+
+// matchShape reports whether k has shape (see keyShapes).
+func matchShape(shape string, k []byte) bool {
+	for shape != "" {
+		if shape[0] != '{' {
+			if len(k) == 0 || k[0] != shape[0] {
+				return false
+			}
+			shape, k = shape[1:], k[1:]
+			continue
+		}
+		end := strings.IndexByte(shape, '}')
+		n := fieldLen(shape[1:end], k)
+		if n <= 0 {
+			return false
+		}
+		shape, k = shape[end+1:], k[n:]
+	}
+	return len(k) == 0
+}
+
+// fieldLen is how many bytes at the start of k the field takes; 0 when k
+// does not start with one.
+func fieldLen(field string, k []byte) int {
+	switch field {
+	case "id":
+		return partLen(k)
+	case "pos":
+		return fixedLen(k, positionLen, nil)
+	case "hash":
+		return fixedLen(k, 32, nil)
+	case "hex64":
+		return fixedLen(k, 64, isHex)
+	case "hex8":
+		return fixedLen(k, 8, isHex)
+	case "version":
+		n := partLen(k)
+		if v := string(k[:n]); len(v) < 5 || strings.Count(v, ".") != 2 || strings.Trim(v, "0123456789.") != "" {
+			return 0
+		}
+		return n
+	case "rest":
+		return len(k)
+	}
+	panic("actors: unknown key field {" + field + "}")
+}
+
+// partLen is the length of k up to its next '/'.
+func partLen(k []byte) int {
+	for i, c := range k {
+		if c == '/' {
+			return i
+		}
+	}
+	return len(k)
+}
+
+func fixedLen(k []byte, n int, valid func(byte) bool) int {
+	if len(k) < n {
+		return 0
+	}
+	for _, c := range k[:n] {
+		if valid != nil && !valid(c) {
+			return 0
+		}
+	}
+	return n
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }

@@ -25,21 +25,23 @@ type kitActor struct {
 
 func (a *kitActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
 
+func (a *kitActor) exists() bool { return a.kit != nil }
+
 func (a *kitActor) activate(identity string) error {
 	a.id = identity
 	kit := &kitpb.Kit{}
-	found, err := load(a.env.Store, key("kit", a.id), kit)
+	found, err := load(a.env.Store, kitKey(a.id), kit)
 	if err != nil || !found {
 		return err
 	}
 	a.kit = kit
-	err = scanRecords(a.env.Store, key("kit", a.id, "v", ""), func() proto.Message { return &kitpb.KitVersion{} }, func(m proto.Message) {
+	err = scanRecords(a.env.Store, versionsPrefix(a.id), func() proto.Message { return &kitpb.KitVersion{} }, func(m proto.Message) {
 		a.versions = append(a.versions, m.(*kitpb.KitVersion))
 	})
 	if err != nil {
 		return err
 	}
-	return scanRecords(a.env.Store, key("kit", a.id, "d", ""), func() proto.Message { return &kitpb.KitDomain{} }, func(m proto.Message) {
+	return scanRecords(a.env.Store, domainsPrefix(a.id), func() proto.Message { return &kitpb.KitDomain{} }, func(m proto.Message) {
 		a.domains = append(a.domains, m.(*kitpb.KitDomain))
 	})
 }
@@ -90,6 +92,43 @@ func (a *kitActor) version(v string) *kitpb.KitVersion {
 	return nil
 }
 
+// kitDetail answers GetKitDetail: the Kit, its versions and the metadata of
+// its secrets (hashes cleared), for the owning workspace only.
+func (a *kitActor) kitDetail(m *kitpb.GetKitDetail) (proto.Message, error) {
+	if m.WorkspaceId != a.kit.WorkspaceId {
+		return nil, kiterr.Absent("kit")
+	}
+	link, err := a.installLinkState()
+	if err != nil {
+		return nil, err
+	}
+	r := &kitpb.KitDetailReply{Kit: a.kit, Versions: a.versions, Domains: a.domains, InstallLink: link}
+	for _, which := range []string{SecretClient, SecretSigning} {
+		k, _, err := a.secretKey(which)
+		if err != nil {
+			return nil, err
+		}
+		s := &kitpb.SecretState{}
+		found, err := load(a.env.Store, k, s)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			continue
+		}
+		meta := &kitpb.SecretState{CreatedAt: s.CreatedAt, Generation: s.Generation}
+		if s.PreviousExpiresAt > nanos(a.env.Clock.Now()) {
+			meta.PreviousExpiresAt = s.PreviousExpiresAt
+		}
+		if which == SecretClient {
+			r.ClientSecret = meta
+		} else {
+			r.SigningSecret = meta
+		}
+	}
+	return r, nil
+}
+
 func (a *kitActor) upload(m *kitpb.UploadVersion) (proto.Message, error) {
 	man, problems := manifest.Parse(m.Manifest)
 	if len(problems) > 0 {
@@ -136,14 +175,14 @@ func (a *kitActor) upload(m *kitpb.UploadVersion) (proto.Message, error) {
 		kit.LatestPublishedVersion, kit.Distribution = ver, man.Distribution
 	}
 	b := a.env.Store.NewBatch()
-	put(b, key("kit", a.id), kit)
+	put(b, kitKey(a.id), kit)
 	put(b, versionKey(a.id, man.Version), v)
 	a.env.putLog(b, a.id, a.auditVersion("version.uploaded", ver))
 	if v.Published {
 		a.env.putLog(b, a.id, a.auditVersion("version.published", ver))
 	}
 	if a.kit == nil {
-		b.Set(key("kits", m.WorkspaceId, a.id), nil)
+		b.Set(workspaceKitKey(m.WorkspaceId, a.id), nil)
 	}
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("upload version %s of %s: %w", ver, a.id, err)
@@ -173,7 +212,7 @@ func (a *kitActor) publish(v *kitpb.KitVersion) (proto.Message, error) {
 		kit.LatestPublishedVersion = nv.Version
 	}
 	b := a.env.Store.NewBatch()
-	put(b, key("kit", a.id), kit)
+	put(b, kitKey(a.id), kit)
 	put(b, versionKey(a.id, man.Version), nv)
 	a.env.putLog(b, a.id, a.auditVersion("version.published", nv.Version))
 	if err := b.Commit(); err != nil {
@@ -218,64 +257,10 @@ func publishable(man *manifest.Manifest, verifiedDomains []string) error {
 	return nil
 }
 
-func versionKey(kitID string, v manifest.Version) []byte {
-	return key("kit", kitID, "v", fmt.Sprintf("%04d.%05d.%06d", v.Major, v.Minor, v.Patch))
-}
-
 // manifestPath places a manifest problem inside the request body.
 func manifestPath(p string) string {
 	if p == "" {
 		return "manifest"
 	}
 	return "manifest." + p
-}
-
-// slugActor owns one slug: which Kit it belongs to. One actor per slug makes
-// the global uniqueness check a single lookup, never a scan.
-type slugActor struct {
-	env  *Env
-	life lifecycle
-
-	slug  string
-	owner *kitpb.ClaimSlug // nil: free
-}
-
-func (a *slugActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
-
-func (a *slugActor) activate(identity string) error {
-	a.slug = identity
-	owner := &kitpb.ClaimSlug{}
-	found, err := load(a.env.Store, key("slug", identity), owner)
-	if found {
-		a.owner = owner
-	}
-	return err
-}
-
-func (a *slugActor) handle(msg proto.Message) (proto.Message, error) {
-	if c, ok := msg.(*kitpb.CheckSlug); ok {
-		return a.checkSlug(c)
-	}
-	m, ok := msg.(*kitpb.ClaimSlug)
-	if !ok {
-		return nil, unknownRequest(KindSlug, msg)
-	}
-	if a.owner == nil && manifest.ReservedSlug(a.slug) {
-		// Only new claims: a Kit keeps a slug reserved after it claimed it.
-		return nil, kiterr.Invalid("manifest.slug", "is reserved")
-	}
-	if a.owner != nil {
-		if a.owner.WorkspaceId != m.WorkspaceId {
-			return nil, &kiterr.Error{Code: kiterr.SlugTaken, Message: "manifest.slug: belongs to another Kit", Path: "manifest.slug"}
-		}
-		return &kitpb.SlugReply{KitId: a.owner.KitId}, nil
-	}
-	owner := &kitpb.ClaimSlug{Slug: a.slug, KitId: m.KitId, WorkspaceId: m.WorkspaceId}
-	b := a.env.Store.NewBatch()
-	put(b, key("slug", a.slug), owner)
-	if err := b.Commit(); err != nil {
-		return nil, fmt.Errorf("claim slug: %w", err)
-	}
-	a.owner = owner
-	return &kitpb.SlugReply{KitId: m.KitId, Claimed: true}, nil
 }

@@ -24,7 +24,7 @@ const (
 
 // handleDomains answers the kit actor's domain requests and the dev-install
 // report; ok is false for any other request. Domains live in memory beside
-// the versions (at most MaxKitDomains) and at kit/<k>/d/<domain>. Proof
+// the versions (at most MaxKitDomains) and under domainKey. Proof
 // checks run outside the actor: it only records their outcome.
 func (a *kitActor) handleDomains(msg proto.Message) (reply proto.Message, ok bool, err error) {
 	var ws string
@@ -72,8 +72,6 @@ func (a *kitActor) domain(name string) *kitpb.KitDomain {
 	}
 	return a.domains[i]
 }
-
-func domainKey(kitID, domain string) []byte { return key("kit", kitID, "d", domain) }
 
 func (a *kitActor) addDomain(m *kitpb.AddDomain) (proto.Message, error) {
 	if cur := a.domain(m.Domain); cur != nil {

@@ -1,21 +1,18 @@
 package actors
 
 import (
-	"encoding/hex"
-	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
-	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
 // Install links (docs/decisions.md "Install links"). A Kit has at most one:
-// its record is kit/<k>/il (hash and creation time) and the index
-// illink/<hex hash> → kit id lets the install page find the Kit from the
+// its record (installLinkKey: hash and creation time) and the index
+// installLinkIndexKey → kit id let the install page find the Kit from the
 // secret with one read. Both are written and deleted in one batch, so a
 // replaced or deleted link stops working at the commit. The record is read
 // on demand: links are rare next to the Kit's other requests.
@@ -46,24 +43,6 @@ func (a *kitActor) handleInstallLink(msg proto.Message) (reply proto.Message, ok
 		return nil, false, nil
 	}
 	return reply, true, err
-}
-
-func installLinkKey(kitID string) []byte { return key("kit", kitID, "il") }
-
-func installLinkIndexKey(hash []byte) []byte { return key("illink", hex.EncodeToString(hash)) }
-
-// KitByInstallLink returns the id of the Kit whose install link has hash
-// (the index the kit actor writes with the link). The Kit itself must still
-// be asked: only it knows whether the link works.
-func KitByInstallLink(env *Env, hash []byte) (string, error) {
-	v, err := env.Store.Get(installLinkIndexKey(hash))
-	if errors.Is(err, persistence.ErrNotFound) {
-		return "", errLinkAbsent
-	}
-	if err != nil {
-		return "", fmt.Errorf("load install link index: %w", err)
-	}
-	return string(v), nil
 }
 
 // privatePublishes counts the Kit's published private versions. Published

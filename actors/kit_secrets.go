@@ -28,8 +28,8 @@ const (
 var errInvalidClient = kiterr.New(kiterr.InvalidCredentials, "client credentials are not valid")
 
 // handleSecrets answers the kit actor's secret requests; ok is false for any
-// other request. The secrets are stored as hashes only (kit/<k>/cs and
-// kit/<k>/ss), read on demand: they are rare next to the Kit's versions.
+// other request. The secrets are stored as hashes only (clientSecretKey,
+// signingSecretKey), read on demand: they are rare next to the Kit's versions.
 func (a *kitActor) handleSecrets(msg proto.Message) (reply proto.Message, ok bool, err error) {
 	switch m := msg.(type) {
 	case *kitpb.RotateKitSecret:
@@ -45,9 +45,9 @@ func (a *kitActor) handleSecrets(msg proto.Message) (reply proto.Message, ok boo
 func (a *kitActor) secretKey(which string) ([]byte, time.Duration, error) {
 	switch which {
 	case SecretClient:
-		return key("kit", a.id, "cs"), ClientSecretOverlap, nil
+		return clientSecretKey(a.id), ClientSecretOverlap, nil
 	case SecretSigning:
-		return key("kit", a.id, "ss"), SigningSecretOverlap, nil
+		return signingSecretKey(a.id), SigningSecretOverlap, nil
 	}
 	return nil, 0, fmt.Errorf("kit %s: unknown secret %q", a.id, which)
 }
@@ -80,7 +80,7 @@ func (a *kitActor) rotateSecret(m *kitpb.RotateKitSecret) (proto.Message, error)
 
 func (a *kitActor) checkClientSecret(m *kitpb.CheckClientSecret) (proto.Message, error) {
 	cur := &kitpb.SecretState{}
-	found, err := load(a.env.Store, key("kit", a.id, "cs"), cur)
+	found, err := load(a.env.Store, clientSecretKey(a.id), cur)
 	if err != nil {
 		return nil, err
 	}

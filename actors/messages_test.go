@@ -395,7 +395,7 @@ func TestStoredMessagesLeaveTheirConversationToTheKey(t *testing.T) {
 			t.Errorf("message %q answered with conversation %q, want %q", m.Text, m.ConversationId, conv)
 		}
 	}
-	stored := storedRecords(t, n, "conv/"+conv+"/s/", func() *kitpb.Message { return &kitpb.Message{} })
+	stored := storedRecords(t, n, actors.MessagesPrefix(conv), func() *kitpb.Message { return &kitpb.Message{} })
 	for _, m := range stored {
 		if m.ConversationId != "" {
 			t.Errorf("stored message %q repeats its conversation id", m.Text)

@@ -1,8 +1,6 @@
 package actors_test
 
 import (
-	"encoding/binary"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -210,9 +208,9 @@ func TestMessagesFromBeforeIDsCarriedTheirPosition(t *testing.T) {
 	// at position 1 under a random id, with its locator.
 	old := &kitpb.Message{Id: ids.New(), ConversationId: conv, AuthorKind: "user", AuthorId: w.users[0], Text: "from before", CreatedAt: 1, Seq: 1}
 	b := n.store.NewBatch()
-	b.Delete(fmt.Appendf(nil, "mtag/%08x/%s", ids.MessageTag(conv), conv))
-	b.Set(binary.BigEndian.AppendUint64([]byte("conv/"+conv+"/s/"), 1), mustMarshal(t, old))
-	b.Set([]byte("loc/"+old.Id), mustMarshal(t, &kitpb.Locator{Kind: actors.KindConversation, Owner: conv, Seq: 1}))
+	b.Delete(actors.MessageTagKey(ids.MessageTag(conv), conv))
+	b.Set(actors.MessageKey(conv, 1), mustMarshal(t, old))
+	b.Set(actors.LocatorKey(old.Id), mustMarshal(t, &kitpb.Locator{Kind: actors.KindConversation, Owner: conv, Seq: 1}))
 	noErr(t, b.Commit())
 	noErr(t, n.stop())
 

@@ -78,12 +78,14 @@ type webhookActor struct {
 
 func (a *webhookActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
 
+func (a *webhookActor) exists() bool { return a.hook != nil }
+
 func (a *webhookActor) activate(identity string) error {
 	a.id = identity
 	a.buckets.table = a.env.Limits
 	a.lastRefusalLog = make(map[kiterr.Code]time.Time)
 	h := &kitpb.Webhook{}
-	found, err := load(a.env.Store, key("hook", a.id), h)
+	found, err := load(a.env.Store, webhookKey(a.id), h)
 	if err != nil || !found {
 		return err
 	}
@@ -120,7 +122,7 @@ func (a *webhookActor) open(m *kitpb.OpenWebhook) (proto.Message, error) {
 	h := proto.Clone(m.Webhook).(*kitpb.Webhook)
 	h.Id, h.State = a.id, WebhookActive
 	b := a.env.Store.NewBatch()
-	put(b, key("hook", a.id), h)
+	put(b, webhookKey(a.id), h)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("open webhook %s: %w", a.id, err)
 	}
@@ -156,7 +158,7 @@ func (a *webhookActor) end(state, reason string, entries ...*kitpb.DevLogEntry) 
 		audit.Status = reason
 	}
 	b := a.env.Store.NewBatch()
-	put(b, key("hook", a.id), next)
+	put(b, webhookKey(a.id), next)
 	a.env.putLog(b, a.hook.KitId, audit)
 	for _, e := range entries {
 		e.Id = ids.NewAt(a.env.Clock.Now()) // after the audit entry: the state change comes first in the log

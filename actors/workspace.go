@@ -38,9 +38,7 @@ type workspaceActor struct {
 
 func (a *workspaceActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
 
-func (a *workspaceActor) prefix(parts ...string) []byte {
-	return key(append([]string{"ws", a.id}, parts...)...)
-}
+func (a *workspaceActor) exists() bool { return a.ws != nil }
 
 func (a *workspaceActor) activate(identity string) error {
 	a.id = identity
@@ -49,12 +47,12 @@ func (a *workspaceActor) activate(identity string) error {
 	a.emails = make(map[string]string)
 	a.kits = make(map[string]string)
 	ws := &kitpb.Workspace{}
-	found, err := load(a.env.Store, key("ws", a.id), ws)
+	found, err := load(a.env.Store, workspaceKey(a.id), ws)
 	if err != nil || !found {
 		return err
 	}
 	a.ws = ws
-	if err := scanRecords(a.env.Store, a.prefix("u", ""), func() proto.Message { return &kitpb.User{} }, func(m proto.Message) {
+	if err := scanRecords(a.env.Store, usersPrefix(a.id), func() proto.Message { return &kitpb.User{} }, func(m proto.Message) {
 		u := m.(*kitpb.User)
 		a.users[u.Id] = u
 		if u.Email != "" {
@@ -63,7 +61,7 @@ func (a *workspaceActor) activate(identity string) error {
 	}); err != nil {
 		return err
 	}
-	lower := a.prefix("k", "")
+	lower := installedKitsPrefix(a.id)
 	return a.env.Store.Scan(lower, persistence.PrefixEnd(lower), false, func(k, v []byte) bool {
 		a.kits[string(k[len(lower):])] = string(v)
 		return true
@@ -110,7 +108,7 @@ func (a *workspaceActor) handle(msg proto.Message) (proto.Message, error) {
 	if reply, ok, err := a.handleAuthorize(msg); ok {
 		return reply, err
 	}
-	if reply, ok, err := a.handleDevAPI(msg); ok {
+	if reply, ok, err := a.handleDeveloperTokens(msg); ok {
 		return reply, err
 	}
 	return nil, unknownRequest(KindWorkspace, msg)
@@ -122,7 +120,7 @@ func (a *workspaceActor) create(m *kitpb.CreateWorkspace) (proto.Message, error)
 	}
 	ws := &kitpb.Workspace{Id: a.id, Name: m.Name, Sandbox: m.Sandbox, CreatedAt: nanos(a.env.Clock.Now())}
 	b := a.env.Store.NewBatch()
-	put(b, key("ws", a.id), ws)
+	put(b, workspaceKey(a.id), ws)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("create workspace %s: %w", a.id, err)
 	}
@@ -142,8 +140,8 @@ func (a *workspaceActor) createUser(m *kitpb.CreateUser) (proto.Message, error) 
 		Role: m.Role, Active: true, CreatedAt: nanos(a.env.Clock.Now()), PasswordHash: m.PasswordHash,
 	}
 	b := a.env.Store.NewBatch()
-	put(b, a.prefix("u", u.Id), u)
-	put(b, key("loc", u.Id), &kitpb.Locator{Kind: KindWorkspace, Owner: a.id})
+	put(b, userKey(a.id, u.Id), u)
+	put(b, locatorKey(u.Id), &kitpb.Locator{Kind: KindWorkspace, Owner: a.id})
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("create user in %s: %w", a.id, err)
 	}
@@ -163,7 +161,7 @@ func (a *workspaceActor) deactivate(m *kitpb.DeactivateUser) (proto.Message, err
 		next := proto.Clone(u).(*kitpb.User)
 		next.Active = false
 		b := a.env.Store.NewBatch()
-		put(b, a.prefix("u", u.Id), next)
+		put(b, userKey(a.id, u.Id), next)
 		if err := b.Commit(); err != nil {
 			return nil, fmt.Errorf("deactivate user %s: %w", u.Id, err)
 		}
@@ -175,14 +173,15 @@ func (a *workspaceActor) deactivate(m *kitpb.DeactivateUser) (proto.Message, err
 
 // listUsers lists active users in id (creation) order.
 func (a *workspaceActor) listUsers(m *kitpb.ListUsers) (proto.Message, error) {
-	lower := a.prefix("u", m.AfterId)
+	prefix := usersPrefix(a.id)
+	lower := userKey(a.id, m.AfterId)
 	if m.AfterId != "" {
-		lower = append(lower, 0)
+		lower = keyAfter(lower)
 	}
-	upper := persistence.PrefixEnd(a.prefix("u", ""))
+	upper := persistence.PrefixEnd(prefix)
 	reply := &kitpb.UsersReply{}
 	err := a.env.Store.Scan(lower, upper, false, func(k, _ []byte) bool {
-		u := a.users[string(k[len(a.prefix("u", "")):])]
+		u := a.users[string(k[len(prefix):])]
 		if u == nil || !u.Active {
 			return true
 		}
@@ -214,13 +213,13 @@ func (a *workspaceActor) createSession(m *kitpb.CreateSession) (proto.Message, e
 		CreatedAt: nanos(now), ExpiresAt: nanos(now.Add(SessionLifetime)),
 	}
 	b := a.env.Store.NewBatch()
-	put(b, a.prefix("s", s.Id), s)
-	put(b, key("loc", s.Id), &kitpb.Locator{Kind: KindWorkspace, Owner: a.id})
+	put(b, sessionKey(a.id, s.Id), s)
+	put(b, locatorKey(s.Id), &kitpb.Locator{Kind: KindWorkspace, Owner: a.id})
 	put(b, credentialKey(m.SecretHash), &kitpb.Credential{
 		Kind: "session", WorkspaceId: a.id, UserId: m.UserId, TokenId: s.Id,
 		CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt,
 	})
-	b.Set(a.prefix("sh", s.Id), m.SecretHash)
+	b.Set(sessionSecretKey(a.id, s.Id), m.SecretHash)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("create session in %s: %w", a.id, err)
 	}
@@ -229,7 +228,7 @@ func (a *workspaceActor) createSession(m *kitpb.CreateSession) (proto.Message, e
 
 func (a *workspaceActor) endSession(m *kitpb.EndSession) (proto.Message, error) {
 	s := &kitpb.Session{}
-	found, err := load(a.env.Store, a.prefix("s", m.SessionId), s)
+	found, err := load(a.env.Store, sessionKey(a.id, m.SessionId), s)
 	if err != nil {
 		return nil, err
 	}
@@ -240,70 +239,18 @@ func (a *workspaceActor) endSession(m *kitpb.EndSession) (proto.Message, error) 
 		return &kitpb.Ok{}, nil
 	}
 	s.EndedAt = nanos(a.env.Clock.Now())
-	hash, err := a.env.Store.Get(a.prefix("sh", s.Id))
+	hash, err := a.env.Store.Get(sessionSecretKey(a.id, s.Id))
 	if err != nil {
 		return nil, fmt.Errorf("load session secret %s: %w", s.Id, err)
 	}
 	b := a.env.Store.NewBatch()
-	put(b, a.prefix("s", s.Id), s)
+	put(b, sessionKey(a.id, s.Id), s)
 	b.Delete(credentialKey(hash))
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("end session %s: %w", s.Id, err)
 	}
 	a.env.Invalidator.CredentialRevoked(hash)
 	a.env.Invalidator.SessionEnded(s.Id)
-	return &kitpb.Ok{}, nil
-}
-
-func (a *workspaceActor) createDeveloperToken(m *kitpb.CreateDeveloperToken) (proto.Message, error) {
-	if _, err := a.activeUser(m.UserId); err != nil {
-		return nil, err
-	}
-	now := a.env.Clock.Now()
-	ttl := DeveloperTokenLifetime
-	if m.TtlSeconds > 0 {
-		ttl = time.Duration(m.TtlSeconds) * time.Second
-	}
-	cred := &kitpb.Credential{
-		Kind: CallerDeveloper, WorkspaceId: a.id, UserId: m.UserId, TokenId: m.TokenId, Name: m.Name,
-		CreatedAt: nanos(now), ExpiresAt: nanos(now.Add(ttl)),
-	}
-	b := a.env.Store.NewBatch()
-	put(b, credentialKey(m.SecretHash), cred)
-	b.Set(a.prefix("d", m.TokenId), m.SecretHash)
-	put(b, key("loc", m.TokenId), &kitpb.Locator{Kind: KindWorkspace, Owner: a.id})
-	if err := b.Commit(); err != nil {
-		return nil, fmt.Errorf("create developer token in %s: %w", a.id, err)
-	}
-	return &kitpb.CredentialReply{Credential: cred}, nil
-}
-
-func (a *workspaceActor) revokeDeveloperToken(m *kitpb.RevokeCredential) (proto.Message, error) {
-	hash := m.SecretHash
-	if m.TokenId != "" {
-		h, err := a.env.Store.Get(a.prefix("d", m.TokenId))
-		if err != nil {
-			return nil, kiterr.Absent("developer token")
-		}
-		hash = h
-	}
-	cred := &kitpb.Credential{}
-	found, err := load(a.env.Store, credentialKey(hash), cred)
-	if err != nil {
-		return nil, err
-	}
-	if !found || cred.WorkspaceId != a.id {
-		return nil, kiterr.Absent("token")
-	}
-	if cred.RevokedAt == 0 {
-		cred.RevokedAt = nanos(a.env.Clock.Now())
-		b := a.env.Store.NewBatch()
-		put(b, credentialKey(hash), cred)
-		if err := b.Commit(); err != nil {
-			return nil, fmt.Errorf("revoke developer token: %w", err)
-		}
-	}
-	a.env.Invalidator.CredentialRevoked(hash)
 	return &kitpb.Ok{}, nil
 }
 
@@ -337,7 +284,7 @@ func (a *workspaceActor) install(m *kitpb.Install) (proto.Message, error) {
 			instID = ids.New()
 		}
 		b := a.env.Store.NewBatch()
-		b.Set(a.prefix("k", m.KitId), []byte(instID))
+		b.Set(installedKitKey(a.id, m.KitId), []byte(instID))
 		if err := b.Commit(); err != nil {
 			return nil, fmt.Errorf("record installation of %s: %w", m.KitId, err)
 		}

@@ -1,0 +1,40 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/kitd/kitd/internal/limits"
+)
+
+// Rate buckets live in the actor that counts them: they are in memory only,
+// and a passivated actor's buckets restart full (docs/architecture.md
+// "Actor lifetime").
+
+// bucketSet keeps the buckets of one actor by name and key.
+type bucketSet struct {
+	table   limits.Table
+	buckets map[string]*limits.Bucket
+}
+
+// take spends one token of the named bucket for key. With limits off it
+// always allows and returns a zero decision.
+func (s *bucketSet) take(name limits.Name, key string, now time.Time) (limits.Decision, bool) {
+	if s.table == nil {
+		return limits.Decision{OK: true}, false
+	}
+	r, ok := s.table[name]
+	if !ok {
+		return limits.Decision{OK: true}, false
+	}
+	if s.buckets == nil {
+		s.buckets = make(map[string]*limits.Bucket)
+	}
+	k := string(name) + "\x00" + key
+	b := s.buckets[k]
+	if b == nil {
+		nb := limits.NewBucket(r, now)
+		b = &nb
+		s.buckets[k] = b
+	}
+	return b.Take(r, now), true
+}

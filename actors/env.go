@@ -1,0 +1,52 @@
+package actors
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/persistence"
+)
+
+// The node's side of every actor: storage, clock, limits and the callbacks
+// of the node, configured once by cmd/kitd.
+
+// Invalidator is told when something a node may have cached about
+// credentials changes; the change is committed before it is called.
+type Invalidator interface {
+	InstallationChanged(installationID string)
+	CredentialRevoked(hash []byte)
+	// UserChanged: the member was deactivated; their credentials end.
+	UserChanged(userID string)
+	// SessionEnded: the web session ended; user tokens it authorized end.
+	SessionEnded(sessionID string)
+}
+
+// Env is what every actor needs from its node.
+type Env struct {
+	Store  *persistence.Store
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// Limits is nil when rate limits are off.
+	Limits limits.Table
+	// Node is set once the node has joined; actors use it to ask each other.
+	Node        *cluster.Node
+	Invalidator Invalidator
+	// Fatal is called when storage can no longer promise durability; it
+	// must stop the node.
+	Fatal func(error)
+	// IdleTimeout passivates actors nobody asked anything for about this
+	// long; 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+
+	logPrunes devLogPrunes // state of the node, not configuration
+}
+
+func (e *Env) idleTimeout() time.Duration {
+	if e.IdleTimeout > 0 {
+		return e.IdleTimeout
+	}
+	return DefaultIdleTimeout
+}

@@ -1,0 +1,14 @@
+package actors
+
+// Key constructors for the tests of package actors_test that read or write
+// records by hand.
+var (
+	DevLogKey        = devLogKey
+	DevLogPrefix     = devLogPrefix
+	FileChunksPrefix = fileChunksPrefix
+	FilesPrefix      = filesPrefix
+	LocatorKey       = locatorKey
+	MessageKey       = messageKey
+	MessagesPrefix   = messagesPrefix
+	MessageTagKey    = messageTagKey
+)

@@ -1,0 +1,401 @@
+package actors
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// Reads of the store that do not go through the owning actor: the front end
+// calls them without a hop. Each is safe for one of three reasons, given at
+// each function:
+//
+//   - write-once: the records never change once written, so any committed
+//     copy is current;
+//   - locates only: it says which actor to ask, and that actor checks the
+//     request itself;
+//   - committed before answered: the owner commits every change before the
+//     request that made it answers, so the read sees every answered change.
+//
+// The authenticator (auth.go) reads credential records on the same terms.
+// Every other read asks the owner.
+
+// LocateMessage returns the conversation that owns a message, from the tag
+// its id carries (ids.NewMessage) and the tag index its conversation wrote
+// when it was created. Only when two conversations share the tag does this
+// read the message, to tell which of them holds it.
+//
+// Locates only: the conversation checks the id itself.
+func LocateMessage(env *Env, id string) (conversationID string, err error) {
+	tag, seq, ok := ids.ParseMessage(id)
+	if !ok {
+		return locateOlderMessage(env, id)
+	}
+	prefix := messageTagPrefix(tag)
+	var owners []string
+	if err := env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+		owners = append(owners, string(k[len(prefix):]))
+		return true
+	}); err != nil {
+		return "", fmt.Errorf("locate message %s: %w", id, err)
+	}
+	if len(owners) == 1 {
+		return owners[0], nil
+	}
+	for _, c := range owners {
+		msg := &kitpb.Message{}
+		found, err := load(env.Store, messageKey(c, seq), msg)
+		if err != nil {
+			return "", fmt.Errorf("locate message %s: %w", id, err)
+		}
+		if found && msg.Id == id {
+			return c, nil
+		}
+	}
+	return locateOlderMessage(env, id)
+}
+
+// locateOlderMessage finds the conversation of a message written before
+// ids carried their position.
+func locateOlderMessage(env *Env, id string) (string, error) {
+	loc, err := olderMessageLocator(env, id)
+	if err != nil {
+		return "", err
+	}
+	return loc.Owner, nil
+}
+
+// olderMessageLocator reads the locator record written with a message
+// before ids carried their position; a missing one is kiterr.NotFound.
+func olderMessageLocator(env *Env, id string) (*kitpb.Locator, error) {
+	if !ids.Valid(id) {
+		return nil, kiterr.Absent("message")
+	}
+	loc := &kitpb.Locator{}
+	found, err := load(env.Store, locatorKey(id), loc)
+	if err != nil {
+		return nil, fmt.Errorf("locate message %s: %w", id, err)
+	}
+	if !found || loc.Kind != KindConversation || loc.Seq == 0 {
+		return nil, kiterr.Absent("message")
+	}
+	return loc, nil
+}
+
+// Locate returns which actor owns id (a message, user, session or
+// developer token), from its locator record.
+//
+// Locates only: a locator is written once, with what it locates, and the
+// owner it names checks the request.
+func Locate(env *Env, id string) (kind, owner string, err error) {
+	loc := &kitpb.Locator{}
+	found, err := load(env.Store, locatorKey(id), loc)
+	if err != nil {
+		return "", "", fmt.Errorf("locate %s: %w", id, err)
+	}
+	if !found {
+		return "", "", kiterr.Absent("object")
+	}
+	return loc.Kind, loc.Owner, nil
+}
+
+// MemberConversations pages the ids of the conversations userID belongs
+// to, in id (creation) order, after the id after.
+//
+// Committed before answered: each conversation commits its entries of
+// this index before the change answers, and the front end then asks each
+// conversation for what it shows.
+func MemberConversations(env *Env, userID, after string, limit int) (ids []string, more bool, err error) {
+	prefix := memberConversationsPrefix(userID)
+	lower := keyAfter(memberConversationKey(userID, after))
+	if after == "" {
+		lower = prefix
+	}
+	err = env.Store.Scan(lower, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+		if len(ids) == limit {
+			more = true
+			return false
+		}
+		ids = append(ids, string(k[len(prefix):]))
+		return true
+	})
+	return ids, more, err
+}
+
+// WebSession is a signed-in member, from the session cookie.
+type WebSession struct {
+	ID          string
+	WorkspaceID string
+	UserID      string
+	ExpiresAt   int64
+}
+
+// Session returns the web session of a kit_session cookie value.
+//
+// Committed before answered: ending a session deletes its credential
+// record before the end answers, so this read is always current; sessions
+// are not cached, as the app host is not on the hot path.
+func (a *Authenticator) Session(secret []byte) (*WebSession, error) {
+	if !ids.WellFormed(string(secret), ids.SessionCookie) {
+		return nil, errInvalidToken
+	}
+	hash := sha256.Sum256(secret)
+	cred := &kitpb.Credential{}
+	found, err := load(a.env.Store, credentialKey(hash[:]), cred)
+	if err != nil {
+		return nil, fmt.Errorf("load session: %w", err)
+	}
+	if !found || cred.Kind != credSession || cred.RevokedAt != 0 || nanos(a.env.Clock.Now()) >= cred.ExpiresAt {
+		return nil, errInvalidToken
+	}
+	return &WebSession{ID: cred.TokenId, WorkspaceID: cred.WorkspaceId, UserID: cred.UserId, ExpiresAt: cred.ExpiresAt}, nil
+}
+
+// GrantOwner returns the installation that owns an authorization code or a
+// refresh token, so that kit.access can ask it. A secret of another kind, or
+// none, is absent.
+//
+// Locates only: the installation checks the code or token itself.
+func GrantOwner(env *Env, secret string) (installationID string, err error) {
+	if !ids.WellFormed(secret, ids.AuthCode) && !ids.WellFormed(secret, ids.RefreshToken) {
+		return "", kiterr.Absent("grant")
+	}
+	hash := ids.Hash(secret)
+	cred := &kitpb.Credential{}
+	found, err := load(env.Store, credentialKey(hash[:]), cred)
+	if err != nil {
+		return "", fmt.Errorf("load grant: %w", err)
+	}
+	if !found || (cred.Kind != credCode && cred.Kind != credRefresh) {
+		return "", kiterr.Absent("grant")
+	}
+	return cred.InstallationId, nil
+}
+
+// KitBySlug returns the id of the Kit a slug belongs to.
+//
+// Write-once: the slug actor writes a claim once and never changes it.
+func KitBySlug(env *Env, slug string) (string, error) {
+	owner := &kitpb.ClaimSlug{}
+	found, err := load(env.Store, slugKey(slug), owner)
+	if err != nil {
+		return "", fmt.Errorf("load slug: %w", err)
+	}
+	if !found {
+		return "", kiterr.Absent("kit")
+	}
+	return owner.KitId, nil
+}
+
+// WorkspaceKits returns the ids of the Kits the workspace owns, in creation
+// order.
+//
+// Committed before answered: each kit actor commits its entry of this
+// index before the upload that created the Kit answers, and the front end
+// then asks each Kit.
+func WorkspaceKits(env *Env, workspaceID string) ([]string, error) {
+	prefix := workspaceKitsPrefix(workspaceID)
+	var out []string
+	err := env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+		out = append(out, string(k[len(prefix):]))
+		return true
+	})
+	return out, err
+}
+
+// InstalledHere reports whether the workspace has an active installation of
+// the Kit.
+//
+// Committed before answered: it reads the workspace's record of which
+// installation the Kit has here and that installation's record, both
+// committed before the calls that change them answer.
+func InstalledHere(env *Env, workspaceID, kitID string) (bool, error) {
+	id, err := InstallationHere(env, workspaceID, kitID)
+	return id != "", err
+}
+
+// InstallationHere is the id of the workspace's active installation of the
+// Kit; "" when it has none. Committed before answered, as InstalledHere.
+func InstallationHere(env *Env, workspaceID, kitID string) (string, error) {
+	instID, err := env.Store.Get(installedKitKey(workspaceID, kitID))
+	if errors.Is(err, persistence.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	in := &kitpb.Installation{}
+	found, err := load(env.Store, installationKey(string(instID)), in)
+	if err != nil || !found || in.Uninstalled {
+		return "", err
+	}
+	return in.Id, nil
+}
+
+// KitByInstallLink returns the id of the Kit whose install link has hash
+// (the index the kit actor writes with the link).
+//
+// Locates only: the Kit must still be asked, as only it knows whether the
+// link works.
+func KitByInstallLink(env *Env, hash []byte) (string, error) {
+	v, err := env.Store.Get(installLinkIndexKey(hash))
+	if errors.Is(err, persistence.ErrNotFound) {
+		return "", errLinkAbsent
+	}
+	if err != nil {
+		return "", fmt.Errorf("load install link index: %w", err)
+	}
+	return string(v), nil
+}
+
+// memberSignedIn reports whether the web session that authorized cred is
+// still on and its member still active, and until when the session lasts.
+//
+// Committed before answered: sessions and users are written by the
+// workspace actor, which commits before it answers. Reading them here
+// rather than asking the workspace keeps installation → workspace calls,
+// and so a cycle, out.
+func memberSignedIn(store *persistence.Store, cred *kitpb.Credential, now int64) (sessionEnds int64, ok bool, err error) {
+	s := &kitpb.Session{}
+	found, err := load(store, sessionKey(cred.WorkspaceId, cred.SessionId), s)
+	if err != nil || !found || s.EndedAt != 0 || now >= s.ExpiresAt || s.UserId != cred.UserId {
+		return 0, false, err
+	}
+	u := &kitpb.User{}
+	found, err = load(store, userKey(cred.WorkspaceId, cred.UserId), u)
+	if err != nil || !found || !u.Active {
+		return 0, false, err
+	}
+	return s.ExpiresAt, true, nil
+}
+
+// ReadDevLog returns up to limit entries of the Kit's log, newest first,
+// strictly older than the entry id before ("" = from the newest) and not
+// older than LogRetention. keep filters entries (nil keeps all). more
+// reports that older entries remain.
+//
+// Write-once: entries never change, and no actor owns the log (devlog.go).
+func ReadDevLog(env *Env, kitID, before string, limit int, keep func(*kitpb.DevLogEntry) bool) (entries []*kitpb.DevLogEntry, more bool, err error) {
+	lower := devLogCutoff(kitID, env.Clock.Now())
+	upper := persistence.PrefixEnd(devLogPrefix(kitID))
+	if before != "" {
+		upper = devLogKey(kitID, before)
+	}
+	var decodeErr error
+	idAt := len(devLogPrefix(kitID))
+	err = env.Store.Scan(lower, upper, true, func(k, v []byte) bool {
+		e := &kitpb.DevLogEntry{}
+		if decodeErr = proto.Unmarshal(v, e); decodeErr != nil {
+			return false
+		}
+		if e.Id == "" { // stored since 2026-11-22: the id is only in the key
+			e.Id = string(k[idAt:])
+		}
+		if keep != nil && !keep(e) {
+			return true
+		}
+		if len(entries) == limit {
+			more = true
+			return false
+		}
+		entries = append(entries, e)
+		return true
+	})
+	if err == nil {
+		err = decodeErr
+	}
+	return entries, more, err
+}
+
+// FileContent reads a stored file's bytes chunk by chunk, straight from
+// storage and never through the actor: chunks never change once written,
+// so once the conversation has answered the file's metadata to a caller
+// who may see it, the front end streams the content without holding the
+// whole file in memory. It is an io.Reader and an io.WriterTo; the latter
+// writes each chunk from the store's own buffers.
+type FileContent struct {
+	store      *persistence.Store
+	conv, file string
+	prefix     []byte // fileChunksPrefix
+	size       int64
+	chunks     uint32
+
+	next uint32 // the next chunk Read loads
+	buf  []byte // the rest of the chunk Read is serving
+	done int64  // bytes served
+}
+
+// OpenFileContent returns a reader of f's bytes. f must come from the
+// conversation actor's answer (GetFile), which checked visibility.
+func OpenFileContent(env *Env, f *kitpb.File) *FileContent {
+	return &FileContent{
+		store: env.Store, conv: f.ConversationId, file: f.Id, prefix: fileChunksPrefix(f.ConversationId, f.Id),
+		size: f.SizeBytes, chunks: f.Chunks,
+	}
+}
+
+// Size is the number of bytes of the file.
+func (c *FileContent) Size() int64 { return c.size }
+
+// Read serves the file in order, loading one chunk at a time.
+func (c *FileContent) Read(p []byte) (int, error) {
+	for len(c.buf) == 0 {
+		if c.next == c.chunks {
+			if c.done != c.size {
+				return 0, fmt.Errorf("file content: %d of %d bytes stored", c.done, c.size)
+			}
+			return 0, io.EOF
+		}
+		v, err := c.store.Get(fileChunkKey(c.conv, c.file, uint64(c.next)))
+		if err != nil {
+			return 0, fmt.Errorf("file content chunk %d: %w", c.next, err)
+		}
+		c.next++
+		c.buf = v
+	}
+	n := copy(p, c.buf)
+	c.buf = c.buf[n:]
+	c.done += int64(n)
+	return n, nil
+}
+
+// WriteTo writes the rest of the file to w in one ordered scan of its
+// chunks. It is only called before any Read.
+func (c *FileContent) WriteTo(w io.Writer) (int64, error) {
+	if c.next != 0 || c.done != 0 {
+		return io.Copy(w, struct{ io.Reader }{c})
+	}
+	var n int64
+	var werr error
+	want := uint32(0)
+	err := c.store.Scan(c.prefix, persistence.PrefixEnd(c.prefix), false, func(k, v []byte) bool {
+		if len(k) != len(c.prefix)+positionLen || decodeSeq(k[len(c.prefix):]) != uint64(want) {
+			werr = fmt.Errorf("file content: chunk %d missing", want)
+			return false
+		}
+		want++
+		m, err := w.Write(v)
+		n += int64(m)
+		if err != nil {
+			werr = err
+			return false
+		}
+		return true
+	})
+	c.next, c.done = c.chunks, n
+	if err == nil {
+		err = werr
+	}
+	if err == nil && (n != c.size || want != c.chunks) {
+		err = fmt.Errorf("file content: %d of %d bytes stored", n, c.size)
+	}
+	return n, err
+}

@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/persistence"
+)
+
+// Every key a server writes comes from a constructor of actors/keys.go
+// (actors.KeyKind names it): a scenario that writes every kind of record
+// runs on a server of its own, which then stops, and each key of its data
+// directory must decode.
+func TestStoredKeysHaveAConstructor(t *testing.T) {
+	t.Parallel()
+	s := startServerOpts(t, ServerOpts{Limits: "off"})
+	writeEveryRecord(t, s)
+	s.stopClean(t)
+
+	store, err := persistence.Open(s.DataDir, persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	seen := map[string]int{}
+	var unknown []string
+	err = store.Scan(nil, nil, false, func(k, _ []byte) bool {
+		if kind := actors.KeyKind(k); kind != "" {
+			seen[kind]++
+		} else {
+			unknown = append(unknown, strings.ToValidUTF8(string(k), "?"))
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("keys by constructor: %v", seen)
+	if len(unknown) > 0 {
+		t.Errorf("%d keys no constructor builds:\n  %q", len(unknown), unknown)
+	}
+	// The scenario must reach every kind of record, or the check above
+	// proves little. Locators of messages are only in data directories
+	// from before message ids carried their position.
+	var missing []string
+	for _, kind := range []string{
+		"workspaceKey", "userKey", "installedKitKey", "sessionKey", "sessionSecretKey", "developerTokenKey",
+		"conversationKey", "memberKey", "botMemberKey", "messageKey", "threadReplyKey", "idempotencyKey",
+		"fileKey", "fileChunkKey", "memberConversationKey", "messageTagKey",
+		"installationKey", "webhookRefKey", "grantCredentialKey", "webhookKey",
+		"kitKey", "versionKey", "clientSecretKey", "signingSecretKey", "domainKey", "installLinkKey",
+		"installLinkIndexKey", "workspaceKitKey", "slugKey", "credentialKey", "locatorKey", "devLogKey",
+	} {
+		if seen[kind] == 0 {
+			missing = append(missing, kind)
+		}
+	}
+	if len(missing) > 0 {
+		kinds := make([]string, 0, len(seen))
+		for k := range seen {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		t.Errorf("the scenario wrote no %v (it wrote %v)", missing, kinds)
+	}
+}
+
+// writeEveryRecord drives s through every kind of record the actors store.
+func writeEveryRecord(t *testing.T, s *Server) {
+	t.Helper()
+	// A workspace with its users and the owner's developer token.
+	w := newWorkspace(t, s)
+	c := w.channel(t, "public", w.members()...)
+
+	// A Kit that allows webhooks and asks for file and reaction scopes,
+	// with a domain and a signing secret; installed, its bot in c.
+	scopes := append([]string{"incoming-webhook"}, fileScopes...)
+	k := w.webhookKit(t, 2, scopes...)
+	want(t, s.api(t, w.Dev, "POST", "/dev/kits/"+k.ID+"/domains", map[string]any{"domain": "keys.example.com"}, nil), 201)
+	want(t, s.ops(t, "POST", "/ops/v1/kits/"+k.ID+"/signing-secret", nil), 201)
+	in := w.install(t, k, c.ID)
+
+	// An unlisted Kit with an install link.
+	newInstallLink(t, w, w.unlistedKit(t))
+
+	// The authorization flow: a web session, a code, kit.access (a client
+	// secret, a user token and a refresh token of one grant).
+	g := authorizeGrant(t, in, w.Mem.ID)
+	user := g.access()
+
+	// Messages: one, a reply in its thread, one with an Idempotency-Key;
+	// a reaction; a file.
+	parent := in.post(t, c.ID, "parent")
+	r := in.api(t, "POST", "/messages", map[string]any{"conversationId": c.ID, "text": "reply", "threadParentId": jstr(parent, "id")})
+	want(t, r, 201)
+	r = s.api(t, in.Token, "POST", "/messages", map[string]any{"conversationId": c.ID, "text": "once"}, map[string]string{"Idempotency-Key": "keys-" + randHex(4)})
+	want(t, r, 201)
+	want(t, s.api(t, user, "POST", "/reactions", map[string]any{"messageId": jstr(parent, "id"), "reaction": "heart"}, nil), 200)
+	want(t, s.api(t, user, "POST", "/files", uploadBody(c.ID, "text/plain", []byte("stored in one chunk")), nil), 201)
+
+	// A webhook and a post through it.
+	h := in.hook(t, c.ID)
+	want(t, h.post(t, map[string]any{"text": "from a webhook"}), 200)
+
+	// The developer log holds entries of all of it.
+	r = s.api(t, w.Dev, "GET", "/dev/kits/"+k.ID+"/logs", nil, nil)
+	want(t, r, 200)
+	if !slices.ContainsFunc(jarr(r.JSON, "entries"), func(e any) bool { return jstr(e, "event") == "webhook.post" }) {
+		t.Fatalf("the webhook post was not logged%s", r)
+	}
+}
