@@ -1,0 +1,80 @@
+package openapi
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+func load(t *testing.T, name string, data []byte) *openapi3.T {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromData(data)
+	if err != nil {
+		t.Fatalf("%s: load: %v", name, err)
+	}
+	return doc
+}
+
+// TestDocumentsAreValid loads both documents and validates them as OpenAPI
+// 3.1 (schemas, references, examples).
+func TestDocumentsAreValid(t *testing.T) {
+	for name, data := range map[string][]byte{"webapi.json": WebAPI, "devapi.json": DevAPI} {
+		doc := load(t, name, data)
+		if !doc.IsOpenAPI31OrLater() {
+			t.Errorf("%s: openapi = %q, want 3.1.x", name, doc.OpenAPI)
+		}
+		if doc.Info.Version != "1.0.0" {
+			t.Errorf("%s: info.version = %q, want 1.0.0 (SPEC.md section 9)", name, doc.Info.Version)
+		}
+		if err := doc.Validate(context.Background()); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestSharedComponentsAgree keeps the two documents' copies of what they
+// share identical: the error body, its codes, the headers and the generic
+// error answers.
+func TestSharedComponentsAgree(t *testing.T) {
+	var web, dev struct {
+		Components map[string]map[string]json.RawMessage `json:"components"`
+	}
+	if err := json.Unmarshal(WebAPI, &web); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(DevAPI, &dev); err != nil {
+		t.Fatal(err)
+	}
+	shared := map[string][]string{
+		"schemas":   {"Error", "ErrorCode", "Uuid", "DateTime", "NextCursor", "Ok", "SemVer"},
+		"headers":   nil, // all of them
+		"responses": nil,
+	}
+	for kind, names := range shared {
+		if names == nil {
+			for n := range web.Components[kind] {
+				names = append(names, n)
+			}
+			if len(web.Components[kind]) != len(dev.Components[kind]) {
+				t.Errorf("components.%s: webapi.json has %d, devapi.json %d", kind, len(web.Components[kind]), len(dev.Components[kind]))
+			}
+		}
+		for _, n := range names {
+			var a, b any
+			if err := json.Unmarshal(web.Components[kind][n], &a); err != nil {
+				t.Errorf("webapi.json components.%s.%s: %v", kind, n, err)
+				continue
+			}
+			if err := json.Unmarshal(dev.Components[kind][n], &b); err != nil {
+				t.Errorf("devapi.json components.%s.%s: %v", kind, n, err)
+				continue
+			}
+			if !reflect.DeepEqual(a, b) {
+				t.Errorf("components.%s.%s differs between webapi.json and devapi.json", kind, n)
+			}
+		}
+	}
+}
