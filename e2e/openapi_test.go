@@ -92,6 +92,7 @@ type conformanceChecker struct {
 	failed  map[*Resp]string // failures no test has reported yet
 	total   int              // failures in all
 	excused map[int]int      // knownDeviations index → exchanges it excused
+	seen    map[string]bool  // "doc operationId status" answered at least once
 }
 
 var conformance conformanceChecker
@@ -100,6 +101,7 @@ func (c *conformanceChecker) load() error {
 	c.once.Do(func() {
 		c.failed = make(map[*Resp]string)
 		c.excused = make(map[int]int)
+		c.seen = make(map[string]bool)
 		var err error
 		if c.web, err = loadDoc("webapi.json", openapi.WebAPI); err != nil {
 			c.err = err
@@ -188,6 +190,7 @@ func (c *conformanceChecker) finish() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	fmt.Fprintf(os.Stderr, "e2e: OpenAPI conformance: %d exchanges under /api/v1 and /hooks validated against docs/openapi, %d failed\n", c.checked, c.total)
+	c.coverage()
 	for i, k := range knownDeviations {
 		if n := c.excused[i]; n > 0 {
 			fmt.Fprintf(os.Stderr, "e2e: OpenAPI conformance: %d exchanges excused as %s %s %d: %s\n", n, k.method, k.path, k.status, k.why)
@@ -206,6 +209,44 @@ func (c *conformanceChecker) finish() bool {
 		fmt.Fprintf(os.Stderr, "--- %s\n", l)
 	}
 	return false
+}
+
+// coverage prints how many documented operations and answers the run
+// exchanged, and with KITD_OPENAPI_COVERAGE=1 each answer it did not.
+func (c *conformanceChecker) coverage() {
+	if c.err != nil {
+		return
+	}
+	var ops, opsSeen, answers, answersSeen int
+	var missing []string
+	for _, d := range []openapiDoc{c.web, c.dev} {
+		for _, path := range d.doc.Paths.InMatchingOrder() {
+			for method, o := range d.doc.Paths.Value(path).Operations() {
+				ops++
+				any := false
+				for status := range o.Responses.Map() {
+					answers++
+					if c.seen[d.name+" "+o.OperationID+" "+status] {
+						answersSeen++
+						any = true
+					} else {
+						missing = append(missing, fmt.Sprintf("%s %s %s %s", d.name, method, path, status))
+					}
+				}
+				if any {
+					opsSeen++
+				}
+			}
+		}
+	}
+	fmt.Fprintf(os.Stderr, "e2e: OpenAPI conformance: %d of %d documented operations and %d of %d documented answers (operation, status) exchanged\n",
+		opsSeen, ops, answersSeen, answers)
+	if os.Getenv("KITD_OPENAPI_COVERAGE") == "1" {
+		sort.Strings(missing)
+		for _, m := range missing {
+			fmt.Fprintf(os.Stderr, "e2e: OpenAPI answer not exchanged: %s\n", m)
+		}
+	}
 }
 
 // validate applies the rule above to r; "" means it conforms.
@@ -243,6 +284,9 @@ func (c *conformanceChecker) validate(r *Resp) string {
 	}
 	reqErr := openapi3filter.ValidateRequest(ctx, reqIn)
 	where := fmt.Sprintf("%s %s %s (%s)", d.name, r.Method, route.Path, route.Operation.OperationID)
+	c.mu.Lock()
+	c.seen[fmt.Sprintf("%s %s %d", d.name, route.Operation.OperationID, r.Status)] = true
+	c.mu.Unlock()
 	respIn := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: reqIn,
 		Status:                 r.Status,

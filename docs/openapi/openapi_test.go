@@ -50,16 +50,13 @@ func TestSharedComponentsAgree(t *testing.T) {
 	}
 	shared := map[string][]string{
 		"schemas":   {"Error", "ErrorCode", "NextCursor", "Ok", "SemVer"},
-		"headers":   nil, // all of them
-		"responses": nil,
+		"headers":   nil, // every one of devapi.json's
+		"responses": nil, // every one of devapi.json's (it has no scopes, so no missing_scope answer)
 	}
 	for kind, names := range shared {
 		if names == nil {
-			for n := range web.Components[kind] {
+			for n := range dev.Components[kind] {
 				names = append(names, n)
-			}
-			if len(web.Components[kind]) != len(dev.Components[kind]) {
-				t.Errorf("components.%s: webapi.json has %d, devapi.json %d", kind, len(web.Components[kind]), len(dev.Components[kind]))
 			}
 		}
 		for _, n := range names {
