@@ -30,6 +30,8 @@ func TestOpenAPICheckerCatchesDrift(t *testing.T) {
 	}{
 		{"a documented answer conforms",
 			Resp{Method: "GET", Path: "/api/v1/auth/test", Status: 200, Header: jsonHdr(), Body: []byte(authTest)}, ""},
+		{"rate-limit headers are checked",
+			Resp{Method: "GET", Path: "/api/v1/auth/test", Status: 200, Header: jsonHdr("RateLimit-Policy", "read;q=100;w=60"), Body: []byte(authTest)}, "RateLimit-Policy"},
 		{"a missing required field fails",
 			Resp{Method: "GET", Path: "/api/v1/auth/test", Status: 200, Header: jsonHdr(), Body: []byte(strings.Replace(authTest, `"kitSlug":"k1",`, "", 1))}, "does not match"},
 		{"a field the document lacks fails",
