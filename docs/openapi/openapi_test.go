@@ -3,7 +3,12 @@ package openapi
 import (
 	"context"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -71,6 +76,49 @@ func TestSharedComponentsAgree(t *testing.T) {
 			}
 			if !reflect.DeepEqual(a, b) {
 				t.Errorf("components.%s.%s differs between webapi.json and devapi.json", kind, n)
+			}
+		}
+	}
+}
+
+// TestErrorCodesCoverKiterr checks that every error code kitd can answer
+// (the Code constants of internal/kiterr, read from its source so that a
+// new one cannot be missed) is in the documents' ErrorCode enumeration.
+func TestErrorCodesCoverKiterr(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, filepath.Join("..", "..", "internal", "kiterr", "kiterr.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var codes []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok {
+			return true
+		}
+		if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Code" {
+			return true
+		}
+		for _, v := range vs.Values {
+			if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				s, _ := strconv.Unquote(lit.Value)
+				codes = append(codes, s)
+			}
+		}
+		return true
+	})
+	if len(codes) < 10 {
+		t.Fatalf("found %d Code constants in internal/kiterr/kiterr.go; has it moved?", len(codes))
+	}
+	for name, data := range map[string][]byte{"webapi.json": WebAPI, "devapi.json": DevAPI} {
+		doc := load(t, name, data)
+		enum := map[string]bool{}
+		for _, v := range doc.Components.Schemas["ErrorCode"].Value.Enum {
+			enum[v.(string)] = true
+		}
+		for _, c := range codes {
+			if !enum[c] {
+				t.Errorf("%s: ErrorCode lacks %q, a code of internal/kiterr", name, c)
 			}
 		}
 	}
