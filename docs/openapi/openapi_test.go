@@ -123,3 +123,18 @@ func TestErrorCodesCoverKiterr(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaExamplesMatch validates the `examples` of every component
+// schema against it (Validate does not; Redocly does, when installed).
+func TestSchemaExamplesMatch(t *testing.T) {
+	for name, data := range map[string][]byte{"webapi.json": WebAPI, "devapi.json": DevAPI} {
+		doc := load(t, name, data)
+		for sname, ref := range doc.Components.Schemas {
+			for i, ex := range ref.Value.Examples {
+				if err := ref.Value.VisitJSON(ex, openapi3.EnableJSONSchema2020()); err != nil {
+					t.Errorf("%s: components.schemas.%s.examples[%d]: %v", name, sname, i, err)
+				}
+			}
+		}
+	}
+}
