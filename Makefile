@@ -5,7 +5,7 @@ DATA    ?= ./data
 PKGS    := ./...
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: run build test unit e2e lint proto bench clean tools
+.PHONY: run build test unit e2e lint lint-openapi proto bench clean tools
 
 run: build
 	$(BIN) serve --data $(DATA) --demo
@@ -29,6 +29,16 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+	@if [ -x $(REDOCLY) ]; then $(MAKE) --no-print-directory lint-openapi; \
+	else echo "lint-openapi skipped: Redocly is not installed (cd docs/openapi && npm ci)"; fi
+
+# The OpenAPI documents (docs/openapi) with Redocly CLI, pinned in
+# docs/openapi/package.json and installed there by `npm ci` (.ci/run does);
+# docs/openapi/redocly.yaml says which rules apply and why some do not.
+# Telemetry is off: a lint must not call out.
+REDOCLY := docs/openapi/node_modules/.bin/redocly
+lint-openapi:
+	cd docs/openapi && REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true ./node_modules/.bin/redocly lint --format=stylish
 
 # Regenerates the actor messages; needs protoc and protoc-gen-go on PATH.
 proto:

@@ -86,6 +86,9 @@ func runMain(m *testing.M) int {
 		}
 	}
 	code := m.Run()
+	if !conformance.finish() && code == 0 {
+		code = 1 // exchanges that do not conform to docs/openapi (e2e/openapi_test.go)
+	}
 	if cliBin.path != "" && os.Getenv("KIT_CLI_BIN") == "" {
 		os.RemoveAll(filepath.Dir(cliBin.path))
 	}
@@ -472,6 +475,7 @@ func (s *Server) request(method, path, token string, body any, hdr map[string]st
 			r.JSON = v
 		}
 	}
+	conformance.check(r) // docs/openapi; reported by do or TestMain
 	return r, nil
 }
 
@@ -486,6 +490,7 @@ func (s *Server) do(t testing.TB, method, path, token string, body any, hdr map[
 		}
 		t.Fatalf("%s %s: %v%s", method, path, err, note)
 	}
+	conformance.report(t, r)
 	return r
 }
 
