@@ -205,32 +205,74 @@ func TestCPUTimeAndSettle(t *testing.T) {
 	}
 }
 
-func TestMeasureCPU(t *testing.T) {
-	if _, ok := cpuTime(os.Getpid()); !ok {
-		t.Skip("no /proc")
+// scriptedSampler is a cpuSampler whose timers fire when the test says and
+// whose CPU readings are the script's, in order.
+type scriptedSampler struct {
+	readings []time.Duration
+	read     int
+	waits    []time.Duration     // the durations asked for, in order
+	fire     chan chan time.Time // one per timer, handed to the test
+}
+
+func newScriptedSampler(readings ...time.Duration) *scriptedSampler {
+	return &scriptedSampler{readings: readings, fire: make(chan chan time.Time, 4)}
+}
+
+func (s *scriptedSampler) sampler() cpuSampler {
+	return cpuSampler{
+		cpuTime: func(int) (time.Duration, bool) {
+			if s.read >= len(s.readings) {
+				return 0, false
+			}
+			s.read++
+			return s.readings[s.read-1], true
+		},
+		after: func(d time.Duration) <-chan time.Time {
+			s.waits = append(s.waits, d)
+			c := make(chan time.Time, 1)
+			s.fire <- c
+			return c
+		},
 	}
+}
+
+// tick fires the next timer the window started.
+func (s *scriptedSampler) tick(t *testing.T) {
+	t.Helper()
+	select {
+	case c := <-s.fire:
+		c <- time.Time{}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the window started no timer")
+	}
+}
+
+func TestMeasureCPU(t *testing.T) {
 	t.Run("no process: nothing measured", func(t *testing.T) {
 		if used, ok := measureCPU(context.Background(), 0, 0, 10*time.Millisecond).result(); ok || used != 0 {
 			t.Fatalf("measured %v, %v", used, ok)
 		}
 	})
 	t.Run("only the window after the warm-up counts", func(t *testing.T) {
-		// Busy through the warm-up, then idle through the window.
-		w := measureCPU(context.Background(), os.Getpid(), 300*time.Millisecond, 300*time.Millisecond)
-		for deadline := time.Now().Add(250 * time.Millisecond); time.Now().Before(deadline); {
-		}
+		s := newScriptedSampler(700*time.Millisecond, 950*time.Millisecond)
+		w := s.sampler().measure(context.Background(), 1, 3*time.Second, 8*time.Second)
+		s.tick(t) // warm-up over: first reading
+		s.tick(t) // window over: second reading
 		used, ok := w.result()
-		if !ok || used > 100*time.Millisecond {
-			t.Fatalf("idle window measured %v (ok %v), want well under the 250ms burnt before it", used, ok)
+		if !ok || used != 250*time.Millisecond {
+			t.Fatalf("measured %v (ok %v), want the 250ms between the two readings", used, ok)
+		}
+		if len(s.waits) != 2 || s.waits[0] != 3*time.Second || s.waits[1] != 8*time.Second {
+			t.Fatalf("waited %v, want the warm-up then the window", s.waits)
 		}
 	})
-	t.Run("the window's CPU time", func(t *testing.T) {
-		w := measureCPU(context.Background(), os.Getpid(), 0, 300*time.Millisecond)
-		for deadline := time.Now().Add(250 * time.Millisecond); time.Now().Before(deadline); {
-		}
-		used, ok := w.result()
-		if !ok || used < 150*time.Millisecond {
-			t.Fatalf("busy window measured %v (ok %v), want about 250ms", used, ok)
+	t.Run("a reading that fails measures nothing", func(t *testing.T) {
+		s := newScriptedSampler(time.Second) // no second reading
+		w := s.sampler().measure(context.Background(), 1, 0, time.Second)
+		s.tick(t)
+		s.tick(t)
+		if _, ok := w.result(); ok {
+			t.Fatal("measured without a second reading")
 		}
 	})
 	t.Run("a cancelled context ends the measurement", func(t *testing.T) {
@@ -241,6 +283,25 @@ func TestMeasureCPU(t *testing.T) {
 			t.Fatal("measured after cancel")
 		}
 	})
+}
+
+func TestCPUTimeGrowsWithWork(t *testing.T) {
+	before, ok := cpuTime(os.Getpid())
+	if !ok {
+		t.Skip("no /proc")
+	}
+	// Burn CPU until /proc shows it (clock ticks are 10 ms), however long a
+	// busy machine takes to give it: the reading must move forward.
+	sum := 0
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		if now, ok := cpuTime(os.Getpid()); ok && now >= before+50*time.Millisecond {
+			return
+		}
+		for i := range 1 << 20 {
+			sum += i * i
+		}
+	}
+	t.Fatalf("a minute of work (%d) did not show as 50ms of CPU time", sum)
 }
 
 func TestRatios(t *testing.T) {

@@ -76,33 +76,48 @@ type cpuWindow struct {
 	ok   bool
 }
 
+// cpuSampler is what a CPU window needs of the system: a process's CPU time
+// and a timer. Tests script both, so that what they check does not depend
+// on how busy the machine is.
+type cpuSampler struct {
+	cpuTime func(pid int) (time.Duration, bool)
+	after   func(time.Duration) <-chan time.Time
+}
+
+// procSampler reads /proc and the wall clock.
+func procSampler() cpuSampler { return cpuSampler{cpuTime: cpuTime, after: time.After} }
+
 // measureCPU samples pid's CPU time warmup and warmup+window from now. A
 // pid of 0, or a system without /proc, measures nothing.
 func measureCPU(ctx context.Context, pid int, warmup, window time.Duration) *cpuWindow {
+	return procSampler().measure(ctx, pid, warmup, window)
+}
+
+func (c cpuSampler) measure(ctx context.Context, pid int, warmup, window time.Duration) *cpuWindow {
 	w := &cpuWindow{done: make(chan struct{})}
 	if pid == 0 {
 		close(w.done)
 		return w
 	}
-	start := time.Now()
+	warmedUp := c.after(warmup)
 	go func() {
 		defer close(w.done)
-		sleepUntil := func(t time.Time) bool {
+		wait := func(tick <-chan time.Time) bool {
 			select {
 			case <-ctx.Done():
 				return false
-			case <-time.After(time.Until(t)):
+			case <-tick:
 				return true
 			}
 		}
-		if !sleepUntil(start.Add(warmup)) {
+		if !wait(warmedUp) {
 			return
 		}
-		from, ok1 := cpuTime(pid)
-		if !sleepUntil(start.Add(warmup + window)) {
+		from, ok1 := c.cpuTime(pid)
+		if !wait(c.after(window)) {
 			return
 		}
-		to, ok2 := cpuTime(pid)
+		to, ok2 := c.cpuTime(pid)
 		w.used, w.ok = to-from, ok1 && ok2
 	}()
 	return w
