@@ -33,31 +33,6 @@ const csrfCookie = "kit_csrf"
 // through the consent form as hidden inputs, in this order.
 var authorizeParams = []string{"workspace", "kit", "token_type", "redirect_uri", "state", "code_challenge", "code_challenge_method"}
 
-// app serves the app host of OPERATIONS.md section 3 (sign-in, authorize).
-func (s *Server) app(ctx *fasthttp.RequestCtx, seg []string) {
-	method := string(ctx.Method())
-	switch {
-	case method == "GET" && len(seg) == 0:
-		s.appHome(ctx)
-	case method == "GET" && route(seg, "signin"):
-		s.appSignInPage(ctx, string(ctx.QueryArgs().Peek("next")), string(ctx.QueryArgs().Peek("workspace")), 200, "")
-	case method == "POST" && route(seg, "signin"):
-		s.appSignIn(ctx)
-	case method == "POST" && route(seg, "signout"):
-		s.appSignOut(ctx)
-	case method == "GET" && route(seg, "kits", "authorize"):
-		s.appAuthorizePage(ctx)
-	case method == "POST" && route(seg, "kits", "authorize"):
-		s.appAuthorize(ctx)
-	case method == "GET" && route(seg, "kits", "install"):
-		s.appInstallPage(ctx)
-	case method == "POST" && route(seg, "kits", "install"):
-		s.appInstall(ctx)
-	default:
-		s.appError(ctx, fasthttp.StatusNotFound, kiterr.NotFound, "There is no page at this address.")
-	}
-}
-
 // ---- pages ----
 
 const pageHead = `<!doctype html>
@@ -264,6 +239,11 @@ func (s *Server) appHome(ctx *fasthttp.RequestCtx) {
 		data.Member, data.CSRF = u.User.DisplayName, sessionCSRF(secret)
 	}
 	s.render(ctx, 200, "home", data)
+}
+
+// appSignInForm is GET /app/signin.
+func (s *Server) appSignInForm(ctx *fasthttp.RequestCtx) {
+	s.appSignInPage(ctx, string(ctx.QueryArgs().Peek("next")), string(ctx.QueryArgs().Peek("workspace")), 200, "")
 }
 
 // appSignInPage shows the sign-in form. The workspace comes from the

@@ -11,7 +11,6 @@ import (
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
-	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -48,26 +47,6 @@ var magic = map[string][]byte{
 	"application/pdf": []byte("%PDF-"),
 }
 
-// filesAPI serves reactions and files (SPEC.md 4.4, 4.5); it reports
-// whether it owned the route.
-func (s *Server) filesAPI(ctx *fasthttp.RequestCtx, method string, seg []string) bool {
-	switch {
-	case method == "POST" && route(seg, "reactions"):
-		s.addReaction(ctx)
-	case method == "DELETE" && route(seg, "reactions"):
-		s.removeReaction(ctx)
-	case method == "POST" && route(seg, "files"):
-		s.uploadFile(ctx)
-	case method == "GET" && route(seg, "files", "*"):
-		s.getFile(ctx, seg[1])
-	case method == "GET" && route(seg, "files", "*", "content"):
-		s.fileContent(ctx, seg[1])
-	default:
-		return false
-	}
-	return true
-}
-
 // ---- reactions ----
 
 type reactionBody struct {
@@ -85,29 +64,20 @@ func reactionInput(messageID, reaction *string) error {
 	return oneOf("reaction", *reaction, reactionValues...)
 }
 
-func (s *Server) addReaction(ctx *fasthttp.RequestCtx) {
-	p := s.authorize(ctx, reactionsAndUploads, "reactions:write", limits.Write)
-	if p == nil {
-		return
-	}
+func (s *Server) addReaction(in call) (reply, error) {
 	var body reactionBody
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil {
 		err = reactionInput(body.MessageID, body.Reaction)
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
-	s.react(ctx, *body.MessageID, &kitpb.AddReaction{Caller: p.Caller, MessageId: *body.MessageID, Reaction: *body.Reaction})
+	return s.react(*body.MessageID, &kitpb.AddReaction{Caller: in.p.Caller, MessageId: *body.MessageID, Reaction: *body.Reaction})
 }
 
-func (s *Server) removeReaction(ctx *fasthttp.RequestCtx) {
-	p := s.authorize(ctx, reactionsAndUploads, "reactions:write", limits.Write)
-	if p == nil {
-		return
-	}
-	args := ctx.QueryArgs()
+func (s *Server) removeReaction(in call) (reply, error) {
+	args := in.ctx.QueryArgs()
 	query := func(name string) *string {
 		if !args.Has(name) {
 			return nil
@@ -117,25 +87,18 @@ func (s *Server) removeReaction(ctx *fasthttp.RequestCtx) {
 	}
 	messageID, reaction := query("messageId"), query("reaction")
 	if err := reactionInput(messageID, reaction); err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
-	s.react(ctx, *messageID, &kitpb.RemoveReaction{Caller: p.Caller, MessageId: *messageID, Reaction: *reaction})
+	return s.react(*messageID, &kitpb.RemoveReaction{Caller: in.p.Caller, MessageId: *messageID, Reaction: *reaction})
 }
 
 // react sends a reaction change to the message's conversation.
-func (s *Server) react(ctx *fasthttp.RequestCtx, messageID string, request proto.Message) {
+func (s *Server) react(messageID string, request proto.Message) (reply, error) {
 	convID, err := actors.LocateMessage(s.env, messageID)
 	if err == nil {
 		_, err = ask[*kitpb.Ok](s, actors.KindConversation, convID, request)
 	}
-	if err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	s.writeJSON(ctx, fasthttp.StatusOK, struct {
-		OK bool `json:"ok"`
-	}{true})
+	return okOr(err)
 }
 
 // ---- files ----
@@ -157,50 +120,43 @@ type uploadBody struct {
 }
 
 // uploadFile reads the body as it arrives (fasthttp streams it, see
-// readBodies): the base64 text is decoded on the fly into the chunk values
+// readBody): the base64 text is decoded on the fly into the chunk values
 // the conversation stores, so an upload never holds its base64 or a
 // whole-file buffer. Every rule and answer is the one decoding the whole
 // body at once gives (uploadReader says how).
-func (s *Server) uploadFile(ctx *fasthttp.RequestCtx) {
-	p := s.authorize(ctx, reactionsAndUploads, "files:write", limits.Files)
-	if p == nil {
-		return
+func (s *Server) uploadFile(in call) (reply, error) {
+	size := in.ctx.Request.Header.ContentLength()
+	if !in.ctx.Request.IsBodyStream() || size < 0 {
+		size = len(in.ctx.PostBody())
 	}
-	size := ctx.Request.Header.ContentLength()
-	if !ctx.Request.IsBodyStream() || size < 0 {
-		size = len(ctx.PostBody())
-	}
-	if b, ok := ctx.UserValue(uploadBudgetKey{}).(*byteBudget); ok {
+	if b, ok := in.ctx.UserValue(uploadBudgetKey{}).(*byteBudget); ok {
 		n := b.acquire(size)
 		defer b.release(n)
 	}
 	var body uploadBody
-	chunks, err := s.readUpload(ctx, size, &body)
-	if !ctx.Request.IsBodyStream() {
+	chunks, err := readUpload(in, size, &body)
+	if !in.ctx.Request.IsBodyStream() {
 		// Only the chunks are needed from here on: let a large body buffer
 		// go rather than keep it pooled with the connection. (Never with a
 		// stream: that would drop the part of the body not read yet.)
-		ctx.Request.ReleaseBody(maxJSONBody)
+		in.ctx.Request.ReleaseBody(maxJSONBody)
 	}
 	var readErr *bodyReadError
 	if errors.As(err, &readErr) {
 		// What fasthttp answers when it fails to read a body itself.
-		s.parseError(ctx, readErr.err)
-		ctx.SetConnectionClose()
-		return
+		s.refuseBody(in.ctx, readErr.err)
+		return answered, nil
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
 	r, err := ask[*kitpb.FileReply](s, actors.KindConversation, *body.ConversationID, &kitpb.UploadFile{
-		Caller: p.Caller, FileId: ids.New(), Name: *body.Name, MimeType: *body.MimeType, Chunks: chunks,
+		Caller: in.p.Caller, FileId: ids.New(), Name: *body.Name, MimeType: *body.MimeType, Chunks: chunks,
 	})
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, fileBody{viewFile(r.File)})
+	return jsonReply(fasthttp.StatusCreated, fileBody{viewFile(r.File)})
 }
 
 // bodyReadError is a failure to read the request body from the connection
@@ -213,10 +169,11 @@ func (e *bodyReadError) Unwrap() error { return e.err }
 // readUpload checks the body in the order decode would (size, empty,
 // Content-Type, JSON), then the fields, then the content, and returns the
 // content cut into chunks of actors.FileChunkSize bytes.
-func (s *Server) readUpload(ctx *fasthttp.RequestCtx, size int, body *uploadBody) ([][]byte, error) {
-	if size > maxFilesBody || !isJSON(ctx) {
+func readUpload(in call, size int, body *uploadBody) ([][]byte, error) {
+	ctx := in.ctx
+	if size > in.body || !isJSON(ctx) {
 		// Refused before the JSON is read: decode gives these answers.
-		if err := s.decode(ctx, body, maxFilesBody, false); err != nil {
+		if err := in.decode(body); err != nil {
 			return nil, err
 		}
 		return nil, errors.New("upload: decode accepted a body it must refuse")
@@ -299,39 +256,32 @@ func (s *Server) fileOf(p *actors.Principal, id string) (*kitpb.File, error) {
 	return r.File, nil
 }
 
-func (s *Server) getFile(ctx *fasthttp.RequestCtx, id string) {
-	p := s.authorize(ctx, botOrUser, "files:read", limits.Read)
-	if p == nil {
-		return
-	}
-	f, err := s.fileOf(p, id)
+func (s *Server) getFile(in call) (reply, error) {
+	id := in.params[0]
+	f, err := s.fileOf(in.p, id)
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
-	s.writeJSON(ctx, fasthttp.StatusOK, fileBody{viewFile(f)})
+	return jsonReply(fasthttp.StatusOK, fileBody{viewFile(f)})
 }
 
 // fileContent streams the bytes from storage after the conversation has
 // said the caller may see the file. They are always an attachment of type
 // application/octet-stream, so that a browser never renders them.
-func (s *Server) fileContent(ctx *fasthttp.RequestCtx, id string) {
-	p := s.authorize(ctx, botOrUser, "files:read", limits.Files)
-	if p == nil {
-		return
-	}
-	f, err := s.fileOf(p, id)
+func (s *Server) fileContent(in call) (reply, error) {
+	id := in.params[0]
+	f, err := s.fileOf(in.p, id)
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
-	h := &ctx.Response.Header
+	h := &in.ctx.Response.Header
 	h.SetContentType("application/octet-stream")
 	h.Set("X-Service-Content-Type", f.MimeType)
 	h.Set("Content-Disposition", contentDisposition(f.Name))
 	h.Set("X-Content-Type-Options", "nosniff")
 	c := actors.OpenFileContent(s.env, f)
-	ctx.SetBodyStream(c, int(c.Size()))
+	in.ctx.SetBodyStream(c, int(c.Size()))
+	return answered, nil
 }
 
 // contentDisposition names the file for a download: an ASCII fallback and

@@ -9,7 +9,6 @@ import (
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
-	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/manifest"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -30,61 +29,44 @@ type installLinkView struct {
 	URL       string  `json:"url,omitempty"` // only in the create answer
 }
 
-// installLinkAPI serves /dev/kits/{kitId}/install-link; it reports whether
-// it owned the route.
-func (s *Server) installLinkAPI(ctx *fasthttp.RequestCtx, method string, seg []string) bool {
-	switch {
-	case method == "POST" && route(seg, "kits", "*", "install-link"):
-		s.createInstallLink(ctx, seg[1])
-	case method == "DELETE" && route(seg, "kits", "*", "install-link"):
-		s.deleteInstallLink(ctx, seg[1])
-	default:
-		return false
-	}
-	return true
-}
-
-func (s *Server) writeInstallLink(ctx *fasthttp.RequestCtx, status int, v installLinkView) {
-	s.writeJSON(ctx, status, struct {
+func installLinkReply(status int, v installLinkView) (reply, error) {
+	return jsonReply(status, struct {
 		InstallLink installLinkView `json:"installLink"`
 	}{v})
 }
 
 // createInstallLink makes a new link, replacing the current one: the old
 // URL stops working when the kit actor commits the new one.
-func (s *Server) createInstallLink(ctx *fasthttp.RequestCtx, kitID string) {
-	p := s.authorize(ctx, developerOnly, "", limits.Developer)
-	if p == nil || !s.validID(ctx, "kit", kitID) {
-		return
+func (s *Server) createInstallLink(in call) (reply, error) {
+	kitID := in.params[0]
+	if !ids.Valid(kitID) {
+		return answered, kiterr.Absent("kit")
 	}
-	if err := s.decode(ctx, &struct{}{}, maxJSONBody, true); err != nil {
-		s.fail(ctx, err)
-		return
+	if err := in.decodeOptional(&struct{}{}); err != nil {
+		return answered, err
 	}
 	secret := ids.NewSecret(ids.InstallLink)
 	h := ids.Hash(secret)
-	r, err := ask[*kitpb.InstallLinkReply](s, actors.KindKit, kitID, &kitpb.CreateInstallLink{WorkspaceId: p.Caller.WorkspaceId, LinkHash: h[:]})
+	r, err := ask[*kitpb.InstallLinkReply](s, actors.KindKit, kitID, &kitpb.CreateInstallLink{WorkspaceId: in.p.Caller.WorkspaceId, LinkHash: h[:]})
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
 	// The only answer that carries the secret: no cache may keep it.
-	ctx.Response.Header.Set("Cache-Control", "no-store")
-	s.writeInstallLink(ctx, fasthttp.StatusCreated, installLinkView{
+	in.ctx.Response.Header.Set("Cache-Control", "no-store")
+	return installLinkReply(fasthttp.StatusCreated, installLinkView{
 		Active: true, CreatedAt: optTime(r.CreatedAt), URL: s.publicURL + installPath + "?link=" + secret,
 	})
 }
 
-func (s *Server) deleteInstallLink(ctx *fasthttp.RequestCtx, kitID string) {
-	p := s.authorize(ctx, developerOnly, "", limits.Developer)
-	if p == nil || !s.validID(ctx, "kit", kitID) {
-		return
+func (s *Server) deleteInstallLink(in call) (reply, error) {
+	kitID := in.params[0]
+	if !ids.Valid(kitID) {
+		return answered, kiterr.Absent("kit")
 	}
-	if _, err := ask[*kitpb.InstallLinkReply](s, actors.KindKit, kitID, &kitpb.DeleteInstallLink{WorkspaceId: p.Caller.WorkspaceId}); err != nil {
-		s.fail(ctx, err)
-		return
+	if _, err := ask[*kitpb.InstallLinkReply](s, actors.KindKit, kitID, &kitpb.DeleteInstallLink{WorkspaceId: in.p.Caller.WorkspaceId}); err != nil {
+		return answered, err
 	}
-	s.writeInstallLink(ctx, fasthttp.StatusOK, installLinkView{})
+	return installLinkReply(fasthttp.StatusOK, installLinkView{})
 }
 
 // ---- the install page (app host) ----

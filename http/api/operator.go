@@ -1,7 +1,6 @@
 package api
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"time"
 
@@ -21,74 +20,14 @@ const SessionCookie = "kit_session"
 // maxClockAdvance bounds one test-clock step (ten years).
 const maxClockAdvance = 10 * 365 * 24 * 60 * 60
 
-// operator serves the operator API of OPERATIONS.md section 2.
-func (s *Server) operator(ctx *fasthttp.RequestCtx, seg []string) {
-	token, ok := bearer(ctx)
-	if !ok {
-		s.unauthenticated(ctx)
-		return
-	}
-	if h := sha256.Sum256(token); !ids.Equal(h[:], s.operatorHash[:]) {
-		s.fail(ctx, kiterr.New(kiterr.InvalidToken, "the operator token is not valid"))
-		return
-	}
-	method := string(ctx.Method())
-	switch {
-	case method == "POST" && route(seg, "workspaces"):
-		s.opCreateWorkspace(ctx)
-	case method == "POST" && route(seg, "workspaces", "*", "users"):
-		s.opCreateUser(ctx, seg[1])
-	case method == "DELETE" && route(seg, "users", "*"):
-		s.opDeactivateUser(ctx, seg[1])
-	case method == "POST" && route(seg, "workspaces", "*", "conversations"):
-		s.opCreateConversation(ctx, seg[1])
-	case method == "POST" && route(seg, "conversations", "*", "members"):
-		s.opAddMember(ctx, seg[1])
-	case method == "DELETE" && route(seg, "conversations", "*", "members", "*"):
-		s.opRemoveMember(ctx, seg[1], seg[3])
-	case method == "POST" && route(seg, "conversations", "*", "archive"):
-		s.opArchive(ctx, seg[1])
-	case method == "POST" && route(seg, "users", "*", "sessions"):
-		s.opCreateSession(ctx, seg[1])
-	case method == "DELETE" && route(seg, "sessions", "*"):
-		s.opEndSession(ctx, seg[1])
-	case method == "POST" && route(seg, "users", "*", "developer-tokens"):
-		s.opCreateDeveloperToken(ctx, seg[1])
-	case method == "DELETE" && route(seg, "developer-tokens", "*"):
-		s.opRevokeDeveloperToken(ctx, seg[1])
-	case method == "POST" && route(seg, "workspaces", "*", "installations"):
-		s.opInstall(ctx, seg[1])
-	case method == "DELETE" && route(seg, "installations", "*"):
-		s.opUninstall(ctx, seg[1])
-	case method == "POST" && route(seg, "installations", "*", "channels"):
-		s.opAddChannel(ctx, seg[1])
-	case method == "DELETE" && route(seg, "installations", "*", "channels", "*"):
-		s.opRemoveChannel(ctx, seg[1], seg[3])
-	case method == "POST" && route(seg, "installations", "*", "bot-tokens"):
-		s.opCreateBotToken(ctx, seg[1])
-	case method == "POST" && route(seg, "tokens", "revoke"):
-		s.opRevoke(ctx)
-	case method == "POST" && route(seg, "clock", "advance"):
-		s.opAdvanceClock(ctx)
-	case s.opWebhooks(ctx, method, seg), s.opCredentials(ctx, method, seg):
-	default:
-		s.fail(ctx, kiterr.Absent("route"))
-	}
-}
-
-var okBody = struct {
-	OK bool `json:"ok"`
-}{true}
-
 // validID answers 404 for a path id that cannot exist.
-func (s *Server) validID(ctx *fasthttp.RequestCtx, what string, id ...string) bool {
+func validID(what string, id ...string) error {
 	for _, v := range id {
 		if !ids.Valid(v) {
-			s.fail(ctx, kiterr.Absent(what))
-			return false
+			return kiterr.Absent(what)
 		}
 	}
-	return true
+	return nil
 }
 
 // ownerOf finds the workspace that owns a user, session or token id.
@@ -103,25 +42,23 @@ func (s *Server) ownerOf(id, what string) (string, error) {
 	return owner, err
 }
 
-func (s *Server) opCreateWorkspace(ctx *fasthttp.RequestCtx) {
+func (s *Server) opCreateWorkspace(in call) (reply, error) {
 	var body struct {
 		Name    *string `json:"name"`
 		Sandbox *bool   `json:"sandbox"`
 	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil {
 		err = firstError(requireString("name", body.Name, 1, 80), notBlankPtr("name", body.Name))
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
 	r, err := ask[*kitpb.WorkspaceReply](s, actors.KindWorkspace, ids.New(), &kitpb.CreateWorkspace{Name: *body.Name, Sandbox: body.Sandbox != nil && *body.Sandbox})
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, struct {
+	return jsonReply(fasthttp.StatusCreated, struct {
 		Workspace workspaceView `json:"workspace"`
 	}{workspaceView{r.Workspace.Id, r.Workspace.Name, r.Workspace.Sandbox}})
 }
@@ -133,9 +70,10 @@ func notBlankPtr(path string, v *string) error {
 	return notBlank(path, *v)
 }
 
-func (s *Server) opCreateUser(ctx *fasthttp.RequestCtx, wsID string) {
-	if !s.validID(ctx, "workspace", wsID) {
-		return
+func (s *Server) opCreateUser(in call) (reply, error) {
+	wsID := in.params[0]
+	if err := validID("workspace", wsID); err != nil {
+		return answered, err
 	}
 	var body struct {
 		DisplayName *string `json:"displayName"`
@@ -143,7 +81,7 @@ func (s *Server) opCreateUser(ctx *fasthttp.RequestCtx, wsID string) {
 		Role        *string `json:"role"`
 		Password    *string `json:"password"`
 	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil {
 		err = firstError(
 			requireString("displayName", body.DisplayName, 1, 80), notBlankPtr("displayName", body.DisplayName),
@@ -161,8 +99,7 @@ func (s *Server) opCreateUser(ctx *fasthttp.RequestCtx, wsID string) {
 		}
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
 	req := &kitpb.CreateUser{UserId: ids.New(), DisplayName: *body.DisplayName, Role: *body.Role}
 	if body.Email != nil {
@@ -173,17 +110,15 @@ func (s *Server) opCreateUser(ctx *fasthttp.RequestCtx, wsID string) {
 		// mailbox, so one signup does not hold up the workspace.
 		h, err := bcrypt.GenerateFromPassword([]byte(*body.Password), bcrypt.DefaultCost)
 		if err != nil {
-			s.fail(ctx, fmt.Errorf("hash password: %w", err))
-			return
+			return answered, fmt.Errorf("hash password: %w", err)
 		}
 		req.PasswordHash = h
 	}
 	r, err := ask[*kitpb.UserReply](s, actors.KindWorkspace, wsID, req)
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, struct {
+	return jsonReply(fasthttp.StatusCreated, struct {
 		User userView `json:"user"`
 	}{viewUser(r.User, true)})
 }
@@ -214,12 +149,13 @@ func optionalEmail(v *string) error {
 	return nil
 }
 
-func (s *Server) opDeactivateUser(ctx *fasthttp.RequestCtx, userID string) {
+func (s *Server) opDeactivateUser(in call) (reply, error) {
+	userID := in.params[0]
 	ws, err := s.ownerOf(userID, "user")
 	if err == nil {
 		_, err = ask[*kitpb.Ok](s, actors.KindWorkspace, ws, &kitpb.DeactivateUser{UserId: userID})
 	}
-	s.okOr(ctx, err)
+	return okOr(err)
 }
 
 func (s *Server) okOr(ctx *fasthttp.RequestCtx, err error) {
@@ -230,9 +166,10 @@ func (s *Server) okOr(ctx *fasthttp.RequestCtx, err error) {
 	s.writeJSON(ctx, fasthttp.StatusOK, okBody)
 }
 
-func (s *Server) opCreateConversation(ctx *fasthttp.RequestCtx, wsID string) {
-	if !s.validID(ctx, "workspace", wsID) {
-		return
+func (s *Server) opCreateConversation(in call) (reply, error) {
+	wsID := in.params[0]
+	if err := validID("workspace", wsID); err != nil {
+		return answered, err
 	}
 	var body struct {
 		Kind       *string   `json:"kind"`
@@ -241,7 +178,7 @@ func (s *Server) opCreateConversation(ctx *fasthttp.RequestCtx, wsID string) {
 		Topic      *string   `json:"topic"`
 		MemberIDs  *[]string `json:"memberIds"`
 	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil {
 		err = firstError(requireString("kind", body.Kind, 1, 20), requireString("visibility", body.Visibility, 1, 20))
 	}
@@ -252,8 +189,7 @@ func (s *Server) opCreateConversation(ctx *fasthttp.RequestCtx, wsID string) {
 		err = conversationShape(*body.Kind, *body.Visibility, body.Name, body.Topic, body.MemberIDs)
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
 	req := &kitpb.CreateConversation{
 		ConversationId: ids.New(), Kind: *body.Kind, Visibility: *body.Visibility,
@@ -261,10 +197,9 @@ func (s *Server) opCreateConversation(ctx *fasthttp.RequestCtx, wsID string) {
 	}
 	r, err := ask[*kitpb.ConversationReply](s, actors.KindWorkspace, wsID, req)
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, struct {
+	return jsonReply(fasthttp.StatusCreated, struct {
 		Conversation conversationView `json:"conversation"`
 	}{viewConversation(r.Conversation)})
 }
@@ -313,87 +248,88 @@ func conversationShape(kind, visibility string, name, topic *string, members *[]
 	return nil
 }
 
-func (s *Server) opAddMember(ctx *fasthttp.RequestCtx, convID string) {
-	if !s.validID(ctx, "conversation", convID) {
-		return
+func (s *Server) opAddMember(in call) (reply, error) {
+	convID := in.params[0]
+	if err := validID("conversation", convID); err != nil {
+		return answered, err
 	}
 	var body struct {
 		UserID *string `json:"userId"`
 	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil {
 		err = requireUUID("userId", body.UserID)
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
 	ws, err := s.ownerOf(*body.UserID, "user")
 	if err == nil {
 		_, err = ask[*kitpb.Ok](s, actors.KindConversation, convID, &kitpb.AddMember{UserId: *body.UserID, UserWorkspaceId: ws})
 	}
-	s.okOr(ctx, err)
+	return okOr(err)
 }
 
-func (s *Server) opRemoveMember(ctx *fasthttp.RequestCtx, convID, userID string) {
-	if !s.validID(ctx, "member", convID, userID) {
-		return
+func (s *Server) opRemoveMember(in call) (reply, error) {
+	convID, userID := in.params[0], in.params[1]
+	if err := validID("member", convID, userID); err != nil {
+		return answered, err
 	}
 	_, err := ask[*kitpb.Ok](s, actors.KindConversation, convID, &kitpb.RemoveMember{UserId: userID})
-	s.okOr(ctx, err)
+	return okOr(err)
 }
 
-func (s *Server) opArchive(ctx *fasthttp.RequestCtx, convID string) {
-	if !s.validID(ctx, "conversation", convID) {
-		return
+func (s *Server) opArchive(in call) (reply, error) {
+	convID := in.params[0]
+	if err := validID("conversation", convID); err != nil {
+		return answered, err
 	}
-	if err := s.decode(ctx, &struct{}{}, maxJSONBody, true); err != nil {
-		s.fail(ctx, err)
-		return
+	if err := in.decodeOptional(&struct{}{}); err != nil {
+		return answered, err
 	}
 	r, err := ask[*kitpb.ConversationReply](s, actors.KindConversation, convID, &kitpb.ArchiveConversation{})
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
-	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+	return jsonReply(fasthttp.StatusOK, struct {
 		Conversation conversationView `json:"conversation"`
 	}{viewConversation(r.Conversation)})
 }
 
-func (s *Server) opCreateSession(ctx *fasthttp.RequestCtx, userID string) {
+func (s *Server) opCreateSession(in call) (reply, error) {
+	userID := in.params[0]
 	ws, err := s.ownerOf(userID, "user")
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
 	secret := ids.NewSecret(ids.SessionCookie)
 	hash := ids.Hash(secret)
 	r, err := ask[*kitpb.SessionReply](s, actors.KindWorkspace, ws, &kitpb.CreateSession{UserId: userID, SessionId: ids.New(), SecretHash: hash[:]})
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, struct {
+	return jsonReply(fasthttp.StatusCreated, struct {
 		SessionID string `json:"sessionId"`
 		Cookie    string `json:"cookie"`
 	}{r.Session.Id, SessionCookie + "=" + secret})
 }
 
-func (s *Server) opEndSession(ctx *fasthttp.RequestCtx, sessionID string) {
+func (s *Server) opEndSession(in call) (reply, error) {
+	sessionID := in.params[0]
 	ws, err := s.ownerOf(sessionID, "session")
 	if err == nil {
 		_, err = ask[*kitpb.Ok](s, actors.KindWorkspace, ws, &kitpb.EndSession{SessionId: sessionID})
 	}
-	s.okOr(ctx, err)
+	return okOr(err)
 }
 
-func (s *Server) opCreateDeveloperToken(ctx *fasthttp.RequestCtx, userID string) {
+func (s *Server) opCreateDeveloperToken(in call) (reply, error) {
+	userID := in.params[0]
 	var body struct {
 		Name       *string `json:"name"`
 		TTLSeconds *int64  `json:"ttlSeconds"`
 	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil {
 		err = firstError(requireString("name", body.Name, 1, 80), notBlankPtr("name", body.Name))
 	}
@@ -401,13 +337,11 @@ func (s *Server) opCreateDeveloperToken(ctx *fasthttp.RequestCtx, userID string)
 		err = kiterr.Invalid("ttlSeconds", "must be from 60 to 31536000")
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
 	ws, err := s.ownerOf(userID, "user")
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
 	secret := ids.NewSecret(ids.DeveloperToken)
 	hash := ids.Hash(secret)
@@ -417,33 +351,34 @@ func (s *Server) opCreateDeveloperToken(ctx *fasthttp.RequestCtx, userID string)
 	}
 	r, err := ask[*kitpb.CredentialReply](s, actors.KindWorkspace, ws, req)
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, struct {
+	return jsonReply(fasthttp.StatusCreated, struct {
 		Token     string `json:"token"`
 		ID        string `json:"id"`
 		ExpiresAt string `json:"expiresAt"`
 	}{secret, r.Credential.TokenId, isoTime(r.Credential.ExpiresAt)})
 }
 
-func (s *Server) opRevokeDeveloperToken(ctx *fasthttp.RequestCtx, tokenID string) {
+func (s *Server) opRevokeDeveloperToken(in call) (reply, error) {
+	tokenID := in.params[0]
 	ws, err := s.ownerOf(tokenID, "developer token")
 	if err == nil {
 		_, err = ask[*kitpb.Ok](s, actors.KindWorkspace, ws, &kitpb.RevokeCredential{TokenId: tokenID})
 	}
-	s.okOr(ctx, err)
+	return okOr(err)
 }
 
-func (s *Server) opInstall(ctx *fasthttp.RequestCtx, wsID string) {
-	if !s.validID(ctx, "workspace", wsID) {
-		return
+func (s *Server) opInstall(in call) (reply, error) {
+	wsID := in.params[0]
+	if err := validID("workspace", wsID); err != nil {
+		return answered, err
 	}
 	var body struct {
 		KitID   *string `json:"kitId"`
 		Version *string `json:"version"`
 	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil {
 		err = requireUUID("kitId", body.KitID)
 	}
@@ -451,8 +386,7 @@ func (s *Server) opInstall(ctx *fasthttp.RequestCtx, wsID string) {
 		err = versionShape("version", *body.Version)
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
 	req := &kitpb.Install{KitId: *body.KitID}
 	if body.Version != nil {
@@ -460,106 +394,219 @@ func (s *Server) opInstall(ctx *fasthttp.RequestCtx, wsID string) {
 	}
 	r, err := ask[*kitpb.InstallationReply](s, actors.KindWorkspace, wsID, req)
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, struct {
+	return jsonReply(fasthttp.StatusCreated, struct {
 		Installation installationView `json:"installation"`
 	}{viewInstallation(r.Installation)})
 }
 
-func (s *Server) opUninstall(ctx *fasthttp.RequestCtx, instID string) {
-	if !s.validID(ctx, "installation", instID) {
-		return
+func (s *Server) opUninstall(in call) (reply, error) {
+	instID := in.params[0]
+	if err := validID("installation", instID); err != nil {
+		return answered, err
 	}
 	_, err := ask[*kitpb.Ok](s, actors.KindInstallation, instID, &kitpb.Uninstall{})
-	s.okOr(ctx, err)
+	return okOr(err)
 }
 
-func (s *Server) installationReply(ctx *fasthttp.RequestCtx, r *kitpb.InstallationReply, err error) {
+func installationReply(r *kitpb.InstallationReply, err error) (reply, error) {
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
-	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+	return jsonReply(fasthttp.StatusOK, struct {
 		Installation installationView `json:"installation"`
 	}{viewInstallation(r.Installation)})
 }
 
-func (s *Server) opAddChannel(ctx *fasthttp.RequestCtx, instID string) {
-	if !s.validID(ctx, "installation", instID) {
-		return
+func (s *Server) opAddChannel(in call) (reply, error) {
+	instID := in.params[0]
+	if err := validID("installation", instID); err != nil {
+		return answered, err
 	}
 	var body struct {
 		ConversationID *string `json:"conversationId"`
 	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil {
 		err = requireUUID("conversationId", body.ConversationID)
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
 	r, err := ask[*kitpb.InstallationReply](s, actors.KindInstallation, instID, &kitpb.AddChannel{ConversationId: *body.ConversationID})
-	s.installationReply(ctx, r, err)
+	return installationReply(r, err)
 }
 
-func (s *Server) opRemoveChannel(ctx *fasthttp.RequestCtx, instID, convID string) {
-	if !s.validID(ctx, "channel", instID, convID) {
-		return
+func (s *Server) opRemoveChannel(in call) (reply, error) {
+	instID, convID := in.params[0], in.params[1]
+	if err := validID("channel", instID, convID); err != nil {
+		return answered, err
 	}
 	r, err := ask[*kitpb.InstallationReply](s, actors.KindInstallation, instID, &kitpb.RemoveChannel{ConversationId: convID})
-	s.installationReply(ctx, r, err)
+	return installationReply(r, err)
 }
 
-func (s *Server) opCreateBotToken(ctx *fasthttp.RequestCtx, instID string) {
-	if !s.validID(ctx, "installation", instID) {
-		return
+func (s *Server) opCreateBotToken(in call) (reply, error) {
+	instID := in.params[0]
+	if err := validID("installation", instID); err != nil {
+		return answered, err
 	}
 	secret := ids.NewSecret(ids.BotToken)
 	hash := ids.Hash(secret)
 	if _, err := ask[*kitpb.CredentialReply](s, actors.KindInstallation, instID, &kitpb.CreateBotToken{SecretHash: hash[:]}); err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, struct {
+	return jsonReply(fasthttp.StatusCreated, struct {
 		Token string `json:"token"`
 	}{secret})
 }
 
-func (s *Server) opRevoke(ctx *fasthttp.RequestCtx) {
+func (s *Server) opRevoke(in call) (reply, error) {
 	var body struct {
 		Token *string `json:"token"`
 	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil {
 		err = requireString("token", body.Token, 1, 512)
 	}
 	if err == nil {
 		err = s.auth.Revoke(*body.Token)
 	}
-	s.okOr(ctx, err)
+	return okOr(err)
 }
 
-func (s *Server) opAdvanceClock(ctx *fasthttp.RequestCtx) {
+func (s *Server) opAdvanceClock(in call) (reply, error) {
 	if s.testClock == nil {
-		s.fail(ctx, kiterr.Absent("route"))
-		return
+		return answered, kiterr.Absent("route")
 	}
 	var body struct {
 		Seconds *float64 `json:"seconds"`
 	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil && (body.Seconds == nil || *body.Seconds < 0 || *body.Seconds > maxClockAdvance) {
 		err = kiterr.Invalid("seconds", "must be a number from 0 to 315360000")
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return answered, err
 	}
 	now := s.testClock.Advance(time.Duration(*body.Seconds * float64(time.Second)))
-	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+	return jsonReply(fasthttp.StatusOK, struct {
 		Now string `json:"now"`
 	}{now.UTC().Format(timeFormat)})
+}
+
+// opCreateWebhook: POST /ops/v1/installations/{id}/webhooks
+// {conversationId, createdByUserId} → 201 {webhook, url}. The URL carries
+// the only copy of the secret; the installation stores its hash.
+func (s *Server) opCreateWebhook(in call) (reply, error) {
+	instID := in.params[0]
+	if err := validID("installation", instID); err != nil {
+		return answered, err
+	}
+	var body struct {
+		ConversationID  *string `json:"conversationId"`
+		CreatedByUserID *string `json:"createdByUserId"`
+	}
+	err := in.decode(&body)
+	if err == nil {
+		err = firstError(requireUUID("conversationId", body.ConversationID), requireUUID("createdByUserId", body.CreatedByUserID))
+	}
+	if err != nil {
+		return answered, err
+	}
+	ws, err := s.ownerOf(*body.CreatedByUserID, "user")
+	if err != nil {
+		return answered, err
+	}
+	u, err := ask[*kitpb.UserReply](s, actors.KindWorkspace, ws, &kitpb.GetUser{UserId: *body.CreatedByUserID})
+	if err != nil {
+		return answered, err
+	}
+	secret := ids.NewSecret("")
+	webhookID := ids.New()
+	r, err := ask[*kitpb.WebhookReply](s, actors.KindInstallation, instID, &kitpb.CreateWebhook{
+		WebhookId: webhookID, ConversationId: *body.ConversationID, Creator: u.User,
+		SecretHash: actors.HookSecretHash(secret),
+	})
+	if err != nil {
+		if kiterr.CodeOf(err) == kiterr.MissingScope {
+			in.ctx.Response.Header.Set("X-Service-Required-Scope", actors.WebhookScope)
+		}
+		return answered, err
+	}
+	type webhookView struct {
+		ID             string `json:"id"`
+		ConversationID string `json:"conversationId"`
+		CreatedAt      string `json:"createdAt"`
+	}
+	return jsonReply(fasthttp.StatusCreated, struct {
+		Webhook webhookView `json:"webhook"`
+		URL     string      `json:"url"`
+	}{
+		webhookView{r.Webhook.Id, r.Webhook.ConversationId, isoTime(r.Webhook.CreatedAt)},
+		s.publicURL + "/hooks/v1/" + instID + "/" + webhookID + "/" + secret,
+	})
+}
+
+// opRevokeWebhook: DELETE /ops/v1/webhooks/{id}. The installation that
+// created the webhook is found through its locator record.
+func (s *Server) opRevokeWebhook(in call) (reply, error) {
+	webhookID := in.params[0]
+	if err := validID("webhook", webhookID); err != nil {
+		return answered, err
+	}
+	kind, instID, err := actors.Locate(s.env, webhookID)
+	if err == nil && kind != actors.KindInstallation {
+		err = kiterr.Absent("webhook")
+	}
+	if kiterr.CodeOf(err) == kiterr.NotFound {
+		err = kiterr.Absent("webhook")
+	}
+	if err == nil {
+		_, err = ask[*kitpb.Ok](s, actors.KindInstallation, instID, &kitpb.RevokeWebhook{WebhookId: webhookID})
+	}
+	return okOr(err)
+}
+
+// opRotateClientSecret: POST /ops/v1/kits/{kitId}/client-secret.
+func (s *Server) opRotateClientSecret(in call) (reply, error) {
+	return s.opRotateKitSecret(in, actors.SecretClient)
+}
+
+// opRotateSigningSecret: POST /ops/v1/kits/{kitId}/signing-secret.
+func (s *Server) opRotateSigningSecret(in call) (reply, error) {
+	return s.opRotateKitSecret(in, actors.SecretSigning)
+}
+
+func (s *Server) opRotateKitSecret(in call, which string) (reply, error) {
+	kitID := in.params[0]
+	if err := validID("kit", kitID); err != nil {
+		return answered, err
+	}
+	if err := in.decodeOptional(&struct{}{}); err != nil {
+		return answered, err
+	}
+	prefix := ids.ClientSecret
+	if which == actors.SecretSigning {
+		prefix = ids.SigningSecret
+	}
+	secret := ids.NewSecret(prefix)
+	hash := ids.Hash(secret)
+	r, err := ask[*kitpb.KitSecretReply](s, actors.KindKit, kitID, &kitpb.RotateKitSecret{Which: which, SecretHash: hash[:]})
+	if err != nil {
+		return answered, err
+	}
+	if which == actors.SecretClient {
+		return jsonReply(fasthttp.StatusCreated, struct {
+			ClientSecret string `json:"clientSecret"`
+			CreatedAt    string `json:"createdAt"`
+		}{secret, isoTime(r.Secret.CreatedAt)})
+	}
+	return jsonReply(fasthttp.StatusCreated, struct {
+		SigningSecret     string  `json:"signingSecret"`
+		Generation        int32   `json:"generation"`
+		CreatedAt         string  `json:"createdAt"`
+		PreviousExpiresAt *string `json:"previousExpiresAt"`
+	}{secret, r.Secret.Generation, isoTime(r.Secret.CreatedAt), optTime(r.Secret.PreviousExpiresAt)})
 }
