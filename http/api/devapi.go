@@ -2,7 +2,6 @@ package api
 
 import (
 	"slices"
-	"sync"
 
 	"github.com/valyala/fasthttp"
 
@@ -40,40 +39,6 @@ func (s *Server) devMe(in call) (reply, error) {
 		ID: c.TokenId, Name: c.Name, CreatedAt: isoTime(c.CreatedAt), ExpiresAt: isoTime(c.ExpiresAt),
 		LastUsedAt: optTime(c.LastUsedAt), RevokedAt: optTime(c.RevokedAt),
 	}})
-}
-
-// publishedCache keeps parsed published manifests for validate's diff: a
-// registered version is immutable, so (Kit, version) names one manifest
-// forever, and parsing a large one is most of a validate call. Bounded:
-// it starts over when full.
-type publishedCache struct {
-	mu sync.Mutex
-	m  map[string]*manifest.Manifest
-}
-
-const publishedCacheSize = 256
-
-// parse returns the parsed manifest of kitID@version, text; nil when the
-// stored text no longer parses (it did when registered).
-func (c *publishedCache) parse(kitID, version, text string) *manifest.Manifest {
-	k := kitID + "@" + version
-	c.mu.Lock()
-	m, ok := c.m[k]
-	c.mu.Unlock()
-	if ok {
-		return m
-	}
-	m, problems := manifest.Parse(text)
-	if len(problems) > 0 {
-		return nil
-	}
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= publishedCacheSize {
-		c.m = make(map[string]*manifest.Manifest)
-	}
-	c.m[k] = m
-	c.mu.Unlock()
-	return m
 }
 
 type validateResponse struct {
@@ -136,7 +101,7 @@ func (s *Server) validateManifest(in call) (reply, error) {
 		res.UnverifiedHosts = actors.UnverifiedHosts(hosts, chk.VerifiedDomains)
 	}
 	if chk.PublishedManifest != "" {
-		if prev := s.published.parse(chk.KitId, chk.PublishedVersion, chk.PublishedManifest); prev != nil {
+		if prev := s.published.Parse(chk.KitId, chk.PublishedVersion, chk.PublishedManifest); prev != nil {
 			d := manifest.Diff(prev, man)
 			res.Diff = &d
 		}

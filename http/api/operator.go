@@ -9,13 +9,11 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/http/app"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
 )
-
-// SessionCookie is the name of the web session cookie.
-const SessionCookie = "kit_session"
 
 // maxClockAdvance bounds one test-clock step (ten years).
 const maxClockAdvance = 10 * 365 * 24 * 60 * 60
@@ -311,7 +309,7 @@ func (s *Server) opCreateSession(in call) (reply, error) {
 	return jsonReply(fasthttp.StatusCreated, struct {
 		SessionID string `json:"sessionId"`
 		Cookie    string `json:"cookie"`
-	}{r.Session.Id, SessionCookie + "=" + secret})
+	}{r.Session.Id, app.SessionCookie + "=" + secret})
 }
 
 func (s *Server) opEndSession(in call) (reply, error) {

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/http/app"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
@@ -92,14 +93,14 @@ var routes = [...]route{
 
 	// App host (OPERATIONS.md 3): HTML pages behind the session cookie,
 	// which each page checks itself; their errors are pages too.
-	{"GET", "/app/", hostApp, noToken, "", "", maxJSONBody, nil, (*Server).appHome},
-	{"GET", "/app/signin", hostApp, noToken, "", "", maxJSONBody, nil, (*Server).appSignInForm},
-	{"POST", "/app/signin", hostApp, noToken, "", "", maxJSONBody, nil, (*Server).appSignIn},
-	{"POST", "/app/signout", hostApp, noToken, "", "", maxJSONBody, nil, (*Server).appSignOut},
-	{"GET", "/app/kits/authorize", hostApp, noToken, "", "", maxJSONBody, nil, (*Server).appAuthorizePage},
-	{"POST", "/app/kits/authorize", hostApp, noToken, "", "", maxJSONBody, nil, (*Server).appAuthorize},
-	{"GET", "/app/kits/install", hostApp, noToken, "", "", maxJSONBody, nil, (*Server).appInstallPage},
-	{"POST", "/app/kits/install", hostApp, noToken, "", "", maxJSONBody, nil, (*Server).appInstall},
+	{"GET", "/app/", hostApp, noToken, "", "", maxJSONBody, nil, (*app.Server).Home},
+	{"GET", "/app/signin", hostApp, noToken, "", "", maxJSONBody, nil, (*app.Server).SignInForm},
+	{"POST", "/app/signin", hostApp, noToken, "", "", maxJSONBody, nil, (*app.Server).SignIn},
+	{"POST", "/app/signout", hostApp, noToken, "", "", maxJSONBody, nil, (*app.Server).SignOut},
+	{"GET", "/app/kits/authorize", hostApp, noToken, "", "", maxJSONBody, nil, (*app.Server).AuthorizePage},
+	{"POST", "/app/kits/authorize", hostApp, noToken, "", "", maxJSONBody, nil, (*app.Server).Authorize},
+	{"GET", "/app/kits/install", hostApp, noToken, "", "", maxJSONBody, nil, (*app.Server).InstallPage},
+	{"POST", "/app/kits/install", hostApp, noToken, "", "", maxJSONBody, nil, (*app.Server).Install},
 }
 
 // route is one row of routes.
@@ -112,7 +113,7 @@ type route struct {
 	family limits.Name // the bucket one call spends; "": none
 	body   int         // the largest body the handler reads
 	handle func(*Server, call) (reply, error)
-	page   func(*Server, *fasthttp.RequestCtx) // the app host's pages answer themselves
+	page   func(*app.Server, *fasthttp.RequestCtx) // the app host's pages answer themselves
 }
 
 // host is the surface a route belongs to. Each authenticates in its own way
@@ -315,10 +316,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		ctx.SetBodyString(`{"ok":true}`)
 	case hostApp:
 		if t.route == nil {
-			s.appError(ctx, fasthttp.StatusNotFound, kiterr.NotFound, "There is no page at this address.")
+			s.app.NotFound(ctx)
 			return
 		}
-		t.route.page(s, ctx)
+		t.route.page(s.app, ctx)
 	case hostHooks:
 		if t.route == nil {
 			// Every way a webhook URL is unknown answers alike (hookPost).

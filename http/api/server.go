@@ -24,6 +24,8 @@ import (
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/http/app"
+	"github.com/kitd/kitd/http/internal/published"
 	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
@@ -66,7 +68,8 @@ type Server struct {
 	publicURL    string
 	log          *slog.Logger
 	domains      DomainChecker
-	published    publishedCache
+	published    *published.Cache
+	app          *app.Server
 	corrPrefix   string
 	corrSeq      atomic.Uint64
 	srv          *fasthttp.Server
@@ -89,7 +92,12 @@ func New(cfg Config) *Server {
 		fresh:      make(map[*trackedConn]struct{}),
 		domains:    cfg.Domains,
 		uploads:    newByteBudget(maxUploadBodiesInFlight),
+		published:  new(published.Cache),
 	}
+	s.app = app.New(app.Config{
+		Node: cfg.Node, Env: cfg.Env, Auth: cfg.Auth, PublicURL: s.publicURL, Logger: cfg.Logger,
+		Published: s.published, CorrelationID: s.correlationID,
+	})
 	if s.domains == nil {
 		s.domains = verify.New(verify.Config{})
 	}
