@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -48,21 +49,21 @@ type kitAccessBody struct {
 }
 
 func (b *kitAccessBody) check() error {
-	err := firstError(
-		requireString("grantType", b.GrantType, 1, 40),
-		requireUUID("clientId", b.ClientID),
-		requireString("clientSecret", b.ClientSecret, 1, 512),
+	err := input.FirstError(
+		input.RequireString("grantType", b.GrantType, 1, 40),
+		input.RequireUUID("clientId", b.ClientID),
+		input.RequireString("clientSecret", b.ClientSecret, 1, 512),
 	)
 	if err == nil {
-		err = oneOf("grantType", *b.GrantType, "authorization_code", "refresh_token")
+		err = input.OneOf("grantType", *b.GrantType, "authorization_code", "refresh_token")
 	}
 	if err != nil {
 		return err
 	}
 	if *b.GrantType == "refresh_token" {
-		return requireString("refreshToken", b.RefreshToken, 1, 512)
+		return input.RequireString("refreshToken", b.RefreshToken, 1, 512)
 	}
-	err = firstError(requireString("code", b.Code, 1, 512), requireString("redirectUri", b.RedirectURI, 1, 2000))
+	err = input.FirstError(input.RequireString("code", b.Code, 1, 512), input.RequireString("redirectUri", b.RedirectURI, 1, 2000))
 	if err == nil && b.CodeVerifier != nil && !codeVerifierShape.MatchString(*b.CodeVerifier) {
 		err = kiterr.Invalid("codeVerifier", "must be 43 to 128 characters of A-Z a-z 0-9 . _ ~ -")
 	}

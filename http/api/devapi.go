@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/manifest"
@@ -62,7 +63,7 @@ func (s *Server) validateManifest(in call) (reply, error) {
 	}
 	err := in.decode(&body)
 	if err == nil {
-		err = requireString("manifest", body.Manifest, minManifestLen, maxManifestLen)
+		err = input.RequireString("manifest", body.Manifest, minManifestLen, maxManifestLen)
 	}
 	if err != nil {
 		return answered, err

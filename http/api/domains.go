@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/manifest"
@@ -67,7 +68,7 @@ func (s *Server) addDomain(in call) (reply, error) {
 	}
 	err := in.decode(&body)
 	if err == nil {
-		err = requireString("domain", body.Domain, 1, 253)
+		err = input.RequireString("domain", body.Domain, 1, 253)
 	}
 	var domain string
 	if err == nil {
@@ -79,7 +80,7 @@ func (s *Server) addDomain(in call) (reply, error) {
 	method := actors.DomainMethodDNS
 	if err == nil && body.Method != nil {
 		method = *body.Method
-		err = oneOf("method", method, domainMethods...)
+		err = input.OneOf("method", method, domainMethods...)
 	}
 	if err != nil {
 		return answered, err
@@ -193,8 +194,8 @@ func (s *Server) devInstall(in call) (reply, error) {
 	}
 	err = in.decode(&body)
 	if err == nil {
-		err = firstError(requireString("manifest", body.Manifest, minManifestLen, maxManifestLen),
-			requireString("url", body.URL, 1, maxDevInstallURL))
+		err = input.FirstError(input.RequireString("manifest", body.Manifest, minManifestLen, maxManifestLen),
+			input.RequireString("url", body.URL, 1, maxDevInstallURL))
 	}
 	var origin *url.URL
 	if err == nil {

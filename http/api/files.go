@@ -3,12 +3,13 @@ package api
 import (
 	"errors"
 	"strings"
-	"unicode"
 
 	"github.com/valyala/fasthttp"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/http/internal/input"
+	"github.com/kitd/kitd/http/internal/upload"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -17,35 +18,8 @@ import (
 // Reactions and files (SPEC.md 4.4, 4.5; limits in section 8 and
 // docs/files.md).
 
-// reactionsAndUploads: Kit bots cannot react or upload in v1.
-var reactionsAndUploads = []string{actors.CallerUser}
-
 // reactionValues is the reaction enum of SPEC.md 4.4.
 var reactionValues = []string{"thumbs_up", "heart", "laugh", "celebrate", "eyes", "thinking", "thanks", "check"}
-
-// maxFileName is the longest name of a file, in characters.
-const maxFileName = 120
-
-// maxFileBytes is the decoded size limit of each allowed mimeType (SPEC.md
-// leaves it open; docs/files.md). Above it: 413 payload_too_large.
-var maxFileBytes = map[string]int{
-	"text/plain":       5_000_000,
-	"text/markdown":    5_000_000,
-	"application/json": 5_000_000,
-	"application/pdf":  5_000_000,
-	"image/png":        5_000_000,
-	"image/jpeg":       5_000_000,
-}
-
-var mimeTypes = []string{"text/plain", "text/markdown", "application/json", "application/pdf", "image/png", "image/jpeg"}
-
-// magic is the signature the bytes of a type must start with, where a cheap
-// one exists.
-var magic = map[string][]byte{
-	"image/png":       {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'},
-	"image/jpeg":      {0xff, 0xd8, 0xff},
-	"application/pdf": []byte("%PDF-"),
-}
 
 // ---- reactions ----
 
@@ -55,13 +29,13 @@ type reactionBody struct {
 }
 
 func reactionInput(messageID, reaction *string) error {
-	if err := requireUUID("messageId", messageID); err != nil {
+	if err := input.RequireUUID("messageId", messageID); err != nil {
 		return err
 	}
 	if reaction == nil {
 		return kiterr.Invalid("reaction", "is required")
 	}
-	return oneOf("reaction", *reaction, reactionValues...)
+	return input.OneOf("reaction", *reaction, reactionValues...)
 }
 
 func (s *Server) addReaction(in call) (reply, error) {
@@ -103,22 +77,6 @@ func (s *Server) react(messageID string, request proto.Message) (reply, error) {
 
 // ---- files ----
 
-// jsonText keeps a JSON value as the raw bytes of the body it was decoded
-// from.
-type jsonText struct{ raw []byte }
-
-func (j *jsonText) UnmarshalJSON(b []byte) error {
-	j.raw = b // valid while the request is served, which is all we need
-	return nil
-}
-
-type uploadBody struct {
-	ConversationID *string  `json:"conversationId"`
-	Name           *string  `json:"name"`
-	MimeType       *string  `json:"mimeType"`
-	ContentBase64  jsonText `json:"contentBase64"`
-}
-
 // uploadFile reads the body as it arrives (fasthttp streams it, see
 // readBody): the base64 text is decoded on the fly into the chunk values
 // the conversation stores, so an upload never holds its base64 or a
@@ -133,7 +91,7 @@ func (s *Server) uploadFile(in call) (reply, error) {
 		n := b.acquire(size)
 		defer b.release(n)
 	}
-	var body uploadBody
+	var body upload.Body
 	chunks, err := readUpload(in, size, &body)
 	if !in.ctx.Request.IsBodyStream() {
 		// Only the chunks are needed from here on: let a large body buffer
@@ -141,10 +99,10 @@ func (s *Server) uploadFile(in call) (reply, error) {
 		// stream: that would drop the part of the body not read yet.)
 		in.ctx.Request.ReleaseBody(maxJSONBody)
 	}
-	var readErr *bodyReadError
+	var readErr *upload.ReadError
 	if errors.As(err, &readErr) {
 		// What fasthttp answers when it fails to read a body itself.
-		s.refuseBody(in.ctx, readErr.err)
+		s.refuseBody(in.ctx, readErr.Err)
 		return answered, nil
 	}
 	if err != nil {
@@ -159,17 +117,10 @@ func (s *Server) uploadFile(in call) (reply, error) {
 	return jsonReply(fasthttp.StatusCreated, fileBody{viewFile(r.File)})
 }
 
-// bodyReadError is a failure to read the request body from the connection
-// (client gone, read timeout), as opposed to a problem with its content.
-type bodyReadError struct{ err error }
-
-func (e *bodyReadError) Error() string { return "read request body: " + e.err.Error() }
-func (e *bodyReadError) Unwrap() error { return e.err }
-
 // readUpload checks the body in the order decode would (size, empty,
 // Content-Type, JSON), then the fields, then the content, and returns the
 // content cut into chunks of actors.FileChunkSize bytes.
-func readUpload(in call, size int, body *uploadBody) ([][]byte, error) {
+func readUpload(in call, size int, body *upload.Body) ([][]byte, error) {
 	ctx := in.ctx
 	if size > in.body || !isJSON(ctx) {
 		// Refused before the JSON is read: decode gives these answers.
@@ -178,35 +129,15 @@ func readUpload(in call, size int, body *uploadBody) ([][]byte, error) {
 		}
 		return nil, errors.New("upload: decode accepted a body it must refuse")
 	}
-	u := newUploadReader(size)
+	u := upload.NewReader(size)
 	if ctx.Request.IsBodyStream() {
-		if err := u.readFrom(ctx.RequestBodyStream()); err != nil {
+		if err := u.ReadBody(ctx.RequestBodyStream()); err != nil {
 			return nil, err
 		}
 	} else {
-		u.feed(ctx.PostBody())
+		u.Feed(ctx.PostBody())
 	}
-	return u.upload(body)
-}
-
-// upload applies the rules of POST /files to the body read: its JSON, the
-// fields, then the content, whose chunks it returns.
-func (u *uploadReader) upload(body *uploadBody) ([][]byte, error) {
-	if err := u.decode(body); err != nil {
-		return nil, err
-	}
-	if err := firstError(
-		requireUUID("conversationId", body.ConversationID),
-		fileName(body.Name),
-		requireEnum("mimeType", body.MimeType, mimeTypes...),
-	); err != nil {
-		return nil, err
-	}
-	c, err := u.contentOf(body.ContentBase64.raw)
-	if err != nil {
-		return nil, err
-	}
-	return c.result(*body.MimeType)
+	return u.Upload(body)
 }
 
 // isJSON is decode's Content-Type check.
@@ -218,23 +149,6 @@ func isJSON(ctx *fasthttp.RequestCtx) bool {
 
 type fileBody struct {
 	File fileView `json:"file"`
-}
-
-func fileName(name *string) error {
-	if err := requireString("name", name, 1, maxFileName); err != nil {
-		return err
-	}
-	if strings.IndexFunc(*name, unicode.IsControl) >= 0 {
-		return kiterr.Invalid("name", "must not contain control characters")
-	}
-	return notBlank("name", *name)
-}
-
-func requireEnum(path string, v *string, allowed ...string) error {
-	if v == nil {
-		return kiterr.Invalid(path, "is required")
-	}
-	return oneOf(path, *v, allowed...)
 }
 
 // fileOf finds the visible file id through its conversation.

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
@@ -89,14 +90,14 @@ func hookBody(body []byte) (text string, blocks []byte, err error) {
 	}
 	var b hookPostBody
 	if !b.decodeFast(body) {
-		if err := decodeJSON(body, &b); err != nil {
+		if err := input.DecodeJSON(body, &b); err != nil {
 			return "", nil, err
 		}
 	}
-	if err := requireString("text", b.Text, 1, maxHookText); err != nil {
+	if err := input.RequireString("text", b.Text, 1, maxHookText); err != nil {
 		return "", nil, err
 	}
-	if err := notBlank("text", *b.Text); err != nil {
+	if err := input.NotBlank("text", *b.Text); err != nil {
 		return "", nil, err
 	}
 	return *b.Text, rawBlocks(b.Blocks), nil

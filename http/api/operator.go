@@ -10,6 +10,7 @@ import (
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/http/app"
+	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -47,7 +48,7 @@ func (s *Server) opCreateWorkspace(in call) (reply, error) {
 	}
 	err := in.decode(&body)
 	if err == nil {
-		err = firstError(requireString("name", body.Name, 1, 80), notBlankPtr("name", body.Name))
+		err = input.FirstError(input.RequireString("name", body.Name, 1, 80), notBlankPtr("name", body.Name))
 	}
 	if err != nil {
 		return answered, err
@@ -65,7 +66,7 @@ func notBlankPtr(path string, v *string) error {
 	if v == nil {
 		return nil
 	}
-	return notBlank(path, *v)
+	return input.NotBlank(path, *v)
 }
 
 func (s *Server) opCreateUser(in call) (reply, error) {
@@ -81,14 +82,14 @@ func (s *Server) opCreateUser(in call) (reply, error) {
 	}
 	err := in.decode(&body)
 	if err == nil {
-		err = firstError(
-			requireString("displayName", body.DisplayName, 1, 80), notBlankPtr("displayName", body.DisplayName),
+		err = input.FirstError(
+			input.RequireString("displayName", body.DisplayName, 1, 80), notBlankPtr("displayName", body.DisplayName),
 			optionalEmail(body.Email),
-			requireString("role", body.Role, 1, 20),
+			input.RequireString("role", body.Role, 1, 20),
 		)
 	}
 	if err == nil {
-		err = oneOf("role", *body.Role, "owner", "admin", "member", "guest")
+		err = input.OneOf("role", *body.Role, "owner", "admin", "member", "guest")
 	}
 	if err == nil && body.Password != nil {
 		// bcrypt reads at most 72 bytes; longer would silently be cut.
@@ -125,7 +126,7 @@ func optionalEmail(v *string) error {
 	if v == nil {
 		return nil
 	}
-	if err := stringLen("email", *v, 3, 254); err != nil {
+	if err := input.StringLen("email", *v, 3, 254); err != nil {
 		return err
 	}
 	at := -1
@@ -178,10 +179,10 @@ func (s *Server) opCreateConversation(in call) (reply, error) {
 	}
 	err := in.decode(&body)
 	if err == nil {
-		err = firstError(requireString("kind", body.Kind, 1, 20), requireString("visibility", body.Visibility, 1, 20))
+		err = input.FirstError(input.RequireString("kind", body.Kind, 1, 20), input.RequireString("visibility", body.Visibility, 1, 20))
 	}
 	if err == nil {
-		err = firstError(oneOf("kind", *body.Kind, "channel", "dm", "group"), oneOf("visibility", *body.Visibility, "public", "private"))
+		err = input.FirstError(input.OneOf("kind", *body.Kind, "channel", "dm", "group"), input.OneOf("visibility", *body.Visibility, "public", "private"))
 	}
 	if err == nil {
 		err = conversationShape(*body.Kind, *body.Visibility, body.Name, body.Topic, body.MemberIDs)
@@ -236,12 +237,12 @@ func conversationShape(kind, visibility string, name, topic *string, members *[]
 		}
 	}
 	if name != nil {
-		if err := firstError(stringLen("name", *name, 1, 80), notBlank("name", *name)); err != nil {
+		if err := input.FirstError(input.StringLen("name", *name, 1, 80), input.NotBlank("name", *name)); err != nil {
 			return err
 		}
 	}
 	if topic != nil {
-		return stringLen("topic", *topic, 0, 250)
+		return input.StringLen("topic", *topic, 0, 250)
 	}
 	return nil
 }
@@ -256,7 +257,7 @@ func (s *Server) opAddMember(in call) (reply, error) {
 	}
 	err := in.decode(&body)
 	if err == nil {
-		err = requireUUID("userId", body.UserID)
+		err = input.RequireUUID("userId", body.UserID)
 	}
 	if err != nil {
 		return answered, err
@@ -329,7 +330,7 @@ func (s *Server) opCreateDeveloperToken(in call) (reply, error) {
 	}
 	err := in.decode(&body)
 	if err == nil {
-		err = firstError(requireString("name", body.Name, 1, 80), notBlankPtr("name", body.Name))
+		err = input.FirstError(input.RequireString("name", body.Name, 1, 80), notBlankPtr("name", body.Name))
 	}
 	if err == nil && body.TTLSeconds != nil && (*body.TTLSeconds < 60 || *body.TTLSeconds > 365*24*3600) {
 		err = kiterr.Invalid("ttlSeconds", "must be from 60 to 31536000")
@@ -378,7 +379,7 @@ func (s *Server) opInstall(in call) (reply, error) {
 	}
 	err := in.decode(&body)
 	if err == nil {
-		err = requireUUID("kitId", body.KitID)
+		err = input.RequireUUID("kitId", body.KitID)
 	}
 	if err == nil && body.Version != nil {
 		err = versionShape("version", *body.Version)
@@ -427,7 +428,7 @@ func (s *Server) opAddChannel(in call) (reply, error) {
 	}
 	err := in.decode(&body)
 	if err == nil {
-		err = requireUUID("conversationId", body.ConversationID)
+		err = input.RequireUUID("conversationId", body.ConversationID)
 	}
 	if err != nil {
 		return answered, err
@@ -466,7 +467,7 @@ func (s *Server) opRevoke(in call) (reply, error) {
 	}
 	err := in.decode(&body)
 	if err == nil {
-		err = requireString("token", body.Token, 1, 512)
+		err = input.RequireString("token", body.Token, 1, 512)
 	}
 	if err == nil {
 		err = s.auth.Revoke(*body.Token)
@@ -508,7 +509,7 @@ func (s *Server) opCreateWebhook(in call) (reply, error) {
 	}
 	err := in.decode(&body)
 	if err == nil {
-		err = firstError(requireUUID("conversationId", body.ConversationID), requireUUID("createdByUserId", body.CreatedByUserID))
+		err = input.FirstError(input.RequireUUID("conversationId", body.ConversationID), input.RequireUUID("createdByUserId", body.CreatedByUserID))
 	}
 	if err != nil {
 		return answered, err

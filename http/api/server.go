@@ -25,6 +25,7 @@ import (
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/http/app"
+	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/http/internal/published"
 	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/ids"
@@ -266,42 +267,7 @@ func decode(ctx *fasthttp.RequestCtx, v any, limit int, emptyOK bool) error {
 	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(body) {
 		return nil
 	}
-	return decodeJSON(body, v)
-}
-
-func decodeJSON(body []byte, v any) error {
-	err := json.Unmarshal(body, v)
-	if err == nil {
-		return nil
-	}
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		if typeErr.Field == "" {
-			return kiterr.Invalid("", "request body must be a JSON object")
-		}
-		return kiterr.Invalid(typeErr.Field, "must be of type "+jsonType(typeErr.Type.Kind().String()))
-	}
-	var syntaxErr *json.SyntaxError
-	if errors.As(err, &syntaxErr) {
-		return kiterr.Invalid("", "malformed JSON at byte "+strconv.FormatInt(syntaxErr.Offset, 10))
-	}
-	return kiterr.Invalid("", "malformed JSON")
-}
-
-func jsonType(kind string) string {
-	switch kind {
-	case "string":
-		return "string"
-	case "bool":
-		return "boolean"
-	case "slice", "array":
-		return "array"
-	case "map", "struct", "ptr":
-		return "object"
-	case "int", "int32", "int64", "uint", "uint32", "uint64", "float64":
-		return "number"
-	}
-	return kind
+	return input.DecodeJSON(body, v)
 }
 
 // ask sends msg to the actor and returns its reply as R.

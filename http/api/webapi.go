@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -202,8 +203,8 @@ func (s *Server) postMessage(in call) (reply, error) {
 		err = in.decode(&body)
 	}
 	if err == nil {
-		err = firstError(
-			requireUUID("conversationId", body.ConversationID),
+		err = input.FirstError(
+			input.RequireUUID("conversationId", body.ConversationID),
 			messageText(body.Text),
 		)
 	}
@@ -274,10 +275,10 @@ func (s *Server) deleteMessage(in call) (reply, error) {
 }
 
 func messageText(text *string) error {
-	if err := requireString("text", text, 1, maxTextLen); err != nil {
+	if err := input.RequireString("text", text, 1, maxTextLen); err != nil {
 		return err
 	}
-	return notBlank("text", *text)
+	return input.NotBlank("text", *text)
 }
 
 // rawBlocks returns the blocks as sent, nil for none (absent or null). The
