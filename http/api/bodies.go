@@ -128,7 +128,7 @@ const bodyTooLargeHeader = "X-Kitd-Body-Too-Large"
 // fasthttp reads the first 8 KiB of a body before the handler runs, even of
 // one over the limit, so a client waiting for the answer before it sends
 // would wait until the read timeout. Such a request is made bodiless and
-// marked instead; readBodies answers it 413 and closes the connection,
+// marked instead; readBody answers it 413 and closes the connection,
 // which is what fasthttp did without streaming.
 func (s *Server) limitBodies(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	c := hookRequestConfig(h)

@@ -15,7 +15,7 @@ import (
 
 // The developer API's reads (SPEC.md 4.10): /dev/me, /dev/kits/validate,
 // /dev/kits, /dev/kits/{kitId} and its logs (docs/decisions.md "Developer
-// API"). Domains and dev-install are in domains.go.
+// API"). Domains and dev-install are in devapi_domains.go.
 
 func (s *Server) devMe(in call) (reply, error) {
 	r, err := ask[*kitpb.DeveloperTokenReply](s, actors.KindWorkspace, in.p.Caller.WorkspaceId, &kitpb.GetDeveloperToken{TokenId: in.p.TokenID})

@@ -157,14 +157,6 @@ func (s *Server) opDeactivateUser(in call) (reply, error) {
 	return okOr(err)
 }
 
-func (s *Server) okOr(ctx *fasthttp.RequestCtx, err error) {
-	if err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	s.writeJSON(ctx, fasthttp.StatusOK, okBody)
-}
-
 func (s *Server) opCreateConversation(in call) (reply, error) {
 	wsID := in.params[0]
 	if err := validID("workspace", wsID); err != nil {

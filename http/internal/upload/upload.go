@@ -94,7 +94,7 @@ func NewReader(size int) *Reader {
 
 // ReadBody feeds the reader with the whole body. It stops early at a syntax
 // error in a contentBase64 string: the answer is known, and the server
-// discards the rest of the body (readBodies).
+// discards the rest of the body.
 func (u *Reader) ReadBody(r io.Reader) error {
 	buf := make([]byte, min(readSize, u.size+1))
 	for u.syntaxAt == 0 {
