@@ -272,6 +272,18 @@ func csrfOK(got, want string) bool {
 	return want != "" && got != "" && ids.Equal([]byte(got), []byte(want))
 }
 
+// formSession is the session of a form posted by a signed-in member, nil
+// when the form's CSRF token is not the session's (answered 403). The token
+// is bound to the session: without one it cannot match.
+func (s *Server) formSession(ctx *fasthttp.RequestCtx, f *fasthttp.Args) (*actors.WebSession, string) {
+	sess, secret := s.session(ctx)
+	if sess == nil || !csrfOK(string(f.Peek("csrf")), sessionCSRF(secret)) {
+		s.csrfRejected(ctx)
+		return nil, ""
+	}
+	return sess, secret
+}
+
 func (s *Server) csrfRejected(ctx *fasthttp.RequestCtx) {
 	s.errorPage(ctx, fasthttp.StatusForbidden, kiterr.CSRFRejected, "The form could not be verified. Go back, reload the page and try again.")
 }
@@ -294,6 +306,7 @@ func safeNext(next string) string {
 
 // ---- sign-in and sign-out ----
 
+// Home is GET /app/: who is signed in, and the sign-out form.
 func (s *Server) Home(ctx *fasthttp.RequestCtx) {
 	data := struct{ Title, Member, CSRF string }{Title: "Kit"}
 	if sess, secret := s.session(ctx); sess != nil {
@@ -337,6 +350,8 @@ func (s *Server) signInPage(ctx *fasthttp.RequestCtx, next, workspace string, st
 // wrong password, so the answer time does not tell which emails exist.
 var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("kitd dummy password"), bcrypt.DefaultCost)
 
+// SignIn is POST /app/signin: the session cookie for a right email and
+// password of the workspace.
 func (s *Server) SignIn(ctx *fasthttp.RequestCtx) {
 	f := ctx.PostArgs()
 	next, workspace := string(f.Peek("next")), string(f.Peek("workspace"))
@@ -378,6 +393,7 @@ func (s *Server) SignIn(ctx *fasthttp.RequestCtx) {
 	redirect(ctx, safeNext(next), fasthttp.StatusSeeOther)
 }
 
+// SignOut is POST /app/signout: the session ends.
 func (s *Server) SignOut(ctx *fasthttp.RequestCtx) {
 	sess, secret := s.session(ctx)
 	if sess == nil {
@@ -460,6 +476,8 @@ func (r *authorizeRequest) query() string {
 	return "/app/kits/authorize?" + q.Encode()
 }
 
+// AuthorizePage is GET /app/kits/authorize: the consent page, or a sign-in
+// first.
 func (s *Server) AuthorizePage(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
 	req, err := s.parseAuthorize(func(k string) string { return string(args.Peek(k)) })
@@ -509,12 +527,12 @@ func (s *Server) AuthorizePage(ctx *fasthttp.RequestCtx) {
 	s.render(ctx, 200, "consent", data)
 }
 
+// Authorize is POST /app/kits/authorize: approve (a code) or deny, both
+// redirects to the Kit's redirect_uri.
 func (s *Server) Authorize(ctx *fasthttp.RequestCtx) {
 	f := ctx.PostArgs()
-	sess, secret := s.session(ctx)
-	if sess == nil || !csrfOK(string(f.Peek("csrf")), sessionCSRF(secret)) {
-		// The token is bound to the session: without one it cannot match.
-		s.csrfRejected(ctx)
+	sess, _ := s.formSession(ctx, f)
+	if sess == nil {
 		return
 	}
 	req, err := s.parseAuthorize(func(k string) string { return string(f.Peek(k)) })

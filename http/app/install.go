@@ -178,10 +178,8 @@ func (s *Server) installConsent(ctx *fasthttp.RequestCtx, status int, t *install
 // page may be old.
 func (s *Server) Install(ctx *fasthttp.RequestCtx) {
 	f := ctx.PostArgs()
-	sess, secret := s.session(ctx)
-	if sess == nil || !csrfOK(string(f.Peek("csrf")), sessionCSRF(secret)) {
-		// The token is bound to the session: without one it cannot match.
-		s.csrfRejected(ctx)
+	sess, secret := s.formSession(ctx, f)
+	if sess == nil {
 		return
 	}
 	t, err := s.openInstallLink(string(f.Peek("link")))
