@@ -23,6 +23,8 @@ import (
 // is listed before a parameter that would also match it (/users/me before
 // /users/{id}).
 var routes = [...]route{
+	// method, path, host, tokens, scope, family, body, handler, page
+
 	// Web API (SPEC.md 4.1-4.8).
 	{"GET", "/api/v1/auth/test", hostAPI, botOrUser, "", limits.Read, maxJSONBody, (*Server).authTest, nil},
 	{"POST", "/api/v1/auth/rotate", hostAPI, bot, "", limits.Write, maxJSONBody, (*Server).rotateBotToken, nil},
@@ -111,7 +113,7 @@ type route struct {
 	tokens tokens      // who may call it
 	scope  string      // "": none needed
 	family limits.Name // the bucket one call spends; "": none
-	body   int         // the largest body the handler reads
+	body   int         // the largest JSON body decode takes (413 above it)
 	handle func(*Server, call) (reply, error)
 	page   func(*app.Server, *fasthttp.RequestCtx) // the app host's pages answer themselves
 }
