@@ -20,7 +20,7 @@ import (
 func (s *Server) devMe(in call) (reply, error) {
 	r, err := ask[*kitpb.DeveloperTokenReply](s, actors.KindWorkspace, in.p.Caller.WorkspaceId, &kitpb.GetDeveloperToken{TokenId: in.p.TokenID})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	c := r.Credential
 	type tokenView struct {
@@ -66,7 +66,7 @@ func (s *Server) validateManifest(in call) (reply, error) {
 		err = input.RequireString("manifest", body.Manifest, minManifestLen, maxManifestLen)
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	res := validateResponse{Problems: manifest.Problems{}, Warnings: manifest.Problems{}, Hosts: []string{}, UnverifiedHosts: []string{}}
 	man, problems := manifest.Parse(*body.Manifest)
@@ -76,7 +76,7 @@ func (s *Server) validateManifest(in call) (reply, error) {
 	}
 	chk, err := ask[*kitpb.SlugCheckReply](s, actors.KindSlug, man.Slug, &kitpb.CheckSlug{WorkspaceId: in.p.Caller.WorkspaceId})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	switch {
 	case chk.Reserved:
@@ -88,7 +88,7 @@ func (s *Server) validateManifest(in call) (reply, error) {
 	if chk.KitId != "" {
 		res.ExistingKitID = &chk.KitId
 		if installed, err = actors.InstalledHere(s.env, in.p.Caller.WorkspaceId, chk.KitId); err != nil {
-			return answered, err
+			return reply{}, err
 		}
 	}
 	if w := man.Warnings(); len(w) > 0 {
@@ -115,17 +115,17 @@ func (s *Server) listKits(in call) (reply, error) {
 	ws := in.p.Caller.WorkspaceId
 	kitIDs, err := actors.WorkspaceKits(s.env, ws)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	kits := make([]kitView, 0, len(kitIDs))
 	for _, id := range kitIDs {
 		r, err := ask[*kitpb.KitReply](s, actors.KindKit, id, &kitpb.GetKit{WorkspaceId: ws})
 		if err != nil {
-			return answered, err
+			return reply{}, err
 		}
 		here, err := actors.InstalledHere(s.env, ws, id)
 		if err != nil {
-			return answered, err
+			return reply{}, err
 		}
 		kits = append(kits, viewKit(r.Kit, here))
 	}
@@ -161,16 +161,16 @@ type kitDetailView struct {
 func (s *Server) kitDetail(in call) (reply, error) {
 	kitID := in.params[0]
 	if !ids.Valid(kitID) {
-		return answered, kiterr.Absent("kit")
+		return reply{}, kiterr.Absent("kit")
 	}
 	ws := in.p.Caller.WorkspaceId
 	r, err := ask[*kitpb.KitDetailReply](s, actors.KindKit, kitID, &kitpb.GetKitDetail{WorkspaceId: ws})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	here, err := actors.InstalledHere(s.env, ws, kitID)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	d := kitDetailView{Kit: viewKit(r.Kit, here), Versions: make([]versionView, len(r.Versions)), Domains: make([]domainView, 0, len(r.Domains)),
 		EndpointHosts: []string{}, UnverifiedHosts: []string{}}
@@ -212,7 +212,7 @@ const maxLogLimit = 100
 func (s *Server) kitLogs(in call) (reply, error) {
 	kitID := in.params[0]
 	if !ids.Valid(kitID) {
-		return answered, kiterr.Absent("kit")
+		return reply{}, kiterr.Absent("kit")
 	}
 	list := "devlog:" + kitID
 	pg, err := parsePage(in.ctx, list, maxLogLimit)
@@ -228,14 +228,14 @@ func (s *Server) kitLogs(in call) (reply, error) {
 		err = kiterr.Invalid("level", "must be info or error")
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	r, err := ask[*kitpb.KitReply](s, actors.KindKit, kitID, &kitpb.GetKit{WorkspaceId: in.p.Caller.WorkspaceId})
 	if err == nil && r.Kit.WorkspaceId != in.p.Caller.WorkspaceId {
 		err = kiterr.Absent("kit")
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	var keep func(*kitpb.DevLogEntry) bool
 	if source != "" || level != "" {
@@ -245,7 +245,7 @@ func (s *Server) kitLogs(in call) (reply, error) {
 	}
 	entries, more, err := actors.ReadDevLog(s.env, kitID, pg.position, pg.limit, keep)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	out := make([]logEntryView, len(entries))
 	for i, e := range entries {

@@ -60,7 +60,7 @@ func domainReply(status int, r *kitpb.DomainReply) (reply, error) {
 func (s *Server) addDomain(in call) (reply, error) {
 	kitID := in.params[0]
 	if !ids.Valid(kitID) {
-		return answered, kiterr.Absent("kit")
+		return reply{}, kiterr.Absent("kit")
 	}
 	var body struct {
 		Domain *string `json:"domain"`
@@ -83,17 +83,17 @@ func (s *Server) addDomain(in call) (reply, error) {
 		err = input.OneOf("method", method, domainMethods...)
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	challenge, err := verify.NewChallenge()
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	r, err := ask[*kitpb.DomainReply](s, actors.KindKit, kitID, &kitpb.AddDomain{
 		WorkspaceId: in.p.Caller.WorkspaceId, Domain: domain, Method: method, Challenge: challenge,
 	})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	status := fasthttp.StatusOK
 	if r.Created {
@@ -121,15 +121,15 @@ func domainOf(in call) (kitID, domain string, err error) {
 func (s *Server) verifyDomain(in call) (reply, error) {
 	kitID, domain, err := domainOf(in)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	if err := in.decodeOptional(&struct{}{}); err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	ws := in.p.Caller.WorkspaceId
 	cur, err := ask[*kitpb.DomainReply](s, actors.KindKit, kitID, &kitpb.GetDomain{WorkspaceId: ws, Domain: domain})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	if cur.Domain.Verified {
 		return domainReply(fasthttp.StatusOK, cur)
@@ -150,10 +150,10 @@ func (s *Server) verifyDomain(in call) (reply, error) {
 		WorkspaceId: ws, Domain: domain, Challenge: cur.Domain.Challenge, Ok: checkErr == nil,
 	})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	if checkErr != nil {
-		return answered, kiterr.New(kiterr.Conflict, "the domain is not verified: "+proof+" was not found or does not hold the challenge")
+		return reply{}, kiterr.New(kiterr.Conflict, "the domain is not verified: "+proof+" was not found or does not hold the challenge")
 	}
 	return domainReply(fasthttp.StatusOK, r)
 }
@@ -161,7 +161,7 @@ func (s *Server) verifyDomain(in call) (reply, error) {
 func (s *Server) removeDomain(in call) (reply, error) {
 	kitID, domain, err := domainOf(in)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	_, err = ask[*kitpb.Ok](s, actors.KindKit, kitID, &kitpb.RemoveDomain{WorkspaceId: in.p.Caller.WorkspaceId, Domain: domain})
 	return okOr(err)
@@ -183,10 +183,10 @@ func (s *Server) devInstall(in call) (reply, error) {
 	ws := in.p.Caller.WorkspaceId
 	tok, err := ask[*kitpb.DeveloperTokenReply](s, actors.KindWorkspace, ws, &kitpb.GetDeveloperToken{TokenId: in.p.TokenID})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	if !tok.Sandbox {
-		return answered, kiterr.New(kiterr.Forbidden, "dev-install needs a developer token of a sandbox workspace")
+		return reply{}, kiterr.New(kiterr.Forbidden, "dev-install needs a developer token of a sandbox workspace")
 	}
 	var body struct {
 		Manifest *string `json:"manifest"`
@@ -218,15 +218,15 @@ func (s *Server) devInstall(in call) (reply, error) {
 		}
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	v, err := s.registerVersion(ws, man, text, false)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	inst, err := ask[*kitpb.InstallationReply](s, actors.KindWorkspace, ws, &kitpb.Install{KitId: v.Kit.Id, Version: v.Version.Version})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	secret := ids.NewSecret(ids.SigningSecret)
 	hash := ids.Hash(secret)
@@ -234,7 +234,7 @@ func (s *Server) devInstall(in call) (reply, error) {
 		WorkspaceId: ws, Version: v.Version.Version, InstallationId: inst.Installation.Id, SigningSecretHash: hash[:],
 	})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	type signingSecretView struct {
 		SigningSecret     string  `json:"signingSecret"`

@@ -33,16 +33,16 @@ func installLinkReply(status int, v installLinkView) (reply, error) {
 func (s *Server) createInstallLink(in call) (reply, error) {
 	kitID := in.params[0]
 	if !ids.Valid(kitID) {
-		return answered, kiterr.Absent("kit")
+		return reply{}, kiterr.Absent("kit")
 	}
 	if err := in.decodeOptional(&struct{}{}); err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	secret := ids.NewSecret(ids.InstallLink)
 	h := ids.Hash(secret)
 	r, err := ask[*kitpb.InstallLinkReply](s, actors.KindKit, kitID, &kitpb.CreateInstallLink{WorkspaceId: in.p.Caller.WorkspaceId, LinkHash: h[:]})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	// The only answer that carries the secret: no cache may keep it.
 	in.ctx.Response.Header.Set("Cache-Control", "no-store")
@@ -54,10 +54,10 @@ func (s *Server) createInstallLink(in call) (reply, error) {
 func (s *Server) deleteInstallLink(in call) (reply, error) {
 	kitID := in.params[0]
 	if !ids.Valid(kitID) {
-		return answered, kiterr.Absent("kit")
+		return reply{}, kiterr.Absent("kit")
 	}
 	if _, err := ask[*kitpb.InstallLinkReply](s, actors.KindKit, kitID, &kitpb.DeleteInstallLink{WorkspaceId: in.p.Caller.WorkspaceId}); err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return installLinkReply(fasthttp.StatusOK, installLinkView{})
 }

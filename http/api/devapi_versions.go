@@ -39,11 +39,11 @@ func (s *Server) uploadVersion(in call) (reply, error) {
 		man, err = parseManifest(*body.Manifest)
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	r, err := s.registerVersion(in.p.Caller.WorkspaceId, man, *body.Manifest, body.Publish != nil && *body.Publish)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return s.versionReply(fasthttp.StatusCreated, in.p.Caller.WorkspaceId, r)
 }
@@ -77,14 +77,14 @@ func (s *Server) registerVersion(workspaceID string, man *manifest.Manifest, tex
 func (s *Server) publishVersion(in call) (reply, error) {
 	kitID, version := in.params[0], in.params[1]
 	if err := versionShape("version", version); err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	if err := validID("kit", kitID); err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	r, err := ask[*kitpb.VersionReply](s, actors.KindKit, kitID, &kitpb.PublishVersion{WorkspaceId: in.p.Caller.WorkspaceId, Version: version})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return s.versionReply(fasthttp.StatusOK, in.p.Caller.WorkspaceId, r)
 }
@@ -94,7 +94,7 @@ func (s *Server) publishVersion(in call) (reply, error) {
 func (s *Server) versionReply(status int, workspaceID string, r *kitpb.VersionReply) (reply, error) {
 	inst, err := actors.InstallationHere(s.env, workspaceID, r.Kit.Id)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return jsonReply(status, versionResponse{KitID: r.Kit.Id, Created: r.Created, Version: viewVersion(r.Version), InstallationID: optString(inst)})
 }

@@ -71,3 +71,23 @@ func benchmarkDispatch(b *testing.B, method, path, token, body string, status in
 		}
 	}
 }
+
+// BenchmarkResolve is the route lookup alone, for the two hot paths.
+func BenchmarkResolve(b *testing.B) {
+	for name, path := range map[string]string{
+		"messages": "/api/v1/messages",
+		"hook":     "/hooks/v1/0190a3f2-7d4e-7b1a-9c3e-2f4d5e6a7b8c/0190a3f2-7d4e-7b1a-9c3e-2f4d5e6a7b8d/secret",
+	} {
+		b.Run(name, func(b *testing.B) {
+			var ctx fasthttp.RequestCtx
+			ctx.Request.Header.SetMethod("POST")
+			ctx.Request.SetRequestURI(path)
+			b.ReportAllocs()
+			for b.Loop() {
+				if resolve(&ctx).route == nil {
+					b.Fatal("no route")
+				}
+			}
+		})
+	}
+}

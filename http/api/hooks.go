@@ -46,11 +46,11 @@ func hookRequestConfig(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 func (s *Server) hookPost(in call) (reply, error) {
 	instID, webhookID, secret := in.params[0], in.params[1], in.params[2]
 	if !ids.Valid(instID) || !ids.Valid(webhookID) || secret == "" {
-		return answered, actors.ErrHookNotFound
+		return reply{}, actors.ErrHookNotFound
 	}
 	body := in.ctx.PostBody()
 	if len(body) > in.body {
-		return answered, kiterr.New(kiterr.PayloadTooLarge, "request body is larger than 65536 bytes")
+		return reply{}, kiterr.New(kiterr.PayloadTooLarge, "request body is larger than 65536 bytes")
 	}
 	req := &kitpb.HookPost{InstallationId: instID, SecretHash: actors.HookSecretHash(secret), PostId: ids.Nonce()}
 	text, blocks, err := hookBody(body)
@@ -58,13 +58,13 @@ func (s *Server) hookPost(in call) (reply, error) {
 	if errors.As(err, &e) {
 		req.Invalid = kiterr.ToFailure(e)
 	} else if err != nil {
-		return answered, err
+		return reply{}, err
 	} else {
 		req.Text, req.Blocks = text, blocks
 	}
 	r, err := ask[*kitpb.HookPostReply](s, actors.KindWebhook, webhookID, req)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	if r.Limit != nil {
 		setRateHeaders(in.ctx, limits.FromWire(r.Limit, s.limits))

@@ -16,6 +16,10 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
+// The operator API of OPERATIONS.md section 2: people and places (workspaces,
+// users, conversations, sessions, developer tokens) and the test clock. Kits
+// and installations are in operator_kits.go.
+
 // maxClockAdvance bounds one test-clock step (ten years).
 const maxClockAdvance = 10 * 365 * 24 * 60 * 60
 
@@ -51,11 +55,11 @@ func (s *Server) opCreateWorkspace(in call) (reply, error) {
 		err = input.FirstError(input.RequireString("name", body.Name, 1, 80), notBlankPtr("name", body.Name))
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	r, err := ask[*kitpb.WorkspaceReply](s, actors.KindWorkspace, ids.New(), &kitpb.CreateWorkspace{Name: *body.Name, Sandbox: body.Sandbox != nil && *body.Sandbox})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return jsonReply(fasthttp.StatusCreated, struct {
 		Workspace workspaceView `json:"workspace"`
@@ -72,7 +76,7 @@ func notBlankPtr(path string, v *string) error {
 func (s *Server) opCreateUser(in call) (reply, error) {
 	wsID := in.params[0]
 	if err := validID("workspace", wsID); err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	var body struct {
 		DisplayName *string `json:"displayName"`
@@ -98,7 +102,7 @@ func (s *Server) opCreateUser(in call) (reply, error) {
 		}
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	req := &kitpb.CreateUser{UserId: ids.New(), DisplayName: *body.DisplayName, Role: *body.Role}
 	if body.Email != nil {
@@ -109,13 +113,13 @@ func (s *Server) opCreateUser(in call) (reply, error) {
 		// mailbox, so one signup does not hold up the workspace.
 		h, err := bcrypt.GenerateFromPassword([]byte(*body.Password), bcrypt.DefaultCost)
 		if err != nil {
-			return answered, fmt.Errorf("hash password: %w", err)
+			return reply{}, fmt.Errorf("hash password: %w", err)
 		}
 		req.PasswordHash = h
 	}
 	r, err := ask[*kitpb.UserReply](s, actors.KindWorkspace, wsID, req)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return jsonReply(fasthttp.StatusCreated, struct {
 		User userView `json:"user"`
@@ -160,7 +164,7 @@ func (s *Server) opDeactivateUser(in call) (reply, error) {
 func (s *Server) opCreateConversation(in call) (reply, error) {
 	wsID := in.params[0]
 	if err := validID("workspace", wsID); err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	var body struct {
 		Kind       *string   `json:"kind"`
@@ -180,7 +184,7 @@ func (s *Server) opCreateConversation(in call) (reply, error) {
 		err = conversationShape(*body.Kind, *body.Visibility, body.Name, body.Topic, body.MemberIDs)
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	req := &kitpb.CreateConversation{
 		ConversationId: ids.New(), Kind: *body.Kind, Visibility: *body.Visibility,
@@ -188,7 +192,7 @@ func (s *Server) opCreateConversation(in call) (reply, error) {
 	}
 	r, err := ask[*kitpb.ConversationReply](s, actors.KindWorkspace, wsID, req)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return jsonReply(fasthttp.StatusCreated, struct {
 		Conversation conversationView `json:"conversation"`
@@ -242,7 +246,7 @@ func conversationShape(kind, visibility string, name, topic *string, members *[]
 func (s *Server) opAddMember(in call) (reply, error) {
 	convID := in.params[0]
 	if err := validID("conversation", convID); err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	var body struct {
 		UserID *string `json:"userId"`
@@ -252,7 +256,7 @@ func (s *Server) opAddMember(in call) (reply, error) {
 		err = input.RequireUUID("userId", body.UserID)
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	ws, err := s.ownerOf(*body.UserID, "user")
 	if err == nil {
@@ -264,7 +268,7 @@ func (s *Server) opAddMember(in call) (reply, error) {
 func (s *Server) opRemoveMember(in call) (reply, error) {
 	convID, userID := in.params[0], in.params[1]
 	if err := validID("member", convID, userID); err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	_, err := ask[*kitpb.Ok](s, actors.KindConversation, convID, &kitpb.RemoveMember{UserId: userID})
 	return okOr(err)
@@ -273,14 +277,14 @@ func (s *Server) opRemoveMember(in call) (reply, error) {
 func (s *Server) opArchive(in call) (reply, error) {
 	convID := in.params[0]
 	if err := validID("conversation", convID); err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	if err := in.decodeOptional(&struct{}{}); err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	r, err := ask[*kitpb.ConversationReply](s, actors.KindConversation, convID, &kitpb.ArchiveConversation{})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return jsonReply(fasthttp.StatusOK, struct {
 		Conversation conversationView `json:"conversation"`
@@ -291,13 +295,13 @@ func (s *Server) opCreateSession(in call) (reply, error) {
 	userID := in.params[0]
 	ws, err := s.ownerOf(userID, "user")
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	secret := ids.NewSecret(ids.SessionCookie)
 	hash := ids.Hash(secret)
 	r, err := ask[*kitpb.SessionReply](s, actors.KindWorkspace, ws, &kitpb.CreateSession{UserId: userID, SessionId: ids.New(), SecretHash: hash[:]})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return jsonReply(fasthttp.StatusCreated, struct {
 		SessionID string `json:"sessionId"`
@@ -328,11 +332,11 @@ func (s *Server) opCreateDeveloperToken(in call) (reply, error) {
 		err = kiterr.Invalid("ttlSeconds", "must be from 60 to 31536000")
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	ws, err := s.ownerOf(userID, "user")
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	secret := ids.NewSecret(ids.DeveloperToken)
 	hash := ids.Hash(secret)
@@ -342,7 +346,7 @@ func (s *Server) opCreateDeveloperToken(in call) (reply, error) {
 	}
 	r, err := ask[*kitpb.CredentialReply](s, actors.KindWorkspace, ws, req)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return jsonReply(fasthttp.StatusCreated, struct {
 		Token     string `json:"token"`
@@ -360,116 +364,9 @@ func (s *Server) opRevokeDeveloperToken(in call) (reply, error) {
 	return okOr(err)
 }
 
-func (s *Server) opInstall(in call) (reply, error) {
-	wsID := in.params[0]
-	if err := validID("workspace", wsID); err != nil {
-		return answered, err
-	}
-	var body struct {
-		KitID   *string `json:"kitId"`
-		Version *string `json:"version"`
-	}
-	err := in.decode(&body)
-	if err == nil {
-		err = input.RequireUUID("kitId", body.KitID)
-	}
-	if err == nil && body.Version != nil {
-		err = versionShape("version", *body.Version)
-	}
-	if err != nil {
-		return answered, err
-	}
-	req := &kitpb.Install{KitId: *body.KitID}
-	if body.Version != nil {
-		req.Version = *body.Version
-	}
-	r, err := ask[*kitpb.InstallationReply](s, actors.KindWorkspace, wsID, req)
-	if err != nil {
-		return answered, err
-	}
-	return jsonReply(fasthttp.StatusCreated, struct {
-		Installation installationView `json:"installation"`
-	}{viewInstallation(r.Installation)})
-}
-
-func (s *Server) opUninstall(in call) (reply, error) {
-	instID := in.params[0]
-	if err := validID("installation", instID); err != nil {
-		return answered, err
-	}
-	_, err := ask[*kitpb.Ok](s, actors.KindInstallation, instID, &kitpb.Uninstall{})
-	return okOr(err)
-}
-
-func installationReply(r *kitpb.InstallationReply, err error) (reply, error) {
-	if err != nil {
-		return answered, err
-	}
-	return jsonReply(fasthttp.StatusOK, struct {
-		Installation installationView `json:"installation"`
-	}{viewInstallation(r.Installation)})
-}
-
-func (s *Server) opAddChannel(in call) (reply, error) {
-	instID := in.params[0]
-	if err := validID("installation", instID); err != nil {
-		return answered, err
-	}
-	var body struct {
-		ConversationID *string `json:"conversationId"`
-	}
-	err := in.decode(&body)
-	if err == nil {
-		err = input.RequireUUID("conversationId", body.ConversationID)
-	}
-	if err != nil {
-		return answered, err
-	}
-	r, err := ask[*kitpb.InstallationReply](s, actors.KindInstallation, instID, &kitpb.AddChannel{ConversationId: *body.ConversationID})
-	return installationReply(r, err)
-}
-
-func (s *Server) opRemoveChannel(in call) (reply, error) {
-	instID, convID := in.params[0], in.params[1]
-	if err := validID("channel", instID, convID); err != nil {
-		return answered, err
-	}
-	r, err := ask[*kitpb.InstallationReply](s, actors.KindInstallation, instID, &kitpb.RemoveChannel{ConversationId: convID})
-	return installationReply(r, err)
-}
-
-func (s *Server) opCreateBotToken(in call) (reply, error) {
-	instID := in.params[0]
-	if err := validID("installation", instID); err != nil {
-		return answered, err
-	}
-	secret := ids.NewSecret(ids.BotToken)
-	hash := ids.Hash(secret)
-	if _, err := ask[*kitpb.CredentialReply](s, actors.KindInstallation, instID, &kitpb.CreateBotToken{SecretHash: hash[:]}); err != nil {
-		return answered, err
-	}
-	return jsonReply(fasthttp.StatusCreated, struct {
-		Token string `json:"token"`
-	}{secret})
-}
-
-func (s *Server) opRevoke(in call) (reply, error) {
-	var body struct {
-		Token *string `json:"token"`
-	}
-	err := in.decode(&body)
-	if err == nil {
-		err = input.RequireString("token", body.Token, 1, 512)
-	}
-	if err == nil {
-		err = s.auth.Revoke(*body.Token)
-	}
-	return okOr(err)
-}
-
 func (s *Server) opAdvanceClock(in call) (reply, error) {
 	if s.testClock == nil {
-		return answered, kiterr.Absent("route")
+		return reply{}, kiterr.Absent("route")
 	}
 	var body struct {
 		Seconds *float64 `json:"seconds"`
@@ -479,125 +376,10 @@ func (s *Server) opAdvanceClock(in call) (reply, error) {
 		err = kiterr.Invalid("seconds", "must be a number from 0 to 315360000")
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	now := s.testClock.Advance(time.Duration(*body.Seconds * float64(time.Second)))
 	return jsonReply(fasthttp.StatusOK, struct {
 		Now string `json:"now"`
 	}{now.UTC().Format(timeFormat)})
-}
-
-// opCreateWebhook: POST /ops/v1/installations/{id}/webhooks
-// {conversationId, createdByUserId} → 201 {webhook, url}. The URL carries
-// the only copy of the secret; the installation stores its hash.
-func (s *Server) opCreateWebhook(in call) (reply, error) {
-	instID := in.params[0]
-	if err := validID("installation", instID); err != nil {
-		return answered, err
-	}
-	var body struct {
-		ConversationID  *string `json:"conversationId"`
-		CreatedByUserID *string `json:"createdByUserId"`
-	}
-	err := in.decode(&body)
-	if err == nil {
-		err = input.FirstError(input.RequireUUID("conversationId", body.ConversationID), input.RequireUUID("createdByUserId", body.CreatedByUserID))
-	}
-	if err != nil {
-		return answered, err
-	}
-	ws, err := s.ownerOf(*body.CreatedByUserID, "user")
-	if err != nil {
-		return answered, err
-	}
-	u, err := ask[*kitpb.UserReply](s, actors.KindWorkspace, ws, &kitpb.GetUser{UserId: *body.CreatedByUserID})
-	if err != nil {
-		return answered, err
-	}
-	secret := ids.NewSecret("")
-	webhookID := ids.New()
-	r, err := ask[*kitpb.WebhookReply](s, actors.KindInstallation, instID, &kitpb.CreateWebhook{
-		WebhookId: webhookID, ConversationId: *body.ConversationID, Creator: u.User,
-		SecretHash: actors.HookSecretHash(secret),
-	})
-	if err != nil {
-		if kiterr.CodeOf(err) == kiterr.MissingScope {
-			in.ctx.Response.Header.Set("X-Service-Required-Scope", actors.WebhookScope)
-		}
-		return answered, err
-	}
-	type webhookView struct {
-		ID             string `json:"id"`
-		ConversationID string `json:"conversationId"`
-		CreatedAt      string `json:"createdAt"`
-	}
-	return jsonReply(fasthttp.StatusCreated, struct {
-		Webhook webhookView `json:"webhook"`
-		URL     string      `json:"url"`
-	}{
-		webhookView{r.Webhook.Id, r.Webhook.ConversationId, isoTime(r.Webhook.CreatedAt)},
-		s.publicURL + "/hooks/v1/" + instID + "/" + webhookID + "/" + secret,
-	})
-}
-
-// opRevokeWebhook: DELETE /ops/v1/webhooks/{id}. The installation that
-// created the webhook is found through its locator record.
-func (s *Server) opRevokeWebhook(in call) (reply, error) {
-	webhookID := in.params[0]
-	if err := validID("webhook", webhookID); err != nil {
-		return answered, err
-	}
-	kind, instID, err := actors.Locate(s.env, webhookID)
-	if err == nil && kind != actors.KindInstallation {
-		err = kiterr.Absent("webhook")
-	}
-	if kiterr.CodeOf(err) == kiterr.NotFound {
-		err = kiterr.Absent("webhook")
-	}
-	if err == nil {
-		_, err = ask[*kitpb.Ok](s, actors.KindInstallation, instID, &kitpb.RevokeWebhook{WebhookId: webhookID})
-	}
-	return okOr(err)
-}
-
-// opRotateClientSecret: POST /ops/v1/kits/{kitId}/client-secret.
-func (s *Server) opRotateClientSecret(in call) (reply, error) {
-	return s.opRotateKitSecret(in, actors.SecretClient)
-}
-
-// opRotateSigningSecret: POST /ops/v1/kits/{kitId}/signing-secret.
-func (s *Server) opRotateSigningSecret(in call) (reply, error) {
-	return s.opRotateKitSecret(in, actors.SecretSigning)
-}
-
-func (s *Server) opRotateKitSecret(in call, which string) (reply, error) {
-	kitID := in.params[0]
-	if err := validID("kit", kitID); err != nil {
-		return answered, err
-	}
-	if err := in.decodeOptional(&struct{}{}); err != nil {
-		return answered, err
-	}
-	prefix := ids.ClientSecret
-	if which == actors.SecretSigning {
-		prefix = ids.SigningSecret
-	}
-	secret := ids.NewSecret(prefix)
-	hash := ids.Hash(secret)
-	r, err := ask[*kitpb.KitSecretReply](s, actors.KindKit, kitID, &kitpb.RotateKitSecret{Which: which, SecretHash: hash[:]})
-	if err != nil {
-		return answered, err
-	}
-	if which == actors.SecretClient {
-		return jsonReply(fasthttp.StatusCreated, struct {
-			ClientSecret string `json:"clientSecret"`
-			CreatedAt    string `json:"createdAt"`
-		}{secret, isoTime(r.Secret.CreatedAt)})
-	}
-	return jsonReply(fasthttp.StatusCreated, struct {
-		SigningSecret     string  `json:"signingSecret"`
-		Generation        int32   `json:"generation"`
-		CreatedAt         string  `json:"createdAt"`
-		PreviousExpiresAt *string `json:"previousExpiresAt"`
-	}{secret, r.Secret.Generation, isoTime(r.Secret.CreatedAt), optTime(r.Secret.PreviousExpiresAt)})
 }

@@ -182,17 +182,20 @@ func (in call) decodeOptional(v any) error { return decode(in.ctx, v, in.body, t
 
 // reply is a handler's answer: a value encoded as JSON, or a JSON body the
 // handler built in the response's own buffer (bodyBuffer), the hot answers'
-// way; answered, the zero reply, when the handler wrote the response
-// itself.
+// way. It is ignored when the handler returns an error.
 type reply struct {
 	status int
 	json   any
 	raw    []byte
 }
 
-var answered reply
+// answered is the return of a handler that wrote the response itself (a
+// stream of bytes, a refused body).
+func answered() (reply, error) { return reply{}, nil }
 
 func jsonReply(status int, v any) (reply, error) { return reply{status: status, json: v}, nil }
+
+func rawReply(status int, body []byte) (reply, error) { return reply{status: status, raw: body}, nil }
 
 var okBody = struct {
 	OK bool `json:"ok"`
@@ -201,7 +204,7 @@ var okBody = struct {
 // okOr answers {"ok":true} unless err.
 func okOr(err error) (reply, error) {
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return jsonReply(fasthttp.StatusOK, okBody)
 }
@@ -483,5 +486,3 @@ func equalFoldASCII(b []byte, s string) bool {
 	}
 	return true
 }
-
-func rawReply(status int, body []byte) (reply, error) { return reply{status: status, raw: body}, nil }

@@ -39,11 +39,11 @@ func (s *Server) authTest(in call) (reply, error) {
 func (s *Server) listConversations(in call) (reply, error) {
 	pg, err := parsePage(in.ctx, "conversations", maxLimit)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	page, more, err := s.conversationPage(in.p, pg)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	out := make([]conversationView, 0, len(page))
 	last := ""
@@ -53,7 +53,7 @@ func (s *Server) listConversations(in call) (reply, error) {
 			continue // left the conversation since the page was read
 		}
 		if err != nil {
-			return answered, err
+			return reply{}, err
 		}
 		out = append(out, viewConversation(c.Conversation))
 		last = id
@@ -67,11 +67,11 @@ func (s *Server) listConversations(in call) (reply, error) {
 func (s *Server) getConversation(in call) (reply, error) {
 	id := in.params[0]
 	if !ids.Valid(id) {
-		return answered, kiterr.Absent("conversation")
+		return reply{}, kiterr.Absent("conversation")
 	}
 	c, err := ask[*kitpb.ConversationReply](s, actors.KindConversation, id, &kitpb.GetConversation{Caller: in.p.Caller})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return jsonReply(fasthttp.StatusOK, struct {
 		Conversation conversationView `json:"conversation"`
@@ -85,11 +85,11 @@ func (s *Server) listMembers(in call) (reply, error) {
 		err = kiterr.Absent("conversation")
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	r, err := ask[*kitpb.MembersReply](s, actors.KindConversation, id, &kitpb.ListMembers{Caller: in.p.Caller, AfterId: pg.position, Limit: int32(pg.limit)})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	out := make([]memberView, len(r.Members))
 	last := ""
@@ -146,7 +146,7 @@ func (s *Server) listReplies(in call) (reply, error) {
 	msgID := in.params[0]
 	convID, err := actors.LocateMessage(s.env, msgID)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return s.messagePage(in, convID, msgID, "replies:"+msgID)
 }
@@ -154,20 +154,20 @@ func (s *Server) listReplies(in call) (reply, error) {
 func (s *Server) messagePage(in call, convID, parentID, list string) (reply, error) {
 	pg, err := parsePage(in.ctx, list, maxLimit)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	before, err := seqPosition(pg)
 	if err == nil && !ids.Valid(convID) {
 		err = kiterr.Absent("conversation")
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	r, err := ask[*kitpb.MessagesReply](s, actors.KindConversation, convID, &kitpb.ListMessages{
 		Caller: in.p.Caller, ThreadParentId: parentID, BeforeSeq: before, Limit: int32(pg.limit),
 	})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	last := ""
 	if n := len(r.Messages); n > 0 {
@@ -180,11 +180,11 @@ func (s *Server) getMessage(in call) (reply, error) {
 	id := in.params[0]
 	convID, err := actors.LocateMessage(s.env, id)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, convID, &kitpb.GetMessage{Caller: in.p.Caller, MessageId: id})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return rawReply(fasthttp.StatusOK, appendMessageBody(bodyBuffer(in.ctx), r.Message))
 }
@@ -212,7 +212,7 @@ func (s *Server) postMessage(in call) (reply, error) {
 		err = kiterr.Invalid("threadParentId", "must be a live top-level message of this conversation")
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	msg := &kitpb.PostMessage{
 		Caller: in.p.Caller, Text: *body.Text,
@@ -223,7 +223,7 @@ func (s *Server) postMessage(in call) (reply, error) {
 	}
 	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, *body.ConversationID, msg)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	status := fasthttp.StatusCreated
 	if r.Replayed {
@@ -245,18 +245,18 @@ func (s *Server) editMessage(in call) (reply, error) {
 		err = messageText(body.Text)
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	convID, err := actors.LocateMessage(s.env, id)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, convID, &kitpb.EditMessage{
 		Caller: in.p.Caller, MessageId: id, Text: *body.Text, Blocks: rawBlocks(body.Blocks),
 		KeepBlocks: body.Blocks == nil,
 	})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return rawReply(fasthttp.StatusOK, appendMessageBody(bodyBuffer(in.ctx), r.Message))
 }
@@ -265,11 +265,11 @@ func (s *Server) deleteMessage(in call) (reply, error) {
 	id := in.params[0]
 	convID, err := actors.LocateMessage(s.env, id)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	r, err := ask[*kitpb.MessageReply](s, actors.KindConversation, convID, &kitpb.DeleteMessage{Caller: in.p.Caller, MessageId: id})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return rawReply(fasthttp.StatusOK, appendMessageBody(bodyBuffer(in.ctx), r.Message))
 }
@@ -314,11 +314,11 @@ func idempotencyKey(ctx *fasthttp.RequestCtx) (string, error) {
 func (s *Server) listUsers(in call) (reply, error) {
 	pg, err := parsePage(in.ctx, "users", maxLimit)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	r, err := ask[*kitpb.UsersReply](s, actors.KindWorkspace, in.p.Caller.WorkspaceId, &kitpb.ListUsers{AfterId: pg.position, Limit: int32(pg.limit)})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	withEmail := in.p.HasScope("users:read.email")
 	out := make([]userView, len(r.Users))
@@ -345,13 +345,13 @@ func (s *Server) usersMe(in call) (reply, error) {
 	if in.p.TokenType == actors.CallerBot {
 		inst, err := ask[*kitpb.InstallationReply](s, actors.KindInstallation, in.p.Caller.InstallationId, &kitpb.GetInstallation{})
 		if err != nil {
-			return answered, err
+			return reply{}, err
 		}
 		out.Bot = &botView{inst.Installation.BotId, inst.Installation.BotDisplayName}
 	} else {
 		u, err := ask[*kitpb.UserReply](s, actors.KindWorkspace, in.p.Caller.WorkspaceId, &kitpb.GetUser{UserId: in.p.Caller.UserId})
 		if err != nil {
-			return answered, err
+			return reply{}, err
 		}
 		v := viewUser(u.User, in.p.HasScope("users:read.email"))
 		out.User = &v
@@ -362,11 +362,11 @@ func (s *Server) usersMe(in call) (reply, error) {
 func (s *Server) getUser(in call) (reply, error) {
 	id := in.params[0]
 	if !ids.Valid(id) {
-		return answered, kiterr.Absent("user")
+		return reply{}, kiterr.Absent("user")
 	}
 	u, err := ask[*kitpb.UserReply](s, actors.KindWorkspace, in.p.Caller.WorkspaceId, &kitpb.GetUser{UserId: id})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return jsonReply(fasthttp.StatusOK, struct {
 		User userView `json:"user"`
@@ -376,7 +376,7 @@ func (s *Server) getUser(in call) (reply, error) {
 func (s *Server) getInstallation(in call) (reply, error) {
 	inst, err := ask[*kitpb.InstallationReply](s, actors.KindInstallation, in.p.Caller.InstallationId, &kitpb.GetInstallation{})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return jsonReply(fasthttp.StatusOK, struct {
 		Installation installationView `json:"installation"`

@@ -15,7 +15,7 @@ import (
 // rotateBotToken: POST /auth/rotate (SPEC.md 4.1).
 func (s *Server) rotateBotToken(in call) (reply, error) {
 	if err := in.decodeOptional(&struct{}{}); err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	token, _ := bearer(in.ctx)
 	oldHash := ids.Hash(string(token))
@@ -27,7 +27,7 @@ func (s *Server) rotateBotToken(in call) (reply, error) {
 		err = kiterr.New(kiterr.InvalidToken, "the token is missing, malformed, expired or revoked")
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return jsonReply(fasthttp.StatusOK, struct {
 		Token                  string `json:"token"`
@@ -80,18 +80,18 @@ func (s *Server) kitAccess(in call) (reply, error) {
 		err = body.check()
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	kitID := *body.ClientID
 	secretHash := ids.Hash(*body.ClientSecret)
 	if !ids.WellFormed(*body.ClientSecret, ids.ClientSecret) {
-		return answered, kiterr.New(kiterr.InvalidCredentials, "client credentials are not valid")
+		return reply{}, kiterr.New(kiterr.InvalidCredentials, "client credentials are not valid")
 	}
 	if _, err := ask[*kitpb.Ok](s, actors.KindKit, kitID, &kitpb.CheckClientSecret{SecretHash: secretHash[:]}); err != nil {
 		if kiterr.CodeOf(err) == kiterr.NotFound {
 			err = kiterr.New(kiterr.InvalidCredentials, "client credentials are not valid")
 		}
-		return answered, err
+		return reply{}, err
 	}
 	grant, path := *body.GrantType, "code"
 	secret := ""
@@ -106,7 +106,7 @@ func (s *Server) kitAccess(in call) (reply, error) {
 		err = badGrant
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	hash := ids.Hash(secret)
 	access := ids.NewSecret(ids.UserToken)
@@ -134,7 +134,7 @@ func (s *Server) kitAccess(in call) (reply, error) {
 		err = badGrant // uninstalled since
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	in.ctx.Response.Header.Set("Cache-Control", "no-store")
 	type workspace struct {

@@ -45,7 +45,7 @@ func (s *Server) addReaction(in call) (reply, error) {
 		err = reactionInput(body.MessageID, body.Reaction)
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return s.react(*body.MessageID, &kitpb.AddReaction{Caller: in.p.Caller, MessageId: *body.MessageID, Reaction: *body.Reaction})
 }
@@ -61,7 +61,7 @@ func (s *Server) removeReaction(in call) (reply, error) {
 	}
 	messageID, reaction := query("messageId"), query("reaction")
 	if err := reactionInput(messageID, reaction); err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return s.react(*messageID, &kitpb.RemoveReaction{Caller: in.p.Caller, MessageId: *messageID, Reaction: *reaction})
 }
@@ -103,16 +103,16 @@ func (s *Server) uploadFile(in call) (reply, error) {
 	if errors.As(err, &readErr) {
 		// What fasthttp answers when it fails to read a body itself.
 		s.refuseBody(in.ctx, readErr.Err)
-		return answered, nil
+		return answered()
 	}
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	r, err := ask[*kitpb.FileReply](s, actors.KindConversation, *body.ConversationID, &kitpb.UploadFile{
 		Caller: in.p.Caller, FileId: ids.New(), Name: *body.Name, MimeType: *body.MimeType, Chunks: chunks,
 	})
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return jsonReply(fasthttp.StatusCreated, fileBody{viewFile(r.File)})
 }
@@ -174,7 +174,7 @@ func (s *Server) getFile(in call) (reply, error) {
 	id := in.params[0]
 	f, err := s.fileOf(in.p, id)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	return jsonReply(fasthttp.StatusOK, fileBody{viewFile(f)})
 }
@@ -186,7 +186,7 @@ func (s *Server) fileContent(in call) (reply, error) {
 	id := in.params[0]
 	f, err := s.fileOf(in.p, id)
 	if err != nil {
-		return answered, err
+		return reply{}, err
 	}
 	h := &in.ctx.Response.Header
 	h.SetContentType("application/octet-stream")
@@ -195,7 +195,7 @@ func (s *Server) fileContent(in call) (reply, error) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	c := actors.OpenFileContent(s.env, f)
 	in.ctx.SetBodyStream(c, int(c.Size()))
-	return answered, nil
+	return answered()
 }
 
 // contentDisposition names the file for a download: an ASCII fallback and
