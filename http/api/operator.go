@@ -194,9 +194,7 @@ func (s *Server) opCreateConversation(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return jsonReply(fasthttp.StatusCreated, struct {
-		Conversation conversationView `json:"conversation"`
-	}{viewConversation(r.Conversation)})
+	return jsonReply(fasthttp.StatusCreated, conversationBody{viewConversation(r.Conversation)})
 }
 
 // conversationShape: channels have a name; direct messages are private
@@ -286,9 +284,7 @@ func (s *Server) opArchive(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return jsonReply(fasthttp.StatusOK, struct {
-		Conversation conversationView `json:"conversation"`
-	}{viewConversation(r.Conversation)})
+	return jsonReply(fasthttp.StatusOK, conversationBody{viewConversation(r.Conversation)})
 }
 
 func (s *Server) opCreateSession(in call) (reply, error) {

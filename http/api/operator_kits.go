@@ -40,9 +40,7 @@ func (s *Server) opInstall(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return jsonReply(fasthttp.StatusCreated, struct {
-		Installation installationView `json:"installation"`
-	}{viewInstallation(r.Installation)})
+	return jsonReply(fasthttp.StatusCreated, installationBody{viewInstallation(r.Installation)})
 }
 
 func (s *Server) opUninstall(in call) (reply, error) {
@@ -58,9 +56,7 @@ func installationReply(r *kitpb.InstallationReply, err error) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return jsonReply(fasthttp.StatusOK, struct {
-		Installation installationView `json:"installation"`
-	}{viewInstallation(r.Installation)})
+	return jsonReply(fasthttp.StatusOK, installationBody{viewInstallation(r.Installation)})
 }
 
 func (s *Server) opAddChannel(in call) (reply, error) {

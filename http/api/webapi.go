@@ -73,9 +73,7 @@ func (s *Server) getConversation(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return jsonReply(fasthttp.StatusOK, struct {
-		Conversation conversationView `json:"conversation"`
-	}{viewConversation(c.Conversation)})
+	return jsonReply(fasthttp.StatusOK, conversationBody{viewConversation(c.Conversation)})
 }
 
 func (s *Server) listMembers(in call) (reply, error) {
@@ -378,7 +376,5 @@ func (s *Server) getInstallation(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return jsonReply(fasthttp.StatusOK, struct {
-		Installation installationView `json:"installation"`
-	}{viewInstallation(inst.Installation)})
+	return jsonReply(fasthttp.StatusOK, installationBody{viewInstallation(inst.Installation)})
 }
