@@ -22,7 +22,7 @@ import (
 // turn (in order) rather than fail; their bodies wait in the connection.
 const maxUploadBodiesInFlight = 24 << 20
 
-// uploadBudgetKey is the request user value under which readBodies hands
+// uploadBudgetKey is the request user value under which readBody hands
 // uploadFile the server's byteBudget.
 type uploadBudgetKey struct{}
 
@@ -73,40 +73,39 @@ func (b *byteBudget) release(n int) {
 
 // ---- request bodies ----
 
-// readBodies is the server's handler. fasthttp streams request bodies
+// readBody is the body step of handle. fasthttp streams request bodies
 // (StreamRequestBody) so that uploadFile can decode an upload as it
 // arrives; every other request has its body read whole here first, within
 // the limit fasthttp applied when it read bodies itself, and answered as
 // fasthttp answered (parseError, then the connection closes) when that
-// fails, so that the other handlers see no difference.
-func (s *Server) readBodies() fasthttp.RequestHandler {
-	uploads := newByteBudget(maxUploadBodiesInFlight)
-	return func(ctx *fasthttp.RequestCtx) {
-		if !ctx.Request.IsBodyStream() {
-			s.handle(ctx)
-			return
-		}
-		limit := s.bodyLimit(&ctx.Request.Header)
-		n := ctx.Request.Header.ContentLength()
-		switch {
-		case n > limit || n == 0 && ctx.Request.Header.Peek(bodyTooLargeHeader) != nil:
-			s.refuseBody(ctx, fasthttp.ErrBodyTooLarge)
-		case n > 0 && isUpload(ctx):
-			ctx.SetUserValue(uploadBudgetKey{}, uploads)
-			s.handle(ctx)
-			// Whatever the answer, the rest of the body must be read before
-			// the next request on the connection.
-			if ctx.Request.IsBodyStream() {
-				if _, err := io.Copy(io.Discard, ctx.RequestBodyStream()); err != nil {
-					ctx.SetConnectionClose()
-				}
-			}
-		default:
-			if err := readWholeBody(ctx, limit); err != nil {
-				s.refuseBody(ctx, err)
-				return
-			}
-			s.handle(ctx)
+// fails, so that the other handlers see no difference. It reports whether
+// the body is left streaming to rt's handler (drainBody after it), and
+// false in ok when it answered the request.
+func (s *Server) readBody(ctx *fasthttp.RequestCtx, rt *route) (streamed, ok bool) {
+	limit := s.bodyLimit(&ctx.Request.Header)
+	n := ctx.Request.Header.ContentLength()
+	switch {
+	case n > limit || n == 0 && ctx.Request.Header.Peek(bodyTooLargeHeader) != nil:
+		s.refuseBody(ctx, fasthttp.ErrBodyTooLarge)
+		return false, false
+	case n > 0 && rt != nil && rt.body > maxJSONBody:
+		// Bodies above the JSON limit are uploads: streamed.
+		ctx.SetUserValue(uploadBudgetKey{}, s.uploads)
+		return true, true
+	}
+	if err := readWholeBody(ctx, limit); err != nil {
+		s.refuseBody(ctx, err)
+		return false, false
+	}
+	return false, true
+}
+
+// drainBody reads what is left of a streamed body: whatever the answer,
+// it must be read before the next request on the connection.
+func drainBody(ctx *fasthttp.RequestCtx) {
+	if ctx.Request.IsBodyStream() {
+		if _, err := io.Copy(io.Discard, ctx.RequestBodyStream()); err != nil {
+			ctx.SetConnectionClose()
 		}
 	}
 }
@@ -129,7 +128,7 @@ const bodyTooLargeHeader = "X-Kitd-Body-Too-Large"
 // fasthttp reads the first 8 KiB of a body before the handler runs, even of
 // one over the limit, so a client waiting for the answer before it sends
 // would wait until the read timeout. Such a request is made bodiless and
-// marked instead; readBodies answers it 413 and closes the connection,
+// marked instead; readBody answers it 413 and closes the connection,
 // which is what fasthttp did without streaming.
 func (s *Server) limitBodies(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	c := hookRequestConfig(h)
@@ -145,13 +144,6 @@ func (s *Server) limitBodies(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 func (s *Server) refuseBody(ctx *fasthttp.RequestCtx, err error) {
 	s.parseError(ctx, err)
 	ctx.SetConnectionClose()
-}
-
-// isUpload reports a request that webAPI routes to uploadFile.
-func isUpload(ctx *fasthttp.RequestCtx) bool {
-	// Most requests are not: decide that without copying the path.
-	path, ok := bytes.CutPrefix(ctx.Path(), []byte("/api/v1/"))
-	return ok && ctx.IsPost() && bytes.HasPrefix(path, []byte("files")) && route(splitPath(string(path)), "files")
 }
 
 // bodyBuffers holds the buffers bodies are read into.

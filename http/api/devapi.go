@@ -2,31 +2,25 @@ package api
 
 import (
 	"slices"
-	"sync"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
-	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/manifest"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
 // The developer API's reads (SPEC.md 4.10): /dev/me, /dev/kits/validate,
 // /dev/kits, /dev/kits/{kitId} and its logs (docs/decisions.md "Developer
-// API"). Domains and dev-install are in domains.go.
+// API"). Domains and dev-install are in devapi_domains.go.
 
-func (s *Server) devMe(ctx *fasthttp.RequestCtx) {
-	p := s.authorize(ctx, developerOnly, "", limits.Developer)
-	if p == nil {
-		return
-	}
-	r, err := ask[*kitpb.DeveloperTokenReply](s, actors.KindWorkspace, p.Caller.WorkspaceId, &kitpb.GetDeveloperToken{TokenId: p.TokenID})
+func (s *Server) devMe(in call) (reply, error) {
+	r, err := ask[*kitpb.DeveloperTokenReply](s, actors.KindWorkspace, in.p.Caller.WorkspaceId, &kitpb.GetDeveloperToken{TokenId: in.p.TokenID})
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	c := r.Credential
 	type tokenView struct {
@@ -37,7 +31,7 @@ func (s *Server) devMe(ctx *fasthttp.RequestCtx) {
 		LastUsedAt *string `json:"lastUsedAt"` // minute granularity (actors.LastUsedGranularity)
 		RevokedAt  *string `json:"revokedAt"`
 	}
-	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+	return jsonReply(fasthttp.StatusOK, struct {
 		WorkspaceID string    `json:"workspaceId"`
 		UserID      string    `json:"userId"`
 		Sandbox     bool      `json:"sandbox"`
@@ -46,40 +40,6 @@ func (s *Server) devMe(ctx *fasthttp.RequestCtx) {
 		ID: c.TokenId, Name: c.Name, CreatedAt: isoTime(c.CreatedAt), ExpiresAt: isoTime(c.ExpiresAt),
 		LastUsedAt: optTime(c.LastUsedAt), RevokedAt: optTime(c.RevokedAt),
 	}})
-}
-
-// publishedCache keeps parsed published manifests for validate's diff: a
-// registered version is immutable, so (Kit, version) names one manifest
-// forever, and parsing a large one is most of a validate call. Bounded:
-// it starts over when full.
-type publishedCache struct {
-	mu sync.Mutex
-	m  map[string]*manifest.Manifest
-}
-
-const publishedCacheSize = 256
-
-// parse returns the parsed manifest of kitID@version, text; nil when the
-// stored text no longer parses (it did when registered).
-func (c *publishedCache) parse(kitID, version, text string) *manifest.Manifest {
-	k := kitID + "@" + version
-	c.mu.Lock()
-	m, ok := c.m[k]
-	c.mu.Unlock()
-	if ok {
-		return m
-	}
-	m, problems := manifest.Parse(text)
-	if len(problems) > 0 {
-		return nil
-	}
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= publishedCacheSize {
-		c.m = make(map[string]*manifest.Manifest)
-	}
-	c.m[k] = m
-	c.mu.Unlock()
-	return m
 }
 
 type validateResponse struct {
@@ -97,33 +57,26 @@ type validateResponse struct {
 // anything: the schema, the slug (reserved, another workspace's), the
 // consent summary and the consent difference to the latest published
 // version of the workspace's Kit of that slug.
-func (s *Server) validateManifest(ctx *fasthttp.RequestCtx) {
-	p := s.authorize(ctx, developerOnly, "", limits.Developer)
-	if p == nil {
-		return
-	}
+func (s *Server) validateManifest(in call) (reply, error) {
 	var body struct {
 		Manifest *string `json:"manifest"`
 	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil {
-		err = requireString("manifest", body.Manifest, minManifestLen, maxManifestLen)
+		err = input.RequireString("manifest", body.Manifest, minManifestLen, maxManifestLen)
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	res := validateResponse{Problems: manifest.Problems{}, Warnings: manifest.Problems{}, Hosts: []string{}, UnverifiedHosts: []string{}}
 	man, problems := manifest.Parse(*body.Manifest)
 	if len(problems) > 0 {
 		res.Problems = problems
-		s.writeJSON(ctx, fasthttp.StatusOK, res)
-		return
+		return jsonReply(fasthttp.StatusOK, res)
 	}
-	chk, err := ask[*kitpb.SlugCheckReply](s, actors.KindSlug, man.Slug, &kitpb.CheckSlug{WorkspaceId: p.Caller.WorkspaceId})
+	chk, err := ask[*kitpb.SlugCheckReply](s, actors.KindSlug, man.Slug, &kitpb.CheckSlug{WorkspaceId: in.p.Caller.WorkspaceId})
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	switch {
 	case chk.Reserved:
@@ -134,9 +87,8 @@ func (s *Server) validateManifest(ctx *fasthttp.RequestCtx) {
 	installed := false
 	if chk.KitId != "" {
 		res.ExistingKitID = &chk.KitId
-		if installed, err = actors.InstalledHere(s.env, p.Caller.WorkspaceId, chk.KitId); err != nil {
-			s.fail(ctx, err)
-			return
+		if installed, err = actors.InstalledHere(s.env, in.p.Caller.WorkspaceId, chk.KitId); err != nil {
+			return reply{}, err
 		}
 	}
 	if w := man.Warnings(); len(w) > 0 {
@@ -150,41 +102,34 @@ func (s *Server) validateManifest(ctx *fasthttp.RequestCtx) {
 		res.UnverifiedHosts = actors.UnverifiedHosts(hosts, chk.VerifiedDomains)
 	}
 	if chk.PublishedManifest != "" {
-		if prev := s.published.parse(chk.KitId, chk.PublishedVersion, chk.PublishedManifest); prev != nil {
+		if prev := s.published.Parse(chk.KitId, chk.PublishedVersion, chk.PublishedManifest); prev != nil {
 			d := manifest.Diff(prev, man)
 			res.Diff = &d
 		}
 	}
 	res.Valid = len(res.Problems) == 0
-	s.writeJSON(ctx, fasthttp.StatusOK, res)
+	return jsonReply(fasthttp.StatusOK, res)
 }
 
-func (s *Server) listKits(ctx *fasthttp.RequestCtx) {
-	p := s.authorize(ctx, developerOnly, "", limits.Developer)
-	if p == nil {
-		return
-	}
-	ws := p.Caller.WorkspaceId
+func (s *Server) listKits(in call) (reply, error) {
+	ws := in.p.Caller.WorkspaceId
 	kitIDs, err := actors.WorkspaceKits(s.env, ws)
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	kits := make([]kitView, 0, len(kitIDs))
 	for _, id := range kitIDs {
 		r, err := ask[*kitpb.KitReply](s, actors.KindKit, id, &kitpb.GetKit{WorkspaceId: ws})
 		if err != nil {
-			s.fail(ctx, err)
-			return
+			return reply{}, err
 		}
 		here, err := actors.InstalledHere(s.env, ws, id)
 		if err != nil {
-			s.fail(ctx, err)
-			return
+			return reply{}, err
 		}
 		kits = append(kits, viewKit(r.Kit, here))
 	}
-	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+	return jsonReply(fasthttp.StatusOK, struct {
 		Kits []kitView `json:"kits"`
 	}{kits})
 }
@@ -213,21 +158,19 @@ type kitDetailView struct {
 	UnverifiedHosts []string `json:"unverifiedHosts"`
 }
 
-func (s *Server) kitDetail(ctx *fasthttp.RequestCtx, kitID string) {
-	p := s.authorize(ctx, developerOnly, "", limits.Developer)
-	if p == nil || !s.validID(ctx, "kit", kitID) {
-		return
+func (s *Server) kitDetail(in call) (reply, error) {
+	kitID := in.params[0]
+	if !ids.Valid(kitID) {
+		return reply{}, kiterr.Absent("kit")
 	}
-	ws := p.Caller.WorkspaceId
+	ws := in.p.Caller.WorkspaceId
 	r, err := ask[*kitpb.KitDetailReply](s, actors.KindKit, kitID, &kitpb.GetKitDetail{WorkspaceId: ws})
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	here, err := actors.InstalledHere(s.env, ws, kitID)
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	d := kitDetailView{Kit: viewKit(r.Kit, here), Versions: make([]versionView, len(r.Versions)), Domains: make([]domainView, 0, len(r.Domains)),
 		EndpointHosts: []string{}, UnverifiedHosts: []string{}}
@@ -255,7 +198,7 @@ func (s *Server) kitDetail(ctx *fasthttp.RequestCtx, kitID string) {
 	if l := r.InstallLink; l != nil {
 		d.InstallLink.Active, d.InstallLink.CreatedAt = l.Active, optTime(l.CreatedAt) // never the URL: its secret is shown once
 	}
-	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+	return jsonReply(fasthttp.StatusOK, struct {
 		Detail kitDetailView `json:"detail"`
 	}{d})
 }
@@ -266,17 +209,17 @@ var logSources = []string{actors.LogSourceToolCall, actors.LogSourceAudit, actor
 
 const maxLogLimit = 100
 
-func (s *Server) kitLogs(ctx *fasthttp.RequestCtx, kitID string) {
-	p := s.authorize(ctx, developerOnly, "", limits.Developer)
-	if p == nil || !s.validID(ctx, "kit", kitID) {
-		return
+func (s *Server) kitLogs(in call) (reply, error) {
+	kitID := in.params[0]
+	if !ids.Valid(kitID) {
+		return reply{}, kiterr.Absent("kit")
 	}
 	list := "devlog:" + kitID
-	pg, err := parsePage(ctx, list, maxLogLimit)
+	pg, err := parsePage(in.ctx, list, maxLogLimit)
 	if err == nil && pg.position != "" && !ids.Valid(pg.position) {
 		err = kiterr.Invalid("cursor", "is not a cursor of this list")
 	}
-	args := ctx.QueryArgs()
+	args := in.ctx.QueryArgs()
 	source, level := string(args.Peek("source")), string(args.Peek("level"))
 	if err == nil && args.Has("source") && !slices.Contains(logSources, source) {
 		err = kiterr.Invalid("source", "must be one of tool_call, audit, delivery")
@@ -285,16 +228,14 @@ func (s *Server) kitLogs(ctx *fasthttp.RequestCtx, kitID string) {
 		err = kiterr.Invalid("level", "must be info or error")
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
-	r, err := ask[*kitpb.KitReply](s, actors.KindKit, kitID, &kitpb.GetKit{WorkspaceId: p.Caller.WorkspaceId})
-	if err == nil && r.Kit.WorkspaceId != p.Caller.WorkspaceId {
+	r, err := ask[*kitpb.KitReply](s, actors.KindKit, kitID, &kitpb.GetKit{WorkspaceId: in.p.Caller.WorkspaceId})
+	if err == nil && r.Kit.WorkspaceId != in.p.Caller.WorkspaceId {
 		err = kiterr.Absent("kit")
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	var keep func(*kitpb.DevLogEntry) bool
 	if source != "" || level != "" {
@@ -304,8 +245,7 @@ func (s *Server) kitLogs(ctx *fasthttp.RequestCtx, kitID string) {
 	}
 	entries, more, err := actors.ReadDevLog(s.env, kitID, pg.position, pg.limit, keep)
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	out := make([]logEntryView, len(entries))
 	for i, e := range entries {
@@ -315,7 +255,7 @@ func (s *Server) kitLogs(ctx *fasthttp.RequestCtx, kitID string) {
 	if len(entries) > 0 {
 		next = cursorFor(list, entries[len(entries)-1].Id, more)
 	}
-	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+	return jsonReply(fasthttp.StatusOK, struct {
 		Entries    []logEntryView `json:"entries"`
 		NextCursor *string        `json:"nextCursor"`
 		Sources    []string       `json:"sources"`

@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/kiterr"
 )
 
@@ -62,7 +63,7 @@ func TestDecodeJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := decodeJSON([]byte(tt.body), tt.into())
+			err := input.DecodeJSON([]byte(tt.body), tt.into())
 			checkErr(t, err, tt.wantPath)
 			if err == nil {
 				return

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
@@ -36,42 +37,39 @@ func hookRequestConfig(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	return fasthttp.RequestConfig{}
 }
 
-// hooks serves incoming webhooks: POST {hooks_url}/v1/{installationId}/{webhookId}/{secret}.
+// hookPost serves incoming webhooks: POST {hooks_url}/v1/{installationId}/{webhookId}/{secret}.
 //
 // The body's shape is checked here, but a problem is answered by the
 // webhook actor, after the URL proved to be a live webhook's: a 400 never
 // tells an unproven URL anything, and every not-found cause costs the same
 // work (parse, hash, one request to a webhook actor).
-func (s *Server) hooks(ctx *fasthttp.RequestCtx, seg []string) {
-	if string(ctx.Method()) != "POST" || !route(seg, "v1", "*", "*", "*") || !ids.Valid(seg[1]) || !ids.Valid(seg[2]) || seg[3] == "" {
-		s.fail(ctx, actors.ErrHookNotFound)
-		return
+func (s *Server) hookPost(in call) (reply, error) {
+	instID, webhookID, secret := in.params[0], in.params[1], in.params[2]
+	if !ids.Valid(instID) || !ids.Valid(webhookID) || secret == "" {
+		return reply{}, actors.ErrHookNotFound
 	}
-	body := ctx.PostBody()
-	if len(body) > maxHookBody {
-		s.fail(ctx, kiterr.New(kiterr.PayloadTooLarge, "request body is larger than 65536 bytes"))
-		return
+	body := in.ctx.PostBody()
+	if len(body) > in.body {
+		return reply{}, kiterr.New(kiterr.PayloadTooLarge, "request body is larger than 65536 bytes")
 	}
-	req := &kitpb.HookPost{InstallationId: seg[1], SecretHash: actors.HookSecretHash(seg[3]), PostId: ids.Nonce()}
+	req := &kitpb.HookPost{InstallationId: instID, SecretHash: actors.HookSecretHash(secret), PostId: ids.Nonce()}
 	text, blocks, err := hookBody(body)
 	var e *kiterr.Error
 	if errors.As(err, &e) {
 		req.Invalid = kiterr.ToFailure(e)
 	} else if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	} else {
 		req.Text, req.Blocks = text, blocks
 	}
-	r, err := ask[*kitpb.HookPostReply](s, actors.KindWebhook, seg[2], req)
+	r, err := ask[*kitpb.HookPostReply](s, actors.KindWebhook, webhookID, req)
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	if r.Limit != nil {
-		setRateHeaders(ctx, limits.FromWire(r.Limit, s.limits))
+		setRateHeaders(in.ctx, limits.FromWire(r.Limit, s.limits))
 	}
-	s.writeBuffer(ctx, fasthttp.StatusOK, append(bodyBuffer(ctx), `{"ok":true}`...))
+	return rawReply(fasthttp.StatusOK, append(bodyBuffer(in.ctx), `{"ok":true}`...))
 }
 
 // hookPostBody is the body of an incoming webhook post; other keys are
@@ -92,104 +90,15 @@ func hookBody(body []byte) (text string, blocks []byte, err error) {
 	}
 	var b hookPostBody
 	if !b.decodeFast(body) {
-		if err := decodeJSON(body, &b); err != nil {
+		if err := input.DecodeJSON(body, &b); err != nil {
 			return "", nil, err
 		}
 	}
-	if err := requireString("text", b.Text, 1, maxHookText); err != nil {
+	if err := input.RequireString("text", b.Text, 1, maxHookText); err != nil {
 		return "", nil, err
 	}
-	if err := notBlank("text", *b.Text); err != nil {
+	if err := input.NotBlank("text", *b.Text); err != nil {
 		return "", nil, err
 	}
 	return *b.Text, rawBlocks(b.Blocks), nil
-}
-
-// opWebhooks serves the operator routes of webhooks; it reports whether it
-// owned the route.
-func (s *Server) opWebhooks(ctx *fasthttp.RequestCtx, method string, seg []string) bool {
-	switch {
-	case method == "POST" && route(seg, "installations", "*", "webhooks"):
-		s.opCreateWebhook(ctx, seg[1])
-	case method == "DELETE" && route(seg, "webhooks", "*"):
-		s.opRevokeWebhook(ctx, seg[1])
-	default:
-		return false
-	}
-	return true
-}
-
-// opCreateWebhook: POST /ops/v1/installations/{id}/webhooks
-// {conversationId, createdByUserId} → 201 {webhook, url}. The URL carries
-// the only copy of the secret; the installation stores its hash.
-func (s *Server) opCreateWebhook(ctx *fasthttp.RequestCtx, instID string) {
-	if !s.validID(ctx, "installation", instID) {
-		return
-	}
-	var body struct {
-		ConversationID  *string `json:"conversationId"`
-		CreatedByUserID *string `json:"createdByUserId"`
-	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
-	if err == nil {
-		err = firstError(requireUUID("conversationId", body.ConversationID), requireUUID("createdByUserId", body.CreatedByUserID))
-	}
-	if err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	ws, err := s.ownerOf(*body.CreatedByUserID, "user")
-	if err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	u, err := ask[*kitpb.UserReply](s, actors.KindWorkspace, ws, &kitpb.GetUser{UserId: *body.CreatedByUserID})
-	if err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	secret := ids.NewSecret("")
-	webhookID := ids.New()
-	r, err := ask[*kitpb.WebhookReply](s, actors.KindInstallation, instID, &kitpb.CreateWebhook{
-		WebhookId: webhookID, ConversationId: *body.ConversationID, Creator: u.User,
-		SecretHash: actors.HookSecretHash(secret),
-	})
-	if err != nil {
-		if kiterr.CodeOf(err) == kiterr.MissingScope {
-			ctx.Response.Header.Set("X-Service-Required-Scope", actors.WebhookScope)
-		}
-		s.fail(ctx, err)
-		return
-	}
-	type webhookView struct {
-		ID             string `json:"id"`
-		ConversationID string `json:"conversationId"`
-		CreatedAt      string `json:"createdAt"`
-	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, struct {
-		Webhook webhookView `json:"webhook"`
-		URL     string      `json:"url"`
-	}{
-		webhookView{r.Webhook.Id, r.Webhook.ConversationId, isoTime(r.Webhook.CreatedAt)},
-		s.publicURL + "/hooks/v1/" + instID + "/" + webhookID + "/" + secret,
-	})
-}
-
-// opRevokeWebhook: DELETE /ops/v1/webhooks/{id}. The installation that
-// created the webhook is found through its locator record.
-func (s *Server) opRevokeWebhook(ctx *fasthttp.RequestCtx, webhookID string) {
-	if !s.validID(ctx, "webhook", webhookID) {
-		return
-	}
-	kind, instID, err := actors.Locate(s.env, webhookID)
-	if err == nil && kind != actors.KindInstallation {
-		err = kiterr.Absent("webhook")
-	}
-	if kiterr.CodeOf(err) == kiterr.NotFound {
-		err = kiterr.Absent("webhook")
-	}
-	if err == nil {
-		_, err = ask[*kitpb.Ok](s, actors.KindInstallation, instID, &kitpb.RevokeWebhook{WebhookId: webhookID})
-	}
-	s.okOr(ctx, err)
 }

@@ -4,72 +4,11 @@ import (
 	"encoding/base64"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 )
-
-// Input shape checks. Each returns the first problem as a validation error
-// naming the field path; none repeats the value it judged.
-
-func requireString(path string, v *string, minLen, maxLen int) error {
-	if v == nil {
-		return kiterr.Invalid(path, "is required")
-	}
-	return stringLen(path, *v, minLen, maxLen)
-}
-
-func stringLen(path, v string, minLen, maxLen int) error {
-	n := utf8.RuneCountInString(v)
-	if n < minLen {
-		if minLen == 1 {
-			return kiterr.Invalid(path, "must not be empty")
-		}
-		return kiterr.Invalid(path, "must be at least "+strconv.Itoa(minLen)+" characters")
-	}
-	if n > maxLen {
-		return kiterr.Invalid(path, "must be at most "+strconv.Itoa(maxLen)+" characters")
-	}
-	return nil
-}
-
-func notBlank(path, v string) error {
-	if strings.TrimSpace(v) == "" {
-		return kiterr.Invalid(path, "must not be blank")
-	}
-	return nil
-}
-
-func requireUUID(path string, v *string) error {
-	if v == nil {
-		return kiterr.Invalid(path, "is required")
-	}
-	if !ids.Valid(*v) {
-		return kiterr.Invalid(path, "must be a UUID")
-	}
-	return nil
-}
-
-func oneOf(path, v string, allowed ...string) error {
-	for _, a := range allowed {
-		if v == a {
-			return nil
-		}
-	}
-	return kiterr.Invalid(path, "must be one of "+strings.Join(allowed, ", "))
-}
-
-func firstError(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // page is a parsed list request: how many items and where to continue.
 type page struct {

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"time"
 
@@ -10,85 +9,28 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/http/app"
+	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// SessionCookie is the name of the web session cookie.
-const SessionCookie = "kit_session"
+// The operator API of OPERATIONS.md section 2: people and places (workspaces,
+// users, conversations, sessions, developer tokens) and the test clock. Kits
+// and installations are in operator_kits.go.
 
 // maxClockAdvance bounds one test-clock step (ten years).
 const maxClockAdvance = 10 * 365 * 24 * 60 * 60
 
-// operator serves the operator API of OPERATIONS.md section 2.
-func (s *Server) operator(ctx *fasthttp.RequestCtx, seg []string) {
-	token, ok := bearer(ctx)
-	if !ok {
-		s.unauthenticated(ctx)
-		return
-	}
-	if h := sha256.Sum256(token); !ids.Equal(h[:], s.operatorHash[:]) {
-		s.fail(ctx, kiterr.New(kiterr.InvalidToken, "the operator token is not valid"))
-		return
-	}
-	method := string(ctx.Method())
-	switch {
-	case method == "POST" && route(seg, "workspaces"):
-		s.opCreateWorkspace(ctx)
-	case method == "POST" && route(seg, "workspaces", "*", "users"):
-		s.opCreateUser(ctx, seg[1])
-	case method == "DELETE" && route(seg, "users", "*"):
-		s.opDeactivateUser(ctx, seg[1])
-	case method == "POST" && route(seg, "workspaces", "*", "conversations"):
-		s.opCreateConversation(ctx, seg[1])
-	case method == "POST" && route(seg, "conversations", "*", "members"):
-		s.opAddMember(ctx, seg[1])
-	case method == "DELETE" && route(seg, "conversations", "*", "members", "*"):
-		s.opRemoveMember(ctx, seg[1], seg[3])
-	case method == "POST" && route(seg, "conversations", "*", "archive"):
-		s.opArchive(ctx, seg[1])
-	case method == "POST" && route(seg, "users", "*", "sessions"):
-		s.opCreateSession(ctx, seg[1])
-	case method == "DELETE" && route(seg, "sessions", "*"):
-		s.opEndSession(ctx, seg[1])
-	case method == "POST" && route(seg, "users", "*", "developer-tokens"):
-		s.opCreateDeveloperToken(ctx, seg[1])
-	case method == "DELETE" && route(seg, "developer-tokens", "*"):
-		s.opRevokeDeveloperToken(ctx, seg[1])
-	case method == "POST" && route(seg, "workspaces", "*", "installations"):
-		s.opInstall(ctx, seg[1])
-	case method == "DELETE" && route(seg, "installations", "*"):
-		s.opUninstall(ctx, seg[1])
-	case method == "POST" && route(seg, "installations", "*", "channels"):
-		s.opAddChannel(ctx, seg[1])
-	case method == "DELETE" && route(seg, "installations", "*", "channels", "*"):
-		s.opRemoveChannel(ctx, seg[1], seg[3])
-	case method == "POST" && route(seg, "installations", "*", "bot-tokens"):
-		s.opCreateBotToken(ctx, seg[1])
-	case method == "POST" && route(seg, "tokens", "revoke"):
-		s.opRevoke(ctx)
-	case method == "POST" && route(seg, "clock", "advance"):
-		s.opAdvanceClock(ctx)
-	case s.opWebhooks(ctx, method, seg), s.opCredentials(ctx, method, seg):
-	default:
-		s.fail(ctx, kiterr.Absent("route"))
-	}
-}
-
-var okBody = struct {
-	OK bool `json:"ok"`
-}{true}
-
 // validID answers 404 for a path id that cannot exist.
-func (s *Server) validID(ctx *fasthttp.RequestCtx, what string, id ...string) bool {
+func validID(what string, id ...string) error {
 	for _, v := range id {
 		if !ids.Valid(v) {
-			s.fail(ctx, kiterr.Absent(what))
-			return false
+			return kiterr.Absent(what)
 		}
 	}
-	return true
+	return nil
 }
 
 // ownerOf finds the workspace that owns a user, session or token id.
@@ -103,25 +45,23 @@ func (s *Server) ownerOf(id, what string) (string, error) {
 	return owner, err
 }
 
-func (s *Server) opCreateWorkspace(ctx *fasthttp.RequestCtx) {
+func (s *Server) opCreateWorkspace(in call) (reply, error) {
 	var body struct {
 		Name    *string `json:"name"`
 		Sandbox *bool   `json:"sandbox"`
 	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil {
-		err = firstError(requireString("name", body.Name, 1, 80), notBlankPtr("name", body.Name))
+		err = input.FirstError(input.RequireString("name", body.Name, 1, 80), notBlankPtr("name", body.Name))
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	r, err := ask[*kitpb.WorkspaceReply](s, actors.KindWorkspace, ids.New(), &kitpb.CreateWorkspace{Name: *body.Name, Sandbox: body.Sandbox != nil && *body.Sandbox})
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, struct {
+	return jsonReply(fasthttp.StatusCreated, struct {
 		Workspace workspaceView `json:"workspace"`
 	}{workspaceView{r.Workspace.Id, r.Workspace.Name, r.Workspace.Sandbox}})
 }
@@ -130,12 +70,13 @@ func notBlankPtr(path string, v *string) error {
 	if v == nil {
 		return nil
 	}
-	return notBlank(path, *v)
+	return input.NotBlank(path, *v)
 }
 
-func (s *Server) opCreateUser(ctx *fasthttp.RequestCtx, wsID string) {
-	if !s.validID(ctx, "workspace", wsID) {
-		return
+func (s *Server) opCreateUser(in call) (reply, error) {
+	wsID := in.params[0]
+	if err := validID("workspace", wsID); err != nil {
+		return reply{}, err
 	}
 	var body struct {
 		DisplayName *string `json:"displayName"`
@@ -143,16 +84,16 @@ func (s *Server) opCreateUser(ctx *fasthttp.RequestCtx, wsID string) {
 		Role        *string `json:"role"`
 		Password    *string `json:"password"`
 	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil {
-		err = firstError(
-			requireString("displayName", body.DisplayName, 1, 80), notBlankPtr("displayName", body.DisplayName),
+		err = input.FirstError(
+			input.RequireString("displayName", body.DisplayName, 1, 80), notBlankPtr("displayName", body.DisplayName),
 			optionalEmail(body.Email),
-			requireString("role", body.Role, 1, 20),
+			input.RequireString("role", body.Role, 1, 20),
 		)
 	}
 	if err == nil {
-		err = oneOf("role", *body.Role, "owner", "admin", "member", "guest")
+		err = input.OneOf("role", *body.Role, "owner", "admin", "member", "guest")
 	}
 	if err == nil && body.Password != nil {
 		// bcrypt reads at most 72 bytes; longer would silently be cut.
@@ -161,8 +102,7 @@ func (s *Server) opCreateUser(ctx *fasthttp.RequestCtx, wsID string) {
 		}
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	req := &kitpb.CreateUser{UserId: ids.New(), DisplayName: *body.DisplayName, Role: *body.Role}
 	if body.Email != nil {
@@ -173,17 +113,15 @@ func (s *Server) opCreateUser(ctx *fasthttp.RequestCtx, wsID string) {
 		// mailbox, so one signup does not hold up the workspace.
 		h, err := bcrypt.GenerateFromPassword([]byte(*body.Password), bcrypt.DefaultCost)
 		if err != nil {
-			s.fail(ctx, fmt.Errorf("hash password: %w", err))
-			return
+			return reply{}, fmt.Errorf("hash password: %w", err)
 		}
 		req.PasswordHash = h
 	}
 	r, err := ask[*kitpb.UserReply](s, actors.KindWorkspace, wsID, req)
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, struct {
+	return jsonReply(fasthttp.StatusCreated, struct {
 		User userView `json:"user"`
 	}{viewUser(r.User, true)})
 }
@@ -192,7 +130,7 @@ func optionalEmail(v *string) error {
 	if v == nil {
 		return nil
 	}
-	if err := stringLen("email", *v, 3, 254); err != nil {
+	if err := input.StringLen("email", *v, 3, 254); err != nil {
 		return err
 	}
 	at := -1
@@ -214,25 +152,19 @@ func optionalEmail(v *string) error {
 	return nil
 }
 
-func (s *Server) opDeactivateUser(ctx *fasthttp.RequestCtx, userID string) {
+func (s *Server) opDeactivateUser(in call) (reply, error) {
+	userID := in.params[0]
 	ws, err := s.ownerOf(userID, "user")
 	if err == nil {
 		_, err = ask[*kitpb.Ok](s, actors.KindWorkspace, ws, &kitpb.DeactivateUser{UserId: userID})
 	}
-	s.okOr(ctx, err)
+	return okOr(err)
 }
 
-func (s *Server) okOr(ctx *fasthttp.RequestCtx, err error) {
-	if err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	s.writeJSON(ctx, fasthttp.StatusOK, okBody)
-}
-
-func (s *Server) opCreateConversation(ctx *fasthttp.RequestCtx, wsID string) {
-	if !s.validID(ctx, "workspace", wsID) {
-		return
+func (s *Server) opCreateConversation(in call) (reply, error) {
+	wsID := in.params[0]
+	if err := validID("workspace", wsID); err != nil {
+		return reply{}, err
 	}
 	var body struct {
 		Kind       *string   `json:"kind"`
@@ -241,19 +173,18 @@ func (s *Server) opCreateConversation(ctx *fasthttp.RequestCtx, wsID string) {
 		Topic      *string   `json:"topic"`
 		MemberIDs  *[]string `json:"memberIds"`
 	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil {
-		err = firstError(requireString("kind", body.Kind, 1, 20), requireString("visibility", body.Visibility, 1, 20))
+		err = input.FirstError(input.RequireString("kind", body.Kind, 1, 20), input.RequireString("visibility", body.Visibility, 1, 20))
 	}
 	if err == nil {
-		err = firstError(oneOf("kind", *body.Kind, "channel", "dm", "group"), oneOf("visibility", *body.Visibility, "public", "private"))
+		err = input.FirstError(input.OneOf("kind", *body.Kind, "channel", "dm", "group"), input.OneOf("visibility", *body.Visibility, "public", "private"))
 	}
 	if err == nil {
 		err = conversationShape(*body.Kind, *body.Visibility, body.Name, body.Topic, body.MemberIDs)
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	req := &kitpb.CreateConversation{
 		ConversationId: ids.New(), Kind: *body.Kind, Visibility: *body.Visibility,
@@ -261,12 +192,9 @@ func (s *Server) opCreateConversation(ctx *fasthttp.RequestCtx, wsID string) {
 	}
 	r, err := ask[*kitpb.ConversationReply](s, actors.KindWorkspace, wsID, req)
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, struct {
-		Conversation conversationView `json:"conversation"`
-	}{viewConversation(r.Conversation)})
+	return jsonReply(fasthttp.StatusCreated, conversationBody{viewConversation(r.Conversation)})
 }
 
 // conversationShape: channels have a name; direct messages are private
@@ -303,111 +231,108 @@ func conversationShape(kind, visibility string, name, topic *string, members *[]
 		}
 	}
 	if name != nil {
-		if err := firstError(stringLen("name", *name, 1, 80), notBlank("name", *name)); err != nil {
+		if err := input.FirstError(input.StringLen("name", *name, 1, 80), input.NotBlank("name", *name)); err != nil {
 			return err
 		}
 	}
 	if topic != nil {
-		return stringLen("topic", *topic, 0, 250)
+		return input.StringLen("topic", *topic, 0, 250)
 	}
 	return nil
 }
 
-func (s *Server) opAddMember(ctx *fasthttp.RequestCtx, convID string) {
-	if !s.validID(ctx, "conversation", convID) {
-		return
+func (s *Server) opAddMember(in call) (reply, error) {
+	convID := in.params[0]
+	if err := validID("conversation", convID); err != nil {
+		return reply{}, err
 	}
 	var body struct {
 		UserID *string `json:"userId"`
 	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil {
-		err = requireUUID("userId", body.UserID)
+		err = input.RequireUUID("userId", body.UserID)
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	ws, err := s.ownerOf(*body.UserID, "user")
 	if err == nil {
 		_, err = ask[*kitpb.Ok](s, actors.KindConversation, convID, &kitpb.AddMember{UserId: *body.UserID, UserWorkspaceId: ws})
 	}
-	s.okOr(ctx, err)
+	return okOr(err)
 }
 
-func (s *Server) opRemoveMember(ctx *fasthttp.RequestCtx, convID, userID string) {
-	if !s.validID(ctx, "member", convID, userID) {
-		return
+func (s *Server) opRemoveMember(in call) (reply, error) {
+	convID, userID := in.params[0], in.params[1]
+	if err := validID("member", convID, userID); err != nil {
+		return reply{}, err
 	}
 	_, err := ask[*kitpb.Ok](s, actors.KindConversation, convID, &kitpb.RemoveMember{UserId: userID})
-	s.okOr(ctx, err)
+	return okOr(err)
 }
 
-func (s *Server) opArchive(ctx *fasthttp.RequestCtx, convID string) {
-	if !s.validID(ctx, "conversation", convID) {
-		return
+func (s *Server) opArchive(in call) (reply, error) {
+	convID := in.params[0]
+	if err := validID("conversation", convID); err != nil {
+		return reply{}, err
 	}
-	if err := s.decode(ctx, &struct{}{}, maxJSONBody, true); err != nil {
-		s.fail(ctx, err)
-		return
+	if err := in.decodeOptional(&struct{}{}); err != nil {
+		return reply{}, err
 	}
 	r, err := ask[*kitpb.ConversationReply](s, actors.KindConversation, convID, &kitpb.ArchiveConversation{})
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
-	s.writeJSON(ctx, fasthttp.StatusOK, struct {
-		Conversation conversationView `json:"conversation"`
-	}{viewConversation(r.Conversation)})
+	return jsonReply(fasthttp.StatusOK, conversationBody{viewConversation(r.Conversation)})
 }
 
-func (s *Server) opCreateSession(ctx *fasthttp.RequestCtx, userID string) {
+func (s *Server) opCreateSession(in call) (reply, error) {
+	userID := in.params[0]
 	ws, err := s.ownerOf(userID, "user")
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	secret := ids.NewSecret(ids.SessionCookie)
 	hash := ids.Hash(secret)
 	r, err := ask[*kitpb.SessionReply](s, actors.KindWorkspace, ws, &kitpb.CreateSession{UserId: userID, SessionId: ids.New(), SecretHash: hash[:]})
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, struct {
+	return jsonReply(fasthttp.StatusCreated, struct {
 		SessionID string `json:"sessionId"`
 		Cookie    string `json:"cookie"`
-	}{r.Session.Id, SessionCookie + "=" + secret})
+	}{r.Session.Id, app.SessionCookie + "=" + secret})
 }
 
-func (s *Server) opEndSession(ctx *fasthttp.RequestCtx, sessionID string) {
+func (s *Server) opEndSession(in call) (reply, error) {
+	sessionID := in.params[0]
 	ws, err := s.ownerOf(sessionID, "session")
 	if err == nil {
 		_, err = ask[*kitpb.Ok](s, actors.KindWorkspace, ws, &kitpb.EndSession{SessionId: sessionID})
 	}
-	s.okOr(ctx, err)
+	return okOr(err)
 }
 
-func (s *Server) opCreateDeveloperToken(ctx *fasthttp.RequestCtx, userID string) {
+func (s *Server) opCreateDeveloperToken(in call) (reply, error) {
+	userID := in.params[0]
 	var body struct {
 		Name       *string `json:"name"`
 		TTLSeconds *int64  `json:"ttlSeconds"`
 	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil {
-		err = firstError(requireString("name", body.Name, 1, 80), notBlankPtr("name", body.Name))
+		err = input.FirstError(input.RequireString("name", body.Name, 1, 80), notBlankPtr("name", body.Name))
 	}
 	if err == nil && body.TTLSeconds != nil && (*body.TTLSeconds < 60 || *body.TTLSeconds > 365*24*3600) {
 		err = kiterr.Invalid("ttlSeconds", "must be from 60 to 31536000")
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	ws, err := s.ownerOf(userID, "user")
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	secret := ids.NewSecret(ids.DeveloperToken)
 	hash := ids.Hash(secret)
@@ -417,149 +342,40 @@ func (s *Server) opCreateDeveloperToken(ctx *fasthttp.RequestCtx, userID string)
 	}
 	r, err := ask[*kitpb.CredentialReply](s, actors.KindWorkspace, ws, req)
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, struct {
+	return jsonReply(fasthttp.StatusCreated, struct {
 		Token     string `json:"token"`
 		ID        string `json:"id"`
 		ExpiresAt string `json:"expiresAt"`
 	}{secret, r.Credential.TokenId, isoTime(r.Credential.ExpiresAt)})
 }
 
-func (s *Server) opRevokeDeveloperToken(ctx *fasthttp.RequestCtx, tokenID string) {
+func (s *Server) opRevokeDeveloperToken(in call) (reply, error) {
+	tokenID := in.params[0]
 	ws, err := s.ownerOf(tokenID, "developer token")
 	if err == nil {
 		_, err = ask[*kitpb.Ok](s, actors.KindWorkspace, ws, &kitpb.RevokeCredential{TokenId: tokenID})
 	}
-	s.okOr(ctx, err)
+	return okOr(err)
 }
 
-func (s *Server) opInstall(ctx *fasthttp.RequestCtx, wsID string) {
-	if !s.validID(ctx, "workspace", wsID) {
-		return
-	}
-	var body struct {
-		KitID   *string `json:"kitId"`
-		Version *string `json:"version"`
-	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
-	if err == nil {
-		err = requireUUID("kitId", body.KitID)
-	}
-	if err == nil && body.Version != nil {
-		err = versionShape("version", *body.Version)
-	}
-	if err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	req := &kitpb.Install{KitId: *body.KitID}
-	if body.Version != nil {
-		req.Version = *body.Version
-	}
-	r, err := ask[*kitpb.InstallationReply](s, actors.KindWorkspace, wsID, req)
-	if err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, struct {
-		Installation installationView `json:"installation"`
-	}{viewInstallation(r.Installation)})
-}
-
-func (s *Server) opUninstall(ctx *fasthttp.RequestCtx, instID string) {
-	if !s.validID(ctx, "installation", instID) {
-		return
-	}
-	_, err := ask[*kitpb.Ok](s, actors.KindInstallation, instID, &kitpb.Uninstall{})
-	s.okOr(ctx, err)
-}
-
-func (s *Server) installationReply(ctx *fasthttp.RequestCtx, r *kitpb.InstallationReply, err error) {
-	if err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	s.writeJSON(ctx, fasthttp.StatusOK, struct {
-		Installation installationView `json:"installation"`
-	}{viewInstallation(r.Installation)})
-}
-
-func (s *Server) opAddChannel(ctx *fasthttp.RequestCtx, instID string) {
-	if !s.validID(ctx, "installation", instID) {
-		return
-	}
-	var body struct {
-		ConversationID *string `json:"conversationId"`
-	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
-	if err == nil {
-		err = requireUUID("conversationId", body.ConversationID)
-	}
-	if err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	r, err := ask[*kitpb.InstallationReply](s, actors.KindInstallation, instID, &kitpb.AddChannel{ConversationId: *body.ConversationID})
-	s.installationReply(ctx, r, err)
-}
-
-func (s *Server) opRemoveChannel(ctx *fasthttp.RequestCtx, instID, convID string) {
-	if !s.validID(ctx, "channel", instID, convID) {
-		return
-	}
-	r, err := ask[*kitpb.InstallationReply](s, actors.KindInstallation, instID, &kitpb.RemoveChannel{ConversationId: convID})
-	s.installationReply(ctx, r, err)
-}
-
-func (s *Server) opCreateBotToken(ctx *fasthttp.RequestCtx, instID string) {
-	if !s.validID(ctx, "installation", instID) {
-		return
-	}
-	secret := ids.NewSecret(ids.BotToken)
-	hash := ids.Hash(secret)
-	if _, err := ask[*kitpb.CredentialReply](s, actors.KindInstallation, instID, &kitpb.CreateBotToken{SecretHash: hash[:]}); err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, struct {
-		Token string `json:"token"`
-	}{secret})
-}
-
-func (s *Server) opRevoke(ctx *fasthttp.RequestCtx) {
-	var body struct {
-		Token *string `json:"token"`
-	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
-	if err == nil {
-		err = requireString("token", body.Token, 1, 512)
-	}
-	if err == nil {
-		err = s.auth.Revoke(*body.Token)
-	}
-	s.okOr(ctx, err)
-}
-
-func (s *Server) opAdvanceClock(ctx *fasthttp.RequestCtx) {
+func (s *Server) opAdvanceClock(in call) (reply, error) {
 	if s.testClock == nil {
-		s.fail(ctx, kiterr.Absent("route"))
-		return
+		return reply{}, kiterr.Absent("route")
 	}
 	var body struct {
 		Seconds *float64 `json:"seconds"`
 	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil && (body.Seconds == nil || *body.Seconds < 0 || *body.Seconds > maxClockAdvance) {
 		err = kiterr.Invalid("seconds", "must be a number from 0 to 315360000")
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	now := s.testClock.Advance(time.Duration(*body.Seconds * float64(time.Second)))
-	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+	return jsonReply(fasthttp.StatusOK, struct {
 		Now string `json:"now"`
 	}{now.UTC().Format(timeFormat)})
 }

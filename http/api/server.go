@@ -24,6 +24,9 @@ import (
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/http/app"
+	"github.com/kitd/kitd/http/internal/input"
+	"github.com/kitd/kitd/http/internal/published"
 	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
@@ -66,10 +69,12 @@ type Server struct {
 	publicURL    string
 	log          *slog.Logger
 	domains      DomainChecker
-	published    publishedCache
+	published    *published.Cache
+	app          *app.Server
 	corrPrefix   string
 	corrSeq      atomic.Uint64
 	srv          *fasthttp.Server
+	uploads      *byteBudget // the bytes of uploads in flight
 
 	// fresh holds accepted connections that have not sent a byte yet.
 	// fasthttp counts them as active, so Shutdown closes them itself rather
@@ -87,12 +92,18 @@ func New(cfg Config) *Server {
 		corrPrefix: ids.New()[24:],
 		fresh:      make(map[*trackedConn]struct{}),
 		domains:    cfg.Domains,
+		uploads:    newByteBudget(maxUploadBodiesInFlight),
+		published:  new(published.Cache),
 	}
+	s.app = app.New(app.Config{
+		Node: cfg.Node, Env: cfg.Env, Auth: cfg.Auth, PublicURL: s.publicURL, Logger: cfg.Logger,
+		Published: s.published, CorrelationID: s.correlationID,
+	})
 	if s.domains == nil {
 		s.domains = verify.New(verify.Config{})
 	}
 	s.srv = &fasthttp.Server{
-		Handler:            s.readBodies(),
+		Handler:            s.handle,
 		Name:               "kitd",
 		MaxRequestBodySize: maxFilesBody + 4096,
 		HeaderReceived:     s.limitBodies,
@@ -104,7 +115,7 @@ func New(cfg Config) *Server {
 		Logger:             fasthttpLogger{cfg.Logger},
 
 		// Bodies are streamed so that an upload is decoded as it arrives;
-		// readBodies and limitBodies (files.go) keep every other request
+		// readBody and limitBodies (bodies.go) keep every other request
 		// as it was.
 		StreamRequestBody: true,
 		// Streaming would otherwise parse a multipart body of any size
@@ -210,47 +221,6 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 	s.fail(ctx, kiterr.Invalid("", "malformed HTTP request"))
 }
 
-func (s *Server) handle(ctx *fasthttp.RequestCtx) {
-	path := string(ctx.Path())
-	switch {
-	case strings.HasPrefix(path, "/api/v1/"):
-		s.webAPI(ctx, splitPath(path[len("/api/v1/"):]))
-	case strings.HasPrefix(path, "/ops/v1/"):
-		s.operator(ctx, splitPath(path[len("/ops/v1/"):]))
-	case strings.HasPrefix(path, "/hooks/"):
-		s.hooks(ctx, splitPath(path[len("/hooks/"):]))
-	case path == "/app" || strings.HasPrefix(path, "/app/"):
-		s.app(ctx, splitPath(strings.TrimPrefix(path[len("/app"):], "/")))
-	case path == "/healthz":
-		ctx.SetContentType("application/json")
-		ctx.SetBodyString(`{"ok":true}`)
-	default:
-		s.fail(ctx, kiterr.Absent("route"))
-	}
-}
-
-func splitPath(p string) []string {
-	p = strings.TrimSuffix(p, "/")
-	if p == "" {
-		return nil
-	}
-	return strings.Split(p, "/")
-}
-
-// route matches path segments against a pattern where "*" matches any one
-// segment.
-func route(seg []string, pattern ...string) bool {
-	if len(seg) != len(pattern) {
-		return false
-	}
-	for i, p := range pattern {
-		if p != "*" && p != seg[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func (s *Server) writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
@@ -279,7 +249,7 @@ func (s *Server) writeBuffer(ctx *fasthttp.RequestCtx, status int, body []byte) 
 
 // decode reads a JSON object body into v. An empty body decodes as {} when
 // emptyOK. Type errors name the field path; nothing of the input is echoed.
-func (s *Server) decode(ctx *fasthttp.RequestCtx, v any, limit int, emptyOK bool) error {
+func decode(ctx *fasthttp.RequestCtx, v any, limit int, emptyOK bool) error {
 	body := ctx.PostBody()
 	if len(body) > limit {
 		return kiterr.New(kiterr.PayloadTooLarge, "request body is larger than "+strconv.Itoa(limit)+" bytes")
@@ -297,42 +267,7 @@ func (s *Server) decode(ctx *fasthttp.RequestCtx, v any, limit int, emptyOK bool
 	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(body) {
 		return nil
 	}
-	return decodeJSON(body, v)
-}
-
-func decodeJSON(body []byte, v any) error {
-	err := json.Unmarshal(body, v)
-	if err == nil {
-		return nil
-	}
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		if typeErr.Field == "" {
-			return kiterr.Invalid("", "request body must be a JSON object")
-		}
-		return kiterr.Invalid(typeErr.Field, "must be of type "+jsonType(typeErr.Type.Kind().String()))
-	}
-	var syntaxErr *json.SyntaxError
-	if errors.As(err, &syntaxErr) {
-		return kiterr.Invalid("", "malformed JSON at byte "+strconv.FormatInt(syntaxErr.Offset, 10))
-	}
-	return kiterr.Invalid("", "malformed JSON")
-}
-
-func jsonType(kind string) string {
-	switch kind {
-	case "string":
-		return "string"
-	case "bool":
-		return "boolean"
-	case "slice", "array":
-		return "array"
-	case "map", "struct", "ptr":
-		return "object"
-	case "int", "int32", "int64", "uint", "uint32", "uint64", "float64":
-		return "number"
-	}
-	return kind
+	return input.DecodeJSON(body, v)
 }
 
 // ask sends msg to the actor and returns its reply as R.

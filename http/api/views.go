@@ -40,6 +40,11 @@ type conversationView struct {
 	CreatedAt  string  `json:"createdAt"`
 }
 
+// conversationBody is the answer {conversation}.
+type conversationBody struct {
+	Conversation conversationView `json:"conversation"`
+}
+
 func viewConversation(c *kitpb.Conversation) conversationView {
 	return conversationView{
 		ID: c.Id, Kind: c.Kind, Visibility: c.Visibility, Name: c.Name, Topic: c.Topic,
@@ -160,6 +165,11 @@ type installationView struct {
 	} `json:"scopes"`
 	ChannelIDs      []string `json:"channelIds"`
 	ModelDataPolicy string   `json:"modelDataPolicy"`
+}
+
+// installationBody is the answer {installation}.
+type installationBody struct {
+	Installation installationView `json:"installation"`
 }
 
 func viewInstallation(in *kitpb.Installation) installationView {

@@ -1,4 +1,10 @@
-package api
+// Package app is the app host of OPERATIONS.md section 3: the HTML pages on
+// which a member signs in and out, approves or denies a Kit's authorization,
+// and installs a Kit through an install link. It owns the web session
+// cookie, the CSRF tokens of its forms and its own HTML error pages. It
+// never answers JSON, never takes a bearer token, and holds no rule of its
+// own beyond the shape of its forms: every decision is an actor's.
+package app
 
 import (
 	"bytes"
@@ -7,13 +13,18 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"log/slog"
 	"net/url"
 	"strings"
 
 	"github.com/valyala/fasthttp"
 	"golang.org/x/crypto/bcrypt"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/http/internal/published"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -26,37 +37,67 @@ import (
 // a signed-in member it is derived from the session secret, which only the
 // member's browser holds. Errors are HTML pages that name the error code.
 
+// SessionCookie is the name of the web session cookie.
+const SessionCookie = "kit_session"
+
+// Config wires the app host to its node.
+type Config struct {
+	Node      *cluster.Node
+	Env       *actors.Env
+	Auth      *actors.Authenticator
+	PublicURL string
+	Logger    *slog.Logger
+	// Published is shared with the developer API.
+	Published *published.Cache
+	// CorrelationID names a failure in the log and on its page, from the
+	// same sequence as the API's error bodies.
+	CorrelationID func() string
+}
+
+// Server serves the pages of the app host; http/api routes to them.
+type Server struct {
+	node          *cluster.Node
+	env           *actors.Env
+	auth          *actors.Authenticator
+	publicURL     string
+	log           *slog.Logger
+	published     *published.Cache
+	correlationID func() string
+}
+
+// New returns the app host of cfg.
+func New(cfg Config) *Server {
+	return &Server{
+		node: cfg.Node, env: cfg.Env, auth: cfg.Auth, publicURL: strings.TrimRight(cfg.PublicURL, "/"),
+		log: cfg.Logger, published: cfg.Published, correlationID: cfg.CorrelationID,
+	}
+}
+
+// ask sends msg to the actor and returns its reply as R.
+func ask[R proto.Message](s *Server, kind, identity string, msg proto.Message) (R, error) {
+	return cluster.Call[R](s.node, kind, identity, msg)
+}
+
+// NotFound is the page of a path the app host does not have.
+func (s *Server) NotFound(ctx *fasthttp.RequestCtx) {
+	s.errorPage(ctx, fasthttp.StatusNotFound, kiterr.NotFound, "There is no page at this address.")
+}
+
+// ScopeInWords says what a scope lets a Kit do, as the consent pages show
+// it; a scope without words shows as its name.
+func ScopeInWords(scope string) string {
+	if w := scopeInWords[scope]; w != "" {
+		return w
+	}
+	return scope
+}
+
 // csrfCookie holds the sign-in form's CSRF token.
 const csrfCookie = "kit_csrf"
 
 // authorizeParams are the query parameters of the authorize page, carried
 // through the consent form as hidden inputs, in this order.
 var authorizeParams = []string{"workspace", "kit", "token_type", "redirect_uri", "state", "code_challenge", "code_challenge_method"}
-
-// app serves the app host of OPERATIONS.md section 3 (sign-in, authorize).
-func (s *Server) app(ctx *fasthttp.RequestCtx, seg []string) {
-	method := string(ctx.Method())
-	switch {
-	case method == "GET" && len(seg) == 0:
-		s.appHome(ctx)
-	case method == "GET" && route(seg, "signin"):
-		s.appSignInPage(ctx, string(ctx.QueryArgs().Peek("next")), string(ctx.QueryArgs().Peek("workspace")), 200, "")
-	case method == "POST" && route(seg, "signin"):
-		s.appSignIn(ctx)
-	case method == "POST" && route(seg, "signout"):
-		s.appSignOut(ctx)
-	case method == "GET" && route(seg, "kits", "authorize"):
-		s.appAuthorizePage(ctx)
-	case method == "POST" && route(seg, "kits", "authorize"):
-		s.appAuthorize(ctx)
-	case method == "GET" && route(seg, "kits", "install"):
-		s.appInstallPage(ctx)
-	case method == "POST" && route(seg, "kits", "install"):
-		s.appInstall(ctx)
-	default:
-		s.appError(ctx, fasthttp.StatusNotFound, kiterr.NotFound, "There is no page at this address.")
-	}
-}
 
 // ---- pages ----
 
@@ -120,8 +161,8 @@ var pages = template.Must(template.New("").Parse(`
 ` + pageFoot + `{{end}}
 `))
 
-// scopeWords says what each scope of SPEC.md section 5 lets a Kit do.
-var scopeWords = map[string]string{
+// scopeInWords says what each scope of SPEC.md section 5 lets a Kit do.
+var scopeInWords = map[string]string{
 	"conversations:read": "See the channels and conversations it can access, and their members",
 	"messages:read":      "Read the messages of those conversations",
 	"messages:write":     "Send messages, and edit or delete the ones it sent",
@@ -154,9 +195,9 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, status int, name string, data 
 	ctx.SetBody(buf.Bytes())
 }
 
-// appError answers an HTML error page. Internal errors are logged and
+// errorPage answers an HTML error page. Internal errors are logged and
 // shown without detail.
-func (s *Server) appError(ctx *fasthttp.RequestCtx, status int, code kiterr.Code, message string) {
+func (s *Server) errorPage(ctx *fasthttp.RequestCtx, status int, code kiterr.Code, message string) {
 	titles := map[int]string{400: "This request cannot be completed", 401: "Sign-in failed", 403: "Not allowed", 404: "Not found", 500: "Something went wrong"}
 	title := titles[status]
 	if title == "" {
@@ -165,23 +206,23 @@ func (s *Server) appError(ctx *fasthttp.RequestCtx, status int, code kiterr.Code
 	s.render(ctx, status, "error", struct{ Title, Message, Code string }{title, message, string(code)})
 }
 
-// appFail turns an actor error into an error page.
-func (s *Server) appFail(ctx *fasthttp.RequestCtx, err error) {
+// failPage turns an actor error into an error page.
+func (s *Server) failPage(ctx *fasthttp.RequestCtx, err error) {
 	var e *kiterr.Error
 	if !errors.As(err, &e) {
 		e = kiterr.New(kiterr.Internal, "")
 	}
 	switch e.Code {
 	case kiterr.Validation:
-		s.appError(ctx, 400, kiterr.Validation, "The authorization request is not valid: "+e.Message+".")
+		s.errorPage(ctx, 400, kiterr.Validation, "The authorization request is not valid: "+e.Message+".")
 	case kiterr.NotFound:
-		s.appError(ctx, 400, kiterr.Validation, "This Kit is unknown or not installed in the workspace.")
+		s.errorPage(ctx, 400, kiterr.Validation, "This Kit is unknown or not installed in the workspace.")
 	case kiterr.Forbidden:
-		s.appError(ctx, 403, kiterr.Forbidden, e.Message+".")
+		s.errorPage(ctx, 403, kiterr.Forbidden, e.Message+".")
 	default:
 		corr := s.correlationID()
 		s.log.Error("app request failed", "correlationId", corr, "path", string(ctx.Path()), "err", err)
-		s.appError(ctx, 500, kiterr.Internal, "Please try again later (correlation id "+corr+").")
+		s.errorPage(ctx, 500, kiterr.Internal, "Please try again later (correlation id "+corr+").")
 	}
 }
 
@@ -231,8 +272,20 @@ func csrfOK(got, want string) bool {
 	return want != "" && got != "" && ids.Equal([]byte(got), []byte(want))
 }
 
+// formSession is the session of a form posted by a signed-in member, nil
+// when the form's CSRF token is not the session's (answered 403). The token
+// is bound to the session: without one it cannot match.
+func (s *Server) formSession(ctx *fasthttp.RequestCtx, f *fasthttp.Args) (*actors.WebSession, string) {
+	sess, secret := s.session(ctx)
+	if sess == nil || !csrfOK(string(f.Peek("csrf")), sessionCSRF(secret)) {
+		s.csrfRejected(ctx)
+		return nil, ""
+	}
+	return sess, secret
+}
+
 func (s *Server) csrfRejected(ctx *fasthttp.RequestCtx) {
-	s.appError(ctx, fasthttp.StatusForbidden, kiterr.CSRFRejected, "The form could not be verified. Go back, reload the page and try again.")
+	s.errorPage(ctx, fasthttp.StatusForbidden, kiterr.CSRFRejected, "The form could not be verified. Go back, reload the page and try again.")
 }
 
 // redirect answers a redirect to loc as given: fasthttp's Redirect would
@@ -253,12 +306,13 @@ func safeNext(next string) string {
 
 // ---- sign-in and sign-out ----
 
-func (s *Server) appHome(ctx *fasthttp.RequestCtx) {
+// Home is GET /app/: who is signed in, and the sign-out form.
+func (s *Server) Home(ctx *fasthttp.RequestCtx) {
 	data := struct{ Title, Member, CSRF string }{Title: "Kit"}
 	if sess, secret := s.session(ctx); sess != nil {
 		u, err := ask[*kitpb.UserReply](s, actors.KindWorkspace, sess.WorkspaceID, &kitpb.GetUser{UserId: sess.UserID})
 		if err != nil {
-			s.appFail(ctx, err)
+			s.failPage(ctx, err)
 			return
 		}
 		data.Member, data.CSRF = u.User.DisplayName, sessionCSRF(secret)
@@ -266,10 +320,15 @@ func (s *Server) appHome(ctx *fasthttp.RequestCtx) {
 	s.render(ctx, 200, "home", data)
 }
 
-// appSignInPage shows the sign-in form. The workspace comes from the
+// SignInForm is GET /app/signin.
+func (s *Server) SignInForm(ctx *fasthttp.RequestCtx) {
+	s.signInPage(ctx, string(ctx.QueryArgs().Peek("next")), string(ctx.QueryArgs().Peek("workspace")), 200, "")
+}
+
+// signInPage shows the sign-in form. The workspace comes from the
 // `workspace` query parameter or from the authorize URL in `next`: emails
 // are unique per workspace only.
-func (s *Server) appSignInPage(ctx *fasthttp.RequestCtx, next, workspace string, status int, problem string) {
+func (s *Server) signInPage(ctx *fasthttp.RequestCtx, next, workspace string, status int, problem string) {
 	next = safeNext(next)
 	if workspace == "" {
 		if u, err := url.Parse(next); err == nil {
@@ -291,7 +350,9 @@ func (s *Server) appSignInPage(ctx *fasthttp.RequestCtx, next, workspace string,
 // wrong password, so the answer time does not tell which emails exist.
 var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("kitd dummy password"), bcrypt.DefaultCost)
 
-func (s *Server) appSignIn(ctx *fasthttp.RequestCtx) {
+// SignIn is POST /app/signin: the session cookie for a right email and
+// password of the workspace.
+func (s *Server) SignIn(ctx *fasthttp.RequestCtx) {
 	f := ctx.PostArgs()
 	next, workspace := string(f.Peek("next")), string(f.Peek("workspace"))
 	if !csrfOK(string(f.Peek("csrf")), string(ctx.Request.Header.Cookie(csrfCookie))) {
@@ -300,7 +361,7 @@ func (s *Server) appSignIn(ctx *fasthttp.RequestCtx) {
 	}
 	email, password := string(f.Peek("email")), f.Peek("password")
 	wrong := func() {
-		s.appSignInPage(ctx, next, workspace, fasthttp.StatusUnauthorized, "The email or password is wrong.")
+		s.signInPage(ctx, next, workspace, fasthttp.StatusUnauthorized, "The email or password is wrong.")
 	}
 	if !ids.Valid(workspace) || email == "" || len(email) > 254 || len(password) == 0 || len(password) > 72 {
 		_ = bcrypt.CompareHashAndPassword(dummyHash, password)
@@ -309,7 +370,7 @@ func (s *Server) appSignIn(ctx *fasthttp.RequestCtx) {
 	}
 	u, err := ask[*kitpb.UserReply](s, actors.KindWorkspace, workspace, &kitpb.FindUserByEmail{Email: email})
 	if err != nil && kiterr.CodeOf(err) != kiterr.NotFound {
-		s.appFail(ctx, err)
+		s.failPage(ctx, err)
 		return
 	}
 	hash := dummyHash
@@ -324,7 +385,7 @@ func (s *Server) appSignIn(ctx *fasthttp.RequestCtx) {
 	secret := ids.NewSecret(ids.SessionCookie)
 	h := ids.Hash(secret)
 	if _, err := ask[*kitpb.SessionReply](s, actors.KindWorkspace, workspace, &kitpb.CreateSession{UserId: u.User.Id, SessionId: ids.New(), SecretHash: h[:]}); err != nil {
-		s.appFail(ctx, err)
+		s.failPage(ctx, err)
 		return
 	}
 	s.setCookie(ctx, SessionCookie, secret, int(actors.SessionLifetime.Seconds()))
@@ -332,7 +393,8 @@ func (s *Server) appSignIn(ctx *fasthttp.RequestCtx) {
 	redirect(ctx, safeNext(next), fasthttp.StatusSeeOther)
 }
 
-func (s *Server) appSignOut(ctx *fasthttp.RequestCtx) {
+// SignOut is POST /app/signout: the session ends.
+func (s *Server) SignOut(ctx *fasthttp.RequestCtx) {
 	sess, secret := s.session(ctx)
 	if sess == nil {
 		redirect(ctx, "/app/signin", fasthttp.StatusSeeOther)
@@ -343,7 +405,7 @@ func (s *Server) appSignOut(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if _, err := ask[*kitpb.Ok](s, actors.KindWorkspace, sess.WorkspaceID, &kitpb.EndSession{SessionId: sess.ID}); err != nil {
-		s.appFail(ctx, err)
+		s.failPage(ctx, err)
 		return
 	}
 	s.setCookie(ctx, SessionCookie, "", 0)
@@ -414,11 +476,13 @@ func (r *authorizeRequest) query() string {
 	return "/app/kits/authorize?" + q.Encode()
 }
 
-func (s *Server) appAuthorizePage(ctx *fasthttp.RequestCtx) {
+// AuthorizePage is GET /app/kits/authorize: the consent page, or a sign-in
+// first.
+func (s *Server) AuthorizePage(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
 	req, err := s.parseAuthorize(func(k string) string { return string(args.Peek(k)) })
 	if err != nil {
-		s.appFail(ctx, err)
+		s.failPage(ctx, err)
 		return
 	}
 	sess, secret := s.session(ctx)
@@ -429,7 +493,7 @@ func (s *Server) appAuthorizePage(ctx *fasthttp.RequestCtx) {
 		// Check what can be checked without a member first, so that a bad
 		// request is a 400 page rather than a sign-in.
 		if _, err := ask[*kitpb.AuthorizeReply](s, actors.KindWorkspace, req.values["workspace"], req.message(nil)); err != nil {
-			s.appFail(ctx, err)
+			s.failPage(ctx, err)
 			return
 		}
 		q := url.Values{"next": {req.query()}, "workspace": {req.values["workspace"]}}
@@ -438,7 +502,7 @@ func (s *Server) appAuthorizePage(ctx *fasthttp.RequestCtx) {
 	}
 	r, err := ask[*kitpb.AuthorizeReply](s, actors.KindWorkspace, sess.WorkspaceID, req.message(sess))
 	if err != nil {
-		s.appFail(ctx, err)
+		s.failPage(ctx, err)
 		return
 	}
 	type scope struct{ Name, Words string }
@@ -453,11 +517,7 @@ func (s *Server) appAuthorizePage(ctx *fasthttp.RequestCtx) {
 		Member: r.User.DisplayName, CSRF: sessionCSRF(secret), User: req.values["token_type"] == actors.CallerUser,
 	}
 	for _, sc := range r.Scopes {
-		w := scopeWords[sc]
-		if w == "" {
-			w = sc
-		}
-		data.Scopes = append(data.Scopes, scope{sc, w})
+		data.Scopes = append(data.Scopes, scope{sc, ScopeInWords(sc)})
 	}
 	for _, p := range authorizeParams {
 		if v := req.values[p]; v != "" {
@@ -467,21 +527,21 @@ func (s *Server) appAuthorizePage(ctx *fasthttp.RequestCtx) {
 	s.render(ctx, 200, "consent", data)
 }
 
-func (s *Server) appAuthorize(ctx *fasthttp.RequestCtx) {
+// Authorize is POST /app/kits/authorize: approve (a code) or deny, both
+// redirects to the Kit's redirect_uri.
+func (s *Server) Authorize(ctx *fasthttp.RequestCtx) {
 	f := ctx.PostArgs()
-	sess, secret := s.session(ctx)
-	if sess == nil || !csrfOK(string(f.Peek("csrf")), sessionCSRF(secret)) {
-		// The token is bound to the session: without one it cannot match.
-		s.csrfRejected(ctx)
+	sess, _ := s.formSession(ctx, f)
+	if sess == nil {
 		return
 	}
 	req, err := s.parseAuthorize(func(k string) string { return string(f.Peek(k)) })
 	if err != nil {
-		s.appFail(ctx, err)
+		s.failPage(ctx, err)
 		return
 	}
 	if sess.WorkspaceID != req.values["workspace"] {
-		s.appError(ctx, fasthttp.StatusForbidden, kiterr.Forbidden, "You are signed in to another workspace.")
+		s.errorPage(ctx, fasthttp.StatusForbidden, kiterr.Forbidden, "You are signed in to another workspace.")
 		return
 	}
 	target := func(extra url.Values) string {
@@ -506,18 +566,18 @@ func (s *Server) appAuthorize(ctx *fasthttp.RequestCtx) {
 		m := req.message(sess)
 		m.Issue, m.CodeHash = true, h[:]
 		if _, err := ask[*kitpb.AuthorizeReply](s, actors.KindWorkspace, sess.WorkspaceID, m); err != nil {
-			s.appFail(ctx, err)
+			s.failPage(ctx, err)
 			return
 		}
 		redirect(ctx, target(url.Values{"code": {code}}), fasthttp.StatusFound)
 	case "deny":
 		// Denying needs no role, but redirect_uri is checked all the same.
 		if _, err := ask[*kitpb.AuthorizeReply](s, actors.KindWorkspace, sess.WorkspaceID, req.message(nil)); err != nil {
-			s.appFail(ctx, err)
+			s.failPage(ctx, err)
 			return
 		}
 		redirect(ctx, target(url.Values{"error": {"access_denied"}}), fasthttp.StatusFound)
 	default:
-		s.appError(ctx, fasthttp.StatusBadRequest, kiterr.Validation, fmt.Sprintf("The form must say %q or %q.", "approve", "deny"))
+		s.errorPage(ctx, fasthttp.StatusBadRequest, kiterr.Validation, fmt.Sprintf("The form must say %q or %q.", "approve", "deny"))
 	}
 }

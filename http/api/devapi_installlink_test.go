@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/http/app"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -77,8 +78,8 @@ func TestInstallPageConsent(t *testing.T) {
 		{"the developer", "by <strong>Desk Labs</strong>"},
 		{"the installer's workspace, escaped", "<strong>Installers &amp; Co</strong>"},
 		{"the version", "version 1.0.0"},
-		{"bot scopes in words", scopeWords["messages:write"] + ` <small>(<code>messages:write</code>)</small>`},
-		{"user scopes in words", scopeWords["reactions:write"] + ` <small>(<code>reactions:write</code>)</small>`},
+		{"bot scopes in words", app.ScopeInWords("messages:write") + ` <small>(<code>messages:write</code>)</small>`},
+		{"user scopes in words", app.ScopeInWords("reactions:write") + ` <small>(<code>reactions:write</code>)</small>`},
 		{"each tool with its access and data class, escaped", `<strong>Start a deploy</strong> <small>(<code>start_deploy</code>; write, standard data)</small>: Starts a &lt;b&gt;deploy&lt;/b&gt;.`},
 		{"the privacy policy", `href="https://example.com/privacy"`},
 		{"the link in the form", `name="link" value="` + link + `"`},

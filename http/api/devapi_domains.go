@@ -8,9 +8,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
-	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/manifest"
 	"github.com/kitd/kitd/internal/verify"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -51,42 +51,24 @@ func viewDomain(kitID string, d *kitpb.KitDomain) domainView {
 	}
 }
 
-// domainsAPI serves /dev/kits/{kitId}/domains...; it reports whether it
-// owned the route.
-func (s *Server) domainsAPI(ctx *fasthttp.RequestCtx, method string, seg []string) bool {
-	switch {
-	case method == "POST" && route(seg, "kits", "*", "domains"):
-		s.addDomain(ctx, seg[1])
-	case method == "POST" && route(seg, "kits", "*", "domains", "*", "verify"):
-		s.verifyDomain(ctx, seg[1], seg[3])
-	case method == "DELETE" && route(seg, "kits", "*", "domains", "*"):
-		s.removeDomain(ctx, seg[1], seg[3])
-	case method == "POST" && route(seg, "sandbox", "dev-install"):
-		s.devInstall(ctx)
-	default:
-		return false
-	}
-	return true
-}
-
-func (s *Server) writeDomain(ctx *fasthttp.RequestCtx, status int, r *kitpb.DomainReply) {
-	s.writeJSON(ctx, status, struct {
+func domainReply(status int, r *kitpb.DomainReply) (reply, error) {
+	return jsonReply(status, struct {
 		Domain domainView `json:"domain"`
 	}{viewDomain(r.KitId, r.Domain)})
 }
 
-func (s *Server) addDomain(ctx *fasthttp.RequestCtx, kitID string) {
-	p := s.authorize(ctx, developerOnly, "", limits.Developer)
-	if p == nil || !s.validID(ctx, "kit", kitID) {
-		return
+func (s *Server) addDomain(in call) (reply, error) {
+	kitID := in.params[0]
+	if !ids.Valid(kitID) {
+		return reply{}, kiterr.Absent("kit")
 	}
 	var body struct {
 		Domain *string `json:"domain"`
 		Method *string `json:"method"`
 	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil {
-		err = requireString("domain", body.Domain, 1, 253)
+		err = input.RequireString("domain", body.Domain, 1, 253)
 	}
 	var domain string
 	if err == nil {
@@ -98,67 +80,59 @@ func (s *Server) addDomain(ctx *fasthttp.RequestCtx, kitID string) {
 	method := actors.DomainMethodDNS
 	if err == nil && body.Method != nil {
 		method = *body.Method
-		err = oneOf("method", method, domainMethods...)
+		err = input.OneOf("method", method, domainMethods...)
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	challenge, err := verify.NewChallenge()
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	r, err := ask[*kitpb.DomainReply](s, actors.KindKit, kitID, &kitpb.AddDomain{
-		WorkspaceId: p.Caller.WorkspaceId, Domain: domain, Method: method, Challenge: challenge,
+		WorkspaceId: in.p.Caller.WorkspaceId, Domain: domain, Method: method, Challenge: challenge,
 	})
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	status := fasthttp.StatusOK
 	if r.Created {
 		status = fasthttp.StatusCreated
 	}
-	s.writeDomain(ctx, status, r)
+	return domainReply(status, r)
 }
 
-// domainRequest authorizes a request about one domain of a Kit; a
-// malformed Kit id or domain in the path names nothing (404). A nil
-// principal means the answer is written.
-func (s *Server) domainRequest(ctx *fasthttp.RequestCtx, kitID, rawDomain string) (*actors.Principal, string) {
-	p := s.authorize(ctx, developerOnly, "", limits.Developer)
-	if p == nil || !s.validID(ctx, "kit", kitID) {
-		return nil, ""
+// domainOf is the Kit id and the domain of a request about one domain of
+// a Kit; a malformed Kit id or domain in the path names nothing (404).
+func domainOf(in call) (kitID, domain string, err error) {
+	kitID = in.params[0]
+	if !ids.Valid(kitID) {
+		return "", "", kiterr.Absent("kit")
 	}
-	domain, ok := verify.NormalizeDomain(rawDomain)
+	domain, ok := verify.NormalizeDomain(in.params[1])
 	if !ok {
-		s.fail(ctx, kiterr.Absent("domain"))
-		return nil, ""
+		return "", "", kiterr.Absent("domain")
 	}
-	return p, domain
+	return kitID, domain, nil
 }
 
 // verifyDomain checks the proof of the domain's method here, outside any
 // actor (it waits on the network), then has the Kit record the outcome.
-func (s *Server) verifyDomain(ctx *fasthttp.RequestCtx, kitID, rawDomain string) {
-	p, domain := s.domainRequest(ctx, kitID, rawDomain)
-	if p == nil {
-		return
+func (s *Server) verifyDomain(in call) (reply, error) {
+	kitID, domain, err := domainOf(in)
+	if err != nil {
+		return reply{}, err
 	}
-	if err := s.decode(ctx, &struct{}{}, maxJSONBody, true); err != nil {
-		s.fail(ctx, err)
-		return
+	if err := in.decodeOptional(&struct{}{}); err != nil {
+		return reply{}, err
 	}
-	ws := p.Caller.WorkspaceId
+	ws := in.p.Caller.WorkspaceId
 	cur, err := ask[*kitpb.DomainReply](s, actors.KindKit, kitID, &kitpb.GetDomain{WorkspaceId: ws, Domain: domain})
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	if cur.Domain.Verified {
-		s.writeDomain(ctx, fasthttp.StatusOK, cur)
-		return
+		return domainReply(fasthttp.StatusOK, cur)
 	}
 	check, proof := s.domains.CheckDNS, "the DNS TXT record (proof.dns)"
 	if cur.Domain.Method == actors.DomainMethodWellKnown {
@@ -176,23 +150,21 @@ func (s *Server) verifyDomain(ctx *fasthttp.RequestCtx, kitID, rawDomain string)
 		WorkspaceId: ws, Domain: domain, Challenge: cur.Domain.Challenge, Ok: checkErr == nil,
 	})
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	if checkErr != nil {
-		s.fail(ctx, kiterr.New(kiterr.Conflict, "the domain is not verified: "+proof+" was not found or does not hold the challenge"))
-		return
+		return reply{}, kiterr.New(kiterr.Conflict, "the domain is not verified: "+proof+" was not found or does not hold the challenge")
 	}
-	s.writeDomain(ctx, fasthttp.StatusOK, r)
+	return domainReply(fasthttp.StatusOK, r)
 }
 
-func (s *Server) removeDomain(ctx *fasthttp.RequestCtx, kitID, rawDomain string) {
-	p, domain := s.domainRequest(ctx, kitID, rawDomain)
-	if p == nil {
-		return
+func (s *Server) removeDomain(in call) (reply, error) {
+	kitID, domain, err := domainOf(in)
+	if err != nil {
+		return reply{}, err
 	}
-	_, err := ask[*kitpb.Ok](s, actors.KindKit, kitID, &kitpb.RemoveDomain{WorkspaceId: p.Caller.WorkspaceId, Domain: domain})
-	s.okOr(ctx, err)
+	_, err = ask[*kitpb.Ok](s, actors.KindKit, kitID, &kitpb.RemoveDomain{WorkspaceId: in.p.Caller.WorkspaceId, Domain: domain})
+	return okOr(err)
 }
 
 // devInstallOrigin checks the url of a dev-install: an absolute https URL
@@ -207,29 +179,23 @@ func devInstallOrigin(raw string) (*url.URL, error) {
 
 // devInstall registers a manifest rebased onto a tunnel's origin as a
 // private version of the sandbox's Kit and installs it there.
-func (s *Server) devInstall(ctx *fasthttp.RequestCtx) {
-	p := s.authorize(ctx, developerOnly, "", limits.Developer)
-	if p == nil {
-		return
-	}
-	ws := p.Caller.WorkspaceId
-	tok, err := ask[*kitpb.DeveloperTokenReply](s, actors.KindWorkspace, ws, &kitpb.GetDeveloperToken{TokenId: p.TokenID})
+func (s *Server) devInstall(in call) (reply, error) {
+	ws := in.p.Caller.WorkspaceId
+	tok, err := ask[*kitpb.DeveloperTokenReply](s, actors.KindWorkspace, ws, &kitpb.GetDeveloperToken{TokenId: in.p.TokenID})
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	if !tok.Sandbox {
-		s.fail(ctx, kiterr.New(kiterr.Forbidden, "dev-install needs a developer token of a sandbox workspace"))
-		return
+		return reply{}, kiterr.New(kiterr.Forbidden, "dev-install needs a developer token of a sandbox workspace")
 	}
 	var body struct {
 		Manifest *string `json:"manifest"`
 		URL      *string `json:"url"`
 	}
-	err = s.decode(ctx, &body, maxJSONBody, false)
+	err = in.decode(&body)
 	if err == nil {
-		err = firstError(requireString("manifest", body.Manifest, minManifestLen, maxManifestLen),
-			requireString("url", body.URL, 1, maxDevInstallURL))
+		err = input.FirstError(input.RequireString("manifest", body.Manifest, minManifestLen, maxManifestLen),
+			input.RequireString("url", body.URL, 1, maxDevInstallURL))
 	}
 	var origin *url.URL
 	if err == nil {
@@ -252,18 +218,15 @@ func (s *Server) devInstall(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	v, err := s.registerVersion(ws, man, text, false)
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	inst, err := ask[*kitpb.InstallationReply](s, actors.KindWorkspace, ws, &kitpb.Install{KitId: v.Kit.Id, Version: v.Version.Version})
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	secret := ids.NewSecret(ids.SigningSecret)
 	hash := ids.Hash(secret)
@@ -271,8 +234,7 @@ func (s *Server) devInstall(ctx *fasthttp.RequestCtx) {
 		WorkspaceId: ws, Version: v.Version.Version, InstallationId: inst.Installation.Id, SigningSecretHash: hash[:],
 	})
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	type signingSecretView struct {
 		SigningSecret     string  `json:"signingSecret"`
@@ -290,5 +252,5 @@ func (s *Server) devInstall(ctx *fasthttp.RequestCtx) {
 	if ss := done.SigningSecret; ss != nil {
 		res.SigningSecret = &signingSecretView{SigningSecret: secret, Generation: ss.Generation}
 	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, res)
+	return jsonReply(fasthttp.StatusCreated, res)
 }

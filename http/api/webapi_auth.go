@@ -6,103 +6,33 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
-	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// credentialsAPI serves POST /auth/rotate and POST /oauth/kit.access; it
-// reports whether it owned the route.
-func (s *Server) credentialsAPI(ctx *fasthttp.RequestCtx, method string, seg []string) bool {
-	switch {
-	case method == "POST" && route(seg, "auth", "rotate"):
-		s.rotateBotToken(ctx)
-	case method == "POST" && route(seg, "oauth", "kit.access"):
-		s.kitAccess(ctx)
-	default:
-		return false
-	}
-	return true
-}
-
-// opCredentials serves the operator routes of client and signing secrets;
-// it reports whether it owned the route.
-func (s *Server) opCredentials(ctx *fasthttp.RequestCtx, method string, seg []string) bool {
-	switch {
-	case method == "POST" && route(seg, "kits", "*", "client-secret"):
-		s.opRotateKitSecret(ctx, seg[1], actors.SecretClient)
-	case method == "POST" && route(seg, "kits", "*", "signing-secret"):
-		s.opRotateKitSecret(ctx, seg[1], actors.SecretSigning)
-	default:
-		return false
-	}
-	return true
-}
-
-var botOnly = []string{actors.CallerBot}
-
 // rotateBotToken: POST /auth/rotate (SPEC.md 4.1).
-func (s *Server) rotateBotToken(ctx *fasthttp.RequestCtx) {
-	p := s.authorize(ctx, botOnly, "", limits.Write)
-	if p == nil {
-		return
+func (s *Server) rotateBotToken(in call) (reply, error) {
+	if err := in.decodeOptional(&struct{}{}); err != nil {
+		return reply{}, err
 	}
-	if err := s.decode(ctx, &struct{}{}, maxJSONBody, true); err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	token, _ := bearer(ctx)
+	token, _ := bearer(in.ctx)
 	oldHash := ids.Hash(string(token))
 	secret := ids.NewSecret(ids.BotToken)
 	newHash := ids.Hash(secret)
-	r, err := ask[*kitpb.RotateBotTokenReply](s, actors.KindInstallation, p.Caller.InstallationId,
+	r, err := ask[*kitpb.RotateBotTokenReply](s, actors.KindInstallation, in.p.Caller.InstallationId,
 		&kitpb.RotateBotToken{OldHash: oldHash[:], NewHash: newHash[:]})
 	if kiterr.CodeOf(err) == kiterr.NotFound {
 		err = kiterr.New(kiterr.InvalidToken, "the token is missing, malformed, expired or revoked")
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
-	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+	return jsonReply(fasthttp.StatusOK, struct {
 		Token                  string `json:"token"`
 		PreviousTokenExpiresAt string `json:"previousTokenExpiresAt"`
 	}{secret, isoTime(r.PreviousExpiresAt)})
-}
-
-func (s *Server) opRotateKitSecret(ctx *fasthttp.RequestCtx, kitID, which string) {
-	if !s.validID(ctx, "kit", kitID) {
-		return
-	}
-	if err := s.decode(ctx, &struct{}{}, maxJSONBody, true); err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	prefix := ids.ClientSecret
-	if which == actors.SecretSigning {
-		prefix = ids.SigningSecret
-	}
-	secret := ids.NewSecret(prefix)
-	hash := ids.Hash(secret)
-	r, err := ask[*kitpb.KitSecretReply](s, actors.KindKit, kitID, &kitpb.RotateKitSecret{Which: which, SecretHash: hash[:]})
-	if err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	if which == actors.SecretClient {
-		s.writeJSON(ctx, fasthttp.StatusCreated, struct {
-			ClientSecret string `json:"clientSecret"`
-			CreatedAt    string `json:"createdAt"`
-		}{secret, isoTime(r.Secret.CreatedAt)})
-		return
-	}
-	s.writeJSON(ctx, fasthttp.StatusCreated, struct {
-		SigningSecret     string  `json:"signingSecret"`
-		Generation        int32   `json:"generation"`
-		CreatedAt         string  `json:"createdAt"`
-		PreviousExpiresAt *string `json:"previousExpiresAt"`
-	}{secret, r.Secret.Generation, isoTime(r.Secret.CreatedAt), optTime(r.Secret.PreviousExpiresAt)})
 }
 
 // codeVerifierShape is RFC 7636's code_verifier (SPEC.md 4.1).
@@ -119,21 +49,21 @@ type kitAccessBody struct {
 }
 
 func (b *kitAccessBody) check() error {
-	err := firstError(
-		requireString("grantType", b.GrantType, 1, 40),
-		requireUUID("clientId", b.ClientID),
-		requireString("clientSecret", b.ClientSecret, 1, 512),
+	err := input.FirstError(
+		input.RequireString("grantType", b.GrantType, 1, 40),
+		input.RequireUUID("clientId", b.ClientID),
+		input.RequireString("clientSecret", b.ClientSecret, 1, 512),
 	)
 	if err == nil {
-		err = oneOf("grantType", *b.GrantType, "authorization_code", "refresh_token")
+		err = input.OneOf("grantType", *b.GrantType, "authorization_code", "refresh_token")
 	}
 	if err != nil {
 		return err
 	}
 	if *b.GrantType == "refresh_token" {
-		return requireString("refreshToken", b.RefreshToken, 1, 512)
+		return input.RequireString("refreshToken", b.RefreshToken, 1, 512)
 	}
-	err = firstError(requireString("code", b.Code, 1, 512), requireString("redirectUri", b.RedirectURI, 1, 2000))
+	err = input.FirstError(input.RequireString("code", b.Code, 1, 512), input.RequireString("redirectUri", b.RedirectURI, 1, 2000))
 	if err == nil && b.CodeVerifier != nil && !codeVerifierShape.MatchString(*b.CodeVerifier) {
 		err = kiterr.Invalid("codeVerifier", "must be 43 to 128 characters of A-Z a-z 0-9 . _ ~ -")
 	}
@@ -143,28 +73,25 @@ func (b *kitAccessBody) check() error {
 // kitAccess: POST /oauth/kit.access (SPEC.md 4.1). Order of checks: body
 // shape (400), client credentials (401 invalid_credentials), then the code
 // or refresh token (400 naming its field).
-func (s *Server) kitAccess(ctx *fasthttp.RequestCtx) {
+func (s *Server) kitAccess(in call) (reply, error) {
 	var body kitAccessBody
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil {
 		err = body.check()
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	kitID := *body.ClientID
 	secretHash := ids.Hash(*body.ClientSecret)
 	if !ids.WellFormed(*body.ClientSecret, ids.ClientSecret) {
-		s.fail(ctx, kiterr.New(kiterr.InvalidCredentials, "client credentials are not valid"))
-		return
+		return reply{}, kiterr.New(kiterr.InvalidCredentials, "client credentials are not valid")
 	}
 	if _, err := ask[*kitpb.Ok](s, actors.KindKit, kitID, &kitpb.CheckClientSecret{SecretHash: secretHash[:]}); err != nil {
 		if kiterr.CodeOf(err) == kiterr.NotFound {
 			err = kiterr.New(kiterr.InvalidCredentials, "client credentials are not valid")
 		}
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	grant, path := *body.GrantType, "code"
 	secret := ""
@@ -179,8 +106,7 @@ func (s *Server) kitAccess(ctx *fasthttp.RequestCtx) {
 		err = badGrant
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
 	hash := ids.Hash(secret)
 	access := ids.NewSecret(ids.UserToken)
@@ -208,17 +134,16 @@ func (s *Server) kitAccess(ctx *fasthttp.RequestCtx) {
 		err = badGrant // uninstalled since
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
-	ctx.Response.Header.Set("Cache-Control", "no-store")
+	in.ctx.Response.Header.Set("Cache-Control", "no-store")
 	type workspace struct {
 		ID   string `json:"id"`
 		Name string `json:"name"`
 	}
 	ws := workspace{r.WorkspaceId, r.WorkspaceName}
 	if r.TokenType == actors.CallerBot {
-		s.writeJSON(ctx, fasthttp.StatusOK, struct {
+		return jsonReply(fasthttp.StatusOK, struct {
 			TokenType      string    `json:"tokenType"`
 			AccessToken    string    `json:"accessToken"`
 			BotID          string    `json:"botId"`
@@ -226,9 +151,8 @@ func (s *Server) kitAccess(ctx *fasthttp.RequestCtx) {
 			Workspace      workspace `json:"workspace"`
 			Scopes         []string  `json:"scopes"`
 		}{"bot", bot, r.BotId, r.InstallationId, ws, nonNil(r.Scopes)})
-		return
 	}
-	s.writeJSON(ctx, fasthttp.StatusOK, struct {
+	return jsonReply(fasthttp.StatusOK, struct {
 		TokenType      string    `json:"tokenType"`
 		AccessToken    string    `json:"accessToken"`
 		RefreshToken   string    `json:"refreshToken"`

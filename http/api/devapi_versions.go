@@ -6,9 +6,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
-	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/manifest"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -18,33 +18,6 @@ const (
 	maxManifestLen = 65536
 )
 
-var developerOnly = []string{actors.CallerDeveloper}
-
-// developer serves the developer API under /api/v1/dev (SPEC.md 4.10).
-func (s *Server) developer(ctx *fasthttp.RequestCtx, seg []string) {
-	method := string(ctx.Method())
-	switch {
-	case method == "GET" && route(seg, "me"):
-		s.devMe(ctx)
-	case method == "POST" && route(seg, "kits", "validate"):
-		s.validateManifest(ctx)
-	case method == "GET" && route(seg, "kits"):
-		s.listKits(ctx)
-	case method == "GET" && route(seg, "kits", "*"):
-		s.kitDetail(ctx, seg[1])
-	case method == "GET" && route(seg, "kits", "*", "logs"):
-		s.kitLogs(ctx, seg[1])
-	case method == "POST" && route(seg, "kits", "versions"):
-		s.uploadVersion(ctx)
-	case method == "POST" && route(seg, "kits", "*", "versions", "*", "publish"):
-		s.publishVersion(ctx, seg[1], seg[3])
-	case s.domainsAPI(ctx, method, seg):
-	case s.installLinkAPI(ctx, method, seg):
-	default:
-		s.fail(ctx, kiterr.Absent("route"))
-	}
-}
-
 type versionResponse struct {
 	KitID          string      `json:"kitId"`
 	Created        bool        `json:"created"`
@@ -52,33 +25,27 @@ type versionResponse struct {
 	InstallationID *string     `json:"installationId"`
 }
 
-func (s *Server) uploadVersion(ctx *fasthttp.RequestCtx) {
-	p := s.authorize(ctx, developerOnly, "", limits.Developer)
-	if p == nil {
-		return
-	}
+func (s *Server) uploadVersion(in call) (reply, error) {
 	var body struct {
 		Manifest *string `json:"manifest"`
 		Publish  *bool   `json:"publish"`
 	}
-	err := s.decode(ctx, &body, maxJSONBody, false)
+	err := in.decode(&body)
 	if err == nil {
-		err = requireString("manifest", body.Manifest, minManifestLen, maxManifestLen)
+		err = input.RequireString("manifest", body.Manifest, minManifestLen, maxManifestLen)
 	}
 	var man *manifest.Manifest
 	if err == nil {
 		man, err = parseManifest(*body.Manifest)
 	}
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
-	r, err := s.registerVersion(p.Caller.WorkspaceId, man, *body.Manifest, body.Publish != nil && *body.Publish)
+	r, err := s.registerVersion(in.p.Caller.WorkspaceId, man, *body.Manifest, body.Publish != nil && *body.Publish)
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
-	s.writeVersion(ctx, fasthttp.StatusCreated, p.Caller.WorkspaceId, r)
+	return s.versionReply(fasthttp.StatusCreated, in.p.Caller.WorkspaceId, r)
 }
 
 // parseManifest parses a manifest of a request body: the first problem is
@@ -107,35 +74,29 @@ func (s *Server) registerVersion(workspaceID string, man *manifest.Manifest, tex
 	})
 }
 
-func (s *Server) publishVersion(ctx *fasthttp.RequestCtx, kitID, version string) {
-	p := s.authorize(ctx, developerOnly, "", limits.Developer)
-	if p == nil {
-		return
-	}
+func (s *Server) publishVersion(in call) (reply, error) {
+	kitID, version := in.params[0], in.params[1]
 	if err := versionShape("version", version); err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
-	if !s.validID(ctx, "kit", kitID) {
-		return
+	if err := validID("kit", kitID); err != nil {
+		return reply{}, err
 	}
-	r, err := ask[*kitpb.VersionReply](s, actors.KindKit, kitID, &kitpb.PublishVersion{WorkspaceId: p.Caller.WorkspaceId, Version: version})
+	r, err := ask[*kitpb.VersionReply](s, actors.KindKit, kitID, &kitpb.PublishVersion{WorkspaceId: in.p.Caller.WorkspaceId, Version: version})
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
-	s.writeVersion(ctx, fasthttp.StatusOK, p.Caller.WorkspaceId, r)
+	return s.versionReply(fasthttp.StatusOK, in.p.Caller.WorkspaceId, r)
 }
 
-// writeVersion answers an upload or publish; installationId is the
+// versionReply answers an upload or publish; installationId is the
 // developer's workspace's active installation of the Kit, if it has one.
-func (s *Server) writeVersion(ctx *fasthttp.RequestCtx, status int, workspaceID string, r *kitpb.VersionReply) {
+func (s *Server) versionReply(status int, workspaceID string, r *kitpb.VersionReply) (reply, error) {
 	inst, err := actors.InstallationHere(s.env, workspaceID, r.Kit.Id)
 	if err != nil {
-		s.fail(ctx, err)
-		return
+		return reply{}, err
 	}
-	s.writeJSON(ctx, status, versionResponse{KitID: r.Kit.Id, Created: r.Created, Version: viewVersion(r.Version), InstallationID: optString(inst)})
+	return jsonReply(status, versionResponse{KitID: r.Kit.Id, Created: r.Created, Version: viewVersion(r.Version), InstallationID: optString(inst)})
 }
 
 func versionShape(path, v string) error {

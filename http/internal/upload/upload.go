@@ -1,4 +1,11 @@
-package api
+// Package upload reads the body of a file upload (POST /files, SPEC.md 4.5)
+// as it arrives: the JSON around contentBase64 goes through the usual JSON
+// rules, and the base64 text is checked and decoded on the fly into the
+// chunks the conversation stores, so that an upload never holds its base64
+// or a whole-file buffer (docs/files.md "Files: memory"). It owns the rules
+// of an upload's fields and content and the file types allowed. It never
+// touches HTTP or an actor: it gets bytes and answers chunks or the error.
+package upload
 
 import (
 	"bytes"
@@ -14,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/kiterr"
 )
 
@@ -22,7 +30,7 @@ import (
 
 // ---- reading an upload as it arrives ----
 
-// uploadReader splits a POST /files body as it arrives. Every byte goes to
+// Reader splits a POST /files body as it arrives. Every byte goes to
 // the skeleton except the text of the top-level "contentBase64" strings,
 // which a contentDecoder checks and decodes on the fly; in the skeleton
 // each such string becomes an empty string (contentPlaceholder). The
@@ -33,7 +41,7 @@ import (
 // type error is decodeJSON's own. Anything the reader does not recognise as
 // the shape of an upload (not an object, a broken structure) is simply kept
 // in the skeleton, which decodeJSON then judges as it always did.
-type uploadReader struct {
+type Reader struct {
 	size     int // Content-Length: the body's length
 	pos      int // bytes of the body consumed
 	state    readState
@@ -76,39 +84,39 @@ const (
 	verbatim                     // anything else: kept as it is
 )
 
-// uploadReadSize is how much of the body is read from the connection at a
+// readSize is how much of the body is read from the connection at a
 // time.
-const uploadReadSize = 64 << 10
+const readSize = 64 << 10
 
-func newUploadReader(size int) *uploadReader {
-	return &uploadReader{size: size, skeleton: make([]byte, 0, 512)}
+func NewReader(size int) *Reader {
+	return &Reader{size: size, skeleton: make([]byte, 0, 512)}
 }
 
-// readFrom feeds the reader with the whole body. It stops early at a syntax
+// ReadBody feeds the reader with the whole body. It stops early at a syntax
 // error in a contentBase64 string: the answer is known, and the server
-// discards the rest of the body (readBodies).
-func (u *uploadReader) readFrom(r io.Reader) error {
-	buf := make([]byte, min(uploadReadSize, u.size+1))
+// discards the rest of the body.
+func (u *Reader) ReadBody(r io.Reader) error {
+	buf := make([]byte, min(readSize, u.size+1))
 	for u.syntaxAt == 0 {
 		n, err := r.Read(buf)
-		u.feed(buf[:n])
+		u.Feed(buf[:n])
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return &bodyReadError{err}
+			return &ReadError{Err: err}
 		}
 	}
 	if u.syntaxAt == 0 && u.pos != u.size {
 		// The connection ended before Content-Length bytes: fasthttp reports
 		// that as a failed read, not as a short body.
-		return &bodyReadError{io.ErrUnexpectedEOF}
+		return &ReadError{Err: io.ErrUnexpectedEOF}
 	}
 	return nil
 }
 
-// feed consumes the next bytes of the body.
-func (u *uploadReader) feed(p []byte) {
+// Feed consumes the next bytes of the body.
+func (u *Reader) Feed(p []byte) {
 	for len(p) > 0 && u.syntaxAt == 0 {
 		switch u.state {
 		case inContent:
@@ -137,7 +145,7 @@ func (u *uploadReader) feed(p []byte) {
 }
 
 // step reads one byte of the structure around the content.
-func (u *uploadReader) step(c byte) {
+func (u *Reader) step(c byte) {
 	keep := true
 	switch u.state {
 	case beforeBody:
@@ -216,7 +224,7 @@ func (u *uploadReader) step(c byte) {
 
 // stringEnds follows backslash escapes in a kept string and reports whether
 // c is its closing quote.
-func (u *uploadReader) stringEnds(c byte) bool {
+func (u *Reader) stringEnds(c byte) bool {
 	switch {
 	case u.escape:
 		u.escape = false
@@ -231,7 +239,7 @@ func (u *uploadReader) stringEnds(c byte) bool {
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // isContentKey reports whether decodeJSON would store a top-level key's
-// value in uploadBody.ContentBase64: encoding/json also takes a key that
+// value in Body.ContentBase64: encoding/json also takes a key that
 // differs in case (or is escaped), so anything but plain ASCII is matched by
 // encoding/json itself.
 func isContentKey(quoted []byte) bool {
@@ -256,7 +264,7 @@ func isContentKey(quoted []byte) bool {
 
 // decode decodes the skeleton into body with the answers the whole body
 // would give.
-func (u *uploadReader) decode(body *uploadBody) error {
+func (u *Reader) decode(body *Body) error {
 	if u.syntaxAt > 0 || u.state == inContent {
 		// The body is not valid JSON: a syntax error in (or the end of the
 		// body within) a contentBase64 string, unless what came before it
@@ -264,12 +272,12 @@ func (u *uploadReader) decode(body *uploadBody) error {
 		var raw json.RawMessage
 		var se *json.SyntaxError
 		if err := json.Unmarshal(u.skeleton, &raw); errors.As(err, &se) && se.Error() != "unexpected end of JSON input" {
-			return malformedJSON(u.original(se.Offset))
+			return input.MalformedJSON(u.original(se.Offset))
 		}
 		if u.syntaxAt > 0 {
-			return malformedJSON(int64(u.syntaxAt))
+			return input.MalformedJSON(int64(u.syntaxAt))
 		}
-		return malformedJSON(int64(u.pos))
+		return input.MalformedJSON(int64(u.pos))
 	}
 	if len(bytes.TrimSpace(u.skeleton)) == 0 {
 		// decode's answer; the placeholders are not blank, nor was the text
@@ -279,18 +287,13 @@ func (u *uploadReader) decode(body *uploadBody) error {
 	var raw json.RawMessage
 	var se *json.SyntaxError
 	if err := json.Unmarshal(u.skeleton, &raw); errors.As(err, &se) {
-		return malformedJSON(u.original(se.Offset))
+		return input.MalformedJSON(u.original(se.Offset))
 	}
-	return decodeJSON(u.skeleton, body)
-}
-
-// malformedJSON is decodeJSON's answer to a syntax error at offset.
-func malformedJSON(offset int64) error {
-	return kiterr.Invalid("", "malformed JSON at byte "+strconv.FormatInt(offset, 10))
+	return input.DecodeJSON(u.skeleton, body)
 }
 
 // original turns an offset in the skeleton into the same place in the body.
-func (u *uploadReader) original(offset int64) int64 {
+func (u *Reader) original(offset int64) int64 {
 	moved := offset
 	for _, c := range u.cuts {
 		if offset >= int64(c.at+len(contentPlaceholder)) {
@@ -302,7 +305,7 @@ func (u *uploadReader) original(offset int64) int64 {
 
 // contentOf returns the decoder of the contentBase64 value decodeJSON kept,
 // or the answer when that value is not a string.
-func (u *uploadReader) contentOf(raw []byte) (*contentDecoder, error) {
+func (u *Reader) contentOf(raw []byte) (*contentDecoder, error) {
 	const path = "contentBase64"
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, kiterr.Invalid(path, "is required")

@@ -1,12 +1,15 @@
-package api
+package app
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/valyala/fasthttp"
 
+	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/persistence"
 )
 
 func TestSafeNext(t *testing.T) {
@@ -28,6 +31,13 @@ func TestSafeNext(t *testing.T) {
 }
 
 func TestParseAuthorizeShape(t *testing.T) {
+	// An empty store: every Kit is unknown.
+	store, err := persistence.Open("db", persistence.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	s := New(Config{Env: &actors.Env{Store: store}})
 	const ws = "0190a3f2-7d4e-7b1a-9c3e-2f4d5e6a7b8c"
 	challenge := strings.Repeat("a", 43)
 	base := map[string]string{
@@ -59,7 +69,7 @@ func TestParseAuthorizeShape(t *testing.T) {
 			for k, x := range tc.edit {
 				v[k] = x
 			}
-			_, err := ts.srv.parseAuthorize(func(k string) string { return v[k] })
+			_, err := s.parseAuthorize(func(k string) string { return v[k] })
 			if tc.path == "" {
 				if kiterr.CodeOf(err) != kiterr.NotFound {
 					t.Fatalf("got %v, want the shape to pass and the Kit to be unknown", err)
@@ -85,7 +95,7 @@ func TestSessionCookieFlags(t *testing.T) {
 		{"on an https public URL the cookie is Secure", "https://kit.example.com", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Server{publicURL: tc.publicURL}
+			s := New(Config{PublicURL: tc.publicURL})
 			var ctx fasthttp.RequestCtx
 			s.setCookie(&ctx, SessionCookie, "ksess_x", 60)
 			c := strings.ToLower(string(ctx.Response.Header.Peek("Set-Cookie")))

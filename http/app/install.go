@@ -1,4 +1,4 @@
-package api
+package app
 
 import (
 	"html/template"
@@ -9,85 +9,16 @@ import (
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
-	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/manifest"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// Install links (SPEC.md 2 "Kit detail" installLink; docs/decisions.md
-// "Install links"): the developer makes one shareable URL per unlisted or
-// directory Kit, and an admin of any workspace who opens it sees the Kit's
-// consent summary and installs it. The secret is shown once, in the create
-// answer; the kit actor keeps its SHA-256 only.
+// The install page of an install link (docs/decisions.md "Install links"):
+// an admin of any workspace who opens a link sees the Kit's consent summary
+// and installs it. The developer API makes the links (http/api).
 
-// installPath is the install page of the app host; the secret is its link
-// parameter.
-const installPath = "/app/kits/install"
-
-type installLinkView struct {
-	Active    bool    `json:"active"`
-	CreatedAt *string `json:"createdAt"`
-	URL       string  `json:"url,omitempty"` // only in the create answer
-}
-
-// installLinkAPI serves /dev/kits/{kitId}/install-link; it reports whether
-// it owned the route.
-func (s *Server) installLinkAPI(ctx *fasthttp.RequestCtx, method string, seg []string) bool {
-	switch {
-	case method == "POST" && route(seg, "kits", "*", "install-link"):
-		s.createInstallLink(ctx, seg[1])
-	case method == "DELETE" && route(seg, "kits", "*", "install-link"):
-		s.deleteInstallLink(ctx, seg[1])
-	default:
-		return false
-	}
-	return true
-}
-
-func (s *Server) writeInstallLink(ctx *fasthttp.RequestCtx, status int, v installLinkView) {
-	s.writeJSON(ctx, status, struct {
-		InstallLink installLinkView `json:"installLink"`
-	}{v})
-}
-
-// createInstallLink makes a new link, replacing the current one: the old
-// URL stops working when the kit actor commits the new one.
-func (s *Server) createInstallLink(ctx *fasthttp.RequestCtx, kitID string) {
-	p := s.authorize(ctx, developerOnly, "", limits.Developer)
-	if p == nil || !s.validID(ctx, "kit", kitID) {
-		return
-	}
-	if err := s.decode(ctx, &struct{}{}, maxJSONBody, true); err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	secret := ids.NewSecret(ids.InstallLink)
-	h := ids.Hash(secret)
-	r, err := ask[*kitpb.InstallLinkReply](s, actors.KindKit, kitID, &kitpb.CreateInstallLink{WorkspaceId: p.Caller.WorkspaceId, LinkHash: h[:]})
-	if err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	// The only answer that carries the secret: no cache may keep it.
-	ctx.Response.Header.Set("Cache-Control", "no-store")
-	s.writeInstallLink(ctx, fasthttp.StatusCreated, installLinkView{
-		Active: true, CreatedAt: optTime(r.CreatedAt), URL: s.publicURL + installPath + "?link=" + secret,
-	})
-}
-
-func (s *Server) deleteInstallLink(ctx *fasthttp.RequestCtx, kitID string) {
-	p := s.authorize(ctx, developerOnly, "", limits.Developer)
-	if p == nil || !s.validID(ctx, "kit", kitID) {
-		return
-	}
-	if _, err := ask[*kitpb.InstallLinkReply](s, actors.KindKit, kitID, &kitpb.DeleteInstallLink{WorkspaceId: p.Caller.WorkspaceId}); err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	s.writeInstallLink(ctx, fasthttp.StatusOK, installLinkView{})
-}
-
-// ---- the install page (app host) ----
+// InstallPath is the install page; the link's secret is its link parameter.
+const InstallPath = "/app/kits/install"
 
 // The install pages share the app host's page frame (pageHead, pageFoot)
 // and render through s.render, so they join its template set.
@@ -144,7 +75,7 @@ func (s *Server) openInstallLink(link string) (*installTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	man := s.published.parse(r.Kit.Id, r.Version.Version, r.Version.Manifest)
+	man := s.published.Parse(r.Kit.Id, r.Version.Version, r.Version.Manifest)
 	if man == nil {
 		return nil, kiterr.New(kiterr.Internal, "the published manifest no longer parses")
 	}
@@ -180,17 +111,17 @@ func (s *Server) installerOf(sess *actors.WebSession, kitName string) (*installe
 func (s *Server) installFail(ctx *fasthttp.RequestCtx, err error) {
 	switch kiterr.CodeOf(err) {
 	case kiterr.NotFound:
-		s.appError(ctx, fasthttp.StatusNotFound, kiterr.NotFound,
+		s.errorPage(ctx, fasthttp.StatusNotFound, kiterr.NotFound,
 			"This install link does not work. Its developer may have replaced or turned it off: ask them for the current link.")
 	default:
-		s.appFail(ctx, err) // forbidden: a 403 page with the message; others: 500
+		s.failPage(ctx, err) // forbidden: a 403 page with the message; others: 500
 	}
 }
 
-// appInstallPage shows the consent summary of the Kit a link installs. The
+// InstallPage shows the consent summary of the Kit a link installs. The
 // link is checked before the session, so a link that does not work is a
 // 404 page, never a sign-in.
-func (s *Server) appInstallPage(ctx *fasthttp.RequestCtx) {
+func (s *Server) InstallPage(ctx *fasthttp.RequestCtx) {
 	link := string(ctx.QueryArgs().Peek("link"))
 	t, err := s.openInstallLink(link)
 	if err != nil {
@@ -199,7 +130,7 @@ func (s *Server) appInstallPage(ctx *fasthttp.RequestCtx) {
 	}
 	sess, secret := s.session(ctx)
 	if sess == nil {
-		next := installPath + "?" + url.Values{"link": {link}}.Encode()
+		next := InstallPath + "?" + url.Values{"link": {link}}.Encode()
 		redirect(ctx, "/app/signin?"+url.Values{"next": {next}}.Encode(), fasthttp.StatusFound)
 		return
 	}
@@ -215,7 +146,7 @@ func (s *Server) appInstallPage(ctx *fasthttp.RequestCtx) {
 func (s *Server) installConsent(ctx *fasthttp.RequestCtx, status int, t *installTarget, in *installer, sess *actors.WebSession, secret, problem string) {
 	installed, err := actors.InstalledHere(s.env, sess.WorkspaceID, t.kit.Id)
 	if err != nil {
-		s.appFail(ctx, err)
+		s.failPage(ctx, err)
 		return
 	}
 	c := t.man.ConsentSummary(manifest.SummaryOptions{Available: true, Installed: installed})
@@ -223,11 +154,7 @@ func (s *Server) installConsent(ctx *fasthttp.RequestCtx, status int, t *install
 	words := func(names []string) []scope {
 		out := make([]scope, 0, len(names))
 		for _, n := range names {
-			w := scopeWords[n]
-			if w == "" {
-				w = n
-			}
-			out = append(out, scope{n, w})
+			out = append(out, scope{n, ScopeInWords(n)})
 		}
 		return out
 	}
@@ -245,16 +172,14 @@ func (s *Server) installConsent(ctx *fasthttp.RequestCtx, status int, t *install
 	})
 }
 
-// appInstall installs the version the consent page showed into the
+// Install installs the version the consent page showed into the
 // member's workspace (or updates the installation there), then has the Kit
 // log the use. The link, the role and the version are checked again: the
 // page may be old.
-func (s *Server) appInstall(ctx *fasthttp.RequestCtx) {
+func (s *Server) Install(ctx *fasthttp.RequestCtx) {
 	f := ctx.PostArgs()
-	sess, secret := s.session(ctx)
-	if sess == nil || !csrfOK(string(f.Peek("csrf")), sessionCSRF(secret)) {
-		// The token is bound to the session: without one it cannot match.
-		s.csrfRejected(ctx)
+	sess, secret := s.formSession(ctx, f)
+	if sess == nil {
 		return
 	}
 	t, err := s.openInstallLink(string(f.Peek("link")))
@@ -275,7 +200,7 @@ func (s *Server) appInstall(ctx *fasthttp.RequestCtx) {
 	}
 	updated, err := actors.InstalledHere(s.env, sess.WorkspaceID, t.kit.Id)
 	if err != nil {
-		s.appFail(ctx, err)
+		s.failPage(ctx, err)
 		return
 	}
 	r, err := ask[*kitpb.InstallationReply](s, actors.KindWorkspace, sess.WorkspaceID, &kitpb.Install{KitId: t.kit.Id, Version: t.version.Version})
@@ -285,7 +210,7 @@ func (s *Server) appInstall(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if _, err := ask[*kitpb.Ok](s, actors.KindKit, t.kit.Id, &kitpb.InstallLinkUsed{InstallationId: r.Installation.Id, Version: t.version.Version}); err != nil {
-		s.appFail(ctx, err)
+		s.failPage(ctx, err)
 		return
 	}
 	s.render(ctx, fasthttp.StatusOK, "install_done", struct {

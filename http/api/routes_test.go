@@ -1,0 +1,238 @@
+package api
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/kitd/kitd/internal/limits"
+)
+
+// specRoutes is section 4 of SPEC.md transcribed by hand, one row per
+// endpoint, then the routes other documents define. Every row of routes
+// must be here with the same tokens, scope and family, and every row here
+// must be in routes.
+var specRoutes = []struct {
+	rule   string
+	method string
+	path   string
+	tokens tokens
+	scope  string
+	family limits.Name
+}{
+	// SPEC.md 4.1
+	{"auth.test takes a bot or user token, no scope, read", "GET", "/api/v1/auth/test", botOrUser, "", limits.Read},
+	{"rotate takes a bot token only, no scope, write", "POST", "/api/v1/auth/rotate", bot, "", limits.Write},
+	{"kit.access takes no token and has no bucket", "POST", "/api/v1/oauth/kit.access", noToken, "", ""},
+	// SPEC.md 4.2
+	{"listing conversations needs conversations:read, read", "GET", "/api/v1/conversations", botOrUser, "conversations:read", limits.Read},
+	{"a conversation needs conversations:read, read", "GET", "/api/v1/conversations/{id}", botOrUser, "conversations:read", limits.Read},
+	{"members need conversations:read, read", "GET", "/api/v1/conversations/{id}/members", botOrUser, "conversations:read", limits.Read},
+	// SPEC.md 4.3
+	{"history needs messages:read, read", "GET", "/api/v1/conversations/{id}/messages", botOrUser, "messages:read", limits.Read},
+	{"a message needs messages:read, read", "GET", "/api/v1/messages/{id}", botOrUser, "messages:read", limits.Read},
+	{"replies need messages:read, read", "GET", "/api/v1/messages/{id}/replies", botOrUser, "messages:read", limits.Read},
+	{"posting needs messages:write, write (and the conversation's own bucket, in its actor)", "POST", "/api/v1/messages", botOrUser, "messages:write", limits.Write},
+	{"editing needs messages:write, write", "PATCH", "/api/v1/messages/{id}", botOrUser, "messages:write", limits.Write},
+	{"deleting needs messages:write, write", "DELETE", "/api/v1/messages/{id}", botOrUser, "messages:write", limits.Write},
+	// SPEC.md 4.4
+	{"adding a reaction takes a user token only, reactions:write, write", "POST", "/api/v1/reactions", user, "reactions:write", limits.Write},
+	{"removing a reaction takes a user token only, reactions:write, write", "DELETE", "/api/v1/reactions", user, "reactions:write", limits.Write},
+	// SPEC.md 4.5
+	{"uploading takes a user token only, files:write, files", "POST", "/api/v1/files", user, "files:write", limits.Files},
+	{"a file needs files:read, read", "GET", "/api/v1/files/{id}", botOrUser, "files:read", limits.Read},
+	{"a file's content needs files:read, files", "GET", "/api/v1/files/{id}/content", botOrUser, "files:read", limits.Files},
+	// SPEC.md 4.6
+	{"listing users needs users:read, read", "GET", "/api/v1/users", botOrUser, "users:read", limits.Read},
+	{"users/me needs no scope, read", "GET", "/api/v1/users/me", botOrUser, "", limits.Read},
+	{"a user needs users:read, read", "GET", "/api/v1/users/{id}", botOrUser, "users:read", limits.Read},
+	// SPEC.md 4.7 (no endpoint yet: runs)
+	// SPEC.md 4.8
+	{"the installation needs no scope, read", "GET", "/api/v1/installation", botOrUser, "", limits.Read},
+	// SPEC.md 4.9
+	{"a webhook post takes no token (the URL is the credential), webhook bucket", "POST", "/hooks/v1/{installationId}/{webhookId}/{secret}", noToken, "", limits.Webhook},
+	// SPEC.md 4.10
+	{"dev/me takes a developer token, developer bucket", "GET", "/api/v1/dev/me", developer, "", limits.Developer},
+	{"dev/kits takes a developer token, developer bucket", "GET", "/api/v1/dev/kits", developer, "", limits.Developer},
+	{"a Kit's detail takes a developer token, developer bucket", "GET", "/api/v1/dev/kits/{kitId}", developer, "", limits.Developer},
+	{"validate takes a developer token, developer bucket", "POST", "/api/v1/dev/kits/validate", developer, "", limits.Developer},
+	{"uploading a version takes a developer token, developer bucket", "POST", "/api/v1/dev/kits/versions", developer, "", limits.Developer},
+	{"publishing takes a developer token, developer bucket", "POST", "/api/v1/dev/kits/{kitId}/versions/{version}/publish", developer, "", limits.Developer},
+	{"logs take a developer token, developer bucket", "GET", "/api/v1/dev/kits/{kitId}/logs", developer, "", limits.Developer},
+	{"dev-install takes a developer token, developer bucket", "POST", "/api/v1/dev/sandbox/dev-install", developer, "", limits.Developer},
+	// docs/decisions.md "Domains" and "Install links": developer API too.
+	{"adding a domain takes a developer token, developer bucket", "POST", "/api/v1/dev/kits/{kitId}/domains", developer, "", limits.Developer},
+	{"verifying a domain takes a developer token, developer bucket", "POST", "/api/v1/dev/kits/{kitId}/domains/{domain}/verify", developer, "", limits.Developer},
+	{"removing a domain takes a developer token, developer bucket", "DELETE", "/api/v1/dev/kits/{kitId}/domains/{domain}", developer, "", limits.Developer},
+	{"making an install link takes a developer token, developer bucket", "POST", "/api/v1/dev/kits/{kitId}/install-link", developer, "", limits.Developer},
+	{"deleting an install link takes a developer token, developer bucket", "DELETE", "/api/v1/dev/kits/{kitId}/install-link", developer, "", limits.Developer},
+	// OPERATIONS.md 2: the operator token, no bucket.
+	{"ops: create a workspace", "POST", "/ops/v1/workspaces", operator, "", ""},
+	{"ops: create a user", "POST", "/ops/v1/workspaces/{wsId}/users", operator, "", ""},
+	{"ops: deactivate a user", "DELETE", "/ops/v1/users/{userId}", operator, "", ""},
+	{"ops: create a conversation", "POST", "/ops/v1/workspaces/{wsId}/conversations", operator, "", ""},
+	{"ops: add a member", "POST", "/ops/v1/conversations/{id}/members", operator, "", ""},
+	{"ops: remove a member", "DELETE", "/ops/v1/conversations/{id}/members/{userId}", operator, "", ""},
+	{"ops: archive a conversation", "POST", "/ops/v1/conversations/{id}/archive", operator, "", ""},
+	{"ops: create a session", "POST", "/ops/v1/users/{userId}/sessions", operator, "", ""},
+	{"ops: end a session", "DELETE", "/ops/v1/sessions/{sessionId}", operator, "", ""},
+	{"ops: create a developer token", "POST", "/ops/v1/users/{userId}/developer-tokens", operator, "", ""},
+	{"ops: revoke a developer token", "DELETE", "/ops/v1/developer-tokens/{id}", operator, "", ""},
+	{"ops: install a Kit", "POST", "/ops/v1/workspaces/{wsId}/installations", operator, "", ""},
+	{"ops: uninstall", "DELETE", "/ops/v1/installations/{id}", operator, "", ""},
+	{"ops: add the Kit bot to a channel", "POST", "/ops/v1/installations/{id}/channels", operator, "", ""},
+	{"ops: remove the Kit bot from a channel", "DELETE", "/ops/v1/installations/{id}/channels/{conversationId}", operator, "", ""},
+	{"ops: create a bot token", "POST", "/ops/v1/installations/{id}/bot-tokens", operator, "", ""},
+	{"ops: revoke any token", "POST", "/ops/v1/tokens/revoke", operator, "", ""},
+	{"ops: create a webhook", "POST", "/ops/v1/installations/{id}/webhooks", operator, "", ""},
+	{"ops: revoke a webhook", "DELETE", "/ops/v1/webhooks/{id}", operator, "", ""},
+	{"ops: a new client secret", "POST", "/ops/v1/kits/{kitId}/client-secret", operator, "", ""},
+	{"ops: a new signing secret", "POST", "/ops/v1/kits/{kitId}/signing-secret", operator, "", ""},
+	{"ops: advance the test clock", "POST", "/ops/v1/clock/advance", operator, "", ""},
+	// OPERATIONS.md 3: pages behind the session cookie, no bearer token.
+	{"app: home", "GET", "/app/", noToken, "", ""},
+	{"app: the sign-in form", "GET", "/app/signin", noToken, "", ""},
+	{"app: sign in", "POST", "/app/signin", noToken, "", ""},
+	{"app: sign out", "POST", "/app/signout", noToken, "", ""},
+	{"app: the consent page", "GET", "/app/kits/authorize", noToken, "", ""},
+	{"app: approve or deny", "POST", "/app/kits/authorize", noToken, "", ""},
+	{"app: the install page", "GET", "/app/kits/install", noToken, "", ""},
+	{"app: install", "POST", "/app/kits/install", noToken, "", ""},
+}
+
+func TestRoutesFollowTheSpec(t *testing.T) {
+	for _, sr := range specRoutes {
+		t.Run(sr.rule, func(t *testing.T) {
+			var found []*route
+			for i := range routes {
+				if routes[i].method == sr.method && routes[i].path == sr.path {
+					found = append(found, &routes[i])
+				}
+			}
+			if len(found) != 1 {
+				t.Fatalf("%s %s: %d rows, want 1", sr.method, sr.path, len(found))
+			}
+			rt := found[0]
+			if rt.tokens != sr.tokens || rt.scope != sr.scope || rt.family != sr.family {
+				t.Fatalf("%s %s: tokens %04b scope %q family %q, want %04b %q %q",
+					sr.method, sr.path, rt.tokens, rt.scope, rt.family, sr.tokens, sr.scope, sr.family)
+			}
+		})
+	}
+	t.Run("every route is in the spec", func(t *testing.T) {
+		for _, rt := range routes {
+			covered := false
+			for _, sr := range specRoutes {
+				covered = covered || sr.method == rt.method && sr.path == rt.path
+			}
+			if !covered {
+				t.Errorf("%s %s is not in specRoutes", rt.method, rt.path)
+			}
+		}
+	})
+}
+
+func TestRouteTableIsWellFormed(t *testing.T) {
+	for i, rt := range routes {
+		name := rt.method + " " + rt.path
+		if !strings.HasPrefix(rt.path, hostPrefix[rt.host]) {
+			t.Errorf("%s: not under its host's prefix %q", name, hostPrefix[rt.host])
+		}
+		if (rt.host == hostDev) != strings.HasPrefix(rt.path, "/api/v1/dev/") {
+			t.Errorf("%s: the developer host is /api/v1/dev", name)
+		}
+		wantTokens := map[host]tokens{hostDev: developer, hostOps: operator, hostHooks: noToken, hostApp: noToken}
+		if want, ok := wantTokens[rt.host]; ok && rt.tokens != want {
+			t.Errorf("%s: tokens %04b, want %04b for its host", name, rt.tokens, want)
+		}
+		if (rt.host == hostApp) != (rt.page != nil) || (rt.page != nil) == (rt.handle != nil) {
+			t.Errorf("%s: the app host's rows have a page, the others a handler", name)
+		}
+		if strings.Count(rt.path, "{") > maxParams {
+			t.Errorf("%s: more than %d parameters", name, maxParams)
+		}
+		if rt.body <= 0 {
+			t.Errorf("%s: no body limit", name)
+		}
+		// A row that an earlier row of the same host and method matches
+		// whatever its parameters are would never be reached.
+		var at [maxParams]span
+		for _, earlier := range routes[:i] {
+			if earlier.host != rt.host || earlier.method != rt.method {
+				continue
+			}
+			pattern := []byte(rt.path[len(hostPrefix[rt.host]):])
+			if _, ok := match(earlier.path[len(hostPrefix[earlier.host]):], pattern, &at); ok {
+				t.Errorf("%s: the earlier row %s %s takes all its requests", name, earlier.method, earlier.path)
+			}
+		}
+	}
+}
+
+func TestResolve(t *testing.T) {
+	tests := []struct {
+		rule, method, path string
+		host               host
+		route              string // the path of the row; "" for none
+		params             []string
+	}{
+		{"a Web API route", "POST", "/api/v1/messages", hostAPI, "/api/v1/messages", nil},
+		{"a trailing slash is the same path", "POST", "/api/v1/messages/", hostAPI, "/api/v1/messages", nil},
+		{"a parameter is one segment", "GET", "/api/v1/messages/m1/replies", hostAPI, "/api/v1/messages/{id}/replies", []string{"m1"}},
+		{"fasthttp folds a double slash", "GET", "/api/v1/conversations//members", hostAPI, "/api/v1/conversations/{id}", []string{"members"}},
+		{"a literal comes before a parameter", "GET", "/api/v1/users/me", hostAPI, "/api/v1/users/me", nil},
+		{"another method is no route", "PUT", "/api/v1/messages", hostAPI, "", nil},
+		{"a longer path is no route", "GET", "/api/v1/messages/m1/replies/x", hostAPI, "", nil},
+		{"/api/v1/dev is the developer host", "GET", "/api/v1/dev/kits/k1", hostDev, "/api/v1/dev/kits/{kitId}", []string{"k1"}},
+		{"a webhook URL has three parameters", "POST", "/hooks/v1/i/w/s", hostHooks, "/hooks/v1/{installationId}/{webhookId}/{secret}", []string{"i", "w", "s"}},
+		{"an operator route", "DELETE", "/ops/v1/installations/i/channels/c", hostOps, "/ops/v1/installations/{id}/channels/{conversationId}", []string{"i", "c"}},
+		{"/app is the app's home", "GET", "/app", hostApp, "/app/", nil},
+		{"/app// is the app's home", "GET", "/app//", hostApp, "/app/", nil},
+		{"/app//signin is the sign-in form", "GET", "/app//signin", hostApp, "/app/signin", nil},
+		{"/healthz", "HEAD", "/healthz", hostHealth, "", nil},
+		{"/api/v1 without a slash is no host", "GET", "/api/v1", hostNone, "", nil},
+		{"/apps is no host", "GET", "/apps", hostNone, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			var ctx fasthttp.RequestCtx
+			ctx.Request.Header.SetMethod(tt.method)
+			ctx.Request.SetRequestURI(tt.path)
+			got := resolve(&ctx)
+			if got.host != tt.host {
+				t.Fatalf("host %d, want %d", got.host, tt.host)
+			}
+			path := ""
+			if got.route != nil {
+				path = got.route.path
+			}
+			if path != tt.route {
+				t.Fatalf("route %q, want %q", path, tt.route)
+			}
+			var params []string
+			for _, a := range got.at[:got.n] {
+				params = append(params, string(got.rest[a.from:a.to]))
+			}
+			if strings.Join(params, ",") != strings.Join(tt.params, ",") || len(params) != len(tt.params) {
+				t.Fatalf("params %q, want %q", params, tt.params)
+			}
+		})
+	}
+}
+
+// The hot paths find their route without allocating.
+func TestResolveAllocatesNothing(t *testing.T) {
+	for _, path := range []string{"/api/v1/messages", "/hooks/v1/0190a3f2-7d4e-7b1a-9c3e-2f4d5e6a7b8c/0190a3f2-7d4e-7b1a-9c3e-2f4d5e6a7b8d/secret"} {
+		var ctx fasthttp.RequestCtx
+		ctx.Request.Header.SetMethod("POST")
+		ctx.Request.SetRequestURI(path)
+		if n := testing.AllocsPerRun(100, func() {
+			if resolve(&ctx).route == nil {
+				t.Fatalf("%s: no route", path)
+			}
+		}); n != 0 {
+			t.Errorf("POST %s: %v allocations, want 0", path, n)
+		}
+	}
+}

@@ -1,0 +1,122 @@
+// Package input owns the shape checks of request input that every surface of
+// the front end shares: decoding a JSON body and checking its fields. Each
+// check answers the first problem as a validation error that names the
+// field path; it never repeats the value it judged, and it knows no
+// business rule.
+package input
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+)
+
+// RequireString checks a required string of minLen to maxLen characters.
+func RequireString(path string, v *string, minLen, maxLen int) error {
+	if v == nil {
+		return kiterr.Invalid(path, "is required")
+	}
+	return StringLen(path, *v, minLen, maxLen)
+}
+
+// StringLen checks that v has minLen to maxLen characters.
+func StringLen(path, v string, minLen, maxLen int) error {
+	n := utf8.RuneCountInString(v)
+	if n < minLen {
+		if minLen == 1 {
+			return kiterr.Invalid(path, "must not be empty")
+		}
+		return kiterr.Invalid(path, "must be at least "+strconv.Itoa(minLen)+" characters")
+	}
+	if n > maxLen {
+		return kiterr.Invalid(path, "must be at most "+strconv.Itoa(maxLen)+" characters")
+	}
+	return nil
+}
+
+// NotBlank checks that v is not only white space.
+func NotBlank(path, v string) error {
+	if strings.TrimSpace(v) == "" {
+		return kiterr.Invalid(path, "must not be blank")
+	}
+	return nil
+}
+
+// RequireUUID checks a required UUID.
+func RequireUUID(path string, v *string) error {
+	if v == nil {
+		return kiterr.Invalid(path, "is required")
+	}
+	if !ids.Valid(*v) {
+		return kiterr.Invalid(path, "must be a UUID")
+	}
+	return nil
+}
+
+// OneOf checks that v is one of allowed.
+func OneOf(path, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return kiterr.Invalid(path, "must be one of "+strings.Join(allowed, ", "))
+}
+
+// FirstError is the first of errs that is not nil: checks are listed in
+// the order their problems are reported.
+func FirstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DecodeJSON decodes a JSON object body into v. A type error names the
+// field path and the type it must have; a syntax error gives its offset.
+func DecodeJSON(body []byte, v any) error {
+	err := json.Unmarshal(body, v)
+	if err == nil {
+		return nil
+	}
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		if typeErr.Field == "" {
+			return kiterr.Invalid("", "request body must be a JSON object")
+		}
+		return kiterr.Invalid(typeErr.Field, "must be of type "+jsonType(typeErr.Type.Kind().String()))
+	}
+	var syntaxErr *json.SyntaxError
+	if errors.As(err, &syntaxErr) {
+		return MalformedJSON(syntaxErr.Offset)
+	}
+	return kiterr.Invalid("", "malformed JSON")
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "slice", "array":
+		return "array"
+	case "map", "struct", "ptr":
+		return "object"
+	case "int", "int32", "int64", "uint", "uint32", "uint64", "float64":
+		return "number"
+	}
+	return kind
+}
+
+// MalformedJSON is DecodeJSON's answer to a syntax error at offset.
+func MalformedJSON(offset int64) error {
+	return kiterr.Invalid("", "malformed JSON at byte "+strconv.FormatInt(offset, 10))
+}
