@@ -412,3 +412,29 @@ func TestOpenAPIRoutesServed(t *testing.T) {
 		}
 	}
 }
+
+// The descriptions are served by every node as built, without a token.
+func TestOpenAPIDocumentsServed(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	for _, tc := range []struct {
+		path string
+		doc  []byte
+	}{
+		{"/api/v1/openapi.json", openapi.WebAPI},
+		{"/api/v1/dev/openapi.json", openapi.DevAPI},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			for i := range 2 { // the second answer proves the first left the document intact
+				r := s.do(t, "GET", tc.path, "", nil, nil)
+				want(t, r, 200)
+				if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+					t.Fatalf("answer %d: Content-Type %q, want application/json", i, ct)
+				}
+				if !bytes.Equal(r.Body, tc.doc) {
+					t.Fatalf("answer %d: the served document differs from docs/openapi (%d bytes, want %d)", i, len(r.Body), len(tc.doc))
+				}
+			}
+		})
+	}
+}

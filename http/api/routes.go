@@ -47,6 +47,7 @@ var routes = [...]route{
 	{"GET", "/api/v1/users/me", hostAPI, botOrUser, "", limits.Read, maxJSONBody, (*Server).usersMe, nil},
 	{"GET", "/api/v1/users/{id}", hostAPI, botOrUser, "users:read", limits.Read, maxJSONBody, (*Server).getUser, nil},
 	{"GET", "/api/v1/installation", hostAPI, botOrUser, "", limits.Read, maxJSONBody, (*Server).getInstallation, nil},
+	{"GET", "/api/v1/openapi.json", hostAPI, noToken, "", "", maxJSONBody, (*Server).webAPIDocument, nil},
 
 	// Developer API (SPEC.md 4.10; domains and install links:
 	// docs/decisions.md).
@@ -63,6 +64,7 @@ var routes = [...]route{
 	{"POST", "/api/v1/dev/kits/{kitId}/install-link", hostDev, developer, "", limits.Developer, maxJSONBody, (*Server).createInstallLink, nil},
 	{"DELETE", "/api/v1/dev/kits/{kitId}/install-link", hostDev, developer, "", limits.Developer, maxJSONBody, (*Server).deleteInstallLink, nil},
 	{"POST", "/api/v1/dev/sandbox/dev-install", hostDev, developer, "", limits.Developer, maxJSONBody, (*Server).devInstall, nil},
+	{"GET", "/api/v1/dev/openapi.json", hostDev, noToken, "", "", maxJSONBody, (*Server).devAPIDocument, nil},
 
 	// Incoming webhooks (SPEC.md 4.9): the URL is the credential, and the
 	// webhook actor takes the bucket with the post.

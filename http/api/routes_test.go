@@ -50,6 +50,9 @@ var specRoutes = []struct {
 	// SPEC.md 4.7 (no endpoint yet: runs)
 	// SPEC.md 4.8
 	{"the installation needs no scope, read", "GET", "/api/v1/installation", botOrUser, "", limits.Read},
+	// docs/openapi (issue 16): the descriptions are public
+	{"the Web API's OpenAPI document takes no token and no bucket", "GET", "/api/v1/openapi.json", noToken, "", ""},
+	{"the developer API's OpenAPI document takes no token and no bucket", "GET", "/api/v1/dev/openapi.json", noToken, "", ""},
 	// SPEC.md 4.9
 	{"a webhook post takes no token (the URL is the credential), webhook bucket", "POST", "/hooks/v1/{installationId}/{webhookId}/{secret}", noToken, "", limits.Webhook},
 	// SPEC.md 4.10
@@ -143,7 +146,8 @@ func TestRouteTableIsWellFormed(t *testing.T) {
 			t.Errorf("%s: the developer host is /api/v1/dev", name)
 		}
 		wantTokens := map[host]tokens{hostDev: developer, hostOps: operator, hostHooks: noToken, hostApp: noToken}
-		if want, ok := wantTokens[rt.host]; ok && rt.tokens != want {
+		public := rt.method == "GET" && strings.HasSuffix(rt.path, "/openapi.json") // the API descriptions
+		if want, ok := wantTokens[rt.host]; ok && rt.tokens != want && !public {
 			t.Errorf("%s: tokens %04b, want %04b for its host", name, rt.tokens, want)
 		}
 		if (rt.host == hostApp) != (rt.page != nil) || (rt.page != nil) == (rt.handle != nil) {
