@@ -211,6 +211,17 @@ func TestSignIn_WithoutWorkspace(t *testing.T) {
 		want(t, r, 401)
 		noSession(t, r)
 	})
+	t.Run("a member deactivated before choosing is not signed in", func(t *testing.T) {
+		email, pw := "gone-"+randHex(6)+"@example.com", "pw "+randHex(6)
+		ua := member(t, s, a.ID, "A", email, pw)
+		member(t, s, b.ID, "B", email, pw)
+		br, _ := openSignIn(t, s, "")
+		choice, _ := choicePage(t, br.signIn(t, email, pw, "/app/"))
+		want(t, s.ops(t, "DELETE", "/ops/v1/users/"+ua, nil), 200)
+		r := br.choose(t, choice, a.ID, "/app/")
+		want(t, r, 401)
+		noSession(t, r)
+	})
 	t.Run("a choice needs the form's csrf", func(t *testing.T) {
 		email, pw := "csrf-"+randHex(6)+"@example.com", "pw "+randHex(6)
 		member(t, s, a.ID, "A", email, pw)

@@ -219,7 +219,12 @@ func (s *Server) chooseWorkspace(ctx *fasthttp.RequestCtx, choice, workspace, ne
 func (s *Server) startSession(ctx *fasthttp.RequestCtx, workspace, userID, next string) {
 	secret := ids.NewSecret(ids.SessionCookie)
 	h := ids.Hash(secret)
-	if _, err := ask[*kitpb.SessionReply](s, actors.KindWorkspace, workspace, &kitpb.CreateSession{UserId: userID, SessionId: ids.New(), SecretHash: h[:]}); err != nil {
+	_, err := ask[*kitpb.SessionReply](s, actors.KindWorkspace, workspace, &kitpb.CreateSession{UserId: userID, SessionId: ids.New(), SecretHash: h[:]})
+	if kiterr.CodeOf(err) == kiterr.NotFound {
+		s.wrongCredentials(ctx, next, "") // deactivated since the password was checked
+		return
+	}
+	if err != nil {
 		s.failPage(ctx, err)
 		return
 	}
