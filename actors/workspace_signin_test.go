@@ -39,6 +39,12 @@ func TestSignInRules(t *testing.T) {
 		ask[*kitpb.Ok](t, n, actors.KindWorkspace, holder, &kitpb.CreateSignInChoice{SecretHash: h[:], Choices: choices})
 		return h[:]
 	}
+	// pair is a choice held by a, between a member of a and one of b.
+	pair := func(t *testing.T) (a, b *workspace, h []byte) {
+		t.Helper()
+		a, b = n.workspace(t, 1), n.workspace(t, 1)
+		return a, b, choice(t, a.id, &kitpb.SignInChoice{WorkspaceId: a.id, UserId: a.users[0]}, &kitpb.SignInChoice{WorkspaceId: b.id, UserId: b.users[0]})
+	}
 	take := func(holder string, h []byte, ws string) (*kitpb.SignInChoice, error) {
 		return try[*kitpb.SignInChoice](n, actors.KindWorkspace, holder, &kitpb.TakeSignInChoice{SecretHash: h, WorkspaceId: ws})
 	}
@@ -94,8 +100,7 @@ func TestSignInRules(t *testing.T) {
 			}
 		}},
 		{"a choice gives the member of the workspace chosen", func(t *testing.T) {
-			a, b := n.workspace(t, 1), n.workspace(t, 1)
-			h := choice(t, a.id, &kitpb.SignInChoice{WorkspaceId: a.id, UserId: a.users[0]}, &kitpb.SignInChoice{WorkspaceId: b.id, UserId: b.users[0]})
+			a, b, h := pair(t)
 			c, err := take(a.id, h, b.id)
 			noErr(t, err)
 			if c.WorkspaceId != b.id || c.UserId != b.users[0] {
@@ -103,31 +108,28 @@ func TestSignInRules(t *testing.T) {
 			}
 		}},
 		{"a choice is used once", func(t *testing.T) {
-			a, b := n.workspace(t, 1), n.workspace(t, 1)
-			h := choice(t, a.id, &kitpb.SignInChoice{WorkspaceId: a.id, UserId: a.users[0]}, &kitpb.SignInChoice{WorkspaceId: b.id, UserId: b.users[0]})
+			a, b, h := pair(t)
 			_, err := take(a.id, h, a.id)
 			noErr(t, err)
 			_, err = take(a.id, h, b.id)
 			wantCode(t, err, kiterr.NotFound)
 		}},
 		{"a workspace not among the choices is refused, and the choice is spent", func(t *testing.T) {
-			a, b, c := n.workspace(t, 1), n.workspace(t, 1), n.workspace(t, 1)
-			h := choice(t, a.id, &kitpb.SignInChoice{WorkspaceId: a.id, UserId: a.users[0]}, &kitpb.SignInChoice{WorkspaceId: b.id, UserId: b.users[0]})
+			a, _, h := pair(t)
+			c := n.workspace(t, 1)
 			_, err := take(a.id, h, c.id)
 			wantCode(t, err, kiterr.NotFound)
 			_, err = take(a.id, h, a.id)
 			wantCode(t, err, kiterr.NotFound)
 		}},
 		{"a choice ends after SignInChoiceLifetime", func(t *testing.T) {
-			a, b := n.workspace(t, 1), n.workspace(t, 1)
-			h := choice(t, a.id, &kitpb.SignInChoice{WorkspaceId: a.id, UserId: a.users[0]}, &kitpb.SignInChoice{WorkspaceId: b.id, UserId: b.users[0]})
+			a, _, h := pair(t)
 			n.clk.Advance(actors.SignInChoiceLifetime)
 			_, err := take(a.id, h, a.id)
 			wantCode(t, err, kiterr.NotFound)
 		}},
 		{"only the workspace holding a choice spends it", func(t *testing.T) {
-			a, b := n.workspace(t, 1), n.workspace(t, 1)
-			h := choice(t, a.id, &kitpb.SignInChoice{WorkspaceId: a.id, UserId: a.users[0]}, &kitpb.SignInChoice{WorkspaceId: b.id, UserId: b.users[0]})
+			a, b, h := pair(t)
 			_, err := take(b.id, h, b.id)
 			wantCode(t, err, kiterr.NotFound)
 			_, err = take(a.id, h, b.id)

@@ -72,6 +72,13 @@ func noSession(t testing.TB, r *Resp) {
 	}
 }
 
+// failedSignIn checks the answer of a failed sign-in: 401, no session.
+func failedSignIn(t testing.TB, r *Resp) {
+	t.Helper()
+	want(t, r, 401)
+	noSession(t, r)
+}
+
 // signedInAs checks that cookie is a session of the member named name,
 // through the home page (which asks the session's workspace for its member).
 func signedInAs(t testing.TB, s *Server, cookie, name string) {
@@ -191,43 +198,37 @@ func TestSignIn_WithoutWorkspace(t *testing.T) {
 			t.Errorf("a workspace whose password did not match is named%s", r)
 		}
 		r = br.choose(t, choice, c.ID, "/app/")
-		want(t, r, 401)
-		noSession(t, r)
+		failedSignIn(t, r)
 	})
-	t.Run("a choice is used once", func(t *testing.T) {
-		email, pw := "once-"+randHex(6)+"@example.com", "pw "+randHex(6)
-		member(t, s, a.ID, "A", email, pw)
+	// pending signs in as a member of a and b: the browser, the pending
+	// choice and the member's id in a.
+	pending := func(t *testing.T) (br *signInBrowser, choice, inA string) {
+		t.Helper()
+		email, pw := "pending-"+randHex(6)+"@example.com", "pw "+randHex(6)
+		inA = member(t, s, a.ID, "A", email, pw)
 		member(t, s, b.ID, "B", email, pw)
-		br, _ := openSignIn(t, s, "")
-		choice, _ := choicePage(t, br.signIn(t, email, pw, "/app/"))
+		br, _ = openSignIn(t, s, "")
+		choice, _ = choicePage(t, br.signIn(t, email, pw, "/app/"))
+		return br, choice, inA
+	}
+	t.Run("a choice is used once", func(t *testing.T) {
+		br, choice, _ := pending(t)
 		sessionOf(t, br.choose(t, choice, a.ID, "/app/"), "/app/")
 		for _, ws := range []string{a.ID, b.ID} {
-			r := br.choose(t, choice, ws, "/app/")
-			want(t, r, 401)
-			noSession(t, r)
+			failedSignIn(t, br.choose(t, choice, ws, "/app/"))
 		}
 		// Nor is a made-up one anything.
 		r := br.choose(t, "ksic_"+randToken()[:43], a.ID, "/app/")
-		want(t, r, 401)
-		noSession(t, r)
+		failedSignIn(t, r)
 	})
 	t.Run("a member deactivated before choosing is not signed in", func(t *testing.T) {
-		email, pw := "gone-"+randHex(6)+"@example.com", "pw "+randHex(6)
-		ua := member(t, s, a.ID, "A", email, pw)
-		member(t, s, b.ID, "B", email, pw)
-		br, _ := openSignIn(t, s, "")
-		choice, _ := choicePage(t, br.signIn(t, email, pw, "/app/"))
+		br, choice, ua := pending(t)
 		want(t, s.ops(t, "DELETE", "/ops/v1/users/"+ua, nil), 200)
 		r := br.choose(t, choice, a.ID, "/app/")
-		want(t, r, 401)
-		noSession(t, r)
+		failedSignIn(t, r)
 	})
 	t.Run("a choice needs the form's csrf", func(t *testing.T) {
-		email, pw := "csrf-"+randHex(6)+"@example.com", "pw "+randHex(6)
-		member(t, s, a.ID, "A", email, pw)
-		member(t, s, b.ID, "B", email, pw)
-		br, _ := openSignIn(t, s, "")
-		choice, _ := choicePage(t, br.signIn(t, email, pw, "/app/"))
+		br, choice, _ := pending(t)
 		r := s.page(t, "POST", "/app/signin", "", url.Values{"choice": {choice}, "workspace": {a.ID}, "csrf": {br.csrf}})
 		want(t, r, 403)
 		noSession(t, r)
