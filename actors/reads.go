@@ -168,16 +168,29 @@ func GrantOwner(env *Env, secret string) (installationID string, err error) {
 	if !ids.WellFormed(secret, ids.AuthCode) && !ids.WellFormed(secret, ids.RefreshToken) {
 		return "", kiterr.Absent("grant")
 	}
+	cred, err := credentialOf(env, secret, "grant")
+	if err != nil {
+		return "", err
+	}
+	if cred.Kind != credCode && cred.Kind != credRefresh {
+		return "", kiterr.Absent("grant")
+	}
+	return cred.InstallationId, nil
+}
+
+// credentialOf reads the credential record of secret; a missing one is
+// kiterr.Absent(what).
+func credentialOf(env *Env, secret, what string) (*kitpb.Credential, error) {
 	hash := ids.Hash(secret)
 	cred := &kitpb.Credential{}
 	found, err := load(env.Store, credentialKey(hash[:]), cred)
 	if err != nil {
-		return "", fmt.Errorf("load grant: %w", err)
+		return nil, fmt.Errorf("load %s: %w", what, err)
 	}
-	if !found || (cred.Kind != credCode && cred.Kind != credRefresh) {
-		return "", kiterr.Absent("grant")
+	if !found {
+		return nil, kiterr.Absent(what)
 	}
-	return cred.InstallationId, nil
+	return cred, nil
 }
 
 // SignInChoiceOwner returns the workspace that holds a pending sign-in
@@ -188,13 +201,11 @@ func SignInChoiceOwner(env *Env, secret string) (workspaceID string, err error) 
 	if !ids.WellFormed(secret, ids.SignInChoice) {
 		return "", kiterr.Absent("sign-in choice")
 	}
-	hash := ids.Hash(secret)
-	cred := &kitpb.Credential{}
-	found, err := load(env.Store, credentialKey(hash[:]), cred)
+	cred, err := credentialOf(env, secret, "sign-in choice")
 	if err != nil {
-		return "", fmt.Errorf("load sign-in choice: %w", err)
+		return "", err
 	}
-	if !found || cred.Kind != credSignInChoice {
+	if cred.Kind != credSignInChoice {
 		return "", kiterr.Absent("sign-in choice")
 	}
 	return cred.WorkspaceId, nil
