@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -13,9 +14,9 @@ import (
 // the package reads or writes comes from a constructor below, every range it
 // scans from a prefix constructor, and keyShapes says what each key looks
 // like (a unit test parses the package and refuses a key built anywhere
-// else). Each actor writes only under its own prefix (and the locator and
-// credential records of the things it owns), so the actor is the only writer
-// of every key it reads back.
+// else). Each actor writes only under its own prefix (and the locator,
+// credential and email index records of the things it owns), so the actor
+// is the only writer of every key it reads back.
 //
 // Parts of a key are joined with '/'. Ids never contain one; the binary
 // parts (positions, hashes) have a fixed length instead, so a decoder takes
@@ -56,7 +57,8 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"installLinkIndexKey", "illink/{hex64}"},         // kit id of an install link (written with installLinkKey by the kit actor)
 	{"workspaceKitKey", "kits/{id}/{id}"},             // a Kit owned by a workspace (written by the kit actor; empty value)
 	{"slugKey", "slug/{id}"},                          // ClaimSlug: which Kit a slug belongs to
-	{"credentialKey", "cred/{hash}"},                  // Credential (bot, user, refresh, code, developer, session)
+	{"credentialKey", "cred/{hash}"},                  // Credential (bot, user, refresh, code, developer, session, signin_choice)
+	{"emailUserKey", "email/{hex64}/{id}"},            // workspace id of an active user who can sign in with this email (SHA-256 of the lower-case email; written with the user by its workspace)
 	{"locatorKey", "loc/{id}"},                        // Locator: which actor owns an id (messages have none, but those written before 2026-11-22)
 	{"devLogKey", "devlog/{id}/{id}"},                 // DevLogEntry, stored without its id; written once by the actor that decided what it reports, expired by range deletion (devlog.go)
 }
@@ -242,6 +244,16 @@ func credentialKey(hash []byte) []byte {
 }
 
 func locatorKey(id string) []byte { return key("loc", id) }
+
+// emailUserKey indexes the users who may sign in with an email, across
+// workspaces. The email is hashed: an email may hold '/' and the key need
+// not show it. Callers pass it normalized (normalEmail).
+func emailUserKey(email, user string) []byte {
+	sum := sha256.Sum256([]byte(email))
+	return key("email", hex.EncodeToString(sum[:]), user)
+}
+
+func emailUsersPrefix(email string) []byte { return emailUserKey(email, "") }
 
 // devLogKey is an entry of a Kit's developer log; since entry ids are
 // time-ordered, devLogKey with an id's prefix is a time bound of a scan.

@@ -2,6 +2,8 @@ package actors
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -57,6 +59,7 @@ func TestKeyLayout(t *testing.T) {
 		{"credentialKey", credentialKey(hash), "cred/" + string(hash)},
 		{"locatorKey", locatorKey("x"), "loc/x"},
 		{"devLogKey", devLogKey("k", "e"), "devlog/k/e"},
+		{"emailUserKey", emailUserKey("a@example.com", "u"), "email/" + sha256hex("a@example.com") + "/u"},
 	} {
 		t.Run(tc.constructor, func(t *testing.T) {
 			if string(tc.key) != tc.want {
@@ -77,6 +80,7 @@ func TestKeyPrefixes(t *testing.T) {
 		key    []byte
 	}{
 		{"usersPrefix", usersPrefix("w"), userKey("w", "u")},
+		{"emailUsersPrefix", emailUsersPrefix("a@example.com"), emailUserKey("a@example.com", "u")},
 		{"installedKitsPrefix", installedKitsPrefix("w"), installedKitKey("w", "k")},
 		{"membersPrefix", membersPrefix("c"), memberKey("c", "u")},
 		{"botMembersPrefix", botMembersPrefix("c"), botMemberKey("c", "b")},
@@ -173,4 +177,9 @@ func TestKeysAreBuiltOnlyInKeysGo(t *testing.T) {
 	if checked == 0 {
 		t.Fatal("no file checked")
 	}
+}
+
+func sha256hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

@@ -168,16 +168,69 @@ func GrantOwner(env *Env, secret string) (installationID string, err error) {
 	if !ids.WellFormed(secret, ids.AuthCode) && !ids.WellFormed(secret, ids.RefreshToken) {
 		return "", kiterr.Absent("grant")
 	}
+	cred, err := credentialOf(env, secret, "grant")
+	if err != nil {
+		return "", err
+	}
+	if cred.Kind != credCode && cred.Kind != credRefresh {
+		return "", kiterr.Absent("grant")
+	}
+	return cred.InstallationId, nil
+}
+
+// credentialOf reads the credential record of secret; a missing one is
+// kiterr.Absent(what).
+func credentialOf(env *Env, secret, what string) (*kitpb.Credential, error) {
 	hash := ids.Hash(secret)
 	cred := &kitpb.Credential{}
 	found, err := load(env.Store, credentialKey(hash[:]), cred)
 	if err != nil {
-		return "", fmt.Errorf("load grant: %w", err)
+		return nil, fmt.Errorf("load %s: %w", what, err)
 	}
-	if !found || (cred.Kind != credCode && cred.Kind != credRefresh) {
-		return "", kiterr.Absent("grant")
+	if !found {
+		return nil, kiterr.Absent(what)
 	}
-	return cred.InstallationId, nil
+	return cred, nil
+}
+
+// SignInChoiceOwner returns the workspace that holds a pending sign-in
+// choice, so that the app host can ask it to spend the choice.
+//
+// Locates only: the workspace checks and spends the choice itself.
+func SignInChoiceOwner(env *Env, secret string) (workspaceID string, err error) {
+	if !ids.WellFormed(secret, ids.SignInChoice) {
+		return "", kiterr.Absent("sign-in choice")
+	}
+	cred, err := credentialOf(env, secret, "sign-in choice")
+	if err != nil {
+		return "", err
+	}
+	if cred.Kind != credSignInChoice {
+		return "", kiterr.Absent("sign-in choice")
+	}
+	return cred.WorkspaceId, nil
+}
+
+// SignInMember is a member who may sign in with an email: the index
+// entry of emailUserKey.
+type SignInMember struct{ WorkspaceID, UserID string }
+
+// SignInMembers returns at most limit of the members who may sign in
+// with email, oldest first, across workspaces.
+//
+// Locates only: each workspace written here is then asked for its member
+// by email, and answers only for an active one.
+func SignInMembers(env *Env, email string, limit int) ([]SignInMember, error) {
+	prefix := emailUsersPrefix(normalEmail(email))
+	var out []SignInMember
+	err := env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
+		out = append(out, SignInMember{WorkspaceID: string(v), UserID: string(k[len(prefix):])})
+		return len(out) < limit
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find members by email: %w", err)
+	}
+	return out, nil
 }
 
 // KitBySlug returns the id of the Kit a slug belongs to.

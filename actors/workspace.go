@@ -56,7 +56,7 @@ func (a *workspaceActor) activate(identity string) error {
 		u := m.(*kitpb.User)
 		a.users[u.Id] = u
 		if u.Email != "" {
-			a.emails[strings.ToLower(u.Email)] = u.Id
+			a.emails[normalEmail(u.Email)] = u.Id
 		}
 	}); err != nil {
 		return err
@@ -105,6 +105,9 @@ func (a *workspaceActor) handle(msg proto.Message) (proto.Message, error) {
 	case *kitpb.CreateConversation:
 		return a.createConversation(m)
 	}
+	if reply, ok, err := a.handleSignIn(msg); ok {
+		return reply, err
+	}
 	if reply, ok, err := a.handleAuthorize(msg); ok {
 		return reply, err
 	}
@@ -129,7 +132,7 @@ func (a *workspaceActor) create(m *kitpb.CreateWorkspace) (proto.Message, error)
 }
 
 func (a *workspaceActor) createUser(m *kitpb.CreateUser) (proto.Message, error) {
-	email := strings.ToLower(m.Email)
+	email := normalEmail(m.Email)
 	if email != "" {
 		if _, taken := a.emails[email]; taken {
 			return nil, &kiterr.Error{Code: kiterr.EmailTaken, Message: "email: already used in this workspace", Path: "email"}
@@ -142,6 +145,9 @@ func (a *workspaceActor) createUser(m *kitpb.CreateUser) (proto.Message, error) 
 	b := a.env.Store.NewBatch()
 	put(b, userKey(a.id, u.Id), u)
 	put(b, locatorKey(u.Id), &kitpb.Locator{Kind: KindWorkspace, Owner: a.id})
+	if signsIn(u) {
+		b.Set(emailUserKey(email, u.Id), []byte(a.id))
+	}
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("create user in %s: %w", a.id, err)
 	}
@@ -162,6 +168,9 @@ func (a *workspaceActor) deactivate(m *kitpb.DeactivateUser) (proto.Message, err
 		next.Active = false
 		b := a.env.Store.NewBatch()
 		put(b, userKey(a.id, u.Id), next)
+		if signsIn(u) {
+			b.Delete(emailUserKey(normalEmail(u.Email), u.Id))
+		}
 		if err := b.Commit(); err != nil {
 			return nil, fmt.Errorf("deactivate user %s: %w", u.Id, err)
 		}
@@ -194,6 +203,16 @@ func (a *workspaceActor) listUsers(m *kitpb.ListUsers) (proto.Message, error) {
 	})
 	return reply, err
 }
+
+// normalEmail is the form in which emails compare: case-insensitively, as
+// the per-workspace uniqueness and the sign-in index both need.
+func normalEmail(email string) string { return strings.ToLower(email) }
+
+// signsIn reports whether u can sign in with email and password: only
+// those users are in the email index (emailUserKey). Emails and passwords
+// do not change once set, so creation and deactivation are the only writes
+// that move a user in or out of it.
+func signsIn(u *kitpb.User) bool { return u.Active && u.Email != "" && len(u.PasswordHash) > 0 }
 
 func (a *workspaceActor) activeUser(id string) (*kitpb.User, error) {
 	u, ok := a.users[id]

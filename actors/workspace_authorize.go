@@ -2,7 +2,6 @@ package actors
 
 import (
 	"fmt"
-	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -13,17 +12,10 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// handleAuthorize answers the app host's requests: sign-in lookup and the
-// authorize page (check, then approve). ok is false for any other request.
+// handleAuthorize answers the app host's authorize page (check, then
+// approve). ok is false for any other request.
 func (a *workspaceActor) handleAuthorize(msg proto.Message) (reply proto.Message, ok bool, err error) {
 	switch m := msg.(type) {
-	case *kitpb.FindUserByEmail:
-		id, found := a.emails[strings.ToLower(m.Email)]
-		u := a.users[id]
-		if !found || u == nil || !u.Active {
-			return nil, true, kiterr.Absent("user")
-		}
-		return &kitpb.UserReply{User: u}, true, nil
 	case *kitpb.Authorize:
 		reply, err = a.authorize(m)
 		return reply, true, err

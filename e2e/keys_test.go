@@ -53,6 +53,7 @@ func TestStoredKeysHaveAConstructor(t *testing.T) {
 		"installationKey", "webhookRefKey", "grantCredentialKey", "webhookKey",
 		"kitKey", "versionKey", "clientSecretKey", "signingSecretKey", "domainKey", "installLinkKey",
 		"installLinkIndexKey", "workspaceKitKey", "slugKey", "credentialKey", "locatorKey", "devLogKey",
+		"emailUserKey",
 	} {
 		if seen[kind] == 0 {
 			missing = append(missing, kind)
@@ -74,6 +75,8 @@ func writeEveryRecord(t *testing.T, s *Server) {
 	// A workspace with its users and the owner's developer token.
 	w := newWorkspace(t, s)
 	c := w.channel(t, "public", w.members()...)
+	// A member who signs in with a password is in the email index.
+	member(t, s, w.ID, "Signs in", "keys-"+randHex(6)+"@example.com", "pw "+randHex(6))
 
 	// A Kit that allows webhooks and asks for file and reaction scopes,
 	// with a domain and a signing secret; installed, its bot in c.

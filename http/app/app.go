@@ -18,7 +18,6 @@ import (
 	"strings"
 
 	"github.com/valyala/fasthttp"
-	"golang.org/x/crypto/bcrypt"
 
 	"google.golang.org/protobuf/proto"
 
@@ -130,13 +129,23 @@ var pages = template.Must(template.New("").Parse(`
 <form method="post" action="/app/signin">
 <input type="hidden" name="csrf" value="{{.CSRF}}">
 <input type="hidden" name="next" value="{{.Next}}">
-{{if .Workspace}}<input type="hidden" name="workspace" value="{{.Workspace}}">{{else}}<label for="workspace">Workspace ID</label>
-<input type="text" id="workspace" name="workspace" required>{{end}}
+{{if .Workspace}}<input type="hidden" name="workspace" value="{{.Workspace}}">{{end}}
 <label for="email">Email</label>
 <input type="email" id="email" name="email" autocomplete="username" required>
 <label for="password">Password</label>
 <input type="password" id="password" name="password" autocomplete="current-password" required>
 <button type="submit" class="primary">Sign in</button>
+</form>
+` + pageFoot + `{{end}}
+
+{{define "choose"}}` + pageHead + `<h1>Choose a workspace</h1>
+<p>Your email and password fit more than one workspace. Which one do you want to sign in to?</p>
+<form method="post" action="/app/signin">
+<input type="hidden" name="csrf" value="{{.CSRF}}">
+<input type="hidden" name="next" value="{{.Next}}">
+<input type="hidden" name="choice" value="{{.Choice}}">
+<ul class="workspaces">{{range .Workspaces}}<li><button type="submit" name="workspace" value="{{.ID}}">{{.Name}}</button></li>
+{{end}}</ul>
 </form>
 ` + pageFoot + `{{end}}
 
@@ -318,98 +327,6 @@ func (s *Server) Home(ctx *fasthttp.RequestCtx) {
 		data.Member, data.CSRF = u.User.DisplayName, sessionCSRF(secret)
 	}
 	s.render(ctx, 200, "home", data)
-}
-
-// SignInForm is GET /app/signin.
-func (s *Server) SignInForm(ctx *fasthttp.RequestCtx) {
-	s.signInPage(ctx, string(ctx.QueryArgs().Peek("next")), string(ctx.QueryArgs().Peek("workspace")), 200, "")
-}
-
-// signInPage shows the sign-in form. The workspace comes from the
-// `workspace` query parameter or from the authorize URL in `next`: emails
-// are unique per workspace only.
-func (s *Server) signInPage(ctx *fasthttp.RequestCtx, next, workspace string, status int, problem string) {
-	next = safeNext(next)
-	if workspace == "" {
-		if u, err := url.Parse(next); err == nil {
-			workspace = u.Query().Get("workspace")
-		}
-	}
-	if !ids.Valid(workspace) {
-		workspace = ""
-	}
-	token := string(ctx.Request.Header.Cookie(csrfCookie))
-	if !ids.WellFormed(token, "") {
-		token = ids.NewSecret("")
-		s.setCookie(ctx, csrfCookie, token, 3600)
-	}
-	s.render(ctx, status, "signin", struct{ Title, Problem, CSRF, Next, Workspace string }{"Sign in", problem, token, next, workspace})
-}
-
-// dummyHash keeps a sign-in for an unknown email as slow as one with a
-// wrong password, so the answer time does not tell which emails exist.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("kitd dummy password"), bcrypt.DefaultCost)
-
-// SignIn is POST /app/signin: the session cookie for a right email and
-// password of the workspace.
-func (s *Server) SignIn(ctx *fasthttp.RequestCtx) {
-	f := ctx.PostArgs()
-	next, workspace := string(f.Peek("next")), string(f.Peek("workspace"))
-	if !csrfOK(string(f.Peek("csrf")), string(ctx.Request.Header.Cookie(csrfCookie))) {
-		s.csrfRejected(ctx)
-		return
-	}
-	email, password := string(f.Peek("email")), f.Peek("password")
-	wrong := func() {
-		s.signInPage(ctx, next, workspace, fasthttp.StatusUnauthorized, "The email or password is wrong.")
-	}
-	if !ids.Valid(workspace) || email == "" || len(email) > 254 || len(password) == 0 || len(password) > 72 {
-		_ = bcrypt.CompareHashAndPassword(dummyHash, password)
-		wrong()
-		return
-	}
-	u, err := ask[*kitpb.UserReply](s, actors.KindWorkspace, workspace, &kitpb.FindUserByEmail{Email: email})
-	if err != nil && kiterr.CodeOf(err) != kiterr.NotFound {
-		s.failPage(ctx, err)
-		return
-	}
-	hash := dummyHash
-	if err == nil && len(u.User.PasswordHash) > 0 {
-		hash = u.User.PasswordHash
-	}
-	// bcrypt runs here, not in the workspace's mailbox.
-	if bcrypt.CompareHashAndPassword(hash, password) != nil || err != nil || len(u.User.PasswordHash) == 0 {
-		wrong()
-		return
-	}
-	secret := ids.NewSecret(ids.SessionCookie)
-	h := ids.Hash(secret)
-	if _, err := ask[*kitpb.SessionReply](s, actors.KindWorkspace, workspace, &kitpb.CreateSession{UserId: u.User.Id, SessionId: ids.New(), SecretHash: h[:]}); err != nil {
-		s.failPage(ctx, err)
-		return
-	}
-	s.setCookie(ctx, SessionCookie, secret, int(actors.SessionLifetime.Seconds()))
-	s.setCookie(ctx, csrfCookie, "", 0)
-	redirect(ctx, safeNext(next), fasthttp.StatusSeeOther)
-}
-
-// SignOut is POST /app/signout: the session ends.
-func (s *Server) SignOut(ctx *fasthttp.RequestCtx) {
-	sess, secret := s.session(ctx)
-	if sess == nil {
-		redirect(ctx, "/app/signin", fasthttp.StatusSeeOther)
-		return
-	}
-	if !csrfOK(string(ctx.PostArgs().Peek("csrf")), sessionCSRF(secret)) {
-		s.csrfRejected(ctx)
-		return
-	}
-	if _, err := ask[*kitpb.Ok](s, actors.KindWorkspace, sess.WorkspaceID, &kitpb.EndSession{SessionId: sess.ID}); err != nil {
-		s.failPage(ctx, err)
-		return
-	}
-	s.setCookie(ctx, SessionCookie, "", 0)
-	redirect(ctx, "/app/signin", fasthttp.StatusSeeOther)
 }
 
 // ---- authorize ----

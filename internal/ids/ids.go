@@ -48,6 +48,10 @@ const (
 	// InstallLink is the secret of a Kit's install link (docs/decisions.md
 	// "Install links"); SPEC.md names the link, not its form.
 	InstallLink = "kil_"
+	// SignInChoice is a pending workspace choice of a sign-in whose
+	// password matched in several workspaces (docs/decisions.md "Sign-in
+	// without a workspace").
+	SignInChoice = "ksic_"
 )
 
 // secretLen is the length of base64url (no padding) of 32 bytes.

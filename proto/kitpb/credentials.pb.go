@@ -745,6 +745,115 @@ func (x *FindUserByEmail) GetEmail() string {
 	return ""
 }
 
+// CreateSignInChoice records a pending choice (Credential kind
+// "signin_choice") under secret_hash; the workspace that holds it has a
+// member among choices.
+type CreateSignInChoice struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SecretHash    []byte                 `protobuf:"bytes,1,opt,name=secret_hash,json=secretHash,proto3" json:"secret_hash,omitempty"`
+	Choices       []*SignInChoice        `protobuf:"bytes,2,rep,name=choices,proto3" json:"choices,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSignInChoice) Reset() {
+	*x = CreateSignInChoice{}
+	mi := &file_credentials_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSignInChoice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSignInChoice) ProtoMessage() {}
+
+func (x *CreateSignInChoice) ProtoReflect() protoreflect.Message {
+	mi := &file_credentials_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSignInChoice.ProtoReflect.Descriptor instead.
+func (*CreateSignInChoice) Descriptor() ([]byte, []int) {
+	return file_credentials_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CreateSignInChoice) GetSecretHash() []byte {
+	if x != nil {
+		return x.SecretHash
+	}
+	return nil
+}
+
+func (x *CreateSignInChoice) GetChoices() []*SignInChoice {
+	if x != nil {
+		return x.Choices
+	}
+	return nil
+}
+
+// TakeSignInChoice spends the pending choice (whatever the outcome: it is
+// single use) and answers the choice of workspace_id, or not found.
+type TakeSignInChoice struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SecretHash    []byte                 `protobuf:"bytes,1,opt,name=secret_hash,json=secretHash,proto3" json:"secret_hash,omitempty"`
+	WorkspaceId   string                 `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TakeSignInChoice) Reset() {
+	*x = TakeSignInChoice{}
+	mi := &file_credentials_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TakeSignInChoice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TakeSignInChoice) ProtoMessage() {}
+
+func (x *TakeSignInChoice) ProtoReflect() protoreflect.Message {
+	mi := &file_credentials_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TakeSignInChoice.ProtoReflect.Descriptor instead.
+func (*TakeSignInChoice) Descriptor() ([]byte, []int) {
+	return file_credentials_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *TakeSignInChoice) GetSecretHash() []byte {
+	if x != nil {
+		return x.SecretHash
+	}
+	return nil
+}
+
+func (x *TakeSignInChoice) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
 // Authorize checks an authorize request for the consent page (issue false),
 // or approves it and issues a code (issue true).
 type Authorize struct {
@@ -763,7 +872,7 @@ type Authorize struct {
 
 func (x *Authorize) Reset() {
 	*x = Authorize{}
-	mi := &file_credentials_proto_msgTypes[11]
+	mi := &file_credentials_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -775,7 +884,7 @@ func (x *Authorize) String() string {
 func (*Authorize) ProtoMessage() {}
 
 func (x *Authorize) ProtoReflect() protoreflect.Message {
-	mi := &file_credentials_proto_msgTypes[11]
+	mi := &file_credentials_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -788,7 +897,7 @@ func (x *Authorize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Authorize.ProtoReflect.Descriptor instead.
 func (*Authorize) Descriptor() ([]byte, []int) {
-	return file_credentials_proto_rawDescGZIP(), []int{11}
+	return file_credentials_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Authorize) GetUserId() string {
@@ -861,7 +970,7 @@ type AuthorizeReply struct {
 
 func (x *AuthorizeReply) Reset() {
 	*x = AuthorizeReply{}
-	mi := &file_credentials_proto_msgTypes[12]
+	mi := &file_credentials_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -873,7 +982,7 @@ func (x *AuthorizeReply) String() string {
 func (*AuthorizeReply) ProtoMessage() {}
 
 func (x *AuthorizeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_credentials_proto_msgTypes[12]
+	mi := &file_credentials_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -886,7 +995,7 @@ func (x *AuthorizeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeReply.ProtoReflect.Descriptor instead.
 func (*AuthorizeReply) Descriptor() ([]byte, []int) {
-	return file_credentials_proto_rawDescGZIP(), []int{12}
+	return file_credentials_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AuthorizeReply) GetKitDisplayName() string {
@@ -997,7 +1106,15 @@ const file_credentials_proto_rawDesc = "" +
 	"\n" +
 	"expires_in\x18\b \x01(\x03R\texpiresIn\"'\n" +
 	"\x0fFindUserByEmail\x12\x14\n" +
-	"\x05email\x18\x01 \x01(\tR\x05email\"\xf6\x01\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\"e\n" +
+	"\x12CreateSignInChoice\x12\x1f\n" +
+	"\vsecret_hash\x18\x01 \x01(\fR\n" +
+	"secretHash\x12.\n" +
+	"\achoices\x18\x02 \x03(\v2\x14.kit.v1.SignInChoiceR\achoices\"V\n" +
+	"\x10TakeSignInChoice\x12\x1f\n" +
+	"\vsecret_hash\x18\x01 \x01(\fR\n" +
+	"secretHash\x12!\n" +
+	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\"\xf6\x01\n" +
 	"\tAuthorize\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x1d\n" +
 	"\n" +
@@ -1029,7 +1146,7 @@ func file_credentials_proto_rawDescGZIP() []byte {
 	return file_credentials_proto_rawDescData
 }
 
-var file_credentials_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_credentials_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_credentials_proto_goTypes = []any{
 	(*SecretState)(nil),         // 0: kit.v1.SecretState
 	(*RotateKitSecret)(nil),     // 1: kit.v1.RotateKitSecret
@@ -1042,18 +1159,22 @@ var file_credentials_proto_goTypes = []any{
 	(*RefreshGrant)(nil),        // 8: kit.v1.RefreshGrant
 	(*GrantReply)(nil),          // 9: kit.v1.GrantReply
 	(*FindUserByEmail)(nil),     // 10: kit.v1.FindUserByEmail
-	(*Authorize)(nil),           // 11: kit.v1.Authorize
-	(*AuthorizeReply)(nil),      // 12: kit.v1.AuthorizeReply
-	(*User)(nil),                // 13: kit.v1.User
+	(*CreateSignInChoice)(nil),  // 11: kit.v1.CreateSignInChoice
+	(*TakeSignInChoice)(nil),    // 12: kit.v1.TakeSignInChoice
+	(*Authorize)(nil),           // 13: kit.v1.Authorize
+	(*AuthorizeReply)(nil),      // 14: kit.v1.AuthorizeReply
+	(*SignInChoice)(nil),        // 15: kit.v1.SignInChoice
+	(*User)(nil),                // 16: kit.v1.User
 }
 var file_credentials_proto_depIdxs = []int32{
 	0,  // 0: kit.v1.KitSecretReply.secret:type_name -> kit.v1.SecretState
-	13, // 1: kit.v1.AuthorizeReply.user:type_name -> kit.v1.User
-	2,  // [2:2] is the sub-list for method output_type
-	2,  // [2:2] is the sub-list for method input_type
-	2,  // [2:2] is the sub-list for extension type_name
-	2,  // [2:2] is the sub-list for extension extendee
-	0,  // [0:2] is the sub-list for field type_name
+	15, // 1: kit.v1.CreateSignInChoice.choices:type_name -> kit.v1.SignInChoice
+	16, // 2: kit.v1.AuthorizeReply.user:type_name -> kit.v1.User
+	3,  // [3:3] is the sub-list for method output_type
+	3,  // [3:3] is the sub-list for method input_type
+	3,  // [3:3] is the sub-list for extension type_name
+	3,  // [3:3] is the sub-list for extension extendee
+	0,  // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_credentials_proto_init() }
@@ -1068,7 +1189,7 @@ func file_credentials_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_credentials_proto_rawDesc), len(file_credentials_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

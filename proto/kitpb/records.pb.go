@@ -1139,7 +1139,7 @@ func (x *Installation) GetMaxWebhooks() int32 {
 // tokens and sessions).
 type Credential struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
-	Kind           string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"` // bot, user, developer
+	Kind           string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"` // bot, user, developer (more below, and "signin_choice": docs/decisions.md)
 	WorkspaceId    string                 `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
 	InstallationId string                 `protobuf:"bytes,3,opt,name=installation_id,json=installationId,proto3" json:"installation_id,omitempty"`
 	BotId          string                 `protobuf:"bytes,4,opt,name=bot_id,json=botId,proto3" json:"bot_id,omitempty"`
@@ -1152,14 +1152,15 @@ type Credential struct {
 	Name           string                 `protobuf:"bytes,11,opt,name=name,proto3" json:"name,omitempty"`
 	// Fields of the authorization flow (docs/credentials.md). Kinds beyond
 	// bot, user and developer: "code" (authorization code), "refresh".
-	SessionId     string `protobuf:"bytes,12,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`             // user tokens, refresh tokens, codes: the web session that authorized them
-	GrantId       string `protobuf:"bytes,13,opt,name=grant_id,json=grantId,proto3" json:"grant_id,omitempty"`                   // user tokens, refresh tokens, codes: the authorization they belong to
-	RotatedAt     int64  `protobuf:"varint,14,opt,name=rotated_at,json=rotatedAt,proto3" json:"rotated_at,omitempty"`            // bot tokens: replaced by POST /auth/rotate
-	SpentAt       int64  `protobuf:"varint,15,opt,name=spent_at,json=spentAt,proto3" json:"spent_at,omitempty"`                  // codes and refresh tokens: used once
-	RedirectUri   string `protobuf:"bytes,16,opt,name=redirect_uri,json=redirectUri,proto3" json:"redirect_uri,omitempty"`       // codes
-	CodeChallenge string `protobuf:"bytes,17,opt,name=code_challenge,json=codeChallenge,proto3" json:"code_challenge,omitempty"` // codes: S256 challenge; empty: none
-	TokenType     string `protobuf:"bytes,18,opt,name=token_type,json=tokenType,proto3" json:"token_type,omitempty"`             // codes: what the code is exchanged for (bot or user)
-	LastUsedAt    int64  `protobuf:"varint,19,opt,name=last_used_at,json=lastUsedAt,proto3" json:"last_used_at,omitempty"`       // developer tokens: minute granularity (actors.LastUsedGranularity)
+	SessionId     string          `protobuf:"bytes,12,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`             // user tokens, refresh tokens, codes: the web session that authorized them
+	GrantId       string          `protobuf:"bytes,13,opt,name=grant_id,json=grantId,proto3" json:"grant_id,omitempty"`                   // user tokens, refresh tokens, codes: the authorization they belong to
+	RotatedAt     int64           `protobuf:"varint,14,opt,name=rotated_at,json=rotatedAt,proto3" json:"rotated_at,omitempty"`            // bot tokens: replaced by POST /auth/rotate
+	SpentAt       int64           `protobuf:"varint,15,opt,name=spent_at,json=spentAt,proto3" json:"spent_at,omitempty"`                  // codes and refresh tokens: used once
+	RedirectUri   string          `protobuf:"bytes,16,opt,name=redirect_uri,json=redirectUri,proto3" json:"redirect_uri,omitempty"`       // codes
+	CodeChallenge string          `protobuf:"bytes,17,opt,name=code_challenge,json=codeChallenge,proto3" json:"code_challenge,omitempty"` // codes: S256 challenge; empty: none
+	TokenType     string          `protobuf:"bytes,18,opt,name=token_type,json=tokenType,proto3" json:"token_type,omitempty"`             // codes: what the code is exchanged for (bot or user)
+	LastUsedAt    int64           `protobuf:"varint,19,opt,name=last_used_at,json=lastUsedAt,proto3" json:"last_used_at,omitempty"`       // developer tokens: minute granularity (actors.LastUsedGranularity)
+	Choices       []*SignInChoice `protobuf:"bytes,20,rep,name=choices,proto3" json:"choices,omitempty"`                                  // signin_choice: the workspaces whose member's password matched
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1327,6 +1328,67 @@ func (x *Credential) GetLastUsedAt() int64 {
 	return 0
 }
 
+func (x *Credential) GetChoices() []*SignInChoice {
+	if x != nil {
+		return x.Choices
+	}
+	return nil
+}
+
+// SignInChoice is one workspace whose member's password matched a sign-in
+// without a workspace: the member chooses among them by name.
+type SignInChoice struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkspaceId   string                 `protobuf:"bytes,1,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	UserId        string                 `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignInChoice) Reset() {
+	*x = SignInChoice{}
+	mi := &file_records_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignInChoice) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignInChoice) ProtoMessage() {}
+
+func (x *SignInChoice) ProtoReflect() protoreflect.Message {
+	mi := &file_records_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignInChoice.ProtoReflect.Descriptor instead.
+func (*SignInChoice) Descriptor() ([]byte, []int) {
+	return file_records_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SignInChoice) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *SignInChoice) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
 type Session struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1341,7 +1403,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_records_proto_msgTypes[13]
+	mi := &file_records_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1353,7 +1415,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[13]
+	mi := &file_records_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1366,7 +1428,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{13}
+	return file_records_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Session) GetId() string {
@@ -1426,7 +1488,7 @@ type Locator struct {
 
 func (x *Locator) Reset() {
 	*x = Locator{}
-	mi := &file_records_proto_msgTypes[14]
+	mi := &file_records_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1500,7 @@ func (x *Locator) String() string {
 func (*Locator) ProtoMessage() {}
 
 func (x *Locator) ProtoReflect() protoreflect.Message {
-	mi := &file_records_proto_msgTypes[14]
+	mi := &file_records_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1513,7 @@ func (x *Locator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Locator.ProtoReflect.Descriptor instead.
 func (*Locator) Descriptor() ([]byte, []int) {
-	return file_records_proto_rawDescGZIP(), []int{14}
+	return file_records_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Locator) GetKind() string {
@@ -1601,7 +1663,7 @@ const file_records_proto_rawDesc = "" +
 	"\vuninstalled\x18\x0e \x01(\bR\vuninstalled\x12\x1d\n" +
 	"\n" +
 	"created_at\x18\x0f \x01(\x03R\tcreatedAt\x12!\n" +
-	"\fmax_webhooks\x18\x10 \x01(\x05R\vmaxWebhooks\"\xbf\x04\n" +
+	"\fmax_webhooks\x18\x10 \x01(\x05R\vmaxWebhooks\"\xef\x04\n" +
 	"\n" +
 	"Credential\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12!\n" +
@@ -1630,7 +1692,11 @@ const file_records_proto_rawDesc = "" +
 	"\n" +
 	"token_type\x18\x12 \x01(\tR\ttokenType\x12 \n" +
 	"\flast_used_at\x18\x13 \x01(\x03R\n" +
-	"lastUsedAt\"\xae\x01\n" +
+	"lastUsedAt\x12.\n" +
+	"\achoices\x18\x14 \x03(\v2\x14.kit.v1.SignInChoiceR\achoices\"J\n" +
+	"\fSignInChoice\x12!\n" +
+	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\"\xae\x01\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12!\n" +
@@ -1657,7 +1723,7 @@ func file_records_proto_rawDescGZIP() []byte {
 	return file_records_proto_rawDescData
 }
 
-var file_records_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_records_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_records_proto_goTypes = []any{
 	(*Workspace)(nil),    // 0: kit.v1.Workspace
 	(*User)(nil),         // 1: kit.v1.User
@@ -1672,16 +1738,18 @@ var file_records_proto_goTypes = []any{
 	(*KitDomain)(nil),    // 10: kit.v1.KitDomain
 	(*Installation)(nil), // 11: kit.v1.Installation
 	(*Credential)(nil),   // 12: kit.v1.Credential
-	(*Session)(nil),      // 13: kit.v1.Session
-	(*Locator)(nil),      // 14: kit.v1.Locator
+	(*SignInChoice)(nil), // 13: kit.v1.SignInChoice
+	(*Session)(nil),      // 14: kit.v1.Session
+	(*Locator)(nil),      // 15: kit.v1.Locator
 }
 var file_records_proto_depIdxs = []int32{
-	6, // 0: kit.v1.Message.reactions:type_name -> kit.v1.Reaction
-	1, // [1:1] is the sub-list for method output_type
-	1, // [1:1] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	6,  // 0: kit.v1.Message.reactions:type_name -> kit.v1.Reaction
+	13, // 1: kit.v1.Credential.choices:type_name -> kit.v1.SignInChoice
+	2,  // [2:2] is the sub-list for method output_type
+	2,  // [2:2] is the sub-list for method input_type
+	2,  // [2:2] is the sub-list for extension type_name
+	2,  // [2:2] is the sub-list for extension extendee
+	0,  // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_records_proto_init() }
@@ -1696,7 +1764,7 @@ func file_records_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_records_proto_rawDesc), len(file_records_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
