@@ -58,6 +58,7 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"workspaceKitKey", "kits/{id}/{id}"},             // a Kit owned by a workspace (written by the kit actor; empty value)
 	{"slugKey", "slug/{id}"},                          // ClaimSlug: which Kit a slug belongs to
 	{"credentialKey", "cred/{hash}"},                  // Credential (bot, user, refresh, code, developer, session, signin_choice)
+	{"layoutKey", "meta/layout"},                      // the data layout the directory is at (upgrade.go), 8 bytes big-endian
 	{"emailUserKey", "email/{hex64}/{id}"},            // workspace id of an active user who can sign in with this email (SHA-256 of the lower-case email; written with the user by its workspace)
 	{"locatorKey", "loc/{id}"},                        // Locator: which actor owns an id (messages have none, but those written before 2026-11-22)
 	{"devLogKey", "devlog/{id}/{id}"},                 // DevLogEntry, stored without its id; written once by the actor that decided what it reports, expired by range deletion (devlog.go)
@@ -111,6 +112,10 @@ func workspaceKey(ws string) []byte { return key("ws", ws) }
 func userKey(ws, user string) []byte { return key("ws", ws, "u", user) }
 
 func usersPrefix(ws string) []byte { return userKey(ws, "") }
+
+// workspacesPrefix covers every workspace's records; only an upgrade, run
+// before any actor, scans it whole.
+func workspacesPrefix() []byte { return key("ws", "") }
 
 func installedKitKey(ws, kit string) []byte { return key("ws", ws, "k", kit) }
 
@@ -238,6 +243,10 @@ func workspaceKitsPrefix(ws string) []byte { return workspaceKitKey(ws, "") }
 func slugKey(slug string) []byte { return key("slug", slug) }
 
 // Records of no single owner's range.
+
+// layoutKey records the data layout a directory is at; it is written only
+// by Upgrade, before any actor runs.
+func layoutKey() []byte { return key("meta", "layout") }
 
 func credentialKey(hash []byte) []byte {
 	return append(keyWithRoom(len(hash), "cred", ""), hash...)

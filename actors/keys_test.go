@@ -60,6 +60,7 @@ func TestKeyLayout(t *testing.T) {
 		{"locatorKey", locatorKey("x"), "loc/x"},
 		{"devLogKey", devLogKey("k", "e"), "devlog/k/e"},
 		{"emailUserKey", emailUserKey("a@example.com", "u"), "email/" + sha256hex("a@example.com") + "/u"},
+		{"layoutKey", layoutKey(), "meta/layout"},
 	} {
 		t.Run(tc.constructor, func(t *testing.T) {
 			if string(tc.key) != tc.want {
@@ -80,6 +81,8 @@ func TestKeyPrefixes(t *testing.T) {
 		key    []byte
 	}{
 		{"usersPrefix", usersPrefix("w"), userKey("w", "u")},
+		{"workspacesPrefix of a workspace", workspacesPrefix(), workspaceKey("w")},
+		{"workspacesPrefix of a user", workspacesPrefix(), userKey("w", "u")},
 		{"emailUsersPrefix", emailUsersPrefix("a@example.com"), emailUserKey("a@example.com", "u")},
 		{"installedKitsPrefix", installedKitsPrefix("w"), installedKitKey("w", "k")},
 		{"membersPrefix", membersPrefix("c"), memberKey("c", "u")},

@@ -203,6 +203,9 @@ func serve(cfg config, stdout io.Writer) error {
 		return err
 	}
 	defer store.Close()
+	if err := actors.Upgrade(store); err != nil {
+		return err
+	}
 	opToken, err := operatorToken(cfg)
 	if err != nil {
 		return err
