@@ -70,6 +70,7 @@ func Start(cfg Config, kinds ...*pcluster.Kind) (*Node, error) {
 	}
 	logger := cfg.Logger
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
+	shrinkRegistry(system)
 	remoteCfg := remote.Configure(cfg.Host, cfg.Port)
 	clusterCfg := pcluster.Configure(cfg.Name, &singleMember{}, disthash.New(), remoteCfg,
 		pcluster.WithKinds(kinds...),
