@@ -1,6 +1,8 @@
 package actors_test
 
 import (
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -122,4 +124,102 @@ func TestIdleActorsPassivate(t *testing.T) {
 		}
 		get() // and it activates again from storage
 	})
+}
+
+// A request for a made-up id costs nothing once answered: no actor, no
+// process, no cached PID, no heap stays behind, however many come. These
+// are the requests the front end makes for ids a client chose: a webhook
+// post (no credentials), kit.access's client check (no credentials), and a
+// read of a conversation (any caller).
+func TestMadeUpIdsLeaveNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	n, err := startNode(vfs.NewMem(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.stop()
+	probes := []struct {
+		name string
+		ask  func() error
+	}{
+		{"a post to a made-up webhook", func() error {
+			_, err := try[*kitpb.HookPostReply](n, actors.KindWebhook, ids.New(), &kitpb.HookPost{
+				InstallationId: ids.New(), SecretHash: actors.HookSecretHash("made-up"), Text: "hello", PostId: ids.Nonce(),
+			})
+			return err
+		}},
+		{"a client check of a made-up Kit", func() error {
+			_, err := try[*kitpb.Ok](n, actors.KindKit, ids.New(), &kitpb.CheckClientSecret{SecretHash: make([]byte, 32)})
+			return err
+		}},
+		{"a read of a made-up conversation", func() error {
+			_, err := try[*kitpb.ConversationReply](n, actors.KindConversation, ids.New(), &kitpb.GetConversation{
+				Caller: &kitpb.Caller{Kind: actors.CallerOperator},
+			})
+			return err
+		}},
+	}
+	const (
+		workers  = 8 // the front end asks from many goroutines at once
+		requests = 50_000
+		perReq   = 50 // bytes of heap a request may leave; 1,700 did before
+	)
+	send := func(t *testing.T, total int, ask func() error) {
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for range total / workers {
+					if err := ask(); kiterr.CodeOf(err) != kiterr.NotFound {
+						t.Errorf("got %v, want not found", err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	for _, p := range probes {
+		t.Run(p.name, func(t *testing.T) {
+			send(t, 1000, p.ask) // warm up: reply slots, caches of the store
+			settled := func(processes, cached int) bool {
+				return n.node.LocalProcesses() <= processes && n.node.CachedPIDs() <= cached
+			}
+			waitFor(t, func() bool { return settled(n.node.LocalProcesses(), n.node.CachedPIDs()) })
+			// The pool of reply slots may grow by one per worker.
+			processes, cached, heap := n.node.LocalProcesses()+workers, n.node.CachedPIDs(), liveHeap()
+			send(t, requests, p.ask)
+			waitFor(t, func() bool { return settled(processes, cached) }) // the last actors stop asynchronously
+			if got := n.node.LocalProcesses(); got > processes {
+				t.Errorf("%d requests left %d more processes than reply slots", requests, got-processes)
+			}
+			if got := n.node.CachedPIDs(); got > cached {
+				t.Errorf("%d requests left %d more cached PIDs", requests, got-cached)
+			}
+			grown := int64(liveHeap()) - int64(heap)
+			t.Logf("heap %+d bytes (%.1f a request)", grown, float64(grown)/requests)
+			if grown > requests*perReq {
+				t.Errorf("%d requests left %d bytes on the heap (%d a request)", requests, grown, grown/requests)
+			}
+		})
+	}
+}
+
+// waitFor polls cond until it holds or a deadline generous for a loaded
+// machine passes; the caller then checks what it needs.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); !cond() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC() // the first may leave finalized objects for the second
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/protobuf/proto"
 
@@ -44,12 +45,16 @@ type Node struct {
 	replies *replyPool
 
 	// pids caches where identities live. protoactor's PidCache builds a
-	// string key per lookup; this map does not allocate on a hit. A stale
-	// entry (the actor stopped) costs one dead letter, then a fresh lookup.
-	// With several members, a topology change must clear the entries of the
-	// members that left, as PidCache.RemoveByMember does.
-	pidsMu sync.RWMutex
-	pids   map[pidKey]*actor.PID
+	// string key per lookup; this map does not allocate on a hit. An
+	// activation that stops takes its entry out (forgetStopped): a PID
+	// keeps a pointer to its process, so a stale entry would keep the whole
+	// stopped actor in memory, and requests for made-up ids would fill the
+	// cache with them. With several members, a topology change must also
+	// clear the entries of the members that left, as
+	// PidCache.RemoveByMember does.
+	pidsMu  sync.RWMutex
+	pids    map[pidKey]*actor.PID
+	stopped *eventstream.Subscription // activations that stop
 
 	// lastDeadLetter is when a request last came back as a dead letter
 	// (unix nanoseconds). The answer does not say which actor was gone,
@@ -70,15 +75,24 @@ func Start(cfg Config, kinds ...*pcluster.Kind) (*Node, error) {
 	}
 	logger := cfg.Logger
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
+	shrinkRegistry(system)
 	remoteCfg := remote.Configure(cfg.Host, cfg.Port)
 	clusterCfg := pcluster.Configure(cfg.Name, &singleMember{}, disthash.New(), remoteCfg,
 		pcluster.WithKinds(kinds...),
 		pcluster.WithRequestTimeout(cfg.RequestTimeout))
 	c := pcluster.New(system, clusterCfg)
+	n := &Node{system: system, cluster: c, timeout: cfg.RequestTimeout, replies: newReplyPool(system), pids: make(map[pidKey]*actor.PID)}
+	// protoactor publishes this when an activation has stopped and left the
+	// registry, in the stopping actor's goroutine.
+	n.stopped = system.EventStream.Subscribe(func(ev any) {
+		if t, ok := ev.(*pcluster.ActivationTerminating); ok {
+			n.forgetStopped(t.ClusterIdentity.Kind, t.ClusterIdentity.Identity, t.Pid)
+		}
+	})
 	if err := startMember(c); err != nil {
 		return nil, err
 	}
-	return &Node{system: system, cluster: c, timeout: cfg.RequestTimeout, replies: newReplyPool(system), pids: make(map[pidKey]*actor.PID)}, nil
+	return n, nil
 }
 
 // startMember turns protoactor's panics on a failed start into an error.
@@ -95,6 +109,7 @@ func startMember(c *pcluster.Cluster) (err error) {
 // Stop leaves the cluster and stops every local actor.
 func (n *Node) Stop() {
 	n.cluster.Shutdown(false)
+	n.system.EventStream.Unsubscribe(n.stopped)
 }
 
 // errUnavailable reports an actor that could not be reached in time.
@@ -186,23 +201,48 @@ func (n *Node) pid(kind, identity string) *actor.PID {
 	}
 	pid = n.cluster.Get(identity, kind)
 	if pid != nil {
-		n.pidsMu.Lock()
-		if len(n.pids) >= maxCachedPIDs {
-			n.pids = make(map[pidKey]*actor.PID) // start over: cheaper than tracking use
-		}
-		n.pids[k] = pid
-		n.pidsMu.Unlock()
+		n.remember(k, pid)
 	}
 	return pid
 }
 
-// maxCachedPIDs bounds the PID cache (passivated actors leave stale
-// entries, which a dead letter removes on use).
+// remember caches pid, unless its activation has stopped already (one
+// that answered "absent" to a concurrent request, say): its stop took its
+// entry out before this could put it back. Checked under the lock, since
+// an activation leaves the registry before its stop takes the lock: either
+// the check sees it gone, or forgetStopped runs after the insert.
+func (n *Node) remember(k pidKey, pid *actor.PID) {
+	n.pidsMu.Lock()
+	defer n.pidsMu.Unlock()
+	if pid.Address == n.system.Address() {
+		if _, alive := n.system.ProcessRegistry.GetLocal(pid.Id); !alive {
+			return
+		}
+	}
+	if len(n.pids) >= maxCachedPIDs {
+		n.pids = make(map[pidKey]*actor.PID) // start over: cheaper than tracking use
+	}
+	n.pids[k] = pid
+}
+
+// maxCachedPIDs bounds the PID cache. Entries leave with their
+// activations, so it holds about as many as there are live actors.
 const maxCachedPIDs = 1 << 20
 
 func (n *Node) forget(kind, identity string) {
 	n.pidsMu.Lock()
 	delete(n.pids, pidKey{kind, identity})
+	n.pidsMu.Unlock()
+}
+
+// forgetStopped removes the entry of an activation that stopped, unless
+// a newer activation of the identity replaced it.
+func (n *Node) forgetStopped(kind, identity string, pid *actor.PID) {
+	k := pidKey{kind, identity}
+	n.pidsMu.Lock()
+	if cached, ok := n.pids[k]; ok && cached.Id == pid.Id && cached.Address == pid.Address {
+		delete(n.pids, k)
+	}
 	n.pidsMu.Unlock()
 }
 
@@ -263,6 +303,14 @@ func Call[R proto.Message](n *Node, kind, identity string, msg proto.Message) (R
 		return zero, fmt.Errorf("request %s/%s: reply %T, want %T", kind, identity, res, zero)
 	}
 	return r, nil
+}
+
+// CachedPIDs counts the entries of the node's PID cache. Tests use it to
+// see that stopped actors leave it.
+func (n *Node) CachedPIDs() int {
+	n.pidsMu.RLock()
+	defer n.pidsMu.RUnlock()
+	return len(n.pids)
 }
 
 // LocalProcesses counts the processes registered on this node (actors,

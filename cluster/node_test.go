@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +18,9 @@ import (
 
 // echo answers GetUser with the user id it was asked for after the delay
 // named by the id ("slow" waits longer than the test's request timeout), and
-// answers DeactivateUser with a domain failure.
+// answers DeactivateUser with a domain failure. GetWorkspace finds nothing:
+// echo answers not found and stops, as kitd's actors do for an entity that
+// does not exist.
 type echo struct{}
 
 func (echo) Receive(ctx actor.Context) {
@@ -28,6 +32,9 @@ func (echo) Receive(ctx actor.Context) {
 		ctx.Respond(&kitpb.UserReply{User: &kitpb.User{Id: m.UserId}})
 	case *kitpb.DeactivateUser:
 		ctx.Respond(&kitpb.Failure{Code: string(kiterr.Conflict), Message: "no", Path: "userId"})
+	case *kitpb.GetWorkspace:
+		ctx.Respond(&kitpb.Failure{Code: string(kiterr.NotFound), Message: "no such workspace"})
+		ctx.Stop(ctx.Self())
 	}
 }
 
@@ -118,4 +125,101 @@ func TestRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, tt.run)
 	}
+}
+
+// Activations that stop leave nothing behind: not their PID in the node's
+// cache (a PID keeps a pointer to its process, so a stale entry would keep
+// the whole stopped actor in memory), not their process.
+func TestStoppedActivationsLeaveNothing(t *testing.T) {
+	n := testNode(t)
+	absent := func(id string) error {
+		_, err := Call[*kitpb.Ok](n, "echo", id, &kitpb.GetWorkspace{})
+		return err
+	}
+	const workers, concurrent = 4, 4
+	tests := []struct {
+		name string
+		ids  int // per worker
+		ask  func(t *testing.T, id string)
+	}{
+		{"one request per made-up id", 500, func(t *testing.T, id string) {
+			if err := absent(id); kiterr.CodeOf(err) != kiterr.NotFound {
+				t.Errorf("got %v, want not found", err)
+			}
+		}},
+		{"concurrent requests for one made-up id", 10, func(t *testing.T, id string) {
+			// A request may find the activation stopped by another's answer
+			// and look it up again, or be dropped with the stopped actor's
+			// mailbox and time out: any outcome will do, but no PID may stay
+			// cached.
+			var wg sync.WaitGroup
+			for range concurrent {
+				wg.Go(func() { _ = absent(id) })
+			}
+			wg.Wait()
+		}},
+	}
+	run := func(t *testing.T, ids int, ask func(t *testing.T, id string)) {
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for i := range ids {
+					ask(t, fmt.Sprintf("absent-%s-%d-%d", t.Name(), w, i))
+				}
+			})
+		}
+		wg.Wait()
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The pool of reply slots may grow by one per request in flight.
+			cached, processes := n.CachedPIDs(), n.LocalProcesses()+workers*concurrent
+			run(t, tt.ids, tt.ask)
+			// Stopping is asynchronous: wait for the last ones.
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if n.CachedPIDs() <= cached && n.LocalProcesses() <= processes {
+					break
+				}
+			}
+			if got := n.CachedPIDs(); got > cached {
+				t.Errorf("%d more cached PIDs", got-cached)
+			}
+			if got := n.LocalProcesses(); got > processes {
+				t.Errorf("%d more processes", got-processes)
+			}
+		})
+	}
+}
+
+// Short-lived processes do not grow the heap for good. protoactor's process
+// registry has 32,768 shards that each keep the slots a first process
+// allocated in them; the futures of the gossip loop (four per round) filled
+// them in at about 41 KB a minute on an idle node.
+func TestShortLivedProcessesLeaveNoMemory(t *testing.T) {
+	n := testNode(t)
+	read := func() {
+		if _, err := n.cluster.Gossip.GetState(pcluster.HeartbeatKey); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read()
+	before := liveHeap()
+	const rounds = 100_000 // the gossip loop's state reads of about four idle hours
+	for range rounds {
+		read()
+	}
+	grown := int64(liveHeap()) - int64(before)
+	t.Logf("heap %+d bytes", grown)
+	if grown > 1<<20 {
+		t.Fatalf("%d gossip state reads left %d bytes on the heap", rounds, grown)
+	}
+}
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC() // the first one may leave finalized objects for the next
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
