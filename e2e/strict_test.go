@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -95,5 +96,65 @@ func TestStrict_HeadLimits(t *testing.T) {
 		r := s.do(t, "GET", "/api/v1/auth/test?q="+strings.Repeat("d", 8<<10-len("/api/v1/auth/test?q=")), "", nil,
 			map[string]string{"X-Pad": strings.Repeat("e", 6<<10)})
 		wantError(t, r, 401, "invalid_token")
+	})
+}
+
+// docs/decisions.md "Request bodies": keys are case-sensitive (a key that
+// is no field is ignored, however it folds), a key given twice in one object
+// is refused at its path, at any depth, and no error names a submitted key.
+// Nothing is posted by a refused body.
+func TestStrict_BodyKeys(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	_, c, in := webhookEnv(t, s, 5)
+	h := in.hook(t, c.ID)
+	sentinel := "zzSentinel" + randHex(4)
+	conv := fmt.Sprintf("%q", c.ID)
+	text := func(s string) string { return fmt.Sprintf("%q", s) }
+	divider := `[{"type":"divider"}]`
+
+	for _, tc := range []struct {
+		name, method, path, token, body, wantPath string
+	}{
+		{"POST /messages: keys in another case are not fields", "POST", "/api/v1/messages", in.Token,
+			`{"ConversationID":` + conv + `,"TEXT":` + text(sentinel) + `}`, "conversationId"},
+		{"POST /messages: a case variant of text does not post", "POST", "/api/v1/messages", in.Token,
+			`{"conversationId":` + conv + `,"Text":` + text(sentinel) + `}`, "text"},
+		{"POST /messages: a repeated text is refused", "POST", "/api/v1/messages", in.Token,
+			`{"conversationId":` + conv + `,"text":"a","text":` + text(sentinel) + `}`, "text"},
+		{"POST /messages with blocks: a repeated text is refused", "POST", "/api/v1/messages", in.Token,
+			`{"conversationId":` + conv + `,"blocks":` + divider + `,"text":"a","text":` + text(sentinel) + `}`, "text"},
+		{"POST /messages: a repeated conversationId is refused", "POST", "/api/v1/messages", in.Token,
+			`{"conversationId":` + conv + `,"text":` + text(sentinel) + `,"conversationId":` + conv + `}`, "conversationId"},
+		{"POST /messages: a repeated key inside blocks is refused at its path", "POST", "/api/v1/messages", in.Token,
+			`{"conversationId":` + conv + `,"text":` + text(sentinel) + `,"blocks":[{"type":"header","text":"a","text":"b"}]}`, "blocks[0].text"},
+		{"POST /messages: a repeated unknown key is refused, unnamed", "POST", "/api/v1/messages", in.Token,
+			`{"conversationId":` + conv + `,"text":"x","` + sentinel + `":1,"` + sentinel + `":2}`, ""},
+		{"POST /messages: a repeated key in an unknown key's object is refused", "POST", "/api/v1/messages", in.Token,
+			`{"conversationId":` + conv + `,"text":"x","extra":{"` + sentinel + `":1,"` + sentinel + `":2}}`, ""},
+		{"webhook: a repeated text is refused", "POST", h.Path, "",
+			`{"text":"a","text":` + text(sentinel) + `}`, "text"},
+		{"webhook: TEXT is not text", "POST", h.Path, "",
+			`{"TEXT":` + text(sentinel) + `}`, "text"},
+		{"webhook: a repeated ignored key is refused, unnamed", "POST", h.Path, "",
+			`{"text":"x","` + sentinel + `":1,"` + sentinel + `":2}`, ""},
+		{"developer API: a repeated manifest is refused", "POST", "/api/v1/dev/kits/validate", in.W.Dev,
+			`{"manifest":"{}","manifest":` + text(sentinel) + `}`, "manifest"},
+		{"developer API: Manifest is not manifest", "POST", "/api/v1/dev/kits/validate", in.W.Dev,
+			`{"Manifest":` + text(sentinel) + `}`, "manifest"},
+		{"operator API: a repeated name is refused", "POST", "/ops/v1/workspaces", s.OpToken,
+			`{"name":"a","name":` + text(sentinel) + `}`, "name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := s.do(t, tc.method, tc.path, tc.token, raw(tc.body), nil)
+			wantValidation(t, r, tc.wantPath, sentinel)
+		})
+	}
+	t.Run("nothing was posted", func(t *testing.T) {
+		for _, m := range history(t, in, c.ID) {
+			if strings.Contains(fmt.Sprint(m), sentinel) {
+				t.Fatalf("a refused body was posted: %v", m)
+			}
+		}
 	})
 }
