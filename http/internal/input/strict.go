@@ -28,10 +28,12 @@ import (
 // them. Paths name only the schema's own fields: a repeated key that is not
 // one is reported at its object, never named (keys are input too).
 //
-// The walk allocates nothing for a body without such problems and without
-// escaped keys; the path of a problem is built while unwinding.
+// The walk allocates nothing for a body without problems, unknown keys or
+// escaped keys (TestCheckKeysAllocatesNothing); the path of a problem is
+// built while unwinding.
 
-// maxDepth is encoding/json's nesting limit: deeper bodies are its to refuse.
+// maxDepth is encoding/json's nesting limit; a deeper body is refused at the
+// path where it passes it.
 const maxDepth = 10000
 
 type keyScanner struct {
@@ -122,12 +124,12 @@ func (s *keyScanner) value(t reflect.Type) bool {
 		}
 		return s.object(nil, elem)
 	case '[':
-		var elem reflect.Type
-		if t != nil && t != rawMessageType && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			elem = t.Elem()
-		}
 		if t == rawMessageType {
 			return s.skip()
+		}
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
 		}
 		return s.array(elem)
 	case '"':
@@ -200,18 +202,8 @@ func (s *keyScanner) members(fields *structFields, elem reflect.Type, mark int) 
 			}
 			return false
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.after('}'); !more {
+			return ok
 		}
 	}
 }
@@ -261,20 +253,27 @@ func (s *keyScanner) elements(elem reflect.Type) bool {
 			}
 			return false
 		}
-		s.space()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return true
-		default:
-			return false
+		if more, ok := s.after(']'); !more {
+			return ok
 		}
 	}
+}
+
+// after reads what follows a member or element: a comma (more) or close
+// (done, ok); anything else is a syntax error.
+func (s *keyScanner) after(close byte) (more, ok bool) {
+	s.space()
+	switch {
+	case s.i >= len(s.b):
+		return false, false
+	case s.b[s.i] == ',':
+		s.i++
+		return true, true
+	case s.b[s.i] == close:
+		s.i++
+		return false, true
+	}
+	return false, false
 }
 
 // skip reads a value without looking at its keys.
