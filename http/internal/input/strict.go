@@ -18,8 +18,8 @@ import (
 //
 //   - refuses the first key given twice in one object, at any depth;
 //   - notes every key of a struct's object that is not exactly one of its
-//     fields, so that DecodeJSON can blank it: such keys are ignored, as
-//     unknown keys are, instead of being folded onto a field.
+//     fields but that encoding/json would fold onto one, so that DecodeJSON
+//     can blank it: such keys are ignored, as unknown keys are.
 //
 // A json.Unmarshaler's value is walked for repeated keys only. A
 // json.RawMessage value is skipped unread: it is handed whole to its own
@@ -28,9 +28,10 @@ import (
 // them. Paths name only the schema's own fields: a repeated key that is not
 // one is reported at its object, never named (keys are input too).
 //
-// The walk allocates nothing for a body without problems, unknown keys or
-// escaped keys (TestCheckKeysAllocatesNothing); the path of a problem is
-// built while unwinding.
+// The walk allocates nothing for a body without problems, escaped keys or
+// keys to blank (TestCheckKeysAllocatesNothing): unknown keys, such as the
+// channel or username of a webhook post, cost nothing. The path of a problem
+// is built while unwinding.
 
 // maxDepth is encoding/json's nesting limit; a deeper body is refused at the
 // path where it passes it.
@@ -193,7 +194,7 @@ func (s *keyScanner) members(fields *structFields, elem reflect.Type, mark int) 
 		switch {
 		case f >= 0:
 			t = fields.types[f]
-		case fields != nil:
+		case fields != nil && fields.folds(key):
 			s.blank = append(s.blank, at)
 		}
 		if !s.value(t) {
@@ -378,6 +379,41 @@ func blankKeys(body []byte, blank []int) []byte {
 type structFields struct {
 	names []string
 	types []reflect.Type
+}
+
+// folds reports whether encoding/json could match key, which is no field's
+// exact name, to a field: it matches an ASCII key that equals a name but
+// for case, and folds non-ASCII letters too (ſ is s, K is k), so every
+// non-ASCII key counts. Other unknown keys are left in place: blanking
+// costs a copy of the body.
+func (f *structFields) folds(key []byte) bool {
+	for _, c := range key {
+		if c >= 0x80 {
+			return true
+		}
+	}
+	for _, n := range f.names {
+		if len(n) == len(key) && asciiEqualFold(n, key) {
+			return true
+		}
+	}
+	return false
+}
+
+func asciiEqualFold(name string, key []byte) bool {
+	for i := range len(name) {
+		a, b := name[i], key[i]
+		if 'A' <= a && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
 }
 
 func (f *structFields) find(key []byte) int {

@@ -47,6 +47,8 @@ func TestDecodeJSONStrict(t *testing.T) {
 		{"a case variant written with an escape is ignored", `{"T\u0065xt":"x"}`, "-", func(b *strictBody) bool { return b.Text == nil }},
 		{"an escaped key that is exactly a field matches it", `{"te\u0078t":"a"}`, "-", func(b *strictBody) bool { return *b.Text == "a" }},
 		{"unknown keys are ignored", `{"text":"a","extra":{"b":[1,{"c":null}]}}`, "-", func(b *strictBody) bool { return *b.Text == "a" }},
+		{"a non-ASCII key that folds onto a field is ignored (long s)", `{"iteſ":[{"label":"x"}],"itemſ":[{"label":"x"}]}`, "-", func(b *strictBody) bool { return b.Items == nil }},
+		{"a key with the Kelvin sign is ignored", "{\"text\":\"a\",\"\u212aey\":1}", "-", func(b *strictBody) bool { return *b.Text == "a" }},
 		{"a repeated key is refused at its path", `{"text":"a","text":"b"}`, "text", nil},
 		{"a repeated key written with an escape is refused", `{"text":"a","te\u0078t":"b"}`, "text", nil},
 		{"a repeated key with a null is refused", `{"text":null,"text":"b"}`, "text", nil},
@@ -97,7 +99,7 @@ func FuzzDecodeJSONStrict(f *testing.F) {
 // TestCheckKeysAllocatesNothing: the walk adds no allocation to a message
 // body with blocks (the hot path that the fast decoder does not take).
 func TestCheckKeysAllocatesNothing(t *testing.T) {
-	body := []byte(`{"text":"t","blocks":[{"type":"section","text":{"type":"mrkdwn","text":"*x*"}}],"items":[{"label":"a"},{"label":"b"}],"meta":{"k":{"label":"v"}}}`)
+	body := []byte(`{"text":"t","channel":"#x","username":"u","blocks":[{"type":"section","text":{"type":"mrkdwn","text":"*x*"}}],"items":[{"label":"a"},{"label":"b"}],"meta":{"k":{"label":"v"}}}`)
 	typ := reflect.TypeFor[*strictBody]()
 	checkKeys(body, typ) // fills the field cache
 	if n := testing.AllocsPerRun(100, func() { checkKeys(body, typ) }); n != 0 {
