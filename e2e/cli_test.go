@@ -159,7 +159,7 @@ func TestCLI_ManifestValidate(t *testing.T) {
 		m["privacyPolicyUrl"] = "http://" + sentinel + ".example.com/privacy"
 		r := kit(t, s, w.Dev, "manifest", "validate", manifestFile(t, m))
 		wantExit(t, r, 1)
-		if !strings.HasPrefix(r.stdout, "invalid: ") || !regexp.MustCompile(`(?m)^  bot\.colour\s+\S`).MatchString(r.stdout) ||
+		if !strings.HasPrefix(r.stdout, "invalid: ") || !regexp.MustCompile(`(?m)^  bot\s+\S`).MatchString(r.stdout) ||
 			!regexp.MustCompile(`(?m)^  privacyPolicyUrl\s+\S`).MatchString(r.stdout) {
 			t.Fatalf("want the problems table with the paths%s", r)
 		}
@@ -174,7 +174,7 @@ func TestCLI_ManifestValidate(t *testing.T) {
 		r := kit(t, s, w.Dev, "manifest", "validate", "--json", manifestFile(t, m))
 		wantExit(t, r, 1)
 		v := cliJSON(t, r)
-		if jget(v, "valid") != false || jstr(v, "problems.0.path") != "bot.colour" || !has(v, "", "diff") {
+		if jget(v, "valid") != false || jstr(v, "problems.0.path") != "bot" || !has(v, "", "diff") {
 			t.Fatalf("want the validate answer%s", r)
 		}
 	})

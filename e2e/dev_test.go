@@ -129,8 +129,9 @@ func TestDev_InvalidManifests(t *testing.T) {
 		path string
 		echo string
 	}{
-		{"unknown key bot.colour is rejected", func(m map[string]any) { setPath(m, "bot.colour", sentinel) }, "bot.colour", sentinel},
-		{"unknown top-level key is rejected", func(m map[string]any) { setPath(m, "colour", "red") }, "colour", ""},
+		// Issue 17: an unknown key is reported at its object, never named.
+		{"unknown key of bot is rejected at bot, unnamed", func(m map[string]any) { setPath(m, "bot."+sentinel, 1) }, "manifest.bot", sentinel},
+		{"unknown top-level key is rejected at manifest, unnamed", func(m map[string]any) { setPath(m, sentinel, "red") }, "manifest", sentinel},
 		{"slug is required", func(m map[string]any) { setPath(m, "slug", nil) }, "slug", ""},
 		{"slug with capitals is rejected", func(m map[string]any) { setPath(m, "slug", "Zz-SENTINEL-zz") }, "slug", "Zz-SENTINEL-zz"},
 		{"slug of one character is rejected", func(m map[string]any) { setPath(m, "slug", "a") }, "slug", ""},

@@ -84,7 +84,7 @@ func TestDevAPI_Validate(t *testing.T) {
 			setPath(m, "bot.colour", "red")
 			return m
 		}(), func(r *Resp) bool {
-			return r.Get("valid") == false && r.Str("problems.0.path") == "bot.colour" && r.Get("consent") == nil
+			return r.Get("valid") == false && r.Str("problems.0.path") == "bot" && r.Get("consent") == nil
 		}},
 		{"a reserved slug is a problem at slug", w, manifest("admin", "1.0.0", baseScopes), func(r *Resp) bool {
 			return r.Get("valid") == false && r.Str("problems.0.path") == "slug"

@@ -4,9 +4,10 @@ import "encoding/json"
 
 // fastDecoder is a request body with a hand-written decoder for its common
 // form. decodeFast reports false for anything it does not fully understand;
-// the body is then decoded by encoding/json, which also words the errors.
-// A true result must leave the value exactly as json.Unmarshal would
-// (fastjson_test.go holds it to that, including by fuzzing).
+// the body is then decoded by input.DecodeJSON, which also words the errors.
+// A true result must leave the value exactly as input.DecodeJSON would
+// (fastjson_test.go holds it to that, including by fuzzing): keys are
+// matched exactly, and a key given twice is left to DecodeJSON to refuse.
 type fastDecoder interface {
 	decodeFast(body []byte) bool
 }
@@ -14,21 +15,22 @@ type fastDecoder interface {
 // decodeFast handles the shape almost every POST /messages has: an object
 // of conversationId, text and threadParentId as plain ASCII strings (no
 // escapes), threadParentId or blocks possibly null, in any order. Anything
-// else (blocks, escapes, non-ASCII, other keys) goes to encoding/json.
+// else (blocks, escapes, non-ASCII, other or repeated keys) goes to
+// input.DecodeJSON.
 func (b *postBody) decodeFast(body []byte) bool {
 	var out postBody
-	ok := fastObject(body, func(key []byte) (**string, *json.RawMessage, bool) {
+	ok := fastObject(body, func(key []byte) (**string, *json.RawMessage, int) {
 		switch string(key) { // no allocation: the compiler compares in place
 		case "conversationId":
-			return &out.ConversationID, nil, true
+			return &out.ConversationID, nil, 0
 		case "text":
-			return &out.Text, nil, true
+			return &out.Text, nil, 1
 		case "threadParentId":
-			return &out.ThreadParentID, nil, true
+			return &out.ThreadParentID, nil, 2
 		case "blocks":
-			return nil, &out.Blocks, true
+			return nil, &out.Blocks, 3
 		}
-		return nil, nil, false // unknown keys, or keys encoding/json would match case-insensitively
+		return nil, nil, -1 // unknown keys, which DecodeJSON ignores
 	})
 	if ok {
 		*b = out
@@ -38,17 +40,17 @@ func (b *postBody) decodeFast(body []byte) bool {
 
 // decodeFast handles the usual incoming webhook body: {"text": "..."} with
 // text a plain ASCII string and blocks possibly null. Other keys, which the
-// hooks host ignores, go to encoding/json like everything else.
+// hooks host ignores, go to input.DecodeJSON like everything else.
 func (b *hookPostBody) decodeFast(body []byte) bool {
 	var out hookPostBody
-	ok := fastObject(body, func(key []byte) (**string, *json.RawMessage, bool) {
+	ok := fastObject(body, func(key []byte) (**string, *json.RawMessage, int) {
 		switch string(key) {
 		case "text":
-			return &out.Text, nil, true
+			return &out.Text, nil, 0
 		case "blocks":
-			return nil, &out.Blocks, true
+			return nil, &out.Blocks, 1
 		}
-		return nil, nil, false
+		return nil, nil, -1
 	})
 	if ok {
 		*b = out
@@ -58,9 +60,11 @@ func (b *hookPostBody) decodeFast(body []byte) bool {
 
 // fastObject reads a JSON object whose members are plain strings or null
 // (field returns where a key's string goes) or a null Blocks (field returns
-// the RawMessage). It reports false for anything else, and for a key field
-// does not know.
-func fastObject(body []byte, field func(key []byte) (str **string, blocks *json.RawMessage, ok bool)) bool {
+// the RawMessage). field numbers the keys it knows (0-31), -1 for others. It
+// reports false for anything else: a key field does not know, or one given
+// twice.
+func fastObject(body []byte, field func(key []byte) (str **string, blocks *json.RawMessage, n int)) bool {
+	var seen uint32
 	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return false
@@ -79,20 +83,23 @@ func fastObject(body []byte, field func(key []byte) (str **string, blocks *json.
 			return false
 		}
 		i = skipSpace(body, i+1)
-		dst, blocks, ok := field(key)
+		dst, blocks, n := field(key)
 		switch {
-		case !ok:
+		case n < 0 || seen&(1<<n) != 0:
 			return false
 		case blocks != nil:
+			seen |= 1 << n
 			if !hasLiteral(body, i, "null") {
 				return false
 			}
 			*blocks = json.RawMessage("null")
 			i += 4
 		case hasLiteral(body, i, "null"):
+			seen |= 1 << n
 			*dst = nil
 			i += 4
 		default:
+			seen |= 1 << n
 			v, next, ok := plainString(body, i)
 			if !ok {
 				return false

@@ -1,12 +1,13 @@
 package api
 
 import (
-	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/kitd/kitd/http/internal/input"
 )
 
-func TestPostBodyDecodeFastMatchesEncodingJSON(t *testing.T) {
+func TestPostBodyDecodeFastMatchesDecodeJSON(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
@@ -16,8 +17,9 @@ func TestPostBodyDecodeFastMatchesEncodingJSON(t *testing.T) {
 		{"any key order and whitespace", " {\n\t\"text\" : \"hi\" ,\r\n \"conversationId\":\"c\", \"threadParentId\":\"p\" } ", true},
 		{"null threadParentId and blocks", `{"text":"t","threadParentId":null,"blocks":null}`, true},
 		{"an empty object", `{}`, true},
-		{"a duplicate key: the last one wins", `{"text":"a","text":"b"}`, true},
-		{"a duplicate key with null last", `{"text":"a","text":null}`, true},
+		{"a repeated key goes to the strict decoder", `{"text":"a","text":"b"}`, false},
+		{"a repeated key with null last goes to the strict decoder", `{"text":"a","text":null}`, false},
+		{"a repeated null key goes to the strict decoder", `{"threadParentId":null,"threadParentId":"p"}`, false},
 		{"blocks go to encoding/json", `{"text":"t","blocks":[{"type":"divider"}]}`, false},
 		{"escapes go to encoding/json", `{"text":"line\nbreak \"q\" \u00e9"}`, false},
 		{"non-ASCII goes to encoding/json", `{"text":"héllo 🎉"}`, false},
@@ -41,11 +43,11 @@ func TestPostBodyDecodeFastMatchesEncodingJSON(t *testing.T) {
 				return
 			}
 			var want postBody
-			if err := json.Unmarshal([]byte(tt.body), &want); err != nil {
-				t.Fatalf("the fast path accepted what encoding/json refuses: %v", err)
+			if err := input.DecodeJSON([]byte(tt.body), &want); err != nil {
+				t.Fatalf("the fast path accepted what input.DecodeJSON refuses: %v", err)
 			}
 			if !reflect.DeepEqual(fast, want) {
-				t.Fatalf("fast %+v, encoding/json %+v", fast, want)
+				t.Fatalf("fast %+v, input.DecodeJSON %+v", fast, want)
 			}
 		})
 	}
@@ -63,16 +65,16 @@ func FuzzPostBodyDecodeFast(f *testing.F) {
 			return
 		}
 		var want postBody
-		if err := json.Unmarshal(body, &want); err != nil {
-			t.Fatalf("fast path accepted %q, encoding/json refuses: %v", body, err)
+		if err := input.DecodeJSON(body, &want); err != nil {
+			t.Fatalf("fast path accepted %q, input.DecodeJSON refuses: %v", body, err)
 		}
 		if !reflect.DeepEqual(fast, want) {
-			t.Fatalf("%q: fast %+v, encoding/json %+v", body, fast, want)
+			t.Fatalf("%q: fast %+v, input.DecodeJSON %+v", body, fast, want)
 		}
 	})
 }
 
-func TestHookPostBodyDecodeFastMatchesEncodingJSON(t *testing.T) {
+func TestHookPostBodyDecodeFastMatchesDecodeJSON(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
@@ -82,7 +84,7 @@ func TestHookPostBodyDecodeFastMatchesEncodingJSON(t *testing.T) {
 		{"null blocks", `{"blocks":null,"text":"t"}`, true},
 		{"null text", `{"text":null}`, true},
 		{"an empty object", `{}`, true},
-		{"a duplicate key: the last one wins", `{"text":"a","text":"b"}`, true},
+		{"a repeated key goes to the strict decoder", `{"text":"a","text":"b"}`, false},
 		{"blocks go to encoding/json", `{"text":"t","blocks":[{"type":"divider"}]}`, false},
 		{"keys the hooks host ignores go to encoding/json", `{"text":"t","channel":"#x","username":"u"}`, false},
 		{"escapes go to encoding/json", `{"text":"a\"b"}`, false},
@@ -102,18 +104,18 @@ func TestHookPostBodyDecodeFastMatchesEncodingJSON(t *testing.T) {
 				return
 			}
 			var want hookPostBody
-			if err := json.Unmarshal([]byte(tt.body), &want); err != nil {
-				t.Fatalf("the fast path accepted what encoding/json refuses: %v", err)
+			if err := input.DecodeJSON([]byte(tt.body), &want); err != nil {
+				t.Fatalf("the fast path accepted what input.DecodeJSON refuses: %v", err)
 			}
 			if !reflect.DeepEqual(fast, want) {
-				t.Fatalf("fast %+v, encoding/json %+v", fast, want)
+				t.Fatalf("fast %+v, input.DecodeJSON %+v", fast, want)
 			}
 		})
 	}
 }
 
 // FuzzHookPostBodyDecodeFast: whenever the fast path accepts a webhook
-// body, the value equals what encoding/json makes of it.
+// body, the value equals what input.DecodeJSON makes of it.
 func FuzzHookPostBodyDecodeFast(f *testing.F) {
 	for _, s := range []string{`{"text":"t"}`, `{"text":null}`, `{}`, `{"blocks":null,"text":"x"}`, ` { "text" : "a" , "text" : "b" } `} {
 		f.Add([]byte(s))
@@ -124,11 +126,11 @@ func FuzzHookPostBodyDecodeFast(f *testing.F) {
 			return
 		}
 		var want hookPostBody
-		if err := json.Unmarshal(body, &want); err != nil {
-			t.Fatalf("fast path accepted %q, encoding/json refuses: %v", body, err)
+		if err := input.DecodeJSON(body, &want); err != nil {
+			t.Fatalf("fast path accepted %q, input.DecodeJSON refuses: %v", body, err)
 		}
 		if !reflect.DeepEqual(fast, want) {
-			t.Fatalf("%q: fast %+v, encoding/json %+v", body, fast, want)
+			t.Fatalf("%q: fast %+v, input.DecodeJSON %+v", body, fast, want)
 		}
 	})
 }

@@ -19,6 +19,7 @@ import (
 func TestAuthentication(t *testing.T) {
 	h := ts
 	f := h.newFixture(t)
+	user := h.userToken(t, f.ws, f.inst, f.member)
 	revoked := h.ops(t, "POST", "/installations/"+f.inst+"/bot-tokens", nil).str("token")
 	want(t, h.ops(t, "POST", "/tokens/revoke", map[string]any{"token": revoked}), 200)
 
@@ -61,6 +62,10 @@ func TestAuthentication(t *testing.T) {
 			request{method: "GET", path: "/api/v1/auth/test", token: f.dev}, 403, "forbidden", ""},
 		{"a bot token cannot call the developer API",
 			request{method: "POST", path: "/api/v1/dev/kits/versions", token: f.bot, json: map[string]any{"manifest": "{}"}}, 403, "forbidden", ""},
+		{"a user token cannot call the developer API (403, not 401)",
+			request{method: "GET", path: "/api/v1/dev/me", token: user}, 403, "forbidden", ""},
+		{"a user token cannot upload to the developer API (403, not 401)",
+			request{method: "POST", path: "/api/v1/dev/kits/versions", token: user, json: map[string]any{"manifest": "{}"}}, 403, "forbidden", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"crypto/sha256"
+	"strconv"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -305,6 +306,12 @@ func match(pattern string, rest []byte, at *[maxParams]span) (int, bool) {
 // handle is the server's handler: it finds the route, reads the body the
 // way the route takes it, then serves the route on its host.
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	if len(ctx.Request.Header.RequestURI()) > maxURL {
+		// Its body, if any, is not read: the connection closes.
+		s.fail(ctx, kiterr.New(kiterr.URITooLong, "request URL is longer than "+strconv.Itoa(maxURL)+" bytes"))
+		ctx.SetConnectionClose()
+		return
+	}
 	t := resolve(ctx)
 	if ctx.Request.IsBodyStream() {
 		streamed, ok := s.readBody(ctx, t.route)

@@ -41,6 +41,18 @@ const (
 	maxHookBody  = 64 << 10
 )
 
+// Request head limits (docs/decisions.md "Request heads"), as nginx's
+// large_client_header_buffers (8 KiB a line) and Node's 16 KiB head: far
+// above any real client's, small enough that an idle connection's read
+// buffer stays cheap.
+const (
+	// maxHead is fasthttp's ReadBufferSize: a head must fit in the read
+	// buffer, else fasthttp reports ErrSmallBuffer (parseError: 431).
+	maxHead = 16 << 10
+	// maxURL bounds the request target (handle: 414).
+	maxURL = 8 << 10
+)
+
 // Config wires the front end to its node.
 type Config struct {
 	Node   *cluster.Node
@@ -106,6 +118,7 @@ func New(cfg Config) *Server {
 		Handler:            s.handle,
 		Name:               "kitd",
 		MaxRequestBodySize: maxFilesBody + 4096,
+		ReadBufferSize:     maxHead,
 		HeaderReceived:     s.limitBodies,
 		ReadTimeout:        30 * time.Second,
 		WriteTimeout:       30 * time.Second,
@@ -216,6 +229,11 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 	}
 	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
 		s.fail(ctx, kiterr.New(kiterr.PayloadTooLarge, "request body is too large"))
+		return
+	}
+	var small *fasthttp.ErrSmallBuffer
+	if errors.As(err, &small) {
+		s.fail(ctx, kiterr.New(kiterr.HeaderTooLarge, "request head is larger than "+strconv.Itoa(maxHead)+" bytes"))
 		return
 	}
 	s.fail(ctx, kiterr.Invalid("", "malformed HTTP request"))

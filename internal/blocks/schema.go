@@ -318,7 +318,7 @@ func (v *validator) object(t int32, fields []field, p post) bool {
 			}
 		}
 		if fi < 0 {
-			return v.unknownKey(name, "is not an allowed key", "has a key that is not allowed")
+			return v.fail("has a key that is not allowed")
 		}
 		f := &fields[fi]
 		val := j + 1
@@ -478,16 +478,6 @@ func (v *validator) check(t int32, s *spec) bool {
 	return true
 }
 
-// unknownKey reports a key that is not allowed. The key is named in the path
-// only when it looks like an identifier: keys are input too, and an
-// arbitrary one could be long or carry anything.
-func (v *validator) unknownKey(name []byte, named, anonymous string) bool {
-	if identLike(name) {
-		return v.failAt(string(name), named)
-	}
-	return v.fail(anonymous)
-}
-
 func (v *validator) array(t int32, min, max int, elem *spec) bool {
 	tk := &v.toks[t]
 	if tk.kind != kArray {
@@ -577,20 +567,22 @@ func (v *validator) row(t int32) bool {
 	}
 	var seen uint8
 	for j := t + 1; j < tk.next; j = v.toks[j+1].next {
+		// A row's keys are column keys, which are input: a problem names
+		// the row and the column's index, never the key.
 		c := v.find(&v.keys, v.entry(j))
 		if c < 0 {
-			return v.unknownKey(v.str(j), "is not a declared column key", "has a key that is not a declared column key")
+			return v.fail("has a key that is not a declared column key")
 		}
-		// Column keys match identLike, so naming them in a path is safe.
+		col := "the value of columns[" + strconv.Itoa(c) + "] "
 		switch {
 		case seen&(1<<c) != 0:
-			return v.failAt(string(v.str(j)), "is a duplicate key")
+			return v.fail("has a duplicate key (columns[" + strconv.Itoa(c) + "])")
 		case v.toks[j+1].kind != kString:
-			return v.failAt(string(v.str(j)), "must be a string")
+			return v.fail(col + "must be a string")
 		}
 		seen |= 1 << c
 		if r := v.textReason(j+1, v.str(j+1), 0, 200); r != "" {
-			return v.failAt(string(v.str(j)), r)
+			return v.fail(col + r)
 		}
 	}
 	return true

@@ -193,8 +193,7 @@ func isUUID(b []byte) bool {
 	return true
 }
 
-// identLike matches ^[A-Za-z][A-Za-z0-9_]{0,39}$: metric and column keys,
-// and the unknown keys that an error path may name.
+// identLike matches ^[A-Za-z][A-Za-z0-9_]{0,39}$: metric and column keys.
 func identLike(b []byte) bool {
 	if len(b) == 0 || len(b) > 40 || !isAlpha(b[0]) {
 		return false

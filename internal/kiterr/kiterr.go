@@ -38,6 +38,13 @@ const (
 	SlugTaken           Code = "slug_taken"
 )
 
+// kitd's own codes, for answers SPEC.md section 7 has no code for
+// (docs/decisions.md "Request heads").
+const (
+	URITooLong     Code = "uri_too_long"
+	HeaderTooLarge Code = "header_too_large"
+)
+
 // statuses is the one table from codes to the HTTP statuses of SPEC.md
 // section 7.
 var statuses = map[Code]int{
@@ -54,7 +61,9 @@ var statuses = map[Code]int{
 	SlugTaken:           409,
 	Gone:                410,
 	PayloadTooLarge:     413,
+	URITooLong:          414,
 	UnsupportedMedia:    415,
+	HeaderTooLarge:      431,
 	RateLimited:         429,
 	Internal:            500,
 }

@@ -34,6 +34,9 @@ var specStatus = map[Code]int{
 	"email_taken":            409,
 	"name_taken":             409,
 	"slug_taken":             409,
+	// kitd's own codes (docs/decisions.md "Request heads").
+	"uri_too_long":     414,
+	"header_too_large": 431,
 }
 
 // declaredCodes reads the Code constants declared in package kiterr, so that

@@ -114,9 +114,6 @@ var distributions = []string{"private", "unlisted", "directory"}
 
 var (
 	langRe = regexp.MustCompile(`^[a-z]{2}(-[A-Z]{2})?$`)
-	// keyRe: keys that may appear in a path. Others are left out of paths so
-	// that arbitrary submitted text never comes back (SPEC.md 7).
-	keyRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	// intRe: integers must be written as integers; 1.0 and 1e0 are rejected.
 	intRe = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 )
@@ -242,15 +239,12 @@ func (c *checker) object(path string, n *node, fields []field) bool {
 	seen := make(map[string]bool, len(n.members))
 	for _, mb := range n.members {
 		i := slices.IndexFunc(fields, func(f field) bool { return f.name == mb.key })
+		// A key is input too: only the schema's own names appear in paths.
 		switch {
-		case seen[mb.key]:
-			c.add(mb.off, c.keyPath(path, mb.key), "duplicate key")
 		case i < 0:
-			if keyRe.MatchString(mb.key) {
-				c.add(mb.off, join(path, mb.key), "unknown key")
-			} else {
-				c.add(mb.off, path, "has an unknown key (name not shown)")
-			}
+			c.add(mb.off, path, "has an unknown key")
+		case seen[mb.key]:
+			c.add(mb.off, join(path, mb.key), "duplicate key")
 		default:
 			fields[i].check(join(path, mb.key), mb.val)
 		}
@@ -262,14 +256,6 @@ func (c *checker) object(path string, n *node, fields []field) bool {
 		}
 	}
 	return true
-}
-
-// keyPath is the path of a member whose key may be arbitrary text.
-func (c *checker) keyPath(path, key string) string {
-	if keyRe.MatchString(key) {
-		return join(path, key)
-	}
-	return path
 }
 
 func (c *checker) str(path string, n *node) (string, bool) {
@@ -351,16 +337,17 @@ func (c *checker) langMap(path string, n *node, hi int, multiline bool) (map[str
 	out := make(map[string]string, len(n.members))
 	ok := true
 	for _, mb := range n.members {
-		p := c.keyPath(path, mb.key)
-		if _, dup := out[mb.key]; dup {
-			c.add(mb.off, p, "duplicate key")
+		// A language code is named in paths only once it is one: any
+		// other key is input that could carry anything.
+		if !langRe.MatchString(mb.key) {
+			c.add(mb.off, path, "has a key that is not a language code like en or en-US")
 			ok = false
 			continue
 		}
-		if !langRe.MatchString(mb.key) {
-			c.add(mb.off, p, "language code must look like en or en-US")
+		p := join(path, mb.key)
+		if _, dup := out[mb.key]; dup {
+			c.add(mb.off, p, "duplicate key")
 			ok = false
-			out[mb.key] = "" // still catch a later duplicate of this key
 			continue
 		}
 		s, good := c.text(p, mb.val, 1, hi, multiline)

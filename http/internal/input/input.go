@@ -8,6 +8,7 @@ package input
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -79,10 +80,19 @@ func FirstError(errs ...error) error {
 	return nil
 }
 
-// DecodeJSON decodes a JSON object body into v. A type error names the
-// field path and the type it must have; a syntax error gives its offset.
+// DecodeJSON decodes a JSON object body into v. Keys match fields exactly
+// (case-sensitive) and other keys are ignored; a key given twice in one
+// object is refused at its path (strict.go). A type error names the field
+// path and the type it must have; a syntax error gives its offset.
 func DecodeJSON(body []byte, v any) error {
-	err := json.Unmarshal(body, v)
+	blank, err := checkKeys(body, reflect.TypeOf(v))
+	if err != nil {
+		return err
+	}
+	if len(blank) > 0 {
+		body = blankKeys(body, blank)
+	}
+	err = json.Unmarshal(body, v)
 	if err == nil {
 		return nil
 	}

@@ -15,7 +15,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -239,27 +238,16 @@ func (u *Reader) stringEnds(c byte) bool {
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // isContentKey reports whether decodeJSON would store a top-level key's
-// value in Body.ContentBase64: encoding/json also takes a key that
-// differs in case (or is escaped), so anything but plain ASCII is matched by
-// encoding/json itself.
+// value in Body.ContentBase64: keys match exactly (input.DecodeJSON), so
+// only an escaped key needs decoding first.
 func isContentKey(quoted []byte) bool {
 	const name = "contentBase64"
 	key := quoted[1 : len(quoted)-1]
-	plain := true
-	for _, c := range key {
-		if c == '\\' || c >= utf8.RuneSelf {
-			plain = false
-			break
-		}
+	if bytes.IndexByte(key, '\\') < 0 {
+		return string(key) == name
 	}
-	if plain {
-		return len(key) == len(name) && strings.EqualFold(string(key), name)
-	}
-	var probe struct {
-		C json.RawMessage `json:"contentBase64"`
-	}
-	doc := append(append(append(make([]byte, 0, len(quoted)+4), '{'), quoted...), ":0}"...)
-	return json.Unmarshal(doc, &probe) == nil && probe.C != nil
+	var s string
+	return json.Unmarshal(quoted, &s) == nil && s == name
 }
 
 // decode decodes the skeleton into body with the answers the whole body

@@ -1,0 +1,108 @@
+package input
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/kitd/kitd/internal/kiterr"
+)
+
+type strictItem struct {
+	Label *string `json:"label"`
+}
+
+type strictBody struct {
+	Text   *string               `json:"text"`
+	Items  []strictItem          `json:"items"`
+	Meta   map[string]strictItem `json:"meta"`
+	Blocks json.RawMessage       `json:"blocks"`
+	Any    any                   `json:"any"`
+}
+
+// TestDecodeJSONStrict: docs/decisions.md "Request bodies".
+func TestDecodeJSONStrict(t *testing.T) {
+	const secret = "zzSecretKey"
+	many := func(n int) string {
+		var b strings.Builder
+		b.WriteString(`{`)
+		for i := range n {
+			b.WriteString(`"k` + strings.Repeat("x", i) + `":1,`)
+		}
+		b.WriteString(`"k":2}`)
+		return b.String()
+	}
+	tests := []struct {
+		name     string
+		body     string
+		wantPath string // "-": no error
+		check    func(b *strictBody) bool
+	}{
+		{"keys are case-sensitive: a case variant is ignored", `{"TEXT":"x"}`, "-", func(b *strictBody) bool { return b.Text == nil }},
+		{"a case variant does not overwrite its field", `{"text":"a","Text":"b"}`, "-", func(b *strictBody) bool { return *b.Text == "a" }},
+		{"a case variant before its field does not set it", `{"Text":"b","text":"a"}`, "-", func(b *strictBody) bool { return *b.Text == "a" }},
+		{"a case variant of a nested field is ignored", `{"items":[{"LABEL":"x"}]}`, "-", func(b *strictBody) bool { return b.Items[0].Label == nil }},
+		{"a case variant written with an escape is ignored", `{"T\u0065xt":"x"}`, "-", func(b *strictBody) bool { return b.Text == nil }},
+		{"an escaped key that is exactly a field matches it", `{"te\u0078t":"a"}`, "-", func(b *strictBody) bool { return *b.Text == "a" }},
+		{"unknown keys are ignored", `{"text":"a","extra":{"b":[1,{"c":null}]}}`, "-", func(b *strictBody) bool { return *b.Text == "a" }},
+		{"a non-ASCII key that folds onto a field is ignored (long s)", `{"iteſ":[{"label":"x"}],"itemſ":[{"label":"x"}]}`, "-", func(b *strictBody) bool { return b.Items == nil }},
+		{"a key with the Kelvin sign is ignored", "{\"text\":\"a\",\"\u212aey\":1}", "-", func(b *strictBody) bool { return *b.Text == "a" }},
+		{"a repeated key is refused at its path", `{"text":"a","text":"b"}`, "text", nil},
+		{"a repeated key written with an escape is refused", `{"text":"a","te\u0078t":"b"}`, "text", nil},
+		{"a repeated key with a null is refused", `{"text":null,"text":"b"}`, "text", nil},
+		{"a repeated key in a nested object is refused at its path", `{"items":[{},{"label":"a","label":"b"}]}`, "items[1].label", nil},
+		{"a repeated unknown key is refused at its object, unnamed", `{"` + secret + `":1,"` + secret + `":2}`, "", nil},
+		{"a repeated key of a map is refused at the map, unnamed", `{"meta":{"` + secret + `":{},"` + secret + `":{}}}`, "meta", nil},
+		{"a repeated key inside an unknown key's value is refused, unnamed", `{"` + secret + `":{"a":1,"a":2}}`, "", nil},
+		{"a repeated key inside a value of any type is refused", `{"any":[{"a":1,"a":2}]}`, "any[0]", nil},
+		{"a repeated key in an object of 100 keys is refused", `{"any":` + many(100) + `}`, "any", nil},
+		{"100 distinct keys are read", `{"any":` + strings.Replace(many(100), `"k":2`, `"y":2`, 1) + `}`, "-", nil},
+		{"blocks are left whole to their validator", `{"blocks":[{"a":1,"a":2}]}`, "-", func(b *strictBody) bool { return len(b.Blocks) > 0 }},
+		{"a syntax error is still json's, with its offset", `{"text":"a",}`, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strictBody
+			err := DecodeJSON([]byte(tt.body), &b)
+			checkErr(t, err, tt.wantPath)
+			if err != nil && strings.Contains(err.Error(), secret) {
+				t.Fatalf("error %q names a submitted key", err)
+			}
+			if tt.check != nil && !tt.check(&b) {
+				t.Fatalf("decoded %+v", b)
+			}
+		})
+	}
+}
+
+// FuzzDecodeJSONStrict: DecodeJSON accepts what encoding/json accepts,
+// except a repeated key, and refuses with a validation error.
+func FuzzDecodeJSONStrict(f *testing.F) {
+	for _, s := range []string{`{"text":"a"}`, `{"Text":"a","text":"b"}`, `{"items":[{"label":"x"}]}`, `{"a\"b":1}`, `{"meta":{"x":{"label":null}}}`, `{"blocks":[{"x":"}"}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var got, want strictBody
+		err := DecodeJSON(body, &got)
+		var e *kiterr.Error
+		if err != nil && (!errors.As(err, &e) || e.Code != kiterr.Validation) {
+			t.Fatalf("%q: %v is not a validation error", body, err)
+		}
+		if json.Unmarshal(body, &want) != nil && err == nil {
+			t.Fatalf("%q: accepted what encoding/json refuses", body)
+		}
+	})
+}
+
+// TestCheckKeysAllocatesNothing: the walk adds no allocation to a message
+// body with blocks (the hot path that the fast decoder does not take).
+func TestCheckKeysAllocatesNothing(t *testing.T) {
+	body := []byte(`{"text":"t","channel":"#x","username":"u","blocks":[{"type":"section","text":{"type":"mrkdwn","text":"*x*"}}],"items":[{"label":"a"},{"label":"b"}],"meta":{"k":{"label":"v"}}}`)
+	typ := reflect.TypeFor[*strictBody]()
+	checkKeys(body, typ) // fills the field cache
+	if n := testing.AllocsPerRun(100, func() { checkKeys(body, typ) }); n != 0 {
+		t.Fatalf("checkKeys allocates %v times per body", n)
+	}
+}
