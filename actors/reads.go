@@ -399,3 +399,25 @@ func (c *FileContent) WriteTo(w io.Writer) (int64, error) {
 	}
 	return n, err
 }
+
+// WebhookTarget is the identity of the webhook actor that answers a post to
+// the webhook id: its own, or AbsentWebhook's when no webhook has that id.
+// A made-up id would otherwise activate an actor that reads nothing, answers
+// and stops, about 100 µs more than a live webhook's 404 for a wrong secret
+// (issue 17); through the stand-in, which stays active as a live webhook
+// does, every 404 of the hooks host takes the same path: one storage read
+// here, one request to an active webhook actor, the same comparisons.
+//
+// Reads only whether the record exists: it is written once, when the
+// webhook is created, and never deleted (a revoked webhook keeps it), and
+// the webhook actor checks the post itself.
+func WebhookTarget(env *Env, webhookID string) (string, error) {
+	found, err := env.Store.Has(webhookKey(webhookID))
+	if err != nil {
+		return "", fmt.Errorf("locate webhook %s: %w", webhookID, err)
+	}
+	if !found {
+		return AbsentWebhook, nil
+	}
+	return webhookID, nil
+}
