@@ -315,6 +315,13 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			defer drainBody(ctx)
 		}
 	}
+	if l := s.peerLimitOf(&t); l != nil && l.table != nil {
+		k, refused := s.peerRefused(ctx, l)
+		if refused {
+			return
+		}
+		defer s.peerAnswered(ctx, l, k)
+	}
 	switch t.host {
 	case hostNone:
 		s.fail(ctx, kiterr.Absent("route"))

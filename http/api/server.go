@@ -76,6 +76,9 @@ type Server struct {
 	srv          *fasthttp.Server
 	uploads      *byteBudget // the bytes of uploads in flight
 
+	// Failures of the unauthenticated routes, per source address (peers.go).
+	hookPeers, kitAccessPeers peerLimit
+
 	// fresh holds accepted connections that have not sent a byte yet.
 	// fasthttp counts them as active, so Shutdown closes them itself rather
 	// than wait for their read timeout.
@@ -95,6 +98,7 @@ func New(cfg Config) *Server {
 		uploads:    newByteBudget(maxUploadBodiesInFlight),
 		published:  new(published.Cache),
 	}
+	s.hookPeers, s.kitAccessPeers = newPeerLimits(cfg.Limits)
 	s.app = app.New(app.Config{
 		Node: cfg.Node, Env: cfg.Env, Auth: cfg.Auth, PublicURL: s.publicURL, Logger: cfg.Logger,
 		Published: s.published, CorrelationID: s.correlationID,
