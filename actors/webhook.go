@@ -44,7 +44,7 @@ var (
 )
 
 // AbsentWebhook is the identity of the stand-in webhook actor: the one that
-// answers the posts to every webhook id with no record (WebhookTarget).
+// answers the posts to every webhook id with no record (WebhookTargets).
 // It is the nil UUID, which ids.New never makes.
 const AbsentWebhook = "00000000-0000-0000-0000-000000000000"
 
@@ -84,7 +84,7 @@ type webhookActor struct {
 func (a *webhookActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
 
 // exists keeps the stand-in active like a real webhook, so that a post to
-// a made-up id takes the path of a post to a live one (WebhookTarget).
+// a made-up id takes the path of a post to a live one (WebhookTargets).
 func (a *webhookActor) exists() bool { return a.hook != nil || a.id == AbsentWebhook }
 
 func (a *webhookActor) activate(identity string) error {
