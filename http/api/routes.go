@@ -382,13 +382,14 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, t *target, p *actors.Principal)
 	}
 }
 
-// oneNotFound is err, or the one 404 of host's routes if err is a 404. SPEC.md section 1: a 404
-// never tells absent from not visible, and the handlers' own messages
-// ("file not found", "conversation not found") came from whichever check
-// refused, which told the two apart (another workspace's file was found
-// and then hidden; a made-up id was not). Every 404 of a route therefore
-// reads the same, whatever answered it. The operator sees everything, so
-// its answers keep their message: there nothing is hidden.
+// oneNotFound is err, or the one 404 of host's routes if err is a 404.
+// SPEC.md section 1: a 404 never tells absent from not visible, and the
+// handlers' own messages ("file not found", "conversation not found") came
+// from whichever check refused, which told the two apart (another
+// workspace's file was found, then hidden; a made-up id was not). Every
+// 404 of a route therefore reads the same, whatever answered it. The
+// operator sees everything, so its answers keep their message: nothing is
+// hidden there.
 func oneNotFound(h host, err error) error {
 	if kiterr.CodeOf(err) != kiterr.NotFound {
 		return err
