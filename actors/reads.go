@@ -4,7 +4,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
+	"strings"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/proto"
 
@@ -451,4 +454,56 @@ func (c *FileContent) WriteTo(w io.Writer) (int64, error) {
 		err = fmt.Errorf("file content: %d of %d bytes stored", n, c.size)
 	}
 	return n, err
+}
+
+// WebhookTargets finds the webhook actor that answers a post to a webhook
+// id: its own, or AbsentWebhook's when no webhook has that id. A made-up id
+// would otherwise activate an actor that reads nothing, answers and stops,
+// about 100 µs more than a live webhook's 404 for a wrong secret (issue
+// 17); through the stand-in, which stays active as a live webhook does,
+// every 404 of the hooks host takes the same path: one request to an
+// active webhook actor, the same comparisons.
+//
+// The ids found to exist are remembered in a fixed-size, direct-mapped
+// table (a lookup is a hash and an atomic load: no lock, no allocation),
+// so that a live webhook's posts skip the storage read, which measured 15%
+// of a post's CPU. A made-up id pays that read, about a microsecond against
+// the tens of microseconds of a request; an id pushed out by another is
+// read again.
+//
+// Reads only whether the record exists: it is written once, when the
+// webhook is created, and never deleted (a revoked webhook keeps it), so a
+// remembered id never goes stale; the webhook actor checks the post itself.
+type WebhookTargets struct {
+	env   *Env
+	seed  maphash.Seed
+	known []atomic.Pointer[string]
+}
+
+// NewWebhookTargets remembers up to slots webhook ids (rounded up to a
+// power of two; 8 bytes a slot, and the id once remembered).
+func NewWebhookTargets(env *Env, slots int) *WebhookTargets {
+	n := 1
+	for n < slots {
+		n <<= 1
+	}
+	return &WebhookTargets{env: env, seed: maphash.MakeSeed(), known: make([]atomic.Pointer[string], n)}
+}
+
+// Of is the identity of the webhook actor that answers a post to webhookID.
+func (w *WebhookTargets) Of(webhookID string) (string, error) {
+	slot := &w.known[maphash.String(w.seed, webhookID)&uint64(len(w.known)-1)]
+	if p := slot.Load(); p != nil && *p == webhookID {
+		return webhookID, nil
+	}
+	found, err := w.env.Store.Has(webhookKey(webhookID))
+	if err != nil {
+		return "", fmt.Errorf("locate webhook %s: %w", webhookID, err)
+	}
+	if !found {
+		return AbsentWebhook, nil
+	}
+	id := strings.Clone(webhookID) // not a view of the request's path
+	slot.Store(&id)
+	return webhookID, nil
 }

@@ -43,6 +43,11 @@ var (
 	errHookGone     = kiterr.New(kiterr.Gone, "the webhook is disabled: its channel was archived or the Kit bot was removed from it")
 )
 
+// AbsentWebhook is the identity of the stand-in webhook actor: the one that
+// answers the posts to every webhook id with no record (WebhookTargets).
+// It is the nil UUID, which ids.New never makes.
+const AbsentWebhook = "00000000-0000-0000-0000-000000000000"
+
 // refusalLogInterval bounds the developer log entries of repeated refusals
 // (429, 410) of one webhook: a sender stuck in a loop must not turn every
 // refused request into a stored entry.
@@ -78,7 +83,9 @@ type webhookActor struct {
 
 func (a *webhookActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
 
-func (a *webhookActor) exists() bool { return a.hook != nil }
+// exists keeps the stand-in active like a real webhook, so that a post to
+// a made-up id takes the path of a post to a live one (WebhookTargets).
+func (a *webhookActor) exists() bool { return a.hook != nil || a.id == AbsentWebhook }
 
 func (a *webhookActor) activate(identity string) error {
 	a.id = identity

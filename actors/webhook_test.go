@@ -253,3 +253,40 @@ func TestWebhookForwardToAPassivatedConversation(t *testing.T) {
 		t.Fatalf("messages %q, want second and first", got)
 	}
 }
+
+// A post to a webhook id with no record goes to the stand-in, which stays
+// active as a live webhook does: the three 404s of the hooks host (made-up
+// id, wrong secret, unknown installation) take one path and one time.
+func TestWebhookTargets(t *testing.T) {
+	n := shared
+	f := n.hookFixture(t, 1)
+	made := ids.New()
+	targets := actors.NewWebhookTargets(n.env, 4)
+	for _, tt := range []struct {
+		name, id, want string
+	}{
+		{"a live webhook answers for itself", f.hookID, f.hookID},
+		{"and again, remembered", f.hookID, f.hookID},
+		{"a made-up id goes to the stand-in", made, actors.AbsentWebhook},
+		{"and again: absence is not remembered as existence", made, actors.AbsentWebhook},
+		{"the stand-in's own id goes to the stand-in", actors.AbsentWebhook, actors.AbsentWebhook},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := targets.Of(tt.id)
+			noErr(t, err)
+			if got != tt.want {
+				t.Fatalf("target %q, want %q", got, tt.want)
+			}
+		})
+	}
+	t.Run("the stand-in answers not found, whatever is posted", func(t *testing.T) {
+		// That it stays active (exists) is what makes its answer as fast as
+		// a live webhook's: e2e TestWebhooks_NotFoundTakesTheSameTime.
+		for _, inst := range []string{f.inst.Id, ids.New()} {
+			_, err := try[*kitpb.HookPostReply](n, actors.KindWebhook, actors.AbsentWebhook, &kitpb.HookPost{
+				InstallationId: inst, SecretHash: actors.HookSecretHash(f.secret), Text: "x",
+			})
+			wantCode(t, err, kiterr.NotFound)
+		}
+	})
+}

@@ -103,6 +103,22 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 	return get(s.db, key)
 }
 
+// Has reports whether a value is stored at key. Unlike Get it copies
+// nothing: a hot path that only needs to know pays no allocation.
+func (s *Store) Has(key []byte) (bool, error) {
+	_, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("persistence: get: %w", err)
+	}
+	if err := closer.Close(); err != nil {
+		return false, fmt.Errorf("persistence: get: %w", err)
+	}
+	return true, nil
+}
+
 // reader is what Get needs; both *pebble.DB and *pebble.Snapshot provide it.
 type reader interface {
 	Get(key []byte) ([]byte, io.Closer, error)

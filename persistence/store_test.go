@@ -66,6 +66,7 @@ func bound(s string) []byte {
 	return []byte(s)
 }
 
+// Get and Has see every kind of write.
 func TestGetSetDelete(t *testing.T) {
 	s := openMem(t)
 	setAll(t, s, "a", "1", "b", "2", "c", "3", "d", "4")
@@ -91,6 +92,9 @@ func TestGetSetDelete(t *testing.T) {
 			tc.write(b)
 			commit(t, b)
 			for k, want := range tc.want {
+				if has, err := s.Has([]byte(k)); err != nil || has != (want != "") {
+					t.Errorf("Has(%q) = %v, %v; want %v", k, has, err, want != "")
+				}
 				got, err := s.Get([]byte(k))
 				if want == "" {
 					if !errors.Is(err, ErrNotFound) {

@@ -42,7 +42,8 @@ func hookRequestConfig(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 // The body's shape is checked here, but a problem is answered by the
 // webhook actor, after the URL proved to be a live webhook's: a 400 never
 // tells an unproven URL anything, and every not-found cause costs the same
-// work (parse, hash, one request to a webhook actor).
+// work (parse, hash, one request to an active webhook actor:
+// actors.WebhookTargets).
 func (s *Server) hookPost(in call) (reply, error) {
 	instID, webhookID, secret := in.params[0], in.params[1], in.params[2]
 	if !ids.Valid(instID) || !ids.Valid(webhookID) || secret == "" {
@@ -62,7 +63,11 @@ func (s *Server) hookPost(in call) (reply, error) {
 	} else {
 		req.Text, req.Blocks = text, blocks
 	}
-	r, err := ask[*kitpb.HookPostReply](s, actors.KindWebhook, webhookID, req)
+	target, err := s.hookTargets.Of(webhookID)
+	if err != nil {
+		return reply{}, err
+	}
+	r, err := ask[*kitpb.HookPostReply](s, actors.KindWebhook, target, req)
 	if err != nil {
 		return reply{}, err
 	}

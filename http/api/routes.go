@@ -322,6 +322,13 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			defer drainBody(ctx)
 		}
 	}
+	if l := s.peerLimitOf(&t); l != nil && l.table != nil {
+		k, refused := s.peerRefused(ctx, l)
+		if refused {
+			return
+		}
+		defer s.peerAnswered(ctx, l, k)
+	}
 	switch t.host {
 	case hostNone:
 		s.fail(ctx, kiterr.Absent("route"))
@@ -374,13 +381,36 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, t *target, p *actors.Principal)
 	rep, err := t.route.handle(s, in)
 	switch {
 	case err != nil:
-		s.fail(ctx, err)
+		s.fail(ctx, oneNotFound(t.host, err))
 	case rep.json != nil:
 		s.writeJSON(ctx, rep.status, rep.json)
 	case rep.status != 0:
 		s.writeBuffer(ctx, rep.status, rep.raw)
 	}
 }
+
+// oneNotFound is err, or the one 404 of host's routes if err is a 404.
+// SPEC.md section 1: a 404 never tells absent from not visible, and the
+// handlers' own messages ("file not found", "conversation not found") came
+// from whichever check refused, which told the two apart (another
+// workspace's file was found, then hidden; a made-up id was not). Every
+// 404 of a route therefore reads the same, whatever answered it. The
+// operator sees everything, so its answers keep their message: nothing is
+// hidden there.
+func oneNotFound(h host, err error) error {
+	if kiterr.CodeOf(err) != kiterr.NotFound {
+		return err
+	}
+	switch h {
+	case hostAPI, hostDev:
+		return errNotVisible
+	case hostHooks:
+		return actors.ErrHookNotFound
+	}
+	return err
+}
+
+var errNotVisible = kiterr.New(kiterr.NotFound, "not found: it does not exist or this token cannot see it")
 
 // operatorToken checks the operator token of an /ops request, before its
 // route is looked up. It writes the error and returns false when the

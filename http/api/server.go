@@ -53,6 +53,11 @@ const (
 	maxURL = 8 << 10
 )
 
+// knownWebhooks is how many webhook ids the hooks host remembers as
+// existing (actors.WebhookTargets): 128 KiB of slots, plus each id once
+// remembered; a node with more live webhooks reads some again.
+const knownWebhooks = 1 << 14
+
 // Config wires the front end to its node.
 type Config struct {
 	Node   *cluster.Node
@@ -88,6 +93,11 @@ type Server struct {
 	srv          *fasthttp.Server
 	uploads      *byteBudget // the bytes of uploads in flight
 
+	// Failures of the unauthenticated routes, per source address (peers.go).
+	hookPeers, kitAccessPeers peerLimit
+	// hookTargets sends a post to its webhook, or to the stand-in.
+	hookTargets *actors.WebhookTargets
+
 	// fresh holds accepted connections that have not sent a byte yet.
 	// fasthttp counts them as active, so Shutdown closes them itself rather
 	// than wait for their read timeout.
@@ -107,6 +117,8 @@ func New(cfg Config) *Server {
 		uploads:    newByteBudget(maxUploadBodiesInFlight),
 		published:  new(published.Cache),
 	}
+	s.hookPeers, s.kitAccessPeers = newPeerLimits(cfg.Limits)
+	s.hookTargets = actors.NewWebhookTargets(cfg.Env, knownWebhooks)
 	s.app = app.New(app.Config{
 		Node: cfg.Node, Env: cfg.Env, Auth: cfg.Auth, PublicURL: s.publicURL, Logger: cfg.Logger,
 		Published: s.published, CorrelationID: s.correlationID,

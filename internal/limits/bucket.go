@@ -82,6 +82,11 @@ func (b *Bucket) Take(r Rate, now time.Time) (d Decision) {
 	return d
 }
 
+// Peek is Take without taking: its OK says whether a token is there at
+// now, and a refusal carries the RetryAfter a refused Take would. b is a
+// copy, so nothing changes.
+func (b Bucket) Peek(r Rate, now time.Time) Decision { return b.Take(r, now) }
+
 // Full reports whether the bucket is full at now under r, i.e. whether its
 // owner may forget it (a fresh Bucket behaves the same).
 func (b Bucket) Full(r Rate, now time.Time) bool {

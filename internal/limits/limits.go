@@ -45,11 +45,18 @@ const (
 	ResponseURL   Name = "response_url"   // responseUrl posts, per installation
 	Interactions  Name = "interactions"   // block interactions, per member and Kit
 	SlashCommands Name = "slash_commands" // slash commands, per member and command
+
+	// Not in SPEC.md section 8, which gives the unauthenticated routes no
+	// bucket: failures there, per source address, counted by the front
+	// end node that answered them (docs/decisions.md, "Rate limits").
+	WebhookNotFound  Name = "webhook_not_found"  // 404s of the hooks host, per source address
+	KitAccessFailure Name = "kit_access_failure" // failed POST /oauth/kit.access, per source address
 )
 
-// Names lists every Name, in SPEC.md order.
+// Names lists every Name, in SPEC.md order, then kitd's own.
 func Names() []Name {
-	return []Name{Read, Write, PostMessage, Files, Webhook, Developer, ResponseURL, Interactions, SlashCommands}
+	return []Name{Read, Write, PostMessage, Files, Webhook, Developer, ResponseURL, Interactions, SlashCommands,
+		WebhookNotFound, KitAccessFailure}
 }
 
 // Limits of SPEC.md section 8 that are not token buckets. They are fixed by
@@ -148,6 +155,15 @@ func Spec() Table {
 		ResponseURL:   perMinute(ResponseURL, 50),
 		Interactions:  perMinute(Interactions, 30),
 		SlashCommands: perMinute(SlashCommands, 10),
+		// A sender whose webhook was revoked keeps posting at its usual
+		// rate, at most the webhook bucket's 1/second, and never empties
+		// this; a scanner of made-up URLs is cut to 2 a second after a
+		// burst of 30.
+		WebhookNotFound: {Name: WebhookNotFound, Capacity: 30, Refill: 2, Window: time.Second},
+		// A backend with a stale secret or a spent code fails a few times
+		// before someone looks; guessing client ids or secrets is cut to
+		// 1 a second after a burst of 20.
+		KitAccessFailure: {Name: KitAccessFailure, Capacity: 20, Refill: 1, Window: time.Second},
 	}
 }
 

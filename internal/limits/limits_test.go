@@ -297,6 +297,9 @@ func TestSpec(t *testing.T) {
 		ResponseURL:   {ResponseURL, 50, 50, time.Minute},
 		Interactions:  {Interactions, 30, 30, time.Minute},
 		SlashCommands: {SlashCommands, 10, 10, time.Minute},
+		// kitd's own, per source address (issue 17).
+		WebhookNotFound:  {WebhookNotFound, 30, 2, time.Second},
+		KitAccessFailure: {KitAccessFailure, 20, 1, time.Second},
 	}
 	got := Spec()
 	if len(got) != len(want) || len(Names()) != len(want) {
@@ -466,5 +469,37 @@ func BenchmarkHeaders(b *testing.B) {
 	for b.Loop() {
 		_ = d.PolicyHeader()
 		_ = d.LimitHeader()
+	}
+}
+
+func TestPeek(t *testing.T) {
+	r := Rate{Name: "p", Capacity: 2, Refill: 1, Window: time.Second}
+	tests := []struct {
+		name  string
+		takes int // tokens taken at t0 before the peek
+		at    time.Duration
+		ok    bool
+		retry int
+	}{
+		{"a full bucket has a token", 0, 0, true, 0},
+		{"a bucket with one token left has one", 1, 0, true, 0},
+		{"an empty bucket has none, and says when", 2, 0, false, 1},
+		{"an empty bucket has one again after a refill", 2, time.Second, true, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBucket(r, t0)
+			for range tc.takes {
+				b.Take(r, t0)
+			}
+			before := b
+			d := b.Peek(r, t0.Add(tc.at))
+			if d.OK != tc.ok || d.RetryAfter != tc.retry {
+				t.Fatalf("Peek = OK %v RetryAfter %d, want %v %d", d.OK, d.RetryAfter, tc.ok, tc.retry)
+			}
+			if b != before {
+				t.Fatal("Peek changed the bucket")
+			}
+		})
 	}
 }
