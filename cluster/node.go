@@ -122,10 +122,12 @@ var errUnavailable = errors.New("cluster: actor unavailable")
 // and Cluster.Get skips the PID cache; resolving the PID through the cache
 // and asking it through a reused reply slot keeps the request path lean.
 func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message, error) {
-	for attempt := 0; attempt < 3; attempt++ {
+	for attempt := 0; attempt < lookupAttempts; attempt++ {
+		if attempt > 0 {
+			time.Sleep(lookupBackoff(attempt))
+		}
 		pid := n.pid(kind, identity)
 		if pid == nil {
-			time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
 			continue
 		}
 		res, err := n.ask(pid, msg)
@@ -154,6 +156,18 @@ func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message,
 	return nil, fmt.Errorf("request %s/%s: %w", kind, identity, errUnavailable)
 }
 
+// A lookup may find no activation (one is starting) or one that is
+// stopping: an activation for an absent entity stops right after its
+// answer, and until the placement actor has seen it go, the lookup still
+// names it, so a request for the same id right behind the first comes back
+// as a dead letter. Request asks again after a growing pause, up to about a
+// quarter of a second in all, before it calls the actor unavailable.
+const lookupAttempts = 10
+
+func lookupBackoff(attempt int) time.Duration {
+	return min(time.Millisecond<<(attempt-1), 50*time.Millisecond)
+}
+
 // Pending is a reply that may be acted on only after Await returned it: the
 // actor answered at once, but writes it applied are still being synced.
 // Request awaits it in the requester's goroutine, so callers never see one.
@@ -177,16 +191,48 @@ func (n *Node) ask(pid *actor.PID, msg proto.Message) (any, error) {
 		return res, nil
 	default:
 	}
-	timer := time.NewTimer(n.timeout)
-	select {
-	case res := <-slot.ch:
-		timer.Stop()
-		n.replies.put(slot)
-		return res, nil
-	case <-timer.C:
-		n.replies.retire(slot)
-		return nil, errTimeout
+	deadline := time.Now().Add(n.timeout)
+	timer := time.NewTimer(min(n.timeout, stoppedCheck))
+	for {
+		select {
+		case res := <-slot.ch:
+			timer.Stop()
+			n.replies.put(slot)
+			return res, nil
+		case now := <-timer.C:
+			if n.stoppedWithout(pid, slot) {
+				n.replies.retire(slot)
+				return &actor.DeadLetterResponse{Target: pid}, nil
+			}
+			if !now.Before(deadline) {
+				n.replies.retire(slot)
+				return nil, errTimeout
+			}
+			timer.Reset(min(deadline.Sub(now), stoppedCheck))
+		}
 	}
+}
+
+// stoppedCheck is how often a request that has no answer yet looks whether
+// its local target has stopped. protoactor drops, without a dead letter, a
+// message that reaches an activation after it stopped (one for an absent
+// entity stops right after answering, and a lookup may name it until the
+// placement actor has seen it go): without the check such a request would
+// wait out the whole timeout.
+const stoppedCheck = 20 * time.Millisecond
+
+// stoppedWithout reports whether pid is a local activation that has left the
+// registry without answering into slot. An activation answers before it
+// stops, so once it is gone an empty slot stays empty: the request was
+// dropped.
+func (n *Node) stoppedWithout(pid *actor.PID, slot *replySlot) bool {
+	if pid.Address != n.system.Address() {
+		return false
+	}
+	if _, alive := n.system.ProcessRegistry.GetLocal(pid.Id); alive {
+		return false
+	}
+	return len(slot.ch) == 0
 }
 
 // pid resolves an identity through the node's PID cache; a miss asks the

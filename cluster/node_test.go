@@ -223,3 +223,18 @@ func liveHeap() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// A request that comes while its activation is stopping (one that answered
+// "absent" to the request before it) is answered by the next activation,
+// never refused as unavailable: the lookup may still name the stopping one
+// until the placement actor has seen it go.
+func TestARequestAfterAStopFindsTheNextActivation(t *testing.T) {
+	n := testNode(t)
+	const id = "absent-again" // one identity, asked for again and again
+	for i := range 2000 {
+		_, err := Call[*kitpb.WorkspaceReply](n, "echo", id, &kitpb.GetWorkspace{})
+		if kiterr.CodeOf(err) != kiterr.NotFound {
+			t.Fatalf("request %d: %v, want not_found", i, err)
+		}
+	}
+}
