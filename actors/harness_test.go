@@ -73,6 +73,22 @@ func (n *testNode) stop() error {
 	return n.store.Close()
 }
 
+// ownNode starts a node of the test's own on an in-memory filesystem,
+// stopped when the test ends, for a test that moves the node's clock or
+// timers or counts its processes. Skipped with -short.
+func ownNode(t *testing.T) *testNode {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	n, err := startNode(vfs.NewMem(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.stop() })
+	return n
+}
+
 func TestMain(m *testing.M) {
 	n, err := startNode(vfs.NewMem(), nil)
 	if err != nil {

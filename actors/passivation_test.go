@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
@@ -86,14 +84,7 @@ func TestAbsentEntitiesLeaveNoActor(t *testing.T) {
 // Idle actors passivate after one to two IdleTimeouts; an actor that keeps
 // being asked stays.
 func TestIdleActorsPassivate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a node")
-	}
-	n, err := startNode(vfs.NewMem(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.stop()
+	n := ownNode(t)
 	const idle = 200 * time.Millisecond
 	n.env.IdleTimeout = idle
 	w := n.workspace(t, 1) // activates the workspace actor
@@ -132,14 +123,7 @@ func TestIdleActorsPassivate(t *testing.T) {
 // post (no credentials), kit.access's client check (no credentials), and a
 // read of a conversation (any caller).
 func TestMadeUpIdsLeaveNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a node")
-	}
-	n, err := startNode(vfs.NewMem(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.stop()
+	n := ownNode(t)
 	probes := []struct {
 		name string
 		ask  func() error

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
@@ -214,14 +212,7 @@ func TestWebhookNotFoundIsOneAnswer(t *testing.T) {
 // the webhook's bucket. The idle timer runs on real time, the buckets on
 // the test clock, which stands still here.
 func TestWebhookForwardToAPassivatedConversation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a node")
-	}
-	n, err := startNode(vfs.NewMem(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.stop()
+	n := ownNode(t)
 	const idle = 150 * time.Millisecond
 	n.env.IdleTimeout = idle
 	f := n.hookFixture(t, 1)
