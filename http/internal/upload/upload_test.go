@@ -195,6 +195,7 @@ func TestStreamedUploadAnswersAsTheWholeBody(t *testing.T) {
 		{"a body that ends in the content", []byte(`{"conversationId":"` + conv + `","contentBase64":"aGk`), false},
 		{"a body that ends after the content", []byte(`{"contentBase64":"aGk=","name":`), false},
 		{"a body that ends right after the content", []byte(`{"name":"a","contentBase64":"aGk="`), false},
+		{"a body that ends after a repeated key is malformed", []byte(`{"name":"a","name":0`), false},
 		{"text after the object is a syntax error", append(uploadDoc("text/plain", `"aGk="`), " x"...), false},
 		{"a field of the wrong type after the content", uploadDoc("text/plain", `"aGk="`, `"name":5`), false},
 		{"a repeated contentBase64 is refused", uploadDoc("text/plain", `"aGVsbG8="`, `"contentBase64":"aGk="`), false},
