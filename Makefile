@@ -5,7 +5,7 @@ DATA    ?= ./data
 PKGS    := ./...
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: run build test unit e2e lint lint-openapi proto bench clean tools
+.PHONY: run build test unit e2e fuzz lint lint-openapi proto bench clean tools
 
 run: build
 	$(BIN) serve --data $(DATA) --demo
@@ -18,6 +18,12 @@ build:
 # real bin/kitd on loopback ports.
 test: build
 	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+# Every fuzz target (found by .ci/fuzz) for FUZZTIME each, one after
+# another. `make test` runs only their seed corpora, as ordinary tests.
+FUZZTIME ?= 10s
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) .ci/fuzz
 
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)

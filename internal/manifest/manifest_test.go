@@ -534,6 +534,13 @@ func FuzzParse(f *testing.F) {
 		if len(problems) > MaxProblems {
 			t.Fatalf("%d problems", len(problems))
 		}
+		for _, p := range problems {
+			// A problem names where it is ("" is the whole document) and
+			// what it is, within the lengths of SPEC.md 4.10.
+			if p.Message == "" || len(p.Message) > maxMessageLen || len(p.Path) > maxPathLen || strings.HasPrefix(p.Path, ".") {
+				t.Fatalf("problem %+v", p)
+			}
+		}
 		if m != nil {
 			again, problems := Parse(string(m.Canonical()))
 			if problems != nil || !bytes.Equal(again.Canonical(), m.Canonical()) {

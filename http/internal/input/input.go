@@ -86,7 +86,10 @@ func FirstError(errs ...error) error {
 // path and the type it must have; a syntax error gives its offset.
 func DecodeJSON(body []byte, v any) error {
 	blank, err := checkKeys(body, reflect.TypeOf(v))
-	if err != nil {
+	// A malformed body is answered as malformed (by json.Unmarshal below)
+	// even after a key problem, as the streamed upload reader answers it.
+	// Only a refused body pays for the extra pass.
+	if err != nil && json.Valid(body) {
 		return err
 	}
 	if len(blank) > 0 {

@@ -3,6 +3,7 @@ package input
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,7 +114,7 @@ func (s *keyScanner) value(t reflect.Type) bool {
 	}
 	switch s.b[s.i] {
 	case '{':
-		if t == rawMessageType {
+		if t == rawMessageType || !fits(t, reflect.Struct, reflect.Map) {
 			return s.skip()
 		}
 		if t != nil && t.Kind() == reflect.Struct {
@@ -125,7 +126,7 @@ func (s *keyScanner) value(t reflect.Type) bool {
 		}
 		return s.object(nil, elem)
 	case '[':
-		if t == rawMessageType {
+		if t == rawMessageType || !fits(t, reflect.Slice, reflect.Array) {
 			return s.skip()
 		}
 		var elem reflect.Type
@@ -139,6 +140,14 @@ func (s *keyScanner) value(t reflect.Type) bool {
 	default:
 		return s.scalar()
 	}
+}
+
+// fits reports whether a value of type t (nil: any) may be an object or
+// array of the given kinds. One that may not is skipped unread:
+// json.Unmarshal refuses it as a type error at its field's path, which
+// names the field, not a position inside a value the schema does not have.
+func fits(t reflect.Type, kinds ...reflect.Kind) bool {
+	return t == nil || t.Kind() == reflect.Interface || slices.Contains(kinds, t.Kind())
 }
 
 // object reads an object. With fields (a struct), a key that is one of them
@@ -198,8 +207,17 @@ func (s *keyScanner) members(fields *structFields, elem reflect.Type, mark int) 
 			s.blank = append(s.blank, at)
 		}
 		if !s.value(t) {
-			if s.err != nil && f >= 0 {
+			switch {
+			case s.err == nil:
+			case f >= 0:
 				s.trail = append(s.trail, fields.names[f])
+			default:
+				// Under a key that is input, not schema: the problem is
+				// this object's, and the path below the key means nothing.
+				s.trail = s.trail[:0]
+				if s.err == errRepeated {
+					s.err = errRepeatedKey
+				}
 			}
 			return false
 		}

@@ -1,9 +1,11 @@
 package input
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -57,10 +59,16 @@ func TestDecodeJSONStrict(t *testing.T) {
 		{"a repeated key of a map is refused at the map, unnamed", `{"meta":{"` + secret + `":{},"` + secret + `":{}}}`, "meta", nil},
 		{"a repeated key inside an unknown key's value is refused, unnamed", `{"` + secret + `":{"a":1,"a":2}}`, "", nil},
 		{"a repeated key inside a value of any type is refused", `{"any":[{"a":1,"a":2}]}`, "any[0]", nil},
+		{"a repeated key in an array under an unknown key is refused at its object", `{"` + secret + `":[{"a":1,"a":2}]}`, "", nil},
+		{"a repeated key in an array under an unknown nested key is refused at its object", `{"items":[{"` + secret + `":[[{"a":1,"a":2}]]}]}`, "items[0]", nil},
+		{"a repeated field under a map key is refused at the map", `{"meta":{"` + secret + `":{"label":"a","label":"b"}}}`, "meta", nil},
+		{"an array for the body is a type error, not a path into it", `[{"a":1,"a":2}]`, "", nil},
+		{"an array for a string is a type error at its field, not a path into it", `{"text":[{"a":1,"a":2}]}`, "text", nil},
 		{"a repeated key in an object of 100 keys is refused", `{"any":` + many(100) + `}`, "any", nil},
 		{"100 distinct keys are read", `{"any":` + strings.Replace(many(100), `"k":2`, `"y":2`, 1) + `}`, "-", nil},
 		{"blocks are left whole to their validator", `{"blocks":[{"a":1,"a":2}]}`, "-", func(b *strictBody) bool { return len(b.Blocks) > 0 }},
 		{"a syntax error is still json's, with its offset", `{"text":"a",}`, "", nil},
+		{"a syntax error after a repeated key is still json's", `{"text":"a","text":"b"`, "", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,21 +85,49 @@ func TestDecodeJSONStrict(t *testing.T) {
 	}
 }
 
-// FuzzDecodeJSONStrict: DecodeJSON accepts what encoding/json accepts,
-// except a repeated key, and refuses with a validation error.
+// strictPath is a path made of strictBody's field names and indices.
+var strictPath = regexp.MustCompile(`^((text|items|meta|blocks|any)(\[\d+\])*(\.label)?)?$`)
+
+// FuzzDecodeJSONStrict: DecodeJSON refuses with a validation error at a
+// path of the schema's own names that repeats nothing of the body, or
+// accepts JSON that, encoded again, decodes to the same bytes.
 func FuzzDecodeJSONStrict(f *testing.F) {
-	for _, s := range []string{`{"text":"a"}`, `{"Text":"a","text":"b"}`, `{"items":[{"label":"x"}]}`, `{"a\"b":1}`, `{"meta":{"x":{"label":null}}}`, `{"blocks":[{"x":"}"}]}`} {
+	const secret = "zzSecretKey"
+	for _, s := range []string{`{"text":"a"}`, `{"Text":"a","text":"b"}`, `{"items":[{"label":"x"}]}`, `{"a\"b":1}`, `{"meta":{"x":{"label":null}}}`, `{"blocks":[{"x":"}"}]}`,
+		`{"` + secret + `":[{"a":1,"a":2}]}`, `{"meta":{"` + secret + `":{"label":"a","label":"b"}}}`, `[{"` + secret + `":1,"` + secret + `":2}]`, `{"text":"` + secret + `","text":1}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var got, want strictBody
+		var got strictBody
 		err := DecodeJSON(body, &got)
 		var e *kiterr.Error
 		if err != nil && (!errors.As(err, &e) || e.Code != kiterr.Validation) {
 			t.Fatalf("%q: %v is not a validation error", body, err)
 		}
-		if json.Unmarshal(body, &want) != nil && err == nil {
-			t.Fatalf("%q: accepted what encoding/json refuses", body)
+		if err != nil && !strictPath.MatchString(e.Path) {
+			t.Fatalf("%q: refused at %q, not a path of the schema", body, e.Path)
+		}
+		if err != nil && strings.Contains(string(body), secret) && strings.Contains(err.Error(), secret) {
+			t.Fatalf("%q: error %q echoes the body", body, err)
+		}
+		if err != nil {
+			return
+		}
+		// Not "encoding/json accepts it too": a case variant of a field,
+		// which encoding/json would decode into it, is ignored.
+		if !json.Valid(body) {
+			t.Fatalf("%q: accepted what is not JSON", body)
+		}
+		once, err := json.Marshal(&got)
+		if err != nil {
+			t.Fatalf("%q: accepted, then not encodable: %v", body, err)
+		}
+		var again strictBody
+		if err := DecodeJSON(once, &again); err != nil {
+			t.Fatalf("%q: accepted, re-encoded as %s and refused: %v", body, once, err)
+		}
+		if twice, _ := json.Marshal(&again); !bytes.Equal(once, twice) {
+			t.Fatalf("%q: re-encoded as %s, decoded again as %s", body, once, twice)
 		}
 	})
 }

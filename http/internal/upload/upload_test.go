@@ -195,6 +195,7 @@ func TestStreamedUploadAnswersAsTheWholeBody(t *testing.T) {
 		{"a body that ends in the content", []byte(`{"conversationId":"` + conv + `","contentBase64":"aGk`), false},
 		{"a body that ends after the content", []byte(`{"contentBase64":"aGk=","name":`), false},
 		{"a body that ends right after the content", []byte(`{"name":"a","contentBase64":"aGk="`), false},
+		{"a body that ends after a repeated key is malformed", []byte(`{"name":"a","name":0`), false},
 		{"text after the object is a syntax error", append(uploadDoc("text/plain", `"aGk="`), " x"...), false},
 		{"a field of the wrong type after the content", uploadDoc("text/plain", `"aGk="`, `"name":5`), false},
 		{"a repeated contentBase64 is refused", uploadDoc("text/plain", `"aGVsbG8="`, `"contentBase64":"aGk="`), false},
@@ -240,8 +241,12 @@ func fileTestBytes(n int) []byte {
 	return b
 }
 
+// uploadSecret marks submitted bytes that no refusal may repeat.
+const uploadSecret = "zqSECRETqz"
+
 // FuzzStreamedUpload checks that the streamed reader answers any body as the
-// whole body did (go test -fuzz FuzzStreamedUpload ./http/internal/upload/).
+// whole body did (go test -fuzz FuzzStreamedUpload ./http/internal/upload/),
+// and that a refusal repeats nothing of the body.
 func FuzzStreamedUpload(f *testing.F) {
 	conv := ids.New()
 	for _, seed := range []string{
@@ -251,6 +256,11 @@ func FuzzStreamedUpload(f *testing.F) {
 		`{"contentBase64":"\ud83d\ude00\u0041=","contentBase64":"aGk=","x":[{"contentBase64":1}]}`,
 		`{"CONTENTBASE64":"aG` + "\xff\x01" + `k=" , "mimeType":"application/pdf"}`,
 		` {"a":tru,"contentBase64":"aGk`,
+		`{"conversationId":"` + uploadSecret + `","name":"n","mimeType":"text/plain","contentBase64":"aGk="}`,
+		`{"conversationId":"` + conv + `","name":"n","mimeType":"` + uploadSecret + `","contentBase64":"aGk="}`,
+		`{"conversationId":"` + conv + `","name":"n","mimeType":"text/plain","contentBase64":"` + uploadSecret + `"}`,
+		`{"conversationId":"` + conv + `","name":["` + uploadSecret + `"],"mimeType":"text/plain","contentBase64":"aGk="}`,
+		`{"` + uploadSecret + `":1,"` + uploadSecret + `":2,"contentBase64":"aGk="}`,
 	} {
 		f.Add([]byte(seed), uint8(0))
 		f.Add([]byte(seed), uint8(3))
@@ -260,6 +270,9 @@ func FuzzStreamedUpload(f *testing.F) {
 		got, err := streamedUpload(t, body, int(step))
 		if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 			t.Fatalf("%q in reads of %d: answer %v, the whole body gives %v", body, step, err, wantErr)
+		}
+		if err != nil && bytes.Contains(body, []byte(uploadSecret)) && strings.Contains(err.Error(), uploadSecret) {
+			t.Fatalf("%q: error %q echoes the body", body, err)
 		}
 		if !bytes.Equal(got, want) {
 			t.Fatalf("%q: decoded bytes differ", body)
