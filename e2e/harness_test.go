@@ -92,6 +92,10 @@ func runMain(m *testing.M) int {
 	if cliBin.path != "" && os.Getenv("KIT_CLI_BIN") == "" {
 		os.RemoveAll(filepath.Dir(cliBin.path))
 	}
+	if leaks := leakedSecrets(); len(leaks) > 0 {
+		fmt.Fprintf(os.Stderr, "e2e: secrets in the servers' output (e2e/secrets_log_test.go):\n  %s\n", strings.Join(leaks, "\n  "))
+		code = 1
+	}
 	if srv := shared.srv; srv != nil {
 		if code != 0 {
 			fmt.Fprintf(os.Stderr, "e2e: shared server output (tail):\n%s\n", srv.tail(16<<10))
@@ -205,6 +209,7 @@ func launch(o ServerOpts) (*Server, error) {
 		close(s.done)
 	}()
 
+	noteServer(s)
 	select {
 	case addr := <-s.out.found:
 		s.Addr = addr
@@ -476,6 +481,7 @@ func (s *Server) request(method, path, token string, body any, hdr map[string]st
 		}
 	}
 	conformance.check(r) // docs/openapi; reported by do or TestMain
+	noteSecrets(r)       // checked against every server's log by TestMain
 	return r, nil
 }
 

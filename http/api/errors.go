@@ -18,11 +18,14 @@ type errorBody struct {
 // fail writes err as the SPEC.md error body. Errors that are not domain
 // errors are logged with their correlation id and answered as 500 without
 // detail.
-func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
+func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) { s.failRoute(ctx, nil, err) }
+
+// failRoute is fail for a request of route rt, which names it in the log.
+func (s *Server) failRoute(ctx *fasthttp.RequestCtx, rt *route, err error) {
 	corr := s.correlationID()
 	var e *kiterr.Error
 	if !errors.As(err, &e) {
-		s.log.Error("request failed", "correlationId", corr, "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
+		s.log.Error("request failed", "correlationId", corr, "route", routeName(rt), "err", err)
 		e = kiterr.New(kiterr.Internal, "internal error; retry reads later, writes only with an Idempotency-Key")
 	}
 	if l := e.Limit; l != nil {
@@ -35,6 +38,16 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="kit", error="invalid_token"`)
 	}
 	s.writeJSON(ctx, e.Code.Status(), errorBody{e.Code, e.Message, corr})
+}
+
+// routeName names a request in the log by its route's pattern, never by
+// the path as sent: a webhook URL carries its secret, and an unknown path
+// may carry anything a client typed.
+func routeName(rt *route) string {
+	if rt == nil {
+		return "no route"
+	}
+	return rt.method + " " + rt.path
 }
 
 // unauthenticated answers a request that carried no credential at all

@@ -1,14 +1,18 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/http/internal/input"
+	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 )
 
@@ -125,4 +129,41 @@ func TestFailWritesTheErrorBody(t *testing.T) {
 			seen[id] = true
 		}
 	})
+}
+
+// An internal error is logged by its route's pattern: the path as sent is
+// never in the log (a webhook URL's last segment is its secret).
+func TestFailLogsNoPath(t *testing.T) {
+	const secret = "SECRETSEGMENT0123456789abcdefghijklmnopqrstu"
+	hook := ids.New() + "/" + ids.New() + "/" + secret
+	var hookRoute *route
+	for i := range routes {
+		if routes[i].host == hostHooks {
+			hookRoute = &routes[i]
+		}
+	}
+	tests := []struct {
+		name, path string
+		rt         *route
+		wantRoute  string
+	}{
+		{"a webhook post is logged by its pattern", "/hooks/v1/" + hook, hookRoute, "POST /hooks/v1/{installationId}/{webhookId}/{secret}"},
+		{"a request without its route is logged as none", "/hooks/v1/" + hook, nil, "no route"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logged bytes.Buffer
+			s := New(Config{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+			ctx := &fasthttp.RequestCtx{}
+			ctx.Request.Header.SetMethod("POST")
+			ctx.Request.SetRequestURI(tt.path)
+			s.failRoute(ctx, tt.rt, os.ErrPermission)
+			if strings.Contains(logged.String(), secret) {
+				t.Fatalf("the log has the path as sent: %s", logged.String())
+			}
+			if !strings.Contains(logged.String(), "route="+strconv.Quote(tt.wantRoute)) {
+				t.Fatalf("the log does not name %q: %s", tt.wantRoute, logged.String())
+			}
+		})
+	}
 }

@@ -381,7 +381,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, t *target, p *actors.Principal)
 	rep, err := t.route.handle(s, in)
 	switch {
 	case err != nil:
-		s.fail(ctx, oneNotFound(t.host, err))
+		s.failRoute(ctx, t.route, oneNotFound(t.host, err))
 	case rep.json != nil:
 		s.writeJSON(ctx, rep.status, rep.json)
 	case rep.status != 0:
@@ -440,7 +440,7 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, rt *route) *actors.Principa
 	}
 	p, err := s.auth.Authenticate(token)
 	if err != nil {
-		s.fail(ctx, err)
+		s.failRoute(ctx, rt, err)
 		return nil
 	}
 	if rt.tokens&tokenOf(p) == 0 {
@@ -451,7 +451,7 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, rt *route) *actors.Principa
 		if now := s.env.Clock.Now().UnixNano(); p.TouchDue(now) {
 			_, err := ask[*kitpb.Ok](s, actors.KindWorkspace, p.Caller.WorkspaceId, &kitpb.TouchDeveloperToken{TokenId: p.TokenID, At: now})
 			if err != nil {
-				s.fail(ctx, err)
+				s.failRoute(ctx, rt, err)
 				return nil
 			}
 		}
@@ -469,7 +469,7 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, rt *route) *actors.Principa
 		}
 		d, err := ask[*kitpb.Decision](s, owner, identity, &kitpb.TakeToken{Bucket: string(rt.family), Key: key})
 		if err != nil {
-			s.fail(ctx, err)
+			s.failRoute(ctx, rt, err)
 			return nil
 		}
 		dec := limits.FromWire(d, s.limits)
