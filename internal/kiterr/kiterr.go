@@ -10,6 +10,7 @@ package kiterr
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -90,8 +91,10 @@ type Error struct {
 	Limit *limits.Decision
 }
 
+// Error reads "<code>: <message>", with the path before the message when
+// the message does not start with it already (Invalid's do).
 func (e *Error) Error() string {
-	if e.Path != "" {
+	if e.Path != "" && !strings.HasPrefix(e.Message, e.Path+": ") {
 		return fmt.Sprintf("%s: %s: %s", e.Code, e.Path, e.Message)
 	}
 	return fmt.Sprintf("%s: %s", e.Code, e.Message)

@@ -156,3 +156,22 @@ func TestFailureRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+func TestErrorText(t *testing.T) {
+	tests := []struct {
+		name string
+		err  *Error
+		want string
+	}{
+		{"a validation error names its path once", Invalid("blocks[0].text", "must not be blank"), "validation_error: blocks[0].text: must not be blank"},
+		{"a path the message does not start with is added", &Error{Code: Conflict, Message: "no", Path: "userId"}, "conflict: userId: no"},
+		{"an error without a path is its code and message", Absent("webhook"), "not_found: webhook not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.err.Error(); got != tt.want {
+				t.Fatalf("Error() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
