@@ -14,6 +14,7 @@ import (
 	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/kiterr/kiterrtest"
 )
 
 // sentinel is a value that must never come back in an error body.
@@ -68,7 +69,7 @@ func TestDecodeJSON(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := input.DecodeJSON([]byte(tt.body), tt.into())
-			checkErr(t, err, tt.wantPath)
+			kiterrtest.WantPath(t, err, tt.wantPath)
 			if err == nil {
 				return
 			}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/kitd/kitd/internal/kiterr/kiterrtest"
 	"strings"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestHookBody(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text, blocks, err := hookBody([]byte(tc.body))
-			checkErr(t, err, tc.wantPath)
+			kiterrtest.WantPath(t, err, tc.wantPath)
 			if tc.wantPath == "-" && (text != tc.wantText || string(blocks) != tc.wantBlocks) {
 				t.Fatalf("got text %q blocks %q, want %q %q", text, blocks, tc.wantText, tc.wantBlocks)
 			}

@@ -2,34 +2,14 @@ package api
 
 import (
 	"encoding/base64"
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/internal/ids"
-	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/kiterr/kiterrtest"
 )
-
-// checkErr compares err with the wanted validation path; wantPath "-"
-// means no error is wanted.
-func checkErr(t *testing.T, err error, wantPath string) {
-	t.Helper()
-	if wantPath == "-" {
-		if err != nil {
-			t.Fatalf("got %v, want no error", err)
-		}
-		return
-	}
-	var e *kiterr.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v, want validation_error at %q", err, wantPath)
-	}
-	if e.Code != kiterr.Validation || e.Path != wantPath {
-		t.Fatalf("got %s at %q (%v), want validation_error at %q", e.Code, e.Path, err, wantPath)
-	}
-}
 
 // requestWithQuery returns a RequestCtx for GET uri.
 func requestWithQuery(uri string) *fasthttp.RequestCtx {
@@ -82,7 +62,7 @@ func TestParsePage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := parsePage(requestWithQuery("/x?"+tt.query), tt.list, tt.max)
-			checkErr(t, err, tt.wantPath)
+			kiterrtest.WantPath(t, err, tt.wantPath)
 			if tt.wantPath != "-" {
 				return
 			}
@@ -144,7 +124,7 @@ func TestSeqPosition(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := seqPosition(page{limit: 10, position: tt.position})
-			checkErr(t, err, tt.wantPath)
+			kiterrtest.WantPath(t, err, tt.wantPath)
 			if got != tt.want {
 				t.Fatalf("got %d, want %d", got, tt.want)
 			}
@@ -180,7 +160,7 @@ func TestIdempotencyKey(t *testing.T) {
 				ctx.Request.Header.Set("Idempotency-Key", tt.value)
 			}
 			got, err := idempotencyKey(ctx)
-			checkErr(t, err, tt.wantPath)
+			kiterrtest.WantPath(t, err, tt.wantPath)
 			if got != tt.want {
 				t.Fatalf("key %q, want %q", got, tt.want)
 			}
@@ -196,7 +176,7 @@ func TestIdempotencyKey(t *testing.T) {
 				t.Skip("fasthttp reports an empty header as absent; nothing to judge")
 			}
 		}
-		checkErr(t, err, "Idempotency-Key")
+		kiterrtest.WantPath(t, err, "Idempotency-Key")
 	})
 }
 
@@ -225,7 +205,7 @@ func TestMessageText(t *testing.T) {
 		{"8000 four-byte characters are accepted", ptr(strings.Repeat("🙂", 8000)), "-"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { checkErr(t, messageText(tt.v), tt.wantPath) })
+		t.Run(tt.name, func(t *testing.T) { kiterrtest.WantPath(t, messageText(tt.v), tt.wantPath) })
 	}
 }
 
@@ -287,7 +267,7 @@ func TestConversationShape(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkErr(t, conversationShape(tt.kind, tt.vis, tt.convName, tt.topic, tt.members), tt.wantPath)
+			kiterrtest.WantPath(t, conversationShape(tt.kind, tt.vis, tt.convName, tt.topic, tt.members), tt.wantPath)
 		})
 	}
 }
@@ -325,7 +305,7 @@ func TestOptionalEmail(t *testing.T) {
 		{"a non-ASCII local part is accepted", ptr("zoë@example.com"), "-"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { checkErr(t, optionalEmail(tt.v), tt.wantPath) })
+		t.Run(tt.name, func(t *testing.T) { kiterrtest.WantPath(t, optionalEmail(tt.v), tt.wantPath) })
 	}
 }
 
@@ -345,6 +325,6 @@ func TestVersionShape(t *testing.T) {
 		{"", "version"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.v, func(t *testing.T) { checkErr(t, versionShape("version", tt.v), tt.wantPath) })
+		t.Run(tt.v, func(t *testing.T) { kiterrtest.WantPath(t, versionShape("version", tt.v), tt.wantPath) })
 	}
 }

@@ -1,32 +1,13 @@
 package input
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/kiterr/kiterrtest"
 )
-
-// checkErr compares err with the wanted validation path; wantPath "-"
-// means no error is wanted.
-func checkErr(t *testing.T, err error, wantPath string) {
-	t.Helper()
-	if wantPath == "-" {
-		if err != nil {
-			t.Fatalf("got %v, want no error", err)
-		}
-		return
-	}
-	var e *kiterr.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("got %v, want validation_error at %q", err, wantPath)
-	}
-	if e.Code != kiterr.Validation || e.Path != wantPath {
-		t.Fatalf("got %s at %q (%v), want validation_error at %q", e.Code, e.Path, err, wantPath)
-	}
-}
 
 func ptr[T any](v T) *T { return &v }
 
@@ -52,7 +33,7 @@ func TestRequireString(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := RequireString("name", tt.v, tt.min, tt.max)
-			checkErr(t, err, tt.wantPath)
+			kiterrtest.WantPath(t, err, tt.wantPath)
 			if err != nil && !strings.Contains(err.(*kiterr.Error).Message, tt.wantMsg) {
 				t.Fatalf("message %q, want it to contain %q", err.(*kiterr.Error).Message, tt.wantMsg)
 			}
@@ -74,6 +55,6 @@ func TestRequireUUID(t *testing.T) {
 		{"a UUID with trailing text is refused", ptr(ids.New() + "x"), "id"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { checkErr(t, RequireUUID("id", tt.v), tt.wantPath) })
+		t.Run(tt.name, func(t *testing.T) { kiterrtest.WantPath(t, RequireUUID("id", tt.v), tt.wantPath) })
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/kiterr/kiterrtest"
 )
 
 type strictItem struct {
@@ -74,7 +75,7 @@ func TestDecodeJSONStrict(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var b strictBody
 			err := DecodeJSON([]byte(tt.body), &b)
-			checkErr(t, err, tt.wantPath)
+			kiterrtest.WantPath(t, err, tt.wantPath)
 			if err != nil && strings.Contains(err.Error(), secret) {
 				t.Fatalf("error %q names a submitted key", err)
 			}
