@@ -14,42 +14,50 @@ import (
 // that failed longest ago is forgotten (docs/decisions.md, "Rate limits").
 const peerEntries = 1 << 14
 
-// peerLimit is the per-source-address bucket of an unauthenticated route
-// (issue 17): the answers that spend it, and the table that counts them.
+// peerLimit is a per-source-address bucket: the answers that spend it,
+// and the table that counts them.
 type peerLimit struct {
 	table *peerlimit.Table
 	fails func(status int) bool
 }
 
-// newPeerLimits makes the tables of t's per-address rows; with limits off
-// (t nil) there are none.
-func newPeerLimits(t limits.Table) (hooks, kitAccess peerLimit) {
-	if t == nil {
-		return
-	}
-	hooks = peerLimit{peerlimit.New(t[limits.WebhookNotFound], peerEntries), func(status int) bool {
-		return status == fasthttp.StatusNotFound // every URL that is not a live webhook's
-	}}
-	kitAccess = peerLimit{peerlimit.New(t[limits.KitAccessFailure], peerEntries), func(status int) bool {
+// peerFailures says which answers spend each per-address bucket that a
+// route row may name (routes.go, the peers column).
+var peerFailures = map[limits.Name]func(status int) bool{
+	// Every URL of the hooks host that is not a live webhook's.
+	limits.WebhookNotFound: func(status int) bool { return status == fasthttp.StatusNotFound },
+	// Every refused exchange; a 429 is the bucket's own answer.
+	limits.KitAccessFailure: func(status int) bool {
 		return status >= 400 && status < 500 && status != fasthttp.StatusTooManyRequests
-	}}
-	return
+	},
 }
 
-// kitAccessPath is the one Web API route without a token whose failures
-// are counted per source address.
-const kitAccessPath = "/api/v1/oauth/kit.access"
+// newPeerLimits makes a table for each per-address bucket of t; with limits
+// off (t nil) there are none.
+func newPeerLimits(t limits.Table) map[limits.Name]*peerLimit {
+	if t == nil {
+		return nil
+	}
+	peers := make(map[limits.Name]*peerLimit, len(peerFailures))
+	for name, fails := range peerFailures {
+		peers[name] = &peerLimit{peerlimit.New(t[name], peerEntries), fails}
+	}
+	return peers
+}
 
 // peerLimitOf is the per-source-address bucket a request to t spends when it
-// fails, or nil.
+// fails, or nil: its row's. A path of the hooks host that matches no row is
+// a webhook URL that names nothing (hookPost answers it alike), so it
+// spends the webhook row's.
 func (s *Server) peerLimitOf(t *target) *peerLimit {
-	switch {
-	case t.host == hostHooks:
-		return &s.hookPeers
-	case t.host == hostAPI && t.route != nil && t.route.path == kitAccessPath:
-		return &s.kitAccessPeers
+	rt := t.route
+	if rt == nil && t.host == hostHooks {
+		rt = s.hookRoute
 	}
-	return nil
+	if rt == nil || rt.peers == "" {
+		return nil
+	}
+	return s.peers[rt.peers]
 }
 
 // peerRefused answers 429 when the TCP peer's bucket of l is empty: the

@@ -17,95 +17,96 @@ import (
 )
 
 // routes is every route of every host: who may call it (tokens, scope), the
-// bucket it spends (family), its body limit and its handler. serve does the
+// bucket it spends (family), the per-address bucket its failures spend
+// (peers), its body limit and its handler. serve does the
 // checks a row names, in the order of SPEC.md section 5, before the
 // handler runs; the handler checks the rest (path ids, the idempotency key,
 // the body) in its own order. Rows are matched in order: a literal segment
 // is listed before a parameter that would also match it (/users/me before
 // /users/{id}).
 var routes = [...]route{
-	// method, path, host, tokens, scope, family, body, handler, page
+	// method, path, host, tokens, scope, family, peers, body, handler, page
 
 	// Web API (SPEC.md 4.1-4.8).
-	{"GET", "/api/v1/auth/test", hostAPI, botOrUser, "", limits.Read, maxJSONBody, (*Server).authTest, nil},
-	{"POST", "/api/v1/auth/rotate", hostAPI, bot, "", limits.Write, maxJSONBody, (*Server).rotateBotToken, nil},
-	{"POST", "/api/v1/oauth/kit.access", hostAPI, noToken, "", "", maxJSONBody, (*Server).kitAccess, nil},
-	{"GET", "/api/v1/conversations", hostAPI, botOrUser, "conversations:read", limits.Read, maxJSONBody, (*Server).listConversations, nil},
-	{"GET", "/api/v1/conversations/{id}", hostAPI, botOrUser, "conversations:read", limits.Read, maxJSONBody, (*Server).getConversation, nil},
-	{"GET", "/api/v1/conversations/{id}/members", hostAPI, botOrUser, "conversations:read", limits.Read, maxJSONBody, (*Server).listMembers, nil},
-	{"GET", "/api/v1/conversations/{id}/messages", hostAPI, botOrUser, "messages:read", limits.Read, maxJSONBody, (*Server).listMessages, nil},
-	{"POST", "/api/v1/messages", hostAPI, botOrUser, "messages:write", limits.Write, maxJSONBody, (*Server).postMessage, nil},
-	{"GET", "/api/v1/messages/{id}", hostAPI, botOrUser, "messages:read", limits.Read, maxJSONBody, (*Server).getMessage, nil},
-	{"PATCH", "/api/v1/messages/{id}", hostAPI, botOrUser, "messages:write", limits.Write, maxJSONBody, (*Server).editMessage, nil},
-	{"DELETE", "/api/v1/messages/{id}", hostAPI, botOrUser, "messages:write", limits.Write, maxJSONBody, (*Server).deleteMessage, nil},
-	{"GET", "/api/v1/messages/{id}/replies", hostAPI, botOrUser, "messages:read", limits.Read, maxJSONBody, (*Server).listReplies, nil},
-	{"POST", "/api/v1/reactions", hostAPI, user, "reactions:write", limits.Write, maxJSONBody, (*Server).addReaction, nil},
-	{"DELETE", "/api/v1/reactions", hostAPI, user, "reactions:write", limits.Write, maxJSONBody, (*Server).removeReaction, nil},
-	{"POST", "/api/v1/files", hostAPI, user, "files:write", limits.Files, maxFilesBody, (*Server).uploadFile, nil},
-	{"GET", "/api/v1/files/{id}", hostAPI, botOrUser, "files:read", limits.Read, maxJSONBody, (*Server).getFile, nil},
-	{"GET", "/api/v1/files/{id}/content", hostAPI, botOrUser, "files:read", limits.Files, maxJSONBody, (*Server).fileContent, nil},
-	{"GET", "/api/v1/users", hostAPI, botOrUser, "users:read", limits.Read, maxJSONBody, (*Server).listUsers, nil},
-	{"GET", "/api/v1/users/me", hostAPI, botOrUser, "", limits.Read, maxJSONBody, (*Server).usersMe, nil},
-	{"GET", "/api/v1/users/{id}", hostAPI, botOrUser, "users:read", limits.Read, maxJSONBody, (*Server).getUser, nil},
-	{"GET", "/api/v1/installation", hostAPI, botOrUser, "", limits.Read, maxJSONBody, (*Server).getInstallation, nil},
-	{"GET", "/api/v1/openapi.json", hostAPI, noToken, "", "", maxJSONBody, (*Server).webAPIDocument, nil},
+	{"GET", "/api/v1/auth/test", hostAPI, botOrUser, "", limits.Read, "", maxJSONBody, (*Server).authTest, nil},
+	{"POST", "/api/v1/auth/rotate", hostAPI, bot, "", limits.Write, "", maxJSONBody, (*Server).rotateBotToken, nil},
+	{"POST", "/api/v1/oauth/kit.access", hostAPI, noToken, "", "", limits.KitAccessFailure, maxJSONBody, (*Server).kitAccess, nil},
+	{"GET", "/api/v1/conversations", hostAPI, botOrUser, "conversations:read", limits.Read, "", maxJSONBody, (*Server).listConversations, nil},
+	{"GET", "/api/v1/conversations/{id}", hostAPI, botOrUser, "conversations:read", limits.Read, "", maxJSONBody, (*Server).getConversation, nil},
+	{"GET", "/api/v1/conversations/{id}/members", hostAPI, botOrUser, "conversations:read", limits.Read, "", maxJSONBody, (*Server).listMembers, nil},
+	{"GET", "/api/v1/conversations/{id}/messages", hostAPI, botOrUser, "messages:read", limits.Read, "", maxJSONBody, (*Server).listMessages, nil},
+	{"POST", "/api/v1/messages", hostAPI, botOrUser, "messages:write", limits.Write, "", maxJSONBody, (*Server).postMessage, nil},
+	{"GET", "/api/v1/messages/{id}", hostAPI, botOrUser, "messages:read", limits.Read, "", maxJSONBody, (*Server).getMessage, nil},
+	{"PATCH", "/api/v1/messages/{id}", hostAPI, botOrUser, "messages:write", limits.Write, "", maxJSONBody, (*Server).editMessage, nil},
+	{"DELETE", "/api/v1/messages/{id}", hostAPI, botOrUser, "messages:write", limits.Write, "", maxJSONBody, (*Server).deleteMessage, nil},
+	{"GET", "/api/v1/messages/{id}/replies", hostAPI, botOrUser, "messages:read", limits.Read, "", maxJSONBody, (*Server).listReplies, nil},
+	{"POST", "/api/v1/reactions", hostAPI, user, "reactions:write", limits.Write, "", maxJSONBody, (*Server).addReaction, nil},
+	{"DELETE", "/api/v1/reactions", hostAPI, user, "reactions:write", limits.Write, "", maxJSONBody, (*Server).removeReaction, nil},
+	{"POST", "/api/v1/files", hostAPI, user, "files:write", limits.Files, "", maxFilesBody, (*Server).uploadFile, nil},
+	{"GET", "/api/v1/files/{id}", hostAPI, botOrUser, "files:read", limits.Read, "", maxJSONBody, (*Server).getFile, nil},
+	{"GET", "/api/v1/files/{id}/content", hostAPI, botOrUser, "files:read", limits.Files, "", maxJSONBody, (*Server).fileContent, nil},
+	{"GET", "/api/v1/users", hostAPI, botOrUser, "users:read", limits.Read, "", maxJSONBody, (*Server).listUsers, nil},
+	{"GET", "/api/v1/users/me", hostAPI, botOrUser, "", limits.Read, "", maxJSONBody, (*Server).usersMe, nil},
+	{"GET", "/api/v1/users/{id}", hostAPI, botOrUser, "users:read", limits.Read, "", maxJSONBody, (*Server).getUser, nil},
+	{"GET", "/api/v1/installation", hostAPI, botOrUser, "", limits.Read, "", maxJSONBody, (*Server).getInstallation, nil},
+	{"GET", "/api/v1/openapi.json", hostAPI, noToken, "", "", "", maxJSONBody, (*Server).webAPIDocument, nil},
 
 	// Developer API (SPEC.md 4.10; domains and install links:
 	// docs/decisions.md).
-	{"GET", "/api/v1/dev/me", hostDev, developer, "", limits.Developer, maxJSONBody, (*Server).devMe, nil},
-	{"GET", "/api/v1/dev/kits", hostDev, developer, "", limits.Developer, maxJSONBody, (*Server).listKits, nil},
-	{"POST", "/api/v1/dev/kits/validate", hostDev, developer, "", limits.Developer, maxJSONBody, (*Server).validateManifest, nil},
-	{"POST", "/api/v1/dev/kits/versions", hostDev, developer, "", limits.Developer, maxJSONBody, (*Server).uploadVersion, nil},
-	{"GET", "/api/v1/dev/kits/{kitId}", hostDev, developer, "", limits.Developer, maxJSONBody, (*Server).kitDetail, nil},
-	{"GET", "/api/v1/dev/kits/{kitId}/logs", hostDev, developer, "", limits.Developer, maxJSONBody, (*Server).kitLogs, nil},
-	{"POST", "/api/v1/dev/kits/{kitId}/versions/{version}/publish", hostDev, developer, "", limits.Developer, maxJSONBody, (*Server).publishVersion, nil},
-	{"POST", "/api/v1/dev/kits/{kitId}/domains", hostDev, developer, "", limits.Developer, maxJSONBody, (*Server).addDomain, nil},
-	{"POST", "/api/v1/dev/kits/{kitId}/domains/{domain}/verify", hostDev, developer, "", limits.Developer, maxJSONBody, (*Server).verifyDomain, nil},
-	{"DELETE", "/api/v1/dev/kits/{kitId}/domains/{domain}", hostDev, developer, "", limits.Developer, maxJSONBody, (*Server).removeDomain, nil},
-	{"POST", "/api/v1/dev/kits/{kitId}/install-link", hostDev, developer, "", limits.Developer, maxJSONBody, (*Server).createInstallLink, nil},
-	{"DELETE", "/api/v1/dev/kits/{kitId}/install-link", hostDev, developer, "", limits.Developer, maxJSONBody, (*Server).deleteInstallLink, nil},
-	{"POST", "/api/v1/dev/sandbox/dev-install", hostDev, developer, "", limits.Developer, maxJSONBody, (*Server).devInstall, nil},
-	{"GET", "/api/v1/dev/openapi.json", hostDev, noToken, "", "", maxJSONBody, (*Server).devAPIDocument, nil},
+	{"GET", "/api/v1/dev/me", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).devMe, nil},
+	{"GET", "/api/v1/dev/kits", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).listKits, nil},
+	{"POST", "/api/v1/dev/kits/validate", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).validateManifest, nil},
+	{"POST", "/api/v1/dev/kits/versions", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).uploadVersion, nil},
+	{"GET", "/api/v1/dev/kits/{kitId}", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).kitDetail, nil},
+	{"GET", "/api/v1/dev/kits/{kitId}/logs", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).kitLogs, nil},
+	{"POST", "/api/v1/dev/kits/{kitId}/versions/{version}/publish", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).publishVersion, nil},
+	{"POST", "/api/v1/dev/kits/{kitId}/domains", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).addDomain, nil},
+	{"POST", "/api/v1/dev/kits/{kitId}/domains/{domain}/verify", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).verifyDomain, nil},
+	{"DELETE", "/api/v1/dev/kits/{kitId}/domains/{domain}", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).removeDomain, nil},
+	{"POST", "/api/v1/dev/kits/{kitId}/install-link", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).createInstallLink, nil},
+	{"DELETE", "/api/v1/dev/kits/{kitId}/install-link", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).deleteInstallLink, nil},
+	{"POST", "/api/v1/dev/sandbox/dev-install", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).devInstall, nil},
+	{"GET", "/api/v1/dev/openapi.json", hostDev, noToken, "", "", "", maxJSONBody, (*Server).devAPIDocument, nil},
 
 	// Incoming webhooks (SPEC.md 4.9): the URL is the credential, and the
 	// webhook actor takes the bucket with the post.
-	{"POST", "/hooks/v1/{installationId}/{webhookId}/{secret}", hostHooks, noToken, "", limits.Webhook, maxHookBody, (*Server).hookPost, nil},
+	{"POST", "/hooks/v1/{installationId}/{webhookId}/{secret}", hostHooks, noToken, "", limits.Webhook, limits.WebhookNotFound, maxHookBody, (*Server).hookPost, nil},
 
 	// Operator API (OPERATIONS.md 2): the operator token is checked before
 	// the route is looked up.
-	{"POST", "/ops/v1/workspaces", hostOps, operator, "", "", maxJSONBody, (*Server).opCreateWorkspace, nil},
-	{"POST", "/ops/v1/workspaces/{wsId}/users", hostOps, operator, "", "", maxJSONBody, (*Server).opCreateUser, nil},
-	{"POST", "/ops/v1/workspaces/{wsId}/conversations", hostOps, operator, "", "", maxJSONBody, (*Server).opCreateConversation, nil},
-	{"POST", "/ops/v1/workspaces/{wsId}/installations", hostOps, operator, "", "", maxJSONBody, (*Server).opInstall, nil},
-	{"DELETE", "/ops/v1/users/{userId}", hostOps, operator, "", "", maxJSONBody, (*Server).opDeactivateUser, nil},
-	{"POST", "/ops/v1/users/{userId}/sessions", hostOps, operator, "", "", maxJSONBody, (*Server).opCreateSession, nil},
-	{"POST", "/ops/v1/users/{userId}/developer-tokens", hostOps, operator, "", "", maxJSONBody, (*Server).opCreateDeveloperToken, nil},
-	{"DELETE", "/ops/v1/sessions/{sessionId}", hostOps, operator, "", "", maxJSONBody, (*Server).opEndSession, nil},
-	{"DELETE", "/ops/v1/developer-tokens/{id}", hostOps, operator, "", "", maxJSONBody, (*Server).opRevokeDeveloperToken, nil},
-	{"POST", "/ops/v1/conversations/{id}/members", hostOps, operator, "", "", maxJSONBody, (*Server).opAddMember, nil},
-	{"DELETE", "/ops/v1/conversations/{id}/members/{userId}", hostOps, operator, "", "", maxJSONBody, (*Server).opRemoveMember, nil},
-	{"POST", "/ops/v1/conversations/{id}/archive", hostOps, operator, "", "", maxJSONBody, (*Server).opArchive, nil},
-	{"DELETE", "/ops/v1/installations/{id}", hostOps, operator, "", "", maxJSONBody, (*Server).opUninstall, nil},
-	{"POST", "/ops/v1/installations/{id}/channels", hostOps, operator, "", "", maxJSONBody, (*Server).opAddChannel, nil},
-	{"DELETE", "/ops/v1/installations/{id}/channels/{conversationId}", hostOps, operator, "", "", maxJSONBody, (*Server).opRemoveChannel, nil},
-	{"POST", "/ops/v1/installations/{id}/bot-tokens", hostOps, operator, "", "", maxJSONBody, (*Server).opCreateBotToken, nil},
-	{"POST", "/ops/v1/installations/{id}/webhooks", hostOps, operator, "", "", maxJSONBody, (*Server).opCreateWebhook, nil},
-	{"DELETE", "/ops/v1/webhooks/{id}", hostOps, operator, "", "", maxJSONBody, (*Server).opRevokeWebhook, nil},
-	{"POST", "/ops/v1/kits/{kitId}/client-secret", hostOps, operator, "", "", maxJSONBody, (*Server).opRotateClientSecret, nil},
-	{"POST", "/ops/v1/kits/{kitId}/signing-secret", hostOps, operator, "", "", maxJSONBody, (*Server).opRotateSigningSecret, nil},
-	{"POST", "/ops/v1/tokens/revoke", hostOps, operator, "", "", maxJSONBody, (*Server).opRevoke, nil},
-	{"POST", "/ops/v1/clock/advance", hostOps, operator, "", "", maxJSONBody, (*Server).opAdvanceClock, nil},
+	{"POST", "/ops/v1/workspaces", hostOps, operator, "", "", "", maxJSONBody, (*Server).opCreateWorkspace, nil},
+	{"POST", "/ops/v1/workspaces/{wsId}/users", hostOps, operator, "", "", "", maxJSONBody, (*Server).opCreateUser, nil},
+	{"POST", "/ops/v1/workspaces/{wsId}/conversations", hostOps, operator, "", "", "", maxJSONBody, (*Server).opCreateConversation, nil},
+	{"POST", "/ops/v1/workspaces/{wsId}/installations", hostOps, operator, "", "", "", maxJSONBody, (*Server).opInstall, nil},
+	{"DELETE", "/ops/v1/users/{userId}", hostOps, operator, "", "", "", maxJSONBody, (*Server).opDeactivateUser, nil},
+	{"POST", "/ops/v1/users/{userId}/sessions", hostOps, operator, "", "", "", maxJSONBody, (*Server).opCreateSession, nil},
+	{"POST", "/ops/v1/users/{userId}/developer-tokens", hostOps, operator, "", "", "", maxJSONBody, (*Server).opCreateDeveloperToken, nil},
+	{"DELETE", "/ops/v1/sessions/{sessionId}", hostOps, operator, "", "", "", maxJSONBody, (*Server).opEndSession, nil},
+	{"DELETE", "/ops/v1/developer-tokens/{id}", hostOps, operator, "", "", "", maxJSONBody, (*Server).opRevokeDeveloperToken, nil},
+	{"POST", "/ops/v1/conversations/{id}/members", hostOps, operator, "", "", "", maxJSONBody, (*Server).opAddMember, nil},
+	{"DELETE", "/ops/v1/conversations/{id}/members/{userId}", hostOps, operator, "", "", "", maxJSONBody, (*Server).opRemoveMember, nil},
+	{"POST", "/ops/v1/conversations/{id}/archive", hostOps, operator, "", "", "", maxJSONBody, (*Server).opArchive, nil},
+	{"DELETE", "/ops/v1/installations/{id}", hostOps, operator, "", "", "", maxJSONBody, (*Server).opUninstall, nil},
+	{"POST", "/ops/v1/installations/{id}/channels", hostOps, operator, "", "", "", maxJSONBody, (*Server).opAddChannel, nil},
+	{"DELETE", "/ops/v1/installations/{id}/channels/{conversationId}", hostOps, operator, "", "", "", maxJSONBody, (*Server).opRemoveChannel, nil},
+	{"POST", "/ops/v1/installations/{id}/bot-tokens", hostOps, operator, "", "", "", maxJSONBody, (*Server).opCreateBotToken, nil},
+	{"POST", "/ops/v1/installations/{id}/webhooks", hostOps, operator, "", "", "", maxJSONBody, (*Server).opCreateWebhook, nil},
+	{"DELETE", "/ops/v1/webhooks/{id}", hostOps, operator, "", "", "", maxJSONBody, (*Server).opRevokeWebhook, nil},
+	{"POST", "/ops/v1/kits/{kitId}/client-secret", hostOps, operator, "", "", "", maxJSONBody, (*Server).opRotateClientSecret, nil},
+	{"POST", "/ops/v1/kits/{kitId}/signing-secret", hostOps, operator, "", "", "", maxJSONBody, (*Server).opRotateSigningSecret, nil},
+	{"POST", "/ops/v1/tokens/revoke", hostOps, operator, "", "", "", maxJSONBody, (*Server).opRevoke, nil},
+	{"POST", "/ops/v1/clock/advance", hostOps, operator, "", "", "", maxJSONBody, (*Server).opAdvanceClock, nil},
 
 	// App host (OPERATIONS.md 3): HTML pages behind the session cookie,
 	// which each page checks itself; their errors are pages too.
-	{"GET", "/app/", hostApp, noToken, "", "", maxJSONBody, nil, (*app.Server).Home},
-	{"GET", "/app/signin", hostApp, noToken, "", "", maxJSONBody, nil, (*app.Server).SignInForm},
-	{"POST", "/app/signin", hostApp, noToken, "", "", maxJSONBody, nil, (*app.Server).SignIn},
-	{"POST", "/app/signout", hostApp, noToken, "", "", maxJSONBody, nil, (*app.Server).SignOut},
-	{"GET", "/app/kits/authorize", hostApp, noToken, "", "", maxJSONBody, nil, (*app.Server).AuthorizePage},
-	{"POST", "/app/kits/authorize", hostApp, noToken, "", "", maxJSONBody, nil, (*app.Server).Authorize},
-	{"GET", "/app/kits/install", hostApp, noToken, "", "", maxJSONBody, nil, (*app.Server).InstallPage},
-	{"POST", "/app/kits/install", hostApp, noToken, "", "", maxJSONBody, nil, (*app.Server).Install},
+	{"GET", "/app/", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).Home},
+	{"GET", "/app/signin", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).SignInForm},
+	{"POST", "/app/signin", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).SignIn},
+	{"POST", "/app/signout", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).SignOut},
+	{"GET", "/app/kits/authorize", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).AuthorizePage},
+	{"POST", "/app/kits/authorize", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).Authorize},
+	{"GET", "/app/kits/install", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).InstallPage},
+	{"POST", "/app/kits/install", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).Install},
 }
 
 // route is one row of routes.
@@ -116,6 +117,7 @@ type route struct {
 	tokens tokens      // who may call it
 	scope  string      // "": none needed
 	family limits.Name // the bucket one call spends; "": none
+	peers  limits.Name // the per-source-address bucket its failures spend (peers.go); "": none
 	body   int         // the largest JSON body decode takes (413 above it)
 	handle func(*Server, call) (reply, error)
 	page   func(*app.Server, *fasthttp.RequestCtx) // the app host's pages answer themselves

@@ -240,3 +240,29 @@ func TestResolveAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// The unauthenticated routes that a scanner could hammer spend a bucket per
+// source address when they fail (issue 17, docs/decisions.md "Rate
+// limits"), and only they; each bucket the table names says which answers
+// are failures and has a rate in the spec table.
+func TestPerAddressBuckets(t *testing.T) {
+	want := map[string]limits.Name{
+		"POST /api/v1/oauth/kit.access":                        limits.KitAccessFailure,
+		"POST /hooks/v1/{installationId}/{webhookId}/{secret}": limits.WebhookNotFound,
+	}
+	for _, rt := range routes {
+		name := rt.method + " " + rt.path
+		if rt.peers != want[name] {
+			t.Errorf("%s: per-address bucket %q, want %q", name, rt.peers, want[name])
+		}
+		if rt.peers == "" {
+			continue
+		}
+		if _, ok := peerFailures[rt.peers]; !ok {
+			t.Errorf("%s: no rule says which answers spend %q", name, rt.peers)
+		}
+		if _, ok := limits.Spec()[rt.peers]; !ok {
+			t.Errorf("%s: %q has no rate", name, rt.peers)
+		}
+	}
+}

@@ -93,8 +93,11 @@ type Server struct {
 	srv          *fasthttp.Server
 	uploads      *byteBudget // the bytes of uploads in flight
 
-	// Failures of the unauthenticated routes, per source address (peers.go).
-	hookPeers, kitAccessPeers peerLimit
+	// Failures of the routes whose rows name a per-address bucket, by the
+	// bucket's name (peers.go); nil with limits off.
+	peers map[limits.Name]*peerLimit
+	// hookRoute is the row of a webhook post (peerLimitOf).
+	hookRoute *route
 	// hookTargets sends a post to its webhook, or to the stand-in.
 	hookTargets *actors.WebhookTargets
 
@@ -117,7 +120,12 @@ func New(cfg Config) *Server {
 		uploads:    newByteBudget(maxUploadBodiesInFlight),
 		published:  new(published.Cache),
 	}
-	s.hookPeers, s.kitAccessPeers = newPeerLimits(cfg.Limits)
+	s.peers = newPeerLimits(cfg.Limits)
+	for i := range routes {
+		if routes[i].host == hostHooks {
+			s.hookRoute = &routes[i]
+		}
+	}
 	s.hookTargets = actors.NewWebhookTargets(cfg.Env, knownWebhooks)
 	s.app = app.New(app.Config{
 		Node: cfg.Node, Env: cfg.Env, Auth: cfg.Auth, PublicURL: s.publicURL, Logger: cfg.Logger,
