@@ -40,9 +40,11 @@ type RetryPolicy struct {
 }
 
 // DefaultRetryPolicy is what [New] uses: four attempts ride out a node
-// restart or a minute's write budget (a write token comes back every 1.2 s)
+// restart or an empty write bucket (a write token comes back every 1.2 s)
 // without holding a caller for long.
-var DefaultRetryPolicy = RetryPolicy{MaxAttempts: 4, MaxWait: 30 * time.Second, Backoff: 250 * time.Millisecond}
+func DefaultRetryPolicy() RetryPolicy {
+	return RetryPolicy{MaxAttempts: 4, MaxWait: 30 * time.Second, Backoff: 250 * time.Millisecond}
+}
 
 // Client calls the Web API of one kitd with one token. It is safe for
 // concurrent use.
@@ -87,7 +89,7 @@ func New(baseURL, token string, opts ...Option) *Client {
 		base:   strings.TrimRight(baseURL, "/"),
 		token:  token,
 		hc:     http.DefaultClient,
-		retry:  DefaultRetryPolicy,
+		retry:  DefaultRetryPolicy(),
 		sleep:  sleepCtx,
 		now:    time.Now,
 		newKey: randomKey,

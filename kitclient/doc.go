@@ -3,8 +3,8 @@
 // files, users, runs, installation), the code exchange of
 // POST /oauth/kit.access, and incoming-webhook posts.
 //
-// It speaks only the wire contract: it imports nothing of kitd but the
-// standard library, so a Kit's backend can vendor it alone. The request and
+// It speaks only the wire contract and imports the standard library only,
+// never kitd's packages, so a Kit's backend can take it alone. The request and
 // answer types in this package are the wire types; the developer API's are
 // in the sibling package kitclient/dev.
 //
@@ -33,8 +33,9 @@
 //
 // The RateLimit and RateLimit-Policy headers of every answer say how many
 // requests a bucket has left; when an answer says a bucket of the token's
-// installation (read, write, files) is empty, the next call that spends it
-// waits for its next token instead of being refused. A wait longer than
+// installation (read, write, files) or a [Webhook]'s bucket is empty, the
+// next call that spends it waits for its next token instead of being
+// refused. A wait longer than
 // [RetryPolicy.MaxWait] is not made: the call returns the 429. A cancelled
 // context ends a wait at once.
 //
