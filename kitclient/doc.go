@@ -35,9 +35,8 @@
 // requests a bucket has left; when an answer says a bucket of the token's
 // installation (read, write, files) or a [Webhook]'s bucket is empty, the
 // next call that spends it waits for its next token instead of being
-// refused. A wait longer than
-// [RetryPolicy.MaxWait] is not made: the call returns the 429. A cancelled
-// context ends a wait at once.
+// refused. A wait longer than [RetryPolicy.MaxWait] is not made: the call
+// returns the 429. A cancelled context ends a wait at once.
 //
 // # Lists
 //
