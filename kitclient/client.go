@@ -144,12 +144,11 @@ type call struct {
 
 // answer is a 2xx answer, read whole.
 type answer struct {
-	status int
 	header http.Header
 	body   []byte
 }
 
-// get, post, patch and del build calls under {base_url}.
+// get and write build the calls of the Web API, under {base_url}.
 func (c *Client) get(path string, q url.Values, f family) call {
 	u := c.base + path
 	if len(q) > 0 {
@@ -183,6 +182,11 @@ func (c *Client) do(ctx context.Context, cl call) (*answer, error) {
 		if body, err = json.Marshal(cl.body); err != nil {
 			return nil, fmt.Errorf("kitclient: %s %s: encoding the request: %w", cl.method, cl.shown, err)
 		}
+	}
+	if _, err := url.Parse(cl.url); err != nil {
+		// Not a failure that passes: no attempt, no retry. (A URL error
+		// may hold a webhook's secret: only the shown path is named.)
+		return nil, fmt.Errorf("kitclient: %s %s: the URL does not parse", cl.method, cl.shown)
 	}
 	retryable := cl.method == http.MethodGet || cl.key != ""
 	backoff := c.retry.Backoff
@@ -287,7 +291,7 @@ func (c *Client) once(ctx context.Context, cl call, body []byte) (*answer, error
 	if res.StatusCode < 200 || res.StatusCode > 299 {
 		return nil, newError(res, data, rl)
 	}
-	return &answer{status: res.StatusCode, header: res.Header, body: data}, nil
+	return &answer{header: res.Header, body: data}, nil
 }
 
 // pathID escapes one path segment.

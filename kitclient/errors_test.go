@@ -105,3 +105,16 @@ func TestWebhookPost(t *testing.T) {
 		t.Errorf("sent %s %s %q %s", r.method, r.uri, r.header.Get("Authorization"), r.body)
 	}
 }
+
+// A URL that does not parse is not a failure that passes: it is returned
+// at once, without an attempt or a wait, and without the URL.
+func TestBadURLIsNotRetried(t *testing.T) {
+	clock := newFakeClock()
+	c := New("http://kitd.example/api/v1\x7f", "kbot_test", WithClock(clock.now, clock.sleep))
+	if _, err := c.AuthTest(context.Background()); err == nil || strings.Contains(err.Error(), "kitd.example") {
+		t.Errorf("err = %v, want an error that does not show the URL", err)
+	}
+	if w := clock.slept(); len(w) != 0 {
+		t.Errorf("waited %v, want no retry", w)
+	}
+}
