@@ -51,9 +51,10 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("kitclient: %s (%s, HTTP %d, correlation id %s)", e.Message, e.Code, e.Status, e.CorrelationID)
 }
 
-// maxSeconds bounds the seconds the client reads from a header, so that a
-// Duration cannot overflow; any wait that long is past every MaxWait.
-const maxSeconds = 1 << 31
+// maxHeaderInt bounds the numbers the client reads from a header (seconds,
+// requests), so that a Duration cannot overflow; a wait that long is past
+// every MaxWait.
+const maxHeaderInt = 1 << 31
 
 // newError reads the error body of a non-2xx answer.
 func newError(res *http.Response, body []byte, rl *RateLimit) *Error {
@@ -70,7 +71,7 @@ func newError(res *http.Response, body []byte, rl *RateLimit) *Error {
 		e.Path = messagePath(e.Message)
 	}
 	if n, err := strconv.Atoi(strings.TrimSpace(res.Header.Get("Retry-After"))); err == nil && n > 0 {
-		e.RetryAfter = time.Duration(min(n, maxSeconds)) * time.Second
+		e.RetryAfter = time.Duration(min(n, maxHeaderInt)) * time.Second
 	}
 	return e
 }

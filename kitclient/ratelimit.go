@@ -76,7 +76,7 @@ func parseSFItem(v string) (name string, params map[string]int, ok bool) {
 		}
 		k, val, found := strings.Cut(strings.TrimSpace(p), "=")
 		n, err := strconv.Atoi(val)
-		if !found || err != nil || n < 0 || n > maxSeconds {
+		if !found || err != nil || n < 0 || n > maxHeaderInt {
 			return "", nil, false
 		}
 		params[k] = n
