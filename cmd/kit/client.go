@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kitd/kitd/kitclient/dev"
 	"io"
 	"net/http"
 	"net/url"
@@ -67,43 +68,43 @@ func (e *NetworkError) Error() string {
 func (e *NetworkError) Unwrap() error { return e.Err }
 
 // Me returns who the token acts as.
-func (c *Client) Me(ctx context.Context) (*Me, error) {
-	var out Me
+func (c *Client) Me(ctx context.Context) (*dev.Me, error) {
+	var out dev.Me
 	_, err := c.do(ctx, "GET", "/dev/me", nil, &out)
 	return &out, err
 }
 
 // Validate checks a manifest without changing anything.
-func (c *Client) Validate(ctx context.Context, manifest string) (*Validation, error) {
-	var out Validation
-	_, err := c.do(ctx, "POST", "/dev/kits/validate", map[string]any{"manifest": manifest}, &out)
+func (c *Client) Validate(ctx context.Context, manifest string) (*dev.Validation, error) {
+	var out dev.Validation
+	_, err := c.do(ctx, "POST", "/dev/kits/validate", dev.ValidateRequest{Manifest: manifest}, &out)
 	return &out, err
 }
 
 // UploadVersion registers a manifest version, and publishes it when asked.
-func (c *Client) UploadVersion(ctx context.Context, manifest string, publish bool) (*VersionResult, error) {
-	var out VersionResult
-	_, err := c.do(ctx, "POST", "/dev/kits/versions", map[string]any{"manifest": manifest, "publish": publish}, &out)
+func (c *Client) UploadVersion(ctx context.Context, manifest string, publish bool) (*dev.VersionResult, error) {
+	var out dev.VersionResult
+	_, err := c.do(ctx, "POST", "/dev/kits/versions", dev.UploadRequest{Manifest: manifest, Publish: publish}, &out)
 	return &out, err
 }
 
 // PublishVersion publishes a registered version.
-func (c *Client) PublishVersion(ctx context.Context, kitID, version string) (*VersionResult, error) {
-	var out VersionResult
+func (c *Client) PublishVersion(ctx context.Context, kitID, version string) (*dev.VersionResult, error) {
+	var out dev.VersionResult
 	_, err := c.do(ctx, "POST", "/dev/kits/"+url.PathEscape(kitID)+"/versions/"+url.PathEscape(version)+"/publish", map[string]any{}, &out)
 	return &out, err
 }
 
 // Kits lists the workspace's Kits in creation order.
-func (c *Client) Kits(ctx context.Context) (*KitList, error) {
-	var out KitList
+func (c *Client) Kits(ctx context.Context) (*dev.KitList, error) {
+	var out dev.KitList
 	_, err := c.do(ctx, "GET", "/dev/kits", nil, &out)
 	return &out, err
 }
 
 // Kit returns a Kit's detail.
-func (c *Client) Kit(ctx context.Context, kitID string) (*KitDetailResponse, error) {
-	var out KitDetailResponse
+func (c *Client) Kit(ctx context.Context, kitID string) (*dev.KitDetailResponse, error) {
+	var out dev.KitDetailResponse
 	_, err := c.do(ctx, "GET", "/dev/kits/"+url.PathEscape(kitID), nil, &out)
 	return &out, err
 }
@@ -115,7 +116,7 @@ type LogQuery struct {
 }
 
 // Logs returns one page of a Kit's developer log, newest first.
-func (c *Client) Logs(ctx context.Context, kitID string, q LogQuery) (*LogPage, error) {
+func (c *Client) Logs(ctx context.Context, kitID string, q LogQuery) (*dev.LogPage, error) {
 	v := url.Values{}
 	for k, s := range map[string]string{"cursor": q.Cursor, "source": q.Source, "level": q.Level} {
 		if s != "" {
@@ -129,34 +130,31 @@ func (c *Client) Logs(ctx context.Context, kitID string, q LogQuery) (*LogPage, 
 	if len(v) > 0 {
 		path += "?" + v.Encode()
 	}
-	var out LogPage
+	var out dev.LogPage
 	_, err := c.do(ctx, "GET", path, nil, &out)
 	return &out, err
 }
 
 // DevInstall registers a manifest in the developer sandbox with its
 // endpoints moved onto the origin of tunnelURL, and installs it there.
-func (c *Client) DevInstall(ctx context.Context, manifest, tunnelURL string) (*DevInstall, error) {
-	var out DevInstall
-	_, err := c.do(ctx, "POST", "/dev/sandbox/dev-install", map[string]any{"manifest": manifest, "url": tunnelURL}, &out)
+func (c *Client) DevInstall(ctx context.Context, manifest, tunnelURL string) (*dev.DevInstall, error) {
+	var out dev.DevInstall
+	_, err := c.do(ctx, "POST", "/dev/sandbox/dev-install", dev.DevInstallRequest{Manifest: manifest, URL: tunnelURL}, &out)
 	return &out, err
 }
 
 // AddDomain adds a domain to a Kit (method "" = the server's default, dns).
 // added is false when the Kit already had it.
-func (c *Client) AddDomain(ctx context.Context, kitID, domain, method string) (res *DomainResult, added bool, err error) {
-	body := map[string]any{"domain": domain}
-	if method != "" {
-		body["method"] = method
-	}
-	var out DomainResult
+func (c *Client) AddDomain(ctx context.Context, kitID, domain, method string) (res *dev.DomainResult, added bool, err error) {
+	body := dev.AddDomainRequest{Domain: domain, Method: method}
+	var out dev.DomainResult
 	status, err := c.do(ctx, "POST", "/dev/kits/"+url.PathEscape(kitID)+"/domains", body, &out)
 	return &out, status == http.StatusCreated, err
 }
 
 // VerifyDomain checks the proof of a domain's method.
-func (c *Client) VerifyDomain(ctx context.Context, kitID, domain string) (*DomainResult, error) {
-	var out DomainResult
+func (c *Client) VerifyDomain(ctx context.Context, kitID, domain string) (*dev.DomainResult, error) {
+	var out dev.DomainResult
 	_, err := c.do(ctx, "POST", c.domainPath(kitID, domain)+"/verify", map[string]any{}, &out)
 	return &out, err
 }
@@ -168,15 +166,15 @@ func (c *Client) RemoveDomain(ctx context.Context, kitID, domain string) error {
 }
 
 // CreateInstallLink makes (or replaces) the Kit's install link.
-func (c *Client) CreateInstallLink(ctx context.Context, kitID string) (*InstallLinkResult, error) {
-	var out InstallLinkResult
+func (c *Client) CreateInstallLink(ctx context.Context, kitID string) (*dev.InstallLinkResult, error) {
+	var out dev.InstallLinkResult
 	_, err := c.do(ctx, "POST", "/dev/kits/"+url.PathEscape(kitID)+"/install-link", map[string]any{}, &out)
 	return &out, err
 }
 
 // DeleteInstallLink ends the Kit's install link.
-func (c *Client) DeleteInstallLink(ctx context.Context, kitID string) (*InstallLinkResult, error) {
-	var out InstallLinkResult
+func (c *Client) DeleteInstallLink(ctx context.Context, kitID string) (*dev.InstallLinkResult, error) {
+	var out dev.InstallLinkResult
 	_, err := c.do(ctx, "DELETE", "/dev/kits/"+url.PathEscape(kitID)+"/install-link", nil, &out)
 	return &out, err
 }

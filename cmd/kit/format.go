@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/kitd/kitd/kitclient/dev"
 	"io"
 	"slices"
 	"strconv"
@@ -106,7 +107,7 @@ func plural(n int, one string) string {
 
 // formatValidation prints a validation: "valid" or the problems, then the
 // warnings, the endpoint hosts and what an installer is asked to consent to.
-func formatValidation(w io.Writer, v *Validation) error {
+func formatValidation(w io.Writer, v *dev.Validation) error {
 	tw := newTable(w)
 	switch {
 	case !v.Valid:
@@ -159,7 +160,7 @@ func formatValidation(w io.Writer, v *Validation) error {
 	return tw.Flush()
 }
 
-func problemTable(w io.Writer, title string, ps []Problem) {
+func problemTable(w io.Writer, title string, ps []dev.Problem) {
 	if len(ps) == 0 {
 		return
 	}
@@ -175,12 +176,12 @@ func problemTable(w io.Writer, title string, ps []Problem) {
 	}
 }
 
-func toolAccess(a ToolAccess) string {
+func toolAccess(a dev.ToolAccess) string {
 	return fmt.Sprintf("access=%s dataClass=%s audience=%s", a.Access, a.DataClass, a.Audience)
 }
 
 // toolChange shows every attribute, with an arrow on those that changed.
-func toolChange(c ToolChange) string {
+func toolChange(c dev.ToolChange) string {
 	attr := func(name, from, to string) string {
 		if from == to {
 			return name + "=" + to
@@ -197,7 +198,7 @@ func toolChange(c ToolChange) string {
 }
 
 // diffRows is the consent diff as table rows: change, kind, name, detail.
-func diffRows(d *ConsentDiff) [][4]string {
+func diffRows(d *dev.ConsentDiff) [][4]string {
 	var rows [][4]string
 	names := func(change, kind string, items []string) {
 		for _, n := range items {
@@ -229,7 +230,7 @@ func diffRows(d *ConsentDiff) [][4]string {
 }
 
 // consentRows is what a first version asks for: kind, name, detail.
-func consentRows(c *ConsentSummary) [][3]string {
+func consentRows(c *dev.ConsentSummary) [][3]string {
 	var rows [][3]string
 	for _, s := range c.BotScopes {
 		rows = append(rows, [3]string{"bot scope", s, ""})
@@ -251,7 +252,7 @@ func consentRows(c *ConsentSummary) [][3]string {
 }
 
 // formatVersionResult prints the answer of an upload or a publish.
-func formatVersionResult(w io.Writer, action string, r *VersionResult) error {
+func formatVersionResult(w io.Writer, action string, r *dev.VersionResult) error {
 	tw := newTable(w)
 	v := r.Version
 	switch {
@@ -280,7 +281,7 @@ func formatVersionResult(w io.Writer, action string, r *VersionResult) error {
 }
 
 // formatKits prints the workspace's Kits, one per line.
-func formatKits(w io.Writer, kits []Kit) error {
+func formatKits(w io.Writer, kits []dev.Kit) error {
 	if len(kits) == 0 {
 		_, err := fmt.Fprintln(w, "no Kits yet: kit versions upload FILE creates one")
 		return err
@@ -295,7 +296,7 @@ func formatKits(w io.Writer, kits []Kit) error {
 
 // formatKitDetail prints a Kit, its credentials' metadata, its versions and
 // its domains.
-func formatKitDetail(w io.Writer, d *KitDetail) error {
+func formatKitDetail(w io.Writer, d *dev.KitDetail) error {
 	tw := newTable(w)
 	k := d.Kit
 	row(tw, k.DisplayName+" ("+k.Slug+")")
@@ -371,7 +372,7 @@ func logTime(s string) string {
 
 // formatLogLine prints one log entry on one line. It uses fixed widths
 // instead of a table because --follow prints entries as they come.
-func formatLogLine(w io.Writer, e *LogEntry) error {
+func formatLogLine(w io.Writer, e *dev.LogEntry) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  %-9s  %-5s  %s", logTime(e.At), e.Source, e.Level, e.Event)
 	if e.Status != nil {
@@ -398,7 +399,7 @@ func formatLogLine(w io.Writer, e *LogEntry) error {
 
 // formatLogPage prints a page of the log oldest first (the API sends newest
 // first), as --follow does, and how to get the older entries.
-func formatLogPage(w io.Writer, kitArg string, p *LogPage) error {
+func formatLogPage(w io.Writer, kitArg string, p *dev.LogPage) error {
 	if len(p.Entries) == 0 {
 		_, err := fmt.Fprintln(w, "no log entries")
 		return err
@@ -417,7 +418,7 @@ func formatLogPage(w io.Writer, kitArg string, p *LogPage) error {
 
 // formatDomain prints a domain and, until it is verified, the proof of its
 // method to publish and the command that checks it.
-func formatDomain(w io.Writer, kitArg string, d *Domain, added bool) error {
+func formatDomain(w io.Writer, kitArg string, d *dev.Domain, added bool) error {
 	tw := newTable(w)
 	switch {
 	case d.Verified:
@@ -448,7 +449,7 @@ func formatDomain(w io.Writer, kitArg string, d *Domain, added bool) error {
 
 // formatNewInstallLink prints a new install link: its URL is shown only
 // now.
-func formatNewInstallLink(w io.Writer, r *InstallLinkResult) error {
+func formatNewInstallLink(w io.Writer, r *dev.InstallLinkResult) error {
 	tw := newTable(w)
 	row(tw, "install link created "+orDash(r.InstallLink.CreatedAt)+"; any link made before no longer works")
 	row(tw, "url", clean(r.InstallLink.URL))
@@ -458,7 +459,7 @@ func formatNewInstallLink(w io.Writer, r *InstallLinkResult) error {
 
 // formatDevInstall prints a dev-install; the signing secret, shown once,
 // stands out.
-func formatDevInstall(w io.Writer, r *DevInstall) error {
+func formatDevInstall(w io.Writer, r *dev.DevInstall) error {
 	tw := newTable(w)
 	row(tw, fmt.Sprintf("installed %s %s in the sandbox", r.Slug, r.Version))
 	row(tw, "kit", r.KitID)
@@ -480,7 +481,7 @@ func formatDevInstall(w io.Writer, r *DevInstall) error {
 }
 
 // formatMe prints who the developer token acts as.
-func formatMe(w io.Writer, m *Me) error {
+func formatMe(w io.Writer, m *dev.Me) error {
 	tw := newTable(w)
 	ws := m.WorkspaceID
 	if m.Sandbox {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/kitd/kitd/kitclient/dev"
 	"strings"
 	"testing"
 )
@@ -38,26 +39,26 @@ func checkOutput(t *testing.T, out string, want, absent []string) {
 
 func TestFormatValidation(t *testing.T) {
 	t.Parallel()
-	consent := &ConsentSummary{Slug: "deploy-desk", Version: "1.1.0", BotScopes: []string{"messages:read"}, UserScopes: []string{"reactions:write"},
-		Tools:                    []ToolSummary{{Name: "lookup", ToolAccess: ToolAccess{"read", "standard", "any"}}},
-		ExternalAuth:             &ExternalAuth{DisplayName: "GitHub", RequiredScopes: []string{"repo"}},
+	consent := &dev.ConsentSummary{Slug: "deploy-desk", Version: "1.1.0", BotScopes: []string{"messages:read"}, UserScopes: []string{"reactions:write"},
+		Tools:                    []dev.ToolSummary{{Name: "lookup", ToolAccess: dev.ToolAccess{Access: "read", DataClass: "standard", Audience: "any"}}},
+		ExternalAuth:             &dev.ExternalAuth{DisplayName: "GitHub", RequiredScopes: []string{"repo"}},
 		RequestedModelDataPolicy: "answer"}
-	fullDiff := &ConsentDiff{
+	fullDiff := &dev.ConsentDiff{
 		AddedBotScopes: []string{"files:read"}, RemovedBotScopes: []string{"users:read"},
 		AddedUserScopes: []string{"reactions:write"}, RemovedUserScopes: []string{"files:write"},
-		AddedTools:   []ToolGrant{{Name: "deploy", ToolAccess: ToolAccess{"write", "personal", "private"}}},
+		AddedTools:   []dev.ToolGrant{{Name: "deploy", ToolAccess: dev.ToolAccess{Access: "write", DataClass: "personal", Audience: "private"}}},
 		RemovedTools: []string{"gone"},
-		ChangedTools: []ToolChange{{Name: "lookup", From: ToolAccess{"read", "standard", "any"}, To: ToolAccess{"write", "standard", "any"}, Wider: true}},
+		ChangedTools: []dev.ToolChange{{Name: "lookup", From: dev.ToolAccess{Access: "read", DataClass: "standard", Audience: "any"}, To: dev.ToolAccess{Access: "write", DataClass: "standard", Audience: "any"}, Wider: true}},
 		AddedEvents:  []string{"message.posted"}, RemovedEvents: []string{"bot.mentioned"},
 		AddedCommands: []string{"/deploy"}, RemovedCommands: []string{"/old"},
-		ExternalAuth: "widened", ModelDataPolicy: &PolicyChange{"none", "answer"}, Wider: true,
+		ExternalAuth: "widened", ModelDataPolicy: &dev.PolicyChange{From: "none", To: "answer"}, Wider: true,
 	}
 	tests := []struct {
 		name         string
-		v            Validation
+		v            dev.Validation
 		want, absent []string
 	}{
-		{"a valid new Kit says valid and lists what installers consent to", Validation{Valid: true, Consent: consent}, []string{
+		{"a valid new Kit says valid and lists what installers consent to", dev.Validation{Valid: true, Consent: consent}, []string{
 			"valid: deploy-desk 1.1.0 (a new Kit)",
 			"Consent (nothing published yet; installers are asked for all of it):",
 			"  KIND               NAME             DETAIL",
@@ -67,23 +68,23 @@ func TestFormatValidation(t *testing.T) {
 			"  external auth      GitHub           required=repo optional=none",
 			"  model data policy                   answer",
 		}, []string{"wider:", "Problems:"}},
-		{"a new version of an existing Kit names the Kit", Validation{Valid: true, Consent: consent, ExistingKitID: ptr("k-1"), Diff: &ConsentDiff{ExternalAuth: "unchanged"}},
+		{"a new version of an existing Kit names the Kit", dev.Validation{Valid: true, Consent: consent, ExistingKitID: ptr("k-1"), Diff: &dev.ConsentDiff{ExternalAuth: "unchanged"}},
 			[]string{"valid: deploy-desk 1.1.0 (a new version of Kit k-1)"}, nil},
-		{"problems are a table of path and message, and the first line says how many", Validation{Problems: []Problem{{"bot.colour", "unknown key"}, {"slug", "is reserved"}}},
+		{"problems are a table of path and message, and the first line says how many", dev.Validation{Problems: []dev.Problem{{Path: "bot.colour", Message: "unknown key"}, {Path: "slug", Message: "is reserved"}}},
 			[]string{"invalid: 2 problems", "", "Problems:", "  PATH        MESSAGE", "  bot.colour  unknown key", "  slug        is reserved"}, []string{"Consent"}},
-		{"one problem is singular; an empty path names the manifest", Validation{Problems: []Problem{{"", "is not JSON"}}},
+		{"one problem is singular; an empty path names the manifest", dev.Validation{Problems: []dev.Problem{{Path: "", Message: "is not JSON"}}},
 			[]string{"invalid: 1 problem", "  (manifest)  is not JSON"}, nil},
-		{"an invalid manifest shows no consent even when the server sent one", Validation{Problems: []Problem{{"slug", "belongs to another Kit"}}, Consent: consent},
+		{"an invalid manifest shows no consent even when the server sent one", dev.Validation{Problems: []dev.Problem{{Path: "slug", Message: "belongs to another Kit"}}, Consent: consent},
 			[]string{"invalid: 1 problem"}, []string{"Consent", "messages:read"}},
-		{"warnings are their own table", Validation{Valid: true, Warnings: []Problem{{"endpoints.events", "nothing is sent to it"}}},
+		{"warnings are their own table", dev.Validation{Valid: true, Warnings: []dev.Problem{{Path: "endpoints.events", Message: "nothing is sent to it"}}},
 			[]string{"valid", "Warnings:", "  PATH              MESSAGE", "  endpoints.events  nothing is sent to it"}, []string{"Problems:"}},
-		{"hosts and unverified hosts are listed", Validation{Valid: true, Hosts: []string{"a.example.com", "b.example.com"}, UnverifiedHosts: []string{"b.example.com"}},
+		{"hosts and unverified hosts are listed", dev.Validation{Valid: true, Hosts: []string{"a.example.com", "b.example.com"}, UnverifiedHosts: []string{"b.example.com"}},
 			[]string{"Endpoint hosts: a.example.com, b.example.com", "Unverified hosts: b.example.com"}, nil},
-		{"every verified host says none unverified", Validation{Valid: true, Hosts: []string{"a.example.com"}, UnverifiedHosts: []string{}},
+		{"every verified host says none unverified", dev.Validation{Valid: true, Hosts: []string{"a.example.com"}, UnverifiedHosts: []string{}},
 			[]string{"Unverified hosts: none"}, nil},
-		{"an empty diff says there are no changes and wider: no", Validation{Valid: true, Consent: consent, Diff: &ConsentDiff{ExternalAuth: "unchanged"}},
+		{"an empty diff says there are no changes and wider: no", dev.Validation{Valid: true, Consent: consent, Diff: &dev.ConsentDiff{ExternalAuth: "unchanged"}},
 			[]string{"Consent: no changes since the latest published version", "wider: no (installers are not asked to consent again)"}, []string{"CHANGE", "nothing published"}},
-		{"the diff lists every kind of change and wider: yes", Validation{Valid: true, Consent: consent, Diff: fullDiff}, []string{
+		{"the diff lists every kind of change and wider: yes", dev.Validation{Valid: true, Consent: consent, Diff: fullDiff}, []string{
 			"Consent changes since the latest published version:",
 			"  CHANGE   KIND               NAME             DETAIL",
 			"  added    bot scope          files:read",
@@ -101,9 +102,9 @@ func TestFormatValidation(t *testing.T) {
 			"  changed  model data policy                   none -> answer",
 			"wider: yes (installers will be asked to consent again)",
 		}, nil},
-		{"a narrowed tool is not marked wider", Validation{Valid: true, Diff: &ConsentDiff{ChangedTools: []ToolChange{{Name: "t", From: ToolAccess{"write", "personal", "any"}, To: ToolAccess{"read", "personal", "any"}}}}},
+		{"a narrowed tool is not marked wider", dev.Validation{Valid: true, Diff: &dev.ConsentDiff{ChangedTools: []dev.ToolChange{{Name: "t", From: dev.ToolAccess{Access: "write", DataClass: "personal", Audience: "any"}, To: dev.ToolAccess{Access: "read", DataClass: "personal", Audience: "any"}}}}},
 			[]string{"  changed  tool  t     access=write->read dataClass=personal audience=any", "wider: no (installers are not asked to consent again)"}, []string{"(wider)"}},
-		{"control characters in server text do not break the table", Validation{Problems: []Problem{{"a\tb", "line\nbreak"}}},
+		{"control characters in server text do not break the table", dev.Validation{Problems: []dev.Problem{{Path: "a\tb", Message: "line\nbreak"}}},
 			[]string{"  a b   line break"}, nil},
 	}
 	for _, tt := range tests {
@@ -120,20 +121,20 @@ func TestFormatValidation(t *testing.T) {
 
 func TestFormatVersionResult(t *testing.T) {
 	t.Parallel()
-	draft := Version{Version: "1.2.0", Distribution: "private", ConsentHash: "abc"}
-	published := Version{Version: "1.2.0", Distribution: "unlisted", Published: true, PublishedAt: ptr("2025-01-02T03:04:05Z")}
+	draft := dev.Version{Version: "1.2.0", Distribution: "private", ConsentHash: "abc"}
+	published := dev.Version{Version: "1.2.0", Distribution: "unlisted", Published: true, PublishedAt: ptr("2025-01-02T03:04:05Z")}
 	tests := []struct {
 		name, action string
-		r            VersionResult
+		r            dev.VersionResult
 		want, absent []string
 	}{
-		{"a new draft says how to publish it", "upload", VersionResult{KitID: "k1", Created: true, Version: draft},
+		{"a new draft says how to publish it", "upload", dev.VersionResult{KitID: "k1", Created: true, Version: draft},
 			[]string{"uploaded version 1.2.0", "kit           k1", "state         draft (publish it with: kit versions publish k1 1.2.0)", "consent hash  abc"}, []string{"installation"}},
-		{"upload with --publish says published and when", "upload", VersionResult{KitID: "k1", Created: true, Version: published},
+		{"upload with --publish says published and when", "upload", dev.VersionResult{KitID: "k1", Created: true, Version: published},
 			[]string{"uploaded and published version 1.2.0", "state         published 2025-01-02T03:04:05Z", "distribution  unlisted"}, nil},
-		{"the same manifest again changes nothing", "upload", VersionResult{KitID: "k1", Version: draft},
+		{"the same manifest again changes nothing", "upload", dev.VersionResult{KitID: "k1", Version: draft},
 			[]string{"version 1.2.0 was already uploaded with this manifest: nothing changed"}, nil},
-		{"publish says published", "publish", VersionResult{KitID: "k1", Version: published, InstallationID: ptr("i1")},
+		{"publish says published", "publish", dev.VersionResult{KitID: "k1", Version: published, InstallationID: ptr("i1")},
 			[]string{"published version 1.2.0", "installation  i1"}, nil},
 	}
 	for _, tt := range tests {
@@ -152,11 +153,11 @@ func TestFormatKits(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		kits []Kit
+		kits []dev.Kit
 		want []string
 	}{
 		{"no Kits says how to make one", nil, []string{"no Kits yet: kit versions upload FILE creates one"}},
-		{"one line per Kit; a missing version is a dash", []Kit{
+		{"one line per Kit; a missing version is a dash", []dev.Kit{
 			{KitID: "k1", Slug: "one", DisplayName: "One", Distribution: "private", State: "active", LatestVersion: ptr("1.0.0"), LatestPublishedVersion: ptr("1.0.0"), InstalledHere: true},
 			{KitID: "k2", Slug: "two", DisplayName: "Two", Distribution: "private", State: "active", LatestVersion: ptr("0.1.0")},
 		}, []string{
@@ -179,9 +180,9 @@ func TestFormatKits(t *testing.T) {
 
 func TestFormatKitDetail(t *testing.T) {
 	t.Parallel()
-	base := KitDetail{
-		Kit:             Kit{KitID: "k1", Slug: "one", DisplayName: "One", Distribution: "private", State: "active", LatestVersion: ptr("1.1.0"), LatestPublishedVersion: ptr("1.0.0")},
-		Versions:        []Version{{Version: "1.0.0", Published: true, PublishedAt: ptr("P"), Distribution: "private", CreatedAt: "C", ConsentHash: strings.Repeat("ab", 32)}, {Version: "1.1.0", Distribution: "private", CreatedAt: "C2", ConsentHash: "short"}},
+	base := dev.KitDetail{
+		Kit:             dev.Kit{KitID: "k1", Slug: "one", DisplayName: "One", Distribution: "private", State: "active", LatestVersion: ptr("1.1.0"), LatestPublishedVersion: ptr("1.0.0")},
+		Versions:        []dev.Version{{Version: "1.0.0", Published: true, PublishedAt: ptr("P"), Distribution: "private", CreatedAt: "C", ConsentHash: strings.Repeat("ab", 32)}, {Version: "1.1.0", Distribution: "private", CreatedAt: "C2", ConsentHash: "short"}},
 		EndpointHosts:   []string{"api.example.com"},
 		UnverifiedHosts: []string{},
 	}
@@ -195,10 +196,10 @@ func TestFormatKitDetail(t *testing.T) {
 		PreviousExpiresAt *string `json:"previousExpiresAt,omitempty"`
 	}{2, "T2", ptr("T3")}
 	withDomains := base
-	withDomains.Domains = []Domain{{Domain: "example.com", Method: "dns", Verified: true, VerifiedAt: ptr("T4")}, {Domain: "other.example", Method: "well_known"}}
+	withDomains.Domains = []dev.Domain{{Domain: "example.com", Method: "dns", Verified: true, VerifiedAt: ptr("T4")}, {Domain: "other.example", Method: "well_known"}}
 	tests := []struct {
 		name         string
-		d            KitDetail
+		d            dev.KitDetail
 		want, absent []string
 	}{
 		{"the Kit, its versions oldest first with short consent hashes, hosts", base, []string{
@@ -234,19 +235,19 @@ func TestFormatLogLine(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		e    LogEntry
+		e    dev.LogEntry
 		want string
 	}{
-		{"an audit entry: time, source, level, event, status", LogEntry{At: "2025-01-02T03:04:05.5Z", Source: "audit", Level: "info", Event: "version.uploaded", Status: ptr("1.0.0")},
+		{"an audit entry: time, source, level, event, status", dev.LogEntry{At: "2025-01-02T03:04:05.5Z", Source: "audit", Level: "info", Event: "version.uploaded", Status: ptr("1.0.0")},
 			"2025-01-02T03:04:05.500Z  audit      info   version.uploaded status=1.0.0"},
-		{"a delivery shows its error, HTTP status, attempt, duration and installation", LogEntry{At: "2025-01-02T03:04:05Z", Source: "delivery", Level: "error", Event: "webhook.post",
+		{"a delivery shows its error, HTTP status, attempt, duration and installation", dev.LogEntry{At: "2025-01-02T03:04:05Z", Source: "delivery", Level: "error", Event: "webhook.post",
 			ErrorCode: ptr("rate_limited"), HTTPStatus: ptr(429), Attempt: ptr(2), DurationMs: ptr(int64(12)), InstallationID: ptr("i1")},
 			"2025-01-02T03:04:05.000Z  delivery   error  webhook.post error=rate_limited http=429 attempt=2 duration=12ms installation=i1"},
-		{"a time with an offset is shown in UTC", LogEntry{At: "2025-01-02T05:04:05+02:00", Source: "tool_call", Level: "info", Event: "e"},
+		{"a time with an offset is shown in UTC", dev.LogEntry{At: "2025-01-02T05:04:05+02:00", Source: "tool_call", Level: "info", Event: "e"},
 			"2025-01-02T03:04:05.000Z  tool_call  info   e"},
-		{"a time that does not parse is shown as is", LogEntry{At: "yesterday", Source: "audit", Level: "info", Event: "e"},
+		{"a time that does not parse is shown as is", dev.LogEntry{At: "yesterday", Source: "audit", Level: "info", Event: "e"},
 			"yesterday  audit      info   e"},
-		{"control characters become spaces", LogEntry{At: "t", Source: "audit", Level: "info", Event: "a\x1b[2Jb", Status: ptr("x\ny")},
+		{"control characters become spaces", dev.LogEntry{At: "t", Source: "audit", Level: "info", Event: "a\x1b[2Jb", Status: ptr("x\ny")},
 			"t  audit      info   a [2Jb status=x y"},
 	}
 	for _, tt := range tests {
@@ -265,16 +266,18 @@ func TestFormatLogLine(t *testing.T) {
 
 func TestFormatLogPage(t *testing.T) {
 	t.Parallel()
-	e := func(at, event string) LogEntry { return LogEntry{At: at, Source: "audit", Level: "info", Event: event} }
+	e := func(at, event string) dev.LogEntry {
+		return dev.LogEntry{At: at, Source: "audit", Level: "info", Event: event}
+	}
 	tests := []struct {
 		name string
-		p    LogPage
+		p    dev.LogPage
 		want []string
 	}{
-		{"an empty page says so", LogPage{}, []string{"no log entries"}},
-		{"entries print oldest first (the API sends newest first)", LogPage{Entries: []LogEntry{e("2025-01-01T00:00:02Z", "second"), e("2025-01-01T00:00:01Z", "first")}},
+		{"an empty page says so", dev.LogPage{}, []string{"no log entries"}},
+		{"entries print oldest first (the API sends newest first)", dev.LogPage{Entries: []dev.LogEntry{e("2025-01-01T00:00:02Z", "second"), e("2025-01-01T00:00:01Z", "first")}},
 			[]string{"2025-01-01T00:00:01.000Z  audit      info   first", "2025-01-01T00:00:02.000Z  audit      info   second"}},
-		{"a page with older entries says how to get them", LogPage{Entries: []LogEntry{e("t", "x")}, NextCursor: ptr("CUR")},
+		{"a page with older entries says how to get them", dev.LogPage{Entries: []dev.LogEntry{e("t", "x")}, NextCursor: ptr("CUR")},
 			[]string{"t  audit      info   x", "older entries: kit logs my-kit --cursor CUR"}},
 	}
 	for _, tt := range tests {
@@ -291,7 +294,7 @@ func TestFormatLogPage(t *testing.T) {
 
 func TestFormatDomain(t *testing.T) {
 	t.Parallel()
-	d := Domain{Domain: "example.com", Method: "dns", Challenge: "CH"}
+	d := dev.Domain{Domain: "example.com", Method: "dns", Challenge: "CH"}
 	d.Proof.DNS.Type, d.Proof.DNS.Host, d.Proof.DNS.Value = "TXT", "_kit-challenge.example.com", "kit-verification=CH"
 	d.Proof.WellKnown.URL = "https://example.com/.well-known/kit-verification.json"
 	d.Proof.WellKnown.Body.KitID, d.Proof.WellKnown.Body.Token = "k1", "CH"
@@ -301,7 +304,7 @@ func TestFormatDomain(t *testing.T) {
 	verified.Verified, verified.VerifiedAt = true, ptr("T")
 	tests := []struct {
 		name         string
-		d            Domain
+		d            dev.Domain
 		added        bool
 		want, absent []string
 	}{
@@ -332,7 +335,7 @@ func TestFormatDomain(t *testing.T) {
 
 func TestFormatDevInstall(t *testing.T) {
 	t.Parallel()
-	first := DevInstall{KitID: "k1", Slug: "one", Version: "1.0.0", InstallationID: "i1", Endpoints: []string{"https://t.example/events", "https://t.example/tools"}}
+	first := dev.DevInstall{KitID: "k1", Slug: "one", Version: "1.0.0", InstallationID: "i1", Endpoints: []string{"https://t.example/events", "https://t.example/tools"}}
 	first.SigningSecret = &struct {
 		SigningSecret     string  `json:"signingSecret"`
 		Generation        int     `json:"generation"`
@@ -343,7 +346,7 @@ func TestFormatDevInstall(t *testing.T) {
 	later.Endpoints = nil
 	tests := []struct {
 		name         string
-		r            DevInstall
+		r            dev.DevInstall
 		want, absent []string
 	}{
 		{"the first dev-install shows the endpoints and the signing secret once", first, []string{
@@ -369,12 +372,12 @@ func TestFormatMe(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		m    Me
+		m    dev.Me
 		want []string
 	}{
-		{"a workspace token", Me{WorkspaceID: "w1", UserID: "u1", Token: DevToken{ID: "t1", Name: "laptop", ExpiresAt: "E"}},
+		{"a workspace token", dev.Me{WorkspaceID: "w1", UserID: "u1", Token: dev.DevToken{ID: "t1", Name: "laptop", ExpiresAt: "E"}},
 			[]string{"workspace  w1", "member     u1", "token      laptop (t1), expires E"}},
-		{"a sandbox token says so", Me{WorkspaceID: "w1", Sandbox: true}, []string{"workspace  w1 (developer sandbox)"}},
+		{"a sandbox token says so", dev.Me{WorkspaceID: "w1", Sandbox: true}, []string{"workspace  w1 (developer sandbox)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -414,7 +417,7 @@ func TestAPIErrorMessage(t *testing.T) {
 
 func TestFormatNewInstallLink(t *testing.T) {
 	t.Parallel()
-	var r InstallLinkResult
+	var r dev.InstallLinkResult
 	created := "2026-11-22T04:00:00Z"
 	r.InstallLink.Active, r.InstallLink.CreatedAt = true, &created
 	r.InstallLink.URL = "https://app.example/app/kits/install?link=kil_SECRET\x1b[2J"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/kitd/kitd/kitclient/dev"
 	"net/http"
 	"slices"
 	"time"
@@ -131,12 +132,12 @@ func transient(err error) bool {
 // shows); later ones read pages of maxLogLimit, newest first, until they
 // reach the last entry handed out. Everything below it is older than what
 // was shown (the first page left it out on purpose), so it is never printed.
-func (f *follower) poll(ctx context.Context, later bool) ([]LogEntry, error) {
+func (f *follower) poll(ctx context.Context, later bool) ([]dev.LogEntry, error) {
 	q := f.q
 	if later {
 		q.Limit = maxLogLimit
 	}
-	var fresh []LogEntry
+	var fresh []dev.LogEntry
 	for page := 0; ; page++ {
 		p, err := f.c.Logs(ctx, f.kitID, q)
 		if err != nil {

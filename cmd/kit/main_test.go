@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kitd/kitd/kitclient/dev"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -246,8 +247,8 @@ func TestRun(t *testing.T) {
 // server does; entries are added while a follower polls it.
 type fakeLog struct {
 	mu      sync.Mutex
-	entries []LogEntry // oldest first
-	fail    int        // the next this many polls answer 503
+	entries []dev.LogEntry // oldest first
+	fail    int            // the next this many polls answer 503
 }
 
 func (l *fakeLog) add(events ...string) {
@@ -255,7 +256,7 @@ func (l *fakeLog) add(events ...string) {
 	defer l.mu.Unlock()
 	for _, ev := range events {
 		n := len(l.entries) + 1
-		l.entries = append(l.entries, LogEntry{ID: fmt.Sprintf("e%05d", n), At: "t", Source: "audit", Level: "info", Event: ev})
+		l.entries = append(l.entries, dev.LogEntry{ID: fmt.Sprintf("e%05d", n), At: "t", Source: "audit", Level: "info", Event: ev})
 	}
 }
 
@@ -270,7 +271,7 @@ func (l *fakeLog) serve(w http.ResponseWriter, r *http.Request) {
 	limit := 50
 	_, _ = fmt.Sscan(r.URL.Query().Get("limit"), &limit)
 	cursor := r.URL.Query().Get("cursor")
-	var page LogPage
+	var page dev.LogPage
 	for i := len(l.entries) - 1; i >= 0 && len(page.Entries) <= limit; i-- {
 		if cursor != "" && l.entries[i].ID >= cursor {
 			continue

@@ -1,10 +1,11 @@
-package main
-
-// The developer API's shapes (SPEC.md section 2 and 4.10, docs/decisions.md
-// "Domains" and "Dev-install"), as the client decodes them. The CLI keeps its
-// own copy instead of importing the server's packages: it is a client of the
-// wire contract, and `--json` prints these shapes back, so nullable fields are
-// pointers (null stays null).
+// Package dev holds the wire types of kitd's developer API ({base_url}/dev,
+// SPEC.md sections 2 and 4.10, docs/decisions.md "Developer API"): the
+// request and answer shapes the `kit` CLI and other tools decode. It is
+// kitclient's sibling, apart because a Kit's backend never calls the
+// developer API; like kitclient it imports nothing of kitd, and nullable
+// fields are pointers so that null stays null when a value is printed
+// back as JSON.
+package dev
 
 // Me is the answer of GET /dev/me.
 type Me struct {
@@ -273,4 +274,27 @@ type DevInstall struct {
 		Generation        int     `json:"generation"`
 		PreviousExpiresAt *string `json:"previousExpiresAt,omitempty"`
 	} `json:"signingSecret,omitempty"`
+}
+
+// ValidateRequest is the body of POST /dev/kits/validate.
+type ValidateRequest struct {
+	Manifest string `json:"manifest"` // the manifest JSON document, 2-65536 characters
+}
+
+// UploadRequest is the body of POST /dev/kits/versions.
+type UploadRequest struct {
+	Manifest string `json:"manifest"`
+	Publish  bool   `json:"publish"`
+}
+
+// DevInstallRequest is the body of POST /dev/sandbox/dev-install.
+type DevInstallRequest struct {
+	Manifest string `json:"manifest"`
+	URL      string `json:"url"` // the tunnel whose origin replaces every endpoint's
+}
+
+// AddDomainRequest is the body of POST /dev/kits/{kitId}/domains.
+type AddDomainRequest struct {
+	Domain string `json:"domain"`
+	Method string `json:"method,omitempty"` // dns (the default) or well_known
 }
