@@ -42,12 +42,8 @@ func LocateMessage(env *Env, id string) (conversationID string, err error) {
 	if !ok {
 		return locateOlderMessage(env, id)
 	}
-	prefix := messageTagPrefix(tag)
-	var owners []string
-	if err := env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
-		owners = append(owners, string(k[len(prefix):]))
-		return true
-	}); err != nil {
+	owners, err := taggedConversations(env, tag)
+	if err != nil {
 		return "", fmt.Errorf("locate message %s: %w", id, err)
 	}
 	if len(owners) == 1 {
@@ -64,6 +60,42 @@ func LocateMessage(env *Env, id string) (conversationID string, err error) {
 		}
 	}
 	return locateOlderMessage(env, id)
+}
+
+// taggedConversations lists the conversations whose tag is tag: one,
+// unless tags collide.
+func taggedConversations(env *Env, tag uint32) ([]string, error) {
+	prefix := messageTagPrefix(tag)
+	var owners []string
+	err := env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+		owners = append(owners, string(k[len(prefix):]))
+		return true
+	})
+	return owners, err
+}
+
+// LocateFile returns the conversation that holds a file, from the tag its
+// id carries (ids.NewTagged) and the conversations' tag index; a file
+// uploaded before ids carried a tag is found through its locator record.
+//
+// Locates only: the conversation checks the id and the caller itself.
+func LocateFile(env *Env, id string) (conversationID string, err error) {
+	if tag, _, ok := ids.ParseMessage(id); ok {
+		owners, err := taggedConversations(env, tag)
+		if err != nil {
+			return "", fmt.Errorf("locate file %s: %w", id, err)
+		}
+		for _, c := range owners {
+			if found, err := env.Store.Has(fileKey(c, id)); err != nil || found {
+				return c, err
+			}
+		}
+	}
+	kind, owner, err := Locate(env, id)
+	if kiterr.CodeOf(err) == kiterr.NotFound || (err == nil && kind != KindConversation) {
+		return "", kiterr.Absent("file")
+	}
+	return owner, err
 }
 
 // locateOlderMessage finds the conversation of a message written before

@@ -3,6 +3,7 @@ package ids
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	mrand "math/rand/v2"
 	"time"
 
 	"github.com/google/uuid"
@@ -60,4 +61,12 @@ func ParseMessage(id string) (tag uint32, seq uint64, ok bool) {
 	}
 	tag, seq = hi<<22|uint32(lo>>42), lo&MaxMessageSeq
 	return tag, seq, seq != 0
+}
+
+// NewTagged returns a fresh id of millisecond t that carries tag as a
+// message id does, with a random number where a message id has its
+// position: the id of a file says which conversation's partition and tag
+// index to look in, as a message's does, so it needs no locator record.
+func NewTagged(t time.Time, tag uint32) string {
+	return NewMessage(t, tag, 1+mrand.Uint64N(MaxMessageSeq))
 }
