@@ -272,3 +272,11 @@ func TestPartitionedKeyOfAnOlderLayout(t *testing.T) {
 		})
 	}
 }
+
+// A post builds its message key: one allocation, the key itself.
+func TestMessageKeyAllocatesOnce(t *testing.T) {
+	conv := ids.New()
+	if n := testing.AllocsPerRun(100, func() { messageKey(conv, 7) }); n != 1 {
+		t.Fatalf("messageKey allocates %v times, want 1", n)
+	}
+}

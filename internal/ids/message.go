@@ -17,7 +17,16 @@ const MaxMessageSeq = 1<<42 - 1
 // of different conversations may collide; the id's position and a compare
 // of the stored id tell them apart.
 func MessageTag(conversationID string) uint32 {
-	h := sha256.Sum256([]byte(conversationID))
+	// Every key of a partition is built with it (internal/partition): an
+	// id of up to 64 bytes is hashed from the stack, not a copy on the heap.
+	var buf [64]byte
+	b := buf[:0]
+	if len(conversationID) <= len(buf) {
+		b = append(b, conversationID...)
+	} else {
+		b = []byte(conversationID)
+	}
+	h := sha256.Sum256(b)
 	return binary.BigEndian.Uint32(h[:4])
 }
 
