@@ -72,8 +72,14 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"credentialKey", "cred/{hash}"},                  // Credential (bot, user, refresh, code, developer, session, signin_choice)
 	{"emailUserKey", "email/{hex64}/{id}"},            // workspace id of an active user who can sign in with this email (SHA-256 of the lower-case email; written with the user by its workspace)
 	{"locatorKey", "loc/{id}"},                        // Locator: which actor owns an id (messages and files have none, but those written before their ids carried a tag)
-	{"devLogKey", "devlog/{id}/{id}"},                 // DevLogEntry, stored without its id; written once by the actor that decided what it reports, expired by range deletion (devlog.go)
+	{"devLogKey", "devlog/{id}/{id}"},                 // DevLogEntry, stored without its id; written once by the actor that decided what it reports, in that actor's partition (writerPartitioned), expired by range deletion (devlog.go)
 }
+
+// writerPartitioned are the kinds whose keys live in the partition of the
+// actor that writes them rather than of their first field, so that an
+// entry commits in its writer's batch, with the change it reports: a
+// reader of such a kind scans every partition.
+var writerPartitioned = map[string]bool{"devLogKey": true}
 
 // nodeKeyShapes are the keys of the node itself, in no partition.
 var nodeKeyShapes = []struct{ constructor, shape string }{
@@ -317,11 +323,16 @@ func emailUserKey(email, user string) []byte {
 
 func emailUsersPrefix(email string) []byte { return emailUserKey(email, "") }
 
-// devLogKey is an entry of a Kit's developer log; since entry ids are
-// time-ordered, devLogKey with an id's prefix is a time bound of a scan.
-func devLogKey(kit, entryID string) []byte { return key(partition.Of(kit), "devlog", kit, entryID) }
+// devLogKey is an entry of a Kit's developer log written by an actor of
+// partition writer; since entry ids are time-ordered, devLogKey with an
+// id's prefix is a time bound of a scan.
+func devLogKey(writer partition.ID, kit, entryID string) []byte {
+	return key(writer, "devlog", kit, entryID)
+}
 
-func devLogPrefix(kit string) []byte { return devLogKey(kit, "") }
+// devLogPrefix is the prefix of the Kit's entries that actors of partition
+// writer wrote.
+func devLogPrefix(writer partition.ID, kit string) []byte { return devLogKey(writer, kit, "") }
 
 // KeyKind names the constructor that builds k ("messageKey",
 // "credentialKey", ...), or "" when none does: tests and tools that read a
@@ -338,7 +349,7 @@ func KeyKind(k []byte) string {
 		return ""
 	}
 	kind, owner := unpartitionedKind(k[partitionPrefixLen:])
-	if owner != p {
+	if owner != p && !writerPartitioned[kind] {
 		return ""
 	}
 	return kind

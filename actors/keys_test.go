@@ -60,7 +60,7 @@ func TestKeyLayout(t *testing.T) {
 		{"slugKey", slugKey("s"), under(partition.Of("s"), "slug/s")},
 		{"credentialKey", credentialKey(hash), under(partition.OfHash(hash), "cred/"+string(hash))},
 		{"locatorKey", locatorKey("x"), under(partition.Of("x"), "loc/x")},
-		{"devLogKey", devLogKey("k", "e"), under(partition.Of("k"), "devlog/k/e")},
+		{"devLogKey", devLogKey(9, "k", "e"), under(9, "devlog/k/e")},
 		{"emailUserKey", emailUserKey("a@example.com", "u"), under(partition.OfHash(sha256sum("a@example.com")), "email/"+sha256hex("a@example.com")+"/u")},
 		{"layoutKey", layoutKey(), "meta/layout"},
 	} {
@@ -102,7 +102,7 @@ func TestKeyPrefixes(t *testing.T) {
 		{"versionsPrefix", versionsPrefix("k"), versionKey("k", manifest.Version{Major: 1})},
 		{"domainsPrefix", domainsPrefix("k"), domainKey("k", "d")},
 		{"workspaceKitsPrefix", workspaceKitsPrefix("w"), workspaceKitKey("w", "k")},
-		{"devLogPrefix", devLogPrefix("k"), devLogKey("k", "e")},
+		{"devLogPrefix", devLogPrefix(9, "k"), devLogKey(9, "k", "e")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !bytes.HasPrefix(tc.key, tc.prefix) {
@@ -242,6 +242,12 @@ func TestKeyKindRefusesAKeyUnderAnotherPartition(t *testing.T) {
 	}
 	if got := KeyKind(unpartitioned(k)); got != "" {
 		t.Errorf("KeyKind of a key without its partition = %q, want none", got)
+	}
+	// A developer log entry lives in its writer's partition, whichever.
+	for p := range partition.ID(partition.Count) {
+		if got := KeyKind(devLogKey(p, "k", "e")); got != "devLogKey" {
+			t.Errorf("KeyKind of an entry written in partition %d = %q", p, got)
+		}
 	}
 }
 

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -371,36 +374,51 @@ func memberSignedIn(store *persistence.Store, cred *kitpb.Credential, now int64)
 // reports that older entries remain.
 //
 // Write-once: entries never change, and no actor owns the log (devlog.go).
+// Entries live in their writers' partitions, so this merges the newest
+// limit+1 of every partition.
 func ReadDevLog(env *Env, kitID, before string, limit int, keep func(*kitpb.DevLogEntry) bool) (entries []*kitpb.DevLogEntry, more bool, err error) {
-	lower := devLogCutoff(kitID, env.Clock.Now())
-	upper := persistence.PrefixEnd(devLogPrefix(kitID))
+	now := env.Clock.Now()
+	for p := range partition.ID(partition.Count) {
+		got, err := readDevLogOf(env, p, kitID, before, now, limit+1, keep)
+		if err != nil {
+			return nil, false, err
+		}
+		entries = append(entries, got...)
+	}
+	slices.SortFunc(entries, func(a, b *kitpb.DevLogEntry) int { return strings.Compare(b.Id, a.Id) })
+	if len(entries) > limit {
+		entries, more = entries[:limit], true
+	}
+	return entries, more, nil
+}
+
+// readDevLogOf reads up to limit entries of the Kit that actors of
+// partition p wrote, on ReadDevLog's terms.
+func readDevLogOf(env *Env, p partition.ID, kitID, before string, now time.Time, limit int, keep func(*kitpb.DevLogEntry) bool) (entries []*kitpb.DevLogEntry, err error) {
+	prefix := devLogPrefix(p, kitID)
+	lower, upper := devLogCutoff(p, kitID, now), persistence.PrefixEnd(prefix)
 	if before != "" {
-		upper = devLogKey(kitID, before)
+		upper = devLogKey(p, kitID, before)
 	}
 	var decodeErr error
-	idAt := len(devLogPrefix(kitID))
 	err = env.Store.Scan(lower, upper, true, func(k, v []byte) bool {
 		e := &kitpb.DevLogEntry{}
 		if decodeErr = proto.Unmarshal(v, e); decodeErr != nil {
 			return false
 		}
 		if e.Id == "" { // stored since 2026-11-22: the id is only in the key
-			e.Id = string(k[idAt:])
+			e.Id = string(k[len(prefix):])
 		}
 		if keep != nil && !keep(e) {
 			return true
 		}
-		if len(entries) == limit {
-			more = true
-			return false
-		}
 		entries = append(entries, e)
-		return true
+		return len(entries) < limit
 	})
 	if err == nil {
 		err = decodeErr
 	}
-	return entries, more, err
+	return entries, err
 }
 
 // FileContent reads a stored file's bytes chunk by chunk, straight from

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/manifest"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -118,7 +119,7 @@ func TestUpgradeMovesEveryKeyIntoItsPartition(t *testing.T) {
 		fileChunkKey("c", "f", 0), memberConversationKey("u", "c"), messageTagKey(ids.MessageTag("c"), "c"),
 		installationKey("i"), grantCredentialKey("i", "g", hash), webhookKey("h"), kitKey("k"),
 		versionKey("k", manifest.Version{Major: 1}), installLinkIndexKey(hash), workspaceKitKey("w", "k"),
-		slugKey("acme"), credentialKey(hash), emailUserKey("a@example.com", "u"), locatorKey("x"), devLogKey("k", "e"),
+		slugKey("acme"), credentialKey(hash), emailUserKey("a@example.com", "u"), locatorKey("x"), devLogKey(partition.Of("k"), "k", "e"),
 	}
 	b := store.NewBatch()
 	for i, k := range keys {
