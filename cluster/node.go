@@ -1,8 +1,12 @@
 // Package cluster decides where an identity lives and carries requests to
-// it. It wraps protoactor-go's cluster of virtual actors: the HTTP layer and
-// the actors name an identity and a kind, and this package finds (or
-// activates) the actor and returns its typed reply. It never looks inside a
-// request; rules live in the actors.
+// it. The HTTP layer and the actors name an identity and a kind; this
+// package finds the identity's activation, or activates it, and returns its
+// typed reply. It never looks inside a request; rules live in the actors.
+//
+// Activations are protoactor-go actors, placed by kitd itself rather than
+// by protoactor's cluster: an identity has at most one activation, on the
+// node that hosts its partition (docs/cluster.md, "Where an identity
+// lives"). With one node, that is every identity here.
 package cluster
 
 import (
@@ -15,46 +19,42 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	pcluster "github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
-	"github.com/asynkron/protoactor-go/eventstream"
-	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// Config is what a node needs to join (or form) a cluster.
+// Config is what a node needs to start.
 type Config struct {
-	Name string // cluster name; members of one cluster share it
-	// Host and Port bind the actor transport. Port 0 picks a free port:
-	// on a single node nothing else needs to reach it.
-	Host string
-	Port int
 	// RequestTimeout bounds one request to an actor, activation included.
 	RequestTimeout time.Duration
 	Logger         *slog.Logger
 }
 
+// Kind is an actor kind the node activates on demand.
+type Kind struct {
+	Name string
+	// New builds the actor of one identity. The actor loads its state when
+	// it receives *actor.Started, before any request.
+	New  func(identity string) actor.Actor
+	Opts []actor.PropsOption // mailbox, dispatcher
+}
+
 // Node is this process's member of the cluster.
 type Node struct {
 	system  *actor.ActorSystem
-	cluster *pcluster.Cluster
+	kinds   map[string]*Kind
 	timeout time.Duration
 	replies *replyPool
 
-	// pids caches where identities live. protoactor's PidCache builds a
-	// string key per lookup; this map does not allocate on a hit. An
-	// activation that stops takes its entry out (forgetStopped): a PID
-	// keeps a pointer to its process, so a stale entry would keep the whole
-	// stopped actor in memory, and requests for made-up ids would fill the
-	// cache with them. With several members, a topology change must also
-	// clear the entries of the members that left, as
-	// PidCache.RemoveByMember does.
-	pidsMu  sync.RWMutex
-	pids    map[pidKey]*actor.PID
-	stopped *eventstream.Subscription // activations that stop
+	// pids is where identities live: the node's activations. The map does
+	// not allocate on a hit. An activation that stops takes its entry out
+	// (forgetStopped): a PID keeps a pointer to its process, so a stale
+	// entry would keep the whole stopped actor in memory, and requests for
+	// made-up ids would fill the map with them.
+	pidsMu sync.RWMutex
+	pids   map[pidKey]*actor.PID
 
 	// lastDeadLetter is when a request last came back as a dead letter
 	// (unix nanoseconds). The answer does not say which actor was gone,
@@ -64,9 +64,8 @@ type Node struct {
 
 type pidKey struct{ kind, identity string }
 
-// Start starts the actor system and joins the cluster with the given kinds.
-// With no seed members the node forms a cluster of one.
-func Start(cfg Config, kinds ...*pcluster.Kind) (*Node, error) {
+// Start starts the node's actor system with the given kinds.
+func Start(cfg Config, kinds ...*Kind) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -76,40 +75,20 @@ func Start(cfg Config, kinds ...*pcluster.Kind) (*Node, error) {
 	logger := cfg.Logger
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	shrinkRegistry(system)
-	remoteCfg := remote.Configure(cfg.Host, cfg.Port)
-	clusterCfg := pcluster.Configure(cfg.Name, &singleMember{}, disthash.New(), remoteCfg,
-		pcluster.WithKinds(kinds...),
-		pcluster.WithRequestTimeout(cfg.RequestTimeout))
-	c := pcluster.New(system, clusterCfg)
-	n := &Node{system: system, cluster: c, timeout: cfg.RequestTimeout, replies: newReplyPool(system), pids: make(map[pidKey]*actor.PID)}
-	// protoactor publishes this when an activation has stopped and left the
-	// registry, in the stopping actor's goroutine.
-	n.stopped = system.EventStream.Subscribe(func(ev any) {
-		if t, ok := ev.(*pcluster.ActivationTerminating); ok {
-			n.forgetStopped(t.ClusterIdentity.Kind, t.ClusterIdentity.Identity, t.Pid)
+	n := &Node{system: system, kinds: make(map[string]*Kind, len(kinds)), timeout: cfg.RequestTimeout,
+		replies: newReplyPool(system), pids: make(map[pidKey]*actor.PID)}
+	for _, k := range kinds {
+		if _, dup := n.kinds[k.Name]; dup || k.New == nil {
+			return nil, fmt.Errorf("cluster: kind %q registered twice or without a constructor", k.Name)
 		}
-	})
-	if err := startMember(c); err != nil {
-		return nil, err
+		n.kinds[k.Name] = k
 	}
 	return n, nil
 }
 
-// startMember turns protoactor's panics on a failed start into an error.
-func startMember(c *pcluster.Cluster) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("cluster: start member: %v", r)
-		}
-	}()
-	c.StartMember()
-	return nil
-}
-
-// Stop leaves the cluster and stops every local actor.
+// Stop stops every local actor.
 func (n *Node) Stop() {
-	n.cluster.Shutdown(false)
-	n.system.EventStream.Unsubscribe(n.stopped)
+	n.system.Shutdown()
 }
 
 // errUnavailable reports an actor that could not be reached in time.
@@ -235,8 +214,7 @@ func (n *Node) stoppedWithout(pid *actor.PID, slot *replySlot) bool {
 	return len(slot.ch) == 0
 }
 
-// pid resolves an identity through the node's PID cache; a miss asks the
-// identity lookup (which may activate the actor).
+// pid resolves an identity to its activation, activating it on a miss.
 func (n *Node) pid(kind, identity string) *actor.PID {
 	k := pidKey{kind, identity}
 	n.pidsMu.RLock()
@@ -245,11 +223,46 @@ func (n *Node) pid(kind, identity string) *actor.PID {
 	if ok {
 		return pid
 	}
-	pid = n.cluster.Get(identity, kind)
+	pid = n.activate(kind, identity)
 	if pid != nil {
 		n.remember(k, pid)
 	}
 	return pid
+}
+
+// activate spawns the activation of kind/identity, named after both so
+// that the process registry keeps it unique: when another request
+// activated it first, its PID is the answer. nil when the kind is unknown
+// or the spawn failed.
+func (n *Node) activate(kind, identity string) *actor.PID {
+	k, ok := n.kinds[kind]
+	if !ok {
+		return nil
+	}
+	props := actor.PropsFromProducer(func() actor.Actor {
+		return &placed{Actor: k.New(identity), n: n, key: pidKey{kind, identity}}
+	}, k.Opts...)
+	pid, err := n.system.Root.SpawnNamed(props, kind+"/"+identity)
+	if err != nil && !errors.Is(err, actor.ErrNameExists) {
+		return nil
+	}
+	return pid
+}
+
+// placed is an activation as the node runs it: the kind's actor, and the
+// node's bookkeeping of its stop.
+type placed struct {
+	actor.Actor
+	n   *Node
+	key pidKey
+}
+
+func (p *placed) Receive(ctx actor.Context) {
+	p.Actor.Receive(ctx)
+	// protoactor delivers Stopped once the process has left the registry.
+	if _, ok := ctx.Message().(*actor.Stopped); ok {
+		p.n.forgetStopped(p.key.kind, p.key.identity, ctx.Self())
+	}
 }
 
 // remember caches pid, unless its activation has stopped already (one
