@@ -40,7 +40,6 @@ type testNode struct {
 // shared is the node of this test binary.
 var shared *testNode
 
-
 // startNode opens the store in fs and starts a node over it. A restart
 // passes the clock of the node it replaces, so time keeps going forward.
 func startNode(fs vfs.FS, clk *clock.Test) (*testNode, error) {
