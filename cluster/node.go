@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -55,6 +57,16 @@ type Node struct {
 	// made-up ids would fill the map with them.
 	pidsMu sync.RWMutex
 	pids   map[pidKey]*actor.PID
+	// parts is the partition of each entry of pids, for Release.
+	parts map[pidKey]partition.ID
+	// starting holds the identities being activated: a second request
+	// waits for the first one's activation instead of spawning its own.
+	// The process registry refuses a second process of the name, but
+	// names the first one before it can take messages.
+	starting     map[pidKey]chan struct{}
+	incarnations atomic.Uint64 // makes each activation's process name unique
+
+	hosting // the partitions whose activations this node may host
 
 	// lastDeadLetter is when a request last came back as a dead letter
 	// (unix nanoseconds). The answer does not say which actor was gone,
@@ -76,7 +88,8 @@ func Start(cfg Config, kinds ...*Kind) (*Node, error) {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	shrinkRegistry(system)
 	n := &Node{system: system, kinds: make(map[string]*Kind, len(kinds)), timeout: cfg.RequestTimeout,
-		replies: newReplyPool(system), pids: make(map[pidKey]*actor.PID)}
+		replies: newReplyPool(system), pids: make(map[pidKey]*actor.PID), parts: make(map[pidKey]partition.ID), starting: make(map[pidKey]chan struct{})}
+	n.hostAll()
 	for _, k := range kinds {
 		if _, dup := n.kinds[k.Name]; dup || k.New == nil {
 			return nil, fmt.Errorf("cluster: kind %q registered twice or without a constructor", k.Name)
@@ -105,7 +118,10 @@ func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message,
 		if attempt > 0 {
 			time.Sleep(lookupBackoff(attempt))
 		}
-		pid := n.pid(kind, identity)
+		pid, err := n.pid(kind, identity)
+		if err != nil {
+			return nil, fmt.Errorf("request %s/%s: %w", kind, identity, err)
+		}
 		if pid == nil {
 			continue
 		}
@@ -121,8 +137,12 @@ func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message,
 			// The activation went away (stopped or moved); look it up again.
 			// It may be one a request was forwarded to: Forward checks its
 			// targets for a while (see lastDeadLetter).
+			// Only a gone activation leaves the map: forgetting a live one
+			// would let a second activation of the identity start.
 			n.lastDeadLetter.Store(time.Now().UnixNano())
-			n.forget(kind, identity)
+			if _, alive := n.system.ProcessRegistry.GetLocal(pid.Id); !alive {
+				n.forgetStopped(kind, identity, pid)
+			}
 			continue
 		case *kitpb.Failure:
 			return nil, kiterr.FromFailure(r)
@@ -214,26 +234,45 @@ func (n *Node) stoppedWithout(pid *actor.PID, slot *replySlot) bool {
 	return len(slot.ch) == 0
 }
 
-// pid resolves an identity to its activation, activating it on a miss.
-func (n *Node) pid(kind, identity string) *actor.PID {
+// pid resolves an identity to its activation, activating it on a miss;
+// ErrNotHosted when its partition is not hosted here.
+func (n *Node) pid(kind, identity string) (*actor.PID, error) {
 	k := pidKey{kind, identity}
 	n.pidsMu.RLock()
 	pid, ok := n.pids[k]
 	n.pidsMu.RUnlock()
 	if ok {
-		return pid
+		return pid, nil
 	}
-	pid = n.activate(kind, identity)
-	if pid != nil {
-		n.remember(k, pid)
+	p, err := n.hosted(identity)
+	if err != nil {
+		return nil, err
 	}
-	return pid
+	for {
+		n.pidsMu.Lock()
+		if pid, ok := n.pids[k]; ok {
+			n.pidsMu.Unlock()
+			return pid, nil
+		}
+		wait, busy := n.starting[k]
+		if !busy {
+			done := make(chan struct{})
+			n.starting[k] = done
+			n.pidsMu.Unlock()
+			pid = n.activate(kind, identity)
+			err = n.remember(k, p, pid, done)
+			return pid, err
+		}
+		n.pidsMu.Unlock()
+		<-wait
+	}
 }
 
-// activate spawns the activation of kind/identity, named after both so
-// that the process registry keeps it unique: when another request
-// activated it first, its PID is the answer. nil when the kind is unknown
-// or the spawn failed.
+// activate spawns an activation of kind/identity; nil when the kind is
+// unknown or the spawn failed. Its process name is unique to this
+// activation (pid waits for a concurrent activation rather than spawn a
+// second one): a request whose target stopped must be able to tell it from
+// the activation that follows it under the same identity (stoppedWithout).
 func (n *Node) activate(kind, identity string) *actor.PID {
 	k, ok := n.kinds[kind]
 	if !ok {
@@ -242,8 +281,9 @@ func (n *Node) activate(kind, identity string) *actor.PID {
 	props := actor.PropsFromProducer(func() actor.Actor {
 		return &placed{Actor: k.New(identity), n: n, key: pidKey{kind, identity}}
 	}, k.Opts...)
-	pid, err := n.system.Root.SpawnNamed(props, kind+"/"+identity)
-	if err != nil && !errors.Is(err, actor.ErrNameExists) {
+	name := kind + "/" + identity + "/" + strconv.FormatUint(n.incarnations.Add(1), 36)
+	pid, err := n.system.Root.SpawnNamed(props, name)
+	if err != nil {
 		return nil
 	}
 	return pid
@@ -265,33 +305,31 @@ func (p *placed) Receive(ctx actor.Context) {
 	}
 }
 
-// remember caches pid, unless its activation has stopped already (one
-// that answered "absent" to a concurrent request, say): its stop took its
-// entry out before this could put it back. Checked under the lock, since
-// an activation leaves the registry before its stop takes the lock: either
-// the check sees it gone, or forgetStopped runs after the insert.
-func (n *Node) remember(k pidKey, pid *actor.PID) {
+// remember enters the activation pid of partition p, unless it has
+// stopped already (one that answered "absent" to a concurrent request,
+// say): its stop took its entry out before this could put it back. Checked
+// under the lock, since an activation leaves the registry before its stop
+// takes the lock: either the check sees it gone, or forgetStopped runs
+// after the insert. Release takes the same lock: an activation of a
+// partition released meanwhile is stopped instead.
+func (n *Node) remember(k pidKey, p partition.ID, pid *actor.PID, started chan struct{}) error {
 	n.pidsMu.Lock()
 	defer n.pidsMu.Unlock()
-	if pid.Address == n.system.Address() {
-		if _, alive := n.system.ProcessRegistry.GetLocal(pid.Id); !alive {
-			return
-		}
+	delete(n.starting, k)
+	close(started)
+	if pid == nil {
+		return nil
 	}
-	if len(n.pids) >= maxCachedPIDs {
-		n.pids = make(map[pidKey]*actor.PID) // start over: cheaper than tracking use
+	if !n.hosts(p) {
+		n.system.Root.Stop(pid)
+		return fmt.Errorf("%w (partition %d)", ErrNotHosted, p)
+	}
+	if _, alive := n.system.ProcessRegistry.GetLocal(pid.Id); !alive {
+		return nil
 	}
 	n.pids[k] = pid
-}
-
-// maxCachedPIDs bounds the PID cache. Entries leave with their
-// activations, so it holds about as many as there are live actors.
-const maxCachedPIDs = 1 << 20
-
-func (n *Node) forget(kind, identity string) {
-	n.pidsMu.Lock()
-	delete(n.pids, pidKey{kind, identity})
-	n.pidsMu.Unlock()
+	n.parts[k] = p
+	return nil
 }
 
 // forgetStopped removes the entry of an activation that stopped, unless
@@ -301,6 +339,7 @@ func (n *Node) forgetStopped(kind, identity string, pid *actor.PID) {
 	n.pidsMu.Lock()
 	if cached, ok := n.pids[k]; ok && cached.Id == pid.Id && cached.Address == pid.Address {
 		delete(n.pids, k)
+		delete(n.parts, k)
 	}
 	n.pidsMu.Unlock()
 }
@@ -325,19 +364,23 @@ type Route struct {
 // by asking again; from then on Forward checks its targets and looks up
 // again one that is gone.
 func (n *Node) Forward(from actor.Context, to *Route, msg proto.Message) {
+	var err error
 	if to.pid == nil {
-		to.pid = n.pid(to.Kind, to.Identity)
+		to.pid, err = n.pid(to.Kind, to.Identity)
 	}
-	if to.pid != nil && n.suspectDead() && to.pid.Address == n.system.Address() {
+	if to.pid != nil && n.suspectDead() {
 		// A registry lookup per forward would cost 3% of a webhook post,
 		// so it is done only after a dead letter.
 		if _, alive := n.system.ProcessRegistry.GetLocal(to.pid.Id); !alive {
-			n.forget(to.Kind, to.Identity)
-			to.pid = n.pid(to.Kind, to.Identity)
+			n.forgetStopped(to.Kind, to.Identity, to.pid)
+			to.pid, err = n.pid(to.Kind, to.Identity)
 		}
 	}
-	if to.pid == nil {
-		from.Respond(kiterr.ToFailure(fmt.Errorf("forward to %s/%s: %w", to.Kind, to.Identity, errUnavailable)))
+	if to.pid == nil && err == nil {
+		err = errUnavailable
+	}
+	if err != nil {
+		from.Respond(kiterr.ToFailure(fmt.Errorf("forward to %s/%s: %w", to.Kind, to.Identity, err)))
 		return
 	}
 	from.RequestWithCustomSender(to.pid, msg, from.Sender())
