@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -47,6 +48,11 @@ func (a *conversationActor) uploadFile(m *kitpb.UploadFile) (proto.Message, erro
 	if len(m.Chunks) == 0 {
 		return nil, kiterr.Invalid("contentBase64", "must not be empty")
 	}
+	if tag, _, ok := ids.ParseMessage(m.FileId); !ok || tag != a.tag {
+		// LocateFile finds a file by the tag of its id: one without it
+		// could never be read back.
+		return nil, fmt.Errorf("upload file into %s: id %s does not carry the conversation's tag", a.id, m.FileId)
+	}
 	size, err := chunkedSize(m.Chunks)
 	if err != nil {
 		return nil, fmt.Errorf("upload file into %s: %w", a.id, err)
@@ -67,7 +73,6 @@ func (a *conversationActor) uploadFile(m *kitpb.UploadFile) (proto.Message, erro
 	// rather than hold every upload's bytes twice until its reply.
 	m.Chunks = nil
 	put(b, fileKey(a.id, f.Id), f)
-	put(b, locatorKey(f.Id), &kitpb.Locator{Kind: KindConversation, Owner: a.id})
 	// A large batch takes a while to sync: the actor goes on meanwhile and
 	// the reply waits for durability (see durability).
 	w, err := b.Apply()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -49,7 +50,7 @@ func (a *conversationActor) handleWebhooks(msg proto.Message) (reply proto.Messa
 	}
 	e.ErrorCode, e.HttpStatus = string(code), proto.Int32(int32(code.Status()))
 	if m.KitId != "" {
-		writeLogAsync(a.env, m.KitId, e)
+		writeLogAsync(a.env, partition.OfTag(a.tag), m.KitId, e)
 	}
 	return nil, true, err
 }
@@ -82,7 +83,7 @@ func (a *conversationActor) postAsWebhook(m *kitpb.PostAsWebhook) (proto.Message
 	b := a.env.Store.NewBatch()
 	a.putMessage(b, msg)
 	if m.Log != nil && m.KitId != "" {
-		a.env.putLog(b, m.KitId, m.Log)
+		a.env.putLog(b, partition.OfTag(a.tag), m.KitId, m.Log)
 	}
 	w, err := b.Apply()
 	if err != nil {

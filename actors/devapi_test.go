@@ -2,6 +2,7 @@ package actors_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -217,7 +219,7 @@ func TestDevLogRetention(t *testing.T) {
 	t.Run("a later write deletes the expired entries", func(t *testing.T) {
 		n.mustUpload(t, w.id, manifestJSON(slug, "1.2.0"), false)
 		left := 0
-		prefix := actors.DevLogPrefix(k.Kit.Id)
+		prefix := actors.DevLogPrefix(partition.Of(k.Kit.Id), k.Kit.Id)
 		noErr(t, n.store.Scan(prefix, append(prefix[:len(prefix):len(prefix)], 0xff), false, func(k, _ []byte) bool {
 			left++
 			return true
@@ -235,7 +237,7 @@ func TestDevLogEntryIDs(t *testing.T) {
 	n := shared
 	w := n.workspace(t, 0)
 	k := n.mustUpload(t, w.id, manifestJSON(newSlug(), "1.0.0"), false)
-	stored := storedRecords(t, n, actors.DevLogPrefix(k.Kit.Id), func() *kitpb.DevLogEntry { return &kitpb.DevLogEntry{} })
+	stored := storedRecords(t, n, actors.DevLogPrefix(partition.Of(k.Kit.Id), k.Kit.Id), func() *kitpb.DevLogEntry { return &kitpb.DevLogEntry{} })
 	for _, e := range stored {
 		if e.Id != "" {
 			t.Errorf("stored value repeats the id %s", e.Id)
@@ -248,7 +250,7 @@ func TestDevLogEntryIDs(t *testing.T) {
 	v, err := proto.Marshal(older)
 	noErr(t, err)
 	b := n.store.NewBatch()
-	b.Set(actors.DevLogKey(k.Kit.Id, older.Id), v)
+	b.Set(actors.DevLogKey(partition.Of(k.Kit.Id), k.Kit.Id, older.Id), v)
 	noErr(t, b.Commit())
 
 	entries, _, err := actors.ReadDevLog(n.env, k.Kit.Id, "", 100, nil)
@@ -269,5 +271,44 @@ func TestDevLogEntryIDs(t *testing.T) {
 	noErr(t, err)
 	if len(page) != len(entries)-1 {
 		t.Fatalf("%d entries before %s, want %d", len(page), entries[0].Id, len(entries)-1)
+	}
+}
+
+// A Kit's log is written by actors of many partitions (each entry in its
+// writer's); a read merges them newest first, and its cursor pages across
+// partitions.
+func TestDevLogMergesEveryWritersPartition(t *testing.T) {
+	n := shared
+	kit := ids.New()
+	var written []string // oldest first
+	b := n.store.NewBatch()
+	for i, p := range []partition.ID{3, 50, 7, 3, 63, 0, 50} {
+		e := &kitpb.DevLogEntry{Id: ids.NewAt(n.clk.Now().Add(time.Duration(i) * time.Millisecond)), At: n.clk.Now().UnixNano(), Source: actors.LogSourceAudit, Level: actors.LogLevelInfo, Event: fmt.Sprint("e", i)}
+		v, err := proto.Marshal(e)
+		noErr(t, err)
+		b.Set(actors.DevLogKey(p, kit, e.Id), v)
+		written = append(written, e.Event)
+	}
+	noErr(t, b.Commit())
+
+	var read []string
+	before := ""
+	for page := 0; ; page++ {
+		entries, more, err := actors.ReadDevLog(n.env, kit, before, 3, nil)
+		noErr(t, err)
+		for _, e := range entries {
+			read = append(read, e.Event)
+		}
+		if !more {
+			break
+		}
+		if page > 5 {
+			t.Fatal("paging does not end")
+		}
+		before = entries[len(entries)-1].Id
+	}
+	slices.Reverse(written)
+	if !slices.Equal(read, written) {
+		t.Fatalf("read %v, want %v (newest first)", read, written)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -19,7 +20,10 @@ import (
 // outcome when there is one (a webhook post's entry commits with its
 // message), so the log never says something happened that did not. No
 // writer ever reads an entry back, so there is no read-modify-write to
-// serialize.
+// serialize. An entry lives in its writer's partition, so that it commits
+// with the writer's change and no write of the hot paths crosses
+// partitions; a read merges every partition's entries of the Kit
+// (ReadDevLog).
 
 // Log sources and levels of SPEC.md section 2.
 const (
@@ -38,13 +42,20 @@ const LogRetention = 7 * 24 * time.Hour
 // most one range deletion per Kit and hour per process.
 const logPruneEvery = time.Hour
 
-// devLogPrunes is when each Kit's log was last pruned by this node (unix
-// nanoseconds of the server clock, by Kit id). The zero value is ready.
+// devLogPrunes is when each Kit's log was last pruned by this node in each
+// partition (unix nanoseconds of the server clock, by pruneKey). The zero
+// value is ready.
 type devLogPrunes struct{ last sync.Map }
 
-// devLogCutoff is the first key of the entries not yet expired at now.
-func devLogCutoff(kitID string, now time.Time) []byte {
-	return devLogKey(kitID, ids.PrefixAt(now.Add(-LogRetention)))
+type pruneKey struct {
+	p   partition.ID
+	kit string
+}
+
+// devLogCutoff is the first key of partition p's entries of the Kit not
+// yet expired at now.
+func devLogCutoff(p partition.ID, kitID string, now time.Time) []byte {
+	return devLogKey(p, kitID, ids.PrefixAt(now.Add(-LogRetention)))
 }
 
 // newLogEntry starts an entry at now with a fresh time-ordered id.
@@ -60,28 +71,29 @@ func newLogEntry(env *Env, source, level, event, installationID string) *kitpb.D
 // the deletion of the Kit's expired entries. Entries are write-once and
 // expired ones are never read, so concurrent writers pruning the same range
 // do not conflict.
-func (env *Env) putLog(b *persistence.Batch, kitID string, e *kitpb.DevLogEntry) {
+func (env *Env) putLog(b *persistence.Batch, writer partition.ID, kitID string, e *kitpb.DevLogEntry) {
 	// The key carries the id: the stored value leaves it out (ReadDevLog
 	// puts it back), a tenth of what a webhook post writes.
 	id := e.Id
 	e.Id = ""
-	put(b, devLogKey(kitID, id), e)
+	put(b, devLogKey(writer, kitID, id), e)
 	e.Id = id
-	if last, ok := env.logPrunes.last.Load(kitID); ok && e.At-last.(int64) < int64(logPruneEvery) {
+	pk := pruneKey{writer, kitID}
+	if last, ok := env.logPrunes.last.Load(pk); ok && e.At-last.(int64) < int64(logPruneEvery) {
 		return
 	}
-	env.logPrunes.last.Store(kitID, e.At)
-	b.DeleteRange(devLogPrefix(kitID), devLogCutoff(kitID, time.Unix(0, e.At)))
+	env.logPrunes.last.Store(pk, e.At)
+	b.DeleteRange(devLogPrefix(writer, kitID), devLogCutoff(writer, kitID, time.Unix(0, e.At)))
 }
 
 // writeLogAsync writes entries that report no state change of their own
 // (a refused delivery) without holding up the writer: they become durable
 // with the next WAL sync, which this asks for but does not wait on. A crash
 // before it may lose them; they are a log, not an acknowledged write.
-func writeLogAsync(env *Env, kitID string, entries ...*kitpb.DevLogEntry) {
+func writeLogAsync(env *Env, writer partition.ID, kitID string, entries ...*kitpb.DevLogEntry) {
 	b := env.Store.NewBatch()
 	for _, e := range entries {
-		env.putLog(b, kitID, e)
+		env.putLog(b, writer, kitID, e)
 	}
 	w, err := b.Apply()
 	if err != nil {

@@ -6,6 +6,7 @@ var (
 	DevLogKey        = devLogKey
 	DevLogPrefix     = devLogPrefix
 	FileChunksPrefix = fileChunksPrefix
+	FileKey          = fileKey
 	FilesPrefix      = filesPrefix
 	LocatorKey       = locatorKey
 	MessageKey       = messageKey

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -44,7 +45,7 @@ func (n *testNode) uploadFile(c *kitpb.Caller, convID string, content []byte) (*
 
 func (n *testNode) uploadChunks(c *kitpb.Caller, convID string, chunks [][]byte) (*kitpb.File, error) {
 	r, err := try[*kitpb.FileReply](n, actors.KindConversation, convID, &kitpb.UploadFile{
-		Caller: c, FileId: ids.New(), Name: "notes.txt", MimeType: "text/plain", Chunks: chunks,
+		Caller: c, FileId: ids.NewTagged(time.Now(), ids.MessageTag(convID)), Name: "notes.txt", MimeType: "text/plain", Chunks: chunks,
 	})
 	if err != nil {
 		return nil, err
@@ -113,12 +114,28 @@ func TestFiles(t *testing.T) {
 			_, err := n.getFile(alice, other, f.Id)
 			wantCode(t, err, kiterr.NotFound)
 		}},
-		{"the locator names the file's conversation", func(t *testing.T) {
-			kind, owner, err := actors.Locate(n.env, f.Id)
+		{"a file's id finds its conversation, with no locator record", func(t *testing.T) {
+			owner, err := actors.LocateFile(n.env, f.Id)
 			noErr(t, err)
-			if kind != actors.KindConversation || owner != conv {
-				t.Fatalf("locator %s %s", kind, owner)
+			if owner != conv {
+				t.Fatalf("LocateFile = %s, want %s", owner, conv)
 			}
+			_, _, err = actors.Locate(n.env, f.Id)
+			wantCode(t, err, kiterr.NotFound)
+		}},
+		{"an id that does not carry the conversation's tag is refused, not stored", func(t *testing.T) {
+			_, err := try[*kitpb.FileReply](n, actors.KindConversation, conv, &kitpb.UploadFile{
+				Caller: alice, FileId: ids.NewTagged(time.Now(), ids.MessageTag(other)), Name: "x.txt", MimeType: "text/plain", Chunks: [][]byte{[]byte("x")},
+			})
+			if err == nil || kiterr.CodeOf(err) != kiterr.Internal {
+				t.Fatalf("err = %v, want an internal error", err)
+			}
+		}},
+		{"a made-up file id is found nowhere", func(t *testing.T) {
+			_, err := actors.LocateFile(n.env, ids.NewTagged(time.Now(), ids.MessageTag(conv)))
+			wantCode(t, err, kiterr.NotFound)
+			_, err = actors.LocateFile(n.env, ids.New())
+			wantCode(t, err, kiterr.NotFound)
 		}},
 		{"a file id is not a message id", func(t *testing.T) {
 			_, err := try[*kitpb.MessageReply](n, actors.KindConversation, conv, &kitpb.GetMessage{Caller: alice, MessageId: f.Id})
@@ -180,7 +197,7 @@ func TestFiles(t *testing.T) {
 			}
 		}},
 		{"the actor lets go of the request's chunks once they are in its write", func(t *testing.T) {
-			req := &kitpb.UploadFile{Caller: alice, FileId: ids.New(), Name: "n.txt", MimeType: "text/plain", Chunks: chunked(fileBytes(actors.FileChunkSize + 1))}
+			req := &kitpb.UploadFile{Caller: alice, FileId: ids.NewTagged(time.Now(), ids.MessageTag(conv)), Name: "n.txt", MimeType: "text/plain", Chunks: chunked(fileBytes(actors.FileChunkSize + 1))}
 			ask[*kitpb.FileReply](t, n, actors.KindConversation, conv, req)
 			if req.Chunks != nil {
 				t.Fatalf("the request still holds %d chunks after the reply", len(req.Chunks))

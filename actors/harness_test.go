@@ -40,8 +40,6 @@ type testNode struct {
 // shared is the node of this test binary.
 var shared *testNode
 
-var clusterSeq atomic.Int64
-
 // startNode opens the store in fs and starts a node over it. A restart
 // passes the clock of the node it replaces, so time keeps going forward.
 func startNode(fs vfs.FS, clk *clock.Test) (*testNode, error) {
@@ -57,8 +55,7 @@ func startNode(fs vfs.FS, clk *clock.Test) (*testNode, error) {
 	env.Fatal = func(err error) { panic(fmt.Sprintf("actors: storage failed: %v", err)) }
 	auth := actors.NewAuthenticator(env)
 	env.Invalidator = auth
-	name := fmt.Sprintf("actors-test-%d-%d", os.Getpid(), clusterSeq.Add(1))
-	cn, err := cluster.Start(cluster.Config{Name: name, Host: "127.0.0.1"}, actors.Kinds(env)...)
+	cn, err := cluster.Start(cluster.Config{}, actors.Kinds(env)...)
 	if err != nil {
 		store.Close()
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -58,7 +59,7 @@ func (a *installationActor) handleGrants(msg proto.Message) (reply proto.Message
 func (a *installationActor) audit(b *persistence.Batch, event, level, status, errorCode string) {
 	e := newLogEntry(a.env, LogSourceAudit, level, event, a.id)
 	e.Status, e.ErrorCode = status, errorCode
-	a.env.putLog(b, a.inst.KitId, e)
+	a.env.putLog(b, partition.Of(a.id), a.inst.KitId, e)
 }
 
 // refuse logs a refused token request and returns err, the refusal.

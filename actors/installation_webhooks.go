@@ -8,6 +8,7 @@ import (
 
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -88,7 +89,7 @@ func (a *installationActor) createWebhook(m *kitpb.CreateWebhook) (proto.Message
 	b := a.env.Store.NewBatch()
 	put(b, webhookRefKey(a.id, m.WebhookId), &kitpb.WebhookRef{WebhookId: m.WebhookId, ConversationId: m.ConversationId, CreatedAt: now})
 	put(b, locatorKey(m.WebhookId), &kitpb.Locator{Kind: KindInstallation, Owner: a.id})
-	a.env.putLog(b, a.inst.KitId, audit)
+	a.env.putLog(b, partition.Of(a.id), a.inst.KitId, audit)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("record webhook %s of %s: %w", m.WebhookId, a.id, err)
 	}

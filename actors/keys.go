@@ -4,9 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/kitd/kitd/internal/manifest"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 )
 
@@ -18,15 +20,25 @@ import (
 // credential and email index records of the things it owns), so the actor
 // is the only writer of every key it reads back.
 //
+// Every key but the node's own (layoutKey) starts with its partition,
+// p/<2 bytes>/, so that a partition's records are one key range
+// (internal/partition; docs/cluster.md). The partition is its owner's: the
+// identity the key is named after (the workspace of ws/..., the
+// conversation of conv/...), and for an index record the identity, hash or
+// tag it is looked up by (cred/<hash>, uc/<user>/..., mtag/<tag>/...). That
+// owner is always the key's first field after its kind, which is what lets
+// Upgrade move keys written before partitions (partitionOfUnpartitioned).
+//
 // Parts of a key are joined with '/'. Ids never contain one; the binary
 // parts (positions, hashes) have a fixed length instead, so a decoder takes
 // them by length.
 
-// keyShapes is the layout, one row per constructor: literal bytes, and
-// fields in braces. {id} is a non-empty part without '/'; {pos} a position,
-// 8 bytes big-endian (so a scan is in order); {hash} a raw SHA-256, 32
-// bytes; {hex64} the same in hex; {hex8} a message-id tag; {version} a
-// sortable version, 0001.00002.000003; {rest} everything to the end.
+// keyShapes is the layout, one row per constructor, after the partition
+// prefix: literal bytes, and fields in braces. {id} is a non-empty part
+// without '/'; {pos} a position, 8 bytes big-endian (so a scan is in
+// order); {hash} a raw SHA-256, 32 bytes; {hex64} the same in hex; {hex8} a
+// message-id tag; {version} a sortable version, 0001.00002.000003; {rest}
+// everything to the end. The first field names the partition.
 var keyShapes = []struct{ constructor, shape string }{
 	{"workspaceKey", "ws/{id}"},                       // Workspace
 	{"userKey", "ws/{id}/u/{id}"},                     // User (ids are UUIDv7: the scan is creation order)
@@ -40,10 +52,10 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"messageKey", "conv/{id}/s/{pos}"},               // Message, in conversation order, stored without its conversation id
 	{"threadReplyKey", "conv/{id}/t/{pos}{pos}"},      // thread index, parent then reply position (empty value)
 	{"idempotencyKey", "conv/{id}/p/{rest}"},          // Idempotency, by <author kind>:<author id>\x00<Idempotency-Key>
-	{"fileKey", "conv/{id}/f/{id}"},                   // File (metadata; its locator names the conversation)
+	{"fileKey", "conv/{id}/f/{id}"},                   // File (metadata; its id carries the conversation's tag, as a message id does)
 	{"fileChunkKey", "conv/{id}/f/{id}/{pos}"},        // chunk n of a file's bytes (at most FileChunkSize)
 	{"memberConversationKey", "uc/{id}/{id}"},         // a member's conversation (written by that conversation; empty value)
-	{"messageTagKey", "mtag/{hex8}/{id}"},             // a conversation's message-id tag (empty value): finds the conversation of a message id (ids.NewMessage)
+	{"messageTagKey", "mtag/{hex8}/{id}"},             // a conversation's message-id tag (empty value): finds the conversation of a message or file id (ids.NewMessage)
 	{"installationKey", "inst/{id}"},                  // Installation
 	{"webhookRefKey", "inst/{id}/w/{id}"},             // WebhookRef (the installation's webhooks)
 	{"grantCredentialKey", "inst/{id}/g/{id}/{hash}"}, // a credential of one authorization (empty value; docs/credentials.md)
@@ -58,32 +70,60 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"workspaceKitKey", "kits/{id}/{id}"},             // a Kit owned by a workspace (written by the kit actor; empty value)
 	{"slugKey", "slug/{id}"},                          // ClaimSlug: which Kit a slug belongs to
 	{"credentialKey", "cred/{hash}"},                  // Credential (bot, user, refresh, code, developer, session, signin_choice)
-	{"layoutKey", "meta/layout"},                      // the data layout the directory is at (upgrade.go), 8 bytes big-endian
 	{"emailUserKey", "email/{hex64}/{id}"},            // workspace id of an active user who can sign in with this email (SHA-256 of the lower-case email; written with the user by its workspace)
-	{"locatorKey", "loc/{id}"},                        // Locator: which actor owns an id (messages have none, but those written before 2026-11-22)
-	{"devLogKey", "devlog/{id}/{id}"},                 // DevLogEntry, stored without its id; written once by the actor that decided what it reports, expired by range deletion (devlog.go)
+	{"locatorKey", "loc/{id}"},                        // Locator: which actor owns an id (messages and files have none, but those written before their ids carried a tag)
+	{"devLogKey", "devlog/{id}/{id}"},                 // DevLogEntry, stored without its id; written once by the actor that decided what it reports, in that actor's partition (writerPartitioned), expired by range deletion (devlog.go)
 }
 
-// key joins parts into a key in one allocation. Constructors call it;
-// nothing else may.
-func key(parts ...string) []byte { return keyWithRoom(0, parts...) }
+// writerPartitioned are the kinds whose keys live in the partition of the
+// actor that writes them rather than of their first field, so that an
+// entry commits in its writer's batch, with the change it reports: a
+// reader of such a kind scans every partition.
+var writerPartitioned = map[string]bool{"devLogKey": true}
+
+// nodeKeyShapes are the keys of the node itself, in no partition.
+var nodeKeyShapes = []struct{ constructor, shape string }{
+	{"layoutKey", "meta/layout"}, // the data layout the directory is at (upgrade.go), 8 bytes big-endian
+}
+
+// partitionPrefixLen is the length of p/<2 bytes>/.
+const partitionPrefixLen = 5
+
+// appendPartition appends the prefix of partition p's key range.
+func appendPartition(b []byte, p partition.ID) []byte {
+	return append(b, 'p', '/', byte(p>>8), byte(p), '/')
+}
+
+// PartitionRange is the key range [lower, upper) that holds every record
+// of partition p: what a replica of p holds, and what moves with it.
+func PartitionRange(p partition.ID) (lower, upper []byte) {
+	lower = appendPartition(nil, p)
+	return lower, persistence.PrefixEnd(lower)
+}
+
+// key joins parts into a key of partition p in one allocation.
+// Constructors call it; nothing else may.
+func key(p partition.ID, parts ...string) []byte { return keyWithRoom(p, 0, parts...) }
 
 // keyWithRoom is key with capacity for room more bytes, which a
 // constructor appends (a position, a hash) without allocating again.
-func keyWithRoom(room int, parts ...string) []byte {
-	n := room
-	for _, p := range parts {
-		n += len(p) + 1
+func keyWithRoom(p partition.ID, room int, parts ...string) []byte {
+	n := partitionPrefixLen + room
+	for _, part := range parts {
+		n += len(part) + 1
 	}
-	b := make([]byte, 0, n)
-	for i, p := range parts {
+	b := appendPartition(make([]byte, 0, n), p)
+	for i, part := range parts {
 		if i > 0 {
 			b = append(b, '/')
 		}
-		b = append(b, p...)
+		b = append(b, part...)
 	}
 	return b
 }
+
+// nodeKey joins parts into a key of the node itself, in no partition.
+func nodeKey(parts ...string) []byte { return []byte(strings.Join(parts, "/")) }
 
 // positionLen is the length of a position (a message's, a chunk's).
 const positionLen = 8
@@ -107,88 +147,97 @@ func keyAfter(k []byte) []byte { return append(k, 0) }
 
 // Workspace records.
 
-func workspaceKey(ws string) []byte { return key("ws", ws) }
+func workspaceKey(ws string) []byte { return key(partition.Of(ws), "ws", ws) }
 
-func userKey(ws, user string) []byte { return key("ws", ws, "u", user) }
+func userKey(ws, user string) []byte { return key(partition.Of(ws), "ws", ws, "u", user) }
 
 func usersPrefix(ws string) []byte { return userKey(ws, "") }
 
-// workspacesPrefix covers every workspace's records; only an upgrade, run
-// before any actor, scans it whole.
-func workspacesPrefix() []byte { return key("ws", "") }
+// unpartitionedWorkspacesPrefix covers every workspace's records as layouts
+// before 2 stored them, without a partition; only an upgrade step of those
+// layouts scans it.
+func unpartitionedWorkspacesPrefix() []byte { return []byte("ws/") }
 
-func installedKitKey(ws, kit string) []byte { return key("ws", ws, "k", kit) }
+func installedKitKey(ws, kit string) []byte { return key(partition.Of(ws), "ws", ws, "k", kit) }
 
 func installedKitsPrefix(ws string) []byte { return installedKitKey(ws, "") }
 
-func sessionKey(ws, session string) []byte { return key("ws", ws, "s", session) }
+func sessionKey(ws, session string) []byte { return key(partition.Of(ws), "ws", ws, "s", session) }
 
-func sessionSecretKey(ws, session string) []byte { return key("ws", ws, "sh", session) }
+func sessionSecretKey(ws, session string) []byte {
+	return key(partition.Of(ws), "ws", ws, "sh", session)
+}
 
-func developerTokenKey(ws, tokenID string) []byte { return key("ws", ws, "d", tokenID) }
+func developerTokenKey(ws, tokenID string) []byte {
+	return key(partition.Of(ws), "ws", ws, "d", tokenID)
+}
 
 // Conversation records.
 
-func conversationKey(conv string) []byte { return key("conv", conv) }
+func conversationKey(conv string) []byte { return key(partition.Of(conv), "conv", conv) }
 
-func memberKey(conv, user string) []byte { return key("conv", conv, "m", user) }
+func memberKey(conv, user string) []byte { return key(partition.Of(conv), "conv", conv, "m", user) }
 
 func membersPrefix(conv string) []byte { return memberKey(conv, "") }
 
-func botMemberKey(conv, bot string) []byte { return key("conv", conv, "b", bot) }
+func botMemberKey(conv, bot string) []byte { return key(partition.Of(conv), "conv", conv, "b", bot) }
 
 func botMembersPrefix(conv string) []byte { return botMemberKey(conv, "") }
 
 // messageKey is on every post's path: one allocation.
 func messageKey(conv string, seq uint64) []byte {
-	return persistence.AppendUint64(keyWithRoom(positionLen, "conv", conv, "s", ""), seq)
+	return persistence.AppendUint64(keyWithRoom(partition.Of(conv), positionLen, "conv", conv, "s", ""), seq)
 }
 
 // messagesPrefix is the prefix of a conversation's messages.
-func messagesPrefix(conv string) []byte { return key("conv", conv, "s", "") }
+func messagesPrefix(conv string) []byte { return key(partition.Of(conv), "conv", conv, "s", "") }
 
 func threadReplyKey(conv string, parentSeq, seq uint64) []byte {
-	k := keyWithRoom(2*positionLen, "conv", conv, "t", "")
+	k := keyWithRoom(partition.Of(conv), 2*positionLen, "conv", conv, "t", "")
 	return persistence.AppendUint64(persistence.AppendUint64(k, parentSeq), seq)
 }
 
 // threadRepliesPrefix is the prefix of the replies to the message at
 // parentSeq.
 func threadRepliesPrefix(conv string, parentSeq uint64) []byte {
-	return persistence.AppendUint64(keyWithRoom(positionLen, "conv", conv, "t", ""), parentSeq)
+	return persistence.AppendUint64(keyWithRoom(partition.Of(conv), positionLen, "conv", conv, "t", ""), parentSeq)
 }
 
 // idempotencyKey is the record of one author's Idempotency-Key in the
 // conversation.
 func idempotencyKey(conv, authorKind, authorID, idemKey string) []byte {
-	k := keyWithRoom(len(authorKind)+len(authorID)+len(idemKey)+2, "conv", conv, "p", "")
+	k := keyWithRoom(partition.Of(conv), len(authorKind)+len(authorID)+len(idemKey)+2, "conv", conv, "p", "")
 	k = append(append(k, authorKind...), ':')
 	k = append(append(k, authorID...), 0)
 	return append(k, idemKey...)
 }
 
-func fileKey(conv, file string) []byte { return key("conv", conv, "f", file) }
+func fileKey(conv, file string) []byte { return key(partition.Of(conv), "conv", conv, "f", file) }
 
 // filesPrefix covers the metadata and chunks of every file of the
 // conversation.
 func filesPrefix(conv string) []byte { return fileKey(conv, "") }
 
 func fileChunkKey(conv, file string, n uint64) []byte {
-	return persistence.AppendUint64(keyWithRoom(positionLen, "conv", conv, "f", file, ""), n)
+	return persistence.AppendUint64(keyWithRoom(partition.Of(conv), positionLen, "conv", conv, "f", file, ""), n)
 }
 
 // fileChunksPrefix is the prefix of a file's chunks; the file's metadata
 // key is not under it.
-func fileChunksPrefix(conv, file string) []byte { return key("conv", conv, "f", file, "") }
+func fileChunksPrefix(conv, file string) []byte {
+	return key(partition.Of(conv), "conv", conv, "f", file, "")
+}
 
 // memberConversationKey indexes a member's conversations; each
 // conversation writes only its own entries.
-func memberConversationKey(user, conv string) []byte { return key("uc", user, conv) }
+func memberConversationKey(user, conv string) []byte {
+	return key(partition.Of(user), "uc", user, conv)
+}
 
 func memberConversationsPrefix(user string) []byte { return memberConversationKey(user, "") }
 
 func messageTagKey(tag uint32, conv string) []byte {
-	return fmt.Appendf(nil, "mtag/%08x/%s", tag, conv)
+	return key(partition.OfTag(tag), "mtag", fmt.Sprintf("%08x", tag), conv)
 }
 
 // messageTagPrefix is the prefix of the conversations whose message ids
@@ -197,109 +246,198 @@ func messageTagPrefix(tag uint32) []byte { return messageTagKey(tag, "") }
 
 // Installation and webhook records.
 
-func installationKey(inst string) []byte { return key("inst", inst) }
+func installationKey(inst string) []byte { return key(partition.Of(inst), "inst", inst) }
 
-func webhookRefKey(inst, webhook string) []byte { return key("inst", inst, "w", webhook) }
+func webhookRefKey(inst, webhook string) []byte {
+	return key(partition.Of(inst), "inst", inst, "w", webhook)
+}
 
 func webhookRefsPrefix(inst string) []byte { return webhookRefKey(inst, "") }
 
 func grantCredentialKey(inst, grant string, hash []byte) []byte {
-	return append(keyWithRoom(len(hash), "inst", inst, "g", grant, ""), hash...)
+	return append(keyWithRoom(partition.Of(inst), len(hash), "inst", inst, "g", grant, ""), hash...)
 }
 
 // grantPrefix is the prefix of the credentials of one authorization: the
 // hash of each follows it.
-func grantPrefix(inst, grant string) []byte { return key("inst", inst, "g", grant, "") }
+func grantPrefix(inst, grant string) []byte {
+	return key(partition.Of(inst), "inst", inst, "g", grant, "")
+}
 
-func webhookKey(webhook string) []byte { return key("hook", webhook) }
+func webhookKey(webhook string) []byte { return key(partition.Of(webhook), "hook", webhook) }
 
 // Kit and slug records.
 
-func kitKey(kit string) []byte { return key("kit", kit) }
+func kitKey(kit string) []byte { return key(partition.Of(kit), "kit", kit) }
 
 // versionKey sorts a Kit's versions by number.
 func versionKey(kit string, v manifest.Version) []byte {
-	return key("kit", kit, "v", fmt.Sprintf("%04d.%05d.%06d", v.Major, v.Minor, v.Patch))
+	return key(partition.Of(kit), "kit", kit, "v", fmt.Sprintf("%04d.%05d.%06d", v.Major, v.Minor, v.Patch))
 }
 
-func versionsPrefix(kit string) []byte { return key("kit", kit, "v", "") }
+func versionsPrefix(kit string) []byte { return key(partition.Of(kit), "kit", kit, "v", "") }
 
-func clientSecretKey(kit string) []byte { return key("kit", kit, "cs") }
+func clientSecretKey(kit string) []byte { return key(partition.Of(kit), "kit", kit, "cs") }
 
-func signingSecretKey(kit string) []byte { return key("kit", kit, "ss") }
+func signingSecretKey(kit string) []byte { return key(partition.Of(kit), "kit", kit, "ss") }
 
-func domainKey(kit, domain string) []byte { return key("kit", kit, "d", domain) }
+func domainKey(kit, domain string) []byte { return key(partition.Of(kit), "kit", kit, "d", domain) }
 
 func domainsPrefix(kit string) []byte { return domainKey(kit, "") }
 
-func installLinkKey(kit string) []byte { return key("kit", kit, "il") }
+func installLinkKey(kit string) []byte { return key(partition.Of(kit), "kit", kit, "il") }
 
-func installLinkIndexKey(hash []byte) []byte { return key("illink", hex.EncodeToString(hash)) }
+func installLinkIndexKey(hash []byte) []byte {
+	return key(partition.OfHash(hash), "illink", hex.EncodeToString(hash))
+}
 
-func workspaceKitKey(ws, kit string) []byte { return key("kits", ws, kit) }
+func workspaceKitKey(ws, kit string) []byte { return key(partition.Of(ws), "kits", ws, kit) }
 
 func workspaceKitsPrefix(ws string) []byte { return workspaceKitKey(ws, "") }
 
-func slugKey(slug string) []byte { return key("slug", slug) }
+func slugKey(slug string) []byte { return key(partition.Of(slug), "slug", slug) }
 
 // Records of no single owner's range.
 
 // layoutKey records the data layout a directory is at; it is written only
 // by Upgrade, before any actor runs.
-func layoutKey() []byte { return key("meta", "layout") }
+func layoutKey() []byte { return nodeKey("meta", "layout") }
 
 func credentialKey(hash []byte) []byte {
-	return append(keyWithRoom(len(hash), "cred", ""), hash...)
+	return append(keyWithRoom(partition.OfHash(hash), len(hash), "cred", ""), hash...)
 }
 
-func locatorKey(id string) []byte { return key("loc", id) }
+// CredentialKey is where the credential of hash is stored, for tests of
+// other packages that store a credential of chosen scopes by hand.
+func CredentialKey(hash []byte) []byte { return credentialKey(hash) }
+
+func locatorKey(id string) []byte { return key(partition.Of(id), "loc", id) }
 
 // emailUserKey indexes the users who may sign in with an email, across
 // workspaces. The email is hashed: an email may hold '/' and the key need
 // not show it. Callers pass it normalized (normalEmail).
 func emailUserKey(email, user string) []byte {
 	sum := sha256.Sum256([]byte(email))
-	return key("email", hex.EncodeToString(sum[:]), user)
+	return key(partition.OfHash(sum[:]), "email", hex.EncodeToString(sum[:]), user)
 }
 
 func emailUsersPrefix(email string) []byte { return emailUserKey(email, "") }
 
-// devLogKey is an entry of a Kit's developer log; since entry ids are
-// time-ordered, devLogKey with an id's prefix is a time bound of a scan.
-func devLogKey(kit, entryID string) []byte { return key("devlog", kit, entryID) }
+// devLogKey is an entry of a Kit's developer log written by an actor of
+// partition writer; since entry ids are time-ordered, devLogKey with an
+// id's prefix is a time bound of a scan.
+func devLogKey(writer partition.ID, kit, entryID string) []byte {
+	return key(writer, "devlog", kit, entryID)
+}
 
-func devLogPrefix(kit string) []byte { return devLogKey(kit, "") }
+// devLogPrefix is the prefix of the Kit's entries that actors of partition
+// writer wrote.
+func devLogPrefix(writer partition.ID, kit string) []byte { return devLogKey(writer, kit, "") }
 
 // KeyKind names the constructor that builds k ("messageKey",
 // "credentialKey", ...), or "" when none does: tests and tools that read a
-// data directory check its keys with it.
+// data directory check its keys with it. A key under another partition
+// than its owner's is built by none.
 func KeyKind(k []byte) string {
-	for _, s := range keyShapes {
-		if matchShape(s.shape, k) {
+	for _, s := range nodeKeyShapes {
+		if _, ok := matchShape(s.shape, k); ok {
 			return s.constructor
 		}
 	}
-	return ""
+	p, ok := partitionOfKey(k)
+	if !ok {
+		return ""
+	}
+	kind, owner := unpartitionedKind(k[partitionPrefixLen:])
+	if owner != p && !writerPartitioned[kind] {
+		return ""
+	}
+	return kind
 }
 
-// matchShape reports whether k has shape (see keyShapes).
-func matchShape(shape string, k []byte) bool {
+// partitionOfKey reads the partition prefix of k.
+func partitionOfKey(k []byte) (partition.ID, bool) {
+	if len(k) < partitionPrefixLen || k[0] != 'p' || k[1] != '/' || k[4] != '/' {
+		return 0, false
+	}
+	p := partition.ID(k[2])<<8 | partition.ID(k[3])
+	return p, p < partition.Count
+}
+
+// unpartitionedKind is the constructor of a key without its partition
+// prefix, and the partition its owner belongs to; "" when none builds it.
+func unpartitionedKind(k []byte) (string, partition.ID) {
+	for _, s := range keyShapes {
+		if owner, ok := matchShape(s.shape, k); ok {
+			return s.constructor, owner
+		}
+	}
+	return "", 0
+}
+
+// unpartitioned is k as layouts before 2 stored it; only their upgrade
+// steps use it.
+func unpartitioned(k []byte) []byte { return k[partitionPrefixLen:] }
+
+// partitionedKey is the key that k, stored by a layout before 2, moves to:
+// k under the partition of its owner. ok is false for a key of the node
+// itself, which stays, and an error names a key no constructor built.
+func partitionedKey(k []byte) (moved []byte, ok bool, err error) {
+	if _, ok := partitionOfKey(k); ok {
+		return nil, false, nil
+	}
+	for _, s := range nodeKeyShapes {
+		if _, ok := matchShape(s.shape, k); ok {
+			return nil, false, nil
+		}
+	}
+	kind, owner := unpartitionedKind(k)
+	if kind == "" {
+		prefix, _, _ := strings.Cut(string(k), "/")
+		return nil, false, fmt.Errorf("a key under %q that no constructor builds", prefix)
+	}
+	return append(appendPartition(make([]byte, 0, partitionPrefixLen+len(k)), owner), k...), true, nil
+}
+
+// matchShape reports whether k has shape (see keyShapes), and the
+// partition its first field names.
+func matchShape(shape string, k []byte) (owner partition.ID, ok bool) {
+	first := true
 	for shape != "" {
 		if shape[0] != '{' {
 			if len(k) == 0 || k[0] != shape[0] {
-				return false
+				return 0, false
 			}
 			shape, k = shape[1:], k[1:]
 			continue
 		}
 		end := strings.IndexByte(shape, '}')
-		n := fieldLen(shape[1:end], k)
+		field := shape[1:end]
+		n := fieldLen(field, k)
 		if n <= 0 {
-			return false
+			return 0, false
+		}
+		if first {
+			owner, first = fieldPartition(field, k[:n]), false
 		}
 		shape, k = shape[end+1:], k[n:]
 	}
-	return len(k) == 0
+	return owner, len(k) == 0
+}
+
+// fieldPartition is the partition that a key's first field names.
+func fieldPartition(field string, b []byte) partition.ID {
+	switch field {
+	case "hash":
+		return partition.OfHash(b)
+	case "hex64":
+		h, _ := hex.DecodeString(string(b)) // fieldLen checked the digits
+		return partition.OfHash(h)
+	case "hex8":
+		tag, _ := strconv.ParseUint(string(b), 16, 32)
+		return partition.OfTag(uint32(tag))
+	}
+	return partition.Of(string(b))
 }
 
 // fieldLen is how many bytes at the start of k the field takes; 0 when k

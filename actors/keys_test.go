@@ -13,7 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/manifest"
+	"github.com/kitd/kitd/internal/partition"
 )
 
 // Every constructor, with the bytes it must build: existing data
@@ -27,39 +29,39 @@ func TestKeyLayout(t *testing.T) {
 		key         []byte
 		want        string
 	}{
-		{"workspaceKey", workspaceKey("w"), "ws/w"},
-		{"userKey", userKey("w", "u"), "ws/w/u/u"},
-		{"installedKitKey", installedKitKey("w", "k"), "ws/w/k/k"},
-		{"sessionKey", sessionKey("w", "s"), "ws/w/s/s"},
-		{"sessionSecretKey", sessionSecretKey("w", "s"), "ws/w/sh/s"},
-		{"developerTokenKey", developerTokenKey("w", "t"), "ws/w/d/t"},
-		{"conversationKey", conversationKey("c"), "conv/c"},
-		{"memberKey", memberKey("c", "u"), "conv/c/m/u"},
-		{"botMemberKey", botMemberKey("c", "b"), "conv/c/b/b"},
-		{"messageKey", messageKey("c", seq), "conv/c/s/" + pos(seq)},
-		{"threadReplyKey", threadReplyKey("c", 1, seq), "conv/c/t/" + pos(1) + pos(seq)},
-		{"idempotencyKey", idempotencyKey("c", "user", "u", "k/1"), "conv/c/p/user:u\x00k/1"},
-		{"fileKey", fileKey("c", "f"), "conv/c/f/f"},
-		{"fileChunkKey", fileChunkKey("c", "f", seq), "conv/c/f/f/" + pos(seq)},
-		{"memberConversationKey", memberConversationKey("u", "c"), "uc/u/c"},
-		{"messageTagKey", messageTagKey(0xab, "c"), "mtag/000000ab/c"},
-		{"installationKey", installationKey("i"), "inst/i"},
-		{"webhookRefKey", webhookRefKey("i", "w"), "inst/i/w/w"},
-		{"grantCredentialKey", grantCredentialKey("i", "g", hash), "inst/i/g/g/" + string(hash)},
-		{"webhookKey", webhookKey("w"), "hook/w"},
-		{"kitKey", kitKey("k"), "kit/k"},
-		{"versionKey", versionKey("k", manifest.Version{Major: 1, Minor: 2, Patch: 3}), "kit/k/v/0001.00002.000003"},
-		{"clientSecretKey", clientSecretKey("k"), "kit/k/cs"},
-		{"signingSecretKey", signingSecretKey("k"), "kit/k/ss"},
-		{"domainKey", domainKey("k", "a.example.com"), "kit/k/d/a.example.com"},
-		{"installLinkKey", installLinkKey("k"), "kit/k/il"},
-		{"installLinkIndexKey", installLinkIndexKey(hash), "illink/" + strings.Repeat("2f", 32)},
-		{"workspaceKitKey", workspaceKitKey("w", "k"), "kits/w/k"},
-		{"slugKey", slugKey("s"), "slug/s"},
-		{"credentialKey", credentialKey(hash), "cred/" + string(hash)},
-		{"locatorKey", locatorKey("x"), "loc/x"},
-		{"devLogKey", devLogKey("k", "e"), "devlog/k/e"},
-		{"emailUserKey", emailUserKey("a@example.com", "u"), "email/" + sha256hex("a@example.com") + "/u"},
+		{"workspaceKey", workspaceKey("w"), under(partition.Of("w"), "ws/w")},
+		{"userKey", userKey("w", "u"), under(partition.Of("w"), "ws/w/u/u")},
+		{"installedKitKey", installedKitKey("w", "k"), under(partition.Of("w"), "ws/w/k/k")},
+		{"sessionKey", sessionKey("w", "s"), under(partition.Of("w"), "ws/w/s/s")},
+		{"sessionSecretKey", sessionSecretKey("w", "s"), under(partition.Of("w"), "ws/w/sh/s")},
+		{"developerTokenKey", developerTokenKey("w", "t"), under(partition.Of("w"), "ws/w/d/t")},
+		{"conversationKey", conversationKey("c"), under(partition.Of("c"), "conv/c")},
+		{"memberKey", memberKey("c", "u"), under(partition.Of("c"), "conv/c/m/u")},
+		{"botMemberKey", botMemberKey("c", "b"), under(partition.Of("c"), "conv/c/b/b")},
+		{"messageKey", messageKey("c", seq), under(partition.Of("c"), "conv/c/s/"+pos(seq))},
+		{"threadReplyKey", threadReplyKey("c", 1, seq), under(partition.Of("c"), "conv/c/t/"+pos(1)+pos(seq))},
+		{"idempotencyKey", idempotencyKey("c", "user", "u", "k/1"), under(partition.Of("c"), "conv/c/p/user:u\x00k/1")},
+		{"fileKey", fileKey("c", "f"), under(partition.Of("c"), "conv/c/f/f")},
+		{"fileChunkKey", fileChunkKey("c", "f", seq), under(partition.Of("c"), "conv/c/f/f/"+pos(seq))},
+		{"memberConversationKey", memberConversationKey("u", "c"), under(partition.Of("u"), "uc/u/c")},
+		{"messageTagKey", messageTagKey(0xab, "c"), under(partition.OfTag(0xab), "mtag/000000ab/c")},
+		{"installationKey", installationKey("i"), under(partition.Of("i"), "inst/i")},
+		{"webhookRefKey", webhookRefKey("i", "w"), under(partition.Of("i"), "inst/i/w/w")},
+		{"grantCredentialKey", grantCredentialKey("i", "g", hash), under(partition.Of("i"), "inst/i/g/g/"+string(hash))},
+		{"webhookKey", webhookKey("w"), under(partition.Of("w"), "hook/w")},
+		{"kitKey", kitKey("k"), under(partition.Of("k"), "kit/k")},
+		{"versionKey", versionKey("k", manifest.Version{Major: 1, Minor: 2, Patch: 3}), under(partition.Of("k"), "kit/k/v/0001.00002.000003")},
+		{"clientSecretKey", clientSecretKey("k"), under(partition.Of("k"), "kit/k/cs")},
+		{"signingSecretKey", signingSecretKey("k"), under(partition.Of("k"), "kit/k/ss")},
+		{"domainKey", domainKey("k", "a.example.com"), under(partition.Of("k"), "kit/k/d/a.example.com")},
+		{"installLinkKey", installLinkKey("k"), under(partition.Of("k"), "kit/k/il")},
+		{"installLinkIndexKey", installLinkIndexKey(hash), under(partition.OfHash(hash), "illink/"+strings.Repeat("2f", 32))},
+		{"workspaceKitKey", workspaceKitKey("w", "k"), under(partition.Of("w"), "kits/w/k")},
+		{"slugKey", slugKey("s"), under(partition.Of("s"), "slug/s")},
+		{"credentialKey", credentialKey(hash), under(partition.OfHash(hash), "cred/"+string(hash))},
+		{"locatorKey", locatorKey("x"), under(partition.Of("x"), "loc/x")},
+		{"devLogKey", devLogKey(9, "k", "e"), under(9, "devlog/k/e")},
+		{"emailUserKey", emailUserKey("a@example.com", "u"), under(partition.OfHash(sha256sum("a@example.com")), "email/"+sha256hex("a@example.com")+"/u")},
 		{"layoutKey", layoutKey(), "meta/layout"},
 	} {
 		t.Run(tc.constructor, func(t *testing.T) {
@@ -81,8 +83,9 @@ func TestKeyPrefixes(t *testing.T) {
 		key    []byte
 	}{
 		{"usersPrefix", usersPrefix("w"), userKey("w", "u")},
-		{"workspacesPrefix of a workspace", workspacesPrefix(), workspaceKey("w")},
-		{"workspacesPrefix of a user", workspacesPrefix(), userKey("w", "u")},
+		{"unpartitionedWorkspacesPrefix of a workspace", unpartitionedWorkspacesPrefix(), unpartitioned(workspaceKey("w"))},
+		{"unpartitionedWorkspacesPrefix of a user", unpartitionedWorkspacesPrefix(), unpartitioned(userKey("w", "u"))},
+		{"PartitionRange of a key", lowerOf(partition.Of("c")), messageKey("c", 1)},
 		{"emailUsersPrefix", emailUsersPrefix("a@example.com"), emailUserKey("a@example.com", "u")},
 		{"installedKitsPrefix", installedKitsPrefix("w"), installedKitKey("w", "k")},
 		{"membersPrefix", membersPrefix("c"), memberKey("c", "u")},
@@ -99,7 +102,7 @@ func TestKeyPrefixes(t *testing.T) {
 		{"versionsPrefix", versionsPrefix("k"), versionKey("k", manifest.Version{Major: 1})},
 		{"domainsPrefix", domainsPrefix("k"), domainKey("k", "d")},
 		{"workspaceKitsPrefix", workspaceKitsPrefix("w"), workspaceKitKey("w", "k")},
-		{"devLogPrefix", devLogPrefix("k"), devLogKey("k", "e")},
+		{"devLogPrefix", devLogPrefix(9, "k"), devLogKey(9, "k", "e")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !bytes.HasPrefix(tc.key, tc.prefix) {
@@ -124,6 +127,11 @@ func TestKeyKindOfWhatNoConstructorBuilds(t *testing.T) {
 	} {
 		if got := KeyKind([]byte(k)); got != "" {
 			t.Errorf("KeyKind(%q) = %q, want none", k, got)
+		}
+		for p := range partition.ID(partition.Count) {
+			if got := KeyKind([]byte(under(p, k))); got != "" {
+				t.Errorf("KeyKind(%q) = %q, want none", under(p, k), got)
+			}
 		}
 	}
 }
@@ -185,4 +193,96 @@ func TestKeysAreBuiltOnlyInKeysGo(t *testing.T) {
 func sha256hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+func under(p partition.ID, rest string) string { return string(appendPartition(nil, p)) + rest }
+
+func sha256sum(s string) []byte {
+	sum := sha256.Sum256([]byte(s))
+	return sum[:]
+}
+
+func lowerOf(p partition.ID) []byte {
+	lower, _ := PartitionRange(p)
+	return lower
+}
+
+// A partition's records are one key range: a key built for an owner lies in
+// the range of the owner's partition and in no other.
+func TestKeysLieInTheRangeOfTheirOwnersPartition(t *testing.T) {
+	for _, tc := range []struct {
+		rule  string
+		key   []byte
+		owner partition.ID
+	}{
+		{"a message lies in its conversation's partition", messageKey("c", 9), partition.Of("c")},
+		{"a user lies in its workspace's partition", userKey("w", "u"), partition.Of("w")},
+		{"a member's conversation index lies in the member's partition", memberConversationKey("u", "c"), partition.Of("u")},
+		{"a tag index entry lies in its conversation's partition", messageTagKey(ids.MessageTag("c"), "c"), partition.Of("c")},
+		{"a credential lies in its hash's partition", credentialKey(sha256sum("kbt_x")), partition.OfHash(sha256sum("kbt_x"))},
+		{"a slug lies in its own partition", slugKey("acme"), partition.Of("acme")},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			for p := range partition.ID(partition.Count) {
+				lower, upper := PartitionRange(p)
+				in := bytes.Compare(tc.key, lower) >= 0 && bytes.Compare(tc.key, upper) < 0
+				if in != (p == tc.owner) {
+					t.Errorf("%q in the range of partition %d: %v (owner %d)", tc.key, p, in, tc.owner)
+				}
+			}
+		})
+	}
+}
+
+func TestKeyKindRefusesAKeyUnderAnotherPartition(t *testing.T) {
+	k := workspaceKey("w")
+	wrong := under((partition.Of("w")+1)%partition.Count, string(unpartitioned(k)))
+	if got := KeyKind([]byte(wrong)); got != "" {
+		t.Errorf("KeyKind(%q) = %q, want none", wrong, got)
+	}
+	if got := KeyKind(unpartitioned(k)); got != "" {
+		t.Errorf("KeyKind of a key without its partition = %q, want none", got)
+	}
+	// A developer log entry lives in its writer's partition, whichever.
+	for p := range partition.ID(partition.Count) {
+		if got := KeyKind(devLogKey(p, "k", "e")); got != "devLogKey" {
+			t.Errorf("KeyKind of an entry written in partition %d = %q", p, got)
+		}
+	}
+}
+
+// What Upgrade does to each key of a layout before partitions.
+func TestPartitionedKeyOfAnOlderLayout(t *testing.T) {
+	for _, tc := range []struct {
+		rule    string
+		old     []byte
+		want    []byte // nil: the key stays
+		wantErr bool
+	}{
+		{"a record moves under its owner's partition", unpartitioned(messageKey("c", 3)), messageKey("c", 3), false},
+		{"an index by hash moves under the hash's partition", unpartitioned(credentialKey(sha256sum("x"))), credentialKey(sha256sum("x")), false},
+		{"an index by hex hash moves under the hash's partition", unpartitioned(emailUserKey("a@example.com", "u")), emailUserKey("a@example.com", "u"), false},
+		{"a tag index entry moves under its tag's partition", unpartitioned(messageTagKey(0xab, "c")), messageTagKey(0xab, "c"), false},
+		{"the node's own key stays", layoutKey(), nil, false},
+		{"a key already under its partition stays", messageKey("c", 3), nil, false},
+		{"a key no constructor builds is an error", []byte("other/x"), nil, true},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			got, ok, err := partitionedKey(tc.old)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if ok != (tc.want != nil) || !bytes.Equal(got, tc.want) {
+				t.Errorf("partitionedKey(%q) = %q, %v; want %q", tc.old, got, ok, tc.want)
+			}
+		})
+	}
+}
+
+// A post builds its message key: one allocation, the key itself.
+func TestMessageKeyAllocatesOnce(t *testing.T) {
+	conv := ids.New()
+	if n := testing.AllocsPerRun(100, func() { messageKey(conv, 7) }); n != 1 {
+		t.Fatalf("messageKey allocates %v times, want 1", n)
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/manifest"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -177,9 +178,9 @@ func (a *kitActor) upload(m *kitpb.UploadVersion) (proto.Message, error) {
 	b := a.env.Store.NewBatch()
 	put(b, kitKey(a.id), kit)
 	put(b, versionKey(a.id, man.Version), v)
-	a.env.putLog(b, a.id, a.auditVersion("version.uploaded", ver))
+	a.env.putLog(b, partition.Of(a.id), a.id, a.auditVersion("version.uploaded", ver))
 	if v.Published {
-		a.env.putLog(b, a.id, a.auditVersion("version.published", ver))
+		a.env.putLog(b, partition.Of(a.id), a.id, a.auditVersion("version.published", ver))
 	}
 	if a.kit == nil {
 		b.Set(workspaceKitKey(m.WorkspaceId, a.id), nil)
@@ -214,7 +215,7 @@ func (a *kitActor) publish(v *kitpb.KitVersion) (proto.Message, error) {
 	b := a.env.Store.NewBatch()
 	put(b, kitKey(a.id), kit)
 	put(b, versionKey(a.id, man.Version), nv)
-	a.env.putLog(b, a.id, a.auditVersion("version.published", nv.Version))
+	a.env.putLog(b, partition.Of(a.id), a.id, a.auditVersion("version.published", nv.Version))
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("publish %s of %s: %w", v.Version, a.id, err)
 	}

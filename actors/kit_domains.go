@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/internal/verify"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -108,7 +109,7 @@ func (a *kitActor) recordDomainCheck(m *kitpb.RecordDomainCheck) (proto.Message,
 	}
 	if !m.Ok {
 		b := a.env.Store.NewBatch()
-		a.env.putLog(b, a.id, a.domainEntry("domain.verify_failed", cur, LogLevelError))
+		a.env.putLog(b, partition.Of(a.id), a.id, a.domainEntry("domain.verify_failed", cur, LogLevelError))
 		if err := b.Commit(); err != nil {
 			return nil, fmt.Errorf("log failed check of %s for %s: %w", m.Domain, a.id, err)
 		}
@@ -129,7 +130,7 @@ func (a *kitActor) removeDomain(m *kitpb.RemoveDomain) (proto.Message, error) {
 	}
 	b := a.env.Store.NewBatch()
 	b.Delete(domainKey(a.id, cur.Domain))
-	a.env.putLog(b, a.id, a.domainEntry("domain.removed", cur, LogLevelInfo))
+	a.env.putLog(b, partition.Of(a.id), a.id, a.domainEntry("domain.removed", cur, LogLevelInfo))
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("remove domain %s of %s: %w", m.Domain, a.id, err)
 	}
@@ -142,7 +143,7 @@ func (a *kitActor) removeDomain(m *kitpb.RemoveDomain) (proto.Message, error) {
 func (a *kitActor) commitDomain(d *kitpb.KitDomain, entry *kitpb.DevLogEntry) error {
 	b := a.env.Store.NewBatch()
 	put(b, domainKey(a.id, d.Domain), d)
-	a.env.putLog(b, a.id, entry)
+	a.env.putLog(b, partition.Of(a.id), a.id, entry)
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("store domain %s of %s: %w", d.Domain, a.id, err)
 	}
@@ -207,7 +208,7 @@ func (a *kitActor) devInstalled(m *kitpb.DevInstalled) (proto.Message, error) {
 	}
 	e := newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "dev_install", m.InstallationId)
 	e.Status = m.Version
-	a.env.putLog(b, a.id, e)
+	a.env.putLog(b, partition.Of(a.id), a.id, e)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("record dev-install of %s: %w", a.id, err)
 	}

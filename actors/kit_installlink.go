@@ -7,6 +7,7 @@ import (
 
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -101,7 +102,7 @@ func (a *kitActor) createInstallLink(m *kitpb.CreateInstallLink) (proto.Message,
 	if active {
 		e.Status = "replaced"
 	}
-	a.env.putLog(b, a.id, e)
+	a.env.putLog(b, partition.Of(a.id), a.id, e)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("store install link of %s: %w", a.id, err)
 	}
@@ -119,7 +120,7 @@ func (a *kitActor) deleteInstallLink() (proto.Message, error) {
 	b := a.env.Store.NewBatch()
 	b.Delete(installLinkKey(a.id))
 	b.Delete(installLinkIndexKey(cur.Hash))
-	a.env.putLog(b, a.id, newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "install_link.deleted", ""))
+	a.env.putLog(b, partition.Of(a.id), a.id, newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "install_link.deleted", ""))
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("delete install link of %s: %w", a.id, err)
 	}
@@ -159,7 +160,7 @@ func (a *kitActor) installLinkUsed(m *kitpb.InstallLinkUsed) (proto.Message, err
 	b := a.env.Store.NewBatch()
 	e := newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "install_link.used", m.InstallationId)
 	e.Status = m.Version
-	a.env.putLog(b, a.id, e)
+	a.env.putLog(b, partition.Of(a.id), a.id, e)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("log install link use of %s: %w", a.id, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -98,7 +99,7 @@ func (a *kitActor) checkClientSecret(m *kitpb.CheckClientSecret) (proto.Message,
 	b := a.env.Store.NewBatch()
 	e := newLogEntry(a.env, LogSourceAudit, LogLevelError, "token.refused", "")
 	e.Status, e.ErrorCode = "client", "invalid_client_secret"
-	a.env.putLog(b, a.id, e)
+	a.env.putLog(b, partition.Of(a.id), a.id, e)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("log refused client secret of %s: %w", a.id, err)
 	}

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -42,12 +45,8 @@ func LocateMessage(env *Env, id string) (conversationID string, err error) {
 	if !ok {
 		return locateOlderMessage(env, id)
 	}
-	prefix := messageTagPrefix(tag)
-	var owners []string
-	if err := env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
-		owners = append(owners, string(k[len(prefix):]))
-		return true
-	}); err != nil {
+	owners, err := taggedConversations(env, tag)
+	if err != nil {
 		return "", fmt.Errorf("locate message %s: %w", id, err)
 	}
 	if len(owners) == 1 {
@@ -64,6 +63,42 @@ func LocateMessage(env *Env, id string) (conversationID string, err error) {
 		}
 	}
 	return locateOlderMessage(env, id)
+}
+
+// taggedConversations lists the conversations whose tag is tag: one,
+// unless tags collide.
+func taggedConversations(env *Env, tag uint32) ([]string, error) {
+	prefix := messageTagPrefix(tag)
+	var owners []string
+	err := env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+		owners = append(owners, string(k[len(prefix):]))
+		return true
+	})
+	return owners, err
+}
+
+// LocateFile returns the conversation that holds a file, from the tag its
+// id carries (ids.NewTagged) and the conversations' tag index; a file
+// uploaded before ids carried a tag is found through its locator record.
+//
+// Locates only: the conversation checks the id and the caller itself.
+func LocateFile(env *Env, id string) (conversationID string, err error) {
+	if tag, _, ok := ids.ParseMessage(id); ok {
+		owners, err := taggedConversations(env, tag)
+		if err != nil {
+			return "", fmt.Errorf("locate file %s: %w", id, err)
+		}
+		for _, c := range owners {
+			if found, err := env.Store.Has(fileKey(c, id)); err != nil || found {
+				return c, err
+			}
+		}
+	}
+	kind, owner, err := Locate(env, id)
+	if kiterr.CodeOf(err) == kiterr.NotFound || (err == nil && kind != KindConversation) {
+		return "", kiterr.Absent("file")
+	}
+	return owner, err
 }
 
 // locateOlderMessage finds the conversation of a message written before
@@ -339,36 +374,51 @@ func memberSignedIn(store *persistence.Store, cred *kitpb.Credential, now int64)
 // reports that older entries remain.
 //
 // Write-once: entries never change, and no actor owns the log (devlog.go).
+// Entries live in their writers' partitions, so this merges the newest
+// limit+1 of every partition.
 func ReadDevLog(env *Env, kitID, before string, limit int, keep func(*kitpb.DevLogEntry) bool) (entries []*kitpb.DevLogEntry, more bool, err error) {
-	lower := devLogCutoff(kitID, env.Clock.Now())
-	upper := persistence.PrefixEnd(devLogPrefix(kitID))
+	now := env.Clock.Now()
+	for p := range partition.ID(partition.Count) {
+		got, err := readDevLogOf(env, p, kitID, before, now, limit+1, keep)
+		if err != nil {
+			return nil, false, err
+		}
+		entries = append(entries, got...)
+	}
+	slices.SortFunc(entries, func(a, b *kitpb.DevLogEntry) int { return strings.Compare(b.Id, a.Id) })
+	if len(entries) > limit {
+		entries, more = entries[:limit], true
+	}
+	return entries, more, nil
+}
+
+// readDevLogOf reads up to limit entries of the Kit that actors of
+// partition p wrote, on ReadDevLog's terms.
+func readDevLogOf(env *Env, p partition.ID, kitID, before string, now time.Time, limit int, keep func(*kitpb.DevLogEntry) bool) (entries []*kitpb.DevLogEntry, err error) {
+	prefix := devLogPrefix(p, kitID)
+	lower, upper := devLogCutoff(p, kitID, now), persistence.PrefixEnd(prefix)
 	if before != "" {
-		upper = devLogKey(kitID, before)
+		upper = devLogKey(p, kitID, before)
 	}
 	var decodeErr error
-	idAt := len(devLogPrefix(kitID))
 	err = env.Store.Scan(lower, upper, true, func(k, v []byte) bool {
 		e := &kitpb.DevLogEntry{}
 		if decodeErr = proto.Unmarshal(v, e); decodeErr != nil {
 			return false
 		}
 		if e.Id == "" { // stored since 2026-11-22: the id is only in the key
-			e.Id = string(k[idAt:])
+			e.Id = string(k[len(prefix):])
 		}
 		if keep != nil && !keep(e) {
 			return true
 		}
-		if len(entries) == limit {
-			more = true
-			return false
-		}
 		entries = append(entries, e)
-		return true
+		return len(entries) < limit
 	})
 	if err == nil {
 		err = decodeErr
 	}
-	return entries, more, err
+	return entries, err
 }
 
 // FileContent reads a stored file's bytes chunk by chunk, straight from

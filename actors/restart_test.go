@@ -249,6 +249,31 @@ func TestMessagesFromBeforeIDsCarriedTheirPosition(t *testing.T) {
 	})
 }
 
+// A file uploaded before file ids carried their conversation's tag has a
+// random id and a locator record; it is found through the locator.
+func TestFilesFromBeforeIDsCarriedTheirTag(t *testing.T) {
+	n := shared
+	w := n.workspace(t, 1)
+	conv := n.channel(t, w.id, w.users[0])
+	alice := userCaller(w.id, w.users[0])
+	old := &kitpb.File{Id: ids.New(), ConversationId: conv, Name: "old.txt", MimeType: "text/plain", SizeBytes: 1, Chunks: 1, UploadedByUserId: w.users[0], CreatedAt: 1}
+	b := n.store.NewBatch()
+	b.Set(actors.FileKey(conv, old.Id), mustMarshal(t, old))
+	b.Set(actors.LocatorKey(old.Id), mustMarshal(t, &kitpb.Locator{Kind: actors.KindConversation, Owner: conv}))
+	noErr(t, b.Commit())
+
+	got, err := actors.LocateFile(n.env, old.Id)
+	noErr(t, err)
+	if got != conv {
+		t.Fatalf("LocateFile = %s, want %s", got, conv)
+	}
+	f, err := n.getFile(alice, conv, old.Id)
+	noErr(t, err)
+	if f.Name != "old.txt" {
+		t.Fatalf("file %v", f)
+	}
+}
+
 func mustMarshal(t *testing.T, m proto.Message) []byte {
 	t.Helper()
 	b, err := proto.Marshal(m)

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/cluster"
@@ -36,26 +35,23 @@ const (
 // mailboxThroughput is how many messages an actor handles before yielding.
 const mailboxThroughput = 300
 
-// Kinds returns the virtual actor kinds to register with the cluster.
-func Kinds(env *Env) []*pcluster.Kind {
-	return []*pcluster.Kind{
-		pcluster.NewKind(KindWorkspace, actor.PropsFromProducer(func() actor.Actor { return &workspaceActor{env: env} })),
-		// Conversations run their mailbox on the sending goroutine instead of
-		// a new goroutine per wake-up: they never wait on other actors, and
-		// their hot path (Apply) does not block, so the hand-off is pure
-		// overhead. Measured: about +10% POST /messages throughput.
-		pcluster.NewKind(KindConversation, actor.PropsFromProducer(func() actor.Actor { return &conversationActor{env: env} },
-			actor.WithDispatcher(actor.NewSynchronizedDispatcher(mailboxThroughput)), actor.WithMailbox(cluster.NewInlineMailbox))),
-		pcluster.NewKind(KindInstallation, actor.PropsFromProducer(func() actor.Actor { return &installationActor{env: env} })),
-		pcluster.NewKind(KindKit, actor.PropsFromProducer(func() actor.Actor { return &kitActor{env: env} })),
-		pcluster.NewKind(KindSlug, actor.PropsFromProducer(func() actor.Actor { return &slugActor{env: env} })),
-		// Webhooks too: they check a post and forward it without waiting
-		// (measured with the forward: 12% less CPU per webhook post). Both
-		// kinds use the inline mailbox, which hands a message to an idle
-		// actor without queueing it: +0.03 of trivial for webhook posts,
-		// which cross both (bench/README.md).
-		pcluster.NewKind(KindWebhook, actor.PropsFromProducer(func() actor.Actor { return &webhookActor{env: env} },
-			actor.WithDispatcher(actor.NewSynchronizedDispatcher(mailboxThroughput)), actor.WithMailbox(cluster.NewInlineMailbox))),
+// Kinds returns the virtual actor kinds the node activates.
+func Kinds(env *Env) []*cluster.Kind {
+	// Conversations and webhooks run their mailbox on the sending goroutine
+	// instead of a new goroutine per wake-up: they never wait on other
+	// actors, and their hot paths do not block, so the hand-off is pure
+	// overhead. Measured: about +10% POST /messages throughput, 12% less
+	// CPU per webhook post; the inline mailbox, which hands a message to an
+	// idle actor without queueing it, +0.03 of trivial for webhook posts,
+	// which cross both (bench/README.md).
+	inline := []actor.PropsOption{actor.WithDispatcher(actor.NewSynchronizedDispatcher(mailboxThroughput)), actor.WithMailbox(cluster.NewInlineMailbox)}
+	return []*cluster.Kind{
+		{Name: KindWorkspace, New: func(id string) actor.Actor { return &workspaceActor{env: env, life: lifecycle{identity: id}} }},
+		{Name: KindConversation, New: func(id string) actor.Actor { return &conversationActor{env: env, life: lifecycle{identity: id}} }, Opts: inline},
+		{Name: KindInstallation, New: func(id string) actor.Actor { return &installationActor{env: env, life: lifecycle{identity: id}} }},
+		{Name: KindKit, New: func(id string) actor.Actor { return &kitActor{env: env, life: lifecycle{identity: id}} }},
+		{Name: KindSlug, New: func(id string) actor.Actor { return &slugActor{env: env, life: lifecycle{identity: id}} }},
+		{Name: KindWebhook, New: func(id string) actor.Actor { return &webhookActor{env: env, life: lifecycle{identity: id}} }, Opts: inline},
 	}
 }
 
@@ -89,10 +85,11 @@ const DefaultIdleTimeout = 10 * time.Minute
 // got nothing since the previous look passivates, so an idle actor goes
 // after one to two IdleTimeouts.
 type lifecycle struct {
-	loadErr error
-	asked   uint64 // requests so far
-	looked  uint64 // asked at the previous look
-	timer   *time.Timer
+	identity string // given at construction, loaded on Started
+	loadErr  error
+	asked    uint64 // requests so far
+	looked   uint64 // asked at the previous look
+	timer    *time.Timer
 }
 
 // idleCheck is the timer's message to its actor; it is not a request.
@@ -131,8 +128,8 @@ func receive(h handler, life *lifecycle, env *Env, ctx actor.Context) {
 // waiting for their sync: its replies leave through d (durability.go).
 func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *pcluster.ClusterInit:
-		if err := h.activate(m.Identity.Identity); err != nil {
+	case *actor.Started:
+		if err := h.activate(life.identity); err != nil {
 			life.loadErr = err
 		}
 		root, self := ctx.ActorSystem().Root, ctx.Self()

@@ -24,7 +24,8 @@ import (
 
 // layoutSteps[i] brings a directory from layout i to layout i+1.
 var layoutSteps = [...]func(*persistence.Store) error{
-	indexSignInEmails, // 0 → 1: the email index of sign-in (2026-11-23)
+	indexSignInEmails,  // 0 → 1: the email index of sign-in (2026-11-23)
+	moveIntoPartitions, // 1 → 2: every key under its partition (2026-11-23)
 }
 
 // Upgrade brings store to the newest layout. It must run before any actor
@@ -65,13 +66,15 @@ func layoutOf(store *persistence.Store) (uint64, error) {
 }
 
 // indexSignInEmails writes the email index entry of every user who can sign
-// in (signsIn): builds before the index wrote users without it.
+// in (signsIn): builds before the index wrote users without it. It runs on
+// layout 0, so it reads and writes keys without a partition.
 func indexSignInEmails(store *persistence.Store) error {
 	const perBatch = 10_000 // bounds the batch an upgrade holds in memory
 	b, n := store.NewBatch(), 0
 	var decodeErr error
-	err := store.Scan(workspacesPrefix(), persistence.PrefixEnd(workspacesPrefix()), false, func(k, v []byte) bool {
-		if KeyKind(k) != "userKey" {
+	prefix := unpartitionedWorkspacesPrefix()
+	err := store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
+		if kind, _ := unpartitionedKind(k); kind != "userKey" {
 			return true
 		}
 		u := &kitpb.User{}
@@ -82,7 +85,7 @@ func indexSignInEmails(store *persistence.Store) error {
 		if !signsIn(u) {
 			return true
 		}
-		b.Set(emailUserKey(normalEmail(u.Email), u.Id), []byte(u.WorkspaceId))
+		b.Set(unpartitioned(emailUserKey(normalEmail(u.Email), u.Id)), []byte(u.WorkspaceId))
 		if n++; n == perBatch {
 			if decodeErr = b.Commit(); decodeErr != nil {
 				return false
@@ -93,6 +96,42 @@ func indexSignInEmails(store *persistence.Store) error {
 	})
 	if err == nil {
 		err = decodeErr
+	}
+	if err != nil {
+		return err
+	}
+	return b.Commit()
+}
+
+// moveIntoPartitions moves every key of an older layout under its
+// partition (keys.go, partitionedKey). Each batch moves its keys whole (the
+// new key set and the old one deleted together), so an upgrade cut short
+// by a crash resumes where it stopped.
+func moveIntoPartitions(store *persistence.Store) error {
+	const perBatch = 32 << 20 // bytes: bounds the batch an upgrade holds in memory
+	b, size := store.NewBatch(), 0
+	var moveErr error
+	err := store.Scan(nil, nil, false, func(k, v []byte) bool {
+		moved, ok, err := partitionedKey(k)
+		if err != nil {
+			moveErr = err
+			return false
+		}
+		if !ok {
+			return true
+		}
+		b.Set(moved, v)
+		b.Delete(k)
+		if size += 2*len(k) + len(v); size >= perBatch {
+			if moveErr = b.Commit(); moveErr != nil {
+				return false
+			}
+			b, size = store.NewBatch(), 0
+		}
+		return true
+	})
+	if err == nil {
+		err = moveErr
 	}
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"testing"
@@ -8,6 +9,9 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/manifest"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -41,9 +45,9 @@ func TestUpgradeIndexesSignInEmails(t *testing.T) {
 		{"a user without an email is not", &kitpb.User{Id: "u5", WorkspaceId: "w1", PasswordHash: []byte("h"), Active: true}, false},
 	}
 	b := store.NewBatch()
-	put(b, workspaceKey("w1"), &kitpb.Workspace{Id: "w1"})
+	put(b, unpartitioned(workspaceKey("w1")), &kitpb.Workspace{Id: "w1"})
 	for _, u := range users {
-		put(b, userKey(u.user.WorkspaceId, u.user.Id), u.user)
+		put(b, unpartitioned(userKey(u.user.WorkspaceId, u.user.Id)), u.user)
 	}
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
@@ -103,4 +107,76 @@ func mustMarshalUser(t *testing.T, u *kitpb.User) []byte {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// A directory of layout 1 has every key moved under its partition, with its
+// value, and nothing left where it was; a move cut short resumes.
+func TestUpgradeMovesEveryKeyIntoItsPartition(t *testing.T) {
+	store := openMemStore(t)
+	hash := sha256sum("kbt_secret")
+	keys := [][]byte{
+		workspaceKey("w"), userKey("w", "u"), conversationKey("c"), messageKey("c", 1), messageKey("c", 2),
+		fileChunkKey("c", "f", 0), memberConversationKey("u", "c"), messageTagKey(ids.MessageTag("c"), "c"),
+		installationKey("i"), grantCredentialKey("i", "g", hash), webhookKey("h"), kitKey("k"),
+		versionKey("k", manifest.Version{Major: 1}), installLinkIndexKey(hash), workspaceKitKey("w", "k"),
+		slugKey("acme"), credentialKey(hash), emailUserKey("a@example.com", "u"), locatorKey("x"), devLogKey(partition.Of("k"), "k", "e"),
+	}
+	b := store.NewBatch()
+	for i, k := range keys {
+		if i == 0 {
+			b.Set(k, []byte{byte(i)}) // moved already by an upgrade that stopped
+			continue
+		}
+		b.Set(unpartitioned(k), []byte{byte(i)})
+	}
+	b.Set(layoutKey(), binary.BigEndian.AppendUint64(nil, 1))
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := Upgrade(store); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range keys {
+		kind := KeyKind(k)
+		t.Run(kind, func(t *testing.T) {
+			if v, err := store.Get(k); err != nil || !bytes.Equal(v, []byte{byte(i)}) {
+				t.Errorf("moved %s = %v (%v), want its value", kind, v, err)
+			}
+			if i > 0 {
+				if _, err := store.Get(unpartitioned(k)); !errors.Is(err, persistence.ErrNotFound) {
+					t.Errorf("the %s is still where it was (%v)", kind, err)
+				}
+			}
+		})
+	}
+	n := 0
+	if err := store.Scan(nil, nil, false, func(k, _ []byte) bool {
+		if KeyKind(k) == "" {
+			t.Errorf("after the upgrade, %q is built by no constructor", k)
+		}
+		n++
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := len(keys) + 1; n != want { // and layoutKey
+		t.Errorf("%d keys after the upgrade, want %d", n, want)
+	}
+}
+
+func TestUpgradeRefusesAKeyItCannotPlace(t *testing.T) {
+	store := openMemStore(t)
+	b := store.NewBatch()
+	b.Set([]byte("other/x"), []byte("v"))
+	b.Set(layoutKey(), binary.BigEndian.AppendUint64(nil, 1))
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Upgrade(store); err == nil {
+		t.Fatal("upgraded a directory with a key no constructor builds")
+	}
+	if at, _ := layoutOf(store); at != 1 {
+		t.Fatalf("layout %d after a failed step, want 1", at)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -166,10 +167,10 @@ func (a *webhookActor) end(state, reason string, entries ...*kitpb.DevLogEntry) 
 	}
 	b := a.env.Store.NewBatch()
 	put(b, webhookKey(a.id), next)
-	a.env.putLog(b, a.hook.KitId, audit)
+	a.env.putLog(b, partition.Of(a.id), a.hook.KitId, audit)
 	for _, e := range entries {
 		e.Id = ids.NewAt(a.env.Clock.Now()) // after the audit entry: the state change comes first in the log
-		a.env.putLog(b, a.hook.KitId, e)
+		a.env.putLog(b, partition.Of(a.id), a.hook.KitId, e)
 	}
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("end webhook %s: %w", a.id, err)
@@ -212,7 +213,7 @@ func (a *webhookActor) post(m *kitpb.HookPost) (proto.Message, error) {
 		limit = d.Wire()
 	}
 	if m.Invalid != nil {
-		writeLogAsync(a.env, a.hook.KitId, a.outcome(LogLevelError, "rejected", kiterr.Validation))
+		writeLogAsync(a.env, partition.Of(a.id), a.hook.KitId, a.outcome(LogLevelError, "rejected", kiterr.Validation))
 		return nil, kiterr.FromFailure(m.Invalid)
 	}
 	// The conversation answers the hooks host itself: the webhook does not
@@ -257,7 +258,7 @@ func (a *webhookActor) logRefusal(code kiterr.Code, status string) {
 		return
 	}
 	a.lastRefusalLog[code] = now
-	writeLogAsync(a.env, a.hook.KitId, a.outcome(LogLevelError, status, code))
+	writeLogAsync(a.env, partition.Of(a.id), a.hook.KitId, a.outcome(LogLevelError, status, code))
 }
 
 // HookSecretHash is the stored form of a webhook secret, and the form in

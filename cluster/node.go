@@ -1,8 +1,12 @@
 // Package cluster decides where an identity lives and carries requests to
-// it. It wraps protoactor-go's cluster of virtual actors: the HTTP layer and
-// the actors name an identity and a kind, and this package finds (or
-// activates) the actor and returns its typed reply. It never looks inside a
-// request; rules live in the actors.
+// it. The HTTP layer and the actors name an identity and a kind; this
+// package finds the identity's activation, or activates it, and returns its
+// typed reply. It never looks inside a request; rules live in the actors.
+//
+// Activations are protoactor-go actors, placed by kitd itself rather than
+// by protoactor's cluster: an identity has at most one activation, on the
+// node that hosts its partition (docs/cluster.md, "Where an identity
+// lives"). With one node, that is every identity here.
 package cluster
 
 import (
@@ -10,51 +14,59 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	pcluster "github.com/asynkron/protoactor-go/cluster"
-	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
-	"github.com/asynkron/protoactor-go/eventstream"
-	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// Config is what a node needs to join (or form) a cluster.
+// Config is what a node needs to start.
 type Config struct {
-	Name string // cluster name; members of one cluster share it
-	// Host and Port bind the actor transport. Port 0 picks a free port:
-	// on a single node nothing else needs to reach it.
-	Host string
-	Port int
 	// RequestTimeout bounds one request to an actor, activation included.
 	RequestTimeout time.Duration
 	Logger         *slog.Logger
 }
 
+// Kind is an actor kind the node activates on demand.
+type Kind struct {
+	Name string
+	// New builds the actor of one identity. The actor loads its state when
+	// it receives *actor.Started, before any request.
+	New  func(identity string) actor.Actor
+	Opts []actor.PropsOption // mailbox, dispatcher
+}
+
 // Node is this process's member of the cluster.
 type Node struct {
 	system  *actor.ActorSystem
-	cluster *pcluster.Cluster
+	kinds   map[string]*Kind
 	timeout time.Duration
 	replies *replyPool
 
-	// pids caches where identities live. protoactor's PidCache builds a
-	// string key per lookup; this map does not allocate on a hit. An
-	// activation that stops takes its entry out (forgetStopped): a PID
-	// keeps a pointer to its process, so a stale entry would keep the whole
-	// stopped actor in memory, and requests for made-up ids would fill the
-	// cache with them. With several members, a topology change must also
-	// clear the entries of the members that left, as
-	// PidCache.RemoveByMember does.
-	pidsMu  sync.RWMutex
-	pids    map[pidKey]*actor.PID
-	stopped *eventstream.Subscription // activations that stop
+	// pids is where identities live: the node's activations. The map does
+	// not allocate on a hit. An activation that stops takes its entry out
+	// (forgetStopped): a PID keeps a pointer to its process, so a stale
+	// entry would keep the whole stopped actor in memory, and requests for
+	// made-up ids would fill the map with them.
+	pidsMu sync.RWMutex
+	pids   map[pidKey]*actor.PID
+	// parts is the partition of each entry of pids, for Release.
+	parts map[pidKey]partition.ID
+	// starting holds the identities being activated: a second request
+	// waits for the first one's activation instead of spawning its own.
+	// The process registry refuses a second process of the name, but
+	// names the first one before it can take messages.
+	starting     map[pidKey]chan struct{}
+	incarnations atomic.Uint64 // makes each activation's process name unique
+
+	hosting // the partitions whose activations this node may host
 
 	// lastDeadLetter is when a request last came back as a dead letter
 	// (unix nanoseconds). The answer does not say which actor was gone,
@@ -64,9 +76,8 @@ type Node struct {
 
 type pidKey struct{ kind, identity string }
 
-// Start starts the actor system and joins the cluster with the given kinds.
-// With no seed members the node forms a cluster of one.
-func Start(cfg Config, kinds ...*pcluster.Kind) (*Node, error) {
+// Start starts the node's actor system with the given kinds.
+func Start(cfg Config, kinds ...*Kind) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -76,40 +87,21 @@ func Start(cfg Config, kinds ...*pcluster.Kind) (*Node, error) {
 	logger := cfg.Logger
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	shrinkRegistry(system)
-	remoteCfg := remote.Configure(cfg.Host, cfg.Port)
-	clusterCfg := pcluster.Configure(cfg.Name, &singleMember{}, disthash.New(), remoteCfg,
-		pcluster.WithKinds(kinds...),
-		pcluster.WithRequestTimeout(cfg.RequestTimeout))
-	c := pcluster.New(system, clusterCfg)
-	n := &Node{system: system, cluster: c, timeout: cfg.RequestTimeout, replies: newReplyPool(system), pids: make(map[pidKey]*actor.PID)}
-	// protoactor publishes this when an activation has stopped and left the
-	// registry, in the stopping actor's goroutine.
-	n.stopped = system.EventStream.Subscribe(func(ev any) {
-		if t, ok := ev.(*pcluster.ActivationTerminating); ok {
-			n.forgetStopped(t.ClusterIdentity.Kind, t.ClusterIdentity.Identity, t.Pid)
+	n := &Node{system: system, kinds: make(map[string]*Kind, len(kinds)), timeout: cfg.RequestTimeout,
+		replies: newReplyPool(system), pids: make(map[pidKey]*actor.PID), parts: make(map[pidKey]partition.ID), starting: make(map[pidKey]chan struct{})}
+	n.hostAll()
+	for _, k := range kinds {
+		if _, dup := n.kinds[k.Name]; dup || k.New == nil {
+			return nil, fmt.Errorf("cluster: kind %q registered twice or without a constructor", k.Name)
 		}
-	})
-	if err := startMember(c); err != nil {
-		return nil, err
+		n.kinds[k.Name] = k
 	}
 	return n, nil
 }
 
-// startMember turns protoactor's panics on a failed start into an error.
-func startMember(c *pcluster.Cluster) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("cluster: start member: %v", r)
-		}
-	}()
-	c.StartMember()
-	return nil
-}
-
-// Stop leaves the cluster and stops every local actor.
+// Stop stops every local actor.
 func (n *Node) Stop() {
-	n.cluster.Shutdown(false)
-	n.system.EventStream.Unsubscribe(n.stopped)
+	n.system.Shutdown()
 }
 
 // errUnavailable reports an actor that could not be reached in time.
@@ -126,7 +118,10 @@ func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message,
 		if attempt > 0 {
 			time.Sleep(lookupBackoff(attempt))
 		}
-		pid := n.pid(kind, identity)
+		pid, err := n.pid(kind, identity)
+		if err != nil {
+			return nil, fmt.Errorf("request %s/%s: %w", kind, identity, err)
+		}
 		if pid == nil {
 			continue
 		}
@@ -142,8 +137,12 @@ func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message,
 			// The activation went away (stopped or moved); look it up again.
 			// It may be one a request was forwarded to: Forward checks its
 			// targets for a while (see lastDeadLetter).
+			// Only a gone activation leaves the map: forgetting a live one
+			// would let a second activation of the identity start.
 			n.lastDeadLetter.Store(time.Now().UnixNano())
-			n.forget(kind, identity)
+			if _, alive := n.system.ProcessRegistry.GetLocal(pid.Id); !alive {
+				n.forgetStopped(kind, identity, pid)
+			}
 			continue
 		case *kitpb.Failure:
 			return nil, kiterr.FromFailure(r)
@@ -235,50 +234,102 @@ func (n *Node) stoppedWithout(pid *actor.PID, slot *replySlot) bool {
 	return len(slot.ch) == 0
 }
 
-// pid resolves an identity through the node's PID cache; a miss asks the
-// identity lookup (which may activate the actor).
-func (n *Node) pid(kind, identity string) *actor.PID {
+// pid resolves an identity to its activation, activating it on a miss;
+// ErrNotHosted when its partition is not hosted here.
+func (n *Node) pid(kind, identity string) (*actor.PID, error) {
 	k := pidKey{kind, identity}
 	n.pidsMu.RLock()
 	pid, ok := n.pids[k]
 	n.pidsMu.RUnlock()
 	if ok {
-		return pid
+		return pid, nil
 	}
-	pid = n.cluster.Get(identity, kind)
-	if pid != nil {
-		n.remember(k, pid)
+	p, err := n.hosted(identity)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		n.pidsMu.Lock()
+		if pid, ok := n.pids[k]; ok {
+			n.pidsMu.Unlock()
+			return pid, nil
+		}
+		wait, busy := n.starting[k]
+		if !busy {
+			done := make(chan struct{})
+			n.starting[k] = done
+			n.pidsMu.Unlock()
+			pid = n.activate(kind, identity)
+			err = n.remember(k, p, pid, done)
+			return pid, err
+		}
+		n.pidsMu.Unlock()
+		<-wait
+	}
+}
+
+// activate spawns an activation of kind/identity; nil when the kind is
+// unknown or the spawn failed. Its process name is unique to this
+// activation (pid waits for a concurrent activation rather than spawn a
+// second one): a request whose target stopped must be able to tell it from
+// the activation that follows it under the same identity (stoppedWithout).
+func (n *Node) activate(kind, identity string) *actor.PID {
+	k, ok := n.kinds[kind]
+	if !ok {
+		return nil
+	}
+	props := actor.PropsFromProducer(func() actor.Actor {
+		return &placed{Actor: k.New(identity), n: n, key: pidKey{kind, identity}}
+	}, k.Opts...)
+	name := kind + "/" + identity + "/" + strconv.FormatUint(n.incarnations.Add(1), 36)
+	pid, err := n.system.Root.SpawnNamed(props, name)
+	if err != nil {
+		return nil
 	}
 	return pid
 }
 
-// remember caches pid, unless its activation has stopped already (one
-// that answered "absent" to a concurrent request, say): its stop took its
-// entry out before this could put it back. Checked under the lock, since
-// an activation leaves the registry before its stop takes the lock: either
-// the check sees it gone, or forgetStopped runs after the insert.
-func (n *Node) remember(k pidKey, pid *actor.PID) {
-	n.pidsMu.Lock()
-	defer n.pidsMu.Unlock()
-	if pid.Address == n.system.Address() {
-		if _, alive := n.system.ProcessRegistry.GetLocal(pid.Id); !alive {
-			return
-		}
-	}
-	if len(n.pids) >= maxCachedPIDs {
-		n.pids = make(map[pidKey]*actor.PID) // start over: cheaper than tracking use
-	}
-	n.pids[k] = pid
+// placed is an activation as the node runs it: the kind's actor, and the
+// node's bookkeeping of its stop.
+type placed struct {
+	actor.Actor
+	n   *Node
+	key pidKey
 }
 
-// maxCachedPIDs bounds the PID cache. Entries leave with their
-// activations, so it holds about as many as there are live actors.
-const maxCachedPIDs = 1 << 20
+func (p *placed) Receive(ctx actor.Context) {
+	p.Actor.Receive(ctx)
+	// protoactor delivers Stopped once the process has left the registry.
+	if _, ok := ctx.Message().(*actor.Stopped); ok {
+		p.n.forgetStopped(p.key.kind, p.key.identity, ctx.Self())
+	}
+}
 
-func (n *Node) forget(kind, identity string) {
+// remember enters the activation pid of partition p, unless it has
+// stopped already (one that answered "absent" to a concurrent request,
+// say): its stop took its entry out before this could put it back. Checked
+// under the lock, since an activation leaves the registry before its stop
+// takes the lock: either the check sees it gone, or forgetStopped runs
+// after the insert. Release takes the same lock: an activation of a
+// partition released meanwhile is stopped instead.
+func (n *Node) remember(k pidKey, p partition.ID, pid *actor.PID, started chan struct{}) error {
 	n.pidsMu.Lock()
-	delete(n.pids, pidKey{kind, identity})
-	n.pidsMu.Unlock()
+	defer n.pidsMu.Unlock()
+	delete(n.starting, k)
+	close(started)
+	if pid == nil {
+		return nil
+	}
+	if !n.hosts(p) {
+		n.system.Root.Stop(pid)
+		return fmt.Errorf("%w (partition %d)", ErrNotHosted, p)
+	}
+	if _, alive := n.system.ProcessRegistry.GetLocal(pid.Id); !alive {
+		return nil
+	}
+	n.pids[k] = pid
+	n.parts[k] = p
+	return nil
 }
 
 // forgetStopped removes the entry of an activation that stopped, unless
@@ -288,6 +339,7 @@ func (n *Node) forgetStopped(kind, identity string, pid *actor.PID) {
 	n.pidsMu.Lock()
 	if cached, ok := n.pids[k]; ok && cached.Id == pid.Id && cached.Address == pid.Address {
 		delete(n.pids, k)
+		delete(n.parts, k)
 	}
 	n.pidsMu.Unlock()
 }
@@ -312,19 +364,23 @@ type Route struct {
 // by asking again; from then on Forward checks its targets and looks up
 // again one that is gone.
 func (n *Node) Forward(from actor.Context, to *Route, msg proto.Message) {
+	var err error
 	if to.pid == nil {
-		to.pid = n.pid(to.Kind, to.Identity)
+		to.pid, err = n.pid(to.Kind, to.Identity)
 	}
-	if to.pid != nil && n.suspectDead() && to.pid.Address == n.system.Address() {
+	if to.pid != nil && n.suspectDead() {
 		// A registry lookup per forward would cost 3% of a webhook post,
 		// so it is done only after a dead letter.
 		if _, alive := n.system.ProcessRegistry.GetLocal(to.pid.Id); !alive {
-			n.forget(to.Kind, to.Identity)
-			to.pid = n.pid(to.Kind, to.Identity)
+			n.forgetStopped(to.Kind, to.Identity, to.pid)
+			to.pid, err = n.pid(to.Kind, to.Identity)
 		}
 	}
-	if to.pid == nil {
-		from.Respond(kiterr.ToFailure(fmt.Errorf("forward to %s/%s: %w", to.Kind, to.Identity, errUnavailable)))
+	if to.pid == nil && err == nil {
+		err = errUnavailable
+	}
+	if err != nil {
+		from.Respond(kiterr.ToFailure(fmt.Errorf("forward to %s/%s: %w", to.Kind, to.Identity, err)))
 		return
 	}
 	from.RequestWithCustomSender(to.pid, msg, from.Sender())

@@ -149,6 +149,7 @@ type ServerOpts struct {
 	NoTestClock bool     // start without --test-clock
 	Limits      string   // --limits value; "" = flag not given (server default)
 	Args        []string // more flags
+	Bin         string   // "" = the binary under test
 }
 
 func startServerOpts(t testing.TB, o ServerOpts) *Server {
@@ -196,7 +197,11 @@ func launch(o ServerOpts) (*Server, error) {
 		errOut:  newOutputWatcher(""),
 		done:    make(chan struct{}),
 	}
-	cmd := exec.Command(kitdBin, args...)
+	bin := kitdBin
+	if o.Bin != "" {
+		bin = o.Bin
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = cleanEnv()
 	cmd.Stdout = s.out
 	cmd.Stderr = s.errOut

@@ -69,8 +69,14 @@ func TestStoredKeysHaveAConstructor(t *testing.T) {
 	}
 }
 
+// written is what writeEveryRecord made that a test can read back.
+type written struct {
+	conv, message, file, user string
+	hook                      *Hook
+}
+
 // writeEveryRecord drives s through every kind of record the actors store.
-func writeEveryRecord(t *testing.T, s *Server) {
+func writeEveryRecord(t *testing.T, s *Server) written {
 	t.Helper()
 	// A workspace with its users and the owner's developer token.
 	w := newWorkspace(t, s)
@@ -102,7 +108,9 @@ func writeEveryRecord(t *testing.T, s *Server) {
 	r = s.api(t, in.Token, "POST", "/messages", map[string]any{"conversationId": c.ID, "text": "once"}, map[string]string{"Idempotency-Key": "keys-" + randHex(4)})
 	want(t, r, 201)
 	want(t, s.api(t, user, "POST", "/reactions", map[string]any{"messageId": jstr(parent, "id"), "reaction": "heart"}, nil), 200)
-	want(t, s.api(t, user, "POST", "/files", uploadBody(c.ID, "text/plain", []byte("stored in one chunk")), nil), 201)
+	r = s.api(t, user, "POST", "/files", uploadBody(c.ID, "text/plain", []byte("stored in one chunk")), nil)
+	want(t, r, 201)
+	file := r.Str("file.id")
 
 	// A webhook and a post through it.
 	h := in.hook(t, c.ID)
@@ -114,4 +122,5 @@ func writeEveryRecord(t *testing.T, s *Server) {
 	if !slices.ContainsFunc(jarr(r.JSON, "entries"), func(e any) bool { return jstr(e, "event") == "webhook.post" }) {
 		t.Fatalf("the webhook post was not logged%s", r)
 	}
+	return written{conv: c.ID, message: jstr(parent, "id"), file: file, user: user, hook: h}
 }

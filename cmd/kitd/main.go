@@ -223,7 +223,7 @@ func serve(cfg config, stdout io.Writer) error {
 	}}
 	auth := actors.NewAuthenticator(env)
 	env.Invalidator = auth
-	node, err := cluster.Start(cluster.Config{Name: "kitd", Host: "127.0.0.1", Logger: logger}, actors.Kinds(env)...)
+	node, err := cluster.Start(cluster.Config{Logger: logger}, actors.Kinds(env)...)
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func startServer() (*testServer, error) {
 		Fatal: func(err error) { panic(fmt.Sprintf("api test: storage failed: %v", err)) }}
 	h.auth = actors.NewAuthenticator(h.env)
 	h.env.Invalidator = h.auth
-	h.node, err = cluster.Start(cluster.Config{Name: fmt.Sprintf("api-test-%d", os.Getpid()), Host: "127.0.0.1"}, actors.Kinds(h.env)...)
+	h.node, err = cluster.Start(cluster.Config{}, actors.Kinds(h.env)...)
 	if err != nil {
 		store.Close()
 		return nil, err

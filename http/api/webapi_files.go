@@ -109,7 +109,7 @@ func (s *Server) uploadFile(in call) (reply, error) {
 		return reply{}, err
 	}
 	r, err := ask[*kitpb.FileReply](s, actors.KindConversation, *body.ConversationID, &kitpb.UploadFile{
-		Caller: in.p.Caller, FileId: ids.New(), Name: *body.Name, MimeType: *body.MimeType, Chunks: chunks,
+		Caller: in.p.Caller, FileId: ids.NewTagged(s.env.Clock.Now(), ids.MessageTag(*body.ConversationID)), Name: *body.Name, MimeType: *body.MimeType, Chunks: chunks,
 	})
 	if err != nil {
 		return reply{}, err
@@ -156,12 +156,9 @@ func (s *Server) fileOf(p *actors.Principal, id string) (*kitpb.File, error) {
 	if !ids.Valid(id) {
 		return nil, kiterr.Absent("file")
 	}
-	kind, convID, err := actors.Locate(s.env, id)
+	convID, err := actors.LocateFile(s.env, id)
 	if err != nil {
 		return nil, err
-	}
-	if kind != actors.KindConversation {
-		return nil, kiterr.Absent("file")
 	}
 	r, err := ask[*kitpb.FileReply](s, actors.KindConversation, convID, &kitpb.GetFile{Caller: p.Caller, FileId: id})
 	if err != nil {

@@ -74,7 +74,7 @@ func (h *testServer) userToken(t *testing.T, ws, inst, userID string, scopes ...
 		t.Fatal(err)
 	}
 	b := h.store.NewBatch()
-	b.Set(append([]byte("cred/"), hash[:]...), cred)
+	b.Set(actors.CredentialKey(hash[:]), cred)
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}

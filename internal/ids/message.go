@@ -3,6 +3,7 @@ package ids
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	mrand "math/rand/v2"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,7 +17,16 @@ const MaxMessageSeq = 1<<42 - 1
 // of different conversations may collide; the id's position and a compare
 // of the stored id tell them apart.
 func MessageTag(conversationID string) uint32 {
-	h := sha256.Sum256([]byte(conversationID))
+	// Every key of a partition is built with it (internal/partition): an
+	// id of up to 64 bytes is hashed from the stack, not a copy on the heap.
+	var buf [64]byte
+	b := buf[:0]
+	if len(conversationID) <= len(buf) {
+		b = append(b, conversationID...)
+	} else {
+		b = []byte(conversationID)
+	}
+	h := sha256.Sum256(b)
 	return binary.BigEndian.Uint32(h[:4])
 }
 
@@ -60,4 +70,12 @@ func ParseMessage(id string) (tag uint32, seq uint64, ok bool) {
 	}
 	tag, seq = hi<<22|uint32(lo>>42), lo&MaxMessageSeq
 	return tag, seq, seq != 0
+}
+
+// NewTagged returns a fresh id of millisecond t that carries tag as a
+// message id does, with a random number where a message id has its
+// position: the id of a file says which conversation's partition and tag
+// index to look in, as a message's does, so it needs no locator record.
+func NewTagged(t time.Time, tag uint32) string {
+	return NewMessage(t, tag, 1+mrand.Uint64N(MaxMessageSeq))
 }

@@ -77,3 +77,11 @@ func TestMessageTagIsStable(t *testing.T) {
 		t.Fatalf("MessageTag = %#x, want 0x03a1f551 (first four bytes of SHA-256)", got)
 	}
 }
+
+// Every storage key is built with a tag: it must not allocate.
+func TestMessageTagAllocatesNothing(t *testing.T) {
+	id := New()
+	if n := testing.AllocsPerRun(100, func() { MessageTag(id) }); n != 0 {
+		t.Fatalf("MessageTag allocates %v times", n)
+	}
+}

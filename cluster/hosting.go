@@ -1,0 +1,102 @@
+package cluster
+
+import (
+	"errors"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/kitd/kitd/internal/partition"
+)
+
+// ErrNotHosted reports a request for an identity whose partition this node
+// does not host: in a cluster, another node leads it (docs/cluster.md).
+var ErrNotHosted = errors.New("cluster: partition not hosted on this node")
+
+// hosting is the set of partitions whose activations a node may host: the
+// partitions it leads. A request looks at it only to activate an identity;
+// one that finds its activation in the node's map costs no partition
+// computation, since Release empties the map of the partitions it stops.
+type hosting struct {
+	bits [(partition.Count + 63) / 64]atomic.Uint64
+}
+
+func (h *hosting) hosts(p partition.ID) bool {
+	return h.bits[p/64].Load()&(1<<(p%64)) != 0
+}
+
+func (h *hosting) set(p partition.ID, on bool) {
+	w, bit := &h.bits[p/64], uint64(1)<<(p%64)
+	for {
+		old := w.Load()
+		next := old &^ bit
+		if on {
+			next = old | bit
+		}
+		if w.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+func (h *hosting) hostAll() {
+	for p := range partition.ID(partition.Count) {
+		h.set(p, true)
+	}
+}
+
+// hosted returns the partition of identity, or ErrNotHosted. It is a
+// hint: remember checks again under the lock that Release takes.
+func (h *hosting) hosted(identity string) (partition.ID, error) {
+	p := partition.Of(identity)
+	if !h.hosts(p) {
+		return p, ErrNotHosted
+	}
+	return p, nil
+}
+
+// Host lets this node activate the identities of partition p, as it does
+// once it leads p.
+func (n *Node) Host(p partition.ID) {
+	n.pidsMu.Lock()
+	n.set(p, true)
+	n.pidsMu.Unlock()
+}
+
+// Release stops every activation of partition p and refuses new ones with
+// ErrNotHosted, as a node must once it no longer leads p: from its return,
+// no activation of p runs here, so none answers from memory that another
+// leader may have made stale. Requests in flight to the stopped
+// activations come back as dead letters and are asked again (Request),
+// which then finds p not hosted.
+func (n *Node) Release(p partition.ID) {
+	n.pidsMu.Lock()
+	n.set(p, false)
+	var stopping []*actor.PID
+	for k, q := range n.parts {
+		if q == p {
+			stopping = append(stopping, n.pids[k])
+			delete(n.pids, k)
+			delete(n.parts, k)
+		}
+	}
+	n.pidsMu.Unlock()
+	for _, pid := range stopping {
+		// An activation that stopped on its own meanwhile has no process:
+		// its future completes at once.
+		_ = n.system.Root.StopFuture(pid).Wait()
+	}
+}
+
+// Activations counts the activations this node hosts in partition p.
+func (n *Node) Activations(p partition.ID) int {
+	n.pidsMu.RLock()
+	defer n.pidsMu.RUnlock()
+	c := 0
+	for _, q := range n.parts {
+		if q == p {
+			c++
+		}
+	}
+	return c
+}

@@ -1,0 +1,185 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// hostingNode is a node of its own: Release stops activations that other
+// tests of the package would ask, and requests racing a stop wait out dead
+// letters longer than the shared node's short timeout.
+func hostingNode(t *testing.T) *Node {
+	t.Helper()
+	n, err := Start(Config{RequestTimeout: 10 * time.Second}, &Kind{Name: "echo", New: func(string) actor.Actor { return echo{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	return n
+}
+
+// identitiesOf returns n identities of partition p.
+func identitiesOf(p partition.ID, n int) []string {
+	var out []string
+	for i := 0; len(out) < n; i++ {
+		if id := fmt.Sprint("hosting-", p, "-", i); partition.Of(id) == p {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// A node hosts the activations of the partitions it leads only: Release
+// stops every activation of a partition and refuses new ones until Host.
+func TestReleaseStopsAPartitionsActivations(t *testing.T) {
+	n := hostingNode(t)
+	const p, other = partition.ID(5), partition.ID(6)
+	ids := identitiesOf(p, 20)
+	elsewhere := identitiesOf(other, 1)[0]
+	for _, id := range append(ids, elsewhere) {
+		if _, err := Call[*kitpb.UserReply](n, "echo", id, &kitpb.GetUser{UserId: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := n.Activations(p); got != len(ids) {
+		t.Fatalf("%d activations in partition %d, want %d", got, p, len(ids))
+	}
+	processes := n.LocalProcesses()
+
+	n.Release(p)
+	t.Cleanup(func() { n.Host(p) })
+	for _, tc := range []struct {
+		rule string
+		run  func(t *testing.T)
+	}{
+		{"no activation of a released partition is left", func(t *testing.T) {
+			if got := n.Activations(p); got != 0 {
+				t.Fatalf("%d activations left", got)
+			}
+			if got := n.LocalProcesses(); got > processes-len(ids) {
+				t.Fatalf("%d processes, want at most %d", got, processes-len(ids))
+			}
+		}},
+		{"a request for an identity of a released partition is refused as not hosted", func(t *testing.T) {
+			_, err := Call[*kitpb.UserReply](n, "echo", ids[0], &kitpb.GetUser{UserId: ids[0]})
+			if !errors.Is(err, ErrNotHosted) {
+				t.Fatalf("err = %v, want ErrNotHosted", err)
+			}
+			if got := n.Activations(p); got != 0 {
+				t.Fatalf("the refused request left %d activations", got)
+			}
+		}},
+		{"another partition is served as before", func(t *testing.T) {
+			if _, err := Call[*kitpb.UserReply](n, "echo", elsewhere, &kitpb.GetUser{UserId: elsewhere}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a partition hosted again activates its identities again", func(t *testing.T) {
+			n.Host(p)
+			if _, err := Call[*kitpb.UserReply](n, "echo", ids[0], &kitpb.GetUser{UserId: ids[0]}); err != nil {
+				t.Fatal(err)
+			}
+			if got := n.Activations(p); got != 1 {
+				t.Fatalf("%d activations, want 1", got)
+			}
+		}},
+	} {
+		t.Run(tc.rule, tc.run)
+	}
+}
+
+// Requests racing a Release never leave an activation behind it: from
+// Release's return, every request for the partition is refused.
+func TestNoActivationOutlivesARelease(t *testing.T) {
+	n := hostingNode(t)
+	const p = partition.ID(9)
+	ids := identitiesOf(p, 50)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := ids[i%len(ids)]
+				_, err := Call[*kitpb.UserReply](n, "echo", id, &kitpb.GetUser{UserId: id})
+				if err != nil && !errors.Is(err, ErrNotHosted) {
+					t.Errorf("request: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	for round := range 100 {
+		for deadline := time.Now().Add(10 * time.Second); n.Activations(p) == 0; {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the writers activate nothing", round)
+			}
+			runtime.Gosched()
+		}
+		n.Release(p)
+		if got := n.Activations(p); got != 0 {
+			t.Fatalf("round %d: %d activations right after Release", round, got)
+		}
+		for _, id := range ids[:3] {
+			if _, err := Call[*kitpb.UserReply](n, "echo", id, &kitpb.GetUser{UserId: id}); !errors.Is(err, ErrNotHosted) {
+				t.Fatalf("round %d: a request after Release: %v", round, err)
+			}
+		}
+		n.Host(p)
+	}
+	close(stop)
+	wg.Wait()
+}
+
+// An identity has one activation at most: requests that find none at the
+// same moment share the one the first of them starts.
+func TestConcurrentRequestsShareOneActivation(t *testing.T) {
+	var built sync.Map // identity → number of actors built
+	n, err := Start(Config{RequestTimeout: 10 * time.Second}, &Kind{Name: "echo", New: func(id string) actor.Actor {
+		c, _ := built.LoadOrStore(id, new(atomic.Int32))
+		c.(*atomic.Int32).Add(1)
+		return echo{}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	const identities, callers = 50, 8
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range identities {
+				id := fmt.Sprint("shared-", (i+c)%identities)
+				if _, err := Call[*kitpb.UserReply](n, "echo", id, &kitpb.GetUser{UserId: id}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	built.Range(func(id, c any) bool {
+		if got := c.(*atomic.Int32).Load(); got != 1 {
+			t.Errorf("%s activated %d times", id, got)
+		}
+		return true
+	})
+}
