@@ -100,3 +100,21 @@ func (n *Node) Activations(p partition.ID) int {
 	}
 	return c
 }
+
+// HostedPartitions lists the partitions this node hosts, in order.
+func (n *Node) HostedPartitions() []partition.ID {
+	var out []partition.ID
+	for p := range partition.ID(partition.Count) {
+		if n.hosts(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ActivationCount counts the node's activations.
+func (n *Node) ActivationCount() int {
+	n.pidsMu.RLock()
+	defer n.pidsMu.RUnlock()
+	return len(n.pids)
+}

@@ -113,6 +113,13 @@ func parseFlags(args []string) (config, error) {
 	if c.join != "" {
 		return c, errors.New("--join: multi-node clusters are not supported yet")
 	}
+	if c.nodeName == "" {
+		// A member's name must be unique in its cluster: the host's is,
+		// for one node per host.
+		if c.nodeName, _ = os.Hostname(); c.nodeName == "" {
+			c.nodeName = "kitd"
+		}
+	}
 	return c, nil
 }
 
@@ -245,6 +252,7 @@ func serve(cfg config, stdout io.Writer) error {
 	srv := api.New(api.Config{
 		Node: node, Env: env, Auth: auth, Limits: table, OperatorToken: opToken,
 		TestClock: testClock, PublicURL: publicURL, Logger: logger, Domains: domains,
+		NodeName: cfg.nodeName, HTTPAddr: ln.Addr().String(),
 	})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -93,6 +93,7 @@ var specRoutes = []struct {
 	{"ops: a new client secret", "POST", "/ops/v1/kits/{kitId}/client-secret", operator, "", ""},
 	{"ops: a new signing secret", "POST", "/ops/v1/kits/{kitId}/signing-secret", operator, "", ""},
 	{"ops: advance the test clock", "POST", "/ops/v1/clock/advance", operator, "", ""},
+	{"ops: the cluster view (OPERATIONS.md 7)", "GET", "/ops/v1/cluster", operator, "", ""},
 	// OPERATIONS.md 3: pages behind the session cookie, no bearer token.
 	{"app: home", "GET", "/app/", noToken, "", ""},
 	{"app: the sign-in form", "GET", "/app/signin", noToken, "", ""},

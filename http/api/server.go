@@ -69,7 +69,9 @@ type Config struct {
 	// TestClock enables POST /ops/v1/clock/advance when non-nil.
 	TestClock *clock.Test
 	PublicURL string
-	Logger    *slog.Logger
+	// NodeName and HTTPAddr say who this node is in GET /ops/v1/cluster.
+	NodeName, HTTPAddr string
+	Logger             *slog.Logger
 	// Domains checks domain proofs; nil: verify.New with the system
 	// resolver and roots.
 	Domains DomainChecker
@@ -84,6 +86,8 @@ type Server struct {
 	operatorHash [32]byte
 	testClock    *clock.Test
 	publicURL    string
+	nodeName     string
+	httpAddr     string
 	log          *slog.Logger
 	domains      DomainChecker
 	published    *published.Cache
@@ -113,7 +117,7 @@ func New(cfg Config) *Server {
 	s := &Server{
 		node: cfg.Node, env: cfg.Env, auth: cfg.Auth, limits: cfg.Limits,
 		operatorHash: ids.Hash(cfg.OperatorToken), testClock: cfg.TestClock,
-		publicURL: strings.TrimRight(cfg.PublicURL, "/"), log: cfg.Logger,
+		publicURL: strings.TrimRight(cfg.PublicURL, "/"), nodeName: cfg.NodeName, httpAddr: cfg.HTTPAddr, log: cfg.Logger,
 		corrPrefix: ids.New()[24:],
 		fresh:      make(map[*trackedConn]struct{}),
 		domains:    cfg.Domains,
