@@ -132,13 +132,9 @@ func (c *Config) check() (bind, error) {
 	if c.NodeName == "" || len(c.NodeName) > maxNodeName {
 		return bind{}, fmt.Errorf("%w: NodeName must have 1 to %d bytes", ErrConfig, maxNodeName)
 	}
-	host, port, err := net.SplitHostPort(c.BindAddr)
+	host, p, err := splitHostPort(c.BindAddr)
 	if err != nil {
 		return bind{}, fmt.Errorf("%w: BindAddr: %v", ErrConfig, err)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil || p < 0 || p > 65535 {
-		return bind{}, fmt.Errorf("%w: BindAddr: port must be 0 to 65535", ErrConfig)
 	}
 	if _, err := netip.ParseAddr(host); err != nil {
 		// memberlist binds IPs only; a name would bind whatever it
@@ -148,12 +144,41 @@ func (c *Config) check() (bind, error) {
 	if c.ClusterKey == "" && !isLoopback(host) {
 		return bind{}, ErrKeyRequired
 	}
+	if c.AdvertiseAddr != "" {
+		if _, p, err := splitHostPort(c.AdvertiseAddr); err != nil || p == 0 {
+			return bind{}, fmt.Errorf("%w: AdvertiseAddr must be host:port with a port", ErrConfig)
+		}
+	}
 	for i, s := range c.Join {
-		if _, _, err := net.SplitHostPort(s); err != nil {
-			return bind{}, fmt.Errorf("%w: Join[%d]: %v", ErrConfig, i, err)
+		if _, p, err := splitHostPort(s); err != nil || p == 0 {
+			return bind{}, fmt.Errorf("%w: Join[%d] must be host:port with a port", ErrConfig, i)
 		}
 	}
 	return bind{host: host, port: p}, nil
+}
+
+// timing is c.Timing, or the profile for a bind on host when it is zero.
+func (c *Config) timing(host string) Timing {
+	switch {
+	case c.Timing != (Timing{}):
+		return c.Timing
+	case isLoopback(host):
+		return LocalTiming()
+	}
+	return LANTiming()
+}
+
+// splitHostPort splits host:port with a numeric port (0 included).
+func splitHostPort(s string) (string, int, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, err
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return "", 0, errors.New("port must be 0 to 65535")
+	}
+	return host, p, nil
 }
 
 func isLoopback(host string) bool {

@@ -110,12 +110,19 @@ func (d *delegate) NotifyUpdate(n *memberlist.Node) { d.note(noteUpdate, n) }
 // a death and a goodbye alike.
 func (d *delegate) NotifyLeave(n *memberlist.Node) { d.note(noteLeave, n) }
 
-// NotifyConflict implements memberlist.ConflictDelegate: a node under
-// this node's name is known at another address.
-func (d *delegate) NotifyConflict(existing, other *memberlist.Node) {
-	if existing.Name == d.name {
-		d.selfConflict.Store(true)
+// NotifyMerge implements memberlist.MergeDelegate: peers is a seed's
+// view, sent in answer to a join before the seed merged this node's
+// state. This node's name there at another address means the cluster
+// still holds a previous life of it, which the seed refuses to replace
+// until DeadNodeReclaimTime after its death: the join loop tries again.
+func (d *delegate) NotifyMerge(peers []*memberlist.Node) error {
+	self := d.addr.Load()
+	for _, p := range peers {
+		if p.Name == d.name && self != nil && p.Address() != *self {
+			d.selfConflict.Store(true)
+		}
 	}
+	return nil
 }
 
 // AckPayload implements memberlist.PingDelegate.

@@ -66,7 +66,9 @@ var ErrStopped = errors.New("membership: stopped")
 // Membership is this node's place in the cluster's gossip.
 type Membership struct {
 	name   string
-	addr   string // gossip address others reach this node by
+	// addr is the gossip address others reach this node by, known once
+	// memberlist has bound it (NotifyMerge may run before Start returns).
+	addr atomic.Pointer[string]
 	seeds  []string
 	timing Timing
 	log    *slog.Logger
@@ -86,9 +88,9 @@ type Membership struct {
 	events  chan Event
 	pending outbox // run's events not yet taken by the consumer
 
-	// selfConflict is set when memberlist reports another address under
-	// this node's name: the cluster still remembers a previous life, and
-	// the join loop tries again.
+	// selfConflict is set when a seed's answer to a join holds this
+	// node's name at another address (NotifyMerge): the join loop tries
+	// again.
 	selfConflict atomic.Bool
 	joinAttempts atomic.Int64 // for tests
 
@@ -121,13 +123,7 @@ func Start(cfg Config) (*Membership, error) {
 	if err != nil {
 		return nil, err
 	}
-	timing := cfg.Timing
-	if timing == (Timing{}) {
-		timing = LANTiming()
-		if isLoopback(b.host) {
-			timing = LocalTiming()
-		}
-	}
+	timing := cfg.timing(b.host)
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -158,12 +154,7 @@ func Start(cfg Config) (*Membership, error) {
 	mc.Name = cfg.NodeName
 	mc.BindAddr, mc.BindPort, mc.AdvertisePort = b.host, b.port, b.port
 	if cfg.AdvertiseAddr != "" {
-		host, port, err := net.SplitHostPort(cfg.AdvertiseAddr)
-		p, perr := strconv.Atoi(port)
-		if err != nil || perr != nil || p <= 0 || p > 65535 {
-			return nil, fmt.Errorf("%w: AdvertiseAddr must be host:port", ErrConfig)
-		}
-		mc.AdvertiseAddr, mc.AdvertisePort = host, p
+		mc.AdvertiseAddr, mc.AdvertisePort, _ = splitHostPort(cfg.AdvertiseAddr) // checked
 	}
 	mc.ProbeInterval = timing.ProbeInterval
 	mc.ProbeTimeout = timing.ProbeTimeout
@@ -180,14 +171,15 @@ func Start(cfg Config) (*Membership, error) {
 		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
 	}
 	d := (*delegate)(m)
-	mc.Delegate, mc.Events, mc.Conflict, mc.Ping = d, d, d, d
+	mc.Delegate, mc.Events, mc.Merge, mc.Ping = d, d, d, d
 	mc.Logger = log.New(&logWriter{m: m}, "", 0)
 
 	m.seeds = cfg.Join
 	if m.ml, err = memberlist.Create(mc); err != nil {
 		return nil, fmt.Errorf("membership: start gossip on %s: %w", cfg.BindAddr, err)
 	}
-	m.addr = m.ml.LocalNode().Address()
+	addr := m.ml.LocalNode().Address()
+	m.addr.Store(&addr)
 	m.seeds = m.otherSeeds(cfg.Join)
 
 	m.wg.Add(1)
@@ -212,7 +204,7 @@ func newSystemID() string {
 // --join (every node given the same list) would join itself and count it
 // a success.
 func (m *Membership) otherSeeds(seeds []string) []string {
-	self, err := net.ResolveTCPAddr("tcp", m.addr)
+	self, err := net.ResolveTCPAddr("tcp", m.Addr())
 	var out []string
 	for _, s := range seeds {
 		if a, rerr := net.ResolveTCPAddr("tcp", s); err == nil && rerr == nil && a.IP.Equal(self.IP) && a.Port == self.Port {
@@ -225,7 +217,7 @@ func (m *Membership) otherSeeds(seeds []string) []string {
 
 // Addr is the gossip address others reach this node by, host:port (with
 // the port picked when BindAddr asked for port 0).
-func (m *Membership) Addr() string { return m.addr }
+func (m *Membership) Addr() string { return *m.addr.Load() }
 
 // Local returns this node's published meta (SystemID included).
 func (m *Membership) Local() Meta {
@@ -235,8 +227,10 @@ func (m *Membership) Local() Meta {
 }
 
 // join tries every seed once. It reports whether the node is in the
-// cluster: a seed answered and none of the answers still holds a previous
-// life of this node's name at another address.
+// cluster: a seed answered, and no answer held this node's name at
+// another address. A seed answers with its view from before this join,
+// so after a restart on a new address it takes one more join, once the
+// seed has accepted the new address, to see it.
 func (m *Membership) join() bool {
 	m.joinAttempts.Add(1)
 	m.selfConflict.Store(false)
