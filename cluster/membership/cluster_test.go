@@ -36,6 +36,12 @@ func (l *testLog) contains(s string) bool {
 	return strings.Contains(l.buf.String(), s)
 }
 
+func (l *testLog) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.buf.String(), s)
+}
+
 func (l *testLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()

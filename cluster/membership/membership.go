@@ -65,10 +65,10 @@ var ErrStopped = errors.New("membership: stopped")
 
 // Membership is this node's place in the cluster's gossip.
 type Membership struct {
-	name   string
+	name string
 	// addr is the gossip address others reach this node by, known once
 	// memberlist has bound it (NotifyMerge may run before Start returns).
-	addr atomic.Pointer[string]
+	addr   atomic.Pointer[string]
 	seeds  []string
 	timing Timing
 	log    *slog.Logger
@@ -93,6 +93,7 @@ type Membership struct {
 	// again.
 	selfConflict atomic.Bool
 	joinAttempts atomic.Int64 // for tests
+	joined       atomic.Bool
 
 	// life serializes Leave and Shutdown: memberlist panics on a Leave
 	// after its Shutdown.
@@ -184,11 +185,11 @@ func Start(cfg Config) (*Membership, error) {
 
 	m.wg.Add(1)
 	go m.run()
-	if len(m.seeds) > 0 {
-		if !m.join() {
-			m.wg.Add(1)
-			go m.joinLoop()
-		}
+	if len(m.seeds) == 0 || m.join() {
+		m.joined.Store(true) // a node without seeds forms the cluster
+	} else {
+		m.wg.Add(1)
+		go m.joinLoop()
 	}
 	return m, nil
 }
@@ -214,6 +215,11 @@ func (m *Membership) otherSeeds(seeds []string) []string {
 	}
 	return out
 }
+
+// Joined reports whether the node is in a cluster: it had no seeds (it
+// forms the cluster), a seed accepted it, or another node joined it.
+// False while it keeps retrying seeds that are down or refuse it.
+func (m *Membership) Joined() bool { return m.joined.Load() }
 
 // Addr is the gossip address others reach this node by, host:port (with
 // the port picked when BindAddr asked for port 0).
@@ -263,10 +269,9 @@ func (m *Membership) joinLoop() {
 			return
 		case <-t.C:
 		}
-		if m.ml.NumMembers() > 1 && !m.selfConflict.Load() {
-			return // another node joined this one
-		}
-		if m.join() {
+		// Either another node joined this one, or this one joined.
+		if (m.ml.NumMembers() > 1 && !m.selfConflict.Load()) || m.join() {
+			m.joined.Store(true)
 			return
 		}
 		wait = min(2*wait, 10*m.timing.ProbeInterval)
