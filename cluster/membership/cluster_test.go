@@ -57,6 +57,7 @@ type nodeOpt func(*Config)
 
 func withKey(k string) nodeOpt        { return func(c *Config) { c.ClusterKey = k } }
 func withBind(addr string) nodeOpt    { return func(c *Config) { c.BindAddr = addr } }
+func withTiming(tm Timing) nodeOpt    { return func(c *Config) { c.Timing = tm } }
 func joining(seeds ...string) nodeOpt { return func(c *Config) { c.Join = seeds } }
 
 // startNode starts a node on a free loopback port with the local timing,
@@ -305,7 +306,11 @@ func TestRestartRejoinsWithANewLife(t *testing.T) {
 		{"restart on another address after the node was found dead", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			nodes := startCluster(t, 3)
+			// No anti-entropy within the test's deadline: only the join
+			// (and its retries) may bring the new life in.
+			tm := LocalTiming()
+			tm.PushPullInterval = time.Hour
+			nodes := startCluster(t, 3, withTiming(tm))
 			old := nodes[2]
 			oldID := old.Local().SystemID
 			events := collect(nodes[0].Membership)
@@ -318,7 +323,7 @@ func TestRestartRejoinsWithANewLife(t *testing.T) {
 				waitFor(t, "n2 is dead for n0", func() bool { mb, _ := nodes[0].member("n2"); return mb.State == StateDead })
 			}
 			start := time.Now()
-			again := startNode(t, "n2", withBind(bind), joining(nodes[0].Addr()))
+			again := startNode(t, "n2", withBind(bind), withTiming(tm), joining(nodes[0].Addr()))
 			newID := again.Local().SystemID
 			if newID == oldID {
 				t.Fatal("a restarted node kept its SystemID")

@@ -240,7 +240,7 @@ func (m *Membership) Local() Meta {
 func (m *Membership) join() bool {
 	m.joinAttempts.Add(1)
 	m.selfConflict.Store(false)
-	n, err := m.ml.Join(m.seeds)
+	n, err := m.ml.Join(m.joinTargets())
 	switch {
 	case n == 0:
 		m.log.Warn("membership: no seed answered; running alone, will retry", "seeds", m.seeds, "err", err)
@@ -253,6 +253,20 @@ func (m *Membership) join() bool {
 		m.log.Info("membership: joined, though some seeds did not answer", "joined", n, "err", err)
 	}
 	return true
+}
+
+// joinTargets are the seeds and every other member this node knows: after
+// a restart on a new address each member must accept the new address
+// (after its own DeadNodeReclaimTime), and a join asks each one directly
+// instead of waiting for gossip that one of them may have refused.
+func (m *Membership) joinTargets() []string {
+	targets := slices.Clone(m.seeds)
+	for _, n := range m.ml.Members() {
+		if a := n.Address(); n.Name != m.name && !slices.Contains(targets, a) {
+			targets = append(targets, a)
+		}
+	}
+	return targets
 }
 
 // joinLoop retries join with exponential backoff from one probe interval
