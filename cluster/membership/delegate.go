@@ -66,8 +66,6 @@ func (q *notices) take(spare []notice) []notice {
 	return items
 }
 
-func (d *delegate) m() *Membership { return (*Membership)(d) }
-
 func (d *delegate) note(kind noticeKind, n *memberlist.Node) {
 	d.notes.push(notice{kind: kind, name: n.Name, addr: n.Address(), meta: bytes.Clone(n.Meta)})
 }
