@@ -149,18 +149,25 @@ func (m *Membership) run() {
 		case <-m.stopping:
 			return
 		case <-m.notes.signal:
-			batch = m.notes.take(batch)
-			for i := range batch {
-				m.apply(&batch[i])
-			}
-			clear(batch) // let the meta copies go
+			batch = m.drain(batch)
 		case out <- next:
 			m.pending.pop()
 		}
 	}
 }
 
-// apply records one notice; only run calls it.
+// drain applies the queued notices; spare is the slice of the previous
+// drain, returned for the next.
+func (m *Membership) drain(spare []notice) []notice {
+	batch := m.notes.take(spare)
+	for i := range batch {
+		m.apply(&batch[i])
+	}
+	clear(batch) // let the meta copies go
+	return batch
+}
+
+// apply records one notice; only run (and Start, before run) calls it.
 func (m *Membership) apply(n *notice) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -46,3 +46,11 @@ func TestJoinWithSeedsDown(t *testing.T) {
 		}
 	})
 }
+
+func TestStartListsTheNodeItself(t *testing.T) {
+	n := startNode(t, "solo")
+	got := n.Members()
+	if len(got) != 1 || got[0].Name != "solo" || got[0].State != StateAlive || got[0].Meta != n.Local() || got[0].Addr != n.Addr() || !n.Joined() {
+		t.Fatalf("right after Start: members %+v, joined %v", got, n.Joined())
+	}
+}

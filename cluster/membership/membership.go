@@ -111,10 +111,10 @@ type entry struct {
 	goodbye string
 }
 
-// Start binds the gossip address, joins the cluster through cfg.Join and
-// returns at once: when no seed answers, the node runs alone and keeps
-// trying in the background, with backoff, until a seed answers or another
-// node joins it. A cluster whose nodes all restart must come up whichever
+// Start binds the gossip address, tries each seed of cfg.Join once and
+// returns: when no seed answers, the node runs alone and keeps trying in
+// the background, with backoff, until a seed answers or another node
+// joins it. A cluster whose nodes all restart must come up whichever
 // node starts first, and a seed that is down now may be up in a second.
 // For the same reason a wrong --cluster-key is no error of Start: a seed
 // that cannot decrypt the join drops the connection, which looks the same
@@ -175,7 +175,6 @@ func Start(cfg Config) (*Membership, error) {
 	mc.Delegate, mc.Events, mc.Merge, mc.Ping = d, d, d, d
 	mc.Logger = log.New(&logWriter{m: m}, "", 0)
 
-	m.seeds = cfg.Join
 	if m.ml, err = memberlist.Create(mc); err != nil {
 		return nil, fmt.Errorf("membership: start gossip on %s: %w", cfg.BindAddr, err)
 	}
@@ -183,6 +182,7 @@ func Start(cfg Config) (*Membership, error) {
 	m.addr.Store(&addr)
 	m.seeds = m.otherSeeds(cfg.Join)
 
+	m.drain(nil) // this node itself, so that Members lists it on return
 	m.wg.Add(1)
 	go m.run()
 	if len(m.seeds) == 0 || m.join() {
