@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -231,7 +232,6 @@ func TestLeaveIsSeenAsLeft(t *testing.T) {
 func crash(t *testing.T, victim *testNode, survivors []*testNode) (time.Duration, bool) {
 	t.Helper()
 	suspected := false
-	start := time.Now()
 	victim.Shutdown()
 	took := waitFor(t, victim.name+" is dead for every survivor", func() bool {
 		dead := 0
@@ -245,7 +245,6 @@ func crash(t *testing.T, victim *testNode, survivors []*testNode) (time.Duration
 		}
 		return dead == len(survivors)
 	})
-	_ = start
 	return took, suspected
 }
 
@@ -281,18 +280,8 @@ func TestCrashDetectionTime(t *testing.T) {
 		nodes[0].Shutdown()
 		nodes[1].Shutdown()
 	}
-	slicesSort(times)
+	slices.Sort(times)
 	t.Logf("crash detection, 3 nodes, local timing, %d rounds: min %v median %v max %v", rounds, times[0], times[rounds/2], times[rounds-1])
-}
-
-func slicesSort(d []time.Duration) {
-	for i := range d {
-		for j := i + 1; j < len(d); j++ {
-			if d[j] < d[i] {
-				d[i], d[j] = d[j], d[i]
-			}
-		}
-	}
 }
 
 func TestRestartRejoinsWithANewLife(t *testing.T) {

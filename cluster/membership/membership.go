@@ -12,6 +12,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -307,18 +308,8 @@ func (m *Membership) Members() []Member {
 		}
 		out = append(out, mb)
 	}
-	slices.SortFunc(out, func(a, b Member) int { return cmpString(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Events returns the changes of membership, in the order this node
