@@ -26,11 +26,13 @@ func TestStalledConsumerDoesNotStopGossip(t *testing.T) {
 		}
 		return true
 	})
-	for _, n := range nodes[1:] {
-		if mb, _ := n.member("n0"); mb.State != StateAlive {
-			t.Fatalf("%s sees n0 %v while n0's consumer is stalled", n.name, mb.State)
-		}
-	}
+	// Polled, not checked once: a busy machine may make anyone briefly
+	// suspect; a node whose gossip is stuck would stay so, then dead.
+	waitFor(t, "n1 and n2 see n0 alive while its consumer is stalled", func() bool {
+		a, _ := nodes[1].member("n0")
+		b, _ := nodes[2].member("n0")
+		return a.State == StateAlive && b.State == StateAlive
+	})
 	// What waited for the consumer is one event per node, each node's
 	// latest: the 20 updates of n1 are folded into its join.
 	got := map[string]Event{}

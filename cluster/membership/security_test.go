@@ -87,15 +87,18 @@ func TestGarbageOnTheGossipPortChangesNothing(t *testing.T) {
 				mb, _ := nodes[0].member("n1")
 				return mb.Meta.Led == 1
 			})
-			after := nodes[0].Members()
-			if len(after) != len(before) {
-				t.Fatalf("members before %v, after %v", before, after)
-			}
-			for i := range after {
-				if after[i].Name != before[i].Name || after[i].Addr != before[i].Addr || after[i].Meta.SystemID != before[i].Meta.SystemID || after[i].State != StateAlive {
-					t.Fatalf("member %d before %+v, after %+v", i, before[i], after[i])
+			waitFor(t, "n0 lists the same members, all alive", func() bool {
+				after := nodes[0].Members()
+				if len(after) != len(before) {
+					return false
 				}
-			}
+				for i := range after {
+					if after[i].Name != before[i].Name || after[i].Addr != before[i].Addr || after[i].Meta.SystemID != before[i].Meta.SystemID || after[i].State != StateAlive {
+						return false
+					}
+				}
+				return true
+			})
 		})
 	}
 }
@@ -156,10 +159,12 @@ func TestAPeerThatIsNotKitdIsIgnored(t *testing.T) {
 				if _, ok := n.member(name); ok {
 					t.Fatalf("%s lists the raw peer", n.name)
 				}
-				if mb, _ := n.member("n0"); mb.State != StateAlive {
-					t.Fatalf("%s sees n0 %v", n.name, mb.State)
-				}
 			}
+			waitFor(t, "n0 and n1 see each other alive", func() bool {
+				a, _ := nodes[0].member("n1")
+				b, _ := nodes[1].member("n0")
+				return a.State == StateAlive && b.State == StateAlive
+			})
 			if events.saw(EventJoin, name, nil) || events.saw(EventFail, name, nil) || events.saw(EventLeave, name, nil) {
 				t.Fatal("n0's consumer was told of the raw peer")
 			}
