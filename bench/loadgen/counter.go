@@ -21,7 +21,8 @@ type Live struct {
 	ok, errs sharedCounter
 }
 
-func (l *Live) count(ok bool) {
+// Count counts one answer (ok: a success).
+func (l *Live) Count(ok bool) {
 	switch {
 	case l == nil:
 	case ok:

@@ -246,7 +246,7 @@ func (x *exchange) do(n uint64, wr *workerResult, since time.Time, measured bool
 		code = 0
 	}
 	ok := err == nil && code >= 200 && code < 300
-	x.cfg.Live.count(ok)
+	x.cfg.Live.Count(ok)
 	if !measured {
 		return
 	}

@@ -61,13 +61,13 @@ func parseStatus(r io.Reader) (Process, error) {
 		case "VmRSS":
 			kb, err := strconv.ParseInt(fields[0], 10, 64)
 			if err != nil {
-				return p, fmt.Errorf("VmRSS %q: %w", val, err)
+				return p, fmt.Errorf("line VmRSS %q: %w", val, err)
 			}
 			p.RSSBytes, haveRSS = kb<<10, true
 		case "Threads":
 			n, err := strconv.Atoi(fields[0])
 			if err != nil {
-				return p, fmt.Errorf("Threads %q: %w", val, err)
+				return p, fmt.Errorf("line Threads %q: %w", val, err)
 			}
 			p.Threads, haveThreads = n, true
 		}

@@ -41,11 +41,12 @@ func fakeServe(args []string) int {
 	data := fs.String("data", "./data", "")
 	limits := fs.String("limits", "spec", "")
 	token := fs.String("operator-token", "", "")
+	fakeLimits := fs.String("fake-limits", "", "with --limits spec: short-retry-after or generous, a server bug to show")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
-	if *limits != "off" || *token == "" {
-		fmt.Fprintln(os.Stderr, "fake kitd: want --limits off and --operator-token")
+	if (*limits != "off" && *limits != "spec") || *token == "" {
+		fmt.Fprintln(os.Stderr, "fake kitd: want --limits off or spec, and --operator-token")
 		return 2
 	}
 	if err := os.MkdirAll(*data, 0o755); err != nil {
@@ -59,6 +60,15 @@ func fakeServe(args []string) int {
 	fk := newFakeKitd(*token)
 	if os.Getenv("KITBENCH_FAKE_FAIL") == "get" {
 		fk.failGets = true
+	}
+	if *limits == "spec" {
+		fk.limited = true
+		switch *fakeLimits {
+		case "short-retry-after":
+			fk.shortRetry = true
+		case "generous":
+			fk.write.Capacity = 60 // 10 writes beyond SPEC.md's burst
+		}
 	}
 	srv := &http.Server{Handler: fk}
 	go func() { _ = srv.Serve(ln) }()
@@ -171,7 +181,7 @@ func TestTrivialServerProcess(t *testing.T) {
 }
 
 func TestSelectScenarios(t *testing.T) {
-	all := buildScenarios(&fixture{BotToken: "b", Conversations: []string{"a", "b"}, ReadConversation: "r"}, 50)
+	all := buildScenarios(&fixture{BotToken: "b", Conversations: []string{"a", "b"}, ReadConversation: "r"}, options{limit: 50})
 	got, err := selectScenarios(all, "get-history, post-2")
 	if err != nil || len(got) != 2 || got[0].sc.Name != "get-history" || got[1].sc.Name != "post-2-conversations" {
 		t.Fatalf("%v %v", got, err)
