@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -29,8 +30,9 @@ type fakeKitd struct {
 	msgs      map[string][]map[string]any
 	kits      map[string]bool
 	manifest  map[string]any
-	failPath  string // answer 500 on the first call to this path prefix
-	failGets  bool   // answer 500 to history reads after the set-up
+	failPath  string    // answer 500 on the first call to this path prefix
+	failGets  bool      // answer 500 to history reads after the set-up
+	store     io.Writer // every message posted, as the data directory's growth
 	gets      int
 
 	// With --limits spec: each installation's read and write buckets, at
@@ -212,6 +214,9 @@ func (f *fakeKitd) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		msg := map[string]any{"id": f.id(), "conversationId": conv, "author": map[string]any{"kind": "bot", "id": inst},
 			"text": str("text"), "createdAt": time.Now().UTC()}
 		f.msgs[conv] = append(f.msgs[conv], msg)
+		if f.store != nil {
+			fmt.Fprintf(f.store, "%s %s\n", conv, str("text"))
+		}
 		writeJSONResp(w, 201, map[string]any{"message": msg})
 	case r.Method == "GET" && len(seg) == 5 && seg[2] == "conversations" && seg[4] == "messages":
 		if f.bots[tok] == "" {

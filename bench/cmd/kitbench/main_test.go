@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	_ "net/http/pprof" // the fake kitd's --pprof, as kitd's
 	"os"
 	"os/exec"
 	"os/signal"
@@ -41,6 +42,7 @@ func fakeServe(args []string) int {
 	data := fs.String("data", "./data", "")
 	limits := fs.String("limits", "spec", "")
 	token := fs.String("operator-token", "", "")
+	pprofAddr := fs.String("pprof", "", "")
 	fakeLimits := fs.String("fake-limits", "", "with --limits spec: short-retry-after or generous, a server bug to show")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -57,7 +59,17 @@ func fakeServe(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if *pprofAddr != "" { // as kitd: net/http/pprof on the default mux
+		go func() { _ = http.ListenAndServe(*pprofAddr, nil) }()
+	}
 	fk := newFakeKitd(*token)
+	store, err := os.Create(filepath.Join(*data, "messages.log"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer store.Close()
+	fk.store = store
 	if os.Getenv("KITBENCH_FAKE_FAIL") == "get" {
 		fk.failGets = true
 	}
