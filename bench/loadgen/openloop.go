@@ -19,7 +19,11 @@ type wallClock struct{}
 
 func (wallClock) Now() time.Time { return time.Now() }
 
-func (wallClock) SleepUntil(ctx context.Context, t time.Time) error {
+func (wallClock) SleepUntil(ctx context.Context, t time.Time) error { return SleepUntil(ctx, t) }
+
+// SleepUntil returns at wall-clock time t, or when ctx ends (with its
+// error).
+func SleepUntil(ctx context.Context, t time.Time) error {
 	d := time.Until(t)
 	if d <= 0 {
 		return ctx.Err()

@@ -55,23 +55,8 @@ func setupMixed(ctx context.Context, c *setupClient, f *fixture, n, perInstall i
 			in.ID, in.BotToken = f.InstallationID, f.BotToken
 			return nil
 		}
-		var kit struct {
-			KitID string `json:"kitId"`
-		}
-		if _, err := c.call(ctx, "POST", "/api/v1/dev/kits/versions", f.DeveloperToken,
-			map[string]any{"manifest": manifestWithSlug(base + "-mx" + strconv.Itoa(k)), "publish": true},
-			http.StatusCreated, &kit); err != nil {
-			return err
-		}
-		var inst struct {
-			Installation idObj `json:"installation"`
-		}
-		if _, err := c.call(ctx, "POST", "/ops/v1/workspaces/"+f.WorkspaceID+"/installations", op,
-			map[string]any{"kitId": kit.KitID}, http.StatusCreated, &inst); err != nil {
-			return err
-		}
-		in.ID = inst.Installation.ID
-		if err := need("installation.id", in.ID); err != nil {
+		var err error
+		if in.ID, err = c.installKit(ctx, f, manifestWithSlug(base+"-mx"+strconv.Itoa(k))); err != nil {
 			return err
 		}
 		for _, ch := range in.Channels {
@@ -228,21 +213,7 @@ func (c *mixedClient) loop(ctx context.Context) {
 
 // sleepUntil waits until t; false when the run ends first.
 func (c *mixedClient) sleepUntil(ctx context.Context, t time.Time) bool {
-	if !t.Before(c.stopAt) {
-		return false
-	}
-	d := time.Until(t)
-	if d <= 0 {
-		return true
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return t.Before(c.stopAt) && loadgen.SleepUntil(ctx, t) == nil
 }
 
 func (c *mixedClient) send(req *fasthttp.Request, resp *fasthttp.Response, op mixedOp, probe bool) ratecheck.Call {

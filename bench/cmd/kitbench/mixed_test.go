@@ -17,8 +17,8 @@ import (
 func TestMixedScenarioJudgesLimits(t *testing.T) {
 	t.Setenv("KITBENCH_FAKE_KITD", "1")
 	for _, tc := range []struct {
-		name     string
-		fake     string
+		name string
+		fake string
 		// duration leaves a busy machine time for the burst, a 429, its
 		// Retry-After and the retry (2 s for the write bucket).
 		duration time.Duration
