@@ -104,7 +104,7 @@ func runEndToEnd(t *testing.T, trivial string) {
 	out := filepath.Join(t.TempDir(), "bench.json")
 	code, err := run(options{
 		kitd: os.Args[0], concurrency: 3, duration: 200 * time.Millisecond, warmup: 20 * time.Millisecond,
-		timeout: 5 * time.Second, conversations: 20, seed: 60, limit: 50, jsonPath: out, rounds: 2,
+		timeout: 5 * time.Second, conversations: 20, seed: 60, limit: 50, pageLimit: 25, jsonPath: out, rounds: 2,
 		settle: time.Second, trivial: trivial,
 	})
 	if err != nil || code != 0 {
@@ -118,7 +118,7 @@ func runEndToEnd(t *testing.T, trivial string) {
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}
-	names := []string{"post-1-conversation", "post-20-conversations", "get-history"}
+	names := []string{"post-1-conversation", "post-20-conversations", "get-history", "get-history-pages"}
 	if len(rep.Scenarios) != len(names) || rep.TotalErrors != 0 || rep.Concurrency != 3 || rep.Rounds != 2 || rep.Trivial != trivial {
 		t.Fatalf("report %s", data)
 	}
@@ -143,6 +143,38 @@ func runEndToEnd(t *testing.T, trivial string) {
 			if s.Kitd.Status["201"] != s.Kitd.Requests {
 				t.Errorf("%s: status %v", s.Name, s.Kitd.Status)
 			}
+		}
+	}
+}
+
+// TestRunOpenLoopWithFakeKitd: with -rate, each server gets exactly the
+// requests due at that rate in the measured window, and the report says
+// the rate.
+func TestRunOpenLoopWithFakeKitd(t *testing.T) {
+	t.Setenv("KITBENCH_FAKE_KITD", "1")
+	out := filepath.Join(t.TempDir(), "bench.json")
+	code, err := run(options{
+		kitd: os.Args[0], concurrency: 4, duration: 400 * time.Millisecond, warmup: 100 * time.Millisecond,
+		timeout: 5 * time.Second, conversations: 5, seed: 3, limit: 50, only: "post-5", jsonPath: out,
+		trivial: trivialInProcess, rate: 250,
+	})
+	if err != nil || code != 0 {
+		t.Fatalf("run: code %d, %v", code, err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rate != 250 || len(rep.Scenarios) != 1 {
+		t.Fatalf("report %s", data)
+	}
+	for _, st := range []*runStats{rep.Scenarios[0].Trivial, rep.Scenarios[0].Kitd} {
+		if st.Requests+st.Errors != 100 || st.RPS != 250 {
+			t.Errorf("%s: %d answers at %v req/s, want the 100 due at 250/s in 400 ms", st.Server, st.Requests+st.Errors, st.RPS)
 		}
 	}
 }
