@@ -22,14 +22,18 @@
 //
 // Each scenario first runs the identical request stream against a trivial
 // server in its own process (GET answers {"ok":true}; POST answers 201 with
-// a body as large as a real kitd answer), then against kitd. The report
-// gives req/s, p50, p99 for both and the ratios kitd÷trivial, which remain
-// comparable across machines where the absolute figures do not. Every
-// non-2xx answer is an error; any error makes kitbench exit 1.
+// a body as large as a real kitd answer), then against kitd. The report, a
+// Markdown table (and JSON with -json), gives req/s, p50, p99, p99.9 and
+// the non-2xx answers by code for both, and the ratios kitd÷trivial, which
+// remain comparable across machines where the absolute figures do not.
+// Every non-2xx answer is an error, except the mixed scenario's 429s, which
+// the limit checks judge; any error or limit violation makes kitbench
+// exit 1.
 //
 // Usage (from the module root; `make bench` does this):
 //
-//	go run ./bench/cmd/kitbench [-kitd bin/kitd] [-c 64] [-duration 10s] [-json out.json]
+//	go run ./bench/cmd/kitbench [-kitd bin/kitd] [-c 64] [-duration 10s] [-rate N/s] [-json out.json]
+//	go run ./bench/cmd/kitbench -soak [30m]
 package main
 
 import (

@@ -236,7 +236,7 @@ func (c *mixedClient) send(req *fasthttp.Request, resp *fasthttp.Response, op mi
 	}
 	c.run.calls = append(c.run.calls, call)
 	ok := call.Status >= 200 && call.Status < 300
-	c.live.Count(ok || call.Status == 429)
+	c.live.Count(ok || call.Status == 429) // a 429 is an answer this scenario expects
 	if ok && op.method == "POST" {
 		var m struct {
 			Message struct {
