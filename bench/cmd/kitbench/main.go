@@ -107,7 +107,7 @@ func main() {
 	flag.StringVar(&o.trivial, "trivial", trivialProcess, "where the trivial server runs: process (its own, as kitd) or in-process (inside kitbench, the method of figures before 2026-11-22)")
 	flag.StringVar(&o.kitdArgs, "kitd-args", "", "extra space-separated arguments for `kitd serve`")
 	flag.Var(rateFlag{&o.rate}, "rate", "open loop: requests due at this fixed rate (N or N/s) instead of closed loops; latency counts from each request's due time")
-	flag.IntVar(&o.pageLimit, "page-limit", 20, "page size of get-history-pages, which walks the read channel by cursor")
+	flag.IntVar(&o.pageLimit, "page-limit", 20, "page size of get-history-pages, which walks the read channel by cursor (0: no paging scenario)")
 	flag.IntVar(&o.mixed, "mixed", 20, "installations of the mixed scenario on a node with --limits spec (0: no mixed scenario)")
 	flag.IntVar(&o.mixedChannels, "mixed-channels", 10, "channels per installation in the mixed scenario")
 	flag.DurationVar(&o.soak, "soak", 0, "soak for this long (bare -soak: "+defaultSoak.String()+", at most "+maxSoak.String()+") instead of benchmarking: record kitd's RSS, goroutines, open files and Pebble size, fail if any grows without bound")
@@ -142,6 +142,12 @@ func run(o options) (int, error) {
 	}
 	if o.concurrency < 1 || o.duration <= 0 {
 		return 2, errors.New("-c must be >= 1 and -duration > 0")
+	}
+	if o.mixed < 0 || o.mixed > 0 && o.mixedChannels < 1 {
+		return 2, errors.New("-mixed must be >= 0, and -mixed-channels >= 1")
+	}
+	if o.pageLimit < 0 || o.pageLimit > 200 {
+		return 2, errors.New("-page-limit must be 0 (no paging scenario) to 200 (SPEC.md section 8)")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

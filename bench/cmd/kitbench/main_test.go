@@ -179,6 +179,27 @@ func TestRunOpenLoopWithFakeKitd(t *testing.T) {
 	}
 }
 
+func TestRunRefusesBadFlags(t *testing.T) {
+	base := options{concurrency: 1, duration: time.Second, mixed: 1, mixedChannels: 1, pageLimit: 20}
+	for _, tc := range []struct {
+		name string
+		bend func(*options)
+	}{
+		{"no connections", func(o *options) { o.concurrency = 0 }},
+		{"no duration", func(o *options) { o.duration = 0 }},
+		{"mixed installations without channels", func(o *options) { o.mixedChannels = 0 }},
+		{"negative mixed installations", func(o *options) { o.mixed = -1 }},
+		{"a page limit above SPEC.md's 200", func(o *options) { o.pageLimit = 201 }},
+		{"a negative page limit", func(o *options) { o.pageLimit = -1 }},
+	} {
+		o := base
+		tc.bend(&o)
+		if code, err := run(o); code != 2 || err == nil {
+			t.Errorf("%s: code %d, %v; want 2 and an error", tc.name, code, err)
+		}
+	}
+}
+
 func TestRunFailsLoudlyOnErrors(t *testing.T) {
 	t.Setenv("KITBENCH_FAKE_KITD", "1")
 	t.Setenv("KITBENCH_FAKE_FAIL", "get")
