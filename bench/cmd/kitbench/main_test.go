@@ -93,6 +93,23 @@ func fakeServe(args []string) int {
 	return 0
 }
 
+// runReport runs kitbench with o, its JSON report written to a temporary
+// file, and returns the report as read back (and its bytes, to show) with
+// run's outcome. A run that wrote no report fails the test.
+func runReport(t *testing.T, o options) (rep report, data []byte, code int, err error) {
+	t.Helper()
+	o.jsonPath = filepath.Join(t.TempDir(), "bench.json")
+	code, err = run(o)
+	data, rerr := os.ReadFile(o.jsonPath)
+	if rerr != nil {
+		t.Fatalf("run: code %d, %v; no report: %v", code, err, rerr)
+	}
+	if jerr := json.Unmarshal(data, &rep); jerr != nil {
+		t.Fatal(jerr)
+	}
+	return rep, data, code, err
+}
+
 func TestRunEndToEndWithFakeKitd(t *testing.T) {
 	t.Setenv("KITBENCH_FAKE_KITD", "1")
 	for _, mode := range []string{trivialProcess, trivialInProcess} {
@@ -101,22 +118,13 @@ func TestRunEndToEndWithFakeKitd(t *testing.T) {
 }
 
 func runEndToEnd(t *testing.T, trivial string) {
-	out := filepath.Join(t.TempDir(), "bench.json")
-	code, err := run(options{
+	rep, data, code, err := runReport(t, options{
 		kitd: os.Args[0], concurrency: 3, duration: 200 * time.Millisecond, warmup: 20 * time.Millisecond,
-		timeout: 5 * time.Second, conversations: 20, seed: 60, limit: 50, pageLimit: 25, jsonPath: out, rounds: 2,
+		timeout: 5 * time.Second, conversations: 20, seed: 60, limit: 50, pageLimit: 25, rounds: 2,
 		settle: time.Second, trivial: trivial,
 	})
 	if err != nil || code != 0 {
 		t.Fatalf("run: code %d, %v", code, err)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep report
-	if err := json.Unmarshal(data, &rep); err != nil {
-		t.Fatal(err)
 	}
 	names := []string{"post-1-conversation", "post-20-conversations", "get-history", "get-history-pages"}
 	if len(rep.Scenarios) != len(names) || rep.TotalErrors != 0 || rep.Concurrency != 3 || rep.Rounds != 2 || rep.Trivial != trivial {
@@ -152,22 +160,13 @@ func runEndToEnd(t *testing.T, trivial string) {
 // the rate.
 func TestRunOpenLoopWithFakeKitd(t *testing.T) {
 	t.Setenv("KITBENCH_FAKE_KITD", "1")
-	out := filepath.Join(t.TempDir(), "bench.json")
-	code, err := run(options{
+	rep, data, code, err := runReport(t, options{
 		kitd: os.Args[0], concurrency: 4, duration: 400 * time.Millisecond, warmup: 100 * time.Millisecond,
-		timeout: 5 * time.Second, conversations: 5, seed: 3, limit: 50, only: "post-5", jsonPath: out,
+		timeout: 5 * time.Second, conversations: 5, seed: 3, limit: 50, only: "post-5",
 		trivial: trivialInProcess, rate: 250,
 	})
 	if err != nil || code != 0 {
 		t.Fatalf("run: code %d, %v", code, err)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep report
-	if err := json.Unmarshal(data, &rep); err != nil {
-		t.Fatal(err)
 	}
 	if rep.Rate != 250 || len(rep.Scenarios) != 1 {
 		t.Fatalf("report %s", data)

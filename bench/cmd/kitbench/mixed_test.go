@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,24 +28,15 @@ func TestMixedScenarioJudgesLimits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			out := filepath.Join(t.TempDir(), "bench.json")
 			args := ""
 			if tc.fake != "" {
 				args = "--fake-limits " + tc.fake
 			}
-			code, err := run(options{
+			rep, data, code, err := runReport(t, options{
 				kitd: os.Args[0], concurrency: 2, duration: tc.duration, timeout: 5 * time.Second,
-				conversations: 2, seed: 1, limit: 50, only: "mixed", jsonPath: out, trivial: trivialInProcess,
+				conversations: 2, seed: 1, limit: 50, only: "mixed", trivial: trivialInProcess,
 				mixed: 3, mixedChannels: 10, kitdArgs: args,
 			})
-			data, rerr := os.ReadFile(out)
-			if rerr != nil {
-				t.Fatalf("run: code %d, %v; no report: %v", code, err, rerr)
-			}
-			var rep report
-			if err := json.Unmarshal(data, &rep); err != nil {
-				t.Fatal(err)
-			}
 			if len(rep.Scenarios) != 1 || rep.Scenarios[0].Limits == nil {
 				t.Fatalf("report %s", data)
 			}
