@@ -49,6 +49,7 @@ func TestUniformPercentiles(t *testing.T) {
 		{0.9, 90 * time.Millisecond},
 		{0.99, 99 * time.Millisecond},
 		{0.999, 99900 * time.Microsecond},
+		{0.999, 99900 * time.Microsecond},
 	} {
 		if got := h.Quantile(c.q); relErr(got, c.want) > 0.005 {
 			t.Errorf("q%.3f = %v, want %v ±0.5%%", c.q, got, c.want)

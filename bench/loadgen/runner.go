@@ -37,6 +37,9 @@ type Config struct {
 	// Timeout bounds one request (default 10 s); a request that exceeds it
 	// counts as an error.
 	Timeout time.Duration
+	// Live, when set, counts every answer as it arrives (warm-up included),
+	// for a progress line.
+	Live *Live
 }
 
 func (c *Config) defaults() {
@@ -115,24 +118,9 @@ type workerResult struct {
 // warmup) are counted. Cancelling ctx ends the run early; Run then reports
 // what it measured so far together with ctx's error.
 func Run(ctx context.Context, cfg Config, s Scenario) (*Result, error) {
-	cfg.defaults()
-	if cfg.Addr == "" {
-		return nil, errors.New("loadgen: empty address")
-	}
-	if s.Build == nil {
-		return nil, errors.New("loadgen: scenario without Build")
-	}
-	hc := &fasthttp.HostClient{
-		Addr:                      cfg.Addr,
-		Name:                      "kitbench",
-		MaxConns:                  cfg.Concurrency,
-		MaxConnWaitTimeout:        cfg.Timeout,
-		MaxIdemponentCallAttempts: 1, // a failure is an error, never retried
-		ReadTimeout:               cfg.Timeout,
-		WriteTimeout:              cfg.Timeout,
-		MaxIdleConnDuration:       time.Minute,
-		ReadBufferSize:            16 << 10,
-		MaxResponseBodySize:       64 << 20,
+	hc, err := newClient(&cfg, s)
+	if err != nil {
+		return nil, err
 	}
 	defer hc.CloseIdleConnections()
 
@@ -143,18 +131,53 @@ func Run(ctx context.Context, cfg Config, s Scenario) (*Result, error) {
 
 	results := make([]*workerResult, cfg.Concurrency)
 	var wg sync.WaitGroup
-	for w := 0; w < cfg.Concurrency; w++ {
-		wr := &workerResult{status: make(map[int]uint64)}
+	for w := range results {
+		wr := newWorkerResult()
 		results[w] = wr
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			worker(ctx, hc, cfg, s, &counter, measureFrom, stopAt, wr)
+			x := newExchange(hc, cfg, s)
+			defer x.release()
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				if !t0.Before(stopAt) {
+					return
+				}
+				x.do(counter.next(), wr, t0, !t0.Before(measureFrom), wallClock{})
+			}
 		}()
 	}
 	wg.Wait()
-	end := time.Now()
+	return collect(cfg, s, results, time.Now(), measureFrom, stopAt), ctx.Err()
+}
 
+// newClient applies cfg's defaults and returns the client of one run: one
+// connection per worker, no retries.
+func newClient(cfg *Config, s Scenario) (*fasthttp.HostClient, error) {
+	cfg.defaults()
+	if cfg.Addr == "" {
+		return nil, errors.New("loadgen: empty address")
+	}
+	if s.Build == nil {
+		return nil, errors.New("loadgen: scenario without Build")
+	}
+	return &fasthttp.HostClient{
+		Addr:                      cfg.Addr,
+		Name:                      "kitbench",
+		MaxConns:                  cfg.Concurrency,
+		MaxConnWaitTimeout:        cfg.Timeout,
+		MaxIdemponentCallAttempts: 1, // a failure is an error, never retried
+		ReadTimeout:               cfg.Timeout,
+		WriteTimeout:              cfg.Timeout,
+		MaxIdleConnDuration:       time.Minute,
+		ReadBufferSize:            16 << 10,
+		MaxResponseBodySize:       64 << 20,
+	}, nil
+}
+
+// collect merges the workers' results of a run that ended at end.
+func collect(cfg Config, s Scenario, results []*workerResult, end, measureFrom, stopAt time.Time) *Result {
 	res := &Result{
 		Scenario: s.Name,
 		Addr:     cfg.Addr,
@@ -183,57 +206,71 @@ func Run(ctx context.Context, cfg Config, s Scenario) (*Result, error) {
 	default:
 		res.Elapsed = cfg.Duration
 	}
-	return res, ctx.Err()
+	return res
 }
 
-func worker(ctx context.Context, hc *fasthttp.HostClient, cfg Config, s Scenario,
-	counter *sharedCounter, measureFrom, stopAt time.Time, wr *workerResult) {
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
+func newWorkerResult() *workerResult { return &workerResult{status: make(map[int]uint64)} }
 
-	for ctx.Err() == nil {
-		req.Reset()
-		resp.Reset()
-		s.Build(counter.next(), req)
-		req.Header.SetHost(cfg.Addr)
+// exchange is one worker's request and response, reused for every request.
+type exchange struct {
+	hc   *fasthttp.HostClient
+	cfg  Config
+	s    Scenario
+	req  *fasthttp.Request
+	resp *fasthttp.Response
+}
 
-		t0 := time.Now()
-		if !t0.Before(stopAt) {
-			return
+func newExchange(hc *fasthttp.HostClient, cfg Config, s Scenario) *exchange {
+	return &exchange{hc: hc, cfg: cfg, s: s, req: fasthttp.AcquireRequest(), resp: fasthttp.AcquireResponse()}
+}
+
+func (x *exchange) release() {
+	fasthttp.ReleaseRequest(x.req)
+	fasthttp.ReleaseResponse(x.resp)
+}
+
+// do sends request n and, when measured, records its outcome in wr with the
+// latency counted from since: the send time in a closed loop, the time the
+// request was due in an open one (so that time spent queued behind slow
+// answers counts, which a closed loop hides).
+func (x *exchange) do(n uint64, wr *workerResult, since time.Time, measured bool, clk Clock) {
+	req, resp := x.req, x.resp
+	req.Reset()
+	resp.Reset()
+	x.s.Build(n, req)
+	req.Header.SetHost(x.cfg.Addr)
+	err := x.hc.DoTimeout(req, resp, x.cfg.Timeout)
+	lat := clk.Now().Sub(since)
+	code := resp.StatusCode()
+	if err != nil {
+		code = 0
+	}
+	ok := err == nil && code >= 200 && code < 300
+	x.cfg.Live.Count(ok)
+	if !measured {
+		return
+	}
+	wr.status[code]++
+	if ok {
+		wr.ok++
+		wr.respBytes += uint64(len(resp.Body()))
+		wr.hist.Record(lat)
+		return
+	}
+	wr.errs++
+	if len(wr.samples) < maxSamples {
+		smp := Sample{
+			Method: string(req.Header.Method()),
+			URI:    string(req.RequestURI()),
+			Body:   truncate(string(req.Body()), 512),
+			Status: code,
 		}
-		err := hc.DoTimeout(req, resp, cfg.Timeout)
-		lat := time.Since(t0)
-		if t0.Before(measureFrom) {
-			continue
-		}
-		code := resp.StatusCode()
 		if err != nil {
-			code = 0
+			smp.Err = err.Error()
+		} else {
+			smp.Answer = truncate(string(resp.Body()), 1024)
 		}
-		wr.status[code]++
-		if err == nil && code >= 200 && code < 300 {
-			wr.ok++
-			wr.respBytes += uint64(len(resp.Body()))
-			wr.hist.Record(lat)
-			continue
-		}
-		wr.errs++
-		if len(wr.samples) < maxSamples {
-			smp := Sample{
-				Method: string(req.Header.Method()),
-				URI:    string(req.RequestURI()),
-				Body:   truncate(string(req.Body()), 512),
-				Status: code,
-			}
-			if err != nil {
-				smp.Err = err.Error()
-			} else {
-				smp.Answer = truncate(string(resp.Body()), 1024)
-			}
-			wr.samples = append(wr.samples, smp)
-		}
+		wr.samples = append(wr.samples, smp)
 	}
 }
 

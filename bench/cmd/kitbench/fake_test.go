@@ -3,11 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kitd/kitd/internal/limits"
 )
 
 // fakeKitd is an in-memory stand-in for the parts of kitd the bench uses:
@@ -27,9 +30,49 @@ type fakeKitd struct {
 	msgs      map[string][]map[string]any
 	kits      map[string]bool
 	manifest  map[string]any
-	failPath  string // answer 500 on the first call to this path prefix
-	failGets  bool   // answer 500 to history reads after the set-up
+	failPath  string    // answer 500 on the first call to this path prefix
+	failGets  bool      // answer 500 to history reads after the set-up
+	store     io.Writer // every message posted, as the data directory's growth
 	gets      int
+
+	// With --limits spec: each installation's read and write buckets, at
+	// the rates of SPEC.md section 8 unless a test bends them.
+	limited bool
+	read    limits.Rate
+	write   limits.Rate
+	buckets map[string]*limits.Bucket // "read/<installation>", "write/<installation>"
+	// shortRetry makes every Retry-After a second shorter than the wait
+	// (at least 1): a server bug the mixed scenario must catch.
+	shortRetry bool
+}
+
+// take spends a token of the installation's bucket of family, or answers
+// 429 with Retry-After and reports false.
+func (f *fakeKitd) take(w http.ResponseWriter, family, inst string) bool {
+	if !f.limited {
+		return true
+	}
+	r := f.read
+	if family == "write" {
+		r = f.write
+	}
+	b := f.buckets[family+"/"+inst]
+	if b == nil {
+		nb := limits.NewBucket(r, time.Now())
+		b = &nb
+		f.buckets[family+"/"+inst] = b
+	}
+	d := b.Take(r, time.Now())
+	if d.OK {
+		return true
+	}
+	ra := d.RetryAfter
+	if f.shortRetry {
+		ra = max(1, ra-1)
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(ra))
+	fail(w, 429, "rate_limited")
+	return false
 }
 
 func newFakeKitd(opToken string) *fakeKitd {
@@ -41,6 +84,9 @@ func newFakeKitd(opToken string) *fakeKitd {
 		convs:     map[string]bool{},
 		msgs:      map[string][]map[string]any{},
 		kits:      map[string]bool{},
+		buckets:   map[string]*limits.Bucket{},
+		read:      limits.Spec()[limits.Read],
+		write:     limits.Spec()[limits.Write],
 	}
 }
 
@@ -73,7 +119,7 @@ func (f *fakeKitd) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body map[string]any
-	if r.Method == "POST" && r.ContentLength != 0 {
+	if (r.Method == "POST" || r.Method == "PATCH") && r.ContentLength != 0 {
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 			fail(w, 400, "validation_error")
 			return
@@ -162,26 +208,61 @@ func (f *fakeKitd) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fail(w, 404, "not_found")
 			return
 		}
+		if !f.take(w, "write", inst) {
+			return
+		}
 		msg := map[string]any{"id": f.id(), "conversationId": conv, "author": map[string]any{"kind": "bot", "id": inst},
 			"text": str("text"), "createdAt": time.Now().UTC()}
 		f.msgs[conv] = append(f.msgs[conv], msg)
+		if f.store != nil {
+			fmt.Fprintf(f.store, "%s %s\n", conv, str("text"))
+		}
 		writeJSONResp(w, 201, map[string]any{"message": msg})
 	case r.Method == "GET" && len(seg) == 5 && seg[2] == "conversations" && seg[4] == "messages":
 		if f.bots[tok] == "" {
 			fail(w, 401, "invalid_token")
 			return
 		}
+		if !f.take(w, "read", f.bots[tok]) {
+			return
+		}
 		if f.gets++; f.failGets && f.gets > 1 {
 			fail(w, 500, "internal_error")
 			return
 		}
+		// The cursor is the number of newest messages skipped.
 		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		skip, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
 		all := f.msgs[seg[3]]
 		var page []map[string]any
-		for i := len(all) - 1; i >= 0 && len(page) < limit; i-- {
+		for i := len(all) - 1 - skip; i >= 0 && len(page) < limit; i-- {
 			page = append(page, all[i])
 		}
-		writeJSONResp(w, 200, map[string]any{"messages": page, "nextCursor": nil})
+		var next any
+		if skip+len(page) < len(all) {
+			next = strconv.Itoa(skip + len(page))
+		}
+		writeJSONResp(w, 200, map[string]any{"messages": page, "nextCursor": next})
+	case r.Method == "PATCH" && len(seg) == 4 && seg[2] == "messages":
+		inst := f.bots[tok]
+		if inst == "" {
+			fail(w, 401, "invalid_token")
+			return
+		}
+		if !f.take(w, "write", inst) {
+			return
+		}
+		writeJSONResp(w, 200, map[string]any{"message": map[string]any{"id": seg[3], "text": str("text")}})
+	case r.Method == "GET" && r.URL.Path == "/api/v1/conversations":
+		inst := f.bots[tok]
+		if inst == "" {
+			fail(w, 401, "invalid_token")
+			return
+		}
+		if !f.take(w, "read", inst) {
+			return
+		}
+		writeJSONResp(w, 200, map[string]any{"conversations": []any{}, "nextCursor": nil})
 	case r.URL.Path == "/healthz":
 		writeJSONResp(w, 200, map[string]any{"ok": true})
 	default:

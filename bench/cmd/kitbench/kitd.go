@@ -50,11 +50,14 @@ func buildKitd(ctx context.Context, dir string) (string, error) {
 	return out, nil
 }
 
-// startKitd runs `kitd serve` on a loopback port with no rate limits and a
+// startKitd runs `kitd serve --limits <limits>` on a loopback port with a
 // fresh data directory under workDir, and waits for its
 // "kitd listening on <addr>" line. Everything kitd prints goes to
 // workDir/kitd.log.
-func startKitd(ctx context.Context, bin, workDir string, extra []string) (*kitdProc, error) {
+func startKitd(ctx context.Context, bin, workDir, limits string, extra []string) (*kitdProc, error) {
+	if err := os.MkdirAll(workDir, 0o755); err != nil {
+		return nil, err
+	}
 	p := &kitdProc{
 		Token:   randomToken(),
 		DataDir: filepath.Join(workDir, "data"),
@@ -69,7 +72,7 @@ func startKitd(ctx context.Context, bin, workDir string, extra []string) (*kitdP
 	args := append([]string{"serve",
 		"--listen", "127.0.0.1:0",
 		"--data", p.DataDir,
-		"--limits", "off",
+		"--limits", limits,
 		"--operator-token", p.Token,
 	}, extra...)
 	p.cmd = exec.Command(bin, args...)

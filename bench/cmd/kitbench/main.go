@@ -4,24 +4,36 @@
 // It starts a fresh node (`kitd serve --limits off` on a loopback port with a
 // temporary data directory), creates a workspace, a published private Kit,
 // an installation, 1,000 channels with the Kit bot in each and a bot token
-// through the operator and developer APIs, then drives three scenarios with
-// a closed-loop load (one goroutine per connection):
+// through the operator and developer APIs, then drives these scenarios with
+// a closed-loop load (one goroutine per connection), or an open loop at a
+// fixed arrival rate with -rate:
 //
-//	post-1-conversation    POST /api/v1/messages, all into one channel
+//	post-1-conversation     POST /api/v1/messages, all into one channel
 //	post-1000-conversations POST /api/v1/messages, round-robin over the channels
-//	get-history            GET /api/v1/conversations/{id}/messages?limit=50
-//	                       on a channel seeded with 200 messages
+//	get-history             GET /api/v1/conversations/{id}/messages?limit=50
+//	                        on a channel seeded with 200 messages
+//	get-history-pages       every page of that channel at -page-limit, by cursor
+//	webhook-1000            incoming webhook posts over 1,000 webhooks (the storm)
+//	mixed-limits            Kit backends posting, editing and reading on a
+//	                        second node with the limits of SPEC.md section 8
+//	                        on; checks budgets and Retry-After
+//
+// -soak runs a bounded soak instead (bench/README.md).
 //
 // Each scenario first runs the identical request stream against a trivial
 // server in its own process (GET answers {"ok":true}; POST answers 201 with
-// a body as large as a real kitd answer), then against kitd. The report
-// gives req/s, p50, p99 for both and the ratios kitd÷trivial, which remain
-// comparable across machines where the absolute figures do not. Every
-// non-2xx answer is an error; any error makes kitbench exit 1.
+// a body as large as a real kitd answer), then against kitd. The report, a
+// Markdown table (and JSON with -json), gives req/s, p50, p99, p99.9 and
+// the non-2xx answers by code for both, and the ratios kitd÷trivial, which
+// remain comparable across machines where the absolute figures do not.
+// Every non-2xx answer is an error, except the mixed scenario's 429s, which
+// the limit checks judge; any error or limit violation makes kitbench
+// exit 1.
 //
 // Usage (from the module root; `make bench` does this):
 //
-//	go run ./bench/cmd/kitbench [-kitd bin/kitd] [-c 64] [-duration 10s] [-json out.json]
+//	go run ./bench/cmd/kitbench [-kitd bin/kitd] [-c 64] [-duration 10s] [-rate N/s] [-json out.json]
+//	go run ./bench/cmd/kitbench -soak [30m]
 package main
 
 import (
@@ -31,13 +43,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/kitd/kitd/bench/loadgen"
+	"github.com/kitd/kitd/bench/ratecheck"
 	"github.com/valyala/fasthttp"
 )
 
@@ -61,6 +73,13 @@ type options struct {
 	rounds        int
 	webhooks      int
 	trivial       string
+	rate          float64 // open-loop arrivals per second; 0: closed loops
+	pageLimit     int
+	mixed         int // installations of the mixed scenario; 0: none
+	mixedChannels int
+	soak          time.Duration
+	soakEvery     time.Duration
+	soakOut       string
 }
 
 func main() {
@@ -87,11 +106,18 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 15*time.Second, "before each trivial run, wait up to this long for kitd to go idle after its previous run (0: do not wait)")
 	flag.StringVar(&o.trivial, "trivial", trivialProcess, "where the trivial server runs: process (its own, as kitd) or in-process (inside kitbench, the method of figures before 2026-11-22)")
 	flag.StringVar(&o.kitdArgs, "kitd-args", "", "extra space-separated arguments for `kitd serve`")
+	flag.Var(rateFlag{&o.rate}, "rate", "open loop: requests due at this fixed rate (N or N/s) instead of closed loops; latency counts from each request's due time")
+	flag.IntVar(&o.pageLimit, "page-limit", 20, "page size of get-history-pages, which walks the read channel by cursor (0: no paging scenario)")
+	flag.IntVar(&o.mixed, "mixed", 20, "installations of the mixed scenario on a node with --limits spec (0: no mixed scenario)")
+	flag.IntVar(&o.mixedChannels, "mixed-channels", 10, "channels per installation in the mixed scenario")
+	flag.DurationVar(&o.soak, "soak", 0, "soak for this long (bare -soak: "+defaultSoak.String()+", at most "+maxSoak.String()+") instead of benchmarking: record kitd's RSS, goroutines, open files and Pebble size, fail if any grows without bound")
+	flag.DurationVar(&o.soakEvery, "soak-every", 5*time.Second, "soak: time between samples")
+	flag.StringVar(&o.soakOut, "soak-out", "soak", "soak: write the samples to this path plus .csv and .json")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: kitbench [flags]\n\nLoad kitd and a trivial fasthttp server with the same requests; report req/s, p50, p99 and kitd÷trivial ratios.\n\n")
 		flag.PrintDefaults()
 	}
-	flag.Parse()
+	flag.CommandLine.Parse(soakArgs(os.Args[1:]))
 	if flag.NArg() > 0 {
 		flag.Usage()
 		os.Exit(2)
@@ -117,8 +143,17 @@ func run(o options) (int, error) {
 	if o.concurrency < 1 || o.duration <= 0 {
 		return 2, errors.New("-c must be >= 1 and -duration > 0")
 	}
+	if o.mixed < 0 || o.mixed > 0 && o.mixedChannels < 1 {
+		return 2, errors.New("-mixed must be >= 0, and -mixed-channels >= 1")
+	}
+	if o.pageLimit < 0 || o.pageLimit > 200 {
+		return 2, errors.New("-page-limit must be 0 (no paging scenario) to 200 (SPEC.md section 8)")
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.soak > 0 {
+		return runSoak(ctx, o)
+	}
 
 	rep := &report{
 		StartedAt:   time.Now().UTC(),
@@ -126,72 +161,27 @@ func run(o options) (int, error) {
 		DurationSec: o.duration.Seconds(),
 		WarmupSec:   o.warmup.Seconds(),
 		Rounds:      o.rounds,
+		Rate:        o.rate,
 		Machine:     machineInfo(),
 		Trivial:     o.trivial,
 	}
 
-	// The node under test.
-	addr, token := o.addr, o.operatorToken
-	var node *kitdProc
-	if addr == "" {
-		work, err := os.MkdirTemp("", "kitbench-")
-		if err != nil {
-			return 1, err
-		}
-		defer func() {
-			if o.keep {
-				logf("kept %s", work)
-				return
-			}
-			os.RemoveAll(work)
-		}()
-		bin := o.kitd
-		if _, err := os.Stat(bin); err != nil {
-			logf("%s not found; building ./cmd/kitd", bin)
-			if bin, err = buildKitd(ctx, work); err != nil {
-				return 1, err
-			}
-		}
-		if abs, err := filepath.Abs(bin); err == nil {
-			bin = abs
-		}
-		node, err = startKitd(ctx, bin, work, strings.Fields(o.kitdArgs))
-		if err != nil {
-			return 1, err
-		}
-		defer func() {
-			if err := node.stop(15 * time.Second); err != nil {
-				logf("kitd exit: %v (log: %s)", err, node.LogPath)
-			}
-		}()
-		addr, token = node.Addr, node.Token
-		rep.Kitd = bin
-		logf("kitd listening on %s (data %s, log %s)", addr, node.DataDir, node.LogPath)
-	} else {
-		if token == "" {
-			return 2, errors.New("-addr needs -operator-token")
-		}
-		rep.Kitd = "running node at " + addr
+	nodes := &nodeSet{o: o}
+	defer nodes.close()
+	node, err := nodes.start(ctx, "off", nil)
+	if err != nil {
+		return 1, err
 	}
+	rep.Kitd = node.label
 
-	slug := ""
-	if node == nil { // a node that may have run the bench before
-		slug = "bench-kit-" + randomToken()[:8]
-	}
 	t0 := time.Now()
-	fx, err := setup(ctx, setupConfig{
-		Slug:          slug,
-		BaseURL:       "http://" + addr,
-		OperatorToken: token,
+	fx, err := node.setup(ctx, setupConfig{
 		Conversations: o.conversations,
 		Seed:          o.seed,
 		Webhooks:      o.webhooks,
-		Progress:      func(f string, a ...any) { logf("setup: "+f, a...) },
+		PageLimit:     o.pageLimit,
 	})
 	if err != nil {
-		if node != nil {
-			logf("kitd output (tail):\n%s", tail(node.LogPath, 30))
-		}
 		return 1, fmt.Errorf("setup: %w", err)
 	}
 	logf("setup done in %v", time.Since(t0).Round(time.Millisecond))
@@ -201,6 +191,7 @@ func run(o options) (int, error) {
 		"postAnswerBytes":   len(fx.SamplePost),
 		"historyPageBytes":  len(fx.SampleGet),
 		"historyPageLimit":  o.limit,
+		"historyPages":      len(fx.HistoryPages),
 		"trivialGetMatched": o.matchGet,
 	}
 
@@ -214,80 +205,28 @@ func run(o options) (int, error) {
 	}
 	defer triv.Close()
 
-	slice := o.duration / time.Duration(o.rounds)
-	scenarios, err := selectScenarios(buildScenarios(fx, o.limit), o.only)
+	scenarios, err := selectScenarios(buildScenarios(fx, o), o.only)
 	if err != nil {
 		return 2, err
 	}
 	for _, sd := range scenarios {
-		sr := &scenarioReport{Name: sd.sc.Name, Description: sd.desc}
+		var sr *scenarioReport
+		if sd.mixed {
+			sr, err = runMixedScenario(ctx, o, nodes, triv, sd)
+		} else {
+			sr, err = runScenario(ctx, o, node, triv, sd)
+		}
+		if err != nil {
+			return 1, err
+		}
+		if sr == nil {
+			continue
+		}
 		rep.Scenarios = append(rep.Scenarios, sr)
-		kitdPid := 0
-		if node != nil {
-			kitdPid = node.cmd.Process.Pid
-		}
-		targets := []struct {
-			server, addr string
-			pid          int // 0: its CPU time is not measured
-		}{{"trivial", triv.Addr, triv.Pid}, {"kitd", addr, kitdPid}}
-		merged := make([]*loadgen.Result, len(targets))
-		// cpu is each server's CPU time over the measured windows, while
-		// every window could be measured.
-		cpu := make([]time.Duration, len(targets))
-		cpuOK := []bool{true, true}
-		for round := 0; round < o.rounds; round++ {
-			warmup := o.warmup
-			if round > 0 {
-				warmup = min(o.warmup, 200*time.Millisecond)
-			}
-			for ti, target := range targets {
-				if node != nil && !node.alive() {
-					return 1, fmt.Errorf("kitd exited (%v); its output:\n%s", node.waitErr, tail(node.LogPath, 40))
-				}
-				// kitd idles while the trivial server runs; only the trivial run
-				// can be disturbed by kitd's leftover work (flushes, compactions).
-				if node != nil && o.settle > 0 && target.server == "trivial" {
-					if waited := settle(ctx, node.cmd.Process.Pid, o.settle); waited >= o.settle {
-						logf("kitd still busy after %v; measuring anyway", o.settle)
-					}
-				}
-				roundNote := ""
-				if o.rounds > 1 {
-					roundNote = fmt.Sprintf(" (round %d/%d)", round+1, o.rounds)
-				}
-				logf("%s on %s%s: %d connections, %v + %v warm-up", sd.sc.Name, target.server, roundNote,
-					o.concurrency, slice, warmup)
-				window := measureCPU(ctx, target.pid, warmup, slice)
-				res, err := loadgen.Run(ctx, loadgen.Config{
-					Addr:        target.addr,
-					Concurrency: o.concurrency,
-					Duration:    slice,
-					Warmup:      warmup,
-					Timeout:     o.timeout,
-				}, sd.sc)
-				if err != nil {
-					return 1, err
-				}
-				used, ok := window.result()
-				cpu[ti] += used
-				cpuOK[ti] = cpuOK[ti] && ok
-				st := statsOf(target.server, res)
-				logf("  %.0f req/s, p50 %s, p99 %s, %d errors", st.RPS, fmtDur(st.P50Ms), fmtDur(st.P99Ms), st.Errors)
-				if merged[ti] == nil {
-					merged[ti] = res
-				} else {
-					merged[ti].Add(res)
-				}
-			}
-		}
-		sr.Trivial, sr.Kitd = statsOf("trivial", merged[0]), statsOf("kitd", merged[1])
-		for i, st := range []*runStats{sr.Trivial, sr.Kitd} {
-			if cpuOK[i] && st.Requests > 0 {
-				st.CPUMicrosPerRequest = float64(cpu[i]) / float64(time.Microsecond) / float64(st.Requests)
-			}
-		}
 		rep.TotalErrors += sr.Trivial.Errors + sr.Kitd.Errors
-		sr.computeRatios()
+		if sr.Limits != nil {
+			rep.LimitViolations += sr.Limits.ViolationsN
+		}
 	}
 
 	printTable(os.Stdout, rep)
@@ -297,19 +236,165 @@ func run(o options) (int, error) {
 		}
 		logf("wrote %s", o.jsonPath)
 	}
-	if rep.TotalErrors > 0 {
-		if node != nil {
-			logf("kitd log: %s (pass -keep to keep it)", node.LogPath)
+	if rep.TotalErrors > 0 || rep.LimitViolations > 0 {
+		for _, n := range nodes.started {
+			logf("kitd log: %s (pass -keep to keep it)", n.proc.LogPath)
 		}
+	}
+	if rep.TotalErrors > 0 {
 		return 1, fmt.Errorf("%d requests failed; see the report above", rep.TotalErrors)
 	}
+	if rep.LimitViolations > 0 {
+		return 1, fmt.Errorf("%d violations of the rate limits of SPEC.md section 8; see the report above", rep.LimitViolations)
+	}
 	return 0, nil
+}
+
+// target is one server a scenario runs against.
+type target struct {
+	server, addr string
+	pid          int // 0: its CPU time is not measured
+}
+
+// runScenario runs one scenario against the trivial server and kitd in
+// alternating rounds and merges each server's rounds.
+func runScenario(ctx context.Context, o options, node *benchNode, triv *trivialServer, sd scenarioDef) (*scenarioReport, error) {
+	sr := &scenarioReport{Name: sd.sc.Name, Description: sd.desc}
+	targets := []target{{"trivial", triv.Addr, triv.Pid}, {"kitd", node.addr, node.pid()}}
+	merged := make([]*loadgen.Result, len(targets))
+	// cpu is each server's CPU time over the measured windows, while
+	// every window could be measured.
+	cpu := make([]time.Duration, len(targets))
+	cpuOK := []bool{true, true}
+	slice := o.duration / time.Duration(o.rounds)
+	for round := 0; round < o.rounds; round++ {
+		warmup := o.warmup
+		if round > 0 {
+			warmup = min(o.warmup, 200*time.Millisecond)
+		}
+		for ti, tg := range targets {
+			if err := node.check(); err != nil {
+				return nil, err
+			}
+			// kitd idles while the trivial server runs; only the trivial run
+			// can be disturbed by kitd's leftover work (flushes, compactions).
+			if tg.server == "trivial" {
+				node.settle(ctx)
+			}
+			roundNote := ""
+			if o.rounds > 1 {
+				roundNote = fmt.Sprintf(" (round %d/%d)", round+1, o.rounds)
+			}
+			load := fmt.Sprintf("%d connections", o.concurrency)
+			if o.rate > 0 {
+				load = fmt.Sprintf("%.0f requests/s over %d connections", o.rate, o.concurrency)
+			}
+			logf("%s on %s%s: %s, %v + %v warm-up", sd.sc.Name, tg.server, roundNote, load, slice, warmup)
+			window := measureCPU(ctx, tg.pid, warmup, slice)
+			var live loadgen.Live
+			cfg := loadgen.Config{
+				Addr:        tg.addr,
+				Concurrency: o.concurrency,
+				Duration:    slice,
+				Warmup:      warmup,
+				Timeout:     o.timeout,
+				Live:        &live,
+			}
+			prog := startProgress(os.Stderr, sd.sc.Name+" on "+tg.server, &live, warmup+slice)
+			var res *loadgen.Result
+			var err error
+			if o.rate > 0 {
+				res, err = loadgen.RunOpen(ctx, cfg, o.rate, sd.sc)
+			} else {
+				res, err = loadgen.Run(ctx, cfg, sd.sc)
+			}
+			prog.Stop()
+			if err != nil {
+				return nil, err
+			}
+			used, ok := window.result()
+			cpu[ti] += used
+			cpuOK[ti] = cpuOK[ti] && ok
+			st := statsOf(tg.server, res)
+			logf("  %.0f req/s, p50 %s, p99 %s, p99.9 %s, %d errors", st.RPS, fmtDur(st.P50Ms), fmtDur(st.P99Ms), fmtDur(st.P999Ms), st.Errors)
+			if merged[ti] == nil {
+				merged[ti] = res
+			} else {
+				merged[ti].Add(res)
+			}
+		}
+	}
+	sr.Trivial, sr.Kitd = statsOf("trivial", merged[0]), statsOf("kitd", merged[1])
+	for i, st := range []*runStats{sr.Trivial, sr.Kitd} {
+		if cpuOK[i] && st.Requests > 0 {
+			st.CPUMicrosPerRequest = float64(cpu[i]) / float64(time.Microsecond) / float64(st.Requests)
+		}
+	}
+	sr.computeRatios()
+	return sr, nil
+}
+
+// runMixedScenario starts a second node with the limits of SPEC.md on,
+// sets up its installations, runs the mixed backends against the trivial
+// server and then against it, and judges kitd's history. It returns nil
+// (and says so) when it cannot start a node of its own (-addr).
+func runMixedScenario(ctx context.Context, o options, nodes *nodeSet, triv *trivialServer, sd scenarioDef) (*scenarioReport, error) {
+	if o.addr != "" {
+		logf("%s skipped: it needs a node of its own with --limits spec, and -addr gives a running one", sd.sc.Name)
+		return nil, nil
+	}
+	node, err := nodes.start(ctx, "spec", nil)
+	if err != nil {
+		return nil, err
+	}
+	fx, err := node.setup(ctx, setupConfig{Conversations: o.mixed * o.mixedChannels})
+	if err != nil {
+		return nil, fmt.Errorf("setup of %s: %w", sd.sc.Name, err)
+	}
+	installs, err := setupMixed(ctx, node.client, fx, o.mixed, o.mixedChannels)
+	if err != nil {
+		return nil, fmt.Errorf("setup of %s: %w", sd.sc.Name, err)
+	}
+	sr := &scenarioReport{Name: sd.sc.Name, Description: sd.desc}
+	var kitdCalls []ratecheck.Call
+	for _, tg := range []target{{"trivial", triv.Addr, triv.Pid}, {"kitd", node.addr, node.pid()}} {
+		if err := node.check(); err != nil {
+			return nil, err
+		}
+		logf("%s on %s: %d installations, one sequential client each, %v + %v warm-up", sd.sc.Name, tg.server,
+			len(installs), o.duration, o.warmup)
+		window := measureCPU(ctx, tg.pid, o.warmup, o.duration)
+		var live loadgen.Live
+		prog := startProgress(os.Stderr, sd.sc.Name+" on "+tg.server, &live, o.warmup+o.duration)
+		mr := runMixed(ctx, tg.addr, installs, o.warmup, o.duration, o.timeout, &live)
+		prog.Stop()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		st := statsOf(tg.server, mr.res)
+		if used, ok := window.result(); ok && st.Requests > 0 {
+			st.CPUMicrosPerRequest = float64(used) / float64(time.Microsecond) / float64(st.Requests)
+		}
+		logf("  %.0f req/s, p50 %s, p99 %s, p99.9 %s, %d errors, %d refused (429)", st.RPS, fmtDur(st.P50Ms),
+			fmtDur(st.P99Ms), fmtDur(st.P999Ms), st.Errors, mr.res.Status[429])
+		if tg.server == "trivial" {
+			sr.Trivial = st
+		} else {
+			sr.Kitd, kitdCalls = st, mr.calls
+		}
+	}
+	sr.computeRatios()
+	sr.Limits = checkLimits(kitdCalls, len(installs))
+	return sr, nil
 }
 
 // scenarioDef is a scenario with its description for the report.
 type scenarioDef struct {
 	sc   loadgen.Scenario
 	desc string
+	// mixed marks the mixed scenario, which runs its own clients on a
+	// node of its own (sc.Build is unused).
+	mixed bool
 }
 
 // postScenario posts "bench message <n>" as the Kit bot, into convs[n % len].
@@ -331,22 +416,32 @@ func postScenario(name, botToken string, convs []string) loadgen.Scenario {
 	}}
 }
 
-func buildScenarios(fx *fixture, limit int) []scenarioDef {
+func buildScenarios(fx *fixture, o options) []scenarioDef {
 	auth := "Bearer " + fx.BotToken
-	getURI := "/api/v1/conversations/" + fx.ReadConversation + "/messages?limit=" + strconv.Itoa(limit)
+	getURI := "/api/v1/conversations/" + fx.ReadConversation + "/messages?limit=" + strconv.Itoa(o.limit)
 	defs := []scenarioDef{
-		{postScenario("post-1-conversation", fx.BotToken, fx.Conversations[:1]),
-			"POST /api/v1/messages as the Kit bot, every message into one channel"},
-		{postScenario(fmt.Sprintf("post-%d-conversations", len(fx.Conversations)), fx.BotToken, fx.Conversations),
-			fmt.Sprintf("POST /api/v1/messages as the Kit bot, round-robin over %d channels", len(fx.Conversations))},
-		{loadgen.Scenario{Name: "get-history", Build: func(n uint64, req *fasthttp.Request) {
+		{sc: postScenario("post-1-conversation", fx.BotToken, fx.Conversations[:1]),
+			desc: "POST /api/v1/messages as the Kit bot, every message into one channel"},
+		{sc: postScenario(fmt.Sprintf("post-%d-conversations", len(fx.Conversations)), fx.BotToken, fx.Conversations),
+			desc: fmt.Sprintf("POST /api/v1/messages as the Kit bot, round-robin over %d channels", len(fx.Conversations))},
+		{sc: loadgen.Scenario{Name: "get-history", Build: func(n uint64, req *fasthttp.Request) {
 			req.SetRequestURI(getURI)
 			req.Header.Set("Authorization", auth)
-		}}, fmt.Sprintf("GET /api/v1/conversations/{id}/messages?limit=%d on a channel of seeded messages", limit)},
+		}}, desc: fmt.Sprintf("GET /api/v1/conversations/{id}/messages?limit=%d on a channel of seeded messages", o.limit)},
+	}
+	if pages := fx.HistoryPages; len(pages) > 0 {
+		defs = append(defs, scenarioDef{sc: loadgen.Scenario{Name: "get-history-pages", Build: func(n uint64, req *fasthttp.Request) {
+			req.SetRequestURI(pages[n%uint64(len(pages))])
+			req.Header.Set("Authorization", auth)
+		}}, desc: fmt.Sprintf("the %d pages of that channel at limit=%d, round-robin, each with the cursor the page before gave", len(pages), o.pageLimit)})
 	}
 	if n := len(fx.HookPaths); n > 0 {
-		defs = append(defs, scenarioDef{webhookScenario(fmt.Sprintf("webhook-%d", n), fx.HookPaths),
-			fmt.Sprintf("POST {hooks_url}/v1/{installationId}/{webhookId}/{secret}, round-robin over %d webhooks", n)})
+		defs = append(defs, scenarioDef{sc: webhookScenario(fmt.Sprintf("webhook-%d", n), fx.HookPaths),
+			desc: fmt.Sprintf("webhook storm: POST {hooks_url}/v1/{installationId}/{webhookId}/{secret}, round-robin over %d webhooks", n)})
+	}
+	if o.mixed > 0 {
+		defs = append(defs, scenarioDef{sc: loadgen.Scenario{Name: "mixed-limits"}, mixed: true,
+			desc: fmt.Sprintf("limits ON (--limits spec, second node): %d Kit backends, one sequential client each, cycle post / read history / edit / list over %d channels each, honouring Retry-After", o.mixed, o.mixedChannels)})
 	}
 	return defs
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	_ "net/http/pprof" // the fake kitd's --pprof, as kitd's
 	"os"
 	"os/exec"
 	"os/signal"
@@ -41,11 +42,13 @@ func fakeServe(args []string) int {
 	data := fs.String("data", "./data", "")
 	limits := fs.String("limits", "spec", "")
 	token := fs.String("operator-token", "", "")
+	pprofAddr := fs.String("pprof", "", "")
+	fakeLimits := fs.String("fake-limits", "", "with --limits spec: short-retry-after or generous, a server bug to show")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
-	if *limits != "off" || *token == "" {
-		fmt.Fprintln(os.Stderr, "fake kitd: want --limits off and --operator-token")
+	if (*limits != "off" && *limits != "spec") || *token == "" {
+		fmt.Fprintln(os.Stderr, "fake kitd: want --limits off or spec, and --operator-token")
 		return 2
 	}
 	if err := os.MkdirAll(*data, 0o755); err != nil {
@@ -56,9 +59,28 @@ func fakeServe(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if *pprofAddr != "" { // as kitd: net/http/pprof on the default mux
+		go func() { _ = http.ListenAndServe(*pprofAddr, nil) }()
+	}
 	fk := newFakeKitd(*token)
+	store, err := os.Create(filepath.Join(*data, "messages.log"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer store.Close()
+	fk.store = store
 	if os.Getenv("KITBENCH_FAKE_FAIL") == "get" {
 		fk.failGets = true
+	}
+	if *limits == "spec" {
+		fk.limited = true
+		switch *fakeLimits {
+		case "short-retry-after":
+			fk.shortRetry = true
+		case "generous":
+			fk.write.Capacity = 60 // 10 writes beyond SPEC.md's burst
+		}
 	}
 	srv := &http.Server{Handler: fk}
 	go func() { _ = srv.Serve(ln) }()
@@ -71,6 +93,23 @@ func fakeServe(args []string) int {
 	return 0
 }
 
+// runReport runs kitbench with o, its JSON report written to a temporary
+// file, and returns the report as read back (and its bytes, to show) with
+// run's outcome. A run that wrote no report fails the test.
+func runReport(t *testing.T, o options) (rep report, data []byte, code int, err error) {
+	t.Helper()
+	o.jsonPath = filepath.Join(t.TempDir(), "bench.json")
+	code, err = run(o)
+	data, rerr := os.ReadFile(o.jsonPath)
+	if rerr != nil {
+		t.Fatalf("run: code %d, %v; no report: %v", code, err, rerr)
+	}
+	if jerr := json.Unmarshal(data, &rep); jerr != nil {
+		t.Fatal(jerr)
+	}
+	return rep, data, code, err
+}
+
 func TestRunEndToEndWithFakeKitd(t *testing.T) {
 	t.Setenv("KITBENCH_FAKE_KITD", "1")
 	for _, mode := range []string{trivialProcess, trivialInProcess} {
@@ -79,24 +118,15 @@ func TestRunEndToEndWithFakeKitd(t *testing.T) {
 }
 
 func runEndToEnd(t *testing.T, trivial string) {
-	out := filepath.Join(t.TempDir(), "bench.json")
-	code, err := run(options{
+	rep, data, code, err := runReport(t, options{
 		kitd: os.Args[0], concurrency: 3, duration: 200 * time.Millisecond, warmup: 20 * time.Millisecond,
-		timeout: 5 * time.Second, conversations: 20, seed: 60, limit: 50, jsonPath: out, rounds: 2,
+		timeout: 5 * time.Second, conversations: 20, seed: 60, limit: 50, pageLimit: 25, rounds: 2,
 		settle: time.Second, trivial: trivial,
 	})
 	if err != nil || code != 0 {
 		t.Fatalf("run: code %d, %v", code, err)
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep report
-	if err := json.Unmarshal(data, &rep); err != nil {
-		t.Fatal(err)
-	}
-	names := []string{"post-1-conversation", "post-20-conversations", "get-history"}
+	names := []string{"post-1-conversation", "post-20-conversations", "get-history", "get-history-pages"}
 	if len(rep.Scenarios) != len(names) || rep.TotalErrors != 0 || rep.Concurrency != 3 || rep.Rounds != 2 || rep.Trivial != trivial {
 		t.Fatalf("report %s", data)
 	}
@@ -121,6 +151,50 @@ func runEndToEnd(t *testing.T, trivial string) {
 			if s.Kitd.Status["201"] != s.Kitd.Requests {
 				t.Errorf("%s: status %v", s.Name, s.Kitd.Status)
 			}
+		}
+	}
+}
+
+// TestRunOpenLoopWithFakeKitd: with -rate, each server gets exactly the
+// requests due at that rate in the measured window, and the report says
+// the rate.
+func TestRunOpenLoopWithFakeKitd(t *testing.T) {
+	t.Setenv("KITBENCH_FAKE_KITD", "1")
+	rep, data, code, err := runReport(t, options{
+		kitd: os.Args[0], concurrency: 4, duration: 400 * time.Millisecond, warmup: 100 * time.Millisecond,
+		timeout: 5 * time.Second, conversations: 5, seed: 3, limit: 50, only: "post-5",
+		trivial: trivialInProcess, rate: 250,
+	})
+	if err != nil || code != 0 {
+		t.Fatalf("run: code %d, %v", code, err)
+	}
+	if rep.Rate != 250 || len(rep.Scenarios) != 1 {
+		t.Fatalf("report %s", data)
+	}
+	for _, st := range []*runStats{rep.Scenarios[0].Trivial, rep.Scenarios[0].Kitd} {
+		if st.Requests+st.Errors != 100 || st.RPS != 250 {
+			t.Errorf("%s: %d answers at %v req/s, want the 100 due at 250/s in 400 ms", st.Server, st.Requests+st.Errors, st.RPS)
+		}
+	}
+}
+
+func TestRunRefusesBadFlags(t *testing.T) {
+	base := options{concurrency: 1, duration: time.Second, mixed: 1, mixedChannels: 1, pageLimit: 20}
+	for _, tc := range []struct {
+		name string
+		bend func(*options)
+	}{
+		{"no connections", func(o *options) { o.concurrency = 0 }},
+		{"no duration", func(o *options) { o.duration = 0 }},
+		{"mixed installations without channels", func(o *options) { o.mixedChannels = 0 }},
+		{"negative mixed installations", func(o *options) { o.mixed = -1 }},
+		{"a page limit above SPEC.md's 200", func(o *options) { o.pageLimit = 201 }},
+		{"a negative page limit", func(o *options) { o.pageLimit = -1 }},
+	} {
+		o := base
+		tc.bend(&o)
+		if code, err := run(o); code != 2 || err == nil {
+			t.Errorf("%s: code %d, %v; want 2 and an error", tc.name, code, err)
 		}
 	}
 }
@@ -171,7 +245,7 @@ func TestTrivialServerProcess(t *testing.T) {
 }
 
 func TestSelectScenarios(t *testing.T) {
-	all := buildScenarios(&fixture{BotToken: "b", Conversations: []string{"a", "b"}, ReadConversation: "r"}, 50)
+	all := buildScenarios(&fixture{BotToken: "b", Conversations: []string{"a", "b"}, ReadConversation: "r"}, options{limit: 50})
 	got, err := selectScenarios(all, "get-history, post-2")
 	if err != nil || len(got) != 2 || got[0].sc.Name != "get-history" || got[1].sc.Name != "post-2-conversations" {
 		t.Fatalf("%v %v", got, err)

@@ -16,19 +16,24 @@ import (
 
 // runStats is one server's figures for one scenario.
 type runStats struct {
-	Server     string            `json:"server"`
-	Addr       string            `json:"addr"`
-	Requests   uint64            `json:"requests"`
-	Errors     uint64            `json:"errors"`
-	Status     map[string]uint64 `json:"status"`
-	RPS        float64           `json:"rps"`
-	P50Ms      float64           `json:"p50Ms"`
-	P90Ms      float64           `json:"p90Ms"`
-	P99Ms      float64           `json:"p99Ms"`
-	MaxMs      float64           `json:"maxMs"`
-	MeanMs     float64           `json:"meanMs"`
-	RespBytes  float64           `json:"meanResponseBytes"`
-	ElapsedSec float64           `json:"elapsedSeconds"`
+	Server   string            `json:"server"`
+	Addr     string            `json:"addr"`
+	Requests uint64            `json:"requests"`
+	Errors   uint64            `json:"errors"`
+	Status   map[string]uint64 `json:"status"`
+	// ErrorsByCode counts the answers that were not 2xx by status
+	// ("transport": no answer). In the mixed scenario a 429 is an expected
+	// answer, judged by the limit checks instead (scenarioReport.Limits).
+	ErrorsByCode map[string]uint64 `json:"errorsByCode,omitempty"`
+	RPS          float64           `json:"rps"`
+	P50Ms        float64           `json:"p50Ms"`
+	P90Ms        float64           `json:"p90Ms"`
+	P99Ms        float64           `json:"p99Ms"`
+	P999Ms       float64           `json:"p999Ms"`
+	MaxMs        float64           `json:"maxMs"`
+	MeanMs       float64           `json:"meanMs"`
+	RespBytes    float64           `json:"meanResponseBytes"`
+	ElapsedSec   float64           `json:"elapsedSeconds"`
 	// CPUMicrosPerRequest is the server process's CPU time (user and
 	// system, from /proc) over the measured windows per request served; 0
 	// when it could not be measured (no /proc, or a trivial server inside
@@ -50,6 +55,7 @@ func statsOf(server string, r *loadgen.Result) *runStats {
 		P50Ms:       ms(r.Latency.Quantile(0.50)),
 		P90Ms:       ms(r.Latency.Quantile(0.90)),
 		P99Ms:       ms(r.Latency.Quantile(0.99)),
+		P999Ms:      ms(r.Latency.Quantile(0.999)),
 		MaxMs:       ms(r.Latency.Max()),
 		MeanMs:      ms(r.Latency.Mean()),
 		RespBytes:   r.MeanRespBytes(),
@@ -62,6 +68,12 @@ func statsOf(server string, r *loadgen.Result) *runStats {
 			key = "transport"
 		}
 		st.Status[key] = n
+		if code < 200 || code > 299 {
+			if st.ErrorsByCode == nil {
+				st.ErrorsByCode = map[string]uint64{}
+			}
+			st.ErrorsByCode[key] = n
+		}
 	}
 	return st
 }
@@ -71,6 +83,8 @@ type ratios struct {
 	RPS float64 `json:"rps"` // kitd req/s ÷ trivial req/s
 	P50 float64 `json:"p50"` // kitd p50 ÷ trivial p50
 	P99 float64 `json:"p99"` // kitd p99 ÷ trivial p99
+	// P999 is kitd p99.9 ÷ trivial p99.9.
+	P999 float64 `json:"p999"`
 	// CPU is trivial CPU per request ÷ kitd CPU per request (0 when either
 	// is unknown): like RPS, the share of the trivial handler's efficiency
 	// that kitd reaches.
@@ -83,20 +97,26 @@ type scenarioReport struct {
 	Trivial     *runStats `json:"trivial"`
 	Kitd        *runStats `json:"kitd"`
 	Ratio       ratios    `json:"ratio"`
+	// Limits holds the rate-limit checks of a scenario run with limits on.
+	Limits *limitsReport `json:"limits,omitempty"`
 }
 
 type report struct {
-	StartedAt   time.Time         `json:"startedAt"`
-	Concurrency int               `json:"concurrency"`
-	DurationSec float64           `json:"durationSeconds"`
-	WarmupSec   float64           `json:"warmupSeconds"`
-	Rounds      int               `json:"rounds"`
+	StartedAt   time.Time `json:"startedAt"`
+	Concurrency int       `json:"concurrency"`
+	DurationSec float64   `json:"durationSeconds"`
+	WarmupSec   float64   `json:"warmupSeconds"`
+	Rounds      int       `json:"rounds"`
+	// Rate is the open-loop arrival rate per second; 0 for closed loops.
+	Rate        float64           `json:"rate,omitempty"`
 	Machine     map[string]string `json:"machine"`
 	Kitd        string            `json:"kitd"`
 	Trivial     string            `json:"trivial"` // where the trivial server ran (-trivial)
 	Setup       map[string]any    `json:"setup"`
 	Scenarios   []*scenarioReport `json:"scenarios"`
 	TotalErrors uint64            `json:"totalErrors"`
+	// LimitViolations counts what the limit checks found wrong.
+	LimitViolations int `json:"limitViolations"`
 }
 
 func div(a, b float64) float64 {
@@ -111,10 +131,11 @@ func (s *scenarioReport) computeRatios() {
 		return
 	}
 	s.Ratio = ratios{
-		RPS: div(s.Kitd.RPS, s.Trivial.RPS),
-		P50: div(s.Kitd.P50Ms, s.Trivial.P50Ms),
-		P99: div(s.Kitd.P99Ms, s.Trivial.P99Ms),
-		CPU: div(s.Trivial.CPUMicrosPerRequest, s.Kitd.CPUMicrosPerRequest),
+		RPS:  div(s.Kitd.RPS, s.Trivial.RPS),
+		P50:  div(s.Kitd.P50Ms, s.Trivial.P50Ms),
+		P99:  div(s.Kitd.P99Ms, s.Trivial.P99Ms),
+		P999: div(s.Kitd.P999Ms, s.Trivial.P999Ms),
+		CPU:  div(s.Trivial.CPUMicrosPerRequest, s.Kitd.CPUMicrosPerRequest),
 	}
 }
 
@@ -144,38 +165,59 @@ func fmtDur(msv float64) string {
 	}
 }
 
-// printTable writes the human report.
+// printTable writes the human report: a heading, the figures as a
+// Markdown table (readable as is in a terminal, and pasted as is into a
+// README), the scenarios' descriptions, the limit checks, and any errors.
 func printTable(w io.Writer, r *report) {
 	rounds := ""
 	if r.Rounds > 1 {
 		rounds = fmt.Sprintf(" in %d alternating rounds", r.Rounds)
 	}
-	fmt.Fprintf(w, "\nkitbench: %d connections, %v per scenario and server%s (after %v warm-up), GOMAXPROCS=%s of %s CPUs, %s\n",
-		r.Concurrency, time.Duration(r.DurationSec*float64(time.Second)), rounds, time.Duration(r.WarmupSec*float64(time.Second)),
+	load := fmt.Sprintf("%d connections in closed loops", r.Concurrency)
+	if r.Rate > 0 {
+		load = fmt.Sprintf("open loop at %.0f requests/s over %d connections (latency from each request's due time)", r.Rate, r.Concurrency)
+	}
+	fmt.Fprintf(w, "\nkitbench: %s, %v per scenario and server%s (after %v warm-up), GOMAXPROCS=%s of %s CPUs, %s\n",
+		load, time.Duration(r.DurationSec*float64(time.Second)), rounds, time.Duration(r.WarmupSec*float64(time.Second)),
 		r.Machine["gomaxprocs"], r.Machine["numCPU"], r.Machine["goVersion"])
 	where := "fasthttp handler in its own process"
 	if r.Trivial == trivialInProcess {
 		where = "fasthttp handler inside kitbench"
 	}
-	fmt.Fprintf(w, "kitd: %s (limits off); trivial: %s; all share the same CPUs\n\n", r.Kitd, where)
-	const row = "%-26s %-13s %10s %9s %9s %9s %8s %8s %9s\n"
-	fmt.Fprintf(w, row, "scenario", "server", "req/s", "p50", "p99", "max", "errors", "resp B", "CPU/req")
+	fmt.Fprintf(w, "kitd: %s (limits off, except where a scenario says on); trivial: %s; all share the same CPUs\n\n", r.Kitd, where)
+	writeMarkdown(w, r)
+	fmt.Fprintln(w)
 	for _, s := range r.Scenarios {
-		name := s.Name
+		fmt.Fprintf(w, "  %-24s %s\n", s.Name, s.Description)
+	}
+	fmt.Fprintln(w)
+	for _, s := range r.Scenarios {
+		if s.Limits != nil {
+			s.Limits.print(w, s.Name)
+		}
+	}
+	if r.TotalErrors > 0 {
+		printErrors(w, r)
+	}
+}
+
+// writeMarkdown writes the figures as a Markdown table: one row per
+// scenario and server, then the kitd÷trivial ratios.
+func writeMarkdown(w io.Writer, r *report) {
+	fmt.Fprintln(w, "| scenario | server | req/s | p50 | p99 | p99.9 | errors by code | CPU/req |")
+	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|---|--:|")
+	for _, s := range r.Scenarios {
+		name := "`" + s.Name + "`"
 		for _, st := range []*runStats{s.Trivial, s.Kitd} {
 			if st == nil {
 				continue
 			}
-			errs := fmt.Sprint(st.Errors)
-			if st.Errors > 0 {
-				errs = "!!" + errs
-			}
 			cpu := "-"
 			if st.CPUMicrosPerRequest > 0 {
-				cpu = fmt.Sprintf("%.1fµs", st.CPUMicrosPerRequest)
+				cpu = fmt.Sprintf("%.1f µs", st.CPUMicrosPerRequest)
 			}
-			fmt.Fprintf(w, row, name, st.Server, fmt.Sprintf("%.0f", st.RPS),
-				fmtDur(st.P50Ms), fmtDur(st.P99Ms), fmtDur(st.MaxMs), errs, fmt.Sprintf("%.0f", st.RespBytes), cpu)
+			fmt.Fprintf(w, "| %s | %s | %.0f | %s | %s | %s | %s | %s |\n", name, st.Server, st.RPS,
+				fmtDur(st.P50Ms), fmtDur(st.P99Ms), fmtDur(st.P999Ms), errorCell(st), cpu)
 			name = ""
 		}
 		if s.Trivial != nil && s.Kitd != nil {
@@ -183,18 +225,35 @@ func printTable(w io.Writer, r *report) {
 			if s.Ratio.CPU > 0 {
 				cpu = fmt.Sprintf("%.3f", s.Ratio.CPU)
 			}
-			fmt.Fprintf(w, row, "", "kitd÷trivial", fmt.Sprintf("%.3f", s.Ratio.RPS),
-				fmt.Sprintf("%.2fx", s.Ratio.P50), fmt.Sprintf("%.2fx", s.Ratio.P99), "", "", "", cpu)
+			fmt.Fprintf(w, "| | kitd÷trivial | %.3f | %.2fx | %.2fx | %.2fx | | %s |\n",
+				s.Ratio.RPS, s.Ratio.P50, s.Ratio.P99, s.Ratio.P999, cpu)
 		}
 	}
-	fmt.Fprintln(w)
-	for _, s := range r.Scenarios {
-		fmt.Fprintf(w, "  %-24s %s\n", s.Name, s.Description)
+}
+
+// errorCell lists the non-2xx answers by code, most frequent first, with
+// "!!" in front when any of them counts as an error.
+func errorCell(st *runStats) string {
+	if len(st.ErrorsByCode) == 0 {
+		return "0"
 	}
-	fmt.Fprintln(w)
-	if r.TotalErrors > 0 {
-		printErrors(w, r)
+	codes := make([]string, 0, len(st.ErrorsByCode))
+	for k := range st.ErrorsByCode {
+		codes = append(codes, k)
 	}
+	sort.Slice(codes, func(i, j int) bool {
+		a, b := st.ErrorsByCode[codes[i]], st.ErrorsByCode[codes[j]]
+		return a > b || a == b && codes[i] < codes[j]
+	})
+	parts := make([]string, len(codes))
+	for i, k := range codes {
+		parts[i] = fmt.Sprintf("%s×%d", k, st.ErrorsByCode[k])
+	}
+	cell := strings.Join(parts, " ")
+	if st.Errors > 0 {
+		cell = "!! " + cell
+	}
+	return cell
 }
 
 // printErrors shouts about failed requests and shows a few of them.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,8 @@ type setupConfig struct {
 	Seed int
 	// Webhooks is the number of incoming webhooks to create (0: none).
 	Webhooks int
+	// PageLimit is the page size of the history walk (0: no walk).
+	PageLimit int
 	// Parallel bounds the set-up requests in flight (default 8).
 	Parallel int
 	// Client sends the requests (default: a client with a 30 s timeout).
@@ -75,6 +78,11 @@ type fixture struct {
 	SampleGet []byte
 	// HookPaths are the paths of the webhook URLs (/hooks/v1/...).
 	HookPaths []string
+	// HistoryPages are the request URIs of every page of the read
+	// channel's history at PageLimit, first page first, each with the
+	// cursor the page before gave (cursors are positions, so they stay
+	// valid while the channel grows).
+	HistoryPages []string
 }
 
 // apiError is a failed set-up call, with the request and the answer so a
@@ -159,6 +167,11 @@ func need(what, v string) error {
 // (published), an installation, cfg.Conversations+1 public channels with the
 // Kit bot in each, a bot token, and seeds the read channel.
 func setup(ctx context.Context, cfg setupConfig) (*fixture, error) {
+	return newSetupClient(cfg).setup(ctx)
+}
+
+// newSetupClient applies cfg's defaults.
+func newSetupClient(cfg setupConfig) *setupClient {
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = 8
 	}
@@ -174,7 +187,11 @@ func setup(ctx context.Context, cfg setupConfig) (*fixture, error) {
 	if cfg.Progress == nil {
 		cfg.Progress = func(string, ...any) {}
 	}
-	c := &setupClient{cfg: cfg}
+	return &setupClient{cfg: cfg}
+}
+
+func (c *setupClient) setup(ctx context.Context) (*fixture, error) {
+	cfg := c.cfg
 	op := cfg.OperatorToken
 	f := &fixture{}
 
@@ -317,12 +334,61 @@ func setup(ctx context.Context, cfg setupConfig) (*fixture, error) {
 	f.SampleGet = data
 	cfg.Progress("seeded %d messages; a post answer is %d bytes, a page of history %d bytes",
 		cfg.Seed, len(f.SamplePost), len(f.SampleGet))
+	if cfg.PageLimit > 0 {
+		if f.HistoryPages, err = walkHistory(ctx, c, f, cfg.PageLimit); err != nil {
+			return nil, err
+		}
+		cfg.Progress("the read channel's history is %d pages of %d", len(f.HistoryPages), cfg.PageLimit)
+	}
 	if cfg.Webhooks > 0 {
 		if f.HookPaths, err = setupWebhooks(ctx, c, f, cfg.Webhooks); err != nil {
 			return nil, err
 		}
 	}
 	return f, nil
+}
+
+// installKit publishes a Kit with manifest through f's developer token and
+// installs it in f's workspace; it returns the installation's id.
+func (c *setupClient) installKit(ctx context.Context, f *fixture, manifest string) (string, error) {
+	var kit struct {
+		KitID string `json:"kitId"`
+	}
+	if _, err := c.call(ctx, "POST", "/api/v1/dev/kits/versions", f.DeveloperToken,
+		map[string]any{"manifest": manifest, "publish": true}, http.StatusCreated, &kit); err != nil {
+		return "", err
+	}
+	var inst struct {
+		Installation idObj `json:"installation"`
+	}
+	if _, err := c.call(ctx, "POST", "/ops/v1/workspaces/"+f.WorkspaceID+"/installations", c.cfg.OperatorToken,
+		map[string]any{"kitId": kit.KitID}, http.StatusCreated, &inst); err != nil {
+		return "", err
+	}
+	return inst.Installation.ID, need("installation.id", inst.Installation.ID)
+}
+
+// maxHistoryPages bounds the history walk.
+const maxHistoryPages = 1000
+
+// walkHistory pages through the read channel with the bot token and
+// returns the URI of each page.
+func walkHistory(ctx context.Context, c *setupClient, f *fixture, limit int) ([]string, error) {
+	first := "/api/v1/conversations/" + f.ReadConversation + "/messages?limit=" + strconv.Itoa(limit)
+	pages := []string{first}
+	for len(pages) < maxHistoryPages {
+		var page struct {
+			NextCursor *string `json:"nextCursor"`
+		}
+		if _, err := c.call(ctx, "GET", pages[len(pages)-1], f.BotToken, nil, http.StatusOK, &page); err != nil {
+			return nil, err
+		}
+		if page.NextCursor == nil {
+			break
+		}
+		pages = append(pages, first+"&cursor="+url.QueryEscape(*page.NextCursor))
+	}
+	return pages, nil
 }
 
 // parallel runs fn(0..n-1) with at most p calls in flight and returns the

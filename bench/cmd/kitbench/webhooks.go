@@ -41,23 +41,9 @@ func setupWebhooks(ctx context.Context, c *setupClient, f *fixture, n int) ([]st
 	installs := make([]string, kits)
 	start := time.Now()
 	err := parallel(ctx, c.cfg.Parallel, kits, func(ctx context.Context, k int) error {
-		var kit struct {
-			KitID string `json:"kitId"`
-		}
-		if _, err := c.call(ctx, "POST", "/api/v1/dev/kits/versions", f.DeveloperToken,
-			map[string]any{"manifest": webhookManifest(base + "-wh" + strconv.Itoa(k)), "publish": true},
-			http.StatusCreated, &kit); err != nil {
-			return err
-		}
-		var inst struct {
-			Installation idObj `json:"installation"`
-		}
-		if _, err := c.call(ctx, "POST", "/ops/v1/workspaces/"+f.WorkspaceID+"/installations", op,
-			map[string]any{"kitId": kit.KitID}, http.StatusCreated, &inst); err != nil {
-			return err
-		}
-		installs[k] = inst.Installation.ID
-		return need("installation.id", installs[k])
+		var err error
+		installs[k], err = c.installKit(ctx, f, webhookManifest(base+"-wh"+strconv.Itoa(k)))
+		return err
 	})
 	if err != nil {
 		return nil, err
