@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -70,8 +71,11 @@ func (a *kitActor) rotateSecret(m *kitpb.RotateKitSecret) (proto.Message, error)
 		next.PreviousHash = cur.Hash
 		next.PreviousExpiresAt = nanos(now.Add(overlap))
 	}
+	e := newLogEntry(a.env, LogSourceAudit, LogLevelInfo, m.Which+"_secret.rotated", "")
+	e.Status = strconv.Itoa(int(next.Generation))
 	b := a.env.Store.NewBatch()
 	put(b, k, next)
+	a.env.putLog(b, a.id, e)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("rotate %s secret of %s: %w", m.Which, a.id, err)
 	}

@@ -165,7 +165,7 @@ func (s *Server) opCreateWebhook(in call) (reply, error) {
 		URL     string      `json:"url"`
 	}{
 		webhookView{r.Webhook.Id, r.Webhook.ConversationId, isoTime(r.Webhook.CreatedAt)},
-		s.publicURL + "/hooks/v1/" + instID + "/" + webhookID + "/" + secret,
+		actors.WebhookURL(s.publicURL, instID, webhookID, secret),
 	})
 }
 

@@ -449,9 +449,16 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, rt *route) *actors.Principa
 		s.fail(ctx, kiterr.New(kiterr.Forbidden, "this token type cannot call this method"))
 		return nil
 	}
-	if p.TokenType == actors.CallerDeveloper {
+	if p.TokenID != "" && (p.TokenType == actors.CallerDeveloper || p.TokenType == actors.CallerBot) {
+		// lastUsedAt (GET /dev/me, the API access page): one atomic load per
+		// request, one write per token and node and minute.
 		if now := s.env.Clock.Now().UnixNano(); p.TouchDue(now) {
-			_, err := ask[*kitpb.Ok](s, actors.KindWorkspace, p.Caller.WorkspaceId, &kitpb.TouchDeveloperToken{TokenId: p.TokenID, At: now})
+			var err error
+			if p.TokenType == actors.CallerBot {
+				_, err = ask[*kitpb.Ok](s, actors.KindInstallation, p.Caller.InstallationId, &kitpb.TouchBotToken{TokenId: p.TokenID, At: now})
+			} else {
+				_, err = ask[*kitpb.Ok](s, actors.KindWorkspace, p.Caller.WorkspaceId, &kitpb.TouchDeveloperToken{TokenId: p.TokenID, At: now})
+			}
 			if err != nil {
 				s.failRoute(ctx, rt, err)
 				return nil
