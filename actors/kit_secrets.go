@@ -24,6 +24,19 @@ const (
 	SecretSigning = "signing"
 )
 
+// NewKitSecret makes a new secret of the kind which (SecretClient or
+// SecretSigning) and the hash a RotateKitSecret stores: the secret itself
+// is shown once, by whoever asked (the operator API, the API access page).
+func NewKitSecret(which string) (secret string, hash []byte) {
+	prefix := ids.ClientSecret
+	if which == SecretSigning {
+		prefix = ids.SigningSecret
+	}
+	secret = ids.NewSecret(prefix)
+	h := ids.Hash(secret)
+	return secret, h[:]
+}
+
 // errInvalidClient is the one answer for a client id or secret that does
 // not work: which of the two was wrong is not revealed.
 var errInvalidClient = kiterr.New(kiterr.InvalidCredentials, "client credentials are not valid")

@@ -107,6 +107,20 @@ var routes = [...]route{
 	{"POST", "/app/kits/authorize", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).Authorize},
 	{"GET", "/app/kits/install", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).InstallPage},
 	{"POST", "/app/kits/install", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).Install},
+	// The member's home page and the API access page of an installation
+	// (issue 18); {id} reaches the page as its app.PathParam.
+	{"POST", "/app/authorizations/revoke", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).RevokeAuthorization},
+	{"GET", "/app/installations/{id}", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).AccessPage},
+	{"POST", "/app/installations/{id}/channels", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).AddChannel},
+	{"POST", "/app/installations/{id}/channels/remove", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).RemoveChannel},
+	{"POST", "/app/installations/{id}/bot-tokens", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).CreateBotToken},
+	{"POST", "/app/installations/{id}/bot-tokens/revoke", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).RevokeBotToken},
+	{"POST", "/app/installations/{id}/webhooks", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).CreateWebhook},
+	{"POST", "/app/installations/{id}/webhooks/revoke", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).RevokeWebhook},
+	{"POST", "/app/installations/{id}/client-secret", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).ClientSecret},
+	{"POST", "/app/installations/{id}/signing-secret", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).SigningSecret},
+	{"GET", "/app/installations/{id}/uninstall", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).UninstallPage},
+	{"POST", "/app/installations/{id}/uninstall", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).Uninstall},
 }
 
 // route is one row of routes.
@@ -341,6 +355,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		if t.route == nil {
 			s.app.NotFound(ctx)
 			return
+		}
+		if t.n > 0 {
+			ctx.SetUserValue(app.PathParam, string(t.rest[t.at[0].from:t.at[0].to]))
 		}
 		t.route.page(s.app, ctx)
 	case hostHooks:
