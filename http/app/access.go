@@ -42,8 +42,8 @@ var _ = template.Must(pages.New("access").Parse(`
 <p><strong>{{.Kit}}</strong> (<code>{{.Slug}}</code>, version {{.Version}}) in the workspace <strong>{{.Workspace}}</strong>.</p>
 {{if .Problem}}<p class="error" role="alert">{{.Problem}}</p>{{end}}
 {{if .Notice}}<p class="notice" role="status">{{.Notice}}</p>{{end}}
-{{with .Shown}}<section class="shown" aria-labelledby="shown-title">
-<h2 id="shown-title">{{.Title}}</h2>
+{{with .Shown}}<section class="shown">
+<h2>{{.Title}}</h2>
 <label for="shown-secret">{{.Label}}</label>
 <input type="text" id="shown-secret" value="{{.Value}}" readonly autocomplete="off" spellcheck="false">
 <button type="button" data-copy="shown-secret">Copy</button>
