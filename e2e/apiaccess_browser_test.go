@@ -125,6 +125,7 @@ func TestBrowser_APIAccessPage(t *testing.T) {
 
 	next("bot-token")
 	token := out.Token
+	secrets.seen.add(token) // the servers must never log it (e2e/secrets_log_test.go)
 	a := s.api(t, token, "GET", "/auth/test", nil, nil)
 	want(t, a, 200)
 	if a.Str("tokenType") != "bot" || a.Str("installationId") != in.ID {
@@ -140,6 +141,7 @@ func TestBrowser_APIAccessPage(t *testing.T) {
 		t.Fatalf("webhook URL %q, want it under %s", hookURL, prefix)
 	}
 	hookPath := strings.TrimPrefix(hookURL, s.URL)
+	secrets.seen.add(hookURL[strings.LastIndexByte(hookURL, '/')+1:])
 	want(t, s.do(t, "POST", hookPath, "", map[string]any{"text": "posted through the page's webhook"}, nil), 200)
 	goOn()
 
