@@ -1,6 +1,9 @@
 // Package app is the app host of OPERATIONS.md section 3: the HTML pages on
 // which a member signs in and out, approves or denies a Kit's authorization,
-// and installs a Kit through an install link. It owns the web session
+// installs a Kit through an install link, sees the Kits of the workspace
+// and revokes their own authorizations (home), and on which an admin
+// manages an installation's bot tokens, webhooks and secrets (the API
+// access page). It owns the web session
 // cookie, the CSRF tokens of its forms and its own HTML error pages. It
 // never answers JSON, never takes a bearer token, and holds no rule of its
 // own beyond the shape of its forms: every decision is an actor's.
@@ -29,9 +32,8 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// The app host of OPERATIONS.md section 3: sign-in, sign-out and the
-// authorize (consent) page. Plain HTML forms, no JavaScript. Every form
-// carries a CSRF token: on the sign-in form (no session yet) it is a random
+// The app host's pages are plain HTML forms; the one script is the Copy
+// button of a secret shown once. Every form carries a CSRF token: on the sign-in form (no session yet) it is a random
 // value that must equal the kit_csrf cookie (double submit); on the forms of
 // a signed-in member it is derived from the session secret, which only the
 // member's browser holds. Errors are HTML pages that name the error code.
