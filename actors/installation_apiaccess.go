@@ -105,13 +105,10 @@ func (a *installationActor) touchBotToken(m *kitpb.TouchBotToken) (proto.Message
 	if err != nil {
 		return nil, err
 	}
-	if !found || m.At <= cred.LastUsedAt {
+	if !found {
 		return &kitpb.Ok{}, nil
 	}
-	cred.LastUsedAt = m.At
-	b := a.env.Store.NewBatch()
-	put(b, credentialKey(hash), cred)
-	if err := b.Commit(); err != nil {
+	if err := recordUse(a.env.Store, hash, cred, m.At); err != nil {
 		return nil, fmt.Errorf("record use of bot token %s: %w", m.TokenId, err)
 	}
 	return &kitpb.Ok{}, nil

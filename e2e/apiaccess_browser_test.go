@@ -34,6 +34,17 @@ func screenshotDir(t *testing.T) string {
 	return dir
 }
 
+// signsIn adds a user of role who signs in with an email and password.
+func signsIn(t *testing.T, w *Workspace, role string) (id, email, password string) {
+	t.Helper()
+	email, password = role+"-"+randHex(6)+"@example.com", role+" pw "+randHex(6)
+	r := w.S.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/users", map[string]any{
+		"displayName": "Browser " + role, "email": email, "role": role, "password": password,
+	})
+	want(t, r, 201)
+	return r.Str("user.id"), email, password
+}
+
 // Issue 18, in a real browser at a phone's width (e2e/browser/apiaccess.mjs):
 // an admin signs in, makes a bot token (with the keyboard) and a webhook
 // on the API access page, the test uses both, the admin revokes both on
@@ -44,14 +55,8 @@ func TestBrowser_APIAccessPage(t *testing.T) {
 	node, script := browserScript(t, "apiaccess.mjs")
 	s := sharedServer(t)
 	w := newWorkspace(t, s)
-	adminEmail, adminPassword := "admin-"+randHex(6)+"@example.com", "admin pw "+randHex(6)
-	r := s.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/users", map[string]any{
-		"displayName": "Browser Admin", "email": adminEmail, "role": "admin", "password": adminPassword,
-	})
-	want(t, r, 201)
-	admin := r.Str("user.id")
-	memberEmail, memberPassword := "member-"+randHex(6)+"@example.com", "member pw "+randHex(6)
-	member(t, s, w.ID, "Browser Member", memberEmail, memberPassword)
+	admin, adminEmail, adminPassword := signsIn(t, w, "admin")
+	_, memberEmail, memberPassword := signsIn(t, w, "member")
 	c := w.channel(t, "public", admin, w.Mem.ID)
 	k := w.webhookKit(t, 2)
 	in := w.install(t, k)
