@@ -431,3 +431,44 @@ func TestPagesLoadNothingFromElsewhere(t *testing.T) {
 		t.Fatalf("CSP %q", csp)
 	}
 }
+
+// Issue 18 item 1: the home page names the workspace and each installed
+// Kit with its bot's scopes and channels; only admins and owners get the
+// way to the API access page.
+func TestHomePage(t *testing.T) {
+	f := newFixture(t)
+	call[*kitpb.InstallationReply](t, f.s, actors.KindInstallation, f.inst.Id, &kitpb.AddChannel{ConversationId: f.channel})
+	for _, tc := range []struct {
+		name, cookie string
+		has, hasNot  []string
+	}{
+		{"an admin sees the Kits and the way to their API access page", f.adminCookie,
+			[]string{"Pages &amp; Co", "Deploy &lt;Bot&gt;", "version 1.0.0", ScopeInWords("incoming-webhook"), "Its bot is in #general.", `href="` + f.accessPath() + `"`}, nil},
+		{"a member sees the Kits without the way to the API access page", f.memberCookie,
+			[]string{"Deploy &lt;Bot&gt;", ScopeInWords("messages:write")}, []string{f.accessPath()}},
+		{"a member who authorized nothing sees no authorization", f.memberCookie, nil, []string{"You let it act as you"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := f.do((*Server).Home, "GET", "/app/", tc.cookie, nil)
+			if p.status != 200 {
+				t.Fatalf("status %d", p.status)
+			}
+			for _, s := range tc.has {
+				if !strings.Contains(p.body, s) {
+					t.Errorf("the page lacks %q", s)
+				}
+			}
+			for _, s := range tc.hasNot {
+				if strings.Contains(p.body, s) {
+					t.Errorf("the page has %q", s)
+				}
+			}
+		})
+	}
+	t.Run("an uninstalled Kit is not listed", func(t *testing.T) {
+		call[*kitpb.Ok](t, f.s, actors.KindInstallation, f.inst.Id, &kitpb.Uninstall{})
+		if p := f.do((*Server).Home, "GET", "/app/", f.adminCookie, nil); strings.Contains(p.body, "Deploy &lt;Bot&gt;") || !strings.Contains(p.body, "No Kit is installed") {
+			t.Fatalf("page:\n%s", p.body)
+		}
+	})
+}
