@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
@@ -434,44 +435,39 @@ const (
 	goneNow       = "It is no longer there: the page now shows what there is."
 )
 
-// AddChannel is POST /app/installations/{id}/channels: the Kit bot joins
-// a channel (operator: POST /ops/v1/installations/{id}/channels).
-func (s *Server) AddChannel(ctx *fasthttp.RequestCtx) {
+// byID runs a form that names one channel, token or webhook by its id in
+// field: request is what the installation is asked; a reply with the
+// installation (the channel forms) is what the page then shows.
+func (s *Server) byID(ctx *fasthttp.RequestCtx, field, what string, request func(id string) proto.Message, words problems, done outcome) {
 	a, f := s.accessForm(ctx)
 	if a == nil {
 		return
 	}
-	conv, err := formID(f, "conversation", "a channel")
-	var r *kitpb.InstallationReply
+	id, err := formID(f, field, what)
+	var reply proto.Message
 	if err == nil {
-		r, err = ask[*kitpb.InstallationReply](s, actors.KindInstallation, a.inst.Id, &kitpb.AddChannel{ConversationId: conv})
+		reply, err = ask[proto.Message](s, actors.KindInstallation, a.inst.Id, request(id))
 	}
-	o := outcome{}
-	if err == nil {
+	if r, ok := reply.(*kitpb.InstallationReply); ok && err == nil {
 		a.inst = r.Installation
-		o.notice = "The Kit bot was added to the channel."
 	}
-	s.settle(ctx, a, err, problems{kiterr.Validation: chooseChannel, kiterr.NotFound: chooseChannel}, o)
+	s.settle(ctx, a, err, words, done)
+}
+
+// AddChannel is POST /app/installations/{id}/channels: the Kit bot joins
+// a channel (operator: POST /ops/v1/installations/{id}/channels).
+func (s *Server) AddChannel(ctx *fasthttp.RequestCtx) {
+	s.byID(ctx, "conversation", "a channel", func(id string) proto.Message { return &kitpb.AddChannel{ConversationId: id} },
+		problems{kiterr.Validation: chooseChannel, kiterr.NotFound: chooseChannel},
+		outcome{notice: "The Kit bot was added to the channel."})
 }
 
 // RemoveChannel is POST /app/installations/{id}/channels/remove (operator:
 // DELETE /ops/v1/installations/{id}/channels/{conversationId}).
 func (s *Server) RemoveChannel(ctx *fasthttp.RequestCtx) {
-	a, f := s.accessForm(ctx)
-	if a == nil {
-		return
-	}
-	conv, err := formID(f, "conversation", "a channel")
-	var r *kitpb.InstallationReply
-	if err == nil {
-		r, err = ask[*kitpb.InstallationReply](s, actors.KindInstallation, a.inst.Id, &kitpb.RemoveChannel{ConversationId: conv})
-	}
-	o := outcome{}
-	if err == nil {
-		a.inst = r.Installation
-		o.notice = "The Kit bot left the channel. Webhooks of that channel are disabled."
-	}
-	s.settle(ctx, a, err, problems{kiterr.Validation: chooseChannel, kiterr.NotFound: "The Kit bot is not in that channel. " + goneNow}, o)
+	s.byID(ctx, "conversation", "a channel", func(id string) proto.Message { return &kitpb.RemoveChannel{ConversationId: id} },
+		problems{kiterr.Validation: chooseChannel, kiterr.NotFound: "The Kit bot is not in that channel. " + goneNow},
+		outcome{notice: "The Kit bot left the channel. Webhooks of that channel are disabled."})
 }
 
 // CreateBotToken is POST /app/installations/{id}/bot-tokens (operator:
@@ -493,15 +489,8 @@ func (s *Server) CreateBotToken(ctx *fasthttp.RequestCtx) {
 // RevokeBotToken is POST /app/installations/{id}/bot-tokens/revoke: by the
 // token's id, as listed (operator: POST /ops/v1/tokens/revoke, by value).
 func (s *Server) RevokeBotToken(ctx *fasthttp.RequestCtx) {
-	a, f := s.accessForm(ctx)
-	if a == nil {
-		return
-	}
-	token, err := formID(f, "token", "a bot token of the list")
-	if err == nil {
-		_, err = ask[*kitpb.Ok](s, actors.KindInstallation, a.inst.Id, &kitpb.RevokeCredential{TokenId: token})
-	}
-	s.settle(ctx, a, err, problems{kiterr.Validation: "Choose a bot token from the list.", kiterr.NotFound: "That bot token is not one of this installation's. " + goneNow},
+	s.byID(ctx, "token", "a bot token of the list", func(id string) proto.Message { return &kitpb.RevokeCredential{TokenId: id} },
+		problems{kiterr.Validation: "Choose a bot token from the list.", kiterr.NotFound: "That bot token is not one of this installation's. " + goneNow},
 		outcome{notice: "The bot token was revoked: calls with it now fail."})
 }
 
@@ -536,15 +525,8 @@ func (s *Server) CreateWebhook(ctx *fasthttp.RequestCtx) {
 // RevokeWebhook is POST /app/installations/{id}/webhooks/revoke (operator:
 // DELETE /ops/v1/webhooks/{id}).
 func (s *Server) RevokeWebhook(ctx *fasthttp.RequestCtx) {
-	a, f := s.accessForm(ctx)
-	if a == nil {
-		return
-	}
-	hook, err := formID(f, "webhook", "a webhook of the list")
-	if err == nil {
-		_, err = ask[*kitpb.Ok](s, actors.KindInstallation, a.inst.Id, &kitpb.RevokeWebhook{WebhookId: hook})
-	}
-	s.settle(ctx, a, err, problems{kiterr.Validation: "Choose a webhook from the list.", kiterr.NotFound: "That webhook is not one of this installation's. " + goneNow},
+	s.byID(ctx, "webhook", "a webhook of the list", func(id string) proto.Message { return &kitpb.RevokeWebhook{WebhookId: id} },
+		problems{kiterr.Validation: "Choose a webhook from the list.", kiterr.NotFound: "That webhook is not one of this installation's. " + goneNow},
 		outcome{notice: "The webhook was revoked: its URL no longer works."})
 }
 
