@@ -387,27 +387,28 @@ func (s *Server) accessForm(ctx *fasthttp.RequestCtx) (*access, *fasthttp.Args) 
 type problems map[kiterr.Code]string
 
 // settle answers a form post: the page with what happened, or with why
-// not (at the refusal's status).
+// not (at the refusal's status). The installation is read again either
+// way: the action (a webhook adds the Kit bot to its channel) or another
+// admin may have changed it.
 func (s *Server) settle(ctx *fasthttp.RequestCtx, a *access, err error, words problems, o outcome) {
-	if err == nil {
-		s.accessPage(ctx, a, fasthttp.StatusOK, o)
-		return
-	}
-	code := kiterr.CodeOf(err)
-	w, ok := words[code]
-	if !ok {
-		s.failPage(ctx, err)
-		return
+	status := fasthttp.StatusOK
+	if err != nil {
+		code := kiterr.CodeOf(err)
+		w, ok := words[code]
+		if !ok {
+			s.failPage(ctx, err)
+			return
+		}
+		status, o = code.Status(), outcome{problem: w}
 	}
 	if a.inst, err = s.reload(a.inst.Id); err != nil {
 		s.accessFail(ctx, err)
 		return
 	}
-	s.accessPage(ctx, a, code.Status(), outcome{problem: w})
+	s.accessPage(ctx, a, status, o)
 }
 
-// reload reads the installation again after a refused action (it may have
-// changed since the page was shown).
+// reload reads the installation again.
 func (s *Server) reload(id string) (*kitpb.Installation, error) {
 	r, err := ask[*kitpb.InstallationReply](s, actors.KindInstallation, id, &kitpb.GetInstallation{})
 	if err != nil {
@@ -436,20 +437,15 @@ const (
 )
 
 // byID runs a form that names one channel, token or webhook by its id in
-// field: request is what the installation is asked; a reply with the
-// installation (the channel forms) is what the page then shows.
+// field: request is what the installation is asked.
 func (s *Server) byID(ctx *fasthttp.RequestCtx, field, what string, request func(id string) proto.Message, words problems, done outcome) {
 	a, f := s.accessForm(ctx)
 	if a == nil {
 		return
 	}
 	id, err := formID(f, field, what)
-	var reply proto.Message
 	if err == nil {
-		reply, err = ask[proto.Message](s, actors.KindInstallation, a.inst.Id, request(id))
-	}
-	if r, ok := reply.(*kitpb.InstallationReply); ok && err == nil {
-		a.inst = r.Installation
+		_, err = ask[proto.Message](s, actors.KindInstallation, a.inst.Id, request(id))
 	}
 	s.settle(ctx, a, err, words, done)
 }

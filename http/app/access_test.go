@@ -306,6 +306,15 @@ func TestAccessSecretsAreShownOnce(t *testing.T) {
 			t.Fatalf("tokens %v:\n%s", toks, p.body)
 		}
 	})
+	t.Run("the answer that shows a webhook URL lists the Kit bot in its channel", func(t *testing.T) {
+		// Creating the webhook added the bot to #general: the answer shows
+		// the installation as it is after the action.
+		g := newFixture(t)
+		p := g.do((*Server).CreateWebhook, "POST", g.accessPath()+"/webhooks", g.adminCookie, url.Values{"conversation": {g.channel}})
+		if p.status != 200 || !strings.Contains(p.body, `aria-label="Remove the Kit bot from #general"`) {
+			t.Fatalf("status %d:\n%s", p.status, p.body)
+		}
+	})
 	t.Run("the page lists the webhook by channel and state", func(t *testing.T) {
 		p := f.do((*Server).AccessPage, "GET", f.accessPath(), f.adminCookie, nil)
 		if !strings.Contains(p.body, "#general · created") || !strings.Contains(p.body, "· active") {
