@@ -20,16 +20,16 @@ type Principal struct {
 	TokenType string   // bot, user or developer
 	Scopes    []string // effective: granted at issue ∩ still requested by the installed version
 	KitSlug   string
-	TokenID   string // developer tokens
+	TokenID   string // developer tokens; bot tokens issued since their listing (API access page)
 	SessionID string // user tokens: the web session that authorized them
 	ExpiresAt int64  // unix nanoseconds; 0: no expiry
 	hash      [32]byte
-	// lastTouch is when this node last recorded a use of the developer
-	// token (unix nanoseconds).
+	// lastTouch is when this node last recorded a use of the developer or
+	// bot token (unix nanoseconds).
 	lastTouch atomic.Int64
 }
 
-// TouchDue reports whether a use of the developer token at now should be
+// TouchDue reports whether a use of the developer or bot token at now should be
 // recorded: true at most once per LastUsedGranularity per cached principal,
 // and only for the caller that claims the slot.
 func (p *Principal) TouchDue(now int64) bool {

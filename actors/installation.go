@@ -11,6 +11,7 @@ import (
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/manifest"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -64,13 +65,16 @@ func (a *installationActor) handle(msg proto.Message) (proto.Message, error) {
 	case *kitpb.Uninstall:
 		return a.uninstall()
 	case *kitpb.AddChannel:
-		return a.addChannel(m)
+		return a.addChannel(m.ConversationId, "channel.added")
 	case *kitpb.RemoveChannel:
 		return a.removeChannel(m)
 	case *kitpb.CreateBotToken:
 		return a.createBotToken(m)
 	case *kitpb.RevokeCredential:
 		return a.revoke(m)
+	}
+	if reply, ok, err := a.handleAPIAccess(msg); ok {
+		return reply, err
 	}
 	if reply, ok, err := a.handleWebhooks(msg); ok {
 		return reply, err
@@ -119,15 +123,20 @@ func (a *installationActor) apply(m *kitpb.ApplyInstall) (proto.Message, error) 
 		next.MaxWebhooks = int32(man.IncomingWebhooks.MaxPerInstallation)
 	}
 	next.Interactive = man.Interactivity != nil
-	if err := a.save(next); err != nil {
+	if err := a.save(next, nil); err != nil {
 		return nil, err
 	}
 	return &kitpb.InstallationReply{Installation: next}, nil
 }
 
-func (a *installationActor) save(next *kitpb.Installation) error {
+// save commits next, with the audit entry that reports the change when
+// there is one (nil: none).
+func (a *installationActor) save(next *kitpb.Installation, audit *kitpb.DevLogEntry) error {
 	b := a.env.Store.NewBatch()
 	put(b, installationKey(a.id), next)
+	if audit != nil {
+		a.env.putLog(b, partition.Of(a.id), next.KitId, audit)
+	}
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("save installation %s: %w", a.id, err)
 	}
@@ -144,7 +153,7 @@ func (a *installationActor) uninstall() (proto.Message, error) {
 	}
 	next := proto.Clone(a.inst).(*kitpb.Installation)
 	next.Uninstalled = true
-	if err := a.save(next); err != nil {
+	if err := a.save(next, newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "installation.uninstalled", a.id)); err != nil {
 		return nil, err
 	}
 	return &kitpb.Ok{}, nil
@@ -165,22 +174,23 @@ func (a *installationActor) checkWorkspaceConversation(id string) error {
 	return nil
 }
 
-// addChannel adds the Kit bot to a channel of this workspace. The
-// conversation records the bot first, so that a crash in between leaves
-// the bot able to see a channel the installation does not list yet, which
-// the retry of the same call repairs.
-func (a *installationActor) addChannel(m *kitpb.AddChannel) (proto.Message, error) {
-	if err := a.checkWorkspaceConversation(m.ConversationId); err != nil {
+// addChannel adds the Kit bot to a channel of this workspace, and logs
+// event when the bot was not there yet ("": the caller's own entry says
+// it). The conversation records the bot first, so that a crash in between
+// leaves the bot able to see a channel the installation does not list
+// yet, which the retry of the same call repairs.
+func (a *installationActor) addChannel(conversationID, event string) (proto.Message, error) {
+	if err := a.checkWorkspaceConversation(conversationID); err != nil {
 		return nil, err
 	}
-	if _, err := cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, m.ConversationId,
+	if _, err := cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, conversationID,
 		&kitpb.AddBot{BotId: a.inst.BotId, InstallationId: a.id}); err != nil {
 		return nil, err
 	}
-	if !slices.Contains(a.inst.ChannelIds, m.ConversationId) {
+	if !slices.Contains(a.inst.ChannelIds, conversationID) {
 		next := proto.Clone(a.inst).(*kitpb.Installation)
-		next.ChannelIds = append(next.ChannelIds, m.ConversationId)
-		if err := a.save(next); err != nil {
+		next.ChannelIds = append(next.ChannelIds, conversationID)
+		if err := a.save(next, a.channelEntry(event, conversationID)); err != nil {
 			return nil, err
 		}
 	}
@@ -200,10 +210,21 @@ func (a *installationActor) removeChannel(m *kitpb.RemoveChannel) (proto.Message
 	}
 	next := proto.Clone(a.inst).(*kitpb.Installation)
 	next.ChannelIds = slices.DeleteFunc(next.ChannelIds, func(id string) bool { return id == m.ConversationId })
-	if err := a.save(next); err != nil {
+	if err := a.save(next, a.channelEntry("channel.removed", m.ConversationId)); err != nil {
 		return nil, err
 	}
 	return &kitpb.InstallationReply{Installation: a.inst}, nil
+}
+
+// channelEntry is the audit entry of the Kit bot joining or leaving a
+// channel; nil for no event.
+func (a *installationActor) channelEntry(event, conversationID string) *kitpb.DevLogEntry {
+	if event == "" {
+		return nil
+	}
+	e := newLogEntry(a.env, LogSourceAudit, LogLevelInfo, event, a.id)
+	e.SubjectId = conversationID
+	return e
 }
 
 func (a *installationActor) createBotToken(m *kitpb.CreateBotToken) (proto.Message, error) {
@@ -212,7 +233,7 @@ func (a *installationActor) createBotToken(m *kitpb.CreateBotToken) (proto.Messa
 		Scopes: slices.Clone(a.inst.BotScopes), CreatedAt: nanos(a.env.Clock.Now()),
 	}
 	b := a.env.Store.NewBatch()
-	put(b, credentialKey(m.SecretHash), cred)
+	a.putBotToken(b, m.SecretHash, cred)
 	a.audit(b, "token.issued", LogLevelInfo, CallerBot, "")
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("create bot token for %s: %w", a.id, err)
@@ -220,9 +241,18 @@ func (a *installationActor) createBotToken(m *kitpb.CreateBotToken) (proto.Messa
 	return &kitpb.CredentialReply{Credential: cred}, nil
 }
 
+// revoke revokes one credential of the installation, named by its hash or,
+// for a bot token listed on the API access page, by its token id.
 func (a *installationActor) revoke(m *kitpb.RevokeCredential) (proto.Message, error) {
+	hash := m.SecretHash
+	if m.TokenId != "" {
+		var err error
+		if hash, err = a.botTokenHash(m.TokenId); err != nil {
+			return nil, err
+		}
+	}
 	cred := &kitpb.Credential{}
-	found, err := load(a.env.Store, credentialKey(m.SecretHash), cred)
+	found, err := load(a.env.Store, credentialKey(hash), cred)
 	if err != nil {
 		return nil, err
 	}
@@ -232,11 +262,12 @@ func (a *installationActor) revoke(m *kitpb.RevokeCredential) (proto.Message, er
 	if cred.RevokedAt == 0 {
 		cred.RevokedAt = nanos(a.env.Clock.Now())
 		b := a.env.Store.NewBatch()
-		put(b, credentialKey(m.SecretHash), cred)
+		put(b, credentialKey(hash), cred)
+		a.audit(b, "token.revoked", LogLevelInfo, cred.Kind, "")
 		if err := b.Commit(); err != nil {
 			return nil, fmt.Errorf("revoke token of %s: %w", a.id, err)
 		}
 	}
-	a.env.Invalidator.CredentialRevoked(m.SecretHash)
+	a.env.Invalidator.CredentialRevoked(hash)
 	return &kitpb.Ok{}, nil
 }

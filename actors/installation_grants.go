@@ -96,7 +96,7 @@ func (a *installationActor) rotateBotToken(m *kitpb.RotateBotToken) (proto.Messa
 	}
 	b := a.env.Store.NewBatch()
 	put(b, credentialKey(m.OldHash), old)
-	put(b, credentialKey(m.NewHash), next)
+	a.putBotToken(b, m.NewHash, next)
 	a.audit(b, "token.rotated", LogLevelInfo, CallerBot, "")
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("rotate bot token of %s: %w", a.id, err)
@@ -173,13 +173,17 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 	if code.TokenType == CallerBot {
 		// Tokens are stored as hashes only, so the installation's bot token
 		// cannot be handed out again: each bot grant issues a new one.
-		put(b, credentialKey(m.BotHash), &kitpb.Credential{
+		a.putBotToken(b, m.BotHash, &kitpb.Credential{
 			Kind: CallerBot, WorkspaceId: a.inst.WorkspaceId, InstallationId: a.id, BotId: a.inst.BotId,
 			Scopes: slices.Clone(code.Scopes), CreatedAt: nanos(now), GrantId: code.GrantId,
 		})
 		b.Set(grantCredentialKey(a.id, code.GrantId, m.BotHash), nil)
 	} else {
 		a.putUserTokens(b, code, m.AccessHash, m.RefreshHash, now)
+		put(b, userGrantKey(a.id, code.UserId, code.GrantId), &kitpb.UserGrant{
+			GrantId: code.GrantId, UserId: code.UserId, SessionId: code.SessionId,
+			CreatedAt: nanos(now), Scopes: slices.Clone(code.Scopes),
+		})
 		reply.ExpiresIn = int64(UserTokenLifetime / time.Second)
 	}
 	a.audit(b, "token.issued", LogLevelInfo, code.TokenType, "")
@@ -284,6 +288,7 @@ func (a *installationActor) revokeGrant(grantID string) error {
 	}
 	now := nanos(a.env.Clock.Now())
 	b := a.env.Store.NewBatch()
+	user := "" // the member of a user grant
 	for _, h := range hashes {
 		cred := &kitpb.Credential{}
 		found, err := load(a.env.Store, credentialKey(h), cred)
@@ -293,6 +298,20 @@ func (a *installationActor) revokeGrant(grantID string) error {
 		if found && cred.RevokedAt == 0 {
 			cred.RevokedAt = now
 			put(b, credentialKey(h), cred)
+		}
+		if found && cred.UserId != "" {
+			user = cred.UserId
+		}
+	}
+	// The member's home page no longer lists the authorization.
+	if g := (&kitpb.UserGrant{}); user != "" {
+		found, err := load(a.env.Store, userGrantKey(a.id, user, grantID), g)
+		if err != nil {
+			return err
+		}
+		if found && g.RevokedAt == 0 {
+			g.RevokedAt = now
+			put(b, userGrantKey(a.id, user, grantID), g)
 		}
 	}
 	if !b.Empty() {

@@ -72,7 +72,8 @@ func (a *installationActor) createWebhook(m *kitpb.CreateWebhook) (proto.Message
 	if active >= int(a.inst.MaxWebhooks) {
 		return nil, kiterr.New(kiterr.Conflict, fmt.Sprintf("the installation already has %d active webhooks, the most its manifest allows (incomingWebhooks.maxPerInstallation)", active))
 	}
-	if _, err := a.addChannel(&kitpb.AddChannel{ConversationId: m.ConversationId}); err != nil {
+	// webhook.created reports the bot joining the channel too.
+	if _, err := a.addChannel(m.ConversationId, ""); err != nil {
 		return nil, err
 	}
 	now := nanos(a.env.Clock.Now())

@@ -59,6 +59,8 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"installationKey", "inst/{id}"},                  // Installation
 	{"webhookRefKey", "inst/{id}/w/{id}"},             // WebhookRef (the installation's webhooks)
 	{"grantCredentialKey", "inst/{id}/g/{id}/{hash}"}, // a credential of one authorization (empty value; docs/credentials.md)
+	{"botTokenKey", "inst/{id}/t/{id}"},               // SHA-256 of a bot token, by token id (UUIDv7: the scan is creation order)
+	{"userGrantKey", "inst/{id}/ug/{id}/{id}"},        // UserGrant, by member and grant id: the member's authorizations
 	{"webhookKey", "hook/{id}"},                       // Webhook (written by its webhook actor)
 	{"kitKey", "kit/{id}"},                            // Kit
 	{"versionKey", "kit/{id}/v/{version}"},            // KitVersion
@@ -263,6 +265,18 @@ func grantCredentialKey(inst, grant string, hash []byte) []byte {
 func grantPrefix(inst, grant string) []byte {
 	return key(partition.Of(inst), "inst", inst, "g", grant, "")
 }
+
+func botTokenKey(inst, tokenID string) []byte {
+	return key(partition.Of(inst), "inst", inst, "t", tokenID)
+}
+
+func botTokensPrefix(inst string) []byte { return botTokenKey(inst, "") }
+
+func userGrantKey(inst, user, grant string) []byte {
+	return key(partition.Of(inst), "inst", inst, "ug", user, grant)
+}
+
+func userGrantsPrefix(inst, user string) []byte { return userGrantKey(inst, user, "") }
 
 func webhookKey(webhook string) []byte { return key(partition.Of(webhook), "hook", webhook) }
 

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -23,6 +24,19 @@ const (
 	SecretClient  = "client"
 	SecretSigning = "signing"
 )
+
+// NewKitSecret makes a new secret of the kind which (SecretClient or
+// SecretSigning) and the hash a RotateKitSecret stores: the secret itself
+// is shown once, by whoever asked (the operator API, the API access page).
+func NewKitSecret(which string) (secret string, hash []byte) {
+	prefix := ids.ClientSecret
+	if which == SecretSigning {
+		prefix = ids.SigningSecret
+	}
+	secret = ids.NewSecret(prefix)
+	h := ids.Hash(secret)
+	return secret, h[:]
+}
 
 // errInvalidClient is the one answer for a client id or secret that does
 // not work: which of the two was wrong is not revealed.
@@ -71,8 +85,11 @@ func (a *kitActor) rotateSecret(m *kitpb.RotateKitSecret) (proto.Message, error)
 		next.PreviousHash = cur.Hash
 		next.PreviousExpiresAt = nanos(now.Add(overlap))
 	}
+	e := newLogEntry(a.env, LogSourceAudit, LogLevelInfo, m.Which+"_secret.rotated", "")
+	e.Status = strconv.Itoa(int(next.Generation))
 	b := a.env.Store.NewBatch()
 	put(b, k, next)
+	a.env.putLog(b, partition.Of(a.id), a.id, e)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("rotate %s secret of %s: %w", m.Which, a.id, err)
 	}

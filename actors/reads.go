@@ -557,3 +557,19 @@ func (w *WebhookTargets) Of(webhookID string) (string, error) {
 	slot.Store(&id)
 	return webhookID, nil
 }
+
+// WorkspaceInstallations returns the ids of the workspace's installations,
+// one per Kit it ever installed (uninstalled ones too: the caller asks each
+// installation for its state).
+//
+// Committed before answered: the workspace commits its entry of this index
+// before the install that wrote it answers.
+func WorkspaceInstallations(env *Env, workspaceID string) ([]string, error) {
+	prefix := installedKitsPrefix(workspaceID)
+	var out []string
+	err := env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, v []byte) bool {
+		out = append(out, string(v))
+		return true
+	})
+	return out, err
+}

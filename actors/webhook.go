@@ -261,6 +261,12 @@ func (a *webhookActor) logRefusal(code kiterr.Code, status string) {
 	writeLogAsync(a.env, partition.Of(a.id), a.hook.KitId, a.outcome(LogLevelError, status, code))
 }
 
+// WebhookURL is the URL of a webhook under the public origin base: the
+// only place its secret is ever shown (SPEC.md 4.9).
+func WebhookURL(base, installationID, webhookID, secret string) string {
+	return base + "/hooks/v1/" + installationID + "/" + webhookID + "/" + secret
+}
+
 // HookSecretHash is the stored form of a webhook secret, and the form in
 // which the HTTP layer hands a presented secret to the actor.
 func HookSecretHash(secret string) []byte {

@@ -101,16 +101,23 @@ func (a *workspaceActor) touchDeveloperToken(m *kitpb.TouchDeveloperToken) (prot
 	if err != nil {
 		return nil, err
 	}
-	if m.At <= cred.LastUsedAt {
-		return &kitpb.Ok{}, nil
-	}
-	cred.LastUsedAt = m.At
-	b := a.env.Store.NewBatch()
-	put(b, credentialKey(hash), cred)
-	if err := b.Commit(); err != nil {
+	if err := recordUse(a.env.Store, hash, cred, m.At); err != nil {
 		return nil, fmt.Errorf("record use of developer token %s: %w", m.TokenId, err)
 	}
 	return &kitpb.Ok{}, nil
+}
+
+// recordUse sets the last use of the credential stored under hash to at,
+// unless a later use is recorded already (touches from several nodes
+// arrive in any order).
+func recordUse(store *persistence.Store, hash []byte, cred *kitpb.Credential, at int64) error {
+	if at <= cred.LastUsedAt {
+		return nil
+	}
+	cred.LastUsedAt = at
+	b := store.NewBatch()
+	put(b, credentialKey(hash), cred)
+	return b.Commit()
 }
 
 func (a *workspaceActor) loadDeveloperToken(tokenID string) (hash []byte, cred *kitpb.Credential, err error) {

@@ -29,26 +29,7 @@ const chromiumPath = "/usr/bin/chromium"
 // which .ci/run installs; elsewhere it is skipped (under CI it fails).
 func TestBrowser_AuthorizeFlow(t *testing.T) {
 	t.Parallel()
-	script, err := filepath.Abs(filepath.Join("browser", "authorize.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	missing := ""
-	node, err := exec.LookPath("node")
-	switch {
-	case err != nil:
-		missing = "node"
-	case fileMissing(chromiumPath):
-		missing = chromiumPath
-	case fileMissing(filepath.Join(filepath.Dir(script), "node_modules", "playwright-core")):
-		missing = "e2e/browser/node_modules (npm ci in e2e/browser)"
-	}
-	if missing != "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the browser test needs %s; .ci/run installs it", missing)
-		}
-		t.Skipf("the browser test needs %s", missing)
-	}
+	node, script := browserScript(t, "authorize.mjs")
 
 	// The Kit's redirect target.
 	landed := make(chan url.Values, 1)
@@ -148,6 +129,34 @@ func TestBrowser_AuthorizeFlow(t *testing.T) {
 	if a.Str("tokenType") != "user" || a.Str("userId") != userID || a.Str("installationId") != in.ID {
 		t.Errorf("the browser-authorized token%s", a)
 	}
+}
+
+// browserScript returns node and the absolute path of the script name in
+// e2e/browser. Without node, chromium or playwright-core the test is
+// skipped (under CI it fails).
+func browserScript(t *testing.T, name string) (node, script string) {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("browser", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := ""
+	node, err = exec.LookPath("node")
+	switch {
+	case err != nil:
+		missing = "node"
+	case fileMissing(chromiumPath):
+		missing = chromiumPath
+	case fileMissing(filepath.Join(filepath.Dir(script), "node_modules", "playwright-core")):
+		missing = "e2e/browser/node_modules (npm ci in e2e/browser)"
+	}
+	if missing != "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the browser test needs %s; .ci/run installs it", missing)
+		}
+		t.Skipf("the browser test needs %s", missing)
+	}
+	return node, script
 }
 
 func fileMissing(path string) bool {

@@ -53,7 +53,7 @@ func TestStoredKeysHaveAConstructor(t *testing.T) {
 		"installationKey", "webhookRefKey", "grantCredentialKey", "webhookKey",
 		"kitKey", "versionKey", "clientSecretKey", "signingSecretKey", "domainKey", "installLinkKey",
 		"installLinkIndexKey", "workspaceKitKey", "slugKey", "credentialKey", "locatorKey", "devLogKey",
-		"emailUserKey",
+		"emailUserKey", "botTokenKey", "userGrantKey",
 	} {
 		if seen[kind] == 0 {
 			missing = append(missing, kind)

@@ -165,7 +165,7 @@ func (s *Server) opCreateWebhook(in call) (reply, error) {
 		URL     string      `json:"url"`
 	}{
 		webhookView{r.Webhook.Id, r.Webhook.ConversationId, isoTime(r.Webhook.CreatedAt)},
-		s.publicURL + "/hooks/v1/" + instID + "/" + webhookID + "/" + secret,
+		actors.WebhookURL(s.publicURL, instID, webhookID, secret),
 	})
 }
 
@@ -207,13 +207,8 @@ func (s *Server) opRotateKitSecret(in call, which string) (reply, error) {
 	if err := in.decodeOptional(&struct{}{}); err != nil {
 		return reply{}, err
 	}
-	prefix := ids.ClientSecret
-	if which == actors.SecretSigning {
-		prefix = ids.SigningSecret
-	}
-	secret := ids.NewSecret(prefix)
-	hash := ids.Hash(secret)
-	r, err := ask[*kitpb.KitSecretReply](s, actors.KindKit, kitID, &kitpb.RotateKitSecret{Which: which, SecretHash: hash[:]})
+	secret, hash := actors.NewKitSecret(which)
+	r, err := ask[*kitpb.KitSecretReply](s, actors.KindKit, kitID, &kitpb.RotateKitSecret{Which: which, SecretHash: hash})
 	if err != nil {
 		return reply{}, err
 	}

@@ -108,6 +108,20 @@ var routes = [...]route{
 	{"POST", "/app/kits/authorize", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).Authorize},
 	{"GET", "/app/kits/install", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).InstallPage},
 	{"POST", "/app/kits/install", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).Install},
+	// The member's home page and the API access page of an installation
+	// (issue 18); {id} reaches the page as its app.PathParam.
+	{"POST", "/app/authorizations/revoke", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).RevokeAuthorization},
+	{"GET", "/app/installations/{id}", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).AccessPage},
+	{"POST", "/app/installations/{id}/channels", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).AddChannel},
+	{"POST", "/app/installations/{id}/channels/remove", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).RemoveChannel},
+	{"POST", "/app/installations/{id}/bot-tokens", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).CreateBotToken},
+	{"POST", "/app/installations/{id}/bot-tokens/revoke", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).RevokeBotToken},
+	{"POST", "/app/installations/{id}/webhooks", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).CreateWebhook},
+	{"POST", "/app/installations/{id}/webhooks/revoke", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).RevokeWebhook},
+	{"POST", "/app/installations/{id}/client-secret", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).ClientSecret},
+	{"POST", "/app/installations/{id}/signing-secret", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).SigningSecret},
+	{"GET", "/app/installations/{id}/uninstall", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).UninstallPage},
+	{"POST", "/app/installations/{id}/uninstall", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).Uninstall},
 }
 
 // route is one row of routes.
@@ -343,6 +357,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			s.app.NotFound(ctx)
 			return
 		}
+		if t.n > 0 {
+			ctx.SetUserValue(app.PathParam, string(t.rest[t.at[0].from:t.at[0].to]))
+		}
 		t.route.page(s.app, ctx)
 	case hostHooks:
 		if t.route == nil {
@@ -450,9 +467,16 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, rt *route) *actors.Principa
 		s.fail(ctx, kiterr.New(kiterr.Forbidden, "this token type cannot call this method"))
 		return nil
 	}
-	if p.TokenType == actors.CallerDeveloper {
+	if p.TokenID != "" && (p.TokenType == actors.CallerDeveloper || p.TokenType == actors.CallerBot) {
+		// lastUsedAt (GET /dev/me, the API access page): one atomic load per
+		// request, one write per token and node and minute.
 		if now := s.env.Clock.Now().UnixNano(); p.TouchDue(now) {
-			_, err := ask[*kitpb.Ok](s, actors.KindWorkspace, p.Caller.WorkspaceId, &kitpb.TouchDeveloperToken{TokenId: p.TokenID, At: now})
+			var err error
+			if p.TokenType == actors.CallerBot {
+				_, err = ask[*kitpb.Ok](s, actors.KindInstallation, p.Caller.InstallationId, &kitpb.TouchBotToken{TokenId: p.TokenID, At: now})
+			} else {
+				_, err = ask[*kitpb.Ok](s, actors.KindWorkspace, p.Caller.WorkspaceId, &kitpb.TouchDeveloperToken{TokenId: p.TokenID, At: now})
+			}
 			if err != nil {
 				s.failRoute(ctx, rt, err)
 				return nil

@@ -103,6 +103,19 @@ var specRoutes = []struct {
 	{"app: approve or deny", "POST", "/app/kits/authorize", noToken, "", ""},
 	{"app: the install page", "GET", "/app/kits/install", noToken, "", ""},
 	{"app: install", "POST", "/app/kits/install", noToken, "", ""},
+	// Issue 18: the home page's revocation and the API access page.
+	{"app: revoke an authorization", "POST", "/app/authorizations/revoke", noToken, "", ""},
+	{"app: the API access page", "GET", "/app/installations/{id}", noToken, "", ""},
+	{"app: add the Kit bot to a channel", "POST", "/app/installations/{id}/channels", noToken, "", ""},
+	{"app: remove the Kit bot from a channel", "POST", "/app/installations/{id}/channels/remove", noToken, "", ""},
+	{"app: create a bot token", "POST", "/app/installations/{id}/bot-tokens", noToken, "", ""},
+	{"app: revoke a bot token", "POST", "/app/installations/{id}/bot-tokens/revoke", noToken, "", ""},
+	{"app: create a webhook", "POST", "/app/installations/{id}/webhooks", noToken, "", ""},
+	{"app: revoke a webhook", "POST", "/app/installations/{id}/webhooks/revoke", noToken, "", ""},
+	{"app: generate a client secret", "POST", "/app/installations/{id}/client-secret", noToken, "", ""},
+	{"app: rotate the signing secret", "POST", "/app/installations/{id}/signing-secret", noToken, "", ""},
+	{"app: the uninstall confirmation", "GET", "/app/installations/{id}/uninstall", noToken, "", ""},
+	{"app: uninstall", "POST", "/app/installations/{id}/uninstall", noToken, "", ""},
 }
 
 func TestRoutesFollowTheSpec(t *testing.T) {

@@ -1,6 +1,9 @@
 // Package app is the app host of OPERATIONS.md section 3: the HTML pages on
 // which a member signs in and out, approves or denies a Kit's authorization,
-// and installs a Kit through an install link. It owns the web session
+// installs a Kit through an install link, sees the Kits of the workspace
+// and revokes their own authorizations (home), and on which an admin
+// manages an installation's bot tokens, webhooks and secrets (the API
+// access page). It owns the web session
 // cookie, the CSRF tokens of its forms and its own HTML error pages. It
 // never answers JSON, never takes a bearer token, and holds no rule of its
 // own beyond the shape of its forms: every decision is an actor's.
@@ -29,9 +32,8 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// The app host of OPERATIONS.md section 3: sign-in, sign-out and the
-// authorize (consent) page. Plain HTML forms, no JavaScript. Every form
-// carries a CSRF token: on the sign-in form (no session yet) it is a random
+// The app host's pages are plain HTML forms; the one script is the Copy
+// button of a secret shown once. Every form carries a CSRF token: on the sign-in form (no session yet) it is a random
 // value that must equal the kit_csrf cookie (double submit); on the forms of
 // a signed-in member it is derived from the session secret, which only the
 // member's browser holds. Errors are HTML pages that name the error code.
@@ -112,8 +114,27 @@ button{font:inherit;padding:.5rem 1.25rem;margin:1rem .5rem 0 0;border-radius:4p
 button.primary{background:#0b5394;border-color:#0b5394;color:#fff}
 button:focus,input:focus{outline:3px solid #f0a30a;outline-offset:2px}
 .error{color:#a00;font-weight:600}ul.scopes li{margin:.25rem 0}code{font-size:.9em}
+h2{font-size:1.2rem;margin-top:2rem}select{font:inherit;padding:.4rem;max-width:100%;border:1px solid #767676;border-radius:4px}
+button.danger{border-color:#a00;color:#a00}.notice{color:#1f6f2b;font-weight:600}
+ul.items{list-style:none;padding:0}ul.items li{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem;border-bottom:1px solid #ddd;padding:.25rem 0}
+ul.items li span{flex:1 1 14rem}ul.items button{margin:0}
+.shown{border:2px solid #0b5394;border-radius:6px;padding:0 1rem 1rem;margin:1rem 0}.shown input{font-family:monospace}
+a:focus,select:focus{outline:3px solid #f0a30a;outline-offset:2px}
 </style></head><body><main>
 `
+
+// copyScript is the pages' only script: the Copy button of a secret shown
+// once. It is allowed by its hash (scriptHash), so the policy still
+// forbids any other script.
+const copyScript = `document.addEventListener('click',function(e){var b=e.target.closest('button[data-copy]');if(!b)return;` +
+	`var i=document.getElementById(b.dataset.copy);i.select();var done=function(){b.textContent='Copied'};` +
+	`if(navigator.clipboard){navigator.clipboard.writeText(i.value).then(done,function(){document.execCommand('copy');done()})}` +
+	`else{document.execCommand('copy');done()}});`
+
+var scriptHash = func() string {
+	sum := sha256.Sum256([]byte(copyScript))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}()
 
 const pageFoot = `</main></body></html>
 `
@@ -162,12 +183,6 @@ var pages = template.Must(template.New("").Parse(`
 </form>
 ` + pageFoot + `{{end}}
 
-{{define "home"}}` + pageHead + `<h1>Kit</h1>
-{{if .Member}}<p>Signed in as <strong>{{.Member}}</strong>.</p>
-<form method="post" action="/app/signout"><input type="hidden" name="csrf" value="{{.CSRF}}">
-<button type="submit">Sign out</button></form>
-{{else}}<p><a href="/app/signin">Sign in</a></p>{{end}}
-` + pageFoot + `{{end}}
 `))
 
 // scopeInWords says what each scope of SPEC.md section 5 lets a Kit do.
@@ -195,7 +210,7 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, status int, name string, data 
 	}
 	h := &ctx.Response.Header
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src "+scriptHash+"; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
@@ -314,20 +329,6 @@ func safeNext(next string) string {
 }
 
 // ---- sign-in and sign-out ----
-
-// Home is GET /app/: who is signed in, and the sign-out form.
-func (s *Server) Home(ctx *fasthttp.RequestCtx) {
-	data := struct{ Title, Member, CSRF string }{Title: "Kit"}
-	if sess, secret := s.session(ctx); sess != nil {
-		u, err := ask[*kitpb.UserReply](s, actors.KindWorkspace, sess.WorkspaceID, &kitpb.GetUser{UserId: sess.UserID})
-		if err != nil {
-			s.failPage(ctx, err)
-			return
-		}
-		data.Member, data.CSRF = u.User.DisplayName, sessionCSRF(secret)
-	}
-	s.render(ctx, 200, "home", data)
-}
 
 // ---- authorize ----
 
