@@ -1,0 +1,55 @@
+package replication_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/kitd/kitd/replication"
+)
+
+// Three nodes, 64 groups: every group elects one leader, and what its
+// leader applies every replica applies identically.
+func TestGroupsElectAndReplicate(t *testing.T) {
+	const groups = 64
+	c := newCluster(t, []uint64{1, 2, 3}, nil)
+	c.bootstrap(groups, []uint64{1, 2, 3})
+	c.elect(groups)
+	leaders := map[uint64]int{}
+	for g := range groups {
+		leaders[c.leader(replication.GroupID(g))]++
+		for i := range 3 {
+			c.propose(replication.GroupID(g), string(rune('a'+i))+"-"+string(rune('A'+g%26)))
+		}
+	}
+	t.Logf("leaderships per node: %v", leaders)
+	for g := range groups {
+		recs := c.waitEqual(replication.GroupID(g))
+		if len(recs) != 3 {
+			t.Fatalf("group %d: %d records, want 3", g, len(recs))
+		}
+	}
+}
+
+// A proposal on a follower is refused with the leader's name.
+func TestProposeOnFollowerNamesLeader(t *testing.T) {
+	c := newCluster(t, []uint64{1, 2, 3}, nil)
+	c.bootstrap(1, []uint64{1, 2, 3})
+	c.elect(1)
+	lead := c.leader(0)
+	for _, m := range c.live() {
+		if m.id == lead {
+			continue
+		}
+		_, err := m.node.Propose(context.Background(), 0, []byte("x"))
+		nl, ok := isNotLeader(err)
+		if !ok {
+			t.Fatalf("node %d: err = %v, want *NotLeaderError", m.id, err)
+		}
+		if nl.Leader != lead || nl.Group != 0 || nl.Term == 0 {
+			t.Fatalf("node %d: %+v, want leader %d", m.id, nl, lead)
+		}
+	}
+	if _, err := c.nodes[lead].node.Propose(context.Background(), 7, []byte("x")); err != replication.ErrUnknownGroup {
+		t.Fatalf("unknown group: err = %v", err)
+	}
+}
