@@ -66,10 +66,10 @@ func (c *cluster) start(id uint64, fs vfs.FS) *member {
 	if m.node, err = replication.Open(cfg); err != nil {
 		c.t.Fatal(err)
 	}
-	go func() { // nobody in these tests reads leader changes but the consumer must not block the node
-		for range m.node.LeaderChanges() {
+	go func(n *replication.Node) { // drained, as a consumer would
+		for range n.LeaderChanges() {
 		}
-	}()
+	}(m.node)
 	c.net.Attach(id, m.node)
 	if _, ok := c.nodes[id]; !ok {
 		c.ids = append(c.ids, id)
@@ -162,6 +162,9 @@ func (c *cluster) leader(g replication.GroupID) uint64 {
 		if st.Leader == 0 || st.Leader != lead {
 			return 0
 		}
+	}
+	if m := c.nodes[lead]; m == nil || m.node == nil {
+		return 0 // the others have not noticed yet that it is gone
 	}
 	return lead
 }
