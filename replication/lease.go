@@ -33,7 +33,10 @@ func (n *Node) stampNow() []byte {
 }
 
 // acknowledged records the stamp a follower echoed.
-func (n *Node) acknowledged(g *group, m interface{ GetContext() []byte; GetFrom() uint64 }) {
+func (n *Node) acknowledged(g *group, m interface {
+	GetContext() []byte
+	GetFrom() uint64
+}) {
 	ctx := m.GetContext()
 	if len(ctx) != 16 {
 		return

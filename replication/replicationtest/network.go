@@ -192,4 +192,3 @@ func (e endpoint) SendSnapshot(m replication.Message, state io.Reader) error {
 	e.nw.delivered.Add(1)
 	return nil
 }
-

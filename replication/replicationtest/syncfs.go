@@ -3,15 +3,18 @@ package replicationtest
 import (
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // SyncCountingFS counts the syncs of Pebble's WAL files (*.log): the
-// fsyncs a commit waits for.
+// fsyncs a commit waits for. With SyncDelay, each takes that long, as on a
+// disk, so that a crash can find syncs in flight.
 type SyncCountingFS struct {
 	vfs.FS
-	syncs atomic.Uint64
+	SyncDelay time.Duration
+	syncs     atomic.Uint64
 }
 
 // WALSyncs returns the WAL syncs so far.
@@ -36,17 +39,24 @@ func (fs *SyncCountingFS) wrap(name string, f vfs.File, err error) (vfs.File, er
 	if err != nil || !strings.HasSuffix(name, ".log") {
 		return f, err
 	}
-	return &countingFile{File: f, n: &fs.syncs}, nil
+	return &countingFile{File: f, fs: fs}, nil
 }
 
 type countingFile struct {
 	vfs.File
-	n *atomic.Uint64
+	fs *SyncCountingFS
 }
 
-func (f *countingFile) Sync() error     { f.n.Add(1); return f.File.Sync() }
-func (f *countingFile) SyncData() error { f.n.Add(1); return f.File.SyncData() }
+func (f *countingFile) synced() {
+	f.fs.syncs.Add(1)
+	if f.fs.SyncDelay > 0 {
+		time.Sleep(f.fs.SyncDelay) // the disk's latency, before the data is synced
+	}
+}
+
+func (f *countingFile) Sync() error     { f.synced(); return f.File.Sync() }
+func (f *countingFile) SyncData() error { f.synced(); return f.File.SyncData() }
 func (f *countingFile) SyncTo(length int64) (bool, error) {
-	f.n.Add(1)
+	f.synced()
 	return f.File.SyncTo(length)
 }
