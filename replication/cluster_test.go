@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +32,15 @@ type member struct {
 	node  *replication.Node
 	kv    replicationtest.KV
 	tick  chan time.Time
+
+	mu      sync.Mutex
+	changes []replication.LeaderChange // what LeaderChanges delivered
+}
+
+func (m *member) leaderChanges() []replication.LeaderChange {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]replication.LeaderChange(nil), m.changes...)
 }
 
 const testDir = "db"
@@ -66,8 +76,11 @@ func (c *cluster) start(id uint64, fs vfs.FS) *member {
 	if m.node, err = replication.Open(cfg); err != nil {
 		c.t.Fatal(err)
 	}
-	go func(n *replication.Node) { // drained, as a consumer would
-		for range n.LeaderChanges() {
+	go func(n *replication.Node) {
+		for lc := range n.LeaderChanges() {
+			m.mu.Lock()
+			m.changes = append(m.changes, lc)
+			m.mu.Unlock()
 		}
 	}(m.node)
 	c.net.Attach(id, m.node)

@@ -59,6 +59,10 @@ func TestIsolatedLeaderLosesLeaseBeforeNewLeader(t *testing.T) {
 		t.Fatalf("pending proposal of the old leader: err = %v, want ErrLeadershipLost", perr)
 	}
 
+	if !stepsDown(old) {
+		t.Fatalf("the old leader's consumer was not told it stepped down: %v", old.leaderChanges())
+	}
+
 	c.net.Heal()
 	c.elect(1)
 	c.propose(0, "after")
@@ -151,4 +155,25 @@ func TestRestartKeepsStateAndCatchesUp(t *testing.T) {
 
 func proposeCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+// stepsDown polls what m's consumer heard: that m stopped leading group 0
+// (a change naming another leader or none) after it had led it.
+func stepsDown(m *member) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		led := false
+		for _, lc := range m.leaderChanges() {
+			if lc.Group != 0 {
+				continue
+			}
+			if lc.Leader == m.id {
+				led = true
+			} else if led {
+				return true
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
 }
