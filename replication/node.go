@@ -131,6 +131,9 @@ type group struct {
 	rn  *raft.RawNode
 	log *logStore
 
+	// Keys written every cycle, built once.
+	hsKey, appliedKey []byte
+
 	// From the last Ready; the driver's view.
 	lead, term uint64
 	state      raft.StateType
@@ -231,6 +234,7 @@ func (n *Node) newGroup(id GroupID, s *logStore) (*group, error) {
 	}
 	return &group{
 		id: id, rn: rn, log: s,
+		hsKey: hardStateKey(id), appliedKey: appliedKey(id),
 		term:    s.hs.GetTerm(),
 		waiters: make(map[uint64]*proposal),
 		acks:    make(map[uint64]stamp),
@@ -570,7 +574,7 @@ func (n *Node) persist(b *persistence.Batch, r *groupReady) (bool, error) {
 	if !raft.IsEmptyHardState(rd.HardState) {
 		g.log.hs = rd.HardState
 		n.valBuf = appendHardState(n.valBuf[:0], rd.HardState)
-		b.Set(hardStateKey(g.id), n.valBuf)
+		b.Set(g.hsKey, n.valBuf)
 		wrote = true
 	}
 	return wrote, nil
@@ -604,7 +608,7 @@ func (n *Node) writeSnapshotMark(b *persistence.Batch, g *group) {
 
 func (n *Node) writeApplied(b *persistence.Batch, g *group, confChanged bool) {
 	n.valBuf = binary.BigEndian.AppendUint64(n.valBuf[:0], g.log.applied)
-	b.Set(appliedKey(g.id), n.valBuf)
+	b.Set(g.appliedKey, n.valBuf)
 	if confChanged {
 		v, err := proto.Marshal(g.log.cs)
 		if err != nil {

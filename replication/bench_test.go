@@ -1,0 +1,107 @@
+package replication_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/replication/replicationtest"
+)
+
+// What replication costs a single node: one node on the real disk, 64
+// single-voter groups, many concurrent proposers; beside it, the same
+// bytes committed straight to persistence from as many goroutines (today's
+// path). Compare ns/op of the two (bench/README.md, docs/cluster.md).
+//
+//	go test -run '^$' -bench 'Propose|PlainCommit' -benchtime 3s -count 3 ./replication/
+
+const (
+	benchGroups      = 64
+	benchParallelism = 16 // goroutines per P: concurrent requests of a loaded node
+)
+
+var benchPayload = make([]byte, 256) // about one message's records
+
+func BenchmarkProposeSingleNode(b *testing.B) {
+	store, err := persistence.Open(b.TempDir(), persistence.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	tick := make(chan time.Time)
+	n, err := replication.Open(replication.Config{
+		NodeID: 1, Store: store, Transport: replicationtest.NewNetwork().Transport(1),
+		StateMachine: replicationtest.KV{Store: store}, Ticker: tick,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer n.Close()
+	for g := range benchGroups {
+		if err := n.Bootstrap(replication.GroupID(g), []uint64{1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for led := 0; led < benchGroups; {
+		tick <- time.Time{}
+		if err := n.Flush(); err != nil {
+			b.Fatal(err)
+		}
+		led = 0
+		for g := range benchGroups {
+			if n.LeaseValid(replication.GroupID(g)) {
+				led++
+			}
+		}
+	}
+
+	var next atomic.Uint32
+	st0 := n.Stats()
+	b.ReportAllocs()
+	b.SetParallelism(benchParallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			g := replication.GroupID(next.Add(1) % benchGroups)
+			if _, err := n.Propose(ctx, g, benchPayload); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	st := n.Stats()
+	b.ReportMetric(float64(st.Syncs-st0.Syncs)/float64(b.N), "fsyncs/op")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "proposals/s")
+}
+
+func BenchmarkPlainCommit(b *testing.B) {
+	store, err := persistence.Open(b.TempDir(), persistence.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	var next atomic.Uint64
+	b.ReportAllocs()
+	b.SetParallelism(benchParallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1)
+			key := persistence.AppendUint64([]byte("kv/\x00\x00/"), i)
+			key[4] = byte(i % benchGroups)
+			batch := store.NewBatch()
+			batch.Set(key, benchPayload)
+			if err := batch.Commit(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+}
