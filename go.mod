@@ -9,6 +9,7 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/orcaman/concurrent-map v1.0.0
 	github.com/valyala/fasthttp v1.74.0
+	go.etcd.io/raft/v3 v3.7.0
 	golang.org/x/crypto v0.58.0
 	golang.org/x/net v0.60.0
 	google.golang.org/protobuf v1.36.12
@@ -56,7 +57,6 @@ require (
 	github.com/stretchr/objx v0.5.3 // indirect
 	github.com/twmb/murmur3 v1.1.8 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
-	go.etcd.io/raft/v3 v3.7.0 // indirect
 	go.opentelemetry.io/otel v1.21.0 // indirect
 	go.opentelemetry.io/otel/exporters/prometheus v0.44.0 // indirect
 	go.opentelemetry.io/otel/metric v1.21.0 // indirect
