@@ -557,6 +557,7 @@ func (n *Node) persist(b *persistence.Batch, r *groupReady) (bool, error) {
 		}
 		wrote = true
 	}
+	g.inSnap = nil // raft took the snapshot it was given, or refused it
 	if len(rd.Entries) > 0 {
 		first := rd.Entries[0].GetIndex()
 		oldLast := g.log.append(rd.Entries)
@@ -711,9 +712,14 @@ func (n *Node) sendSnapshot(g *group, m *pb.Message) {
 	go func() {
 		defer n.snaps.Done()
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(n.sm.Snapshot(g.id, pw)) }()
+		read := make(chan struct{})
+		go func() {
+			defer close(read)
+			pw.CloseWithError(n.sm.Snapshot(g.id, pw))
+		}()
 		err := n.tr.SendSnapshot(Message{Group: g.id, Msg: m}, pr)
 		pr.CloseWithError(io.ErrClosedPipe) // unblocks Snapshot if the transport stopped reading
+		<-read                              // Close waits for the scan of the store too
 		status := raft.SnapshotFinish
 		if err != nil {
 			n.log.Info("snapshot not sent", "group", g.id, "to", m.GetTo(), "err", err)
