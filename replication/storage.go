@@ -171,8 +171,6 @@ func decodeHardState(v []byte) (*pb.HardState, error) {
 	}, nil
 }
 
-func uint64Value(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
-
 func decodeUint64(what string, v []byte) (uint64, error) {
 	if len(v) != 8 {
 		return 0, errCorrupt(what, 0)
