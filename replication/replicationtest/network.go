@@ -108,6 +108,13 @@ func (nw *Network) Release(id uint64) {
 	}
 }
 
+// Held counts the messages held for id.
+func (nw *Network) Held(id uint64) int {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	return len(nw.held[id])
+}
+
 // Delivered counts the messages handed to a node so far.
 func (nw *Network) Delivered() uint64 { return nw.delivered.Load() }
 
