@@ -9,7 +9,6 @@ import (
 
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/replication"
-	"github.com/kitd/kitd/replication/replicationtest"
 )
 
 // What replication costs a single node: one node on the real disk, 64
@@ -27,37 +26,7 @@ const (
 var benchPayload = make([]byte, 256) // about one message's records
 
 func BenchmarkProposeSingleNode(b *testing.B) {
-	store, err := persistence.Open(b.TempDir(), persistence.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	tick := make(chan time.Time)
-	n, err := replication.Open(replication.Config{
-		NodeID: 1, Store: store, Transport: replicationtest.NewNetwork().Transport(1),
-		StateMachine: replicationtest.KV{Store: store}, Ticker: tick,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer n.Close()
-	for g := range benchGroups {
-		if err := n.Bootstrap(replication.GroupID(g), []uint64{1}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for led := 0; led < benchGroups; {
-		tick <- time.Time{}
-		if err := n.Flush(); err != nil {
-			b.Fatal(err)
-		}
-		led = 0
-		for g := range benchGroups {
-			if n.LeaseValid(replication.GroupID(g)) {
-				led++
-			}
-		}
-	}
+	n := singleNode(b, b.TempDir(), persistence.Options{}, benchGroups)
 
 	var next atomic.Uint32
 	st0 := n.Stats()

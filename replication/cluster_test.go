@@ -255,3 +255,48 @@ func isNotLeader(err error) (*replication.NotLeaderError, bool) {
 	var nl *replication.NotLeaderError
 	return nl, errors.As(err, &nl)
 }
+
+// singleNode opens a store and node 1 alone on it, with groups
+// single-voter groups that it leads; both are closed with the test.
+func singleNode(tb testing.TB, dir string, opts persistence.Options, groups int) *replication.Node {
+	tb.Helper()
+	store, err := persistence.Open(dir, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tick := make(chan time.Time)
+	n, err := replication.Open(replication.Config{
+		NodeID: 1, Store: store, Transport: replicationtest.NewNetwork().Transport(1),
+		StateMachine: replicationtest.KV{Store: store}, Ticker: tick,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := errors.Join(n.Close(), store.Close()); err != nil {
+			tb.Error(err)
+		}
+	})
+	for g := range groups {
+		if err := n.Bootstrap(replication.GroupID(g), []uint64{1}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for range 100 {
+		tick <- time.Time{}
+		if err := n.Flush(); err != nil {
+			tb.Fatal(err)
+		}
+		led := 0
+		for g := range groups {
+			if n.LeaseValid(replication.GroupID(g)) {
+				led++
+			}
+		}
+		if led == groups {
+			return n
+		}
+	}
+	tb.Fatal("the groups elected no leader in 100 ticks")
+	return nil
+}

@@ -102,43 +102,7 @@ func TestCrashKeepsEveryReturnedProposal(t *testing.T) {
 func TestOneSyncPerCycle(t *testing.T) {
 	const groups, perGroup = 64, 20
 	fs := &replicationtest.SyncCountingFS{FS: vfs.NewMem()}
-	store, err := persistence.Open(testDir, persistence.Options{FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	tick := make(chan time.Time)
-	n, err := replication.Open(replication.Config{
-		NodeID: 1, Store: store, Transport: replicationtest.NewNetwork().Transport(1),
-		StateMachine: replicationtest.KV{Store: store}, Ticker: tick,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	for g := range groups {
-		if err := n.Bootstrap(replication.GroupID(g), []uint64{1}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 0; i < 100; i++ {
-		tick <- time.Time{}
-		if err := n.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		all := true
-		for g := range groups {
-			all = all && n.LeaseValid(replication.GroupID(g))
-		}
-		if all {
-			break
-		}
-	}
-	for g := range groups {
-		if !n.LeaseValid(replication.GroupID(g)) {
-			t.Fatalf("group %d elected no leader", g)
-		}
-	}
+	n := singleNode(t, testDir, persistence.Options{FS: fs}, groups)
 
 	syncs0, st0 := fs.WALSyncs(), n.Stats()
 	var wg sync.WaitGroup
