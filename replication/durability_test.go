@@ -60,12 +60,15 @@ func TestCrashKeepsEveryReturnedProposal(t *testing.T) {
 					}
 				})
 			}
-			for {
+			for deadline := time.Now().Add(30 * time.Second); ; {
 				mu.Lock()
 				n := len(done)
 				mu.Unlock()
 				if n >= 400 {
 					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("only %d proposals returned in 30 s", n)
 				}
 				time.Sleep(time.Millisecond) // waiting for load, not for a result
 			}

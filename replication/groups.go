@@ -2,6 +2,7 @@ package replication
 
 import (
 	"fmt"
+	"maps"
 
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -54,11 +55,7 @@ func (n *Node) addGroup(id GroupID, s *logStore) error {
 	if err := b.Commit(); err != nil {
 		return err
 	}
-	old := *n.groups.Load()
-	table := make(map[GroupID]*group, len(old)+1)
-	for k, v := range old {
-		table[k] = v
-	}
+	table := maps.Clone(*n.groups.Load()) // readers hold the old table without a lock
 	table[id] = grp
 	n.groups.Store(&table)
 	n.order = append(n.order, grp)

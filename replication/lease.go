@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
 )
 
 // The lease. A follower that heard from the leader refuses every vote for
@@ -33,10 +35,7 @@ func (n *Node) stampNow() []byte {
 }
 
 // acknowledged records the stamp a follower echoed.
-func (n *Node) acknowledged(g *group, m interface {
-	GetContext() []byte
-	GetFrom() uint64
-}) {
+func (n *Node) acknowledged(g *group, m *pb.Message) {
 	ctx := m.GetContext()
 	if len(ctx) != 16 {
 		return

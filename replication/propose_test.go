@@ -37,8 +37,11 @@ func TestProposalErrors(t *testing.T) {
 				held := c.net.Held(followers[0])
 				first := make(chan error, 1)
 				go func() { first <- lead.node.AddLearner(context.Background(), 0, 4) }()
-				for c.net.Held(followers[0]) == held { // the first change is in the log
-					time.Sleep(time.Millisecond)
+				for deadline := time.Now().Add(5 * time.Second); c.net.Held(followers[0]) == held; {
+					if time.Now().After(deadline) {
+						return errors.New("the first change never reached the log")
+					}
+					time.Sleep(time.Millisecond) // polling the leader's driver
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
