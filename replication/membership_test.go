@@ -40,7 +40,9 @@ func TestLearnerCatchesUpThenIsPromoted(t *testing.T) {
 	if err := lead.node.AddLearner(ctx, 0, 4); err != nil {
 		t.Fatal(err)
 	}
-	c.propose(0, "after the learner")
+	if _, err := lead.node.Propose(ctx, 0, []byte("after the learner")); err != nil { // the learner may not know the leader yet
+		t.Fatal(err)
+	}
 	recs := c.waitEqual(0)
 	if len(recs) != 21 {
 		t.Fatalf("%d records, want 21", len(recs))
