@@ -177,3 +177,27 @@ func stepsDown(m *member) bool {
 	}
 	return false
 }
+
+// With TickInterval, the lease is also bounded in monotonic time: a node
+// whose ticks say the lease holds but whose clock says it ran out (a pause)
+// does not trust it.
+func TestLeaseBoundedInTime(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		interval time.Duration
+		want     bool
+	}{
+		{"a lease past its time is not valid, whatever the ticks say", time.Nanosecond, false},
+		{"a lease within its time is valid", time.Hour, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, []uint64{1, 2, 3}, func(cfg *replication.Config) { cfg.TickInterval = tc.interval })
+			c.bootstrap(1, []uint64{1, 2, 3})
+			c.elect(1)
+			c.tick(2)
+			if got := c.nodes[c.leader(0)].node.LeaseValid(0); got != tc.want {
+				t.Fatalf("LeaseValid = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
