@@ -43,10 +43,12 @@ type Config struct {
 	// lease ends. The margin of two ticks covers the phase between the
 	// nodes' tickers.
 	LeaseTicks int
-	// CompactAfter (default 10000): a group's log keeps at least this many
+	// CompactAfter (default 1000): a group's log keeps at least this many
 	// applied entries for followers that lag; when it holds twice as many,
 	// the older half is deleted. A follower behind the kept log gets a
-	// snapshot.
+	// snapshot. The live log is also held in memory: at most about
+	// 2 × CompactAfter entries per group (64 groups of 1 KiB entries: 128 MiB
+	// at the worst), so a larger value trades memory for fewer snapshots.
 	CompactAfter uint64
 	// MaxSizePerMsg (default 1 MiB) bounds the entries of one append message.
 	MaxSizePerMsg uint64
@@ -75,7 +77,7 @@ func (c *Config) setDefaults() error {
 			c.HeartbeatTicks, c.LeaseTicks, c.ElectionTicks)
 	}
 	if c.CompactAfter == 0 {
-		c.CompactAfter = 10000
+		c.CompactAfter = 1000
 	}
 	if c.MaxSizePerMsg == 0 {
 		c.MaxSizePerMsg = 1 << 20
