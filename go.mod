@@ -10,6 +10,7 @@ require (
 	github.com/hashicorp/memberlist v0.7.0
 	github.com/orcaman/concurrent-map v1.0.0
 	github.com/valyala/fasthttp v1.74.0
+	go.etcd.io/raft/v3 v3.7.0
 	golang.org/x/crypto v0.58.0
 	golang.org/x/net v0.60.0
 	google.golang.org/protobuf v1.36.12

@@ -1,0 +1,5 @@
+package replication
+
+// AppliedKey lets the tests roll a group's applied index back, as a crash
+// that lost the last unsynced apply batch does.
+var AppliedKey = appliedKey

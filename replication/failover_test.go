@@ -1,0 +1,203 @@
+package replication_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kitd/kitd/replication"
+)
+
+// A leader cut off from its followers: its lease ends before another node
+// can be elected (LeaseTicks < ElectionTicks, counted in ticks), a new
+// leader is elected, the old leader's pending proposal fails with
+// ErrLeadershipLost and never commits anywhere.
+func TestIsolatedLeaderLosesLeaseBeforeNewLeader(t *testing.T) {
+	c := newCluster(t, []uint64{1, 2, 3}, nil) // ElectionTicks 10, LeaseTicks 8
+	c.bootstrap(1, []uint64{1, 2, 3})
+	c.elect(1)
+	c.tick(2) // a heartbeat round answered by a quorum
+	old := c.nodes[c.leader(0)]
+	if !old.node.LeaseValid(0) {
+		t.Fatal("a leader whose heartbeats a quorum answered holds no lease")
+	}
+
+	c.net.Isolate(old.id)
+	done := make(chan error, 1)
+	go func() {
+		_, err := old.node.Propose(context.Background(), 0, []byte("lost"))
+		done <- err
+	}()
+
+	leaseEnd, elected := -1, -1
+	var newLeader uint64
+	var perr error
+	for k := 1; k <= 60 && (leaseEnd < 0 || elected < 0 || perr == nil); k++ {
+		c.tickOne(c.live()...)
+		if leaseEnd < 0 && !old.node.LeaseValid(0) {
+			leaseEnd = k
+		}
+		for _, m := range c.live() {
+			if st, _ := m.node.Status(0); m.id != old.id && st.Leader == m.id && elected < 0 {
+				elected, newLeader = k, m.id
+				if old.node.LeaseValid(0) {
+					t.Fatalf("tick %d: node %d elected while the old leader's lease is valid", k, m.id)
+				}
+			}
+		}
+		select {
+		case perr = <-done:
+		default:
+		}
+	}
+	t.Logf("after isolation: lease ended at tick %d, new leader %d elected at tick %d", leaseEnd, newLeader, elected)
+	if leaseEnd < 0 || elected < 0 || leaseEnd >= elected {
+		t.Fatalf("lease ended at tick %d, new leader at tick %d: the lease must end first", leaseEnd, elected)
+	}
+	if !errors.Is(perr, replication.ErrLeadershipLost) {
+		t.Fatalf("pending proposal of the old leader: err = %v, want ErrLeadershipLost", perr)
+	}
+
+	if !stepsDown(old) {
+		t.Fatalf("the old leader's consumer was not told it stepped down: %v", old.leaderChanges())
+	}
+
+	c.net.Heal()
+	c.elect(1)
+	c.propose(0, "after")
+	recs := c.waitEqual(0)
+	for idx, v := range recs {
+		if v == "lost" {
+			t.Fatalf("the isolated leader's entry was committed at %d", idx)
+		}
+	}
+	if st, _ := old.node.Status(0); st.Leader != newLeader {
+		t.Fatalf("old leader follows %d, want %d", st.Leader, newLeader)
+	}
+}
+
+// TransferLeadership moves the leader, and the old leader's lease ends at
+// once (the new leader is elected without waiting out any lease).
+func TestTransferLeadership(t *testing.T) {
+	c := newCluster(t, []uint64{1, 2, 3}, nil)
+	c.bootstrap(1, []uint64{1, 2, 3})
+	c.elect(1)
+	c.tick(2)
+	old := c.leader(0)
+	to := old%3 + 1
+	if err := c.nodes[to].node.TransferLeadership(0, to); err == nil {
+		t.Fatal("a follower started a transfer")
+	}
+	if err := c.nodes[old].node.TransferLeadership(0, to); err != nil {
+		t.Fatal(err)
+	}
+	if c.nodes[old].node.LeaseValid(0) {
+		t.Fatal("the lease outlives the start of a transfer")
+	}
+	for range 20 {
+		if c.leader(0) == to {
+			break
+		}
+		c.tickOne(c.live()...)
+	}
+	if got := c.leader(0); got != to {
+		t.Fatalf("leader %d, want %d", got, to)
+	}
+	c.propose(0, "x")
+}
+
+// A node closed and opened again on its directory has its state and log,
+// and catches up with what it missed.
+func TestRestartKeepsStateAndCatchesUp(t *testing.T) {
+	const groups = 4
+	c := newCluster(t, []uint64{1, 2, 3}, nil)
+	c.bootstrap(groups, []uint64{1, 2, 3})
+	c.elect(groups)
+	for g := range groups {
+		for range 5 {
+			c.propose(replication.GroupID(g), "before")
+		}
+		c.waitEqual(replication.GroupID(g))
+	}
+	before := map[replication.GroupID]replication.Status{}
+	for g := range groups {
+		before[replication.GroupID(g)], _ = c.nodes[3].node.Status(replication.GroupID(g))
+	}
+	fs := c.nodes[3].fs
+	c.stop(3)
+	c.elect(groups)
+	for g := range groups {
+		c.propose(replication.GroupID(g), "while down")
+	}
+
+	m := c.start(3, fs)
+	for g := range groups {
+		st, err := m.node.Status(replication.GroupID(g))
+		if err != nil {
+			t.Fatal(err)
+		}
+		was := before[replication.GroupID(g)]
+		if st.Commit < was.Commit || st.Term < was.Term || len(st.Voters) != 3 {
+			t.Fatalf("group %d after restart: %+v, before: %+v", g, st, was)
+		}
+		recs, _ := m.kv.Records(replication.GroupID(g))
+		if len(recs) != 5 {
+			t.Fatalf("group %d after restart: %d records, want 5", g, len(recs))
+		}
+	}
+	for g := range groups {
+		if recs := c.waitEqual(replication.GroupID(g)); len(recs) != 6 {
+			t.Fatalf("group %d: %d records after catching up, want 6", g, len(recs))
+		}
+	}
+}
+
+func proposeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+// stepsDown polls what m's consumer heard: that m stopped leading group 0
+// (a change naming another leader or none) after it had led it.
+func stepsDown(m *member) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		led := false
+		for _, lc := range m.leaderChanges() {
+			if lc.Group != 0 {
+				continue
+			}
+			if lc.Leader == m.id {
+				led = true
+			} else if led {
+				return true
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
+}
+
+// With TickInterval, the lease is also bounded in monotonic time: a node
+// whose ticks say the lease holds but whose clock says it ran out (a pause)
+// does not trust it.
+func TestLeaseBoundedInTime(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		interval time.Duration
+		want     bool
+	}{
+		{"a lease past its time is not valid, whatever the ticks say", time.Nanosecond, false},
+		{"a lease within its time is valid", time.Hour, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, []uint64{1, 2, 3}, func(cfg *replication.Config) { cfg.TickInterval = tc.interval })
+			c.bootstrap(1, []uint64{1, 2, 3})
+			c.elect(1)
+			c.tick(2)
+			if got := c.nodes[c.leader(0)].node.LeaseValid(0); got != tc.want {
+				t.Fatalf("LeaseValid = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,144 @@
+package replication_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/kitd/kitd/replication"
+)
+
+// snapshotConfig makes the log short and the chunks small, so that a
+// replica behind the log gets a snapshot streamed in several chunks.
+func snapshotConfig(cfg *replication.Config) { cfg.CompactAfter = 4 }
+
+const chunk = 4 << 10
+
+func bigValue(i int) string { return strings.Repeat(string(rune('a'+i%26)), 3000) }
+
+// A new node joins as a learner: it receives the state as a snapshot in
+// bounded chunks, then the log, then is promoted to voter and counts in
+// the quorum.
+func TestLearnerCatchesUpThenIsPromoted(t *testing.T) {
+	c := newCluster(t, []uint64{1, 2, 3}, snapshotConfig)
+	c.net.ChunkSize = chunk
+	c.bootstrap(1, []uint64{1, 2, 3})
+	c.elect(1)
+	for i := range 20 {
+		c.propose(0, bigValue(i))
+	}
+	lead := c.nodes[c.leader(0)]
+
+	n4 := c.start(4, vfs.NewMem())
+	if err := n4.node.Join(0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := proposeCtx()
+	defer cancel()
+	if err := lead.node.AddLearner(ctx, 0, 4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lead.node.Propose(ctx, 0, []byte("after the learner")); err != nil { // the learner may not know the leader yet
+		t.Fatal(err)
+	}
+	recs := c.waitEqual(0)
+	if len(recs) != 21 {
+		t.Fatalf("%d records, want 21", len(recs))
+	}
+	chunks, largest := c.net.Chunks()
+	t.Logf("snapshot: %d chunks, largest %d bytes", chunks, largest)
+	if chunks < 2 || largest > chunk {
+		t.Fatalf("snapshot sent in %d chunks of at most %d bytes, want several of at most %d", chunks, largest, chunk)
+	}
+	st, _ := n4.node.Status(0)
+	if !slices.Contains(st.Learners, 4) || slices.Contains(st.Voters, 4) {
+		t.Fatalf("node 4 before promotion: %+v", st)
+	}
+
+	if err := lead.node.Promote(ctx, 0, 4); err != nil {
+		t.Fatal(err)
+	}
+	c.settle()
+	st, _ = n4.node.Status(0)
+	if !slices.Contains(st.Voters, 4) || len(st.Voters) != 4 {
+		t.Fatalf("node 4 after promotion: %+v", st)
+	}
+	// Only a voter can lead: hand it the leadership.
+	if err := lead.node.TransferLeadership(0, 4); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if c.leader(0) == 4 {
+			break
+		}
+		c.tickOne(c.live()...)
+	}
+	if got := c.leader(0); got != 4 {
+		t.Fatalf("leader %d after the transfer to the promoted node", got)
+	}
+	c.propose(0, "led by the new voter")
+	c.waitEqual(0)
+}
+
+// A follower cut off while the log moved past what the leader keeps gets a
+// snapshot when it is back, then follows the log.
+func TestLaggingFollowerGetsSnapshot(t *testing.T) {
+	c := newCluster(t, []uint64{1, 2, 3}, snapshotConfig)
+	c.net.ChunkSize = chunk
+	c.bootstrap(1, []uint64{1, 2, 3})
+	c.elect(1)
+	c.propose(0, "first")
+	c.waitEqual(0)
+	lag := c.leader(0)%3 + 1
+	c.net.Isolate(lag)
+	lagging := c.nodes[lag]
+	others := []*member{}
+	for _, m := range c.live() {
+		if m.id != lag {
+			others = append(others, m)
+		}
+	}
+	for i := range 20 {
+		lead := c.leader(0)
+		if lead == 0 || lead == lag {
+			c.tickOne(others...)
+			continue
+		}
+		c.propose(0, bigValue(i))
+	}
+	before, _ := c.net.Chunks()
+	c.net.Heal()
+	c.elect(1)
+	c.propose(0, "last")
+	recs := c.waitEqual(0)
+	after, _ := c.net.Chunks()
+	if after == before {
+		t.Fatal("the lagging follower caught up without a snapshot: the log was not compacted")
+	}
+	got, _ := lagging.kv.Records(0)
+	if len(got) != len(recs) {
+		t.Fatalf("lagging follower has %d records, want %d", len(got), len(recs))
+	}
+}
+
+// Removing a replica takes it out of the group's configuration.
+func TestRemoveReplica(t *testing.T) {
+	c := newCluster(t, []uint64{1, 2, 3}, nil)
+	c.bootstrap(1, []uint64{1, 2, 3})
+	c.elect(1)
+	lead := c.nodes[c.leader(0)]
+	gone := lead.id%3 + 1
+	ctx, cancel := proposeCtx()
+	defer cancel()
+	if err := lead.node.RemoveReplica(ctx, 0, gone); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := lead.node.Status(0)
+	if slices.Contains(st.Voters, gone) || len(st.Voters) != 2 {
+		t.Fatalf("after removing %d: voters %v", gone, st.Voters)
+	}
+	c.stop(gone)
+	c.propose(0, "two voters")
+}

@@ -1,0 +1,780 @@
+package replication
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/persistence"
+)
+
+// Config configures a Node. Zero tick counts take the defaults below.
+type Config struct {
+	NodeID       uint64 // never 0, never reused by another node
+	Store        *persistence.Store
+	Transport    Transport
+	StateMachine StateMachine
+	// Ticker drives raft's clock: one receive is one tick. Tests send on a
+	// channel of their own to move time by hand.
+	Ticker <-chan time.Time
+	// TickInterval, when set, also bounds the leader lease in monotonic time,
+	// so that a process paused past its lease (whose ticker then delivers one
+	// late tick, not all the missed ones) does not believe its lease.
+	TickInterval time.Duration
+
+	// ElectionTicks (default 10) without a word from the leader start an
+	// election; HeartbeatTicks (default 1) separate a leader's heartbeats.
+	ElectionTicks, HeartbeatTicks int
+	// LeaseTicks (default ElectionTicks-2) is how long after a heartbeat that
+	// a quorum acknowledged the leader may serve reads alone. It must be
+	// shorter than ElectionTicks: a follower that heard the heartbeat refuses
+	// every vote for ElectionTicks, so no other leader exists before the
+	// lease ends. The margin of two ticks covers the phase between the
+	// nodes' tickers.
+	LeaseTicks int
+	// CompactAfter (default 1000): a group's log keeps at least this many
+	// applied entries for followers that lag; when it holds twice as many,
+	// the older half is deleted. A follower behind the kept log gets a
+	// snapshot. The live log is also held in memory: at most about
+	// 2 × CompactAfter entries per group (64 groups of 1 KiB entries: 128 MiB
+	// at the worst), so a larger value trades memory for fewer snapshots.
+	CompactAfter uint64
+	// MaxSizePerMsg (default 1 MiB) bounds the entries of one append message.
+	MaxSizePerMsg uint64
+
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() error {
+	switch {
+	case c.NodeID == 0:
+		return errors.New("replication: NodeID must not be 0")
+	case c.Store == nil || c.Transport == nil || c.StateMachine == nil || c.Ticker == nil:
+		return errors.New("replication: Store, Transport, StateMachine and Ticker are required")
+	}
+	if c.ElectionTicks == 0 {
+		c.ElectionTicks = 10
+	}
+	if c.HeartbeatTicks == 0 {
+		c.HeartbeatTicks = 1
+	}
+	if c.LeaseTicks == 0 {
+		c.LeaseTicks = c.ElectionTicks - 2
+	}
+	if c.HeartbeatTicks >= c.ElectionTicks || c.LeaseTicks <= c.HeartbeatTicks || c.LeaseTicks >= c.ElectionTicks {
+		return fmt.Errorf("replication: need HeartbeatTicks (%d) < LeaseTicks (%d) < ElectionTicks (%d)",
+			c.HeartbeatTicks, c.LeaseTicks, c.ElectionTicks)
+	}
+	if c.CompactAfter == 0 {
+		c.CompactAfter = 1000
+	}
+	if c.MaxSizePerMsg == 0 {
+		c.MaxSizePerMsg = 1 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Node runs every raft group this node holds a replica of, on one driver
+// goroutine. Its methods are safe for concurrent use.
+type Node struct {
+	cfg    Config
+	id     uint64
+	store  *persistence.Store
+	sm     StateMachine
+	tr     Transport
+	log    *slog.Logger
+	start  time.Time
+	groups atomic.Pointer[map[GroupID]*group] // copied on write by the driver
+
+	mu    sync.Mutex // guards inbox
+	inbox []event
+	wake  chan struct{} // capacity 1: the inbox has events
+
+	seq   atomic.Uint64 // proposal ids; random start, so no restart reuses one
+	ticks atomic.Int64  // ticks since Open: the lease clock
+
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+	err      error // why the driver stopped; read after done is closed
+	snaps    sync.WaitGroup
+
+	leaders *leaderQueue
+
+	stats struct{ cycles, syncs, groupsWritten atomic.Uint64 }
+
+	// The driver's own, reused from cycle to cycle.
+	order   []*group // every group, by id
+	readies []groupReady
+	spare   []event
+	keyBuf  []byte
+	valBuf  []byte
+	settled []*proposal
+	durable *persistence.Durable // the last unsynced write, waited before the next
+}
+
+// group is the driver's state of one raft group.
+type group struct {
+	id  GroupID
+	rn  *raft.RawNode
+	log *logStore
+
+	// Keys written every cycle, built once.
+	hsKey, appliedKey []byte
+
+	// From the last Ready; the driver's view.
+	lead, term uint64
+	state      raft.StateType
+
+	waiters  map[uint64]*proposal // by proposal seq
+	unplaced []*proposal          // proposed since the last Ready
+	acks     map[uint64]stamp     // per voter: the newest heartbeat it answered
+	inSnap   *inboundSnap
+
+	leaseUntil      atomic.Int64 // tick before which the lease holds; 0 when not leading
+	leaseUntilNanos atomic.Int64 // the same in nanoseconds since Open
+}
+
+type groupReady struct {
+	g  *group
+	rd raft.Ready
+}
+
+// event is one input to the driver.
+type event struct {
+	g    GroupID
+	msg  *pb.Message
+	snap []byte // the state streamed with a MsgSnap
+	prop *proposal
+	fn   func() // runs on the driver
+}
+
+type inboundSnap struct {
+	index uint64
+	data  []byte
+}
+
+// stamp is the lease clock at the time a heartbeat was sent.
+type stamp struct{ tick, nanos int64 }
+
+// Open starts a node on cfg.Store, reloading every group found in it:
+// hard state, conf state, log and applied index. Entries committed but not
+// applied before a crash are applied again in the first cycles.
+func Open(cfg Config) (*Node, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:     cfg,
+		id:      cfg.NodeID,
+		store:   cfg.Store,
+		sm:      cfg.StateMachine,
+		tr:      cfg.Transport,
+		log:     cfg.Logger.With("component", "replication", "node", cfg.NodeID),
+		start:   time.Now(),
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+		leaders: newLeaderQueue(),
+	}
+	n.seq.Store(randomSeq())
+	stores, err := loadGroups(cfg.Store)
+	if err != nil {
+		return nil, err
+	}
+	table := make(map[GroupID]*group, len(stores))
+	for id, s := range stores {
+		g, err := n.newGroup(id, s)
+		if err != nil {
+			return nil, err
+		}
+		table[id] = g
+		n.order = append(n.order, g)
+	}
+	slices.SortFunc(n.order, func(a, b *group) int { return int(a.id) - int(b.id) })
+	n.groups.Store(&table)
+	go n.leaders.pump(n.stop)
+	go n.run()
+	return n, nil
+}
+
+func (n *Node) newGroup(id GroupID, s *logStore) (*group, error) {
+	rn, err := raft.NewRawNode(&raft.Config{
+		ID:                        n.id,
+		ElectionTick:              n.cfg.ElectionTicks,
+		HeartbeatTick:             n.cfg.HeartbeatTicks,
+		Storage:                   s,
+		Applied:                   s.applied,
+		MaxSizePerMsg:             n.cfg.MaxSizePerMsg,
+		MaxInflightMsgs:           256,
+		MaxUncommittedEntriesSize: 64 << 20,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		ReadOnlyOption:            raft.ReadOnlyLeaseBased,
+		// A follower answers NotLeaderError itself rather than forwarding:
+		// the caller learns where the leader is.
+		DisableProposalForwarding: true,
+		StepDownOnRemoval:         true,
+		Logger:                    raftLogger{n.log.With("group", id)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replication: group %d: %w", id, err)
+	}
+	return &group{
+		id: id, rn: rn, log: s,
+		hsKey: hardStateKey(id), appliedKey: appliedKey(id),
+		term:    s.hs.GetTerm(),
+		waiters: make(map[uint64]*proposal),
+		acks:    make(map[uint64]stamp),
+	}, nil
+}
+
+// Close stops the driver. Proposals still waiting fail with ErrStopped; the
+// store stays open (it is the caller's). Everything Propose acknowledged is
+// already durable, so Close adds no durability.
+func (n *Node) Close() error {
+	n.halt(nil)
+	<-n.done
+	n.snaps.Wait()
+	if errors.Is(n.err, ErrStopped) {
+		return nil
+	}
+	return n.err
+}
+
+// halt asks the driver to stop, keeping the first reason.
+func (n *Node) halt(err error) {
+	n.stopOnce.Do(func() {
+		n.err = err
+		if n.err == nil {
+			n.err = ErrStopped
+		}
+		close(n.stop)
+	})
+}
+
+func (n *Node) stopped() error {
+	select {
+	case <-n.stop:
+		return ErrStopped
+	default:
+		return nil
+	}
+}
+
+// LeaderChanges delivers every change of leader of this node's groups, in
+// order. The channel is fed by a goroutine of its own from an unbounded
+// queue, so a slow reader never holds up the driver.
+func (n *Node) LeaderChanges() <-chan LeaderChange { return n.leaders.out }
+
+// Stats counts the driver's work since Open.
+type Stats struct {
+	Cycles        uint64 // cycles that wrote to the store
+	Syncs         uint64 // WAL syncs those writes asked for: one per cycle
+	GroupsWritten uint64 // sum over cycles of the groups whose state they wrote
+}
+
+// Stats returns the counters.
+func (n *Node) Stats() Stats {
+	return Stats{
+		Cycles:        n.stats.cycles.Load(),
+		Syncs:         n.stats.syncs.Load(),
+		GroupsWritten: n.stats.groupsWritten.Load(),
+	}
+}
+
+func (n *Node) lookup(g GroupID) *group { return (*n.groups.Load())[g] }
+
+// enqueue hands an event to the driver.
+func (n *Node) enqueue(e event) error {
+	if err := n.stopped(); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.inbox = append(n.inbox, e)
+	n.mu.Unlock()
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// do runs fn on the driver and waits for it.
+func (n *Node) do(fn func()) error {
+	ran := make(chan struct{})
+	if err := n.enqueue(event{fn: func() { fn(); close(ran) }}); err != nil {
+		return err
+	}
+	select {
+	case <-ran:
+		return nil
+	case <-n.done:
+		return ErrStopped
+	}
+}
+
+// Step hands an inbound raft message to the driver. It does not block on
+// the driver.
+func (n *Node) Step(m Message) error {
+	if n.lookup(m.Group) == nil {
+		return ErrUnknownGroup
+	}
+	if m.Msg.GetType() == pb.MsgSnap {
+		return errors.New("replication: a snapshot comes through ReceiveSnapshot")
+	}
+	return n.enqueue(event{g: m.Group, msg: m.Msg})
+}
+
+// ReceiveSnapshot reads the state a sender's Transport.SendSnapshot streams
+// and hands it to the driver with its MsgSnap. The state is held in memory
+// until the driver restores it.
+func (n *Node) ReceiveSnapshot(m Message, state io.Reader) error {
+	if n.lookup(m.Group) == nil {
+		return ErrUnknownGroup
+	}
+	data, err := io.ReadAll(state)
+	if err != nil {
+		return fmt.Errorf("replication: receive snapshot of group %d: %w", m.Group, err)
+	}
+	return n.enqueue(event{g: m.Group, msg: m.Msg, snap: data})
+}
+
+// run is the driver: it takes events and ticks, and runs cycles while any
+// group has work.
+func (n *Node) run() {
+	defer close(n.done)
+	err := n.loop()
+	n.halt(err)
+	if err != nil && !errors.Is(err, ErrStopped) {
+		n.log.Error("driver stopped", "err", err)
+	}
+	n.mu.Lock()
+	pending := n.inbox
+	n.inbox = nil
+	n.mu.Unlock()
+	for _, e := range pending {
+		if e.prop != nil {
+			e.prop.finish(0, ErrStopped)
+		}
+	}
+	for _, g := range n.order {
+		for _, p := range g.waiters {
+			p.finish(0, ErrStopped)
+		}
+		g.leaseUntil.Store(0)
+	}
+	if n.durable != nil {
+		_ = n.durable.Wait()
+	}
+}
+
+func (n *Node) loop() error {
+	for {
+		n.drain()
+		worked, err := n.cycle()
+		if err != nil {
+			return err
+		}
+		if worked {
+			select {
+			case <-n.stop:
+				return nil
+			case <-n.cfg.Ticker:
+				n.tick()
+			default:
+			}
+			continue
+		}
+		select {
+		case <-n.stop:
+			return nil
+		case <-n.cfg.Ticker:
+			n.tick()
+		case <-n.wake:
+		}
+	}
+}
+
+func (n *Node) tick() {
+	now := n.ticks.Add(1)
+	for _, g := range n.order {
+		g.rn.Tick()
+		if g.state == raft.StateLeader {
+			n.renewLease(g, now)
+		}
+	}
+}
+
+// drain takes every queued event.
+func (n *Node) drain() {
+	n.mu.Lock()
+	events := n.inbox
+	n.inbox = n.spare[:0]
+	n.mu.Unlock()
+	for i := range events {
+		e := &events[i]
+		switch {
+		case e.fn != nil:
+			e.fn()
+		case e.prop != nil:
+			n.propose(e.prop)
+		default:
+			n.step(e)
+		}
+		*e = event{}
+	}
+	n.spare = events
+}
+
+func (n *Node) step(e *event) {
+	g := n.lookup(e.g)
+	if g == nil {
+		return
+	}
+	m := e.msg
+	if e.snap != nil {
+		g.inSnap = &inboundSnap{index: m.GetSnapshot().GetMetadata().GetIndex(), data: e.snap}
+	}
+	if m.GetType() == pb.MsgHeartbeatResp && g.state == raft.StateLeader && m.GetTerm() == g.term {
+		n.acknowledged(g, m)
+	}
+	if err := g.rn.Step(m); err != nil {
+		n.log.Debug("step", "group", g.id, "type", m.GetType(), "from", m.GetFrom(), "err", err)
+	}
+}
+
+// cycle handles the Ready of every group that has one: one batch, one WAL
+// sync, then the messages, then the replies. It reports whether there was
+// anything to do.
+func (n *Node) cycle() (bool, error) {
+	rs := n.readies[:0]
+	for _, g := range n.order {
+		if g.rn.HasReady() {
+			rs = append(rs, groupReady{g: g, rd: g.rn.Ready()})
+		}
+	}
+	n.readies = rs
+	if len(rs) == 0 {
+		return false, nil
+	}
+
+	b := n.store.NewBatch()
+	mustSync, written := false, uint64(0)
+	for i := range rs {
+		wrote, err := n.persist(b, &rs[i])
+		if err != nil {
+			return true, err
+		}
+		if wrote {
+			written++
+		}
+		mustSync = mustSync || rs[i].rd.MustSync || !raft.IsEmptySnap(rs[i].rd.Snapshot)
+	}
+	for i := range rs {
+		if err := n.apply(b, &rs[i]); err != nil {
+			return true, err
+		}
+	}
+	if err := n.write(b, mustSync, written); err != nil {
+		return true, err
+	}
+
+	n.send(rs)
+	for _, p := range n.settled {
+		p.finish(p.index, nil)
+	}
+	clear(n.settled)
+	n.settled = n.settled[:0]
+	for i := range rs {
+		n.observe(&rs[i])
+		rs[i].g.rn.Advance(rs[i].rd)
+		rs[i] = groupReady{}
+	}
+	return true, nil
+}
+
+// write commits the cycle's batch. Raft needs a sync before the messages
+// go out when a group appended entries or changed term or vote; otherwise
+// (commit index and applied records only) the batch is applied with its sync
+// queued, not awaited: what it holds is committed by a quorum already, and a
+// crash before the sync is repaired by applying the log again. Either way a
+// cycle asks for one WAL sync.
+func (n *Node) write(b *persistence.Batch, mustSync bool, groups uint64) error {
+	if b.Empty() {
+		return b.Commit()
+	}
+	n.stats.cycles.Add(1)
+	n.stats.syncs.Add(1)
+	n.stats.groupsWritten.Add(groups)
+	if mustSync {
+		if err := b.Commit(); err != nil {
+			return err
+		}
+		// The sync just awaited covered the previous unsynced write too.
+		return n.settleDurable()
+	}
+	if err := n.settleDurable(); err != nil {
+		return err
+	}
+	d, err := b.Apply()
+	if err != nil {
+		return err
+	}
+	n.durable = &d
+	return nil
+}
+
+func (n *Node) settleDurable() error {
+	if n.durable == nil {
+		return nil
+	}
+	err := n.durable.Wait()
+	n.durable = nil
+	return err
+}
+
+// persist writes a group's snapshot, new entries and hard state into b and
+// its log store. It reports whether it wrote anything.
+func (n *Node) persist(b *persistence.Batch, r *groupReady) (bool, error) {
+	g, rd := r.g, &r.rd
+	wrote := false
+	if !raft.IsEmptySnap(rd.Snapshot) {
+		if err := n.restore(b, g, rd.Snapshot); err != nil {
+			return false, err
+		}
+		wrote = true
+	}
+	g.inSnap = nil // raft took the snapshot it was given, or refused it
+	if len(rd.Entries) > 0 {
+		first := rd.Entries[0].GetIndex()
+		oldLast := g.log.append(rd.Entries)
+		if first <= oldLast {
+			b.DeleteRange(appendLogKey(nil, g.id, first), appendLogKey(nil, g.id, oldLast+1))
+		}
+		for _, e := range rd.Entries {
+			n.keyBuf = appendLogKey(n.keyBuf[:0], g.id, e.GetIndex())
+			n.valBuf = appendEntryValue(n.valBuf[:0], e)
+			b.Set(n.keyBuf, n.valBuf)
+		}
+		n.place(g, rd.Entries)
+		wrote = true
+	}
+	if !raft.IsEmptyHardState(rd.HardState) {
+		g.log.hs = rd.HardState
+		n.valBuf = appendHardState(n.valBuf[:0], rd.HardState)
+		b.Set(g.hsKey, n.valBuf)
+		wrote = true
+	}
+	return wrote, nil
+}
+
+// restore installs a snapshot the group accepted: the state machine's
+// records, then the raft state at its index.
+func (n *Node) restore(b *persistence.Batch, g *group, snap *pb.Snapshot) error {
+	meta := snap.GetMetadata()
+	in := g.inSnap
+	g.inSnap = nil
+	if in == nil || in.index != meta.GetIndex() {
+		return fmt.Errorf("replication: group %d: snapshot at %d accepted without its state", g.id, meta.GetIndex())
+	}
+	if err := n.sm.Restore(g.id, bytes.NewReader(in.data), b); err != nil {
+		return fmt.Errorf("replication: group %d: restore snapshot at %d: %w", g.id, meta.GetIndex(), err)
+	}
+	lower, upper := appendLogKey(nil, g.id, 0), appendLogKey(nil, g.id, g.log.lastIndex()+1)
+	b.DeleteRange(lower, upper)
+	g.log.restore(meta)
+	n.writeSnapshotMark(b, g)
+	n.writeApplied(b, g, true)
+	return nil
+}
+
+func (n *Node) writeSnapshotMark(b *persistence.Batch, g *group) {
+	v := binary.BigEndian.AppendUint64(n.valBuf[:0], g.log.snapIndex)
+	n.valBuf = binary.BigEndian.AppendUint64(v, g.log.snapTerm)
+	b.Set(snapshotKey(g.id), n.valBuf)
+}
+
+func (n *Node) writeApplied(b *persistence.Batch, g *group, confChanged bool) {
+	n.valBuf = binary.BigEndian.AppendUint64(n.valBuf[:0], g.log.applied)
+	b.Set(g.appliedKey, n.valBuf)
+	if confChanged {
+		v, err := proto.Marshal(g.log.cs)
+		if err != nil {
+			panic(fmt.Sprintf("replication: marshal conf state: %v", err)) // a valid message always marshals
+		}
+		b.Set(confStateKey(g.id), v)
+	}
+}
+
+// apply runs a group's committed entries through the state machine into b,
+// with the applied index, and compacts the log when it is long enough.
+func (n *Node) apply(b *persistence.Batch, r *groupReady) error {
+	g, ents := r.g, r.rd.CommittedEntries
+	if len(ents) == 0 {
+		return nil
+	}
+	confChanged := false
+	for _, e := range ents {
+		idx := e.GetIndex()
+		switch e.GetType() {
+		case pb.EntryNormal:
+			if len(e.GetData()) == 0 {
+				break // a new leader's empty entry
+			}
+			h, payload, ok := splitHeader(e.GetData())
+			if !ok {
+				return fmt.Errorf("replication: group %d: entry %d has no header", g.id, idx)
+			}
+			if err := n.sm.Apply(g.id, idx, payload, b); err != nil {
+				return fmt.Errorf("replication: group %d: apply entry %d: %w", g.id, idx, err)
+			}
+			n.settle(g, h, idx)
+		case pb.EntryConfChange, pb.EntryConfChangeV2:
+			cc, err := decodeConfChange(e)
+			if err != nil {
+				return fmt.Errorf("replication: group %d: entry %d: %w", g.id, idx, err)
+			}
+			g.log.cs = g.rn.ApplyConfChange(cc)
+			confChanged = true
+			if h, _, ok := splitHeader(cc.AsV2().GetContext()); ok {
+				n.settle(g, h, idx)
+			}
+		}
+		g.log.applied = idx
+	}
+	n.writeApplied(b, g, confChanged)
+	if keep := n.cfg.CompactAfter; g.log.applied-g.log.snapIndex >= 2*keep {
+		to := g.log.applied - keep
+		b.DeleteRange(appendLogKey(nil, g.id, 0), appendLogKey(nil, g.id, to+1))
+		g.log.compact(to)
+		n.writeSnapshotMark(b, g)
+	}
+	return nil
+}
+
+func decodeConfChange(e *pb.Entry) (pb.ConfChangeI, error) {
+	if e.GetType() == pb.EntryConfChange {
+		var cc pb.ConfChange
+		if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+			return nil, err
+		}
+		return &cc, nil
+	}
+	var cc pb.ConfChangeV2
+	if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+		return nil, err
+	}
+	return &cc, nil
+}
+
+// send hands the cycle's messages to the transport in one call, stamping
+// heartbeats with the lease clock, and streams snapshots on goroutines of
+// their own.
+func (n *Node) send(rs []groupReady) {
+	var msgs []Message
+	var hb []byte
+	for i := range rs {
+		g := rs[i].g
+		for _, m := range rs[i].rd.Messages {
+			switch m.GetType() {
+			case pb.MsgSnap:
+				n.sendSnapshot(g, m)
+				continue
+			case pb.MsgHeartbeat:
+				if hb == nil {
+					hb = n.stampNow()
+				}
+				m.Context = hb
+			}
+			msgs = append(msgs, Message{Group: g.id, Msg: m})
+		}
+	}
+	if len(msgs) > 0 {
+		n.tr.Send(msgs)
+	}
+}
+
+func (n *Node) sendSnapshot(g *group, m *pb.Message) {
+	n.snaps.Add(1)
+	go func() {
+		defer n.snaps.Done()
+		pr, pw := io.Pipe()
+		read := make(chan struct{})
+		go func() {
+			defer close(read)
+			pw.CloseWithError(n.sm.Snapshot(g.id, pw))
+		}()
+		err := n.tr.SendSnapshot(Message{Group: g.id, Msg: m}, pr)
+		pr.CloseWithError(io.ErrClosedPipe) // unblocks Snapshot if the transport stopped reading
+		<-read                              // Close waits for the scan of the store too
+		status := raft.SnapshotFinish
+		if err != nil {
+			n.log.Info("snapshot not sent", "group", g.id, "to", m.GetTo(), "err", err)
+			status = raft.SnapshotFailure
+		}
+		_ = n.enqueue(event{fn: func() { g.rn.ReportSnapshot(m.GetTo(), status) }})
+	}()
+}
+
+// observe follows a group's leadership: waiters fail when this node stops
+// leading, the lease ends, and the consumer hears of every new leader.
+func (n *Node) observe(r *groupReady) {
+	g, rd := r.g, &r.rd
+	term := g.term
+	if rd.HardState != nil && rd.HardState.GetTerm() != 0 {
+		term = rd.HardState.GetTerm()
+	}
+	lead, state := g.lead, g.state
+	if rd.SoftState != nil {
+		lead, state = rd.SoftState.Lead, rd.SoftState.RaftState
+	}
+	wasLeader := g.state == raft.StateLeader
+	if wasLeader && (state != raft.StateLeader || term != g.term) {
+		g.leaseUntil.Store(0)
+		g.leaseUntilNanos.Store(0)
+		clear(g.acks)
+		for seq, p := range g.waiters {
+			if p.term < term || state != raft.StateLeader {
+				delete(g.waiters, seq)
+				p.finish(0, ErrLeadershipLost)
+			}
+		}
+	}
+	changed := lead != g.lead || (lead != 0 && term != g.term)
+	g.lead, g.state, g.term = lead, state, term
+	if changed {
+		n.leaders.push(LeaderChange{Group: g.id, Leader: lead, Term: term})
+	}
+}
+
+// raftLogger sends raft's messages to slog: its chatter at debug, its
+// warnings and errors as such.
+type raftLogger struct{ l *slog.Logger }
+
+func (r raftLogger) Debug(v ...any)              { r.l.Debug(fmt.Sprint(v...)) }
+func (r raftLogger) Debugf(f string, v ...any)   { r.l.Debug(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Info(v ...any)               { r.l.Debug(fmt.Sprint(v...)) }
+func (r raftLogger) Infof(f string, v ...any)    { r.l.Debug(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Warning(v ...any)            { r.l.Warn(fmt.Sprint(v...)) }
+func (r raftLogger) Warningf(f string, v ...any) { r.l.Warn(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Error(v ...any)              { r.l.Error(fmt.Sprint(v...)) }
+func (r raftLogger) Errorf(f string, v ...any)   { r.l.Error(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Fatal(v ...any)              { r.Panic(v...) }
+func (r raftLogger) Fatalf(f string, v ...any)   { r.Panicf(f, v...) }
+func (r raftLogger) Panic(v ...any)              { s := fmt.Sprint(v...); r.l.Error(s); panic(s) }
+func (r raftLogger) Panicf(f string, v ...any)   { r.Panic(fmt.Sprintf(f, v...)) }

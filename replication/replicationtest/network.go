@@ -1,0 +1,201 @@
+// Package replicationtest holds what tests of package replication and of
+// its consumers need: an in-memory network that can cut, drop and hold
+// messages, a key-value state machine, and a filesystem that counts WAL
+// syncs.
+package replicationtest
+
+import (
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/replication"
+)
+
+// Network connects nodes in memory. Every message is copied, as a wire
+// would, so no two nodes share raft's structures.
+type Network struct {
+	// ChunkSize bounds one chunk of a snapshot stream (default 1 MiB).
+	ChunkSize int
+
+	mu    sync.Mutex
+	nodes map[uint64]*replication.Node
+	cut   map[[2]uint64]bool // from, to
+	held  map[uint64][]replication.Message
+	hold  map[uint64]bool
+	drop  func(replication.Message) bool
+
+	delivered atomic.Uint64
+	chunks    atomic.Uint64
+	maxChunk  atomic.Int64
+}
+
+// NewNetwork returns an empty network.
+func NewNetwork() *Network {
+	return &Network{
+		ChunkSize: 1 << 20,
+		nodes:     make(map[uint64]*replication.Node),
+		cut:       make(map[[2]uint64]bool),
+		held:      make(map[uint64][]replication.Message),
+		hold:      make(map[uint64]bool),
+	}
+}
+
+// Transport returns node id's side of the network.
+func (nw *Network) Transport(id uint64) replication.Transport { return endpoint{nw, id} }
+
+// Attach routes messages for id to n (replacing a previous node of that id).
+func (nw *Network) Attach(id uint64, n *replication.Node) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	nw.nodes[id] = n
+}
+
+// Detach stops delivering to id.
+func (nw *Network) Detach(id uint64) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	delete(nw.nodes, id)
+}
+
+// Isolate cuts every link to and from id.
+func (nw *Network) Isolate(id uint64) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	for other := range nw.nodes {
+		nw.cut[[2]uint64{id, other}] = true
+		nw.cut[[2]uint64{other, id}] = true
+	}
+}
+
+// Heal restores every link and stops dropping.
+func (nw *Network) Heal() {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	clear(nw.cut)
+	nw.drop = nil
+}
+
+// Drop discards every message for which fn returns true (nil: none).
+func (nw *Network) Drop(fn func(replication.Message) bool) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	nw.drop = fn
+}
+
+// Hold delays every message to id until Release.
+func (nw *Network) Hold(id uint64) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	nw.hold[id] = true
+}
+
+// Release delivers the messages held for id, in order, and stops holding.
+func (nw *Network) Release(id uint64) {
+	nw.mu.Lock()
+	msgs := nw.held[id]
+	delete(nw.held, id)
+	delete(nw.hold, id)
+	n := nw.nodes[id]
+	nw.mu.Unlock()
+	for _, m := range msgs {
+		if n != nil && n.Step(m) == nil {
+			nw.delivered.Add(1)
+		}
+	}
+}
+
+// Held counts the messages held for id.
+func (nw *Network) Held(id uint64) int {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	return len(nw.held[id])
+}
+
+// Delivered counts the messages handed to a node so far.
+func (nw *Network) Delivered() uint64 { return nw.delivered.Load() }
+
+// Chunks reports the snapshot chunks sent so far and the largest one.
+func (nw *Network) Chunks() (count uint64, largest int) {
+	return nw.chunks.Load(), int(nw.maxChunk.Load())
+}
+
+// route says where a message from from goes: the node, or nil if it is lost.
+func (nw *Network) route(from uint64, m replication.Message) *replication.Node {
+	to := m.Msg.GetTo()
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	if nw.cut[[2]uint64{from, to}] || (nw.drop != nil && nw.drop(m)) {
+		return nil
+	}
+	if nw.hold[to] {
+		nw.held[to] = append(nw.held[to], copyMessage(m))
+		return nil
+	}
+	return nw.nodes[to]
+}
+
+func copyMessage(m replication.Message) replication.Message {
+	return replication.Message{Group: m.Group, Msg: proto.CloneOf(m.Msg)}
+}
+
+type endpoint struct {
+	nw   *Network
+	from uint64
+}
+
+func (e endpoint) Send(msgs []replication.Message) {
+	for _, m := range msgs {
+		if n := e.nw.route(e.from, m); n != nil && n.Step(copyMessage(m)) == nil {
+			e.nw.delivered.Add(1)
+		}
+	}
+}
+
+var errUnreachable = errors.New("replicationtest: unreachable")
+
+// SendSnapshot streams the state in chunks of at most ChunkSize bytes
+// through a pipe to the receiver's ReceiveSnapshot.
+func (e endpoint) SendSnapshot(m replication.Message, state io.Reader) error {
+	n := e.nw.route(e.from, m)
+	if n == nil {
+		return errUnreachable
+	}
+	pr, pw := io.Pipe()
+	recv := make(chan error, 1)
+	go func() {
+		err := n.ReceiveSnapshot(copyMessage(m), pr)
+		pr.CloseWithError(err)
+		recv <- err
+	}()
+	buf := make([]byte, e.nw.ChunkSize)
+	for {
+		k, err := io.ReadFull(state, buf)
+		if k > 0 {
+			e.nw.chunks.Add(1)
+			if int64(k) > e.nw.maxChunk.Load() {
+				e.nw.maxChunk.Store(int64(k))
+			}
+			if _, werr := pw.Write(buf[:k]); werr != nil {
+				return werr
+			}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
+		}
+		if err != nil {
+			pw.CloseWithError(err)
+			<-recv
+			return err
+		}
+	}
+	pw.Close()
+	if err := <-recv; err != nil {
+		return err
+	}
+	e.nw.delivered.Add(1)
+	return nil
+}

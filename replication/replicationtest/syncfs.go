@@ -1,0 +1,62 @@
+package replicationtest
+
+import (
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// SyncCountingFS counts the syncs of Pebble's WAL files (*.log): the
+// fsyncs a commit waits for. With SyncDelay, each takes that long, as on a
+// disk, so that a crash can find syncs in flight.
+type SyncCountingFS struct {
+	vfs.FS
+	SyncDelay time.Duration
+	syncs     atomic.Uint64
+}
+
+// WALSyncs returns the WAL syncs so far.
+func (fs *SyncCountingFS) WALSyncs() uint64 { return fs.syncs.Load() }
+
+func (fs *SyncCountingFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, c)
+	return fs.wrap(name, f, err)
+}
+
+func (fs *SyncCountingFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(oldname, newname, c)
+	return fs.wrap(newname, f, err)
+}
+
+func (fs *SyncCountingFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := fs.FS.OpenReadWrite(name, c, opts...)
+	return fs.wrap(name, f, err)
+}
+
+func (fs *SyncCountingFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return &countingFile{File: f, fs: fs}, nil
+}
+
+type countingFile struct {
+	vfs.File
+	fs *SyncCountingFS
+}
+
+func (f *countingFile) synced() {
+	f.fs.syncs.Add(1)
+	if f.fs.SyncDelay > 0 {
+		time.Sleep(f.fs.SyncDelay) // the disk's latency, before the data is synced
+	}
+}
+
+func (f *countingFile) Sync() error     { f.synced(); return f.File.Sync() }
+func (f *countingFile) SyncData() error { f.synced(); return f.File.SyncData() }
+func (f *countingFile) SyncTo(length int64) (bool, error) {
+	f.synced()
+	return f.File.SyncTo(length)
+}

@@ -1,0 +1,264 @@
+package replication
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/persistence"
+)
+
+// logStore is one group's raft.Storage: the live log (entries after the
+// last compaction) and the states raft restarts from, kept in memory and
+// mirrored in Pebble by the driver's batches. Only the driver goroutine
+// touches it (raft calls Storage from inside RawNode), so it has no lock.
+type logStore struct {
+	hs        *pb.HardState
+	cs        *pb.ConfState
+	snapIndex uint64      // index of the last entry removed from the log
+	snapTerm  uint64      // its term
+	ents      []*pb.Entry // ents[i].Index == snapIndex+1+i
+	applied   uint64
+}
+
+var _ raft.Storage = (*logStore)(nil)
+
+func newLogStore() *logStore {
+	return &logStore{hs: &pb.HardState{}, cs: &pb.ConfState{}}
+}
+
+func (s *logStore) InitialState() (*pb.HardState, *pb.ConfState, error) {
+	return s.hs, s.cs, nil
+}
+
+func (s *logStore) FirstIndex() (uint64, error) { return s.snapIndex + 1, nil }
+
+func (s *logStore) LastIndex() (uint64, error) { return s.lastIndex(), nil }
+
+func (s *logStore) lastIndex() uint64 { return s.snapIndex + uint64(len(s.ents)) }
+
+func (s *logStore) Term(i uint64) (uint64, error) {
+	switch {
+	case i == s.snapIndex:
+		return s.snapTerm, nil
+	case i < s.snapIndex:
+		return 0, raft.ErrCompacted
+	case i > s.lastIndex():
+		return 0, raft.ErrUnavailable
+	}
+	return s.ents[i-s.snapIndex-1].GetTerm(), nil
+}
+
+// Entries returns a fresh slice (raft may append to it) holding at least
+// one entry, then as many as fit in maxSize.
+func (s *logStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
+	if lo <= s.snapIndex {
+		return nil, raft.ErrCompacted
+	}
+	if hi > s.lastIndex()+1 {
+		return nil, raft.ErrUnavailable
+	}
+	src := s.ents[lo-s.snapIndex-1 : hi-s.snapIndex-1]
+	n, size := 0, uint64(0)
+	for n < len(src) {
+		size += uint64(len(src[n].GetData())) + entryOverhead
+		if n > 0 && size > maxSize {
+			break
+		}
+		n++
+	}
+	return append([]*pb.Entry(nil), src[:n]...), nil
+}
+
+// entryOverhead approximates an entry's encoded size beyond its data (term,
+// index, type and tags), for raft's message size limits.
+const entryOverhead = 24
+
+// Snapshot describes the state a lagging replica receives: the applied
+// state, which the StateMachine streams when the message is sent (its state
+// is then at least this new; the receiver re-applies the entries in
+// between, which Apply's idempotence allows).
+func (s *logStore) Snapshot() (*pb.Snapshot, error) {
+	term, err := s.Term(s.applied)
+	if err != nil {
+		return nil, fmt.Errorf("replication: snapshot at %d: %w", s.applied, err)
+	}
+	return &pb.Snapshot{Metadata: &pb.SnapshotMetadata{
+		Index:     proto.Uint64(s.applied),
+		Term:      proto.Uint64(term),
+		ConfState: proto.CloneOf(s.cs),
+	}}, nil
+}
+
+// append adds entries from a Ready, replacing any conflicting tail. It
+// returns the index of the old last entry so the caller can delete the
+// replaced range on disk.
+func (s *logStore) append(ents []*pb.Entry) (oldLast uint64) {
+	oldLast = s.lastIndex()
+	if len(ents) == 0 {
+		return oldLast
+	}
+	first := ents[0].GetIndex()
+	if first <= s.snapIndex {
+		// Raft never sends entries below its own snapshot; skip any defensively.
+		skip := s.snapIndex + 1 - first
+		if skip >= uint64(len(ents)) {
+			return oldLast
+		}
+		ents, first = ents[skip:], s.snapIndex+1
+	}
+	s.ents = append(s.ents[:first-s.snapIndex-1], ents...)
+	return oldLast
+}
+
+// compact forgets the entries up to and including index.
+func (s *logStore) compact(index uint64) {
+	if index <= s.snapIndex || index > s.lastIndex() {
+		return
+	}
+	term, _ := s.Term(index)
+	s.ents = append([]*pb.Entry(nil), s.ents[index-s.snapIndex:]...)
+	s.snapIndex, s.snapTerm = index, term
+}
+
+// restore replaces everything with the state of a snapshot.
+func (s *logStore) restore(meta *pb.SnapshotMetadata) {
+	s.ents = nil
+	s.snapIndex, s.snapTerm = meta.GetIndex(), meta.GetTerm()
+	s.applied = meta.GetIndex()
+	s.cs = proto.CloneOf(meta.GetConfState())
+}
+
+// Encodings of the records. An entry's index is in its key; its value is
+// term (8 bytes), type (1 byte), data.
+
+func appendEntryValue(dst []byte, e *pb.Entry) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, e.GetTerm())
+	dst = append(dst, byte(e.GetType()))
+	return append(dst, e.GetData()...)
+}
+
+func decodeEntry(index uint64, v []byte) (*pb.Entry, error) {
+	if len(v) < 9 {
+		return nil, errCorrupt("log entry", index)
+	}
+	return &pb.Entry{
+		Index: proto.Uint64(index),
+		Term:  proto.Uint64(binary.BigEndian.Uint64(v)),
+		Type:  pb.EntryType(v[8]).Enum(),
+		Data:  append([]byte(nil), v[9:]...),
+	}, nil
+}
+
+func appendHardState(dst []byte, hs *pb.HardState) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, hs.GetTerm())
+	dst = binary.BigEndian.AppendUint64(dst, hs.GetVote())
+	return binary.BigEndian.AppendUint64(dst, hs.GetCommit())
+}
+
+func decodeHardState(v []byte) (*pb.HardState, error) {
+	if len(v) != 24 {
+		return nil, errCorrupt("hard state", 0)
+	}
+	return &pb.HardState{
+		Term:   proto.Uint64(binary.BigEndian.Uint64(v)),
+		Vote:   proto.Uint64(binary.BigEndian.Uint64(v[8:])),
+		Commit: proto.Uint64(binary.BigEndian.Uint64(v[16:])),
+	}, nil
+}
+
+func decodeUint64(what string, v []byte) (uint64, error) {
+	if len(v) != 8 {
+		return 0, errCorrupt(what, 0)
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+func errCorrupt(what string, index uint64) error {
+	return fmt.Errorf("replication: corrupt %s record (index %d)", what, index)
+}
+
+// loadGroups reads every group found under r/: the inverse of what the
+// driver writes.
+func loadGroups(store *persistence.Store) (map[GroupID]*logStore, error) {
+	groups := make(map[GroupID]*logStore)
+	lower, upper := rootKeys()
+	var ferr error
+	err := store.Scan(lower, upper, false, func(k, v []byte) bool {
+		g, kind, index := decodeKey(k)
+		if kind == kindUnknown {
+			ferr = fmt.Errorf("replication: unknown key %q", k)
+			return false
+		}
+		s := groups[g]
+		if s == nil {
+			s = newLogStore()
+			groups[g] = s
+		}
+		ferr = s.load(kind, index, v)
+		return ferr == nil
+	})
+	if err := errors.Join(err, ferr); err != nil {
+		return nil, err
+	}
+	for g, s := range groups {
+		if err := s.check(); err != nil {
+			return nil, fmt.Errorf("replication: group %d: %w", g, err)
+		}
+	}
+	return groups, nil
+}
+
+// load takes one record; keys come in order, so a group's log entries come
+// after its applied index and conf state, and before hs and snap.
+func (s *logStore) load(kind keyKind, index uint64, v []byte) error {
+	var err error
+	switch kind {
+	case kindHardState:
+		s.hs, err = decodeHardState(v)
+	case kindConfState:
+		cs := &pb.ConfState{}
+		if err = proto.Unmarshal(v, cs); err == nil {
+			s.cs = cs
+		}
+	case kindApplied:
+		s.applied, err = decodeUint64("applied index", v)
+	case kindSnapshot:
+		if len(v) != 16 {
+			return errCorrupt("snapshot", 0)
+		}
+		s.snapIndex, s.snapTerm = binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:])
+	case kindLog:
+		var e *pb.Entry
+		if e, err = decodeEntry(index, v); err == nil {
+			s.ents = append(s.ents, e)
+		}
+	}
+	return err
+}
+
+// check drops entries the snapshot covers (a crash can leave them: the
+// range delete and the snapshot record are one batch, but entries may have
+// been loaded before the snap key was read) and verifies the log is
+// contiguous and consistent with the applied and commit indexes.
+func (s *logStore) check() error {
+	for len(s.ents) > 0 && s.ents[0].GetIndex() <= s.snapIndex {
+		s.ents = s.ents[1:]
+	}
+	for i, e := range s.ents {
+		if e.GetIndex() != s.snapIndex+1+uint64(i) {
+			return fmt.Errorf("log gap at index %d", s.snapIndex+1+uint64(i))
+		}
+	}
+	if s.applied < s.snapIndex || s.applied > s.lastIndex() {
+		return fmt.Errorf("applied index %d outside the log [%d, %d]", s.applied, s.snapIndex, s.lastIndex())
+	}
+	if c := s.hs.GetCommit(); c > s.lastIndex() {
+		return fmt.Errorf("commit index %d beyond the log's end %d", c, s.lastIndex())
+	}
+	return nil
+}
