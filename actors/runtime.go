@@ -93,6 +93,7 @@ type lifecycle struct {
 	asked   uint64 // requests so far
 	looked  uint64 // asked at the previous look
 	timer   *time.Timer
+	kind    *kindActivity // its kind's counters, from the activation on
 }
 
 // idleCheck is the timer's message to its actor; it is not a request.
@@ -132,6 +133,9 @@ func receive(h handler, life *lifecycle, env *Env, ctx actor.Context) {
 func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *pcluster.ClusterInit:
+		if life.kind = env.activity.of(m.Identity.Kind); life.kind != nil {
+			life.kind.activations.Inc()
+		}
 		if err := h.activate(m.Identity.Identity); err != nil {
 			life.loadErr = err
 		}
@@ -147,6 +151,9 @@ func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx act
 	case *actor.Stopping:
 		if life.timer != nil {
 			life.timer.Stop()
+		}
+		if life.kind != nil {
+			life.kind.passivations.Inc()
 		}
 	case proto.Message:
 		if ctx.Sender() == nil {

@@ -1,0 +1,102 @@
+package actors_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/metrics"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// actorCounts scrapes the node's actor families: activations,
+// passivations and live actors of kind.
+func actorCounts(t *testing.T, env *actors.Env, kind string) (act, pass, live float64) {
+	t.Helper()
+	var w metrics.Writer
+	env.Collect(&w)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(bytes.NewReader(w.Bytes()))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, w.Bytes())
+	}
+	value := func(family string) float64 {
+		for _, m := range mfs[family].GetMetric() {
+			if m.GetLabel()[0].GetValue() == kind {
+				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+		t.Fatalf("%s has no kind %q", family, kind)
+		return 0
+	}
+	return value("kitd_actor_activations_total"), value("kitd_actor_passivations_total"), value("kitd_actors_live")
+}
+
+// Activations and passivations are counted by kind, once each per actor,
+// and live is their difference.
+func TestActorActivity(t *testing.T) {
+	var n *testNode // each rule's own, so that no other actor's passivation counts
+	node := func(t *testing.T) {
+		n = ownNode(t)
+		n.env.IdleTimeout = 200 * time.Millisecond
+	}
+	getWorkspace := func(id string) error {
+		_, err := try[*kitpb.WorkspaceReply](n, actors.KindWorkspace, id, &kitpb.GetWorkspace{})
+		return err
+	}
+	waitPassivations := func(t *testing.T, want float64) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second) // stopping is asynchronous; slow under load
+		for {
+			_, pass, _ := actorCounts(t, n.env, actors.KindWorkspace)
+			if pass >= want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("passivations %v, want %v", pass, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	t.Run("an actor's activation counts once for its kind, however often it is asked", func(t *testing.T) {
+		node(t)
+		act0, _, _ := actorCounts(t, n.env, actors.KindWorkspace)
+		w := n.workspace(t, 1)
+		for range 3 {
+			noErr(t, getWorkspace(w.id))
+		}
+		act, _, live := actorCounts(t, n.env, actors.KindWorkspace)
+		if act != act0+1 || live < 1 {
+			t.Fatalf("activations %v (before %v), live %v", act, act0, live)
+		}
+	})
+	t.Run("an actor whose entity is absent activates, stops and is not live", func(t *testing.T) {
+		node(t)
+		act0, pass0, _ := actorCounts(t, n.env, actors.KindWorkspace)
+		wantCode(t, getWorkspace(ids.New()), kiterr.NotFound)
+		waitPassivations(t, pass0+1)
+		act, _, _ := actorCounts(t, n.env, actors.KindWorkspace)
+		if act != act0+1 {
+			t.Fatalf("activations %v, want %v", act, act0+1)
+		}
+	})
+	t.Run("an idle actor passivates and leaves live", func(t *testing.T) {
+		node(t)
+		// An actor passivates at the second look of its idle timer at the
+		// earliest (the first sees the request that activated it), so
+		// these counts are read before it goes.
+		n.workspace(t, 1)
+		_, pass0, live0 := actorCounts(t, n.env, actors.KindWorkspace)
+		waitPassivations(t, pass0+1)
+		if _, _, live := actorCounts(t, n.env, actors.KindWorkspace); live != live0-1 {
+			t.Fatalf("live %v, want %v", live, live0-1)
+		}
+	})
+}
