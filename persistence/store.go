@@ -62,7 +62,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		// memory budget (docs/files.md "Files: memory": peak RSS under 200 MB
 		// while 16 clients upload 5 MB files); message throughput measured
 		// the same as with 64 MiB (6 A/B pairs, bench/README.md).
-		MemTableSize: 16 << 20,
+		MemTableSize:  16 << 20,
 		EventListener: s.stats.listener(pl.l),
 	}
 	// Pebble's fastest profile (MinLZ on amd64, Snappy on arm64) instead of
