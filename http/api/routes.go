@@ -133,14 +133,14 @@ type route struct {
 type host uint8
 
 const (
-	hostNone   host = iota // no host: 404 route
-	hostAPI                // {base_url}: bot and user tokens
-	hostDev                // {base_url}/dev: developer tokens
-	hostHooks              // {hooks_url}: the URL is the credential
-	hostOps                // the operator API: the operator token
-	hostApp                // {app_url}/app: HTML pages and a session cookie
-	hostHealth             // /healthz, any method, no credential
-	hostMetrics            // /metrics: the operator token
+	hostNone    host = iota // no host: 404 route
+	hostAPI                 // {base_url}: bot and user tokens
+	hostDev                 // {base_url}/dev: developer tokens
+	hostHooks               // {hooks_url}: the URL is the credential
+	hostOps                 // the operator API: the operator token
+	hostApp                 // {app_url}/app: HTML pages and a session cookie
+	hostHealth              // /healthz, any method, no credential
+	hostMetrics             // /metrics: the operator token
 )
 
 // hostPrefix is what every path of a host starts with; the routes of a
