@@ -1,17 +1,14 @@
 package actors_test
 
 import (
-	"bytes"
 	"testing"
 	"time"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/metrics"
+	"github.com/kitd/kitd/internal/metrics/metricstest"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -21,20 +18,8 @@ func actorCounts(t *testing.T, env *actors.Env, kind string) (act, pass, live fl
 	t.Helper()
 	var w metrics.Writer
 	env.Collect(&w)
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(bytes.NewReader(w.Bytes()))
-	if err != nil {
-		t.Fatalf("%v\n%s", err, w.Bytes())
-	}
-	value := func(family string) float64 {
-		for _, m := range mfs[family].GetMetric() {
-			if m.GetLabel()[0].GetValue() == kind {
-				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			}
-		}
-		t.Fatalf("%s has no kind %q", family, kind)
-		return 0
-	}
+	mfs := metricstest.Parse(t, w.Bytes())
+	value := func(family string) float64 { return metricstest.Value(mfs, family, "kind", kind) }
 	return value("kitd_actor_activations_total"), value("kitd_actor_passivations_total"), value("kitd_actors_live")
 }
 

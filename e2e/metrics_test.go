@@ -1,12 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+
+	"github.com/kitd/kitd/internal/metrics/metricstest"
 )
 
 // scrapeMetrics reads GET /metrics with the operator token and parses it
@@ -15,33 +14,7 @@ func scrapeMetrics(t *testing.T, s *Server) map[string]*dto.MetricFamily {
 	t.Helper()
 	r := s.do(t, "GET", "/metrics", s.OpToken, nil, nil)
 	want(t, r, 200)
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(bytes.NewReader(r.Body))
-	if err != nil {
-		t.Fatalf("GET /metrics does not parse: %v\n%s", err, r.Body)
-	}
-	return mfs
-}
-
-// metricValue is the value (a histogram's count) of the series of family
-// whose labels include the pairs of labels, summed over the series that
-// match; 0 when none does.
-func metricValue(mfs map[string]*dto.MetricFamily, family string, labels ...string) float64 {
-	var v float64
-	for _, m := range mfs[family].GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		ok := true
-		for i := 0; i+1 < len(labels); i += 2 {
-			ok = ok && have[labels[i]] == labels[i+1]
-		}
-		if ok {
-			v += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
-		}
-	}
-	return v
+	return metricstest.Parse(t, r.Body)
 }
 
 // GET /metrics (issue 16, docs/decisions.md "Metrics"): the counters move
@@ -70,7 +43,7 @@ func TestMetricsEndpoint(t *testing.T) {
 			{"kitd_http_requests_total", []string{"route", "GET /api/v1/messages/{id}", "family", "read", "status", "404"}, 1},
 			{"kitd_pebble_commit_duration_seconds", nil, -1}, // moved, by how much is the actors' business
 		} {
-			got := metricValue(after, c.family, c.labels...) - metricValue(before, c.family, c.labels...)
+			got := metricstest.Value(after, c.family, c.labels...) - metricstest.Value(before, c.family, c.labels...)
 			if c.delta < 0 && got <= 0 || c.delta >= 0 && got != c.delta {
 				t.Errorf("%s%v moved by %v, want %v", c.family, c.labels, got, c.delta)
 			}
@@ -80,7 +53,7 @@ func TestMetricsEndpoint(t *testing.T) {
 				t.Errorf("no family %s", family)
 			}
 		}
-		if metricValue(after, "kitd_actors_live", "kind", "conversation") < 1 {
+		if metricstest.Value(after, "kitd_actors_live", "kind", "conversation") < 1 {
 			t.Errorf("no live conversation actor")
 		}
 	})

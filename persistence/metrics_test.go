@@ -1,14 +1,12 @@
 package persistence
 
 import (
-	"bytes"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/kitd/kitd/internal/metrics"
+	"github.com/kitd/kitd/internal/metrics/metricstest"
 )
 
 // scrape reads the store's families back with Prometheus' text parser.
@@ -16,12 +14,7 @@ func scrape(t *testing.T, s *Store) map[string]*dto.MetricFamily {
 	t.Helper()
 	var w metrics.Writer
 	s.Collect(&w)
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(bytes.NewReader(w.Bytes()))
-	if err != nil {
-		t.Fatalf("%v\n%s", err, w.Bytes())
-	}
-	return mfs
+	return metricstest.Parse(t, w.Bytes())
 }
 
 func histCount(mfs map[string]*dto.MetricFamily, name string) uint64 {

@@ -10,11 +10,10 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/metrics/metricstest"
 )
 
 // scrape reads GET /metrics with the operator token and parses it with
@@ -26,32 +25,7 @@ func (h *testServer) scrape(t *testing.T) map[string]*dto.MetricFamily {
 	if ct := r.hdr("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
 		t.Fatalf("Content-Type %q", ct)
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(bytes.NewReader(r.body))
-	if err != nil {
-		t.Fatalf("%v\n%s", err, r.body)
-	}
-	return mfs
-}
-
-// sample is the value of the series of family whose labels include
-// every pair of labels (a counter's value or a histogram's count); 0 when
-// there is none.
-func sample(mfs map[string]*dto.MetricFamily, family string, labels ...string) float64 {
-	for _, m := range mfs[family].GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		ok := true
-		for i := 0; i < len(labels); i += 2 {
-			ok = ok && have[labels[i]] == labels[i+1]
-		}
-		if ok {
-			return m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
-		}
-	}
-	return 0
+	return metricstest.Parse(t, r.body)
 }
 
 func TestMetrics(t *testing.T) {
@@ -111,9 +85,9 @@ func TestMetrics(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
 			h.clk.Advance(time.Minute) // full buckets
-			before := sample(h.scrape(t), tt.family, tt.labels...)
+			before := metricstest.Value(h.scrape(t), tt.family, tt.labels...)
 			tt.do(t)
-			if got := sample(h.scrape(t), tt.family, tt.labels...) - before; got != tt.delta {
+			if got := metricstest.Value(h.scrape(t), tt.family, tt.labels...) - before; got != tt.delta {
 				t.Fatalf("%s%v moved by %v, want %v", tt.family, tt.labels, got, tt.delta)
 			}
 		})

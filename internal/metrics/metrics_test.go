@@ -1,27 +1,15 @@
 package metrics
 
 import (
-	"bytes"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-)
 
-// parse reads an exposition back with Prometheus' own text parser, which
-// refuses anything the format does not allow.
-func parse(t *testing.T, text []byte) map[string]*dto.MetricFamily {
-	t.Helper()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(bytes.NewReader(text))
-	if err != nil {
-		t.Fatalf("exposition does not parse: %v\n%s", err, text)
-	}
-	return mfs
-}
+	"github.com/kitd/kitd/internal/metrics/metricstest"
+)
 
 func labelOf(m *dto.Metric, name string) string {
 	for _, l := range m.GetLabel() {
@@ -108,7 +96,7 @@ func TestExposition(t *testing.T) {
 		t.Run(tt.rule, func(t *testing.T) {
 			var w Writer
 			tt.write(&w)
-			tt.check(t, parse(t, w.Bytes()))
+			tt.check(t, metricstest.Parse(t, w.Bytes()))
 		})
 	}
 }
@@ -119,21 +107,9 @@ func TestRebucket(t *testing.T) {
 	fine := []float64{0.0001, 0.0002, 0.0003, 0.0004, 0.007, 0.02}
 	cum := []uint64{1, 2, 3, 4, 5, 6}
 	s := Rebucket(fine, cum, 7, 1.5, []float64{0.00025, 0.001, 0.01})
-	if want := []uint64{2, 4, 5, 7}; !equal(s.Cumulative, want) {
+	if want := []uint64{2, 4, 5, 7}; !slices.Equal(s.Cumulative, want) {
 		t.Fatalf("cumulative %v, want %v", s.Cumulative, want)
 	}
-}
-
-func equal(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Counting is on every request's path: it must not allocate.
