@@ -15,8 +15,8 @@ import (
 // What the front end counts, and its line of each request in the log
 // (docs/decisions.md "Metrics" and "Logs"). Every series a request touches
 // is made at startup with its labels rendered: a row of routes owns its
-// counters (rowStats, at the row's index), so counting a request is an
-// index, a switch and three atomic adds.
+// counters (rowStats, at the row's index), so counting a request is two
+// table lookups and three atomic adds.
 
 // statuses are the answers counted by their own status label; any other
 // is counted as "other". They are every status kitd answers (kiterr's
@@ -51,7 +51,7 @@ type rowStats struct {
 	latency *metrics.Histogram
 }
 
-// Rows of Server.rows after those of routes.
+// Rows of frontStats.rows after those of routes.
 const (
 	rowNone   = len(routes)     // a path no row takes
 	rowHealth = len(routes) + 1 // /healthz
@@ -110,7 +110,8 @@ func (fs *frontStats) overLimit(name limits.Name) {
 }
 
 // record counts an answered request and logs its line. It allocates
-// nothing unless the line is logged.
+// nothing, but for the copy of a webhook URL's installation id when its
+// line is logged.
 func (s *Server) record(ctx *fasthttp.RequestCtx, r *served) {
 	row := &s.stats.rows[s.rowOf(&r.t)]
 	status := ctx.Response.StatusCode()
@@ -127,8 +128,10 @@ func (s *Server) record(ctx *fasthttp.RequestCtx, r *served) {
 	case r.p != nil:
 		installation = r.p.Caller.InstallationId
 	case r.t.host == hostHooks && r.t.route != nil:
+		// As the client sent it: at most a UUID's length of it, so that a
+		// made-up URL cannot fill the log.
 		a := r.t.at[0]
-		installation = string(r.t.rest[a.from:a.to])
+		installation = string(r.t.rest[a.from:min(a.to, a.from+len("00000000-0000-0000-0000-000000000000"))])
 	}
 	attrs := [...]slog.Attr{
 		slog.String("route", row.name),

@@ -192,3 +192,22 @@ func BenchmarkRecord(b *testing.B) {
 		})
 	}
 }
+
+// A webhook URL's installation id is logged as sent, but never more than
+// a UUID's length of it: a made-up URL cannot fill the log.
+func TestRequestLineCapsTheInstallation(t *testing.T) {
+	var logged bytes.Buffer
+	s := New(Config{Logger: slog.New(slog.NewJSONHandler(&logged, nil))})
+	long := strings.Repeat("a", 500)
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.SetMethod("POST")
+	ctx.Request.SetRequestURI("/hooks/v1/" + long + "/hook-1/secret")
+	s.handle(&ctx)
+	var line map[string]any
+	if err := json.Unmarshal(logged.Bytes(), &line); err != nil {
+		t.Fatalf("not one JSON line: %v: %s", err, logged.Bytes())
+	}
+	if got, _ := line["installation"].(string); got != long[:36] {
+		t.Fatalf("installation %q, want its first 36 characters", got)
+	}
+}
