@@ -168,9 +168,9 @@ func (s *Server) collect(w *metrics.Writer) {
 			w.Histogram("kitd_http_request_duration_seconds", row.labels, snap)
 		}
 	}
-	w.Family("kitd_rate_limited_total", "Requests refused with 429, by the bucket that refused them.", metrics.TypeCounter)
+	w.Family("kitd_rate_limited_total", "Requests refused with 429, by the rate-limit family (bucket) that refused them.", metrics.TypeCounter)
 	for _, name := range limits.Names() {
-		w.Uint("kitd_rate_limited_total", metrics.Label("bucket", string(name)), fs.limited[name].Load())
+		w.Uint("kitd_rate_limited_total", metrics.Label("family", string(name)), fs.limited[name].Load())
 	}
 	w.Family("kitd_webhook_posts_total", "Incoming webhook posts by outcome.", metrics.TypeCounter)
 	hook := &fs.rows[s.hookRow]

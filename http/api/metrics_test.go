@@ -54,7 +54,7 @@ func TestMetrics(t *testing.T) {
 			wantError(t, h.do(t, request{method: "POST", path: "/api/v1/messages", token: "kbot_" + strings.Repeat("x", 43),
 				json: map[string]any{"conversationId": f.conv, "text": "hello"}}), 401, "invalid_token")
 		}, "kitd_http_requests_total", []string{"route", "POST /api/v1/messages", "status", "401"}, 1},
-		{"a 429 counts under the bucket that refused it", func(t *testing.T) {
+		{"a 429 counts under the family of the bucket that refused it", func(t *testing.T) {
 			// post_message: burst 5 per conversation; the test clock stands
 			// still meanwhile.
 			for range 6 {
@@ -63,7 +63,7 @@ func TestMetrics(t *testing.T) {
 				}
 			}
 			t.Fatal("no 429 after 6 posts")
-		}, "kitd_rate_limited_total", []string{"bucket", "post_message"}, 1},
+		}, "kitd_rate_limited_total", []string{"family", "post_message"}, 1},
 		{"a webhook URL that names nothing counts as the webhook route", func(t *testing.T) {
 			wantError(t, h.do(t, request{method: "POST", path: "/hooks/v1/" + ids.New() + "/" + ids.New() + "/" + ids.NewSecret("x"),
 				json: map[string]any{"text": "hi"}}), 404, "not_found")
@@ -209,5 +209,20 @@ func TestRequestLineCapsTheInstallation(t *testing.T) {
 	}
 	if got, _ := line["installation"].(string); got != long[:36] {
 		t.Fatalf("installation %q, want its first 36 characters", got)
+	}
+}
+
+// The whole adapter path of a request that needs no actor, counting and
+// its JSON line included, allocates nothing.
+func TestHandleAllocatesNothing(t *testing.T) {
+	s := New(Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.SetMethod("GET")
+	ctx.Request.SetRequestURI("/healthz")
+	if n := testing.AllocsPerRun(100, func() {
+		ctx.Response.Reset()
+		s.handle(&ctx)
+	}); n != 0 {
+		t.Fatalf("GET /healthz: %v allocations, want 0", n)
 	}
 }
