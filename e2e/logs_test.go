@@ -99,3 +99,32 @@ func TestRequestLogLines(t *testing.T) {
 		}
 	})
 }
+
+// The node logs its lifecycle (issue 16): starting, ready, then on SIGTERM
+// draining and stopped, each naming the node; the lines buffered at the
+// stop are flushed before the process exits.
+func TestLifecycleLogLines(t *testing.T) {
+	s := startServerOpts(t, ServerOpts{})
+	if !s.stopClean(t) {
+		t.Fatal("the server did not stop cleanly")
+	}
+	var msgs []string
+	sc := bufio.NewScanner(bytes.NewReader(s.errOut.all()))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var line map[string]any
+		if json.Unmarshal(sc.Bytes(), &line) != nil {
+			t.Fatalf("a line that is not JSON: %q", sc.Text())
+		}
+		if n, _ := line["node"].(string); n == "" {
+			t.Errorf("a line without node: %q", sc.Text())
+		}
+		switch m, _ := line["msg"].(string); m {
+		case "starting", "ready", "draining", "stopped":
+			msgs = append(msgs, m)
+		}
+	}
+	if got := strings.Join(msgs, ","); got != "starting,ready,draining,stopped" {
+		t.Fatalf("lifecycle lines %s, want starting,ready,draining,stopped:\n%s", got, s.errOut.tail(4<<10))
+	}
+}
