@@ -42,6 +42,7 @@ type Env struct {
 	IdleTimeout time.Duration
 
 	logPrunes devLogPrunes // state of the node, not configuration
+	activity  activity     // likewise
 }
 
 func (e *Env) idleTimeout() time.Duration {

@@ -45,13 +45,14 @@ func Kinds(env *Env) []*cluster.Kind {
 	// idle actor without queueing it, +0.03 of trivial for webhook posts,
 	// which cross both (bench/README.md).
 	inline := []actor.PropsOption{actor.WithDispatcher(actor.NewSynchronizedDispatcher(mailboxThroughput)), actor.WithMailbox(cluster.NewInlineMailbox)}
+	life := func(kind, id string) lifecycle { return lifecycle{identity: id, kind: env.activity.of(kind)} }
 	return []*cluster.Kind{
-		{Name: KindWorkspace, New: func(id string) actor.Actor { return &workspaceActor{env: env, life: lifecycle{identity: id}} }},
-		{Name: KindConversation, New: func(id string) actor.Actor { return &conversationActor{env: env, life: lifecycle{identity: id}} }, Opts: inline},
-		{Name: KindInstallation, New: func(id string) actor.Actor { return &installationActor{env: env, life: lifecycle{identity: id}} }},
-		{Name: KindKit, New: func(id string) actor.Actor { return &kitActor{env: env, life: lifecycle{identity: id}} }},
-		{Name: KindSlug, New: func(id string) actor.Actor { return &slugActor{env: env, life: lifecycle{identity: id}} }},
-		{Name: KindWebhook, New: func(id string) actor.Actor { return &webhookActor{env: env, life: lifecycle{identity: id}} }, Opts: inline},
+		{Name: KindWorkspace, New: func(id string) actor.Actor { return &workspaceActor{env: env, life: life(KindWorkspace, id)} }},
+		{Name: KindConversation, New: func(id string) actor.Actor { return &conversationActor{env: env, life: life(KindConversation, id)} }, Opts: inline},
+		{Name: KindInstallation, New: func(id string) actor.Actor { return &installationActor{env: env, life: life(KindInstallation, id)} }},
+		{Name: KindKit, New: func(id string) actor.Actor { return &kitActor{env: env, life: life(KindKit, id)} }},
+		{Name: KindSlug, New: func(id string) actor.Actor { return &slugActor{env: env, life: life(KindSlug, id)} }},
+		{Name: KindWebhook, New: func(id string) actor.Actor { return &webhookActor{env: env, life: life(KindWebhook, id)} }, Opts: inline},
 	}
 }
 
@@ -85,7 +86,8 @@ const DefaultIdleTimeout = 10 * time.Minute
 // got nothing since the previous look passivates, so an idle actor goes
 // after one to two IdleTimeouts.
 type lifecycle struct {
-	identity string // given at construction, loaded on Started
+	identity string        // given at construction, loaded on Started
+	kind     *kindActivity // its kind's counters, given at construction
 	loadErr  error
 	asked    uint64 // requests so far
 	looked   uint64 // asked at the previous look
@@ -129,6 +131,9 @@ func receive(h handler, life *lifecycle, env *Env, ctx actor.Context) {
 func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		if life.kind != nil {
+			life.kind.activations.Inc()
+		}
 		if err := h.activate(life.identity); err != nil {
 			life.loadErr = err
 		}
@@ -144,6 +149,9 @@ func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx act
 	case *actor.Stopping:
 		if life.timer != nil {
 			life.timer.Stop()
+		}
+		if life.kind != nil {
+			life.kind.passivations.Inc()
 		}
 	case proto.Message:
 		if ctx.Sender() == nil {

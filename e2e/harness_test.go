@@ -96,6 +96,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: secrets in the servers' output (e2e/secrets_log_test.go):\n  %s\n", strings.Join(leaks, "\n  "))
 		code = 1
 	}
+	defer dropOutputs()
 	if srv := shared.srv; srv != nil {
 		if code != 0 {
 			fmt.Fprintf(os.Stderr, "e2e: shared server output (tail):\n%s\n", srv.tail(16<<10))
@@ -177,7 +178,15 @@ func launch(o ServerOpts) (*Server, error) {
 	if o.OpToken == "" && !o.NoOpToken {
 		o.OpToken = "op_" + randToken()
 	}
+	// A line per request, in JSON (e2e/logs_test.go), so that the secrets
+	// check reads every request's line too; a test's own flags come later
+	// and win.
 	args := []string{"serve", "--listen", "127.0.0.1:0", "--data", o.DataDir}
+	if o.Bin == "" {
+		// Request lines in JSON, which the secrets check reads; an older
+		// build (o.Bin) may not know the flags.
+		args = append(args, "--log-level", "info", "--log-format", "json")
+	}
 	if !o.NoTestClock {
 		args = append(args, "--test-clock")
 	}
@@ -197,6 +206,8 @@ func launch(o ServerOpts) (*Server, error) {
 		errOut:  newOutputWatcher(""),
 		done:    make(chan struct{}),
 	}
+	s.out.keepWhole()
+	s.errOut.keepWhole()
 	bin := kitdBin
 	if o.Bin != "" {
 		bin = o.Bin
@@ -335,6 +346,40 @@ type outputWatcher struct {
 	buf     []byte
 	partial []byte
 	seen    bool
+	// whole, when set, gets everything written: buf keeps the last MiB,
+	// and the secrets check must read all of a server's output, whose
+	// request lines run to many MiB.
+	whole *os.File
+}
+
+// keepWhole makes w also keep everything written to it, in a file.
+func (w *outputWatcher) keepWhole() {
+	if f, err := os.CreateTemp("", "kitd-e2e-output-"); err == nil {
+		w.whole = f
+	}
+}
+
+// all returns everything written to w (its last MiB without keepWhole).
+func (w *outputWatcher) all() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.whole != nil {
+		if b, err := os.ReadFile(w.whole.Name()); err == nil {
+			return b
+		}
+	}
+	return append([]byte(nil), w.buf...)
+}
+
+// dropWhole removes the file of keepWhole.
+func (w *outputWatcher) dropWhole() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.whole != nil {
+		w.whole.Close()
+		os.Remove(w.whole.Name())
+		w.whole = nil
+	}
 }
 
 func newOutputWatcher(prefix string) *outputWatcher {
@@ -344,6 +389,9 @@ func newOutputWatcher(prefix string) *outputWatcher {
 func (w *outputWatcher) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.whole != nil {
+		w.whole.Write(p)
+	}
 	w.buf = append(w.buf, p...)
 	if len(w.buf) > 1<<20 {
 		w.buf = append([]byte(nil), w.buf[len(w.buf)-(1<<19):]...)

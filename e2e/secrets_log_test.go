@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -102,22 +103,47 @@ func leakedSecrets() []string {
 	return leaks(secrets.servers, secrets.seen.seen)
 }
 
-// leaks lists each of seen found in the output of servers. The output kept
-// is each stream's last MiB.
+// leaks lists each of seen found in the output of servers: all of it
+// (outputWatcher.keepWhole), request lines included.
 func leaks(servers []*Server, seen map[string]struct{}) []string {
+	// The output of a run is tens of MiB and the secrets thousands: each
+	// position is looked up by the minSecretLen bytes a secret starts
+	// with, instead of searching for each secret in turn.
+	byPrefix := make(map[string][]string, len(seen))
+	for secret := range seen {
+		p := secret[:minSecretLen]
+		byPrefix[p] = append(byPrefix[p], secret)
+	}
 	var found []string
 	for _, s := range servers {
 		if slices.Contains(s.Args, "--demo") {
 			continue // prints the demo's tokens on its first start, by design (README)
 		}
-		out := s.out.tail(1<<20) + s.errOut.tail(1<<20)
-		for secret := range seen {
-			if strings.Contains(out, secret) {
-				found = append(found, fmt.Sprintf("kitd %s: a secret of %d characters starting %q", strings.Join(s.Args, " "), len(secret), secret[:5]))
+		hit := map[string]bool{}
+		for _, out := range [][]byte{s.out.all(), s.errOut.all()} {
+			for i := 0; i+minSecretLen <= len(out); i++ {
+				for _, secret := range byPrefix[string(out[i:i+minSecretLen])] {
+					if bytes.HasPrefix(out[i:], []byte(secret)) {
+						hit[secret] = true
+					}
+				}
 			}
+		}
+		for secret := range hit {
+			found = append(found, fmt.Sprintf("kitd %s: a secret of %d characters starting %q", strings.Join(s.Args, " "), len(secret), secret[:5]))
 		}
 	}
 	return found
+}
+
+// dropOutputs removes the files that kept the servers' whole output.
+func dropOutputs() {
+	secrets.mu.Lock()
+	defer secrets.mu.Unlock()
+	for _, s := range secrets.servers {
+		s.out.dropWhole()
+		s.errOut.dropWhole()
+	}
 }
 
 // The check finds what it must: each kind of secret an exchange shows, in

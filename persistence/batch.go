@@ -10,21 +10,22 @@ import (
 // Batch is not safe for concurrent use, but many batches may commit at once.
 // An abandoned (never committed) batch is simply garbage collected.
 type Batch struct {
-	db  *pebble.DB
-	b   *pebble.Batch
-	err error // first error from building the batch, reported by Commit
+	db    *pebble.DB
+	b     *pebble.Batch
+	err   error // first error from building the batch, reported by Commit
+	stats *stats
 }
 
 // NewBatch starts an atomic group of writes.
 func (s *Store) NewBatch() *Batch {
-	return &Batch{db: s.db, b: s.db.NewBatch()}
+	return &Batch{db: s.db, b: s.db.NewBatch(), stats: &s.stats}
 }
 
 // NewBatchSize starts a batch with room for about size bytes of keys and
 // values, so that a large batch (file chunks) is not regrown and copied
 // while it is built.
 func (s *Store) NewBatchSize(size int) *Batch {
-	return &Batch{db: s.db, b: s.db.NewBatchWithSize(size)}
+	return &Batch{db: s.db, b: s.db.NewBatchWithSize(size), stats: &s.stats}
 }
 
 // Set adds key = value. Both slices are copied.
@@ -64,12 +65,14 @@ func (b *Batch) Commit() error {
 	if err := pb.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("persistence: commit: %w", err)
 	}
+	b.stats.committed(pb)
 	return nil
 }
 
 // Durable waits until a batch applied by Apply is on disk.
 type Durable struct {
-	b *pebble.Batch
+	b     *pebble.Batch
+	stats *stats
 }
 
 // Wait blocks until the batch's WAL sync is done and reports its error. It
@@ -82,6 +85,7 @@ func (d Durable) Wait() error {
 	if err := d.b.SyncWait(); err != nil {
 		return fmt.Errorf("persistence: sync: %w", err)
 	}
+	d.stats.committed(d.b)
 	return nil
 }
 
@@ -106,7 +110,7 @@ func (b *Batch) Apply() (Durable, error) {
 		pb.Close()
 		return Durable{}, fmt.Errorf("persistence: apply: %w", err)
 	}
-	return Durable{b: pb}, nil
+	return Durable{b: pb, stats: b.stats}, nil
 }
 
 // live returns the underlying batch, refusing reuse after Commit: writes to a

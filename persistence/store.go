@@ -26,8 +26,9 @@ type Options struct {
 // Store is the node's durable storage: one Pebble database. It is safe for
 // concurrent use.
 type Store struct {
-	db  *pebble.DB
-	wal *walSyncFS // nil unless the WAL syncs through withWALSync
+	db    *pebble.DB
+	wal   *walSyncFS // nil unless the WAL syncs through withWALSync
+	stats stats
 }
 
 // Open opens (creating if needed) the database in dir.
@@ -45,6 +46,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 
 	pl := pebbleLogger{l: logger.With("component", "pebble")}
+	s := &Store{stats: newStats()}
 	po := &pebble.Options{
 		// For the real disk, set below: the WAL syncs wrapped, then
 		// Pebble's disk-health checks around them.
@@ -60,15 +62,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		// memory budget (docs/files.md "Files: memory": peak RSS under 200 MB
 		// while 16 clients upload 5 MB files); message throughput measured
 		// the same as with 64 MiB (6 A/B pairs, bench/README.md).
-		MemTableSize: 16 << 20,
-		EventListener: &pebble.EventListener{
-			BackgroundError: func(err error) {
-				pl.l.Warn("background error", "err", err)
-			},
-			DiskSlow: func(info pebble.DiskSlowInfo) {
-				pl.l.Warn("disk slow", "info", info.String())
-			},
-		},
+		MemTableSize:  16 << 20,
+		EventListener: s.stats.listener(pl.l),
 	}
 	// Pebble's fastest profile (MinLZ on amd64, Snappy on arm64) instead of
 	// its default, Snappy everywhere: flushes and compactions compress every
@@ -86,7 +81,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("persistence: open %s: %w", dir, err)
 	}
-	return &Store{db: db, wal: wal}, nil
+	s.db, s.wal = db, wal
+	return s, nil
 }
 
 // Close releases the database. Committed batches are already durable, so

@@ -29,6 +29,7 @@ import (
 	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/internal/metrics"
 	"github.com/kitd/kitd/internal/verify"
 	"github.com/kitd/kitd/persistence"
 )
@@ -75,6 +76,7 @@ type config struct {
 	join          string
 	demo          bool
 	logLevel      string
+	logFormat     string
 	pprof         string
 	verifyDNS     string
 	verifyResolve repeated
@@ -102,7 +104,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.clusterBind, "cluster-bind", env("KIT_CLUSTER_BIND", ""), "gossip bind address")
 	fs.StringVar(&c.join, "join", env("KIT_JOIN", ""), "comma-separated seed members")
 	fs.BoolVar(&c.demo, "demo", false, "on a fresh data directory, create and print a demo workspace")
-	fs.StringVar(&c.logLevel, "log-level", env("KIT_LOG_LEVEL", "warn"), "debug, info, warn or error")
+	fs.StringVar(&c.logLevel, "log-level", env("KIT_LOG_LEVEL", "info"), "debug, info (a line per request), warn or error")
+	fs.StringVar(&c.logFormat, "log-format", env("KIT_LOG_FORMAT", "json"), "json or text")
 	fs.StringVar(&c.pprof, "pprof", env("KIT_PPROF", ""), "serve net/http/pprof on this loopback address (profiling only)")
 	fs.StringVar(&c.verifyDNS, "verify-dns", env("KIT_VERIFY_DNS", ""), "DNS server (host:port) for domain verification instead of the system's")
 	fs.Var(&c.verifyResolve, "verify-resolve", "HOST:PORT=ADDR: domain verification fetches of HOST:PORT connect to ADDR (repeatable)")
@@ -188,11 +191,14 @@ func tuneGC() {
 
 func serve(cfg config, stdout io.Writer) error {
 	tuneGC()
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	node := nodeName(cfg)
+	logger, logOut, err := newLogger(os.Stderr, cfg.logLevel, cfg.logFormat, node)
+	if err != nil {
+		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	defer logOut.Close()
+	logger.Info("starting", "data", cfg.dataDir, "listen", cfg.listen)
+	defer logger.Info("stopped")
 
 	table, on, err := limits.Load(cfg.limits)
 	if err != nil {
@@ -226,16 +232,17 @@ func serve(cfg config, stdout io.Writer) error {
 	}
 	env := &actors.Env{Store: store, Clock: clk, Logger: logger, Limits: table, Fatal: func(err error) {
 		logger.Error("storage can no longer promise durability; stopping", "err", err)
+		logOut.Close()
 		os.Exit(1)
 	}}
 	auth := actors.NewAuthenticator(env)
 	env.Invalidator = auth
-	node, err := cluster.Start(cluster.Config{Logger: logger}, actors.Kinds(env)...)
+	clusterNode, err := cluster.Start(cluster.Config{Logger: quieter(logger, slog.LevelWarn)}, actors.Kinds(env)...)
 	if err != nil {
 		return err
 	}
-	env.Node = node
-	defer node.Stop()
+	env.Node = clusterNode
+	defer clusterNode.Stop()
 
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
@@ -249,14 +256,19 @@ func serve(cfg config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	reg := new(metrics.Registry)
+	reg.Register(store.Collect)
+	reg.Register(env.Collect)
+	reg.Register(metrics.Runtime())
 	srv := api.New(api.Config{
-		Node: node, Env: env, Auth: auth, Limits: table, OperatorToken: opToken,
-		TestClock: testClock, PublicURL: publicURL, Logger: logger, Domains: domains,
+		Node: clusterNode, Env: env, Auth: auth, Limits: table, OperatorToken: opToken,
+		TestClock: testClock, PublicURL: publicURL, Logger: logger, Domains: domains, Metrics: reg,
 		NodeName: cfg.nodeName, HTTPAddr: ln.Addr().String(),
 	})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "kitd listening on %s\n", ln.Addr())
+	logger.Info("ready", "addr", ln.Addr().String(), "publicUrl", publicURL)
 
 	if cfg.demo && fresh {
 		if err := createDemo(publicURL, opToken, stdout); err != nil {
@@ -267,7 +279,8 @@ func serve(cfg config, stdout io.Writer) error {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	select {
-	case <-stop:
+	case sig := <-stop:
+		logger.Info("draining", "signal", sig.String())
 	case err := <-served:
 		return err
 	}
@@ -276,6 +289,19 @@ func serve(cfg config, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	return srv.Shutdown(ctx)
+}
+
+// nodeName is the name every log line carries: --node-name, else this
+// host's name (one node per host is the usual deployment), else the
+// listen address.
+func nodeName(cfg config) string {
+	if cfg.nodeName != "" {
+		return cfg.nodeName
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return cfg.listen
 }
 
 // isFresh reports whether dir holds no data yet.

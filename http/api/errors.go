@@ -22,13 +22,14 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) { s.failRoute(ctx, ni
 
 // failRoute is fail for a request of route rt, which names it in the log.
 func (s *Server) failRoute(ctx *fasthttp.RequestCtx, rt *route, err error) {
-	corr := s.correlationID()
+	corr := s.correlate(ctx)
 	var e *kiterr.Error
 	if !errors.As(err, &e) {
 		s.log.Error("request failed", "correlationId", corr, "route", routeName(rt), "err", err)
 		e = kiterr.New(kiterr.Internal, "internal error; retry reads later, writes only with an Idempotency-Key")
 	}
 	if l := e.Limit; l != nil {
+		s.stats.overLimit(l.Policy)
 		d := *l
 		d.Rate = s.limits[d.Policy]
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(d.RetryAfter, 1)))
@@ -54,5 +55,23 @@ func routeName(rt *route) string {
 // (RFC 6750 section 3: no error attribute then).
 func (s *Server) unauthenticated(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="kit"`)
-	s.writeJSON(ctx, fasthttp.StatusUnauthorized, errorBody{kiterr.InvalidToken, "a bearer token is required", s.correlationID()})
+	s.writeJSON(ctx, fasthttp.StatusUnauthorized, errorBody{kiterr.InvalidToken, "a bearer token is required", s.correlate(ctx)})
 }
+
+// correlate mints the correlation id of a request's error body and keeps
+// it with the request, for its line in the log (correlationOf). Only
+// failures pay for one.
+func (s *Server) correlate(ctx *fasthttp.RequestCtx) string {
+	corr := s.correlationID()
+	ctx.SetUserValue(correlationKey{}, corr)
+	return corr
+}
+
+// correlationOf is the correlation id of the request's error body, or ""
+// when it had none.
+func correlationOf(ctx *fasthttp.RequestCtx) string {
+	corr, _ := ctx.UserValue(correlationKey{}).(string)
+	return corr
+}
+
+type correlationKey struct{}

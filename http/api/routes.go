@@ -122,6 +122,11 @@ var routes = [...]route{
 	{"POST", "/app/installations/{id}/signing-secret", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).SigningSecret},
 	{"GET", "/app/installations/{id}/uninstall", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).UninstallPage},
 	{"POST", "/app/installations/{id}/uninstall", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).Uninstall},
+
+	// Metrics in the Prometheus text format (issue 16; docs/decisions.md
+	// "Metrics"): the operator token, checked before the route is looked
+	// up as on the operator API.
+	{"GET", "/metrics", hostMetrics, operator, "", "", "", maxJSONBody, (*Server).metricsPage, nil},
 }
 
 // route is one row of routes.
@@ -143,13 +148,14 @@ type route struct {
 type host uint8
 
 const (
-	hostNone   host = iota // no host: 404 route
-	hostAPI                // {base_url}: bot and user tokens
-	hostDev                // {base_url}/dev: developer tokens
-	hostHooks              // {hooks_url}: the URL is the credential
-	hostOps                // the operator API: the operator token
-	hostApp                // {app_url}/app: HTML pages and a session cookie
-	hostHealth             // /healthz, any method, no credential
+	hostNone    host = iota // no host: 404 route
+	hostAPI                 // {base_url}: bot and user tokens
+	hostDev                 // {base_url}/dev: developer tokens
+	hostHooks               // {hooks_url}: the URL is the credential
+	hostOps                 // the operator API: the operator token
+	hostApp                 // {app_url}/app: HTML pages and a session cookie
+	hostHealth              // /healthz, any method, no credential
+	hostMetrics             // /metrics: the operator token
 )
 
 // hostPrefix is what every path of a host starts with; the routes of a
@@ -161,6 +167,8 @@ var hostPrefix = [...]string{
 	hostHooks: "/hooks/",
 	hostOps:   "/ops/v1/",
 	hostApp:   "/app/",
+	// Its one path is the prefix without its slash (resolve).
+	hostMetrics: "/",
 }
 
 // tokens is a set of the credentials a route accepts.
@@ -234,6 +242,7 @@ func okOr(err error) (reply, error) {
 type target struct {
 	host  host
 	route *route
+	row   int    // the index of route in routes
 	rest  []byte // the path after the host's prefix, without a trailing slash
 	at    [maxParams]span
 	n     int // parameters in at
@@ -258,6 +267,8 @@ func resolve(ctx *fasthttp.RequestCtx) target {
 	case string(path) == "/healthz":
 		t.host = hostHealth
 		return t
+	case string(path) == "/metrics":
+		t.host = hostMetrics
 	default:
 		return t
 	}
@@ -280,7 +291,7 @@ func resolve(ctx *fasthttp.RequestCtx) target {
 			continue
 		}
 		if n, ok := match(rt.path[len(hostPrefix[rt.host]):], t.rest, &t.at); ok {
-			t.route, t.n = rt, n
+			t.route, t.row, t.n = rt, i, n
 			break
 		}
 	}
@@ -320,16 +331,31 @@ func match(pattern string, rest []byte, at *[maxParams]span) (int, bool) {
 	return n, from == len(rest)+1
 }
 
-// handle is the server's handler: it finds the route, reads the body the
-// way the route takes it, then serves the route on its host.
+// handle is the server's handler: it serves the request, then counts it
+// and logs its line (record).
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	var r served
+	s.dispatch(ctx, &r)
+	s.record(ctx, &r)
+}
+
+// served is what record needs to know of a request once it is answered.
+type served struct {
+	t target
+	p *actors.Principal // nil unless a bearer token was authenticated
+}
+
+// dispatch finds the route, reads the body the way the route takes it,
+// then serves the route on its host.
+func (s *Server) dispatch(ctx *fasthttp.RequestCtx, r *served) {
 	if len(ctx.Request.Header.RequestURI()) > maxURL {
 		// Its body, if any, is not read: the connection closes.
 		s.fail(ctx, kiterr.New(kiterr.URITooLong, "request URL is longer than "+strconv.Itoa(maxURL)+" bytes"))
 		ctx.SetConnectionClose()
 		return
 	}
-	t := resolve(ctx)
+	r.t = resolve(ctx)
+	t := &r.t
 	if ctx.Request.IsBodyStream() {
 		streamed, ok := s.readBody(ctx, t.route)
 		if !ok {
@@ -339,7 +365,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			defer drainBody(ctx)
 		}
 	}
-	if l := s.peerLimitOf(&t); l != nil && l.table != nil {
+	if l := s.peerLimitOf(t); l != nil && l.table != nil {
 		k, refused := s.peerRefused(ctx, l)
 		if refused {
 			return
@@ -367,8 +393,8 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			s.fail(ctx, actors.ErrHookNotFound)
 			return
 		}
-		s.serve(ctx, &t, nil)
-	case hostOps:
+		s.serve(ctx, t, nil)
+	case hostOps, hostMetrics:
 		if !s.operatorToken(ctx) {
 			return
 		}
@@ -378,13 +404,12 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			s.fail(ctx, kiterr.Absent("route"))
 			return
 		}
-		var p *actors.Principal
 		if t.route.tokens&(bot|user|developer) != 0 {
-			if p = s.authorize(ctx, t.route); p == nil {
+			if r.p = s.authorize(ctx, t.route); r.p == nil {
 				return
 			}
 		}
-		s.serve(ctx, &t, p)
+		s.serve(ctx, t, r.p)
 	}
 }
 

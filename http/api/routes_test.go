@@ -116,6 +116,9 @@ var specRoutes = []struct {
 	{"app: rotate the signing secret", "POST", "/app/installations/{id}/signing-secret", noToken, "", ""},
 	{"app: the uninstall confirmation", "GET", "/app/installations/{id}/uninstall", noToken, "", ""},
 	{"app: uninstall", "POST", "/app/installations/{id}/uninstall", noToken, "", ""},
+
+	// Issue 16: metrics behind the operator token (docs/decisions.md "Metrics").
+	{"metrics take the operator token, no bucket", "GET", "/metrics", operator, "", ""},
 }
 
 func TestRoutesFollowTheSpec(t *testing.T) {
@@ -159,7 +162,7 @@ func TestRouteTableIsWellFormed(t *testing.T) {
 		if (rt.host == hostDev) != strings.HasPrefix(rt.path, "/api/v1/dev/") {
 			t.Errorf("%s: the developer host is /api/v1/dev", name)
 		}
-		wantTokens := map[host]tokens{hostDev: developer, hostOps: operator, hostHooks: noToken, hostApp: noToken}
+		wantTokens := map[host]tokens{hostDev: developer, hostOps: operator, hostHooks: noToken, hostApp: noToken, hostMetrics: operator}
 		public := rt.method == "GET" && strings.HasSuffix(rt.path, "/openapi.json") // the API descriptions
 		if want, ok := wantTokens[rt.host]; ok && rt.tokens != want && !public {
 			t.Errorf("%s: tokens %04b, want %04b for its host", name, rt.tokens, want)
@@ -209,6 +212,8 @@ func TestResolve(t *testing.T) {
 		{"/app// is the app's home", "GET", "/app//", hostApp, "/app/", nil},
 		{"/app//signin is the sign-in form", "GET", "/app//signin", hostApp, "/app/signin", nil},
 		{"/healthz", "HEAD", "/healthz", hostHealth, "", nil},
+		{"/metrics", "GET", "/metrics", hostMetrics, "/metrics", nil},
+		{"/metrics/x is no host", "GET", "/metrics/x", hostNone, "", nil},
 		{"/api/v1 without a slash is no host", "GET", "/api/v1", hostNone, "", nil},
 		{"/apps is no host", "GET", "/apps", hostNone, "", nil},
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/internal/metrics"
 	"github.com/kitd/kitd/internal/verify"
 )
 
@@ -72,6 +73,9 @@ type Config struct {
 	// NodeName and HTTPAddr say who this node is in GET /ops/v1/cluster.
 	NodeName, HTTPAddr string
 	Logger             *slog.Logger
+	// Metrics is the node's registry, which GET /metrics gathers; the
+	// front end adds its own families. nil: a registry of its own.
+	Metrics *metrics.Registry
 	// Domains checks domain proofs; nil: verify.New with the system
 	// resolver and roots.
 	Domains DomainChecker
@@ -100,8 +104,13 @@ type Server struct {
 	// Failures of the routes whose rows name a per-address bucket, by the
 	// bucket's name (peers.go); nil with limits off.
 	peers map[limits.Name]*peerLimit
-	// hookRoute is the row of a webhook post (peerLimitOf).
+	// hookRoute is the row of a webhook post (peerLimitOf), hookRow its
+	// index.
 	hookRoute *route
+	hookRow   int
+
+	stats   *frontStats
+	metrics *metrics.Registry
 	// hookTargets sends a post to its webhook, or to the stand-in.
 	hookTargets *actors.WebhookTargets
 
@@ -127,9 +136,14 @@ func New(cfg Config) *Server {
 	s.peers = newPeerLimits(cfg.Limits)
 	for i := range routes {
 		if routes[i].host == hostHooks {
-			s.hookRoute = &routes[i]
+			s.hookRoute, s.hookRow = &routes[i], i
 		}
 	}
+	s.stats, s.metrics = newFrontStats(), cfg.Metrics
+	if s.metrics == nil {
+		s.metrics = new(metrics.Registry)
+	}
+	s.metrics.Register(s.collect)
 	s.hookTargets = actors.NewWebhookTargets(cfg.Env, knownWebhooks)
 	s.app = app.New(app.Config{
 		Node: cfg.Node, Env: cfg.Env, Auth: cfg.Auth, PublicURL: s.publicURL, Logger: cfg.Logger,

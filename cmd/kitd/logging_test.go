@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer the flush timer and the test may share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestLogFlags(t *testing.T) {
+	tests := []struct {
+		rule          string
+		level, format string
+		wantErr       string
+		check         func(t *testing.T, out string)
+	}{
+		{"json writes one JSON object a line, naming the node", "info", "json", "", func(t *testing.T, out string) {
+			var line map[string]any
+			if err := json.Unmarshal([]byte(out), &line); err != nil {
+				t.Fatalf("%v: %q", err, out)
+			}
+			if line["node"] != "n1" || line["msg"] != "hello" || line["k"] != "v" {
+				t.Fatalf("line %v", line)
+			}
+		}},
+		{"text writes key=value lines, naming the node", "info", "text", "", func(t *testing.T, out string) {
+			if !strings.Contains(out, "node=n1") || !strings.Contains(out, "msg=hello") {
+				t.Fatalf("line %q", out)
+			}
+		}},
+		{"a level above info drops info lines", "warn", "json", "", func(t *testing.T, out string) {
+			if out != "" {
+				t.Fatalf("logged %q", out)
+			}
+		}},
+		{"another format is refused", "info", "xml", "--log-format", nil},
+		{"another level is refused", "loud", "json", "--log-level", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			var out syncBuffer
+			l, fw, err := newLogger(&out, tt.level, tt.format, "n1")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one naming %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Info("hello", "k", "v")
+			fw.Close()
+			tt.check(t, out.String())
+		})
+	}
+}
+
+// A line reaches the writer within the flush interval, without a Close.
+func TestLogIsFlushedOnATimer(t *testing.T) {
+	var out syncBuffer
+	fw := newFlushWriter(&out, logBufferSize, 10*time.Millisecond)
+	defer fw.Close()
+	slog.New(slog.NewJSONHandler(fw, nil)).Info("hello")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "hello") {
+		if time.Now().After(deadline) {
+			t.Fatal("the line was never flushed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A library's chatter below warn is dropped; its warnings are not.
+func TestQuieter(t *testing.T) {
+	var out bytes.Buffer
+	l := quieter(slog.New(slog.NewTextHandler(&out, nil)).With("node", "n1"), slog.LevelWarn)
+	l.Info("chatter")
+	l.Warn("trouble")
+	if s := out.String(); strings.Contains(s, "chatter") || !strings.Contains(s, "trouble") || !strings.Contains(s, "node=n1") {
+		t.Fatalf("logged %q", s)
+	}
+}

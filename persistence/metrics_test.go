@@ -1,0 +1,72 @@
+package persistence
+
+import (
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/kitd/kitd/internal/metrics"
+	"github.com/kitd/kitd/internal/metrics/metricstest"
+)
+
+// scrape reads the store's families back with Prometheus' text parser.
+func scrape(t *testing.T, s *Store) map[string]*dto.MetricFamily {
+	t.Helper()
+	var w metrics.Writer
+	s.Collect(&w)
+	return metricstest.Parse(t, w.Bytes())
+}
+
+func histCount(mfs map[string]*dto.MetricFamily, name string) uint64 {
+	if mf := mfs[name]; mf != nil {
+		return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+	}
+	return 0
+}
+
+func TestStoreMetrics(t *testing.T) {
+	tests := []struct {
+		rule   string
+		write  func(t *testing.T, s *Store)
+		commit uint64 // commits counted afterwards
+	}{
+		{"a synced commit is counted with its size", func(t *testing.T, s *Store) {
+			setAll(t, s, "a", "1")
+		}, 1},
+		{"an applied batch is counted once its sync was waited for", func(t *testing.T, s *Store) {
+			b := s.NewBatch()
+			b.Set([]byte("a"), []byte("1"))
+			d, err := b.Apply()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Wait(); err != nil {
+				t.Fatal(err)
+			}
+		}, 1},
+		{"an empty batch commits nothing and counts nothing", func(t *testing.T, s *Store) {
+			commit(t, s.NewBatch())
+		}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			s := openMem(t)
+			tt.write(t, s)
+			mfs := scrape(t, s)
+			if got := histCount(mfs, "kitd_pebble_commit_duration_seconds"); got != tt.commit {
+				t.Errorf("commits %d, want %d", got, tt.commit)
+			}
+			if got := histCount(mfs, "kitd_pebble_batch_bytes"); got != tt.commit {
+				t.Errorf("batch sizes %d, want %d", got, tt.commit)
+			}
+			if tt.commit > 0 && mfs["kitd_pebble_wal_syncs_total"].GetMetric()[0].GetCounter().GetValue() < 1 {
+				t.Errorf("no WAL sync counted")
+			}
+			for _, name := range []string{"kitd_pebble_compaction_debt_bytes", "kitd_pebble_wal_fsync_duration_seconds", "kitd_pebble_write_stalls_total"} {
+				if mfs[name] == nil {
+					t.Errorf("no %s", name)
+				}
+			}
+		})
+	}
+}
