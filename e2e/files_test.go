@@ -287,14 +287,16 @@ func TestFilesFamilyLimit(t *testing.T) {
 	r := s.api(t, member, "POST", "/files", uploadBody(e.Chan.ID, "text/plain", []byte("x")), nil)
 	want(t, r, 201)
 	id := r.Str("file.id")
-	ok, limited, _, _ := burst(t, 40, func(i int) *Resp {
+	ok, limited, _, elapsed := burst(t, 80, func(i int) *Resp {
 		if i%2 == 0 {
 			return s.api(t, e.In.Token, "GET", "/files/"+id+"/content", nil, nil)
 		}
 		return s.api(t, member, "POST", "/files", uploadBody(e.Chan.ID, "text/plain", []byte("x")), nil)
 	})
-	if ok != 19 || limited == nil {
-		t.Fatalf("%d files requests passed after the first upload, want 19 then a 429", ok)
+	// The bucket refills in real time too (20 a minute): a slow machine
+	// may earn a few more (ratelimit_test.go).
+	if limited == nil || ok < 19 || ok > allowed(19, 20.0/60, elapsed) {
+		t.Fatalf("%d files requests passed after the first upload in %v, want 19 (plus 20 a minute) then a 429", ok, elapsed)
 	}
 	checkRetryAfter(t, limited, 60)
 	want(t, s.api(t, member, "GET", "/files/"+id, nil, nil), 200)

@@ -68,7 +68,11 @@ func allowed(capacity int, perSecond float64, elapsed time.Duration) int {
 }
 
 // SPEC.md section 8 with --limits spec. Not parallel: the buckets refill in
-// real time too, so these run alone and tolerate the time they take.
+// real time too, so these run alone and tolerate the time they take. Each
+// burst may send several times a bucket's capacity: on a busy machine the
+// calls are slow enough for the refill to keep up with a capacity and a
+// bit (64 writes once took 19 s), and the check is that the 429 comes
+// within what capacity and refill allow, however long that took.
 func TestRateLimits(t *testing.T) {
 	s := startServerOpts(t, ServerOpts{Limits: "spec"})
 
@@ -77,9 +81,9 @@ func TestRateLimits(t *testing.T) {
 		post := func(i int) *Resp {
 			return env.In.api(t, "POST", "/messages", postBody(env.Chan.ID, fmt.Sprintf("burst %d", i)))
 		}
-		ok, limited, _, elapsed := burst(t, 20, post)
+		ok, limited, _, elapsed := burst(t, 60, post)
 		if limited == nil {
-			t.Fatalf("20 posts into one conversation in %v: no 429", elapsed)
+			t.Fatalf("60 posts into one conversation in %v: no 429", elapsed)
 		}
 		if ok < 5 || ok > allowed(5, 1, elapsed) {
 			t.Errorf("%d posts succeeded in %v before the 429, want 5 (burst) plus at most 1 per second", ok, elapsed)
@@ -102,18 +106,18 @@ func TestRateLimits(t *testing.T) {
 	t.Run("writes: 50 per minute per installation", func(t *testing.T) {
 		env := newBotEnv(t, s)
 		var chans []string
-		for i := 0; i < 16; i++ {
+		for i := 0; i < 50; i++ {
 			c := env.W.channel(t, "public", env.W.Owner.ID)
 			env.In.addChannel(t, c.ID)
 			chans = append(chans, c.ID)
 		}
 		// Four posts per conversation, so the per-conversation bucket (5) never
 		// answers; only the installation's write bucket can.
-		ok, limited, first, elapsed := burst(t, 64, func(i int) *Resp {
+		ok, limited, first, elapsed := burst(t, 200, func(i int) *Resp {
 			return env.In.api(t, "POST", "/messages", postBody(chans[i/4], fmt.Sprintf("w %d", i)))
 		})
 		if limited == nil {
-			t.Fatalf("64 writes in %v: no 429", elapsed)
+			t.Fatalf("200 writes in %v: no 429", elapsed)
 		}
 		if ok < 50 || ok > allowed(50, 50.0/60, elapsed) {
 			t.Errorf("%d writes succeeded in %v, want 50 plus at most 50/60 per second", ok, elapsed)
@@ -127,11 +131,11 @@ func TestRateLimits(t *testing.T) {
 	t.Run("reads: 100 per minute per installation", func(t *testing.T) {
 		env := newBotEnv(t, s)
 		paths := []string{"/installation", "/auth/test", "/conversations", "/users/me", "/conversations/" + env.Chan.ID}
-		ok, limited, first, elapsed := burst(t, 140, func(i int) *Resp {
+		ok, limited, first, elapsed := burst(t, 400, func(i int) *Resp {
 			return env.In.api(t, "GET", paths[i%len(paths)], nil)
 		})
 		if limited == nil {
-			t.Fatalf("140 reads in %v: no 429", elapsed)
+			t.Fatalf("400 reads in %v: no 429", elapsed)
 		}
 		if ok < 100 || ok > allowed(100, 100.0/60, elapsed) {
 			t.Errorf("%d reads succeeded in %v, want 100 plus at most 100/60 per second", ok, elapsed)

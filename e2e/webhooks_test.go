@@ -455,11 +455,11 @@ func TestWebhooks_RateLimit(t *testing.T) {
 	h := in.hook(t, c.ID)
 	other := in.hook(t, c.ID)
 
-	ok, limited, _, elapsed := burst(t, 20, func(i int) *Resp {
+	ok, limited, _, elapsed := burst(t, 60, func(i int) *Resp {
 		return h.post(t, map[string]any{"text": fmt.Sprintf("burst %d", i)})
 	})
 	if limited == nil {
-		t.Fatalf("20 posts in %v without a 429", elapsed)
+		t.Fatalf("60 posts in %v without a 429", elapsed)
 	}
 	if ok < 5 || ok > allowed(5, 1, elapsed) {
 		t.Fatalf("%d posts passed before the 429 in %v, want 5 (burst)", ok, elapsed)

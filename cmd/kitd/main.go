@@ -116,13 +116,6 @@ func parseFlags(args []string) (config, error) {
 	if c.join != "" {
 		return c, errors.New("--join: multi-node clusters are not supported yet")
 	}
-	if c.nodeName == "" {
-		// A member's name must be unique in its cluster: the host's is,
-		// for one node per host.
-		if c.nodeName, _ = os.Hostname(); c.nodeName == "" {
-			c.nodeName = "kitd"
-		}
-	}
 	return c, nil
 }
 
@@ -263,8 +256,12 @@ func serve(cfg config, stdout io.Writer) error {
 	srv := api.New(api.Config{
 		Node: clusterNode, Env: env, Auth: auth, Limits: table, OperatorToken: opToken,
 		TestClock: testClock, PublicURL: publicURL, Logger: logger, Domains: domains, Metrics: reg,
-		NodeName: cfg.nodeName, HTTPAddr: ln.Addr().String(),
+		NodeName: nodeName(cfg), HTTPAddr: ln.Addr().String(),
 	})
+	// Signals are caught before the node says it listens: a SIGTERM sent
+	// as soon as it does must drain it, not kill it.
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "kitd listening on %s\n", ln.Addr())
@@ -276,8 +273,6 @@ func serve(cfg config, stdout io.Writer) error {
 		}
 	}
 
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	select {
 	case sig := <-stop:
 		logger.Info("draining", "signal", sig.String())
