@@ -299,8 +299,10 @@ type placed struct {
 
 func (p *placed) Receive(ctx actor.Context) {
 	p.Actor.Receive(ctx)
-	// protoactor delivers Stopped once the process has left the registry.
-	if _, ok := ctx.Message().(*actor.Stopped); ok {
+	// From Stopping on, the activation takes no more requests: the next
+	// one finds the identity's next activation rather than this one.
+	switch ctx.Message().(type) {
+	case *actor.Stopping, *actor.Stopped:
 		p.n.forgetStopped(p.key.kind, p.key.identity, ctx.Self())
 	}
 }
