@@ -81,8 +81,10 @@ type frame struct {
 // readFrame reads one frame from r into buf (grown as needed, never past
 // max) and returns it with the buffer to reuse. The body aliases buf.
 func readFrame(r *bufio.Reader, buf []byte, max int) (frame, []byte, error) {
+	// The length is checked before anything else is waited for: a frame
+	// that cannot be valid is refused as soon as its length is known.
 	var h [headerLen]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
+	if _, err := io.ReadFull(r, h[:4]); err != nil {
 		return frame{}, buf, err
 	}
 	n := binary.BigEndian.Uint32(h[0:4])
@@ -91,6 +93,9 @@ func readFrame(r *bufio.Reader, buf []byte, max int) (frame, []byte, error) {
 	}
 	if uint64(n) > uint64(max) {
 		return frame{}, buf, errFrameTooLarge
+	}
+	if _, err := io.ReadFull(r, h[4:]); err != nil {
+		return frame{}, buf, err
 	}
 	if h[4] != wireVersion {
 		return frame{}, buf, errVersion
