@@ -177,7 +177,7 @@ func parseRequest(body []byte) (request, error) {
 func parseBatch(body []byte) ([][]byte, error) {
 	count, n := binary.Uvarint(body)
 	// Each payload takes at least its one-byte length.
-	if n <= 0 || count > uint64(len(body)-n) {
+	if n <= 0 || count > uint64(len(body)-n) || n != uvarintLen(count) {
 		return nil, errMalformed
 	}
 	data := make([]byte, len(body)-n)
@@ -232,13 +232,22 @@ func parseCredit(body []byte) (uint32, error) {
 	return binary.BigEndian.Uint32(body), nil
 }
 
-// cutBytes splits a uvarint-length-prefixed field off b.
+// cutBytes splits a uvarint-length-prefixed field off b. A length in more
+// bytes than it needs is refused: each frame has one encoding.
 func cutBytes(b []byte) (field, rest []byte, ok bool) {
 	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)-k) {
+	if k <= 0 || n > uint64(len(b)-k) || k != uvarintLen(n) {
 		return nil, nil, false
 	}
 	return b[k : k+int(n)], b[k+int(n):], true
 }
 
 func appendUint32(b []byte, v uint32) []byte { return binary.BigEndian.AppendUint32(b, v) }
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
+}
