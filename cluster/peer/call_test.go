@@ -228,7 +228,11 @@ func TestCancelledCallStopsTheHandler(t *testing.T) {
 		_, err := a.Call(ctx, b.Addr(), &kitpb.GetUser{}, "r")
 		done <- err
 	}()
-	<-started
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("the call returned %v before its handler started", err)
+	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("call returned %v, want context.Canceled", err)

@@ -194,19 +194,14 @@ func (c *conn) writeLoop() {
 // readLoop reads frames until the connection breaks or the peer breaks
 // the protocol, and returns why.
 func (c *conn) readLoop() error {
-	r := bufio.NewReaderSize(c.tc, 32<<10)
-	var buf []byte
+	fr := &frameReader{r: bufio.NewReaderSize(c.tc, 32<<10), max: c.t.cfg.MaxFrame}
 	for {
-		f, b, err := readFrame(r, buf, c.t.cfg.MaxFrame)
+		f, err := fr.next()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !c.broken() {
 				c.t.refuse("peer: connection closed", "peer", c.peer, "err", err)
 			}
 			return err
-		}
-		buf = b
-		if cap(buf) > maxSpare {
-			buf = nil
 		}
 		if c.dialed {
 			err = c.fromAcceptor(f)

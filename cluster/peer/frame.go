@@ -78,12 +78,31 @@ type frame struct {
 	body []byte
 }
 
+// frameReader reads frames from one connection, reusing its buffers.
+type frameReader struct {
+	r   *bufio.Reader
+	h   [headerLen]byte
+	buf []byte
+	max int
+}
+
+// next reads one frame. Its body aliases the reader's buffer until the
+// next call.
+func (fr *frameReader) next() (frame, error) {
+	f, buf, err := readFrame(fr.r, &fr.h, fr.buf, fr.max)
+	// A buffer grown past maxSpare for one large frame is let go.
+	if cap(buf) <= maxSpare {
+		fr.buf = buf
+	}
+	return f, err
+}
+
 // readFrame reads one frame from r into buf (grown as needed, never past
-// max) and returns it with the buffer to reuse. The body aliases buf.
-func readFrame(r *bufio.Reader, buf []byte, max int) (frame, []byte, error) {
+// max) and returns it with the buffer to reuse. The body aliases buf. h is
+// scratch space (a local array would escape to the heap through io.Reader).
+func readFrame(r *bufio.Reader, h *[headerLen]byte, buf []byte, max int) (frame, []byte, error) {
 	// The length is checked before anything else is waited for: a frame
 	// that cannot be valid is refused as soon as its length is known.
-	var h [headerLen]byte
 	if _, err := io.ReadFull(r, h[:4]); err != nil {
 		return frame{}, buf, err
 	}

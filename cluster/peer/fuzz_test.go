@@ -25,14 +25,12 @@ func FuzzFrame(f *testing.F) {
 	tr.log = &logLimiter{log: slog.New(slog.NewTextHandler(io.Discard, nil)), clock: clock.System()}
 	c := &conn{t: tr, peer: "fuzz"}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r := bufio.NewReader(bytes.NewReader(data))
-		var buf []byte
+		rd := &frameReader{r: bufio.NewReader(bytes.NewReader(data)), max: max}
 		for {
-			fr, b, err := readFrame(r, buf, max)
+			fr, err := rd.next()
 			if err != nil {
 				return
 			}
-			buf = b
 			if len(fr.body) > max {
 				t.Fatalf("a body of %d bytes passed a maximum of %d", len(fr.body), max)
 			}

@@ -120,6 +120,7 @@ type Transport struct {
 	server *tls.Config
 	client *tls.Config
 	ln     net.Listener
+	addr   string // ln's
 	log    *logLimiter
 
 	closed atomic.Bool
@@ -158,6 +159,7 @@ func Listen(cfg Config) (*Transport, error) {
 		server:      id.serverConfig(),
 		client:      id.clientConfig(),
 		ln:          ln,
+		addr:        ln.Addr().String(),
 		log:         &logLimiter{log: cfg.Logger, clock: cfg.Clock},
 		accepted:    make(map[*conn]struct{}),
 		handshaking: make(map[net.Conn]struct{}),
@@ -168,7 +170,7 @@ func Listen(cfg Config) (*Transport, error) {
 }
 
 // Addr is the address the transport listens on.
-func (t *Transport) Addr() string { return t.ln.Addr().String() }
+func (t *Transport) Addr() string { return t.addr }
 
 // Stats counts what the transport gave up on.
 type Stats struct {
