@@ -234,8 +234,8 @@ func (r *StreamReader) end() { r.endOne.Do(func() { close(r.ended) }) }
 func (r *StreamReader) abort(err error) {
 	r.once.Do(func() {
 		r.err = err
+		r.cancel() // before gone: a Next that sees gone sees the context ended
 		close(r.gone)
-		r.cancel()
 	})
 }
 
