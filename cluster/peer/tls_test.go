@@ -148,6 +148,16 @@ func TestOnlyMembersTalkToMembers(t *testing.T) {
 		{"TLS with a self-signed client certificate gets nothing", func(t *testing.T, b *node) {
 			tryTLS(t, b, &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{selfSigned(t, "a")}})
 		}},
+		{"a connection that never completes its handshake is closed", func(t *testing.T, b *node) {
+			c, err := net.Dial("tcp", b.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := readAll(c); err != nil && !isReset(err) {
+				t.Fatalf("read: %v", err)
+			}
+		}},
 		{"TLS 1.2 is refused", func(t *testing.T, b *node) {
 			c, err := tls.Dial("tcp", b.Addr(), &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12})
 			if err == nil {
@@ -159,7 +169,7 @@ func TestOnlyMembersTalkToMembers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var ran atomic.Int32
-			b := start(t, "b", func(c *Config) { c.Handler = counting(&ran) })
+			b := start(t, "b", func(c *Config) { c.Handler = counting(&ran); c.HandshakeTimeout = 2 * time.Second })
 			tt.try(t, b)
 			if ran.Load() != 0 {
 				t.Fatal("a request ran")
