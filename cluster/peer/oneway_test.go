@@ -3,8 +3,10 @@ package peer
 import (
 	"encoding/binary"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestOneWayBatchesArriveInOrder: batches to one peer arrive whole and in
@@ -56,7 +58,9 @@ func TestOneWayBatchesArriveInOrder(t *testing.T) {
 func TestSendNeverBlocks(t *testing.T) {
 	b := start(t, "b", func(c *Config) { c.OneWay = func(string, [][]byte) {} })
 	p := newProxy(t, b.Addr())
-	a := start(t, "a", func(c *Config) { c.QueueBytes = 256 << 10 })
+	// A write to the stopped peer never times out here: only the queue's
+	// bound can stop the loop below.
+	a := start(t, "a", func(c *Config) { c.QueueBytes = 256 << 10; c.WriteTimeout = time.Hour })
 	eventually(t, "a connection", func() bool { return a.Send(p.addr()) == nil })
 	p.pause()
 	defer p.unpause()
@@ -66,7 +70,7 @@ func TestSendNeverBlocks(t *testing.T) {
 	for i := 0; i < 100000 && err == nil; i++ {
 		err = a.Send(p.addr(), payload)
 	}
-	if !errors.Is(err, ErrUnavailable) {
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "queue to the peer is full") {
 		t.Fatalf("got %v, want ErrUnavailable (queue full)", err)
 	}
 	if a.Stats().Dropped == 0 {

@@ -158,8 +158,10 @@ func TestOnlyMembersTalkToMembers(t *testing.T) {
 				t.Fatalf("read: %v", err)
 			}
 		}},
-		{"TLS 1.2 is refused", func(t *testing.T, b *node) {
-			c, err := tls.Dial("tcp", b.Addr(), &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12})
+		{"TLS 1.2 is refused, even with a member's certificate", func(t *testing.T, b *node) {
+			cfg := start(t, "m", nil).id.clientConfig()
+			cfg.MinVersion, cfg.MaxVersion = tls.VersionTLS12, tls.VersionTLS12
+			c, err := tls.Dial("tcp", b.Addr(), cfg)
 			if err == nil {
 				c.Close()
 				t.Fatal("handshake succeeded")
