@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -214,5 +213,3 @@ func readAll(c net.Conn) error {
 	_, err := io.Copy(io.Discard, c)
 	return err
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }

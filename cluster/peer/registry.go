@@ -30,9 +30,3 @@ func NewRegistry(prototypes ...proto.Message) *Registry {
 func (r *Registry) lookup(name []byte) protoreflect.MessageType {
 	return r.types[string(name)]
 }
-
-// has reports whether m's type is registered.
-func (r *Registry) has(m proto.Message) bool {
-	_, ok := r.types[string(m.ProtoReflect().Descriptor().FullName())]
-	return ok
-}
