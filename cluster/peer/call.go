@@ -229,19 +229,10 @@ func (c *conn) request(f frame) error {
 	} else {
 		ctx, cancel = context.WithCancel(c.ctx)
 	}
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
+	if ok, err := register(c, &c.running, f.id, cancel); !ok {
 		cancel()
-		return nil
+		return err
 	}
-	if _, dup := c.running[f.id]; dup {
-		c.mu.Unlock()
-		cancel()
-		return errors.New("request id in use")
-	}
-	c.running[f.id] = cancel
-	c.mu.Unlock()
 	c.t.wg.Add(1)
 	go c.handle(ctx, cancel, h, f.id, msg, string(req.id))
 	return nil

@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -14,13 +15,7 @@ import (
 // (both ends' allocations: the handler's reply and the decoding of each
 // message are in them).
 func BenchmarkCall(b *testing.B) {
-	srv := start(b, "b", nil)
-	cli := start(b, "a", nil)
-	ctx := ctxFor(b)
-	msg := &kitpb.GetUser{UserId: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"}
-	if _, err := cli.Call(ctx, srv.Addr(), msg, "warm"); err != nil {
-		b.Fatal(err)
-	}
+	srv, cli, ctx, msg := benchPair(b)
 	rtts := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -40,13 +35,7 @@ func BenchmarkCall(b *testing.B) {
 // BenchmarkCallParallel is many forwarded requests at once over the one
 // connection: the writer coalesces their frames.
 func BenchmarkCallParallel(b *testing.B) {
-	srv := start(b, "b", nil)
-	cli := start(b, "a", nil)
-	ctx := ctxFor(b)
-	msg := &kitpb.GetUser{UserId: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"}
-	if _, err := cli.Call(ctx, srv.Addr(), msg, "warm"); err != nil {
-		b.Fatal(err)
-	}
+	srv, cli, ctx, msg := benchPair(b)
 	b.ReportAllocs()
 	b.SetParallelism(8)
 	b.ResetTimer()
@@ -58,4 +47,16 @@ func BenchmarkCallParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchPair is two transports with a connection up between them, and a
+// forwarded read to send.
+func benchPair(b *testing.B) (srv, cli *node, ctx context.Context, msg *kitpb.GetUser) {
+	srv, cli = start(b, "b", nil), start(b, "a", nil)
+	ctx = ctxFor(b)
+	msg = &kitpb.GetUser{UserId: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"}
+	if _, err := cli.Call(ctx, srv.Addr(), msg, "warm"); err != nil {
+		b.Fatal(err)
+	}
+	return srv, cli, ctx, msg
 }

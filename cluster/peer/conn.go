@@ -325,3 +325,23 @@ func (c *conn) fail(err error) {
 		r.abort(lost)
 	}
 }
+
+// errIDInUse: a peer started a request or stream under the id of one that
+// is still running.
+var errIDInUse = errors.New("id in use")
+
+// register adds v under id to one of the accepting side's tables (running,
+// recvs). It reports false with no error when the connection broke (fail
+// took the tables), and a protocol error when the id is in use.
+func register[V any](c *conn, table *map[uint64]V, id uint64, v V) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return false, nil
+	}
+	if _, dup := (*table)[id]; dup {
+		return false, errIDInUse
+	}
+	(*table)[id] = v
+	return true, nil
+}

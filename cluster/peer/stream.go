@@ -264,19 +264,10 @@ func (c *conn) openStream(f frame) error {
 	header := append([]byte(nil), f.body...)
 	ctx, cancel := context.WithCancel(c.ctx)
 	r.cancel = cancel
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
+	if ok, err := register(c, &c.recvs, f.id, r); !ok {
 		cancel()
-		return nil
+		return err
 	}
-	if _, dup := c.recvs[f.id]; dup {
-		c.mu.Unlock()
-		cancel()
-		return errors.New("stream id in use")
-	}
-	c.recvs[f.id] = r
-	c.mu.Unlock()
 	if start, err := c.begin(frameCredit, f.id, false); err == nil {
 		c.out = appendUint32(c.out, uint32(window))
 		c.commit(start)

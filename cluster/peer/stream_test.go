@@ -119,20 +119,8 @@ func TestStreamBackPressure(t *testing.T) {
 // TestStreamAborts: an abort by either end reaches the other.
 func TestStreamAborts(t *testing.T) {
 	t.Run("the sender aborts: the receiver's Next fails", func(t *testing.T) {
-		seen := make(chan error, 1)
-		b := start(t, "b", func(c *Config) {
-			c.Stream = func(ctx context.Context, _ string, _ []byte, r *StreamReader) error {
-				for {
-					if _, err := r.Next(); err != nil {
-						seen <- err
-						if ctx.Err() == nil {
-							seen <- errors.New("the handler's context did not end")
-						}
-						return err
-					}
-				}
-			}
-		})
+		seen := make(chan streamEnd, 1)
+		b := start(t, "b", func(c *Config) { c.Stream = readToError(seen) })
 		a := start(t, "a", nil)
 		w, err := a.Stream(ctxFor(t), b.Addr(), nil)
 		if err != nil {
@@ -140,15 +128,13 @@ func TestStreamAborts(t *testing.T) {
 		}
 		w.Write([]byte("one"))
 		w.Abort("snapshot superseded")
-		err = <-seen
+		end := <-seen
 		var ae *AbortedError
-		if !errors.As(err, &ae) || !ae.ByPeer || ae.Reason != "snapshot superseded" {
-			t.Fatalf("receiver got %v", err)
+		if !errors.As(end.err, &ae) || !ae.ByPeer || ae.Reason != "snapshot superseded" {
+			t.Fatalf("receiver got %v", end.err)
 		}
-		select {
-		case err := <-seen:
-			t.Fatal(err)
-		default:
+		if !end.ctxEnded {
+			t.Fatal("the handler's context did not end")
 		}
 		if err := w.Write([]byte("two")); !errors.Is(err, ErrAborted) {
 			t.Fatalf("write after abort: %v", err)
@@ -179,17 +165,8 @@ func TestStreamAborts(t *testing.T) {
 		}
 	})
 	t.Run("a broken connection aborts both ends", func(t *testing.T) {
-		seen := make(chan error, 1)
-		b := start(t, "b", func(c *Config) {
-			c.Stream = func(ctx context.Context, _ string, _ []byte, r *StreamReader) error {
-				for {
-					if _, err := r.Next(); err != nil {
-						seen <- err
-						return err
-					}
-				}
-			}
-		})
+		seen := make(chan streamEnd, 1)
+		b := start(t, "b", func(c *Config) { c.Stream = readToError(seen) })
 		p := newProxy(t, b.Addr())
 		a := start(t, "a", nil)
 		w, err := a.Stream(ctxFor(t), p.addr(), nil)
@@ -198,8 +175,8 @@ func TestStreamAborts(t *testing.T) {
 		}
 		w.Write([]byte("one"))
 		p.cut()
-		if err := <-seen; !errors.Is(err, ErrConnLost) {
-			t.Fatalf("receiver got %v", err)
+		if end := <-seen; !errors.Is(end.err, ErrConnLost) {
+			t.Fatalf("receiver got %v", end.err)
 		}
 		if err := w.Close(); !errors.Is(err, ErrConnLost) {
 			t.Fatalf("sender got %v", err)
@@ -227,4 +204,23 @@ func TestStreamAborts(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 	})
+}
+
+// streamEnd is how a stream ended for its reader.
+type streamEnd struct {
+	err      error
+	ctxEnded bool // the handler's context had ended when Next failed
+}
+
+// readToError is a stream handler that reads until Next fails, and says
+// how on seen (once).
+func readToError(seen chan<- streamEnd) StreamHandler {
+	return func(ctx context.Context, _ string, _ []byte, r *StreamReader) error {
+		for {
+			if _, err := r.Next(); err != nil {
+				seen <- streamEnd{err, ctx.Err() != nil}
+				return err
+			}
+		}
+	}
 }
