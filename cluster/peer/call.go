@@ -136,16 +136,15 @@ func (c *conn) reply(f frame) error {
 	if len(f.body) == 0 {
 		return errMalformed
 	}
+	if cl == nil {
+		return nil // the caller stopped waiting: nothing to decode it for
+	}
 	res, err, perr := c.decodeReply(f.body)
 	if perr != nil {
-		if cl != nil {
-			cl.finish(nil, ErrConnLost)
-		}
+		cl.finish(nil, ErrConnLost)
 		return perr
 	}
-	if cl != nil {
-		cl.finish(res, err)
-	}
+	cl.finish(res, err)
 	return nil
 }
 

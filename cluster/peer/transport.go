@@ -268,7 +268,7 @@ func (t *Transport) serve(nc net.Conn) {
 	t.mu.Lock()
 	if t.closed.Load() {
 		t.mu.Unlock()
-		nc.Close()
+		c.fail(ErrClosed)
 		return
 	}
 	t.accepted[c] = struct{}{}
