@@ -1,0 +1,215 @@
+package peer
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+var testKey = []byte("0123456789abcdef0123456789abcdef")
+
+// testRegistry holds the messages the tests send: kitd's own types.
+func testRegistry() *Registry {
+	return NewRegistry(&kitpb.GetUser{}, &kitpb.UserReply{}, &kitpb.Ok{}, &kitpb.CreateWorkspace{}, &kitpb.WorkspaceReply{})
+}
+
+// logBuffer collects a transport's log lines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// node is a transport under test with its log.
+type node struct {
+	*Transport
+	log *logBuffer
+}
+
+// echo answers GetUser with a UserReply naming the caller, the request id
+// and the user asked for.
+func echo(_ context.Context, from string, msg proto.Message, requestID string) (proto.Message, error) {
+	switch m := msg.(type) {
+	case *kitpb.GetUser:
+		return &kitpb.UserReply{User: &kitpb.User{Id: m.UserId, DisplayName: from + "/" + requestID}}, nil
+	}
+	return &kitpb.Ok{}, nil
+}
+
+// start starts a transport named name on a loopback port; edit changes its
+// config first.
+func start(t testing.TB, name string, edit func(*Config)) *node {
+	t.Helper()
+	logs := &logBuffer{}
+	cfg := Config{
+		NodeName:   name,
+		ListenAddr: "127.0.0.1:0",
+		ClusterKey: testKey,
+		Registry:   testRegistry(),
+		Handler:    echo,
+		Logger:     slog.New(slog.NewTextHandler(logs, nil)),
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	tr, err := Listen(cfg)
+	if err != nil {
+		t.Fatalf("listen %s: %v", name, err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return &node{Transport: tr, log: logs}
+}
+
+// ctxFor is a context for one step of a test: generous, since the machine
+// may be busy.
+func ctxFor(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// mustCall calls GetUser{userID} on addr and checks the echo.
+func mustCall(t testing.TB, from *node, addr, wantFrom, userID string) {
+	t.Helper()
+	res, err := from.Call(ctxFor(t), addr, &kitpb.GetUser{UserId: userID}, "rid-"+userID)
+	if err != nil {
+		t.Fatalf("call %s: %v", addr, err)
+	}
+	u := res.(*kitpb.UserReply).GetUser()
+	if u.GetId() != userID || u.GetDisplayName() != wantFrom+"/rid-"+userID {
+		t.Fatalf("reply %v, want id %s from %s", u, userID, wantFrom)
+	}
+}
+
+// proxy forwards TCP connections to a target and can cut them or stop
+// forwarding, to break a connection between two transports.
+type proxy struct {
+	ln     net.Listener
+	target string
+
+	mu     sync.Mutex
+	conns  []net.Conn
+	paused bool
+	resume chan struct{}
+}
+
+func newProxy(t testing.TB, target string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target, resume: make(chan struct{})}
+	t.Cleanup(func() { ln.Close(); p.cut() })
+	go p.accept()
+	return p
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) accept() {
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", p.target)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, in, out)
+		p.mu.Unlock()
+		go p.pipe(out, in)
+		go p.pipe(in, out)
+	}
+}
+
+// pipe copies src to dst, holding still while the proxy is paused.
+func (p *proxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		p.mu.Lock()
+		paused, resume := p.paused, p.resume
+		p.mu.Unlock()
+		if paused {
+			<-resume
+		}
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				src.Close()
+				return
+			}
+		}
+		if err != nil {
+			dst.Close()
+			return
+		}
+	}
+}
+
+// cut closes every connection through the proxy; new ones are forwarded.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// pause stops reading from both sides (a peer that stopped); unpause
+// resumes.
+func (p *proxy) pause() {
+	p.mu.Lock()
+	p.paused = true
+	p.mu.Unlock()
+}
+
+func (p *proxy) unpause() {
+	p.mu.Lock()
+	p.paused = false
+	close(p.resume)
+	p.resume = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// readAll drains c until it is closed or fails, and reports how.
+func readAll(c net.Conn) error {
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	_, err := io.Copy(io.Discard, c)
+	return err
+}
