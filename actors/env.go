@@ -42,6 +42,10 @@ type Env struct {
 	IdleTimeout time.Duration
 
 	logPrunes devLogPrunes // state of the node, not configuration
+
+	// testHookDropNotices, set by tests before the node serves, loses every
+	// outbox notice: a crash between a write and its notice.
+	testHookDropNotices bool
 }
 
 func (e *Env) idleTimeout() time.Duration {

@@ -12,3 +12,7 @@ var (
 	MessagesPrefix   = messagesPrefix
 	MessageTagKey    = messageTagKey
 )
+
+// DropNotices makes the node lose every outbox notice, as a crash between
+// a write and its notice would; set it before the node serves.
+func DropNotices(env *Env) { env.testHookDropNotices = true }

@@ -25,6 +25,7 @@ type installationActor struct {
 	id      string
 	inst    *kitpb.Installation // nil: not installed (yet)
 	buckets bucketSet
+	outbox  outbox // installation.* events (events.go)
 }
 
 func (a *installationActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
@@ -33,6 +34,7 @@ func (a *installationActor) exists() bool { return a.inst != nil }
 
 func (a *installationActor) activate(identity string) error {
 	a.id = identity
+	a.outbox.source = identity
 	a.buckets.table = a.env.Limits
 	inst := &kitpb.Installation{}
 	found, err := load(a.env.Store, installationKey(a.id), inst)
@@ -40,7 +42,7 @@ func (a *installationActor) activate(identity string) error {
 		return err
 	}
 	a.inst = inst
-	return nil
+	return a.outbox.resume(a.env.Store, []string{a.id})
 }
 
 func (a *installationActor) handle(msg proto.Message) (proto.Message, error) {
@@ -119,10 +121,56 @@ func (a *installationActor) apply(m *kitpb.ApplyInstall) (proto.Message, error) 
 		next.MaxWebhooks = int32(man.IncomingWebhooks.MaxPerInstallation)
 	}
 	next.Interactive = man.Interactivity != nil
-	if err := a.save(next); err != nil {
+	next.Events = 0
+	if man.Bot != nil || len(man.Events) > 0 {
+		next.Events = eventMask(man)
+	}
+	updated := a.inst != nil
+	if updated && next.Events != a.inst.Events {
+		if err := a.setBotEvents(next.Events); err != nil {
+			return nil, err
+		}
+	}
+	if !updated {
+		return &kitpb.InstallationReply{Installation: next}, a.save(next)
+	}
+	if err := a.saveWithEvent(next, eventInstallationUpdated); err != nil {
 		return nil, err
 	}
 	return &kitpb.InstallationReply{Installation: next}, nil
+}
+
+// setBotEvents tells every channel of the bot which events it now gets.
+// It runs before the installation saves the change: a crash in between
+// leaves channels ahead of the record, which the retried call repairs.
+func (a *installationActor) setBotEvents(mask uint32) error {
+	for _, conv := range a.inst.ChannelIds {
+		if _, err := cluster.Call[*kitpb.Ok](a.env.Node, KindConversation, conv,
+			&kitpb.SetBotEvents{BotId: a.inst.BotId, Events: mask}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// saveWithEvent saves next with the installation event k about it in the
+// same batch, when the installation subscribes to k.
+func (a *installationActor) saveWithEvent(next *kitpb.Installation, k eventKind) error {
+	b := a.env.Store.NewBatch()
+	put(b, installationKey(a.id), next)
+	if next.Events&k.bit() != 0 || a.inst.Events&k.bit() != 0 {
+		now := nanos(a.env.Clock.Now())
+		ev := &kitpb.Event{Id: ids.NewAt(a.env.Clock.Now()), Type: k.String(), OccurredAt: now, Installation: next}
+		a.outbox.add(b, a.id, encodeEvent(ev, nil), now)
+	}
+	if err := b.Commit(); err != nil {
+		a.outbox.failed()
+		return fmt.Errorf("save installation %s: %w", a.id, err)
+	}
+	a.outbox.applied(a.env)
+	a.inst = next
+	a.env.Invalidator.InstallationChanged(a.id)
+	return nil
 }
 
 func (a *installationActor) save(next *kitpb.Installation) error {
@@ -142,9 +190,13 @@ func (a *installationActor) uninstall() (proto.Message, error) {
 	if err := a.endWebhooks("", WebhookUninstalled, ""); err != nil {
 		return nil, err
 	}
+	// Its bot gets nothing more from its channels.
+	if err := a.setBotEvents(0); err != nil {
+		return nil, err
+	}
 	next := proto.Clone(a.inst).(*kitpb.Installation)
 	next.Uninstalled = true
-	if err := a.save(next); err != nil {
+	if err := a.saveWithEvent(next, eventInstallationUninstalled); err != nil {
 		return nil, err
 	}
 	return &kitpb.Ok{}, nil
@@ -174,7 +226,7 @@ func (a *installationActor) addChannel(m *kitpb.AddChannel) (proto.Message, erro
 		return nil, err
 	}
 	if _, err := cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, m.ConversationId,
-		&kitpb.AddBot{BotId: a.inst.BotId, InstallationId: a.id}); err != nil {
+		&kitpb.AddBot{BotId: a.inst.BotId, InstallationId: a.id, Events: a.inst.Events}); err != nil {
 		return nil, err
 	}
 	if !slices.Contains(a.inst.ChannelIds, m.ConversationId) {

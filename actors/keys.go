@@ -62,6 +62,9 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"emailUserKey", "email/{hex64}/{id}"},            // workspace id of an active user who can sign in with this email (SHA-256 of the lower-case email; written with the user by its workspace)
 	{"locatorKey", "loc/{id}"},                        // Locator: which actor owns an id (messages have none, but those written before 2026-11-22)
 	{"devLogKey", "devlog/{id}/{id}"},                 // DevLogEntry, stored without its id; written once by the actor that decided what it reports, expired by range deletion (devlog.go)
+	{"outboxKey", "outbox/{id}/{id}/{pos}"},           // Event for an installation from an emitting actor, by that actor's position; written by the emitter, taken (deleted) by the installation's delivery actor (events.go)
+	{"eventSequenceKey", "dlv/{id}/seq"},              // the last sequence an installation's delivery actor gave out, 8 bytes big-endian
+	{"queuedEventKey", "dlv/{id}/q/{pos}"},            // Event with its sequence, until delivered (delivery.go)
 }
 
 // key joins parts into a key in one allocation. Constructors call it;
@@ -269,6 +272,39 @@ func emailUsersPrefix(email string) []byte { return emailUserKey(email, "") }
 func devLogKey(kit, entryID string) []byte { return key("devlog", kit, entryID) }
 
 func devLogPrefix(kit string) []byte { return devLogKey(kit, "") }
+
+// Events and their delivery (events.go, delivery.go).
+
+// outboxKey is an event for installation inst written by the actor source
+// (a conversation) at its position pos. The installation comes first so
+// that its delivery actor finds its whole outbox with one scan; within a
+// source, positions keep the order in which the source wrote.
+func outboxKey(inst, source string, pos uint64) []byte {
+	return persistence.AppendUint64(keyWithRoom(positionLen, "outbox", inst, source, ""), pos)
+}
+
+func outboxPrefix(inst string) []byte { return key("outbox", inst, "") }
+
+// outboxSourcePrefix is the prefix of what one source wrote for inst.
+func outboxSourcePrefix(inst, source string) []byte { return key("outbox", inst, source, "") }
+
+// outboxesPrefix covers every installation's outbox: a restarting node
+// scans it for the installations with events to take.
+func outboxesPrefix() []byte { return key("outbox", "") }
+
+// outboxInstallation is the installation of an outbox key.
+func outboxInstallation(k []byte) string {
+	rest := k[len(outboxesPrefix()):]
+	return string(rest[:partLen(rest)])
+}
+
+func eventSequenceKey(inst string) []byte { return key("dlv", inst, "seq") }
+
+func queuedEventKey(inst string, seq uint64) []byte {
+	return persistence.AppendUint64(keyWithRoom(positionLen, "dlv", inst, "q", ""), seq)
+}
+
+func queuedEventsPrefix(inst string) []byte { return key("dlv", inst, "q", "") }
 
 // KeyKind names the constructor that builds k ("messageKey",
 // "credentialKey", ...), or "" when none does: tests and tools that read a

@@ -61,6 +61,9 @@ func TestKeyLayout(t *testing.T) {
 		{"devLogKey", devLogKey("k", "e"), "devlog/k/e"},
 		{"emailUserKey", emailUserKey("a@example.com", "u"), "email/" + sha256hex("a@example.com") + "/u"},
 		{"layoutKey", layoutKey(), "meta/layout"},
+		{"outboxKey", outboxKey("i", "c", seq), "outbox/i/c/" + pos(seq)},
+		{"eventSequenceKey", eventSequenceKey("i"), "dlv/i/seq"},
+		{"queuedEventKey", queuedEventKey("i", seq), "dlv/i/q/" + pos(seq)},
 	} {
 		t.Run(tc.constructor, func(t *testing.T) {
 			if string(tc.key) != tc.want {
@@ -100,6 +103,10 @@ func TestKeyPrefixes(t *testing.T) {
 		{"domainsPrefix", domainsPrefix("k"), domainKey("k", "d")},
 		{"workspaceKitsPrefix", workspaceKitsPrefix("w"), workspaceKitKey("w", "k")},
 		{"devLogPrefix", devLogPrefix("k"), devLogKey("k", "e")},
+		{"outboxPrefix", outboxPrefix("i"), outboxKey("i", "c", 1)},
+		{"outboxSourcePrefix", outboxSourcePrefix("i", "c"), outboxKey("i", "c", 1)},
+		{"outboxesPrefix", outboxesPrefix(), outboxKey("i", "c", 1)},
+		{"queuedEventsPrefix", queuedEventsPrefix("i"), queuedEventKey("i", 1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !bytes.HasPrefix(tc.key, tc.prefix) {

@@ -23,6 +23,7 @@ const (
 	KindKit          = "kit"
 	KindSlug         = "slug"
 	KindWebhook      = "webhook"
+	KindDelivery     = "delivery"
 )
 
 // Caller kinds.
@@ -56,6 +57,10 @@ func Kinds(env *Env) []*pcluster.Kind {
 		// which cross both (bench/README.md).
 		pcluster.NewKind(KindWebhook, actor.PropsFromProducer(func() actor.Actor { return &webhookActor{env: env} },
 			actor.WithDispatcher(actor.NewSynchronizedDispatcher(mailboxThroughput)), actor.WithMailbox(cluster.NewInlineMailbox))),
+		// The sequencer of an installation's events (delivery.go). It keeps
+		// the default mailbox: notices queue there while it commits, and
+		// one commit covers them all.
+		pcluster.NewKind(KindDelivery, actor.PropsFromProducer(func() actor.Actor { return &deliveryActor{env: env} })),
 	}
 }
 

@@ -53,7 +53,7 @@ func TestStoredKeysHaveAConstructor(t *testing.T) {
 		"installationKey", "webhookRefKey", "grantCredentialKey", "webhookKey",
 		"kitKey", "versionKey", "clientSecretKey", "signingSecretKey", "domainKey", "installLinkKey",
 		"installLinkIndexKey", "workspaceKitKey", "slugKey", "credentialKey", "locatorKey", "devLogKey",
-		"emailUserKey",
+		"emailUserKey", "eventSequenceKey", "queuedEventKey",
 	} {
 		if seen[kind] == 0 {
 			missing = append(missing, kind)
@@ -107,6 +107,13 @@ func writeEveryRecord(t *testing.T, s *Server) {
 	// A webhook and a post through it.
 	h := in.hook(t, c.ID)
 	want(t, h.post(t, map[string]any{"text": "from a webhook"}), 200)
+
+	// A Kit subscribed to events: its event of a post is queued (nothing
+	// delivers it yet). Its outbox entry (outboxKey) is gone by the time
+	// the server has stopped cleanly; TestEventsSurviveKill9 meets it.
+	ek := w.eventsKit(t, []string{"message.posted"}, baseScopes...)
+	ein := w.install(t, ek, c.ID)
+	ein.post(t, c.ID, "an event")
 
 	// The developer log holds entries of all of it.
 	r = s.api(t, w.Dev, "GET", "/dev/kits/"+k.ID+"/logs", nil, nil)

@@ -229,6 +229,10 @@ func serve(cfg config, stdout io.Writer) error {
 	}
 	env.Node = node
 	defer node.Stop()
+	// Events a previous process recorded but did not sequence yet.
+	if err := actors.WakeDeliveries(env); err != nil {
+		return fmt.Errorf("wake deliveries: %w", err)
+	}
 
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {

@@ -1,0 +1,206 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// deliveryActor is the sequencer of one installation's events
+// (docs/deliveries.md): it takes events out of the installation's outbox
+// (outboxKey, written by the actors whose writes cause them), gives each
+// the installation's next sequence and queues it (queuedEventKey) in one
+// synced batch, so that sequences have no gaps and an event is queued
+// exactly once. Its identity is the installation id. It never talks HTTP:
+// the sender of deliveries reads its queue.
+type deliveryActor struct {
+	env  *Env
+	life lifecycle
+
+	id   string
+	last uint64 // the last sequence given out
+
+	batch      *persistence.Batch // what the notices since the last flush took
+	taken      map[string]bool    // outbox keys in batch, not yet committed
+	flushQueue bool               // a flushOutbox is on its way to the mailbox
+}
+
+// flushOutbox commits what the notices before it took: every notice that
+// reached the mailbox before it shares one synced batch.
+type flushOutbox struct{}
+
+func (a *deliveryActor) Receive(ctx actorContext) {
+	// Notices and wakes come without a sender (cluster.Node.Send): they are
+	// not requests, but they are activity.
+	switch m := ctx.Message().(type) {
+	case *kitpb.OutboxNotice:
+		a.life.asked++
+		if a.life.loadErr != nil {
+			return // the outbox keeps the event; the next activation takes it
+		}
+		a.take(outboxKey(a.id, m.Source, m.Pos), m.Event, true)
+		if !a.flushQueue {
+			a.flushQueue = true
+			ctx.Send(ctx.Self(), flushOutbox{})
+		}
+		return
+	case flushOutbox:
+		a.flushQueue = false
+		a.flush(ctx)
+		return
+	case *kitpb.WakeDelivery:
+		a.life.asked++ // activation took the outbox already
+		return
+	}
+	receive(a, &a.life, a.env, ctx)
+}
+
+// exists: a delivery actor is asked only by the node itself, for
+// installations it knows.
+func (a *deliveryActor) exists() bool { return true }
+
+func (a *deliveryActor) activate(identity string) error {
+	a.id = identity
+	v, err := a.env.Store.Get(eventSequenceKey(a.id))
+	switch {
+	case errors.Is(err, persistence.ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		a.last = decodeSeq(v)
+	}
+	return a.takeOutbox()
+}
+
+// takeOutbox takes everything the outbox holds, in key order (so each
+// source's events in the order written), and commits. It finds what lost
+// notices named: those of a crash, or of a notice that reached an
+// activation as it stopped.
+func (a *deliveryActor) takeOutbox() error {
+	prefix := outboxPrefix(a.id)
+	err := a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
+		a.take(k, v, false)
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	return a.commit()
+}
+
+// take queues the outbox record rec (at outbox key k) under the next
+// sequence. A notice for an event taken already (by an activation's scan)
+// finds its key gone, and is dropped.
+func (a *deliveryActor) take(k, rec []byte, check bool) {
+	if check {
+		if a.taken[string(k)] {
+			return
+		}
+		if _, err := a.env.Store.Get(k); err != nil {
+			if !errors.Is(err, persistence.ErrNotFound) && a.env.Logger != nil {
+				a.env.Logger.Warn("read outbox", "installation", a.id, "err", err)
+			}
+			return // taken already, or left for the next activation's scan
+		}
+	}
+	if a.batch == nil {
+		a.batch = a.env.Store.NewBatch()
+		a.taken = make(map[string]bool)
+	}
+	a.last++
+	a.batch.Set(queuedEventKey(a.id, a.last), withSequence(rec, a.last))
+	a.batch.Delete(k)
+	a.taken[string(k)] = true
+}
+
+// commit makes what was taken durable: the queue entries, the outbox
+// deletions and the last sequence together.
+func (a *deliveryActor) commit() error {
+	if a.batch == nil {
+		return nil
+	}
+	b := a.batch
+	a.batch, a.taken = nil, nil
+	b.Set(eventSequenceKey(a.id), persistence.AppendUint64(nil, a.last))
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("queue events of %s: %w", a.id, err)
+	}
+	return nil
+}
+
+// flush commits; a failure stops the actor, whose next activation starts
+// again from what is stored (the outbox still holds the events).
+func (a *deliveryActor) flush(ctx actorContext) {
+	if err := a.commit(); err != nil {
+		if a.env.Logger != nil {
+			a.env.Logger.Error("sequence events", "installation", a.id, "err", err)
+		}
+		ctx.Stop(ctx.Self())
+	}
+}
+
+func (a *deliveryActor) handle(msg proto.Message) (proto.Message, error) {
+	switch m := msg.(type) {
+	case *kitpb.ListQueuedEvents:
+		return a.listQueued(m)
+	}
+	return nil, unknownRequest(KindDelivery, msg)
+}
+
+// listQueued answers queued events after a sequence, in order.
+func (a *deliveryActor) listQueued(m *kitpb.ListQueuedEvents) (proto.Message, error) {
+	// What notices took must be visible to the reader first.
+	if err := a.commit(); err != nil {
+		return nil, err
+	}
+	reply := &kitpb.QueuedEventsReply{LastSequence: a.last}
+	prefix := queuedEventsPrefix(a.id)
+	lower := queuedEventKey(a.id, m.AfterSequence+1)
+	var decodeErr error
+	err := a.env.Store.Scan(lower, persistence.PrefixEnd(prefix), false, func(_, v []byte) bool {
+		if m.Limit > 0 && len(reply.Events) == int(m.Limit) {
+			return false
+		}
+		ev := &kitpb.Event{}
+		if decodeErr = proto.Unmarshal(v, ev); decodeErr != nil {
+			return false
+		}
+		if ev.Message != nil {
+			ev.Message.ConversationId = ev.ConversationId
+		}
+		reply.Events = append(reply.Events, ev)
+		return true
+	})
+	if err == nil {
+		err = decodeErr
+	}
+	return reply, err
+}
+
+// WakeDeliveries activates the delivery actor of every installation whose
+// outbox holds events, so that a restarted node sequences what its
+// notices, lost with the previous process, named. cmd/kitd calls it once
+// the node has joined.
+func WakeDeliveries(env *Env) error {
+	lower := outboxesPrefix()
+	upper := persistence.PrefixEnd(lower)
+	for {
+		var inst string
+		err := env.Store.Scan(lower, upper, false, func(k, _ []byte) bool {
+			inst = outboxInstallation(k)
+			return false
+		})
+		if err != nil {
+			return err
+		}
+		if inst == "" {
+			return nil
+		}
+		env.Node.Send(KindDelivery, inst, &kitpb.WakeDelivery{})
+		lower = persistence.PrefixEnd(outboxPrefix(inst))
+	}
+}
