@@ -24,8 +24,12 @@ type deliveryActor struct {
 	id   string
 	last uint64 // the last sequence given out
 
+	// taken is, by source, the last outbox position taken in this
+	// activation. Sources write positions in increasing order (outbox.add),
+	// so a notice at or below it names an event taken already: by the
+	// activation's scan, which may run before the notices of what it took.
+	taken      map[string]uint64
 	batch      *persistence.Batch // what the notices since the last flush took
-	taken      map[string]bool    // outbox keys in batch, not yet committed
 	flushQueue bool               // a flushOutbox is on its way to the mailbox
 }
 
@@ -42,7 +46,9 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		if a.life.loadErr != nil {
 			return // the outbox keeps the event; the next activation takes it
 		}
-		a.take(outboxKey(a.id, m.Source, m.Pos), m.Event, true)
+		if m.Pos > a.taken[m.Source] {
+			a.take(m.Source, m.Pos, outboxKey(a.id, m.Source, m.Pos), m.Event)
+		}
 		if !a.flushQueue {
 			a.flushQueue = true
 			ctx.Send(ctx.Self(), flushOutbox{})
@@ -65,6 +71,7 @@ func (a *deliveryActor) exists() bool { return true }
 
 func (a *deliveryActor) activate(identity string) error {
 	a.id = identity
+	a.taken = make(map[string]uint64)
 	v, err := a.env.Store.Get(eventSequenceKey(a.id))
 	switch {
 	case errors.Is(err, persistence.ErrNotFound):
@@ -83,7 +90,8 @@ func (a *deliveryActor) activate(identity string) error {
 func (a *deliveryActor) takeOutbox() error {
 	prefix := outboxPrefix(a.id)
 	err := a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
-		a.take(k, v, false)
+		source, pos := outboxSource(k)
+		a.take(source, pos, k, v)
 		return true
 	})
 	if err != nil {
@@ -92,41 +100,32 @@ func (a *deliveryActor) takeOutbox() error {
 	return a.commit()
 }
 
-// take queues the outbox record rec (at outbox key k) under the next
-// sequence. A notice for an event taken already (by an activation's scan)
-// finds its key gone, and is dropped.
-func (a *deliveryActor) take(k, rec []byte, check bool) {
-	if check {
-		if a.taken[string(k)] {
-			return
-		}
-		if _, err := a.env.Store.Get(k); err != nil {
-			if !errors.Is(err, persistence.ErrNotFound) && a.env.Logger != nil {
-				a.env.Logger.Warn("read outbox", "installation", a.id, "err", err)
-			}
-			return // taken already, or left for the next activation's scan
-		}
-	}
+// take queues the outbox record rec, at position pos of source (outbox
+// key k), under the next sequence.
+func (a *deliveryActor) take(source string, pos uint64, k, rec []byte) {
 	if a.batch == nil {
 		a.batch = a.env.Store.NewBatch()
-		a.taken = make(map[string]bool)
 	}
 	a.last++
 	a.batch.Set(queuedEventKey(a.id, a.last), withSequence(rec, a.last))
 	a.batch.Delete(k)
-	a.taken[string(k)] = true
+	a.taken[source] = pos
 }
 
-// commit makes what was taken durable: the queue entries, the outbox
-// deletions and the last sequence together.
+// commit writes what was taken: the queue entries, the outbox deletions
+// and the last sequence together. It does not wait for a WAL sync of its
+// own: the posts that keep coming sync the WAL anyway, and a crash before
+// the next sync undoes all of it at once, leaving the outbox entries to be
+// taken again under the same sequences. (Before an event leaves the node,
+// the sender makes sure the queue is durable.)
 func (a *deliveryActor) commit() error {
 	if a.batch == nil {
 		return nil
 	}
 	b := a.batch
-	a.batch, a.taken = nil, nil
+	a.batch = nil
 	b.Set(eventSequenceKey(a.id), persistence.AppendUint64(nil, a.last))
-	if err := b.Commit(); err != nil {
+	if err := b.Write(); err != nil {
 		return fmt.Errorf("queue events of %s: %w", a.id, err)
 	}
 	return nil

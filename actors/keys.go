@@ -298,6 +298,14 @@ func outboxInstallation(k []byte) string {
 	return string(rest[:partLen(rest)])
 }
 
+// outboxSource is the source and position of an outbox key.
+func outboxSource(k []byte) (source string, pos uint64) {
+	rest := k[len(outboxesPrefix()):]
+	rest = rest[partLen(rest)+1:]
+	n := partLen(rest)
+	return string(rest[:n]), decodeSeq(rest[n+1:])
+}
+
 func eventSequenceKey(inst string) []byte { return key("dlv", inst, "seq") }
 
 func queuedEventKey(inst string, seq uint64) []byte {

@@ -57,10 +57,14 @@ func Kinds(env *Env) []*pcluster.Kind {
 		// which cross both (bench/README.md).
 		pcluster.NewKind(KindWebhook, actor.PropsFromProducer(func() actor.Actor { return &webhookActor{env: env} },
 			actor.WithDispatcher(actor.NewSynchronizedDispatcher(mailboxThroughput)), actor.WithMailbox(cluster.NewInlineMailbox))),
-		// The sequencer of an installation's events (delivery.go). It keeps
-		// the default mailbox: notices queue there while it commits, and
-		// one commit covers them all.
-		pcluster.NewKind(KindDelivery, actor.PropsFromProducer(func() actor.Actor { return &deliveryActor{env: env} })),
+		// The sequencer of an installation's events (delivery.go) runs on
+		// its senders' goroutines as well: it never waits on another actor
+		// nor on a sync (its writes do not ask for one), and a goroutine per
+		// wake-up, whose stack grew to Pebble's depth each time, cost more
+		// than its work. Notices that arrive while it runs queue, and one
+		// write covers them.
+		pcluster.NewKind(KindDelivery, actor.PropsFromProducer(func() actor.Actor { return &deliveryActor{env: env} },
+			actor.WithDispatcher(actor.NewSynchronizedDispatcher(mailboxThroughput)), actor.WithMailbox(cluster.NewInlineMailbox))),
 	}
 }
 

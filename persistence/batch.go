@@ -123,3 +123,24 @@ func (b *Batch) keep(err error) {
 		b.err = err
 	}
 }
+
+// Write makes the batch visible and appends it to the WAL without asking
+// for a sync: it becomes durable with the next synced write of anyone
+// (syncs complete in WAL order). For derived writes that a crash may undo
+// as long as what they derive from survives (the sequencing of events:
+// its outbox entries stay until the write is durable).
+func (b *Batch) Write() error {
+	pb := b.live()
+	b.b = nil
+	defer pb.Close()
+	if b.err != nil {
+		return fmt.Errorf("persistence: write: %w", b.err)
+	}
+	if pb.Empty() {
+		return nil
+	}
+	if err := pb.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("persistence: write: %w", err)
+	}
+	return nil
+}
