@@ -31,6 +31,9 @@ type deliveryActor struct {
 	taken      map[string]uint64
 	batch      *persistence.Batch // what the notices since the last flush took
 	flushQueue bool               // a flushOutbox is on its way to the mailbox
+
+	q        deliveryQueue // what waits to be delivered (delivery_queue.go)
+	unsynced bool          // commit wrote what no WAL sync covers for sure yet
 }
 
 // flushOutbox commits what the notices before it took: every notice that
@@ -72,6 +75,9 @@ func (a *deliveryActor) exists() bool { return true }
 func (a *deliveryActor) activate(identity string) error {
 	a.id = identity
 	a.taken = make(map[string]uint64)
+	if err := a.q.load(a.env.Store, a.id); err != nil {
+		return err
+	}
 	v, err := a.env.Store.Get(eventSequenceKey(a.id))
 	switch {
 	case errors.Is(err, persistence.ErrNotFound):
@@ -80,7 +86,13 @@ func (a *deliveryActor) activate(identity string) error {
 	default:
 		a.last = decodeSeq(v)
 	}
-	return a.takeOutbox()
+	if err := a.takeOutbox(); err != nil {
+		return err
+	}
+	if a.q.waiting() > 0 && a.env.Deliveries != nil {
+		a.env.Deliveries.EventsQueued(a.id) // after a restart
+	}
+	return nil
 }
 
 // takeOutbox takes everything the outbox holds, in key order (so each
@@ -110,6 +122,7 @@ func (a *deliveryActor) take(source string, pos uint64, k, rec []byte) {
 	a.batch.Set(queuedEventKey(a.id, a.last), withSequence(rec, a.last))
 	a.batch.Delete(k)
 	a.taken[source] = pos
+	a.q.push(source, a.last)
 }
 
 // commit writes what was taken: the queue entries, the outbox deletions
@@ -127,6 +140,10 @@ func (a *deliveryActor) commit() error {
 	b.Set(eventSequenceKey(a.id), persistence.AppendUint64(nil, a.last))
 	if err := b.Write(); err != nil {
 		return fmt.Errorf("queue events of %s: %w", a.id, err)
+	}
+	a.unsynced = true
+	if a.env.Deliveries != nil {
+		a.env.Deliveries.EventsQueued(a.id)
 	}
 	return nil
 }
@@ -146,6 +163,10 @@ func (a *deliveryActor) handle(msg proto.Message) (proto.Message, error) {
 	switch m := msg.(type) {
 	case *kitpb.ListQueuedEvents:
 		return a.listQueued(m)
+	case *kitpb.TakeDeliveries:
+		return a.takeDeliveries(m)
+	case *kitpb.RecordAttempt:
+		return a.recordAttempt(m)
 	}
 	return nil, unknownRequest(KindDelivery, msg)
 }
@@ -182,9 +203,13 @@ func (a *deliveryActor) listQueued(m *kitpb.ListQueuedEvents) (proto.Message, er
 
 // WakeDeliveries activates the delivery actor of every installation whose
 // outbox holds events, so that a restarted node sequences what its
-// notices, lost with the previous process, named. cmd/kitd calls it once
-// the node has joined.
+// notices, lost with the previous process, named, and of every
+// installation with events queued, so that they are sent. cmd/kitd calls
+// it once the node has joined.
 func WakeDeliveries(env *Env) error {
+	if err := wakeQueued(env); err != nil {
+		return err
+	}
 	lower := outboxesPrefix()
 	upper := persistence.PrefixEnd(lower)
 	for {

@@ -64,7 +64,8 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"devLogKey", "devlog/{id}/{id}"},                 // DevLogEntry, stored without its id; written once by the actor that decided what it reports, expired by range deletion (devlog.go)
 	{"outboxKey", "outbox/{id}/{id}/{pos}"},           // Event for an installation from an emitting actor, by that actor's position; written by the emitter, taken (deleted) by the installation's delivery actor (events.go)
 	{"eventSequenceKey", "dlv/{id}/seq"},              // the last sequence an installation's delivery actor gave out, 8 bytes big-endian
-	{"queuedEventKey", "dlv/{id}/q/{pos}"},            // Event with its sequence, until delivered (delivery.go)
+	{"queuedEventKey", "dlv/{id}/q/{pos}"},            // Event with its sequence and delivery state, until delivered (delivery.go)
+	{"deadEventKey", "dlv/{id}/x/{pos}"},              // Event whose delivery failed for 24 hours (dead letter), by sequence
 }
 
 // key joins parts into a key in one allocation. Constructors call it;
@@ -313,6 +314,23 @@ func queuedEventKey(inst string, seq uint64) []byte {
 }
 
 func queuedEventsPrefix(inst string) []byte { return key("dlv", inst, "q", "") }
+
+func deadEventKey(inst string, seq uint64) []byte {
+	return persistence.AppendUint64(keyWithRoom(positionLen, "dlv", inst, "x", ""), seq)
+}
+
+// deliveriesPrefix covers every installation's delivery records: a
+// restarting node scans it for the installations with events to send.
+func deliveriesPrefix() []byte { return key("dlv", "") }
+
+// deliveryPrefix covers one installation's delivery records.
+func deliveryPrefix(inst string) []byte { return key("dlv", inst, "") }
+
+// deliveryInstallation is the installation of a delivery record's key.
+func deliveryInstallation(k []byte) string {
+	rest := k[len(deliveriesPrefix()):]
+	return string(rest[:partLen(rest)])
+}
 
 // KeyKind names the constructor that builds k ("messageKey",
 // "credentialKey", ...), or "" when none does: tests and tools that read a

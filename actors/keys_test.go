@@ -64,6 +64,7 @@ func TestKeyLayout(t *testing.T) {
 		{"outboxKey", outboxKey("i", "c", seq), "outbox/i/c/" + pos(seq)},
 		{"eventSequenceKey", eventSequenceKey("i"), "dlv/i/seq"},
 		{"queuedEventKey", queuedEventKey("i", seq), "dlv/i/q/" + pos(seq)},
+		{"deadEventKey", deadEventKey("i", seq), "dlv/i/x/" + pos(seq)},
 	} {
 		t.Run(tc.constructor, func(t *testing.T) {
 			if string(tc.key) != tc.want {
@@ -107,6 +108,8 @@ func TestKeyPrefixes(t *testing.T) {
 		{"outboxSourcePrefix", outboxSourcePrefix("i", "c"), outboxKey("i", "c", 1)},
 		{"outboxesPrefix", outboxesPrefix(), outboxKey("i", "c", 1)},
 		{"queuedEventsPrefix", queuedEventsPrefix("i"), queuedEventKey("i", 1)},
+		{"deliveriesPrefix", deliveriesPrefix(), deadEventKey("i", 1)},
+		{"deliveryPrefix", deliveryPrefix("i"), eventSequenceKey("i")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !bytes.HasPrefix(tc.key, tc.prefix) {

@@ -144,3 +144,11 @@ func (b *Batch) Write() error {
 	}
 	return nil
 }
+
+// Sync waits until every write applied so far is durable (a WAL sync).
+func (s *Store) Sync() error {
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("persistence: sync: %w", err)
+	}
+	return nil
+}

@@ -78,6 +78,8 @@ type config struct {
 	pprof         string
 	verifyDNS     string
 	verifyResolve repeated
+	deliveryAllow string
+	deliveryCA    string
 	verifyCA      string
 }
 
@@ -107,6 +109,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.verifyDNS, "verify-dns", env("KIT_VERIFY_DNS", ""), "DNS server (host:port) for domain verification instead of the system's")
 	fs.Var(&c.verifyResolve, "verify-resolve", "HOST:PORT=ADDR: domain verification fetches of HOST:PORT connect to ADDR (repeatable)")
 	fs.StringVar(&c.verifyCA, "verify-ca", env("KIT_VERIFY_CA", ""), "PEM file of extra roots trusted by domain verification fetches")
+	fs.StringVar(&c.deliveryAllow, "delivery-allow", env("KIT_DELIVERY_ALLOW", ""), "comma-separated host or host:port that deliveries may reach on loopback or private addresses (tests only)")
+	fs.StringVar(&c.deliveryCA, "delivery-ca", env("KIT_DELIVERY_CA", ""), "PEM file of extra roots trusted for deliveries")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -221,6 +225,9 @@ func serve(cfg config, stdout io.Writer) error {
 		logger.Error("storage can no longer promise durability; stopping", "err", err)
 		os.Exit(1)
 	}}
+	if env.SecretKey, err = secretKey(cfg.dataDir); err != nil {
+		return err
+	}
 	auth := actors.NewAuthenticator(env)
 	env.Invalidator = auth
 	node, err := cluster.Start(cluster.Config{Name: "kitd", Host: "127.0.0.1", Logger: logger}, actors.Kinds(env)...)
@@ -229,7 +236,13 @@ func serve(cfg config, stdout io.Writer) error {
 	}
 	env.Node = node
 	defer node.Stop()
-	// Events a previous process recorded but did not sequence yet.
+	send, err := sender(cfg, env, logger)
+	if err != nil {
+		return err
+	}
+	env.Deliveries = send
+	defer send.Close()
+	// Events a previous process recorded but did not sequence or send yet.
 	if err := actors.WakeDeliveries(env); err != nil {
 		return fmt.Errorf("wake deliveries: %w", err)
 	}

@@ -207,13 +207,16 @@ func (s *Server) opRotateKitSecret(in call, which string) (reply, error) {
 	if err := in.decodeOptional(&struct{}{}); err != nil {
 		return reply{}, err
 	}
-	prefix := ids.ClientSecret
+	rotate := &kitpb.RotateKitSecret{Which: which}
+	secret := ids.NewSecret(ids.ClientSecret)
 	if which == actors.SecretSigning {
-		prefix = ids.SigningSecret
+		// Deliveries are signed with it: the kit actor keeps it sealed.
+		secret = ids.NewSecret(ids.SigningSecret)
+		rotate.Secret = secret
 	}
-	secret := ids.NewSecret(prefix)
 	hash := ids.Hash(secret)
-	r, err := ask[*kitpb.KitSecretReply](s, actors.KindKit, kitID, &kitpb.RotateKitSecret{Which: which, SecretHash: hash[:]})
+	rotate.SecretHash = hash[:]
+	r, err := ask[*kitpb.KitSecretReply](s, actors.KindKit, kitID, rotate)
 	if err != nil {
 		return reply{}, err
 	}

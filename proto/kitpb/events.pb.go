@@ -35,6 +35,11 @@ type Event struct {
 	OccurredAt     int64                  `protobuf:"varint,3,opt,name=occurred_at,json=occurredAt,proto3" json:"occurred_at,omitempty"`
 	ConversationId string                 `protobuf:"bytes,4,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"` // events of one conversation are delivered in order
 	Sequence       uint64                 `protobuf:"varint,5,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// Delivery state, kept in the queue record.
+	Attempts       int32  `protobuf:"varint,6,opt,name=attempts,proto3" json:"attempts,omitempty"`                                     // attempts that failed so far
+	NextAttemptAt  int64  `protobuf:"varint,7,opt,name=next_attempt_at,json=nextAttemptAt,proto3" json:"next_attempt_at,omitempty"`    // service clock, unix nanoseconds; 0: at once
+	FirstAttemptAt int64  `protobuf:"varint,8,opt,name=first_attempt_at,json=firstAttemptAt,proto3" json:"first_attempt_at,omitempty"` // when the first attempt failed
+	RetryReason    string `protobuf:"bytes,9,opt,name=retry_reason,json=retryReason,proto3" json:"retry_reason,omitempty"`             // why the last attempt failed (Service-Retry-Reason)
 	// message is stored without its conversation id (conversation_id says it),
 	// in the very bytes of the message record.
 	Message       *Message       `protobuf:"bytes,10,opt,name=message,proto3" json:"message,omitempty"`
@@ -110,6 +115,34 @@ func (x *Event) GetSequence() uint64 {
 		return x.Sequence
 	}
 	return 0
+}
+
+func (x *Event) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *Event) GetNextAttemptAt() int64 {
+	if x != nil {
+		return x.NextAttemptAt
+	}
+	return 0
+}
+
+func (x *Event) GetFirstAttemptAt() int64 {
+	if x != nil {
+		return x.FirstAttemptAt
+	}
+	return 0
+}
+
+func (x *Event) GetRetryReason() string {
+	if x != nil {
+		return x.RetryReason
+	}
+	return ""
 }
 
 func (x *Event) GetMessage() *Message {
@@ -423,18 +456,247 @@ func (x *QueuedEventsReply) GetLastSequence() uint64 {
 	return 0
 }
 
+// TakeDeliveries answers the events the sender may send now: the head of
+// each conversation's queue that is neither in flight nor waiting for a
+// retry, within the installation's in-flight cap and max. They are in
+// flight until their attempt is recorded.
+type TakeDeliveries struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Max           int32                  `protobuf:"varint,1,opt,name=max,proto3" json:"max,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TakeDeliveries) Reset() {
+	*x = TakeDeliveries{}
+	mi := &file_events_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TakeDeliveries) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TakeDeliveries) ProtoMessage() {}
+
+func (x *TakeDeliveries) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TakeDeliveries.ProtoReflect.Descriptor instead.
+func (*TakeDeliveries) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *TakeDeliveries) GetMax() int32 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+type DeliveriesReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*Event               `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	KitId         string                 `protobuf:"bytes,2,opt,name=kit_id,json=kitId,proto3" json:"kit_id,omitempty"`
+	Endpoint      string                 `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`               // endpoints.events of the installed version; empty: none
+	Secrets       []string               `protobuf:"bytes,4,rep,name=secrets,proto3" json:"secrets,omitempty"`                 // valid signing secrets, newest first
+	NextDue       int64                  `protobuf:"varint,5,opt,name=next_due,json=nextDue,proto3" json:"next_due,omitempty"` // the earliest retry waiting (service clock), 0: none
+	InFlight      int32                  `protobuf:"varint,6,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeliveriesReply) Reset() {
+	*x = DeliveriesReply{}
+	mi := &file_events_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeliveriesReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeliveriesReply) ProtoMessage() {}
+
+func (x *DeliveriesReply) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeliveriesReply.ProtoReflect.Descriptor instead.
+func (*DeliveriesReply) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DeliveriesReply) GetEvents() []*Event {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *DeliveriesReply) GetKitId() string {
+	if x != nil {
+		return x.KitId
+	}
+	return ""
+}
+
+func (x *DeliveriesReply) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *DeliveriesReply) GetSecrets() []string {
+	if x != nil {
+		return x.Secrets
+	}
+	return nil
+}
+
+func (x *DeliveriesReply) GetNextDue() int64 {
+	if x != nil {
+		return x.NextDue
+	}
+	return 0
+}
+
+func (x *DeliveriesReply) GetInFlight() int32 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
+// RecordAttempt reports the outcome of one attempt to deliver an event.
+type RecordAttempt struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Sequence       uint64                 `protobuf:"varint,1,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	Delivered      bool                   `protobuf:"varint,2,opt,name=delivered,proto3" json:"delivered,omitempty"`
+	HttpStatus     int32                  `protobuf:"varint,3,opt,name=http_status,json=httpStatus,proto3" json:"http_status,omitempty"` // 0: no answer
+	DurationMs     int64                  `protobuf:"varint,4,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	ErrorCode      string                 `protobuf:"bytes,5,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`                 // http_timeout, connection_failed, http_error, tls_error, refused_address
+	JitterPermille int64                  `protobuf:"varint,6,opt,name=jitter_permille,json=jitterPermille,proto3" json:"jitter_permille,omitempty"` // the sender's random draw for the backoff, 0-1000
+	KitId          string                 `protobuf:"bytes,7,opt,name=kit_id,json=kitId,proto3" json:"kit_id,omitempty"`                             // whose developer log gets the attempt
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *RecordAttempt) Reset() {
+	*x = RecordAttempt{}
+	mi := &file_events_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordAttempt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordAttempt) ProtoMessage() {}
+
+func (x *RecordAttempt) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordAttempt.ProtoReflect.Descriptor instead.
+func (*RecordAttempt) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RecordAttempt) GetSequence() uint64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *RecordAttempt) GetDelivered() bool {
+	if x != nil {
+		return x.Delivered
+	}
+	return false
+}
+
+func (x *RecordAttempt) GetHttpStatus() int32 {
+	if x != nil {
+		return x.HttpStatus
+	}
+	return 0
+}
+
+func (x *RecordAttempt) GetDurationMs() int64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *RecordAttempt) GetErrorCode() string {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ""
+}
+
+func (x *RecordAttempt) GetJitterPermille() int64 {
+	if x != nil {
+		return x.JitterPermille
+	}
+	return 0
+}
+
+func (x *RecordAttempt) GetKitId() string {
+	if x != nil {
+		return x.KitId
+	}
+	return ""
+}
+
 var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\x06kit.v1\x1a\rrecords.proto\x1a\vfiles.proto\"\xad\x03\n" +
+	"\fevents.proto\x12\x06kit.v1\x1a\rrecords.proto\x1a\vfiles.proto\"\xbe\x04\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1f\n" +
 	"\voccurred_at\x18\x03 \x01(\x03R\n" +
 	"occurredAt\x12'\n" +
 	"\x0fconversation_id\x18\x04 \x01(\tR\x0econversationId\x12\x1a\n" +
-	"\bsequence\x18\x05 \x01(\x04R\bsequence\x12)\n" +
+	"\bsequence\x18\x05 \x01(\x04R\bsequence\x12\x1a\n" +
+	"\battempts\x18\x06 \x01(\x05R\battempts\x12&\n" +
+	"\x0fnext_attempt_at\x18\a \x01(\x03R\rnextAttemptAt\x12(\n" +
+	"\x10first_attempt_at\x18\b \x01(\x03R\x0efirstAttemptAt\x12!\n" +
+	"\fretry_reason\x18\t \x01(\tR\vretryReason\x12)\n" +
 	"\amessage\x18\n" +
 	" \x01(\v2\x0f.kit.v1.MessageR\amessage\x128\n" +
 	"\fconversation\x18\v \x01(\v2\x14.kit.v1.ConversationR\fconversation\x121\n" +
@@ -457,7 +719,27 @@ const file_events_proto_rawDesc = "" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\"_\n" +
 	"\x11QueuedEventsReply\x12%\n" +
 	"\x06events\x18\x01 \x03(\v2\r.kit.v1.EventR\x06events\x12#\n" +
-	"\rlast_sequence\x18\x02 \x01(\x04R\flastSequenceB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
+	"\rlast_sequence\x18\x02 \x01(\x04R\flastSequence\"\"\n" +
+	"\x0eTakeDeliveries\x12\x10\n" +
+	"\x03max\x18\x01 \x01(\x05R\x03max\"\xbd\x01\n" +
+	"\x0fDeliveriesReply\x12%\n" +
+	"\x06events\x18\x01 \x03(\v2\r.kit.v1.EventR\x06events\x12\x15\n" +
+	"\x06kit_id\x18\x02 \x01(\tR\x05kitId\x12\x1a\n" +
+	"\bendpoint\x18\x03 \x01(\tR\bendpoint\x12\x18\n" +
+	"\asecrets\x18\x04 \x03(\tR\asecrets\x12\x19\n" +
+	"\bnext_due\x18\x05 \x01(\x03R\anextDue\x12\x1b\n" +
+	"\tin_flight\x18\x06 \x01(\x05R\binFlight\"\xea\x01\n" +
+	"\rRecordAttempt\x12\x1a\n" +
+	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12\x1c\n" +
+	"\tdelivered\x18\x02 \x01(\bR\tdelivered\x12\x1f\n" +
+	"\vhttp_status\x18\x03 \x01(\x05R\n" +
+	"httpStatus\x12\x1f\n" +
+	"\vduration_ms\x18\x04 \x01(\x03R\n" +
+	"durationMs\x12\x1d\n" +
+	"\n" +
+	"error_code\x18\x05 \x01(\tR\terrorCode\x12'\n" +
+	"\x0fjitter_permille\x18\x06 \x01(\x03R\x0ejitterPermille\x12\x15\n" +
+	"\x06kit_id\x18\a \x01(\tR\x05kitIdB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
 
 var (
 	file_events_proto_rawDescOnce sync.Once
@@ -471,7 +753,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_events_proto_goTypes = []any{
 	(*Event)(nil),             // 0: kit.v1.Event
 	(*EventReaction)(nil),     // 1: kit.v1.EventReaction
@@ -479,25 +761,29 @@ var file_events_proto_goTypes = []any{
 	(*WakeDelivery)(nil),      // 3: kit.v1.WakeDelivery
 	(*ListQueuedEvents)(nil),  // 4: kit.v1.ListQueuedEvents
 	(*QueuedEventsReply)(nil), // 5: kit.v1.QueuedEventsReply
-	(*Message)(nil),           // 6: kit.v1.Message
-	(*Conversation)(nil),      // 7: kit.v1.Conversation
-	(*File)(nil),              // 8: kit.v1.File
-	(*Member)(nil),            // 9: kit.v1.Member
-	(*Installation)(nil),      // 10: kit.v1.Installation
+	(*TakeDeliveries)(nil),    // 6: kit.v1.TakeDeliveries
+	(*DeliveriesReply)(nil),   // 7: kit.v1.DeliveriesReply
+	(*RecordAttempt)(nil),     // 8: kit.v1.RecordAttempt
+	(*Message)(nil),           // 9: kit.v1.Message
+	(*Conversation)(nil),      // 10: kit.v1.Conversation
+	(*File)(nil),              // 11: kit.v1.File
+	(*Member)(nil),            // 12: kit.v1.Member
+	(*Installation)(nil),      // 13: kit.v1.Installation
 }
 var file_events_proto_depIdxs = []int32{
-	6,  // 0: kit.v1.Event.message:type_name -> kit.v1.Message
-	7,  // 1: kit.v1.Event.conversation:type_name -> kit.v1.Conversation
+	9,  // 0: kit.v1.Event.message:type_name -> kit.v1.Message
+	10, // 1: kit.v1.Event.conversation:type_name -> kit.v1.Conversation
 	1,  // 2: kit.v1.Event.reaction:type_name -> kit.v1.EventReaction
-	8,  // 3: kit.v1.Event.file:type_name -> kit.v1.File
-	9,  // 4: kit.v1.Event.member:type_name -> kit.v1.Member
-	10, // 5: kit.v1.Event.installation:type_name -> kit.v1.Installation
+	11, // 3: kit.v1.Event.file:type_name -> kit.v1.File
+	12, // 4: kit.v1.Event.member:type_name -> kit.v1.Member
+	13, // 5: kit.v1.Event.installation:type_name -> kit.v1.Installation
 	0,  // 6: kit.v1.QueuedEventsReply.events:type_name -> kit.v1.Event
-	7,  // [7:7] is the sub-list for method output_type
-	7,  // [7:7] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	0,  // 7: kit.v1.DeliveriesReply.events:type_name -> kit.v1.Event
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -513,7 +799,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
