@@ -16,3 +16,6 @@ var (
 // DropNotices makes the node lose every outbox notice, as a crash between
 // a write and its notice would; set it before the node serves.
 func DropNotices(env *Env) { env.testHookDropNotices = true }
+
+// RetryWait is the wait after the n-th failed attempt with the draw jitter.
+var RetryWait = retryWait

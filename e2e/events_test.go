@@ -16,13 +16,13 @@ import (
 )
 
 // eventsKit registers and publishes a private Kit that subscribes to
-// events, delivered to an endpoint of its own.
+// events, at an endpoint that never answers (.invalid, RFC 6761).
 func (w *Workspace) eventsKit(t testing.TB, events []string, scopes ...string) *Kit {
 	t.Helper()
 	k := &Kit{Slug: newSlug(), Version: "1.0.0", Scopes: scopes}
 	k.Manifest = manifest(k.Slug, k.Version, scopes)
 	k.Manifest["events"] = events
-	k.Manifest["endpoints"] = map[string]any{"events": "https://events.example.com/kit"}
+	k.Manifest["endpoints"] = map[string]any{"events": "https://events.kit.invalid/kit"}
 	r := w.uploadVersion(t, k.Manifest, true)
 	want(t, r, 201)
 	k.ID = r.Str("kitId")
