@@ -217,7 +217,23 @@ type target struct {
 	secrets  []string
 }
 
-var errNoEndpoint = errors.New("deliveries: the installed version has no events endpoint")
+// Why an installation's events cannot be sent at all; each attempt fails
+// with the code, and is retried like any failure.
+var (
+	errNoEndpoint = errors.New("deliveries: the installed version has no events endpoint")
+	errNoSecret   = errors.New("deliveries: the Kit has no signing secret that can sign")
+)
+
+// targetErrorCode is the developer log's errorCode of a target error.
+func targetErrorCode(err error) string {
+	switch {
+	case errors.Is(err, errNoEndpoint):
+		return "no_endpoint"
+	case errors.Is(err, errNoSecret):
+		return "no_signing_secret"
+	}
+	return "internal_error"
+}
 
 func (s *Sender) target(inst string) (target, error) {
 	in, err := cluster.Call[*kitpb.InstallationReply](s.cfg.Node, actors.KindInstallation, inst, &kitpb.GetInstallation{})
@@ -248,7 +264,10 @@ func (s *Sender) target(inst string) (target, error) {
 	if err != nil {
 		return t, err
 	}
-	t.secrets = sec.Secrets
+	if t.secrets = sec.Secrets; len(t.secrets) == 0 {
+		// An unsigned request would be refused by any receiver that checks.
+		return t, errNoSecret
+	}
 	return t, nil
 }
 
@@ -263,7 +282,7 @@ func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event) {
 		release()
 		rec.Delivered = rec.ErrorCode == ""
 	} else {
-		rec.ErrorCode = "no_endpoint"
+		rec.ErrorCode = targetErrorCode(terr)
 		s.cfg.Logger.Warn("delivery target", "installation", inst, "err", terr)
 	}
 	if _, err := cluster.Call[*kitpb.Ok](s.cfg.Node, actors.KindDelivery, inst, rec); err != nil {

@@ -58,3 +58,21 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+func TestTargetErrorCode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"a version without an events endpoint", errNoEndpoint, "no_endpoint"},
+		{"a Kit without a signing secret that can sign", fmt.Errorf("target: %w", errNoSecret), "no_signing_secret"},
+		{"anything else", errors.New("actor unavailable"), "internal_error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := targetErrorCode(tc.err); got != tc.want {
+				t.Fatalf("targetErrorCode = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

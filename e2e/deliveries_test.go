@@ -124,6 +124,12 @@ type eventsSetup struct {
 }
 
 func newEventsSetup(t *testing.T, s *Server, rcv *receiver, convs int) *eventsSetup {
+	return newEventsSetupSigned(t, s, rcv, convs, true)
+}
+
+// newEventsSetupSigned is newEventsSetup; signed false leaves the Kit
+// without a signing secret.
+func newEventsSetupSigned(t *testing.T, s *Server, rcv *receiver, convs int, signed bool) *eventsSetup {
 	t.Helper()
 	e := &eventsSetup{w: newWorkspace(t, s)}
 	e.kit = &Kit{Slug: newSlug(), Version: "1.0.0", Scopes: baseScopes}
@@ -133,9 +139,11 @@ func newEventsSetup(t *testing.T, s *Server, rcv *receiver, convs int) *eventsSe
 	r := e.w.uploadVersion(t, e.kit.Manifest, true)
 	want(t, r, 201)
 	e.kit.ID = r.Str("kitId")
-	r = s.ops(t, "POST", "/ops/v1/kits/"+e.kit.ID+"/signing-secret", nil)
-	want(t, r, 201)
-	e.secret = r.Str("signingSecret")
+	if signed {
+		r = s.ops(t, "POST", "/ops/v1/kits/"+e.kit.ID+"/signing-secret", nil)
+		want(t, r, 201)
+		e.secret = r.Str("signingSecret")
+	}
 	for range convs {
 		e.convs = append(e.convs, e.w.channel(t, "public", e.w.Owner.ID, e.w.Mem.ID).ID)
 	}
@@ -308,6 +316,23 @@ func TestDeliveryToAPrivateAddressIsRefused(t *testing.T) {
 	}
 	if got := jstr(deliveryLog(t, s, e)[0], "errorCode"); got != "connection_failed" {
 		t.Fatalf("errorCode %q, want connection_failed", got)
+	}
+}
+
+// A Kit without a signing secret gets nothing unsigned: each attempt fails
+// with no_signing_secret in the developer log.
+func TestDeliveryNeedsASigningSecret(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	s, _ := deliveryServer(t, rcv, false, "")
+	e := newEventsSetupSigned(t, s, rcv, 1, false)
+	e.in.post(t, e.convs[0], "unsigned")
+	waitFor(t, "the failed attempt's log entry", func() bool { return len(deliveryLog(t, s, e)) >= 1 })
+	if n := len(rcv.received()); n != 0 {
+		t.Fatalf("the receiver got %d unsigned requests", n)
+	}
+	if got := jstr(deliveryLog(t, s, e)[0], "errorCode"); got != "no_signing_secret" {
+		t.Fatalf("errorCode %q, want no_signing_secret", got)
 	}
 }
 
