@@ -201,30 +201,33 @@ func (a *deliveryActor) listQueued(m *kitpb.ListQueuedEvents) (proto.Message, er
 	return reply, err
 }
 
-// WakeDeliveries activates the delivery actor of every installation whose
-// outbox holds events, so that a restarted node sequences what its
-// notices, lost with the previous process, named, and of every
-// installation with events queued, so that they are sent. cmd/kitd calls
-// it once the node has joined.
+// WakeDeliveries activates the delivery actor of every installation with
+// delivery records (events queued, to be sent) or whose outbox holds events
+// (their notices were lost with the previous process). cmd/kitd calls it
+// once the node has joined.
 func WakeDeliveries(env *Env) error {
-	if err := wakeQueued(env); err != nil {
+	wake := func(inst string) { env.Node.Send(KindDelivery, inst, &kitpb.WakeDelivery{}) }
+	if err := eachInstallation(env.Store, deliveriesPrefix(), deliveryInstallation, deliveryPrefix, wake); err != nil {
 		return err
 	}
-	lower := outboxesPrefix()
-	upper := persistence.PrefixEnd(lower)
+	return eachInstallation(env.Store, outboxesPrefix(), outboxInstallation, outboxPrefix, wake)
+}
+
+// eachInstallation calls fn with each installation that has keys under
+// prefix, found by one seek per installation: instOf names a key's
+// installation, instPrefix covers all of an installation's keys.
+func eachInstallation(store *persistence.Store, prefix []byte, instOf func([]byte) string, instPrefix func(string) []byte, fn func(string)) error {
+	lower, upper := prefix, persistence.PrefixEnd(prefix)
 	for {
 		var inst string
-		err := env.Store.Scan(lower, upper, false, func(k, _ []byte) bool {
-			inst = outboxInstallation(k)
+		err := store.Scan(lower, upper, false, func(k, _ []byte) bool {
+			inst = instOf(k)
 			return false
 		})
-		if err != nil {
+		if err != nil || inst == "" {
 			return err
 		}
-		if inst == "" {
-			return nil
-		}
-		env.Node.Send(KindDelivery, inst, &kitpb.WakeDelivery{})
-		lower = persistence.PrefixEnd(outboxPrefix(inst))
+		fn(inst)
+		lower = persistence.PrefixEnd(instPrefix(inst))
 	}
 }

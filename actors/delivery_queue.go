@@ -230,22 +230,3 @@ func retryWait(n int32, jitterPermille int64) time.Duration {
 
 // Jitter draws a RecordAttempt's jitter_permille.
 func Jitter() int64 { return rand.Int64N(1001) }
-
-// wakeQueued activates the delivery actor of every installation
-// that has delivery records, so that a restarted node sends what waited.
-func wakeQueued(env *Env) error {
-	lower := deliveriesPrefix()
-	upper := persistence.PrefixEnd(lower)
-	for {
-		var inst string
-		err := env.Store.Scan(lower, upper, false, func(k, _ []byte) bool {
-			inst = deliveryInstallation(k)
-			return false
-		})
-		if err != nil || inst == "" {
-			return err
-		}
-		env.Node.Send(KindDelivery, inst, &kitpb.WakeDelivery{})
-		lower = persistence.PrefixEnd(deliveryPrefix(inst))
-	}
-}
