@@ -157,7 +157,7 @@ func (a *deliveryActor) queued(seq uint64) (*kitpb.Event, error) {
 	return ev, nil
 }
 
-// recordAttempt stores an attempt's outcome with its developer log entry:
+// recordAttempt writes an attempt's outcome with its developer log entry:
 // a delivered event leaves the queue; a failed one waits for its retry, or
 // after DeadAfter is dead-lettered, which lets its source's next event go.
 func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, error) {
@@ -207,9 +207,13 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 	if m.KitId != "" {
 		a.env.putLog(b, m.KitId, e)
 	}
-	if err := b.Commit(); err != nil {
+	// No sync of its own, as for sequencing: a crash before the next WAL
+	// sync forgets the outcome, so the event is sent again (at least once)
+	// or retried sooner, and its log entry is lost with it.
+	if err := b.Write(); err != nil {
 		return nil, fmt.Errorf("record delivery of %s/%d: %w", a.id, m.Sequence, err)
 	}
+	a.unsynced = true
 	if e.Status != "retry_scheduled" {
 		a.q.pop(m.Sequence)
 	}

@@ -38,10 +38,13 @@ type delivered struct {
 	header http.Header
 	body   []byte
 	event  map[string]any
-	ok     bool // answered 2xx in time
+	ok     bool      // answered 2xx in time
+	at     time.Time // when it arrived
 }
 
-func newReceiver(t *testing.T) *receiver {
+func newReceiver(t *testing.T) *receiver { return newReceiverTB(t) }
+
+func newReceiverTB(t testing.TB) *receiver {
 	t.Helper()
 	r := &receiver{}
 	r.answerWith(func(int) (int, time.Duration, bool) { return 200, 0, false })
@@ -71,7 +74,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.n++
 	n := r.n
 	status, wait, hangUp := (*r.answer.Load())(n)
-	d := delivered{header: req.Header.Clone(), body: body, ok: status/100 == 2 && wait < 3*time.Second && !hangUp}
+	d := delivered{header: req.Header.Clone(), body: body, ok: status/100 == 2 && wait < 3*time.Second && !hangUp, at: time.Now()}
 	_ = json.Unmarshal(body, &d.event)
 	r.got = append(r.got, d)
 	r.mu.Unlock()
@@ -127,9 +130,13 @@ func newEventsSetup(t *testing.T, s *Server, rcv *receiver, convs int) *eventsSe
 	return newEventsSetupSigned(t, s, rcv, convs, true)
 }
 
+func newEventsSetupTB(t testing.TB, s *Server, rcv *receiver, convs int) *eventsSetup {
+	return newEventsSetupSigned(t, s, rcv, convs, true)
+}
+
 // newEventsSetupSigned is newEventsSetup; signed false leaves the Kit
 // without a signing secret.
-func newEventsSetupSigned(t *testing.T, s *Server, rcv *receiver, convs int, signed bool) *eventsSetup {
+func newEventsSetupSigned(t testing.TB, s *Server, rcv *receiver, convs int, signed bool) *eventsSetup {
 	t.Helper()
 	e := &eventsSetup{w: newWorkspace(t, s)}
 	e.kit = &Kit{Slug: newSlug(), Version: "1.0.0", Scopes: baseScopes}
