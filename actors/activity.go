@@ -15,7 +15,7 @@ type kindActivity struct {
 }
 
 // kindNames lists the kinds in the order of their counters.
-var kindNames = [...]string{KindWorkspace, KindConversation, KindInstallation, KindKit, KindSlug, KindWebhook}
+var kindNames = [...]string{KindWorkspace, KindConversation, KindInstallation, KindKit, KindSlug, KindWebhook, KindDelivery}
 
 // of returns the counters of kind, nil for a kind kindNames lacks.
 func (a *activity) of(kind string) *kindActivity {

@@ -37,6 +37,9 @@ type conversationActor struct {
 	lastSeq  uint64
 	buckets  bucketSet
 	sync     durability
+
+	eventMask uint32 // the kinds any bot here gets (events.go)
+	outbox    outbox
 }
 
 func (a *conversationActor) Receive(ctx actorContext) {
@@ -47,6 +50,7 @@ func (a *conversationActor) exists() bool { return a.conv != nil }
 
 func (a *conversationActor) activate(identity string) error {
 	a.id = identity
+	a.outbox.source = identity
 	a.tag = ids.MessageTag(identity)
 	a.messages = messagesPrefix(identity)
 	a.buckets.table = a.env.Limits
@@ -72,6 +76,10 @@ func (a *conversationActor) activate(identity string) error {
 		b := m.(*kitpb.BotMember)
 		a.bots[b.BotId] = b
 	}); err != nil {
+		return err
+	}
+	a.refreshEventMask()
+	if err := a.outbox.resume(a.env.Store, a.botInstallations()); err != nil {
 		return err
 	}
 	// The newest message names the last sequence number.
@@ -104,6 +112,8 @@ func (a *conversationActor) handle(msg proto.Message) (proto.Message, error) {
 		return a.addBot(m)
 	case *kitpb.RemoveBot:
 		return a.removeBot(m)
+	case *kitpb.SetBotEvents:
+		return a.setBotEvents(m)
 	case *kitpb.ListMembers:
 		return a.listMembers(m)
 	case *kitpb.PostMessage:
@@ -189,7 +199,8 @@ func (a *conversationActor) addMember(m *kitpb.AddMember) (proto.Message, error)
 	b := a.env.Store.NewBatch()
 	put(b, memberKey(a.id, m.UserId), mem)
 	b.Set(memberConversationKey(m.UserId, a.id), nil)
-	if err := b.Commit(); err != nil {
+	a.emitMember(b, eventChannelMemberJoined, mem, mem.JoinedAt)
+	if err := a.commit(b); err != nil {
 		return nil, fmt.Errorf("add member to %s: %w", a.id, err)
 	}
 	a.members[m.UserId] = mem
@@ -203,7 +214,8 @@ func (a *conversationActor) removeMember(m *kitpb.RemoveMember) (proto.Message, 
 	b := a.env.Store.NewBatch()
 	b.Delete(memberKey(a.id, m.UserId))
 	b.Delete(memberConversationKey(m.UserId, a.id))
-	if err := b.Commit(); err != nil {
+	a.emitMember(b, eventChannelMemberLeft, a.members[m.UserId], nanos(a.env.Clock.Now()))
+	if err := a.commit(b); err != nil {
 		return nil, fmt.Errorf("remove member from %s: %w", a.id, err)
 	}
 	delete(a.members, m.UserId)
@@ -216,7 +228,12 @@ func (a *conversationActor) archive() (proto.Message, error) {
 		next.Archived = true
 		b := a.env.Store.NewBatch()
 		put(b, conversationKey(a.id), next)
-		if err := b.Commit(); err != nil {
+		if a.emits(eventChannelArchived) {
+			ev := a.newEvent(eventChannelArchived, nanos(a.env.Clock.Now()))
+			ev.Conversation = next
+			a.emit(b, eventChannelArchived, ev, nil, "")
+		}
+		if err := a.commit(b); err != nil {
 			return nil, fmt.Errorf("archive %s: %w", a.id, err)
 		}
 		a.conv = next
@@ -232,29 +249,69 @@ func (a *conversationActor) addBot(m *kitpb.AddBot) (proto.Message, error) {
 		return nil, kiterr.New(kiterr.Conflict, "conversation is archived")
 	}
 	if _, ok := a.bots[m.BotId]; ok {
+		if _, err := a.setBotEvents(&kitpb.SetBotEvents{BotId: m.BotId, Events: m.Events}); err != nil {
+			return nil, err
+		}
 		return &kitpb.ConversationReply{Conversation: a.conv}, nil
 	}
-	bm := &kitpb.BotMember{BotId: m.BotId, InstallationId: m.InstallationId, JoinedAt: nanos(a.env.Clock.Now())}
+	bm := &kitpb.BotMember{BotId: m.BotId, InstallationId: m.InstallationId, JoinedAt: nanos(a.env.Clock.Now()), Events: m.Events}
 	b := a.env.Store.NewBatch()
 	put(b, botMemberKey(a.id, m.BotId), bm)
-	if err := b.Commit(); err != nil {
+	if err := a.outbox.resume(a.env.Store, []string{bm.InstallationId}); err != nil {
+		return nil, err
+	}
+	a.emitBot(b, eventBotAdded, bm)
+	if err := a.commit(b); err != nil {
 		return nil, fmt.Errorf("add bot to %s: %w", a.id, err)
 	}
 	a.bots[m.BotId] = bm
+	a.refreshEventMask()
 	return &kitpb.ConversationReply{Conversation: a.conv}, nil
 }
 
 func (a *conversationActor) removeBot(m *kitpb.RemoveBot) (proto.Message, error) {
-	if _, ok := a.bots[m.BotId]; !ok {
+	bm, ok := a.bots[m.BotId]
+	if !ok {
 		return &kitpb.Ok{}, nil
 	}
 	b := a.env.Store.NewBatch()
 	b.Delete(botMemberKey(a.id, m.BotId))
-	if err := b.Commit(); err != nil {
+	a.emitBot(b, eventBotRemoved, bm)
+	if err := a.commit(b); err != nil {
 		return nil, fmt.Errorf("remove bot from %s: %w", a.id, err)
 	}
 	delete(a.bots, m.BotId)
+	a.refreshEventMask()
 	return &kitpb.Ok{}, nil
+}
+
+// setBotEvents changes the kinds a bot here gets (its installation was
+// updated or uninstalled).
+func (a *conversationActor) setBotEvents(m *kitpb.SetBotEvents) (proto.Message, error) {
+	bm, ok := a.bots[m.BotId]
+	if !ok || bm.Events == m.Events {
+		return &kitpb.Ok{}, nil
+	}
+	next := proto.Clone(bm).(*kitpb.BotMember)
+	next.Events = m.Events
+	b := a.env.Store.NewBatch()
+	put(b, botMemberKey(a.id, m.BotId), next)
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("set events of bot %s in %s: %w", m.BotId, a.id, err)
+	}
+	a.bots[m.BotId] = next
+	a.refreshEventMask()
+	return &kitpb.Ok{}, nil
+}
+
+// commit commits b and then sends the notices of the events it wrote.
+func (a *conversationActor) commit(b *persistence.Batch) error {
+	if err := b.Commit(); err != nil {
+		a.outbox.failed()
+		return err
+	}
+	a.outbox.applied(a.env)
+	return nil
 }
 
 func (a *conversationActor) listMembers(m *kitpb.ListMembers) (proto.Message, error) {
@@ -364,7 +421,10 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 		CreatedAt: nanos(now), Seq: seq,
 	}
 	b := a.env.Store.NewBatch()
-	a.putMessage(b, msg)
+	rec := a.putMessage(b, msg)
+	if a.eventMask != 0 {
+		a.emitPosted(b, msg, rec)
+	}
 	if parentSeq != 0 {
 		b.Set(threadReplyKey(a.id, parentSeq, seq), nil)
 	}
@@ -378,9 +438,11 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 	// sync while the next post is applied (see durability).
 	w, err := b.Apply()
 	if err != nil {
+		a.outbox.failed()
 		return nil, fmt.Errorf("post into %s: %w", a.id, err)
 	}
 	a.sync.applied(w)
+	a.outbox.applied(a.env)
 	a.lastSeq = seq
 	return &kitpb.MessageReply{Message: msg}, nil
 }
@@ -438,7 +500,7 @@ func (a *conversationActor) edit(m *kitpb.EditMessage) (proto.Message, error) {
 		msg.Blocks = content
 	}
 	msg.Text, msg.EditedAt = m.Text, nanos(a.env.Clock.Now())
-	return a.rewrite(msg)
+	return a.rewrite(msg, eventMessageEdited, msg.EditedAt, nil)
 }
 
 func (a *conversationActor) delete(m *kitpb.DeleteMessage) (proto.Message, error) {
@@ -451,13 +513,22 @@ func (a *conversationActor) delete(m *kitpb.DeleteMessage) (proto.Message, error
 	}
 	// A tombstone keeps its place in history and nothing of its content.
 	msg.Text, msg.Blocks, msg.Reactions, msg.DeletedAt = "", nil, nil, nanos(a.env.Clock.Now())
-	return a.rewrite(msg)
+	return a.rewrite(msg, eventMessageDeleted, msg.DeletedAt, nil)
 }
 
-func (a *conversationActor) rewrite(msg *kitpb.Message) (proto.Message, error) {
+// rewrite stores a changed message, and the event of kind k about it at
+// the time at: with the message as its data, or reaction when set.
+func (a *conversationActor) rewrite(msg *kitpb.Message, k eventKind, at int64, reaction *kitpb.EventReaction) (proto.Message, error) {
 	b := a.env.Store.NewBatch()
-	a.putMessage(b, msg)
-	if err := b.Commit(); err != nil {
+	rec := a.putMessage(b, msg)
+	if a.emits(k) {
+		ev := a.newEvent(k, at)
+		if reaction != nil {
+			ev.Reaction, rec = reaction, nil
+		}
+		a.emit(b, k, ev, rec, "")
+	}
+	if err := a.commit(b); err != nil {
 		return nil, fmt.Errorf("rewrite message %s: %w", msg.Id, err)
 	}
 	return &kitpb.MessageReply{Message: msg}, nil
@@ -523,13 +594,15 @@ func (a *conversationActor) ensureTagIndex() error {
 	return nil
 }
 
-// putMessage stores a message under its position. The stored record leaves
-// out the conversation id, which its key carries; readers put it back
-// (messageBySeq, list).
-func (a *conversationActor) putMessage(b *persistence.Batch, msg *kitpb.Message) {
+// putMessage stores a message under its position and returns the stored
+// record. It leaves out the conversation id, which its key carries; readers
+// put it back (messageBySeq, list, the events that carry the record).
+func (a *conversationActor) putMessage(b *persistence.Batch, msg *kitpb.Message) []byte {
 	msg.ConversationId = ""
-	put(b, messageKey(a.id, msg.Seq), msg)
+	rec := marshal(msg)
 	msg.ConversationId = a.id
+	b.Set(messageKey(a.id, msg.Seq), rec)
+	return rec
 }
 
 func (a *conversationActor) messageBySeq(seq uint64) (*kitpb.Message, error) {

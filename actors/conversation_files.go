@@ -73,13 +73,20 @@ func (a *conversationActor) uploadFile(m *kitpb.UploadFile) (proto.Message, erro
 	// rather than hold every upload's bytes twice until its reply.
 	m.Chunks = nil
 	put(b, fileKey(a.id, f.Id), f)
+	if a.emits(eventFileShared) {
+		ev := a.newEvent(eventFileShared, f.CreatedAt)
+		ev.File = f
+		a.emit(b, eventFileShared, ev, nil, "")
+	}
 	// A large batch takes a while to sync: the actor goes on meanwhile and
 	// the reply waits for durability (see durability).
 	w, err := b.Apply()
 	if err != nil {
+		a.outbox.failed()
 		return nil, fmt.Errorf("upload file into %s: %w", a.id, err)
 	}
 	a.sync.applied(w)
+	a.outbox.applied(a.env)
 	return &kitpb.FileReply{File: f}, nil
 }
 
@@ -172,7 +179,12 @@ func (a *conversationActor) react(c *kitpb.Caller, messageID string, reaction st
 			msg.Reactions = slices.Delete(msg.Reactions, i, i+1)
 		}
 	}
-	if _, err := a.rewrite(msg); err != nil {
+	k := eventReactionAdded
+	if !add {
+		k = eventReactionRemoved
+	}
+	ev := &kitpb.EventReaction{MessageId: msg.Id, Reaction: reaction, UserId: c.UserId}
+	if _, err := a.rewrite(msg, k, nanos(a.env.Clock.Now()), ev); err != nil {
 		return nil, err
 	}
 	return &kitpb.Ok{}, nil

@@ -81,15 +81,20 @@ func (a *conversationActor) postAsWebhook(m *kitpb.PostAsWebhook) (proto.Message
 		Text: m.Text, Blocks: content, CreatedAt: nanos(now), Seq: seq,
 	}
 	b := a.env.Store.NewBatch()
-	a.putMessage(b, msg)
+	rec := a.putMessage(b, msg)
+	if a.eventMask != 0 {
+		a.emitPosted(b, msg, rec)
+	}
 	if m.Log != nil && m.KitId != "" {
 		a.env.putLog(b, partition.OfTag(a.tag), m.KitId, m.Log)
 	}
 	w, err := b.Apply()
 	if err != nil {
+		a.outbox.failed()
 		return nil, fmt.Errorf("webhook post into %s: %w", a.id, err)
 	}
 	a.sync.applied(w)
+	a.outbox.applied(a.env)
 	a.lastSeq = seq
 	if m.WebhookId != "" {
 		return &kitpb.HookPostReply{Limit: m.Limit}, nil

@@ -24,6 +24,12 @@ type Invalidator interface {
 	SessionEnded(sessionID string)
 }
 
+// DeliveryNotifier is told, after a commit, that an installation's
+// delivery actor queued events. It must not block.
+type DeliveryNotifier interface {
+	EventsQueued(installationID string)
+}
+
 // Env is what every actor needs from its node.
 type Env struct {
 	Store  *persistence.Store
@@ -40,9 +46,19 @@ type Env struct {
 	// IdleTimeout passivates actors nobody asked anything for about this
 	// long; 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// SecretKey (32 bytes) seals the signing secrets that deliveries are
+	// signed with; nil: they are not kept, and nothing can be signed.
+	SecretKey []byte
+	// Deliveries is told when an installation has events to send; nil:
+	// nobody sends them.
+	Deliveries DeliveryNotifier
 
 	logPrunes devLogPrunes // state of the node, not configuration
 	activity  activity     // likewise
+
+	// testHookDropNotices, set by tests before the node serves, loses every
+	// outbox notice: a crash between a write and its notice.
+	testHookDropNotices bool
 }
 
 func (e *Env) idleTimeout() time.Duration {

@@ -13,3 +13,10 @@ var (
 	MessagesPrefix   = messagesPrefix
 	MessageTagKey    = messageTagKey
 )
+
+// DropNotices makes the node lose every outbox notice, as a crash between
+// a write and its notice would; set it before the node serves.
+func DropNotices(env *Env) { env.testHookDropNotices = true }
+
+// RetryWait is the wait after the n-th failed attempt with the draw jitter.
+var RetryWait = retryWait

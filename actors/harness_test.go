@@ -42,8 +42,11 @@ var shared *testNode
 
 // startNode opens the store in fs and starts a node over it. A restart
 // passes the clock of the node it replaces, so time keeps going forward.
-func startNode(fs vfs.FS, clk *clock.Test) (*testNode, error) {
-	store, err := persistence.Open("db", persistence.Options{FS: fs})
+func startNode(fs vfs.FS, clk *clock.Test) (*testNode, error) { return startNodeAt(fs, "db", clk) }
+
+// startNodeAt is startNode with the store in dir of fs.
+func startNodeAt(fs vfs.FS, dir string, clk *clock.Test) (*testNode, error) {
+	store, err := persistence.Open(dir, persistence.Options{FS: fs})
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ type installationActor struct {
 	id      string
 	inst    *kitpb.Installation // nil: not installed (yet)
 	buckets bucketSet
+	outbox  outbox // installation.* events (events.go)
 }
 
 func (a *installationActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
@@ -34,6 +35,7 @@ func (a *installationActor) exists() bool { return a.inst != nil }
 
 func (a *installationActor) activate(identity string) error {
 	a.id = identity
+	a.outbox.source = identity
 	a.buckets.table = a.env.Limits
 	inst := &kitpb.Installation{}
 	found, err := load(a.env.Store, installationKey(a.id), inst)
@@ -41,7 +43,7 @@ func (a *installationActor) activate(identity string) error {
 		return err
 	}
 	a.inst = inst
-	return nil
+	return a.outbox.resume(a.env.Store, []string{a.id})
 }
 
 func (a *installationActor) handle(msg proto.Message) (proto.Message, error) {
@@ -123,23 +125,66 @@ func (a *installationActor) apply(m *kitpb.ApplyInstall) (proto.Message, error) 
 		next.MaxWebhooks = int32(man.IncomingWebhooks.MaxPerInstallation)
 	}
 	next.Interactive = man.Interactivity != nil
-	if err := a.save(next, nil); err != nil {
+	next.Events = 0
+	if man.Bot != nil || len(man.Events) > 0 {
+		next.Events = eventMask(man)
+	}
+	updated := a.inst != nil
+	if updated && next.Events != a.inst.Events {
+		if err := a.setBotEvents(next.Events); err != nil {
+			return nil, err
+		}
+	}
+	if !updated {
+		return &kitpb.InstallationReply{Installation: next}, a.save(next, nil)
+	}
+	if err := a.saveWithEvent(next, nil, eventInstallationUpdated); err != nil {
 		return nil, err
 	}
 	return &kitpb.InstallationReply{Installation: next}, nil
 }
 
+// setBotEvents tells every channel of the bot which events it now gets.
+// It runs before the installation saves the change: a crash in between
+// leaves channels ahead of the record, which the retried call repairs.
+func (a *installationActor) setBotEvents(mask uint32) error {
+	for _, conv := range a.inst.ChannelIds {
+		if _, err := cluster.Call[*kitpb.Ok](a.env.Node, KindConversation, conv,
+			&kitpb.SetBotEvents{BotId: a.inst.BotId, Events: mask}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // save commits next, with the audit entry that reports the change when
 // there is one (nil: none).
 func (a *installationActor) save(next *kitpb.Installation, audit *kitpb.DevLogEntry) error {
+	return a.commit(next, audit, nil)
+}
+
+// saveWithEvent is save with the installation event k about next in the
+// same batch, when the installation subscribes to k.
+func (a *installationActor) saveWithEvent(next *kitpb.Installation, audit *kitpb.DevLogEntry, k eventKind) error {
+	return a.commit(next, audit, &k)
+}
+
+func (a *installationActor) commit(next *kitpb.Installation, audit *kitpb.DevLogEntry, k *eventKind) error {
 	b := a.env.Store.NewBatch()
 	put(b, installationKey(a.id), next)
 	if audit != nil {
 		a.env.putLog(b, partition.Of(a.id), next.KitId, audit)
 	}
+	if k != nil && (next.Events&k.bit() != 0 || a.inst.Events&k.bit() != 0) {
+		now := nanos(a.env.Clock.Now())
+		ev := &kitpb.Event{Id: ids.NewAt(a.env.Clock.Now()), Type: k.String(), OccurredAt: now, Installation: next}
+		a.outbox.add(b, a.id, encodeEvent(ev, nil), now)
+	}
 	if err := b.Commit(); err != nil {
+		a.outbox.failed()
 		return fmt.Errorf("save installation %s: %w", a.id, err)
 	}
+	a.outbox.applied(a.env)
 	a.inst = next
 	a.env.Invalidator.InstallationChanged(a.id)
 	return nil
@@ -151,9 +196,13 @@ func (a *installationActor) uninstall() (proto.Message, error) {
 	if err := a.endWebhooks("", WebhookUninstalled, ""); err != nil {
 		return nil, err
 	}
+	// Its bot gets nothing more from its channels.
+	if err := a.setBotEvents(0); err != nil {
+		return nil, err
+	}
 	next := proto.Clone(a.inst).(*kitpb.Installation)
 	next.Uninstalled = true
-	if err := a.save(next, newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "installation.uninstalled", a.id)); err != nil {
+	if err := a.saveWithEvent(next, newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "installation.uninstalled", a.id), eventInstallationUninstalled); err != nil {
 		return nil, err
 	}
 	return &kitpb.Ok{}, nil
@@ -184,7 +233,7 @@ func (a *installationActor) addChannel(conversationID, event string) (proto.Mess
 		return nil, err
 	}
 	if _, err := cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, conversationID,
-		&kitpb.AddBot{BotId: a.inst.BotId, InstallationId: a.id}); err != nil {
+		&kitpb.AddBot{BotId: a.inst.BotId, InstallationId: a.id, Events: a.inst.Events}); err != nil {
 		return nil, err
 	}
 	if !slices.Contains(a.inst.ChannelIds, conversationID) {

@@ -75,13 +75,17 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"emailUserKey", "email/{hex64}/{id}"},            // workspace id of an active user who can sign in with this email (SHA-256 of the lower-case email; written with the user by its workspace)
 	{"locatorKey", "loc/{id}"},                        // Locator: which actor owns an id (messages and files have none, but those written before their ids carried a tag)
 	{"devLogKey", "devlog/{id}/{id}"},                 // DevLogEntry, stored without its id; written once by the actor that decided what it reports, in that actor's partition (writerPartitioned), expired by range deletion (devlog.go)
+	{"outboxKey", "outbox/{id}/{id}/{pos}"},           // Event for an installation from an emitting actor, by that actor's position, in its partition (writerPartitioned); written by the emitter, taken (deleted) by the installation's delivery actor (events.go)
+	{"eventSequenceKey", "dlv/{id}/seq"},              // the last sequence an installation's delivery actor gave out, 8 bytes big-endian
+	{"queuedEventKey", "dlv/{id}/q/{pos}"},            // Event with its sequence and delivery state, until delivered (delivery.go)
+	{"deadEventKey", "dlv/{id}/x/{pos}"},              // Event whose delivery failed for 24 hours (dead letter), by sequence
 }
 
 // writerPartitioned are the kinds whose keys live in the partition of the
 // actor that writes them rather than of their first field, so that an
 // entry commits in its writer's batch, with the change it reports: a
 // reader of such a kind scans every partition.
-var writerPartitioned = map[string]bool{"devLogKey": true}
+var writerPartitioned = map[string]bool{"devLogKey": true, "outboxKey": true}
 
 // nodeKeyShapes are the keys of the node itself, in no partition.
 var nodeKeyShapes = []struct{ constructor, shape string }{
@@ -347,6 +351,71 @@ func devLogKey(writer partition.ID, kit, entryID string) []byte {
 // devLogPrefix is the prefix of the Kit's entries that actors of partition
 // writer wrote.
 func devLogPrefix(writer partition.ID, kit string) []byte { return devLogKey(writer, kit, "") }
+
+// Events and their delivery (events.go, delivery.go).
+
+// outboxKey is an event for installation inst written by the actor source
+// (a conversation) at its position pos. It lives in the source's
+// partition (writerPartitioned), so that it commits in the batch of the
+// write that caused it. The installation comes first so that its delivery
+// actor finds its outbox with one scan a partition; within a source,
+// positions keep the order in which the source wrote.
+func outboxKey(inst, source string, pos uint64) []byte {
+	return persistence.AppendUint64(keyWithRoom(partition.Of(source), positionLen, "outbox", inst, source, ""), pos)
+}
+
+// outboxPrefix covers what the sources of partition p wrote for inst.
+func outboxPrefix(p partition.ID, inst string) []byte { return key(p, "outbox", inst, "") }
+
+// outboxSourcePrefix is the prefix of what one source wrote for inst.
+func outboxSourcePrefix(inst, source string) []byte {
+	return key(partition.Of(source), "outbox", inst, source, "")
+}
+
+// outboxesPrefix covers every outbox entry that sources of partition p
+// wrote: a restarting node scans it for the installations with events to
+// take.
+func outboxesPrefix(p partition.ID) []byte { return key(p, "outbox", "") }
+
+// outboxInstallation is the installation of an outbox key.
+func outboxInstallation(k []byte) string {
+	rest := k[len(outboxesPrefix(0)):]
+	return string(rest[:partLen(rest)])
+}
+
+// outboxSource is the source and position of an outbox key.
+func outboxSource(k []byte) (source string, pos uint64) {
+	rest := k[len(outboxesPrefix(0)):]
+	rest = rest[partLen(rest)+1:]
+	n := partLen(rest)
+	return string(rest[:n]), decodeSeq(rest[n+1:])
+}
+
+func eventSequenceKey(inst string) []byte { return key(partition.Of(inst), "dlv", inst, "seq") }
+
+func queuedEventKey(inst string, seq uint64) []byte {
+	return persistence.AppendUint64(keyWithRoom(partition.Of(inst), positionLen, "dlv", inst, "q", ""), seq)
+}
+
+func queuedEventsPrefix(inst string) []byte { return key(partition.Of(inst), "dlv", inst, "q", "") }
+
+func deadEventKey(inst string, seq uint64) []byte {
+	return persistence.AppendUint64(keyWithRoom(partition.Of(inst), positionLen, "dlv", inst, "x", ""), seq)
+}
+
+// deliveriesPrefix covers the delivery records of the installations of
+// partition p: a restarting node scans it for the installations with
+// events to send.
+func deliveriesPrefix(p partition.ID) []byte { return key(p, "dlv", "") }
+
+// deliveryPrefix covers one installation's delivery records.
+func deliveryPrefix(inst string) []byte { return key(partition.Of(inst), "dlv", inst, "") }
+
+// deliveryInstallation is the installation of a delivery record's key.
+func deliveryInstallation(k []byte) string {
+	rest := k[len(deliveriesPrefix(0)):]
+	return string(rest[:partLen(rest)])
+}
 
 // KeyKind names the constructor that builds k ("messageKey",
 // "credentialKey", ...), or "" when none does: tests and tools that read a

@@ -63,6 +63,10 @@ func TestKeyLayout(t *testing.T) {
 		{"devLogKey", devLogKey(9, "k", "e"), under(9, "devlog/k/e")},
 		{"emailUserKey", emailUserKey("a@example.com", "u"), under(partition.OfHash(sha256sum("a@example.com")), "email/"+sha256hex("a@example.com")+"/u")},
 		{"layoutKey", layoutKey(), "meta/layout"},
+		{"outboxKey", outboxKey("i", "c", seq), under(partition.Of("c"), "outbox/i/c/"+pos(seq))},
+		{"eventSequenceKey", eventSequenceKey("i"), under(partition.Of("i"), "dlv/i/seq")},
+		{"queuedEventKey", queuedEventKey("i", seq), under(partition.Of("i"), "dlv/i/q/"+pos(seq))},
+		{"deadEventKey", deadEventKey("i", seq), under(partition.Of("i"), "dlv/i/x/"+pos(seq))},
 	} {
 		t.Run(tc.constructor, func(t *testing.T) {
 			if string(tc.key) != tc.want {
@@ -103,6 +107,12 @@ func TestKeyPrefixes(t *testing.T) {
 		{"domainsPrefix", domainsPrefix("k"), domainKey("k", "d")},
 		{"workspaceKitsPrefix", workspaceKitsPrefix("w"), workspaceKitKey("w", "k")},
 		{"devLogPrefix", devLogPrefix(9, "k"), devLogKey(9, "k", "e")},
+		{"outboxPrefix", outboxPrefix(partition.Of("c"), "i"), outboxKey("i", "c", 1)},
+		{"outboxSourcePrefix", outboxSourcePrefix("i", "c"), outboxKey("i", "c", 1)},
+		{"outboxesPrefix", outboxesPrefix(partition.Of("c")), outboxKey("i", "c", 1)},
+		{"queuedEventsPrefix", queuedEventsPrefix("i"), queuedEventKey("i", 1)},
+		{"deliveriesPrefix", deliveriesPrefix(partition.Of("i")), deadEventKey("i", 1)},
+		{"deliveryPrefix", deliveryPrefix("i"), eventSequenceKey("i")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !bytes.HasPrefix(tc.key, tc.prefix) {

@@ -204,6 +204,9 @@ func (a *kitActor) devInstalled(m *kitpb.DevInstalled) (proto.Message, error) {
 	reply := &kitpb.DevInstalledReply{}
 	if !found && len(m.SigningSecretHash) > 0 {
 		reply.SigningSecret = &kitpb.SecretState{Hash: m.SigningSecretHash, CreatedAt: nanos(a.env.Clock.Now()), Generation: 1}
+		if reply.SigningSecret.Sealed, err = a.env.seal(m.SigningSecret); err != nil {
+			return nil, err
+		}
 		put(b, k, reply.SigningSecret)
 	}
 	e := newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "dev_install", m.InstallationId)

@@ -1,6 +1,10 @@
 package actors
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -26,16 +30,21 @@ const (
 )
 
 // NewKitSecret makes a new secret of the kind which (SecretClient or
-// SecretSigning) and the hash a RotateKitSecret stores: the secret itself
-// is shown once, by whoever asked (the operator API, the API access page).
-func NewKitSecret(which string) (secret string, hash []byte) {
+// SecretSigning) and the request that makes it the Kit's. A client secret
+// travels as its hash only; a signing secret also as itself, since
+// deliveries are signed with it and the kit actor keeps it sealed.
+func NewKitSecret(which string) (secret string, rotate *kitpb.RotateKitSecret) {
 	prefix := ids.ClientSecret
 	if which == SecretSigning {
 		prefix = ids.SigningSecret
 	}
 	secret = ids.NewSecret(prefix)
 	h := ids.Hash(secret)
-	return secret, h[:]
+	rotate = &kitpb.RotateKitSecret{Which: which, SecretHash: h[:]}
+	if which == SecretSigning {
+		rotate.Secret = secret
+	}
+	return secret, rotate
 }
 
 // errInvalidClient is the one answer for a client id or secret that does
@@ -43,8 +52,11 @@ func NewKitSecret(which string) (secret string, hash []byte) {
 var errInvalidClient = kiterr.New(kiterr.InvalidCredentials, "client credentials are not valid")
 
 // handleSecrets answers the kit actor's secret requests; ok is false for any
-// other request. The secrets are stored as hashes only (clientSecretKey,
-// signingSecretKey), read on demand: they are rare next to the Kit's versions.
+// other request. A client secret is stored as its hash only
+// (clientSecretKey); a signing secret as its hash and, sealed with the
+// node's secret key, itself (signingSecretKey), since deliveries are signed
+// with it (docs/credentials.md). Both are read on demand: they are rare
+// next to the Kit's versions.
 func (a *kitActor) handleSecrets(msg proto.Message) (reply proto.Message, ok bool, err error) {
 	switch m := msg.(type) {
 	case *kitpb.RotateKitSecret:
@@ -52,6 +64,9 @@ func (a *kitActor) handleSecrets(msg proto.Message) (reply proto.Message, ok boo
 		return r, true, err
 	case *kitpb.CheckClientSecret:
 		r, err := a.checkClientSecret(m)
+		return r, true, err
+	case *kitpb.GetSigningSecrets:
+		r, err := a.signingSecrets()
 		return r, true, err
 	}
 	return nil, false, nil
@@ -81,8 +96,13 @@ func (a *kitActor) rotateSecret(m *kitpb.RotateKitSecret) (proto.Message, error)
 	}
 	now := a.env.Clock.Now()
 	next := &kitpb.SecretState{Hash: m.SecretHash, CreatedAt: nanos(now), Generation: cur.Generation + 1}
+	if m.Which == SecretSigning {
+		if next.Sealed, err = a.env.seal(m.Secret); err != nil {
+			return nil, err
+		}
+	}
 	if len(cur.Hash) > 0 {
-		next.PreviousHash = cur.Hash
+		next.PreviousHash, next.PreviousSealed = cur.Hash, cur.Sealed
 		next.PreviousExpiresAt = nanos(now.Add(overlap))
 	}
 	e := newLogEntry(a.env, LogSourceAudit, LogLevelInfo, m.Which+"_secret.rotated", "")
@@ -121,4 +141,80 @@ func (a *kitActor) checkClientSecret(m *kitpb.CheckClientSecret) (proto.Message,
 		return nil, fmt.Errorf("log refused client secret of %s: %w", a.id, err)
 	}
 	return nil, errInvalidClient
+}
+
+// signingSecrets answers the valid signing secrets, newest first: the
+// current one and, within its overlap, the previous one. A secret stored
+// before secrets were sealed cannot be read back and is left out.
+func (a *kitActor) signingSecrets() (proto.Message, error) {
+	cur := &kitpb.SecretState{}
+	if _, err := load(a.env.Store, signingSecretKey(a.id), cur); err != nil {
+		return nil, err
+	}
+	reply := &kitpb.SigningSecretsReply{}
+	sealed := [][]byte{cur.Sealed}
+	if nanos(a.env.Clock.Now()) < cur.PreviousExpiresAt {
+		sealed = append(sealed, cur.PreviousSealed)
+	}
+	for _, s := range sealed {
+		if len(s) == 0 {
+			continue
+		}
+		secret, err := a.env.open(s)
+		if err != nil {
+			return nil, fmt.Errorf("signing secret of %s: %w", a.id, err)
+		}
+		reply.Secrets = append(reply.Secrets, secret)
+	}
+	return reply, nil
+}
+
+// errNoSecretKey: the node has no key to seal signing secrets with.
+var errNoSecretKey = errors.New("actors: no secret key to seal signing secrets")
+
+// seal encrypts a signing secret under the node's secret key (AES-256-GCM,
+// random nonce first). Signing needs the secret itself, so unlike every
+// other secret it cannot be kept as a hash alone; the key lives outside
+// the store (cmd/kitd), so a copy of the store alone does not give it away.
+// An empty secret seals to nothing.
+func (env *Env) seal(secret string) ([]byte, error) {
+	if secret == "" {
+		return nil, nil
+	}
+	aead, err := env.aead()
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(secret)+aead.Overhead())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	return aead.Seal(nonce, nonce, []byte(secret), nil), nil
+}
+
+func (env *Env) open(sealed []byte) (string, error) {
+	aead, err := env.aead()
+	if err != nil {
+		return "", err
+	}
+	if len(sealed) < aead.NonceSize() {
+		return "", errors.New("actors: sealed secret too short")
+	}
+	n := aead.NonceSize()
+	plain, err := aead.Open(nil, sealed[:n], sealed[n:], nil)
+	if err != nil {
+		return "", fmt.Errorf("actors: open sealed secret: %w", err)
+	}
+	return string(plain), nil
+}
+
+func (env *Env) aead() (cipher.AEAD, error) {
+	if len(env.SecretKey) == 0 {
+		return nil, errNoSecretKey
+	}
+	block, err := aes.NewCipher(env.SecretKey)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
 }

@@ -29,13 +29,16 @@ func load(store *persistence.Store, k []byte, m proto.Message) (found bool, err 
 }
 
 // put adds the record to the batch.
-func put(b *persistence.Batch, k []byte, m proto.Message) {
+func put(b *persistence.Batch, k []byte, m proto.Message) { b.Set(k, marshal(m)) }
+
+// marshal encodes a record.
+func marshal(m proto.Message) []byte {
 	v, err := proto.Marshal(m)
 	if err != nil {
 		// Marshalling a well-formed generated message cannot fail.
 		panic(fmt.Sprintf("actors: marshal %T: %v", m, err))
 	}
-	b.Set(k, v)
+	return v
 }
 
 // scanRecords decodes every record under prefix.

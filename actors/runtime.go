@@ -22,6 +22,7 @@ const (
 	KindKit          = "kit"
 	KindSlug         = "slug"
 	KindWebhook      = "webhook"
+	KindDelivery     = "delivery"
 )
 
 // Caller kinds.
@@ -53,6 +54,13 @@ func Kinds(env *Env) []*cluster.Kind {
 		{Name: KindKit, New: func(id string) actor.Actor { return &kitActor{env: env, life: life(KindKit, id)} }},
 		{Name: KindSlug, New: func(id string) actor.Actor { return &slugActor{env: env, life: life(KindSlug, id)} }},
 		{Name: KindWebhook, New: func(id string) actor.Actor { return &webhookActor{env: env, life: life(KindWebhook, id)} }, Opts: inline},
+		// The sequencer of an installation's events (delivery.go) runs on
+		// its senders' goroutines as well: it never waits on another actor
+		// nor on a sync (its writes do not ask for one), and a goroutine per
+		// wake-up, whose stack grew to Pebble's depth each time, cost more
+		// than its work. Notices that arrive while it runs queue, and one
+		// write covers them.
+		{Name: KindDelivery, New: func(id string) actor.Actor { return &deliveryActor{env: env, life: life(KindDelivery, id)} }, Opts: inline},
 	}
 }
 

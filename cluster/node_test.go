@@ -230,7 +230,7 @@ func liveHeap() uint64 {
 // never refused as unavailable: the node's map may still name the stopping
 // one until it has left the registry.
 func TestARequestAfterAStopFindsTheNextActivation(t *testing.T) {
-	n := hostingNode(t) // a timeout a busy machine cannot reach by itself
+	n := hostingNode(t)       // a timeout a busy machine cannot reach by itself
 	const id = "absent-again" // one identity, asked for again and again
 	for i := range 2000 {
 		_, err := Call[*kitpb.WorkspaceReply](n, "echo", id, &kitpb.GetWorkspace{})

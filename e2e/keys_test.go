@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/persistence"
@@ -53,7 +54,7 @@ func TestStoredKeysHaveAConstructor(t *testing.T) {
 		"installationKey", "webhookRefKey", "grantCredentialKey", "webhookKey",
 		"kitKey", "versionKey", "clientSecretKey", "signingSecretKey", "domainKey", "installLinkKey",
 		"installLinkIndexKey", "workspaceKitKey", "slugKey", "credentialKey", "locatorKey", "devLogKey",
-		"emailUserKey", "botTokenKey", "userGrantKey",
+		"emailUserKey", "botTokenKey", "userGrantKey", "eventSequenceKey", "queuedEventKey", "deadEventKey",
 	} {
 		if seen[kind] == 0 {
 			missing = append(missing, kind)
@@ -115,6 +116,24 @@ func writeEveryRecord(t *testing.T, s *Server) written {
 	// A webhook and a post through it.
 	h := in.hook(t, c.ID)
 	want(t, h.post(t, map[string]any{"text": "from a webhook"}), 200)
+
+	// A Kit subscribed to events at an endpoint that never answers: one
+	// event stays queued for its retry, another fails for 24 hours and is
+	// dead-lettered. Outbox entries (outboxKey) are gone by the time the
+	// server has stopped cleanly; TestEventsSurviveKill9 meets them.
+	ek := w.eventsKit(t, []string{"message.posted"}, baseScopes...)
+	ein := w.install(t, ek, c.ID)
+	ein.post(t, c.ID, "an event that dies")
+	deliveryStatus := func(status string) func() bool {
+		return func() bool {
+			r := s.api(t, w.Dev, "GET", "/dev/kits/"+ek.ID+"/logs?source=delivery", nil, nil)
+			return slices.ContainsFunc(jarr(r.JSON, "entries"), func(e any) bool { return jstr(e, "status") == status })
+		}
+	}
+	waitFor(t, "a failed delivery", deliveryStatus("retry_scheduled"))
+	advance(t, s, 25*time.Hour)
+	waitFor(t, "a dead letter", deliveryStatus("dead_lettered"))
+	ein.post(t, c.ID, "an event that waits")
 
 	// The developer log holds entries of all of it.
 	r = s.api(t, w.Dev, "GET", "/dev/kits/"+k.ID+"/logs", nil, nil)

@@ -52,18 +52,22 @@ func (b *Batch) Empty() bool {
 // returning nil. Concurrent commits from many goroutines share one WAL sync
 // through Pebble's commit pipeline, so this is group commit. An empty batch
 // commits nothing and returns nil. The batch cannot be used afterwards.
-func (b *Batch) Commit() error {
+func (b *Batch) Commit() error { return b.commit(pebble.Sync, "commit") }
+
+// commit commits the batch with opts and closes it; what names the
+// operation in errors.
+func (b *Batch) commit(opts *pebble.WriteOptions, what string) error {
 	pb := b.live()
 	b.b = nil
 	defer pb.Close()
 	if b.err != nil {
-		return fmt.Errorf("persistence: commit: %w", b.err)
+		return fmt.Errorf("persistence: %s: %w", what, b.err)
 	}
 	if pb.Empty() {
 		return nil
 	}
-	if err := pb.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("persistence: commit: %w", err)
+	if err := pb.Commit(opts); err != nil {
+		return fmt.Errorf("persistence: %s: %w", what, err)
 	}
 	b.stats.committed(pb)
 	return nil
@@ -126,4 +130,19 @@ func (b *Batch) keep(err error) {
 	if err != nil && b.err == nil {
 		b.err = err
 	}
+}
+
+// Write makes the batch visible and appends it to the WAL without asking
+// for a sync: it becomes durable with the next synced write of anyone
+// (syncs complete in WAL order). For derived writes that a crash may undo
+// as long as what they derive from survives (the sequencing of events:
+// its outbox entries stay until the write is durable).
+func (b *Batch) Write() error { return b.commit(pebble.NoSync, "write") }
+
+// Sync waits until every write applied so far is durable (a WAL sync).
+func (s *Store) Sync() error {
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("persistence: sync: %w", err)
+	}
+	return nil
 }

@@ -80,6 +80,8 @@ type config struct {
 	pprof         string
 	verifyDNS     string
 	verifyResolve repeated
+	deliveryAllow string
+	deliveryCA    string
 	verifyCA      string
 }
 
@@ -110,6 +112,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.verifyDNS, "verify-dns", env("KIT_VERIFY_DNS", ""), "DNS server (host:port) for domain verification instead of the system's")
 	fs.Var(&c.verifyResolve, "verify-resolve", "HOST:PORT=ADDR: domain verification fetches of HOST:PORT connect to ADDR (repeatable)")
 	fs.StringVar(&c.verifyCA, "verify-ca", env("KIT_VERIFY_CA", ""), "PEM file of extra roots trusted by domain verification fetches")
+	fs.StringVar(&c.deliveryAllow, "delivery-allow", env("KIT_DELIVERY_ALLOW", ""), "comma-separated host or host:port that deliveries may reach on loopback or private addresses (tests only)")
+	fs.StringVar(&c.deliveryCA, "delivery-ca", env("KIT_DELIVERY_CA", ""), "PEM file of extra roots trusted for deliveries")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -228,6 +232,9 @@ func serve(cfg config, stdout io.Writer) error {
 		logOut.Close()
 		os.Exit(1)
 	}}
+	if env.SecretKey, err = secretKey(cfg.dataDir); err != nil {
+		return err
+	}
 	auth := actors.NewAuthenticator(env)
 	env.Invalidator = auth
 	clusterNode, err := cluster.Start(cluster.Config{Logger: quieter(logger, slog.LevelWarn)}, actors.Kinds(env)...)
@@ -236,6 +243,16 @@ func serve(cfg config, stdout io.Writer) error {
 	}
 	env.Node = clusterNode
 	defer clusterNode.Stop()
+	send, err := sender(cfg, env, logger)
+	if err != nil {
+		return err
+	}
+	env.Deliveries = send
+	defer send.Close()
+	// Events a previous process recorded but did not sequence or send yet.
+	if err := actors.WakeDeliveries(env); err != nil {
+		return fmt.Errorf("wake deliveries: %w", err)
+	}
 
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {

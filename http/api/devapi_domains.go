@@ -231,7 +231,7 @@ func (s *Server) devInstall(in call) (reply, error) {
 	secret := ids.NewSecret(ids.SigningSecret)
 	hash := ids.Hash(secret)
 	done, err := ask[*kitpb.DevInstalledReply](s, actors.KindKit, v.Kit.Id, &kitpb.DevInstalled{
-		WorkspaceId: ws, Version: v.Version.Version, InstallationId: inst.Installation.Id, SigningSecretHash: hash[:],
+		WorkspaceId: ws, Version: v.Version.Version, InstallationId: inst.Installation.Id, SigningSecretHash: hash[:], SigningSecret: secret,
 	})
 	if err != nil {
 		return reply{}, err

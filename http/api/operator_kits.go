@@ -207,8 +207,8 @@ func (s *Server) opRotateKitSecret(in call, which string) (reply, error) {
 	if err := in.decodeOptional(&struct{}{}); err != nil {
 		return reply{}, err
 	}
-	secret, hash := actors.NewKitSecret(which)
-	r, err := ask[*kitpb.KitSecretReply](s, actors.KindKit, kitID, &kitpb.RotateKitSecret{Which: which, SecretHash: hash})
+	secret, rotate := actors.NewKitSecret(which)
+	r, err := ask[*kitpb.KitSecretReply](s, actors.KindKit, kitID, rotate)
 	if err != nil {
 		return reply{}, err
 	}

@@ -548,9 +548,9 @@ func (s *Server) rotateKitSecret(ctx *fasthttp.RequestCtx, which string) {
 		err = kiterr.New(kiterr.Forbidden, "not a private Kit of this workspace")
 	}
 	var r *kitpb.KitSecretReply
-	secret, hash := actors.NewKitSecret(which)
+	secret, rotate := actors.NewKitSecret(which)
 	if err == nil {
-		r, err = ask[*kitpb.KitSecretReply](s, actors.KindKit, a.inst.KitId, &kitpb.RotateKitSecret{Which: which, SecretHash: hash})
+		r, err = ask[*kitpb.KitSecretReply](s, actors.KindKit, a.inst.KitId, rotate)
 	}
 	o := outcome{shown: &shown{Title: "New client secret", Label: "New client secret", Value: secret}}
 	if which == actors.SecretSigning {

@@ -105,6 +105,11 @@ func eventNeeds(kind string) (needs string, known bool) {
 	return eventKinds[i].needs, true
 }
 
+// EventNeeds says what the Kit bot needs to receive an event of kind: ""
+// nothing, "bot" a bot, anything else that bot scope; known is false for a
+// kind that is not one of EventKinds.
+func EventNeeds(kind string) (needs string, known bool) { return eventNeeds(kind) }
+
 // EventKinds returns every event kind a manifest may name, sorted.
 func EventKinds() []string {
 	out := make([]string, len(eventKinds))

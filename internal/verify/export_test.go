@@ -1,7 +1,4 @@
 package verify
 
-// Test access to the dial guard of New's Fetcher.
-var (
-	ErrNotPublic   = errNotPublic
-	DialPublicOnly = dialPublicOnly
-)
+// Test access to the error of the dial guard (DialPublicOnly).
+var ErrNotPublic = errNotPublic

@@ -68,7 +68,7 @@ func New(cfg Config) *Checker {
 		resolve[asciiLower(k)] = v
 	}
 	direct := &net.Dialer{Timeout: timeout}
-	public := &net.Dialer{Timeout: timeout, Resolver: res, Control: dialPublicOnly}
+	public := &net.Dialer{Timeout: timeout, Resolver: res, Control: DialPublicOnly}
 	transport := &http.Transport{
 		// A proxy would fetch from somewhere else than kitd; the proof is
 		// about what the domain serves to kitd.
@@ -96,7 +96,12 @@ func New(cfg Config) *Checker {
 	}
 }
 
-func dialPublicOnly(network, address string, _ syscall.RawConn) error {
+// DialPublicOnly is a net.Dialer Control func that refuses every address
+// that is not a public unicast one (loopback, private, link-local, shared
+// and unspecified addresses): checked on the address actually dialled, so
+// a name that resolves to an internal address (DNS rebinding) is refused
+// too. Deliveries to Kits use it as well.
+func DialPublicOnly(network, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("dial %s %s: %w", network, address, err)

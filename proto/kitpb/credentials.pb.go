@@ -33,8 +33,12 @@ type SecretState struct {
 	PreviousHash      []byte                 `protobuf:"bytes,3,opt,name=previous_hash,json=previousHash,proto3" json:"previous_hash,omitempty"`
 	PreviousExpiresAt int64                  `protobuf:"varint,4,opt,name=previous_expires_at,json=previousExpiresAt,proto3" json:"previous_expires_at,omitempty"` // 0: there is no previous secret
 	Generation        int32                  `protobuf:"varint,5,opt,name=generation,proto3" json:"generation,omitempty"`                                          // 1 for the first secret, counts up on each rotation
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The signing secrets themselves, sealed under the node's secret key
+	// (actors/kit_secrets.go): deliveries are signed with them.
+	Sealed         []byte `protobuf:"bytes,6,opt,name=sealed,proto3" json:"sealed,omitempty"`
+	PreviousSealed []byte `protobuf:"bytes,7,opt,name=previous_sealed,json=previousSealed,proto3" json:"previous_sealed,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SecretState) Reset() {
@@ -102,11 +106,26 @@ func (x *SecretState) GetGeneration() int32 {
 	return 0
 }
 
+func (x *SecretState) GetSealed() []byte {
+	if x != nil {
+		return x.Sealed
+	}
+	return nil
+}
+
+func (x *SecretState) GetPreviousSealed() []byte {
+	if x != nil {
+		return x.PreviousSealed
+	}
+	return nil
+}
+
 // RotateKitSecret replaces the client secret or the signing secret.
 type RotateKitSecret struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Which         string                 `protobuf:"bytes,1,opt,name=which,proto3" json:"which,omitempty"` // "client" or "signing"
 	SecretHash    []byte                 `protobuf:"bytes,2,opt,name=secret_hash,json=secretHash,proto3" json:"secret_hash,omitempty"`
+	Secret        string                 `protobuf:"bytes,3,opt,name=secret,proto3" json:"secret,omitempty"` // the signing secret itself (sealed before it is stored); empty for a client secret
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -155,6 +174,13 @@ func (x *RotateKitSecret) GetSecretHash() []byte {
 	return nil
 }
 
+func (x *RotateKitSecret) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
 type KitSecretReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Secret        *SecretState           `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
@@ -199,6 +225,87 @@ func (x *KitSecretReply) GetSecret() *SecretState {
 	return nil
 }
 
+// GetSigningSecrets answers the Kit's valid signing secrets, newest first.
+type GetSigningSecrets struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSigningSecrets) Reset() {
+	*x = GetSigningSecrets{}
+	mi := &file_credentials_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSigningSecrets) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSigningSecrets) ProtoMessage() {}
+
+func (x *GetSigningSecrets) ProtoReflect() protoreflect.Message {
+	mi := &file_credentials_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSigningSecrets.ProtoReflect.Descriptor instead.
+func (*GetSigningSecrets) Descriptor() ([]byte, []int) {
+	return file_credentials_proto_rawDescGZIP(), []int{3}
+}
+
+type SigningSecretsReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secrets       []string               `protobuf:"bytes,1,rep,name=secrets,proto3" json:"secrets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SigningSecretsReply) Reset() {
+	*x = SigningSecretsReply{}
+	mi := &file_credentials_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SigningSecretsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SigningSecretsReply) ProtoMessage() {}
+
+func (x *SigningSecretsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_credentials_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SigningSecretsReply.ProtoReflect.Descriptor instead.
+func (*SigningSecretsReply) Descriptor() ([]byte, []int) {
+	return file_credentials_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *SigningSecretsReply) GetSecrets() []string {
+	if x != nil {
+		return x.Secrets
+	}
+	return nil
+}
+
 // CheckClientSecret answers Ok when the hash is the Kit's current client
 // secret, or its previous one within 24 hours; invalid_credentials otherwise.
 type CheckClientSecret struct {
@@ -210,7 +317,7 @@ type CheckClientSecret struct {
 
 func (x *CheckClientSecret) Reset() {
 	*x = CheckClientSecret{}
-	mi := &file_credentials_proto_msgTypes[3]
+	mi := &file_credentials_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -222,7 +329,7 @@ func (x *CheckClientSecret) String() string {
 func (*CheckClientSecret) ProtoMessage() {}
 
 func (x *CheckClientSecret) ProtoReflect() protoreflect.Message {
-	mi := &file_credentials_proto_msgTypes[3]
+	mi := &file_credentials_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -235,7 +342,7 @@ func (x *CheckClientSecret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckClientSecret.ProtoReflect.Descriptor instead.
 func (*CheckClientSecret) Descriptor() ([]byte, []int) {
-	return file_credentials_proto_rawDescGZIP(), []int{3}
+	return file_credentials_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CheckClientSecret) GetSecretHash() []byte {
@@ -256,7 +363,7 @@ type RotateBotToken struct {
 
 func (x *RotateBotToken) Reset() {
 	*x = RotateBotToken{}
-	mi := &file_credentials_proto_msgTypes[4]
+	mi := &file_credentials_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -268,7 +375,7 @@ func (x *RotateBotToken) String() string {
 func (*RotateBotToken) ProtoMessage() {}
 
 func (x *RotateBotToken) ProtoReflect() protoreflect.Message {
-	mi := &file_credentials_proto_msgTypes[4]
+	mi := &file_credentials_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -281,7 +388,7 @@ func (x *RotateBotToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateBotToken.ProtoReflect.Descriptor instead.
 func (*RotateBotToken) Descriptor() ([]byte, []int) {
-	return file_credentials_proto_rawDescGZIP(), []int{4}
+	return file_credentials_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RotateBotToken) GetOldHash() []byte {
@@ -307,7 +414,7 @@ type RotateBotTokenReply struct {
 
 func (x *RotateBotTokenReply) Reset() {
 	*x = RotateBotTokenReply{}
-	mi := &file_credentials_proto_msgTypes[5]
+	mi := &file_credentials_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -319,7 +426,7 @@ func (x *RotateBotTokenReply) String() string {
 func (*RotateBotTokenReply) ProtoMessage() {}
 
 func (x *RotateBotTokenReply) ProtoReflect() protoreflect.Message {
-	mi := &file_credentials_proto_msgTypes[5]
+	mi := &file_credentials_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -332,7 +439,7 @@ func (x *RotateBotTokenReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateBotTokenReply.ProtoReflect.Descriptor instead.
 func (*RotateBotTokenReply) Descriptor() ([]byte, []int) {
-	return file_credentials_proto_rawDescGZIP(), []int{5}
+	return file_credentials_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RotateBotTokenReply) GetPreviousExpiresAt() int64 {
@@ -358,7 +465,7 @@ type IssueCode struct {
 
 func (x *IssueCode) Reset() {
 	*x = IssueCode{}
-	mi := &file_credentials_proto_msgTypes[6]
+	mi := &file_credentials_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -370,7 +477,7 @@ func (x *IssueCode) String() string {
 func (*IssueCode) ProtoMessage() {}
 
 func (x *IssueCode) ProtoReflect() protoreflect.Message {
-	mi := &file_credentials_proto_msgTypes[6]
+	mi := &file_credentials_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -383,7 +490,7 @@ func (x *IssueCode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueCode.ProtoReflect.Descriptor instead.
 func (*IssueCode) Descriptor() ([]byte, []int) {
-	return file_credentials_proto_rawDescGZIP(), []int{6}
+	return file_credentials_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *IssueCode) GetCodeHash() []byte {
@@ -453,7 +560,7 @@ type ExchangeCode struct {
 
 func (x *ExchangeCode) Reset() {
 	*x = ExchangeCode{}
-	mi := &file_credentials_proto_msgTypes[7]
+	mi := &file_credentials_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -465,7 +572,7 @@ func (x *ExchangeCode) String() string {
 func (*ExchangeCode) ProtoMessage() {}
 
 func (x *ExchangeCode) ProtoReflect() protoreflect.Message {
-	mi := &file_credentials_proto_msgTypes[7]
+	mi := &file_credentials_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -478,7 +585,7 @@ func (x *ExchangeCode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExchangeCode.ProtoReflect.Descriptor instead.
 func (*ExchangeCode) Descriptor() ([]byte, []int) {
-	return file_credentials_proto_rawDescGZIP(), []int{7}
+	return file_credentials_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ExchangeCode) GetCodeHash() []byte {
@@ -543,7 +650,7 @@ type RefreshGrant struct {
 
 func (x *RefreshGrant) Reset() {
 	*x = RefreshGrant{}
-	mi := &file_credentials_proto_msgTypes[8]
+	mi := &file_credentials_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -555,7 +662,7 @@ func (x *RefreshGrant) String() string {
 func (*RefreshGrant) ProtoMessage() {}
 
 func (x *RefreshGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_credentials_proto_msgTypes[8]
+	mi := &file_credentials_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -568,7 +675,7 @@ func (x *RefreshGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshGrant.ProtoReflect.Descriptor instead.
 func (*RefreshGrant) Descriptor() ([]byte, []int) {
-	return file_credentials_proto_rawDescGZIP(), []int{8}
+	return file_credentials_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RefreshGrant) GetRefreshHash() []byte {
@@ -616,7 +723,7 @@ type GrantReply struct {
 
 func (x *GrantReply) Reset() {
 	*x = GrantReply{}
-	mi := &file_credentials_proto_msgTypes[9]
+	mi := &file_credentials_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -628,7 +735,7 @@ func (x *GrantReply) String() string {
 func (*GrantReply) ProtoMessage() {}
 
 func (x *GrantReply) ProtoReflect() protoreflect.Message {
-	mi := &file_credentials_proto_msgTypes[9]
+	mi := &file_credentials_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -641,7 +748,7 @@ func (x *GrantReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantReply.ProtoReflect.Descriptor instead.
 func (*GrantReply) Descriptor() ([]byte, []int) {
-	return file_credentials_proto_rawDescGZIP(), []int{9}
+	return file_credentials_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GrantReply) GetTokenType() string {
@@ -710,7 +817,7 @@ type FindUserByEmail struct {
 
 func (x *FindUserByEmail) Reset() {
 	*x = FindUserByEmail{}
-	mi := &file_credentials_proto_msgTypes[10]
+	mi := &file_credentials_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -722,7 +829,7 @@ func (x *FindUserByEmail) String() string {
 func (*FindUserByEmail) ProtoMessage() {}
 
 func (x *FindUserByEmail) ProtoReflect() protoreflect.Message {
-	mi := &file_credentials_proto_msgTypes[10]
+	mi := &file_credentials_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -735,7 +842,7 @@ func (x *FindUserByEmail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindUserByEmail.ProtoReflect.Descriptor instead.
 func (*FindUserByEmail) Descriptor() ([]byte, []int) {
-	return file_credentials_proto_rawDescGZIP(), []int{10}
+	return file_credentials_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FindUserByEmail) GetEmail() string {
@@ -758,7 +865,7 @@ type CreateSignInChoice struct {
 
 func (x *CreateSignInChoice) Reset() {
 	*x = CreateSignInChoice{}
-	mi := &file_credentials_proto_msgTypes[11]
+	mi := &file_credentials_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +877,7 @@ func (x *CreateSignInChoice) String() string {
 func (*CreateSignInChoice) ProtoMessage() {}
 
 func (x *CreateSignInChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_credentials_proto_msgTypes[11]
+	mi := &file_credentials_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +890,7 @@ func (x *CreateSignInChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSignInChoice.ProtoReflect.Descriptor instead.
 func (*CreateSignInChoice) Descriptor() ([]byte, []int) {
-	return file_credentials_proto_rawDescGZIP(), []int{11}
+	return file_credentials_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateSignInChoice) GetSecretHash() []byte {
@@ -812,7 +919,7 @@ type TakeSignInChoice struct {
 
 func (x *TakeSignInChoice) Reset() {
 	*x = TakeSignInChoice{}
-	mi := &file_credentials_proto_msgTypes[12]
+	mi := &file_credentials_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -824,7 +931,7 @@ func (x *TakeSignInChoice) String() string {
 func (*TakeSignInChoice) ProtoMessage() {}
 
 func (x *TakeSignInChoice) ProtoReflect() protoreflect.Message {
-	mi := &file_credentials_proto_msgTypes[12]
+	mi := &file_credentials_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -837,7 +944,7 @@ func (x *TakeSignInChoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeSignInChoice.ProtoReflect.Descriptor instead.
 func (*TakeSignInChoice) Descriptor() ([]byte, []int) {
-	return file_credentials_proto_rawDescGZIP(), []int{12}
+	return file_credentials_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TakeSignInChoice) GetSecretHash() []byte {
@@ -872,7 +979,7 @@ type Authorize struct {
 
 func (x *Authorize) Reset() {
 	*x = Authorize{}
-	mi := &file_credentials_proto_msgTypes[13]
+	mi := &file_credentials_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -884,7 +991,7 @@ func (x *Authorize) String() string {
 func (*Authorize) ProtoMessage() {}
 
 func (x *Authorize) ProtoReflect() protoreflect.Message {
-	mi := &file_credentials_proto_msgTypes[13]
+	mi := &file_credentials_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -897,7 +1004,7 @@ func (x *Authorize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Authorize.ProtoReflect.Descriptor instead.
 func (*Authorize) Descriptor() ([]byte, []int) {
-	return file_credentials_proto_rawDescGZIP(), []int{13}
+	return file_credentials_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Authorize) GetUserId() string {
@@ -970,7 +1077,7 @@ type AuthorizeReply struct {
 
 func (x *AuthorizeReply) Reset() {
 	*x = AuthorizeReply{}
-	mi := &file_credentials_proto_msgTypes[14]
+	mi := &file_credentials_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -982,7 +1089,7 @@ func (x *AuthorizeReply) String() string {
 func (*AuthorizeReply) ProtoMessage() {}
 
 func (x *AuthorizeReply) ProtoReflect() protoreflect.Message {
-	mi := &file_credentials_proto_msgTypes[14]
+	mi := &file_credentials_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -995,7 +1102,7 @@ func (x *AuthorizeReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthorizeReply.ProtoReflect.Descriptor instead.
 func (*AuthorizeReply) Descriptor() ([]byte, []int) {
-	return file_credentials_proto_rawDescGZIP(), []int{14}
+	return file_credentials_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AuthorizeReply) GetKitDisplayName() string {
@@ -1044,7 +1151,7 @@ var File_credentials_proto protoreflect.FileDescriptor
 
 const file_credentials_proto_rawDesc = "" +
 	"\n" +
-	"\x11credentials.proto\x12\x06kit.v1\x1a\rrecords.proto\"\xb5\x01\n" +
+	"\x11credentials.proto\x12\x06kit.v1\x1a\rrecords.proto\"\xf6\x01\n" +
 	"\vSecretState\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\fR\x04hash\x12\x1d\n" +
 	"\n" +
@@ -1053,13 +1160,19 @@ const file_credentials_proto_rawDesc = "" +
 	"\x13previous_expires_at\x18\x04 \x01(\x03R\x11previousExpiresAt\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x05 \x01(\x05R\n" +
-	"generation\"H\n" +
+	"generation\x12\x16\n" +
+	"\x06sealed\x18\x06 \x01(\fR\x06sealed\x12'\n" +
+	"\x0fprevious_sealed\x18\a \x01(\fR\x0epreviousSealed\"`\n" +
 	"\x0fRotateKitSecret\x12\x14\n" +
 	"\x05which\x18\x01 \x01(\tR\x05which\x12\x1f\n" +
 	"\vsecret_hash\x18\x02 \x01(\fR\n" +
-	"secretHash\"=\n" +
+	"secretHash\x12\x16\n" +
+	"\x06secret\x18\x03 \x01(\tR\x06secret\"=\n" +
 	"\x0eKitSecretReply\x12+\n" +
-	"\x06secret\x18\x01 \x01(\v2\x13.kit.v1.SecretStateR\x06secret\"4\n" +
+	"\x06secret\x18\x01 \x01(\v2\x13.kit.v1.SecretStateR\x06secret\"\x13\n" +
+	"\x11GetSigningSecrets\"/\n" +
+	"\x13SigningSecretsReply\x12\x18\n" +
+	"\asecrets\x18\x01 \x03(\tR\asecrets\"4\n" +
 	"\x11CheckClientSecret\x12\x1f\n" +
 	"\vsecret_hash\x18\x01 \x01(\fR\n" +
 	"secretHash\"F\n" +
@@ -1146,30 +1259,32 @@ func file_credentials_proto_rawDescGZIP() []byte {
 	return file_credentials_proto_rawDescData
 }
 
-var file_credentials_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_credentials_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_credentials_proto_goTypes = []any{
 	(*SecretState)(nil),         // 0: kit.v1.SecretState
 	(*RotateKitSecret)(nil),     // 1: kit.v1.RotateKitSecret
 	(*KitSecretReply)(nil),      // 2: kit.v1.KitSecretReply
-	(*CheckClientSecret)(nil),   // 3: kit.v1.CheckClientSecret
-	(*RotateBotToken)(nil),      // 4: kit.v1.RotateBotToken
-	(*RotateBotTokenReply)(nil), // 5: kit.v1.RotateBotTokenReply
-	(*IssueCode)(nil),           // 6: kit.v1.IssueCode
-	(*ExchangeCode)(nil),        // 7: kit.v1.ExchangeCode
-	(*RefreshGrant)(nil),        // 8: kit.v1.RefreshGrant
-	(*GrantReply)(nil),          // 9: kit.v1.GrantReply
-	(*FindUserByEmail)(nil),     // 10: kit.v1.FindUserByEmail
-	(*CreateSignInChoice)(nil),  // 11: kit.v1.CreateSignInChoice
-	(*TakeSignInChoice)(nil),    // 12: kit.v1.TakeSignInChoice
-	(*Authorize)(nil),           // 13: kit.v1.Authorize
-	(*AuthorizeReply)(nil),      // 14: kit.v1.AuthorizeReply
-	(*SignInChoice)(nil),        // 15: kit.v1.SignInChoice
-	(*User)(nil),                // 16: kit.v1.User
+	(*GetSigningSecrets)(nil),   // 3: kit.v1.GetSigningSecrets
+	(*SigningSecretsReply)(nil), // 4: kit.v1.SigningSecretsReply
+	(*CheckClientSecret)(nil),   // 5: kit.v1.CheckClientSecret
+	(*RotateBotToken)(nil),      // 6: kit.v1.RotateBotToken
+	(*RotateBotTokenReply)(nil), // 7: kit.v1.RotateBotTokenReply
+	(*IssueCode)(nil),           // 8: kit.v1.IssueCode
+	(*ExchangeCode)(nil),        // 9: kit.v1.ExchangeCode
+	(*RefreshGrant)(nil),        // 10: kit.v1.RefreshGrant
+	(*GrantReply)(nil),          // 11: kit.v1.GrantReply
+	(*FindUserByEmail)(nil),     // 12: kit.v1.FindUserByEmail
+	(*CreateSignInChoice)(nil),  // 13: kit.v1.CreateSignInChoice
+	(*TakeSignInChoice)(nil),    // 14: kit.v1.TakeSignInChoice
+	(*Authorize)(nil),           // 15: kit.v1.Authorize
+	(*AuthorizeReply)(nil),      // 16: kit.v1.AuthorizeReply
+	(*SignInChoice)(nil),        // 17: kit.v1.SignInChoice
+	(*User)(nil),                // 18: kit.v1.User
 }
 var file_credentials_proto_depIdxs = []int32{
 	0,  // 0: kit.v1.KitSecretReply.secret:type_name -> kit.v1.SecretState
-	15, // 1: kit.v1.CreateSignInChoice.choices:type_name -> kit.v1.SignInChoice
-	16, // 2: kit.v1.AuthorizeReply.user:type_name -> kit.v1.User
+	17, // 1: kit.v1.CreateSignInChoice.choices:type_name -> kit.v1.SignInChoice
+	18, // 2: kit.v1.AuthorizeReply.user:type_name -> kit.v1.User
 	3,  // [3:3] is the sub-list for method output_type
 	3,  // [3:3] is the sub-list for method input_type
 	3,  // [3:3] is the sub-list for extension type_name
@@ -1189,7 +1304,7 @@ func file_credentials_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_credentials_proto_rawDesc), len(file_credentials_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

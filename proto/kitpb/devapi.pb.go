@@ -753,6 +753,7 @@ type DevInstalled struct {
 	Version           string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
 	InstallationId    string                 `protobuf:"bytes,3,opt,name=installation_id,json=installationId,proto3" json:"installation_id,omitempty"`
 	SigningSecretHash []byte                 `protobuf:"bytes,4,opt,name=signing_secret_hash,json=signingSecretHash,proto3" json:"signing_secret_hash,omitempty"`
+	SigningSecret     string                 `protobuf:"bytes,5,opt,name=signing_secret,json=signingSecret,proto3" json:"signing_secret,omitempty"` // sealed before it is stored
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -813,6 +814,13 @@ func (x *DevInstalled) GetSigningSecretHash() []byte {
 		return x.SigningSecretHash
 	}
 	return nil
+}
+
+func (x *DevInstalled) GetSigningSecret() string {
+	if x != nil {
+		return x.SigningSecret
+	}
+	return ""
 }
 
 // DevInstalledReply carries the new signing secret's state when one was made.
@@ -912,12 +920,13 @@ const file_devapi_proto_rawDesc = "" +
 	"\x02ok\x18\x04 \x01(\bR\x02ok\"I\n" +
 	"\fRemoveDomain\x12!\n" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x16\n" +
-	"\x06domain\x18\x02 \x01(\tR\x06domain\"\xa4\x01\n" +
+	"\x06domain\x18\x02 \x01(\tR\x06domain\"\xcb\x01\n" +
 	"\fDevInstalled\x12!\n" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12'\n" +
 	"\x0finstallation_id\x18\x03 \x01(\tR\x0einstallationId\x12.\n" +
-	"\x13signing_secret_hash\x18\x04 \x01(\fR\x11signingSecretHash\"O\n" +
+	"\x13signing_secret_hash\x18\x04 \x01(\fR\x11signingSecretHash\x12%\n" +
+	"\x0esigning_secret\x18\x05 \x01(\tR\rsigningSecret\"O\n" +
 	"\x11DevInstalledReply\x12:\n" +
 	"\x0esigning_secret\x18\x01 \x01(\v2\x13.kit.v1.SecretStateR\rsigningSecretB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
 

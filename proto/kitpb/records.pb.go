@@ -350,8 +350,11 @@ type BotMember struct {
 	BotId          string                 `protobuf:"bytes,1,opt,name=bot_id,json=botId,proto3" json:"bot_id,omitempty"`
 	InstallationId string                 `protobuf:"bytes,2,opt,name=installation_id,json=installationId,proto3" json:"installation_id,omitempty"`
 	JoinedAt       int64                  `protobuf:"varint,3,opt,name=joined_at,json=joinedAt,proto3" json:"joined_at,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// events: the event kinds the installation subscribes to and its bot may
+	// see, as bits of actors/events.go; the conversation emits only these.
+	Events        uint32 `protobuf:"varint,4,opt,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BotMember) Reset() {
@@ -401,6 +404,13 @@ func (x *BotMember) GetInstallationId() string {
 func (x *BotMember) GetJoinedAt() int64 {
 	if x != nil {
 		return x.JoinedAt
+	}
+	return 0
+}
+
+func (x *BotMember) GetEvents() uint32 {
+	if x != nil {
+		return x.Events
 	}
 	return 0
 }
@@ -987,6 +997,7 @@ type Installation struct {
 	Uninstalled    bool                   `protobuf:"varint,14,opt,name=uninstalled,proto3" json:"uninstalled,omitempty"`
 	CreatedAt      int64                  `protobuf:"varint,15,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	MaxWebhooks    int32                  `protobuf:"varint,16,opt,name=max_webhooks,json=maxWebhooks,proto3" json:"max_webhooks,omitempty"`
+	Events         uint32                 `protobuf:"varint,17,opt,name=events,proto3" json:"events,omitempty"` // subscribed event kinds its bot may see (actors/events.go)
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -1129,6 +1140,13 @@ func (x *Installation) GetCreatedAt() int64 {
 func (x *Installation) GetMaxWebhooks() int32 {
 	if x != nil {
 		return x.MaxWebhooks
+	}
+	return 0
+}
+
+func (x *Installation) GetEvents() uint32 {
+	if x != nil {
+		return x.Events
 	}
 	return 0
 }
@@ -1574,11 +1592,12 @@ const file_records_proto_rawDesc = "" +
 	"\x06_topic\">\n" +
 	"\x06Member\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x1b\n" +
-	"\tjoined_at\x18\x02 \x01(\x03R\bjoinedAt\"h\n" +
+	"\tjoined_at\x18\x02 \x01(\x03R\bjoinedAt\"\x80\x01\n" +
 	"\tBotMember\x12\x15\n" +
 	"\x06bot_id\x18\x01 \x01(\tR\x05botId\x12'\n" +
 	"\x0finstallation_id\x18\x02 \x01(\tR\x0einstallationId\x12\x1b\n" +
-	"\tjoined_at\x18\x03 \x01(\x03R\bjoinedAt\"\xf3\x02\n" +
+	"\tjoined_at\x18\x03 \x01(\x03R\bjoinedAt\x12\x16\n" +
+	"\x06events\x18\x04 \x01(\rR\x06events\"\xf3\x02\n" +
 	"\aMessage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x0fconversation_id\x18\x02 \x01(\tR\x0econversationId\x12\x1f\n" +
@@ -1640,7 +1659,7 @@ const file_records_proto_rawDesc = "" +
 	"verifiedAt\x12\x1c\n" +
 	"\tchallenge\x18\x05 \x01(\tR\tchallenge\x12\x1d\n" +
 	"\n" +
-	"created_at\x18\x06 \x01(\x03R\tcreatedAt\"\x8d\x04\n" +
+	"created_at\x18\x06 \x01(\x03R\tcreatedAt\"\xa5\x04\n" +
 	"\fInstallation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12%\n" +
@@ -1663,7 +1682,8 @@ const file_records_proto_rawDesc = "" +
 	"\vuninstalled\x18\x0e \x01(\bR\vuninstalled\x12\x1d\n" +
 	"\n" +
 	"created_at\x18\x0f \x01(\x03R\tcreatedAt\x12!\n" +
-	"\fmax_webhooks\x18\x10 \x01(\x05R\vmaxWebhooks\"\xef\x04\n" +
+	"\fmax_webhooks\x18\x10 \x01(\x05R\vmaxWebhooks\x12\x16\n" +
+	"\x06events\x18\x11 \x01(\rR\x06events\"\xef\x04\n" +
 	"\n" +
 	"Credential\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12!\n" +

@@ -1581,6 +1581,7 @@ type AddBot struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	BotId          string                 `protobuf:"bytes,1,opt,name=bot_id,json=botId,proto3" json:"bot_id,omitempty"`
 	InstallationId string                 `protobuf:"bytes,2,opt,name=installation_id,json=installationId,proto3" json:"installation_id,omitempty"`
+	Events         uint32                 `protobuf:"varint,3,opt,name=events,proto3" json:"events,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -1629,6 +1630,67 @@ func (x *AddBot) GetInstallationId() string {
 	return ""
 }
 
+func (x *AddBot) GetEvents() uint32 {
+	if x != nil {
+		return x.Events
+	}
+	return 0
+}
+
+// SetBotEvents changes which events a bot of the conversation gets; a bot
+// that is not there stays away.
+type SetBotEvents struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	BotId         string                 `protobuf:"bytes,1,opt,name=bot_id,json=botId,proto3" json:"bot_id,omitempty"`
+	Events        uint32                 `protobuf:"varint,2,opt,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetBotEvents) Reset() {
+	*x = SetBotEvents{}
+	mi := &file_requests_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetBotEvents) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetBotEvents) ProtoMessage() {}
+
+func (x *SetBotEvents) ProtoReflect() protoreflect.Message {
+	mi := &file_requests_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetBotEvents.ProtoReflect.Descriptor instead.
+func (*SetBotEvents) Descriptor() ([]byte, []int) {
+	return file_requests_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SetBotEvents) GetBotId() string {
+	if x != nil {
+		return x.BotId
+	}
+	return ""
+}
+
+func (x *SetBotEvents) GetEvents() uint32 {
+	if x != nil {
+		return x.Events
+	}
+	return 0
+}
+
 type RemoveBot struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	BotId         string                 `protobuf:"bytes,1,opt,name=bot_id,json=botId,proto3" json:"bot_id,omitempty"`
@@ -1638,7 +1700,7 @@ type RemoveBot struct {
 
 func (x *RemoveBot) Reset() {
 	*x = RemoveBot{}
-	mi := &file_requests_proto_msgTypes[30]
+	mi := &file_requests_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +1712,7 @@ func (x *RemoveBot) String() string {
 func (*RemoveBot) ProtoMessage() {}
 
 func (x *RemoveBot) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[30]
+	mi := &file_requests_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1663,7 +1725,7 @@ func (x *RemoveBot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveBot.ProtoReflect.Descriptor instead.
 func (*RemoveBot) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{30}
+	return file_requests_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RemoveBot) GetBotId() string {
@@ -1684,7 +1746,7 @@ type ListMembers struct {
 
 func (x *ListMembers) Reset() {
 	*x = ListMembers{}
-	mi := &file_requests_proto_msgTypes[31]
+	mi := &file_requests_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1758,7 @@ func (x *ListMembers) String() string {
 func (*ListMembers) ProtoMessage() {}
 
 func (x *ListMembers) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[31]
+	mi := &file_requests_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +1771,7 @@ func (x *ListMembers) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembers.ProtoReflect.Descriptor instead.
 func (*ListMembers) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{31}
+	return file_requests_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListMembers) GetCaller() *Caller {
@@ -1743,7 +1805,7 @@ type MembersReply struct {
 
 func (x *MembersReply) Reset() {
 	*x = MembersReply{}
-	mi := &file_requests_proto_msgTypes[32]
+	mi := &file_requests_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1755,7 +1817,7 @@ func (x *MembersReply) String() string {
 func (*MembersReply) ProtoMessage() {}
 
 func (x *MembersReply) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[32]
+	mi := &file_requests_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1768,7 +1830,7 @@ func (x *MembersReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersReply.ProtoReflect.Descriptor instead.
 func (*MembersReply) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{32}
+	return file_requests_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *MembersReply) GetMembers() []*Member {
@@ -1799,7 +1861,7 @@ type PostMessage struct {
 
 func (x *PostMessage) Reset() {
 	*x = PostMessage{}
-	mi := &file_requests_proto_msgTypes[33]
+	mi := &file_requests_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +1873,7 @@ func (x *PostMessage) String() string {
 func (*PostMessage) ProtoMessage() {}
 
 func (x *PostMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[33]
+	mi := &file_requests_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +1886,7 @@ func (x *PostMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostMessage.ProtoReflect.Descriptor instead.
 func (*PostMessage) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{33}
+	return file_requests_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PostMessage) GetCaller() *Caller {
@@ -1872,7 +1934,7 @@ type MessageReply struct {
 
 func (x *MessageReply) Reset() {
 	*x = MessageReply{}
-	mi := &file_requests_proto_msgTypes[34]
+	mi := &file_requests_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1884,7 +1946,7 @@ func (x *MessageReply) String() string {
 func (*MessageReply) ProtoMessage() {}
 
 func (x *MessageReply) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[34]
+	mi := &file_requests_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1897,7 +1959,7 @@ func (x *MessageReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageReply.ProtoReflect.Descriptor instead.
 func (*MessageReply) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{34}
+	return file_requests_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *MessageReply) GetMessage() *Message {
@@ -1924,7 +1986,7 @@ type GetMessage struct {
 
 func (x *GetMessage) Reset() {
 	*x = GetMessage{}
-	mi := &file_requests_proto_msgTypes[35]
+	mi := &file_requests_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1936,7 +1998,7 @@ func (x *GetMessage) String() string {
 func (*GetMessage) ProtoMessage() {}
 
 func (x *GetMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[35]
+	mi := &file_requests_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1949,7 +2011,7 @@ func (x *GetMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMessage.ProtoReflect.Descriptor instead.
 func (*GetMessage) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{35}
+	return file_requests_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetMessage) GetCaller() *Caller {
@@ -1979,7 +2041,7 @@ type EditMessage struct {
 
 func (x *EditMessage) Reset() {
 	*x = EditMessage{}
-	mi := &file_requests_proto_msgTypes[36]
+	mi := &file_requests_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1991,7 +2053,7 @@ func (x *EditMessage) String() string {
 func (*EditMessage) ProtoMessage() {}
 
 func (x *EditMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[36]
+	mi := &file_requests_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2004,7 +2066,7 @@ func (x *EditMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditMessage.ProtoReflect.Descriptor instead.
 func (*EditMessage) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{36}
+	return file_requests_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *EditMessage) GetCaller() *Caller {
@@ -2052,7 +2114,7 @@ type DeleteMessage struct {
 
 func (x *DeleteMessage) Reset() {
 	*x = DeleteMessage{}
-	mi := &file_requests_proto_msgTypes[37]
+	mi := &file_requests_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2064,7 +2126,7 @@ func (x *DeleteMessage) String() string {
 func (*DeleteMessage) ProtoMessage() {}
 
 func (x *DeleteMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[37]
+	mi := &file_requests_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2077,7 +2139,7 @@ func (x *DeleteMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteMessage.ProtoReflect.Descriptor instead.
 func (*DeleteMessage) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{37}
+	return file_requests_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DeleteMessage) GetCaller() *Caller {
@@ -2106,7 +2168,7 @@ type ListMessages struct {
 
 func (x *ListMessages) Reset() {
 	*x = ListMessages{}
-	mi := &file_requests_proto_msgTypes[38]
+	mi := &file_requests_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2118,7 +2180,7 @@ func (x *ListMessages) String() string {
 func (*ListMessages) ProtoMessage() {}
 
 func (x *ListMessages) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[38]
+	mi := &file_requests_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2131,7 +2193,7 @@ func (x *ListMessages) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessages.ProtoReflect.Descriptor instead.
 func (*ListMessages) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{38}
+	return file_requests_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListMessages) GetCaller() *Caller {
@@ -2172,7 +2234,7 @@ type MessagesReply struct {
 
 func (x *MessagesReply) Reset() {
 	*x = MessagesReply{}
-	mi := &file_requests_proto_msgTypes[39]
+	mi := &file_requests_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2184,7 +2246,7 @@ func (x *MessagesReply) String() string {
 func (*MessagesReply) ProtoMessage() {}
 
 func (x *MessagesReply) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[39]
+	mi := &file_requests_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2197,7 +2259,7 @@ func (x *MessagesReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessagesReply.ProtoReflect.Descriptor instead.
 func (*MessagesReply) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{39}
+	return file_requests_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *MessagesReply) GetMessages() []*Message {
@@ -2227,7 +2289,7 @@ type ApplyInstall struct {
 
 func (x *ApplyInstall) Reset() {
 	*x = ApplyInstall{}
-	mi := &file_requests_proto_msgTypes[40]
+	mi := &file_requests_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2239,7 +2301,7 @@ func (x *ApplyInstall) String() string {
 func (*ApplyInstall) ProtoMessage() {}
 
 func (x *ApplyInstall) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[40]
+	mi := &file_requests_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2252,7 +2314,7 @@ func (x *ApplyInstall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyInstall.ProtoReflect.Descriptor instead.
 func (*ApplyInstall) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{40}
+	return file_requests_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ApplyInstall) GetWorkspaceId() string {
@@ -2291,7 +2353,7 @@ type GetInstallation struct {
 
 func (x *GetInstallation) Reset() {
 	*x = GetInstallation{}
-	mi := &file_requests_proto_msgTypes[41]
+	mi := &file_requests_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2303,7 +2365,7 @@ func (x *GetInstallation) String() string {
 func (*GetInstallation) ProtoMessage() {}
 
 func (x *GetInstallation) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[41]
+	mi := &file_requests_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2316,7 +2378,7 @@ func (x *GetInstallation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInstallation.ProtoReflect.Descriptor instead.
 func (*GetInstallation) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{41}
+	return file_requests_proto_rawDescGZIP(), []int{42}
 }
 
 type Uninstall struct {
@@ -2327,7 +2389,7 @@ type Uninstall struct {
 
 func (x *Uninstall) Reset() {
 	*x = Uninstall{}
-	mi := &file_requests_proto_msgTypes[42]
+	mi := &file_requests_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2339,7 +2401,7 @@ func (x *Uninstall) String() string {
 func (*Uninstall) ProtoMessage() {}
 
 func (x *Uninstall) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[42]
+	mi := &file_requests_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2352,7 +2414,7 @@ func (x *Uninstall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Uninstall.ProtoReflect.Descriptor instead.
 func (*Uninstall) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{42}
+	return file_requests_proto_rawDescGZIP(), []int{43}
 }
 
 type AddChannel struct {
@@ -2364,7 +2426,7 @@ type AddChannel struct {
 
 func (x *AddChannel) Reset() {
 	*x = AddChannel{}
-	mi := &file_requests_proto_msgTypes[43]
+	mi := &file_requests_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2376,7 +2438,7 @@ func (x *AddChannel) String() string {
 func (*AddChannel) ProtoMessage() {}
 
 func (x *AddChannel) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[43]
+	mi := &file_requests_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2389,7 +2451,7 @@ func (x *AddChannel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddChannel.ProtoReflect.Descriptor instead.
 func (*AddChannel) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{43}
+	return file_requests_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AddChannel) GetConversationId() string {
@@ -2408,7 +2470,7 @@ type RemoveChannel struct {
 
 func (x *RemoveChannel) Reset() {
 	*x = RemoveChannel{}
-	mi := &file_requests_proto_msgTypes[44]
+	mi := &file_requests_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2420,7 +2482,7 @@ func (x *RemoveChannel) String() string {
 func (*RemoveChannel) ProtoMessage() {}
 
 func (x *RemoveChannel) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[44]
+	mi := &file_requests_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2433,7 +2495,7 @@ func (x *RemoveChannel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveChannel.ProtoReflect.Descriptor instead.
 func (*RemoveChannel) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{44}
+	return file_requests_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RemoveChannel) GetConversationId() string {
@@ -2452,7 +2514,7 @@ type CreateBotToken struct {
 
 func (x *CreateBotToken) Reset() {
 	*x = CreateBotToken{}
-	mi := &file_requests_proto_msgTypes[45]
+	mi := &file_requests_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2464,7 +2526,7 @@ func (x *CreateBotToken) String() string {
 func (*CreateBotToken) ProtoMessage() {}
 
 func (x *CreateBotToken) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[45]
+	mi := &file_requests_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2477,7 +2539,7 @@ func (x *CreateBotToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateBotToken.ProtoReflect.Descriptor instead.
 func (*CreateBotToken) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{45}
+	return file_requests_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CreateBotToken) GetSecretHash() []byte {
@@ -2496,7 +2558,7 @@ type RevokeBotToken struct {
 
 func (x *RevokeBotToken) Reset() {
 	*x = RevokeBotToken{}
-	mi := &file_requests_proto_msgTypes[46]
+	mi := &file_requests_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2508,7 +2570,7 @@ func (x *RevokeBotToken) String() string {
 func (*RevokeBotToken) ProtoMessage() {}
 
 func (x *RevokeBotToken) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[46]
+	mi := &file_requests_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2521,7 +2583,7 @@ func (x *RevokeBotToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeBotToken.ProtoReflect.Descriptor instead.
 func (*RevokeBotToken) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{46}
+	return file_requests_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RevokeBotToken) GetSecretHash() []byte {
@@ -2545,7 +2607,7 @@ type UploadVersion struct {
 
 func (x *UploadVersion) Reset() {
 	*x = UploadVersion{}
-	mi := &file_requests_proto_msgTypes[47]
+	mi := &file_requests_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2557,7 +2619,7 @@ func (x *UploadVersion) String() string {
 func (*UploadVersion) ProtoMessage() {}
 
 func (x *UploadVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[47]
+	mi := &file_requests_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2570,7 +2632,7 @@ func (x *UploadVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadVersion.ProtoReflect.Descriptor instead.
 func (*UploadVersion) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{47}
+	return file_requests_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *UploadVersion) GetKitId() string {
@@ -2619,7 +2681,7 @@ type VersionReply struct {
 
 func (x *VersionReply) Reset() {
 	*x = VersionReply{}
-	mi := &file_requests_proto_msgTypes[48]
+	mi := &file_requests_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2631,7 +2693,7 @@ func (x *VersionReply) String() string {
 func (*VersionReply) ProtoMessage() {}
 
 func (x *VersionReply) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[48]
+	mi := &file_requests_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2644,7 +2706,7 @@ func (x *VersionReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VersionReply.ProtoReflect.Descriptor instead.
 func (*VersionReply) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{48}
+	return file_requests_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *VersionReply) GetKit() *Kit {
@@ -2678,7 +2740,7 @@ type PublishVersion struct {
 
 func (x *PublishVersion) Reset() {
 	*x = PublishVersion{}
-	mi := &file_requests_proto_msgTypes[49]
+	mi := &file_requests_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2690,7 +2752,7 @@ func (x *PublishVersion) String() string {
 func (*PublishVersion) ProtoMessage() {}
 
 func (x *PublishVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[49]
+	mi := &file_requests_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2703,7 +2765,7 @@ func (x *PublishVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishVersion.ProtoReflect.Descriptor instead.
 func (*PublishVersion) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{49}
+	return file_requests_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *PublishVersion) GetWorkspaceId() string {
@@ -2729,7 +2791,7 @@ type GetKit struct {
 
 func (x *GetKit) Reset() {
 	*x = GetKit{}
-	mi := &file_requests_proto_msgTypes[50]
+	mi := &file_requests_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2741,7 +2803,7 @@ func (x *GetKit) String() string {
 func (*GetKit) ProtoMessage() {}
 
 func (x *GetKit) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[50]
+	mi := &file_requests_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2754,7 +2816,7 @@ func (x *GetKit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetKit.ProtoReflect.Descriptor instead.
 func (*GetKit) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{50}
+	return file_requests_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetKit) GetWorkspaceId() string {
@@ -2775,7 +2837,7 @@ type KitReply struct {
 
 func (x *KitReply) Reset() {
 	*x = KitReply{}
-	mi := &file_requests_proto_msgTypes[51]
+	mi := &file_requests_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2787,7 +2849,7 @@ func (x *KitReply) String() string {
 func (*KitReply) ProtoMessage() {}
 
 func (x *KitReply) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[51]
+	mi := &file_requests_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2800,7 +2862,7 @@ func (x *KitReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KitReply.ProtoReflect.Descriptor instead.
 func (*KitReply) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{51}
+	return file_requests_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *KitReply) GetKit() *Kit {
@@ -2836,7 +2898,7 @@ type ClaimSlug struct {
 
 func (x *ClaimSlug) Reset() {
 	*x = ClaimSlug{}
-	mi := &file_requests_proto_msgTypes[52]
+	mi := &file_requests_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2848,7 +2910,7 @@ func (x *ClaimSlug) String() string {
 func (*ClaimSlug) ProtoMessage() {}
 
 func (x *ClaimSlug) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[52]
+	mi := &file_requests_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2861,7 +2923,7 @@ func (x *ClaimSlug) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimSlug.ProtoReflect.Descriptor instead.
 func (*ClaimSlug) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{52}
+	return file_requests_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ClaimSlug) GetSlug() string {
@@ -2895,7 +2957,7 @@ type SlugReply struct {
 
 func (x *SlugReply) Reset() {
 	*x = SlugReply{}
-	mi := &file_requests_proto_msgTypes[53]
+	mi := &file_requests_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2907,7 +2969,7 @@ func (x *SlugReply) String() string {
 func (*SlugReply) ProtoMessage() {}
 
 func (x *SlugReply) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[53]
+	mi := &file_requests_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2920,7 +2982,7 @@ func (x *SlugReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlugReply.ProtoReflect.Descriptor instead.
 func (*SlugReply) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{53}
+	return file_requests_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *SlugReply) GetKitId() string {
@@ -3050,10 +3112,14 @@ const file_requests_proto_rawDesc = "" +
 	"\x11user_workspace_id\x18\x02 \x01(\tR\x0fuserWorkspaceId\"'\n" +
 	"\fRemoveMember\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\"\x15\n" +
-	"\x13ArchiveConversation\"H\n" +
+	"\x13ArchiveConversation\"`\n" +
 	"\x06AddBot\x12\x15\n" +
 	"\x06bot_id\x18\x01 \x01(\tR\x05botId\x12'\n" +
-	"\x0finstallation_id\x18\x02 \x01(\tR\x0einstallationId\"\"\n" +
+	"\x0finstallation_id\x18\x02 \x01(\tR\x0einstallationId\x12\x16\n" +
+	"\x06events\x18\x03 \x01(\rR\x06events\"=\n" +
+	"\fSetBotEvents\x12\x15\n" +
+	"\x06bot_id\x18\x01 \x01(\tR\x05botId\x12\x16\n" +
+	"\x06events\x18\x02 \x01(\rR\x06events\"\"\n" +
 	"\tRemoveBot\x12\x15\n" +
 	"\x06bot_id\x18\x01 \x01(\tR\x05botId\"f\n" +
 	"\vListMembers\x12&\n" +
@@ -3156,7 +3222,7 @@ func file_requests_proto_rawDescGZIP() []byte {
 	return file_requests_proto_rawDescData
 }
 
-var file_requests_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_requests_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_requests_proto_goTypes = []any{
 	(*Failure)(nil),              // 0: kit.v1.Failure
 	(*Caller)(nil),               // 1: kit.v1.Caller
@@ -3188,68 +3254,69 @@ var file_requests_proto_goTypes = []any{
 	(*RemoveMember)(nil),         // 27: kit.v1.RemoveMember
 	(*ArchiveConversation)(nil),  // 28: kit.v1.ArchiveConversation
 	(*AddBot)(nil),               // 29: kit.v1.AddBot
-	(*RemoveBot)(nil),            // 30: kit.v1.RemoveBot
-	(*ListMembers)(nil),          // 31: kit.v1.ListMembers
-	(*MembersReply)(nil),         // 32: kit.v1.MembersReply
-	(*PostMessage)(nil),          // 33: kit.v1.PostMessage
-	(*MessageReply)(nil),         // 34: kit.v1.MessageReply
-	(*GetMessage)(nil),           // 35: kit.v1.GetMessage
-	(*EditMessage)(nil),          // 36: kit.v1.EditMessage
-	(*DeleteMessage)(nil),        // 37: kit.v1.DeleteMessage
-	(*ListMessages)(nil),         // 38: kit.v1.ListMessages
-	(*MessagesReply)(nil),        // 39: kit.v1.MessagesReply
-	(*ApplyInstall)(nil),         // 40: kit.v1.ApplyInstall
-	(*GetInstallation)(nil),      // 41: kit.v1.GetInstallation
-	(*Uninstall)(nil),            // 42: kit.v1.Uninstall
-	(*AddChannel)(nil),           // 43: kit.v1.AddChannel
-	(*RemoveChannel)(nil),        // 44: kit.v1.RemoveChannel
-	(*CreateBotToken)(nil),       // 45: kit.v1.CreateBotToken
-	(*RevokeBotToken)(nil),       // 46: kit.v1.RevokeBotToken
-	(*UploadVersion)(nil),        // 47: kit.v1.UploadVersion
-	(*VersionReply)(nil),         // 48: kit.v1.VersionReply
-	(*PublishVersion)(nil),       // 49: kit.v1.PublishVersion
-	(*GetKit)(nil),               // 50: kit.v1.GetKit
-	(*KitReply)(nil),             // 51: kit.v1.KitReply
-	(*ClaimSlug)(nil),            // 52: kit.v1.ClaimSlug
-	(*SlugReply)(nil),            // 53: kit.v1.SlugReply
-	(*Workspace)(nil),            // 54: kit.v1.Workspace
-	(*User)(nil),                 // 55: kit.v1.User
-	(*Session)(nil),              // 56: kit.v1.Session
-	(*Credential)(nil),           // 57: kit.v1.Credential
-	(*Installation)(nil),         // 58: kit.v1.Installation
-	(*Conversation)(nil),         // 59: kit.v1.Conversation
-	(*Member)(nil),               // 60: kit.v1.Member
-	(*Message)(nil),              // 61: kit.v1.Message
-	(*KitVersion)(nil),           // 62: kit.v1.KitVersion
-	(*Kit)(nil),                  // 63: kit.v1.Kit
-	(*KitDomain)(nil),            // 64: kit.v1.KitDomain
+	(*SetBotEvents)(nil),         // 30: kit.v1.SetBotEvents
+	(*RemoveBot)(nil),            // 31: kit.v1.RemoveBot
+	(*ListMembers)(nil),          // 32: kit.v1.ListMembers
+	(*MembersReply)(nil),         // 33: kit.v1.MembersReply
+	(*PostMessage)(nil),          // 34: kit.v1.PostMessage
+	(*MessageReply)(nil),         // 35: kit.v1.MessageReply
+	(*GetMessage)(nil),           // 36: kit.v1.GetMessage
+	(*EditMessage)(nil),          // 37: kit.v1.EditMessage
+	(*DeleteMessage)(nil),        // 38: kit.v1.DeleteMessage
+	(*ListMessages)(nil),         // 39: kit.v1.ListMessages
+	(*MessagesReply)(nil),        // 40: kit.v1.MessagesReply
+	(*ApplyInstall)(nil),         // 41: kit.v1.ApplyInstall
+	(*GetInstallation)(nil),      // 42: kit.v1.GetInstallation
+	(*Uninstall)(nil),            // 43: kit.v1.Uninstall
+	(*AddChannel)(nil),           // 44: kit.v1.AddChannel
+	(*RemoveChannel)(nil),        // 45: kit.v1.RemoveChannel
+	(*CreateBotToken)(nil),       // 46: kit.v1.CreateBotToken
+	(*RevokeBotToken)(nil),       // 47: kit.v1.RevokeBotToken
+	(*UploadVersion)(nil),        // 48: kit.v1.UploadVersion
+	(*VersionReply)(nil),         // 49: kit.v1.VersionReply
+	(*PublishVersion)(nil),       // 50: kit.v1.PublishVersion
+	(*GetKit)(nil),               // 51: kit.v1.GetKit
+	(*KitReply)(nil),             // 52: kit.v1.KitReply
+	(*ClaimSlug)(nil),            // 53: kit.v1.ClaimSlug
+	(*SlugReply)(nil),            // 54: kit.v1.SlugReply
+	(*Workspace)(nil),            // 55: kit.v1.Workspace
+	(*User)(nil),                 // 56: kit.v1.User
+	(*Session)(nil),              // 57: kit.v1.Session
+	(*Credential)(nil),           // 58: kit.v1.Credential
+	(*Installation)(nil),         // 59: kit.v1.Installation
+	(*Conversation)(nil),         // 60: kit.v1.Conversation
+	(*Member)(nil),               // 61: kit.v1.Member
+	(*Message)(nil),              // 62: kit.v1.Message
+	(*KitVersion)(nil),           // 63: kit.v1.KitVersion
+	(*Kit)(nil),                  // 64: kit.v1.Kit
+	(*KitDomain)(nil),            // 65: kit.v1.KitDomain
 }
 var file_requests_proto_depIdxs = []int32{
 	20, // 0: kit.v1.Failure.limit:type_name -> kit.v1.Decision
-	54, // 1: kit.v1.WorkspaceReply.workspace:type_name -> kit.v1.Workspace
-	55, // 2: kit.v1.UserReply.user:type_name -> kit.v1.User
-	55, // 3: kit.v1.UsersReply.users:type_name -> kit.v1.User
-	56, // 4: kit.v1.SessionReply.session:type_name -> kit.v1.Session
-	57, // 5: kit.v1.CredentialReply.credential:type_name -> kit.v1.Credential
-	58, // 6: kit.v1.InstallationReply.installation:type_name -> kit.v1.Installation
-	59, // 7: kit.v1.ConversationReply.conversation:type_name -> kit.v1.Conversation
+	55, // 1: kit.v1.WorkspaceReply.workspace:type_name -> kit.v1.Workspace
+	56, // 2: kit.v1.UserReply.user:type_name -> kit.v1.User
+	56, // 3: kit.v1.UsersReply.users:type_name -> kit.v1.User
+	57, // 4: kit.v1.SessionReply.session:type_name -> kit.v1.Session
+	58, // 5: kit.v1.CredentialReply.credential:type_name -> kit.v1.Credential
+	59, // 6: kit.v1.InstallationReply.installation:type_name -> kit.v1.Installation
+	60, // 7: kit.v1.ConversationReply.conversation:type_name -> kit.v1.Conversation
 	1,  // 8: kit.v1.GetConversation.caller:type_name -> kit.v1.Caller
 	1,  // 9: kit.v1.ListMembers.caller:type_name -> kit.v1.Caller
-	60, // 10: kit.v1.MembersReply.members:type_name -> kit.v1.Member
+	61, // 10: kit.v1.MembersReply.members:type_name -> kit.v1.Member
 	1,  // 11: kit.v1.PostMessage.caller:type_name -> kit.v1.Caller
-	61, // 12: kit.v1.MessageReply.message:type_name -> kit.v1.Message
+	62, // 12: kit.v1.MessageReply.message:type_name -> kit.v1.Message
 	1,  // 13: kit.v1.GetMessage.caller:type_name -> kit.v1.Caller
 	1,  // 14: kit.v1.EditMessage.caller:type_name -> kit.v1.Caller
 	1,  // 15: kit.v1.DeleteMessage.caller:type_name -> kit.v1.Caller
 	1,  // 16: kit.v1.ListMessages.caller:type_name -> kit.v1.Caller
-	61, // 17: kit.v1.MessagesReply.messages:type_name -> kit.v1.Message
-	62, // 18: kit.v1.ApplyInstall.version:type_name -> kit.v1.KitVersion
-	63, // 19: kit.v1.ApplyInstall.kit:type_name -> kit.v1.Kit
-	63, // 20: kit.v1.VersionReply.kit:type_name -> kit.v1.Kit
-	62, // 21: kit.v1.VersionReply.version:type_name -> kit.v1.KitVersion
-	63, // 22: kit.v1.KitReply.kit:type_name -> kit.v1.Kit
-	62, // 23: kit.v1.KitReply.versions:type_name -> kit.v1.KitVersion
-	64, // 24: kit.v1.KitReply.domains:type_name -> kit.v1.KitDomain
+	62, // 17: kit.v1.MessagesReply.messages:type_name -> kit.v1.Message
+	63, // 18: kit.v1.ApplyInstall.version:type_name -> kit.v1.KitVersion
+	64, // 19: kit.v1.ApplyInstall.kit:type_name -> kit.v1.Kit
+	64, // 20: kit.v1.VersionReply.kit:type_name -> kit.v1.Kit
+	63, // 21: kit.v1.VersionReply.version:type_name -> kit.v1.KitVersion
+	64, // 22: kit.v1.KitReply.kit:type_name -> kit.v1.Kit
+	63, // 23: kit.v1.KitReply.versions:type_name -> kit.v1.KitVersion
+	65, // 24: kit.v1.KitReply.domains:type_name -> kit.v1.KitDomain
 	25, // [25:25] is the sub-list for method output_type
 	25, // [25:25] is the sub-list for method input_type
 	25, // [25:25] is the sub-list for extension type_name
@@ -3270,7 +3337,7 @@ func file_requests_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_requests_proto_rawDesc), len(file_requests_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   54,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

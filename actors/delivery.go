@@ -1,0 +1,242 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// deliveryActor is the sequencer of one installation's events
+// (docs/deliveries.md): it takes events out of the installation's outbox
+// (outboxKey, written by the actors whose writes cause them), gives each
+// the installation's next sequence and queues it (queuedEventKey) in one
+// synced batch, so that sequences have no gaps and an event is queued
+// exactly once. Its identity is the installation id. It never talks HTTP:
+// the sender of deliveries reads its queue.
+type deliveryActor struct {
+	env  *Env
+	life lifecycle
+
+	id   string
+	last uint64 // the last sequence given out
+
+	// taken is, by source, the last outbox position taken in this
+	// activation. Sources write positions in increasing order (outbox.add),
+	// so a notice at or below it names an event taken already: by the
+	// activation's scan, which may run before the notices of what it took.
+	taken      map[string]uint64
+	batch      *persistence.Batch // what the notices since the last flush took
+	flushQueue bool               // a flushOutbox is on its way to the mailbox
+
+	q        deliveryQueue // what waits to be delivered (delivery_queue.go)
+	unsynced bool          // commit wrote what no WAL sync covers for sure yet
+}
+
+// flushOutbox commits what the notices before it took: every notice that
+// reached the mailbox before it shares one synced batch.
+type flushOutbox struct{}
+
+func (a *deliveryActor) Receive(ctx actorContext) {
+	// Notices and wakes come without a sender (cluster.Node.Send): they are
+	// not requests, but they are activity.
+	switch m := ctx.Message().(type) {
+	case *kitpb.OutboxNotice:
+		a.life.asked++
+		if a.life.loadErr != nil {
+			return // the outbox keeps the event; the next activation takes it
+		}
+		if m.Pos > a.taken[m.Source] {
+			a.take(m.Source, m.Pos, outboxKey(a.id, m.Source, m.Pos), m.Event)
+		}
+		if !a.flushQueue {
+			a.flushQueue = true
+			ctx.Send(ctx.Self(), flushOutbox{})
+		}
+		return
+	case flushOutbox:
+		a.flushQueue = false
+		a.flush(ctx)
+		return
+	case *kitpb.WakeDelivery:
+		a.life.asked++ // activation took the outbox already
+		return
+	}
+	receive(a, &a.life, a.env, ctx)
+}
+
+// exists: a delivery actor is asked only by the node itself, for
+// installations it knows.
+func (a *deliveryActor) exists() bool { return true }
+
+func (a *deliveryActor) activate(identity string) error {
+	a.id = identity
+	a.taken = make(map[string]uint64)
+	if err := a.q.load(a.env.Store, a.id); err != nil {
+		return err
+	}
+	v, err := a.env.Store.Get(eventSequenceKey(a.id))
+	switch {
+	case errors.Is(err, persistence.ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		a.last = decodeSeq(v)
+	}
+	if err := a.takeOutbox(); err != nil {
+		return err
+	}
+	if a.q.waiting() > 0 && a.env.Deliveries != nil {
+		a.env.Deliveries.EventsQueued(a.id) // after a restart
+	}
+	return nil
+}
+
+// takeOutbox takes everything the outbox holds, in key order (so each
+// source's events in the order written), and commits. It finds what lost
+// notices named: those of a crash, or of a notice that reached an
+// activation as it stopped.
+func (a *deliveryActor) takeOutbox() error {
+	for p := range partition.ID(partition.Count) {
+		prefix := outboxPrefix(p, a.id)
+		err := a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
+			source, pos := outboxSource(k)
+			a.take(source, pos, k, v)
+			return true
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return a.commit()
+}
+
+// take queues the outbox record rec, at position pos of source (outbox
+// key k), under the next sequence.
+func (a *deliveryActor) take(source string, pos uint64, k, rec []byte) {
+	if a.batch == nil {
+		a.batch = a.env.Store.NewBatch()
+	}
+	a.last++
+	a.batch.Set(queuedEventKey(a.id, a.last), withSequence(rec, a.last))
+	a.batch.Delete(k)
+	a.taken[source] = pos
+	a.q.push(source, a.last)
+}
+
+// commit writes what was taken: the queue entries, the outbox deletions
+// and the last sequence together. It does not wait for a WAL sync of its
+// own: the posts that keep coming sync the WAL anyway, and a crash before
+// the next sync undoes all of it at once, leaving the outbox entries to be
+// taken again under the same sequences. (Before an event leaves the node,
+// the sender makes sure the queue is durable.)
+func (a *deliveryActor) commit() error {
+	if a.batch == nil {
+		return nil
+	}
+	b := a.batch
+	a.batch = nil
+	b.Set(eventSequenceKey(a.id), persistence.AppendUint64(nil, a.last))
+	if err := b.Write(); err != nil {
+		return fmt.Errorf("queue events of %s: %w", a.id, err)
+	}
+	a.unsynced = true
+	if a.env.Deliveries != nil {
+		a.env.Deliveries.EventsQueued(a.id)
+	}
+	return nil
+}
+
+// flush commits; a failure stops the actor, whose next activation starts
+// again from what is stored (the outbox still holds the events).
+func (a *deliveryActor) flush(ctx actorContext) {
+	if err := a.commit(); err != nil {
+		if a.env.Logger != nil {
+			a.env.Logger.Error("sequence events", "installation", a.id, "err", err)
+		}
+		ctx.Stop(ctx.Self())
+	}
+}
+
+func (a *deliveryActor) handle(msg proto.Message) (proto.Message, error) {
+	switch m := msg.(type) {
+	case *kitpb.ListQueuedEvents:
+		return a.listQueued(m)
+	case *kitpb.TakeDeliveries:
+		return a.takeDeliveries(m)
+	case *kitpb.RecordAttempt:
+		return a.recordAttempt(m)
+	}
+	return nil, unknownRequest(KindDelivery, msg)
+}
+
+// listQueued answers queued events after a sequence, in order.
+func (a *deliveryActor) listQueued(m *kitpb.ListQueuedEvents) (proto.Message, error) {
+	// What notices took must be visible to the reader first.
+	if err := a.commit(); err != nil {
+		return nil, err
+	}
+	reply := &kitpb.QueuedEventsReply{LastSequence: a.last}
+	prefix := queuedEventsPrefix(a.id)
+	lower := queuedEventKey(a.id, m.AfterSequence+1)
+	var decodeErr error
+	err := a.env.Store.Scan(lower, persistence.PrefixEnd(prefix), false, func(_, v []byte) bool {
+		if m.Limit > 0 && len(reply.Events) == int(m.Limit) {
+			return false
+		}
+		ev := &kitpb.Event{}
+		if decodeErr = proto.Unmarshal(v, ev); decodeErr != nil {
+			return false
+		}
+		if ev.Message != nil {
+			ev.Message.ConversationId = ev.ConversationId
+		}
+		reply.Events = append(reply.Events, ev)
+		return true
+	})
+	if err == nil {
+		err = decodeErr
+	}
+	return reply, err
+}
+
+// WakeDeliveries activates the delivery actor of every installation with
+// delivery records (events queued, to be sent) or whose outbox holds events
+// (their notices were lost with the previous process). cmd/kitd calls it
+// once the node has joined.
+func WakeDeliveries(env *Env) error {
+	wake := func(inst string) { env.Node.Send(KindDelivery, inst, &kitpb.WakeDelivery{}) }
+	for p := range partition.ID(partition.Count) {
+		if err := eachInstallation(env.Store, deliveriesPrefix(p), deliveryInstallation, deliveryPrefix, wake); err != nil {
+			return err
+		}
+		outboxOf := func(inst string) []byte { return outboxPrefix(p, inst) }
+		if err := eachInstallation(env.Store, outboxesPrefix(p), outboxInstallation, outboxOf, wake); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eachInstallation calls fn with each installation that has keys under
+// prefix, found by one seek per installation: instOf names a key's
+// installation, instPrefix covers all of an installation's keys.
+func eachInstallation(store *persistence.Store, prefix []byte, instOf func([]byte) string, instPrefix func(string) []byte, fn func(string)) error {
+	lower, upper := prefix, persistence.PrefixEnd(prefix)
+	for {
+		var inst string
+		err := store.Scan(lower, upper, false, func(k, _ []byte) bool {
+			inst = instOf(k)
+			return false
+		})
+		if err != nil || inst == "" {
+			return err
+		}
+		fn(inst)
+		lower = persistence.PrefixEnd(instPrefix(inst))
+	}
+}

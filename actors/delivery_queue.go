@@ -1,0 +1,237 @@
+package actors
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// Delivery policy (docs/deliveries.md, "Delivery").
+const (
+	// MaxInFlightPerInstallation is SPEC.md section 8's delivery limit per
+	// installation (the 50 per Kit are the sender's).
+	MaxInFlightPerInstallation = 10
+	// FirstRetryAfter is the wait after a first failed attempt; each later
+	// one doubles it, up to MaxRetryWait, with ±20% jitter.
+	FirstRetryAfter = 10 * time.Second
+	MaxRetryWait    = 4 * time.Hour
+	// DeadAfter: an event still failing this long after its first failure
+	// is dead-lettered, and stops holding up its conversation.
+	DeadAfter = 24 * time.Hour
+)
+
+// deliveryQueue is what waits to be delivered, in memory: the queued
+// sequences of each source (a conversation, or the installation itself),
+// whose head alone may be in flight, so that a source's events arrive in
+// order while sources go in parallel.
+type deliveryQueue struct {
+	bySource map[string][]uint64
+	state    map[uint64]*delivery
+	inFlight int
+}
+
+type delivery struct {
+	source   string
+	inFlight bool
+	attempts int32
+	nextAt   int64 // service clock, unix nanoseconds
+	firstAt  int64
+}
+
+func (q *deliveryQueue) init() {
+	if q.bySource == nil {
+		q.bySource = make(map[string][]uint64)
+		q.state = make(map[uint64]*delivery)
+	}
+}
+
+func (q *deliveryQueue) push(source string, seq uint64) {
+	q.init()
+	q.bySource[source] = append(q.bySource[source], seq)
+	q.state[seq] = &delivery{source: source}
+}
+
+func (q *deliveryQueue) waiting() int { return len(q.state) }
+
+// pop removes seq, the head of its source's queue.
+func (q *deliveryQueue) pop(seq uint64) {
+	d := q.state[seq]
+	delete(q.state, seq)
+	s := q.bySource[d.source]
+	if len(s) > 0 && s[0] == seq {
+		s = s[1:]
+	}
+	if len(s) == 0 {
+		delete(q.bySource, d.source)
+	} else {
+		q.bySource[d.source] = s
+	}
+}
+
+// load reads the queue of inst: the stored records are in sequence order,
+// so each source's events too.
+func (q *deliveryQueue) load(store *persistence.Store, inst string) error {
+	q.init()
+	prefix := queuedEventsPrefix(inst)
+	var decodeErr error
+	err := store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
+		ev := &kitpb.Event{}
+		if decodeErr = proto.Unmarshal(v, ev); decodeErr != nil {
+			return false
+		}
+		source := ev.ConversationId
+		if source == "" {
+			source = inst
+		}
+		seq := decodeSeq(k[len(prefix):])
+		q.push(source, seq)
+		d := q.state[seq]
+		d.attempts, d.nextAt, d.firstAt = ev.Attempts, ev.NextAttemptAt, ev.FirstAttemptAt
+		return true
+	})
+	if err == nil {
+		err = decodeErr
+	}
+	return err
+}
+
+// takeDeliveries hands the sender the events it may send now.
+func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, error) {
+	if err := a.commit(); err != nil {
+		return nil, err
+	}
+	now := nanos(a.env.Clock.Now())
+	reply := &kitpb.DeliveriesReply{}
+	for _, seqs := range a.q.bySource {
+		d := a.q.state[seqs[0]]
+		switch {
+		case d.inFlight:
+			continue
+		case d.nextAt > now:
+			if reply.NextDue == 0 || d.nextAt < reply.NextDue {
+				reply.NextDue = d.nextAt
+			}
+			continue
+		case a.q.inFlight >= MaxInFlightPerInstallation || len(reply.Events) >= int(m.Max):
+			continue
+		}
+		ev, err := a.queued(seqs[0])
+		if err != nil {
+			return nil, err
+		}
+		d.inFlight = true
+		a.q.inFlight++
+		reply.Events = append(reply.Events, ev)
+	}
+	// No event leaves the node before its sequence is durable: a crash
+	// could otherwise give the sequence to another event.
+	if len(reply.Events) > 0 && a.unsynced {
+		if err := a.env.Store.Sync(); err != nil {
+			a.env.Fatal(err)
+			return nil, err
+		}
+		a.unsynced = false
+	}
+	reply.InFlight = int32(a.q.inFlight)
+	return reply, nil
+}
+
+// queued reads the queued event seq.
+func (a *deliveryActor) queued(seq uint64) (*kitpb.Event, error) {
+	ev := &kitpb.Event{}
+	found, err := load(a.env.Store, queuedEventKey(a.id, seq), ev)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("delivery %s: queued event %d is missing", a.id, seq)
+	}
+	if ev.Message != nil {
+		ev.Message.ConversationId = ev.ConversationId
+	}
+	return ev, nil
+}
+
+// recordAttempt writes an attempt's outcome with its developer log entry:
+// a delivered event leaves the queue; a failed one waits for its retry, or
+// after DeadAfter is dead-lettered, which lets its source's next event go.
+func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, error) {
+	d := a.q.state[m.Sequence]
+	if d == nil || !d.inFlight {
+		return &kitpb.Ok{}, nil
+	}
+	d.inFlight = false
+	a.q.inFlight--
+	now := a.env.Clock.Now()
+	b := a.env.Store.NewBatch()
+	e := newLogEntry(a.env, LogSourceDelivery, LogLevelInfo, "event.delivery", a.id)
+	e.Attempt = proto.Int32(d.attempts + 1)
+	e.DurationMs = proto.Int64(m.DurationMs)
+	if m.HttpStatus != 0 {
+		e.HttpStatus = proto.Int32(m.HttpStatus)
+	}
+	k := queuedEventKey(a.id, m.Sequence)
+	switch {
+	case m.Delivered:
+		e.Status = "delivered"
+		b.Delete(k)
+	default:
+		e.Level, e.ErrorCode = LogLevelError, m.ErrorCode
+		ev, err := a.queued(m.Sequence)
+		if err != nil {
+			return nil, err
+		}
+		if ev.Message != nil {
+			ev.Message.ConversationId = "" // stored without it, as in the outbox
+		}
+		d.attempts++
+		if d.firstAt == 0 {
+			d.firstAt = nanos(now)
+		}
+		if nanos(now)-d.firstAt >= int64(DeadAfter) {
+			e.Status = "dead_lettered"
+			b.Delete(k)
+			put(b, deadEventKey(a.id, m.Sequence), ev)
+			break
+		}
+		e.Status = "retry_scheduled"
+		d.nextAt = nanos(now.Add(retryWait(d.attempts, m.JitterPermille)))
+		ev.Attempts, ev.NextAttemptAt, ev.FirstAttemptAt, ev.RetryReason = d.attempts, d.nextAt, d.firstAt, m.ErrorCode
+		put(b, k, ev)
+	}
+	if m.KitId != "" {
+		a.env.putLog(b, partition.Of(a.id), m.KitId, e)
+	}
+	// No sync of its own, as for sequencing: a crash before the next WAL
+	// sync forgets the outcome, so the event is sent again (at least once)
+	// or retried sooner, and its log entry is lost with it.
+	if err := b.Write(); err != nil {
+		return nil, fmt.Errorf("record delivery of %s/%d: %w", a.id, m.Sequence, err)
+	}
+	a.unsynced = true
+	if e.Status != "retry_scheduled" {
+		a.q.pop(m.Sequence)
+	}
+	return &kitpb.Ok{}, nil
+}
+
+// retryWait is the wait after the n-th failed attempt: FirstRetryAfter
+// doubled n-1 times, at most MaxRetryWait, times 0.8-1.2 by the sender's
+// draw (0-1000), so that failures of many events do not retry in step.
+func retryWait(n int32, jitterPermille int64) time.Duration {
+	w := FirstRetryAfter
+	for i := int32(1); i < n && w < MaxRetryWait; i++ {
+		w *= 2
+	}
+	w = min(w, MaxRetryWait)
+	return w * time.Duration(800+min(max(jitterPermille, 0), 1000)*400/1000) / 1000
+}
+
+// Jitter draws a RecordAttempt's jitter_permille.
+func Jitter() int64 { return rand.Int64N(1001) }

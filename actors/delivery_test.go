@@ -1,0 +1,137 @@
+package actors_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+func TestRetryWait(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		attempt int32
+		jitter  int64
+		want    time.Duration
+	}{
+		{"the first retry after 10 s", 1, 500, 10 * time.Second},
+		{"jitter takes off up to 20%", 1, 0, 8 * time.Second},
+		{"jitter adds up to 20%", 1, 1000, 12 * time.Second},
+		{"each retry doubles the wait", 3, 500, 40 * time.Second},
+		{"the wait stops growing at 4 hours", 20, 500, 4 * time.Hour},
+		{"a draw out of range counts as its bound", 1, 5000, 12 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := actors.RetryWait(tc.attempt, tc.jitter); got != tc.want {
+				t.Fatalf("RetryWait(%d, %d) = %v, want %v", tc.attempt, tc.jitter, got, tc.want)
+			}
+		})
+	}
+}
+
+// deliveryFixture: an installation subscribed to message.posted with its
+// bot in convs channels, and a poster.
+func deliveryFixture(t *testing.T, n *testNode, convs int) (*eventsFixture, []string) {
+	t.Helper()
+	f := newEventsFixture(t, n, []string{"message.posted"})
+	cs := []string{f.conv}
+	for len(cs) < convs {
+		c := n.channel(t, f.ws.id, f.ws.users...)
+		n.addChannel(t, f.inst.Id, c)
+		cs = append(cs, c)
+	}
+	return f, cs
+}
+
+func take(t *testing.T, n *testNode, inst string) *kitpb.DeliveriesReply {
+	t.Helper()
+	return ask[*kitpb.DeliveriesReply](t, n, actors.KindDelivery, inst, &kitpb.TakeDeliveries{Max: 100})
+}
+
+func record(t *testing.T, n *testNode, inst string, seq uint64, delivered bool) {
+	t.Helper()
+	ask[*kitpb.Ok](t, n, actors.KindDelivery, inst, &kitpb.RecordAttempt{Sequence: seq, Delivered: delivered, ErrorCode: "http_error", HttpStatus: 500, JitterPermille: 500})
+}
+
+func eventTexts(evs []*kitpb.Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Message.GetText()
+	}
+	return out
+}
+
+// The delivery actor's rules: one event in flight per conversation, in
+// order; 10 per installation; a failed event waits for its retry on the
+// service clock and holds up its conversation until delivered or dead.
+func TestDeliveryQueueRules(t *testing.T) {
+	n := ownNode(t)
+	t.Run("one event per conversation at a time, in order", func(t *testing.T) {
+		f, cs := deliveryFixture(t, n, 2)
+		for i := range 3 {
+			for _, c := range cs {
+				n.post(t, f.user, c, postReq{text: fmt.Sprint(c[:4], i)})
+			}
+		}
+		first := take(t, n, f.inst.Id)
+		if len(first.Events) != 2 || take(t, n, f.inst.Id).Events != nil {
+			t.Fatalf("took %q, then more; want one per conversation", eventTexts(first.Events))
+		}
+		for _, ev := range first.Events {
+			record(t, n, f.inst.Id, ev.Sequence, true)
+		}
+		second := take(t, n, f.inst.Id)
+		for _, ev := range second.Events {
+			if want := ev.ConversationId[:4] + "1"; ev.Message.Text != want {
+				t.Fatalf("after the first delivered: %q, want %q", ev.Message.Text, want)
+			}
+		}
+	})
+	t.Run("at most 10 in flight per installation", func(t *testing.T) {
+		f, cs := deliveryFixture(t, n, 12)
+		for _, c := range cs {
+			n.post(t, f.user, c, postReq{text: "x"})
+		}
+		if r := take(t, n, f.inst.Id); len(r.Events) != actors.MaxInFlightPerInstallation || r.InFlight != 10 {
+			t.Fatalf("took %d (in flight %d), want 10", len(r.Events), r.InFlight)
+		}
+		if r := take(t, n, f.inst.Id); len(r.Events) != 0 {
+			t.Fatalf("took %d more beyond the cap", len(r.Events))
+		}
+	})
+	t.Run("a failed event is retried after its wait, with its attempt count", func(t *testing.T) {
+		f, _ := deliveryFixture(t, n, 1)
+		n.post(t, f.user, f.conv, postReq{text: "a"})
+		n.post(t, f.user, f.conv, postReq{text: "b"})
+		ev := take(t, n, f.inst.Id).Events[0]
+		record(t, n, f.inst.Id, ev.Sequence, false)
+		r := take(t, n, f.inst.Id)
+		if len(r.Events) != 0 || r.NextDue == 0 {
+			t.Fatalf("before its wait: took %q, next due %d; want nothing, a due time (and b held back)", eventTexts(r.Events), r.NextDue)
+		}
+		n.clk.Advance(10 * time.Second)
+		r = take(t, n, f.inst.Id)
+		if len(r.Events) != 1 || r.Events[0].Message.Text != "a" || r.Events[0].Attempts != 1 || r.Events[0].RetryReason != "http_error" {
+			t.Fatalf("after its wait: took %v", r.Events)
+		}
+	})
+	t.Run("after 24 hours of failures an event is dead and its conversation goes on", func(t *testing.T) {
+		f, _ := deliveryFixture(t, n, 1)
+		n.post(t, f.user, f.conv, postReq{text: "a"})
+		n.post(t, f.user, f.conv, postReq{text: "b"})
+		ev := take(t, n, f.inst.Id).Events[0]
+		record(t, n, f.inst.Id, ev.Sequence, false)
+		n.clk.Advance(actors.DeadAfter)
+		ev = take(t, n, f.inst.Id).Events[0]
+		record(t, n, f.inst.Id, ev.Sequence, false)
+		r := take(t, n, f.inst.Id)
+		if len(r.Events) != 1 || r.Events[0].Message.Text != "b" {
+			t.Fatalf("after a dead letter: took %q, want b", eventTexts(r.Events))
+		}
+		if q := queued(t, n, f.inst.Id); len(q) != 1 {
+			t.Fatalf("%d events queued, want b alone", len(q))
+		}
+	})
+}

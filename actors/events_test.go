@@ -1,0 +1,274 @@
+package actors_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// eventsManifest is manifestJSON subscribing to events.
+func eventsManifest(slug, version string, scopes, events []string) string {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(manifestJSON(slug, version, scopes...)), &m); err != nil {
+		panic(err)
+	}
+	if len(events) > 0 {
+		m["events"] = events
+		m["endpoints"] = map[string]any{"events": "https://events.example.com/kit"}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// queued is every event queued for the installation so far. Notices reach
+// the delivery actor before a request sent after the write that sent them,
+// and it commits what they took before it answers: no waiting needed.
+func queued(t testing.TB, n *testNode, instID string) []*kitpb.Event {
+	t.Helper()
+	return ask[*kitpb.QueuedEventsReply](t, n, actors.KindDelivery, instID, &kitpb.ListQueuedEvents{}).Events
+}
+
+func types(evs []*kitpb.Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Type
+	}
+	return out
+}
+
+// eventsFixture: a workspace with two members, a channel of both, and a
+// Kit installed with its bot in the channel.
+type eventsFixture struct {
+	n        *testNode
+	ws       *workspace
+	conv     string
+	kitID    string
+	slug     string
+	inst     *kitpb.Installation
+	user     *kitpb.Caller
+	botCall  *kitpb.Caller
+	baseline int // events queued by the setup
+}
+
+var allScopes = []string{"conversations:read", "messages:read", "messages:write", "files:read", "users:read"}
+
+func newEventsFixture(t *testing.T, n *testNode, events []string) *eventsFixture {
+	t.Helper()
+	f := &eventsFixture{n: n, ws: n.workspace(t, 2), slug: newSlug()}
+	f.conv = n.channel(t, f.ws.id, f.ws.users...)
+	v := n.mustUpload(t, f.ws.id, eventsManifest(f.slug, "1.0.0", allScopes, events), false)
+	f.kitID = v.Kit.Id
+	f.inst = n.install(t, f.ws.id, f.kitID, "")
+	f.inst = n.addChannel(t, f.inst.Id, f.conv)
+	tok := n.botToken(t, f.inst.Id)
+	p, err := n.auth.Authenticate([]byte(tok))
+	noErr(t, err)
+	f.botCall = p.Caller
+	f.user = userCaller(f.ws.id, f.ws.users[0])
+	f.baseline = len(queued(t, n, f.inst.Id))
+	return f
+}
+
+// Each kind of docs/manifest.md is emitted by the write that causes it, to
+// an installation that subscribes to it and whose bot may see it.
+func TestEventsEmittedByTheirWrites(t *testing.T) {
+	n := shared
+	all := []string{"bot.added", "bot.mentioned", "bot.removed", "channel.archived", "channel.member_joined",
+		"channel.member_left", "file.shared", "installation.uninstalled", "installation.updated",
+		"message.deleted", "message.edited", "message.posted", "reaction.added", "reaction.removed"}
+	for _, tc := range []struct {
+		name   string
+		events []string
+		act    func(t *testing.T, f *eventsFixture)
+		want   []string
+	}{
+		{"message.posted for a member's post", all, func(t *testing.T, f *eventsFixture) {
+			n.post(t, f.user, f.conv, postReq{text: "hi"})
+		}, []string{"message.posted"}},
+		{"message.posted for the bot's own post", all, func(t *testing.T, f *eventsFixture) {
+			n.post(t, f.botCall, f.conv, postReq{text: "hi"})
+		}, []string{"message.posted"}},
+		{"nothing for a kind the Kit does not subscribe to", []string{"message.edited"}, func(t *testing.T, f *eventsFixture) {
+			n.post(t, f.user, f.conv, postReq{text: "hi"})
+		}, nil},
+		{"nothing for a conversation the bot is not in", all, func(t *testing.T, f *eventsFixture) {
+			other := n.channel(t, f.ws.id, f.ws.users...)
+			n.post(t, f.user, other, postReq{text: "hi"})
+		}, nil},
+		{"bot.mentioned when the text mentions the bot", all, func(t *testing.T, f *eventsFixture) {
+			n.post(t, f.user, f.conv, postReq{text: "hey <@" + f.inst.BotId + "> look"})
+		}, []string{"message.posted", "bot.mentioned"}},
+		{"no bot.mentioned for another id", all, func(t *testing.T, f *eventsFixture) {
+			n.post(t, f.user, f.conv, postReq{text: "hey <@" + ids.New() + "> look"})
+		}, []string{"message.posted"}},
+		{"message.edited", all, func(t *testing.T, f *eventsFixture) {
+			m := n.post(t, f.user, f.conv, postReq{text: "hi"})
+			ask[*kitpb.MessageReply](t, n, actors.KindConversation, f.conv, &kitpb.EditMessage{Caller: f.user, MessageId: m.Id, Text: "ho", KeepBlocks: true})
+		}, []string{"message.posted", "message.edited"}},
+		{"message.deleted", all, func(t *testing.T, f *eventsFixture) {
+			m := n.post(t, f.user, f.conv, postReq{text: "hi"})
+			ask[*kitpb.MessageReply](t, n, actors.KindConversation, f.conv, &kitpb.DeleteMessage{Caller: f.user, MessageId: m.Id})
+		}, []string{"message.posted", "message.deleted"}},
+		{"reaction.added and reaction.removed", all, func(t *testing.T, f *eventsFixture) {
+			m := n.post(t, f.user, f.conv, postReq{text: "hi"})
+			ask[*kitpb.Ok](t, n, actors.KindConversation, f.conv, &kitpb.AddReaction{Caller: f.user, MessageId: m.Id, Reaction: "heart"})
+			ask[*kitpb.Ok](t, n, actors.KindConversation, f.conv, &kitpb.AddReaction{Caller: f.user, MessageId: m.Id, Reaction: "heart"}) // no change: no event
+			ask[*kitpb.Ok](t, n, actors.KindConversation, f.conv, &kitpb.RemoveReaction{Caller: f.user, MessageId: m.Id, Reaction: "heart"})
+		}, []string{"message.posted", "reaction.added", "reaction.removed"}},
+		{"file.shared", all, func(t *testing.T, f *eventsFixture) {
+			ask[*kitpb.FileReply](t, n, actors.KindConversation, f.conv, &kitpb.UploadFile{Caller: f.user, FileId: ids.New(), Name: "a.txt", MimeType: "text/plain", Chunks: [][]byte{[]byte("abc")}})
+		}, []string{"file.shared"}},
+		{"channel.member_joined and channel.member_left", all, func(t *testing.T, f *eventsFixture) {
+			u := n.user(t, f.ws.id)
+			ask[*kitpb.Ok](t, n, actors.KindConversation, f.conv, &kitpb.AddMember{UserId: u, UserWorkspaceId: f.ws.id})
+			ask[*kitpb.Ok](t, n, actors.KindConversation, f.conv, &kitpb.RemoveMember{UserId: u})
+		}, []string{"channel.member_joined", "channel.member_left"}},
+		{"channel.archived", all, func(t *testing.T, f *eventsFixture) {
+			ask[*kitpb.ConversationReply](t, n, actors.KindConversation, f.conv, &kitpb.ArchiveConversation{})
+		}, []string{"channel.archived"}},
+		{"bot.added and bot.removed", all, func(t *testing.T, f *eventsFixture) {
+			other := n.channel(t, f.ws.id, f.ws.users...)
+			n.addChannel(t, f.inst.Id, other)
+			ask[*kitpb.InstallationReply](t, n, actors.KindInstallation, f.inst.Id, &kitpb.RemoveChannel{ConversationId: other})
+		}, []string{"bot.added", "bot.removed"}},
+		{"installation.updated, then the new version's kinds", all, func(t *testing.T, f *eventsFixture) {
+			n.mustUpload(t, f.ws.id, eventsManifest(f.slug, "1.0.1", allScopes, []string{"installation.updated", "message.edited"}), false)
+			n.install(t, f.ws.id, f.kitID, "1.0.1")
+			n.post(t, f.user, f.conv, postReq{text: "no longer subscribed"})
+		}, []string{"installation.updated"}},
+		{"installation.uninstalled, and nothing after it", all, func(t *testing.T, f *eventsFixture) {
+			ask[*kitpb.Ok](t, n, actors.KindInstallation, f.inst.Id, &kitpb.Uninstall{})
+			n.post(t, f.user, f.conv, postReq{text: "after"})
+		}, []string{"installation.uninstalled"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newEventsFixture(t, n, tc.events)
+			tc.act(t, f)
+			got := queued(t, n, f.inst.Id)[f.baseline:]
+			if !slices.Equal(types(got), tc.want) {
+				t.Fatalf("events %q, want %q", types(got), tc.want)
+			}
+		})
+	}
+}
+
+// An event carries its resource as the Web API shows it: a message.posted
+// event the message, with its conversation.
+func TestEventCarriesItsResource(t *testing.T) {
+	n := shared
+	f := newEventsFixture(t, n, []string{"message.posted", "reaction.added"})
+	m := n.post(t, f.user, f.conv, postReq{text: "the text"})
+	ask[*kitpb.Ok](t, n, actors.KindConversation, f.conv, &kitpb.AddReaction{Caller: f.user, MessageId: m.Id, Reaction: "eyes"})
+	evs := queued(t, n, f.inst.Id)[f.baseline:]
+	if len(evs) != 2 {
+		t.Fatalf("events %q", types(evs))
+	}
+	posted := evs[0]
+	if posted.Message.GetId() != m.Id || posted.Message.Text != "the text" || posted.Message.ConversationId != f.conv ||
+		posted.ConversationId != f.conv || posted.OccurredAt != m.CreatedAt || !ids.Valid(posted.Id) {
+		t.Errorf("message.posted is %v, want message %v", posted, m)
+	}
+	r := evs[1].Reaction
+	if r.GetMessageId() != m.Id || r.Reaction != "eyes" || r.UserId != f.user.UserId {
+		t.Errorf("reaction.added carries %v", r)
+	}
+	if posted.Id == evs[1].Id {
+		t.Error("two events share an id")
+	}
+}
+
+// Sequences of one installation start at 1 and have no gaps, and each
+// conversation's events keep their order, under concurrent writes to many
+// conversations.
+func TestEventSequencesHaveNoGapsUnderConcurrentWrites(t *testing.T) {
+	n := ownNode(t)
+	ws := n.workspace(t, 1)
+	user := userCaller(ws.id, ws.users[0])
+	v := n.mustUpload(t, ws.id, eventsManifest(newSlug(), "1.0.0", allScopes, []string{"message.posted"}), false)
+	inst := n.install(t, ws.id, v.Kit.Id, "")
+	const convs, posts = 16, 5 // posts: the post_message burst, so the clock need not move
+	var cs []string
+	for range convs {
+		c := n.channel(t, ws.id, ws.users...)
+		n.addChannel(t, inst.Id, c)
+		cs = append(cs, c)
+	}
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		wg.Go(func() {
+			for i := range posts {
+				if _, err := n.send(user, c, postReq{text: fmt.Sprint(i)}); err != nil {
+					t.Errorf("post: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	evs := queued(t, n, inst.Id)
+	if len(evs) != convs*posts {
+		t.Fatalf("%d events, want %d", len(evs), convs*posts)
+	}
+	next := map[string]int{}
+	for i, e := range evs {
+		if e.Sequence != uint64(i+1) {
+			t.Fatalf("event %d has sequence %d", i, e.Sequence)
+		}
+		if want := fmt.Sprint(next[e.ConversationId]); e.Message.Text != want {
+			t.Fatalf("conversation %s: event %q, want %q", e.ConversationId, e.Message.Text, want)
+		}
+		next[e.ConversationId]++
+	}
+}
+
+// An event is recorded in the batch of its write: when the notice is lost
+// (the process died right after the write), the restarted node finds the
+// event in the outbox and sequences it, in order and without a gap.
+func TestEventsOfLostNoticesAreSequencedAfterARestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two nodes")
+	}
+	fs := vfs.NewMem()
+	n, err := startNode(fs, nil)
+	noErr(t, err)
+	f := newEventsFixture(t, n, []string{"message.posted"})
+	n.post(t, f.user, f.conv, postReq{text: "a"})
+	actors.DropNotices(n.env)
+	n.post(t, f.user, f.conv, postReq{text: "b"})
+	n.post(t, f.user, f.conv, postReq{text: "c"})
+	if got := types(queued(t, n, f.inst.Id)); len(got) != 1 {
+		t.Fatalf("before the restart: %q, want the first post's event only", got)
+	}
+	noErr(t, n.stop())
+
+	n, err = startNode(fs, n.clk)
+	noErr(t, err)
+	t.Cleanup(func() { n.stop() })
+	noErr(t, actors.WakeDeliveries(n.env))
+	evs := queued(t, n, f.inst.Id)
+	var texts []string
+	for i, e := range evs {
+		if e.Sequence != uint64(i+1) {
+			t.Errorf("event %d has sequence %d", i, e.Sequence)
+		}
+		texts = append(texts, e.Message.GetText())
+	}
+	if !slices.Equal(texts, []string{"a", "b", "c"}) {
+		t.Fatalf("after the restart: %q, want a, b, c", texts)
+	}
+	// New events follow them.
+	n.post(t, f.user, f.conv, postReq{text: "d"})
+	if evs := queued(t, n, f.inst.Id); len(evs) != 4 || evs[3].Sequence != 4 || evs[3].Message.Text != "d" {
+		t.Fatalf("after a new post: %d events", len(evs))
+	}
+}

@@ -1,0 +1,18 @@
+package cluster
+
+import "google.golang.org/protobuf/proto"
+
+// Send delivers msg to the actor of kind with identity without a sender
+// and without waiting: a tell, for notices whose loss the receiver makes
+// good by other means (an actor that scans for what a lost notice named).
+// It reports whether the actor could be located (not when its partition is
+// not hosted here); a message that reaches an activation after it stopped
+// is dropped all the same.
+func (n *Node) Send(kind, identity string, msg proto.Message) bool {
+	pid, err := n.pid(kind, identity)
+	if pid == nil || err != nil {
+		return false
+	}
+	n.system.Root.Send(pid, msg)
+	return true
+}

@@ -1,0 +1,376 @@
+// Package deliveries sends the events that the installations' delivery
+// actors queue (actors/delivery*.go) to the Kits' endpoints, signed, and
+// reports each attempt back to the actor, which keeps the queue, the
+// retry schedule and the developer log. It owns the HTTP side only: what
+// to send when is the actor's. docs/deliveries.md.
+package deliveries
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/manifest"
+	"github.com/kitd/kitd/internal/verify"
+	"github.com/kitd/kitd/kitverify"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// Delivery limits of SPEC.md sections 6 and 8.
+const (
+	// Timeout: only a 2xx answer within 3 s counts.
+	Timeout = 3 * time.Second
+	// MaxInFlightPerKit bounds the deliveries of all of a Kit's
+	// installations at once (10 per installation are the actor's).
+	MaxInFlightPerKit = 50
+	// retryPoll is how often an installation with retries waiting looks
+	// whether one is due: retries run on the service clock, which the test
+	// clock may move at any moment.
+	retryPoll = 200 * time.Millisecond
+)
+
+// Config is what the sender needs from cmd/kitd.
+type Config struct {
+	Node  *cluster.Node
+	Clock clock.Clock
+	// Allow lists host or host:port values whose deliveries may reach
+	// loopback or private addresses (--delivery-allow; tests only).
+	Allow []string
+	// RootCAs verifies endpoints; nil: the system roots.
+	RootCAs *x509.CertPool
+	// Encode is the body of an event (http/api.EventBody).
+	Encode func(ev *kitpb.Event, installationID string) ([]byte, error)
+	Logger *slog.Logger
+}
+
+// Sender delivers queued events. It is told by the delivery actors
+// (actors.DeliveryNotifier) and runs one pump per installation with work.
+type Sender struct {
+	cfg     Config
+	public  *http.Client // refuses loopback and private addresses
+	allowed *http.Client // for the hosts of Config.Allow
+
+	mu     sync.Mutex
+	pumps  map[string]chan struct{} // by installation: a pending wake-up
+	kits   map[string]chan struct{} // by Kit: its in-flight slots
+	closed bool
+	done   chan struct{} // closed by Close
+	wg     sync.WaitGroup
+}
+
+// New builds a sender; it sends nothing until told.
+func New(cfg Config) *Sender {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Sender{
+		cfg: cfg, public: client(cfg.RootCAs, verify.DialPublicOnly), allowed: client(cfg.RootCAs, nil),
+		pumps: make(map[string]chan struct{}), kits: make(map[string]chan struct{}), done: make(chan struct{}),
+	}
+}
+
+// client is an HTTPS client with the 3 s limit that follows no redirect
+// (a redirect answer is not a 2xx, so the attempt failed).
+func client(roots *x509.CertPool, control func(string, string, syscall.RawConn) error) *http.Client {
+	dialer := &net.Dialer{Timeout: Timeout, Control: control}
+	return &http.Client{
+		Timeout: Timeout,
+		Transport: &http.Transport{
+			DialContext:         dialer.DialContext,
+			TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+			TLSHandshakeTimeout: Timeout,
+			MaxIdleConnsPerHost: actors.MaxInFlightPerInstallation,
+			ForceAttemptHTTP2:   true,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// LoadRoots is the system roots plus the PEM certificates of path.
+func LoadRoots(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return pool, nil
+}
+
+// EventsQueued starts or wakes the installation's pump; it never blocks.
+func (s *Sender) EventsQueued(installationID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if wake, ok := s.pumps[installationID]; ok {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	wake := make(chan struct{}, 1)
+	s.pumps[installationID] = wake
+	s.wg.Add(1)
+	go s.pump(installationID, wake)
+}
+
+// Close stops the pumps after their attempts in flight.
+func (s *Sender) Close() {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.done)
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// pump sends the installation's events until nothing waits: it takes what
+// the actor allows, sends each in its own goroutine, and when all of them
+// are in flight or waiting for a retry, waits for a wake-up (an attempt
+// done, an event queued) or, with a retry waiting, for the next poll.
+func (s *Sender) pump(inst string, wake chan struct{}) {
+	defer s.wg.Done()
+	var inFlight sync.WaitGroup
+	defer inFlight.Wait()
+	for {
+		r, err := cluster.Call[*kitpb.DeliveriesReply](s.cfg.Node, actors.KindDelivery, inst, &kitpb.TakeDeliveries{Max: actors.MaxInFlightPerInstallation})
+		if err != nil {
+			s.cfg.Logger.Warn("take deliveries", "installation", inst, "err", err)
+			r = &kitpb.DeliveriesReply{NextDue: 1}
+		}
+		if len(r.Events) > 0 {
+			t, err := s.target(inst)
+			for _, ev := range r.Events {
+				inFlight.Add(1)
+				go func() {
+					defer inFlight.Done()
+					s.deliver(inst, t, err, ev)
+					select {
+					case wake <- struct{}{}:
+					default:
+					}
+				}()
+			}
+			continue
+		}
+		if r.InFlight == 0 && r.NextDue == 0 && s.retire(inst, wake) {
+			return
+		}
+		var poll <-chan time.Time
+		if r.NextDue != 0 {
+			poll = time.After(retryPoll)
+		}
+		select {
+		case <-wake:
+		case <-poll:
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// retire ends the pump unless a wake-up came meanwhile.
+func (s *Sender) retire(inst string, wake chan struct{}) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-wake:
+		return false
+	default:
+	}
+	if s.pumps[inst] == wake {
+		delete(s.pumps, inst)
+	}
+	return true
+}
+
+// target is where an installation's events go and how they are signed.
+type target struct {
+	kitID    string
+	endpoint *url.URL
+	secrets  []string
+}
+
+// Why an installation's events cannot be sent at all; each attempt fails
+// with the code, and is retried like any failure.
+var (
+	errNoEndpoint = errors.New("deliveries: the installed version has no events endpoint")
+	errNoSecret   = errors.New("deliveries: the Kit has no signing secret that can sign")
+)
+
+// targetErrorCode is the developer log's errorCode of a target error.
+func targetErrorCode(err error) string {
+	switch {
+	case errors.Is(err, errNoEndpoint):
+		return "no_endpoint"
+	case errors.Is(err, errNoSecret):
+		return "no_signing_secret"
+	}
+	return "internal_error"
+}
+
+func (s *Sender) target(inst string) (target, error) {
+	in, err := cluster.Call[*kitpb.InstallationReply](s.cfg.Node, actors.KindInstallation, inst, &kitpb.GetInstallation{})
+	if err != nil {
+		return target{}, err
+	}
+	t := target{kitID: in.Installation.KitId}
+	kit, err := cluster.Call[*kitpb.KitReply](s.cfg.Node, actors.KindKit, t.kitID, &kitpb.GetKit{})
+	if err != nil {
+		return t, err
+	}
+	for _, v := range kit.Versions {
+		if v.Version != in.Installation.KitVersion {
+			continue
+		}
+		man, problems := manifest.Parse(v.Manifest)
+		if len(problems) > 0 || man.Endpoints.Events == "" {
+			return t, errNoEndpoint
+		}
+		if t.endpoint, err = url.Parse(man.Endpoints.Events); err != nil {
+			return t, err
+		}
+	}
+	if t.endpoint == nil {
+		return t, errNoEndpoint
+	}
+	sec, err := cluster.Call[*kitpb.SigningSecretsReply](s.cfg.Node, actors.KindKit, t.kitID, &kitpb.GetSigningSecrets{})
+	if err != nil {
+		return t, err
+	}
+	if t.secrets = sec.Secrets; len(t.secrets) == 0 {
+		// An unsigned request would be refused by any receiver that checks.
+		return t, errNoSecret
+	}
+	return t, nil
+}
+
+// deliver makes one attempt and records it.
+func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event) {
+	rec := &kitpb.RecordAttempt{Sequence: ev.Sequence, KitId: t.kitID, JitterPermille: actors.Jitter()}
+	if terr == nil {
+		release := s.kitSlot(t.kitID)
+		start := time.Now()
+		rec.HttpStatus, rec.ErrorCode = s.send(inst, t, ev)
+		rec.DurationMs = time.Since(start).Milliseconds()
+		release()
+		rec.Delivered = rec.ErrorCode == ""
+	} else {
+		rec.ErrorCode = targetErrorCode(terr)
+		s.cfg.Logger.Warn("delivery target", "installation", inst, "err", terr)
+	}
+	if _, err := cluster.Call[*kitpb.Ok](s.cfg.Node, actors.KindDelivery, inst, rec); err != nil {
+		s.cfg.Logger.Warn("record delivery", "installation", inst, "err", err)
+	}
+}
+
+// kitSlot waits for one of the Kit's MaxInFlightPerKit slots.
+func (s *Sender) kitSlot(kitID string) (release func()) {
+	s.mu.Lock()
+	slots, ok := s.kits[kitID]
+	if !ok {
+		slots = make(chan struct{}, MaxInFlightPerKit)
+		s.kits[kitID] = slots
+	}
+	s.mu.Unlock()
+	slots <- struct{}{}
+	return func() { <-slots }
+}
+
+// Retry reasons of the Service-Retry-Reason header, and the error codes of
+// the developer log.
+const (
+	ReasonTimeout    = "http_timeout"
+	ReasonConnection = "connection_failed"
+	ReasonHTTP       = "http_error"
+	ReasonTLS        = "tls_error"
+)
+
+// send posts the event and classifies the outcome: errorCode "" is a 2xx
+// within Timeout.
+func (s *Sender) send(inst string, t target, ev *kitpb.Event) (status int32, errorCode string) {
+	if t.endpoint.Scheme != "https" {
+		return 0, ReasonConnection
+	}
+	body, err := s.cfg.Encode(ev, inst)
+	if err != nil {
+		s.cfg.Logger.Error("encode event", "installation", inst, "err", err)
+		return 0, ReasonConnection
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.endpoint.String(), bytes.NewReader(body))
+	if err != nil {
+		return 0, ReasonConnection
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(kitverify.Header, kitverify.Sign(s.cfg.Clock.Now(), body, t.secrets...))
+	req.Header.Set("Service-Installation-Id", inst)
+	req.Header.Set("Service-Delivery-Id", ids.New())
+	if ev.Attempts > 0 {
+		req.Header.Set("Service-Retry-Num", strconv.Itoa(int(ev.Attempts)))
+		req.Header.Set("Service-Retry-Reason", ev.RetryReason)
+	}
+	c := s.public
+	if s.allows(t.endpoint) {
+		c = s.allowed
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, classify(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return int32(resp.StatusCode), ReasonHTTP
+	}
+	return int32(resp.StatusCode), ""
+}
+
+func (s *Sender) allows(u *url.URL) bool {
+	for _, a := range s.cfg.Allow {
+		if strings.EqualFold(a, u.Host) || strings.EqualFold(a, u.Hostname()) {
+			return true
+		}
+	}
+	return false
+}
+
+// classify names why a request got no answer.
+func classify(err error) string {
+	var netErr net.Error
+	var certErr *tls.CertificateVerificationError
+	var recordErr tls.RecordHeaderError
+	switch {
+	case errors.As(err, &certErr), errors.As(err, &recordErr), strings.Contains(err.Error(), "tls:"):
+		return ReasonTLS
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return ReasonTimeout
+	}
+	return ReasonConnection
+}

@@ -1,0 +1,78 @@
+package deliveries
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/url"
+	"testing"
+)
+
+func TestAllows(t *testing.T) {
+	s := New(Config{Allow: []string{"127.0.0.1:8443", "receiver.test"}})
+	for _, tc := range []struct {
+		name string
+		url  string
+		want bool
+	}{
+		{"a listed host:port", "https://127.0.0.1:8443/events", true},
+		{"a listed host on any port", "https://receiver.test:9999/e", true},
+		{"a listed host in other case", "https://RECEIVER.test/e", true},
+		{"the host of a listed host:port on another port", "https://127.0.0.1:9443/events", false},
+		{"a host not listed", "https://10.0.0.1/events", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u, err := url.Parse(tc.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.allows(u); got != tc.want {
+				t.Fatalf("allows(%s) = %v", tc.url, got)
+			}
+		})
+	}
+}
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"a deadline is a timeout", fmt.Errorf("post: %w", context.DeadlineExceeded), ReasonTimeout},
+		{"a network timeout is a timeout", fmt.Errorf("post: %w", timeoutErr{}), ReasonTimeout},
+		{"a certificate that does not verify is a TLS error", &tls.CertificateVerificationError{Err: errors.New("unknown authority")}, ReasonTLS},
+		{"a refused connection is a connection failure", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), ReasonConnection},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := classify(tc.err); got != tc.want {
+				t.Fatalf("classify(%v) = %s, want %s", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTargetErrorCode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"a version without an events endpoint", errNoEndpoint, "no_endpoint"},
+		{"a Kit without a signing secret that can sign", fmt.Errorf("target: %w", errNoSecret), "no_signing_secret"},
+		{"anything else", errors.New("actor unavailable"), "internal_error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := targetErrorCode(tc.err); got != tc.want {
+				t.Fatalf("targetErrorCode = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,421 @@
+package e2e
+
+import (
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kitd/kitd/kitverify"
+)
+
+// receiver is a Kit's events endpoint on loopback: an https server whose
+// certificate the server under test trusts (--delivery-ca) and whose host
+// it may reach (--delivery-allow). answer decides each request's fate.
+type receiver struct {
+	srv    *httptest.Server
+	caPath string
+	answer atomic.Pointer[func(n int) (status int, wait time.Duration, hangUp bool)]
+
+	mu      sync.Mutex
+	got     []delivered
+	n       int
+	holding atomic.Int32
+	maxHeld atomic.Int32
+}
+
+type delivered struct {
+	header http.Header
+	body   []byte
+	event  map[string]any
+	ok     bool      // answered 2xx in time
+	at     time.Time // when it arrived
+}
+
+func newReceiver(t *testing.T) *receiver { return newReceiverTB(t) }
+
+func newReceiverTB(t testing.TB) *receiver {
+	t.Helper()
+	r := &receiver{}
+	r.answerWith(func(int) (int, time.Duration, bool) { return 200, 0, false })
+	r.srv = httptest.NewTLSServer(http.HandlerFunc(r.serve))
+	t.Cleanup(r.srv.Close)
+	r.caPath = filepath.Join(t.TempDir(), "receiver-ca.pem")
+	cert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: r.srv.Certificate().Raw})
+	if err := os.WriteFile(r.caPath, cert, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *receiver) answerWith(f func(n int) (int, time.Duration, bool)) { r.answer.Store(&f) }
+
+func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+	held := r.holding.Add(1)
+	defer r.holding.Add(-1)
+	for {
+		m := r.maxHeld.Load()
+		if held <= m || r.maxHeld.CompareAndSwap(m, held) {
+			break
+		}
+	}
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	r.n++
+	n := r.n
+	status, wait, hangUp := (*r.answer.Load())(n)
+	d := delivered{header: req.Header.Clone(), body: body, ok: status/100 == 2 && wait < 3*time.Second && !hangUp, at: time.Now()}
+	_ = json.Unmarshal(body, &d.event)
+	r.got = append(r.got, d)
+	r.mu.Unlock()
+	time.Sleep(wait) // the receiver's own slowness, part of what is tested
+	if hangUp {
+		if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			c.Close()
+		}
+		return
+	}
+	w.WriteHeader(status)
+}
+
+func (r *receiver) received() []delivered {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.got)
+}
+
+// waitFor polls until ok holds, for at most 30 s (a busy machine).
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// deliveryServer starts a server that may deliver to rcv (or, with
+// refuse, a server that is not told about it).
+func deliveryServer(t *testing.T, rcv *receiver, refuse bool, dir string) (*Server, ServerOpts) {
+	opts := ServerOpts{DataDir: dir, OpToken: "op_" + randToken(), Limits: "off", Args: []string{"--delivery-ca", rcv.caPath}}
+	if !refuse {
+		opts.Args = append(opts.Args, "--delivery-allow", strings.TrimPrefix(rcv.srv.URL, "https://"))
+	}
+	return startServerOpts(t, opts), opts
+}
+
+// eventsSetup installs a Kit subscribed to message.posted whose endpoint
+// is rcv, with its bot in convs conversations, and its signing secret.
+type eventsSetup struct {
+	w      *Workspace
+	kit    *Kit
+	in     *Install
+	convs  []string
+	secret string
+}
+
+func newEventsSetup(t *testing.T, s *Server, rcv *receiver, convs int) *eventsSetup {
+	return newEventsSetupSigned(t, s, rcv, convs, true)
+}
+
+func newEventsSetupTB(t testing.TB, s *Server, rcv *receiver, convs int) *eventsSetup {
+	return newEventsSetupSigned(t, s, rcv, convs, true)
+}
+
+// newEventsSetupSigned is newEventsSetup; signed false leaves the Kit
+// without a signing secret.
+func newEventsSetupSigned(t testing.TB, s *Server, rcv *receiver, convs int, signed bool) *eventsSetup {
+	t.Helper()
+	e := &eventsSetup{w: newWorkspace(t, s)}
+	e.kit = &Kit{Slug: newSlug(), Version: "1.0.0", Scopes: baseScopes}
+	e.kit.Manifest = manifest(e.kit.Slug, e.kit.Version, baseScopes)
+	e.kit.Manifest["events"] = []string{"message.posted"}
+	e.kit.Manifest["endpoints"] = map[string]any{"events": rcv.srv.URL + "/events"}
+	r := e.w.uploadVersion(t, e.kit.Manifest, true)
+	want(t, r, 201)
+	e.kit.ID = r.Str("kitId")
+	if signed {
+		r = s.ops(t, "POST", "/ops/v1/kits/"+e.kit.ID+"/signing-secret", nil)
+		want(t, r, 201)
+		e.secret = r.Str("signingSecret")
+	}
+	for range convs {
+		e.convs = append(e.convs, e.w.channel(t, "public", e.w.Owner.ID, e.w.Mem.ID).ID)
+	}
+	e.in = e.w.install(t, e.kit, e.convs...)
+	return e
+}
+
+// deliveryLog is the Kit's developer log entries of source delivery,
+// oldest first.
+func deliveryLog(t *testing.T, s *Server, e *eventsSetup) []any {
+	t.Helper()
+	r := s.api(t, e.w.Dev, "GET", "/dev/kits/"+e.kit.ID+"/logs?source=delivery&limit=100", nil, nil)
+	want(t, r, 200)
+	entries := jarr(r.JSON, "entries")
+	slices.Reverse(entries)
+	return entries
+}
+
+// issue 19 "Delivery": signed with the Go verifier's algorithm, the
+// installation named, every event once with sequences 1..n, and each
+// conversation's events in the order of its writes, under concurrent
+// posts into several conversations.
+func TestDeliveriesAreSignedOrderedAndGapless(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	s, _ := deliveryServer(t, rcv, false, "")
+	e := newEventsSetup(t, s, rcv, 4)
+	const perConv = 15
+	var wg sync.WaitGroup
+	for _, c := range e.convs {
+		wg.Go(func() {
+			for i := range perConv {
+				e.in.post(t, c, fmt.Sprint(i))
+			}
+		})
+	}
+	wg.Wait()
+	total := perConv * len(e.convs)
+	waitFor(t, "every event", func() bool { return len(rcv.received()) >= total })
+
+	got := rcv.received()
+	if len(got) != total {
+		t.Fatalf("%d deliveries, want %d (no retry was needed)", len(got), total)
+	}
+	seqs := map[float64]bool{}
+	ids := map[string]bool{}
+	next := map[string]int{}
+	for _, d := range got {
+		if err := kitverify.Verify(d.header.Get(kitverify.Header), d.body, time.Now(), e.secret); err != nil {
+			t.Fatalf("signature %q: %v", d.header.Get(kitverify.Header), err)
+		}
+		if h := d.header.Get("Service-Installation-Id"); h != e.in.ID {
+			t.Fatalf("Service-Installation-Id %q, want %q", h, e.in.ID)
+		}
+		if d.header.Get("Service-Delivery-Id") == "" || d.header.Get("Service-Retry-Num") != "" {
+			t.Fatalf("headers %v", d.header)
+		}
+		ev := d.event
+		if jstr(ev, "type") != "message.posted" || jstr(ev, "installationId") != e.in.ID || jstr(ev, "occurredAt") == "" {
+			t.Fatalf("event %s", d.body)
+		}
+		seqs[ev["sequence"].(float64)] = true
+		ids[jstr(ev, "eventId")] = true
+		msg := ev["data"].(map[string]any)["message"]
+		conv := jstr(msg, "conversationId")
+		if want := fmt.Sprint(next[conv]); jstr(msg, "text") != want {
+			t.Fatalf("conversation %s: received %q, want %q next", conv, jstr(msg, "text"), want)
+		}
+		next[conv]++
+	}
+	for i := 1; i <= total; i++ {
+		if !seqs[float64(i)] {
+			t.Fatalf("sequence %d missing: %d sequences for %d events", i, len(seqs), total)
+		}
+	}
+	if len(ids) != total {
+		t.Fatalf("%d distinct eventIds for %d events", len(ids), total)
+	}
+	// A rotation: both secrets sign during the overlap.
+	r := s.ops(t, "POST", "/ops/v1/kits/"+e.kit.ID+"/signing-secret", nil)
+	want(t, r, 201)
+	newSecret := r.Str("signingSecret")
+	e.in.post(t, e.convs[0], "after the rotation")
+	waitFor(t, "the event after the rotation", func() bool { return len(rcv.received()) > total })
+	last := rcv.received()[total]
+	for _, secret := range []string{newSecret, e.secret} {
+		if err := kitverify.Verify(last.header.Get(kitverify.Header), last.body, time.Now(), secret); err != nil {
+			t.Errorf("after a rotation, %v with one of the two secrets", err)
+		}
+	}
+	if n := strings.Count(last.header.Get(kitverify.Header), "v1="); n != 2 {
+		t.Errorf("%d v1 values during the overlap, want 2", n)
+	}
+}
+
+// Only a 2xx within 3 s counts; a failed attempt is retried on the service
+// clock (about 10 s later) with Service-Retry-Num and Service-Retry-Reason,
+// and every attempt is in the developer log.
+func TestDeliveryRetries(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		first      func() (int, time.Duration, bool)
+		reason     string
+		httpStatus float64
+	}{
+		{"a 500 is retried", func() (int, time.Duration, bool) { return 500, 0, false }, "http_error", 500},
+		{"a 3xx is not followed and is retried", func() (int, time.Duration, bool) { return 302, 0, false }, "http_error", 302},
+		{"a closed connection is retried", func() (int, time.Duration, bool) { return 0, 0, true }, "connection_failed", 0},
+		{"an answer after 3.5 s is retried", func() (int, time.Duration, bool) { return 200, 3500 * time.Millisecond, false }, "http_timeout", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rcv := newReceiver(t)
+			rcv.answerWith(func(n int) (int, time.Duration, bool) {
+				if n == 1 {
+					return tc.first()
+				}
+				return 200, 0, false
+			})
+			s, _ := deliveryServer(t, rcv, false, "")
+			e := newEventsSetup(t, s, rcv, 1)
+			e.in.post(t, e.convs[0], "retried")
+			waitFor(t, "the first attempt's log entry", func() bool { return len(deliveryLog(t, s, e)) >= 1 })
+			if n := len(rcv.received()); n != 1 {
+				t.Fatalf("%d attempts before the retry is due", n)
+			}
+			advance(t, s, 9*time.Second) // under the first wait (10 s less 20%)
+			advance(t, s, 4*time.Second)
+			waitFor(t, "the retry", func() bool { return len(rcv.received()) >= 2 })
+			retry := rcv.received()[1]
+			if retry.header.Get("Service-Retry-Num") != "1" || retry.header.Get("Service-Retry-Reason") != tc.reason {
+				t.Fatalf("retry headers Service-Retry-Num %q, Service-Retry-Reason %q; want 1, %s",
+					retry.header.Get("Service-Retry-Num"), retry.header.Get("Service-Retry-Reason"), tc.reason)
+			}
+			if err := kitverify.Verify(retry.header.Get(kitverify.Header), retry.body, time.Now(), e.secret); err != nil {
+				t.Fatal(err)
+			}
+			if jstr(retry.event, "eventId") != jstr(rcv.received()[0].event, "eventId") {
+				t.Fatal("the retry carries another eventId")
+			}
+			waitFor(t, "the retry's log entry", func() bool { return len(deliveryLog(t, s, e)) >= 2 })
+			log := deliveryLog(t, s, e)
+			first, second := log[0], log[1]
+			if jstr(first, "level") != "error" || jstr(first, "errorCode") != tc.reason || first.(map[string]any)["attempt"] != 1.0 ||
+				jstr(first, "installationId") != e.in.ID || first.(map[string]any)["durationMs"] == nil {
+				t.Errorf("first attempt logged as %v", first)
+			}
+			if hs := first.(map[string]any)["httpStatus"]; tc.httpStatus != 0 && hs != tc.httpStatus || tc.httpStatus == 0 && hs != nil {
+				t.Errorf("first attempt httpStatus %v, want %v", hs, tc.httpStatus)
+			}
+			if jstr(second, "level") != "info" || second.(map[string]any)["attempt"] != 2.0 || second.(map[string]any)["httpStatus"] != 200.0 {
+				t.Errorf("second attempt logged as %v", second)
+			}
+		})
+	}
+}
+
+// A receiver on a loopback address is refused unless --delivery-allow
+// names its host: the check is on the address dialled.
+func TestDeliveryToAPrivateAddressIsRefused(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	s, _ := deliveryServer(t, rcv, true, "")
+	e := newEventsSetup(t, s, rcv, 1)
+	e.in.post(t, e.convs[0], "to loopback")
+	waitFor(t, "the refused attempt's log entry", func() bool { return len(deliveryLog(t, s, e)) >= 1 })
+	if n := len(rcv.received()); n != 0 {
+		t.Fatalf("the receiver on loopback got %d requests", n)
+	}
+	if got := jstr(deliveryLog(t, s, e)[0], "errorCode"); got != "connection_failed" {
+		t.Fatalf("errorCode %q, want connection_failed", got)
+	}
+}
+
+// A Kit without a signing secret gets nothing unsigned: each attempt fails
+// with no_signing_secret in the developer log.
+func TestDeliveryNeedsASigningSecret(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	s, _ := deliveryServer(t, rcv, false, "")
+	e := newEventsSetupSigned(t, s, rcv, 1, false)
+	e.in.post(t, e.convs[0], "unsigned")
+	waitFor(t, "the failed attempt's log entry", func() bool { return len(deliveryLog(t, s, e)) >= 1 })
+	if n := len(rcv.received()); n != 0 {
+		t.Fatalf("the receiver got %d unsigned requests", n)
+	}
+	if got := jstr(deliveryLog(t, s, e)[0], "errorCode"); got != "no_signing_secret" {
+		t.Fatalf("errorCode %q, want no_signing_secret", got)
+	}
+}
+
+// At most 10 deliveries of an installation are in flight at once, however
+// many conversations have events waiting.
+func TestDeliveriesInFlightAreCapped(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	rcv.answerWith(func(int) (int, time.Duration, bool) { return 200, 300 * time.Millisecond, false })
+	s, _ := deliveryServer(t, rcv, false, "")
+	e := newEventsSetup(t, s, rcv, 25)
+	var wg sync.WaitGroup
+	for _, c := range e.convs {
+		wg.Go(func() {
+			for i := range 2 {
+				e.in.post(t, c, fmt.Sprint(i))
+			}
+		})
+	}
+	wg.Wait()
+	waitFor(t, "every event", func() bool { return len(rcv.received()) >= 2*len(e.convs) })
+	if m := rcv.maxHeld.Load(); m > 10 || m < 2 {
+		t.Fatalf("the receiver held %d requests at once, want 2 to 10", m)
+	}
+}
+
+// kill -9 with events waiting for their retry and others not yet sent:
+// after a restart every event is delivered, once acknowledged, and each
+// conversation's in order.
+func TestDeliveriesSurviveKill9(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	rcv.answerWith(func(int) (int, time.Duration, bool) { return 503, 0, false })
+	dir := t.TempDir()
+	s, opts := deliveryServer(t, rcv, false, dir)
+	e := newEventsSetup(t, s, rcv, 3)
+	posted := map[string][]string{}
+	for i := range 5 {
+		for _, c := range e.convs {
+			msg := e.in.post(t, c, fmt.Sprint(i))
+			posted[c] = append(posted[c], jstr(msg, "id"))
+		}
+	}
+	waitFor(t, "a failed attempt per conversation", func() bool { return len(rcv.received()) >= len(e.convs) })
+	s.kill()
+
+	rcv.answerWith(func(int) (int, time.Duration, bool) { return 200, 0, false })
+	s2 := startServerOpts(t, opts)
+	advance(t, s2, time.Minute)
+	total := 5 * len(e.convs)
+	// The receiver dedups by eventId and keeps what it acknowledged.
+	kept := func() map[string][]string {
+		out := map[string][]string{}
+		seen := map[string]bool{}
+		for _, d := range rcv.received() {
+			id := jstr(d.event, "eventId")
+			if !d.ok || seen[id] {
+				continue
+			}
+			seen[id] = true
+			msg := d.event["data"].(map[string]any)["message"]
+			out[jstr(msg, "conversationId")] = append(out[jstr(msg, "conversationId")], jstr(msg, "id"))
+		}
+		return out
+	}
+	waitFor(t, "every event after the restart", func() bool {
+		n := 0
+		for _, ids := range kept() {
+			n += len(ids)
+		}
+		return n >= total
+	})
+	got := kept()
+	for c, want := range posted {
+		if !slices.Equal(got[c], want) {
+			t.Errorf("conversation %s: received %q, want %q", c, got[c], want)
+		}
+	}
+}

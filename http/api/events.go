@@ -1,0 +1,67 @@
+package api
+
+import (
+	"encoding/json"
+
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// The body of an event delivery (docs/deliveries.md): data holds the
+// resource in the views the Web API answers with, so a Kit reads an event
+// with the same types as a GET.
+
+type eventBody struct {
+	EventID        string    `json:"eventId"`
+	Sequence       uint64    `json:"sequence"`
+	Type           string    `json:"type"`
+	InstallationID string    `json:"installationId"`
+	OccurredAt     string    `json:"occurredAt"`
+	Data           eventData `json:"data"`
+}
+
+type eventData struct {
+	Message      *messageView      `json:"message,omitempty"`
+	Conversation *conversationView `json:"conversation,omitempty"`
+	Reaction     *reactionEvent    `json:"reaction,omitempty"`
+	File         *fileView         `json:"file,omitempty"`
+	Member       *memberView       `json:"member,omitempty"`
+	Installation *installationView `json:"installation,omitempty"`
+}
+
+type reactionEvent struct {
+	MessageID string `json:"messageId"`
+	Reaction  string `json:"reaction"`
+	UserID    string `json:"userId"`
+}
+
+// EventBody is the JSON body that delivers ev to the installation inst.
+func EventBody(ev *kitpb.Event, inst string) ([]byte, error) {
+	body := eventBody{
+		EventID: ev.Id, Sequence: ev.Sequence, Type: ev.Type, InstallationID: inst,
+		OccurredAt: isoTime(ev.OccurredAt),
+	}
+	d := &body.Data
+	if ev.Message != nil {
+		v := viewMessage(ev.Message)
+		d.Message = &v
+	}
+	if ev.Conversation != nil {
+		v := viewConversation(ev.Conversation)
+		d.Conversation = &v
+	}
+	if r := ev.Reaction; r != nil {
+		d.Reaction = &reactionEvent{MessageID: r.MessageId, Reaction: r.Reaction, UserID: r.UserId}
+	}
+	if ev.File != nil {
+		v := viewFile(ev.File)
+		d.File = &v
+	}
+	if m := ev.Member; m != nil {
+		d.Member = &memberView{UserID: m.UserId, JoinedAt: isoTime(m.JoinedAt)}
+	}
+	if ev.Installation != nil {
+		v := viewInstallation(ev.Installation)
+		d.Installation = &v
+	}
+	return json.Marshal(body)
+}
