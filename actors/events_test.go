@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -127,7 +128,7 @@ func TestEventsEmittedByTheirWrites(t *testing.T) {
 			ask[*kitpb.Ok](t, n, actors.KindConversation, f.conv, &kitpb.RemoveReaction{Caller: f.user, MessageId: m.Id, Reaction: "heart"})
 		}, []string{"message.posted", "reaction.added", "reaction.removed"}},
 		{"file.shared", all, func(t *testing.T, f *eventsFixture) {
-			ask[*kitpb.FileReply](t, n, actors.KindConversation, f.conv, &kitpb.UploadFile{Caller: f.user, FileId: ids.New(), Name: "a.txt", MimeType: "text/plain", Chunks: [][]byte{[]byte("abc")}})
+			ask[*kitpb.FileReply](t, n, actors.KindConversation, f.conv, &kitpb.UploadFile{Caller: f.user, FileId: ids.NewTagged(time.Now(), ids.MessageTag(f.conv)), Name: "a.txt", MimeType: "text/plain", Chunks: [][]byte{[]byte("abc")}})
 		}, []string{"file.shared"}},
 		{"channel.member_joined and channel.member_left", all, func(t *testing.T, f *eventsFixture) {
 			u := n.user(t, f.ws.id)
