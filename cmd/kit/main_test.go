@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/kitd/kitd/kitclient/dev"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -97,9 +98,24 @@ func TestRun(t *testing.T) {
 	if err := os.WriteFile(manifestFile, []byte(`{"slug":"my-kit"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	closed := httptest.NewServer(http.NotFoundHandler())
-	closedURL := closed.URL
-	closed.Close()
+	// An address that answers nothing: a listener that hangs up at once,
+	// kept open so that no other test's server can take its port (a
+	// closed port was, once, on a busy machine).
+	hangUp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hangUp.Close() })
+	go func() {
+		for {
+			c, err := hangUp.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	closedURL := "http://" + hangUp.Addr().String()
 
 	tests := []struct {
 		name   string
