@@ -117,8 +117,13 @@ func parseFlags(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	// Refused rather than ignored: a node told to gossip that silently
+	// runs alone would serve requests its operator expects to be shared.
 	if c.join != "" {
 		return c, errors.New("--join: multi-node clusters are not supported yet")
+	}
+	if c.clusterBind != "" {
+		return c, errors.New("--cluster-bind: multi-node clusters are not supported yet")
 	}
 	return c, nil
 }

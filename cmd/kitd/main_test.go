@@ -24,3 +24,24 @@ func TestGOMAXPROCS(t *testing.T) {
 		})
 	}
 }
+
+// Until a node can join others, the membership flags are refused, never
+// ignored; naming the node is allowed.
+func TestClusterFlagsBeforeClustering(t *testing.T) {
+	for _, tc := range []struct {
+		rule string
+		args []string
+		ok   bool
+	}{
+		{"--join is refused", []string{"--join", "127.0.0.1:7946"}, false},
+		{"--cluster-bind is refused", []string{"--cluster-bind", "127.0.0.1:7946"}, false},
+		{"--node-name is taken", []string{"--node-name", "n1"}, true},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			_, err := parseFlags(tc.args)
+			if (err == nil) != tc.ok {
+				t.Fatalf("parseFlags(%q) = %v, want ok %v", tc.args, err, tc.ok)
+			}
+		})
+	}
+}
