@@ -73,11 +73,10 @@ func (n *Node) Release(p partition.ID) {
 	n.pidsMu.Lock()
 	n.set(p, false)
 	var stopping []*actor.PID
-	for k, q := range n.parts {
-		if q == p {
-			stopping = append(stopping, n.pids[k])
+	for k, a := range n.pids {
+		if a.p == p {
+			stopping = append(stopping, a.pid)
 			delete(n.pids, k)
-			delete(n.parts, k)
 		}
 	}
 	n.pidsMu.Unlock()
@@ -93,8 +92,8 @@ func (n *Node) Activations(p partition.ID) int {
 	n.pidsMu.RLock()
 	defer n.pidsMu.RUnlock()
 	c := 0
-	for _, q := range n.parts {
-		if q == p {
+	for _, a := range n.pids {
+		if a.p == p {
 			c++
 		}
 	}

@@ -56,9 +56,7 @@ type Node struct {
 	// entry would keep the whole stopped actor in memory, and requests for
 	// made-up ids would fill the map with them.
 	pidsMu sync.RWMutex
-	pids   map[pidKey]*actor.PID
-	// parts is the partition of each entry of pids, for Release.
-	parts map[pidKey]partition.ID
+	pids   map[pidKey]activation
 	// starting holds the identities being activated: a second request
 	// waits for the first one's activation instead of spawning its own.
 	// The process registry refuses a second process of the name, but
@@ -76,6 +74,13 @@ type Node struct {
 
 type pidKey struct{ kind, identity string }
 
+// activation is an entry of the node's map: the process, and the
+// partition it belongs to (Release stops a partition's).
+type activation struct {
+	pid *actor.PID
+	p   partition.ID
+}
+
 // Start starts the node's actor system with the given kinds.
 func Start(cfg Config, kinds ...*Kind) (*Node, error) {
 	if cfg.Logger == nil {
@@ -88,7 +93,7 @@ func Start(cfg Config, kinds ...*Kind) (*Node, error) {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	shrinkRegistry(system)
 	n := &Node{system: system, kinds: make(map[string]*Kind, len(kinds)), timeout: cfg.RequestTimeout,
-		replies: newReplyPool(system), pids: make(map[pidKey]*actor.PID), parts: make(map[pidKey]partition.ID), starting: make(map[pidKey]chan struct{})}
+		replies: newReplyPool(system), pids: make(map[pidKey]activation), starting: make(map[pidKey]chan struct{})}
 	n.hostAll()
 	for _, k := range kinds {
 		if _, dup := n.kinds[k.Name]; dup || k.New == nil {
@@ -239,10 +244,10 @@ func (n *Node) stoppedWithout(pid *actor.PID, slot *replySlot) bool {
 func (n *Node) pid(kind, identity string) (*actor.PID, error) {
 	k := pidKey{kind, identity}
 	n.pidsMu.RLock()
-	pid, ok := n.pids[k]
+	a, ok := n.pids[k]
 	n.pidsMu.RUnlock()
 	if ok {
-		return pid, nil
+		return a.pid, nil
 	}
 	p, err := n.hosted(identity)
 	if err != nil {
@@ -250,16 +255,16 @@ func (n *Node) pid(kind, identity string) (*actor.PID, error) {
 	}
 	for {
 		n.pidsMu.Lock()
-		if pid, ok := n.pids[k]; ok {
+		if a, ok := n.pids[k]; ok {
 			n.pidsMu.Unlock()
-			return pid, nil
+			return a.pid, nil
 		}
 		wait, busy := n.starting[k]
 		if !busy {
 			done := make(chan struct{})
 			n.starting[k] = done
 			n.pidsMu.Unlock()
-			pid = n.activate(kind, identity)
+			pid := n.activate(kind, identity)
 			err = n.remember(k, p, pid, done)
 			return pid, err
 		}
@@ -329,8 +334,7 @@ func (n *Node) remember(k pidKey, p partition.ID, pid *actor.PID, started chan s
 	if _, alive := n.system.ProcessRegistry.GetLocal(pid.Id); !alive {
 		return nil
 	}
-	n.pids[k] = pid
-	n.parts[k] = p
+	n.pids[k] = activation{pid, p}
 	return nil
 }
 
@@ -339,9 +343,8 @@ func (n *Node) remember(k pidKey, p partition.ID, pid *actor.PID, started chan s
 func (n *Node) forgetStopped(kind, identity string, pid *actor.PID) {
 	k := pidKey{kind, identity}
 	n.pidsMu.Lock()
-	if cached, ok := n.pids[k]; ok && cached.Id == pid.Id && cached.Address == pid.Address {
+	if cached, ok := n.pids[k]; ok && cached.pid.Id == pid.Id && cached.pid.Address == pid.Address {
 		delete(n.pids, k)
-		delete(n.parts, k)
 	}
 	n.pidsMu.Unlock()
 }
