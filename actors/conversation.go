@@ -168,7 +168,7 @@ func (a *conversationActor) create(m *kitpb.CreateConversation) (proto.Message, 
 		Id: a.id, WorkspaceId: m.WorkspaceId, Kind: m.Kind, Visibility: m.Visibility,
 		Name: m.Name, Topic: m.Topic, CreatedAt: nanos(now),
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, conversationKey(a.id), conv)
 	b.Set(messageTagKey(a.tag, a.id), nil)
 	members := make(map[string]*kitpb.Member, len(m.MemberIds))
@@ -196,7 +196,7 @@ func (a *conversationActor) addMember(m *kitpb.AddMember) (proto.Message, error)
 		return &kitpb.Ok{}, nil
 	}
 	mem := &kitpb.Member{UserId: m.UserId, JoinedAt: nanos(a.env.Clock.Now())}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, memberKey(a.id, m.UserId), mem)
 	b.Set(memberConversationKey(m.UserId, a.id), nil)
 	a.emitMember(b, eventChannelMemberJoined, mem, mem.JoinedAt)
@@ -211,7 +211,7 @@ func (a *conversationActor) removeMember(m *kitpb.RemoveMember) (proto.Message, 
 	if _, ok := a.members[m.UserId]; !ok {
 		return nil, kiterr.Absent("member")
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	b.Delete(memberKey(a.id, m.UserId))
 	b.Delete(memberConversationKey(m.UserId, a.id))
 	a.emitMember(b, eventChannelMemberLeft, a.members[m.UserId], nanos(a.env.Clock.Now()))
@@ -226,7 +226,7 @@ func (a *conversationActor) archive() (proto.Message, error) {
 	if !a.conv.Archived {
 		next := proto.Clone(a.conv).(*kitpb.Conversation)
 		next.Archived = true
-		b := a.env.Store.NewBatch()
+		b := a.env.newBatch()
 		put(b, conversationKey(a.id), next)
 		if a.emits(eventChannelArchived) {
 			ev := a.newEvent(eventChannelArchived, nanos(a.env.Clock.Now()))
@@ -255,7 +255,7 @@ func (a *conversationActor) addBot(m *kitpb.AddBot) (proto.Message, error) {
 		return &kitpb.ConversationReply{Conversation: a.conv}, nil
 	}
 	bm := &kitpb.BotMember{BotId: m.BotId, InstallationId: m.InstallationId, JoinedAt: nanos(a.env.Clock.Now()), Events: m.Events}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, botMemberKey(a.id, m.BotId), bm)
 	if err := a.outbox.resume(a.env.Store, []string{bm.InstallationId}); err != nil {
 		return nil, err
@@ -274,7 +274,7 @@ func (a *conversationActor) removeBot(m *kitpb.RemoveBot) (proto.Message, error)
 	if !ok {
 		return &kitpb.Ok{}, nil
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	b.Delete(botMemberKey(a.id, m.BotId))
 	a.emitBot(b, eventBotRemoved, bm)
 	if err := a.commit(b); err != nil {
@@ -294,7 +294,7 @@ func (a *conversationActor) setBotEvents(m *kitpb.SetBotEvents) (proto.Message, 
 	}
 	next := proto.Clone(bm).(*kitpb.BotMember)
 	next.Events = m.Events
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, botMemberKey(a.id, m.BotId), next)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("set events of bot %s in %s: %w", m.BotId, a.id, err)
@@ -305,7 +305,7 @@ func (a *conversationActor) setBotEvents(m *kitpb.SetBotEvents) (proto.Message, 
 }
 
 // commit commits b and then sends the notices of the events it wrote.
-func (a *conversationActor) commit(b *persistence.Batch) error {
+func (a *conversationActor) commit(b *batch) error {
 	if err := b.Commit(); err != nil {
 		a.outbox.failed()
 		return err
@@ -420,7 +420,7 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 		Text: m.Text, Blocks: content, ThreadParentId: m.ThreadParentId,
 		CreatedAt: nanos(now), Seq: seq,
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	rec := a.putMessage(b, msg)
 	if a.eventMask != 0 {
 		a.emitPosted(b, msg, rec)
@@ -519,7 +519,7 @@ func (a *conversationActor) delete(m *kitpb.DeleteMessage) (proto.Message, error
 // rewrite stores a changed message, and the event of kind k about it at
 // the time at: with the message as its data, or reaction when set.
 func (a *conversationActor) rewrite(msg *kitpb.Message, k eventKind, at int64, reaction *kitpb.EventReaction) (proto.Message, error) {
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	rec := a.putMessage(b, msg)
 	if a.emits(k) {
 		ev := a.newEvent(k, at)
@@ -586,7 +586,7 @@ func (a *conversationActor) ensureTagIndex() error {
 	if _, err := a.env.Store.Get(k); !errors.Is(err, persistence.ErrNotFound) {
 		return err
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	b.Set(k, nil)
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("index tag of conversation %s: %w", a.id, err)
@@ -597,7 +597,7 @@ func (a *conversationActor) ensureTagIndex() error {
 // putMessage stores a message under its position and returns the stored
 // record. It leaves out the conversation id, which its key carries; readers
 // put it back (messageBySeq, list, the events that carry the record).
-func (a *conversationActor) putMessage(b *persistence.Batch, msg *kitpb.Message) []byte {
+func (a *conversationActor) putMessage(b *batch, msg *kitpb.Message) []byte {
 	msg.ConversationId = ""
 	rec := marshal(msg)
 	msg.ConversationId = a.id

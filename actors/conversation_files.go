@@ -64,7 +64,7 @@ func (a *conversationActor) uploadFile(m *kitpb.UploadFile) (proto.Message, erro
 		CreatedAt: nanos(a.env.Clock.Now()), Chunks: uint32(n),
 	}
 	prefix := fileChunksPrefix(a.id, f.Id)
-	b := a.env.Store.NewBatchSize(size + n*(len(prefix)+32) + 512)
+	b := a.env.newBatchSize(size + n*(len(prefix)+32) + 512)
 	for i, c := range m.Chunks {
 		b.Set(fileChunkKey(a.id, f.Id, uint64(i)), c)
 	}

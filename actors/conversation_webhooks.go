@@ -80,7 +80,7 @@ func (a *conversationActor) postAsWebhook(m *kitpb.PostAsWebhook) (proto.Message
 		Id: ids.NewMessage(now, a.tag, seq), ConversationId: a.id, AuthorKind: "bot", AuthorId: m.BotId,
 		Text: m.Text, Blocks: content, CreatedAt: nanos(now), Seq: seq,
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	rec := a.putMessage(b, msg)
 	if a.eventMask != 0 {
 		a.emitPosted(b, msg, rec)

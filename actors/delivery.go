@@ -30,8 +30,8 @@ type deliveryActor struct {
 	// so a notice at or below it names an event taken already: by the
 	// activation's scan, which may run before the notices of what it took.
 	taken      map[string]uint64
-	batch      *persistence.Batch // what the notices since the last flush took
-	flushQueue bool               // a flushOutbox is on its way to the mailbox
+	batch      *batch // what the notices since the last flush took
+	flushQueue bool   // a flushOutbox is on its way to the mailbox
 
 	q        deliveryQueue // what waits to be delivered (delivery_queue.go)
 	unsynced bool          // commit wrote what no WAL sync covers for sure yet
@@ -119,7 +119,7 @@ func (a *deliveryActor) takeOutbox() error {
 // key k), under the next sequence.
 func (a *deliveryActor) take(source string, pos uint64, k, rec []byte) {
 	if a.batch == nil {
-		a.batch = a.env.Store.NewBatch()
+		a.batch = a.env.newBatch()
 	}
 	a.last++
 	a.batch.Set(queuedEventKey(a.id, a.last), withSequence(rec, a.last))

@@ -169,7 +169,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 	d.inFlight = false
 	a.q.inFlight--
 	now := a.env.Clock.Now()
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	e := newLogEntry(a.env, LogSourceDelivery, LogLevelInfo, "event.delivery", a.id)
 	e.Attempt = proto.Int32(d.attempts + 1)
 	e.DurationMs = proto.Int64(m.DurationMs)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/partition"
-	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -71,7 +70,7 @@ func newLogEntry(env *Env, source, level, event, installationID string) *kitpb.D
 // the deletion of the Kit's expired entries. Entries are write-once and
 // expired ones are never read, so concurrent writers pruning the same range
 // do not conflict.
-func (env *Env) putLog(b *persistence.Batch, writer partition.ID, kitID string, e *kitpb.DevLogEntry) {
+func (env *Env) putLog(b *batch, writer partition.ID, kitID string, e *kitpb.DevLogEntry) {
 	// The key carries the id: the stored value leaves it out (ReadDevLog
 	// puts it back), a tenth of what a webhook post writes.
 	id := e.Id
@@ -91,7 +90,7 @@ func (env *Env) putLog(b *persistence.Batch, writer partition.ID, kitID string, 
 // with the next WAL sync, which this asks for but does not wait on. A crash
 // before it may lose them; they are a log, not an acknowledged write.
 func writeLogAsync(env *Env, writer partition.ID, kitID string, entries ...*kitpb.DevLogEntry) {
-	b := env.Store.NewBatch()
+	b := env.newBatch()
 	for _, e := range entries {
 		env.putLog(b, writer, kitID, e)
 	}

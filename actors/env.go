@@ -52,6 +52,10 @@ type Env struct {
 	// Deliveries is told when an installation has events to send; nil:
 	// nobody sends them.
 	Deliveries DeliveryNotifier
+	// Commits, when set, commits every actor batch (replicated through
+	// the raft group of each partition it writes); nil: batches commit
+	// straight to Store.
+	Commits Committer
 
 	logPrunes devLogPrunes // state of the node, not configuration
 	activity  activity     // likewise

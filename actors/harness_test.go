@@ -1,6 +1,7 @@
 package actors_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
+	"github.com/kitd/kitd/replica"
 )
 
 // The harness runs the real actors on a real single-node cluster over an
@@ -35,7 +37,13 @@ type testNode struct {
 	auth  *actors.Authenticator
 	node  *cluster.Node
 	store *persistence.Store
+	rep   *replica.Replica // nil unless KITD_TEST_REPLICATED=1
 }
+
+// replicated runs every actor test with the actors' batches committed
+// through one-voter raft groups (replica.Log), as a node of a cluster
+// commits them: KITD_TEST_REPLICATED=1 (make test runs both ways).
+var replicated = os.Getenv("KITD_TEST_REPLICATED") == "1"
 
 // shared is the node of this test binary.
 var shared *testNode
@@ -64,12 +72,30 @@ func startNodeAt(fs vfs.FS, dir string, clk *clock.Test) (*testNode, error) {
 		return nil, err
 	}
 	env.Node = cn
-	return &testNode{env: env, clk: clk, auth: auth, node: cn, store: store}, nil
+	n := &testNode{env: env, clk: clk, auth: auth, node: cn, store: store}
+	if replicated {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		n.rep, err = replica.Start(ctx, replica.Config{Store: store, Hosts: cn})
+		if err != nil {
+			cn.Stop()
+			store.Close()
+			return nil, err
+		}
+		env.Commits = n.rep.Log
+	}
+	return n, nil
 }
 
 // stop stops the node, then closes its store.
 func (n *testNode) stop() error {
 	n.node.Stop()
+	if n.rep != nil {
+		if err := n.rep.Close(); err != nil {
+			n.store.Close()
+			return err
+		}
+	}
 	return n.store.Close()
 }
 

@@ -170,7 +170,7 @@ func (a *installationActor) saveWithEvent(next *kitpb.Installation, audit *kitpb
 }
 
 func (a *installationActor) commit(next *kitpb.Installation, audit *kitpb.DevLogEntry, k *eventKind) error {
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, installationKey(a.id), next)
 	if audit != nil {
 		a.env.putLog(b, partition.Of(a.id), next.KitId, audit)
@@ -281,7 +281,7 @@ func (a *installationActor) createBotToken(m *kitpb.CreateBotToken) (proto.Messa
 		Kind: CallerBot, WorkspaceId: a.inst.WorkspaceId, InstallationId: a.id, BotId: a.inst.BotId,
 		Scopes: slices.Clone(a.inst.BotScopes), CreatedAt: nanos(a.env.Clock.Now()),
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	a.putBotToken(b, m.SecretHash, cred)
 	a.audit(b, "token.issued", LogLevelInfo, CallerBot, "")
 	if err := b.Commit(); err != nil {
@@ -310,7 +310,7 @@ func (a *installationActor) revoke(m *kitpb.RevokeCredential) (proto.Message, er
 	}
 	if cred.RevokedAt == 0 {
 		cred.RevokedAt = nanos(a.env.Clock.Now())
-		b := a.env.Store.NewBatch()
+		b := a.env.newBatch()
 		put(b, credentialKey(hash), cred)
 		a.audit(b, "token.revoked", LogLevelInfo, cred.Kind, "")
 		if err := b.Commit(); err != nil {

@@ -43,7 +43,7 @@ func (a *installationActor) handleAPIAccess(msg proto.Message) (reply proto.Mess
 
 // putBotToken adds a new bot token to b: its credential, under a fresh
 // token id that the API access page names it by.
-func (a *installationActor) putBotToken(b *persistence.Batch, hash []byte, cred *kitpb.Credential) {
+func (a *installationActor) putBotToken(b *batch, hash []byte, cred *kitpb.Credential) {
 	cred.TokenId = ids.New()
 	put(b, credentialKey(hash), cred)
 	b.Set(botTokenKey(a.id, cred.TokenId), hash)
@@ -108,7 +108,7 @@ func (a *installationActor) touchBotToken(m *kitpb.TouchBotToken) (proto.Message
 	if !found {
 		return &kitpb.Ok{}, nil
 	}
-	if err := recordUse(a.env.Store, hash, cred, m.At); err != nil {
+	if err := recordUse(a.env, hash, cred, m.At); err != nil {
 		return nil, fmt.Errorf("record use of bot token %s: %w", m.TokenId, err)
 	}
 	return &kitpb.Ok{}, nil
@@ -184,7 +184,7 @@ func (a *installationActor) revokeUserGrant(m *kitpb.RevokeUserGrant) (proto.Mes
 	if err := a.revokeGrant(m.GrantId); err != nil {
 		return nil, err
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	a.audit(b, "grant.revoked", LogLevelInfo, CallerUser, "")
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("log revoked grant %s of %s: %w", m.GrantId, a.id, err)

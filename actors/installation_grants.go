@@ -56,7 +56,7 @@ func (a *installationActor) handleGrants(msg proto.Message) (reply proto.Message
 // issues and refusals are the Kit developer's business (SPEC.md 2
 // "Developer log entry"). status is the credential kind; errorCode says
 // why a request was refused.
-func (a *installationActor) audit(b *persistence.Batch, event, level, status, errorCode string) {
+func (a *installationActor) audit(b *batch, event, level, status, errorCode string) {
 	e := newLogEntry(a.env, LogSourceAudit, level, event, a.id)
 	e.Status, e.ErrorCode = status, errorCode
 	a.env.putLog(b, partition.Of(a.id), a.inst.KitId, e)
@@ -64,7 +64,7 @@ func (a *installationActor) audit(b *persistence.Batch, event, level, status, er
 
 // refuse logs a refused token request and returns err, the refusal.
 func (a *installationActor) refuse(status, reason string, err error) (proto.Message, error) {
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	a.audit(b, "token.refused", LogLevelError, status, reason)
 	if cerr := b.Commit(); cerr != nil {
 		return nil, fmt.Errorf("log refused %s of %s: %w", status, a.id, cerr)
@@ -94,7 +94,7 @@ func (a *installationActor) rotateBotToken(m *kitpb.RotateBotToken) (proto.Messa
 		Kind: CallerBot, WorkspaceId: a.inst.WorkspaceId, InstallationId: a.id, BotId: a.inst.BotId,
 		Scopes: slices.Clone(a.inst.BotScopes), CreatedAt: nanos(now),
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, credentialKey(m.OldHash), old)
 	a.putBotToken(b, m.NewHash, next)
 	a.audit(b, "token.rotated", LogLevelInfo, CallerBot, "")
@@ -120,7 +120,7 @@ func (a *installationActor) issueCode(m *kitpb.IssueCode) (proto.Message, error)
 		SessionId: m.SessionId, GrantId: m.GrantId, RedirectUri: m.RedirectUri,
 		CodeChallenge: m.CodeChallenge, TokenType: m.TokenType,
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, credentialKey(m.CodeHash), cred)
 	b.Set(grantCredentialKey(a.id, m.GrantId, m.CodeHash), nil)
 	if err := b.Commit(); err != nil {
@@ -167,7 +167,7 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 		}
 	}
 	code.SpentAt = nanos(now)
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, credentialKey(m.CodeHash), code)
 	reply := a.grantReply(code.TokenType, code.UserId, code.Scopes)
 	if code.TokenType == CallerBot {
@@ -195,7 +195,7 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 
 // putUserTokens adds a user token and its refresh token of the grant of
 // from (a code or a refresh token) to the batch.
-func (a *installationActor) putUserTokens(b *persistence.Batch, from *kitpb.Credential, access, refresh []byte, now time.Time) {
+func (a *installationActor) putUserTokens(b *batch, from *kitpb.Credential, access, refresh []byte, now time.Time) {
 	user := &kitpb.Credential{
 		Kind: CallerUser, WorkspaceId: a.inst.WorkspaceId, InstallationId: a.id, UserId: from.UserId,
 		Scopes: slices.Clone(from.Scopes), CreatedAt: nanos(now), ExpiresAt: nanos(now.Add(UserTokenLifetime)),
@@ -262,7 +262,7 @@ func (a *installationActor) refresh(m *kitpb.RefreshGrant) (proto.Message, error
 		return a.refuse("refresh", "session_ended", errBadRefresh)
 	}
 	ref.SpentAt = nanos(now)
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, credentialKey(m.RefreshHash), ref)
 	a.putUserTokens(b, ref, m.AccessHash, m.NewRefreshHash, now)
 	a.audit(b, "token.refreshed", LogLevelInfo, CallerUser, "")
@@ -287,7 +287,7 @@ func (a *installationActor) revokeGrant(grantID string) error {
 		return fmt.Errorf("scan grant %s: %w", grantID, err)
 	}
 	now := nanos(a.env.Clock.Now())
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	user := "" // the member of a user grant
 	for _, h := range hashes {
 		cred := &kitpb.Credential{}

@@ -87,7 +87,7 @@ func (a *installationActor) createWebhook(m *kitpb.CreateWebhook) (proto.Message
 	}
 	audit := newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "webhook.created", a.id)
 	audit.Status, audit.SubjectId = WebhookActive, m.WebhookId
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, webhookRefKey(a.id, m.WebhookId), &kitpb.WebhookRef{WebhookId: m.WebhookId, ConversationId: m.ConversationId, CreatedAt: now})
 	put(b, locatorKey(m.WebhookId), &kitpb.Locator{Kind: KindInstallation, Owner: a.id})
 	a.env.putLog(b, partition.Of(a.id), a.inst.KitId, audit)

@@ -107,6 +107,16 @@ func PartitionRange(p partition.ID) (lower, upper []byte) {
 	return lower, persistence.PrefixEnd(lower)
 }
 
+// PartitionOfKey is the partition whose range holds k; false for a key of
+// the node itself (nodeKey), which no partition holds.
+func PartitionOfKey(k []byte) (partition.ID, bool) {
+	if len(k) < partitionPrefixLen || k[0] != 'p' || k[1] != '/' || k[4] != '/' {
+		return 0, false
+	}
+	p := partition.ID(k[2])<<8 | partition.ID(k[3])
+	return p, p < partition.Count
+}
+
 // key joins parts into a key of partition p in one allocation.
 // Constructors call it; nothing else may.
 func key(p partition.ID, parts ...string) []byte { return keyWithRoom(p, 0, parts...) }
@@ -427,7 +437,7 @@ func KeyKind(k []byte) string {
 			return s.constructor
 		}
 	}
-	p, ok := partitionOfKey(k)
+	p, ok := PartitionOfKey(k)
 	if !ok {
 		return ""
 	}
@@ -436,15 +446,6 @@ func KeyKind(k []byte) string {
 		return ""
 	}
 	return kind
-}
-
-// partitionOfKey reads the partition prefix of k.
-func partitionOfKey(k []byte) (partition.ID, bool) {
-	if len(k) < partitionPrefixLen || k[0] != 'p' || k[1] != '/' || k[4] != '/' {
-		return 0, false
-	}
-	p := partition.ID(k[2])<<8 | partition.ID(k[3])
-	return p, p < partition.Count
 }
 
 // unpartitionedKind is the constructor of a key without its partition
@@ -466,7 +467,7 @@ func unpartitioned(k []byte) []byte { return k[partitionPrefixLen:] }
 // k under the partition of its owner. ok is false for a key of the node
 // itself, which stays, and an error names a key no constructor built.
 func partitionedKey(k []byte) (moved []byte, ok bool, err error) {
-	if _, ok := partitionOfKey(k); ok {
+	if _, ok := PartitionOfKey(k); ok {
 		return nil, false, nil
 	}
 	for _, s := range nodeKeyShapes {

@@ -175,7 +175,7 @@ func (a *kitActor) upload(m *kitpb.UploadVersion) (proto.Message, error) {
 		v.Published, v.PublishedAt = true, now
 		kit.LatestPublishedVersion, kit.Distribution = ver, man.Distribution
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, kitKey(a.id), kit)
 	put(b, versionKey(a.id, man.Version), v)
 	a.env.putLog(b, partition.Of(a.id), a.id, a.auditVersion("version.uploaded", ver))
@@ -212,7 +212,7 @@ func (a *kitActor) publish(v *kitpb.KitVersion) (proto.Message, error) {
 	if cur, err := manifest.ParseVersion(kit.LatestPublishedVersion); err != nil || man.Version.Compare(cur) > 0 {
 		kit.LatestPublishedVersion = nv.Version
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, kitKey(a.id), kit)
 	put(b, versionKey(a.id, man.Version), nv)
 	a.env.putLog(b, partition.Of(a.id), a.id, a.auditVersion("version.published", nv.Version))

@@ -108,7 +108,7 @@ func (a *kitActor) recordDomainCheck(m *kitpb.RecordDomainCheck) (proto.Message,
 		return &kitpb.DomainReply{Domain: cur, KitId: a.id}, nil
 	}
 	if !m.Ok {
-		b := a.env.Store.NewBatch()
+		b := a.env.newBatch()
 		a.env.putLog(b, partition.Of(a.id), a.id, a.domainEntry("domain.verify_failed", cur, LogLevelError))
 		if err := b.Commit(); err != nil {
 			return nil, fmt.Errorf("log failed check of %s for %s: %w", m.Domain, a.id, err)
@@ -128,7 +128,7 @@ func (a *kitActor) removeDomain(m *kitpb.RemoveDomain) (proto.Message, error) {
 	if cur == nil {
 		return nil, kiterr.Absent("domain")
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	b.Delete(domainKey(a.id, cur.Domain))
 	a.env.putLog(b, partition.Of(a.id), a.id, a.domainEntry("domain.removed", cur, LogLevelInfo))
 	if err := b.Commit(); err != nil {
@@ -141,7 +141,7 @@ func (a *kitActor) removeDomain(m *kitpb.RemoveDomain) (proto.Message, error) {
 // commitDomain stores d with its log entry and then keeps it in memory, in
 // domain order.
 func (a *kitActor) commitDomain(d *kitpb.KitDomain, entry *kitpb.DevLogEntry) error {
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, domainKey(a.id, d.Domain), d)
 	a.env.putLog(b, partition.Of(a.id), a.id, entry)
 	if err := b.Commit(); err != nil {
@@ -200,7 +200,7 @@ func (a *kitActor) devInstalled(m *kitpb.DevInstalled) (proto.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	reply := &kitpb.DevInstalledReply{}
 	if !found && len(m.SigningSecretHash) > 0 {
 		reply.SigningSecret = &kitpb.SecretState{Hash: m.SigningSecretHash, CreatedAt: nanos(a.env.Clock.Now()), Generation: 1}

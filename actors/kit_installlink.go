@@ -92,7 +92,7 @@ func (a *kitActor) createInstallLink(m *kitpb.CreateInstallLink) (proto.Message,
 		return nil, err
 	}
 	next := &kitpb.InstallLink{Hash: m.LinkHash, CreatedAt: nanos(a.env.Clock.Now()), PrivatePublishes: a.privatePublishes()}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	if cur != nil {
 		b.Delete(installLinkIndexKey(cur.Hash))
 	}
@@ -117,7 +117,7 @@ func (a *kitActor) deleteInstallLink() (proto.Message, error) {
 	if !active {
 		return nil, errLinkAbsent
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	b.Delete(installLinkKey(a.id))
 	b.Delete(installLinkIndexKey(cur.Hash))
 	a.env.putLog(b, partition.Of(a.id), a.id, newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "install_link.deleted", ""))
@@ -157,7 +157,7 @@ func (a *kitActor) openInstallLink(m *kitpb.OpenInstallLink) (proto.Message, err
 // (the kit actor may not call them), so the entry never reports an install
 // that did not happen; a crash in between loses the entry, not the install.
 func (a *kitActor) installLinkUsed(m *kitpb.InstallLinkUsed) (proto.Message, error) {
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	e := newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "install_link.used", m.InstallationId)
 	e.Status = m.Version
 	a.env.putLog(b, partition.Of(a.id), a.id, e)

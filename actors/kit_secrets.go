@@ -107,7 +107,7 @@ func (a *kitActor) rotateSecret(m *kitpb.RotateKitSecret) (proto.Message, error)
 	}
 	e := newLogEntry(a.env, LogSourceAudit, LogLevelInfo, m.Which+"_secret.rotated", "")
 	e.Status = strconv.Itoa(int(next.Generation))
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, k, next)
 	a.env.putLog(b, partition.Of(a.id), a.id, e)
 	if err := b.Commit(); err != nil {
@@ -133,7 +133,7 @@ func (a *kitActor) checkClientSecret(m *kitpb.CheckClientSecret) (proto.Message,
 	}
 	// A wrong secret for a Kit that has one is worth telling its developer
 	// (a leaked client id being tried, or a deploy with the old secret).
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	e := newLogEntry(a.env, LogSourceAudit, LogLevelError, "token.refused", "")
 	e.Status, e.ErrorCode = "client", "invalid_client_secret"
 	a.env.putLog(b, partition.Of(a.id), a.id, e)

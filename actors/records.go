@@ -28,8 +28,11 @@ func load(store *persistence.Store, k []byte, m proto.Message) (found bool, err 
 	return true, nil
 }
 
+// setter is a batch: an actor's, or the store's own during an upgrade.
+type setter interface{ Set(key, value []byte) }
+
 // put adds the record to the batch.
-func put(b *persistence.Batch, k []byte, m proto.Message) { b.Set(k, marshal(m)) }
+func put(b setter, k []byte, m proto.Message) { b.Set(k, marshal(m)) }
 
 // marshal encodes a record.
 func marshal(m proto.Message) []byte {

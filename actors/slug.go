@@ -54,7 +54,7 @@ func (a *slugActor) handle(msg proto.Message) (proto.Message, error) {
 		return &kitpb.SlugReply{KitId: a.owner.KitId}, nil
 	}
 	owner := &kitpb.ClaimSlug{Slug: a.slug, KitId: m.KitId, WorkspaceId: m.WorkspaceId}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, slugKey(a.slug), owner)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("claim slug: %w", err)

@@ -129,7 +129,7 @@ func (a *webhookActor) open(m *kitpb.OpenWebhook) (proto.Message, error) {
 	}
 	h := proto.Clone(m.Webhook).(*kitpb.Webhook)
 	h.Id, h.State = a.id, WebhookActive
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, webhookKey(a.id), h)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("open webhook %s: %w", a.id, err)
@@ -165,7 +165,7 @@ func (a *webhookActor) end(state, reason string, entries ...*kitpb.DevLogEntry) 
 	if state == WebhookDisabled {
 		audit.Status = reason
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, webhookKey(a.id), next)
 	a.env.putLog(b, partition.Of(a.id), a.hook.KitId, audit)
 	for _, e := range entries {

@@ -122,7 +122,7 @@ func (a *workspaceActor) create(m *kitpb.CreateWorkspace) (proto.Message, error)
 		return nil, kiterr.New(kiterr.Conflict, "workspace already exists")
 	}
 	ws := &kitpb.Workspace{Id: a.id, Name: m.Name, Sandbox: m.Sandbox, CreatedAt: nanos(a.env.Clock.Now())}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, workspaceKey(a.id), ws)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("create workspace %s: %w", a.id, err)
@@ -142,7 +142,7 @@ func (a *workspaceActor) createUser(m *kitpb.CreateUser) (proto.Message, error) 
 		Id: m.UserId, WorkspaceId: a.id, DisplayName: m.DisplayName, Email: m.Email,
 		Role: m.Role, Active: true, CreatedAt: nanos(a.env.Clock.Now()), PasswordHash: m.PasswordHash,
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, userKey(a.id, u.Id), u)
 	put(b, locatorKey(u.Id), &kitpb.Locator{Kind: KindWorkspace, Owner: a.id})
 	if signsIn(u) {
@@ -166,7 +166,7 @@ func (a *workspaceActor) deactivate(m *kitpb.DeactivateUser) (proto.Message, err
 	if u.Active {
 		next := proto.Clone(u).(*kitpb.User)
 		next.Active = false
-		b := a.env.Store.NewBatch()
+		b := a.env.newBatch()
 		put(b, userKey(a.id, u.Id), next)
 		if signsIn(u) {
 			b.Delete(emailUserKey(normalEmail(u.Email), u.Id))
@@ -231,7 +231,7 @@ func (a *workspaceActor) createSession(m *kitpb.CreateSession) (proto.Message, e
 		Id: m.SessionId, UserId: m.UserId, WorkspaceId: a.id,
 		CreatedAt: nanos(now), ExpiresAt: nanos(now.Add(SessionLifetime)),
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, sessionKey(a.id, s.Id), s)
 	put(b, locatorKey(s.Id), &kitpb.Locator{Kind: KindWorkspace, Owner: a.id})
 	put(b, credentialKey(m.SecretHash), &kitpb.Credential{
@@ -262,7 +262,7 @@ func (a *workspaceActor) endSession(m *kitpb.EndSession) (proto.Message, error) 
 	if err != nil {
 		return nil, fmt.Errorf("load session secret %s: %w", s.Id, err)
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, sessionKey(a.id, s.Id), s)
 	b.Delete(credentialKey(hash))
 	if err := b.Commit(); err != nil {
@@ -302,7 +302,7 @@ func (a *workspaceActor) install(m *kitpb.Install) (proto.Message, error) {
 		if instID == "" {
 			instID = ids.New()
 		}
-		b := a.env.Store.NewBatch()
+		b := a.env.newBatch()
 		b.Set(installedKitKey(a.id, m.KitId), []byte(instID))
 		if err := b.Commit(); err != nil {
 			return nil, fmt.Errorf("record installation of %s: %w", m.KitId, err)

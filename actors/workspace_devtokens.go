@@ -29,7 +29,7 @@ func (a *workspaceActor) createDeveloperToken(m *kitpb.CreateDeveloperToken) (pr
 		Kind: CallerDeveloper, WorkspaceId: a.id, UserId: m.UserId, TokenId: m.TokenId, Name: m.Name,
 		CreatedAt: nanos(now), ExpiresAt: nanos(now.Add(ttl)),
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, credentialKey(m.SecretHash), cred)
 	b.Set(developerTokenKey(a.id, m.TokenId), m.SecretHash)
 	put(b, locatorKey(m.TokenId), &kitpb.Locator{Kind: KindWorkspace, Owner: a.id})
@@ -58,7 +58,7 @@ func (a *workspaceActor) revokeDeveloperToken(m *kitpb.RevokeCredential) (proto.
 	}
 	if cred.RevokedAt == 0 {
 		cred.RevokedAt = nanos(a.env.Clock.Now())
-		b := a.env.Store.NewBatch()
+		b := a.env.newBatch()
 		put(b, credentialKey(hash), cred)
 		if err := b.Commit(); err != nil {
 			return nil, fmt.Errorf("revoke developer token: %w", err)
@@ -101,7 +101,7 @@ func (a *workspaceActor) touchDeveloperToken(m *kitpb.TouchDeveloperToken) (prot
 	if err != nil {
 		return nil, err
 	}
-	if err := recordUse(a.env.Store, hash, cred, m.At); err != nil {
+	if err := recordUse(a.env, hash, cred, m.At); err != nil {
 		return nil, fmt.Errorf("record use of developer token %s: %w", m.TokenId, err)
 	}
 	return &kitpb.Ok{}, nil
@@ -110,12 +110,12 @@ func (a *workspaceActor) touchDeveloperToken(m *kitpb.TouchDeveloperToken) (prot
 // recordUse sets the last use of the credential stored under hash to at,
 // unless a later use is recorded already (touches from several nodes
 // arrive in any order).
-func recordUse(store *persistence.Store, hash []byte, cred *kitpb.Credential, at int64) error {
+func recordUse(env *Env, hash []byte, cred *kitpb.Credential, at int64) error {
 	if at <= cred.LastUsedAt {
 		return nil
 	}
 	cred.LastUsedAt = at
-	b := store.NewBatch()
+	b := env.newBatch()
 	put(b, credentialKey(hash), cred)
 	return b.Commit()
 }

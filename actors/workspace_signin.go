@@ -55,7 +55,7 @@ func (a *workspaceActor) createSignInChoice(m *kitpb.CreateSignInChoice) (proto.
 		return nil, err
 	}
 	now := a.env.Clock.Now()
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	put(b, credentialKey(m.SecretHash), &kitpb.Credential{
 		Kind: credSignInChoice, WorkspaceId: a.id, UserId: m.Choices[i].UserId,
 		CreatedAt: nanos(now), ExpiresAt: nanos(now.Add(SignInChoiceLifetime)), Choices: m.Choices,
@@ -78,7 +78,7 @@ func (a *workspaceActor) takeSignInChoice(m *kitpb.TakeSignInChoice) (proto.Mess
 	if !found || cred.Kind != credSignInChoice || cred.WorkspaceId != a.id {
 		return nil, kiterr.Absent("sign-in choice")
 	}
-	b := a.env.Store.NewBatch()
+	b := a.env.newBatch()
 	b.Delete(credentialKey(m.SecretHash))
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("spend sign-in choice in %s: %w", a.id, err)

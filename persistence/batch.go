@@ -1,9 +1,11 @@
 package persistence
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/batchrepr"
 )
 
 // Batch is an atomic group of writes. It is single-use: Commit closes it. A
@@ -145,4 +147,89 @@ func (s *Store) Sync() error {
 		return fmt.Errorf("persistence: sync: %w", err)
 	}
 	return nil
+}
+
+// Repr is the batch's writes in Pebble's batch encoding: what a replicated
+// write carries (Ops reads it back). It is valid until the batch is
+// committed or closed.
+func (b *Batch) Repr() []byte { return b.live().Repr() }
+
+// Close discards a batch that will not be committed.
+func (b *Batch) Close() {
+	if b.b != nil {
+		b.b.Close()
+		b.b = nil
+	}
+}
+
+// OpKind is the kind of one write of a batch.
+type OpKind uint8
+
+// The writes a Batch holds.
+const (
+	OpSet OpKind = iota + 1
+	OpDelete
+	OpDeleteRange
+)
+
+// Op is one write of a batch: Set Key = Value, Delete Key, or delete every
+// key in [Key, Value) for OpDeleteRange.
+type Op struct {
+	Kind       OpKind
+	Key, Value []byte
+}
+
+// ErrBadRepr reports an encoded batch that does not decode, or that holds
+// a write no Batch makes.
+var ErrBadRepr = errors.New("persistence: malformed batch encoding")
+
+// Ops calls fn with each write of repr (a Repr), in order, until fn returns
+// an error. The slices of an Op point into repr.
+func Ops(repr []byte, fn func(Op) error) error {
+	if _, ok := batchrepr.ReadHeader(repr); !ok {
+		return ErrBadRepr
+	}
+	r := batchrepr.Read(repr)
+	for {
+		kind, key, value, ok, err := r.Next()
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrBadRepr, err)
+		}
+		if !ok {
+			return nil
+		}
+		op := Op{Key: key, Value: value}
+		switch kind {
+		case pebble.InternalKeyKindSet:
+			op.Kind = OpSet
+		case pebble.InternalKeyKindDelete:
+			op.Kind = OpDelete
+		case pebble.InternalKeyKindRangeDelete:
+			op.Kind = OpDeleteRange
+		default:
+			return fmt.Errorf("%w: write of kind %v", ErrBadRepr, kind)
+		}
+		if err := fn(op); err != nil {
+			return err
+		}
+	}
+}
+
+// Add adds one write to the batch (its slices are copied).
+func (b *Batch) Add(op Op) {
+	switch op.Kind {
+	case OpSet:
+		b.Set(op.Key, op.Value)
+	case OpDelete:
+		b.Delete(op.Key)
+	case OpDeleteRange:
+		b.DeleteRange(op.Key, op.Value)
+	default:
+		b.keep(fmt.Errorf("%w: op kind %d", ErrBadRepr, op.Kind))
+	}
+}
+
+// AddRepr adds every write of repr (a Repr of another batch) to b.
+func (b *Batch) AddRepr(repr []byte) error {
+	return Ops(repr, func(op Op) error { b.Add(op); return nil })
 }

@@ -1,11 +1,15 @@
 package replication
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"maps"
 
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/persistence"
 )
 
 // Bootstrap creates group g on this node with the given voters. Every
@@ -67,4 +71,32 @@ func (n *Node) addGroup(id GroupID, s *logStore) error {
 
 func isEmpty(hs *pb.HardState) bool {
 	return hs.GetTerm() == 0 && hs.GetVote() == 0 && hs.GetCommit() == 0
+}
+
+// NodeID is the raft id of the node whose store this is: made at random
+// on the first call and kept, so that a restarted node keeps its place in
+// its groups. It is never 0.
+func NodeID(store *persistence.Store) (uint64, error) {
+	v, err := store.Get(nodeIDKey())
+	if err == nil && len(v) == 8 {
+		if id := binary.BigEndian.Uint64(v); id != 0 {
+			return id, nil
+		}
+	}
+	if err != nil && !errors.Is(err, persistence.ErrNotFound) {
+		return 0, fmt.Errorf("replication: node id: %w", err)
+	}
+	if err == nil {
+		return 0, fmt.Errorf("replication: node id: malformed record of %d bytes", len(v))
+	}
+	id := randomSeq()
+	for id == 0 {
+		id = randomSeq()
+	}
+	b := store.NewBatch()
+	b.Set(nodeIDKey(), binary.BigEndian.AppendUint64(nil, id))
+	if err := b.Commit(); err != nil {
+		return 0, fmt.Errorf("replication: node id: %w", err)
+	}
+	return id, nil
 }

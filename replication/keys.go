@@ -89,3 +89,8 @@ func decodeKey(key []byte) (g GroupID, kind keyKind, index uint64) {
 	}
 	return g, kindUnknown, 0
 }
+
+// nodeIDKey holds this node's raft id: random, made on the first start.
+// It is outside r/ (a node's fact, not a group's) and outside the
+// partitions, so it never moves with a snapshot.
+func nodeIDKey() []byte { return []byte("rnode/id") }

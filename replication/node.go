@@ -299,13 +299,13 @@ func (n *Node) Stats() Stats {
 
 func (n *Node) lookup(g GroupID) *group { return (*n.groups.Load())[g] }
 
-// enqueue hands an event to the driver.
-func (n *Node) enqueue(e event) error {
+// enqueue hands events to the driver, which takes them in one cycle.
+func (n *Node) enqueue(es ...event) error {
 	if err := n.stopped(); err != nil {
 		return err
 	}
 	n.mu.Lock()
-	n.inbox = append(n.inbox, e)
+	n.inbox = append(n.inbox, es...)
 	n.mu.Unlock()
 	select {
 	case n.wake <- struct{}{}:

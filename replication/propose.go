@@ -76,10 +76,74 @@ func (n *Node) Propose(ctx context.Context, g GroupID, data []byte) (uint64, err
 	return n.wait(ctx, p)
 }
 
+// Proposal is one entry of ProposeAll: data for group Group.
+type Proposal struct {
+	Group GroupID
+	Data  []byte
+}
+
+// ProposeAll proposes every entry at once and returns when each is applied
+// (its error then is the first one met, with Propose's meaning). The
+// entries reach the driver together, so they enter their groups' logs in
+// the same cycle: on a node whose groups have one voter, one WAL sync
+// commits them all and one batch applies them, so after a crash either
+// every entry or none is applied. Across nodes the groups commit
+// independently, and a caller must order its writes so that any prefix of
+// them is a valid state (docs/cluster.md, "Global indexes").
+func (n *Node) ProposeAll(ctx context.Context, props []Proposal) error {
+	if len(props) == 1 {
+		_, err := n.Propose(ctx, props[0].Group, props[0].Data)
+		return err
+	}
+	ps := make([]*proposal, len(props))
+	events := make([]event, len(props))
+	for i, pr := range props {
+		p := proposalPool.Get().(*proposal)
+		p.g, p.seq = pr.Group, n.seq.Add(1)
+		p.data = append(header{node: n.id, seq: p.seq}.appendTo(make([]byte, 0, headerLen+len(pr.Data))), pr.Data...)
+		ps[i], events[i] = p, event{prop: p}
+	}
+	if err := n.enqueue(events...); err != nil {
+		return err
+	}
+	var first error
+	for _, p := range ps {
+		if _, err := n.await(ctx, p); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Campaign makes this node stand for leader of group g now instead of
+// after an election timeout: a node that holds the only voter of its groups
+// leads them at once.
+func (n *Node) Campaign(g GroupID) error {
+	var err error
+	if derr := n.do(func() {
+		grp := n.lookup(g)
+		if grp == nil {
+			err = ErrUnknownGroup
+			return
+		}
+		if grp.state != raft.StateLeader {
+			err = grp.rn.Campaign()
+		}
+	}); derr != nil {
+		return derr
+	}
+	return err
+}
+
 func (n *Node) wait(ctx context.Context, p *proposal) (uint64, error) {
 	if err := n.enqueue(event{prop: p}); err != nil {
 		return 0, err
 	}
+	return n.await(ctx, p)
+}
+
+// await waits for an enqueued proposal's outcome.
+func (n *Node) await(ctx context.Context, p *proposal) (uint64, error) {
 	select {
 	case d := <-p.done:
 		*p = proposal{done: p.done}

@@ -32,6 +32,7 @@ import (
 	"github.com/kitd/kitd/internal/metrics"
 	"github.com/kitd/kitd/internal/verify"
 	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/replica"
 )
 
 func main() {
@@ -74,6 +75,7 @@ type config struct {
 	nodeName      string
 	clusterBind   string
 	join          string
+	replicate     bool
 	demo          bool
 	logLevel      string
 	logFormat     string
@@ -105,6 +107,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.nodeName, "node-name", env("KIT_NODE_NAME", ""), "cluster member name")
 	fs.StringVar(&c.clusterBind, "cluster-bind", env("KIT_CLUSTER_BIND", ""), "gossip bind address")
 	fs.StringVar(&c.join, "join", env("KIT_JOIN", ""), "comma-separated seed members")
+	fs.BoolVar(&c.replicate, "replicate", env("KIT_REPLICATE", "") == "1", "commit every write through its partition's raft group, as a node of a cluster does, even alone")
 	fs.BoolVar(&c.demo, "demo", false, "on a fresh data directory, create and print a demo workspace")
 	fs.StringVar(&c.logLevel, "log-level", env("KIT_LOG_LEVEL", "info"), "debug, info (a line per request), warn or error")
 	fs.StringVar(&c.logFormat, "log-format", env("KIT_LOG_FORMAT", "json"), "json or text")
@@ -247,7 +250,26 @@ func serve(cfg config, stdout io.Writer) error {
 		return err
 	}
 	env.Node = clusterNode
-	defer clusterNode.Stop()
+	var rep *replica.Replica
+	if cfg.replicate {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		rep, err = replica.Start(ctx, replica.Config{Store: store, Hosts: clusterNode, Logger: quieter(logger, slog.LevelWarn)})
+		cancel()
+		if err != nil {
+			clusterNode.Stop()
+			return err
+		}
+		env.Commits = rep.Log
+	}
+	// The actors stop before the groups they commit through.
+	defer func() {
+		clusterNode.Stop()
+		if rep != nil {
+			if err := rep.Close(); err != nil {
+				logger.Error("replication stopped on an error", "err", err)
+			}
+		}
+	}()
 	send, err := sender(cfg, env, logger)
 	if err != nil {
 		return err

@@ -1,0 +1,206 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/replication"
+)
+
+// Hosts is the switch of where activations run (cluster.Node).
+type Hosts interface {
+	Host(p partition.ID)
+	Release(p partition.ID)
+}
+
+// Config is what Start needs.
+type Config struct {
+	Store  *persistence.Store
+	Hosts  Hosts
+	Logger *slog.Logger
+	// TickInterval is raft's tick (default 100 ms): elections take 10 to
+	// 20 ticks, heartbeats go every tick.
+	TickInterval time.Duration
+	// CommitTimeout bounds one commit (default 5 s): past it the actor's
+	// request fails, with an outcome the caller must treat as unknown.
+	CommitTimeout time.Duration
+}
+
+// Replica is this node's replicas of every partition.
+type Replica struct {
+	// Log is the actors' Committer.
+	Log *Log
+
+	node   *replication.Node
+	id     uint64
+	ticker *time.Ticker
+	hosts  Hosts
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	leading [partition.Count]uint64 // the term this node leads each group in; 0: it does not
+	hosted  [partition.Count]bool   // whether each partition's activations run here
+	stop    chan struct{}
+}
+
+// Start opens this node's groups, creating the missing ones with this
+// node as their only voter (a node alone, or the first of a cluster: a
+// directory written without replication keeps its records, which become
+// the groups' initial state), and returns once it leads and hosts every
+// partition. It releases every partition first: nothing is hosted before
+// this node leads it.
+func Start(ctx context.Context, cfg Config) (*Replica, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.TickInterval == 0 {
+		cfg.TickInterval = 100 * time.Millisecond
+	}
+	if cfg.CommitTimeout == 0 {
+		cfg.CommitTimeout = 5 * time.Second
+	}
+	for p := range partition.ID(partition.Count) {
+		cfg.Hosts.Release(p)
+	}
+	id, err := replication.NodeID(cfg.Store)
+	if err != nil {
+		return nil, err
+	}
+	r := &Replica{
+		id: id, ticker: time.NewTicker(cfg.TickInterval), hosts: cfg.Hosts,
+		logger: cfg.Logger.With("component", "replica"), stop: make(chan struct{}),
+	}
+	r.node, err = replication.Open(replication.Config{
+		NodeID: id, Store: cfg.Store, Transport: alone{}, StateMachine: Records{Store: cfg.Store},
+		Ticker: r.ticker.C, TickInterval: cfg.TickInterval, Logger: cfg.Logger,
+	})
+	if err != nil {
+		r.ticker.Stop()
+		return nil, err
+	}
+	r.Log = &Log{groups: r.node, store: cfg.Store, timeout: cfg.CommitTimeout}
+	go r.follow()
+	if err := r.lead(ctx); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// lead creates the missing groups, stands for leader of every group, and
+// waits until every partition is hosted here.
+func (r *Replica) lead(ctx context.Context) error {
+	have := make(map[replication.GroupID]bool, partition.Count)
+	for _, g := range r.node.Groups() {
+		have[g] = true
+	}
+	for p := range partition.ID(partition.Count) {
+		g := replication.GroupID(p)
+		if !have[g] {
+			if err := r.node.Bootstrap(g, []uint64{r.id}); err != nil {
+				return fmt.Errorf("replica: create group %d: %w", g, err)
+			}
+		}
+		if err := r.node.Campaign(g); err != nil {
+			return fmt.Errorf("replica: lead group %d: %w", g, err)
+		}
+	}
+	for {
+		n := r.hostedCount()
+		if n == partition.Count {
+			return nil
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("replica: %d of %d partitions hosted: %w", n, partition.Count, ctx.Err())
+		}
+	}
+}
+
+func (r *Replica) hostedCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, h := range r.hosted {
+		if h {
+			n++
+		}
+	}
+	return n
+}
+
+// follow hosts a partition's activations while this node leads its group.
+func (r *Replica) follow() {
+	changes := r.node.LeaderChanges()
+	for {
+		var lc replication.LeaderChange
+		select {
+		case lc = <-changes:
+		case <-r.stop:
+			return
+		}
+		p := partition.ID(lc.Group)
+		r.mu.Lock()
+		if lc.Leader != r.id {
+			r.leading[p] = 0
+			if r.hosted[p] {
+				r.hosted[p] = false
+				r.hosts.Release(p)
+			}
+			r.mu.Unlock()
+			continue
+		}
+		r.leading[p] = lc.Term
+		r.mu.Unlock()
+		go r.host(p, lc.Term)
+	}
+}
+
+// host hosts p once everything committed before this node led it is
+// applied: the activations load their state from the store. An empty
+// entry proposed in the new term is that point: raft applies in order.
+func (r *Replica) host(p partition.ID, term uint64) {
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := r.node.Propose(ctx, replication.GroupID(p), nil)
+		cancel()
+		r.mu.Lock()
+		current := r.leading[p] == term
+		if err == nil && current && !r.hosted[p] {
+			r.hosted[p] = true
+			r.hosts.Host(p)
+		}
+		r.mu.Unlock()
+		switch {
+		case err == nil && current:
+			return
+		case !current || errors.Is(err, replication.ErrStopped):
+			return
+		}
+		r.logger.Warn("no barrier entry in a new term yet", "partition", p, "term", term, "err", err)
+	}
+}
+
+// Close stops the groups. Every commit that returned is durable already.
+func (r *Replica) Close() error {
+	r.ticker.Stop()
+	close(r.stop)
+	return r.node.Close()
+}
+
+// alone is the transport of a node that has no peers: every group has
+// this node as its only voter, so raft has nobody to send to.
+type alone struct{}
+
+func (alone) Send([]replication.Message) {}
+func (alone) SendSnapshot(replication.Message, io.Reader) error {
+	return errors.New("replica: no peers")
+}
