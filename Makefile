@@ -16,8 +16,11 @@ build:
 
 # Every test: unit tests next to the code, then end-to-end tests against a
 # real bin/kitd on loopback ports.
+# The actors' tests run twice: committing to the store, and through one
+# raft group per partition (replica.Log), as a node of a cluster commits.
 test: build
 	$(GO) test -count=1 -timeout 20m $(PKGS)
+	KITD_TEST_REPLICATED=1 $(GO) test -count=1 ./actors/
 
 # Every fuzz target (found by .ci/fuzz) for FUZZTIME each, one after
 # another. `make test` runs only their seed corpora, as ordinary tests.

@@ -20,7 +20,16 @@ import (
 // keep everything, and new posts must land after the old ones.
 func TestDurability(t *testing.T) {
 	for round := 1; round <= 3; round++ {
-		t.Run(fmt.Sprintf("round %d", round), func(t *testing.T) { durabilityRound(t, round) })
+		t.Run(fmt.Sprintf("round %d", round), func(t *testing.T) { durabilityRound(t, round, nil) })
+	}
+}
+
+// The same rounds with every write committed through its partition's raft
+// group (--replicate), as a node of a cluster commits it: a write is
+// acknowledged once its entry is synced and applied.
+func TestDurabilityReplicated(t *testing.T) {
+	for round := 1; round <= 2; round++ {
+		t.Run(fmt.Sprintf("round %d", round), func(t *testing.T) { durabilityRound(t, round, []string{"--replicate"}) })
 	}
 }
 
@@ -41,11 +50,11 @@ type postLog struct {
 	byText   map[string]ackedPost
 }
 
-func durabilityRound(t *testing.T, round int) {
+func durabilityRound(t *testing.T, round int, args []string) {
 	roundStart := time.Now()
 	defer func() { t.Logf("round took %v", time.Since(roundStart).Round(time.Millisecond)) }()
 	dir := t.TempDir()
-	opts := ServerOpts{DataDir: dir, OpToken: "op_" + randToken(), Limits: "off"}
+	opts := ServerOpts{DataDir: dir, OpToken: "op_" + randToken(), Limits: "off", Args: args}
 	s := startServerOpts(t, opts)
 
 	w := newWorkspace(t, s)

@@ -328,3 +328,62 @@ func TestTablesUseTheFastestCompression(t *testing.T) {
 		t.Fatal("the flush wrote no table")
 	}
 }
+
+// A batch's encoding reads back as the writes it holds, in order; bytes
+// that are no batch are refused.
+func TestBatchOps(t *testing.T) {
+	s, err := Open("db", Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := []Op{
+		{Kind: OpSet, Key: []byte("a"), Value: []byte("1")},
+		{Kind: OpDelete, Key: []byte("b")},
+		{Kind: OpDeleteRange, Key: []byte("c"), Value: []byte("d")},
+		{Kind: OpSet, Key: []byte("e"), Value: []byte{}},
+	}
+	b := s.NewBatch()
+	for _, op := range want {
+		b.Add(op)
+	}
+	var got []Op
+	if err := Ops(b.Repr(), func(op Op) error {
+		got = append(got, Op{op.Kind, bytes.Clone(op.Key), bytes.Clone(op.Value)})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("ops %v, want %v", got, want)
+	}
+	// AddRepr into another batch commits the same records.
+	b2 := s.NewBatch()
+	b2.Set([]byte("b"), []byte("gone"))
+	b2.Set([]byte("c1"), []byte("gone"))
+	if err := b2.AddRepr(b.Repr()); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if err := b2.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"a": "1", "e": ""} {
+		if got, err := s.Get([]byte(k)); err != nil || string(got) != v {
+			t.Errorf("%s = %q, %v; want %q", k, got, err, v)
+		}
+	}
+	for _, k := range []string{"b", "c1"} {
+		if _, err := s.Get([]byte(k)); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s: %v, want deleted", k, err)
+		}
+	}
+	for _, bad := range [][]byte{nil, []byte("short"), append(bytes.Clone(b2Header()), 0xff, 1, 'k')} {
+		if err := Ops(bad, func(Op) error { return nil }); !errors.Is(err, ErrBadRepr) {
+			t.Errorf("Ops(%q) = %v, want ErrBadRepr", bad, err)
+		}
+	}
+}
+
+// b2Header is the 12-byte header of an encoded batch of one write.
+func b2Header() []byte { return []byte{0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0} }

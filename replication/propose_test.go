@@ -97,3 +97,62 @@ func TestProposalErrors(t *testing.T) {
 		})
 	}
 }
+
+// A node that holds the only voter of a group leads it once it campaigns,
+// without waiting for an election timeout (no tick here).
+func TestCampaignLeadsAtOnce(t *testing.T) {
+	c := newCluster(t, []uint64{1}, nil)
+	c.bootstrap(2, []uint64{1})
+	m := c.nodes[1]
+	if err := m.node.Campaign(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.node.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for g, want := range map[replication.GroupID]uint64{0: 0, 1: 1} {
+		if st, err := m.node.Status(g); err != nil || st.Leader != want {
+			t.Errorf("group %d: leader %d (%v), want %d", g, st.Leader, err, want)
+		}
+	}
+	if err := m.node.Campaign(7); !errors.Is(err, replication.ErrUnknownGroup) {
+		t.Errorf("campaign for a group the node lacks: %v, want ErrUnknownGroup", err)
+	}
+}
+
+// ProposeAll returns once every entry is applied, each in its own group;
+// one entry its group refuses fails the call.
+func TestProposeAll(t *testing.T) {
+	c := newCluster(t, []uint64{1}, nil)
+	c.bootstrap(3, []uint64{1})
+	m := c.nodes[1]
+	for g := range replication.GroupID(2) {
+		if err := m.node.Campaign(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	props := []replication.Proposal{{Group: 0, Data: []byte("a")}, {Group: 1, Data: []byte("b")}}
+	if err := m.node.ProposeAll(ctx, props); err != nil {
+		t.Fatal(err)
+	}
+	for g, want := range map[replication.GroupID]string{0: "a", 1: "b"} {
+		recs, err := m.kv.Records(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, v := range recs {
+			found = found || v == want
+		}
+		if !found {
+			t.Errorf("group %d holds %v, want %q applied", g, recs, want)
+		}
+	}
+	// Group 2 has no leader: it never campaigned.
+	err := m.node.ProposeAll(ctx, []replication.Proposal{{Group: 0, Data: []byte("c")}, {Group: 2, Data: []byte("d")}})
+	var nl *replication.NotLeaderError
+	if !errors.As(err, &nl) || nl.Group != 2 {
+		t.Errorf("err = %v, want NotLeaderError for group 2", err)
+	}
+}

@@ -1,0 +1,332 @@
+package replica
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/replication"
+)
+
+func openStore(t *testing.T, fs vfs.FS) *persistence.Store {
+	t.Helper()
+	s, err := persistence.Open("db", persistence.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// keyIn is a key of partition p (the prefix actors' constructors write).
+func keyIn(p partition.ID, name string) []byte {
+	lower, _ := actors.PartitionRange(p)
+	return append(lower, name...)
+}
+
+func repr(store *persistence.Store, ops ...persistence.Op) []byte {
+	b := store.NewBatch()
+	for _, op := range ops {
+		b.Add(op)
+	}
+	return slices.Clone(b.Repr())
+}
+
+func records(t *testing.T, s *persistence.Store, p partition.ID) map[string]string {
+	t.Helper()
+	lower, upper := actors.PartitionRange(p)
+	out := map[string]string{}
+	if err := s.Scan(lower, upper, false, func(k, v []byte) bool {
+		out[string(k)] = string(v)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestRecordsApply(t *testing.T) {
+	s := openStore(t, vfs.NewMem()) // builds the entries
+	defer s.Close()
+	set := func(p partition.ID, k, v string) persistence.Op {
+		return persistence.Op{Kind: persistence.OpSet, Key: keyIn(p, k), Value: []byte(v)}
+	}
+	for _, tc := range []struct {
+		rule    string
+		data    []byte
+		wantErr bool
+		want    map[string]string
+	}{
+		{"an entry's writes are applied", repr(s, set(5, "a", "1"), set(5, "b", "2")), false,
+			map[string]string{string(keyIn(5, "a")): "1", string(keyIn(5, "b")): "2"}},
+		{"an empty entry (a leader's barrier) writes nothing", nil, false, map[string]string{}},
+		{"a write outside the group's partition stops the node", repr(s, set(5, "a", "1"), set(6, "x", "1")), true, nil},
+		{"a key of no partition stops the node", repr(s, persistence.Op{Kind: persistence.OpSet, Key: []byte("meta/x"), Value: nil}), true, nil},
+		{"bytes that are no batch stop the node", []byte("not a batch at all"), true, nil},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			s := openStore(t, vfs.NewMem())
+			defer s.Close()
+			b := s.NewBatch()
+			// Applied twice, as a restart may: the same records.
+			err := errors.Join(Records{Store: s}.Apply(5, 7, tc.data, b), Records{Store: s}.Apply(5, 7, tc.data, b))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if tc.wantErr {
+				b.Close()
+				return
+			}
+			if err := b.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if got := records(t, s, 5); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("records %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A snapshot of a partition restored on another store replaces that
+// partition there, whatever it held, and leaves the other partitions alone.
+func TestSnapshotRestoresOnePartition(t *testing.T) {
+	src, dst := openStore(t, vfs.NewMem()), openStore(t, vfs.NewMem())
+	defer src.Close()
+	defer dst.Close()
+	write := func(s *persistence.Store, kv map[string]string) {
+		b := s.NewBatch()
+		for k, v := range kv {
+			b.Set([]byte(k), []byte(v))
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := string(bytes.Repeat([]byte("v"), 200<<10)) // crosses the buffers
+	write(src, map[string]string{string(keyIn(3, "a")): "1", string(keyIn(3, "b")): big, string(keyIn(4, "other")): "src"})
+	write(dst, map[string]string{string(keyIn(3, "stale")): "x", string(keyIn(4, "mine")): "dst"})
+
+	var snap bytes.Buffer
+	if err := (Records{Store: src}).Snapshot(3, &snap); err != nil {
+		t.Fatal(err)
+	}
+	b := dst.NewBatch()
+	if err := (Records{Store: dst}).Restore(3, &snap, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := records(t, dst, 3), records(t, src, 3); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("partition 3 restored with %d records, want the source's %d", len(got), len(want))
+	}
+	if got := records(t, dst, 4); len(got) != 1 || got[string(keyIn(4, "mine"))] != "dst" {
+		t.Errorf("partition 4 changed by partition 3's restore: %v", got)
+	}
+}
+
+func TestRestoreRefusesABadSnapshot(t *testing.T) {
+	s := openStore(t, vfs.NewMem())
+	defer s.Close()
+	field := func(b []byte) []byte { return append(binary.AppendUvarint(nil, uint64(len(b))), b...) }
+	for _, tc := range []struct {
+		rule string
+		snap []byte
+	}{
+		{"a snapshot cut inside a record", field(keyIn(3, "a"))},
+		{"a snapshot cut inside a field", field(keyIn(3, "a"))[:4]},
+		{"a field longer than any record", binary.AppendUvarint(nil, maxSnapshotField+1)},
+		{"a record of another partition", slices.Concat(field(keyIn(9, "a")), field([]byte("v")))},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			b := s.NewBatch()
+			defer b.Close()
+			if err := (Records{Store: s}).Restore(3, bytes.NewReader(tc.snap), b); err == nil {
+				t.Error("restored")
+			}
+		})
+	}
+}
+
+// fakeGroups records what Log proposes.
+type fakeGroups struct {
+	mu    sync.Mutex
+	calls [][]replication.Proposal
+	err   error
+}
+
+func (f *fakeGroups) Propose(_ context.Context, g replication.GroupID, data []byte) (uint64, error) {
+	return 1, f.ProposeAll(nil, []replication.Proposal{{Group: g, Data: data}})
+}
+
+func (f *fakeGroups) ProposeAll(_ context.Context, props []replication.Proposal) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var call []replication.Proposal
+	for _, p := range props {
+		call = append(call, replication.Proposal{Group: p.Group, Data: slices.Clone(p.Data)})
+	}
+	f.calls = append(f.calls, call)
+	return f.err
+}
+
+// opsOf lists an entry's writes as "kind key=value" strings.
+func opsOf(t *testing.T, data []byte) []string {
+	t.Helper()
+	var out []string
+	if err := persistence.Ops(data, func(op persistence.Op) error {
+		out = append(out, fmt.Sprintf("%d %s=%s", op.Kind, op.Key, op.Value))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestLogCommit(t *testing.T) {
+	s := openStore(t, vfs.NewMem())
+	defer s.Close()
+	type entry struct {
+		group replication.GroupID
+		ops   []string
+	}
+	op := func(kind persistence.OpKind, p partition.ID, k, v string) persistence.Op {
+		return persistence.Op{Kind: kind, Key: keyIn(p, k), Value: []byte(v)}
+	}
+	str := func(o persistence.Op) string { return fmt.Sprintf("%d %s=%s", o.Kind, o.Key, o.Value) }
+	a1, a2, b1 := op(persistence.OpSet, 2, "a1", "x"), op(persistence.OpDelete, 2, "a2", ""), op(persistence.OpSet, 40, "b1", "y")
+	for _, tc := range []struct {
+		rule    string
+		ops     []persistence.Op
+		wantErr error
+		want    [][]entry // calls, each with its entries
+	}{
+		{"a batch of one partition is one entry of its group", []persistence.Op{a1, a2}, nil,
+			[][]entry{{{2, []string{str(a1), str(a2)}}}}},
+		{"a batch of two partitions is one entry per group, proposed together, each in order",
+			[]persistence.Op{a1, b1, a2}, nil,
+			[][]entry{{{2, []string{str(a1), str(a2)}}, {40, []string{str(b1)}}}}},
+		{"an empty batch proposes nothing", nil, nil, nil},
+		{"a key of no partition proposes nothing", []persistence.Op{a1, {Kind: persistence.OpSet, Key: []byte("meta/layout")}},
+			errNoPartition, nil},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			f := &fakeGroups{}
+			l := &Log{groups: f, store: s, timeout: time.Second}
+			b := s.NewBatch()
+			for _, o := range tc.ops {
+				b.Add(o)
+			}
+			if err := l.Commit(b); !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			var got [][]entry
+			for _, call := range f.calls {
+				var c []entry
+				for _, p := range call {
+					c = append(c, entry{p.Group, opsOf(t, p.Data)})
+				}
+				slices.SortFunc(c, func(x, y entry) int { return int(x.group) - int(y.group) })
+				got = append(got, c)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("proposed %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A proposal that fails fails the commit: the actor answers an error.
+func TestLogCommitFailsWithItsGroup(t *testing.T) {
+	s := openStore(t, vfs.NewMem())
+	defer s.Close()
+	f := &fakeGroups{err: replication.ErrLeadershipLost}
+	b := s.NewBatch()
+	b.Set(keyIn(1, "a"), nil)
+	if err := (&Log{groups: f, store: s, timeout: time.Second}).Commit(b); !errors.Is(err, replication.ErrLeadershipLost) {
+		t.Errorf("err = %v, want ErrLeadershipLost", err)
+	}
+}
+
+// hosts records the switch.
+type hosts struct {
+	mu     sync.Mutex
+	hosted map[partition.ID]bool
+	events []string
+}
+
+func (h *hosts) Host(p partition.ID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hosted[p] = true
+	h.events = append(h.events, fmt.Sprint("host ", p))
+}
+
+func (h *hosts) Release(p partition.ID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hosted[p] = false
+	h.events = append(h.events, fmt.Sprint("release ", p))
+}
+
+// A node alone leads and hosts every partition once Start returns, having
+// released them first; after a restart it is the same node, and what it
+// committed is there.
+func TestStartLeadsEveryPartitionAndRestarts(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openStore(t, fs)
+	h := &hosts{hosted: map[partition.ID]bool{}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := Start(ctx, Config{Store: s, Hosts: h, TickInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range partition.ID(partition.Count) {
+		if !h.hosted[p] {
+			t.Errorf("partition %d not hosted after Start", p)
+		}
+	}
+	if h.events[0] != "release 0" || len(h.events) != 2*partition.Count {
+		t.Errorf("events %v: want every partition released, then hosted once", h.events[:4])
+	}
+	b := s.NewBatch()
+	b.Set(keyIn(7, "k"), []byte("v"))
+	b.Set(keyIn(8, "k"), []byte("w"))
+	if err := r.Log.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	id := r.id
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openStore(t, fs)
+	defer s.Close()
+	r, err = Start(ctx, Config{Store: s, Hosts: h, TickInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.id != id {
+		t.Errorf("node id %d after a restart, was %d", r.id, id)
+	}
+	for p, want := range map[partition.ID]string{7: "v", 8: "w"} {
+		if v, err := s.Get(keyIn(p, "k")); err != nil || string(v) != want {
+			t.Errorf("partition %d after a restart: %q, %v; want %q", p, v, err, want)
+		}
+	}
+}
