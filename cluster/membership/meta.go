@@ -80,6 +80,9 @@ type Meta struct {
 	// a replica of (led included).
 	Led        Partitions
 	Replicated Partitions
+	// RaftID is the node's id in its raft groups (replication.NodeID):
+	// kept across restarts, unlike SystemID. 0: the node runs no groups.
+	RaftID uint64
 }
 
 // Limits of the encoding; with them the largest Meta takes
@@ -88,7 +91,7 @@ const (
 	maxAddrLen     = 200 // a DNS name (253 at most) rarely comes close
 	systemIDLen    = 32  // hex of 16 random bytes
 	metaVersion    = 1
-	maxEncodedMeta = 1 + 1 + 1 + systemIDLen + 8 + 8 + 2*(2+maxAddrLen)
+	maxEncodedMeta = 1 + 1 + 1 + systemIDLen + 8 + 8 + 2*(2+maxAddrLen) + 8
 )
 
 // Errors of the Meta encoding.
@@ -130,7 +133,7 @@ func isSystemID(s string) bool {
 
 // encode lays m out as
 //
-//	version(1) state(1) len(1) systemID led(8) replicated(8) len(2) httpAddr len(2) peerAddr
+//	version(1) state(1) len(1) systemID led(8) replicated(8) len(2) httpAddr len(2) peerAddr raftID(8)
 //
 // with little-endian integers. A later version may only append fields, so
 // that a node reads the prefix it knows of a newer peer's meta during a
@@ -139,7 +142,7 @@ func (m Meta) encode() ([]byte, error) {
 	if p := m.problem(); p != "" {
 		return nil, fmt.Errorf("%w: %s", ErrMetaInvalid, p)
 	}
-	return m.appendTo(make([]byte, 0, 1+1+1+len(m.SystemID)+16+4+len(m.HTTPAddr)+len(m.PeerAddr))), nil
+	return m.appendTo(make([]byte, 0, 1+1+1+len(m.SystemID)+16+4+len(m.HTTPAddr)+len(m.PeerAddr)+8)), nil
 }
 
 // appendTo appends m's encoding, rules unchecked (tests build bad metas
@@ -153,7 +156,7 @@ func (m Meta) appendTo(b []byte) []byte {
 		b = binary.LittleEndian.AppendUint16(b, uint16(len(s)))
 		b = append(b, s...)
 	}
-	return b
+	return binary.LittleEndian.AppendUint64(b, m.RaftID)
 }
 
 // decodeMeta reads a peer's meta. It trusts nothing: every length is
@@ -173,6 +176,7 @@ func decodeMeta(b []byte) (Meta, error) {
 	m.Replicated = Partitions(r.uint64())
 	m.HTTPAddr = r.string(int(r.uint16()))
 	m.PeerAddr = r.string(int(r.uint16()))
+	m.RaftID = r.uint64()
 	if r.err != nil {
 		return Meta{}, r.err
 	}

@@ -19,6 +19,7 @@ func validMeta() Meta {
 		State:      StateAlive,
 		Led:        1<<0 | 1<<63,
 		Replicated: 1<<0 | 1<<7 | 1<<63,
+		RaftID:     0x0123456789abcdef,
 	}
 }
 
@@ -27,6 +28,7 @@ func largestMeta() Meta {
 	m.HTTPAddr = strings.Repeat("h", maxAddrLen)
 	m.PeerAddr = strings.Repeat("p", maxAddrLen)
 	m.Led, m.Replicated = ^Partitions(0), ^Partitions(0)
+	m.RaftID = ^uint64(0)
 	return m
 }
 
