@@ -31,6 +31,29 @@ type Config struct {
 	// CommitTimeout bounds one commit (default 5 s): past it the actor's
 	// request fails, with an outcome the caller must treat as unknown.
 	CommitTimeout time.Duration
+
+	// Transport carries raft messages to the other nodes; nil: the node
+	// is alone, and every group has it as its only voter.
+	Transport replication.Transport
+	// Found creates the groups this node lacks with itself as their only
+	// voter: a node alone, or the first node of a cluster. A node that
+	// joins a cluster creates none; each group's leader adds it (grow).
+	Found bool
+	// Members lists the nodes alive now: their raft ids and how many
+	// groups each leads (from gossip). nil: the node is alone.
+	Members func() []Member
+	// Replicas is how many voters a group should have when that many
+	// nodes are alive (default 3).
+	Replicas int
+	// GrowInterval is how often a leader looks at its groups' replicas
+	// and leaderships (default 500 ms).
+	GrowInterval time.Duration
+}
+
+// Member is a node alive in the cluster, as gossip last said.
+type Member struct {
+	RaftID uint64
+	Led    int // how many groups it leads
 }
 
 // Replica is this node's replicas of every partition.
@@ -38,6 +61,7 @@ type Replica struct {
 	// Log is the actors' Committer.
 	Log *Log
 
+	cfg    Config
 	node   *replication.Node
 	id     uint64
 	ticker *time.Ticker
@@ -47,8 +71,11 @@ type Replica struct {
 	mu      sync.Mutex
 	leading [partition.Count]uint64 // the term this node leads each group in; 0: it does not
 	hosted  [partition.Count]bool   // whether each partition's activations run here
+	leaders [partition.Count]leader // who leads each group, as this node last heard
 	stop    chan struct{}
 }
+
+type leader struct{ id, term uint64 }
 
 // Start opens this node's groups, creating the missing ones with this
 // node as their only voter (a node alone, or the first of a cluster: a
@@ -66,6 +93,16 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 	if cfg.CommitTimeout == 0 {
 		cfg.CommitTimeout = 5 * time.Second
 	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 3
+	}
+	if cfg.GrowInterval == 0 {
+		cfg.GrowInterval = 500 * time.Millisecond
+	}
+	tr := cfg.Transport
+	if tr == nil {
+		tr, cfg.Found = alone{}, true
+	}
 	for p := range partition.ID(partition.Count) {
 		cfg.Hosts.Release(p)
 	}
@@ -74,11 +111,11 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 		return nil, err
 	}
 	r := &Replica{
-		id: id, ticker: time.NewTicker(cfg.TickInterval), hosts: cfg.Hosts,
+		cfg: cfg, id: id, ticker: time.NewTicker(cfg.TickInterval), hosts: cfg.Hosts,
 		logger: cfg.Logger.With("component", "replica"), stop: make(chan struct{}),
 	}
 	r.node, err = replication.Open(replication.Config{
-		NodeID: id, Store: cfg.Store, Transport: alone{}, StateMachine: Records{Store: cfg.Store},
+		NodeID: id, Store: cfg.Store, Transport: tr, StateMachine: Records{Store: cfg.Store},
 		Ticker: r.ticker.C, TickInterval: cfg.TickInterval, Logger: cfg.Logger,
 	})
 	if err != nil {
@@ -87,11 +124,65 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 	}
 	r.Log = &Log{groups: r.node, store: cfg.Store, timeout: cfg.CommitTimeout}
 	go r.follow()
-	if err := r.lead(ctx); err != nil {
-		r.Close()
-		return nil, err
+	if cfg.Found {
+		if err := r.lead(ctx); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	if cfg.Members != nil {
+		go r.grow()
 	}
 	return r, nil
+}
+
+// ID is this node's raft id.
+func (r *Replica) ID() uint64 { return r.id }
+
+// Node is this node's raft groups, for the transport to deliver to.
+func (r *Replica) Node() *replication.Node { return r.node }
+
+// Leader is the node that leads partition p as this node last heard
+// (0: none known), with its term.
+func (r *Replica) Leader(p partition.ID) (raftID, term uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := r.leaders[p]
+	return l.id, l.term
+}
+
+// LeaseValid reports whether this node leads p under a lease: no other
+// leader can exist, so its activations may answer from memory.
+func (r *Replica) LeaseValid(p partition.ID) bool {
+	return r.node.LeaseValid(replication.GroupID(p))
+}
+
+// Partitions returns the sets of partitions this node leads and holds a
+// replica of, bit p for partition p.
+func (r *Replica) Partitions() (led, replicated uint64) {
+	for _, g := range r.node.Groups() {
+		replicated |= 1 << uint(g)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for p, l := range r.leading {
+		if l != 0 {
+			led |= 1 << uint(p)
+		}
+	}
+	return led, replicated
+}
+
+// JoinGroup creates an empty replica of g for its leader to fill: the
+// transport calls it for a message of a group this node lacks, which
+// means a leader added this node to the group.
+func (r *Replica) JoinGroup(g replication.GroupID) {
+	if int(g) >= partition.Count {
+		return
+	}
+	if err := r.node.Join(g); err != nil && !errors.Is(err, replication.ErrGroupExists) {
+		r.logger.Warn("join group", "group", g, "err", err)
+	}
 }
 
 // lead creates the missing groups, stands for leader of every group, and
@@ -149,6 +240,7 @@ func (r *Replica) follow() {
 		}
 		p := partition.ID(lc.Group)
 		r.mu.Lock()
+		r.leaders[p] = leader{lc.Leader, lc.Term}
 		if lc.Leader != r.id {
 			r.leading[p] = 0
 			if r.hosted[p] {

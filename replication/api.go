@@ -83,6 +83,10 @@ type Status struct {
 	Voters     []uint64
 	Learners   []uint64
 	LeaseValid bool
+	// Match is, on the leader, the last log index known to be on each
+	// replica (itself included): a learner whose Match reached Commit has
+	// caught up. Empty on a follower.
+	Match map[uint64]uint64
 }
 
 // NotLeaderError is returned by a call that needs the group's leader when

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/tracker"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 )
@@ -299,6 +300,12 @@ func (n *Node) Status(g GroupID) (Status, error) {
 			Applied:  grp.log.applied,
 			Voters:   slices.Concat(cs.GetVoters(), cs.GetVotersOutgoing()),
 			Learners: slices.Concat(cs.GetLearners(), cs.GetLearnersNext()),
+		}
+		if grp.state == raft.StateLeader {
+			st.Match = make(map[uint64]uint64)
+			grp.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+				st.Match[id] = pr.Match
+			})
 		}
 		err = nil
 	}); derr != nil {

@@ -1,0 +1,243 @@
+package replica
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/replication"
+)
+
+// net is an in-memory transport between the replicas of a test: a
+// message for a group its receiver lacks makes the receiver join it, as
+// the cluster's transport does.
+type net struct {
+	mu    sync.Mutex
+	reps  map[uint64]*Replica
+	down  map[uint64]bool
+	order []uint64
+}
+
+type netEnd struct {
+	n    *net
+	from uint64
+}
+
+func (n *net) to(id uint64) *Replica {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.down[id] {
+		return nil
+	}
+	return n.reps[id]
+}
+
+func (e netEnd) Send(msgs []replication.Message) {
+	if e.n.to(e.from) == nil {
+		return
+	}
+	for _, m := range msgs {
+		r := e.n.to(m.Msg.GetTo())
+		if r == nil {
+			continue
+		}
+		if errors.Is(r.node.Step(m), replication.ErrUnknownGroup) {
+			r.JoinGroup(m.Group)
+			_ = r.node.Step(m)
+		}
+	}
+}
+
+func (e netEnd) SendSnapshot(m replication.Message, state io.Reader) error {
+	r := e.n.to(m.Msg.GetTo())
+	if r == nil {
+		return errors.New("down")
+	}
+	data, err := io.ReadAll(state)
+	if err != nil {
+		return err
+	}
+	if err := r.node.ReceiveSnapshot(m, bytes.NewReader(data)); errors.Is(err, replication.ErrUnknownGroup) {
+		r.JoinGroup(m.Group)
+		return r.node.ReceiveSnapshot(m, bytes.NewReader(data))
+	} else {
+		return err
+	}
+}
+
+// members is what gossip would say: every replica not down, with the
+// groups it leads.
+func (n *net) members() []Member {
+	n.mu.Lock()
+	var reps []*Replica
+	for _, id := range n.order {
+		if !n.down[id] && n.reps[id] != nil {
+			reps = append(reps, n.reps[id])
+		}
+	}
+	n.mu.Unlock()
+	var out []Member
+	for _, r := range reps {
+		led, _ := r.Partitions()
+		c := 0
+		for ; led != 0; led &= led - 1 {
+			c++
+		}
+		out = append(out, Member{RaftID: r.ID(), Led: c})
+	}
+	return out
+}
+
+// Three nodes grow from one: the first node's groups gain a replica on
+// each of the others, the leaderships spread, a write committed by a
+// partition's leader is on all three stores, and when a leader stops the
+// others elect a new one that has every committed write.
+func TestGrowFromOneNodeToThree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three nodes")
+	}
+	n := &net{reps: map[uint64]*Replica{}, down: map[uint64]bool{}}
+	stores := map[uint64]*persistence.Store{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := func(found bool) *Replica {
+		s := openStore(t, vfs.NewMem())
+		id, err := replication.NodeID(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{Store: s, Hosts: &hosts{hosted: map[partition.ID]bool{}}, TickInterval: 10 * time.Millisecond,
+			Transport: netEnd{n, id}, Found: found, Members: n.members, GrowInterval: 20 * time.Millisecond}
+		n.mu.Lock()
+		n.order = append(n.order, id)
+		n.mu.Unlock()
+		r, err := Start(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.mu.Lock()
+		n.reps[id] = r
+		n.mu.Unlock()
+		stores[id] = s
+		t.Cleanup(func() { r.Close(); s.Close() })
+		return r
+	}
+	a := start(true)
+	b, c := start(false), start(false)
+	all := []*Replica{a, b, c}
+
+	waitFor(t, "every group on three voters and the leaderships spread", func() error {
+		for g := range replication.GroupID(partition.Count) {
+			lead := leaderOf(all, partition.ID(g))
+			if lead == nil {
+				return fmt.Errorf("group %d has no leader", g)
+			}
+			st, err := lead.node.Status(g)
+			if err != nil || len(st.Voters) != 3 {
+				return fmt.Errorf("group %d: voters %v (%v)", g, st.Voters, err)
+			}
+		}
+		for _, r := range all {
+			led, _ := r.Partitions()
+			if count(led) < 10 {
+				return fmt.Errorf("node %d leads %d groups", r.ID(), count(led))
+			}
+		}
+		return nil
+	})
+
+	// A write through each partition's leader reaches every store.
+	for p := range partition.ID(partition.Count) {
+		commitVia(t, all, p, "k", "v1")
+	}
+	waitFor(t, "every write on every store", func() error {
+		for id, s := range stores {
+			for p := range partition.ID(partition.Count) {
+				if v, err := s.Get(keyIn(p, "k")); err != nil || string(v) != "v1" {
+					return fmt.Errorf("node %d partition %d: %q %v", id, p, v, err)
+				}
+			}
+		}
+		return nil
+	})
+
+	// The leader of partition 0 stops: the others take over, with the write.
+	old := leaderOf(all, 0)
+	n.mu.Lock()
+	n.down[old.ID()] = true
+	n.mu.Unlock()
+	var rest []*Replica
+	for _, r := range all {
+		if r != old {
+			rest = append(rest, r)
+		}
+	}
+	waitFor(t, "a new leader of partition 0", func() error {
+		if l := leaderOf(rest, 0); l == nil {
+			return errors.New("none yet")
+		}
+		return nil
+	})
+	commitVia(t, rest, 0, "k2", "v2")
+	for _, r := range rest {
+		if v, err := stores[r.ID()].Get(keyIn(0, "k")); err != nil || string(v) != "v1" {
+			t.Errorf("node %d after the failover: %q %v", r.ID(), v, err)
+		}
+	}
+}
+
+// leaderOf is the replica among rs that leads p and knows it.
+func leaderOf(rs []*Replica, p partition.ID) *Replica {
+	for _, r := range rs {
+		if st, err := r.node.Status(replication.GroupID(p)); err == nil && st.Leader == r.ID() {
+			return r
+		}
+	}
+	return nil
+}
+
+func commitVia(t *testing.T, rs []*Replica, p partition.ID, k, v string) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("a commit to partition %d", p), func() error {
+		l := leaderOf(rs, p)
+		if l == nil {
+			return errors.New("no leader")
+		}
+		b := l.cfg.Store.NewBatch()
+		b.Set(keyIn(p, k), []byte(v))
+		return l.Log.Commit(b)
+	})
+}
+
+func count(set uint64) int {
+	c := 0
+	for ; set != 0; set &= set - 1 {
+		c++
+	}
+	return c
+}
+
+// waitFor polls until check passes, for at most 30 s.
+func waitFor(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,137 @@
+package replica
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/fnv"
+	"slices"
+	"time"
+
+	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/replication"
+)
+
+// grow is each leader's part of placement, with no coordinator: every
+// GrowInterval, for each group it leads, a leader
+//
+//   - promotes a learner that has caught up (its log reaches the commit
+//     index);
+//   - adds a learner when the group has fewer replicas than
+//     min(Replicas, nodes alive): the alive node that ranks highest for
+//     the group by rendezvous hashing, so that the groups spread evenly and
+//     every leader makes the same choice;
+//   - hands one leadership to a voter that leads fewer groups when it
+//     leads more than its share (ceil(groups / nodes)).
+//
+// One change per group per round: raft takes one configuration change at
+// a time.
+func (r *Replica) grow() {
+	t := time.NewTicker(r.cfg.GrowInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+		members := r.cfg.Members()
+		// How many groups each node leads: gossip's word for the others,
+		// this node's own count for itself, both kept up to date with the
+		// round's transfers, so that one round does not overshoot.
+		led := make(map[uint64]int, len(members))
+		for _, m := range members {
+			led[m.RaftID] = m.Led
+		}
+		var leading []partition.ID
+		r.mu.Lock()
+		for p, term := range r.leading {
+			if term != 0 {
+				leading = append(leading, partition.ID(p))
+			}
+		}
+		r.mu.Unlock()
+		led[r.id] = len(leading)
+		for _, p := range leading {
+			r.growGroup(replication.GroupID(p), members, led)
+		}
+	}
+}
+
+// growGroup makes at most one change to group g.
+func (r *Replica) growGroup(g replication.GroupID, members []Member, led map[uint64]int) {
+	st, err := r.node.Status(g)
+	if err != nil || st.Leader != r.id {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.GrowInterval*4)
+	defer cancel()
+	for _, l := range st.Learners {
+		if st.Match[l]+caughtUp >= st.Commit {
+			if err := r.node.Promote(ctx, g, l); err != nil {
+				r.logger.Debug("promote", "group", g, "node", l, "err", err)
+			}
+			return
+		}
+	}
+	if len(st.Learners) > 0 {
+		return // one catching up at a time
+	}
+	want := min(r.cfg.Replicas, len(members))
+	if len(st.Voters) < want {
+		if id := pick(g, members, st.Voters); id != 0 {
+			if err := r.node.AddLearner(ctx, g, id); err != nil {
+				r.logger.Debug("add learner", "group", g, "node", id, "err", err)
+			}
+		}
+		return
+	}
+	if len(members) < 2 {
+		return
+	}
+	share := (partition.Count + len(members) - 1) / len(members)
+	if led[r.id] <= share {
+		return
+	}
+	// The voter that leads fewest, if it leads fewer than its share.
+	var to uint64
+	fewest := share
+	for _, v := range st.Voters {
+		if n, alive := led[v]; alive && v != r.id && n < fewest && st.Match[v] >= st.Commit {
+			to, fewest = v, n
+		}
+	}
+	if to == 0 {
+		return
+	}
+	if err := r.node.TransferLeadership(g, to); err != nil {
+		r.logger.Debug("transfer leadership", "group", g, "to", to, "err", err)
+		return
+	}
+	led[r.id]--
+	led[to]++
+}
+
+// caughtUp is how close to the commit index a learner's log must be for
+// it to be promoted: under a steady load the commit index moves on while
+// the learner catches up, and a voter a few entries behind does not slow
+// its group's commits (the other voters make the quorum).
+const caughtUp = 100
+
+// pick is the alive node outside have that ranks highest for group g.
+func pick(g replication.GroupID, members []Member, have []uint64) uint64 {
+	var best, bestScore uint64
+	for _, m := range members {
+		if slices.Contains(have, m.RaftID) {
+			continue
+		}
+		h := fnv.New64a()
+		var b [10]byte
+		binary.BigEndian.PutUint16(b[:2], uint16(g))
+		binary.BigEndian.PutUint64(b[2:], m.RaftID)
+		h.Write(b[:])
+		if s := h.Sum64(); best == 0 || s > bestScore {
+			best, bestScore = m.RaftID, s
+		}
+	}
+	return best
+}
