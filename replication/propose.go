@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"go.etcd.io/raft/v3"
-	"go.etcd.io/raft/v3/tracker"
 	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
 	"google.golang.org/protobuf/proto"
 )
 
