@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -12,6 +13,10 @@ import (
 // ErrNotHosted reports a request for an identity whose partition this node
 // does not host: in a cluster, another node leads it (docs/cluster.md).
 var ErrNotHosted = errors.New("cluster: partition not hosted on this node")
+
+// errNoLease refuses a request for a partition this node hosts while its
+// lead has no lease: another node may lead it by now.
+var errNoLease = fmt.Errorf("%w: the lead has no lease", ErrNotHosted)
 
 // hosting is the set of partitions whose activations a node may host: the
 // partitions it leads. A request looks at it only to activate an identity;
@@ -54,6 +59,13 @@ func (h *hosting) hosted(identity string) (partition.ID, error) {
 	}
 	return p, nil
 }
+
+// SetLease makes every request for a hosted partition check that this
+// node's lead of it is under a lease (valid): a node paused past its lease
+// may have been replaced as leader, and its activations' memory may be
+// stale, so it answers ErrNotHosted until its group says otherwise. It
+// must be called before the node serves.
+func (n *Node) SetLease(valid func(partition.ID) bool) { n.lease = valid }
 
 // Host lets this node activate the identities of partition p, as it does
 // once it leads p.

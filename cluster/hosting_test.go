@@ -183,3 +183,28 @@ func TestConcurrentRequestsShareOneActivation(t *testing.T) {
 		return true
 	})
 }
+
+// A node whose lead of a partition has no lease answers none of its
+// requests, not even from an activation it holds: another node may lead
+// the partition by now. When the lease is back, the activation answers.
+func TestNoAnswerWithoutALease(t *testing.T) {
+	n := hostingNode(t)
+	id := identitiesOf(3, 1)[0]
+	if _, err := Call[*kitpb.UserReply](n, "echo", id, &kitpb.GetUser{UserId: id}); err != nil {
+		t.Fatal(err)
+	}
+	var valid atomic.Bool
+	n.SetLease(func(p partition.ID) bool { return p != 3 || valid.Load() })
+	for _, who := range []string{id, identitiesOf(3, 2)[1]} {
+		if _, err := Call[*kitpb.UserReply](n, "echo", who, &kitpb.GetUser{UserId: who}); !errors.Is(err, ErrNotHosted) {
+			t.Errorf("request without a lease: %v, want ErrNotHosted", err)
+		}
+	}
+	if _, err := Call[*kitpb.UserReply](n, "echo", identitiesOf(4, 1)[0], &kitpb.GetUser{UserId: "x"}); err != nil {
+		t.Errorf("a partition with its lease: %v", err)
+	}
+	valid.Store(true)
+	if _, err := Call[*kitpb.UserReply](n, "echo", id, &kitpb.GetUser{UserId: id}); err != nil {
+		t.Errorf("the lease back: %v", err)
+	}
+}

@@ -65,6 +65,9 @@ type Node struct {
 	incarnations atomic.Uint64 // makes each activation's process name unique
 
 	hosting // the partitions whose activations this node may host
+	// lease, when set, says whether this node's lead of a partition is
+	// under a lease (SetLease).
+	lease func(partition.ID) bool
 
 	// lastDeadLetter is when a request last came back as a dead letter
 	// (unix nanoseconds). The answer does not say which actor was gone,
@@ -247,11 +250,17 @@ func (n *Node) pid(kind, identity string) (*actor.PID, error) {
 	a, ok := n.pids[k]
 	n.pidsMu.RUnlock()
 	if ok {
+		if n.lease != nil && !n.lease(a.p) {
+			return nil, errNoLease
+		}
 		return a.pid, nil
 	}
 	p, err := n.hosted(identity)
 	if err != nil {
 		return nil, err
+	}
+	if n.lease != nil && !n.lease(p) {
+		return nil, errNoLease
 	}
 	for {
 		n.pidsMu.Lock()
