@@ -35,9 +35,10 @@ type Config struct {
 	// Transport carries raft messages to the other nodes; nil: the node
 	// is alone, and every group has it as its only voter.
 	Transport replication.Transport
-	// Found creates the groups this node lacks with itself as their only
-	// voter: a node alone, or the first node of a cluster. A node that
-	// joins a cluster creates none; each group's leader adds it (grow).
+	// Found: this node founds a cluster. On its first start (a store
+	// without groups) it creates every group with itself as the only
+	// voter; a node that joins a cluster creates none, and each group's
+	// leader adds it (grow). A node alone (no Transport) always founds.
 	Found bool
 	// Members lists the nodes alive now: their raft ids and how many
 	// groups each leads (from gossip). nil: the node is alone.
@@ -101,7 +102,7 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 	}
 	tr := cfg.Transport
 	if tr == nil {
-		tr, cfg.Found = alone{}, true
+		tr = alone{}
 	}
 	for p := range partition.ID(partition.Count) {
 		cfg.Hosts.Release(p)
@@ -124,7 +125,10 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 	}
 	r.Log = &Log{groups: r.node, store: cfg.Store, timeout: cfg.CommitTimeout}
 	go r.follow()
-	if cfg.Found {
+	// A node alone leads every group, whether it creates them now or
+	// restarts; the first node of a cluster creates and leads them only
+	// on its first start: restarted, it is one replica among others.
+	if tr == (alone{}) || (cfg.Found && len(r.node.Groups()) == 0) {
 		if err := r.lead(ctx); err != nil {
 			r.Close()
 			return nil, err
@@ -154,6 +158,9 @@ func (r *Replica) Leader(p partition.ID) (raftID, term uint64) {
 // LeaseValid reports whether this node leads p under a lease: no other
 // leader can exist, so its activations may answer from memory.
 func (r *Replica) LeaseValid(p partition.ID) bool {
+	if r.cfg.Transport == nil {
+		return true // alone: no other node can lead
+	}
 	return r.node.LeaseValid(replication.GroupID(p))
 }
 
