@@ -116,7 +116,14 @@ func TestGrowFromOneNodeToThree(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg := Config{Store: s, Hosts: &hosts{hosted: map[partition.ID]bool{}}, TickInterval: 10 * time.Millisecond,
-			Transport: netEnd{n, id}, Found: found, Members: n.members, GrowInterval: 20 * time.Millisecond}
+			Transport: netEnd{n, id}, Found: found, Members: n.members, GrowInterval: 20 * time.Millisecond,
+			Remote: func(ctx context.Context, to uint64, g replication.GroupID, data []byte) error {
+				r := n.to(to)
+				if r == nil {
+					return errors.New("down")
+				}
+				return r.ProposeHere(ctx, g, data)
+			}}
 		n.mu.Lock()
 		n.order = append(n.order, id)
 		n.mu.Unlock()
@@ -163,6 +170,35 @@ func TestGrowFromOneNodeToThree(t *testing.T) {
 		for id, s := range stores {
 			for p := range partition.ID(partition.Count) {
 				if v, err := s.Get(keyIn(p, "k")); err != nil || string(v) != "v1" {
+					return fmt.Errorf("node %d partition %d: %q %v", id, p, v, err)
+				}
+			}
+		}
+		return nil
+	})
+
+	// A batch over partitions that other nodes lead, committed by a third:
+	// every part reaches every store.
+	var spread []partition.ID
+	for p := range partition.ID(partition.Count) {
+		if l := leaderOf(all, p); l != a && len(spread) < 2 && (len(spread) == 0 || leaderOf(all, spread[0]) != l) {
+			spread = append(spread, p)
+		}
+	}
+	if len(spread) != 2 {
+		t.Fatalf("no two partitions led by b and c: %v", spread)
+	}
+	waitFor(t, "a commit over partitions b and c lead, through a", func() error {
+		batch := stores[a.ID()].NewBatch()
+		for _, p := range spread {
+			batch.Set(keyIn(p, "multi"), []byte("m"))
+		}
+		return a.Log.Commit(batch)
+	})
+	waitFor(t, "both parts on every store", func() error {
+		for id, s := range stores {
+			for _, p := range spread {
+				if v, err := s.Get(keyIn(p, "multi")); err != nil || string(v) != "m" {
 					return fmt.Errorf("node %d partition %d: %q %v", id, p, v, err)
 				}
 			}

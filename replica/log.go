@@ -24,6 +24,10 @@ type Log struct {
 	groups  proposer
 	store   *persistence.Store // builds the parts of a batch that spans partitions
 	timeout time.Duration
+	// leads says whether this node leads a group; remote proposes an entry
+	// through the group's leader elsewhere. Both nil: every group is here.
+	leads  func(replication.GroupID) bool
+	remote func(ctx context.Context, g replication.GroupID, data []byte) error
 }
 
 var _ actors.Committer = (*Log)(nil)
@@ -49,7 +53,13 @@ func (l *Log) Commit(b *persistence.Batch) error {
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	defer cancel()
 	if single {
-		if _, err := l.groups.Propose(ctx, replication.GroupID(first), repr); err != nil {
+		g := replication.GroupID(first)
+		if l.remote != nil && !l.leads(g) {
+			err = l.remote(ctx, g, repr)
+		} else {
+			_, err = l.groups.Propose(ctx, g, repr)
+		}
+		if err != nil {
 			return fmt.Errorf("replica: commit to partition %d: %w", first, err)
 		}
 		return nil
@@ -58,16 +68,32 @@ func (l *Log) Commit(b *persistence.Batch) error {
 	if err != nil {
 		return err
 	}
-	props := make([]replication.Proposal, 0, len(parts))
+	defer func() {
+		for _, part := range parts {
+			part.Close()
+		}
+	}()
+	// The parts of groups other nodes lead go first, one at a time; the
+	// parts led here, together, last. The actor that commits leads its own
+	// partition, so its record comes after the index entries that point to
+	// it (docs/cluster.md, "Global indexes"): a commit that fails between
+	// leaves pointers to an absent record, never a record its indexes miss.
+	var here []replication.Proposal
 	for p, part := range parts {
-		props = append(props, replication.Proposal{Group: replication.GroupID(p), Data: part.Repr()})
+		g := replication.GroupID(p)
+		if l.remote == nil || l.leads(g) {
+			here = append(here, replication.Proposal{Group: g, Data: part.Repr()})
+			continue
+		}
+		if err := l.remote(ctx, g, part.Repr()); err != nil {
+			return fmt.Errorf("replica: commit to partition %d through its leader: %w", p, err)
+		}
 	}
-	err = l.groups.ProposeAll(ctx, props)
-	for _, part := range parts {
-		part.Close()
+	if len(here) == 0 {
+		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("replica: commit to %d partitions: %w", len(props), err)
+	if err := l.groups.ProposeAll(ctx, here); err != nil {
+		return fmt.Errorf("replica: commit to %d partitions: %w", len(here), err)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/replication"
@@ -49,6 +50,11 @@ type Config struct {
 	// GrowInterval is how often a leader looks at its groups' replicas
 	// and leaderships (default 500 ms).
 	GrowInterval time.Duration
+	// Remote asks node to (its raft id) to propose data to group g, which
+	// it leads (Replica.ProposeHere there): how a batch that spans
+	// partitions reaches the groups other nodes lead. Required with
+	// Transport.
+	Remote func(ctx context.Context, to uint64, g replication.GroupID, data []byte) error
 }
 
 // Member is a node alive in the cluster, as gossip last said.
@@ -124,6 +130,10 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 		return nil, err
 	}
 	r.Log = &Log{groups: r.node, store: cfg.Store, timeout: cfg.CommitTimeout}
+	if cfg.Transport != nil {
+		r.Log.leads = r.leads
+		r.Log.remote = r.propose
+	}
 	go r.follow()
 	// A node alone leads every group, whether it creates them now or
 	// restarts; the first node of a cluster creates and leads them only
@@ -138,6 +148,40 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 		go r.grow()
 	}
 	return r, nil
+}
+
+// leads reports whether this node leads g and may host it.
+func (r *Replica) leads(g replication.GroupID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.leading[g] != 0
+}
+
+// propose sends an entry to g's leader elsewhere.
+func (r *Replica) propose(ctx context.Context, g replication.GroupID, data []byte) error {
+	to, term := r.Leader(partition.ID(g))
+	if to == 0 || to == r.id {
+		return &replication.NotLeaderError{Group: g, Leader: to, Term: term}
+	}
+	return r.cfg.Remote(ctx, to, g, data)
+}
+
+// ProposeHere proposes data to g, which this node must lead, and returns
+// once it is applied: the other end of Config.Remote.
+func (r *Replica) ProposeHere(ctx context.Context, g replication.GroupID, data []byte) error {
+	if int(g) >= partition.Count {
+		return fmt.Errorf("replica: no group %d", g)
+	}
+	if err := persistence.Ops(data, func(op persistence.Op) error {
+		if p, ok := actors.PartitionOfKey(op.Key); !ok || p != partition.ID(g) {
+			return errOutsidePartition
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("replica: entry for group %d: %w", g, err)
+	}
+	_, err := r.node.Propose(ctx, g, data)
+	return err
 }
 
 // ID is this node's raft id.
