@@ -25,6 +25,8 @@ type net struct {
 	reps  map[uint64]*Replica
 	down  map[uint64]bool
 	order []uint64
+	// draining is a node gossip says drains: not a member to place on.
+	draining uint64
 }
 
 type netEnd struct {
@@ -80,7 +82,7 @@ func (n *net) members() []Member {
 	n.mu.Lock()
 	var reps []*Replica
 	for _, id := range n.order {
-		if !n.down[id] && n.reps[id] != nil {
+		if !n.down[id] && n.reps[id] != nil && id != n.draining {
 			reps = append(reps, n.reps[id])
 		}
 	}
@@ -201,6 +203,28 @@ func TestGrowFromOneNodeToThree(t *testing.T) {
 				if v, err := s.Get(keyIn(p, "multi")); err != nil || string(v) != "m" {
 					return fmt.Errorf("node %d partition %d: %q %v", id, p, v, err)
 				}
+			}
+		}
+		return nil
+	})
+
+	// A drain hands every lead of a node to the others, which no longer
+	// count it as a member to give leads to (gossip says it drains).
+	n.mu.Lock()
+	n.draining = c.ID()
+	n.mu.Unlock()
+	hctx, hcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer hcancel()
+	if err := c.HandOver(hctx); err != nil {
+		t.Fatal(err)
+	}
+	if led, _ := c.Partitions(); led != 0 {
+		t.Fatalf("c still leads %b after handing over", led)
+	}
+	waitFor(t, "every group led by a or b", func() error {
+		for p := range partition.ID(partition.Count) {
+			if l := leaderOf([]*Replica{a, b}, p); l == nil {
+				return fmt.Errorf("partition %d", p)
 			}
 		}
 		return nil

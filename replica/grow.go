@@ -3,7 +3,9 @@ package replica
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"hash/fnv"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -33,6 +35,9 @@ func (r *Replica) grow() {
 		case <-r.stop:
 			return
 		case <-t.C:
+		}
+		if r.draining.Load() {
+			continue
 		}
 		members := r.cfg.Members()
 		// How many groups each node leads: gossip's word for the others,
@@ -134,4 +139,40 @@ func pick(g replication.GroupID, members []Member, have []uint64) uint64 {
 		}
 	}
 	return best
+}
+
+// HandOver hands the lead of every group this node leads to a caught-up
+// voter (a drain), and returns once it leads none, or at ctx's end.
+func (r *Replica) HandOver(ctx context.Context) error {
+	r.draining.Store(true) // grow must not add replicas or leads here any more
+	for {
+		led, _ := r.Partitions()
+		if led == 0 {
+			return nil
+		}
+		for p := range partition.ID(partition.Count) {
+			if led&(1<<uint(p)) == 0 {
+				continue
+			}
+			g := replication.GroupID(p)
+			st, err := r.node.Status(g)
+			if err != nil || st.Leader != r.id {
+				continue
+			}
+			for _, v := range st.Voters {
+				if v != r.id && st.Match[v]+caughtUp >= st.Commit {
+					if err := r.node.TransferLeadership(g, v); err != nil {
+						r.logger.Debug("hand over", "group", g, "to", v, "err", err)
+					}
+					break
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			led, _ := r.Partitions()
+			return fmt.Errorf("replica: %d groups still led here: %w", bits.OnesCount64(led), ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

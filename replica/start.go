@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kitd/kitd/actors"
@@ -80,6 +81,8 @@ type Replica struct {
 	hosted  [partition.Count]bool   // whether each partition's activations run here
 	leaders [partition.Count]leader // who leads each group, as this node last heard
 	stop    chan struct{}
+
+	draining atomic.Bool // HandOver was called
 }
 
 type leader struct{ id, term uint64 }
