@@ -209,17 +209,24 @@ func (a *deliveryActor) listQueued(m *kitpb.ListQueuedEvents) (proto.Message, er
 // (their notices were lost with the previous process). cmd/kitd calls it
 // once the node has joined.
 func WakeDeliveries(env *Env) error {
-	wake := func(inst string) { env.Node.Send(KindDelivery, inst, &kitpb.WakeDelivery{}) }
 	for p := range partition.ID(partition.Count) {
-		if err := eachInstallation(env.Store, deliveriesPrefix(p), deliveryInstallation, deliveryPrefix, wake); err != nil {
-			return err
-		}
-		outboxOf := func(inst string) []byte { return outboxPrefix(p, inst) }
-		if err := eachInstallation(env.Store, outboxesPrefix(p), outboxInstallation, outboxOf, wake); err != nil {
+		if err := WakeDeliveriesIn(env, p); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// WakeDeliveriesIn wakes the delivery actors of partition p's
+// installations that have events to sequence or send: what a node that
+// starts to lead p must do (the previous leader's queues are its state now).
+func WakeDeliveriesIn(env *Env, p partition.ID) error {
+	wake := func(inst string) { env.Node.Send(KindDelivery, inst, &kitpb.WakeDelivery{}) }
+	if err := eachInstallation(env.Store, deliveriesPrefix(p), deliveryInstallation, deliveryPrefix, wake); err != nil {
+		return err
+	}
+	outboxOf := func(inst string) []byte { return outboxPrefix(p, inst) }
+	return eachInstallation(env.Store, outboxesPrefix(p), outboxInstallation, outboxOf, wake)
 }
 
 // eachInstallation calls fn with each installation that has keys under

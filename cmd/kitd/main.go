@@ -75,6 +75,8 @@ type config struct {
 	nodeName      string
 	clusterBind   string
 	join          string
+	clusterKey    string
+	peerListen    string
 	replicate     bool
 	demo          bool
 	logLevel      string
@@ -106,7 +108,9 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.limits, "limits", env("KIT_LIMITS", "spec"), "rate limits: spec, off, or a JSON file of overrides")
 	fs.StringVar(&c.nodeName, "node-name", env("KIT_NODE_NAME", ""), "cluster member name")
 	fs.StringVar(&c.clusterBind, "cluster-bind", env("KIT_CLUSTER_BIND", ""), "gossip bind address")
-	fs.StringVar(&c.join, "join", env("KIT_JOIN", ""), "comma-separated seed members")
+	fs.StringVar(&c.join, "join", env("KIT_JOIN", ""), "comma-separated gossip addresses of members to join (none: this node founds a cluster)")
+	fs.StringVar(&c.clusterKey, "cluster-key", env("KIT_CLUSTER_KEY", ""), "the cluster's shared secret: encrypts gossip and authenticates node-to-node traffic (prefer KIT_CLUSTER_KEY)")
+	fs.StringVar(&c.peerListen, "peer-listen", env("KIT_PEER_LISTEN", ""), "node-to-node listener, host:port (default: the --cluster-bind host, any port)")
 	fs.BoolVar(&c.replicate, "replicate", env("KIT_REPLICATE", "") == "1", "commit every write through its partition's raft group, as a node of a cluster does, even alone")
 	fs.BoolVar(&c.demo, "demo", false, "on a fresh data directory, create and print a demo workspace")
 	fs.StringVar(&c.logLevel, "log-level", env("KIT_LOG_LEVEL", "info"), "debug, info (a line per request), warn or error")
@@ -120,13 +124,13 @@ func parseFlags(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	// Refused rather than ignored: a node told to gossip that silently
-	// runs alone would serve requests its operator expects to be shared.
-	if c.join != "" {
-		return c, errors.New("--join: multi-node clusters are not supported yet")
-	}
-	if c.clusterBind != "" {
-		return c, errors.New("--cluster-bind: multi-node clusters are not supported yet")
+	// Refused rather than ignored: a node told to join that silently runs
+	// alone would serve requests its operator expects to be shared.
+	switch {
+	case c.clusterBind == "" && (c.join != "" || c.clusterKey != "" || c.peerListen != ""):
+		return c, errors.New("--join, --cluster-key and --peer-listen need --cluster-bind (the gossip address)")
+	case c.clusterBind != "" && c.clusterKey == "":
+		return c, errors.New("--cluster-bind needs --cluster-key (KIT_CLUSTER_KEY): members authenticate each other with it")
 	}
 	return c, nil
 }
@@ -250,45 +254,44 @@ func serve(cfg config, stdout io.Writer) error {
 		return err
 	}
 	env.Node = clusterNode
-	var rep *replica.Replica
-	if cfg.replicate {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		rep, err = replica.Start(ctx, replica.Config{Store: store, Hosts: clusterNode, Logger: quieter(logger, slog.LevelWarn)})
-		cancel()
-		if err != nil {
-			clusterNode.Stop()
-			return err
-		}
-		env.Commits = rep.Log
-	}
-	// The actors stop before the groups they commit through.
-	defer func() {
-		clusterNode.Stop()
-		if rep != nil {
-			if err := rep.Close(); err != nil {
-				logger.Error("replication stopped on an error", "err", err)
-			}
-		}
-	}()
 	send, err := sender(cfg, env, logger)
 	if err != nil {
+		clusterNode.Stop()
 		return err
 	}
 	env.Deliveries = send
 	defer send.Close()
-	// Events a previous process recorded but did not sequence or send yet.
-	if err := actors.WakeDeliveries(env); err != nil {
-		return fmt.Errorf("wake deliveries: %w", err)
-	}
-
+	// The cluster publishes where this node serves HTTP: listen first.
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
+		clusterNode.Stop()
 		return fmt.Errorf("listen: %w", err)
 	}
 	publicURL := cfg.publicURL
 	if publicURL == "" {
 		publicURL = "http://" + ln.Addr().String()
 	}
+	groups, err := startGroups(cfg, store, env, ln.Addr().String(), quieter(logger, slog.LevelWarn))
+	if err != nil {
+		clusterNode.Stop()
+		ln.Close()
+		return err
+	}
+	// The actors stop before the groups they commit through.
+	defer func() {
+		clusterNode.Stop()
+		if err := groups.Close(); err != nil {
+			logger.Error("replication stopped on an error", "err", err)
+		}
+	}()
+	if groups.member == nil && groups.replica == nil {
+		// Events a previous process recorded but did not sequence or send
+		// yet. With groups, each partition's are woken as it is hosted.
+		if err := actors.WakeDeliveries(env); err != nil {
+			return fmt.Errorf("wake deliveries: %w", err)
+		}
+	}
+
 	domains, err := domainChecker(cfg)
 	if err != nil {
 		return err
@@ -300,7 +303,7 @@ func serve(cfg config, stdout io.Writer) error {
 	srv := api.New(api.Config{
 		Node: clusterNode, Env: env, Auth: auth, Limits: table, OperatorToken: opToken,
 		TestClock: testClock, PublicURL: publicURL, Logger: logger, Domains: domains, Metrics: reg,
-		NodeName: nodeName(cfg), HTTPAddr: ln.Addr().String(),
+		NodeName: nodeName(cfg), HTTPAddr: ln.Addr().String(), Cluster: groups.view(),
 	})
 	// Signals are caught before the node says it listens: a SIGTERM sent
 	// as soon as it does must drain it, not kill it.
@@ -309,6 +312,9 @@ func serve(cfg config, stdout io.Writer) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "kitd listening on %s\n", ln.Addr())
+	if m := groups.member; m != nil {
+		fmt.Fprintf(stdout, "kitd cluster: gossip on %s, node-to-node on %s\n", m.GossipAddr(), m.PeerAddr())
+	}
 	logger.Info("ready", "addr", ln.Addr().String(), "publicUrl", publicURL)
 
 	if cfg.demo && fresh {
@@ -324,9 +330,16 @@ func serve(cfg config, stdout io.Writer) error {
 		return err
 	}
 	// Every acknowledged write is already durable; shutting down only stops
-	// taking new requests and lets open ones finish.
+	// taking new requests and lets open ones finish. A member of a cluster
+	// first hands its leaderships over, so that no group waits for an
+	// election (it still answers meanwhile, forwarding).
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
+	if m := groups.member; m != nil {
+		if err := m.Drain(ctx); err != nil {
+			logger.Warn("drain", "err", err)
+		}
+	}
 	return srv.Shutdown(ctx)
 }
 

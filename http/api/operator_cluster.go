@@ -19,19 +19,34 @@ type clusterMember struct {
 	Name     string `json:"name"`
 	State    string `json:"state"`
 	HTTPAddr string `json:"httpAddr"`
-	// Led lists the partitions whose activations the member hosts;
-	// Activations counts them.
-	Led         []partition.ID `json:"partitionsLed"`
-	Activations int            `json:"activations"`
+	// Led lists the partitions the member leads, whose activations it
+	// hosts; Replicated the ones it holds a replica of (Led included).
+	Led        []partition.ID `json:"partitionsLed"`
+	Replicated []partition.ID `json:"partitionsReplicated"`
+	// Activations counts this node's activations (0 for the others: a
+	// node knows only its own).
+	Activations int `json:"activations"`
 }
 
 func (s *Server) opCluster(call) (reply, error) {
-	led := s.node.HostedPartitions()
-	if led == nil {
-		led = []partition.ID{}
+	if s.cluster == nil {
+		led := s.node.HostedPartitions()
+		if led == nil {
+			led = []partition.ID{}
+		}
+		return jsonReply(fasthttp.StatusOK, clusterView{
+			Node: s.nodeName, Partitions: partition.Count,
+			Members: []clusterMember{{Name: s.nodeName, State: "alive", HTTPAddr: s.httpAddr, Led: led, Replicated: led,
+				Activations: s.node.ActivationCount()}},
+		})
 	}
-	return jsonReply(fasthttp.StatusOK, clusterView{
-		Node: s.nodeName, Partitions: partition.Count,
-		Members: []clusterMember{{Name: s.nodeName, State: "alive", HTTPAddr: s.httpAddr, Led: led, Activations: s.node.ActivationCount()}},
-	})
+	v := clusterView{Node: s.nodeName, Partitions: partition.Count}
+	for _, m := range s.cluster.Members() {
+		cm := clusterMember{Name: m.Name, State: m.State, HTTPAddr: m.HTTPAddr, Led: m.Led, Replicated: m.Replicated}
+		if m.Name == s.nodeName {
+			cm.Activations = s.node.ActivationCount()
+		}
+		v.Members = append(v.Members, cm)
+	}
+	return jsonReply(fasthttp.StatusOK, v)
 }

@@ -377,6 +377,12 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, r *served) {
 		s.fail(ctx, kiterr.Absent("route"))
 	case hostHealth:
 		ctx.SetContentType("application/json")
+		if s.cluster != nil && s.cluster.State() != "alive" {
+			// OPERATIONS.md section 7: a node that joins or drains.
+			ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+			ctx.SetBodyString(`{"ok":false}`)
+			return
+		}
 		ctx.SetBodyString(`{"ok":true}`)
 	case hostApp:
 		if t.route == nil {

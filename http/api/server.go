@@ -24,6 +24,7 @@ import (
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/cluster/member"
 	"github.com/kitd/kitd/http/app"
 	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/http/internal/published"
@@ -79,6 +80,16 @@ type Config struct {
 	// Domains checks domain proofs; nil: verify.New with the system
 	// resolver and roots.
 	Domains DomainChecker
+	// Cluster is this node's view of its cluster; nil: a node alone.
+	Cluster ClusterView
+}
+
+// ClusterView is what the front end shows of the cluster
+// (cluster/member.Member).
+type ClusterView interface {
+	// State is joining, alive or draining.
+	State() string
+	Members() []member.View
 }
 
 // Server is the HTTP front end of one node.
@@ -94,6 +105,7 @@ type Server struct {
 	httpAddr     string
 	log          *slog.Logger
 	domains      DomainChecker
+	cluster      ClusterView // nil: a node alone
 	published    *published.Cache
 	app          *app.Server
 	corrPrefix   string
@@ -130,6 +142,7 @@ func New(cfg Config) *Server {
 		corrPrefix: ids.New()[24:],
 		fresh:      make(map[*trackedConn]struct{}),
 		domains:    cfg.Domains,
+		cluster:    cfg.Cluster,
 		uploads:    newByteBudget(maxUploadBodiesInFlight),
 		published:  new(published.Cache),
 	}

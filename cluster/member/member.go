@@ -1,0 +1,343 @@
+package member
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/bits"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/cluster/membership"
+	"github.com/kitd/kitd/cluster/peer"
+	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/proto/kitpb"
+	"github.com/kitd/kitd/replica"
+	"github.com/kitd/kitd/replication"
+)
+
+// Config is what a member needs; cmd/kitd reads it from the flags of
+// OPERATIONS.md section 7 and README.
+type Config struct {
+	NodeName   string   // --node-name
+	GossipBind string   // --cluster-bind
+	Join       []string // --join: gossip addresses of members
+	ClusterKey string   // --cluster-key
+	PeerListen string   // --peer-listen: node-to-node (mutual TLS)
+	HTTPAddr   string   // where this node serves HTTP, published to the others
+
+	Store *persistence.Store
+	Node  *cluster.Node // this node's activations
+	// Hosts is the switch of where activations run; nil: Node.
+	Hosts  replica.Hosts
+	Logger *slog.Logger
+	// Timing of gossip's failure detector; zero: by the bind address
+	// (membership.LocalTiming on loopback).
+	Timing membership.Timing
+	// TickInterval is raft's tick (default 100 ms).
+	TickInterval time.Duration
+}
+
+// Member is this process's membership of a cluster.
+type Member struct {
+	cfg  Config
+	log  *slog.Logger
+	id   uint64 // raft id
+	ms   *membership.Membership
+	pt   *peer.Transport
+	rep  *replica.Replica
+	rn   *raftNet
+	dir  atomic.Pointer[map[uint64]string] // raft id → peer address
+	reqs requestIDs
+
+	draining atomic.Bool
+	stop     chan struct{}
+	done     sync.WaitGroup
+}
+
+// Start joins (or founds) the cluster and returns once this node's raft
+// groups run. A node started without Join founds the cluster on its first
+// start: it creates every group and leads them until others join; the
+// others take a fair share of replicas and leaderships as they come
+// (replica.Config.Found, replica/grow.go).
+func Start(ctx context.Context, cfg Config) (*Member, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ClusterKey == "" {
+		return nil, errors.New("member: a cluster needs --cluster-key: its members authenticate each other with it")
+	}
+	id, err := replication.NodeID(cfg.Store)
+	if err != nil {
+		return nil, err
+	}
+	m := &Member{cfg: cfg, log: cfg.Logger.With("component", "member"), id: id, stop: make(chan struct{})}
+	m.reqs.prefix = randomPrefix()
+	empty := map[uint64]string{}
+	m.dir.Store(&empty)
+	if m.rn, err = newRaftNet(m); err != nil {
+		return nil, err
+	}
+	m.pt, err = peer.Listen(peer.Config{
+		NodeName: cfg.NodeName, ListenAddr: cfg.PeerListen, ClusterKey: []byte(cfg.ClusterKey),
+		Registry: registry(), Handler: m.handle, OneWay: m.rn.HandleBatch, Stream: m.rn.HandleStream,
+		Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("member: node-to-node listener: %w", err)
+	}
+	m.rn.Bind(m.pt)
+	m.ms, err = membership.Start(membership.Config{
+		NodeName: cfg.NodeName, BindAddr: cfg.GossipBind, Join: cfg.Join, ClusterKey: cfg.ClusterKey,
+		Timing: cfg.Timing, Logger: cfg.Logger,
+		Meta: membership.Meta{HTTPAddr: cfg.HTTPAddr, PeerAddr: m.pt.Addr(), RaftID: id, State: membership.StateJoining},
+	})
+	if err != nil {
+		m.pt.Close()
+		return nil, err
+	}
+	m.refreshDirectory()
+	var hosts replica.Hosts = cfg.Node
+	if cfg.Hosts != nil {
+		hosts = cfg.Hosts
+	}
+	m.rep, err = replica.Start(ctx, replica.Config{
+		Store: cfg.Store, Hosts: hosts, Logger: cfg.Logger, TickInterval: cfg.TickInterval,
+		Transport: m.rn, Found: len(cfg.Join) == 0, Members: m.alive, Remote: m.remotePropose,
+	})
+	if err != nil {
+		m.ms.Shutdown()
+		m.pt.Close()
+		return nil, err
+	}
+	m.rn.deliverTo(m.rep)
+	cfg.Node.SetLease(m.rep.LeaseValid)
+	m.done.Add(2)
+	go m.watch()
+	go m.publish()
+	return m, nil
+}
+
+// Log is what the actors commit through.
+func (m *Member) Log() *replica.Log { return m.rep.Log }
+
+// Replica is this node's replicas.
+func (m *Member) Replica() *replica.Replica { return m.rep }
+
+// GossipAddr and PeerAddr are where this node listens for gossip and for
+// node-to-node traffic.
+func (m *Member) GossipAddr() string { return m.ms.Addr() }
+func (m *Member) PeerAddr() string   { return m.pt.Addr() }
+
+// alive lists the members replica may place replicas on: alive in gossip,
+// running raft groups.
+func (m *Member) alive() []replica.Member {
+	var out []replica.Member
+	for _, mb := range m.ms.Members() {
+		if mb.State == membership.StateAlive && mb.Meta.RaftID != 0 {
+			out = append(out, replica.Member{RaftID: mb.Meta.RaftID, Led: bits.OnesCount64(uint64(mb.Meta.Led))})
+		}
+	}
+	return out
+}
+
+// addr is the node-to-node address of the node with raft id.
+func (m *Member) addr(id uint64) (string, bool) {
+	a, ok := (*m.dir.Load())[id]
+	return a, ok
+}
+
+// refreshDirectory rebuilds raft id → address from gossip. Dead and left
+// members stay (raft drops what it cannot deliver); a restarted node
+// republishes its address.
+func (m *Member) refreshDirectory() {
+	d := map[uint64]string{}
+	for _, mb := range m.ms.Members() {
+		if mb.Meta.RaftID != 0 && mb.Meta.PeerAddr != "" {
+			d[mb.Meta.RaftID] = mb.Meta.PeerAddr
+		}
+	}
+	m.dir.Store(&d)
+}
+
+// watch keeps the directory current with gossip's events.
+func (m *Member) watch() {
+	defer m.done.Done()
+	events := m.ms.Events()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case _, ok := <-events:
+			if !ok {
+				return
+			}
+			m.refreshDirectory()
+		}
+	}
+}
+
+// publish tells the others, through gossip, this node's state and the
+// partitions it leads and replicates, whenever they change.
+func (m *Member) publish() {
+	defer m.done.Done()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	var last membership.Meta
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		}
+		led, replicated := m.rep.Partitions()
+		state := membership.StateAlive
+		switch {
+		case m.draining.Load():
+			state = membership.StateDraining
+		case !m.ms.Joined():
+			state = membership.StateJoining
+		}
+		next := membership.Meta{State: state, Led: membership.Partitions(led), Replicated: membership.Partitions(replicated)}
+		if next.State == last.State && next.Led == last.Led && next.Replicated == last.Replicated {
+			continue
+		}
+		err := m.ms.UpdateMeta(func(mt *membership.Meta) {
+			mt.State, mt.Led, mt.Replicated = next.State, next.Led, next.Replicated
+		})
+		if err != nil {
+			m.log.Warn("publish meta", "err", err)
+			continue
+		}
+		last = next
+	}
+}
+
+// remotePropose asks the leader of g (raft id to) to propose data.
+func (m *Member) remotePropose(ctx context.Context, to uint64, g replication.GroupID, data []byte) error {
+	a, ok := m.addr(to)
+	if !ok {
+		return &replication.NotLeaderError{Group: g}
+	}
+	id := m.reqs.next()
+	req := &kitpb.ProposeEntry{Group: uint32(g), Data: data}
+	for attempt := 0; ; attempt++ {
+		_, err := m.pt.Call(ctx, a, req, id)
+		// A lost reply may hide an applied entry: its Sets and Deletes
+		// applied again are the same records (docs/cluster.md).
+		if errors.Is(err, peer.ErrConnLost) && attempt < 2 {
+			continue
+		}
+		return err
+	}
+}
+
+// handle runs the requests other members send this node.
+func (m *Member) handle(ctx context.Context, from string, msg proto.Message, requestID string) (proto.Message, error) {
+	switch r := msg.(type) {
+	case *kitpb.ProposeEntry:
+		if err := m.rep.ProposeHere(ctx, replication.GroupID(r.GetGroup()), r.GetData()); err != nil {
+			return nil, err
+		}
+		return &kitpb.Ok{}, nil
+	}
+	return nil, fmt.Errorf("member: %s sent %T, which no handler takes", from, msg)
+}
+
+// registry lists the messages a request or reply between members may be.
+func registry() *peer.Registry {
+	return peer.NewRegistry(&kitpb.ProposeEntry{}, &kitpb.Ok{})
+}
+
+// State is this node's state as OPERATIONS.md section 7 names it.
+func (m *Member) State() string {
+	switch {
+	case m.draining.Load():
+		return "draining"
+	case !m.ms.Joined():
+		return "joining"
+	}
+	return "alive"
+}
+
+// View is one member as GET /ops/v1/cluster shows it.
+type View struct {
+	Name, State, HTTPAddr string
+	Led, Replicated       []partition.ID
+}
+
+// Members lists every member this node knows of, itself included.
+func (m *Member) Members() []View {
+	var out []View
+	for _, mb := range m.ms.Members() {
+		if mb.State == membership.StateLeft {
+			continue // not a member any more
+		}
+		v := View{Name: mb.Name, State: mb.State.String(), HTTPAddr: mb.Meta.HTTPAddr}
+		led, repl := uint64(mb.Meta.Led), uint64(mb.Meta.Replicated)
+		if mb.Name == m.cfg.NodeName {
+			v.State = m.State()
+			led, repl = m.rep.Partitions()
+		}
+		v.Led, v.Replicated = list(led), list(repl)
+		out = append(out, v)
+	}
+	return out
+}
+
+func list(set uint64) []partition.ID {
+	out := []partition.ID{}
+	for p := range partition.ID(partition.Count) {
+		if set&(1<<uint(p)) != 0 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Drain hands every leadership of this node to another voter, then leaves
+// gossip: a node stopped by SIGTERM leaves no group waiting for an
+// election. It gives up at ctx's end (the others then elect, as after a
+// crash).
+func (m *Member) Drain(ctx context.Context) error {
+	m.draining.Store(true)
+	err := m.rep.HandOver(ctx)
+	lctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return errors.Join(err, m.ms.Leave(lctx))
+}
+
+// Close stops this node's groups, gossip and transport. Everything a
+// commit returned is durable already.
+func (m *Member) Close() error {
+	close(m.stop)
+	err := m.rep.Close()
+	m.rn.Close()
+	m.ms.Shutdown()
+	m.done.Wait()
+	return errors.Join(err, m.pt.Close())
+}
+
+// requestIDs makes the ids of this node's requests to other members:
+// random per process, then a sequence.
+type requestIDs struct {
+	prefix string
+	seq    atomic.Uint64
+}
+
+func (r *requestIDs) next() string { return r.prefix + strconv.FormatUint(r.seq.Add(1), 36) }
+
+func randomPrefix() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return strconv.FormatUint(binary.BigEndian.Uint64(b[:]), 36) + "-"
+}

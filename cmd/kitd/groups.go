@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/cluster/member"
+	"github.com/kitd/kitd/http/api"
+	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/replica"
+)
+
+// groups is how this node commits: straight to its store (neither set),
+// through raft groups of its own (--replicate), or as a member of a
+// cluster (--cluster-bind).
+type groups struct {
+	replica *replica.Replica
+	member  *member.Member
+}
+
+// startGroups starts the raft groups the flags ask for and makes the
+// actors commit through them.
+func startGroups(cfg config, store *persistence.Store, env *actors.Env, httpAddr string, logger *slog.Logger) (groups, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hosts := wakingHosts{Node: env.Node, env: env, log: logger}
+	switch {
+	case cfg.clusterBind != "":
+		peerListen := cfg.peerListen
+		if peerListen == "" {
+			host, _, err := net.SplitHostPort(cfg.clusterBind)
+			if err != nil {
+				return groups{}, err
+			}
+			peerListen = net.JoinHostPort(host, "0")
+		}
+		var join []string
+		for _, a := range strings.Split(cfg.join, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				join = append(join, a)
+			}
+		}
+		m, err := member.Start(ctx, member.Config{
+			NodeName: nodeName(cfg), GossipBind: cfg.clusterBind, Join: join, ClusterKey: cfg.clusterKey,
+			PeerListen: peerListen, HTTPAddr: httpAddr, Store: store, Node: env.Node, Hosts: hosts, Logger: logger,
+		})
+		if err != nil {
+			return groups{}, err
+		}
+		env.Commits = m.Log()
+		return groups{member: m}, nil
+	case cfg.replicate:
+		r, err := replica.Start(ctx, replica.Config{Store: store, Hosts: hosts, Logger: logger})
+		if err != nil {
+			return groups{}, err
+		}
+		env.Commits = r.Log
+		return groups{replica: r}, nil
+	}
+	return groups{}, nil
+}
+
+// view is what the front end shows of the cluster: nil for a node alone.
+func (g groups) view() api.ClusterView {
+	if g.member == nil {
+		return nil
+	}
+	return g.member
+}
+
+// Close stops the groups; the actors must be stopped first.
+func (g groups) Close() error {
+	var err error
+	if g.member != nil {
+		err = g.member.Close()
+	}
+	if g.replica != nil {
+		err = errors.Join(err, g.replica.Close())
+	}
+	return err
+}
+
+// wakingHosts hosts a partition's activations and wakes its installations'
+// deliveries: the node that starts to lead a partition sends what the
+// previous leader queued.
+type wakingHosts struct {
+	*cluster.Node
+	env *actors.Env
+	log *slog.Logger
+}
+
+func (h wakingHosts) Host(p partition.ID) {
+	h.Node.Host(p)
+	go func() {
+		if err := actors.WakeDeliveriesIn(h.env, p); err != nil {
+			h.log.Warn("wake deliveries", "partition", p, "err", err)
+		}
+	}()
+}
