@@ -276,7 +276,7 @@ func (c *conn) writeReply(id uint64, res proto.Message, herr error) {
 	if err != nil {
 		// The caller must hear something: a reply over MaxFrame, or one
 		// that does not marshal, is the handler's internal error.
-		c.t.log.warn("peer: reply not sent", "peer", c.peer, "err", err)
+		c.t.log.Warn("peer: reply not sent", "peer", c.peer, "err", err)
 		c.writeReply(id, nil, kiterr.New(kiterr.Internal, "peer: reply not sent: "+err.Error()))
 	}
 }

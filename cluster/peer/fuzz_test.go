@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/internal/loglimit"
 )
 
 // FuzzFrame feeds arbitrary bytes to the frame reader and every body
@@ -22,7 +22,7 @@ func FuzzFrame(f *testing.F) {
 	}
 	const max = 1 << 16
 	tr := &Transport{cfg: Config{Registry: testRegistry(), MaxFrame: max}}
-	tr.log = &logLimiter{log: slog.New(slog.NewTextHandler(io.Discard, nil)), clock: clock.System()}
+	tr.log = loglimit.New(slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	c := &conn{t: tr, peer: "fuzz"}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rd := &frameReader{r: bufio.NewReader(bytes.NewReader(data)), max: max}

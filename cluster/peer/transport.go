@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/internal/loglimit"
 )
 
 // Handler runs a request from the member named from. requestID is the
@@ -121,7 +122,7 @@ type Transport struct {
 	client *tls.Config
 	ln     net.Listener
 	addr   string // ln's
-	log    *logLimiter
+	log    *loglimit.Limiter
 
 	closed atomic.Bool
 	// peers holds a dialer per peer address. A sync.Map: every Call and
@@ -160,7 +161,7 @@ func Listen(cfg Config) (*Transport, error) {
 		client:      id.clientConfig(),
 		ln:          ln,
 		addr:        ln.Addr().String(),
-		log:         &logLimiter{log: cfg.Logger, clock: cfg.Clock},
+		log:         loglimit.New(cfg.Logger, cfg.Clock),
 		accepted:    make(map[*conn]struct{}),
 		handshaking: make(map[net.Conn]struct{}),
 	}
@@ -219,7 +220,7 @@ func (t *Transport) Close() error {
 // accepted.
 func (t *Transport) refuse(msg string, args ...any) {
 	t.refused.Add(1)
-	t.log.warn(msg, args...)
+	t.log.Warn(msg, args...)
 }
 
 func (t *Transport) accept() {
@@ -232,7 +233,7 @@ func (t *Transport) accept() {
 			}
 			// Out of descriptors and the like: wait a little, as
 			// net/http does, rather than spin.
-			t.log.warn("peer: accept", "err", err)
+			t.log.Warn("peer: accept", "err", err)
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
@@ -382,7 +383,7 @@ func (d *dialer) dial(done chan struct{}) {
 	d.mu.Unlock()
 	close(done)
 	if err != nil {
-		d.t.log.warn("peer: dial", "addr", d.addr, "err", err)
+		d.t.log.Warn("peer: dial", "addr", d.addr, "err", err)
 		return
 	}
 	// Close collects the dialers' connections under t.mu: either it saw

@@ -1,0 +1,140 @@
+package raftnet
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/replication"
+)
+
+// The wire format (docs/cluster.md, "Only members talk to members").
+//
+// A raft batch is one payload of a peer one-way batch, all its messages
+// for one node:
+//
+//	version byte (batchV1)
+//	then, until the end, for each message:
+//	  group    uvarint (at most 65535: a replication.GroupID)
+//	  length   uvarint
+//	  message  length bytes: a raftpb.Message, protobuf encoded
+//
+// A snapshot stream's header is:
+//
+//	version byte (snapshotV1)
+//	group    uvarint
+//	message  the rest: the MsgSnap, protobuf encoded
+//
+// and its chunks are the bytes StateMachine.Snapshot wrote, in order. The
+// two version bytes differ, so that a stream or batch of the other kind,
+// or of a later version, is refused by its first byte.
+const (
+	batchV1    byte = 0x01
+	snapshotV1 byte = 0x81
+)
+
+var (
+	errVersion    = errors.New("unknown version")
+	errTruncated  = errors.New("truncated")
+	errGroupRange = errors.New("group id out of range")
+	errNotForMe   = errors.New("message for another node")
+	errType       = errors.New("message type not carried between nodes")
+)
+
+// appendMessage appends one message of a batch to b.
+func appendMessage(b []byte, g replication.GroupID, m *pb.Message) ([]byte, error) {
+	b = binary.AppendUvarint(b, uint64(g))
+	size := proto.Size(m)
+	b = binary.AppendUvarint(b, uint64(size))
+	// Size just cached every nested size: Marshal need not compute them again.
+	return proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, m)
+}
+
+var unmarshal = proto.UnmarshalOptions{DiscardUnknown: true}
+
+// decodeBatch appends to out the messages of batch b for node to. It
+// refuses the whole batch, appending nothing, when any part of it is
+// malformed or not acceptable from the network (checkMessage).
+func decodeBatch(b []byte, to uint64, out []replication.Message) ([]replication.Message, error) {
+	if len(b) == 0 || b[0] != batchV1 {
+		return out, errVersion
+	}
+	start := len(out)
+	for rest := b[1:]; len(rest) > 0; {
+		g, k := binary.Uvarint(rest)
+		if k <= 0 {
+			return out[:start], fmt.Errorf("group: %w", errTruncated)
+		}
+		if g > math.MaxUint16 {
+			return out[:start], errGroupRange
+		}
+		rest = rest[k:]
+		size, k := binary.Uvarint(rest)
+		if k <= 0 || size > uint64(len(rest)-k) {
+			return out[:start], fmt.Errorf("message length: %w", errTruncated)
+		}
+		rest = rest[k:]
+		m := &pb.Message{}
+		if err := unmarshal.Unmarshal(rest[:size], m); err != nil {
+			return out[:start], fmt.Errorf("message: %w", err)
+		}
+		rest = rest[size:]
+		if err := checkMessage(m, to); err != nil {
+			return out[:start], err
+		}
+		out = append(out, replication.Message{Group: replication.GroupID(g), Msg: m})
+	}
+	return out, nil
+}
+
+// checkMessage refuses what no member sends to node to: a message for
+// another node, one of raft's local messages (a node's messages to
+// itself), a proposal (kitd's groups never forward them) and a snapshot
+// outside a snapshot stream.
+func checkMessage(m *pb.Message, to uint64) error {
+	if m.GetTo() != to {
+		return errNotForMe
+	}
+	switch t := m.GetType(); {
+	case raft.IsLocalMsg(t), t == pb.MsgProp, t == pb.MsgSnap:
+		return fmt.Errorf("%w: %v", errType, t)
+	}
+	return nil
+}
+
+// appendSnapshotHeader appends the header of m's snapshot stream to b.
+func appendSnapshotHeader(b []byte, m replication.Message) ([]byte, error) {
+	b = append(b, snapshotV1)
+	b = binary.AppendUvarint(b, uint64(m.Group))
+	return proto.MarshalOptions{}.MarshalAppend(b, m.Msg)
+}
+
+// decodeSnapshotHeader decodes the header of a snapshot stream for node to.
+func decodeSnapshotHeader(b []byte, to uint64) (replication.Message, error) {
+	if len(b) == 0 || b[0] != snapshotV1 {
+		return replication.Message{}, errVersion
+	}
+	g, k := binary.Uvarint(b[1:])
+	if k <= 0 {
+		return replication.Message{}, fmt.Errorf("group: %w", errTruncated)
+	}
+	if g > math.MaxUint16 {
+		return replication.Message{}, errGroupRange
+	}
+	m := &pb.Message{}
+	if err := unmarshal.Unmarshal(b[1+k:], m); err != nil {
+		return replication.Message{}, fmt.Errorf("message: %w", err)
+	}
+	if m.GetTo() != to {
+		return replication.Message{}, errNotForMe
+	}
+	if m.GetType() != pb.MsgSnap || m.GetSnapshot().GetMetadata() == nil {
+		return replication.Message{}, fmt.Errorf("%w: %v in a snapshot stream", errType, m.GetType())
+	}
+	return replication.Message{Group: replication.GroupID(g), Msg: m}, nil
+}
