@@ -32,7 +32,6 @@ import (
 	"github.com/kitd/kitd/internal/metrics"
 	"github.com/kitd/kitd/internal/verify"
 	"github.com/kitd/kitd/persistence"
-	"github.com/kitd/kitd/replica"
 )
 
 func main() {

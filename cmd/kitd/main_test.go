@@ -27,14 +27,18 @@ func TestGOMAXPROCS(t *testing.T) {
 
 // Until a node can join others, the membership flags are refused, never
 // ignored; naming the node is allowed.
-func TestClusterFlagsBeforeClustering(t *testing.T) {
+func TestClusterFlags(t *testing.T) {
 	for _, tc := range []struct {
 		rule string
 		args []string
 		ok   bool
 	}{
-		{"--join is refused", []string{"--join", "127.0.0.1:7946"}, false},
-		{"--cluster-bind is refused", []string{"--cluster-bind", "127.0.0.1:7946"}, false},
+		{"--join without --cluster-bind is refused", []string{"--join", "127.0.0.1:7946"}, false},
+		{"--cluster-key without --cluster-bind is refused", []string{"--cluster-key", "k"}, false},
+		{"--peer-listen without --cluster-bind is refused", []string{"--peer-listen", "127.0.0.1:0"}, false},
+		{"--cluster-bind without --cluster-key is refused", []string{"--cluster-bind", "127.0.0.1:7946"}, false},
+		{"--cluster-bind with --cluster-key founds a cluster", []string{"--cluster-bind", "127.0.0.1:7946", "--cluster-key", "k"}, true},
+		{"--join joins one", []string{"--cluster-bind", "127.0.0.1:7946", "--cluster-key", "k", "--join", "127.0.0.1:7947"}, true},
 		{"--node-name is taken", []string{"--node-name", "n1"}, true},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
