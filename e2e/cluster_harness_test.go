@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A cluster of real kitd processes on loopback: the first node founds it,
+// the others join it by its gossip address (printed on start).
+type testCluster struct {
+	nodes []*Server
+	key   string
+	op    string
+	dirs  []string
+	names []string
+}
+
+var clusterLine = regexp.MustCompile(`kitd cluster: gossip on (\S+), node-to-node on (\S+)`)
+
+// gossipAddr is the gossip address a node printed.
+func (s *Server) gossipAddr(t testing.TB) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		s.out.mu.Lock()
+		m := clusterLine.FindSubmatch(s.out.buf)
+		s.out.mu.Unlock()
+		if m != nil {
+			return string(m[1])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("kitd printed no cluster line; output:\n%s", s.tail(4<<10))
+	return ""
+}
+
+// startCluster starts n nodes, and waits until every partition has
+// min(3, n) replicas and every node leads some.
+func startCluster(t *testing.T, n int, args ...string) *testCluster {
+	t.Helper()
+	var k [32]byte
+	_, _ = rand.Read(k[:])
+	c := &testCluster{key: hex.EncodeToString(k[:]), op: "op_" + randToken()}
+	for i := 0; i < n; i++ {
+		c.add(t, args...)
+	}
+	c.waitSettled(t, n)
+	return c
+}
+
+// add starts one more node, joining the first.
+func (c *testCluster) add(t *testing.T, args ...string) *Server {
+	t.Helper()
+	i := len(c.nodes)
+	name := fmt.Sprintf("n%d", i+1)
+	dir := t.TempDir()
+	c.dirs, c.names = append(c.dirs, dir), append(c.names, name)
+	s := c.start(t, i, dir, name, args...)
+	c.nodes = append(c.nodes, s)
+	return s
+}
+
+// start runs node i on dir (a restart passes the dir of a node that ran).
+func (c *testCluster) start(t *testing.T, i int, dir, name string, args ...string) *Server {
+	t.Helper()
+	a := []string{"--node-name", name, "--cluster-bind", "127.0.0.1:0", "--cluster-key", c.key}
+	if i > 0 {
+		a = append(a, "--join", c.nodes[0].gossipAddr(t))
+	}
+	return startServerOpts(t, ServerOpts{DataDir: dir, OpToken: c.op, Limits: "off", Args: append(a, args...)})
+}
+
+// view is GET /ops/v1/cluster of node s.
+type clusterView struct {
+	Node    string `json:"node"`
+	Members []struct {
+		Name       string `json:"name"`
+		State      string `json:"state"`
+		HTTPAddr   string `json:"httpAddr"`
+		Led        []int  `json:"partitionsLed"`
+		Replicated []int  `json:"partitionsReplicated"`
+	} `json:"members"`
+}
+
+func (c *testCluster) view(t testing.TB, s *Server) (clusterView, error) {
+	r, err := s.request("GET", "/ops/v1/cluster", c.op, nil, nil)
+	if err != nil {
+		return clusterView{}, err
+	}
+	var v clusterView
+	if r.Status != 200 {
+		return v, fmt.Errorf("GET /ops/v1/cluster: %d %s", r.Status, r.Body)
+	}
+	return v, json.Unmarshal(r.Body, &v)
+}
+
+// waitSettled waits until the live nodes (want of them) are alive, every
+// partition is replicated on min(3, want) of them and led by one, and
+// each leads at least one.
+func (c *testCluster) waitSettled(t *testing.T, want int) {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		last = c.settled(t, want)
+		if last == "" {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the cluster did not settle in 60 s: %s", last)
+}
+
+func (c *testCluster) settled(t *testing.T, want int) string {
+	replicas := min(3, want)
+	for _, s := range c.live() {
+		v, err := c.view(t, s)
+		if err != nil {
+			return err.Error()
+		}
+		alive, led := 0, map[int]int{}
+		repl := map[int]int{}
+		for _, m := range v.Members {
+			if m.State != "alive" {
+				continue
+			}
+			alive++
+			if len(m.Led) == 0 {
+				return fmt.Sprintf("%s (seen by %s) leads nothing", m.Name, v.Node)
+			}
+			for _, p := range m.Led {
+				led[p]++
+			}
+			for _, p := range m.Replicated {
+				repl[p]++
+			}
+		}
+		if alive != want {
+			return fmt.Sprintf("%s sees %d alive, want %d", v.Node, alive, want)
+		}
+		for p := 0; p < 64; p++ {
+			if led[p] != 1 || repl[p] < replicas {
+				return fmt.Sprintf("%s: partition %d led by %d, on %d replicas", v.Node, p, led[p], repl[p])
+			}
+		}
+	}
+	return ""
+}
+
+// live lists the nodes that run.
+func (c *testCluster) live() []*Server {
+	var out []*Server
+	for _, s := range c.nodes {
+		if !s.exited() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (c *testCluster) String() string { return strings.Join(c.names, ",") }
