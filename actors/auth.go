@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"sync/atomic"
 
 	"github.com/kitd/kitd/cluster"
@@ -51,11 +52,21 @@ type Authenticator struct {
 	mu    sync.RWMutex
 	cache map[[32]byte]*Principal
 	epoch uint64 // bumped by every invalidation; a load that saw an older epoch is not cached
+	// ended holds the credentials ("c" + hash) and web sessions ("s" + id)
+	// that ended lately, with when. In a cluster, the end reaches every
+	// node before it is answered (cluster/member), but a node's replica of
+	// the credential may apply it a moment later; until then a load must
+	// not read the credential back as valid. Kept for endedTTL.
+	ended map[string]int64
 }
+
+// endedTTL outlasts any replica's lag behind its leader: a replica
+// further behind has lost its lease and answers nothing.
+const endedTTL = int64(time.Minute)
 
 // NewAuthenticator returns an empty authenticator over env.
 func NewAuthenticator(env *Env) *Authenticator {
-	return &Authenticator{env: env, cache: make(map[[32]byte]*Principal)}
+	return &Authenticator{env: env, cache: make(map[[32]byte]*Principal), ended: make(map[string]int64)}
 }
 
 // errInvalidToken is the one answer for every token that does not work.
@@ -104,7 +115,8 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 	if err != nil {
 		return nil, fmt.Errorf("load credential: %w", err)
 	}
-	if !found || cred.RevokedAt != 0 || (cred.ExpiresAt != 0 && now >= cred.ExpiresAt) {
+	if !found || cred.RevokedAt != 0 || (cred.ExpiresAt != 0 && now >= cred.ExpiresAt) ||
+		a.endedLately("c"+string(hash[:]), now) || (cred.SessionId != "" && a.endedLately("s"+cred.SessionId, now)) {
 		return nil, errInvalidToken
 	}
 	p := &Principal{TokenType: cred.Kind, ExpiresAt: cred.ExpiresAt, TokenID: cred.TokenId, SessionID: cred.SessionId, hash: hash}
@@ -175,8 +187,31 @@ func (a *Authenticator) UserChanged(userID string) {
 	a.dropWhere(func(p *Principal) bool { return p.Caller.UserId == userID })
 }
 
+// endedLately reports whether key ended within endedTTL of now.
+func (a *Authenticator) endedLately(key string, now int64) bool {
+	a.mu.RLock()
+	at, ok := a.ended[key]
+	a.mu.RUnlock()
+	return ok && now-at < endedTTL
+}
+
+// end records that key ended now, forgetting ends past endedTTL; a.mu is
+// held.
+func (a *Authenticator) end(key string) {
+	now := nanos(a.env.Clock.Now())
+	for k, at := range a.ended {
+		if now-at >= endedTTL {
+			delete(a.ended, k)
+		}
+	}
+	a.ended[key] = now
+}
+
 // SessionEnded drops every cached principal authorized in the web session.
 func (a *Authenticator) SessionEnded(sessionID string) {
+	a.mu.Lock()
+	a.end("s" + sessionID)
+	a.mu.Unlock()
 	a.dropWhere(func(p *Principal) bool { return p.SessionID == sessionID })
 }
 
@@ -202,6 +237,7 @@ func (a *Authenticator) CredentialRevoked(hash []byte) {
 	defer a.mu.Unlock()
 	a.epoch++
 	delete(a.cache, h)
+	a.end("c" + string(h[:]))
 }
 
 // Revoke revokes any bearer credential by its secret: the owner of the

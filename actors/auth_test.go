@@ -74,6 +74,23 @@ func TestAuthenticate(t *testing.T) {
 			authFails(t, b.token)
 			authOK(t, n.botToken(t, again.Id))
 		}},
+		{"a credential told ended is refused while its record may lag (a replica behind its leader)", func(t *testing.T) {
+			n := ownNode(t) // moves its clock
+			w := n.workspace(t, 0)
+			b := n.bot(t, w.id, chatScopes)
+			if _, err := n.auth.Authenticate([]byte(b.token)); err != nil {
+				t.Fatal(err)
+			}
+			h := ids.Hash(b.token)
+			n.auth.CredentialRevoked(h[:]) // the record itself still says valid
+			if _, err := n.auth.Authenticate([]byte(b.token)); kiterr.CodeOf(err) != kiterr.InvalidToken {
+				t.Fatalf("a credential ended a moment ago: %v, want invalid_token", err)
+			}
+			n.clk.Advance(2 * time.Minute) // long past any lag: the record is the truth again
+			if _, err := n.auth.Authenticate([]byte(b.token)); err != nil {
+				t.Fatalf("after the lag: %v", err)
+			}
+		}},
 		{"revoking a bot token is immediate even when cached", func(t *testing.T) {
 			w := n.workspace(t, 0)
 			b := n.bot(t, w.id, chatScopes)
