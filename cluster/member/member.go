@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/cluster/membership"
 	"github.com/kitd/kitd/cluster/peer"
@@ -58,6 +59,8 @@ type Member struct {
 	rn   *raftNet
 	dir  atomic.Pointer[map[uint64]string] // raft id → peer address
 	reqs requestIDs
+
+	local    atomic.Pointer[actors.Invalidator] // this node's authenticator
 
 	draining atomic.Bool
 	stop     chan struct{}
@@ -244,6 +247,11 @@ func (m *Member) remotePropose(ctx context.Context, to uint64, g replication.Gro
 // handle runs the requests other members send this node.
 func (m *Member) handle(ctx context.Context, from string, msg proto.Message, requestID string) (proto.Message, error) {
 	switch r := msg.(type) {
+	case *kitpb.Invalidate:
+		if err := m.invalidateHere(r.GetKind(), r.GetId()); err != nil {
+			return nil, err
+		}
+		return &kitpb.Ok{}, nil
 	case *kitpb.ProposeEntry:
 		if err := m.rep.ProposeHere(ctx, replication.GroupID(r.GetGroup()), r.GetData()); err != nil {
 			return nil, err
@@ -255,7 +263,7 @@ func (m *Member) handle(ctx context.Context, from string, msg proto.Message, req
 
 // registry lists the messages a request or reply between members may be.
 func registry() *peer.Registry {
-	return peer.NewRegistry(&kitpb.ProposeEntry{}, &kitpb.Ok{})
+	return peer.NewRegistry(&kitpb.ProposeEntry{}, &kitpb.Invalidate{}, &kitpb.Ok{})
 }
 
 // State is this node's state as OPERATIONS.md section 7 names it.

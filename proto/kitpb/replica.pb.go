@@ -78,6 +78,63 @@ func (x *ProposeEntry) GetData() []byte {
 	return nil
 }
 
+// Invalidate tells another member that something it may have cached about
+// credentials ended or changed (actors.Invalidator): sent to every member
+// before the change is answered. kind is one of installation, credential,
+// user, session; id the installation, user or session id, or the
+// credential's hash.
+type Invalidate struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Id            []byte                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Invalidate) Reset() {
+	*x = Invalidate{}
+	mi := &file_replica_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Invalidate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Invalidate) ProtoMessage() {}
+
+func (x *Invalidate) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Invalidate.ProtoReflect.Descriptor instead.
+func (*Invalidate) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Invalidate) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Invalidate) GetId() []byte {
+	if x != nil {
+		return x.Id
+	}
+	return nil
+}
+
 var File_replica_proto protoreflect.FileDescriptor
 
 const file_replica_proto_rawDesc = "" +
@@ -85,7 +142,11 @@ const file_replica_proto_rawDesc = "" +
 	"\rreplica.proto\x12\x06kit.v1\"8\n" +
 	"\fProposeEntry\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\rR\x05group\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04dataB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
+	"\x04data\x18\x02 \x01(\fR\x04data\"0\n" +
+	"\n" +
+	"Invalidate\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\fR\x02idB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
 
 var (
 	file_replica_proto_rawDescOnce sync.Once
@@ -99,9 +160,10 @@ func file_replica_proto_rawDescGZIP() []byte {
 	return file_replica_proto_rawDescData
 }
 
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_replica_proto_goTypes = []any{
 	(*ProposeEntry)(nil), // 0: kit.v1.ProposeEntry
+	(*Invalidate)(nil),   // 1: kit.v1.Invalidate
 }
 var file_replica_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type
@@ -122,7 +184,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   1,
+			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
