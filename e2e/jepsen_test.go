@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -83,22 +85,54 @@ func (n *jepsenNode) resume() {
 
 // jepsenClient checks every exchange of a run as the suite's own requests
 // are checked: against docs/openapi, and for secrets in the servers' logs.
+// The exchanges are kept and checked when the test ends: validating one
+// costs more than kitd takes to answer it, and a check on the writers'
+// path would slow the workload tenfold and thin out what a fault meets.
 func jepsenClient(t *testing.T) jepsen.Client {
+	var mu sync.Mutex
+	var kept []jepsen.Exchange
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		work := make(chan jepsen.Exchange)
+		var wg sync.WaitGroup
+		for range runtime.GOMAXPROCS(0) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for e := range work {
+					checkExchange(t, e)
+				}
+			}()
+		}
+		for _, e := range kept {
+			work <- e
+		}
+		close(work)
+		wg.Wait()
+	})
 	return jepsen.Client{Observe: func(e jepsen.Exchange) {
-		u, err := url.Parse(e.URL)
-		if err != nil {
-			t.Errorf("exchange with a bad URL: %v", err)
-			return
-		}
-		r := &Resp{Method: e.Method, Path: u.RequestURI(), ReqHeader: e.ReqHeader, ReqBody: e.ReqBody, Status: e.Status, Header: e.Header, Body: e.Body}
-		var v any
-		if json.Unmarshal(e.Body, &v) == nil {
-			r.JSON = v
-		}
-		conformance.check(r)
-		noteSecrets(r)
-		conformance.report(t, r)
+		mu.Lock()
+		kept = append(kept, e)
+		mu.Unlock()
 	}}
+}
+
+// checkExchange checks one exchange as harness_test.go's request does.
+func checkExchange(t *testing.T, e jepsen.Exchange) {
+	u, err := url.Parse(e.URL)
+	if err != nil {
+		t.Errorf("exchange with a bad URL: %v", err)
+		return
+	}
+	r := &Resp{Method: e.Method, Path: u.RequestURI(), ReqHeader: e.ReqHeader, ReqBody: e.ReqBody, Status: e.Status, Header: e.Header, Body: e.Body}
+	var v any
+	if json.Unmarshal(e.Body, &v) == nil {
+		r.JSON = v
+	}
+	conformance.check(r)
+	noteSecrets(r)
+	conformance.report(t, r)
 }
 
 // jepsenEnv is the setting of a run: 8 conversations, a Kit whose bot was
@@ -164,68 +198,67 @@ func ackedAtLeast(t *testing.T, run *jepsen.Run, n int) {
 // where another node takes over.
 const outageBound = 30 * time.Second
 
-func TestJepsenNoFault(t *testing.T) {
-	n := startJepsenNode(t)
-	env := newJepsenEnv(t, n)
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-	defer cancel()
-	run := env.workload(t).Start(ctx)
-	ackedAtLeast(t, run, 300)
-	env.check(t, ctx, run.Stop())
-}
-
-// TestJepsenKill9 crashes the node in the middle of the writes and starts
-// it again on the same directory; the writers retry through the outage.
-func TestJepsenKill9(t *testing.T) {
-	n := startJepsenNode(t)
-	env := newJepsenEnv(t, n)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
-	defer cancel()
-	run := env.workload(t).Start(ctx)
-	ackedAtLeast(t, run, 200)
-	n.kill9()
-	before := run.Acked()
-	n.restart()
-	ackedAtLeast(t, run, before+200)
-	rep := env.check(t, ctx, run.Stop())
-	o := rep.Longest()
-	t.Logf("kill -9 at %d acknowledged posts: longest window of failing writes %v (conversation %s, %d failed attempts)",
-		before, o.Duration().Round(time.Millisecond), o.Conv, o.Failures)
-	switch {
-	case o.Failures == 0:
-		t.Errorf("no write failed: the kill did not strike during the writes")
-	case !o.Recovered || o.Duration() > outageBound:
-		t.Errorf("writes to %s failed for %v (recovered %v); the bound is %v", o.Conv, o.Duration(), o.Recovered, outageBound)
-	}
-}
-
-// TestJepsenPause stops the node (SIGSTOP) for 2 s in the middle of the
-// writes: attempts time out and are retried with their keys, and the
-// requests the node held are answered once it resumes.
-func TestJepsenPause(t *testing.T) {
+// runWithFault runs the workload on a fresh node; once 150 posts are
+// acknowledged it strikes the node with fault (nil: none), lets 150 more
+// be acknowledged, stops the writers, checks everything, and returns the
+// longest window of failing writes.
+func runWithFault(t *testing.T, attemptTimeout time.Duration, fault func(n *jepsenNode)) jepsen.Outage {
+	t.Helper()
 	n := startJepsenNode(t)
 	env := newJepsenEnv(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	w := env.workload(t)
-	w.AttemptTimeout = time.Second // shorter than the pause: retries meet requests the node still holds
+	w.AttemptTimeout = attemptTimeout
 	run := w.Start(ctx)
-	ackedAtLeast(t, run, 200)
-	n.pause()
-	time.Sleep(2 * time.Second) // the fault's length, not a wait for anything
-	n.resume()
-	before := run.Acked()
-	ackedAtLeast(t, run, before+200)
-	rep := env.check(t, ctx, run.Stop())
-	o := rep.Longest()
-	t.Logf("SIGSTOP for 2 s: longest window of failing writes %v (conversation %s, %d failed attempts)",
-		o.Duration().Round(time.Millisecond), o.Conv, o.Failures)
-	if o.Failures == 0 {
-		t.Errorf("no write failed: the pause did not strike during the writes")
+	defer run.Stop() // after a failed wait too
+	ackedAtLeast(t, run, 150)
+	if fault != nil {
+		fault(n)
 	}
-	if !o.Recovered || o.Duration() > outageBound {
-		t.Errorf("writes to %s failed for %v (recovered %v); the bound is %v", o.Conv, o.Duration(), o.Recovered, outageBound)
+	ackedAtLeast(t, run, run.Acked()+150)
+	return env.check(t, ctx, run.Stop()).Longest()
+}
+
+// wantRecovered checks that the fault made writes fail and that they
+// recovered within the bound.
+func wantRecovered(t *testing.T, fault string, o jepsen.Outage) {
+	t.Helper()
+	t.Logf("%s: longest window of failing writes %v (conversation %s, %d failed attempts)",
+		fault, o.Duration().Round(time.Millisecond), o.Conv, o.Failures)
+	switch {
+	case o.Failures == 0:
+		t.Errorf("%s: no write failed: the fault did not strike during the writes", fault)
+	case !o.Recovered || o.Duration() > outageBound:
+		t.Errorf("%s: writes to %s failed for %v (recovered %v); the bound is %v", fault, o.Conv, o.Duration(), o.Recovered, outageBound)
 	}
+}
+
+func TestJepsenNoFault(t *testing.T) {
+	runWithFault(t, 0, nil)
+}
+
+// TestJepsenKill9 crashes the node in the middle of the writes and starts
+// it again on the same directory; the writers retry through the outage.
+func TestJepsenKill9(t *testing.T) {
+	o := runWithFault(t, 0, func(n *jepsenNode) {
+		n.kill9()
+		n.restart()
+	})
+	wantRecovered(t, "kill -9 and restart", o)
+}
+
+// TestJepsenPause stops the node (SIGSTOP) for 2 s in the middle of the
+// writes: attempts time out (after 1 s, shorter than the pause) and are
+// retried with their keys, meeting the requests the node still holds,
+// which it answers once it resumes.
+func TestJepsenPause(t *testing.T) {
+	o := runWithFault(t, time.Second, func(n *jepsenNode) {
+		n.pause()
+		time.Sleep(2 * time.Second) // the fault's length, not a wait for anything
+		n.resume()
+	})
+	wantRecovered(t, "SIGSTOP for 2 s", o)
 }
 
 // linearizable checks ops against model with porcupine; an illegal
