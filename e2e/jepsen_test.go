@@ -211,7 +211,11 @@ func runWithFault(t *testing.T, attemptTimeout time.Duration, fault func(n *jeps
 	w := env.workload(t)
 	w.AttemptTimeout = attemptTimeout
 	run := w.Start(ctx)
-	defer run.Stop() // after a failed wait too
+	defer func() {
+		// After a failed wait too: no writer outlives the test.
+		cancel()
+		run.Stop()
+	}()
 	ackedAtLeast(t, run, 150)
 	if fault != nil {
 		fault(n)
