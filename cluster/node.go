@@ -68,6 +68,8 @@ type Node struct {
 	// lease, when set, says whether this node's lead of a partition is
 	// under a lease (SetLease).
 	lease func(partition.ID) bool
+	// forwarder, when set, takes the requests of partitions not hosted here.
+	forwarder Forwarder
 
 	// lastDeadLetter is when a request last came back as a dead letter
 	// (unix nanoseconds). The answer does not say which actor was gone,
@@ -122,12 +124,37 @@ var errUnavailable = errors.New("cluster: actor unavailable")
 // and Cluster.Get skips the PID cache; resolving the PID through the cache
 // and asking it through a reused reply slot keeps the request path lean.
 func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message, error) {
+	return n.request(kind, identity, msg, n.forwarder)
+}
+
+// RequestHere is Request for a request another member forwarded: it is
+// never forwarded again, and answers ErrNotHosted when this node does not
+// host the identity's partition (any more).
+func (n *Node) RequestHere(kind, identity string, msg proto.Message) (proto.Message, error) {
+	return n.request(kind, identity, msg, nil)
+}
+
+func (n *Node) request(kind, identity string, msg proto.Message, fwd Forwarder) (proto.Message, error) {
 	for attempt := 0; attempt < lookupAttempts; attempt++ {
 		if attempt > 0 {
 			time.Sleep(lookupBackoff(attempt))
 		}
 		pid, err := n.pid(kind, identity)
+		if errors.Is(err, ErrNotHosted) && fwd != nil {
+			res, ferr := fwd.Forward(partition.Of(identity), kind, identity, msg)
+			if errors.Is(ferr, ErrNotHosted) {
+				continue // this node leads it, and will host it in a moment
+			}
+			return res, ferr
+		}
 		if err != nil {
+			if errors.Is(err, ErrNotHosted) && fwd == nil && n.forwarder != nil {
+				return nil, err // forwarded here: the sender tries the new leader
+			}
+			if errors.Is(err, ErrNotHosted) {
+				// Both: callers test for ErrNotHosted, clients get a 503.
+				return nil, fmt.Errorf("request %s/%s: %w: %w", kind, identity, err, kiterr.Unreachable("partition not hosted"))
+			}
 			return nil, fmt.Errorf("request %s/%s: %w", kind, identity, err)
 		}
 		if pid == nil {
@@ -160,8 +187,24 @@ func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message,
 			return nil, fmt.Errorf("request %s/%s: unexpected reply %T", kind, identity, res)
 		}
 	}
+	if fwd != nil {
+		return nil, kiterr.Unreachable(fmt.Sprintf("%s/%s: partition not hosted", kind, identity))
+	}
 	return nil, fmt.Errorf("request %s/%s: %w", kind, identity, errUnavailable)
 }
+
+// Forwarder carries a request for a partition this node does not host to
+// the member that leads it (cluster/member). It answers ErrNotHosted when
+// this node leads the partition itself but hosts it only in a moment (its
+// new term's first entry is being applied).
+type Forwarder interface {
+	Forward(p partition.ID, kind, identity string, msg proto.Message) (proto.Message, error)
+	Tell(p partition.ID, kind, identity string, msg proto.Message)
+}
+
+// SetForwarder makes the node forward what it does not host. It must be
+// called before the node serves.
+func (n *Node) SetForwarder(f Forwarder) { n.forwarder = f }
 
 // A lookup may find no activation (one is starting) or one that is
 // stopping: an activation for an absent entity stops right after its

@@ -1,6 +1,12 @@
 package cluster
 
-import "google.golang.org/protobuf/proto"
+import (
+	"errors"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/internal/partition"
+)
 
 // Send delivers msg to the actor of kind with identity without a sender
 // and without waiting: a tell, for notices whose loss the receiver makes
@@ -10,6 +16,10 @@ import "google.golang.org/protobuf/proto"
 // is dropped all the same.
 func (n *Node) Send(kind, identity string, msg proto.Message) bool {
 	pid, err := n.pid(kind, identity)
+	if errors.Is(err, ErrNotHosted) && n.forwarder != nil {
+		go n.forwarder.Tell(partition.Of(identity), kind, identity, msg)
+		return true
+	}
 	if pid == nil || err != nil {
 		return false
 	}

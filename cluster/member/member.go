@@ -60,7 +60,8 @@ type Member struct {
 	dir  atomic.Pointer[map[uint64]string] // raft id → peer address
 	reqs requestIDs
 
-	local    atomic.Pointer[actors.Invalidator] // this node's authenticator
+	local   atomic.Pointer[actors.Invalidator] // this node's authenticator
+	started atomic.Pointer[replica.Replica]    // rep, once Start returned it
 
 	draining atomic.Bool
 	stop     chan struct{}
@@ -109,6 +110,9 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 		return nil, err
 	}
 	m.refreshDirectory()
+	// Before the groups start: hosting a partition may wake actors at once.
+	cfg.Node.SetLease(m.leaseValid)
+	cfg.Node.SetForwarder(m)
 	var hosts replica.Hosts = cfg.Node
 	if cfg.Hosts != nil {
 		hosts = cfg.Hosts
@@ -123,11 +127,19 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 		return nil, err
 	}
 	m.rn.deliverTo(m.rep)
-	cfg.Node.SetLease(m.rep.LeaseValid)
+	m.started.Store(m.rep)
+
 	m.done.Add(2)
 	go m.watch()
 	go m.publish()
 	return m, nil
+}
+
+// leaseValid is the lease check of cluster.Node.SetLease: no lease until
+// the groups run.
+func (m *Member) leaseValid(p partition.ID) bool {
+	r := m.started.Load()
+	return r != nil && r.LeaseValid(p)
 }
 
 // Log is what the actors commit through.
@@ -247,6 +259,8 @@ func (m *Member) remotePropose(ctx context.Context, to uint64, g replication.Gro
 // handle runs the requests other members send this node.
 func (m *Member) handle(ctx context.Context, from string, msg proto.Message, requestID string) (proto.Message, error) {
 	switch r := msg.(type) {
+	case *kitpb.Forwarded:
+		return m.runForwarded(r)
 	case *kitpb.Invalidate:
 		if err := m.invalidateHere(r.GetKind(), r.GetId()); err != nil {
 			return nil, err
@@ -263,7 +277,7 @@ func (m *Member) handle(ctx context.Context, from string, msg proto.Message, req
 
 // registry lists the messages a request or reply between members may be.
 func registry() *peer.Registry {
-	return peer.NewRegistry(&kitpb.ProposeEntry{}, &kitpb.Invalidate{}, &kitpb.Ok{})
+	return peer.NewRegistry(kitpbTypes()...)
 }
 
 // State is this node's state as OPERATIONS.md section 7 names it.

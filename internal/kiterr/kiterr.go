@@ -44,6 +44,11 @@ const (
 const (
 	URITooLong     Code = "uri_too_long"
 	HeaderTooLarge Code = "header_too_large"
+	// Unavailable: the node that owns the request's data could not be
+	// reached, or the cluster is electing its leader. Nothing may have
+	// been written; a client retries after Retry-After, writes with their
+	// Idempotency-Key (docs/decisions.md "Unavailable").
+	Unavailable Code = "unavailable"
 )
 
 // statuses is the one table from codes to the HTTP statuses of SPEC.md
@@ -67,6 +72,7 @@ var statuses = map[Code]int{
 	HeaderTooLarge:      431,
 	RateLimited:         429,
 	Internal:            500,
+	Unavailable:         503,
 }
 
 // Status is the HTTP status an answer with code c has: 200 for the empty
@@ -120,6 +126,13 @@ func Absent(what string) *Error { return &Error{Code: NotFound, Message: what + 
 func OverLimit(d limits.Decision) *Error {
 	d.RetryAfter = max(d.RetryAfter, 1)
 	return &Error{Code: RateLimited, Message: "rate limit " + string(d.Policy) + " exceeded", Limit: &d}
+}
+
+// Unreachable is the error of a request whose owner could not be reached
+// or is being elected (why says which, for the log; the client sees only
+// the code). It carries Retry-After 1.
+func Unreachable(why string) *Error {
+	return &Error{Code: Unavailable, Message: "the service is unavailable for this request; retry shortly: " + why}
 }
 
 // ToFailure is err in the form in which it crosses an actor boundary. An

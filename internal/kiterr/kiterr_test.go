@@ -37,6 +37,8 @@ var specStatus = map[Code]int{
 	// kitd's own codes (docs/decisions.md "Request heads").
 	"uri_too_long":     414,
 	"header_too_large": 431,
+	// kitd's own code of the cluster (docs/decisions.md "Unavailable").
+	"unavailable": 503,
 }
 
 // declaredCodes reads the Code constants declared in package kiterr, so that
