@@ -52,21 +52,22 @@ type Authenticator struct {
 	mu    sync.RWMutex
 	cache map[[32]byte]*Principal
 	epoch uint64 // bumped by every invalidation; a load that saw an older epoch is not cached
-	// ended holds the credentials ("c" + hash) and web sessions ("s" + id)
-	// that ended lately, with when. In a cluster, the end reaches every
-	// node before it is answered (cluster/member), but a node's replica of
-	// the credential may apply it a moment later; until then a load must
-	// not read the credential back as valid. Kept for endedTTL.
-	ended map[string]int64
+	// changed holds the credentials ("c" + hash) and web sessions ("s" +
+	// id) that were revoked, rotated or ended lately, with when. In a
+	// cluster the change reaches every node before it is answered
+	// (cluster/member), but a node's replica of the credential may apply
+	// it a moment later: a load of one of them first catches the replica
+	// up with its leader (Env.Reads). Kept for changedTTL.
+	changed map[string]int64
 }
 
-// endedTTL outlasts any replica's lag behind its leader: a replica
+// changedTTL outlasts any replica's lag behind its leader: a replica
 // further behind has lost its lease and answers nothing.
-const endedTTL = int64(time.Minute)
+const changedTTL = int64(time.Minute)
 
 // NewAuthenticator returns an empty authenticator over env.
 func NewAuthenticator(env *Env) *Authenticator {
-	return &Authenticator{env: env, cache: make(map[[32]byte]*Principal), ended: make(map[string]int64)}
+	return &Authenticator{env: env, cache: make(map[[32]byte]*Principal), changed: make(map[string]int64)}
 }
 
 // errInvalidToken is the one answer for every token that does not work.
@@ -111,13 +112,26 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 		return nil, errInvalidToken
 	}
 	cred := &kitpb.Credential{}
-	found, err := load(a.env.Store, credentialKey(hash[:]), cred)
+	found, err := a.env.loadIndex(credentialKey(hash[:]), cred)
 	if err != nil {
 		return nil, fmt.Errorf("load credential: %w", err)
 	}
-	if !found || cred.RevokedAt != 0 || (cred.ExpiresAt != 0 && now >= cred.ExpiresAt) ||
-		a.endedLately("c"+string(hash[:]), now) || (cred.SessionId != "" && a.endedLately("s"+cred.SessionId, now)) {
+	if found && a.env.Reads != nil && a.changedLately("c"+string(hash[:]), now) {
+		// This node's replica may not have applied the change yet.
+		if _, err := a.env.catchUp(credentialKey(hash[:])); err != nil {
+			return nil, fmt.Errorf("load credential: %w", err)
+		}
+		if found, err = load(a.env.Store, credentialKey(hash[:]), cred); err != nil {
+			return nil, fmt.Errorf("load credential: %w", err)
+		}
+	}
+	if !found || cred.RevokedAt != 0 || (cred.ExpiresAt != 0 && now >= cred.ExpiresAt) {
 		return nil, errInvalidToken
+	}
+	if cred.SessionId != "" && a.env.Reads != nil && a.changedLately("s"+cred.SessionId, now) {
+		if _, err := a.env.catchUp(sessionKey(cred.WorkspaceId, cred.SessionId)); err != nil {
+			return nil, fmt.Errorf("load session: %w", err)
+		}
 	}
 	p := &Principal{TokenType: cred.Kind, ExpiresAt: cred.ExpiresAt, TokenID: cred.TokenId, SessionID: cred.SessionId, hash: hash}
 	switch cred.Kind {
@@ -187,30 +201,30 @@ func (a *Authenticator) UserChanged(userID string) {
 	a.dropWhere(func(p *Principal) bool { return p.Caller.UserId == userID })
 }
 
-// endedLately reports whether key ended within endedTTL of now.
-func (a *Authenticator) endedLately(key string, now int64) bool {
+// changedLately reports whether key changed within changedTTL of now.
+func (a *Authenticator) changedLately(key string, now int64) bool {
 	a.mu.RLock()
-	at, ok := a.ended[key]
+	at, ok := a.changed[key]
 	a.mu.RUnlock()
-	return ok && now-at < endedTTL
+	return ok && now-at < changedTTL
 }
 
-// end records that key ended now, forgetting ends past endedTTL; a.mu is
-// held.
-func (a *Authenticator) end(key string) {
+// change records that key changed now, forgetting changes past
+// changedTTL; a.mu is held.
+func (a *Authenticator) change(key string) {
 	now := nanos(a.env.Clock.Now())
-	for k, at := range a.ended {
-		if now-at >= endedTTL {
-			delete(a.ended, k)
+	for k, at := range a.changed {
+		if now-at >= changedTTL {
+			delete(a.changed, k)
 		}
 	}
-	a.ended[key] = now
+	a.changed[key] = now
 }
 
 // SessionEnded drops every cached principal authorized in the web session.
 func (a *Authenticator) SessionEnded(sessionID string) {
 	a.mu.Lock()
-	a.end("s" + sessionID)
+	a.change("s" + sessionID)
 	a.mu.Unlock()
 	a.dropWhere(func(p *Principal) bool { return p.SessionID == sessionID })
 }
@@ -237,7 +251,7 @@ func (a *Authenticator) CredentialRevoked(hash []byte) {
 	defer a.mu.Unlock()
 	a.epoch++
 	delete(a.cache, h)
-	a.end("c" + string(h[:]))
+	a.change("c" + string(h[:]))
 }
 
 // Revoke revokes any bearer credential by its secret: the owner of the
@@ -245,7 +259,7 @@ func (a *Authenticator) CredentialRevoked(hash []byte) {
 func (a *Authenticator) Revoke(token string) error {
 	hash := sha256.Sum256([]byte(token))
 	cred := &kitpb.Credential{}
-	found, err := load(a.env.Store, credentialKey(hash[:]), cred)
+	found, err := a.env.loadIndex(credentialKey(hash[:]), cred)
 	if err != nil {
 		return fmt.Errorf("load credential: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 )
 
@@ -22,6 +23,12 @@ type Invalidator interface {
 	UserChanged(userID string)
 	// SessionEnded: the web session ended; user tokens it authorized end.
 	SessionEnded(sessionID string)
+}
+
+// ReadBarrier catches a partition's replica on this node up with
+// everything committed in it before the call.
+type ReadBarrier interface {
+	CatchUp(p partition.ID) error
 }
 
 // DeliveryNotifier is told, after a commit, that an installation's
@@ -52,6 +59,11 @@ type Env struct {
 	// Deliveries is told when an installation has events to send; nil:
 	// nobody sends them.
 	Deliveries DeliveryNotifier
+	// Reads, when set, catches this node's replica of a partition up
+	// with its leader (cluster/member): a read of another partition's
+	// record that finds nothing asks it first. nil: every partition is
+	// this node's alone.
+	Reads ReadBarrier
 	// Commits, when set, commits every actor batch (replicated through
 	// the raft group of each partition it writes); nil: batches commit
 	// straight to Store.

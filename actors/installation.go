@@ -301,7 +301,7 @@ func (a *installationActor) revoke(m *kitpb.RevokeCredential) (proto.Message, er
 		}
 	}
 	cred := &kitpb.Credential{}
-	found, err := load(a.env.Store, credentialKey(hash), cred)
+	found, err := a.env.loadIndex(credentialKey(hash), cred)
 	if err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ func (a *installationActor) listBotTokens() (proto.Message, error) {
 	reply := &kitpb.BotTokensReply{}
 	for _, h := range hashes {
 		cred := &kitpb.Credential{}
-		found, err := load(a.env.Store, credentialKey(h), cred)
+		found, err := a.env.loadIndex(credentialKey(h), cred)
 		if err != nil {
 			return nil, err
 		}
@@ -101,7 +101,7 @@ func (a *installationActor) touchBotToken(m *kitpb.TouchBotToken) (proto.Message
 		return nil, err
 	}
 	cred := &kitpb.Credential{}
-	found, err := load(a.env.Store, credentialKey(hash), cred)
+	found, err := a.env.loadIndex(credentialKey(hash), cred)
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ func LocateMessage(env *Env, id string) (conversationID string, err error) {
 	}
 	for _, c := range owners {
 		msg := &kitpb.Message{}
-		found, err := load(env.Store, messageKey(c, seq), msg)
+		found, err := env.loadIndex(messageKey(c, seq), msg)
 		if err != nil {
 			return "", fmt.Errorf("locate message %s: %w", id, err)
 		}
@@ -69,12 +69,21 @@ func LocateMessage(env *Env, id string) (conversationID string, err error) {
 // unless tags collide.
 func taggedConversations(env *Env, tag uint32) ([]string, error) {
 	prefix := messageTagPrefix(tag)
-	var owners []string
-	err := env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
-		owners = append(owners, string(k[len(prefix):]))
-		return true
-	})
-	return owners, err
+	scan := func() (owners []string, err error) {
+		err = env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+			owners = append(owners, string(k[len(prefix):]))
+			return true
+		})
+		return owners, err
+	}
+	owners, err := scan()
+	if len(owners) > 0 || err != nil {
+		return owners, err
+	}
+	if again, err := env.catchUp(prefix); !again || err != nil {
+		return nil, err // a conversation made through another node a moment ago
+	}
+	return scan()
 }
 
 // LocateFile returns the conversation that holds a file, from the tag its
@@ -89,7 +98,7 @@ func LocateFile(env *Env, id string) (conversationID string, err error) {
 			return "", fmt.Errorf("locate file %s: %w", id, err)
 		}
 		for _, c := range owners {
-			if found, err := env.Store.Has(fileKey(c, id)); err != nil || found {
+			if found, err := env.hasIndex(fileKey(c, id)); err != nil || found {
 				return c, err
 			}
 		}
@@ -118,7 +127,7 @@ func olderMessageLocator(env *Env, id string) (*kitpb.Locator, error) {
 		return nil, kiterr.Absent("message")
 	}
 	loc := &kitpb.Locator{}
-	found, err := load(env.Store, locatorKey(id), loc)
+	found, err := env.loadIndex(locatorKey(id), loc)
 	if err != nil {
 		return nil, fmt.Errorf("locate message %s: %w", id, err)
 	}
@@ -135,7 +144,7 @@ func olderMessageLocator(env *Env, id string) (*kitpb.Locator, error) {
 // owner it names checks the request.
 func Locate(env *Env, id string) (kind, owner string, err error) {
 	loc := &kitpb.Locator{}
-	found, err := load(env.Store, locatorKey(id), loc)
+	found, err := env.loadIndex(locatorKey(id), loc)
 	if err != nil {
 		return "", "", fmt.Errorf("locate %s: %w", id, err)
 	}
@@ -187,7 +196,7 @@ func (a *Authenticator) Session(secret []byte) (*WebSession, error) {
 	}
 	hash := sha256.Sum256(secret)
 	cred := &kitpb.Credential{}
-	found, err := load(a.env.Store, credentialKey(hash[:]), cred)
+	found, err := a.env.loadIndex(credentialKey(hash[:]), cred)
 	if err != nil {
 		return nil, fmt.Errorf("load session: %w", err)
 	}
@@ -221,7 +230,7 @@ func GrantOwner(env *Env, secret string) (installationID string, err error) {
 func credentialOf(env *Env, secret, what string) (*kitpb.Credential, error) {
 	hash := ids.Hash(secret)
 	cred := &kitpb.Credential{}
-	found, err := load(env.Store, credentialKey(hash[:]), cred)
+	found, err := env.loadIndex(credentialKey(hash[:]), cred)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", what, err)
 	}
@@ -276,7 +285,7 @@ func SignInMembers(env *Env, email string, limit int) ([]SignInMember, error) {
 // Write-once: the slug actor writes a claim once and never changes it.
 func KitBySlug(env *Env, slug string) (string, error) {
 	owner := &kitpb.ClaimSlug{}
-	found, err := load(env.Store, slugKey(slug), owner)
+	found, err := env.loadIndex(slugKey(slug), owner)
 	if err != nil {
 		return "", fmt.Errorf("load slug: %w", err)
 	}
@@ -316,7 +325,7 @@ func InstalledHere(env *Env, workspaceID, kitID string) (bool, error) {
 // InstallationHere is the id of the workspace's active installation of the
 // Kit; "" when it has none. Committed before answered, as InstalledHere.
 func InstallationHere(env *Env, workspaceID, kitID string) (string, error) {
-	instID, err := env.Store.Get(installedKitKey(workspaceID, kitID))
+	instID, err := env.getIndex(installedKitKey(workspaceID, kitID))
 	if errors.Is(err, persistence.ErrNotFound) {
 		return "", nil
 	}
@@ -324,7 +333,7 @@ func InstallationHere(env *Env, workspaceID, kitID string) (string, error) {
 		return "", err
 	}
 	in := &kitpb.Installation{}
-	found, err := load(env.Store, installationKey(string(instID)), in)
+	found, err := env.loadIndex(installationKey(string(instID)), in)
 	if err != nil || !found || in.Uninstalled {
 		return "", err
 	}
@@ -337,7 +346,7 @@ func InstallationHere(env *Env, workspaceID, kitID string) (string, error) {
 // Locates only: the Kit must still be asked, as only it knows whether the
 // link works.
 func KitByInstallLink(env *Env, hash []byte) (string, error) {
-	v, err := env.Store.Get(installLinkIndexKey(hash))
+	v, err := env.getIndex(installLinkIndexKey(hash))
 	if errors.Is(err, persistence.ErrNotFound) {
 		return "", errLinkAbsent
 	}
@@ -546,7 +555,7 @@ func (w *WebhookTargets) Of(webhookID string) (string, error) {
 	if p := slot.Load(); p != nil && *p == webhookID {
 		return webhookID, nil
 	}
-	found, err := w.env.Store.Has(webhookKey(webhookID))
+	found, err := w.env.hasIndex(webhookKey(webhookID))
 	if err != nil {
 		return "", fmt.Errorf("locate webhook %s: %w", webhookID, err)
 	}

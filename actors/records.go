@@ -28,6 +28,68 @@ func load(store *persistence.Store, k []byte, m proto.Message) (found bool, err 
 	return true, nil
 }
 
+// The reads of records of other partitions: index entries, credentials,
+// locators. A node holds replicas of partitions it does not lead, which
+// may lag their leader by a moment, so a record written through another
+// node just before may not be here yet. Finding a stale record is safe
+// (an index entry is a pointer its owner checks; an ended credential is
+// also told to every node, Authenticator.ended); finding nothing is not,
+// so a miss catches up with the partition's leader and reads again.
+
+// loadIndex is load of another partition's record.
+func (e *Env) loadIndex(k []byte, m proto.Message) (bool, error) {
+	found, err := load(e.Store, k, m)
+	if found || err != nil {
+		return found, err
+	}
+	if again, err := e.catchUp(k); !again || err != nil {
+		return false, err
+	}
+	return load(e.Store, k, m)
+}
+
+// getIndex is Store.Get of another partition's record.
+func (e *Env) getIndex(k []byte) ([]byte, error) {
+	v, err := e.Store.Get(k)
+	if !errors.Is(err, persistence.ErrNotFound) {
+		return v, err
+	}
+	if again, cerr := e.catchUp(k); !again || cerr != nil {
+		return nil, errors.Join(err, cerr)
+	}
+	return e.Store.Get(k)
+}
+
+// hasIndex is Store.Has of another partition's record.
+func (e *Env) hasIndex(k []byte) (bool, error) {
+	found, err := e.Store.Has(k)
+	if found || err != nil {
+		return found, err
+	}
+	if again, err := e.catchUp(k); !again || err != nil {
+		return false, err
+	}
+	return e.Store.Has(k)
+}
+
+// catchUp catches up with the leader of k's partition and reports whether
+// a second read may find more; a node alone never needs one. It fails
+// (unavailable) when the leader cannot be asked: a miss then proves
+// nothing.
+func (e *Env) catchUp(k []byte) (again bool, err error) {
+	if e.Reads == nil {
+		return false, nil
+	}
+	p, ok := PartitionOfKey(k)
+	if !ok {
+		return false, nil
+	}
+	if err := e.Reads.CatchUp(p); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // setter is a batch: an actor's, or the store's own during an upgrade.
 type setter interface{ Set(key, value []byte) }
 

@@ -176,3 +176,56 @@ func (r *Replica) HandOver(ctx context.Context) error {
 		}
 	}
 }
+
+// CatchUp returns once this node's replica of p holds every write
+// committed in p before the call: at once when this node leads p under a
+// lease, else after asking p's leader for its commit index
+// (Config.ReadIndex) and waiting until this replica applied that far. A
+// node reads records of partitions it does not lead (index entries,
+// credentials) from its own replica, which may lag its leader by a few
+// milliseconds; a reader that must find what another node just wrote
+// catches up first.
+func (r *Replica) CatchUp(ctx context.Context, p partition.ID) error {
+	g := replication.GroupID(p)
+	if r.cfg.Transport == nil || (r.leads(g) && r.LeaseValid(p)) {
+		return nil
+	}
+	to, term := r.Leader(p)
+	if to == 0 || to == r.id {
+		return &replication.NotLeaderError{Group: g, Leader: to, Term: term}
+	}
+	index, err := r.cfg.ReadIndex(ctx, to, g)
+	if err != nil {
+		return err
+	}
+	for {
+		st, err := r.node.Status(g)
+		if err != nil {
+			return err
+		}
+		if st.Applied >= index {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("replica: partition %d applied %d of %d: %w", p, st.Applied, index, ctx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// CommitIndex is the commit index of g, which this node must lead under a
+// lease: the other end of Config.ReadIndex.
+func (r *Replica) CommitIndex(g replication.GroupID) (uint64, error) {
+	if int(g) >= partition.Count {
+		return 0, fmt.Errorf("replica: no group %d", g)
+	}
+	st, err := r.node.Status(g)
+	if err != nil {
+		return 0, err
+	}
+	if st.Leader != r.id || !st.LeaseValid {
+		return 0, &replication.NotLeaderError{Group: g, Leader: st.Leader, Term: st.Term}
+	}
+	return st.Commit, nil
+}

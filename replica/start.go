@@ -56,6 +56,10 @@ type Config struct {
 	// partitions reaches the groups other nodes lead. Required with
 	// Transport.
 	Remote func(ctx context.Context, to uint64, g replication.GroupID, data []byte) error
+	// ReadIndex asks node to for the commit index of group g, which it
+	// leads (Replica.CommitIndex there): how CatchUp learns how far to
+	// wait. Required with Transport.
+	ReadIndex func(ctx context.Context, to uint64, g replication.GroupID) (uint64, error)
 }
 
 // Member is a node alive in the cluster, as gossip last said.

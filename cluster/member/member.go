@@ -19,6 +19,7 @@ import (
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/cluster/membership"
 	"github.com/kitd/kitd/cluster/peer"
+	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -120,6 +121,7 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 	m.rep, err = replica.Start(ctx, replica.Config{
 		Store: cfg.Store, Hosts: hosts, Logger: cfg.Logger, TickInterval: cfg.TickInterval,
 		Transport: m.rn, Found: len(cfg.Join) == 0, Members: m.alive, Remote: m.remotePropose,
+		ReadIndex: m.readIndex,
 	})
 	if err != nil {
 		m.ms.Shutdown()
@@ -256,11 +258,48 @@ func (m *Member) remotePropose(ctx context.Context, to uint64, g replication.Gro
 	}
 }
 
+// readIndex asks the leader of g (raft id to) for its commit index.
+func (m *Member) readIndex(ctx context.Context, to uint64, g replication.GroupID) (uint64, error) {
+	a, ok := m.addr(to)
+	if !ok {
+		return 0, kiterr.Unreachable(fmt.Sprintf("no address of the leader of partition %d", g))
+	}
+	res, err := m.pt.Call(ctx, a, &kitpb.ReadIndex{Group: uint32(g)}, m.reqs.next())
+	if err != nil {
+		return 0, err
+	}
+	reply, ok := res.(*kitpb.ReadIndexReply)
+	if !ok {
+		return 0, fmt.Errorf("member: ReadIndex answered %T", res)
+	}
+	return reply.GetIndex(), nil
+}
+
+// CatchUp is replica.CatchUp within the time of a request (actors.Env.Reads).
+func (m *Member) CatchUp(p partition.ID) error {
+	r := m.started.Load()
+	if r == nil {
+		return kiterr.Unreachable("the node is starting")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
+	defer cancel()
+	if err := r.CatchUp(ctx, p); err != nil {
+		return fmt.Errorf("%w: %w", err, kiterr.Unreachable("this node's replica could not catch up"))
+	}
+	return nil
+}
+
 // handle runs the requests other members send this node.
 func (m *Member) handle(ctx context.Context, from string, msg proto.Message, requestID string) (proto.Message, error) {
 	switch r := msg.(type) {
 	case *kitpb.Forwarded:
 		return m.runForwarded(r)
+	case *kitpb.ReadIndex:
+		index, err := m.rep.CommitIndex(replication.GroupID(r.GetGroup()))
+		if err != nil {
+			return nil, kiterr.Unreachable(err.Error())
+		}
+		return &kitpb.ReadIndexReply{Index: index}, nil
 	case *kitpb.Invalidate:
 		if err := m.invalidateHere(r.GetKind(), r.GetId()); err != nil {
 			return nil, err

@@ -55,6 +55,7 @@ func startGroups(cfg config, store *persistence.Store, env *actors.Env, httpAddr
 			return groups{}, err
 		}
 		env.Commits = m.Log()
+		env.Reads = m
 		env.Invalidator = m.Invalidator(env.Invalidator)
 		return groups{member: m}, nil
 	case cfg.replicate:

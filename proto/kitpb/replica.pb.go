@@ -217,6 +217,97 @@ func (x *Forwarded) GetTell() bool {
 	return false
 }
 
+// ReadIndex asks a group's leader for its commit index, so that a member
+// reading its own replica first waits until it applied that far: what was
+// answered 2xx through any node is then there (replica.CatchUp).
+type ReadIndex struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         uint32                 `protobuf:"varint,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadIndex) Reset() {
+	*x = ReadIndex{}
+	mi := &file_replica_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadIndex) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadIndex) ProtoMessage() {}
+
+func (x *ReadIndex) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadIndex.ProtoReflect.Descriptor instead.
+func (*ReadIndex) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ReadIndex) GetGroup() uint32 {
+	if x != nil {
+		return x.Group
+	}
+	return 0
+}
+
+type ReadIndexReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadIndexReply) Reset() {
+	*x = ReadIndexReply{}
+	mi := &file_replica_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadIndexReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadIndexReply) ProtoMessage() {}
+
+func (x *ReadIndexReply) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadIndexReply.ProtoReflect.Descriptor instead.
+func (*ReadIndexReply) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ReadIndexReply) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
 var File_replica_proto protoreflect.FileDescriptor
 
 const file_replica_proto_rawDesc = "" +
@@ -234,7 +325,11 @@ const file_replica_proto_rawDesc = "" +
 	"\bidentity\x18\x02 \x01(\tR\bidentity\x12\x18\n" +
 	"\arequest\x18\x03 \x01(\fR\arequest\x12!\n" +
 	"\frequest_type\x18\x04 \x01(\tR\vrequestType\x12\x12\n" +
-	"\x04tell\x18\x05 \x01(\bR\x04tellB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
+	"\x04tell\x18\x05 \x01(\bR\x04tell\"!\n" +
+	"\tReadIndex\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\rR\x05group\"&\n" +
+	"\x0eReadIndexReply\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05indexB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
 
 var (
 	file_replica_proto_rawDescOnce sync.Once
@@ -248,11 +343,13 @@ func file_replica_proto_rawDescGZIP() []byte {
 	return file_replica_proto_rawDescData
 }
 
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_replica_proto_goTypes = []any{
-	(*ProposeEntry)(nil), // 0: kit.v1.ProposeEntry
-	(*Invalidate)(nil),   // 1: kit.v1.Invalidate
-	(*Forwarded)(nil),    // 2: kit.v1.Forwarded
+	(*ProposeEntry)(nil),   // 0: kit.v1.ProposeEntry
+	(*Invalidate)(nil),     // 1: kit.v1.Invalidate
+	(*Forwarded)(nil),      // 2: kit.v1.Forwarded
+	(*ReadIndex)(nil),      // 3: kit.v1.ReadIndex
+	(*ReadIndexReply)(nil), // 4: kit.v1.ReadIndexReply
 }
 var file_replica_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type
@@ -273,7 +370,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
