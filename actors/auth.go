@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 	"sync/atomic"
+	"time"
 
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/ids"
