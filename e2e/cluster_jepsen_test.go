@@ -66,20 +66,23 @@ func (c *testCluster) busiest(t *testing.T) int {
 
 // runClusterFault runs the workload over three nodes; once 150 posts are
 // acknowledged it strikes with fault, lets 150 more be acknowledged,
-// and checks everything through every node.
-func runClusterFault(t *testing.T, fault func(c *testCluster, nodes []*jepsenNode)) jepsen.Outage {
+// and checks everything through every node the fault leaves running
+// (env.nodes, which the fault may change).
+func runClusterFault(t *testing.T, attemptTimeout time.Duration, fault func(c *testCluster, env *jepsenEnv)) jepsen.Outage {
 	t.Helper()
 	c, nodes := clusterJepsen(t)
 	env := newJepsenEnv(t, nodes...)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
 	defer cancel()
-	run := env.workload(t).Start(ctx)
+	w := env.workload(t)
+	w.AttemptTimeout = attemptTimeout
+	run := w.Start(ctx)
 	defer func() {
 		cancel()
 		run.Stop()
 	}()
 	ackedAtLeast(t, run, 150)
-	fault(c, nodes)
+	fault(c, env)
 	ackedAtLeast(t, run, run.Acked()+150)
 	return env.check(t, ctx, run.Stop()).Longest()
 }
@@ -90,13 +93,13 @@ func runClusterFault(t *testing.T, fault func(c *testCluster, nodes []*jepsenNod
 // directory and rejoins.
 func TestClusterJepsenKill9(t *testing.T) {
 	var killed time.Time
-	o := runClusterFault(t, func(c *testCluster, nodes []*jepsenNode) {
+	o := runClusterFault(t, 0, func(c *testCluster, env *jepsenEnv) {
 		i := c.busiest(t)
 		killed = time.Now()
-		nodes[i].kill9()
+		env.nodes[i].kill9()
 		c.waitSettledAfterLoss(t, c.names[i])
 		t.Logf("the other two lead every partition %v after the kill", time.Since(killed).Round(time.Millisecond))
-		c.restart(t, i, nodes[i])
+		c.restart(t, i, env.nodes[i])
 	})
 	wantRecovered(t, "kill -9 of the busiest leader", o)
 	t.Logf("issue 15's target for this window is 3 s")
@@ -107,9 +110,15 @@ func TestClusterJepsenKill9(t *testing.T) {
 func (c *testCluster) waitSettledAfterLoss(t *testing.T, lost string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
+	var ask *Server
+	for _, s := range c.live() {
+		if c.names[c.index(s)] != lost {
+			ask = s
+			break
+		}
+	}
 	for {
-		live := c.live()
-		v, err := c.view(t, live[0])
+		v, err := c.view(t, ask)
 		if err == nil {
 			led := map[int]bool{}
 			for _, m := range v.Members {
@@ -128,4 +137,54 @@ func (c *testCluster) waitSettledAfterLoss(t *testing.T, lost string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// SIGSTOP of the busiest leader for 3 s, well past its leases (under a
+// second) and an election: the others take its partitions over; when it
+// resumes, it answers nothing from its stale memory (its activations
+// check their lease on every request) and follows the new leaders.
+func TestClusterJepsenPausePastTheLease(t *testing.T) {
+	o := runClusterFault(t, time.Second, func(c *testCluster, env *jepsenEnv) {
+		i := c.busiest(t)
+		env.nodes[i].pause()
+		c.waitSettledAfterLoss(t, c.names[i])
+		time.Sleep(time.Second) // the rest of the pause: its length, not a wait for anything
+		env.nodes[i].resume()
+	})
+	wantRecovered(t, "SIGSTOP of the busiest leader for 3 s", o)
+}
+
+// A fourth node joins while the writers write (it gets a replica of every
+// partition and a share of the leaderships), then one of the first three
+// leaves by SIGTERM (it hands its leaderships over first); the checker
+// reads everything back through the nodes that remain, the new one
+// included.
+func TestClusterJepsenJoinAndLeave(t *testing.T) {
+	runClusterFault(t, 0, func(c *testCluster, env *jepsenEnv) {
+		s := c.add(t)
+		front, err := jepsen.NewProxy(s.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { front.Close() })
+		c.waitSettled(t, 4)
+		t.Logf("a fourth node joined and took a share of the leaderships")
+		leaving := c.busiest(t)
+		if !c.nodes[leaving].stopClean(t) {
+			return
+		}
+		env.nodes = append(append([]*jepsenNode(nil), env.nodes[:leaving]...), env.nodes[leaving+1:]...)
+		env.nodes = append(env.nodes, &jepsenNode{t: t, srv: s, front: front})
+		c.waitSettledAfterLoss(t, c.names[leaving])
+	})
+}
+
+// index is the position of node s.
+func (c *testCluster) index(s *Server) int {
+	for i, n := range c.nodes {
+		if n == s {
+			return i
+		}
+	}
+	return -1
 }

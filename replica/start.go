@@ -46,7 +46,11 @@ type Config struct {
 	// groups each leads (from gossip). nil: the node is alone.
 	Members func() []Member
 	// Replicas is how many voters a group should have when that many
-	// nodes are alive (default 3).
+	// nodes are alive (default 5). A node reads the records of other
+	// partitions (index entries, credentials) from its own replicas, so
+	// until such reads are forwarded to a partition's leader, every node
+	// must hold every partition: with the default, clusters of up to five
+	// nodes (docs/cluster.md, "How many replicas").
 	Replicas int
 	// GrowInterval is how often a leader looks at its groups' replicas
 	// and leaderships (default 500 ms).
@@ -61,6 +65,9 @@ type Config struct {
 	// wait. Required with Transport.
 	ReadIndex func(ctx context.Context, to uint64, g replication.GroupID) (uint64, error)
 }
+
+// DefaultReplicas is Config.Replicas's default.
+const DefaultReplicas = 5
 
 // Member is a node alive in the cluster, as gossip last said.
 type Member struct {
@@ -108,7 +115,7 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 		cfg.CommitTimeout = 5 * time.Second
 	}
 	if cfg.Replicas == 0 {
-		cfg.Replicas = 3
+		cfg.Replicas = DefaultReplicas
 	}
 	if cfg.GrowInterval == 0 {
 		cfg.GrowInterval = 500 * time.Millisecond
