@@ -44,6 +44,12 @@ const (
 const (
 	URITooLong     Code = "uri_too_long"
 	HeaderTooLarge Code = "header_too_large"
+	// Unavailable: the node that owns the request's data could not be
+	// reached, or no leader of its partition is known yet (an election);
+	// the request did not run there, or its outcome is unknown and a retry
+	// is safe only as SPEC.md says for 5xx (docs/decisions.md
+	// "Unavailable").
+	Unavailable Code = "unavailable"
 )
 
 // statuses is the one table from codes to the HTTP statuses of SPEC.md
@@ -67,6 +73,13 @@ var statuses = map[Code]int{
 	HeaderTooLarge:      431,
 	RateLimited:         429,
 	Internal:            500,
+	Unavailable:         503,
+}
+
+// retryAfter is the Retry-After (seconds) of the codes that ask for a
+// retry without a bucket's decision: an election takes about a second.
+var retryAfter = map[Code]int{
+	Unavailable: 1,
 }
 
 // Status is the HTTP status an answer with code c has: 200 for the empty
@@ -80,6 +93,11 @@ func (c Code) Status() int {
 	}
 	return 500
 }
+
+// RetryAfter is the Retry-After (seconds) an answer with code c carries,
+// 0 for none. A rate_limited answer takes its own from its bucket
+// (Error.Limit).
+func (c Code) RetryAfter() int { return retryAfter[c] }
 
 // Error is a domain error. Path is the JSON path of the offending field for
 // validation errors ("blocks[3].fields[0].label"), empty otherwise.
