@@ -66,6 +66,12 @@ type Node struct {
 
 	hosting // the partitions whose activations this node may host
 
+	// fwd sends requests for partitions not hosted here and answers the
+	// ones sent here (EnableForwarding); nil until then. Only a request
+	// that finds its partition not hosted loads it.
+	fwd atomic.Pointer[forwarder]
+	log *slog.Logger
+
 	// lastDeadLetter is when a request last came back as a dead letter
 	// (unix nanoseconds). The answer does not say which actor was gone,
 	// so for a while after one Forward checks that its target is alive.
@@ -93,7 +99,7 @@ func Start(cfg Config, kinds ...*Kind) (*Node, error) {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	shrinkRegistry(system)
 	n := &Node{system: system, kinds: make(map[string]*Kind, len(kinds)), timeout: cfg.RequestTimeout,
-		replies: newReplyPool(system), pids: make(map[pidKey]activation), starting: make(map[pidKey]chan struct{})}
+		replies: newReplyPool(system), log: logger, pids: make(map[pidKey]activation), starting: make(map[pidKey]chan struct{})}
 	n.hostAll()
 	for _, k := range kinds {
 		if _, dup := n.kinds[k.Name]; dup || k.New == nil {
@@ -113,12 +119,24 @@ func (n *Node) Stop() {
 var errUnavailable = errors.New("cluster: actor unavailable")
 
 // Request sends msg to the actor of kind with identity and waits for its
-// reply. A *kitpb.Failure reply comes back as a *kiterr.Error.
+// reply. A *kitpb.Failure reply comes back as a *kiterr.Error. When the
+// identity's partition is not hosted here, the request goes to its leader
+// (EnableForwarding); without forwarding, or when no leader can be
+// reached, the error is ErrNotHosted or kiterr.Unavailable (503).
+func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message, error) {
+	res, err := n.local(kind, identity, msg)
+	if err != nil && errors.Is(err, ErrNotHosted) {
+		return n.forward(kind, identity, msg, err)
+	}
+	return res, err
+}
+
+// local is Request on this node's activations only.
 //
 // protoactor's Cluster.Request builds a throttle (and a goroutine) per call,
 // and Cluster.Get skips the PID cache; resolving the PID through the cache
 // and asking it through a reused reply slot keeps the request path lean.
-func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message, error) {
+func (n *Node) local(kind, identity string, msg proto.Message) (proto.Message, error) {
 	for attempt := 0; attempt < lookupAttempts; attempt++ {
 		if attempt > 0 {
 			time.Sleep(lookupBackoff(attempt))
@@ -383,6 +401,10 @@ func (n *Node) Forward(from actor.Context, to *Route, msg proto.Message) {
 	}
 	if to.pid == nil && err == nil {
 		err = errUnavailable
+	}
+	if errors.Is(err, ErrNotHosted) {
+		// Not sent on to the leader: an actor must not wait for another node.
+		err = fmt.Errorf("%w: %w", err, errNoLeader)
 	}
 	if err != nil {
 		from.Respond(kiterr.ToFailure(fmt.Errorf("forward to %s/%s: %w", to.Kind, to.Identity, err)))
