@@ -203,11 +203,14 @@ func TestForwarding(t *testing.T) {
 			_, err := getUser(a, id, "u")
 			wantUnavailable(t, err)
 		}},
-		{"a table that names this node, which does not host p, is unavailable", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
+		{"a table that names this node, which does not host p, is unavailable without a hop", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
 			leadOnly(p, b, []*member{a, b, c})
 			a.table.Set(p, a.peers.Addr(), 1)
 			_, err := getUser(a, id, "u")
 			wantUnavailable(t, err)
+			if a.served.Load() != 0 {
+				t.Fatal("the node sent the request to itself")
+			}
 		}},
 	}
 	ms := startMembers(t, 3)
