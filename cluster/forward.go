@@ -31,8 +31,10 @@ type Forwarding struct {
 	// Peers.Addr().
 	Self string
 	// Replies bounds the receiver's cache of answered request ids: at most
-	// ReplyEntries (10,000), each for ReplyFor (2 min).
+	// ReplyEntries (10,000) ids and ReplyBytes (64 MiB) of answers, each
+	// for ReplyFor (2 min).
 	ReplyEntries int
+	ReplyBytes   int
 	ReplyFor     time.Duration
 }
 
@@ -66,6 +68,9 @@ func (n *Node) EnableForwarding(f Forwarding) error {
 	if f.ReplyEntries <= 0 {
 		f.ReplyEntries = 10_000
 	}
+	if f.ReplyBytes <= 0 {
+		f.ReplyBytes = 64 << 20
+	}
 	if f.ReplyFor <= 0 {
 		f.ReplyFor = 2 * time.Minute
 	}
@@ -76,7 +81,7 @@ func (n *Node) EnableForwarding(f Forwarding) error {
 	n.fwd.Store(&forwarder{
 		Forwarding: f,
 		prefix:     strconv.FormatUint(binary.LittleEndian.Uint64(b[:]), 16) + "-",
-		replies:    newReplyCache(f.ReplyEntries, f.ReplyFor, time.Now),
+		replies:    newReplyCache(f.ReplyEntries, f.ReplyBytes, f.ReplyFor, time.Now),
 	})
 	return nil
 }
@@ -257,20 +262,22 @@ func PeerRegistry() *peer.Registry {
 
 // replyCache remembers the answers to forwarded request ids, so that a
 // sender's retry after a lost reply gets the first answer instead of
-// running the request twice. It is bounded in entries and age, and lives
+// running the request twice. It is bounded in entries, bytes and age (a
+// page of history can be large), and lives
 // in memory only: it covers a lost reply, not a crash of this node (the
 // replicated request ids of docs/cluster.md do). One lock per forwarded
 // request, never on the local path.
 type replyCache struct {
-	max int
-	ttl time.Duration
-	now func() time.Time
+	max, maxBytes int
+	ttl           time.Duration
+	now           func() time.Time
 
 	mu      sync.Mutex
 	entries map[string]*answer
 	order   []cached // a ring, oldest at head
 	head    int
 	n       int
+	bytes   int // the sizes of the answers in order
 }
 
 // answer is one request id's answer; done closes once it is set.
@@ -278,6 +285,7 @@ type answer struct {
 	done chan struct{}
 	res  proto.Message
 	err  error
+	size int // res's, counted in bytes once it is set (under mu)
 }
 
 type cached struct {
@@ -286,8 +294,9 @@ type cached struct {
 	a  *answer
 }
 
-func newReplyCache(max int, ttl time.Duration, now func() time.Time) *replyCache {
-	return &replyCache{max: max, ttl: ttl, now: now, entries: make(map[string]*answer), order: make([]cached, max)}
+func newReplyCache(max, maxBytes int, ttl time.Duration, now func() time.Time) *replyCache {
+	return &replyCache{max: max, maxBytes: maxBytes, ttl: ttl, now: now,
+		entries: make(map[string]*answer), order: make([]cached, max)}
 }
 
 // do answers request id: with run's answer, or with the answer of the
@@ -318,13 +327,24 @@ func (c *replyCache) do(ctx context.Context, id string, run func() (proto.Messag
 	res, err := run()
 	a.res, a.err = res, err
 	close(a.done)
-	if _, moved := res.(*kitpb.Moved); moved {
-		c.mu.Lock()
-		if c.entries[id] == a {
-			delete(c.entries, id)
-		}
-		c.mu.Unlock()
+	_, moved := res.(*kitpb.Moved)
+	size := 0
+	if res != nil && !moved {
+		size = proto.Size(res)
 	}
+	c.mu.Lock()
+	if c.entries[id] == a {
+		if moved {
+			delete(c.entries, id)
+		} else {
+			a.size = size
+			c.bytes += size
+			for c.bytes > c.maxBytes && c.n > 0 {
+				c.pop()
+			}
+		}
+	}
+	c.mu.Unlock()
 	return res, err
 }
 
@@ -349,6 +369,7 @@ func (c *replyCache) pop() {
 	if c.entries[e.id] == e.a {
 		delete(c.entries, e.id)
 	}
+	c.bytes -= e.a.size
 	*e = cached{}
 	c.head = (c.head + 1) % c.max
 	c.n--

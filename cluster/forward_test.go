@@ -497,6 +497,21 @@ func TestReplyCache(t *testing.T) {
 				t.Fatalf("%d entries, want 3", c.len())
 			}
 		}},
+		{"the oldest answers leave when their bytes are over the bound", func(t *testing.T, _ *replyCache, runs *int) {
+			big := func(id string) proto.Message {
+				return &kitpb.UserReply{User: &kitpb.User{Id: id, DisplayName: strings.Repeat("x", 1000)}}
+			}
+			c := newReplyCache(100, 2500, 2*time.Minute, clock)
+			for _, id := range []string{"a", "b", "c"} {
+				do(t, c, runs, id, big(id), id)
+			}
+			do(t, c, runs, "a", reply("again"), "again")
+			do(t, c, runs, "c", reply("x"), "c")
+			wantRuns(t, *runs, 4)
+			if c.bytes > 2500 {
+				t.Fatalf("%d bytes kept, bound 2500", c.bytes)
+			}
+		}},
 		{"an id older than its time is forgotten", func(t *testing.T, c *replyCache, runs *int) {
 			do(t, c, runs, "a", reply("1"), "1")
 			now = now.Add(time.Minute)
@@ -528,7 +543,7 @@ func TestReplyCache(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			now = time.Unix(1_800_000_000, 0)
 			runs := 0
-			tt.run(t, newReplyCache(3, 2*time.Minute, clock), &runs)
+			tt.run(t, newReplyCache(3, 1<<20, 2*time.Minute, clock), &runs)
 		})
 	}
 }
