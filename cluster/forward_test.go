@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/cluster/peer"
+	"github.com/kitd/kitd/cluster/peer/peertest"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/partition"
@@ -273,8 +274,8 @@ func TestLostReplyRunsOnce(t *testing.T) {
 	const p = partition.ID(40)
 	id := identitiesOf(p, 1)[0]
 	a.n.Release(p)
-	px := newCutProxy(t, b.peers.Addr())
-	a.table.Set(p, px.addr(), 1)
+	px := peertest.NewProxy(t, b.peers.Addr())
+	a.table.Set(p, px.Addr(), 1)
 
 	done := make(chan error, 1)
 	go func() {
@@ -285,7 +286,7 @@ func TestLostReplyRunsOnce(t *testing.T) {
 		done <- err
 	}()
 	eventually(t, "the first run to start", func() bool { return b.runs.Load() == 1 })
-	px.cut() // the first reply has nowhere to go
+	px.Cut() // the first reply has nowhere to go
 	eventually(t, "the retry to reach B", func() bool { return b.served.Load() == 2 })
 	close(b.release)
 	if err := <-done; err != nil {
@@ -587,54 +588,4 @@ func closedAddr(t testing.TB) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
-}
-
-// cutProxy passes TCP connections to a target until cut breaks the ones
-// it holds; later connections pass again.
-type cutProxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  []net.Conn
-}
-
-func newCutProxy(t testing.TB, target string) *cutProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	px := &cutProxy{ln: ln, target: target}
-	t.Cleanup(func() { ln.Close(); px.cut() })
-	go px.serve()
-	return px
-}
-
-func (px *cutProxy) addr() string { return px.ln.Addr().String() }
-
-func (px *cutProxy) serve() {
-	for {
-		in, err := px.ln.Accept()
-		if err != nil {
-			return
-		}
-		out, err := net.Dial("tcp", px.target)
-		if err != nil {
-			in.Close()
-			continue
-		}
-		px.mu.Lock()
-		px.conns = append(px.conns, in, out)
-		px.mu.Unlock()
-		go func() { _, _ = io.Copy(out, in); out.Close() }()
-		go func() { _, _ = io.Copy(in, out); in.Close() }()
-	}
-}
-
-func (px *cutProxy) cut() {
-	px.mu.Lock()
-	defer px.mu.Unlock()
-	for _, c := range px.conns {
-		c.Close()
-	}
-	px.conns = nil
 }

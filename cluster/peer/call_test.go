@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/cluster/peer/peertest"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -264,28 +265,28 @@ func TestBrokenConnection(t *testing.T) {
 			return echo(ctx, from, msg, id)
 		}
 	})
-	p := newProxy(t, b.Addr())
+	p := peertest.NewProxy(t, b.Addr())
 	a := start(t, "a", nil)
-	mustCall(t, a, p.addr(), "a", "before")
+	mustCall(t, a, p.Addr(), "a", "before")
 	const inFlight = 4
 	errs := make(chan error, inFlight)
 	for range inFlight {
 		go func() {
-			_, err := a.Call(ctxFor(t), p.addr(), &kitpb.GetUser{UserId: "block"}, "r")
+			_, err := a.Call(ctxFor(t), p.Addr(), &kitpb.GetUser{UserId: "block"}, "r")
 			errs <- err
 		}()
 	}
 	for range inFlight {
 		<-started
 	}
-	p.cut()
+	p.Cut()
 	for range inFlight {
 		if err := <-errs; !errors.Is(err, ErrConnLost) {
 			t.Fatalf("call in flight returned %v, want ErrConnLost", err)
 		}
 	}
 	close(release)
-	mustCall(t, a, p.addr(), "a", "after")
+	mustCall(t, a, p.Addr(), "a", "after")
 }
 
 func TestCallToNothingIsUnavailableAndBacksOff(t *testing.T) {
