@@ -14,12 +14,9 @@ import (
 // (docs/cluster.md, "Forwarding": what a forward costs). Both report the
 // median and the 99th percentile of their requests.
 func BenchmarkRequest(b *testing.B) {
-	ms := startMembers(b, 2)
-	a, leader := ms[0], ms[1]
 	const p = partition.ID(20)
+	a, leader := forwardingPair(b, p)
 	id := identitiesOf(p, 1)[0]
-	a.n.Release(p)
-	a.table.Set(p, leader.peers.Addr(), 1)
 	for _, bm := range []struct {
 		name string
 		from *member

@@ -101,6 +101,15 @@ func startMembers(t testing.TB, count int) []*member {
 	return ms
 }
 
+// forwardingPair starts two members: B leads p, and A forwards to it.
+func forwardingPair(t testing.TB, p partition.ID) (a, b *member) {
+	ms := startMembers(t, 2)
+	a, b = ms[0], ms[1]
+	a.n.Release(p)
+	a.table.Set(p, b.peers.Addr(), 1)
+	return a, b
+}
+
 // leadOnly makes leader the only member that hosts p.
 func leadOnly(p partition.ID, leader *member, ms []*member) {
 	for _, m := range ms {
@@ -269,13 +278,11 @@ func TestForwardedErrorsLookLocal(t *testing.T) {
 // A reply lost with its connection: the sender retries with the same
 // request id, and the leader answers it from the first run.
 func TestLostReplyRunsOnce(t *testing.T) {
-	ms := startMembers(t, 2)
-	a, b := ms[0], ms[1]
 	const p = partition.ID(40)
+	a, b := forwardingPair(t, p)
 	id := identitiesOf(p, 1)[0]
-	a.n.Release(p)
 	px := peertest.NewProxy(t, b.peers.Addr())
-	a.table.Set(p, px.Addr(), 1)
+	a.table.Set(p, px.Addr(), 2)
 
 	done := make(chan error, 1)
 	go func() {
@@ -298,12 +305,9 @@ func TestLostReplyRunsOnce(t *testing.T) {
 }
 
 func TestConcurrentForwardedRequests(t *testing.T) {
-	ms := startMembers(t, 2)
-	a, b := ms[0], ms[1]
 	const p = partition.ID(50)
+	a, b := forwardingPair(t, p)
 	ids := identitiesOf(p, 8)
-	a.n.Release(p)
-	a.table.Set(p, b.peers.Addr(), 1)
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)
 	for i := range 200 {
