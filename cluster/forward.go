@@ -171,11 +171,12 @@ func (f *forwarder) call(ctx context.Context, addr string, env *kitpb.Forward, i
 // partition is not hosted here it answers Moved, with the leader this
 // node knows. A request id it answered before gets the same answer, from
 // its cache, without running again. A Forward it cannot run (an unknown
-// kind or message type, a request that does not decode) is refused.
+// kind or message type, a request that does not decode) is refused
+// (peer.RefusedError).
 func (n *Node) ServePeer(ctx context.Context, from string, msg proto.Message, requestID string) (proto.Message, error) {
 	fw, ok := msg.(*kitpb.Forward)
 	if !ok {
-		return nil, n.refuse(from, "not a forwarded request", msg.ProtoReflect().Descriptor().FullName())
+		return nil, &peer.RefusedError{Reason: "not a forwarded request: " + string(msg.ProtoReflect().Descriptor().FullName())}
 	}
 	f := n.fwd.Load()
 	if f == nil {
@@ -183,7 +184,7 @@ func (n *Node) ServePeer(ctx context.Context, from string, msg proto.Message, re
 	}
 	req, err := n.decodeForward(fw)
 	if err != nil {
-		return nil, n.refuse(from, err.Error(), "")
+		return nil, err
 	}
 	return f.replies.do(ctx, requestID, func() (proto.Message, error) {
 		res, err := n.local(fw.Kind, fw.Identity, req)
@@ -203,27 +204,21 @@ func (f *forwarder) moved(p partition.ID) *kitpb.Moved {
 	return m
 }
 
-// refuse logs a forwarded request this node will not run and returns the
-// error its sender gets. A member sends one only by a bug or in a rolling
-// upgrade (a kind or message this version does not know).
-func (n *Node) refuse(from, why string, name protoreflect.FullName) error {
-	n.log.Warn("cluster: forwarded request refused", "peer", from, "reason", why, "type", string(name))
-	return kiterr.New(kiterr.Internal, "forwarded request refused: "+why)
-}
-
 // decodeForward returns the request a Forward carries, checked against the
-// kinds this node runs and kitd's own message types.
+// kinds this node runs and kitd's own message types, or the refusal the
+// transport counts, logs and answers (a member sends one only by a bug or
+// in a rolling upgrade: a kind or message this version does not know).
 func (n *Node) decodeForward(fw *kitpb.Forward) (proto.Message, error) {
 	if _, ok := n.kinds[fw.Kind]; !ok {
-		return nil, errors.New("unknown kind")
+		return nil, &peer.RefusedError{Reason: "forward: unknown kind"}
 	}
 	mt, ok := requestTypes()[fw.RequestType]
 	if !ok {
-		return nil, errors.New("unknown request type")
+		return nil, &peer.RefusedError{Reason: "forward: unknown request type"}
 	}
 	req := mt.New().Interface()
 	if err := proto.Unmarshal(fw.Request, req); err != nil {
-		return nil, errors.New("malformed request")
+		return nil, &peer.RefusedError{Reason: "forward: malformed request"}
 	}
 	return req, nil
 }

@@ -380,12 +380,16 @@ func TestMalformedForwardIsRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			refused := b.peers.Stats().Refused
 			_, err := a.peers.Call(context.Background(), b.peers.Addr(), tt.msg, "")
-			if kiterr.CodeOf(err) != kiterr.Internal || !strings.Contains(err.Error(), "forwarded request refused") {
+			if !errors.Is(err, peer.ErrRefused) {
 				t.Fatalf("got %v, want a refusal", err)
 			}
 			if b.runs.Load() != 0 {
 				t.Fatal("an actor ran it")
+			}
+			if b.peers.Stats().Refused != refused+1 {
+				t.Fatal("the refusal was not counted (and logged) by the transport")
 			}
 		})
 	}

@@ -70,7 +70,6 @@ type Node struct {
 	// ones sent here (EnableForwarding); nil until then. Only a request
 	// that finds its partition not hosted loads it.
 	fwd atomic.Pointer[forwarder]
-	log *slog.Logger
 
 	// lastDeadLetter is when a request last came back as a dead letter
 	// (unix nanoseconds). The answer does not say which actor was gone,
@@ -99,7 +98,7 @@ func Start(cfg Config, kinds ...*Kind) (*Node, error) {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	shrinkRegistry(system)
 	n := &Node{system: system, kinds: make(map[string]*Kind, len(kinds)), timeout: cfg.RequestTimeout,
-		replies: newReplyPool(system), log: logger, pids: make(map[pidKey]activation), starting: make(map[pidKey]chan struct{})}
+		replies: newReplyPool(system), pids: make(map[pidKey]activation), starting: make(map[pidKey]chan struct{})}
 	n.hostAll()
 	for _, k := range kinds {
 		if _, dup := n.kinds[k.Name]; dup || k.New == nil {

@@ -99,6 +99,13 @@ func TestCallAnswers(t *testing.T) {
 				t.Fatalf("got %v, %v", res, err)
 			}
 		}},
+		{"a handler's refusal is a refusal, with its reason", func(context.Context, string, proto.Message, string) (proto.Message, error) {
+			return nil, fmt.Errorf("decoding: %w", &RefusedError{Reason: "unknown kind"})
+		}, &kitpb.GetUser{}, func(t *testing.T, res proto.Message, err error) {
+			if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "unknown kind") {
+				t.Fatalf("got %v, %v", res, err)
+			}
+		}},
 		{"a request without a handler is refused", nil, &kitpb.GetUser{}, func(t *testing.T, res proto.Message, err error) {
 			if !errors.Is(err, ErrRefused) {
 				t.Fatalf("got %v, %v", res, err)
