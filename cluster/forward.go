@@ -228,8 +228,9 @@ func (n *Node) decodeForward(fw *kitpb.Forward) (proto.Message, error) {
 const kitPackage = "kit.v1"
 
 // requestTypes are the messages a Forward may carry: kitd's own, except
-// the envelopes themselves. Never the global registry as a whole: a peer
-// must not make this node build raft's or anyone else's messages.
+// the envelopes and Failure, which are never requests. Never the global
+// registry as a whole: a peer must not make this node build raft's or
+// anyone else's messages.
 var requestTypes = sync.OnceValue(func() map[string]protoreflect.MessageType {
 	types := make(map[string]protoreflect.MessageType)
 	protoregistry.GlobalTypes.RangeMessages(func(mt protoreflect.MessageType) bool {
@@ -239,7 +240,7 @@ var requestTypes = sync.OnceValue(func() map[string]protoreflect.MessageType {
 		}
 		return true
 	})
-	for _, envelope := range []proto.Message{&kitpb.Forward{}, &kitpb.Moved{}} {
+	for _, envelope := range []proto.Message{&kitpb.Forward{}, &kitpb.Moved{}, &kitpb.Failure{}} {
 		delete(types, string(envelope.ProtoReflect().Descriptor().FullName()))
 	}
 	return types

@@ -375,6 +375,7 @@ func TestMalformedForwardIsRefused(t *testing.T) {
 		{"an unknown request type", edit(func(f *kitpb.Forward) { f.RequestType = "kit.v1.NoSuchThing" })},
 		{"a type of another package", edit(func(f *kitpb.Forward) { f.RequestType = "actor.PID" })},
 		{"a Forward inside a Forward", edit(func(f *kitpb.Forward) { f.RequestType = "kit.v1.Forward" })},
+		{"a Failure as a request", edit(func(f *kitpb.Forward) { f.RequestType = "kit.v1.Failure"; f.Request = nil })},
 		{"a request that does not decode", edit(func(f *kitpb.Forward) { f.Request = []byte{0xff, 0xff, 0xff} })},
 		{"a message that is not a Forward", &kitpb.GetUser{UserId: "u"}},
 	}
