@@ -68,8 +68,11 @@ type Node struct {
 	// lease, when set, says whether this node's lead of a partition is
 	// under a lease (SetLease).
 	lease func(partition.ID) bool
-	// forwarder, when set, takes the requests of partitions not hosted here.
-	forwarder Forwarder
+
+	// fwd sends requests for partitions not hosted here and answers the
+	// ones sent here (EnableForwarding); nil until then. Only a request
+	// that finds its partition not hosted loads it.
+	fwd atomic.Pointer[forwarder]
 
 	// lastDeadLetter is when a request last came back as a dead letter
 	// (unix nanoseconds). The answer does not say which actor was gone,
@@ -118,43 +121,30 @@ func (n *Node) Stop() {
 var errUnavailable = errors.New("cluster: actor unavailable")
 
 // Request sends msg to the actor of kind with identity and waits for its
-// reply. A *kitpb.Failure reply comes back as a *kiterr.Error.
+// reply. A *kitpb.Failure reply comes back as a *kiterr.Error. When the
+// identity's partition is not hosted here, the request goes to its leader
+// (EnableForwarding); without forwarding, or when no leader can be
+// reached, the error is ErrNotHosted or kiterr.Unavailable (503).
+func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message, error) {
+	res, err := n.local(kind, identity, msg)
+	if err != nil && errors.Is(err, ErrNotHosted) {
+		return n.forward(kind, identity, msg, err)
+	}
+	return res, err
+}
+
+// local is Request on this node's activations only.
 //
 // protoactor's Cluster.Request builds a throttle (and a goroutine) per call,
 // and Cluster.Get skips the PID cache; resolving the PID through the cache
 // and asking it through a reused reply slot keeps the request path lean.
-func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message, error) {
-	return n.request(kind, identity, msg, n.forwarder)
-}
-
-// RequestHere is Request for a request another member forwarded: it is
-// never forwarded again, and answers ErrNotHosted when this node does not
-// host the identity's partition (any more).
-func (n *Node) RequestHere(kind, identity string, msg proto.Message) (proto.Message, error) {
-	return n.request(kind, identity, msg, nil)
-}
-
-func (n *Node) request(kind, identity string, msg proto.Message, fwd Forwarder) (proto.Message, error) {
+func (n *Node) local(kind, identity string, msg proto.Message) (proto.Message, error) {
 	for attempt := 0; attempt < lookupAttempts; attempt++ {
 		if attempt > 0 {
 			time.Sleep(lookupBackoff(attempt))
 		}
 		pid, err := n.pid(kind, identity)
-		if errors.Is(err, ErrNotHosted) && fwd != nil {
-			res, ferr := fwd.Forward(partition.Of(identity), kind, identity, msg)
-			if errors.Is(ferr, ErrNotHosted) {
-				continue // this node leads it, and will host it in a moment
-			}
-			return res, ferr
-		}
 		if err != nil {
-			if errors.Is(err, ErrNotHosted) && fwd == nil && n.forwarder != nil {
-				return nil, err // forwarded here: the sender tries the new leader
-			}
-			if errors.Is(err, ErrNotHosted) {
-				// Both: callers test for ErrNotHosted, clients get a 503.
-				return nil, fmt.Errorf("request %s/%s: %w: %w", kind, identity, err, kiterr.Unreachable("partition not hosted"))
-			}
 			return nil, fmt.Errorf("request %s/%s: %w", kind, identity, err)
 		}
 		if pid == nil {
@@ -187,24 +177,8 @@ func (n *Node) request(kind, identity string, msg proto.Message, fwd Forwarder) 
 			return nil, fmt.Errorf("request %s/%s: unexpected reply %T", kind, identity, res)
 		}
 	}
-	if fwd != nil {
-		return nil, kiterr.Unreachable(fmt.Sprintf("%s/%s: partition not hosted", kind, identity))
-	}
 	return nil, fmt.Errorf("request %s/%s: %w", kind, identity, errUnavailable)
 }
-
-// Forwarder carries a request for a partition this node does not host to
-// the member that leads it (cluster/member). It answers ErrNotHosted when
-// this node leads the partition itself but hosts it only in a moment (its
-// new term's first entry is being applied).
-type Forwarder interface {
-	Forward(p partition.ID, kind, identity string, msg proto.Message) (proto.Message, error)
-	Tell(p partition.ID, kind, identity string, msg proto.Message)
-}
-
-// SetForwarder makes the node forward what it does not host. It must be
-// called before the node serves.
-func (n *Node) SetForwarder(f Forwarder) { n.forwarder = f }
 
 // A lookup may find no activation (one is starting) or one that is
 // stopping: an activation for an absent entity stops right after its
@@ -435,6 +409,10 @@ func (n *Node) Forward(from actor.Context, to *Route, msg proto.Message) {
 	}
 	if to.pid == nil && err == nil {
 		err = errUnavailable
+	}
+	if errors.Is(err, ErrNotHosted) {
+		// Not sent on to the leader: an actor must not wait for another node.
+		err = fmt.Errorf("%w: %w", err, errNoLeader)
 	}
 	if err != nil {
 		from.Respond(kiterr.ToFailure(fmt.Errorf("forward to %s/%s: %w", to.Kind, to.Identity, err)))

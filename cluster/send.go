@@ -4,20 +4,19 @@ import (
 	"errors"
 
 	"google.golang.org/protobuf/proto"
-
-	"github.com/kitd/kitd/internal/partition"
 )
 
 // Send delivers msg to the actor of kind with identity without a sender
 // and without waiting: a tell, for notices whose loss the receiver makes
 // good by other means (an actor that scans for what a lost notice named).
-// It reports whether the actor could be located (not when its partition is
-// not hosted here); a message that reaches an activation after it stopped
-// is dropped all the same.
+// It reports whether the actor could be located; a notice for a partition
+// another member leads goes there (EnableForwarding), on a goroutine of its
+// own. A message that reaches an activation after it stopped is dropped
+// all the same.
 func (n *Node) Send(kind, identity string, msg proto.Message) bool {
 	pid, err := n.pid(kind, identity)
-	if errors.Is(err, ErrNotHosted) && n.forwarder != nil {
-		go n.forwarder.Tell(partition.Of(identity), kind, identity, msg)
+	if errors.Is(err, ErrNotHosted) && n.fwd.Load() != nil {
+		go n.tell(kind, identity, msg)
 		return true
 	}
 	if pid == nil || err != nil {

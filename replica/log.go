@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/replication"
@@ -36,6 +37,12 @@ var _ actors.Committer = (*Log)(nil)
 // only partitioned keys, so this is a bug.
 var errNoPartition = errors.New("replica: write to a key of no partition")
 
+// errNotCommitted is what a client hears of a write its partition's group
+// did not commit (a leader change, no quorum, a timeout): 503, and the
+// write may or may not have happened, so it retries with its
+// Idempotency-Key.
+var errNotCommitted = kiterr.New(kiterr.Unavailable, "the write could not be confirmed; retry it (with its Idempotency-Key)")
+
 // Commit proposes b's writes and returns once they are applied. Almost
 // every batch writes one partition: it is proposed as it is, with no copy
 // but the entry's. A batch that spans partitions becomes one entry per
@@ -60,7 +67,7 @@ func (l *Log) Commit(b *persistence.Batch) error {
 			_, err = l.groups.Propose(ctx, g, repr)
 		}
 		if err != nil {
-			return fmt.Errorf("replica: commit to partition %d: %w", first, err)
+			return fmt.Errorf("replica: commit to partition %d: %w: %w", first, err, errNotCommitted)
 		}
 		return nil
 	}
@@ -86,14 +93,14 @@ func (l *Log) Commit(b *persistence.Batch) error {
 			continue
 		}
 		if err := l.remote(ctx, g, part.Repr()); err != nil {
-			return fmt.Errorf("replica: commit to partition %d through its leader: %w", p, err)
+			return fmt.Errorf("replica: commit to partition %d through its leader: %w: %w", p, err, errNotCommitted)
 		}
 	}
 	if len(here) == 0 {
 		return nil
 	}
 	if err := l.groups.ProposeAll(ctx, here); err != nil {
-		return fmt.Errorf("replica: commit to %d partitions: %w", len(here), err)
+		return fmt.Errorf("replica: commit to %d partitions: %w: %w", len(here), err, errNotCommitted)
 	}
 	return nil
 }

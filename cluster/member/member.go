@@ -113,7 +113,11 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 	m.refreshDirectory()
 	// Before the groups start: hosting a partition may wake actors at once.
 	cfg.Node.SetLease(m.leaseValid)
-	cfg.Node.SetForwarder(m)
+	if err := cfg.Node.EnableForwarding(cluster.Forwarding{Router: router{m}, Peers: m.pt}); err != nil {
+		m.ms.Shutdown()
+		m.pt.Close()
+		return nil, err
+	}
 	var hosts replica.Hosts = cfg.Node
 	if cfg.Hosts != nil {
 		hosts = cfg.Hosts
@@ -262,7 +266,7 @@ func (m *Member) remotePropose(ctx context.Context, to uint64, g replication.Gro
 func (m *Member) readIndex(ctx context.Context, to uint64, g replication.GroupID) (uint64, error) {
 	a, ok := m.addr(to)
 	if !ok {
-		return 0, kiterr.Unreachable(fmt.Sprintf("no address of the leader of partition %d", g))
+		return 0, kiterr.New(kiterr.Unavailable, fmt.Sprintf("no address of the leader of partition %d", g))
 	}
 	res, err := m.pt.Call(ctx, a, &kitpb.ReadIndex{Group: uint32(g)}, m.reqs.next())
 	if err != nil {
@@ -275,16 +279,19 @@ func (m *Member) readIndex(ctx context.Context, to uint64, g replication.GroupID
 	return reply.GetIndex(), nil
 }
 
+// catchUpTimeout bounds a catch-up, as a request is bounded.
+const catchUpTimeout = 10 * time.Second
+
 // CatchUp is replica.CatchUp within the time of a request (actors.Env.Reads).
 func (m *Member) CatchUp(p partition.ID) error {
 	r := m.started.Load()
 	if r == nil {
-		return kiterr.Unreachable("the node is starting")
+		return kiterr.New(kiterr.Unavailable, "the node is starting")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
 	defer cancel()
 	if err := r.CatchUp(ctx, p); err != nil {
-		return fmt.Errorf("%w: %w", err, kiterr.Unreachable("this node's replica could not catch up"))
+		return fmt.Errorf("%w: %w", err, kiterr.New(kiterr.Unavailable, "this node's replica could not catch up"))
 	}
 	return nil
 }
@@ -292,12 +299,12 @@ func (m *Member) CatchUp(p partition.ID) error {
 // handle runs the requests other members send this node.
 func (m *Member) handle(ctx context.Context, from string, msg proto.Message, requestID string) (proto.Message, error) {
 	switch r := msg.(type) {
-	case *kitpb.Forwarded:
-		return m.runForwarded(r)
+	case *kitpb.Forward:
+		return m.cfg.Node.ServePeer(ctx, from, r, requestID)
 	case *kitpb.ReadIndex:
 		index, err := m.rep.CommitIndex(replication.GroupID(r.GetGroup()))
 		if err != nil {
-			return nil, kiterr.Unreachable(err.Error())
+			return nil, kiterr.New(kiterr.Unavailable, err.Error())
 		}
 		return &kitpb.ReadIndexReply{Index: index}, nil
 	case *kitpb.Invalidate:
@@ -316,7 +323,7 @@ func (m *Member) handle(ctx context.Context, from string, msg proto.Message, req
 
 // registry lists the messages a request or reply between members may be.
 func registry() *peer.Registry {
-	return peer.NewRegistry(kitpbTypes()...)
+	return cluster.PeerRegistry()
 }
 
 // State is this node's state as OPERATIONS.md section 7 names it.

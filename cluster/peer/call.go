@@ -248,6 +248,12 @@ func (c *conn) handle(ctx context.Context, cancel context.CancelFunc, h Handler,
 	if !waiting {
 		return // the caller stopped waiting, or the connection broke
 	}
+	var refused *RefusedError
+	if errors.As(herr, &refused) {
+		c.t.refuse("peer: request refused by its handler", "peer", c.peer, "reason", refused.Reason)
+		c.writeRefused(id, refused.Reason)
+		return
+	}
 	c.writeReply(id, res, herr)
 }
 

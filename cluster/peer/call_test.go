@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/cluster/peer/peertest"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -95,6 +96,13 @@ func TestCallAnswers(t *testing.T) {
 		}},
 		{"a message of an unknown name is refused", echo, &kitpb.ListUsers{}, func(t *testing.T, res proto.Message, err error) {
 			if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "unknown message type kit.v1.ListUsers") {
+				t.Fatalf("got %v, %v", res, err)
+			}
+		}},
+		{"a handler's refusal is a refusal, with its reason", func(context.Context, string, proto.Message, string) (proto.Message, error) {
+			return nil, fmt.Errorf("decoding: %w", &RefusedError{Reason: "unknown kind"})
+		}, &kitpb.GetUser{}, func(t *testing.T, res proto.Message, err error) {
+			if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "unknown kind") {
 				t.Fatalf("got %v, %v", res, err)
 			}
 		}},
@@ -264,28 +272,28 @@ func TestBrokenConnection(t *testing.T) {
 			return echo(ctx, from, msg, id)
 		}
 	})
-	p := newProxy(t, b.Addr())
+	p := peertest.NewProxy(t, b.Addr())
 	a := start(t, "a", nil)
-	mustCall(t, a, p.addr(), "a", "before")
+	mustCall(t, a, p.Addr(), "a", "before")
 	const inFlight = 4
 	errs := make(chan error, inFlight)
 	for range inFlight {
 		go func() {
-			_, err := a.Call(ctxFor(t), p.addr(), &kitpb.GetUser{UserId: "block"}, "r")
+			_, err := a.Call(ctxFor(t), p.Addr(), &kitpb.GetUser{UserId: "block"}, "r")
 			errs <- err
 		}()
 	}
 	for range inFlight {
 		<-started
 	}
-	p.cut()
+	p.Cut()
 	for range inFlight {
 		if err := <-errs; !errors.Is(err, ErrConnLost) {
 			t.Fatalf("call in flight returned %v, want ErrConnLost", err)
 		}
 	}
 	close(release)
-	mustCall(t, a, p.addr(), "a", "after")
+	mustCall(t, a, p.Addr(), "a", "after")
 }
 
 func TestCallToNothingIsUnavailableAndBacksOff(t *testing.T) {

@@ -33,7 +33,8 @@
 // request this node cannot run (an unknown message name, a payload that
 // does not decode) is answered with a refusal (ErrRefused) and the
 // connection stays up: in a rolling upgrade, a peer may know a message
-// this node does not know yet.
+// this node does not know yet. A handler refuses the same way by returning a
+// *RefusedError (a forwarded request of a kind this node does not run).
 //
 // # Delivery
 //

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kitd/kitd/cluster/peer/peertest"
 )
 
 // TestOneWayBatchesArriveInOrder: batches to one peer arrive whole and in
@@ -57,18 +59,18 @@ func TestOneWayBatchesArriveInOrder(t *testing.T) {
 // counts once the queue is full, instead of blocking or growing.
 func TestSendNeverBlocks(t *testing.T) {
 	b := start(t, "b", func(c *Config) { c.OneWay = func(string, [][]byte) {} })
-	p := newProxy(t, b.Addr())
+	p := peertest.NewProxy(t, b.Addr())
 	// A write to the stopped peer never times out here: only the queue's
 	// bound can stop the loop below.
 	a := start(t, "a", func(c *Config) { c.QueueBytes = 256 << 10; c.WriteTimeout = time.Hour })
-	eventually(t, "a connection", func() bool { return a.Send(p.addr()) == nil })
-	p.pause()
-	defer p.unpause()
+	eventually(t, "a connection", func() bool { return a.Send(p.Addr()) == nil })
+	p.Pause()
+	defer p.Unpause()
 	payload := make([]byte, 64<<10)
 	var err error
 	// The socket buffers fill first; then the queue; then Send refuses.
 	for i := 0; i < 100000 && err == nil; i++ {
-		err = a.Send(p.addr(), payload)
+		err = a.Send(p.Addr(), payload)
 	}
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "queue to the peer is full") {
 		t.Fatalf("got %v, want ErrUnavailable (queue full)", err)

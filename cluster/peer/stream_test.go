@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/kitd/kitd/cluster/peer/peertest"
 )
 
 // TestStreamArrivesWhole: many chunks, a small window, a slow reader: the
@@ -167,14 +169,14 @@ func TestStreamAborts(t *testing.T) {
 	t.Run("a broken connection aborts both ends", func(t *testing.T) {
 		seen := make(chan streamEnd, 1)
 		b := start(t, "b", func(c *Config) { c.Stream = readToError(seen) })
-		p := newProxy(t, b.Addr())
+		p := peertest.NewProxy(t, b.Addr())
 		a := start(t, "a", nil)
-		w, err := a.Stream(ctxFor(t), p.addr(), nil)
+		w, err := a.Stream(ctxFor(t), p.Addr(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		w.Write([]byte("one"))
-		p.cut()
+		p.Cut()
 		if end := <-seen; !errors.Is(end.err, ErrConnLost) {
 			t.Fatalf("receiver got %v", end.err)
 		}

@@ -20,7 +20,10 @@ import (
 
 // Handler runs a request from the member named from. requestID is the
 // caller's id of the request, the same on every retry of it. An error
-// reaches the caller as a *kiterr.Error (kiterr.ToFailure). ctx ends at the
+// reaches the caller as a *kiterr.Error (kiterr.ToFailure), except a
+// *RefusedError: a request the handler will not run (one it cannot decode
+// further, say) is counted, logged and answered as the transport's own
+// refusals are (ErrRefused). ctx ends at the
 // caller's deadline, when the caller stops waiting, or when the connection
 // breaks.
 type Handler func(ctx context.Context, from string, msg proto.Message, requestID string) (proto.Message, error)

@@ -35,8 +35,8 @@ func (s *Server) failRoute(ctx *fasthttp.RequestCtx, rt *route, err error) {
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(d.RetryAfter, 1)))
 		setRateHeaders(ctx, d)
 	}
-	if e.Code == kiterr.Unavailable {
-		ctx.Response.Header.Set("Retry-After", "1")
+	if r := e.Code.RetryAfter(); r > 0 {
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(r))
 	}
 	if e.Code == kiterr.InvalidToken {
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="kit", error="invalid_token"`)

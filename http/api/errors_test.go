@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
@@ -130,6 +131,35 @@ func TestFailWritesTheErrorBody(t *testing.T) {
 			seen[id] = true
 		}
 	})
+}
+
+// An answer that asks for a retry says when (docs/decisions.md
+// "Unavailable"): Retry-After comes from the code's entry in kiterr's table,
+// or from the refusing bucket.
+func TestFailSaysWhenToRetry(t *testing.T) {
+	s := New(Config{Logger: discardLogger()})
+	tests := []struct {
+		name       string
+		err        error
+		wantStatus int
+		wantRetry  string
+	}{
+		{"unavailable is 503 with Retry-After 1", kiterr.New(kiterr.Unavailable, "no leader"), 503, "1"},
+		{"a wrapped unavailable is the same answer", fmt.Errorf("request x/y: %w", kiterr.New(kiterr.Unavailable, "no leader")), 503, "1"},
+		{"a conflict has no Retry-After", kiterr.New(kiterr.Conflict, "no"), 409, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := &fasthttp.RequestCtx{}
+			s.fail(ctx, tt.err)
+			if got := ctx.Response.StatusCode(); got != tt.wantStatus {
+				t.Fatalf("status %d, want %d", got, tt.wantStatus)
+			}
+			if got := string(ctx.Response.Header.Peek("Retry-After")); got != tt.wantRetry {
+				t.Fatalf("Retry-After %q, want %q", got, tt.wantRetry)
+			}
+		})
+	}
 }
 
 // An internal error is logged by its route's pattern: the path as sent is

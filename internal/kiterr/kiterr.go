@@ -45,9 +45,10 @@ const (
 	URITooLong     Code = "uri_too_long"
 	HeaderTooLarge Code = "header_too_large"
 	// Unavailable: the node that owns the request's data could not be
-	// reached, or the cluster is electing its leader. Nothing may have
-	// been written; a client retries after Retry-After, writes with their
-	// Idempotency-Key (docs/decisions.md "Unavailable").
+	// reached, or no leader of its partition is known yet (an election);
+	// the request did not run there, or its outcome is unknown and a retry
+	// is safe only as SPEC.md says for 5xx (docs/decisions.md
+	// "Unavailable").
 	Unavailable Code = "unavailable"
 )
 
@@ -75,6 +76,12 @@ var statuses = map[Code]int{
 	Unavailable:         503,
 }
 
+// retryAfter is the Retry-After (seconds) of the codes that ask for a
+// retry without a bucket's decision: an election takes about a second.
+var retryAfter = map[Code]int{
+	Unavailable: 1,
+}
+
 // Status is the HTTP status an answer with code c has: 200 for the empty
 // code (no error), 500 for a code SPEC.md does not list.
 func (c Code) Status() int {
@@ -86,6 +93,11 @@ func (c Code) Status() int {
 	}
 	return 500
 }
+
+// RetryAfter is the Retry-After (seconds) an answer with code c carries,
+// 0 for none. A rate_limited answer takes its own from its bucket
+// (Error.Limit).
+func (c Code) RetryAfter() int { return retryAfter[c] }
 
 // Error is a domain error. Path is the JSON path of the offending field for
 // validation errors ("blocks[3].fields[0].label"), empty otherwise.
@@ -126,13 +138,6 @@ func Absent(what string) *Error { return &Error{Code: NotFound, Message: what + 
 func OverLimit(d limits.Decision) *Error {
 	d.RetryAfter = max(d.RetryAfter, 1)
 	return &Error{Code: RateLimited, Message: "rate limit " + string(d.Policy) + " exceeded", Limit: &d}
-}
-
-// Unreachable is the error of a request whose owner could not be reached
-// or is being elected (why says which, for the log; the client sees only
-// the code). It carries Retry-After 1.
-func Unreachable(why string) *Error {
-	return &Error{Code: Unavailable, Message: "the service is unavailable for this request; retry shortly: " + why}
 }
 
 // ToFailure is err in the form in which it crosses an actor boundary. An

@@ -37,8 +37,7 @@ var specStatus = map[Code]int{
 	// kitd's own codes (docs/decisions.md "Request heads").
 	"uri_too_long":     414,
 	"header_too_large": 431,
-	// kitd's own code of the cluster (docs/decisions.md "Unavailable").
-	"unavailable": 503,
+	"unavailable":      503, // docs/decisions.md "Unavailable"
 }
 
 // declaredCodes reads the Code constants declared in package kiterr, so that
@@ -125,6 +124,25 @@ func TestCodeStatus(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.code.Status(); got != tt.want {
 				t.Fatalf("Status() = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCodeRetryAfter(t *testing.T) {
+	tests := []struct {
+		name string
+		code Code
+		want int
+	}{
+		{"unavailable asks for a retry after 1 s", Unavailable, 1},
+		{"rate_limited takes its bucket's, not the code's", RateLimited, 0},
+		{"other codes carry none", NotFound, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.code.RetryAfter(); got != tt.want {
+				t.Fatalf("RetryAfter() = %d, want %d", got, tt.want)
 			}
 		})
 	}

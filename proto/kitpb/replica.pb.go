@@ -135,88 +135,6 @@ func (x *Invalidate) GetId() []byte {
 	return nil
 }
 
-// Forwarded is a request for an actor whose partition another member
-// leads: the receiving member runs it there (never forwarding it again)
-// and answers the actor's reply as it is.
-type Forwarded struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	Kind     string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	Identity string                 `protobuf:"bytes,2,opt,name=identity,proto3" json:"identity,omitempty"`
-	// The request, a message of this package.
-	Request     []byte `protobuf:"bytes,3,opt,name=request,proto3" json:"request,omitempty"`
-	RequestType string `protobuf:"bytes,4,opt,name=request_type,json=requestType,proto3" json:"request_type,omitempty"`
-	// tell: a notice that wants no reply (cluster.Node.Send); the member
-	// answers Ok once it is handed to the actor.
-	Tell          bool `protobuf:"varint,5,opt,name=tell,proto3" json:"tell,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Forwarded) Reset() {
-	*x = Forwarded{}
-	mi := &file_replica_proto_msgTypes[2]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Forwarded) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Forwarded) ProtoMessage() {}
-
-func (x *Forwarded) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[2]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Forwarded.ProtoReflect.Descriptor instead.
-func (*Forwarded) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{2}
-}
-
-func (x *Forwarded) GetKind() string {
-	if x != nil {
-		return x.Kind
-	}
-	return ""
-}
-
-func (x *Forwarded) GetIdentity() string {
-	if x != nil {
-		return x.Identity
-	}
-	return ""
-}
-
-func (x *Forwarded) GetRequest() []byte {
-	if x != nil {
-		return x.Request
-	}
-	return nil
-}
-
-func (x *Forwarded) GetRequestType() string {
-	if x != nil {
-		return x.RequestType
-	}
-	return ""
-}
-
-func (x *Forwarded) GetTell() bool {
-	if x != nil {
-		return x.Tell
-	}
-	return false
-}
-
 // ReadIndex asks a group's leader for its commit index, so that a member
 // reading its own replica first waits until it applied that far: what was
 // answered 2xx through any node is then there (replica.CatchUp).
@@ -229,7 +147,7 @@ type ReadIndex struct {
 
 func (x *ReadIndex) Reset() {
 	*x = ReadIndex{}
-	mi := &file_replica_proto_msgTypes[3]
+	mi := &file_replica_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -241,7 +159,7 @@ func (x *ReadIndex) String() string {
 func (*ReadIndex) ProtoMessage() {}
 
 func (x *ReadIndex) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[3]
+	mi := &file_replica_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -254,7 +172,7 @@ func (x *ReadIndex) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndex.ProtoReflect.Descriptor instead.
 func (*ReadIndex) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{3}
+	return file_replica_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ReadIndex) GetGroup() uint32 {
@@ -273,7 +191,7 @@ type ReadIndexReply struct {
 
 func (x *ReadIndexReply) Reset() {
 	*x = ReadIndexReply{}
-	mi := &file_replica_proto_msgTypes[4]
+	mi := &file_replica_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -285,7 +203,7 @@ func (x *ReadIndexReply) String() string {
 func (*ReadIndexReply) ProtoMessage() {}
 
 func (x *ReadIndexReply) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[4]
+	mi := &file_replica_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -298,7 +216,7 @@ func (x *ReadIndexReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexReply.ProtoReflect.Descriptor instead.
 func (*ReadIndexReply) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{4}
+	return file_replica_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ReadIndexReply) GetIndex() uint64 {
@@ -319,13 +237,7 @@ const file_replica_proto_rawDesc = "" +
 	"\n" +
 	"Invalidate\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\fR\x02id\"\x8c\x01\n" +
-	"\tForwarded\x12\x12\n" +
-	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1a\n" +
-	"\bidentity\x18\x02 \x01(\tR\bidentity\x12\x18\n" +
-	"\arequest\x18\x03 \x01(\fR\arequest\x12!\n" +
-	"\frequest_type\x18\x04 \x01(\tR\vrequestType\x12\x12\n" +
-	"\x04tell\x18\x05 \x01(\bR\x04tell\"!\n" +
+	"\x02id\x18\x02 \x01(\fR\x02id\"!\n" +
 	"\tReadIndex\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\rR\x05group\"&\n" +
 	"\x0eReadIndexReply\x12\x14\n" +
@@ -343,13 +255,12 @@ func file_replica_proto_rawDescGZIP() []byte {
 	return file_replica_proto_rawDescData
 }
 
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_replica_proto_goTypes = []any{
 	(*ProposeEntry)(nil),   // 0: kit.v1.ProposeEntry
 	(*Invalidate)(nil),     // 1: kit.v1.Invalidate
-	(*Forwarded)(nil),      // 2: kit.v1.Forwarded
-	(*ReadIndex)(nil),      // 3: kit.v1.ReadIndex
-	(*ReadIndexReply)(nil), // 4: kit.v1.ReadIndexReply
+	(*ReadIndex)(nil),      // 2: kit.v1.ReadIndex
+	(*ReadIndexReply)(nil), // 3: kit.v1.ReadIndexReply
 }
 var file_replica_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type
@@ -370,7 +281,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
