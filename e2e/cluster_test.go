@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
+	"net"
 	"testing"
+	"time"
 )
 
 // Three nodes grow from the first: every partition on three replicas, each
@@ -86,4 +89,54 @@ func TestClusterRateLimitsCountAcrossNodes(t *testing.T) {
 		t.Errorf("%d writes succeeded through three nodes in %v, want 50 plus at most 50/60 per second", ok, elapsed)
 	}
 	checkRetryAfter(t, limited, 60)
+}
+
+// Only members talk to members (issue 15 part 8): a node started with
+// another --cluster-key never joins (it stays alone, its /healthz says it
+// is joining), and bytes that are not a member's TLS handshake sent to
+// the node-to-node port are dropped without changing anything.
+func TestClusterRefusesStrangers(t *testing.T) {
+	c := startCluster(t, 1)
+	founder := c.nodes[0]
+	stranger := startServerOpts(t, ServerOpts{OpToken: c.op, Limits: "off", Args: []string{
+		"--node-name", "stranger", "--cluster-bind", "127.0.0.1:0", "--cluster-key", "not-the-cluster-key",
+		"--join", founder.gossipAddr(t)}})
+
+	peerAddr := clusterLine.FindStringSubmatch(string(founder.out.all()))[2]
+	for _, junk := range [][]byte{
+		[]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+		{0, 0, 0, 12, 1, 2, 0, 0, 0, 0, 0, 0, 0, 1, 'h', 'i'}, // a frame without TLS
+		bytes.Repeat([]byte{0x16, 0x03, 0x01}, 100),           // a broken handshake
+	} {
+		conn, err := net.DialTimeout("tcp", peerAddr, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = conn.Write(junk)
+		_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		buf := make([]byte, 64)
+		n, _ := conn.Read(buf)
+		conn.Close()
+		if n > 0 && !bytes.HasPrefix(buf[:n], []byte{0x15}) { // a TLS alert is all it may say
+			t.Errorf("the node-to-node port answered %q to bytes of no member", buf[:n])
+		}
+	}
+
+	// Give the stranger's join every chance: a few of its retries.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		v, err := c.view(t, founder)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Members) != 1 {
+			t.Fatalf("the founder lists %d members, want itself alone: %+v", len(v.Members), v.Members)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r := stranger.do(t, "GET", "/healthz", "", nil, nil); r.Status != 503 {
+		t.Errorf("the stranger's /healthz: %d, want 503 while it cannot join", r.Status)
+	}
+	env := newBotEnv(t, founder)
+	want(t, founder.api(t, env.In.Token, "POST", "/messages", postBody(env.Chan.ID, "still serving"), nil), 201)
 }
