@@ -91,15 +91,15 @@ func newEndpoint(t testing.TB, id uint64, o options) *endpoint {
 	return e
 }
 
-// connect waits until a has a connection to b: raft's first messages are
-// otherwise dropped while it dials, and a test moving the clocks faster
-// than a dial would see elections fail for no reason of raft's.
-func connect(t testing.TB, a, b *endpoint) {
+// connect waits until a has a connection to addr: raft's first messages
+// are otherwise dropped while it dials, and a test moving the clocks
+// faster than a dial would see elections fail for no reason of raft's.
+func connect(t testing.TB, a *endpoint, addr string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for a.peer.Send(b.peer.Addr()) != nil {
+	for a.peer.Send(addr) != nil {
 		if time.Now().After(deadline) {
-			t.Fatalf("node %d cannot connect to node %d", a.id, b.id)
+			t.Fatalf("node %d cannot connect to %s", a.id, addr)
 		}
 		time.Sleep(time.Millisecond) // polling: the dial is under way
 	}
@@ -163,8 +163,8 @@ func (c *cluster) start(id uint64) *member {
 	for _, o := range c.members {
 		o.dir.Set(id, m.peer.Addr())
 		m.dir.Set(o.id, o.peer.Addr())
-		connect(c.t, o.endpoint, m.endpoint)
-		connect(c.t, m.endpoint, o.endpoint)
+		connect(c.t, o.endpoint, m.peer.Addr())
+		connect(c.t, m.endpoint, o.peer.Addr())
 	}
 	c.members[id] = m
 	c.ids = append(c.ids, id)

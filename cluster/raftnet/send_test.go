@@ -1,0 +1,191 @@
+package raftnet_test
+
+import (
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/cluster/peer"
+	"github.com/kitd/kitd/replication"
+)
+
+// sendBound is what one Send may take at most. Send never waits on the
+// network, so it takes microseconds; the bound only has to hold on a busy
+// shared machine and stay far below the 5 s dial timeout and the 10 s
+// write timeout that a blocking Send would wait for.
+const sendBound = time.Second
+
+func appendTo(to uint64, size int) replication.Message {
+	return replication.Message{Group: 1, Msg: &pb.Message{
+		Type: pb.MsgApp.Enum(), From: proto.Uint64(1), To: proto.Uint64(to), Term: proto.Uint64(1),
+		Entries: []*pb.Entry{{Term: proto.Uint64(1), Index: proto.Uint64(1), Data: make([]byte, size)}},
+	}}
+}
+
+// proxy forwards a TCP connection to target until stall, after which it
+// stops reading from the client: a peer that stopped reading.
+type proxy struct {
+	ln     net.Listener
+	target string
+	stop   chan struct{}
+	once   sync.Once
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target, stop: make(chan struct{})}
+	var conns []net.Conn
+	var mu sync.Mutex
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, u)
+			mu.Unlock()
+			go io.Copy(c, u)
+			go func() {
+				buf := make([]byte, 32<<10)
+				for {
+					select {
+					case <-p.stop:
+						return // no more reads: the client's writes back up
+					default:
+					}
+					k, err := c.Read(buf)
+					if k > 0 {
+						u.Write(buf[:k])
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return p
+}
+
+func (p *proxy) stall() { p.once.Do(func() { close(p.stop) }) }
+
+// blackHole accepts connections and never answers: a handshake to it hangs
+// until the dial timeout.
+func blackHole(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// closedPort is an address nothing listens on.
+func closedPort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestSendNeverBlocks: whatever the destination, Send returns at once;
+// what it cannot queue it drops and counts, for raft to send again.
+func TestSendNeverBlocks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// addr returns where node 2 listens (""; unknown to the directory)
+		// and a func that makes the next sends to it fail (or nil).
+		addr    func(t *testing.T) (string, func())
+		size    int  // of each message's entry
+		dropped bool // Stats.Dropped must grow (else Unreachable)
+	}{
+		{"a node without an address", func(*testing.T) (string, func()) { return "", nil }, 100, false},
+		{"a node that is down", func(t *testing.T) (string, func()) { return closedPort(t), nil }, 100, true},
+		{"a node that never answers the handshake", func(t *testing.T) (string, func()) { return blackHole(t), nil }, 100, true},
+		{"a node that stopped reading: its queue is full", func(t *testing.T) (string, func()) {
+			rcv := newEndpoint(t, 2, options{})
+			p := newProxy(t, rcv.peer.Addr())
+			return p.ln.Addr().String(), p.stall
+		}, 256 << 10, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snd := newEndpoint(t, 1, options{editPeer: func(c *peer.Config) {
+				c.QueueBytes = 1 << 20
+				c.WriteTimeout = time.Minute // the queue fills long before a write times out
+			}})
+			addr, stall := tc.addr(t)
+			if addr != "" {
+				snd.dir.Set(2, addr)
+			}
+			if stall != nil {
+				connect(t, snd, addr)
+			}
+			var slowest time.Duration
+			deadline := time.Now().Add(30 * time.Second)
+			for i := 0; ; i++ {
+				st := snd.net.Stats()
+				if (tc.dropped && st.Dropped > 0 || !tc.dropped && st.Unreachable > 0) && i >= 20 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after %d sends: %+v", i, st)
+				}
+				if stall != nil && st.Sent > 0 {
+					stall()
+				}
+				start := time.Now()
+				snd.net.Send([]replication.Message{appendTo(2, tc.size)})
+				slowest = max(slowest, time.Since(start))
+			}
+			if slowest > sendBound {
+				t.Fatalf("a Send took %v", slowest)
+			}
+			t.Logf("slowest Send %v; %+v", slowest, snd.net.Stats())
+		})
+	}
+}
