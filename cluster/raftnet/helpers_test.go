@@ -51,6 +51,7 @@ type endpoint struct {
 }
 
 type options struct {
+	onDisk   bool                  // stores in a temporary directory, not in memory
 	chunk    int                   // snapshot chunk and peer MaxChunk; 0: defaults
 	editPeer func(*peer.Config)    // before Listen
 	edit     func(*raftnet.Config) // before New
@@ -137,7 +138,11 @@ func newCluster(t testing.TB, ids []uint64, o options, tweak func(*replication.C
 func (c *cluster) start(id uint64) *member {
 	c.t.Helper()
 	m := &member{endpoint: newEndpoint(c.t, id, c.o), tick: make(chan time.Time)}
-	store, err := persistence.Open("db", persistence.Options{FS: vfs.NewMem()})
+	dir, opts := "db", persistence.Options{FS: vfs.NewMem()}
+	if c.o.onDisk {
+		dir, opts = c.t.TempDir(), persistence.Options{}
+	}
+	store, err := persistence.Open(dir, opts)
 	if err != nil {
 		c.t.Fatal(err)
 	}

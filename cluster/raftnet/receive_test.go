@@ -52,7 +52,9 @@ func TestReceiveRefusesAndCounts(t *testing.T) {
 		heard []unknown // what OnUnknownGroup hears
 	}{
 		{"an undecodable batch is refused", false,
-			func(t *testing.T, snd *endpoint, addr string) error { return snd.peer.Send(addr, []byte{0x01, 0x01, 0x02, 0xff, 0xff}) },
+			func(t *testing.T, snd *endpoint, addr string) error {
+				return snd.peer.Send(addr, []byte{0x01, 0x01, 0x02, 0xff, 0xff})
+			},
 			func(st raftnet.Stats) bool { return st.Refused == 1 && st.Received == 0 }, nil},
 		{"a batch of another version is refused", false,
 			func(t *testing.T, snd *endpoint, addr string) error { return snd.peer.Send(addr, []byte{0x7f}) },
