@@ -189,3 +189,37 @@ func TestSendNeverBlocks(t *testing.T) {
 		})
 	}
 }
+
+// TestLargeCycleIsSplit: a cycle's messages to one node that together
+// pass the peer's frame maximum (16 MiB) go in several batches of at most
+// MaxBatch, and all arrive.
+func TestLargeCycleIsSplit(t *testing.T) {
+	c := newCluster(t, []uint64{1, 2}, options{}, nil)
+	snd, rcv := c.members[1], c.members[2]
+	const n = 20
+	msgs := make([]replication.Message, n)
+	for i := range msgs {
+		msgs[i] = appendTo(2, 1<<20)
+	}
+	snd.net.Send(msgs)
+	if st := snd.net.Stats(); st.Sent != n || st.Dropped != 0 {
+		t.Fatalf("sender: %+v", st)
+	}
+	eventually(t, "every message", func() bool { return rcv.net.Stats().UnknownGroup == n })
+}
+
+// TestSendAllocatesNothing: once its buffers have grown, encoding and
+// queueing a cycle's messages allocates nothing (the driver calls Send
+// every cycle).
+func TestSendAllocatesNothing(t *testing.T) {
+	c := newCluster(t, []uint64{1, 2, 3}, options{}, nil)
+	snd := c.members[1]
+	msgs := []replication.Message{appendTo(2, 256), appendTo(3, 256), appendTo(2, 64), appendTo(3, 64)}
+	allocs := testing.AllocsPerRun(1000, func() { snd.net.Send(msgs) })
+	if st := snd.net.Stats(); st.Sent == 0 || st.Dropped != 0 {
+		t.Fatalf("%+v", st)
+	}
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per Send", allocs)
+	}
+}

@@ -196,13 +196,13 @@ func (t *Transport) Send(msgs []replication.Message) {
 		if d.n == 0 {
 			d.buf = append(d.buf[:0], batchV1)
 		}
+		mark := len(d.buf)
 		var err error
 		if d.buf, err = appendMessage(d.buf, m.Group, m.Msg); err != nil {
 			// A message raft built always encodes; say so if one did not.
 			t.warn.Warn("raftnet: message not encoded", "group", m.Group, "to", to, "err", err)
 			t.stats.dropped.Add(1)
-			d.buf = d.buf[:0]
-			d.n = 0
+			d.buf = d.buf[:mark]
 			continue
 		}
 		d.n++
