@@ -27,23 +27,21 @@ func appendTo(to uint64, size int) replication.Message {
 	}}
 }
 
-// proxy forwards a TCP connection to target until stall, after which it
-// stops reading from the client: a peer that stopped reading.
-type proxy struct {
-	ln     net.Listener
-	target string
-	stop   chan struct{}
-	once   sync.Once
-}
-
-func newProxy(t *testing.T, target string) *proxy {
+// serveLoopback listens on a loopback port and hands every connection to
+// serve; the listener and the connections serve tracks are closed when the
+// test ends.
+func serveLoopback(t *testing.T, serve func(c net.Conn, track func(net.Conn))) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{ln: ln, target: target, stop: make(chan struct{})}
-	var conns []net.Conn
 	var mu sync.Mutex
+	var conns []net.Conn
+	track := func(c net.Conn) {
+		mu.Lock()
+		defer mu.Unlock()
+		conns = append(conns, c)
+	}
 	t.Cleanup(func() {
 		ln.Close()
 		mu.Lock()
@@ -58,34 +56,49 @@ func newProxy(t *testing.T, target string) *proxy {
 			if err != nil {
 				return
 			}
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, c, u)
-			mu.Unlock()
-			go io.Copy(c, u)
-			go func() {
-				buf := make([]byte, 32<<10)
-				for {
-					select {
-					case <-p.stop:
-						return // no more reads: the client's writes back up
-					default:
-					}
-					k, err := c.Read(buf)
-					if k > 0 {
-						u.Write(buf[:k])
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
+			track(c)
+			serve(c, track)
 		}
 	}()
+	return ln.Addr().String()
+}
+
+// proxy forwards TCP connections to target until stall, after which it
+// stops reading from the client: a peer that stopped reading.
+type proxy struct {
+	addr string
+	stop chan struct{}
+	once sync.Once
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	p := &proxy{stop: make(chan struct{})}
+	p.addr = serveLoopback(t, func(c net.Conn, track func(net.Conn)) {
+		u, err := net.Dial("tcp", target)
+		if err != nil {
+			c.Close()
+			return
+		}
+		track(u)
+		go io.Copy(c, u)
+		go func() {
+			buf := make([]byte, 32<<10)
+			for {
+				select {
+				case <-p.stop:
+					return // no more reads: the client's writes back up
+				default:
+				}
+				k, err := c.Read(buf)
+				if k > 0 {
+					u.Write(buf[:k])
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	})
 	return p
 }
 
@@ -94,32 +107,7 @@ func (p *proxy) stall() { p.once.Do(func() { close(p.stop) }) }
 // blackHole accepts connections and never answers: a handshake to it hangs
 // until the dial timeout.
 func blackHole(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	return ln.Addr().String()
+	return serveLoopback(t, func(net.Conn, func(net.Conn)) {})
 }
 
 // closedPort is an address nothing listens on.
@@ -150,7 +138,7 @@ func TestSendNeverBlocks(t *testing.T) {
 		{"a node that stopped reading: its queue is full", func(t *testing.T) (string, func()) {
 			rcv := newEndpoint(t, 2, options{})
 			p := newProxy(t, rcv.peer.Addr())
-			return p.ln.Addr().String(), p.stall
+			return p.addr, p.stall
 		}, 256 << 10, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
