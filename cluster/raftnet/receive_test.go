@@ -157,3 +157,40 @@ func TestRefusalsLogAtABoundedRate(t *testing.T) {
 		t.Fatalf("%d lines for %d refusals, want %d", lines, n, loglimit.Burst)
 	}
 }
+
+// TestBeforeBindAndAttach: a transport not yet bound to its peer transport
+// drops what it is asked to send, and one without its node drops what
+// arrives; both count it.
+func TestBeforeBindAndAttach(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T) raftnet.Stats
+		want func(raftnet.Stats) bool
+	}{
+		{"Send before Bind drops", func(t *testing.T) raftnet.Stats {
+			tr, err := raftnet.New(raftnet.Config{NodeID: 1, Directory: raftnet.NewStaticDirectory(map[uint64]string{2: "127.0.0.1:1"})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr.Send([]replication.Message{appendTo(2, 10)})
+			if err := tr.SendSnapshot(snapMsg(2), strings.NewReader("state")); !errors.Is(err, peer.ErrUnavailable) {
+				t.Errorf("SendSnapshot before Bind: %v", err)
+			}
+			return tr.Stats()
+		}, func(st raftnet.Stats) bool { return st.Dropped == 1 && st.Sent == 0 && st.SnapshotsFailed == 1 }},
+		{"a batch before Attach is not delivered", func(t *testing.T) raftnet.Stats {
+			snd, rcv := newEndpoint(t, 1, options{}), newEndpoint(t, 2, options{})
+			snd.dir.Set(2, rcv.peer.Addr())
+			connect(t, snd, rcv.peer.Addr())
+			snd.net.Send([]replication.Message{appendTo(2, 10)})
+			eventually(t, "the batch", func() bool { return rcv.net.Stats().Undelivered == 1 })
+			return rcv.net.Stats()
+		}, func(st raftnet.Stats) bool { return st.Undelivered == 1 && st.Received == 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if st := tc.run(t); !tc.want(st) {
+				t.Fatalf("%+v", st)
+			}
+		})
+	}
+}

@@ -200,6 +200,9 @@ func TestLargeCycleIsSplit(t *testing.T) {
 // queueing a cycle's messages allocates nothing (the driver calls Send
 // every cycle).
 func TestSendAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	c := newCluster(t, []uint64{1, 2, 3}, options{}, nil)
 	snd := c.members[1]
 	msgs := []replication.Message{appendTo(2, 256), appendTo(3, 256), appendTo(2, 64), appendTo(3, 64)}
