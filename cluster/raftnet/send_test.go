@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/cluster/peer"
+	"github.com/kitd/kitd/cluster/raftnet"
 	"github.com/kitd/kitd/replication"
 )
 
@@ -182,7 +183,24 @@ func TestSendNeverBlocks(t *testing.T) {
 // pass the peer's frame maximum (16 MiB) go in several batches of at most
 // MaxBatch, and all arrive.
 func TestLargeCycleIsSplit(t *testing.T) {
-	c := newCluster(t, []uint64{1, 2}, options{}, nil)
+	const maxBatch = 5 << 19 // two messages of 1 MiB and a little
+	var mu sync.Mutex
+	var batches, largest int
+	c := newCluster(t, []uint64{1, 2}, options{
+		edit: func(c *raftnet.Config) { c.MaxBatch = maxBatch },
+		editPeer: func(c *peer.Config) {
+			deliver := c.OneWay
+			c.OneWay = func(from string, payloads [][]byte) {
+				mu.Lock()
+				for _, p := range payloads {
+					batches++
+					largest = max(largest, len(p))
+				}
+				mu.Unlock()
+				deliver(from, payloads)
+			}
+		},
+	}, nil)
 	snd, rcv := c.members[1], c.members[2]
 	const n = 20
 	msgs := make([]replication.Message, n)
@@ -194,6 +212,11 @@ func TestLargeCycleIsSplit(t *testing.T) {
 		t.Fatalf("sender: %+v", st)
 	}
 	eventually(t, "every message", func() bool { return rcv.net.Stats().UnknownGroup == n })
+	mu.Lock()
+	defer mu.Unlock()
+	if batches < n/2 || largest > maxBatch {
+		t.Fatalf("%d batches, the largest of %d bytes; want %d of at most %d", batches, largest, n/2, maxBatch)
+	}
 }
 
 // TestSendAllocatesNothing: once its buffers have grown, encoding and
