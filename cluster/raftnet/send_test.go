@@ -17,9 +17,10 @@ import (
 
 // sendBound is what one Send may take at most. Send never waits on the
 // network, so it takes microseconds; the bound only has to hold on a busy
-// shared machine and stay far below the 5 s dial timeout and the 10 s
-// write timeout that a blocking Send would wait for.
-const sendBound = time.Second
+// shared machine (under -race too) and stay far below the one-minute dial
+// and write timeouts of the sender in TestSendNeverBlocks, which a Send
+// that waited on the network would wait for.
+const sendBound = 5 * time.Second
 
 func appendTo(to uint64, size int) replication.Message {
 	return replication.Message{Group: 1, Msg: &pb.Message{
@@ -145,7 +146,9 @@ func TestSendNeverBlocks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			snd := newEndpoint(t, 1, options{editPeer: func(c *peer.Config) {
 				c.QueueBytes = 1 << 20
-				c.WriteTimeout = time.Minute // the queue fills long before a write times out
+				// Far above sendBound: a Send that waited for a dial or a
+				// write would take this long.
+				c.DialTimeout, c.WriteTimeout = time.Minute, time.Minute
 			}})
 			addr, stall := tc.addr(t)
 			if addr != "" {
