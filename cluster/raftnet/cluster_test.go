@@ -85,8 +85,13 @@ func learnerCatchesUp(byHook bool) func(t *testing.T) {
 				}
 			}
 			defer func() {
-				if err := <-joined; err != nil {
-					t.Errorf("join by the hook: %v", err)
+				select {
+				case err := <-joined:
+					if err != nil {
+						t.Errorf("join by the hook: %v", err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Error("the hook never joined the group")
 				}
 			}()
 		}

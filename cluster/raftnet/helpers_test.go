@@ -51,6 +51,7 @@ type endpoint struct {
 }
 
 type options struct {
+	onDisk   bool                  // stores in a temporary directory, not in memory
 	chunk    int                   // snapshot chunk and peer MaxChunk; 0: defaults
 	editPeer func(*peer.Config)    // before Listen
 	edit     func(*raftnet.Config) // before New
@@ -91,15 +92,15 @@ func newEndpoint(t testing.TB, id uint64, o options) *endpoint {
 	return e
 }
 
-// connect waits until a has a connection to b: raft's first messages are
-// otherwise dropped while it dials, and a test moving the clocks faster
-// than a dial would see elections fail for no reason of raft's.
-func connect(t testing.TB, a, b *endpoint) {
+// connect waits until a has a connection to addr: raft's first messages
+// are otherwise dropped while it dials, and a test moving the clocks
+// faster than a dial would see elections fail for no reason of raft's.
+func connect(t testing.TB, a *endpoint, addr string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for a.peer.Send(b.peer.Addr()) != nil {
+	for a.peer.Send(addr) != nil {
 		if time.Now().After(deadline) {
-			t.Fatalf("node %d cannot connect to node %d", a.id, b.id)
+			t.Fatalf("node %d cannot connect to %s", a.id, addr)
 		}
 		time.Sleep(time.Millisecond) // polling: the dial is under way
 	}
@@ -137,7 +138,11 @@ func newCluster(t testing.TB, ids []uint64, o options, tweak func(*replication.C
 func (c *cluster) start(id uint64) *member {
 	c.t.Helper()
 	m := &member{endpoint: newEndpoint(c.t, id, c.o), tick: make(chan time.Time)}
-	store, err := persistence.Open("db", persistence.Options{FS: vfs.NewMem()})
+	dir, opts := "db", persistence.Options{FS: vfs.NewMem()}
+	if c.o.onDisk {
+		dir, opts = c.t.TempDir(), persistence.Options{}
+	}
+	store, err := persistence.Open(dir, opts)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -163,8 +168,8 @@ func (c *cluster) start(id uint64) *member {
 	for _, o := range c.members {
 		o.dir.Set(id, m.peer.Addr())
 		m.dir.Set(o.id, o.peer.Addr())
-		connect(c.t, o.endpoint, m.endpoint)
-		connect(c.t, m.endpoint, o.endpoint)
+		connect(c.t, o.endpoint, m.peer.Addr())
+		connect(c.t, m.endpoint, o.peer.Addr())
 	}
 	c.members[id] = m
 	c.ids = append(c.ids, id)

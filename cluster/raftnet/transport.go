@@ -28,10 +28,10 @@ type Config struct {
 	// either way).
 	OnUnknownGroup func(g replication.GroupID, from uint64)
 
-	// MaxBatch bounds the bytes of one destination's batch (4 MiB): a
-	// cycle's messages to one node go in as many batches as it takes. It
-	// must stay under the peer transport's MaxFrame (16 MiB); a single
-	// message over it goes alone.
+	// MaxBatch bounds the bytes of one batch (4 MiB): a cycle's messages
+	// to one node go in as many batches as it takes. It must stay under the
+	// peer transport's MaxFrame (16 MiB); a single message over it goes
+	// alone.
 	MaxBatch int
 	// ChunkSize bounds one chunk of a snapshot stream (1 MiB). It must not
 	// exceed the peer transport's MaxChunk (1 MiB by default).
@@ -54,8 +54,7 @@ type Config struct {
 // and receipts are dropped and counted.
 type Transport struct {
 	cfg  Config
-	log  *slog.Logger
-	warn *loglimit.Limiter
+	warn *loglimit.Limiter // refusals, at a bounded rate
 
 	peer atomic.Pointer[peer.Transport]
 	node atomic.Pointer[replication.Node]
@@ -126,7 +125,6 @@ func New(cfg Config) (*Transport, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Transport{
 		cfg:    cfg,
-		log:    cfg.Logger,
 		warn:   loglimit.New(cfg.Logger, cfg.Clock),
 		ctx:    ctx,
 		cancel: cancel,
@@ -168,65 +166,75 @@ func (t *Transport) Send(msgs []replication.Message) {
 	p := t.peer.Load()
 	ds := t.dests[:0]
 	for _, m := range msgs {
-		to := m.Msg.GetTo()
-		i := 0
-		for i < len(ds) && ds[i].to != to {
-			i++
-		}
-		if i == len(ds) {
-			addr, ok := t.cfg.Directory.Addr(to)
-			if i < cap(ds) {
-				ds = ds[:i+1]
-				ds[i].to, ds[i].addr, ds[i].buf, ds[i].n = to, addr, ds[i].buf[:0], 0
-			} else {
-				ds = append(ds, dest{to: to, addr: addr})
-			}
-			if !ok {
-				ds[i].addr = ""
-			}
-		}
-		d := &ds[i]
+		var d *dest
+		ds, d = t.dest(ds, m.Msg.GetTo())
 		if d.addr == "" {
 			t.stats.unreachable.Add(1)
 			continue
 		}
-		if d.n > 0 && len(d.buf) >= t.cfg.MaxBatch {
-			t.flush(p, d)
-		}
 		if d.n == 0 {
 			d.buf = append(d.buf[:0], batchV1)
 		}
+		mark := len(d.buf)
 		var err error
 		if d.buf, err = appendMessage(d.buf, m.Group, m.Msg); err != nil {
 			// A message raft built always encodes; say so if one did not.
-			t.warn.Warn("raftnet: message not encoded", "group", m.Group, "to", to, "err", err)
+			t.warn.Warn("raftnet: message not encoded", "group", m.Group, "to", d.to, "err", err)
 			t.stats.dropped.Add(1)
-			d.buf = d.buf[:0]
-			d.n = 0
+			d.buf = d.buf[:mark]
 			continue
+		}
+		if d.n > 0 && len(d.buf) > t.cfg.MaxBatch {
+			// It does not fit: send the batch without it, and start the
+			// next one with it (the version byte stays).
+			t.queue(p, d.addr, d.buf[:mark], d.n)
+			d.buf, d.n = append(d.buf[:1], d.buf[mark:]...), 0
 		}
 		d.n++
 	}
 	for i := range ds {
-		t.flush(p, &ds[i])
-		if cap(ds[i].buf) > 2*t.cfg.MaxBatch {
-			ds[i].buf = nil // a burst must not pin its memory
+		d := &ds[i]
+		if d.n > 0 {
+			t.queue(p, d.addr, d.buf, d.n)
+		}
+		d.n = 0
+		if cap(d.buf) > 2*t.cfg.MaxBatch {
+			d.buf = nil // a burst must not pin its memory
 		}
 	}
 	t.dests = ds
 }
 
-// flush hands d's batch to the peer transport and empties it.
-func (t *Transport) flush(p *peer.Transport, d *dest) {
-	if d.n == 0 {
+// dest returns the batch of this Send for node to, adding it to ds (and
+// reusing a previous cycle's buffer) if it is the first message for to.
+// Its addr is "" when the Directory does not know to.
+func (t *Transport) dest(ds []dest, to uint64) ([]dest, *dest) {
+	for i := range ds {
+		if ds[i].to == to {
+			return ds, &ds[i]
+		}
+	}
+	addr, ok := t.cfg.Directory.Addr(to)
+	if !ok {
+		addr = ""
+	}
+	if len(ds) < cap(ds) {
+		ds = ds[:len(ds)+1]
+		d := &ds[len(ds)-1]
+		d.to, d.addr, d.buf, d.n = to, addr, d.buf[:0], 0
+		return ds, d
+	}
+	ds = append(ds, dest{to: to, addr: addr})
+	return ds, &ds[len(ds)-1]
+}
+
+// queue hands a batch of n messages to the peer transport.
+func (t *Transport) queue(p *peer.Transport, addr string, batch []byte, n uint64) {
+	if p != nil && p.Send(addr, batch) == nil {
+		t.stats.sent.Add(n)
 		return
 	}
-	if p != nil && p.Send(d.addr, d.buf) == nil {
-		t.stats.sent.Add(d.n)
-	} else {
-		t.stats.dropped.Add(d.n)
-	}
-	d.buf, d.n = d.buf[:0], 0
+	t.stats.dropped.Add(n)
 }
 
 // SendSnapshot streams m (a MsgSnap) and the state read from state to

@@ -1,0 +1,5 @@
+//go:build !race
+
+package raftnet_test
+
+const raceEnabled = false
