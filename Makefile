@@ -5,10 +5,15 @@ DATA    ?= ./data
 PKGS    := ./...
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: run build test unit e2e fuzz lint lint-openapi proto bench clean tools
+.PHONY: run cluster build test unit e2e fuzz lint lint-openapi proto bench clean tools
 
 run: build
 	$(BIN) serve --data $(DATA) --demo
+
+# Three nodes on loopback (HTTP 8080-8082), each on its own directory under
+# data-cluster/, the first with the demo workspace; Ctrl-C drains them.
+cluster: build
+	BIN=$(BIN) DATA=./data-cluster scripts/cluster.sh
 
 build:
 	$(GO) build -o $(BIN) ./cmd/kitd
