@@ -86,6 +86,13 @@ func (n *Node) EnableForwarding(f Forwarding) error {
 	return nil
 }
 
+// How long a request for a partition this node leads but does not serve
+// yet waits for it, and how often it looks.
+const (
+	selfWait = time.Second
+	selfPoll = 5 * time.Millisecond
+)
+
 // requestID names one forwarded request, the same on each of its retries.
 func (f *forwarder) requestID() string {
 	return f.prefix + strconv.FormatUint(f.seq.Add(1), 16)
@@ -101,6 +108,18 @@ func (n *Node) forward(kind, identity string, msg proto.Message, notHosted error
 	}
 	p := partition.Of(identity)
 	to, ok := f.Router.Leader(p)
+	// This node leads p but does not serve it: it is applying the first
+	// entry of its term before it hosts p, or its lease lapsed for a
+	// moment (a heartbeat answered late on a busy machine). Both pass in
+	// a few cycles; a request waits for them rather than fail at once.
+	for deadline := time.Now().Add(selfWait); ok && to.Addr == f.Self && time.Now().Before(deadline); {
+		time.Sleep(selfPoll)
+		res, err := n.local(kind, identity, msg)
+		if !errors.Is(err, ErrNotHosted) {
+			return res, err
+		}
+		to, ok = f.Router.Leader(p)
+	}
 	if !ok || to.Addr == f.Self {
 		// During an election, or before this node's own Host(p).
 		return nil, fmt.Errorf("request %s/%s: partition %d: %w", kind, identity, p, errNoLeader)
