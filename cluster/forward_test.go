@@ -222,6 +222,21 @@ func TestForwarding(t *testing.T) {
 				t.Fatal("the node sent the request to itself")
 			}
 		}},
+		{"a table that names this node, which hosts p a moment later, waits for it and answers here", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
+			leadOnly(p, b, []*member{a, b, c})
+			a.table.Set(p, a.peers.Addr(), 1)
+			go func() {
+				time.Sleep(100 * time.Millisecond) // the first entry of its term being applied
+				a.n.Host(p)
+			}()
+			r, err := getUser(a, id, "u")
+			if err != nil || r.User.DisplayName != "A" {
+				t.Fatalf("got %v, %v; want the answer of A, once it hosts p", r, err)
+			}
+			if a.served.Load() != 0 || b.served.Load() != 0 {
+				t.Fatal("the request travelled")
+			}
+		}},
 	}
 	ms := startMembers(t, 3)
 	a, b, c := ms[0], ms[1], ms[2]
