@@ -83,11 +83,15 @@ func TestDeliveriesListAndRedeliver(t *testing.T) {
 	})
 }
 
-// pauseEndpoint makes every attempt fail until the endpoint is paused: the
+// pausedEndpoint starts a server and an installation with convs
+// conversations whose endpoint fails every attempt until it is paused: the
 // first attempt, then one retry every 5 hours of the test clock (more than
-// the longest wait), 6 attempts over 25 hours. It answers the event.
-func pauseEndpoint(t *testing.T, s *Server, e *eventsSetup, rcv *receiver) map[string]any {
+// the longest wait), 6 attempts over 25 hours. ev is the failing event.
+func pausedEndpoint(t *testing.T, convs int) (s *Server, e *eventsSetup, rcv *receiver, ev map[string]any) {
 	t.Helper()
+	rcv = newReceiver(t)
+	s, _ = deliveryServer(t, rcv, false, "")
+	e = newEventsSetup(t, s, rcv, convs)
 	rcv.answerWith(func(int) (int, time.Duration, bool) { return 500, 0, false })
 	e.in.post(t, e.convs[0], "failing")
 	for n := 1; ; n++ {
@@ -104,17 +108,14 @@ func pauseEndpoint(t *testing.T, s *Server, e *eventsSetup, rcv *receiver) map[s
 		}
 		advance(t, s, 5*time.Hour)
 	}
-	return rcv.received()[0].event
+	return s, e, rcv, rcv.received()[0].event
 }
 
 func TestDeliveryEndpointPause(t *testing.T) {
 	t.Parallel()
 	t.Run("paused after 24 hours of failures; a successful redelivery resumes it", func(t *testing.T) {
 		t.Parallel()
-		rcv := newReceiver(t)
-		s, _ := deliveryServer(t, rcv, false, "")
-		e := newEventsSetup(t, s, rcv, 2)
-		ev := pauseEndpoint(t, s, e, rcv)
+		s, e, rcv, ev := pausedEndpoint(t, 2)
 		r := deliveries(t, s, e)
 		if r.Str("deliveries.0.state") != "retrying" || r.Get("deliveries.0.attempts") != 6.0 || r.Str("deliveries.0.lastErrorCode") != "http_error" || r.Str("endpoint.pausedAt") == "" {
 			t.Fatalf("paused, the event is not waiting%s", r)
@@ -149,10 +150,7 @@ func TestDeliveryEndpointPause(t *testing.T) {
 	})
 	t.Run("a new version resumes it", func(t *testing.T) {
 		t.Parallel()
-		rcv := newReceiver(t)
-		s, _ := deliveryServer(t, rcv, false, "")
-		e := newEventsSetup(t, s, rcv, 1)
-		ev := pauseEndpoint(t, s, e, rcv)
+		s, e, rcv, ev := pausedEndpoint(t, 1)
 		rcv.answerWith(func(int) (int, time.Duration, bool) { return 200, 0, false })
 		m := manifest(e.kit.Slug, "1.0.1", baseScopes)
 		m["events"] = []string{"message.posted"}

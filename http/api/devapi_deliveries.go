@@ -192,15 +192,10 @@ func (s *Server) triggerEvent(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	ws := in.p.Caller.WorkspaceId
-	tok, err := ask[*kitpb.DeveloperTokenReply](s, actors.KindWorkspace, ws, &kitpb.GetDeveloperToken{TokenId: in.p.TokenID})
-	if err != nil {
+	if err := s.requireSandbox(in, "a test event"); err != nil {
 		return reply{}, err
 	}
-	if !tok.Sandbox {
-		return reply{}, kiterr.New(kiterr.Forbidden, "test events need a developer token of a sandbox workspace")
-	}
-	instID, err := actors.InstallationHere(s.env, ws, kitID)
+	instID, err := actors.InstallationHere(s.env, in.p.Caller.WorkspaceId, kitID)
 	if err == nil && instID == "" {
 		err = kiterr.Absent("kit")
 	}
