@@ -145,7 +145,7 @@ func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
 		put(b, queuedEventKey(a.id, ev.Sequence), ev)
 		source := cmp.Or(ev.ConversationId, a.id)
 		d := a.q.insert(source, ev.Sequence)
-		d.attempts, d.redeliver = ev.Attempts, true
+		d.attempts, d.asked = ev.Attempts, true
 		reply.Sequences = append(reply.Sequences, ev.Sequence)
 	}
 	if m.EventId == "" {
@@ -193,7 +193,7 @@ func (a *deliveryActor) redeliverOne(b *batch, id string, requeue func([]byte, *
 		case d == nil:
 			requeue(k, ev)
 		case !d.inFlight:
-			d.nextAt, d.firstAt, d.redeliver = 0, 0, true
+			d.nextAt, d.firstAt, d.asked = 0, 0, true
 			ev.NextAttemptAt, ev.FirstAttemptAt, ev.Redelivery = 0, 0, true
 			put(b, k, ev)
 			reply.Sequences = append(reply.Sequences, ev.Sequence)
@@ -233,7 +233,8 @@ func (a *deliveryActor) scanEvents(prefix []byte, fn func(k []byte, ev *kitpb.Ev
 
 // queueTestEvent queues a test event of kind m.Type (kit trigger) like any
 // event: the installation's next sequence, its own queue, the same sender
-// and signing, the developer log. Its data is an example of the kind's
+// and signing, the developer log. Like a redelivery it goes while the
+// endpoint is paused, and its success resumes it. Its data is an example of the kind's
 // resource, with fresh ids that name nothing stored.
 func (a *deliveryActor) queueTestEvent(m *kitpb.QueueTestEvent) (proto.Message, error) {
 	k, ok := eventKindOf(m.Type)
@@ -255,6 +256,7 @@ func (a *deliveryActor) queueTestEvent(m *kitpb.QueueTestEvent) (proto.Message, 
 	}
 	put(a.batch, queuedEventKey(a.id, a.last), stored)
 	a.q.push(cmp.Or(ev.ConversationId, a.id), a.last)
+	a.q.state[a.last].asked = true // a developer tests the endpoint: even while paused
 	if err := a.commit(); err != nil {
 		return nil, err
 	}

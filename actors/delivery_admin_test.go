@@ -247,6 +247,18 @@ func TestDeliveryEndpointPause(t *testing.T) {
 			t.Fatal("a resumed event's failure dead-lettered it")
 		}
 	})
+	t.Run("a test event goes while paused and its success resumes it", func(t *testing.T) {
+		f, _ := paused(t)
+		ev := ask[*kitpb.Event](t, n, actors.KindDelivery, f.inst.Id, &kitpb.QueueTestEvent{Type: "message.posted", KitId: f.kitID})
+		r := take(t, n, f.inst.Id).Events
+		if len(r) != 1 || r[0].Id != ev.Id {
+			t.Fatalf("paused, took %d events, want the test event alone", len(r))
+		}
+		recordAs(t, n, f, r[0].Sequence, true)
+		if r = take(t, n, f.inst.Id).Events; len(r) != 2 {
+			t.Fatalf("resumed, took %d, want both waiting events", len(r))
+		}
+	})
 	t.Run("a new version resumes it", func(t *testing.T) {
 		f, _ := paused(t)
 		n.mustUpload(t, f.ws.id, eventsManifest(f.slug, "1.0.1", allScopes, []string{"message.posted"}), false)

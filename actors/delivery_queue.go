@@ -38,12 +38,12 @@ type deliveryQueue struct {
 }
 
 type delivery struct {
-	source    string
-	inFlight  bool
-	redeliver bool // asked for by a developer: goes even while the endpoint is paused
-	attempts  int32
-	nextAt    int64 // service clock, unix nanoseconds
-	firstAt   int64
+	source   string
+	inFlight bool
+	asked    bool // a redelivery or a test event: goes even while the endpoint is paused
+	attempts int32
+	nextAt   int64 // service clock, unix nanoseconds
+	firstAt  int64
 }
 
 func (q *deliveryQueue) init() {
@@ -111,7 +111,7 @@ func (q *deliveryQueue) load(store *persistence.Store, inst string, resumedAt in
 		seq := decodeSeq(k[len(prefix):])
 		q.push(source, seq)
 		d := q.state[seq]
-		d.attempts, d.nextAt, d.firstAt, d.redeliver = ev.Attempts, ev.NextAttemptAt, ev.FirstAttemptAt, ev.Redelivery
+		d.attempts, d.nextAt, d.firstAt, d.asked = ev.Attempts, ev.NextAttemptAt, ev.FirstAttemptAt, ev.Redelivery || ev.Test
 		if d.firstAt != 0 && d.firstAt < resumedAt {
 			d.nextAt, d.firstAt = 0, 0
 		}
@@ -133,7 +133,7 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 	for _, seqs := range a.q.bySource {
 		d := a.q.state[seqs[0]]
 		switch {
-		case d.inFlight, a.paused() && !d.redeliver:
+		case d.inFlight, a.paused() && !d.asked:
 			continue
 		case d.nextAt > now:
 			if reply.NextDue == 0 || d.nextAt < reply.NextDue {
@@ -213,7 +213,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		ev.Message.ConversationId = "" // stored without it, as in the outbox
 	}
 	d.attempts++
-	d.redeliver = false
+	d.asked = false // a redelivery or test event that failed waits like any event
 	ev.Attempts, ev.LastHttpStatus, ev.Redelivery = d.attempts, m.HttpStatus, false
 	var endpointLog *kitpb.DevLogEntry
 	switch {
