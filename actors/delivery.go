@@ -33,8 +33,10 @@ type deliveryActor struct {
 	batch      *batch // what the notices since the last flush took
 	flushQueue bool   // a flushOutbox is on its way to the mailbox
 
-	q        deliveryQueue // what waits to be delivered (delivery_queue.go)
-	unsynced bool          // commit wrote what no WAL sync covers for sure yet
+	q         deliveryQueue           // what waits to be delivered (delivery_queue.go)
+	unsynced  bool                    // commit wrote what no WAL sync covers for sure yet
+	ep        *kitpb.DeliveryEndpoint // the endpoint's health (delivery_endpoint.go)
+	delivered int                     // delivered records kept (keepRecent)
 }
 
 // flushOutbox commits what the notices before it took: every notice that
@@ -65,6 +67,12 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 	case *kitpb.WakeDelivery:
 		a.life.asked++ // activation took the outbox already
 		return
+	case *kitpb.ResumeDeliveries:
+		a.life.asked++
+		if a.life.loadErr == nil {
+			a.resumeForNewVersion(ctx, m)
+		}
+		return
 	}
 	receive(a, &a.life, a.env, ctx)
 }
@@ -76,7 +84,14 @@ func (a *deliveryActor) exists() bool { return true }
 func (a *deliveryActor) activate(identity string) error {
 	a.id = identity
 	a.taken = make(map[string]uint64)
-	if err := a.q.load(a.env.Store, a.id); err != nil {
+	a.ep = &kitpb.DeliveryEndpoint{}
+	if _, err := load(a.env.Store, deliveryEndpointKey(a.id), a.ep); err != nil {
+		return err
+	}
+	if err := a.q.load(a.env.Store, a.id, a.ep.ResumedAt); err != nil {
+		return err
+	}
+	if err := a.countDelivered(); err != nil {
 		return err
 	}
 	v, err := a.env.Store.Get(eventSequenceKey(a.id))
@@ -170,6 +185,12 @@ func (a *deliveryActor) handle(msg proto.Message) (proto.Message, error) {
 		return a.takeDeliveries(m)
 	case *kitpb.RecordAttempt:
 		return a.recordAttempt(m)
+	case *kitpb.ListDeliveries:
+		return a.listDeliveries(m)
+	case *kitpb.Redeliver:
+		return a.redeliver(m)
+	case *kitpb.QueueTestEvent:
+		return a.queueTestEvent(m)
 	}
 	return nil, unknownRequest(KindDelivery, msg)
 }

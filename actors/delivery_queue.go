@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -39,6 +40,7 @@ type deliveryQueue struct {
 type delivery struct {
 	source   string
 	inFlight bool
+	asked    bool // a redelivery or a test event: goes even while the endpoint is paused
 	attempts int32
 	nextAt   int64 // service clock, unix nanoseconds
 	firstAt  int64
@@ -74,9 +76,26 @@ func (q *deliveryQueue) pop(seq uint64) {
 	}
 }
 
+// insert queues seq into its source's queue in sequence order, but never
+// before a head in flight (only a head is ever in flight): a redelivered
+// event goes before its conversation's newer events.
+func (q *deliveryQueue) insert(source string, seq uint64) *delivery {
+	q.init()
+	s := q.bySource[source]
+	i, _ := slices.BinarySearch(s, seq)
+	if i == 0 && len(s) > 0 && q.state[s[0]].inFlight {
+		i = 1
+	}
+	q.bySource[source] = slices.Insert(s, i, seq)
+	d := &delivery{source: source}
+	q.state[seq] = d
+	return d
+}
+
 // load reads the queue of inst: the stored records are in sequence order,
-// so each source's events too.
-func (q *deliveryQueue) load(store *persistence.Store, inst string) error {
+// so each source's events too. An event that failed before the endpoint
+// last resumed (resumedAt) starts its 24 hours again, at once.
+func (q *deliveryQueue) load(store *persistence.Store, inst string, resumedAt int64) error {
 	q.init()
 	prefix := queuedEventsPrefix(inst)
 	var decodeErr error
@@ -92,7 +111,10 @@ func (q *deliveryQueue) load(store *persistence.Store, inst string) error {
 		seq := decodeSeq(k[len(prefix):])
 		q.push(source, seq)
 		d := q.state[seq]
-		d.attempts, d.nextAt, d.firstAt = ev.Attempts, ev.NextAttemptAt, ev.FirstAttemptAt
+		d.attempts, d.nextAt, d.firstAt, d.asked = ev.Attempts, ev.NextAttemptAt, ev.FirstAttemptAt, ev.Redelivery || ev.Test
+		if d.firstAt != 0 && d.firstAt < resumedAt {
+			d.nextAt, d.firstAt = 0, 0
+		}
 		return true
 	})
 	if err == nil {
@@ -111,7 +133,7 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 	for _, seqs := range a.q.bySource {
 		d := a.q.state[seqs[0]]
 		switch {
-		case d.inFlight:
+		case d.inFlight, a.paused() && !d.asked:
 			continue
 		case d.nextAt > now:
 			if reply.NextDue == 0 || d.nextAt < reply.NextDue {
@@ -159,8 +181,11 @@ func (a *deliveryActor) queued(seq uint64) (*kitpb.Event, error) {
 }
 
 // recordAttempt writes an attempt's outcome with its developer log entry:
-// a delivered event leaves the queue; a failed one waits for its retry, or
-// after DeadAfter is dead-lettered, which lets its source's next event go.
+// a delivered event leaves the queue (kept among the recent deliveries); a
+// failed one waits for its retry, or after DeadAfter is dead-lettered,
+// which lets its source's next event go. The outcome also moves the
+// endpoint's health (delivery_endpoint.go): a failure may pause it, a
+// success resumes it.
 func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, error) {
 	d := a.q.state[m.Sequence]
 	if d == nil || !d.inFlight {
@@ -168,6 +193,9 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 	}
 	d.inFlight = false
 	a.q.inFlight--
+	if m.KitId != "" {
+		a.ep.KitId = m.KitId
+	}
 	now := a.env.Clock.Now()
 	b := a.env.newBatch()
 	e := newLogEntry(a.env, LogSourceDelivery, LogLevelInfo, "event.delivery", a.id)
@@ -177,36 +205,55 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		e.HttpStatus = proto.Int32(m.HttpStatus)
 	}
 	k := queuedEventKey(a.id, m.Sequence)
+	ev, err := a.queued(m.Sequence)
+	if err != nil {
+		return nil, err
+	}
+	if ev.Message != nil {
+		ev.Message.ConversationId = "" // stored without it, as in the outbox
+	}
+	d.attempts++
+	d.asked = false // a redelivery or test event that failed waits like any event
+	ev.Attempts, ev.LastHttpStatus, ev.Redelivery = d.attempts, m.HttpStatus, false
+	var endpointLog *kitpb.DevLogEntry
 	switch {
 	case m.Delivered:
 		e.Status = "delivered"
+		ev.NextAttemptAt, ev.FinishedAt = 0, nanos(now)
 		b.Delete(k)
-	default:
-		e.Level, e.ErrorCode = LogLevelError, m.ErrorCode
-		ev, err := a.queued(m.Sequence)
-		if err != nil {
+		put(b, deliveredEventKey(a.id, m.Sequence), ev)
+		if err := a.keepRecent(b); err != nil {
 			return nil, err
 		}
-		if ev.Message != nil {
-			ev.Message.ConversationId = "" // stored without it, as in the outbox
-		}
-		d.attempts++
+		endpointLog = a.endpointSucceeded(b, now)
+	default:
+		e.Level, e.ErrorCode = LogLevelError, m.ErrorCode
+		ev.RetryReason = m.ErrorCode
 		if d.firstAt == 0 {
 			d.firstAt = nanos(now)
 		}
-		if nanos(now)-d.firstAt >= int64(DeadAfter) {
+		// An endpoint failing 24 hours straight is paused rather than its
+		// events dead-lettered: they stay queued for its return.
+		if endpointLog = a.endpointFailed(b, now); !a.paused() && nanos(now)-d.firstAt >= int64(DeadAfter) {
 			e.Status = "dead_lettered"
+			ev.FinishedAt = nanos(now)
 			b.Delete(k)
 			put(b, deadEventKey(a.id, m.Sequence), ev)
 			break
 		}
 		e.Status = "retry_scheduled"
+		if a.ep.PausedAt != 0 {
+			e.Status = "paused"
+		}
 		d.nextAt = nanos(now.Add(retryWait(d.attempts, m.JitterPermille)))
-		ev.Attempts, ev.NextAttemptAt, ev.FirstAttemptAt, ev.RetryReason = d.attempts, d.nextAt, d.firstAt, m.ErrorCode
+		ev.NextAttemptAt, ev.FirstAttemptAt = d.nextAt, d.firstAt
 		put(b, k, ev)
 	}
-	if m.KitId != "" {
-		a.env.putLog(b, partition.Of(a.id), m.KitId, e)
+	if a.ep.KitId != "" {
+		a.env.putLog(b, partition.Of(a.id), a.ep.KitId, e)
+		if endpointLog != nil {
+			a.env.putLog(b, partition.Of(a.id), a.ep.KitId, endpointLog)
+		}
 	}
 	// No sync of its own, as for sequencing: a crash before the next WAL
 	// sync forgets the outcome, so the event is sent again (at least once)
@@ -215,7 +262,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		return nil, fmt.Errorf("record delivery of %s/%d: %w", a.id, m.Sequence, err)
 	}
 	a.unsynced = true
-	if e.Status != "retry_scheduled" {
+	if e.Status == "delivered" || e.Status == "dead_lettered" {
 		a.q.pop(m.Sequence)
 	}
 	return &kitpb.Ok{}, nil

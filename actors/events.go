@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -290,3 +291,7 @@ func (a *conversationActor) emitBot(b *batch, k eventKind, bm *kitpb.BotMember) 
 	ev.Conversation = a.conv
 	a.outbox.add(b, bm.InstallationId, encodeEvent(ev, nil), at)
 }
+
+// EventKinds are the names of every event kind, sorted (kit trigger's
+// choices).
+func EventKinds() []string { return slices.Clone(eventNames[:]) }

@@ -138,8 +138,15 @@ func (a *installationActor) apply(m *kitpb.ApplyInstall) (proto.Message, error) 
 	if !updated {
 		return &kitpb.InstallationReply{Installation: next}, a.save(next, nil)
 	}
+	newVersion := next.KitVersion != a.inst.KitVersion
 	if err := a.saveWithEvent(next, nil, eventInstallationUpdated); err != nil {
 		return nil, err
+	}
+	if newVersion {
+		// A new version resumes a paused endpoint (docs/deliveries.md). A
+		// crash before the notice arrives leaves it paused until a
+		// redelivery succeeds.
+		a.env.Node.Send(KindDelivery, a.id, &kitpb.ResumeDeliveries{KitId: next.KitId})
 	}
 	return &kitpb.InstallationReply{Installation: next}, nil
 }

@@ -79,6 +79,8 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"eventSequenceKey", "dlv/{id}/seq"},              // the last sequence an installation's delivery actor gave out, 8 bytes big-endian
 	{"queuedEventKey", "dlv/{id}/q/{pos}"},            // Event with its sequence and delivery state, until delivered (delivery.go)
 	{"deadEventKey", "dlv/{id}/x/{pos}"},              // Event whose delivery failed for 24 hours (dead letter), by sequence
+	{"deliveredEventKey", "dlv/{id}/d/{pos}"},         // Event delivered, by sequence; the most recent KeepDelivered are kept for the list and redelivery
+	{"deliveryEndpointKey", "dlv/{id}/ep"},            // DeliveryEndpoint: the installation's endpoint failing or paused (delivery_endpoint.go)
 }
 
 // writerPartitioned are the kinds whose keys live in the partition of the
@@ -412,6 +414,16 @@ func queuedEventsPrefix(inst string) []byte { return key(partition.Of(inst), "dl
 func deadEventKey(inst string, seq uint64) []byte {
 	return persistence.AppendUint64(keyWithRoom(partition.Of(inst), positionLen, "dlv", inst, "x", ""), seq)
 }
+
+func deadEventsPrefix(inst string) []byte { return key(partition.Of(inst), "dlv", inst, "x", "") }
+
+func deliveredEventKey(inst string, seq uint64) []byte {
+	return persistence.AppendUint64(keyWithRoom(partition.Of(inst), positionLen, "dlv", inst, "d", ""), seq)
+}
+
+func deliveredEventsPrefix(inst string) []byte { return key(partition.Of(inst), "dlv", inst, "d", "") }
+
+func deliveryEndpointKey(inst string) []byte { return key(partition.Of(inst), "dlv", inst, "ep") }
 
 // deliveriesPrefix covers the delivery records of the installations of
 // partition p: a restarting node scans it for the installations with

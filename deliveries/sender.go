@@ -310,7 +310,22 @@ const (
 	ReasonConnection = "connection_failed"
 	ReasonHTTP       = "http_error"
 	ReasonTLS        = "tls_error"
+	// ReasonRedelivery: a developer asked for the event again (kit
+	// deliveries redeliver); Service-Retry-Num counts its earlier attempts.
+	ReasonRedelivery = "redelivery"
 )
+
+// retryHeaders are the Service-Retry-Num and Service-Retry-Reason of an
+// attempt; reason "": a first attempt, without them.
+func retryHeaders(ev *kitpb.Event) (num, reason string) {
+	switch {
+	case ev.Redelivery:
+		return strconv.Itoa(int(ev.Attempts)), ReasonRedelivery
+	case ev.Attempts > 0:
+		return strconv.Itoa(int(ev.Attempts)), ev.RetryReason
+	}
+	return "", ""
+}
 
 // send posts the event and classifies the outcome: errorCode "" is a 2xx
 // within Timeout.
@@ -333,9 +348,9 @@ func (s *Sender) send(inst string, t target, ev *kitpb.Event) (status int32, err
 	req.Header.Set(kitverify.Header, kitverify.Sign(s.cfg.Clock.Now(), body, t.secrets...))
 	req.Header.Set("Service-Installation-Id", inst)
 	req.Header.Set("Service-Delivery-Id", ids.New())
-	if ev.Attempts > 0 {
-		req.Header.Set("Service-Retry-Num", strconv.Itoa(int(ev.Attempts)))
-		req.Header.Set("Service-Retry-Reason", ev.RetryReason)
+	if num, reason := retryHeaders(ev); reason != "" {
+		req.Header.Set("Service-Retry-Num", num)
+		req.Header.Set("Service-Retry-Reason", reason)
 	}
 	c := s.public
 	if s.allows(t.endpoint) {

@@ -17,8 +17,10 @@ import (
 // directory must decode.
 func TestStoredKeysHaveAConstructor(t *testing.T) {
 	t.Parallel()
-	s := startServerOpts(t, ServerOpts{Limits: "off"})
-	writeEveryRecord(t, s)
+	rcv := newReceiver(t)
+	s := startServerOpts(t, ServerOpts{Limits: "off", Args: []string{
+		"--delivery-ca", rcv.caPath, "--delivery-allow", strings.TrimPrefix(rcv.srv.URL, "https://")}})
+	writeEveryRecord(t, s, rcv)
 	s.stopClean(t)
 
 	store, err := persistence.Open(s.DataDir, persistence.Options{})
@@ -55,6 +57,7 @@ func TestStoredKeysHaveAConstructor(t *testing.T) {
 		"kitKey", "versionKey", "clientSecretKey", "signingSecretKey", "domainKey", "installLinkKey",
 		"installLinkIndexKey", "workspaceKitKey", "slugKey", "credentialKey", "locatorKey", "devLogKey",
 		"emailUserKey", "botTokenKey", "userGrantKey", "eventSequenceKey", "queuedEventKey", "deadEventKey",
+		"deliveredEventKey", "deliveryEndpointKey",
 	} {
 		if seen[kind] == 0 {
 			missing = append(missing, kind)
@@ -76,13 +79,14 @@ type written struct {
 	hook                      *Hook
 }
 
-// writeEveryRecord drives s through every kind of record the actors store.
-func writeEveryRecord(t *testing.T, s *Server) written { return writeRecords(t, s, true) }
+// writeEveryRecord drives s through every kind of record the actors store;
+// s delivers events to rcv.
+func writeEveryRecord(t *testing.T, s *Server, rcv *receiver) written { return writeRecords(t, s, rcv) }
 
 // writeRecords is writeEveryRecord, without the records of event
-// deliveries unless events: builds before them (TestDirectoryOfAnOlderBuildUpgrades)
+// deliveries when rcv is nil: builds before them (TestDirectoryOfAnOlderBuildUpgrades)
 // cannot write those.
-func writeRecords(t *testing.T, s *Server, events bool) written {
+func writeRecords(t *testing.T, s *Server, rcv *receiver) written {
 	t.Helper()
 	// A workspace with its users and the owner's developer token.
 	w := newWorkspace(t, s)
@@ -122,21 +126,36 @@ func writeRecords(t *testing.T, s *Server, events bool) written {
 	h := in.hook(t, c.ID)
 	want(t, h.post(t, map[string]any{"text": "from a webhook"}), 200)
 
-	// A Kit subscribed to events at an endpoint that never answers: one
-	// event stays queued for its retry, another fails for 24 hours and is
-	// dead-lettered. Outbox entries (outboxKey) are gone by the time the
-	// server has stopped cleanly; TestEventsSurviveKill9 meets them.
-	if events {
+	// A Kit subscribed to events whose endpoint (rcv) fails every attempt
+	// but its second: one event is dead-lettered after 24 hours (another
+	// conversation's event delivered meanwhile keeps the endpoint from a
+	// pause), one is delivered, one stays queued for its retry. Outbox
+	// entries (outboxKey) are gone by the time the server has stopped
+	// cleanly; TestEventsSurviveKill9 meets them.
+	if rcv != nil {
+		rcv.answerWith(func(n int) (int, time.Duration, bool) {
+			if n == 2 {
+				return 200, 0, false
+			}
+			return 500, 0, false
+		})
 		ek := w.eventsKit(t, []string{"message.posted"}, baseScopes...)
-		ein := w.install(t, ek, c.ID)
-		ein.post(t, c.ID, "an event that dies")
+		ek.Manifest["endpoints"] = map[string]any{"events": rcv.srv.URL + "/kit"}
+		ek.Manifest["version"] = "1.0.1"
+		want(t, w.uploadVersion(t, ek.Manifest, true), 201)
+		want(t, s.ops(t, "POST", "/ops/v1/kits/"+ek.ID+"/signing-secret", nil), 201)
+		c2 := w.channel(t, "public", w.members()...)
+		ein := w.install(t, ek, c.ID, c2.ID)
 		deliveryStatus := func(status string) func() bool {
 			return func() bool {
 				r := s.api(t, w.Dev, "GET", "/dev/kits/"+ek.ID+"/logs?source=delivery", nil, nil)
 				return slices.ContainsFunc(jarr(r.JSON, "entries"), func(e any) bool { return jstr(e, "status") == status })
 			}
 		}
+		ein.post(t, c.ID, "an event that dies")
 		waitFor(t, "a failed delivery", deliveryStatus("retry_scheduled"))
+		ein.post(t, c2.ID, "an event delivered")
+		waitFor(t, "a delivery", deliveryStatus("delivered"))
 		advance(t, s, 25*time.Hour)
 		waitFor(t, "a dead letter", deliveryStatus("dead_lettered"))
 		ein.post(t, c.ID, "an event that waits")

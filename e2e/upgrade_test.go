@@ -23,7 +23,7 @@ func TestDirectoryOfAnOlderBuildUpgrades(t *testing.T) {
 	old := olderBuild(t, layout1Commit)
 	dir := t.TempDir()
 	before := startServerOpts(t, ServerOpts{DataDir: dir, Limits: "off", Bin: old})
-	w := writeRecords(t, before, false)
+	w := writeRecords(t, before, nil)
 	before.stopClean(t)
 
 	s := startServerOpts(t, ServerOpts{DataDir: dir, Limits: "off"})

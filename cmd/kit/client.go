@@ -179,6 +179,46 @@ func (c *Client) DeleteInstallLink(ctx context.Context, kitID string) (*dev.Inst
 	return &out, err
 }
 
+// Deliveries reads a page of an installation's deliveries.
+func (c *Client) Deliveries(ctx context.Context, installationID, cursor string, limit int) (*dev.DeliveryPage, error) {
+	q := url.Values{}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := "/dev/installations/" + url.PathEscape(installationID) + "/deliveries"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out dev.DeliveryPage
+	_, err := c.do(ctx, "GET", path, nil, &out)
+	return &out, err
+}
+
+// Redeliver sends one event again (eventID), or every event dead-lettered
+// since deadSince (RFC 3339).
+func (c *Client) Redeliver(ctx context.Context, installationID, eventID, deadSince string) (*dev.Redelivered, error) {
+	body := map[string]any{}
+	if eventID != "" {
+		body["eventId"] = eventID
+	} else {
+		body["deadSince"] = deadSince
+	}
+	var out dev.Redelivered
+	_, err := c.do(ctx, "POST", "/dev/installations/"+url.PathEscape(installationID)+"/deliveries/redeliver", body, &out)
+	return &out, err
+}
+
+// TriggerEvent has the server send a test event of kind eventType to the
+// Kit's installation in the sandbox.
+func (c *Client) TriggerEvent(ctx context.Context, kitID, eventType string) (*dev.TestEvent, error) {
+	var out dev.TestEvent
+	_, err := c.do(ctx, "POST", "/dev/kits/"+url.PathEscape(kitID)+"/test-events", map[string]any{"type": eventType}, &out)
+	return &out, err
+}
+
 func (c *Client) domainPath(kitID, domain string) string {
 	return "/dev/kits/" + url.PathEscape(kitID) + "/domains/" + url.PathEscape(domain)
 }

@@ -492,3 +492,41 @@ func formatMe(w io.Writer, m *dev.Me) error {
 	row(tw, "token", fmt.Sprintf("%s (%s), expires %s", m.Token.Name, m.Token.ID, m.Token.ExpiresAt))
 	return tw.Flush()
 }
+
+// formatDeliveries prints the endpoint's health, then a page of
+// deliveries as the API sends it (highest sequence first).
+func formatDeliveries(w io.Writer, instArg string, p *dev.DeliveryPage) error {
+	ep := "endpoint  " + p.Endpoint.State
+	switch {
+	case p.Endpoint.PausedAt != nil:
+		ep += " since " + logTime(*p.Endpoint.PausedAt) + " (a successful redelivery or a new version resumes it)"
+	case p.Endpoint.FailingSince != nil:
+		ep += " since " + logTime(*p.Endpoint.FailingSince)
+	}
+	fmt.Fprintln(w, clean(ep))
+	if len(p.Deliveries) == 0 {
+		_, err := fmt.Fprintln(w, "no deliveries")
+		return err
+	}
+	t := newTable(w)
+	row(t, "SEQ", "STATE", "TYPE", "ATTEMPTS", "LAST", "EVENT")
+	for _, d := range p.Deliveries {
+		last := orDash(d.LastErrorCode)
+		if d.LastHTTPStatus != nil {
+			last = strconv.Itoa(*d.LastHTTPStatus) + " " + last
+		}
+		typ := d.Type
+		if d.Test {
+			typ += " (test)"
+		}
+		row(t, strconv.FormatUint(d.Sequence, 10), d.State, typ, strconv.Itoa(d.Attempts), last, d.EventID)
+	}
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	if p.NextCursor != nil {
+		_, err := fmt.Fprintf(w, "more: kit deliveries list %s --cursor %s\n", clean(instArg), clean(*p.NextCursor))
+		return err
+	}
+	return nil
+}

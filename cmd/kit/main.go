@@ -18,6 +18,9 @@
 //	kit domains remove KIT DOMAIN
 //	kit install-link create KIT
 //	kit install-link delete KIT
+//	kit deliveries list INSTALLATION [--limit N] [--cursor C]
+//	kit deliveries redeliver INSTALLATION (EVENT_ID | --dead-since TIME)
+//	kit trigger EVENT_TYPE [--kit KIT]
 //	kit me
 //	kit help [COMMAND]
 //
@@ -104,6 +107,9 @@ var commands = []command{
 	{"domains remove", []string{"KIT", "DOMAIN"}, "", "remove a domain", noFlags(runDomainsRemove)},
 	{"install-link create", []string{"KIT"}, "", "make the Kit's install link (replacing the old one) and print its URL once", noFlags(runInstallLinkCreate)},
 	{"install-link delete", []string{"KIT"}, "", "end the Kit's install link", noFlags(runInstallLinkDelete)},
+	{"deliveries list", []string{"INSTALLATION"}, "[--limit N] [--cursor C]", "show an installation's deliveries and its endpoint's health", setupDeliveriesList},
+	{"deliveries redeliver", []string{"INSTALLATION", "[EVENT_ID]"}, "[--dead-since TIME]", "send one event again, or every event dead-lettered since TIME", setupRedeliver},
+	{"trigger", []string{"EVENT_TYPE"}, "[--kit KIT]", "send a signed test event of that kind to the Kit's dev-install", setupTrigger},
 	{"me", nil, "", "show the workspace, member and token of KIT_DEV_TOKEN", noFlags(runMe)},
 }
 
@@ -233,10 +239,15 @@ func parse(fs *flag.FlagSet, args []string, names ...string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
-	if len(pos) != len(names) {
-		if len(pos) < len(names) {
-			return nil, usagef("missing %s", strings.Join(names[len(pos):], " "))
-		}
+	// Names in brackets are optional, and last.
+	required := len(names)
+	for required > 0 && strings.HasPrefix(names[required-1], "[") {
+		required--
+	}
+	switch {
+	case len(pos) < required:
+		return nil, usagef("missing %s", strings.Join(names[len(pos):required], " "))
+	case len(pos) > len(names):
 		return nil, usagef("unexpected argument %q", pos[len(names)])
 	}
 	return pos, nil

@@ -84,10 +84,14 @@ func runKit(t *testing.T, apiURL, token, stdin string, args ...string) (code int
 }
 
 const (
-	kitList  = `{"kits":[{"kitId":"11111111-2222-4333-8444-555555555555","slug":"my-kit","displayName":"Mine","distribution":"private","state":"active","createdAt":"T","latestVersion":"1.0.0","latestPublishedVersion":null,"installedHere":false}]}`
-	kitID    = "11111111-2222-4333-8444-555555555555"
-	upload   = `{"kitId":"` + kitID + `","created":true,"version":{"id":"v","version":"1.0.0","published":true,"publishedAt":"T","createdAt":"T","consentHash":"h","manifestHash":"m","distribution":"private"},"installationId":null}`
-	invalid  = `{"valid":false,"problems":[{"path":"bot.colour","message":"unknown key"}],"warnings":[],"consent":null,"hosts":[],"unverifiedHosts":[],"diff":null,"existingKitId":null}`
+	kitList      = `{"kits":[{"kitId":"11111111-2222-4333-8444-555555555555","slug":"my-kit","displayName":"Mine","distribution":"private","state":"active","createdAt":"T","latestVersion":"1.0.0","latestPublishedVersion":null,"installedHere":false}]}`
+	kitID        = "11111111-2222-4333-8444-555555555555"
+	upload       = `{"kitId":"` + kitID + `","created":true,"version":{"id":"v","version":"1.0.0","published":true,"publishedAt":"T","createdAt":"T","consentHash":"h","manifestHash":"m","distribution":"private"},"installationId":null}`
+	invalid      = `{"valid":false,"problems":[{"path":"bot.colour","message":"unknown key"}],"warnings":[],"consent":null,"hosts":[],"unverifiedHosts":[],"diff":null,"existingKitId":null}`
+	instID       = "99999999-2222-4333-8444-555555555555"
+	deliveryPage = `{"deliveries":[{"eventId":"e3","sequence":3,"type":"message.posted","conversationId":null,"occurredAt":"T","state":"queued","attempts":0,"lastHttpStatus":null,"lastErrorCode":null,"nextAttemptAt":null,"finishedAt":null,"redelivery":false,"test":true},` +
+		`{"eventId":"e2","sequence":2,"type":"message.posted","conversationId":"c","occurredAt":"T","state":"dead","attempts":14,"lastHttpStatus":500,"lastErrorCode":"http_error","nextAttemptAt":null,"finishedAt":"T","redelivery":false,"test":false}],` +
+		`"nextCursor":"c2","endpoint":{"state":"paused","failingSince":"2026-11-22T10:00:00Z","pausedAt":"2026-11-23T10:00:00Z"}}`
 	meAnswer = `{"workspaceId":"w","userId":"u","sandbox":false,"token":{"id":"t","name":"n","createdAt":"T","expiresAt":"E","lastUsedAt":null,"revokedAt":null}}`
 )
 
@@ -158,6 +162,49 @@ func TestRun(t *testing.T) {
 		{name: "help explains KIT_API_URL", args: []string{"help"}, code: 0, out: []string{"KIT_API_URL", "http://127.0.0.1:8080/api/v1"}},
 		{name: "--method other than dns or well_known is a usage error", token: "kdev_x", args: []string{"domains", "add", kitID, "example.com", "--method", "http"}, code: 2,
 			errOut: []string{"--method must be dns or well_known"}},
+		{name: "deliveries list prints the endpoint and a table of deliveries", token: "kdev_x",
+			routes: map[string]http.HandlerFunc{"GET /api/v1/dev/installations/" + instID + "/deliveries": fixed(200, deliveryPage)},
+			args:   []string{"deliveries", "list", instID, "--limit", "5"}, code: 0,
+			out: []string{"endpoint  paused since 2026-11-23T10:00:00.000Z", "2    dead", "500 http_error", "message.posted (test)", "more: kit deliveries list " + instID + " --cursor c2"},
+			check: func(t *testing.T, got []request) {
+				if got[0].Query != "limit=5" {
+					t.Errorf("query %q", got[0].Query)
+				}
+			}},
+		{name: "deliveries redeliver EVENT_ID sends the event id", token: "kdev_x",
+			routes: map[string]http.HandlerFunc{"POST /api/v1/dev/installations/" + instID + "/deliveries/redeliver": fixed(202, `{"redelivered":1,"sequences":[2]}`)},
+			args:   []string{"deliveries", "redeliver", instID, kitID}, code: 0, out: []string{"1 event queued again"},
+			check: func(t *testing.T, got []request) {
+				if got[0].Body["eventId"] != kitID || len(got[0].Body) != 1 {
+					t.Errorf("body %v", got[0].Body)
+				}
+			}},
+		{name: "deliveries redeliver --dead-since sends the time", token: "kdev_x",
+			routes: map[string]http.HandlerFunc{"POST /api/v1/dev/installations/" + instID + "/deliveries/redeliver": fixed(202, `{"redelivered":3,"sequences":[2,3,4]}`)},
+			args:   []string{"deliveries", "redeliver", instID, "--dead-since", "2026-11-23T00:00:00Z"}, code: 0, out: []string{"3 events queued again"},
+			check: func(t *testing.T, got []request) {
+				if got[0].Body["deadSince"] != "2026-11-23T00:00:00Z" || len(got[0].Body) != 1 {
+					t.Errorf("body %v", got[0].Body)
+				}
+			}},
+		{name: "deliveries redeliver needs EVENT_ID or --dead-since", token: "kdev_x", args: []string{"deliveries", "redeliver", instID}, code: 2,
+			errOut: []string{"give EVENT_ID or --dead-since", "usage: kit deliveries redeliver INSTALLATION [EVENT_ID] [--dead-since TIME]"}},
+		{name: "deliveries redeliver takes EVENT_ID or --dead-since, not both", token: "kdev_x",
+			args: []string{"deliveries", "redeliver", instID, kitID, "--dead-since", "24h"}, code: 2, errOut: []string{"give EVENT_ID or --dead-since"}},
+		{name: "deliveries redeliver --dead-since must be a time or a duration", token: "kdev_x",
+			args: []string{"deliveries", "redeliver", instID, "--dead-since", "yesterday"}, code: 2, errOut: []string{"--dead-since must be an RFC 3339 time or a duration"}},
+		{name: "trigger sends the type to the workspace's only Kit", token: "kdev_x",
+			routes: map[string]http.HandlerFunc{"GET /api/v1/dev/kits": fixed(200, kitList),
+				"POST /api/v1/dev/kits/" + kitID + "/test-events": fixed(202, `{"eventId":"e1","sequence":7,"type":"message.posted","installationId":"`+instID+`"}`)},
+			args: []string{"trigger", "message.posted"}, code: 0, out: []string{"test event e1 (message.posted, sequence 7) queued for installation " + instID},
+			check: func(t *testing.T, got []request) {
+				if got[1].Body["type"] != "message.posted" {
+					t.Errorf("body %v", got[1].Body)
+				}
+			}},
+		{name: "trigger without --kit in a workspace of several Kits is a usage error", token: "kdev_x",
+			routes: map[string]http.HandlerFunc{"GET /api/v1/dev/kits": fixed(200, `{"kits":[]}`)},
+			args:   []string{"trigger", "message.posted"}, code: 2, errOut: []string{"--kit is required: the workspace has 0 Kits"}},
 		{name: "dev-install without --url is a usage error", token: "kdev_x", args: []string{"dev-install", manifestFile}, code: 2, errOut: []string{"--url is required"}},
 		{name: "flags may follow the arguments: upload FILE --publish publishes", token: "kdev_x",
 			routes: map[string]http.HandlerFunc{"POST /api/v1/dev/kits/versions": fixed(201, upload)},

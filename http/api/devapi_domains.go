@@ -177,22 +177,28 @@ func devInstallOrigin(raw string) (*url.URL, error) {
 	return &url.URL{Scheme: u.Scheme, Host: u.Host}, nil
 }
 
+// requireSandbox is 403 forbidden unless the caller's developer token is
+// of a sandbox workspace: what names the call in the message.
+func (s *Server) requireSandbox(in call, what string) error {
+	tok, err := ask[*kitpb.DeveloperTokenReply](s, actors.KindWorkspace, in.p.Caller.WorkspaceId, &kitpb.GetDeveloperToken{TokenId: in.p.TokenID})
+	if err == nil && !tok.Sandbox {
+		err = kiterr.New(kiterr.Forbidden, what+" needs a developer token of a sandbox workspace")
+	}
+	return err
+}
+
 // devInstall registers a manifest rebased onto a tunnel's origin as a
 // private version of the sandbox's Kit and installs it there.
 func (s *Server) devInstall(in call) (reply, error) {
 	ws := in.p.Caller.WorkspaceId
-	tok, err := ask[*kitpb.DeveloperTokenReply](s, actors.KindWorkspace, ws, &kitpb.GetDeveloperToken{TokenId: in.p.TokenID})
-	if err != nil {
+	if err := s.requireSandbox(in, "dev-install"); err != nil {
 		return reply{}, err
-	}
-	if !tok.Sandbox {
-		return reply{}, kiterr.New(kiterr.Forbidden, "dev-install needs a developer token of a sandbox workspace")
 	}
 	var body struct {
 		Manifest *string `json:"manifest"`
 		URL      *string `json:"url"`
 	}
-	err = in.decode(&body)
+	err := in.decode(&body)
 	if err == nil {
 		err = input.FirstError(input.RequireString("manifest", body.Manifest, minManifestLen, maxManifestLen),
 			input.RequireString("url", body.URL, 1, maxDevInstallURL))

@@ -17,6 +17,8 @@ type eventBody struct {
 	InstallationID string    `json:"installationId"`
 	OccurredAt     string    `json:"occurredAt"`
 	Data           eventData `json:"data"`
+	// Test marks an event of kit trigger: its data names nothing stored.
+	Test bool `json:"test,omitempty"`
 }
 
 type eventData struct {
@@ -38,7 +40,7 @@ type reactionEvent struct {
 func EventBody(ev *kitpb.Event, inst string) ([]byte, error) {
 	body := eventBody{
 		EventID: ev.Id, Sequence: ev.Sequence, Type: ev.Type, InstallationID: inst,
-		OccurredAt: isoTime(ev.OccurredAt),
+		OccurredAt: isoTime(ev.OccurredAt), Test: ev.Test,
 	}
 	d := &body.Data
 	if ev.Message != nil {

@@ -65,6 +65,9 @@ var routes = [...]route{
 	{"DELETE", "/api/v1/dev/kits/{kitId}/domains/{domain}", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).removeDomain, nil},
 	{"POST", "/api/v1/dev/kits/{kitId}/install-link", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).createInstallLink, nil},
 	{"DELETE", "/api/v1/dev/kits/{kitId}/install-link", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).deleteInstallLink, nil},
+	{"POST", "/api/v1/dev/kits/{kitId}/test-events", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).triggerEvent, nil},
+	{"GET", "/api/v1/dev/installations/{installationId}/deliveries", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).listDeliveries, nil},
+	{"POST", "/api/v1/dev/installations/{installationId}/deliveries/redeliver", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).redeliver, nil},
 	{"POST", "/api/v1/dev/sandbox/dev-install", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).devInstall, nil},
 	{"GET", "/api/v1/dev/openapi.json", hostDev, noToken, "", "", "", maxJSONBody, (*Server).devAPIDocument, nil},
 

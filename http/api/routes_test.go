@@ -70,6 +70,9 @@ var specRoutes = []struct {
 	{"removing a domain takes a developer token, developer bucket", "DELETE", "/api/v1/dev/kits/{kitId}/domains/{domain}", developer, "", limits.Developer},
 	{"making an install link takes a developer token, developer bucket", "POST", "/api/v1/dev/kits/{kitId}/install-link", developer, "", limits.Developer},
 	{"deleting an install link takes a developer token, developer bucket", "DELETE", "/api/v1/dev/kits/{kitId}/install-link", developer, "", limits.Developer},
+	{"listing deliveries takes a developer token, developer bucket (docs/deliveries.md)", "GET", "/api/v1/dev/installations/{installationId}/deliveries", developer, "", limits.Developer},
+	{"redelivering takes a developer token, developer bucket (docs/deliveries.md)", "POST", "/api/v1/dev/installations/{installationId}/deliveries/redeliver", developer, "", limits.Developer},
+	{"a test event takes a developer token, developer bucket (kit trigger)", "POST", "/api/v1/dev/kits/{kitId}/test-events", developer, "", limits.Developer},
 	// OPERATIONS.md 2: the operator token, no bucket.
 	{"ops: create a workspace", "POST", "/ops/v1/workspaces", operator, "", ""},
 	{"ops: create a user", "POST", "/ops/v1/workspaces/{wsId}/users", operator, "", ""},

@@ -298,3 +298,51 @@ type AddDomainRequest struct {
 	Domain string `json:"domain"`
 	Method string `json:"method,omitempty"` // dns (the default) or well_known
 }
+
+// Delivery is one event sent or to be sent to an installation's events
+// endpoint (GET /dev/installations/{installationId}/deliveries).
+type Delivery struct {
+	EventID        string  `json:"eventId"`
+	Sequence       uint64  `json:"sequence"`
+	Type           string  `json:"type"`
+	ConversationID *string `json:"conversationId"`
+	OccurredAt     string  `json:"occurredAt"`
+	State          string  `json:"state"` // queued, in_flight, retrying, succeeded, dead
+	Attempts       int     `json:"attempts"`
+	LastHTTPStatus *int    `json:"lastHttpStatus"`
+	LastErrorCode  *string `json:"lastErrorCode"`
+	NextAttemptAt  *string `json:"nextAttemptAt"`
+	FinishedAt     *string `json:"finishedAt"`
+	Redelivery     bool    `json:"redelivery"`
+	Test           bool    `json:"test"`
+}
+
+// DeliveryEndpoint is the health of an installation's events endpoint.
+type DeliveryEndpoint struct {
+	State        string  `json:"state"` // healthy, failing, paused
+	FailingSince *string `json:"failingSince"`
+	PausedAt     *string `json:"pausedAt"`
+}
+
+// DeliveryPage is the answer of GET
+// /dev/installations/{installationId}/deliveries: highest sequence first.
+type DeliveryPage struct {
+	Deliveries []Delivery       `json:"deliveries"`
+	NextCursor *string          `json:"nextCursor"`
+	Endpoint   DeliveryEndpoint `json:"endpoint"`
+}
+
+// Redelivered is the answer of POST
+// /dev/installations/{installationId}/deliveries/redeliver.
+type Redelivered struct {
+	Redelivered int      `json:"redelivered"`
+	Sequences   []uint64 `json:"sequences"`
+}
+
+// TestEvent is the answer of POST /dev/kits/{kitId}/test-events.
+type TestEvent struct {
+	EventID        string `json:"eventId"`
+	Sequence       uint64 `json:"sequence"`
+	Type           string `json:"type"`
+	InstallationID string `json:"installationId"`
+}

@@ -42,14 +42,19 @@ type Event struct {
 	RetryReason    string `protobuf:"bytes,9,opt,name=retry_reason,json=retryReason,proto3" json:"retry_reason,omitempty"`             // why the last attempt failed (Service-Retry-Reason)
 	// message is stored without its conversation id (conversation_id says it),
 	// in the very bytes of the message record.
-	Message       *Message       `protobuf:"bytes,10,opt,name=message,proto3" json:"message,omitempty"`
-	Conversation  *Conversation  `protobuf:"bytes,11,opt,name=conversation,proto3" json:"conversation,omitempty"`
-	Reaction      *EventReaction `protobuf:"bytes,12,opt,name=reaction,proto3" json:"reaction,omitempty"`
-	File          *File          `protobuf:"bytes,13,opt,name=file,proto3" json:"file,omitempty"`
-	Member        *Member        `protobuf:"bytes,14,opt,name=member,proto3" json:"member,omitempty"`
-	Installation  *Installation  `protobuf:"bytes,15,opt,name=installation,proto3" json:"installation,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Message      *Message       `protobuf:"bytes,10,opt,name=message,proto3" json:"message,omitempty"`
+	Conversation *Conversation  `protobuf:"bytes,11,opt,name=conversation,proto3" json:"conversation,omitempty"`
+	Reaction     *EventReaction `protobuf:"bytes,12,opt,name=reaction,proto3" json:"reaction,omitempty"`
+	File         *File          `protobuf:"bytes,13,opt,name=file,proto3" json:"file,omitempty"`
+	Member       *Member        `protobuf:"bytes,14,opt,name=member,proto3" json:"member,omitempty"`
+	Installation *Installation  `protobuf:"bytes,15,opt,name=installation,proto3" json:"installation,omitempty"`
+	// Delivery state, continued (slice C).
+	LastHttpStatus int32 `protobuf:"varint,16,opt,name=last_http_status,json=lastHttpStatus,proto3" json:"last_http_status,omitempty"` // the last attempt's answer; 0: none
+	FinishedAt     int64 `protobuf:"varint,17,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`               // when it was delivered or dead-lettered (service clock)
+	Redelivery     bool  `protobuf:"varint,18,opt,name=redelivery,proto3" json:"redelivery,omitempty"`                                 // asked for by a developer: sent with Service-Retry-Reason redelivery
+	Test           bool  `protobuf:"varint,19,opt,name=test,proto3" json:"test,omitempty"`                                             // a test event of kit trigger: no resource behind it
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Event) Reset() {
@@ -185,6 +190,34 @@ func (x *Event) GetInstallation() *Installation {
 		return x.Installation
 	}
 	return nil
+}
+
+func (x *Event) GetLastHttpStatus() int32 {
+	if x != nil {
+		return x.LastHttpStatus
+	}
+	return 0
+}
+
+func (x *Event) GetFinishedAt() int64 {
+	if x != nil {
+		return x.FinishedAt
+	}
+	return 0
+}
+
+func (x *Event) GetRedelivery() bool {
+	if x != nil {
+		return x.Redelivery
+	}
+	return false
+}
+
+func (x *Event) GetTest() bool {
+	if x != nil {
+		return x.Test
+	}
+	return false
 }
 
 // EventReaction is the data of reaction.added and reaction.removed.
@@ -681,11 +714,454 @@ func (x *RecordAttempt) GetKitId() string {
 	return ""
 }
 
+// ListDeliveries answers an installation's deliveries, newest sequence
+// first: queued (waiting, in flight, retrying), delivered (the most recent
+// actors.KeepDelivered) and dead-lettered, below before_sequence (0: all).
+type ListDeliveries struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	BeforeSequence uint64                 `protobuf:"varint,1,opt,name=before_sequence,json=beforeSequence,proto3" json:"before_sequence,omitempty"`
+	Limit          int32                  `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ListDeliveries) Reset() {
+	*x = ListDeliveries{}
+	mi := &file_events_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDeliveries) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDeliveries) ProtoMessage() {}
+
+func (x *ListDeliveries) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDeliveries.ProtoReflect.Descriptor instead.
+func (*ListDeliveries) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ListDeliveries) GetBeforeSequence() uint64 {
+	if x != nil {
+		return x.BeforeSequence
+	}
+	return 0
+}
+
+func (x *ListDeliveries) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type DeliveriesPage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deliveries    []*DeliveryState       `protobuf:"bytes,1,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
+	More          bool                   `protobuf:"varint,2,opt,name=more,proto3" json:"more,omitempty"`
+	Endpoint      *DeliveryEndpoint      `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeliveriesPage) Reset() {
+	*x = DeliveriesPage{}
+	mi := &file_events_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeliveriesPage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeliveriesPage) ProtoMessage() {}
+
+func (x *DeliveriesPage) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeliveriesPage.ProtoReflect.Descriptor instead.
+func (*DeliveriesPage) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DeliveriesPage) GetDeliveries() []*DeliveryState {
+	if x != nil {
+		return x.Deliveries
+	}
+	return nil
+}
+
+func (x *DeliveriesPage) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
+func (x *DeliveriesPage) GetEndpoint() *DeliveryEndpoint {
+	if x != nil {
+		return x.Endpoint
+	}
+	return nil
+}
+
+type DeliveryState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Event         *Event                 `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	State         string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"` // queued, in_flight, retrying, succeeded, dead
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeliveryState) Reset() {
+	*x = DeliveryState{}
+	mi := &file_events_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeliveryState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeliveryState) ProtoMessage() {}
+
+func (x *DeliveryState) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeliveryState.ProtoReflect.Descriptor instead.
+func (*DeliveryState) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *DeliveryState) GetEvent() *Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *DeliveryState) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+// DeliveryEndpoint is an installation's endpoint health, stored when it
+// changes: failing since the first failure after the last success, paused
+// after 24 hours of that.
+type DeliveryEndpoint struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FailingSince  int64                  `protobuf:"varint,1,opt,name=failing_since,json=failingSince,proto3" json:"failing_since,omitempty"` // 0: the last attempt succeeded
+	PausedAt      int64                  `protobuf:"varint,2,opt,name=paused_at,json=pausedAt,proto3" json:"paused_at,omitempty"`             // 0: not paused
+	ResumedAt     int64                  `protobuf:"varint,3,opt,name=resumed_at,json=resumedAt,proto3" json:"resumed_at,omitempty"`          // events that failed before it start a new 24 hours
+	KitId         string                 `protobuf:"bytes,4,opt,name=kit_id,json=kitId,proto3" json:"kit_id,omitempty"`                       // whose developer log reports the pause
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeliveryEndpoint) Reset() {
+	*x = DeliveryEndpoint{}
+	mi := &file_events_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeliveryEndpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeliveryEndpoint) ProtoMessage() {}
+
+func (x *DeliveryEndpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeliveryEndpoint.ProtoReflect.Descriptor instead.
+func (*DeliveryEndpoint) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *DeliveryEndpoint) GetFailingSince() int64 {
+	if x != nil {
+		return x.FailingSince
+	}
+	return 0
+}
+
+func (x *DeliveryEndpoint) GetPausedAt() int64 {
+	if x != nil {
+		return x.PausedAt
+	}
+	return 0
+}
+
+func (x *DeliveryEndpoint) GetResumedAt() int64 {
+	if x != nil {
+		return x.ResumedAt
+	}
+	return 0
+}
+
+func (x *DeliveryEndpoint) GetKitId() string {
+	if x != nil {
+		return x.KitId
+	}
+	return ""
+}
+
+// Redeliver sends again the event event_id (delivered, dead or waiting for
+// a retry), or with dead_since every event dead-lettered at or after it.
+type Redeliver struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	EventId       string                 `protobuf:"bytes,1,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
+	DeadSince     int64                  `protobuf:"varint,2,opt,name=dead_since,json=deadSince,proto3" json:"dead_since,omitempty"` // service clock, unix nanoseconds
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Redeliver) Reset() {
+	*x = Redeliver{}
+	mi := &file_events_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Redeliver) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Redeliver) ProtoMessage() {}
+
+func (x *Redeliver) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Redeliver.ProtoReflect.Descriptor instead.
+func (*Redeliver) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Redeliver) GetEventId() string {
+	if x != nil {
+		return x.EventId
+	}
+	return ""
+}
+
+func (x *Redeliver) GetDeadSince() int64 {
+	if x != nil {
+		return x.DeadSince
+	}
+	return 0
+}
+
+type RedeliverReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sequences     []uint64               `protobuf:"varint,1,rep,packed,name=sequences,proto3" json:"sequences,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedeliverReply) Reset() {
+	*x = RedeliverReply{}
+	mi := &file_events_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedeliverReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedeliverReply) ProtoMessage() {}
+
+func (x *RedeliverReply) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedeliverReply.ProtoReflect.Descriptor instead.
+func (*RedeliverReply) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RedeliverReply) GetSequences() []uint64 {
+	if x != nil {
+		return x.Sequences
+	}
+	return nil
+}
+
+// QueueTestEvent queues a test event of the kind type (kit trigger).
+type QueueTestEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	KitId         string                 `protobuf:"bytes,2,opt,name=kit_id,json=kitId,proto3" json:"kit_id,omitempty"`
+	BotId         string                 `protobuf:"bytes,3,opt,name=bot_id,json=botId,proto3" json:"bot_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueTestEvent) Reset() {
+	*x = QueueTestEvent{}
+	mi := &file_events_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueTestEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueTestEvent) ProtoMessage() {}
+
+func (x *QueueTestEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueTestEvent.ProtoReflect.Descriptor instead.
+func (*QueueTestEvent) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *QueueTestEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *QueueTestEvent) GetKitId() string {
+	if x != nil {
+		return x.KitId
+	}
+	return ""
+}
+
+func (x *QueueTestEvent) GetBotId() string {
+	if x != nil {
+		return x.BotId
+	}
+	return ""
+}
+
+// ResumeDeliveries resumes a paused endpoint: the installation was updated
+// to a new version (sent without a sender after the update is stored).
+type ResumeDeliveries struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	KitId         string                 `protobuf:"bytes,1,opt,name=kit_id,json=kitId,proto3" json:"kit_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeDeliveries) Reset() {
+	*x = ResumeDeliveries{}
+	mi := &file_events_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeDeliveries) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeDeliveries) ProtoMessage() {}
+
+func (x *ResumeDeliveries) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeDeliveries.ProtoReflect.Descriptor instead.
+func (*ResumeDeliveries) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ResumeDeliveries) GetKitId() string {
+	if x != nil {
+		return x.KitId
+	}
+	return ""
+}
+
 var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\x06kit.v1\x1a\rrecords.proto\x1a\vfiles.proto\"\xbe\x04\n" +
+	"\fevents.proto\x12\x06kit.v1\x1a\rrecords.proto\x1a\vfiles.proto\"\xbd\x05\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1f\n" +
@@ -703,7 +1179,14 @@ const file_events_proto_rawDesc = "" +
 	"\breaction\x18\f \x01(\v2\x15.kit.v1.EventReactionR\breaction\x12 \n" +
 	"\x04file\x18\r \x01(\v2\f.kit.v1.FileR\x04file\x12&\n" +
 	"\x06member\x18\x0e \x01(\v2\x0e.kit.v1.MemberR\x06member\x128\n" +
-	"\finstallation\x18\x0f \x01(\v2\x14.kit.v1.InstallationR\finstallation\"c\n" +
+	"\finstallation\x18\x0f \x01(\v2\x14.kit.v1.InstallationR\finstallation\x12(\n" +
+	"\x10last_http_status\x18\x10 \x01(\x05R\x0elastHttpStatus\x12\x1f\n" +
+	"\vfinished_at\x18\x11 \x01(\x03R\n" +
+	"finishedAt\x12\x1e\n" +
+	"\n" +
+	"redelivery\x18\x12 \x01(\bR\n" +
+	"redelivery\x12\x12\n" +
+	"\x04test\x18\x13 \x01(\bR\x04test\"c\n" +
 	"\rEventReaction\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x1a\n" +
@@ -739,7 +1222,37 @@ const file_events_proto_rawDesc = "" +
 	"\n" +
 	"error_code\x18\x05 \x01(\tR\terrorCode\x12'\n" +
 	"\x0fjitter_permille\x18\x06 \x01(\x03R\x0ejitterPermille\x12\x15\n" +
-	"\x06kit_id\x18\a \x01(\tR\x05kitIdB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
+	"\x06kit_id\x18\a \x01(\tR\x05kitId\"O\n" +
+	"\x0eListDeliveries\x12'\n" +
+	"\x0fbefore_sequence\x18\x01 \x01(\x04R\x0ebeforeSequence\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\x91\x01\n" +
+	"\x0eDeliveriesPage\x125\n" +
+	"\n" +
+	"deliveries\x18\x01 \x03(\v2\x15.kit.v1.DeliveryStateR\n" +
+	"deliveries\x12\x12\n" +
+	"\x04more\x18\x02 \x01(\bR\x04more\x124\n" +
+	"\bendpoint\x18\x03 \x01(\v2\x18.kit.v1.DeliveryEndpointR\bendpoint\"J\n" +
+	"\rDeliveryState\x12#\n" +
+	"\x05event\x18\x01 \x01(\v2\r.kit.v1.EventR\x05event\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\"\x8a\x01\n" +
+	"\x10DeliveryEndpoint\x12#\n" +
+	"\rfailing_since\x18\x01 \x01(\x03R\ffailingSince\x12\x1b\n" +
+	"\tpaused_at\x18\x02 \x01(\x03R\bpausedAt\x12\x1d\n" +
+	"\n" +
+	"resumed_at\x18\x03 \x01(\x03R\tresumedAt\x12\x15\n" +
+	"\x06kit_id\x18\x04 \x01(\tR\x05kitId\"E\n" +
+	"\tRedeliver\x12\x19\n" +
+	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x1d\n" +
+	"\n" +
+	"dead_since\x18\x02 \x01(\x03R\tdeadSince\".\n" +
+	"\x0eRedeliverReply\x12\x1c\n" +
+	"\tsequences\x18\x01 \x03(\x04R\tsequences\"R\n" +
+	"\x0eQueueTestEvent\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x15\n" +
+	"\x06kit_id\x18\x02 \x01(\tR\x05kitId\x12\x15\n" +
+	"\x06bot_id\x18\x03 \x01(\tR\x05botId\")\n" +
+	"\x10ResumeDeliveries\x12\x15\n" +
+	"\x06kit_id\x18\x01 \x01(\tR\x05kitIdB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
 
 var (
 	file_events_proto_rawDescOnce sync.Once
@@ -753,7 +1266,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_events_proto_goTypes = []any{
 	(*Event)(nil),             // 0: kit.v1.Event
 	(*EventReaction)(nil),     // 1: kit.v1.EventReaction
@@ -764,26 +1277,37 @@ var file_events_proto_goTypes = []any{
 	(*TakeDeliveries)(nil),    // 6: kit.v1.TakeDeliveries
 	(*DeliveriesReply)(nil),   // 7: kit.v1.DeliveriesReply
 	(*RecordAttempt)(nil),     // 8: kit.v1.RecordAttempt
-	(*Message)(nil),           // 9: kit.v1.Message
-	(*Conversation)(nil),      // 10: kit.v1.Conversation
-	(*File)(nil),              // 11: kit.v1.File
-	(*Member)(nil),            // 12: kit.v1.Member
-	(*Installation)(nil),      // 13: kit.v1.Installation
+	(*ListDeliveries)(nil),    // 9: kit.v1.ListDeliveries
+	(*DeliveriesPage)(nil),    // 10: kit.v1.DeliveriesPage
+	(*DeliveryState)(nil),     // 11: kit.v1.DeliveryState
+	(*DeliveryEndpoint)(nil),  // 12: kit.v1.DeliveryEndpoint
+	(*Redeliver)(nil),         // 13: kit.v1.Redeliver
+	(*RedeliverReply)(nil),    // 14: kit.v1.RedeliverReply
+	(*QueueTestEvent)(nil),    // 15: kit.v1.QueueTestEvent
+	(*ResumeDeliveries)(nil),  // 16: kit.v1.ResumeDeliveries
+	(*Message)(nil),           // 17: kit.v1.Message
+	(*Conversation)(nil),      // 18: kit.v1.Conversation
+	(*File)(nil),              // 19: kit.v1.File
+	(*Member)(nil),            // 20: kit.v1.Member
+	(*Installation)(nil),      // 21: kit.v1.Installation
 }
 var file_events_proto_depIdxs = []int32{
-	9,  // 0: kit.v1.Event.message:type_name -> kit.v1.Message
-	10, // 1: kit.v1.Event.conversation:type_name -> kit.v1.Conversation
+	17, // 0: kit.v1.Event.message:type_name -> kit.v1.Message
+	18, // 1: kit.v1.Event.conversation:type_name -> kit.v1.Conversation
 	1,  // 2: kit.v1.Event.reaction:type_name -> kit.v1.EventReaction
-	11, // 3: kit.v1.Event.file:type_name -> kit.v1.File
-	12, // 4: kit.v1.Event.member:type_name -> kit.v1.Member
-	13, // 5: kit.v1.Event.installation:type_name -> kit.v1.Installation
+	19, // 3: kit.v1.Event.file:type_name -> kit.v1.File
+	20, // 4: kit.v1.Event.member:type_name -> kit.v1.Member
+	21, // 5: kit.v1.Event.installation:type_name -> kit.v1.Installation
 	0,  // 6: kit.v1.QueuedEventsReply.events:type_name -> kit.v1.Event
 	0,  // 7: kit.v1.DeliveriesReply.events:type_name -> kit.v1.Event
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	11, // 8: kit.v1.DeliveriesPage.deliveries:type_name -> kit.v1.DeliveryState
+	12, // 9: kit.v1.DeliveriesPage.endpoint:type_name -> kit.v1.DeliveryEndpoint
+	0,  // 10: kit.v1.DeliveryState.event:type_name -> kit.v1.Event
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -799,7 +1323,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

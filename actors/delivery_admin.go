@@ -1,0 +1,289 @@
+package actors
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// What the developer API sees of an installation's deliveries and asks of
+// them (docs/deliveries.md, "Replay and visibility").
+
+// KeepDelivered is how many delivered events an installation keeps (the
+// highest sequences) for the list and for redelivery; dead letters are
+// kept until redelivered.
+const KeepDelivered = 1000
+
+// pruneDelivered is how many delivered records past KeepDelivered wait
+// for one pruning scan, so that pruning is not a scan per delivery.
+const pruneDelivered = 100
+
+// Delivery states of the developer API.
+const (
+	DeliveryQueued    = "queued"
+	DeliveryInFlight  = "in_flight"
+	DeliveryRetrying  = "retrying"
+	DeliverySucceeded = "succeeded"
+	DeliveryDead      = "dead"
+)
+
+func (a *deliveryActor) countDelivered() error {
+	prefix := deliveredEventsPrefix(a.id)
+	a.delivered = 0
+	return a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, _ []byte) bool {
+		a.delivered++
+		return true
+	})
+}
+
+// keepRecent counts a delivered record written in b and, once
+// pruneDelivered are past KeepDelivered, deletes the lowest sequences in b.
+func (a *deliveryActor) keepRecent(b *batch) error {
+	a.delivered++
+	if a.delivered <= KeepDelivered+pruneDelivered {
+		return nil
+	}
+	prefix := deliveredEventsPrefix(a.id)
+	n := 0
+	err := a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+		b.Delete(k)
+		n++
+		return n < a.delivered-KeepDelivered
+	})
+	a.delivered -= n
+	return err
+}
+
+// listDeliveries answers the deliveries below m.BeforeSequence, highest
+// sequence first: the queue, the delivered and the dead records merged.
+func (a *deliveryActor) listDeliveries(m *kitpb.ListDeliveries) (proto.Message, error) {
+	if err := a.commit(); err != nil {
+		return nil, err
+	}
+	limit := int(m.Limit)
+	var out []*kitpb.DeliveryState
+	for _, r := range []struct {
+		prefix []byte
+		at     func(uint64) []byte
+		state  func(uint64) string
+	}{
+		{queuedEventsPrefix(a.id), func(s uint64) []byte { return queuedEventKey(a.id, s) }, a.queuedState},
+		{deliveredEventsPrefix(a.id), func(s uint64) []byte { return deliveredEventKey(a.id, s) }, func(uint64) string { return DeliverySucceeded }},
+		{deadEventsPrefix(a.id), func(s uint64) []byte { return deadEventKey(a.id, s) }, func(uint64) string { return DeliveryDead }},
+	} {
+		upper := persistence.PrefixEnd(r.prefix)
+		if m.BeforeSequence != 0 {
+			upper = r.at(m.BeforeSequence)
+		}
+		n := 0
+		var decodeErr error
+		err := a.env.Store.Scan(r.prefix, upper, true, func(_, v []byte) bool {
+			ev := &kitpb.Event{}
+			if decodeErr = proto.Unmarshal(v, ev); decodeErr != nil {
+				return false
+			}
+			out = append(out, &kitpb.DeliveryState{Event: ev, State: r.state(ev.Sequence)})
+			n++
+			return n <= limit
+		})
+		if err == nil {
+			err = decodeErr
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(out, func(x, y *kitpb.DeliveryState) int { return cmp.Compare(y.Event.Sequence, x.Event.Sequence) })
+	reply := &kitpb.DeliveriesPage{Endpoint: proto.Clone(a.ep).(*kitpb.DeliveryEndpoint)}
+	if len(out) > limit {
+		out, reply.More = out[:limit], true
+	}
+	for _, d := range out {
+		if d.Event.Message != nil {
+			d.Event.Message.ConversationId = d.Event.ConversationId
+		}
+	}
+	reply.Deliveries = out
+	return reply, nil
+}
+
+func (a *deliveryActor) queuedState(seq uint64) string {
+	d := a.q.state[seq]
+	switch {
+	case d == nil:
+		return DeliveryQueued
+	case d.inFlight:
+		return DeliveryInFlight
+	case d.attempts > 0:
+		return DeliveryRetrying
+	}
+	return DeliveryQueued
+}
+
+// redeliver sends events again under their eventId and sequence: one by
+// id (delivered, dead, or waiting: then at once), or every dead letter
+// since a time. A redelivered event goes back into its conversation's
+// queue before the newer events waiting there, is sent even while the
+// endpoint is paused, and starts a new 24 hours before it can die.
+func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
+	if err := a.commit(); err != nil {
+		return nil, err
+	}
+	b := a.env.newBatch()
+	reply := &kitpb.RedeliverReply{}
+	requeue := func(k []byte, ev *kitpb.Event) {
+		b.Delete(k)
+		ev.Redelivery, ev.NextAttemptAt, ev.FirstAttemptAt, ev.FinishedAt = true, 0, 0, 0
+		put(b, queuedEventKey(a.id, ev.Sequence), ev)
+		source := cmp.Or(ev.ConversationId, a.id)
+		d := a.q.insert(source, ev.Sequence)
+		d.attempts, d.asked = ev.Attempts, true
+		reply.Sequences = append(reply.Sequences, ev.Sequence)
+	}
+	if m.EventId == "" {
+		err := a.scanEvents(deadEventsPrefix(a.id), func(k []byte, ev *kitpb.Event) bool {
+			if ev.FinishedAt >= m.DeadSince {
+				requeue(k, ev)
+			}
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		found, err := a.redeliverOne(b, m.EventId, requeue, reply)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, kiterr.Absent("event")
+		}
+	}
+	if len(reply.Sequences) == 0 {
+		return reply, nil
+	}
+	if err := b.Write(); err != nil {
+		return nil, fmt.Errorf("redeliver events of %s: %w", a.id, err)
+	}
+	a.unsynced = true
+	if a.env.Deliveries != nil {
+		a.env.Deliveries.EventsQueued(a.id)
+	}
+	return reply, nil
+}
+
+// redeliverOne finds the event id: waiting in the queue (made due at
+// once, unless it is in flight already), delivered or dead (requeued).
+func (a *deliveryActor) redeliverOne(b *batch, id string, requeue func([]byte, *kitpb.Event), reply *kitpb.RedeliverReply) (bool, error) {
+	found := false
+	match := func(k []byte, ev *kitpb.Event) bool {
+		if ev.Id != id {
+			return true
+		}
+		found = true
+		switch d := a.q.state[ev.Sequence]; {
+		case d == nil:
+			requeue(k, ev)
+		case !d.inFlight:
+			d.nextAt, d.firstAt, d.asked = 0, 0, true
+			ev.NextAttemptAt, ev.FirstAttemptAt, ev.Redelivery = 0, 0, true
+			put(b, k, ev)
+			reply.Sequences = append(reply.Sequences, ev.Sequence)
+		}
+		return false
+	}
+	for _, prefix := range [][]byte{queuedEventsPrefix(a.id), deadEventsPrefix(a.id), deliveredEventsPrefix(a.id)} {
+		if err := a.scanEvents(prefix, match); err != nil {
+			return false, err
+		}
+		if found {
+			if bytes.Equal(prefix, deliveredEventsPrefix(a.id)) {
+				a.delivered--
+			}
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// scanEvents calls fn with each stored event under prefix, in sequence
+// order, until it answers false.
+func (a *deliveryActor) scanEvents(prefix []byte, fn func(k []byte, ev *kitpb.Event) bool) error {
+	var decodeErr error
+	err := a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
+		ev := &kitpb.Event{}
+		if decodeErr = proto.Unmarshal(v, ev); decodeErr != nil {
+			return false
+		}
+		return fn(slices.Clone(k), ev)
+	})
+	if err == nil {
+		err = decodeErr
+	}
+	return err
+}
+
+// queueTestEvent queues a test event of kind m.Type (kit trigger) like any
+// event: the installation's next sequence, its own queue, the same sender
+// and signing, the developer log. Like a redelivery it goes while the
+// endpoint is paused, and its success resumes it. Its data is an example of the kind's
+// resource, with fresh ids that name nothing stored.
+func (a *deliveryActor) queueTestEvent(m *kitpb.QueueTestEvent) (proto.Message, error) {
+	k, ok := eventKindOf(m.Type)
+	if !ok {
+		return nil, kiterr.Invalid("type", "is not an event kind")
+	}
+	if m.KitId != "" {
+		a.ep.KitId = m.KitId
+	}
+	ev := testEvent(k, nanos(a.env.Clock.Now()), a.id, m.BotId)
+	if a.batch == nil {
+		a.batch = a.env.newBatch()
+	}
+	a.last++
+	ev.Sequence = a.last
+	stored := proto.Clone(ev).(*kitpb.Event)
+	if stored.Message != nil {
+		stored.Message.ConversationId = "" // as every queued message (queued restores it)
+	}
+	put(a.batch, queuedEventKey(a.id, a.last), stored)
+	a.q.push(cmp.Or(ev.ConversationId, a.id), a.last)
+	a.q.state[a.last].asked = true // a developer tests the endpoint: even while paused
+	if err := a.commit(); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// testEvent is an example event of kind k.
+func testEvent(k eventKind, now int64, inst, botID string) *kitpb.Event {
+	conv := &kitpb.Conversation{Id: ids.New(), Kind: "channel", Visibility: "public", Name: proto.String("test-channel"), CreatedAt: now}
+	// Every test event has a conversation of its own, so it never waits
+	// behind the installation's real events.
+	ev := &kitpb.Event{Id: ids.New(), Type: k.String(), OccurredAt: now, Test: true, ConversationId: conv.Id}
+	switch k {
+	case eventMessagePosted, eventMessageEdited, eventMessageDeleted, eventBotMentioned:
+		ev.Message = &kitpb.Message{Id: ids.New(), ConversationId: conv.Id, AuthorKind: "bot", AuthorId: botID, Text: "A test event sent by kit trigger", CreatedAt: now}
+	case eventReactionAdded, eventReactionRemoved:
+		ev.Reaction = &kitpb.EventReaction{MessageId: ids.New(), Reaction: "thumbsup", UserId: botID}
+	case eventFileShared:
+		ev.File = &kitpb.File{Id: ids.New(), ConversationId: conv.Id, Name: "test.txt", MimeType: "text/plain", SizeBytes: 4, CreatedAt: now}
+	case eventChannelMemberJoined, eventChannelMemberLeft:
+		ev.Conversation, ev.Member = conv, &kitpb.Member{UserId: ids.New(), JoinedAt: now}
+	case eventInstallationUpdated, eventInstallationUninstalled:
+		ev.Installation = &kitpb.Installation{Id: inst, BotId: botID, CreatedAt: now}
+	case eventUserJoined, eventUserUpdated:
+		// No data: user events are not emitted yet (docs/deliveries.md).
+	default:
+		ev.Conversation = conv
+	}
+	return ev
+}

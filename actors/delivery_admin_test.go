@@ -1,0 +1,290 @@
+package actors_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+func listDeliveries(t *testing.T, n *testNode, inst string, before uint64, limit int32) *kitpb.DeliveriesPage {
+	t.Helper()
+	return ask[*kitpb.DeliveriesPage](t, n, actors.KindDelivery, inst, &kitpb.ListDeliveries{BeforeSequence: before, Limit: limit})
+}
+
+func states(p *kitpb.DeliveriesPage) []string {
+	out := make([]string, len(p.Deliveries))
+	for i, d := range p.Deliveries {
+		out[i] = d.Event.Message.GetText() + ":" + d.State
+	}
+	return out
+}
+
+func redeliver(t *testing.T, n *testNode, inst string, m *kitpb.Redeliver) []uint64 {
+	t.Helper()
+	return ask[*kitpb.RedeliverReply](t, n, actors.KindDelivery, inst, m).Sequences
+}
+
+// recordAs is record by the fixture's Kit, whose developer log gets it.
+func recordAs(t *testing.T, n *testNode, f *eventsFixture, seq uint64, delivered bool) {
+	t.Helper()
+	ask[*kitpb.Ok](t, n, actors.KindDelivery, f.inst.Id, &kitpb.RecordAttempt{
+		Sequence: seq, Delivered: delivered, ErrorCode: "http_error", HttpStatus: 500, JitterPermille: 500, KitId: f.kitID})
+}
+
+// failAll takes what may go and fails it; it answers what it took.
+func failAll(t *testing.T, n *testNode, f *eventsFixture) []*kitpb.Event {
+	t.Helper()
+	evs := take(t, n, f.inst.Id).Events
+	for _, ev := range evs {
+		recordAs(t, n, f, ev.Sequence, false)
+	}
+	return evs
+}
+
+func deliveryLogEvents(t *testing.T, n *testNode, kitID string) []string {
+	t.Helper()
+	entries, _, err := actors.ReadDevLog(n.env, kitID, "", 100, nil)
+	noErr(t, err)
+	var out []string
+	for _, e := range entries {
+		if e.Source == actors.LogSourceDelivery && e.Event != "event.delivery" {
+			out = append(out, e.Event)
+		}
+	}
+	return out
+}
+
+// The list of an installation's deliveries: every state, newest sequence
+// first, in pages.
+func TestDeliveryList(t *testing.T) {
+	n := ownNode(t)
+	f, cs := deliveryFixture(t, n, 4)
+	for i, text := range []string{"succeeded", "dead", "retrying", "in_flight"} {
+		n.post(t, f.user, cs[i], postReq{text: text})
+	}
+	n.post(t, f.user, cs[3], postReq{text: "queued"})
+	byText := map[string]*kitpb.Event{}
+	for _, ev := range take(t, n, f.inst.Id).Events {
+		byText[ev.Message.Text] = ev
+	}
+	// Failures, then a success: the endpoint is not failing straight, so
+	// it is not paused a day later.
+	record(t, n, f.inst.Id, byText["dead"].Sequence, false)
+	record(t, n, f.inst.Id, byText["retrying"].Sequence, false)
+	record(t, n, f.inst.Id, byText["succeeded"].Sequence, true)
+	t.Run("a failed event waiting is retrying with its last answer", func(t *testing.T) {
+		d := listDeliveries(t, n, f.inst.Id, byText["retrying"].Sequence+1, 1).Deliveries[0]
+		if d.State != actors.DeliveryRetrying || d.Event.Attempts != 1 || d.Event.LastHttpStatus != 500 || d.Event.RetryReason != "http_error" {
+			t.Fatalf("got %s attempts %d status %d reason %q", d.State, d.Event.Attempts, d.Event.LastHttpStatus, d.Event.RetryReason)
+		}
+	})
+	n.clk.Advance(actors.DeadAfter)
+	ev := take(t, n, f.inst.Id)
+	for _, e := range ev.Events {
+		if e.Message.Text == "dead" {
+			record(t, n, f.inst.Id, e.Sequence, false)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		before uint64
+		limit  int32
+		want   []string
+		more   bool
+	}{
+		{"every state, newest first", 0, 10, []string{"queued:queued", "in_flight:in_flight", "retrying:in_flight", "dead:dead", "succeeded:succeeded"}, false},
+		{"a page ends with more", 0, 2, []string{"queued:queued", "in_flight:in_flight"}, true},
+		{"the next page starts below the cursor", byText["in_flight"].Sequence, 2, []string{"retrying:in_flight", "dead:dead"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := listDeliveries(t, n, f.inst.Id, tc.before, tc.limit)
+			if got := states(p); !slices.Equal(got, tc.want) || p.More != tc.more {
+				t.Fatalf("got %q more %v, want %q more %v", got, p.More, tc.want, tc.more)
+			}
+		})
+	}
+}
+
+// Redelivery keeps an event's eventId and sequence, marks it as one, and
+// puts it before its conversation's newer events.
+func TestRedelivery(t *testing.T) {
+	n := ownNode(t)
+	t.Run("a delivered event is sent again as a redelivery", func(t *testing.T) {
+		f, _ := deliveryFixture(t, n, 1)
+		n.post(t, f.user, f.conv, postReq{text: "a"})
+		ev := take(t, n, f.inst.Id).Events[0]
+		record(t, n, f.inst.Id, ev.Sequence, true)
+		if got := redeliver(t, n, f.inst.Id, &kitpb.Redeliver{EventId: ev.Id}); !slices.Equal(got, []uint64{ev.Sequence}) {
+			t.Fatalf("redelivered %v", got)
+		}
+		again := take(t, n, f.inst.Id).Events
+		if len(again) != 1 || again[0].Id != ev.Id || again[0].Sequence != ev.Sequence || !again[0].Redelivery || again[0].Attempts != 1 || again[0].Message.Text != "a" {
+			t.Fatalf("took %v", again)
+		}
+	})
+	t.Run("a dead event goes before its conversation's newer events", func(t *testing.T) {
+		f, cs := deliveryFixture(t, n, 2)
+		n.post(t, f.user, cs[0], postReq{text: "old"})
+		n.post(t, f.user, cs[1], postReq{text: "other"})
+		var old *kitpb.Event
+		evs := take(t, n, f.inst.Id).Events
+		slices.SortFunc(evs, func(x, y *kitpb.Event) int { return strings.Compare(x.Message.Text, y.Message.Text) })
+		old = evs[0]
+		record(t, n, f.inst.Id, old.Sequence, false)
+		record(t, n, f.inst.Id, evs[1].Sequence, true) // keeps the endpoint from a pause
+		n.clk.Advance(actors.DeadAfter)
+		failAll(t, n, f) // old is dead
+		n.post(t, f.user, cs[0], postReq{text: "new"})
+		redeliver(t, n, f.inst.Id, &kitpb.Redeliver{EventId: old.Id})
+		r := take(t, n, f.inst.Id).Events
+		if len(r) != 1 || r[0].Id != old.Id || !r[0].Redelivery {
+			t.Fatalf("took %q, want old alone", eventTexts(r))
+		}
+		record(t, n, f.inst.Id, r[0].Sequence, true)
+		if r = take(t, n, f.inst.Id).Events; len(r) != 1 || r[0].Message.Text != "new" {
+			t.Fatalf("then took %q, want new", eventTexts(r))
+		}
+	})
+	t.Run("dead since a time takes the dead letters from then on", func(t *testing.T) {
+		f, cs := deliveryFixture(t, n, 3)
+		for _, c := range cs {
+			n.post(t, f.user, c, postReq{text: c})
+		}
+		evs := take(t, n, f.inst.Id).Events
+		record(t, n, f.inst.Id, evs[1].Sequence, false)
+		record(t, n, f.inst.Id, evs[2].Sequence, false)
+		record(t, n, f.inst.Id, evs[0].Sequence, true) // keeps the endpoint from a pause
+		n.clk.Advance(actors.DeadAfter)
+		due := take(t, n, f.inst.Id).Events
+		record(t, n, f.inst.Id, due[0].Sequence, false) // the first dead
+		n.clk.Advance(time.Hour)
+		since := n.clk.Now()
+		record(t, n, f.inst.Id, due[1].Sequence, false) // the second dead, an hour later
+		got := redeliver(t, n, f.inst.Id, &kitpb.Redeliver{DeadSince: since.UnixNano()})
+		if len(got) != 1 {
+			t.Fatalf("redelivered %v, want the one dead since", got)
+		}
+		if got := redeliver(t, n, f.inst.Id, &kitpb.Redeliver{DeadSince: since.Add(time.Minute).UnixNano()}); len(got) != 0 {
+			t.Fatalf("redelivered %v dead after the last one", got)
+		}
+	})
+	t.Run("a waiting retry goes at once", func(t *testing.T) {
+		f, _ := deliveryFixture(t, n, 1)
+		n.post(t, f.user, f.conv, postReq{text: "a"})
+		ev := failAll(t, n, f)[0]
+		redeliver(t, n, f.inst.Id, &kitpb.Redeliver{EventId: ev.Id})
+		if r := take(t, n, f.inst.Id).Events; len(r) != 1 || !r[0].Redelivery || r[0].Attempts != 1 {
+			t.Fatalf("took %v before the retry's wait", r)
+		}
+	})
+	t.Run("an unknown event is not found", func(t *testing.T) {
+		f, _ := deliveryFixture(t, n, 1)
+		_, err := try[*kitpb.RedeliverReply](n, actors.KindDelivery, f.inst.Id, &kitpb.Redeliver{EventId: f.kitID})
+		wantCode(t, err, kiterr.NotFound)
+	})
+}
+
+// An endpoint failing 24 hours straight is paused: no more attempts, its
+// events stay queued; a successful redelivery or a new version resumes it.
+func TestDeliveryEndpointPause(t *testing.T) {
+	n := ownNode(t)
+	// paused: two conversations' events failing for a day.
+	paused := func(t *testing.T) (*eventsFixture, []*kitpb.Event) {
+		t.Helper()
+		f, cs := deliveryFixture(t, n, 2)
+		for _, c := range cs {
+			n.post(t, f.user, c, postReq{text: c})
+		}
+		evs := failAll(t, n, f)
+		n.clk.Advance(actors.PauseAfter)
+		failAll(t, n, f)
+		return f, evs
+	}
+	t.Run("after 24 hours of failures the endpoint is paused and its events stay queued", func(t *testing.T) {
+		f, _ := paused(t)
+		n.clk.Advance(actors.MaxRetryWait)
+		if r := take(t, n, f.inst.Id); len(r.Events) != 0 || r.NextDue != 0 {
+			t.Fatalf("paused, took %d (next due %d)", len(r.Events), r.NextDue)
+		}
+		p := listDeliveries(t, n, f.inst.Id, 0, 10)
+		if got := states(p); len(got) != 2 || p.Deliveries[0].State != actors.DeliveryRetrying || p.Deliveries[1].State != actors.DeliveryRetrying || p.Endpoint.PausedAt == 0 {
+			t.Fatalf("states %q, paused at %d", got, p.Endpoint.PausedAt)
+		}
+		if got := deliveryLogEvents(t, n, f.kitID); !slices.Equal(got, []string{"endpoint.paused"}) {
+			t.Fatalf("developer log %q", got)
+		}
+	})
+	t.Run("a failed redelivery leaves it paused and the event queued", func(t *testing.T) {
+		f, evs := paused(t)
+		redeliver(t, n, f.inst.Id, &kitpb.Redeliver{EventId: evs[0].Id})
+		failAll(t, n, f)
+		if r := take(t, n, f.inst.Id); len(r.Events) != 0 || len(queued(t, n, f.inst.Id)) != 2 {
+			t.Fatalf("took %d, %d queued", len(r.Events), len(queued(t, n, f.inst.Id)))
+		}
+	})
+	t.Run("a successful redelivery resumes it", func(t *testing.T) {
+		f, evs := paused(t)
+		redeliver(t, n, f.inst.Id, &kitpb.Redeliver{EventId: evs[0].Id})
+		r := take(t, n, f.inst.Id).Events
+		if len(r) != 1 || r[0].Id != evs[0].Id {
+			t.Fatalf("paused, took %q, want the redelivered one alone", eventTexts(r))
+		}
+		recordAs(t, n, f, r[0].Sequence, true)
+		if r = take(t, n, f.inst.Id).Events; len(r) != 1 || r[0].Id != evs[1].Id {
+			t.Fatalf("resumed, took %q, want the other at once", eventTexts(r))
+		}
+		if got := deliveryLogEvents(t, n, f.kitID); !slices.Equal(got, []string{"endpoint.resumed", "endpoint.paused"}) {
+			t.Fatalf("developer log %q", got)
+		}
+		// A resumed event starts a new 24 hours: it is not dead at once.
+		recordAs(t, n, f, r[0].Sequence, false)
+		if len(queued(t, n, f.inst.Id)) != 1 {
+			t.Fatal("a resumed event's failure dead-lettered it")
+		}
+	})
+	t.Run("a test event goes while paused and its success resumes it", func(t *testing.T) {
+		f, _ := paused(t)
+		ev := ask[*kitpb.Event](t, n, actors.KindDelivery, f.inst.Id, &kitpb.QueueTestEvent{Type: "message.posted", KitId: f.kitID})
+		r := take(t, n, f.inst.Id).Events
+		if len(r) != 1 || r[0].Id != ev.Id {
+			t.Fatalf("paused, took %d events, want the test event alone", len(r))
+		}
+		recordAs(t, n, f, r[0].Sequence, true)
+		if r = take(t, n, f.inst.Id).Events; len(r) != 2 {
+			t.Fatalf("resumed, took %d, want both waiting events", len(r))
+		}
+	})
+	t.Run("a new version resumes it", func(t *testing.T) {
+		f, _ := paused(t)
+		n.mustUpload(t, f.ws.id, eventsManifest(f.slug, "1.0.1", allScopes, []string{"message.posted"}), false)
+		n.install(t, f.ws.id, f.kitID, "1.0.1")
+		deadline := time.Now().Add(10 * time.Second)
+		for len(take(t, n, f.inst.Id).Events) != 2 {
+			if time.Now().After(deadline) {
+				t.Fatal("still paused after a new version")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}
+
+// kit trigger: a test event of the kind asked for, queued like any, marked
+// as a test, in a conversation of its own.
+func TestQueueTestEvent(t *testing.T) {
+	n := ownNode(t)
+	f, _ := deliveryFixture(t, n, 1)
+	n.post(t, f.user, f.conv, postReq{text: "real"})
+	failAll(t, n, f) // the real event waits for a retry
+	ev := ask[*kitpb.Event](t, n, actors.KindDelivery, f.inst.Id, &kitpb.QueueTestEvent{Type: "message.posted", KitId: f.kitID})
+	r := take(t, n, f.inst.Id).Events
+	if len(r) != 1 || r[0].Id != ev.Id || !r[0].Test || r[0].Type != "message.posted" || r[0].Message == nil || r[0].Sequence != ev.Sequence {
+		t.Fatalf("took %v", r)
+	}
+	_, err := try[*kitpb.Event](n, actors.KindDelivery, f.inst.Id, &kitpb.QueueTestEvent{Type: "message.nope"})
+	wantCode(t, err, kiterr.Validation, "type")
+}

@@ -1,0 +1,61 @@
+package deliveries
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// SPEC.md section 8: at most 50 deliveries of one Kit in flight at once,
+// whatever its installations; other Kits are not held up. (The e2e suite
+// cannot hold 50 of one Kit: a Kit installed in several workspaces must be
+// published with verified endpoint hosts, and a loopback receiver has
+// none; it tests the 10 per installation.)
+func TestKitSlots(t *testing.T) {
+	s := New(Config{})
+	got := make(chan func(), 2*MaxInFlightPerKit) // the release of each slot taken
+	take := func(kit string) { got <- s.kitSlot(kit) }
+	var held []func()
+	defer func() {
+		for _, release := range held {
+			release()
+		}
+	}()
+	for range MaxInFlightPerKit + 1 {
+		go take("kit-a")
+	}
+	for range MaxInFlightPerKit {
+		held = append(held, <-got)
+	}
+	select {
+	case release := <-got:
+		held = append(held, release)
+		t.Fatalf("%d deliveries of one Kit in flight", MaxInFlightPerKit+1)
+	case <-time.After(100 * time.Millisecond): // an absence: nothing to wait for
+	}
+	go take("kit-b")
+	held = append(held, <-got) // another Kit does not wait
+	held[0]()
+	held = append(held[1:], <-got) // a slot released lets the 51st in
+}
+
+// Retries carry the failed attempts and the last failure's reason; a
+// redelivery its attempts so far and the reason redelivery.
+func TestRetryHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		ev          *kitpb.Event
+		num, reason string
+	}{
+		{"a first attempt has none", &kitpb.Event{}, "", ""},
+		{"a retry counts the failed attempts and names the last reason", &kitpb.Event{Attempts: 2, RetryReason: ReasonTimeout}, "2", ReasonTimeout},
+		{"a redelivery counts every attempt and says redelivery", &kitpb.Event{Attempts: 1, RetryReason: ReasonHTTP, Redelivery: true}, "1", ReasonRedelivery},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if num, reason := retryHeaders(tc.ev); num != tc.num || reason != tc.reason {
+				t.Fatalf("retryHeaders = %q, %q; want %q, %q", num, reason, tc.num, tc.reason)
+			}
+		})
+	}
+}

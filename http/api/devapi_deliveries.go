@@ -1,0 +1,219 @@
+package api
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/http/internal/input"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// The developer API of deliveries (docs/deliveries.md, "Replay and
+// visibility"): an installation's deliveries and their redelivery, for the
+// developers of the installed Kit's workspace; and test events (kit
+// trigger) to a sandbox installation.
+
+const maxDeliveriesLimit = 100
+
+type deliveryView struct {
+	EventID        string  `json:"eventId"`
+	Sequence       uint64  `json:"sequence"`
+	Type           string  `json:"type"`
+	ConversationID *string `json:"conversationId"`
+	OccurredAt     string  `json:"occurredAt"`
+	State          string  `json:"state"`
+	Attempts       int32   `json:"attempts"`
+	LastHTTPStatus *int32  `json:"lastHttpStatus"`
+	LastErrorCode  *string `json:"lastErrorCode"`
+	NextAttemptAt  *string `json:"nextAttemptAt"`
+	FinishedAt     *string `json:"finishedAt"`
+	Redelivery     bool    `json:"redelivery"`
+	Test           bool    `json:"test"`
+}
+
+type endpointView struct {
+	State        string  `json:"state"` // healthy, failing, paused
+	FailingSince *string `json:"failingSince"`
+	PausedAt     *string `json:"pausedAt"`
+}
+
+func viewDelivery(d *kitpb.DeliveryState) deliveryView {
+	ev := d.Event
+	v := deliveryView{
+		EventID: ev.Id, Sequence: ev.Sequence, Type: ev.Type, OccurredAt: isoTime(ev.OccurredAt),
+		State: d.State, Attempts: ev.Attempts, FinishedAt: optTime(ev.FinishedAt), Redelivery: ev.Redelivery, Test: ev.Test,
+	}
+	if ev.ConversationId != "" && !ev.Test {
+		v.ConversationID = &ev.ConversationId
+	}
+	if ev.LastHttpStatus != 0 {
+		v.LastHTTPStatus = &ev.LastHttpStatus
+	}
+	if ev.RetryReason != "" {
+		v.LastErrorCode = &ev.RetryReason
+	}
+	if d.State == actors.DeliveryRetrying {
+		v.NextAttemptAt = optTime(ev.NextAttemptAt)
+	}
+	return v
+}
+
+func viewEndpoint(ep *kitpb.DeliveryEndpoint) endpointView {
+	v := endpointView{State: "healthy", FailingSince: optTime(ep.GetFailingSince()), PausedAt: optTime(ep.GetPausedAt())}
+	switch {
+	case ep.GetPausedAt() != 0:
+		v.State = "paused"
+	case ep.GetFailingSince() != 0:
+		v.State = "failing"
+	}
+	return v
+}
+
+// ownInstallation checks that the installation exists and its Kit belongs
+// to the caller's workspace; anything else is 404, as an unknown id.
+func (s *Server) ownInstallation(in call) (string, error) {
+	instID := in.params[0]
+	if !ids.Valid(instID) {
+		return "", kiterr.Absent("installation")
+	}
+	r, err := ask[*kitpb.InstallationReply](s, actors.KindInstallation, instID, &kitpb.GetInstallation{})
+	if err != nil {
+		return "", err
+	}
+	if r.Installation == nil {
+		return "", kiterr.Absent("installation")
+	}
+	kit, err := ask[*kitpb.KitReply](s, actors.KindKit, r.Installation.KitId, &kitpb.GetKit{WorkspaceId: in.p.Caller.WorkspaceId})
+	if err == nil && kit.Kit.WorkspaceId != in.p.Caller.WorkspaceId {
+		err = kiterr.Absent("installation")
+	}
+	return instID, err
+}
+
+func (s *Server) listDeliveries(in call) (reply, error) {
+	list := "deliveries:" + in.params[0]
+	pg, err := parsePage(in.ctx, list, maxDeliveriesLimit)
+	var before uint64
+	if err == nil {
+		before, err = seqPosition(pg)
+	}
+	if err != nil {
+		return reply{}, err
+	}
+	instID, err := s.ownInstallation(in)
+	if err != nil {
+		return reply{}, err
+	}
+	r, err := ask[*kitpb.DeliveriesPage](s, actors.KindDelivery, instID, &kitpb.ListDeliveries{BeforeSequence: before, Limit: int32(pg.limit)})
+	if err != nil {
+		return reply{}, err
+	}
+	out := make([]deliveryView, len(r.Deliveries))
+	for i, d := range r.Deliveries {
+		out[i] = viewDelivery(d)
+	}
+	var next *string
+	if len(out) > 0 {
+		next = cursorFor(list, strconv.FormatUint(out[len(out)-1].Sequence, 10), r.More)
+	}
+	return jsonReply(fasthttp.StatusOK, struct {
+		Deliveries []deliveryView `json:"deliveries"`
+		NextCursor *string        `json:"nextCursor"`
+		Endpoint   endpointView   `json:"endpoint"`
+	}{out, next, viewEndpoint(r.Endpoint)})
+}
+
+func (s *Server) redeliver(in call) (reply, error) {
+	var body struct {
+		EventID   *string `json:"eventId"`
+		DeadSince *string `json:"deadSince"`
+	}
+	err := in.decode(&body)
+	m := &kitpb.Redeliver{}
+	switch {
+	case err != nil:
+	case body.EventID == nil && body.DeadSince == nil:
+		err = kiterr.Invalid("eventId", "is required unless deadSince is given")
+	case body.EventID != nil && body.DeadSince != nil:
+		err = kiterr.Invalid("deadSince", "cannot be given with eventId")
+	case body.EventID != nil:
+		err = input.RequireUUID("eventId", body.EventID)
+		m.EventId = *body.EventID
+	default:
+		var t time.Time
+		if t, err = time.Parse(time.RFC3339Nano, *body.DeadSince); err != nil {
+			err = kiterr.Invalid("deadSince", "must be an RFC 3339 date-time")
+		}
+		m.DeadSince = t.UnixNano()
+	}
+	if err != nil {
+		return reply{}, err
+	}
+	instID, err := s.ownInstallation(in)
+	if err != nil {
+		return reply{}, err
+	}
+	r, err := ask[*kitpb.RedeliverReply](s, actors.KindDelivery, instID, m)
+	if err != nil {
+		return reply{}, err
+	}
+	seqs := r.Sequences
+	if seqs == nil {
+		seqs = []uint64{}
+	}
+	return jsonReply(fasthttp.StatusAccepted, struct {
+		Redelivered int      `json:"redelivered"`
+		Sequences   []uint64 `json:"sequences"`
+	}{len(seqs), seqs})
+}
+
+// triggerEvent queues a test event to the Kit's installation in the
+// caller's sandbox workspace: the dev-install (kit trigger).
+func (s *Server) triggerEvent(in call) (reply, error) {
+	kitID := in.params[0]
+	if !ids.Valid(kitID) {
+		return reply{}, kiterr.Absent("kit")
+	}
+	var body struct {
+		Type *string `json:"type"`
+	}
+	err := in.decode(&body)
+	if err == nil {
+		err = input.RequireString("type", body.Type, 1, 60)
+	}
+	if err == nil {
+		err = input.OneOf("type", *body.Type, actors.EventKinds()...)
+	}
+	if err != nil {
+		return reply{}, err
+	}
+	if err := s.requireSandbox(in, "a test event"); err != nil {
+		return reply{}, err
+	}
+	instID, err := actors.InstallationHere(s.env, in.p.Caller.WorkspaceId, kitID)
+	if err == nil && instID == "" {
+		err = kiterr.Absent("kit")
+	}
+	if err != nil {
+		return reply{}, err
+	}
+	inst, err := ask[*kitpb.InstallationReply](s, actors.KindInstallation, instID, &kitpb.GetInstallation{})
+	if err != nil {
+		return reply{}, err
+	}
+	ev, err := ask[*kitpb.Event](s, actors.KindDelivery, instID, &kitpb.QueueTestEvent{Type: *body.Type, KitId: kitID, BotId: inst.Installation.BotId})
+	if err != nil {
+		return reply{}, err
+	}
+	return jsonReply(fasthttp.StatusAccepted, struct {
+		EventID        string `json:"eventId"`
+		Sequence       uint64 `json:"sequence"`
+		Type           string `json:"type"`
+		InstallationID string `json:"installationId"`
+	}{ev.Id, ev.Sequence, ev.Type, instID})
+}
