@@ -73,6 +73,10 @@ type Config struct {
 	// NodeName and HTTPAddr say who this node is in GET /ops/v1/cluster.
 	NodeName, HTTPAddr string
 	Logger             *slog.Logger
+	// RequestLog writes the line of each request when Logger would log
+	// it at info (cmd/kitd builds it on Logger's writer, in its format);
+	// nil: request lines go through Logger.
+	RequestLog *RequestLog
 	// Metrics is the node's registry, which GET /metrics gathers; the
 	// front end adds its own families. nil: a registry of its own.
 	Metrics *metrics.Registry
@@ -93,6 +97,7 @@ type Server struct {
 	nodeName     string
 	httpAddr     string
 	log          *slog.Logger
+	requests     *RequestLog // nil: request lines go through log
 	domains      DomainChecker
 	published    *published.Cache
 	app          *app.Server
@@ -127,6 +132,7 @@ func New(cfg Config) *Server {
 		node: cfg.Node, env: cfg.Env, auth: cfg.Auth, limits: cfg.Limits,
 		operatorHash: ids.Hash(cfg.OperatorToken), testClock: cfg.TestClock,
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"), nodeName: cfg.NodeName, httpAddr: cfg.HTTPAddr, log: cfg.Logger,
+		requests:   cfg.RequestLog,
 		corrPrefix: ids.New()[24:],
 		fresh:      make(map[*trackedConn]struct{}),
 		domains:    cfg.Domains,
