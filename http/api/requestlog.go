@@ -125,55 +125,9 @@ func appendRFC3339Millis(b []byte, t time.Time) []byte {
 }
 
 // appendJSONString appends s as a quoted JSON string, escaped as slog's
-// JSON handler escapes it: '"', '\\' and control characters, invalid
-// UTF-8 as U+FFFD, and U+2028 and U+2029 (which JavaScript reads as line
-// ends); '<', '>' and '&' are kept.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// JSON handler escapes it: as encoding/json does, but for '<', '>' and '&',
+// which it keeps, and '\b' and '\f', which it writes as \u00XX.
+func appendJSONString(b []byte, s string) []byte { return appendQuoted(b, s, &slogJSON) }
 
 // appendTextString appends s as slog's text handler does: bare when it
 // reads back unambiguously, else Go-quoted.
