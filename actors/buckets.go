@@ -29,7 +29,7 @@ func (s *bucketSet) take(name limits.Name, key string, now time.Time) (limits.De
 	if s.buckets == nil {
 		s.buckets = make(map[string]*limits.Bucket)
 	}
-	k := string(name) + "\x00" + key
+	k := bucketKey(name, key)
 	b := s.buckets[k]
 	if b == nil {
 		nb := limits.NewBucket(r, now)
@@ -38,3 +38,18 @@ func (s *bucketSet) take(name limits.Name, key string, now time.Time) (limits.De
 	}
 	return b.Take(r, now), true
 }
+
+// giveBack returns the token a granted take of the named bucket for key
+// took (limits.Bucket.Return). A bucket that is not kept is full: there is
+// nothing to give back to.
+func (s *bucketSet) giveBack(name limits.Name, key string, now time.Time) {
+	r, ok := s.table[name]
+	if !ok {
+		return
+	}
+	if b := s.buckets[bucketKey(name, key)]; b != nil {
+		b.Return(r, now)
+	}
+}
+
+func bucketKey(name limits.Name, key string) string { return string(name) + "\x00" + key }

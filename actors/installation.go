@@ -64,6 +64,9 @@ func (a *installationActor) handle(msg proto.Message) (proto.Message, error) {
 	case *kitpb.TakeToken:
 		d, _ := a.buckets.take(limits.Name(m.Bucket), m.Key, a.env.Clock.Now())
 		return d.Wire(), nil
+	case *kitpb.ReturnToken:
+		a.buckets.giveBack(limits.Name(m.Bucket), m.Key, a.env.Clock.Now())
+		return &kitpb.Ok{}, nil
 	case *kitpb.Uninstall:
 		return a.uninstall()
 	case *kitpb.AddChannel:

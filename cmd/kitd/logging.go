@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/kitd/kitd/http/api"
 )
 
 // Logging (docs/decisions.md "Logs"): slog, JSON or text, one line per
@@ -45,6 +47,16 @@ func newLogger(w io.Writer, level, format, node string) (*slog.Logger, *flushWri
 		return nil, nil, fmt.Errorf("--log-format: %q is neither json nor text", format)
 	}
 	return slog.New(h).With("node", node), fw, nil
+}
+
+// requestLog is the front end's writer of request lines, on the logger's
+// writer and in its format (api.RequestLog); nil when the level drops
+// info lines, and with them request lines.
+func requestLog(l *slog.Logger, w io.Writer, format, node string) (*api.RequestLog, error) {
+	if !l.Enabled(context.Background(), slog.LevelInfo) {
+		return nil, nil
+	}
+	return api.NewRequestLog(w, format, node)
 }
 
 // flushWriter buffers writes and flushes them every interval.

@@ -102,3 +102,34 @@ func TestQuieter(t *testing.T) {
 		t.Fatalf("logged %q", s)
 	}
 }
+
+// The front end's request lines follow the logger: written in its format
+// while info is on, none at all (nil) above it.
+func TestRequestLogFollowsTheLogger(t *testing.T) {
+	tests := []struct {
+		rule, level, format string
+		wantLines           bool
+	}{
+		{"info has request lines", "info", "json", true},
+		{"debug has request lines", "debug", "text", true},
+		{"warn has none", "warn", "json", false},
+		{"error has none", "error", "text", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			var out syncBuffer
+			l, fw, err := newLogger(&out, tt.level, tt.format, "n1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fw.Close()
+			rl, err := requestLog(l, fw, tt.format, "n1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (rl != nil) != tt.wantLines {
+				t.Fatalf("request log %v, want one: %v", rl, tt.wantLines)
+			}
+		})
+	}
+}

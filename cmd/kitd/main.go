@@ -205,6 +205,10 @@ func serve(cfg config, stdout io.Writer) error {
 		return err
 	}
 	defer logOut.Close()
+	requests, err := requestLog(logger, logOut, cfg.logFormat, node)
+	if err != nil {
+		return err
+	}
 	logger.Info("starting", "data", cfg.dataDir, "listen", cfg.listen)
 	defer logger.Info("stopped")
 
@@ -301,7 +305,7 @@ func serve(cfg config, stdout io.Writer) error {
 	reg.Register(metrics.Runtime())
 	srv := api.New(api.Config{
 		Node: clusterNode, Env: env, Auth: auth, Limits: table, OperatorToken: opToken,
-		TestClock: testClock, PublicURL: publicURL, Logger: logger, Domains: domains, Metrics: reg,
+		TestClock: testClock, PublicURL: publicURL, Logger: logger, RequestLog: requests, Domains: domains, Metrics: reg,
 		NodeName: nodeName(cfg), HTTPAddr: ln.Addr().String(), Cluster: groups.view(),
 	})
 	// Signals are caught before the node says it listens: a SIGTERM sent

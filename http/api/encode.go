@@ -3,6 +3,7 @@ package api
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -130,29 +131,55 @@ const hexDigits = "0123456789abcdef"
 // appendString writes s as a JSON string the way encoding/json does: HTML
 // characters, control characters, U+2028 and U+2029 escaped, invalid UTF-8
 // replaced by U+FFFD.
-func appendString(b []byte, s string) []byte {
+func appendString(b []byte, s string) []byte { return appendQuoted(b, s, &encodingJSON) }
+
+// jsonEscaping is how one encoder escapes a JSON string: both escape '"',
+// '\\' and control characters, write invalid UTF-8 as U+FFFD and escape
+// U+2028 and U+2029 (JavaScript's line ends); they differ in the rest.
+type jsonEscaping struct {
+	kept       [utf8.RuneSelf]bool // ASCII bytes written as they are
+	shortBAndF bool                // '\b' and '\f' as two characters, not \u0008, \u000c
+}
+
+var (
+	// encodingJSON is encoding/json's escaping: '<', '>' and '&' too.
+	encodingJSON = newJSONEscaping("<>&", true)
+	// slogJSON is log/slog's JSON handler's (RequestLog).
+	slogJSON = newJSONEscaping("", false)
+)
+
+func newJSONEscaping(html string, shortBAndF bool) (e jsonEscaping) {
+	for c := byte(0x20); c < utf8.RuneSelf; c++ {
+		e.kept[c] = c != '"' && c != '\\' && strings.IndexByte(html, c) < 0
+	}
+	e.shortBAndF = shortBAndF
+	return e
+}
+
+// appendQuoted appends s as a quoted JSON string, escaped as e says.
+func appendQuoted(b []byte, s string, e *jsonEscaping) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if e.kept[c] {
 				i++
 				continue
 			}
 			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
+			switch {
+			case c == '"' || c == '\\':
 				b = append(b, '\\', c)
-			case '\n':
+			case c == '\n':
 				b = append(b, '\\', 'n')
-			case '\r':
+			case c == '\r':
 				b = append(b, '\\', 'r')
-			case '\t':
+			case c == '\t':
 				b = append(b, '\\', 't')
-			case '\b':
+			case c == '\b' && e.shortBAndF:
 				b = append(b, '\\', 'b')
-			case '\f':
+			case c == '\f' && e.shortBAndF:
 				b = append(b, '\\', 'f')
 			default:
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])

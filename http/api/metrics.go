@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/valyala/fasthttp"
 
@@ -111,39 +112,55 @@ func (fs *frontStats) overLimit(name limits.Name) {
 
 // record counts an answered request and logs its line. It allocates
 // nothing, but for the copy of a webhook URL's installation id when its
-// line is logged.
+// line goes through slog.
 func (s *Server) record(ctx *fasthttp.RequestCtx, r *served) {
 	row := &s.stats.rows[s.rowOf(&r.t)]
 	status := ctx.Response.StatusCode()
 	row.status[statusIndex(status)].Inc()
-	took := time.Since(ctx.Time())
+	now := time.Now()
+	took := now.Sub(ctx.Time())
 	row.latency.ObserveDuration(took)
-	if !s.log.Enabled(context.Background(), slog.LevelInfo) {
+	if s.requests == nil && !s.log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
+	line := requestLine{route: row.name, status: status, took: took, correlationID: correlationOf(ctx)}
 	// The route's pattern, never the path as sent (routeName): a webhook
 	// URL's last segment is its secret.
-	installation := ""
 	switch {
 	case r.p != nil:
-		installation = r.p.Caller.InstallationId
+		line.installation = r.p.Caller.InstallationId
 	case r.t.host == hostHooks && r.t.route != nil:
 		// As the client sent it: at most a UUID's length of it, so that a
 		// made-up URL cannot fill the log.
 		a := r.t.at[0]
-		installation = string(r.t.rest[a.from:min(a.to, a.from+len("00000000-0000-0000-0000-000000000000"))])
+		id := r.t.rest[a.from:min(a.to, a.from+len("00000000-0000-0000-0000-000000000000"))]
+		if s.requests != nil {
+			line.installation = unsafe.String(unsafe.SliceData(id), len(id)) // read before record returns
+		} else {
+			line.installation = string(id)
+		}
 	}
+	if s.requests != nil {
+		s.requests.write(now, &line)
+		return
+	}
+	s.logRequest(&line)
+}
+
+// logRequest writes a request's line through slog: for a server given a
+// logger but no RequestLog (tests, tools). RequestLog's lines are the same.
+func (s *Server) logRequest(r *requestLine) {
 	attrs := [...]slog.Attr{
-		slog.String("route", row.name),
-		slog.Int("status", status),
+		slog.String("route", r.route),
+		slog.Int("status", r.status),
 		// An integer: slog writes a float in JSON through encoding/json.
-		slog.Int64("durationUs", took.Microseconds()),
-		slog.String("installation", installation),
+		slog.Int64("durationUs", r.took.Microseconds()),
+		slog.String("installation", r.installation),
 		{},
 	}
 	n := len(attrs) - 1
-	if corr := correlationOf(ctx); corr != "" {
-		attrs[n] = slog.String("correlationId", corr)
+	if r.correlationID != "" {
+		attrs[n] = slog.String("correlationId", r.correlationID)
 		n++
 	}
 	s.log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs[:n]...)

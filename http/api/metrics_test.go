@@ -165,21 +165,32 @@ func TestRequestLine(t *testing.T) {
 }
 
 // What counting and logging one request cost, with the line off (the
-// level above info) and on in each format, written to a discarding
+// level above info) and on in each format, through slog and through
+// RequestLog (cmd/kitd's), written to a discarding
 // writer (the writer's own cost is the process's: cmd/kitd buffers it):
 //
 //	go test ./http/api/ -run '^$' -bench Record -benchmem
 func BenchmarkRecord(b *testing.B) {
+	lines := func(format string) *RequestLog {
+		l, err := NewRequestLog(io.Discard, format, "n1")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return l
+	}
 	for _, c := range []struct {
-		name string
-		log  *slog.Logger
+		name  string
+		log   *slog.Logger
+		lines *RequestLog
 	}{
-		{"off", discardLogger()},
-		{"json", slog.New(slog.NewJSONHandler(io.Discard, nil))},
-		{"text", slog.New(slog.NewTextHandler(io.Discard, nil))},
+		{"off", discardLogger(), nil},
+		{"json", slog.New(slog.NewJSONHandler(io.Discard, nil)), nil},
+		{"text", slog.New(slog.NewTextHandler(io.Discard, nil)), nil},
+		{"json/RequestLog", discardLogger(), lines("json")},
+		{"text/RequestLog", discardLogger(), lines("text")},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			s := New(Config{Logger: c.log})
+			s := New(Config{Logger: c.log, RequestLog: c.lines})
 			var ctx fasthttp.RequestCtx
 			ctx.Request.Header.SetMethod("POST")
 			ctx.Request.SetRequestURI("/api/v1/messages")

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -435,6 +436,9 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx, t *target, p *actors.Principal)
 	rep, err := t.route.handle(s, in)
 	switch {
 	case err != nil:
+		if p != nil {
+			s.giveBackFamilyToken(t.route, p, err)
+		}
 		s.failRoute(ctx, t.route, oneNotFound(t.host, err))
 	case rep.json != nil:
 		s.writeJSON(ctx, rep.status, rep.json)
@@ -523,11 +527,7 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, rt *route) *actors.Principa
 		return nil
 	}
 	if rt.family != "" && s.limits != nil {
-		owner, identity := actors.KindInstallation, p.Caller.InstallationId
-		key := ""
-		if p.TokenType == actors.CallerDeveloper {
-			owner, identity, key = actors.KindWorkspace, p.Caller.WorkspaceId, p.TokenID
-		}
+		owner, identity, key := familyBucket(p)
 		d, err := ask[*kitpb.Decision](s, owner, identity, &kitpb.TakeToken{Bucket: string(rt.family), Key: key})
 		if err != nil {
 			s.failRoute(ctx, rt, err)
@@ -541,6 +541,32 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, rt *route) *actors.Principa
 		setRateHeaders(ctx, dec)
 	}
 	return p
+}
+
+// familyBucket says where p's family buckets are kept: the installation's,
+// or the developer token's in its workspace.
+func familyBucket(p *actors.Principal) (owner, identity, key string) {
+	if p.TokenType == actors.CallerDeveloper {
+		return actors.KindWorkspace, p.Caller.WorkspaceId, p.TokenID
+	}
+	return actors.KindInstallation, p.Caller.InstallationId, ""
+}
+
+// giveBackFamilyToken returns the token authorize took of rt's family
+// bucket when another bucket refused the request (err, a 429 of
+// post_message for POST /messages): a refused request spends no bucket's
+// token (docs/decisions.md "Rate limits"). Only refusals pay for it.
+func (s *Server) giveBackFamilyToken(rt *route, p *actors.Principal, err error) {
+	var e *kiterr.Error
+	if rt.family == "" || s.limits == nil || !errors.As(err, &e) || e.Limit == nil || e.Limit.Policy == rt.family {
+		return
+	}
+	owner, identity, key := familyBucket(p)
+	if _, err := ask[*kitpb.Ok](s, owner, identity, &kitpb.ReturnToken{Bucket: string(rt.family), Key: key}); err != nil {
+		// The request is refused either way; the token comes back with
+		// the bucket's refill.
+		s.log.Warn("return a rate-limit token", "route", routeName(rt), "err", err)
+	}
 }
 
 // tokenOf is the token type of p as a member of tokens.

@@ -74,6 +74,10 @@ type Config struct {
 	// NodeName and HTTPAddr say who this node is in GET /ops/v1/cluster.
 	NodeName, HTTPAddr string
 	Logger             *slog.Logger
+	// RequestLog writes the line of each request when Logger would log
+	// it at info (cmd/kitd builds it on Logger's writer, in its format);
+	// nil: request lines go through Logger.
+	RequestLog *RequestLog
 	// Metrics is the node's registry, which GET /metrics gathers; the
 	// front end adds its own families. nil: a registry of its own.
 	Metrics *metrics.Registry
@@ -104,6 +108,7 @@ type Server struct {
 	nodeName     string
 	httpAddr     string
 	log          *slog.Logger
+	requests     *RequestLog // nil: request lines go through log
 	domains      DomainChecker
 	cluster      ClusterView // nil: a node alone
 	published    *published.Cache
@@ -139,6 +144,7 @@ func New(cfg Config) *Server {
 		node: cfg.Node, env: cfg.Env, auth: cfg.Auth, limits: cfg.Limits,
 		operatorHash: ids.Hash(cfg.OperatorToken), testClock: cfg.TestClock,
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"), nodeName: cfg.NodeName, httpAddr: cfg.HTTPAddr, log: cfg.Logger,
+		requests:   cfg.RequestLog,
 		corrPrefix: ids.New()[24:],
 		fresh:      make(map[*trackedConn]struct{}),
 		domains:    cfg.Domains,

@@ -82,6 +82,18 @@ func (b *Bucket) Take(r Rate, now time.Time) (d Decision) {
 	return d
 }
 
+// Return gives back at now the token a granted Take took, when the request
+// it was taken for is refused by another bucket (docs/decisions.md "Rate
+// limits"). A bucket that filled up meanwhile stays full, so returning
+// never grants more than if the Take had not happened.
+func (b *Bucket) Return(r Rate, now time.Time) {
+	if r.Capacity <= 0 || r.Refill <= 0 || r.Window <= 0 {
+		return
+	}
+	b.refill(r, now)
+	b.debt = max(0, b.debt-int64(r.Window))
+}
+
 // Peek is Take without taking: its OK says whether a token is there at
 // now, and a refusal carries the RetryAfter a refused Take would. b is a
 // copy, so nothing changes.

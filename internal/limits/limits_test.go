@@ -503,3 +503,38 @@ func TestPeek(t *testing.T) {
 		})
 	}
 }
+
+func TestReturn(t *testing.T) {
+	r := Rate{Name: "w", Capacity: 3, Refill: 3, Window: time.Minute} // a token every 20 s
+	tests := []struct {
+		name      string
+		takes     int           // tokens taken at t0
+		returnAt  time.Duration // the Return, after t0
+		at        time.Duration // then Takes at t0+at until one is refused
+		remaining int           // tokens granted at t0+at
+	}{
+		{"a returned token can be taken again", 3, 0, 0, 1},
+		{"a return gives back one token, no more", 2, 0, 0, 2},
+		{"a return to a full bucket leaves it full", 0, 0, 0, 3},
+		{"a return after a refill adds to what the refill gave", 3, 20 * time.Second, 20 * time.Second, 2},
+		{"a return to a bucket that filled meanwhile leaves it full", 1, time.Minute, time.Minute, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBucket(r, t0)
+			for range tc.takes {
+				if !b.Take(r, t0).OK {
+					t.Fatal("set-up take refused")
+				}
+			}
+			b.Return(r, t0.Add(tc.returnAt))
+			n := 0
+			for b.Take(r, t0.Add(tc.at)).OK {
+				n++
+			}
+			if n != tc.remaining {
+				t.Fatalf("%d tokens after the return, want %d", n, tc.remaining)
+			}
+		})
+	}
+}

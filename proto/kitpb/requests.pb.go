@@ -1084,6 +1084,60 @@ func (x *TakeToken) GetKey() string {
 	return ""
 }
 
+// ReturnToken gives back the token a granted TakeToken took, for a request
+// another bucket then refused. Replied with Ok.
+type ReturnToken struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Bucket        string                 `protobuf:"bytes,1,opt,name=bucket,proto3" json:"bucket,omitempty"`
+	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReturnToken) Reset() {
+	*x = ReturnToken{}
+	mi := &file_requests_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReturnToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReturnToken) ProtoMessage() {}
+
+func (x *ReturnToken) ProtoReflect() protoreflect.Message {
+	mi := &file_requests_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReturnToken.ProtoReflect.Descriptor instead.
+func (*ReturnToken) Descriptor() ([]byte, []int) {
+	return file_requests_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ReturnToken) GetBucket() string {
+	if x != nil {
+		return x.Bucket
+	}
+	return ""
+}
+
+func (x *ReturnToken) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
 type Decision struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Ok            bool                   `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
@@ -1097,7 +1151,7 @@ type Decision struct {
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_requests_proto_msgTypes[20]
+	mi := &file_requests_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +1163,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[20]
+	mi := &file_requests_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +1176,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{20}
+	return file_requests_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Decision) GetOk() bool {
@@ -1171,7 +1225,7 @@ type Install struct {
 
 func (x *Install) Reset() {
 	*x = Install{}
-	mi := &file_requests_proto_msgTypes[21]
+	mi := &file_requests_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1183,7 +1237,7 @@ func (x *Install) String() string {
 func (*Install) ProtoMessage() {}
 
 func (x *Install) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[21]
+	mi := &file_requests_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1196,7 +1250,7 @@ func (x *Install) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Install.ProtoReflect.Descriptor instead.
 func (*Install) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{21}
+	return file_requests_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Install) GetKitId() string {
@@ -1229,7 +1283,7 @@ type InstallationReply struct {
 
 func (x *InstallationReply) Reset() {
 	*x = InstallationReply{}
-	mi := &file_requests_proto_msgTypes[22]
+	mi := &file_requests_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +1295,7 @@ func (x *InstallationReply) String() string {
 func (*InstallationReply) ProtoMessage() {}
 
 func (x *InstallationReply) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[22]
+	mi := &file_requests_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1254,7 +1308,7 @@ func (x *InstallationReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallationReply.ProtoReflect.Descriptor instead.
 func (*InstallationReply) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{22}
+	return file_requests_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *InstallationReply) GetInstallation() *Installation {
@@ -1280,7 +1334,7 @@ type CreateConversation struct {
 
 func (x *CreateConversation) Reset() {
 	*x = CreateConversation{}
-	mi := &file_requests_proto_msgTypes[23]
+	mi := &file_requests_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1292,7 +1346,7 @@ func (x *CreateConversation) String() string {
 func (*CreateConversation) ProtoMessage() {}
 
 func (x *CreateConversation) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[23]
+	mi := &file_requests_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1305,7 +1359,7 @@ func (x *CreateConversation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConversation.ProtoReflect.Descriptor instead.
 func (*CreateConversation) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{23}
+	return file_requests_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CreateConversation) GetWorkspaceId() string {
@@ -1366,7 +1420,7 @@ type ConversationReply struct {
 
 func (x *ConversationReply) Reset() {
 	*x = ConversationReply{}
-	mi := &file_requests_proto_msgTypes[24]
+	mi := &file_requests_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1378,7 +1432,7 @@ func (x *ConversationReply) String() string {
 func (*ConversationReply) ProtoMessage() {}
 
 func (x *ConversationReply) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[24]
+	mi := &file_requests_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1391,7 +1445,7 @@ func (x *ConversationReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConversationReply.ProtoReflect.Descriptor instead.
 func (*ConversationReply) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{24}
+	return file_requests_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ConversationReply) GetConversation() *Conversation {
@@ -1410,7 +1464,7 @@ type GetConversation struct {
 
 func (x *GetConversation) Reset() {
 	*x = GetConversation{}
-	mi := &file_requests_proto_msgTypes[25]
+	mi := &file_requests_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1476,7 @@ func (x *GetConversation) String() string {
 func (*GetConversation) ProtoMessage() {}
 
 func (x *GetConversation) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[25]
+	mi := &file_requests_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1435,7 +1489,7 @@ func (x *GetConversation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConversation.ProtoReflect.Descriptor instead.
 func (*GetConversation) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{25}
+	return file_requests_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetConversation) GetCaller() *Caller {
@@ -1455,7 +1509,7 @@ type AddMember struct {
 
 func (x *AddMember) Reset() {
 	*x = AddMember{}
-	mi := &file_requests_proto_msgTypes[26]
+	mi := &file_requests_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1521,7 @@ func (x *AddMember) String() string {
 func (*AddMember) ProtoMessage() {}
 
 func (x *AddMember) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[26]
+	mi := &file_requests_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +1534,7 @@ func (x *AddMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMember.ProtoReflect.Descriptor instead.
 func (*AddMember) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{26}
+	return file_requests_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *AddMember) GetUserId() string {
@@ -1506,7 +1560,7 @@ type RemoveMember struct {
 
 func (x *RemoveMember) Reset() {
 	*x = RemoveMember{}
-	mi := &file_requests_proto_msgTypes[27]
+	mi := &file_requests_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1518,7 +1572,7 @@ func (x *RemoveMember) String() string {
 func (*RemoveMember) ProtoMessage() {}
 
 func (x *RemoveMember) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[27]
+	mi := &file_requests_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1531,7 +1585,7 @@ func (x *RemoveMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMember.ProtoReflect.Descriptor instead.
 func (*RemoveMember) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{27}
+	return file_requests_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RemoveMember) GetUserId() string {
@@ -1549,7 +1603,7 @@ type ArchiveConversation struct {
 
 func (x *ArchiveConversation) Reset() {
 	*x = ArchiveConversation{}
-	mi := &file_requests_proto_msgTypes[28]
+	mi := &file_requests_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1561,7 +1615,7 @@ func (x *ArchiveConversation) String() string {
 func (*ArchiveConversation) ProtoMessage() {}
 
 func (x *ArchiveConversation) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[28]
+	mi := &file_requests_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1574,7 +1628,7 @@ func (x *ArchiveConversation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArchiveConversation.ProtoReflect.Descriptor instead.
 func (*ArchiveConversation) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{28}
+	return file_requests_proto_rawDescGZIP(), []int{29}
 }
 
 type AddBot struct {
@@ -1588,7 +1642,7 @@ type AddBot struct {
 
 func (x *AddBot) Reset() {
 	*x = AddBot{}
-	mi := &file_requests_proto_msgTypes[29]
+	mi := &file_requests_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1600,7 +1654,7 @@ func (x *AddBot) String() string {
 func (*AddBot) ProtoMessage() {}
 
 func (x *AddBot) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[29]
+	mi := &file_requests_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1613,7 +1667,7 @@ func (x *AddBot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddBot.ProtoReflect.Descriptor instead.
 func (*AddBot) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{29}
+	return file_requests_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AddBot) GetBotId() string {
@@ -1649,7 +1703,7 @@ type SetBotEvents struct {
 
 func (x *SetBotEvents) Reset() {
 	*x = SetBotEvents{}
-	mi := &file_requests_proto_msgTypes[30]
+	mi := &file_requests_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1661,7 +1715,7 @@ func (x *SetBotEvents) String() string {
 func (*SetBotEvents) ProtoMessage() {}
 
 func (x *SetBotEvents) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[30]
+	mi := &file_requests_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1674,7 +1728,7 @@ func (x *SetBotEvents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBotEvents.ProtoReflect.Descriptor instead.
 func (*SetBotEvents) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{30}
+	return file_requests_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SetBotEvents) GetBotId() string {
@@ -1700,7 +1754,7 @@ type RemoveBot struct {
 
 func (x *RemoveBot) Reset() {
 	*x = RemoveBot{}
-	mi := &file_requests_proto_msgTypes[31]
+	mi := &file_requests_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1712,7 +1766,7 @@ func (x *RemoveBot) String() string {
 func (*RemoveBot) ProtoMessage() {}
 
 func (x *RemoveBot) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[31]
+	mi := &file_requests_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1725,7 +1779,7 @@ func (x *RemoveBot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveBot.ProtoReflect.Descriptor instead.
 func (*RemoveBot) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{31}
+	return file_requests_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RemoveBot) GetBotId() string {
@@ -1746,7 +1800,7 @@ type ListMembers struct {
 
 func (x *ListMembers) Reset() {
 	*x = ListMembers{}
-	mi := &file_requests_proto_msgTypes[32]
+	mi := &file_requests_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1758,7 +1812,7 @@ func (x *ListMembers) String() string {
 func (*ListMembers) ProtoMessage() {}
 
 func (x *ListMembers) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[32]
+	mi := &file_requests_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1771,7 +1825,7 @@ func (x *ListMembers) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMembers.ProtoReflect.Descriptor instead.
 func (*ListMembers) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{32}
+	return file_requests_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListMembers) GetCaller() *Caller {
@@ -1805,7 +1859,7 @@ type MembersReply struct {
 
 func (x *MembersReply) Reset() {
 	*x = MembersReply{}
-	mi := &file_requests_proto_msgTypes[33]
+	mi := &file_requests_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1817,7 +1871,7 @@ func (x *MembersReply) String() string {
 func (*MembersReply) ProtoMessage() {}
 
 func (x *MembersReply) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[33]
+	mi := &file_requests_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1830,7 +1884,7 @@ func (x *MembersReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersReply.ProtoReflect.Descriptor instead.
 func (*MembersReply) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{33}
+	return file_requests_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *MembersReply) GetMembers() []*Member {
@@ -1861,7 +1915,7 @@ type PostMessage struct {
 
 func (x *PostMessage) Reset() {
 	*x = PostMessage{}
-	mi := &file_requests_proto_msgTypes[34]
+	mi := &file_requests_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1873,7 +1927,7 @@ func (x *PostMessage) String() string {
 func (*PostMessage) ProtoMessage() {}
 
 func (x *PostMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[34]
+	mi := &file_requests_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1886,7 +1940,7 @@ func (x *PostMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostMessage.ProtoReflect.Descriptor instead.
 func (*PostMessage) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{34}
+	return file_requests_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PostMessage) GetCaller() *Caller {
@@ -1934,7 +1988,7 @@ type MessageReply struct {
 
 func (x *MessageReply) Reset() {
 	*x = MessageReply{}
-	mi := &file_requests_proto_msgTypes[35]
+	mi := &file_requests_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1946,7 +2000,7 @@ func (x *MessageReply) String() string {
 func (*MessageReply) ProtoMessage() {}
 
 func (x *MessageReply) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[35]
+	mi := &file_requests_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1959,7 +2013,7 @@ func (x *MessageReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageReply.ProtoReflect.Descriptor instead.
 func (*MessageReply) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{35}
+	return file_requests_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *MessageReply) GetMessage() *Message {
@@ -1986,7 +2040,7 @@ type GetMessage struct {
 
 func (x *GetMessage) Reset() {
 	*x = GetMessage{}
-	mi := &file_requests_proto_msgTypes[36]
+	mi := &file_requests_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1998,7 +2052,7 @@ func (x *GetMessage) String() string {
 func (*GetMessage) ProtoMessage() {}
 
 func (x *GetMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[36]
+	mi := &file_requests_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2011,7 +2065,7 @@ func (x *GetMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMessage.ProtoReflect.Descriptor instead.
 func (*GetMessage) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{36}
+	return file_requests_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetMessage) GetCaller() *Caller {
@@ -2041,7 +2095,7 @@ type EditMessage struct {
 
 func (x *EditMessage) Reset() {
 	*x = EditMessage{}
-	mi := &file_requests_proto_msgTypes[37]
+	mi := &file_requests_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2053,7 +2107,7 @@ func (x *EditMessage) String() string {
 func (*EditMessage) ProtoMessage() {}
 
 func (x *EditMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[37]
+	mi := &file_requests_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2066,7 +2120,7 @@ func (x *EditMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditMessage.ProtoReflect.Descriptor instead.
 func (*EditMessage) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{37}
+	return file_requests_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *EditMessage) GetCaller() *Caller {
@@ -2114,7 +2168,7 @@ type DeleteMessage struct {
 
 func (x *DeleteMessage) Reset() {
 	*x = DeleteMessage{}
-	mi := &file_requests_proto_msgTypes[38]
+	mi := &file_requests_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2126,7 +2180,7 @@ func (x *DeleteMessage) String() string {
 func (*DeleteMessage) ProtoMessage() {}
 
 func (x *DeleteMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[38]
+	mi := &file_requests_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2139,7 +2193,7 @@ func (x *DeleteMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteMessage.ProtoReflect.Descriptor instead.
 func (*DeleteMessage) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{38}
+	return file_requests_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DeleteMessage) GetCaller() *Caller {
@@ -2168,7 +2222,7 @@ type ListMessages struct {
 
 func (x *ListMessages) Reset() {
 	*x = ListMessages{}
-	mi := &file_requests_proto_msgTypes[39]
+	mi := &file_requests_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2180,7 +2234,7 @@ func (x *ListMessages) String() string {
 func (*ListMessages) ProtoMessage() {}
 
 func (x *ListMessages) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[39]
+	mi := &file_requests_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2193,7 +2247,7 @@ func (x *ListMessages) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessages.ProtoReflect.Descriptor instead.
 func (*ListMessages) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{39}
+	return file_requests_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListMessages) GetCaller() *Caller {
@@ -2234,7 +2288,7 @@ type MessagesReply struct {
 
 func (x *MessagesReply) Reset() {
 	*x = MessagesReply{}
-	mi := &file_requests_proto_msgTypes[40]
+	mi := &file_requests_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2246,7 +2300,7 @@ func (x *MessagesReply) String() string {
 func (*MessagesReply) ProtoMessage() {}
 
 func (x *MessagesReply) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[40]
+	mi := &file_requests_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2259,7 +2313,7 @@ func (x *MessagesReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessagesReply.ProtoReflect.Descriptor instead.
 func (*MessagesReply) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{40}
+	return file_requests_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *MessagesReply) GetMessages() []*Message {
@@ -2289,7 +2343,7 @@ type ApplyInstall struct {
 
 func (x *ApplyInstall) Reset() {
 	*x = ApplyInstall{}
-	mi := &file_requests_proto_msgTypes[41]
+	mi := &file_requests_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2301,7 +2355,7 @@ func (x *ApplyInstall) String() string {
 func (*ApplyInstall) ProtoMessage() {}
 
 func (x *ApplyInstall) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[41]
+	mi := &file_requests_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2314,7 +2368,7 @@ func (x *ApplyInstall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyInstall.ProtoReflect.Descriptor instead.
 func (*ApplyInstall) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{41}
+	return file_requests_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ApplyInstall) GetWorkspaceId() string {
@@ -2353,7 +2407,7 @@ type GetInstallation struct {
 
 func (x *GetInstallation) Reset() {
 	*x = GetInstallation{}
-	mi := &file_requests_proto_msgTypes[42]
+	mi := &file_requests_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2365,7 +2419,7 @@ func (x *GetInstallation) String() string {
 func (*GetInstallation) ProtoMessage() {}
 
 func (x *GetInstallation) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[42]
+	mi := &file_requests_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2378,7 +2432,7 @@ func (x *GetInstallation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInstallation.ProtoReflect.Descriptor instead.
 func (*GetInstallation) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{42}
+	return file_requests_proto_rawDescGZIP(), []int{43}
 }
 
 type Uninstall struct {
@@ -2389,7 +2443,7 @@ type Uninstall struct {
 
 func (x *Uninstall) Reset() {
 	*x = Uninstall{}
-	mi := &file_requests_proto_msgTypes[43]
+	mi := &file_requests_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2401,7 +2455,7 @@ func (x *Uninstall) String() string {
 func (*Uninstall) ProtoMessage() {}
 
 func (x *Uninstall) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[43]
+	mi := &file_requests_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2414,7 +2468,7 @@ func (x *Uninstall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Uninstall.ProtoReflect.Descriptor instead.
 func (*Uninstall) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{43}
+	return file_requests_proto_rawDescGZIP(), []int{44}
 }
 
 type AddChannel struct {
@@ -2426,7 +2480,7 @@ type AddChannel struct {
 
 func (x *AddChannel) Reset() {
 	*x = AddChannel{}
-	mi := &file_requests_proto_msgTypes[44]
+	mi := &file_requests_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2438,7 +2492,7 @@ func (x *AddChannel) String() string {
 func (*AddChannel) ProtoMessage() {}
 
 func (x *AddChannel) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[44]
+	mi := &file_requests_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2451,7 +2505,7 @@ func (x *AddChannel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddChannel.ProtoReflect.Descriptor instead.
 func (*AddChannel) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{44}
+	return file_requests_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *AddChannel) GetConversationId() string {
@@ -2470,7 +2524,7 @@ type RemoveChannel struct {
 
 func (x *RemoveChannel) Reset() {
 	*x = RemoveChannel{}
-	mi := &file_requests_proto_msgTypes[45]
+	mi := &file_requests_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2482,7 +2536,7 @@ func (x *RemoveChannel) String() string {
 func (*RemoveChannel) ProtoMessage() {}
 
 func (x *RemoveChannel) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[45]
+	mi := &file_requests_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2495,7 +2549,7 @@ func (x *RemoveChannel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveChannel.ProtoReflect.Descriptor instead.
 func (*RemoveChannel) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{45}
+	return file_requests_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RemoveChannel) GetConversationId() string {
@@ -2514,7 +2568,7 @@ type CreateBotToken struct {
 
 func (x *CreateBotToken) Reset() {
 	*x = CreateBotToken{}
-	mi := &file_requests_proto_msgTypes[46]
+	mi := &file_requests_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2526,7 +2580,7 @@ func (x *CreateBotToken) String() string {
 func (*CreateBotToken) ProtoMessage() {}
 
 func (x *CreateBotToken) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[46]
+	mi := &file_requests_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2539,7 +2593,7 @@ func (x *CreateBotToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateBotToken.ProtoReflect.Descriptor instead.
 func (*CreateBotToken) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{46}
+	return file_requests_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CreateBotToken) GetSecretHash() []byte {
@@ -2558,7 +2612,7 @@ type RevokeBotToken struct {
 
 func (x *RevokeBotToken) Reset() {
 	*x = RevokeBotToken{}
-	mi := &file_requests_proto_msgTypes[47]
+	mi := &file_requests_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2570,7 +2624,7 @@ func (x *RevokeBotToken) String() string {
 func (*RevokeBotToken) ProtoMessage() {}
 
 func (x *RevokeBotToken) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[47]
+	mi := &file_requests_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2583,7 +2637,7 @@ func (x *RevokeBotToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeBotToken.ProtoReflect.Descriptor instead.
 func (*RevokeBotToken) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{47}
+	return file_requests_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RevokeBotToken) GetSecretHash() []byte {
@@ -2607,7 +2661,7 @@ type UploadVersion struct {
 
 func (x *UploadVersion) Reset() {
 	*x = UploadVersion{}
-	mi := &file_requests_proto_msgTypes[48]
+	mi := &file_requests_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2619,7 +2673,7 @@ func (x *UploadVersion) String() string {
 func (*UploadVersion) ProtoMessage() {}
 
 func (x *UploadVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[48]
+	mi := &file_requests_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2632,7 +2686,7 @@ func (x *UploadVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadVersion.ProtoReflect.Descriptor instead.
 func (*UploadVersion) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{48}
+	return file_requests_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *UploadVersion) GetKitId() string {
@@ -2681,7 +2735,7 @@ type VersionReply struct {
 
 func (x *VersionReply) Reset() {
 	*x = VersionReply{}
-	mi := &file_requests_proto_msgTypes[49]
+	mi := &file_requests_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2693,7 +2747,7 @@ func (x *VersionReply) String() string {
 func (*VersionReply) ProtoMessage() {}
 
 func (x *VersionReply) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[49]
+	mi := &file_requests_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2706,7 +2760,7 @@ func (x *VersionReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VersionReply.ProtoReflect.Descriptor instead.
 func (*VersionReply) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{49}
+	return file_requests_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *VersionReply) GetKit() *Kit {
@@ -2740,7 +2794,7 @@ type PublishVersion struct {
 
 func (x *PublishVersion) Reset() {
 	*x = PublishVersion{}
-	mi := &file_requests_proto_msgTypes[50]
+	mi := &file_requests_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2752,7 +2806,7 @@ func (x *PublishVersion) String() string {
 func (*PublishVersion) ProtoMessage() {}
 
 func (x *PublishVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[50]
+	mi := &file_requests_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2765,7 +2819,7 @@ func (x *PublishVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PublishVersion.ProtoReflect.Descriptor instead.
 func (*PublishVersion) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{50}
+	return file_requests_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *PublishVersion) GetWorkspaceId() string {
@@ -2791,7 +2845,7 @@ type GetKit struct {
 
 func (x *GetKit) Reset() {
 	*x = GetKit{}
-	mi := &file_requests_proto_msgTypes[51]
+	mi := &file_requests_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2803,7 +2857,7 @@ func (x *GetKit) String() string {
 func (*GetKit) ProtoMessage() {}
 
 func (x *GetKit) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[51]
+	mi := &file_requests_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2816,7 +2870,7 @@ func (x *GetKit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetKit.ProtoReflect.Descriptor instead.
 func (*GetKit) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{51}
+	return file_requests_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetKit) GetWorkspaceId() string {
@@ -2837,7 +2891,7 @@ type KitReply struct {
 
 func (x *KitReply) Reset() {
 	*x = KitReply{}
-	mi := &file_requests_proto_msgTypes[52]
+	mi := &file_requests_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2849,7 +2903,7 @@ func (x *KitReply) String() string {
 func (*KitReply) ProtoMessage() {}
 
 func (x *KitReply) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[52]
+	mi := &file_requests_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2862,7 +2916,7 @@ func (x *KitReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KitReply.ProtoReflect.Descriptor instead.
 func (*KitReply) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{52}
+	return file_requests_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *KitReply) GetKit() *Kit {
@@ -2898,7 +2952,7 @@ type ClaimSlug struct {
 
 func (x *ClaimSlug) Reset() {
 	*x = ClaimSlug{}
-	mi := &file_requests_proto_msgTypes[53]
+	mi := &file_requests_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2910,7 +2964,7 @@ func (x *ClaimSlug) String() string {
 func (*ClaimSlug) ProtoMessage() {}
 
 func (x *ClaimSlug) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[53]
+	mi := &file_requests_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2923,7 +2977,7 @@ func (x *ClaimSlug) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimSlug.ProtoReflect.Descriptor instead.
 func (*ClaimSlug) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{53}
+	return file_requests_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ClaimSlug) GetSlug() string {
@@ -2957,7 +3011,7 @@ type SlugReply struct {
 
 func (x *SlugReply) Reset() {
 	*x = SlugReply{}
-	mi := &file_requests_proto_msgTypes[54]
+	mi := &file_requests_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2969,7 +3023,7 @@ func (x *SlugReply) String() string {
 func (*SlugReply) ProtoMessage() {}
 
 func (x *SlugReply) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[54]
+	mi := &file_requests_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2982,7 +3036,7 @@ func (x *SlugReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlugReply.ProtoReflect.Descriptor instead.
 func (*SlugReply) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{54}
+	return file_requests_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SlugReply) GetKitId() string {
@@ -3075,6 +3129,9 @@ const file_requests_proto_rawDesc = "" +
 	"secretHash\x12\x19\n" +
 	"\btoken_id\x18\x02 \x01(\tR\atokenId\"5\n" +
 	"\tTakeToken\x12\x16\n" +
+	"\x06bucket\x18\x01 \x01(\tR\x06bucket\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\"7\n" +
+	"\vReturnToken\x12\x16\n" +
 	"\x06bucket\x18\x01 \x01(\tR\x06bucket\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\"\x96\x01\n" +
 	"\bDecision\x12\x0e\n" +
@@ -3222,7 +3279,7 @@ func file_requests_proto_rawDescGZIP() []byte {
 	return file_requests_proto_rawDescData
 }
 
-var file_requests_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_requests_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_requests_proto_goTypes = []any{
 	(*Failure)(nil),              // 0: kit.v1.Failure
 	(*Caller)(nil),               // 1: kit.v1.Caller
@@ -3244,79 +3301,80 @@ var file_requests_proto_goTypes = []any{
 	(*CredentialReply)(nil),      // 17: kit.v1.CredentialReply
 	(*RevokeCredential)(nil),     // 18: kit.v1.RevokeCredential
 	(*TakeToken)(nil),            // 19: kit.v1.TakeToken
-	(*Decision)(nil),             // 20: kit.v1.Decision
-	(*Install)(nil),              // 21: kit.v1.Install
-	(*InstallationReply)(nil),    // 22: kit.v1.InstallationReply
-	(*CreateConversation)(nil),   // 23: kit.v1.CreateConversation
-	(*ConversationReply)(nil),    // 24: kit.v1.ConversationReply
-	(*GetConversation)(nil),      // 25: kit.v1.GetConversation
-	(*AddMember)(nil),            // 26: kit.v1.AddMember
-	(*RemoveMember)(nil),         // 27: kit.v1.RemoveMember
-	(*ArchiveConversation)(nil),  // 28: kit.v1.ArchiveConversation
-	(*AddBot)(nil),               // 29: kit.v1.AddBot
-	(*SetBotEvents)(nil),         // 30: kit.v1.SetBotEvents
-	(*RemoveBot)(nil),            // 31: kit.v1.RemoveBot
-	(*ListMembers)(nil),          // 32: kit.v1.ListMembers
-	(*MembersReply)(nil),         // 33: kit.v1.MembersReply
-	(*PostMessage)(nil),          // 34: kit.v1.PostMessage
-	(*MessageReply)(nil),         // 35: kit.v1.MessageReply
-	(*GetMessage)(nil),           // 36: kit.v1.GetMessage
-	(*EditMessage)(nil),          // 37: kit.v1.EditMessage
-	(*DeleteMessage)(nil),        // 38: kit.v1.DeleteMessage
-	(*ListMessages)(nil),         // 39: kit.v1.ListMessages
-	(*MessagesReply)(nil),        // 40: kit.v1.MessagesReply
-	(*ApplyInstall)(nil),         // 41: kit.v1.ApplyInstall
-	(*GetInstallation)(nil),      // 42: kit.v1.GetInstallation
-	(*Uninstall)(nil),            // 43: kit.v1.Uninstall
-	(*AddChannel)(nil),           // 44: kit.v1.AddChannel
-	(*RemoveChannel)(nil),        // 45: kit.v1.RemoveChannel
-	(*CreateBotToken)(nil),       // 46: kit.v1.CreateBotToken
-	(*RevokeBotToken)(nil),       // 47: kit.v1.RevokeBotToken
-	(*UploadVersion)(nil),        // 48: kit.v1.UploadVersion
-	(*VersionReply)(nil),         // 49: kit.v1.VersionReply
-	(*PublishVersion)(nil),       // 50: kit.v1.PublishVersion
-	(*GetKit)(nil),               // 51: kit.v1.GetKit
-	(*KitReply)(nil),             // 52: kit.v1.KitReply
-	(*ClaimSlug)(nil),            // 53: kit.v1.ClaimSlug
-	(*SlugReply)(nil),            // 54: kit.v1.SlugReply
-	(*Workspace)(nil),            // 55: kit.v1.Workspace
-	(*User)(nil),                 // 56: kit.v1.User
-	(*Session)(nil),              // 57: kit.v1.Session
-	(*Credential)(nil),           // 58: kit.v1.Credential
-	(*Installation)(nil),         // 59: kit.v1.Installation
-	(*Conversation)(nil),         // 60: kit.v1.Conversation
-	(*Member)(nil),               // 61: kit.v1.Member
-	(*Message)(nil),              // 62: kit.v1.Message
-	(*KitVersion)(nil),           // 63: kit.v1.KitVersion
-	(*Kit)(nil),                  // 64: kit.v1.Kit
-	(*KitDomain)(nil),            // 65: kit.v1.KitDomain
+	(*ReturnToken)(nil),          // 20: kit.v1.ReturnToken
+	(*Decision)(nil),             // 21: kit.v1.Decision
+	(*Install)(nil),              // 22: kit.v1.Install
+	(*InstallationReply)(nil),    // 23: kit.v1.InstallationReply
+	(*CreateConversation)(nil),   // 24: kit.v1.CreateConversation
+	(*ConversationReply)(nil),    // 25: kit.v1.ConversationReply
+	(*GetConversation)(nil),      // 26: kit.v1.GetConversation
+	(*AddMember)(nil),            // 27: kit.v1.AddMember
+	(*RemoveMember)(nil),         // 28: kit.v1.RemoveMember
+	(*ArchiveConversation)(nil),  // 29: kit.v1.ArchiveConversation
+	(*AddBot)(nil),               // 30: kit.v1.AddBot
+	(*SetBotEvents)(nil),         // 31: kit.v1.SetBotEvents
+	(*RemoveBot)(nil),            // 32: kit.v1.RemoveBot
+	(*ListMembers)(nil),          // 33: kit.v1.ListMembers
+	(*MembersReply)(nil),         // 34: kit.v1.MembersReply
+	(*PostMessage)(nil),          // 35: kit.v1.PostMessage
+	(*MessageReply)(nil),         // 36: kit.v1.MessageReply
+	(*GetMessage)(nil),           // 37: kit.v1.GetMessage
+	(*EditMessage)(nil),          // 38: kit.v1.EditMessage
+	(*DeleteMessage)(nil),        // 39: kit.v1.DeleteMessage
+	(*ListMessages)(nil),         // 40: kit.v1.ListMessages
+	(*MessagesReply)(nil),        // 41: kit.v1.MessagesReply
+	(*ApplyInstall)(nil),         // 42: kit.v1.ApplyInstall
+	(*GetInstallation)(nil),      // 43: kit.v1.GetInstallation
+	(*Uninstall)(nil),            // 44: kit.v1.Uninstall
+	(*AddChannel)(nil),           // 45: kit.v1.AddChannel
+	(*RemoveChannel)(nil),        // 46: kit.v1.RemoveChannel
+	(*CreateBotToken)(nil),       // 47: kit.v1.CreateBotToken
+	(*RevokeBotToken)(nil),       // 48: kit.v1.RevokeBotToken
+	(*UploadVersion)(nil),        // 49: kit.v1.UploadVersion
+	(*VersionReply)(nil),         // 50: kit.v1.VersionReply
+	(*PublishVersion)(nil),       // 51: kit.v1.PublishVersion
+	(*GetKit)(nil),               // 52: kit.v1.GetKit
+	(*KitReply)(nil),             // 53: kit.v1.KitReply
+	(*ClaimSlug)(nil),            // 54: kit.v1.ClaimSlug
+	(*SlugReply)(nil),            // 55: kit.v1.SlugReply
+	(*Workspace)(nil),            // 56: kit.v1.Workspace
+	(*User)(nil),                 // 57: kit.v1.User
+	(*Session)(nil),              // 58: kit.v1.Session
+	(*Credential)(nil),           // 59: kit.v1.Credential
+	(*Installation)(nil),         // 60: kit.v1.Installation
+	(*Conversation)(nil),         // 61: kit.v1.Conversation
+	(*Member)(nil),               // 62: kit.v1.Member
+	(*Message)(nil),              // 63: kit.v1.Message
+	(*KitVersion)(nil),           // 64: kit.v1.KitVersion
+	(*Kit)(nil),                  // 65: kit.v1.Kit
+	(*KitDomain)(nil),            // 66: kit.v1.KitDomain
 }
 var file_requests_proto_depIdxs = []int32{
-	20, // 0: kit.v1.Failure.limit:type_name -> kit.v1.Decision
-	55, // 1: kit.v1.WorkspaceReply.workspace:type_name -> kit.v1.Workspace
-	56, // 2: kit.v1.UserReply.user:type_name -> kit.v1.User
-	56, // 3: kit.v1.UsersReply.users:type_name -> kit.v1.User
-	57, // 4: kit.v1.SessionReply.session:type_name -> kit.v1.Session
-	58, // 5: kit.v1.CredentialReply.credential:type_name -> kit.v1.Credential
-	59, // 6: kit.v1.InstallationReply.installation:type_name -> kit.v1.Installation
-	60, // 7: kit.v1.ConversationReply.conversation:type_name -> kit.v1.Conversation
+	21, // 0: kit.v1.Failure.limit:type_name -> kit.v1.Decision
+	56, // 1: kit.v1.WorkspaceReply.workspace:type_name -> kit.v1.Workspace
+	57, // 2: kit.v1.UserReply.user:type_name -> kit.v1.User
+	57, // 3: kit.v1.UsersReply.users:type_name -> kit.v1.User
+	58, // 4: kit.v1.SessionReply.session:type_name -> kit.v1.Session
+	59, // 5: kit.v1.CredentialReply.credential:type_name -> kit.v1.Credential
+	60, // 6: kit.v1.InstallationReply.installation:type_name -> kit.v1.Installation
+	61, // 7: kit.v1.ConversationReply.conversation:type_name -> kit.v1.Conversation
 	1,  // 8: kit.v1.GetConversation.caller:type_name -> kit.v1.Caller
 	1,  // 9: kit.v1.ListMembers.caller:type_name -> kit.v1.Caller
-	61, // 10: kit.v1.MembersReply.members:type_name -> kit.v1.Member
+	62, // 10: kit.v1.MembersReply.members:type_name -> kit.v1.Member
 	1,  // 11: kit.v1.PostMessage.caller:type_name -> kit.v1.Caller
-	62, // 12: kit.v1.MessageReply.message:type_name -> kit.v1.Message
+	63, // 12: kit.v1.MessageReply.message:type_name -> kit.v1.Message
 	1,  // 13: kit.v1.GetMessage.caller:type_name -> kit.v1.Caller
 	1,  // 14: kit.v1.EditMessage.caller:type_name -> kit.v1.Caller
 	1,  // 15: kit.v1.DeleteMessage.caller:type_name -> kit.v1.Caller
 	1,  // 16: kit.v1.ListMessages.caller:type_name -> kit.v1.Caller
-	62, // 17: kit.v1.MessagesReply.messages:type_name -> kit.v1.Message
-	63, // 18: kit.v1.ApplyInstall.version:type_name -> kit.v1.KitVersion
-	64, // 19: kit.v1.ApplyInstall.kit:type_name -> kit.v1.Kit
-	64, // 20: kit.v1.VersionReply.kit:type_name -> kit.v1.Kit
-	63, // 21: kit.v1.VersionReply.version:type_name -> kit.v1.KitVersion
-	64, // 22: kit.v1.KitReply.kit:type_name -> kit.v1.Kit
-	63, // 23: kit.v1.KitReply.versions:type_name -> kit.v1.KitVersion
-	65, // 24: kit.v1.KitReply.domains:type_name -> kit.v1.KitDomain
+	63, // 17: kit.v1.MessagesReply.messages:type_name -> kit.v1.Message
+	64, // 18: kit.v1.ApplyInstall.version:type_name -> kit.v1.KitVersion
+	65, // 19: kit.v1.ApplyInstall.kit:type_name -> kit.v1.Kit
+	65, // 20: kit.v1.VersionReply.kit:type_name -> kit.v1.Kit
+	64, // 21: kit.v1.VersionReply.version:type_name -> kit.v1.KitVersion
+	65, // 22: kit.v1.KitReply.kit:type_name -> kit.v1.Kit
+	64, // 23: kit.v1.KitReply.versions:type_name -> kit.v1.KitVersion
+	66, // 24: kit.v1.KitReply.domains:type_name -> kit.v1.KitDomain
 	25, // [25:25] is the sub-list for method output_type
 	25, // [25:25] is the sub-list for method input_type
 	25, // [25:25] is the sub-list for extension type_name
@@ -3330,14 +3388,14 @@ func file_requests_proto_init() {
 		return
 	}
 	file_records_proto_init()
-	file_requests_proto_msgTypes[23].OneofWrappers = []any{}
+	file_requests_proto_msgTypes[24].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_requests_proto_rawDesc), len(file_requests_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   55,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
