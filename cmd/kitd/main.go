@@ -187,18 +187,28 @@ const gcPercent = 400
 // often. GOMEMLIMIT in the environment still wins.
 const memoryLimit = 100 << 20
 
+// clusterMemoryLimit is memoryLimit for a member of a cluster: raft keeps
+// each group's recent log in memory on every replica (replica's logKept),
+// some 20-40 MB more live heap under load, which under memoryLimit had the
+// GC run all the time.
+const clusterMemoryLimit = 400 << 20
+
 // tuneGC applies gcPercent and memoryLimit unless the environment sets them.
-func tuneGC() {
+func tuneGC(cfg config) {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
 	}
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
-		debug.SetMemoryLimit(memoryLimit)
+		limit := int64(memoryLimit)
+		if cfg.clusterBind != "" || cfg.replicate {
+			limit = clusterMemoryLimit
+		}
+		debug.SetMemoryLimit(limit)
 	}
 }
 
 func serve(cfg config, stdout io.Writer) error {
-	tuneGC()
+	tuneGC(cfg)
 	node := nodeName(cfg)
 	logger, logOut, err := newLogger(os.Stderr, cfg.logLevel, cfg.logFormat, node)
 	if err != nil {
