@@ -166,7 +166,7 @@ type fakeGroups struct {
 }
 
 func (f *fakeGroups) Propose(_ context.Context, g replication.GroupID, data []byte) (uint64, error) {
-	return 1, f.ProposeAll(nil, []replication.Proposal{{Group: g, Data: data}})
+	return 1, f.ProposeAll(context.TODO(), []replication.Proposal{{Group: g, Data: data}})
 }
 
 func (f *fakeGroups) ProposeAll(_ context.Context, props []replication.Proposal) error {
