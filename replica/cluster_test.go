@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"slices"
 	"testing"
 	"time"
 
@@ -107,43 +108,10 @@ func TestGrowFromOneNodeToThree(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three nodes")
 	}
-	n := &net{reps: map[uint64]*Replica{}, down: map[uint64]bool{}}
-	stores := map[uint64]*persistence.Store{}
+	n, all, stores := growThree(t, 0)
+	a, b, c := all[0], all[1], all[2]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	start := func(found bool) *Replica {
-		s := openStore(t, vfs.NewMem())
-		id, err := replication.NodeID(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := Config{Store: s, Hosts: &hosts{hosted: map[partition.ID]bool{}}, TickInterval: 10 * time.Millisecond,
-			Transport: netEnd{n, id}, Found: found, Members: n.members, GrowInterval: 20 * time.Millisecond,
-			Remote: func(ctx context.Context, to uint64, g replication.GroupID, data []byte) error {
-				r := n.to(to)
-				if r == nil {
-					return errors.New("down")
-				}
-				return r.ProposeHere(ctx, g, data)
-			}}
-		n.mu.Lock()
-		n.order = append(n.order, id)
-		n.mu.Unlock()
-		r, err := Start(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.mu.Lock()
-		n.reps[id] = r
-		n.mu.Unlock()
-		stores[id] = s
-		t.Cleanup(func() { r.Close(); s.Close() })
-		return r
-	}
-	a := start(true)
-	b, c := start(false), start(false)
-	all := []*Replica{a, b, c}
-
 	waitFor(t, "every group on three voters and the leaderships spread", func() error {
 		for g := range replication.GroupID(partition.Count) {
 			lead := leaderOf(all, partition.ID(g))
@@ -253,6 +221,89 @@ func TestGrowFromOneNodeToThree(t *testing.T) {
 			t.Errorf("node %d after the failover: %q %v", r.ID(), v, err)
 		}
 	}
+}
+
+// growThree starts three replicas, the first founding, over an in-memory
+// network, with the given DownTimeout (0: the default).
+func growThree(t *testing.T, downTimeout time.Duration) (*net, []*Replica, map[uint64]*persistence.Store) {
+	t.Helper()
+	n := &net{reps: map[uint64]*Replica{}, down: map[uint64]bool{}}
+	stores := map[uint64]*persistence.Store{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := func(found bool) *Replica {
+		s := openStore(t, vfs.NewMem())
+		id, err := replication.NodeID(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{Store: s, Hosts: &hosts{hosted: map[partition.ID]bool{}}, TickInterval: 10 * time.Millisecond,
+			Transport: netEnd{n, id}, Found: found, Members: n.members, GrowInterval: 20 * time.Millisecond, DownTimeout: downTimeout,
+			Remote: func(ctx context.Context, to uint64, g replication.GroupID, data []byte) error {
+				r := n.to(to)
+				if r == nil {
+					return errors.New("down")
+				}
+				return r.ProposeHere(ctx, g, data)
+			}}
+		n.mu.Lock()
+		n.order = append(n.order, id)
+		n.mu.Unlock()
+		r, err := Start(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.mu.Lock()
+		n.reps[id] = r
+		n.mu.Unlock()
+		stores[id] = s
+		t.Cleanup(func() { r.Close(); s.Close() })
+		return r
+	}
+	a := start(true)
+	b, c := start(false), start(false)
+	return n, []*Replica{a, b, c}, stores
+
+}
+
+// A voter that stays down leaves its groups once DownTimeout passed, so
+// that the two left make every quorum by themselves: a second loss then
+// would not be the third of four.
+func TestDownVoterLeavesItsGroups(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three nodes")
+	}
+	n, all, _ := growThree(t, 300*time.Millisecond)
+	waitFor(t, "every group on three voters", func() error {
+		for g := range replication.GroupID(partition.Count) {
+			lead := leaderOf(all, partition.ID(g))
+			if lead == nil {
+				return fmt.Errorf("group %d has no leader", g)
+			}
+			if st, err := lead.node.Status(g); err != nil || len(st.Voters) != 3 {
+				return fmt.Errorf("group %d: voters %v", g, st.Voters)
+			}
+		}
+		return nil
+	})
+	gone := all[2]
+	n.mu.Lock()
+	n.down[gone.ID()] = true
+	n.mu.Unlock()
+	rest := all[:2]
+	waitFor(t, "no group keeps the node that is down", func() error {
+		for g := range replication.GroupID(partition.Count) {
+			lead := leaderOf(rest, partition.ID(g))
+			if lead == nil {
+				return fmt.Errorf("group %d has no leader", g)
+			}
+			st, err := lead.node.Status(g)
+			if err != nil || len(st.Voters) != 2 || slices.Contains(st.Voters, gone.ID()) {
+				return fmt.Errorf("group %d: voters %v", g, st.Voters)
+			}
+		}
+		return nil
+	})
 }
 
 // leaderOf is the replica among rs that leads p and knows it.

@@ -16,6 +16,7 @@ import (
 // grow is each leader's part of placement, with no coordinator: every
 // GrowInterval, for each group it leads, a leader
 //
+//   - removes a voter that gossip has not called alive for DownTimeout;
 //   - promotes a learner that has caught up (its log reaches the commit
 //     index);
 //   - adds a learner when the group has fewer replicas than
@@ -56,14 +57,46 @@ func (r *Replica) grow() {
 		}
 		r.mu.Unlock()
 		led[r.id] = len(leading)
+		down := r.downFor(members)
 		for _, p := range leading {
-			r.growGroup(replication.GroupID(p), members, led)
+			r.growGroup(replication.GroupID(p), members, led, down)
 		}
 	}
 }
 
+// downFor returns the nodes gossip has not called alive for DownTimeout,
+// from what this node saw of them while it ran grow: the voters a leader
+// removes from its groups. A node that is back in time is forgotten.
+func (r *Replica) downFor(members []Member) map[uint64]bool {
+	alive := make(map[uint64]bool, len(members))
+	for _, m := range members {
+		alive[m.RaftID] = true
+	}
+	now := time.Now()
+	down := map[uint64]bool{}
+	for _, g := range r.node.Groups() {
+		st, err := r.node.Status(g)
+		if err != nil || st.Leader != r.id {
+			continue
+		}
+		for _, v := range st.Voters {
+			if alive[v] || v == r.id {
+				delete(r.missing, v)
+				continue
+			}
+			since, seen := r.missing[v]
+			if !seen {
+				r.missing[v] = now
+			} else if now.Sub(since) >= r.cfg.DownTimeout {
+				down[v] = true
+			}
+		}
+	}
+	return down
+}
+
 // growGroup makes at most one change to group g.
-func (r *Replica) growGroup(g replication.GroupID, members []Member, led map[uint64]int) {
+func (r *Replica) growGroup(g replication.GroupID, members []Member, led map[uint64]int, down map[uint64]bool) {
 	st, err := r.node.Status(g)
 	if err != nil || st.Leader != r.id {
 		return
@@ -80,6 +113,18 @@ func (r *Replica) growGroup(g replication.GroupID, members []Member, led map[uin
 	}
 	if len(st.Learners) > 0 {
 		return // one catching up at a time
+	}
+	// A voter down longer than DownTimeout leaves the group: the others
+	// then make its quorum alone, and a live node may take its place.
+	for _, v := range st.Voters {
+		if down[v] && len(st.Voters) > 1 {
+			if err := r.node.RemoveReplica(ctx, g, v); err != nil {
+				r.logger.Debug("remove a replica that is down", "group", g, "node", v, "err", err)
+			} else {
+				r.logger.Info("removed a replica that was down", "group", g, "node", v)
+			}
+			return
+		}
 	}
 	want := min(r.cfg.Replicas, len(members))
 	if len(st.Voters) < want {

@@ -55,6 +55,10 @@ type Config struct {
 	// GrowInterval is how often a leader looks at its groups' replicas
 	// and leaderships (default 500 ms).
 	GrowInterval time.Duration
+	// DownTimeout is how long a voter may be missing from the members
+	// before its groups' leaders remove it (default 30 s): long enough
+	// for a restart, short enough that a second loss finds a quorum.
+	DownTimeout time.Duration
 	// Remote asks node to (its raft id) to propose data to group g, which
 	// it leads (Replica.ProposeHere there): how a batch that spans
 	// partitions reaches the groups other nodes lead. Required with
@@ -103,6 +107,8 @@ type Replica struct {
 	stop    chan struct{}
 
 	draining atomic.Bool // HandOver was called
+
+	missing map[uint64]time.Time // voters not alive, since when (grow's own)
 }
 
 type leader struct{ id, term uint64 }
@@ -129,6 +135,9 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 	if cfg.GrowInterval == 0 {
 		cfg.GrowInterval = 500 * time.Millisecond
 	}
+	if cfg.DownTimeout == 0 {
+		cfg.DownTimeout = 30 * time.Second
+	}
 	tr := cfg.Transport
 	if tr == nil {
 		tr = alone{}
@@ -143,6 +152,7 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 	r := &Replica{
 		cfg: cfg, id: id, ticker: time.NewTicker(cfg.TickInterval), hosts: cfg.Hosts,
 		logger: cfg.Logger.With("component", "replica"), stop: make(chan struct{}),
+		missing: map[uint64]time.Time{},
 	}
 	r.node, err = replication.Open(replication.Config{
 		NodeID: id, Store: cfg.Store, Transport: tr, StateMachine: Records{Store: cfg.Store},
