@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
