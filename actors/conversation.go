@@ -305,7 +305,7 @@ func (a *conversationActor) setBotEvents(m *kitpb.SetBotEvents) (proto.Message, 
 }
 
 // commit commits b and then sends the notices of the events it wrote.
-func (a *conversationActor) commit(b *batch) error {
+func (a *conversationActor) commit(b batch) error {
 	if err := b.Commit(); err != nil {
 		a.outbox.failed()
 		return err
@@ -597,7 +597,7 @@ func (a *conversationActor) ensureTagIndex() error {
 // putMessage stores a message under its position and returns the stored
 // record. It leaves out the conversation id, which its key carries; readers
 // put it back (messageBySeq, list, the events that carry the record).
-func (a *conversationActor) putMessage(b *batch, msg *kitpb.Message) []byte {
+func (a *conversationActor) putMessage(b batch, msg *kitpb.Message) []byte {
 	msg.ConversationId = ""
 	rec := marshal(msg)
 	msg.ConversationId = a.id

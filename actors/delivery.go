@@ -30,8 +30,8 @@ type deliveryActor struct {
 	// so a notice at or below it names an event taken already: by the
 	// activation's scan, which may run before the notices of what it took.
 	taken      map[string]uint64
-	batch      *batch // what the notices since the last flush took
-	flushQueue bool   // a flushOutbox is on its way to the mailbox
+	batch      batch // what the notices since the last flush took (none: nil Batch)
+	flushQueue bool  // a flushOutbox is on its way to the mailbox
 
 	q         deliveryQueue           // what waits to be delivered (delivery_queue.go)
 	unsynced  bool                    // commit wrote what no WAL sync covers for sure yet
@@ -133,7 +133,7 @@ func (a *deliveryActor) takeOutbox() error {
 // take queues the outbox record rec, at position pos of source (outbox
 // key k), under the next sequence.
 func (a *deliveryActor) take(source string, pos uint64, k, rec []byte) {
-	if a.batch == nil {
+	if a.batch.Batch == nil {
 		a.batch = a.env.newBatch()
 	}
 	a.last++
@@ -150,11 +150,11 @@ func (a *deliveryActor) take(source string, pos uint64, k, rec []byte) {
 // taken again under the same sequences. (Before an event leaves the node,
 // the sender makes sure the queue is durable.)
 func (a *deliveryActor) commit() error {
-	if a.batch == nil {
+	if a.batch.Batch == nil {
 		return nil
 	}
 	b := a.batch
-	a.batch = nil
+	a.batch = batch{}
 	b.Set(eventSequenceKey(a.id), persistence.AppendUint64(nil, a.last))
 	if err := b.Write(); err != nil {
 		return fmt.Errorf("queue events of %s: %w", a.id, err)

@@ -46,7 +46,7 @@ func (a *deliveryActor) countDelivered() error {
 
 // keepRecent counts a delivered record written in b and, once
 // pruneDelivered are past KeepDelivered, deletes the lowest sequences in b.
-func (a *deliveryActor) keepRecent(b *batch) error {
+func (a *deliveryActor) keepRecent(b batch) error {
 	a.delivered++
 	if a.delivered <= KeepDelivered+pruneDelivered {
 		return nil
@@ -182,7 +182,7 @@ func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
 
 // redeliverOne finds the event id: waiting in the queue (made due at
 // once, unless it is in flight already), delivered or dead (requeued).
-func (a *deliveryActor) redeliverOne(b *batch, id string, requeue func([]byte, *kitpb.Event), reply *kitpb.RedeliverReply) (bool, error) {
+func (a *deliveryActor) redeliverOne(b batch, id string, requeue func([]byte, *kitpb.Event), reply *kitpb.RedeliverReply) (bool, error) {
 	found := false
 	match := func(k []byte, ev *kitpb.Event) bool {
 		if ev.Id != id {
@@ -245,7 +245,7 @@ func (a *deliveryActor) queueTestEvent(m *kitpb.QueueTestEvent) (proto.Message, 
 		a.ep.KitId = m.KitId
 	}
 	ev := testEvent(k, nanos(a.env.Clock.Now()), a.id, m.BotId)
-	if a.batch == nil {
+	if a.batch.Batch == nil {
 		a.batch = a.env.newBatch()
 	}
 	a.last++

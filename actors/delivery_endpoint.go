@@ -21,7 +21,7 @@ func (a *deliveryActor) paused() bool { return a.ep.PausedAt != 0 }
 
 // endpointFailed notes a failed attempt in b; when it ends 24 hours of
 // failures it pauses the endpoint and answers the log entry that says so.
-func (a *deliveryActor) endpointFailed(b *batch, now time.Time) *kitpb.DevLogEntry {
+func (a *deliveryActor) endpointFailed(b batch, now time.Time) *kitpb.DevLogEntry {
 	switch {
 	case a.ep.FailingSince == 0:
 		a.ep.FailingSince = nanos(now)
@@ -41,7 +41,7 @@ func (a *deliveryActor) endpointFailed(b *batch, now time.Time) *kitpb.DevLogEnt
 
 // endpointSucceeded notes a delivered attempt in b: the endpoint is
 // healthy again, and resumed if it was paused (a redelivery went).
-func (a *deliveryActor) endpointSucceeded(b *batch, now time.Time) *kitpb.DevLogEntry {
+func (a *deliveryActor) endpointSucceeded(b batch, now time.Time) *kitpb.DevLogEntry {
 	if a.ep.FailingSince == 0 && !a.paused() {
 		return nil
 	}

@@ -70,7 +70,7 @@ func newLogEntry(env *Env, source, level, event, installationID string) *kitpb.D
 // the deletion of the Kit's expired entries. Entries are write-once and
 // expired ones are never read, so concurrent writers pruning the same range
 // do not conflict.
-func (env *Env) putLog(b *batch, writer partition.ID, kitID string, e *kitpb.DevLogEntry) {
+func (env *Env) putLog(b batch, writer partition.ID, kitID string, e *kitpb.DevLogEntry) {
 	// The key carries the id: the stored value leaves it out (ReadDevLog
 	// puts it back), a tenth of what a webhook post writes.
 	id := e.Id

@@ -148,7 +148,7 @@ type outbox struct {
 // follow the clock (unix nanoseconds, at) where it is ahead, so that a
 // source that reactivates with an empty outbox never reuses a position
 // whose deletion may still be on its way from the delivery actor.
-func (o *outbox) add(b *batch, inst string, rec []byte, at int64) {
+func (o *outbox) add(b batch, inst string, rec []byte, at int64) {
 	o.pos = max(o.pos+1, uint64(max(at, 0)))
 	b.Set(outboxKey(inst, o.source, o.pos), rec)
 	o.notices = append(o.notices, outboxNotice{inst: inst, pos: o.pos, rec: rec})
@@ -205,7 +205,7 @@ func (a *conversationActor) newEvent(k eventKind, at int64) *kitpb.Event {
 
 // emit writes ev (with the stored message record msg, if any) in b for
 // every bot subscribed to k, or for the bot onlyBot alone when it is set.
-func (a *conversationActor) emit(b *batch, k eventKind, ev *kitpb.Event, msg []byte, onlyBot string) {
+func (a *conversationActor) emit(b batch, k eventKind, ev *kitpb.Event, msg []byte, onlyBot string) {
 	var rec []byte
 	for _, bm := range a.bots {
 		if bm.Events&k.bit() == 0 || onlyBot != "" && bm.BotId != onlyBot {
@@ -220,7 +220,7 @@ func (a *conversationActor) emit(b *batch, k eventKind, ev *kitpb.Event, msg []b
 
 // emitPosted writes message.posted, and bot.mentioned for each bot the
 // text mentions (<@botId>, docs/blocks.md).
-func (a *conversationActor) emitPosted(b *batch, msg *kitpb.Message, rec []byte) {
+func (a *conversationActor) emitPosted(b batch, msg *kitpb.Message, rec []byte) {
 	if a.emits(eventMessagePosted) {
 		a.emit(b, eventMessagePosted, a.newEvent(eventMessagePosted, msg.CreatedAt), rec, "")
 	}
@@ -271,7 +271,7 @@ func (a *conversationActor) botInstallations() []string {
 }
 
 // emitMember writes a channel.member_* event about mem.
-func (a *conversationActor) emitMember(b *batch, k eventKind, mem *kitpb.Member, at int64) {
+func (a *conversationActor) emitMember(b batch, k eventKind, mem *kitpb.Member, at int64) {
 	if !a.emits(k) || mem == nil {
 		return
 	}
@@ -282,7 +282,7 @@ func (a *conversationActor) emitMember(b *batch, k eventKind, mem *kitpb.Member,
 
 // emitBot writes bot.added or bot.removed for bm's installation alone: the
 // event is about its own bot. bm need not be in a.bots yet (or still).
-func (a *conversationActor) emitBot(b *batch, k eventKind, bm *kitpb.BotMember) {
+func (a *conversationActor) emitBot(b batch, k eventKind, bm *kitpb.BotMember) {
 	if bm.Events&k.bit() == 0 {
 		return
 	}

@@ -43,7 +43,7 @@ func (a *installationActor) handleAPIAccess(msg proto.Message) (reply proto.Mess
 
 // putBotToken adds a new bot token to b: its credential, under a fresh
 // token id that the API access page names it by.
-func (a *installationActor) putBotToken(b *batch, hash []byte, cred *kitpb.Credential) {
+func (a *installationActor) putBotToken(b batch, hash []byte, cred *kitpb.Credential) {
 	cred.TokenId = ids.New()
 	put(b, credentialKey(hash), cred)
 	b.Set(botTokenKey(a.id, cred.TokenId), hash)

@@ -56,7 +56,7 @@ func (a *installationActor) handleGrants(msg proto.Message) (reply proto.Message
 // issues and refusals are the Kit developer's business (SPEC.md 2
 // "Developer log entry"). status is the credential kind; errorCode says
 // why a request was refused.
-func (a *installationActor) audit(b *batch, event, level, status, errorCode string) {
+func (a *installationActor) audit(b batch, event, level, status, errorCode string) {
 	e := newLogEntry(a.env, LogSourceAudit, level, event, a.id)
 	e.Status, e.ErrorCode = status, errorCode
 	a.env.putLog(b, partition.Of(a.id), a.inst.KitId, e)
@@ -195,7 +195,7 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 
 // putUserTokens adds a user token and its refresh token of the grant of
 // from (a code or a refresh token) to the batch.
-func (a *installationActor) putUserTokens(b *batch, from *kitpb.Credential, access, refresh []byte, now time.Time) {
+func (a *installationActor) putUserTokens(b batch, from *kitpb.Credential, access, refresh []byte, now time.Time) {
 	user := &kitpb.Credential{
 		Kind: CallerUser, WorkspaceId: a.inst.WorkspaceId, InstallationId: a.id, UserId: from.UserId,
 		Scopes: slices.Clone(from.Scopes), CreatedAt: nanos(now), ExpiresAt: nanos(now.Add(UserTokenLifetime)),

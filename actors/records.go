@@ -94,7 +94,7 @@ func (e *Env) catchUp(k []byte) (again bool, err error) {
 type setter interface{ Set(key, value []byte) }
 
 // put adds the record to the batch.
-func put(b setter, k []byte, m proto.Message) { b.Set(k, marshal(m)) }
+func put[B setter](b B, k []byte, m proto.Message) { b.Set(k, marshal(m)) }
 
 // marshal encodes a record.
 func marshal(m proto.Message) []byte {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -64,27 +63,12 @@ func (c *testCluster) busiest(t *testing.T) int {
 	return best
 }
 
-// runClusterFault runs the workload over three nodes; once 150 posts are
-// acknowledged it strikes with fault, lets 150 more be acknowledged,
-// and checks everything through every node the fault leaves running
-// (env.nodes, which the fault may change).
+// runClusterFault is runFault over a cluster of three.
 func runClusterFault(t *testing.T, attemptTimeout time.Duration, fault func(c *testCluster, env *jepsenEnv)) jepsen.Outage {
 	t.Helper()
 	c, nodes := clusterJepsen(t)
 	env := newJepsenEnv(t, nodes...)
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
-	defer cancel()
-	w := env.workload(t)
-	w.AttemptTimeout = attemptTimeout
-	run := w.Start(ctx)
-	defer func() {
-		cancel()
-		run.Stop()
-	}()
-	ackedAtLeast(t, run, 150)
-	fault(c, env)
-	ackedAtLeast(t, run, run.Acked()+150)
-	return env.check(t, ctx, run.Stop()).Longest()
+	return runFault(t, env, 100*time.Second, attemptTimeout, func() { fault(c, env) })
 }
 
 // kill -9 of the node leading the most partitions, in the middle of the

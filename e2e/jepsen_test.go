@@ -205,8 +205,20 @@ const outageBound = 30 * time.Second
 func runWithFault(t *testing.T, attemptTimeout time.Duration, fault func(n *jepsenNode)) jepsen.Outage {
 	t.Helper()
 	n := startJepsenNode(t)
-	env := newJepsenEnv(t, n)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	return runFault(t, newJepsenEnv(t, n), 50*time.Second, attemptTimeout, func() {
+		if fault != nil {
+			fault(n)
+		}
+	})
+}
+
+// runFault runs the workload over env's nodes; once 150 posts are
+// acknowledged it strikes with fault, lets 150 more be acknowledged,
+// stops the writers and checks everything through env's nodes (which the
+// fault may change), all within limit.
+func runFault(t *testing.T, env *jepsenEnv, limit, attemptTimeout time.Duration, fault func()) jepsen.Outage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	w := env.workload(t)
 	w.AttemptTimeout = attemptTimeout
@@ -217,9 +229,7 @@ func runWithFault(t *testing.T, attemptTimeout time.Duration, fault func(n *jeps
 		run.Stop()
 	}()
 	ackedAtLeast(t, run, 150)
-	if fault != nil {
-		fault(n)
-	}
+	fault()
 	ackedAtLeast(t, run, run.Acked()+150)
 	return env.check(t, ctx, run.Stop()).Longest()
 }

@@ -1,17 +1,16 @@
 package peer
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/cluster/peer/peertest"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -22,28 +21,10 @@ func testRegistry() *Registry {
 	return NewRegistry(&kitpb.GetUser{}, &kitpb.UserReply{}, &kitpb.Ok{}, &kitpb.CreateWorkspace{}, &kitpb.WorkspaceReply{})
 }
 
-// logBuffer collects a transport's log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // node is a transport under test with its log.
 type node struct {
 	*Transport
-	log *logBuffer
+	log *peertest.LogBuffer
 }
 
 // echo answers GetUser with a UserReply naming the caller, the request id
@@ -60,7 +41,7 @@ func echo(_ context.Context, from string, msg proto.Message, requestID string) (
 // config first.
 func start(t testing.TB, name string, edit func(*Config)) *node {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &peertest.LogBuffer{}
 	cfg := Config{
 		NodeName:   name,
 		ListenAddr: "127.0.0.1:0",

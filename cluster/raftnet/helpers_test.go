@@ -1,19 +1,18 @@
 package raftnet_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kitd/kitd/cluster/peer"
+	"github.com/kitd/kitd/cluster/peer/peertest"
 	"github.com/kitd/kitd/cluster/raftnet"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/replication"
@@ -22,24 +21,6 @@ import (
 
 var testKey = []byte("raftnet test cluster key, 32 b..")
 
-// logBuffer collects a node's log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // endpoint is a raftnet transport over its own peer transport on a
 // loopback port, without a replication node unless one is attached.
 type endpoint struct {
@@ -47,7 +28,7 @@ type endpoint struct {
 	dir  *raftnet.StaticDirectory
 	net  *raftnet.Transport
 	peer *peer.Transport
-	log  *logBuffer
+	log  *peertest.LogBuffer
 }
 
 type options struct {
@@ -59,7 +40,7 @@ type options struct {
 
 func newEndpoint(t testing.TB, id uint64, o options) *endpoint {
 	t.Helper()
-	e := &endpoint{id: id, dir: raftnet.NewStaticDirectory(nil), log: &logBuffer{}}
+	e := &endpoint{id: id, dir: raftnet.NewStaticDirectory(nil), log: &peertest.LogBuffer{}}
 	logger := slog.New(slog.NewTextHandler(e.log, nil))
 	cfg := raftnet.Config{NodeID: id, Directory: e.dir, ChunkSize: o.chunk, Logger: logger}
 	if o.edit != nil {
