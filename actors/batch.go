@@ -4,11 +4,13 @@ import "github.com/kitd/kitd/persistence"
 
 // Committer makes an actor's batches durable some other way than a commit
 // to the node's store: through the raft group of each partition the batch
-// writes (replica.Log). Commit returns once the writes are committed and
-// applied, so that the actor reads its own writes afterwards; it takes
-// the batch over (committed or discarded).
+// writes (replica.Log). Commit gets the batch's writes (Batch.Repr, valid
+// during the call) and returns once they are committed and applied, so
+// that the actor reads its own writes afterwards. It takes the encoding,
+// not the batch: a batch handed to an interface would leave its caller's
+// frame, an allocation on every write of a node alone.
 type Committer interface {
-	Commit(b *persistence.Batch) error
+	Commit(repr []byte) error
 }
 
 // batch is the actors' atomic group of writes. It commits through the
@@ -33,9 +35,18 @@ func (e *Env) newBatchSize(size int) batch {
 // Commit makes every write of the batch durable before it returns.
 func (b batch) Commit() error {
 	if c := b.env.Commits; c != nil {
-		return c.Commit(b.Batch)
+		return b.through(c)
 	}
 	return b.Batch.Commit()
+}
+
+// through commits the batch through c, and closes it.
+func (b batch) through(c Committer) error {
+	defer b.Close()
+	if b.Empty() {
+		return nil
+	}
+	return c.Commit(b.Repr())
 }
 
 // Apply makes the writes visible and returns what to wait on before a
@@ -44,7 +55,7 @@ func (b batch) Commit() error {
 // must read its own writes.
 func (b batch) Apply() (persistence.Durable, error) {
 	if c := b.env.Commits; c != nil {
-		return persistence.Durable{}, c.Commit(b.Batch)
+		return persistence.Durable{}, b.through(c)
 	}
 	return b.Batch.Apply()
 }
@@ -54,7 +65,7 @@ func (b batch) Apply() (persistence.Durable, error) {
 // whichever node leads it.
 func (b batch) Write() error {
 	if c := b.env.Commits; c != nil {
-		return c.Commit(b.Batch)
+		return b.through(c)
 	}
 	return b.Batch.Write()
 }

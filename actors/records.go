@@ -90,11 +90,8 @@ func (e *Env) catchUp(k []byte) (again bool, err error) {
 	return true, nil
 }
 
-// setter is a batch: an actor's, or the store's own during an upgrade.
-type setter interface{ Set(key, value []byte) }
-
 // put adds the record to the batch.
-func put[B setter](b B, k []byte, m proto.Message) { b.Set(k, marshal(m)) }
+func put(b batch, k []byte, m proto.Message) { b.Set(k, marshal(m)) }
 
 // marshal encodes a record.
 func marshal(m proto.Message) []byte {

@@ -45,9 +45,9 @@ func TestUpgradeIndexesSignInEmails(t *testing.T) {
 		{"a user without an email is not", &kitpb.User{Id: "u5", WorkspaceId: "w1", PasswordHash: []byte("h"), Active: true}, false},
 	}
 	b := store.NewBatch()
-	put(b, unpartitioned(workspaceKey("w1")), &kitpb.Workspace{Id: "w1"})
+	b.Set(unpartitioned(workspaceKey("w1")), marshal(&kitpb.Workspace{Id: "w1"}))
 	for _, u := range users {
-		put(b, unpartitioned(userKey(u.user.WorkspaceId, u.user.Id)), u.user)
+		b.Set(unpartitioned(userKey(u.user.WorkspaceId, u.user.Id)), marshal(u.user))
 	}
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)

@@ -163,7 +163,8 @@ func TestGrowFromOneNodeToThree(t *testing.T) {
 		for _, p := range spread {
 			batch.Set(keyIn(p, "multi"), []byte("m"))
 		}
-		return a.Log.Commit(batch)
+		defer batch.Close()
+		return a.Log.Commit(batch.Repr())
 	})
 	waitFor(t, "both parts on every store", func() error {
 		for id, s := range stores {
@@ -325,7 +326,8 @@ func commitVia(t *testing.T, rs []*Replica, p partition.ID, k, v string) {
 		}
 		b := l.cfg.Store.NewBatch()
 		b.Set(keyIn(p, k), []byte(v))
-		return l.Log.Commit(b)
+		defer b.Close()
+		return l.Log.Commit(b.Repr())
 	})
 }
 

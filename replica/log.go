@@ -47,15 +47,10 @@ var errNotCommitted = kiterr.New(kiterr.Unavailable, "the write could not be con
 // every batch writes one partition: it is proposed as it is, with no copy
 // but the entry's. A batch that spans partitions becomes one entry per
 // partition, proposed together (replication.ProposeAll).
-func (l *Log) Commit(b *persistence.Batch) error {
-	defer b.Close()
-	if b.Empty() {
-		return nil
-	}
-	repr := b.Repr()
-	first, single, err := partitions(repr)
-	if err != nil {
-		return err
+func (l *Log) Commit(repr []byte) error {
+	first, single, writes, err := partitions(repr)
+	if err != nil || !writes {
+		return err // a batch of no writes commits nothing
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	defer cancel()
@@ -105,10 +100,9 @@ func (l *Log) Commit(b *persistence.Batch) error {
 	return nil
 }
 
-// partitions reports the partition of repr's first write and whether every
-// write is in it.
-func partitions(repr []byte) (first partition.ID, single bool, err error) {
-	seen := false
+// partitions reports the partition of repr's first write, whether every
+// write is in it, and whether there is any write.
+func partitions(repr []byte) (first partition.ID, single, seen bool, err error) {
 	single = true
 	err = persistence.Ops(repr, func(op persistence.Op) error {
 		p, ok := actors.PartitionOfKey(op.Key)
@@ -122,7 +116,7 @@ func partitions(repr []byte) (first partition.ID, single bool, err error) {
 		}
 		return nil
 	})
-	return first, single, err
+	return first, single, seen, err
 }
 
 // split sorts repr's writes into one batch per partition, in their order.

@@ -227,7 +227,9 @@ func TestLogCommit(t *testing.T) {
 			for _, o := range tc.ops {
 				b.Add(o)
 			}
-			if err := l.Commit(b); !errors.Is(err, tc.wantErr) {
+			err := l.Commit(b.Repr())
+			b.Close()
+			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
 			}
 			var got [][]entry
@@ -253,7 +255,7 @@ func TestLogCommitFailsWithItsGroup(t *testing.T) {
 	f := &fakeGroups{err: replication.ErrLeadershipLost}
 	b := s.NewBatch()
 	b.Set(keyIn(1, "a"), nil)
-	if err := (&Log{groups: f, store: s, timeout: time.Second}).Commit(b); !errors.Is(err, replication.ErrLeadershipLost) {
+	if err := (&Log{groups: f, store: s, timeout: time.Second}).Commit(b.Repr()); !errors.Is(err, replication.ErrLeadershipLost) {
 		t.Errorf("err = %v, want ErrLeadershipLost", err)
 	}
 }
@@ -303,7 +305,9 @@ func TestStartLeadsEveryPartitionAndRestarts(t *testing.T) {
 	b := s.NewBatch()
 	b.Set(keyIn(7, "k"), []byte("v"))
 	b.Set(keyIn(8, "k"), []byte("w"))
-	if err := r.Log.Commit(b); err != nil {
+	err = r.Log.Commit(b.Repr())
+	b.Close()
+	if err != nil {
 		t.Fatal(err)
 	}
 	id := r.id
