@@ -127,6 +127,10 @@ var routes = [...]route{
 	{"GET", "/app/installations/{id}/uninstall", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).UninstallPage},
 	{"POST", "/app/installations/{id}/uninstall", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).Uninstall},
 
+	// Member actions (OPERATIONS.md section 6): JSON routes of the app
+	// host behind the session cookie, and X-CSRF-Token on every write.
+	{"GET", "/app/api/session", hostMember, signedIn, "", "", "", maxJSONBody, (*Server).memberSession, nil},
+
 	// Metrics in the Prometheus text format (issue 16; docs/decisions.md
 	// "Metrics"): the operator token, checked before the route is looked
 	// up as on the operator API.
@@ -160,6 +164,7 @@ const (
 	hostApp                 // {app_url}/app: HTML pages and a session cookie
 	hostHealth              // /healthz, any method, no credential
 	hostMetrics             // /metrics: the operator token
+	hostMember              // {app_url}/app/api: JSON member actions, the session cookie
 )
 
 // hostPrefix is what every path of a host starts with; the routes of a
@@ -170,7 +175,8 @@ var hostPrefix = [...]string{
 	hostDev:   "/api/v1/",
 	hostHooks: "/hooks/",
 	hostOps:   "/ops/v1/",
-	hostApp:   "/app/",
+	hostApp:    "/app/",
+	hostMember: "/app/api/",
 	// Its one path is the prefix without its slash (resolve).
 	hostMetrics: "/",
 }
@@ -183,6 +189,9 @@ const (
 	user
 	developer
 	operator
+	// signedIn: the session cookie of a signed-in member, and on every
+	// method but GET the X-CSRF-Token of that session (member.go).
+	signedIn
 
 	botOrUser = bot | user
 	// noToken: the route checks its own credential (the client secret in
@@ -202,6 +211,7 @@ type span struct{ from, to int }
 type call struct {
 	ctx    *fasthttp.RequestCtx
 	p      *actors.Principal
+	member *actors.WebSession // member actions: the signed-in member
 	params [maxParams]string
 	body   int // the route's body limit
 }
@@ -266,6 +276,8 @@ func resolve(ctx *fasthttp.RequestCtx) target {
 		t.host = hostOps
 	case hasPrefix(path, "/hooks/"):
 		t.host = hostHooks
+	case hasPrefix(path, "/app/api/"):
+		t.host = hostMember
 	case string(path) == "/app" || hasPrefix(path, "/app/"):
 		t.host = hostApp
 	case string(path) == "/healthz":
@@ -404,6 +416,16 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, r *served) {
 			return
 		}
 		s.serve(ctx, t, nil)
+	case hostMember:
+		if t.route == nil {
+			s.fail(ctx, kiterr.Absent("route"))
+			return
+		}
+		sess, ok := s.memberOf(ctx)
+		if !ok {
+			return
+		}
+		s.serveMember(ctx, t, sess)
 	case hostOps, hostMetrics:
 		if !s.operatorToken(ctx) {
 			return
@@ -425,7 +447,16 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, r *served) {
 
 // serve runs the route's handler and writes its reply or its error.
 func (s *Server) serve(ctx *fasthttp.RequestCtx, t *target, p *actors.Principal) {
-	in := call{ctx: ctx, p: p, body: t.route.body}
+	s.serveCall(ctx, t, call{ctx: ctx, p: p, body: t.route.body})
+}
+
+// serveMember is serve for a member action of the session's member.
+func (s *Server) serveMember(ctx *fasthttp.RequestCtx, t *target, sess *actors.WebSession) {
+	s.serveCall(ctx, t, call{ctx: ctx, member: sess, body: t.route.body})
+}
+
+func (s *Server) serveCall(ctx *fasthttp.RequestCtx, t *target, in call) {
+	p := in.p
 	if t.n > 0 {
 		// One copy of the path for all the parameters.
 		path := string(t.rest)

@@ -120,6 +120,9 @@ var specRoutes = []struct {
 	{"app: the uninstall confirmation", "GET", "/app/installations/{id}/uninstall", noToken, "", ""},
 	{"app: uninstall", "POST", "/app/installations/{id}/uninstall", noToken, "", ""},
 
+	// OPERATIONS.md 6: member actions, JSON behind the session cookie.
+	{"member: the session and its CSRF token", "GET", "/app/api/session", signedIn, "", ""},
+
 	// Issue 16: metrics behind the operator token (docs/decisions.md "Metrics").
 	{"metrics take the operator token, no bucket", "GET", "/metrics", operator, "", ""},
 }
@@ -165,7 +168,7 @@ func TestRouteTableIsWellFormed(t *testing.T) {
 		if (rt.host == hostDev) != strings.HasPrefix(rt.path, "/api/v1/dev/") {
 			t.Errorf("%s: the developer host is /api/v1/dev", name)
 		}
-		wantTokens := map[host]tokens{hostDev: developer, hostOps: operator, hostHooks: noToken, hostApp: noToken, hostMetrics: operator}
+		wantTokens := map[host]tokens{hostDev: developer, hostOps: operator, hostHooks: noToken, hostApp: noToken, hostMetrics: operator, hostMember: signedIn}
 		public := rt.method == "GET" && strings.HasSuffix(rt.path, "/openapi.json") // the API descriptions
 		if want, ok := wantTokens[rt.host]; ok && rt.tokens != want && !public {
 			t.Errorf("%s: tokens %04b, want %04b for its host", name, rt.tokens, want)
@@ -214,6 +217,7 @@ func TestResolve(t *testing.T) {
 		{"/app is the app's home", "GET", "/app", hostApp, "/app/", nil},
 		{"/app// is the app's home", "GET", "/app//", hostApp, "/app/", nil},
 		{"/app//signin is the sign-in form", "GET", "/app//signin", hostApp, "/app/signin", nil},
+		{"/app/api/ is the member actions' host", "GET", "/app/api/session", hostMember, "/app/api/session", nil},
 		{"/healthz", "HEAD", "/healthz", hostHealth, "", nil},
 		{"/metrics", "GET", "/metrics", hostMetrics, "/metrics", nil},
 		{"/metrics/x is no host", "GET", "/metrics/x", hostNone, "", nil},

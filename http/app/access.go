@@ -214,7 +214,7 @@ func (s *Server) accessPage(ctx *fasthttp.RequestCtx, a *access, status int, o o
 		ClientSecret, SigningSecret                             string
 	}{
 		Title: "API access: " + a.inst.KitDisplayName, Kit: a.inst.KitDisplayName, Slug: a.inst.KitSlug,
-		Version: a.inst.KitVersion, Workspace: a.inst.WorkspaceName, Path: a.path(), CSRF: sessionCSRF(a.secret),
+		Version: a.inst.KitVersion, Workspace: a.inst.WorkspaceName, Path: a.path(), CSRF: SessionCSRF(a.secret),
 		KitID: a.inst.KitId, Problem: o.problem, Notice: o.notice, Shown: o.shown,
 		WebhooksAllowed: slices.Contains(a.inst.BotScopes, actors.WebhookScope) && a.inst.MaxWebhooks > 0,
 		MaxWebhooks:     a.inst.MaxWebhooks,
@@ -575,7 +575,7 @@ func (s *Server) UninstallPage(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	s.render(ctx, fasthttp.StatusOK, "uninstall", struct{ Title, Kit, Workspace, Path, CSRF string }{
-		"Uninstall " + a.inst.KitDisplayName, a.inst.KitDisplayName, a.inst.WorkspaceName, a.path(), sessionCSRF(secret),
+		"Uninstall " + a.inst.KitDisplayName, a.inst.KitDisplayName, a.inst.WorkspaceName, a.path(), SessionCSRF(secret),
 	})
 }
 

@@ -156,7 +156,7 @@ func (f *fixture) do(handler func(*Server, *fasthttp.RequestCtx), method, path, 
 			form = url.Values{}
 		}
 		if _, ok := form["csrf"]; !ok && cookie != "" {
-			form.Set("csrf", sessionCSRF(cookie))
+			form.Set("csrf", SessionCSRF(cookie))
 		}
 		ctx.Request.Header.SetContentType("application/x-www-form-urlencoded")
 		ctx.Request.SetBodyString(form.Encode())
@@ -247,7 +247,7 @@ func TestAccessFormsRefuseAWrongCSRFToken(t *testing.T) {
 		{"uninstall", (*Server).Uninstall, "/uninstall", nil},
 		{"revoke authorization", (*Server).RevokeAuthorization, "", grantless},
 	} {
-		for _, csrf := range []struct{ name, value string }{{"missing", ""}, {"of another session", sessionCSRF(f.memberCookie)}} {
+		for _, csrf := range []struct{ name, value string }{{"missing", ""}, {"of another session", SessionCSRF(f.memberCookie)}} {
 			t.Run(tc.name+" with a token "+csrf.name, func(t *testing.T) {
 				form := url.Values{"csrf": {csrf.value}}
 				for k, v := range tc.form {

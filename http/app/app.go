@@ -285,9 +285,10 @@ func (s *Server) session(ctx *fasthttp.RequestCtx) (*actors.WebSession, string) 
 	return ws, string(secret)
 }
 
-// sessionCSRF is the CSRF token of the forms of a session: derived from the
+// SessionCSRF is the CSRF token of the forms and member actions of a
+// session (GET /app/api/session answers it): derived from the
 // session secret, so it needs no storage and dies with the session.
-func sessionCSRF(secret string) string {
+func SessionCSRF(secret string) string {
 	sum := sha256.Sum256([]byte("kit-csrf\x00" + secret))
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
@@ -301,7 +302,7 @@ func csrfOK(got, want string) bool {
 // is bound to the session: without one it cannot match.
 func (s *Server) formSession(ctx *fasthttp.RequestCtx, f *fasthttp.Args) (*actors.WebSession, string) {
 	sess, secret := s.session(ctx)
-	if sess == nil || !csrfOK(string(f.Peek("csrf")), sessionCSRF(secret)) {
+	if sess == nil || !csrfOK(string(f.Peek("csrf")), SessionCSRF(secret)) {
 		s.csrfRejected(ctx)
 		return nil, ""
 	}
@@ -432,7 +433,7 @@ func (s *Server) AuthorizePage(ctx *fasthttp.RequestCtx) {
 		Hidden                                    []hidden
 	}{
 		Title: "Authorize " + r.KitDisplayName, Kit: r.KitDisplayName, Slug: r.KitSlug, Workspace: r.WorkspaceName,
-		Member: r.User.DisplayName, CSRF: sessionCSRF(secret), User: req.values["token_type"] == actors.CallerUser,
+		Member: r.User.DisplayName, CSRF: SessionCSRF(secret), User: req.values["token_type"] == actors.CallerUser,
 	}
 	for _, sc := range r.Scopes {
 		data.Scopes = append(data.Scopes, scope{sc, ScopeInWords(sc)})

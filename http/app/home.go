@@ -74,7 +74,7 @@ func (s *Server) home(ctx *fasthttp.RequestCtx, sess *actors.WebSession, secret 
 		Kits                                                  []kit
 	}{
 		Title: "Kit", Member: u.User.DisplayName, Role: u.User.Role, Workspace: ws.Workspace.Name,
-		CSRF: sessionCSRF(secret), Problem: o.problem, Notice: o.notice, Admin: isAdmin(u.User),
+		CSRF: SessionCSRF(secret), Problem: o.problem, Notice: o.notice, Admin: isAdmin(u.User),
 	}
 	insts, err := actors.WorkspaceInstallations(s.env, sess.WorkspaceID)
 	if err != nil {

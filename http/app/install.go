@@ -166,7 +166,7 @@ func (s *Server) installConsent(ctx *fasthttp.RequestCtx, status int, t *install
 		Tools                                                                             []manifest.ToolSummary
 	}{
 		Title: "Install " + c.DisplayName, Kit: c.DisplayName, Slug: c.Slug, Version: c.Version, Developer: c.DeveloperName,
-		Description: c.Description, Workspace: in.workspace, Problem: problem, Link: t.link, CSRF: sessionCSRF(secret),
+		Description: c.Description, Workspace: in.workspace, Problem: problem, Link: t.link, CSRF: SessionCSRF(secret),
 		PrivacyPolicy: c.PrivacyPolicyURL, Installed: installed,
 		BotScopes: words(c.BotScopes), UserScopes: words(c.UserScopes), Tools: c.Tools,
 	})

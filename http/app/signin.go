@@ -240,7 +240,7 @@ func (s *Server) SignOut(ctx *fasthttp.RequestCtx) {
 		redirect(ctx, "/app/signin", fasthttp.StatusSeeOther)
 		return
 	}
-	if !csrfOK(string(ctx.PostArgs().Peek("csrf")), sessionCSRF(secret)) {
+	if !csrfOK(string(ctx.PostArgs().Peek("csrf")), SessionCSRF(secret)) {
 		s.csrfRejected(ctx)
 		return
 	}

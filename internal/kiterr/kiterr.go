@@ -37,6 +37,12 @@ const (
 	CSRFRejected        Code = "csrf_rejected"
 	EmailTaken          Code = "email_taken"
 	SlugTaken           Code = "slug_taken"
+	// KitUnavailable: member routes only; the Kit did not answer an
+	// interaction, a slash command or a tool call with a 2xx within 3 s.
+	KitUnavailable Code = "kit_unavailable"
+	// Unauthenticated: a member route without a live session cookie
+	// (OPERATIONS.md section 6).
+	Unauthenticated Code = "unauthenticated"
 )
 
 // kitd's own codes, for answers SPEC.md section 7 has no code for
@@ -58,6 +64,7 @@ var statuses = map[Code]int{
 	Validation:          400,
 	InvalidToken:        401,
 	InvalidCredentials:  401,
+	Unauthenticated:     401,
 	MissingScope:        403,
 	Forbidden:           403,
 	CSRFRejected:        403,
@@ -73,6 +80,7 @@ var statuses = map[Code]int{
 	HeaderTooLarge:      431,
 	RateLimited:         429,
 	Internal:            500,
+	KitUnavailable:      502,
 	Unavailable:         503,
 }
 

@@ -34,6 +34,7 @@ var specStatus = map[Code]int{
 	"email_taken":            409,
 	"name_taken":             409,
 	"slug_taken":             409,
+	"unauthenticated":        401, // OPERATIONS.md section 6
 	// kitd's own codes (docs/decisions.md "Request heads").
 	"uri_too_long":     414,
 	"header_too_large": 431,

@@ -1,0 +1,56 @@
+package e2e
+
+import (
+	"testing"
+)
+
+// memberCall is one member action (OPERATIONS.md section 6) with the
+// session cookie (as webSession gives it: "kit_session=…") and, when csrf
+// is not "", the X-CSRF-Token header.
+func memberCall(t testing.TB, s *Server, method, path, cookie, csrf string, body any) *Resp {
+	t.Helper()
+	hdr := map[string]string{}
+	if cookie != "" {
+		hdr["Cookie"] = cookie
+	}
+	if csrf != "" {
+		hdr["X-CSRF-Token"] = csrf
+	}
+	return s.do(t, method, path, "", body, hdr)
+}
+
+// memberSession is the member's CSRF token, from GET /app/api/session.
+func memberSession(t testing.TB, s *Server, cookie string) (csrf string) {
+	t.Helper()
+	r := memberCall(t, s, "GET", "/app/api/session", cookie, "", nil)
+	want(t, r, 200)
+	return r.Str("csrf")
+}
+
+func TestMemberSession(t *testing.T) {
+	s := sharedServer(t)
+	w := newWorkspace(t, s)
+	cookie, _ := webSession(t, s, w.Mem.ID)
+
+	t.Run("a live session gets its member, workspace and CSRF token", func(t *testing.T) {
+		r := memberCall(t, s, "GET", "/app/api/session", cookie, "", nil)
+		want(t, r, 200)
+		if r.Str("userId") != w.Mem.ID || r.Str("workspaceId") != w.ID || r.Str("csrf") == "" {
+			t.Fatalf("session: %s", r.Body)
+		}
+	})
+	t.Run("without a session cookie: 401 unauthenticated", func(t *testing.T) {
+		wantError(t, memberCall(t, s, "GET", "/app/api/session", "", "", nil), 401, "unauthenticated")
+	})
+	t.Run("a made-up session cookie: 401 unauthenticated", func(t *testing.T) {
+		wantError(t, memberCall(t, s, "GET", "/app/api/session", "kit_session=ks_madeup", "", nil), 401, "unauthenticated")
+	})
+	t.Run("an unknown member route: 404 in the API's error body", func(t *testing.T) {
+		wantError(t, memberCall(t, s, "GET", "/app/api/nothing", cookie, "", nil), 404, "not_found")
+	})
+	t.Run("an ended session: 401 unauthenticated", func(t *testing.T) {
+		other, otherID := webSession(t, s, w.Mem.ID)
+		want(t, s.ops(t, "DELETE", "/ops/v1/sessions/"+otherID, nil), 200)
+		wantError(t, memberCall(t, s, "GET", "/app/api/session", other, "", nil), 401, "unauthenticated")
+	})
+}
