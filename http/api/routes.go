@@ -171,10 +171,10 @@ const (
 // host are matched on the rest. The Web API and the developer API share
 // theirs.
 var hostPrefix = [...]string{
-	hostAPI:   "/api/v1/",
-	hostDev:   "/api/v1/",
-	hostHooks: "/hooks/",
-	hostOps:   "/ops/v1/",
+	hostAPI:    "/api/v1/",
+	hostDev:    "/api/v1/",
+	hostHooks:  "/hooks/",
+	hostOps:    "/ops/v1/",
 	hostApp:    "/app/",
 	hostMember: "/app/api/",
 	// Its one path is the prefix without its slash (resolve).
