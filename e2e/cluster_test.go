@@ -6,11 +6,15 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/kitd/kitd/internal/metrics/metricstest"
+	"github.com/kitd/kitd/internal/partition"
 )
 
 // Three nodes grow from the first: every partition on three replicas, each
 // led by one node, every node leading some, as each node's cluster view
-// says (OPERATIONS.md section 7); every node is healthy.
+// says (OPERATIONS.md section 7); every node is healthy, and its metrics
+// say the same of the partitions it leads and holds.
 func TestClusterGrowsFromOneNode(t *testing.T) {
 	c := startCluster(t, 3)
 	for _, s := range c.nodes {
@@ -18,6 +22,17 @@ func TestClusterGrowsFromOneNode(t *testing.T) {
 		if r.Status != 200 {
 			t.Errorf("%s /healthz: %d %s", s.Addr, r.Status, r.Body)
 		}
+	}
+	led := 0.0
+	for _, s := range c.nodes {
+		m := scrapeMetrics(t, s)
+		if n := metricstest.Value(m, "kitd_raft_partitions", "role", "replica"); n != partition.Count {
+			t.Errorf("%s holds %v replicas by its metrics, want %d", s.Addr, n, partition.Count)
+		}
+		led += metricstest.Value(m, "kitd_raft_partitions", "role", "leader")
+	}
+	if led != partition.Count {
+		t.Errorf("the nodes' metrics say they lead %v partitions in all, want %d", led, partition.Count)
 	}
 }
 

@@ -29,9 +29,16 @@ type Log struct {
 	// through the group's leader elsewhere. Both nil: every group is here.
 	leads  func(replication.GroupID) bool
 	remote func(ctx context.Context, g replication.GroupID, data []byte) error
+
+	stats logStats
 }
 
 var _ actors.Committer = (*Log)(nil)
+
+// newLog is a Log that proposes every entry to groups, here.
+func newLog(groups proposer, store *persistence.Store, timeout time.Duration) *Log {
+	return &Log{groups: groups, store: store, timeout: timeout, stats: newLogStats()}
+}
 
 // errNoPartition reports a write to a key of no partition: actors write
 // only partitioned keys, so this is a bug.
@@ -52,11 +59,19 @@ func (l *Log) Commit(repr []byte) error {
 	if err != nil || !writes {
 		return err // a batch of no writes commits nothing
 	}
+	start := time.Now()
+	err = l.commit(repr, first, single)
+	l.stats.observe(start, err)
+	return err
+}
+
+func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	defer cancel()
 	if single {
 		g := replication.GroupID(first)
 		if l.remote != nil && !l.leads(g) {
+			l.stats.remote.Inc()
 			err = l.remote(ctx, g, repr)
 		} else {
 			_, err = l.groups.Propose(ctx, g, repr)
@@ -87,6 +102,7 @@ func (l *Log) Commit(repr []byte) error {
 			here = append(here, replication.Proposal{Group: g, Data: part.Repr()})
 			continue
 		}
+		l.stats.remote.Inc()
 		if err := l.remote(ctx, g, part.Repr()); err != nil {
 			return fmt.Errorf("replica: commit to partition %d through its leader: %w: %w", p, err, errNotCommitted)
 		}

@@ -222,7 +222,7 @@ func TestLogCommit(t *testing.T) {
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			f := &fakeGroups{}
-			l := &Log{groups: f, store: s, timeout: time.Second}
+			l := newLog(f, s, time.Second)
 			b := s.NewBatch()
 			for _, o := range tc.ops {
 				b.Add(o)
@@ -255,7 +255,7 @@ func TestLogCommitFailsWithItsGroup(t *testing.T) {
 	f := &fakeGroups{err: replication.ErrLeadershipLost}
 	b := s.NewBatch()
 	b.Set(keyIn(1, "a"), nil)
-	if err := (&Log{groups: f, store: s, timeout: time.Second}).Commit(b.Repr()); !errors.Is(err, replication.ErrLeadershipLost) {
+	if err := (newLog(f, s, time.Second)).Commit(b.Repr()); !errors.Is(err, replication.ErrLeadershipLost) {
 		t.Errorf("err = %v, want ErrLeadershipLost", err)
 	}
 }

@@ -106,7 +106,8 @@ type Replica struct {
 	leaders [partition.Count]leader // who leads each group, as this node last heard
 	stop    chan struct{}
 
-	draining atomic.Bool // HandOver was called
+	draining atomic.Bool   // HandOver was called
+	changes  atomic.Uint64 // leaderships come or gone (metrics)
 
 	missing map[uint64]time.Time // voters not alive, since when (grow's own)
 }
@@ -163,7 +164,7 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 		r.ticker.Stop()
 		return nil, err
 	}
-	r.Log = &Log{groups: r.node, store: cfg.Store, timeout: cfg.CommitTimeout}
+	r.Log = newLog(r.node, cfg.Store, cfg.CommitTimeout)
 	if cfg.Transport != nil {
 		r.Log.leads = r.leads
 		r.Log.remote = r.propose
@@ -326,6 +327,9 @@ func (r *Replica) follow() {
 		p := partition.ID(lc.Group)
 		r.mu.Lock()
 		r.leaders[p] = leader{lc.Leader, lc.Term}
+		if (lc.Leader == r.id) != (r.leading[p] != 0) {
+			r.changes.Add(1) // leadership came here or left
+		}
 		if lc.Leader != r.id {
 			r.leading[p] = 0
 			if r.hosted[p] {

@@ -77,6 +77,18 @@ func (g groups) view() api.ClusterView {
 	return g.member
 }
 
+// replicas is this node's raft groups, nil for a node that commits
+// straight to its store.
+func (g groups) replicas() *replica.Replica {
+	switch {
+	case g.member != nil:
+		return g.member.Replica()
+	case g.replica != nil:
+		return g.replica
+	}
+	return nil
+}
+
 // Close stops the groups; the actors must be stopped first.
 func (g groups) Close() error {
 	var err error

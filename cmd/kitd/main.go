@@ -313,6 +313,9 @@ func serve(cfg config, stdout io.Writer) error {
 	reg.Register(store.Collect)
 	reg.Register(env.Collect)
 	reg.Register(metrics.Runtime())
+	if r := groups.replicas(); r != nil {
+		reg.Register(r.Collect)
+	}
 	srv := api.New(api.Config{
 		Node: clusterNode, Env: env, Auth: auth, Limits: table, OperatorToken: opToken,
 		TestClock: testClock, PublicURL: publicURL, Logger: logger, RequestLog: requests, Domains: domains, Metrics: reg,

@@ -1,0 +1,84 @@
+package replica
+
+import (
+	"math/bits"
+	"time"
+
+	"github.com/kitd/kitd/internal/metrics"
+	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/replication"
+)
+
+// logStats are Log's counters: every actor commit goes through them, so
+// they are atomic counters and one histogram, no lock.
+type logStats struct {
+	duration *metrics.Histogram // Commit, from call to applied here (or failed)
+	failed   metrics.Counter    // commits answered 503: not confirmed
+	remote   metrics.Counter    // entries proposed through another node's leader
+}
+
+func newLogStats() logStats {
+	return logStats{duration: metrics.NewHistogram(metrics.LatencyBuckets)}
+}
+
+// observe records one Commit that started at start.
+func (s *logStats) observe(start time.Time, err error) {
+	s.duration.ObserveDuration(time.Since(start))
+	if err != nil {
+		s.failed.Inc()
+	}
+}
+
+// Collect writes the replication metrics of this node (a
+// metrics.Collector): what it leads and holds, how its groups keep up, and
+// what the actors' commits cost. Read on a scrape only.
+func (r *Replica) Collect(w *metrics.Writer) {
+	led, replicated := r.Partitions()
+	w.Family("kitd_raft_partitions", "Partitions this node leads, and holds a replica of.", metrics.TypeGauge)
+	w.Uint("kitd_raft_partitions", metrics.Label("role", "leader"), uint64(bits.OnesCount64(led)))
+	w.Uint("kitd_raft_partitions", metrics.Label("role", "replica"), uint64(bits.OnesCount64(replicated)))
+
+	w.Family("kitd_raft_leadership_changes_total", "Times a partition's leadership came to or left this node.", metrics.TypeCounter)
+	w.Uint("kitd_raft_leadership_changes_total", "", r.changes.Load())
+
+	lag, learners := r.followers(led)
+	w.Family("kitd_raft_follower_lag_entries", "Of the groups this node leads, the most entries a voter lacks of the commit index.", metrics.TypeGauge)
+	w.Uint("kitd_raft_follower_lag_entries", "", lag)
+	w.Family("kitd_raft_learners", "Learners (replicas being filled before they vote) in the groups this node leads.", metrics.TypeGauge)
+	w.Uint("kitd_raft_learners", "", learners)
+
+	st := r.node.Stats()
+	w.Family("kitd_raft_cycles_total", "Driver cycles that wrote groups' entries and state (one synced batch each).", metrics.TypeCounter)
+	w.Uint("kitd_raft_cycles_total", "", st.Cycles)
+	w.Family("kitd_raft_groups_written_total", "Sum over cycles of the groups each wrote: divided by cycles, how many groups share an fsync.", metrics.TypeCounter)
+	w.Uint("kitd_raft_groups_written_total", "", st.GroupsWritten)
+
+	s := &r.Log.stats
+	w.Family("kitd_raft_commit_duration_seconds", "Actor commits through raft, from the proposal to applied on this node.", metrics.TypeHistogram)
+	w.Histogram("kitd_raft_commit_duration_seconds", "", s.duration.Snapshot())
+	w.Family("kitd_raft_commits_failed_total", "Actor commits answered 503 unavailable: not confirmed by a quorum in time.", metrics.TypeCounter)
+	w.Uint("kitd_raft_commits_failed_total", "", s.failed.Load())
+	w.Family("kitd_raft_remote_proposals_total", "Entries this node proposed through another node's leader (an index entry of a partition led elsewhere).", metrics.TypeCounter)
+	w.Uint("kitd_raft_remote_proposals_total", "", s.remote.Load())
+}
+
+// followers is, over the groups in led, the largest lag of a voter behind
+// the commit index, and the number of learners.
+func (r *Replica) followers(led uint64) (lag, learners uint64) {
+	for p := range partition.Count {
+		if led&(1<<uint(p)) == 0 {
+			continue
+		}
+		st, err := r.node.Status(replication.GroupID(p))
+		if err != nil || st.Leader != r.id {
+			continue
+		}
+		learners += uint64(len(st.Learners))
+		for _, v := range st.Voters {
+			if m, ok := st.Match[v]; ok && m < st.Commit && st.Commit-m > lag {
+				lag = st.Commit - m
+			}
+		}
+	}
+	return lag, learners
+}
