@@ -28,19 +28,11 @@ func clusterJepsen(t *testing.T) (*testCluster, []*jepsenNode) {
 	return c, nodes
 }
 
-// restart starts node i again on its data directory, joining a live node.
+// restart starts node i again on its data directory (rejoin), behind its
+// proxy.
 func (c *testCluster) restart(t *testing.T, i int, n *jepsenNode) {
 	t.Helper()
-	var join *Server
-	for j, s := range c.nodes {
-		if j != i && !s.exited() {
-			join = s
-			break
-		}
-	}
-	a := []string{"--node-name", c.names[i], "--cluster-bind", "127.0.0.1:0", "--cluster-key", c.key, "--join", join.gossipAddr(t)}
-	s := startServerOpts(t, ServerOpts{DataDir: c.dirs[i], OpToken: c.op, Limits: "off", Args: a})
-	c.nodes[i] = s
+	s := c.rejoin(t, i)
 	n.srv = s
 	n.front.SetUpstream(s.Addr)
 }

@@ -41,9 +41,11 @@ func (r *Replica) Collect(w *metrics.Writer) {
 	w.Family("kitd_raft_leadership_changes_total", "Times a partition's leadership came to or left this node.", metrics.TypeCounter)
 	w.Uint("kitd_raft_leadership_changes_total", "", r.changes.Load())
 
-	lag, learners := r.followers(led)
+	lag, voters, learners := r.followers(led)
 	w.Family("kitd_raft_follower_lag_entries", "Of the groups this node leads, the most entries a voter lacks of the commit index.", metrics.TypeGauge)
 	w.Uint("kitd_raft_follower_lag_entries", "", lag)
+	w.Family("kitd_raft_voters", "Voters of the groups this node leads, summed: 3 a group while every replica is in place.", metrics.TypeGauge)
+	w.Uint("kitd_raft_voters", "", voters)
 	w.Family("kitd_raft_learners", "Learners (replicas being filled before they vote) in the groups this node leads.", metrics.TypeGauge)
 	w.Uint("kitd_raft_learners", "", learners)
 
@@ -63,8 +65,8 @@ func (r *Replica) Collect(w *metrics.Writer) {
 }
 
 // followers is, over the groups in led, the largest lag of a voter behind
-// the commit index, and the number of learners.
-func (r *Replica) followers(led uint64) (lag, learners uint64) {
+// the commit index, and the numbers of voters and learners.
+func (r *Replica) followers(led uint64) (lag, voters, learners uint64) {
 	for p := range partition.Count {
 		if led&(1<<uint(p)) == 0 {
 			continue
@@ -73,6 +75,7 @@ func (r *Replica) followers(led uint64) (lag, learners uint64) {
 		if err != nil || st.Leader != r.id {
 			continue
 		}
+		voters += uint64(len(st.Voters))
 		learners += uint64(len(st.Learners))
 		for _, v := range st.Voters {
 			if m, ok := st.Match[v]; ok && m < st.Commit && st.Commit-m > lag {
@@ -80,5 +83,5 @@ func (r *Replica) followers(led uint64) (lag, learners uint64) {
 			}
 		}
 	}
-	return lag, learners
+	return lag, voters, learners
 }

@@ -50,6 +50,8 @@ func TestReplicationMetrics(t *testing.T) {
 		{"and holds a replica of each", `kitd_raft_partitions{role="replica"}`, "64"},
 		{"each leadership that came here is a change", `kitd_raft_leadership_changes_total`, "64"},
 		{"a node alone has no follower to lag", `kitd_raft_follower_lag_entries`, "0"},
+		{"it is the one voter of each group", `kitd_raft_voters`, "64"},
+		{"and there is no learner", `kitd_raft_learners`, "0"},
 		{"the commit is in the histogram", `kitd_raft_commit_duration_seconds_count`, "1"},
 		{"it did not fail", `kitd_raft_commits_failed_total`, "0"},
 		{"no entry went through another node", `kitd_raft_remote_proposals_total`, "0"},

@@ -47,6 +47,9 @@ type Config struct {
 	Timing membership.Timing
 	// TickInterval is raft's tick (default 100 ms).
 	TickInterval time.Duration
+	// DownTimeout is how long a member may be gone before the leaders
+	// remove its replicas (replica.Config.DownTimeout).
+	DownTimeout time.Duration
 }
 
 // Member is this process's membership of a cluster.
@@ -125,7 +128,7 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 	m.rep, err = replica.Start(ctx, replica.Config{
 		Store: cfg.Store, Hosts: hosts, Logger: cfg.Logger, TickInterval: cfg.TickInterval,
 		Transport: m.rn, Found: len(cfg.Join) == 0, Members: m.alive, Remote: m.remotePropose,
-		ReadIndex: m.readIndex,
+		ReadIndex: m.readIndex, DownTimeout: cfg.DownTimeout,
 	})
 	if err != nil {
 		m.ms.Shutdown()

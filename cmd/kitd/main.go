@@ -76,6 +76,7 @@ type config struct {
 	join          string
 	clusterKey    string
 	peerListen    string
+	downTimeout   time.Duration
 	replicate     bool
 	demo          bool
 	logLevel      string
@@ -110,6 +111,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.join, "join", env("KIT_JOIN", ""), "comma-separated gossip addresses of members to join (none: this node founds a cluster)")
 	fs.StringVar(&c.clusterKey, "cluster-key", env("KIT_CLUSTER_KEY", ""), "the cluster's shared secret: encrypts gossip and authenticates node-to-node traffic (prefer KIT_CLUSTER_KEY)")
 	fs.StringVar(&c.peerListen, "peer-listen", env("KIT_PEER_LISTEN", ""), "node-to-node listener, host:port (default: the --cluster-bind host, any port)")
+	downTimeout := fs.String("down-timeout", env("KIT_DOWN_TIMEOUT", "30s"), "how long a member may be gone before its replicas are removed from their groups (they are re-created on its return or on a spare node)")
 	fs.BoolVar(&c.replicate, "replicate", env("KIT_REPLICATE", "") == "1", "commit every write through its partition's raft group, as a node of a cluster does, even alone")
 	fs.BoolVar(&c.demo, "demo", false, "on a fresh data directory, create and print a demo workspace")
 	fs.StringVar(&c.logLevel, "log-level", env("KIT_LOG_LEVEL", "info"), "debug, info (a line per request), warn or error")
@@ -123,11 +125,17 @@ func parseFlags(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	var err error
+	if c.downTimeout, err = time.ParseDuration(*downTimeout); err != nil {
+		return c, fmt.Errorf("--down-timeout: %w", err)
+	}
 	// Refused rather than ignored: a node told to join that silently runs
 	// alone would serve requests its operator expects to be shared.
 	switch {
 	case c.clusterBind == "" && (c.join != "" || c.clusterKey != "" || c.peerListen != ""):
 		return c, errors.New("--join, --cluster-key and --peer-listen need --cluster-bind (the gossip address)")
+	case c.downTimeout < time.Second:
+		return c, errors.New("--down-timeout must be at least 1s: a member is gone only after gossip's failure detector says so")
 	case c.clusterBind != "" && c.clusterKey == "":
 		return c, errors.New("--cluster-bind needs --cluster-key (KIT_CLUSTER_KEY): members authenticate each other with it")
 	}

@@ -25,8 +25,8 @@ func TestGOMAXPROCS(t *testing.T) {
 	}
 }
 
-// Until a node can join others, the membership flags are refused, never
-// ignored; naming the node is allowed.
+// The membership flags are refused without the gossip address they
+// belong to, never ignored; naming the node is allowed.
 func TestClusterFlags(t *testing.T) {
 	for _, tc := range []struct {
 		rule string
@@ -40,6 +40,9 @@ func TestClusterFlags(t *testing.T) {
 		{"--cluster-bind with --cluster-key founds a cluster", []string{"--cluster-bind", "127.0.0.1:7946", "--cluster-key", "k"}, true},
 		{"--join joins one", []string{"--cluster-bind", "127.0.0.1:7946", "--cluster-key", "k", "--join", "127.0.0.1:7947"}, true},
 		{"--node-name is taken", []string{"--node-name", "n1"}, true},
+		{"--down-timeout takes a duration", []string{"--down-timeout", "5s"}, true},
+		{"--down-timeout below a second is refused", []string{"--down-timeout", "500ms"}, false},
+		{"--down-timeout that is not a duration is refused", []string{"--down-timeout", "5"}, false},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			_, err := parseFlags(tc.args)

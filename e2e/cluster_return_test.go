@@ -1,0 +1,72 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/kitd/kitd/internal/metrics/metricstest"
+	"github.com/kitd/kitd/internal/partition"
+)
+
+// A member gone past --down-timeout loses its replicas: the leaders remove
+// it from their groups, and the two left commit alone. When it comes back
+// on its directory it is added again, catches up on what was written while
+// it was away, and every group has three voters again (issue 15, part 5).
+func TestClusterRemovedNodeReturns(t *testing.T) {
+	c := startCluster(t, 3, "--down-timeout", "2s")
+	env := newBotEnv(t, c.nodes[0])
+	want(t, c.nodes[0].api(t, env.In.Token, "POST", "/messages", postBody(env.Chan.ID, "before"), nil), 201)
+
+	c.nodes[2].kill()
+	c.waitVoters(t, 2*partition.Count)
+	want(t, c.nodes[1].api(t, env.In.Token, "POST", "/messages", postBody(env.Chan.ID, "while away"), nil), 201)
+
+	back := c.rejoin(t, 2)
+	c.waitVoters(t, 3*partition.Count)
+	c.waitSettled(t, 3)
+	var texts []string
+	for _, m := range walk(t, back, env.In.Token, "/conversations/"+env.Chan.ID+"/messages", "messages", 10) {
+		texts = append(texts, fmt.Sprint(m["text"]))
+	}
+	if fmt.Sprint(texts) != "[while away before]" {
+		t.Errorf("the returned node reads %v, want [while away before]", texts)
+	}
+}
+
+// waitVoters waits until the groups' leaders count want voters in all, by
+// their metrics.
+func (c *testCluster) waitVoters(t *testing.T, want int) {
+	t.Helper()
+	var got float64
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		got = 0
+		for _, s := range c.live() {
+			r, err := s.request("GET", "/metrics", c.op, nil, nil)
+			if err != nil || r.Status != 200 {
+				continue
+			}
+			got += metricstest.Value(metricstest.Parse(t, r.Body), "kitd_raft_voters")
+		}
+		if got == float64(want) {
+			return
+		}
+	}
+	t.Fatalf("the leaders count %v voters after 60 s, want %d", got, want)
+}
+
+// rejoin starts node i again on its data directory, joining a live node.
+func (c *testCluster) rejoin(t *testing.T, i int, args ...string) *Server {
+	t.Helper()
+	var join *Server
+	for j, s := range c.nodes {
+		if j != i && !s.exited() {
+			join = s
+			break
+		}
+	}
+	a := []string{"--node-name", c.names[i], "--cluster-bind", "127.0.0.1:0", "--cluster-key", c.key, "--join", join.gossipAddr(t)}
+	s := startServerOpts(t, ServerOpts{DataDir: c.dirs[i], OpToken: c.op, Limits: "off", Args: append(a, args...)})
+	c.nodes[i] = s
+	return s
+}
