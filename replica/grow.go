@@ -19,8 +19,8 @@ import (
 //   - removes a voter that gossip has not called alive for DownTimeout;
 //   - promotes a learner that has caught up (its log reaches the commit
 //     index);
-//   - adds a learner when the group has fewer replicas than
-//     min(Replicas, nodes alive): the alive node that ranks highest for
+//   - adds a learner when the group has fewer replicas than nodes alive
+//     (or Config.Replicas, when set and fewer): the alive node that ranks highest for
 //     the group by rendezvous hashing, so that the groups spread evenly and
 //     every leader makes the same choice;
 //   - hands one leadership to a voter that leads fewer groups when it
@@ -126,7 +126,10 @@ func (r *Replica) growGroup(g replication.GroupID, members []Member, led map[uin
 			return
 		}
 	}
-	want := min(r.cfg.Replicas, len(members))
+	want := len(members)
+	if r.cfg.Replicas > 0 {
+		want = min(r.cfg.Replicas, want)
+	}
 	if len(st.Voters) < want {
 		if id := pick(g, members, st.Voters); id != 0 {
 			if err := r.node.AddLearner(ctx, g, id); err != nil {

@@ -46,11 +46,12 @@ type Config struct {
 	// groups each leads (from gossip). nil: the node is alone.
 	Members func() []Member
 	// Replicas is how many voters a group should have when that many
-	// nodes are alive (default 5). A node reads the records of other
-	// partitions (index entries, credentials) from its own replicas, so
-	// until such reads are forwarded to a partition's leader, every node
-	// must hold every partition: with the default, clusters of up to five
-	// nodes (docs/cluster.md, "How many replicas").
+	// nodes are alive; 0 (the default): every node alive. A node reads
+	// the records of other partitions (index entries, credentials, pages
+	// of history) from its own replicas, so until such reads are
+	// forwarded to a node that holds the partition, every node must hold
+	// every partition (docs/cluster.md, "How many replicas"); a smaller
+	// count is for tests of the placement alone.
 	Replicas int
 	// GrowInterval is how often a leader looks at its groups' replicas
 	// and leaderships (default 500 ms).
@@ -78,9 +79,6 @@ type Config struct {
 // largest cost of a node of three; a follower further behind gets a
 // snapshot of one partition instead.
 const logKept = 256
-
-// DefaultReplicas is Config.Replicas's default.
-const DefaultReplicas = 5
 
 // Member is a node alive in the cluster, as gossip last said.
 type Member struct {
@@ -129,9 +127,6 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 	}
 	if cfg.CommitTimeout == 0 {
 		cfg.CommitTimeout = 5 * time.Second
-	}
-	if cfg.Replicas == 0 {
-		cfg.Replicas = DefaultReplicas
 	}
 	if cfg.GrowInterval == 0 {
 		cfg.GrowInterval = 500 * time.Millisecond
