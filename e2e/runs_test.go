@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/pem"
 	"io"
@@ -184,6 +185,13 @@ func TestToolRuns(t *testing.T) {
 		got := e.finished(t, private, e.memToken)
 		if jstr(got, "status") != "succeeded" || mustJSON(got["result"]) != `{"echo":{"order":"A-1"},"n":7}` || got["finishedAt"] == nil || got["errorCode"] != nil {
 			t.Fatalf("finished run %v", got)
+		}
+		// kitclient reads the same run (its Run agrees with the server's).
+		kc, _ := kitClient(t, s, e.memToken)
+		kr, err := kc.Run(context.Background(), private)
+		if err != nil || kr.ID != private || kr.Status != "succeeded" || kr.RequesterUserID != w.Mem.ID || kr.ConversationID != e.conv ||
+			kr.Tool != "secret" || kr.FinishedAt == nil || kr.ErrorCode != nil || string(kr.Result) != `{"echo":{"order":"A-1"},"n":7}` {
+			t.Fatalf("kitclient run %+v, %v", kr, err)
 		}
 		entry := toolLogEntry(t, e)
 		if jstr(entry, "level") != "info" || jstr(entry, "status") != "succeeded" || entry["httpStatus"] != float64(200) || entry["errorCode"] != nil {
