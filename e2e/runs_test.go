@@ -86,6 +86,7 @@ func (k *toolKit) all() []delivered {
 // with runs:read, and one of the member without it (another Kit).
 type toolsSetup struct {
 	s                     *Server
+	opts                  ServerOpts // s's, to start it again
 	w                     *Workspace
 	kit                   *Kit
 	in                    *Install
@@ -97,10 +98,11 @@ type toolsSetup struct {
 
 func newToolsSetup(t *testing.T, tk *toolKit) *toolsSetup {
 	t.Helper()
-	s := startServerOpts(t, ServerOpts{Limits: "off", Args: []string{
+	opts := ServerOpts{DataDir: t.TempDir(), OpToken: "op_" + randToken(), Limits: "off", Args: []string{
 		"--delivery-ca", tk.caPath, "--delivery-allow", strings.TrimPrefix(tk.srv.URL, "https://"),
-	}})
-	e := &toolsSetup{s: s, w: newWorkspace(t, s)}
+	}}
+	s := startServerOpts(t, opts)
+	e := &toolsSetup{s: s, opts: opts, w: newWorkspace(t, s)}
 	w := e.w
 	e.conv = w.channel(t, "public", w.Owner.ID, w.Admin.ID, w.Mem.ID).ID
 	e.botOnly = w.channel(t, "public", w.Owner.ID).ID
@@ -326,6 +328,30 @@ func toolLogEntry(t *testing.T, e *toolsSetup) map[string]any {
 		t.Fatalf("entry %v", entry)
 	}
 	return entry
+}
+
+// A kill -9 while a run's call is in flight leaves nobody to report its
+// outcome: after the restart the run is failed as interrupted, logged.
+func TestToolRunInterruptedByKill9(t *testing.T) {
+	tk := newToolKit(t)
+	e := newToolsSetup(t, tk)
+	tk.answerWith(func(map[string]any) (int, string, time.Duration) { return 200, `{"result":1}`, 2500 * time.Millisecond })
+	r := e.invoke(t, e.call(e.conv, "lookup", map[string]any{}))
+	want(t, r, 202)
+	id := r.Str("run.id")
+	waitFor(t, "the tool call", func() bool { return len(tk.calls()) == 1 })
+	e.s.kill()
+
+	e.s = startServerOpts(t, e.opts)
+	r = e.s.api(t, e.memToken, "GET", "/runs/"+id, nil, nil)
+	want(t, r, 200)
+	got := jobj(r.JSON, "run")
+	if jstr(got, "status") != "failed" || jstr(got, "errorCode") != "interrupted" || got["finishedAt"] == nil || got["result"] != nil {
+		t.Fatalf("run after the restart %v", got)
+	}
+	if entry := toolLogEntry(t, e); jstr(entry, "errorCode") != "interrupted" || jstr(entry, "level") != "error" {
+		t.Fatalf("log entry %v", entry)
+	}
 }
 
 // The refusals of POST /app/api/tools/invoke: none records a run.
