@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -30,6 +31,9 @@ type installationActor struct {
 	// toolCache is what the installed version declares of its tools
 	// (installation_runs.go); nil until a tool is called.
 	toolCache *installedTools
+	// inFlight are the runs this activation queued whose outcome is not
+	// in yet, by creation time (keepActive).
+	inFlight map[string]time.Time
 }
 
 func (a *installationActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }

@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -107,6 +108,10 @@ func (a *installationActor) invokeTool(m *kitpb.InvokeTool) (proto.Message, erro
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("record run of %s: %w", a.id, err)
 	}
+	if a.inFlight == nil {
+		a.inFlight = map[string]time.Time{}
+	}
+	a.inFlight[run.Id] = now
 	return &kitpb.ToolCallReply{Run: run, KitId: a.inst.KitId, Endpoint: tools.endpoint}, nil
 }
 
@@ -163,6 +168,7 @@ func (a *installationActor) startRun(m *kitpb.StartRun) (proto.Message, error) {
 		return nil, err
 	}
 	if run.Status != RunQueued {
+		delete(a.inFlight, run.Id)
 		return nil, kiterr.New(kiterr.Conflict, "run is "+run.Status)
 	}
 	run.Status = RunRunning
@@ -178,6 +184,7 @@ func (a *installationActor) startRun(m *kitpb.StartRun) (proto.Message, error) {
 // one batch. An outcome for a run that is not running (failed as
 // interrupted meanwhile) changes nothing: the first final status stays.
 func (a *installationActor) finishRun(m *kitpb.FinishRun) (proto.Message, error) {
+	delete(a.inFlight, m.RunId)
 	run, err := a.loadRun(m.RunId)
 	if err != nil {
 		return nil, err
@@ -233,13 +240,29 @@ func (a *installationActor) getRun(m *kitpb.GetRun) (proto.Message, error) {
 	return &kitpb.RunReply{Run: run}, nil
 }
 
+// runReportWithin bounds how long a runner takes to report a run's
+// outcome: deliveries.Timeout and two requests to the installation. A run
+// older than this in inFlight lost its runner (a request that failed), and
+// keeps the installation active no longer.
+const runReportWithin = time.Minute
+
+// keepActive keeps the installation from passivating while runs it queued
+// may still report: the next activation would fail them as interrupted.
+func (a *installationActor) keepActive() bool {
+	now := a.env.Clock.Now()
+	for id, at := range a.inFlight {
+		if now.Sub(at) >= runReportWithin {
+			delete(a.inFlight, id)
+		}
+	}
+	return len(a.inFlight) > 0
+}
+
 // interruptRuns fails, as interrupted, every run still queued or running
-// when the installation activates. A run's call lasts at most
-// deliveries.Timeout and its runner reports within it, while an
-// installation passivates only after DefaultIdleTimeout without a request,
-// so an open run found here has lost its runner: the process stopped, or
-// the partition moved to another node. A late report of such a run
-// changes nothing (finishRun).
+// when the installation activates. An installation does not passivate
+// while runs it queued may still report (keepActive), so an open run found
+// here has lost its runner: the process stopped, or the partition moved to
+// another node. A late report of such a run changes nothing (finishRun).
 func (a *installationActor) interruptRuns() error {
 	var open []string
 	prefix := openRunsPrefix(a.id)

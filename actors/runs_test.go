@@ -3,6 +3,7 @@ package actors_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -283,4 +284,41 @@ func TestRunsOpenAtARestartFailAsInterrupted(t *testing.T) {
 			t.Fatalf("run %v", r)
 		}
 	})
+}
+
+// An installation with runs in flight does not passivate: its next
+// activation would fail them as interrupted while their runner still
+// works. Once their outcomes are in, it passivates as any actor.
+func TestInstallationStaysActiveWhileRunsAreInFlight(t *testing.T) {
+	n := ownNode(t)
+	const idle = 100 * time.Millisecond
+	n.env.IdleTimeout = idle
+	e := n.toolEnv(t)
+	inst := e.inst.Id
+	id := ask[*kitpb.ToolCallReply](t, n, actors.KindInstallation, inst, e.invoke(e.alice, e.conv, "lookup")).Run.Id
+	ask[*kitpb.RunReply](t, n, actors.KindInstallation, inst, &kitpb.StartRun{RunId: id})
+
+	time.Sleep(4 * idle) // two idle checks, at least, with nothing asked
+	ask[*kitpb.RunReply](t, n, actors.KindInstallation, inst, &kitpb.FinishRun{RunId: id, Succeeded: true, Result: []byte(`1`)})
+	r := ask[*kitpb.RunReply](t, n, actors.KindInstallation, inst, &kitpb.GetRun{RunId: id, UserId: e.alice}).Run
+	if r.Status != actors.RunSucceeded {
+		t.Fatalf("run %v: the installation passivated with the run in flight", r)
+	}
+
+	// A run whose runner never reports keeps it active for a minute only.
+	lost := ask[*kitpb.ToolCallReply](t, n, actors.KindInstallation, inst, e.invoke(e.alice, e.conv, "lookup")).Run.Id
+	ask[*kitpb.RunReply](t, n, actors.KindInstallation, inst, &kitpb.StartRun{RunId: lost})
+	n.clk.Advance(time.Minute)
+	deadline := time.Now().Add(5 * time.Second) // idle checks, with slack on a loaded machine
+	for {
+		time.Sleep(idle)
+		r := ask[*kitpb.RunReply](t, n, actors.KindInstallation, inst, &kitpb.GetRun{RunId: lost, UserId: e.alice}).Run
+		if r.Status == actors.RunFailed && r.ErrorCode == actors.RunInterrupted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %v: the installation stayed active for a run nobody reports", r)
+		}
+		time.Sleep(2 * idle) // nothing asked: the next idle checks may passivate it
+	}
 }
