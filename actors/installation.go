@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -27,6 +28,12 @@ type installationActor struct {
 	inst    *kitpb.Installation // nil: not installed (yet)
 	buckets bucketSet
 	outbox  outbox // installation.* events (events.go)
+	// toolCache is what the installed version declares of its tools
+	// (installation_runs.go); nil until a tool is called.
+	toolCache *installedTools
+	// inFlight are the runs this activation queued whose outcome is not
+	// in yet, by creation time (keepActive).
+	inFlight map[string]time.Time
 }
 
 func (a *installationActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
@@ -43,6 +50,9 @@ func (a *installationActor) activate(identity string) error {
 		return err
 	}
 	a.inst = inst
+	if err := a.interruptRuns(); err != nil {
+		return err
+	}
 	return a.outbox.resume(a.env.Store, []string{a.id})
 }
 
@@ -85,6 +95,9 @@ func (a *installationActor) handle(msg proto.Message) (proto.Message, error) {
 		return reply, err
 	}
 	if reply, ok, err := a.handleGrants(msg); ok {
+		return reply, err
+	}
+	if reply, ok, err := a.handleRuns(msg); ok {
 		return reply, err
 	}
 	return nil, unknownRequest(KindInstallation, msg)

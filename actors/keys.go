@@ -61,6 +61,8 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"grantCredentialKey", "inst/{id}/g/{id}/{hash}"}, // a credential of one authorization (empty value; docs/credentials.md)
 	{"botTokenKey", "inst/{id}/t/{id}"},               // SHA-256 of a bot token, by token id (UUIDv7: the scan is creation order)
 	{"userGrantKey", "inst/{id}/ug/{id}/{id}"},        // UserGrant, by member and grant id: the member's authorizations
+	{"runKey", "inst/{id}/r/{id}"},                    // Run of a tool call (installation_runs.go)
+	{"openRunKey", "inst/{id}/ro/{id}"},               // a run still queued or running (empty value): what an activation fails as interrupted
 	{"webhookKey", "hook/{id}"},                       // Webhook (written by its webhook actor)
 	{"kitKey", "kit/{id}"},                            // Kit
 	{"versionKey", "kit/{id}/v/{version}"},            // KitVersion
@@ -293,6 +295,12 @@ func userGrantKey(inst, user, grant string) []byte {
 }
 
 func userGrantsPrefix(inst, user string) []byte { return userGrantKey(inst, user, "") }
+
+func runKey(inst, run string) []byte { return key(partition.Of(inst), "inst", inst, "r", run) }
+
+func openRunKey(inst, run string) []byte { return key(partition.Of(inst), "inst", inst, "ro", run) }
+
+func openRunsPrefix(inst string) []byte { return openRunKey(inst, "") }
 
 func webhookKey(webhook string) []byte { return key(partition.Of(webhook), "hook", webhook) }
 

@@ -75,6 +75,16 @@ type handler interface {
 	exists() bool
 }
 
+// keeper is a handler that stays active while idle when it waits for an
+// outcome to be reported to it (an installation's runs in flight): a new
+// activation would take the work as abandoned.
+type keeper interface{ keepActive() bool }
+
+func keepsActive(h handler) bool {
+	k, ok := h.(keeper)
+	return ok && k.keepActive()
+}
+
 // actorContext spares each kind's file an import of protoactor for its
 // Receive method.
 type actorContext = actor.Context
@@ -148,7 +158,7 @@ func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx act
 		root, self := ctx.ActorSystem().Root, ctx.Self()
 		life.timer = time.AfterFunc(env.idleTimeout(), func() { root.Send(self, idleCheck{}) })
 	case idleCheck:
-		if life.asked == life.looked {
+		if life.asked == life.looked && !keepsActive(h) {
 			ctx.Stop(ctx.Self())
 			return
 		}

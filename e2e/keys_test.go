@@ -57,7 +57,7 @@ func TestStoredKeysHaveAConstructor(t *testing.T) {
 		"kitKey", "versionKey", "clientSecretKey", "signingSecretKey", "domainKey", "installLinkKey",
 		"installLinkIndexKey", "workspaceKitKey", "slugKey", "credentialKey", "locatorKey", "devLogKey",
 		"emailUserKey", "botTokenKey", "userGrantKey", "eventSequenceKey", "queuedEventKey", "deadEventKey",
-		"deliveredEventKey", "deliveryEndpointKey",
+		"deliveredEventKey", "deliveryEndpointKey", "runKey",
 	} {
 		if seen[kind] == 0 {
 			missing = append(missing, kind)
@@ -140,7 +140,11 @@ func writeRecords(t *testing.T, s *Server, rcv *receiver) written {
 			return 500, 0, false
 		})
 		ek := w.eventsKit(t, []string{"message.posted"}, baseScopes...)
-		ek.Manifest["endpoints"] = map[string]any{"events": rcv.srv.URL + "/kit"}
+		ek.Manifest["endpoints"] = map[string]any{"events": rcv.srv.URL + "/kit", "tools": rcv.srv.URL + "/tools"}
+		ek.Manifest["tools"] = []any{map[string]any{
+			"name": "lookup", "displayName": map[string]any{"en": "Look up"}, "description": map[string]any{"en": "Looks up"},
+			"access": "read", "dataClass": "standard", "audience": "private",
+		}}
 		ek.Manifest["version"] = "1.0.1"
 		want(t, w.uploadVersion(t, ek.Manifest, true), 201)
 		want(t, s.ops(t, "POST", "/ops/v1/kits/"+ek.ID+"/signing-secret", nil), 201)
@@ -159,6 +163,11 @@ func writeRecords(t *testing.T, s *Server, rcv *receiver) written {
 		advance(t, s, 25*time.Hour)
 		waitFor(t, "a dead letter", deliveryStatus("dead_lettered"))
 		ein.post(t, c.ID, "an event that waits")
+
+		// A member's tool call: a run (runKey), committed before the 202.
+		cookie, _ := webSession(t, s, w.Mem.ID)
+		want(t, memberCall(t, s, "POST", "/app/api/tools/invoke", cookie, memberSession(t, s, cookie),
+			map[string]any{"installationId": ein.ID, "conversationId": c.ID, "tool": "lookup", "arguments": map[string]any{}}), 202)
 	}
 
 	// The developer log holds entries of all of it.

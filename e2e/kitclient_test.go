@@ -329,7 +329,7 @@ func TestKitClient_EveryMethod(t *testing.T) {
 			t.Errorf("content %q of type %q", fc.Data, fc.MimeType)
 		}
 
-		// kitd has no runs yet (e2e/openapi_test.go routeDeviations): 404.
+		// A run of no one (runs themselves: e2e/runs_test.go).
 		_, err = user.Run(ctx, newUUID())
 		wantAPIError(t, "a run", err, 404, kitclient.CodeNotFound)
 	})

@@ -75,12 +75,7 @@ var knownDeviations = []exchangeDeviation{}
 
 // routeDeviations are documented operations kitd does not serve (it answers
 // 404 "route not found"); TestOpenAPIRoutesServed skips them.
-var routeDeviations = map[string]string{
-	// SPEC.md 4.7 lists GET /runs/{id} (user tokens, scope runs:read);
-	// kitd has no runs yet, so the route answers 404 route not found. The
-	// document follows SPEC.md.
-	"GET /runs/{id}": "SPEC.md 4.7: not implemented by kitd",
-}
+var routeDeviations = map[string]string{}
 
 type openapiDoc struct {
 	name   string

@@ -66,7 +66,7 @@ func TestDecodeEveryAnswer(t *testing.T) {
 			func(c *Client) (any, error) { return c.Me(ctx) }, ""},
 		{"me of a bot token", `{"user":null,"bot":{"id":"b","displayName":"Deploy bot"}}`,
 			func(c *Client) (any, error) { return c.Me(ctx) }, ""},
-		{"run", `{"run":{"id":"r","state":"done"}}`,
+		{"run", `{"run":{"id":"r","status":"succeeded","tool":"lookup","requesterUserId":"u","conversationId":"c","createdAt":"2026-05-01T09:32:00.000Z","finishedAt":"2026-05-01T09:32:00.412Z","result":{"n":1},"errorCode":null}}`,
 			func(c *Client) (any, error) { return c.Run(ctx, "r") }, "run"},
 		{"installation", `{"installation":` + install + `}`,
 			func(c *Client) (any, error) { return c.Installation(ctx) }, "installation"},

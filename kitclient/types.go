@@ -216,9 +216,19 @@ type Me struct {
 	Bot  *Bot  `json:"bot"`
 }
 
-// Run is an assistant run; SPEC.md does not show its fields, so it stays
-// the JSON object the server sent.
-type Run = json.RawMessage
+// Run is a run of a Kit tool (GET /runs/{id}); SPEC.md does not show its
+// fields: these are kitd's (docs/deliveries.md "Tool calls and runs").
+type Run struct {
+	ID              string          `json:"id"`
+	Status          string          `json:"status"` // queued, running, succeeded, failed
+	Tool            string          `json:"tool"`
+	RequesterUserID string          `json:"requesterUserId"`
+	ConversationID  string          `json:"conversationId"`
+	CreatedAt       string          `json:"createdAt"`
+	FinishedAt      *string         `json:"finishedAt"`
+	Result          json.RawMessage `json:"result"` // null unless succeeded
+	ErrorCode       *string         `json:"errorCode"`
+}
 
 // Installation is SPEC.md's Installation.
 type Installation struct {

@@ -34,13 +34,13 @@ func (c *Client) Me(ctx context.Context) (*Me, error) {
 	return &out, c.doJSON(ctx, c.get("/users/me", nil, familyRead), &out)
 }
 
-// Run returns an assistant run (GET /runs/{id}; user tokens only).
-func (c *Client) Run(ctx context.Context, id string) (Run, error) {
+// Run returns a run of a Kit tool (GET /runs/{id}; user tokens with
+// runs:read only).
+func (c *Client) Run(ctx context.Context, id string) (*Run, error) {
 	var out struct {
 		Run Run `json:"run"`
 	}
-	err := c.doJSON(ctx, c.get("/runs/"+pathID(id), nil, familyRead), &out)
-	return out.Run, err
+	return &out.Run, c.doJSON(ctx, c.get("/runs/"+pathID(id), nil, familyRead), &out)
 }
 
 // Installation returns the token's installation (GET /installation).

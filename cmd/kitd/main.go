@@ -25,6 +25,7 @@ import (
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/deliveries"
 	"github.com/kitd/kitd/http/api"
 	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/ids"
@@ -328,6 +329,7 @@ func serve(cfg config, stdout io.Writer) error {
 		Node: clusterNode, Env: env, Auth: auth, Limits: table, OperatorToken: opToken,
 		TestClock: testClock, PublicURL: publicURL, Logger: logger, RequestLog: requests, Domains: domains, Metrics: reg,
 		NodeName: nodeName(cfg), HTTPAddr: ln.Addr().String(), Cluster: groups.view(),
+		Tools: deliveries.NewTools(send),
 	})
 	// Signals are caught before the node says it listens: a SIGTERM sent
 	// as soon as it does must drain it, not kill it.

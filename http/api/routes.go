@@ -49,6 +49,7 @@ var routes = [...]route{
 	{"GET", "/api/v1/users", hostAPI, botOrUser, "users:read", limits.Read, "", maxJSONBody, (*Server).listUsers, nil},
 	{"GET", "/api/v1/users/me", hostAPI, botOrUser, "", limits.Read, "", maxJSONBody, (*Server).usersMe, nil},
 	{"GET", "/api/v1/users/{id}", hostAPI, botOrUser, "users:read", limits.Read, "", maxJSONBody, (*Server).getUser, nil},
+	{"GET", "/api/v1/runs/{id}", hostAPI, user, "runs:read", limits.Read, "", maxJSONBody, (*Server).getRun, nil},
 	{"GET", "/api/v1/installation", hostAPI, botOrUser, "", limits.Read, "", maxJSONBody, (*Server).getInstallation, nil},
 	{"GET", "/api/v1/openapi.json", hostAPI, noToken, "", "", "", maxJSONBody, (*Server).webAPIDocument, nil},
 
@@ -130,6 +131,9 @@ var routes = [...]route{
 	// Member actions (OPERATIONS.md section 6): JSON routes of the app
 	// host behind the session cookie, and X-CSRF-Token on every write.
 	{"GET", "/app/api/session", hostMember, signedIn, "", "", "", maxJSONBody, (*Server).memberSession, nil},
+	// A tool call spends the member's interactions bucket, which the
+	// installation takes (docs/deliveries.md "Tool calls and runs").
+	{"POST", "/app/api/tools/invoke", hostMember, signedIn, "", "", "", maxJSONBody, (*Server).invokeTool, nil},
 
 	// Metrics in the Prometheus text format (issue 16; docs/decisions.md
 	// "Metrics"): the operator token, checked before the route is looked

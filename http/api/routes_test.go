@@ -47,8 +47,9 @@ var specRoutes = []struct {
 	{"listing users needs users:read, read", "GET", "/api/v1/users", botOrUser, "users:read", limits.Read},
 	{"users/me needs no scope, read", "GET", "/api/v1/users/me", botOrUser, "", limits.Read},
 	{"a user needs users:read, read", "GET", "/api/v1/users/{id}", botOrUser, "users:read", limits.Read},
-	// SPEC.md 4.7 (no endpoint yet: runs)
+	// SPEC.md 4.7
 	// SPEC.md 4.8
+	{"a run: user tokens only, runs:read, read", "GET", "/api/v1/runs/{id}", user, "runs:read", limits.Read},
 	{"the installation needs no scope, read", "GET", "/api/v1/installation", botOrUser, "", limits.Read},
 	// docs/openapi (issue 16): the descriptions are public
 	{"the Web API's OpenAPI document takes no token and no bucket", "GET", "/api/v1/openapi.json", noToken, "", ""},
@@ -122,6 +123,7 @@ var specRoutes = []struct {
 
 	// OPERATIONS.md 6: member actions, JSON behind the session cookie.
 	{"member: the session and its CSRF token", "GET", "/app/api/session", signedIn, "", ""},
+	{"member: a tool call", "POST", "/app/api/tools/invoke", signedIn, "", ""},
 
 	// Issue 16: metrics behind the operator token (docs/decisions.md "Metrics").
 	{"metrics take the operator token, no bucket", "GET", "/metrics", operator, "", ""},

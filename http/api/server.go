@@ -25,6 +25,7 @@ import (
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/cluster/member"
+	"github.com/kitd/kitd/deliveries"
 	"github.com/kitd/kitd/http/app"
 	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/http/internal/published"
@@ -86,6 +87,15 @@ type Config struct {
 	Domains DomainChecker
 	// Cluster is this node's view of its cluster; nil: a node alone.
 	Cluster ClusterView
+	// Tools makes the calls of the tool runs members start
+	// (deliveries.Tools); nil: runs stay queued.
+	Tools ToolRunner
+}
+
+// ToolRunner calls the Kit for a run the installation queued; it must not
+// block (deliveries.Tools).
+type ToolRunner interface {
+	Start(deliveries.ToolCall)
 }
 
 // ClusterView is what the front end shows of the cluster
@@ -111,6 +121,7 @@ type Server struct {
 	requests     *RequestLog // nil: request lines go through log
 	domains      DomainChecker
 	cluster      ClusterView // nil: a node alone
+	tools        ToolRunner  // nil: runs stay queued
 	published    *published.Cache
 	app          *app.Server
 	corrPrefix   string
@@ -149,6 +160,7 @@ func New(cfg Config) *Server {
 		fresh:      make(map[*trackedConn]struct{}),
 		domains:    cfg.Domains,
 		cluster:    cfg.Cluster,
+		tools:      cfg.Tools,
 		uploads:    newByteBudget(maxUploadBodiesInFlight),
 		published:  new(published.Cache),
 	}

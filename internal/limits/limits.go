@@ -71,6 +71,11 @@ const (
 	EventsInFlight = 10
 	// EventsPerKit is the "50 per Kit" bound on event deliveries.
 	EventsPerKit = 50
+	// ToolResultBytes bounds the JSON of a tool run's result, which the
+	// run keeps (kitd's own: SPEC.md shows no Run field): the size of a
+	// message's blocks and text together, far below the 1 MiB answer
+	// a call may read, so that runs stay small records.
+	ToolResultBytes = 64 << 10
 )
 
 // Rate is a token bucket: it holds at most Capacity tokens and gains Refill

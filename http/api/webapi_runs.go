@@ -1,0 +1,59 @@
+package api
+
+import (
+	"encoding/json"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// getRun is GET /runs/{id} (SPEC.md 4.7): a run of the token's
+// installation as the token's member may see it. The route takes user
+// tokens only; a run the member may not see is the 404 of one that does
+// not exist.
+func (s *Server) getRun(in call) (reply, error) {
+	id := in.params[0]
+	if !ids.Valid(id) {
+		return reply{}, kiterr.Absent("run")
+	}
+	r, err := ask[*kitpb.RunReply](s, actors.KindInstallation, in.p.Caller.InstallationId,
+		&kitpb.GetRun{RunId: id, UserId: in.p.Caller.UserId})
+	if err != nil {
+		return reply{}, err
+	}
+	return jsonReply(fasthttp.StatusOK, runBody{viewRun(r.Run)})
+}
+
+// runView is a Run (docs/deliveries.md "Tool calls and runs").
+type runView struct {
+	ID              string          `json:"id"`
+	Status          string          `json:"status"`
+	Tool            string          `json:"tool"`
+	RequesterUserID string          `json:"requesterUserId"`
+	ConversationID  string          `json:"conversationId"`
+	CreatedAt       string          `json:"createdAt"`
+	FinishedAt      *string         `json:"finishedAt"`
+	Result          json.RawMessage `json:"result"` // null unless succeeded
+	ErrorCode       *string         `json:"errorCode"`
+}
+
+// runBody is the answer {run}.
+type runBody struct {
+	Run runView `json:"run"`
+}
+
+func viewRun(r *kitpb.Run) runView {
+	v := runView{
+		ID: r.Id, Status: r.Status, Tool: r.Tool, RequesterUserID: r.RequesterUserId,
+		ConversationID: r.ConversationId, CreatedAt: isoTime(r.CreatedAt), FinishedAt: optTime(r.FinishedAt),
+		ErrorCode: optString(r.ErrorCode),
+	}
+	if len(r.Result) > 0 {
+		v.Result = r.Result
+	}
+	return v
+}
