@@ -87,6 +87,9 @@ func (a *installationActor) handle(msg proto.Message) (proto.Message, error) {
 	if reply, ok, err := a.handleGrants(msg); ok {
 		return reply, err
 	}
+	if reply, ok, err := a.handleMemberActions(msg); ok {
+		return reply, err
+	}
 	return nil, unknownRequest(KindInstallation, msg)
 }
 
@@ -128,6 +131,13 @@ func (a *installationActor) apply(m *kitpb.ApplyInstall) (proto.Message, error) 
 		next.MaxWebhooks = int32(man.IncomingWebhooks.MaxPerInstallation)
 	}
 	next.Interactive = man.Interactivity != nil
+	next.Commands, next.CommandsUrl, next.InteractivityUrl = nil, man.Endpoints.Commands, ""
+	for _, c := range man.Commands {
+		next.Commands = append(next.Commands, c.Name)
+	}
+	if man.Interactivity != nil {
+		next.InteractivityUrl = man.Interactivity.URL
+	}
 	next.Events = 0
 	if man.Bot != nil || len(man.Events) > 0 {
 		next.Events = eventMask(man)

@@ -61,6 +61,7 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"grantCredentialKey", "inst/{id}/g/{id}/{hash}"}, // a credential of one authorization (empty value; docs/credentials.md)
 	{"botTokenKey", "inst/{id}/t/{id}"},               // SHA-256 of a bot token, by token id (UUIDv7: the scan is creation order)
 	{"userGrantKey", "inst/{id}/ug/{id}/{id}"},        // UserGrant, by member and grant id: the member's authorizations
+	{"responseURLKey", "inst/{id}/r/{hash}"},          // ResponseURL, by the SHA-256 of its token (installation_actions.go)
 	{"webhookKey", "hook/{id}"},                       // Webhook (written by its webhook actor)
 	{"kitKey", "kit/{id}"},                            // Kit
 	{"versionKey", "kit/{id}/v/{version}"},            // KitVersion
@@ -271,6 +272,10 @@ func webhookRefKey(inst, webhook string) []byte {
 }
 
 func webhookRefsPrefix(inst string) []byte { return webhookRefKey(inst, "") }
+
+func responseURLKey(inst string, hash []byte) []byte {
+	return append(keyWithRoom(partition.Of(inst), len(hash), "inst", inst, "r", ""), hash...)
+}
 
 func grantCredentialKey(inst, grant string, hash []byte) []byte {
 	return append(keyWithRoom(partition.Of(inst), len(hash), "inst", inst, "g", grant, ""), hash...)

@@ -316,7 +316,7 @@ func serve(cfg config, stdout io.Writer) error {
 	srv := api.New(api.Config{
 		Node: clusterNode, Env: env, Auth: auth, Limits: table, OperatorToken: opToken,
 		TestClock: testClock, PublicURL: publicURL, Logger: logger, RequestLog: requests, Domains: domains, Metrics: reg,
-		NodeName: nodeName(cfg), HTTPAddr: ln.Addr().String(), Cluster: groups.view(),
+		NodeName: nodeName(cfg), HTTPAddr: ln.Addr().String(), Cluster: groups.view(), Kits: send,
 	})
 	// Signals are caught before the node says it listens: a SIGTERM sent
 	// as soon as it does must drain it, not kill it.

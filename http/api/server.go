@@ -86,6 +86,9 @@ type Config struct {
 	Domains DomainChecker
 	// Cluster is this node's view of its cluster; nil: a node alone.
 	Cluster ClusterView
+	// Kits calls a Kit's endpoint for a member action; nil: every such
+	// call fails as if the Kit could not be reached.
+	Kits KitCaller
 }
 
 // ClusterView is what the front end shows of the cluster
@@ -111,6 +114,7 @@ type Server struct {
 	requests     *RequestLog // nil: request lines go through log
 	domains      DomainChecker
 	cluster      ClusterView // nil: a node alone
+	kits         KitCaller   // nil: member actions' calls fail
 	published    *published.Cache
 	app          *app.Server
 	corrPrefix   string
@@ -149,6 +153,7 @@ func New(cfg Config) *Server {
 		fresh:      make(map[*trackedConn]struct{}),
 		domains:    cfg.Domains,
 		cluster:    cfg.Cluster,
+		kits:       cfg.Kits,
 		uploads:    newByteBudget(maxUploadBodiesInFlight),
 		published:  new(published.Cache),
 	}
