@@ -51,8 +51,9 @@ func (a *conversationActor) findAction(m *kitpb.FindAction) (proto.Message, erro
 		}
 		return nil, err
 	}
+	// A tombstone keeps no blocks: it has no element to find.
 	bot, isBot := a.bots[msg.AuthorId]
-	if msg.DeletedAt != 0 || msg.AuthorKind != "bot" || !isBot {
+	if msg.AuthorKind != "bot" || !isBot {
 		return nil, errNoSuchAction
 	}
 	el, found := blocks.FindElement(msg.Blocks, m.ActionId)

@@ -176,7 +176,8 @@ func (a *installationActor) useResponseURL(m *kitpb.UseResponseURL) (proto.Messa
 		return nil, fmt.Errorf("load response URL of %s: %w", a.id, err)
 	}
 	now := a.env.Clock.Now()
-	if !found || rec.Uses >= limits.ResponseURLUses || nanos(now) >= rec.ExpiresAt {
+	// A used-up token's record is gone (below).
+	if !found || nanos(now) >= rec.ExpiresAt {
 		return nil, ErrResponseURLNotFound
 	}
 	var limit *kitpb.Decision
