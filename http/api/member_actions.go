@@ -87,7 +87,7 @@ func (s *Server) memberCommand(in call) (reply, error) {
 		if err != nil {
 			return reply{}, err
 		}
-		return s.callKit(in, inst, *body.ConversationID, grant, commandDelivery{
+		return s.callKit(in, actors.ActionCommand, inst, *body.ConversationID, grant, commandDelivery{
 			Type: actors.ActionCommand, Command: *body.Command, Text: *body.Text,
 			UserID: in.member.UserID, ConversationID: *body.ConversationID, InstallationID: inst,
 			ResponseURL: actors.ResponseURL(s.publicURL, inst, grant.ResponseToken),
@@ -150,7 +150,7 @@ func (s *Server) memberInteraction(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return s.callKit(in, inst, convID, grant, interactionDelivery{
+	return s.callKit(in, actors.ActionInteraction, inst, convID, grant, interactionDelivery{
 		Type: actors.ActionInteraction, ActionID: *body.ActionID, Value: found.Value, MessageID: *body.MessageID,
 		UserID: in.member.UserID, ConversationID: convID, InstallationID: inst,
 		ResponseURL: actors.ResponseURL(s.publicURL, inst, grant.ResponseToken),
@@ -164,13 +164,9 @@ func memberCaller(m *actors.WebSession) *kitpb.Caller {
 
 // callKit makes the call grant allowed, has the installation log it and
 // post the answer, and answers the member {ok, message}.
-func (s *Server) callKit(in call, inst, convID string, grant *kitpb.MemberActionGrant, delivery any) (reply, error) {
+func (s *Server) callKit(in call, kind, inst, convID string, grant *kitpb.MemberActionGrant, delivery any) (reply, error) {
 	if grant.Limit != nil {
 		setRateHeaders(in.ctx, limits.FromWire(grant.Limit, s.limits))
-	}
-	kind := actors.ActionCommand
-	if _, ok := delivery.(interactionDelivery); ok {
-		kind = actors.ActionInteraction
 	}
 	finish := &kitpb.FinishMemberAction{Kind: kind, ConversationId: convID}
 	var ephemeral *kitpb.Message

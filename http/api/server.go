@@ -159,7 +159,9 @@ func New(cfg Config) *Server {
 	}
 	s.peers = newPeerLimits(cfg.Limits)
 	for i := range routes {
-		if routes[i].host == hostHooks {
+		// The webhook post is the hooks host's row that spends the
+		// webhook bucket (a responseUrl post is the other row).
+		if routes[i].host == hostHooks && routes[i].family == limits.Webhook {
 			s.hookRoute, s.hookRow = &routes[i], i
 		}
 	}
