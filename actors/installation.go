@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -27,6 +28,9 @@ type installationActor struct {
 	inst    *kitpb.Installation // nil: not installed (yet)
 	buckets bucketSet
 	outbox  outbox // installation.* events (events.go)
+	// responsesPruned is when expired responseUrl records were last
+	// deleted (installation_actions.go); zero: not since activation.
+	responsesPruned time.Time
 }
 
 func (a *installationActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }

@@ -1,8 +1,10 @@
 package actors
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -102,6 +105,9 @@ func (a *installationActor) beginMemberAction(m *kitpb.BeginMemberAction) (proto
 	token := ids.NewSecret(ResponseTokenPrefix)
 	hash := ids.Hash(token)
 	b := a.env.newBatch()
+	if err := a.pruneResponseURLs(b, now); err != nil {
+		return nil, err
+	}
 	put(b, responseURLKey(a.id, hash[:]), &kitpb.ResponseURL{
 		ConversationId: m.ConversationId, MessageId: m.MessageId, UserId: m.UserId,
 		ExpiresAt: nanos(now.Add(limits.ResponseURLLifetime)),
@@ -114,6 +120,35 @@ func (a *installationActor) beginMemberAction(m *kitpb.BeginMemberAction) (proto
 		KitId: a.inst.KitId, Url: url, ResponseToken: token, Limit: limit,
 		BotId: a.inst.BotId, Interactive: a.inst.Interactive,
 	}, nil
+}
+
+// pruneResponseURLs deletes, in b, the responseUrl records that expired
+// unused up (a used-up one is deleted by its last use), at most once per
+// lifetime of a token: each scan then finds about one lifetime's worth.
+func (a *installationActor) pruneResponseURLs(b batch, now time.Time) error {
+	if !a.responsesPruned.IsZero() && now.Sub(a.responsesPruned) < limits.ResponseURLLifetime {
+		return nil
+	}
+	a.responsesPruned = now
+	lower := responseURLsPrefix(a.id)
+	rec := &kitpb.ResponseURL{}
+	var err error
+	scanErr := a.env.Store.Scan(lower, persistence.PrefixEnd(lower), false, func(k, v []byte) bool {
+		if err = proto.Unmarshal(v, rec); err != nil {
+			return false
+		}
+		if nanos(now) >= rec.ExpiresAt {
+			b.Delete(bytes.Clone(k))
+		}
+		return true
+	})
+	if err == nil {
+		err = scanErr
+	}
+	if err != nil {
+		return fmt.Errorf("prune response URLs of %s: %w", a.id, err)
+	}
+	return nil
 }
 
 // botCaller is the installation's bot as the author of a post.

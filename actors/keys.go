@@ -277,6 +277,8 @@ func responseURLKey(inst string, hash []byte) []byte {
 	return append(keyWithRoom(partition.Of(inst), len(hash), "inst", inst, "r", ""), hash...)
 }
 
+func responseURLsPrefix(inst string) []byte { return responseURLKey(inst, nil) }
+
 func grantCredentialKey(inst, grant string, hash []byte) []byte {
 	return append(keyWithRoom(partition.Of(inst), len(hash), "inst", inst, "g", grant, ""), hash...)
 }

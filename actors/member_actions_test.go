@@ -250,6 +250,16 @@ func TestUseResponseURL(t *testing.T) {
 		noErr(t, use(h, "in time"))
 		wantCode(t, use(h, "late"), kiterr.NotFound)
 	})
+	t.Run("records that expired unused are deleted by a later grant", func(t *testing.T) {
+		stored := func() int {
+			return len(storedRecords(t, n, actors.ResponseURLsPrefix(f.inst.Id), func() *kitpb.ResponseURL { return &kitpb.ResponseURL{} }))
+		}
+		n.clk.Advance(limits.ResponseURLLifetime) // every earlier token expired, and a prune is due
+		grant(f.command(f.member))
+		if got := stored(); got != 1 {
+			t.Fatalf("%d records stored, want only the new one", got)
+		}
+	})
 	t.Run("an unknown token is 404", func(t *testing.T) {
 		h := ids.Hash(ids.NewSecret(actors.ResponseTokenPrefix))
 		wantCode(t, use(h[:], "x"), kiterr.NotFound)
