@@ -13,6 +13,7 @@ var (
 	MessagesPrefix     = messagesPrefix
 	MessageTagKey      = messageTagKey
 	ResponseURLsPrefix = responseURLsPrefix
+	InstallationKey    = installationKey
 )
 
 // DropNotices makes the node lose every outbox notice, as a crash between

@@ -135,13 +135,7 @@ func (a *installationActor) apply(m *kitpb.ApplyInstall) (proto.Message, error) 
 		next.MaxWebhooks = int32(man.IncomingWebhooks.MaxPerInstallation)
 	}
 	next.Interactive = man.Interactivity != nil
-	next.Commands, next.CommandsUrl, next.InteractivityUrl = nil, man.Endpoints.Commands, ""
-	for _, c := range man.Commands {
-		next.Commands = append(next.Commands, c.Name)
-	}
-	if man.Interactivity != nil {
-		next.InteractivityUrl = man.Interactivity.URL
-	}
+	setMemberActions(next, man)
 	next.Events = 0
 	if man.Bot != nil || len(man.Events) > 0 {
 		next.Events = eventMask(man)

@@ -12,6 +12,7 @@ import (
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/internal/manifest"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -74,6 +75,11 @@ func (a *installationActor) handleMemberActions(msg proto.Message) (reply proto.
 func (a *installationActor) beginMemberAction(m *kitpb.BeginMemberAction) (proto.Message, error) {
 	if a.inst.WorkspaceId != m.WorkspaceId {
 		return nil, kiterr.Absent("installation")
+	}
+	if !a.inst.ActionsKnown {
+		if err := a.learnMemberActions(); err != nil {
+			return nil, err
+		}
 	}
 	var url string
 	var bucket limits.Name
@@ -149,6 +155,42 @@ func (a *installationActor) pruneResponseURLs(b batch, now time.Time) error {
 		return fmt.Errorf("prune response URLs of %s: %w", a.id, err)
 	}
 	return nil
+}
+
+// setMemberActions writes into inst what member actions its installed
+// version man takes.
+func setMemberActions(inst *kitpb.Installation, man *manifest.Manifest) {
+	inst.Commands, inst.CommandsUrl, inst.InteractivityUrl = nil, man.Endpoints.Commands, ""
+	for _, c := range man.Commands {
+		inst.Commands = append(inst.Commands, c.Name)
+	}
+	if man.Interactivity != nil {
+		inst.InteractivityUrl = man.Interactivity.URL
+	}
+	inst.ActionsKnown = true
+}
+
+// learnMemberActions derives the member actions of an installation that
+// an older build recorded without them, from its installed version's
+// manifest, and saves them: once, on the first action that needs them.
+func (a *installationActor) learnMemberActions() error {
+	kit, err := cluster.Call[*kitpb.KitReply](a.env.Node, KindKit, a.inst.KitId, &kitpb.GetKit{})
+	if err != nil {
+		return err
+	}
+	for _, v := range kit.Versions {
+		if v.Version != a.inst.KitVersion {
+			continue
+		}
+		man, problems := manifest.Parse(v.Manifest)
+		if len(problems) > 0 {
+			return fmt.Errorf("installed manifest %s@%s no longer parses: %s", a.inst.KitId, v.Version, problems[0].Message)
+		}
+		next := proto.Clone(a.inst).(*kitpb.Installation)
+		setMemberActions(next, man)
+		return a.save(next, nil)
+	}
+	return fmt.Errorf("installation %s: installed version %s not found", a.id, a.inst.KitVersion)
 }
 
 // botCaller is the installation's bot as the author of a post.

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
@@ -301,4 +304,40 @@ func TestUseResponseURL(t *testing.T) {
 		_, err := try[*kitpb.UseResponseURLReply](n, actors.KindInstallation, f.inst.Id, &kitpb.UseResponseURL{TokenHash: grant(req), Text: "again", ReplaceOriginal: true})
 		wantCode(t, err, kiterr.RateLimited)
 	})
+}
+
+// An installation recorded by a build before member actions has no
+// commands, endpoints or interactivity URL in its record: it learns them
+// from its installed version on the first action, and keeps them.
+func TestMemberActionsOfAnOlderRecord(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two nodes")
+	}
+	fs := vfs.NewMem()
+	n, err := startNode(fs, nil)
+	noErr(t, err)
+	f := n.actionFixture(t)
+	old := proto.Clone(f.inst).(*kitpb.Installation)
+	old.Commands, old.CommandsUrl, old.InteractivityUrl, old.ActionsKnown = nil, "", "", false
+	v, err := proto.Marshal(old)
+	noErr(t, err)
+	b := n.store.NewBatch()
+	b.Set(actors.InstallationKey(f.inst.Id), v)
+	noErr(t, b.Commit())
+	noErr(t, n.stop())
+	r, err := startNode(fs, n.clk)
+	noErr(t, err)
+	t.Cleanup(func() { _ = r.stop() })
+
+	g := ask[*kitpb.MemberActionGrant](t, r, actors.KindInstallation, f.inst.Id, f.command(f.member))
+	if g.Url != commandsURL {
+		t.Fatalf("grant %v", g)
+	}
+	raw, err := r.store.Get(actors.InstallationKey(f.inst.Id))
+	noErr(t, err)
+	stored := &kitpb.Installation{}
+	noErr(t, proto.Unmarshal(raw, stored))
+	if !stored.ActionsKnown || stored.InteractivityUrl != interactURL || len(stored.Commands) != 1 {
+		t.Fatalf("stored %v", stored)
+	}
 }

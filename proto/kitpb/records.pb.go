@@ -1002,6 +1002,7 @@ type Installation struct {
 	Commands         []string `protobuf:"bytes,18,rep,name=commands,proto3" json:"commands,omitempty"`                                         // commands[].name, "/deploy"
 	CommandsUrl      string   `protobuf:"bytes,19,opt,name=commands_url,json=commandsUrl,proto3" json:"commands_url,omitempty"`                // endpoints.commands
 	InteractivityUrl string   `protobuf:"bytes,20,opt,name=interactivity_url,json=interactivityUrl,proto3" json:"interactivity_url,omitempty"` // interactivity.url
+	ActionsKnown     bool     `protobuf:"varint,21,opt,name=actions_known,json=actionsKnown,proto3" json:"actions_known,omitempty"`            // 18-20 were derived: false in a record of an older build
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -1174,6 +1175,13 @@ func (x *Installation) GetInteractivityUrl() string {
 		return x.InteractivityUrl
 	}
 	return ""
+}
+
+func (x *Installation) GetActionsKnown() bool {
+	if x != nil {
+		return x.ActionsKnown
+	}
+	return false
 }
 
 // Credential is what a bearer secret stands for. It is stored under the
@@ -1684,7 +1692,7 @@ const file_records_proto_rawDesc = "" +
 	"verifiedAt\x12\x1c\n" +
 	"\tchallenge\x18\x05 \x01(\tR\tchallenge\x12\x1d\n" +
 	"\n" +
-	"created_at\x18\x06 \x01(\x03R\tcreatedAt\"\x91\x05\n" +
+	"created_at\x18\x06 \x01(\x03R\tcreatedAt\"\xb6\x05\n" +
 	"\fInstallation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12%\n" +
@@ -1711,7 +1719,8 @@ const file_records_proto_rawDesc = "" +
 	"\x06events\x18\x11 \x01(\rR\x06events\x12\x1a\n" +
 	"\bcommands\x18\x12 \x03(\tR\bcommands\x12!\n" +
 	"\fcommands_url\x18\x13 \x01(\tR\vcommandsUrl\x12+\n" +
-	"\x11interactivity_url\x18\x14 \x01(\tR\x10interactivityUrl\"\xef\x04\n" +
+	"\x11interactivity_url\x18\x14 \x01(\tR\x10interactivityUrl\x12#\n" +
+	"\ractions_known\x18\x15 \x01(\bR\factionsKnown\"\xef\x04\n" +
 	"\n" +
 	"Credential\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12!\n" +
