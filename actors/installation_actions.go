@@ -101,6 +101,11 @@ func (a *installationActor) beginMemberAction(m *kitpb.BeginMemberAction) (proto
 		return nil, kiterr.Absent("action")
 	}
 	now := a.env.Clock.Now()
+	b := a.env.newBatch()
+	pruned, err := a.pruneResponseURLs(b, now)
+	if err != nil {
+		return nil, err
+	}
 	var limit *kitpb.Decision
 	if d, on := a.buckets.take(bucket, key, now); on {
 		if !d.OK {
@@ -110,17 +115,16 @@ func (a *installationActor) beginMemberAction(m *kitpb.BeginMemberAction) (proto
 	}
 	token := ids.NewSecret(ResponseTokenPrefix)
 	hash := ids.Hash(token)
-	b := a.env.newBatch()
-	if err := a.pruneResponseURLs(b, now); err != nil {
-		return nil, err
-	}
 	put(b, responseURLKey(a.id, hash[:]), &kitpb.ResponseURL{
-		ConversationId: m.ConversationId, MessageId: m.MessageId, UserId: m.UserId,
+		ConversationId: m.ConversationId, MessageId: m.MessageId,
 		ExpiresAt: nanos(now.Add(limits.ResponseURLLifetime)),
 	})
 	if err := b.Commit(); err != nil {
 		a.buckets.giveBack(bucket, key, now)
 		return nil, fmt.Errorf("store response URL of %s: %w", a.id, err)
+	}
+	if pruned {
+		a.responsesPruned = now
 	}
 	return &kitpb.MemberActionGrant{
 		KitId: a.inst.KitId, Url: url, ResponseToken: token, Limit: limit,
@@ -129,13 +133,13 @@ func (a *installationActor) beginMemberAction(m *kitpb.BeginMemberAction) (proto
 }
 
 // pruneResponseURLs deletes, in b, the responseUrl records that expired
-// unused up (a used-up one is deleted by its last use), at most once per
-// lifetime of a token: each scan then finds about one lifetime's worth.
-func (a *installationActor) pruneResponseURLs(b batch, now time.Time) error {
+// before they were used up (a used-up one is deleted by its last use), at
+// most once per lifetime of a token: each scan then finds about one
+// lifetime's worth. It reports whether it scanned.
+func (a *installationActor) pruneResponseURLs(b batch, now time.Time) (bool, error) {
 	if !a.responsesPruned.IsZero() && now.Sub(a.responsesPruned) < limits.ResponseURLLifetime {
-		return nil
+		return false, nil
 	}
-	a.responsesPruned = now
 	lower := responseURLsPrefix(a.id)
 	rec := &kitpb.ResponseURL{}
 	var err error
@@ -152,9 +156,9 @@ func (a *installationActor) pruneResponseURLs(b batch, now time.Time) error {
 		err = scanErr
 	}
 	if err != nil {
-		return fmt.Errorf("prune response URLs of %s: %w", a.id, err)
+		return false, fmt.Errorf("prune response URLs of %s: %w", a.id, err)
 	}
-	return nil
+	return true, nil
 }
 
 // setMemberActions writes into inst what member actions its installed

@@ -33,9 +33,8 @@ type ResponseURL struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	ConversationId string                 `protobuf:"bytes,1,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
 	MessageId      string                 `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`  // the interaction's message (replaceOriginal); "" for a command
-	UserId         string                 `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`           // the member whose action minted it
-	ExpiresAt      int64                  `protobuf:"varint,4,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"` // unix nanoseconds
-	Uses           int32                  `protobuf:"varint,5,opt,name=uses,proto3" json:"uses,omitempty"`
+	ExpiresAt      int64                  `protobuf:"varint,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"` // unix nanoseconds
+	Uses           int32                  `protobuf:"varint,4,opt,name=uses,proto3" json:"uses,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -80,13 +79,6 @@ func (x *ResponseURL) GetConversationId() string {
 func (x *ResponseURL) GetMessageId() string {
 	if x != nil {
 		return x.MessageId
-	}
-	return ""
-}
-
-func (x *ResponseURL) GetUserId() string {
-	if x != nil {
-		return x.UserId
 	}
 	return ""
 }
@@ -746,15 +738,14 @@ var File_member_proto protoreflect.FileDescriptor
 
 const file_member_proto_rawDesc = "" +
 	"\n" +
-	"\fmember.proto\x12\x06kit.v1\x1a\x0erequests.proto\"\xa1\x01\n" +
+	"\fmember.proto\x12\x06kit.v1\x1a\x0erequests.proto\"\x88\x01\n" +
 	"\vResponseURL\x12'\n" +
 	"\x0fconversation_id\x18\x01 \x01(\tR\x0econversationId\x12\x1d\n" +
 	"\n" +
-	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x17\n" +
-	"\auser_id\x18\x03 \x01(\tR\x06userId\x12\x1d\n" +
+	"message_id\x18\x02 \x01(\tR\tmessageId\x12\x1d\n" +
 	"\n" +
-	"expires_at\x18\x04 \x01(\x03R\texpiresAt\x12\x12\n" +
-	"\x04uses\x18\x05 \x01(\x05R\x04uses\"\x95\x01\n" +
+	"expires_at\x18\x03 \x01(\x03R\texpiresAt\x12\x12\n" +
+	"\x04uses\x18\x04 \x01(\x05R\x04uses\"\x95\x01\n" +
 	"\n" +
 	"FindAction\x12&\n" +
 	"\x06caller\x18\x01 \x01(\v2\x0e.kit.v1.CallerR\x06caller\x12\x1d\n" +
