@@ -177,7 +177,7 @@ func (s *Server) callKit(in call, kind, inst, convID string, grant *kitpb.Member
 	if s.kits == nil {
 		finish.ErrorCode = deliveries.ReasonConnection
 	} else {
-		ans, took, err := s.kits.Call(context.Background(), deliveries.Call{KitID: grant.KitId, InstallationID: inst, URL: grant.Url, Body: body})
+		ans, took, err := s.kits.Call(in.ctx, deliveries.Call{KitID: grant.KitId, InstallationID: inst, URL: grant.Url, Body: body})
 		finish.DurationMs = took.Milliseconds()
 		var ce *deliveries.CallError
 		switch {
