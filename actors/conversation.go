@@ -140,6 +140,9 @@ func (a *conversationActor) handle(msg proto.Message) (proto.Message, error) {
 	if reply, ok, err := a.handleWebhooks(msg); ok {
 		return reply, err
 	}
+	if reply, ok, err := a.handleMemberActions(msg); ok {
+		return reply, err
+	}
 	return nil, unknownRequest(KindConversation, msg)
 }
 

@@ -3,15 +3,17 @@ package actors
 // Key constructors for the tests of package actors_test that read or write
 // records by hand.
 var (
-	DevLogKey        = devLogKey
-	DevLogPrefix     = devLogPrefix
-	FileChunksPrefix = fileChunksPrefix
-	FileKey          = fileKey
-	FilesPrefix      = filesPrefix
-	LocatorKey       = locatorKey
-	MessageKey       = messageKey
-	MessagesPrefix   = messagesPrefix
-	MessageTagKey    = messageTagKey
+	DevLogKey          = devLogKey
+	DevLogPrefix       = devLogPrefix
+	FileChunksPrefix   = fileChunksPrefix
+	FileKey            = fileKey
+	FilesPrefix        = filesPrefix
+	LocatorKey         = locatorKey
+	MessageKey         = messageKey
+	MessagesPrefix     = messagesPrefix
+	MessageTagKey      = messageTagKey
+	ResponseURLsPrefix = responseURLsPrefix
+	InstallationKey    = installationKey
 )
 
 // DropNotices makes the node lose every outbox notice, as a crash between

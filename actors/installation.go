@@ -34,6 +34,9 @@ type installationActor struct {
 	// inFlight are the runs this activation queued whose outcome is not
 	// in yet, by creation time (keepActive).
 	inFlight map[string]time.Time
+	// responsesPruned is when expired responseUrl records were last
+	// deleted (installation_actions.go); zero: not since activation.
+	responsesPruned time.Time
 }
 
 func (a *installationActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
@@ -100,6 +103,9 @@ func (a *installationActor) handle(msg proto.Message) (proto.Message, error) {
 	if reply, ok, err := a.handleRuns(msg); ok {
 		return reply, err
 	}
+	if reply, ok, err := a.handleMemberActions(msg); ok {
+		return reply, err
+	}
 	return nil, unknownRequest(KindInstallation, msg)
 }
 
@@ -141,6 +147,7 @@ func (a *installationActor) apply(m *kitpb.ApplyInstall) (proto.Message, error) 
 		next.MaxWebhooks = int32(man.IncomingWebhooks.MaxPerInstallation)
 	}
 	next.Interactive = man.Interactivity != nil
+	setMemberActions(next, man)
 	next.Events = 0
 	if man.Bot != nil || len(man.Events) > 0 {
 		next.Events = eventMask(man)

@@ -63,6 +63,7 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"userGrantKey", "inst/{id}/ug/{id}/{id}"},        // UserGrant, by member and grant id: the member's authorizations
 	{"runKey", "inst/{id}/r/{id}"},                    // Run of a tool call (installation_runs.go)
 	{"openRunKey", "inst/{id}/ro/{id}"},               // a run still queued or running (empty value): what an activation fails as interrupted
+	{"responseURLKey", "inst/{id}/rsp/{hash}"},        // ResponseURL, by the SHA-256 of its token (installation_actions.go)
 	{"webhookKey", "hook/{id}"},                       // Webhook (written by its webhook actor)
 	{"kitKey", "kit/{id}"},                            // Kit
 	{"versionKey", "kit/{id}/v/{version}"},            // KitVersion
@@ -273,6 +274,12 @@ func webhookRefKey(inst, webhook string) []byte {
 }
 
 func webhookRefsPrefix(inst string) []byte { return webhookRefKey(inst, "") }
+
+func responseURLKey(inst string, hash []byte) []byte {
+	return append(keyWithRoom(partition.Of(inst), len(hash), "inst", inst, "rsp", ""), hash...)
+}
+
+func responseURLsPrefix(inst string) []byte { return responseURLKey(inst, nil) }
 
 func grantCredentialKey(inst, grant string, hash []byte) []byte {
 	return append(keyWithRoom(partition.Of(inst), len(hash), "inst", inst, "g", grant, ""), hash...)

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,6 +106,8 @@ func (a *workspaceActor) handle(msg proto.Message) (proto.Message, error) {
 		return &kitpb.Ok{}, nil
 	case *kitpb.Install:
 		return a.install(m)
+	case *kitpb.ListInstallations:
+		return a.listInstallations(), nil
 	case *kitpb.CreateConversation:
 		return a.createConversation(m)
 	}
@@ -315,6 +318,18 @@ func (a *workspaceActor) install(m *kitpb.Install) (proto.Message, error) {
 	return cluster.Call[*kitpb.InstallationReply](a.env.Node, KindInstallation, instID, &kitpb.ApplyInstall{
 		WorkspaceId: a.id, WorkspaceName: a.ws.Name, Kit: kit.Kit, Version: version,
 	})
+}
+
+// listInstallations lists the installation ids in creation order (they
+// are UUIDv7): the installation made first takes a command that two Kits
+// declare.
+func (a *workspaceActor) listInstallations() *kitpb.InstallationIdsReply {
+	r := &kitpb.InstallationIdsReply{InstallationIds: make([]string, 0, len(a.kits))}
+	for _, inst := range a.kits {
+		r.InstallationIds = append(r.InstallationIds, inst)
+	}
+	slices.Sort(r.InstallationIds)
+	return r
 }
 
 // installable picks the version to install: the one asked for, or the

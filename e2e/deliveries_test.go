@@ -26,6 +26,9 @@ type receiver struct {
 	srv    *httptest.Server
 	caPath string
 	answer atomic.Pointer[func(n int) (status int, wait time.Duration, hangUp bool)]
+	// reply is the body of each answer; nil: none (a member action's Kit
+	// answers with a message: e2e/member_actions_test.go).
+	reply atomic.Pointer[[]byte]
 
 	mu      sync.Mutex
 	got     []delivered
@@ -85,7 +88,22 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		}
 		return
 	}
+	if b := r.reply.Load(); b != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		w.Write(*b)
+		return
+	}
 	w.WriteHeader(status)
+}
+
+// replyWith sets the body of every answer from now on; nil: none.
+func (r *receiver) replyWith(body []byte) {
+	if body == nil {
+		r.reply.Store(nil)
+		return
+	}
+	r.reply.Store(&body)
 }
 
 func (r *receiver) received() []delivered {

@@ -34,7 +34,7 @@ type secretSet struct {
 // secretPattern matches the secrets of SPEC.md section 5 (and kitd's
 // sign-in choice and generated operator tokens) by their prefixes and 43
 // base64url characters.
-var secretPattern = regexp.MustCompile(`k(?:bot|usr|ref|code|cs|ss|dev|sic|op)_[A-Za-z0-9_-]{43}`)
+var secretPattern = regexp.MustCompile(`k(?:bot|usr|ref|code|cs|ss|dev|sic|op|resp)_[A-Za-z0-9_-]{43}`)
 
 // hookURLPattern finds a webhook URL's secret, its last segment.
 var hookURLPattern = regexp.MustCompile(`/hooks/v1/[0-9a-f-]{36}/[0-9a-f-]{36}/([A-Za-z0-9_-]{16,})`)

@@ -329,7 +329,7 @@ func serve(cfg config, stdout io.Writer) error {
 		Node: clusterNode, Env: env, Auth: auth, Limits: table, OperatorToken: opToken,
 		TestClock: testClock, PublicURL: publicURL, Logger: logger, RequestLog: requests, Domains: domains, Metrics: reg,
 		NodeName: nodeName(cfg), HTTPAddr: ln.Addr().String(), Cluster: groups.view(),
-		Tools: deliveries.NewTools(send),
+		Tools: deliveries.NewTools(send), Kits: send,
 	})
 	// Signals are caught before the node says it listens: a SIGTERM sent
 	// as soon as it does must drain it, not kill it.

@@ -75,6 +75,9 @@ var routes = [...]route{
 
 	// Incoming webhooks (SPEC.md 4.9): the URL is the credential, and the
 	// webhook actor takes the bucket with the post.
+	// A responseUrl (docs/deliveries.md "Member actions"): listed before
+	// the webhook row, whose pattern it would also match.
+	{"POST", "/hooks/v1/responses/{installationId}/{token}", hostHooks, noToken, "", "", limits.WebhookNotFound, maxHookBody, (*Server).responsePost, nil},
 	{"POST", "/hooks/v1/{installationId}/{webhookId}/{secret}", hostHooks, noToken, "", limits.Webhook, limits.WebhookNotFound, maxHookBody, (*Server).hookPost, nil},
 
 	// Operator API (OPERATIONS.md 2): the operator token is checked before
@@ -131,6 +134,11 @@ var routes = [...]route{
 	// Member actions (OPERATIONS.md section 6): JSON routes of the app
 	// host behind the session cookie, and X-CSRF-Token on every write.
 	{"GET", "/app/api/session", hostMember, signedIn, "", "", "", maxJSONBody, (*Server).memberSession, nil},
+	// The member's buckets (interactions, slash_commands) are the
+	// installation's, which is known only once the body is read: the
+	// handler takes them (actors/installation_actions.go).
+	{"POST", "/app/api/commands", hostMember, signedIn, "", "", "", maxJSONBody, (*Server).memberCommand, nil},
+	{"POST", "/app/api/interactions", hostMember, signedIn, "", "", "", maxJSONBody, (*Server).memberInteraction, nil},
 	// A tool call spends the member's interactions bucket, which the
 	// installation takes (docs/deliveries.md "Tool calls and runs").
 	{"POST", "/app/api/tools/invoke", hostMember, signedIn, "", "", "", maxJSONBody, (*Server).invokeTool, nil},

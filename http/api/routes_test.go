@@ -56,6 +56,7 @@ var specRoutes = []struct {
 	{"the developer API's OpenAPI document takes no token and no bucket", "GET", "/api/v1/dev/openapi.json", noToken, "", ""},
 	// SPEC.md 4.9
 	{"a webhook post takes no token (the URL is the credential), webhook bucket", "POST", "/hooks/v1/{installationId}/{webhookId}/{secret}", noToken, "", limits.Webhook},
+	{"a responseUrl post takes no token (the URL is the credential); the installation takes its response_url bucket", "POST", "/hooks/v1/responses/{installationId}/{token}", noToken, "", ""},
 	// SPEC.md 4.10
 	{"dev/me takes a developer token, developer bucket", "GET", "/api/v1/dev/me", developer, "", limits.Developer},
 	{"dev/kits takes a developer token, developer bucket", "GET", "/api/v1/dev/kits", developer, "", limits.Developer},
@@ -123,6 +124,8 @@ var specRoutes = []struct {
 
 	// OPERATIONS.md 6: member actions, JSON behind the session cookie.
 	{"member: the session and its CSRF token", "GET", "/app/api/session", signedIn, "", ""},
+	{"member: a slash command (its bucket is the installation's, taken by the handler)", "POST", "/app/api/commands", signedIn, "", ""},
+	{"member: an interaction (its bucket is the installation's, taken by the handler)", "POST", "/app/api/interactions", signedIn, "", ""},
 	{"member: a tool call", "POST", "/app/api/tools/invoke", signedIn, "", ""},
 
 	// Issue 16: metrics behind the operator token (docs/decisions.md "Metrics").
@@ -214,6 +217,7 @@ func TestResolve(t *testing.T) {
 		{"another method is no route", "PUT", "/api/v1/messages", hostAPI, "", nil},
 		{"a longer path is no route", "GET", "/api/v1/messages/m1/replies/x", hostAPI, "", nil},
 		{"/api/v1/dev is the developer host", "GET", "/api/v1/dev/kits/k1", hostDev, "/api/v1/dev/kits/{kitId}", []string{"k1"}},
+		{"a responseUrl is not a webhook URL", "POST", "/hooks/v1/responses/i/t", hostHooks, "/hooks/v1/responses/{installationId}/{token}", []string{"i", "t"}},
 		{"a webhook URL has three parameters", "POST", "/hooks/v1/i/w/s", hostHooks, "/hooks/v1/{installationId}/{webhookId}/{secret}", []string{"i", "w", "s"}},
 		{"an operator route", "DELETE", "/ops/v1/installations/i/channels/c", hostOps, "/ops/v1/installations/{id}/channels/{conversationId}", []string{"i", "c"}},
 		{"/app is the app's home", "GET", "/app", hostApp, "/app/", nil},
@@ -277,6 +281,7 @@ func TestPerAddressBuckets(t *testing.T) {
 	want := map[string]limits.Name{
 		"POST /api/v1/oauth/kit.access":                        limits.KitAccessFailure,
 		"POST /hooks/v1/{installationId}/{webhookId}/{secret}": limits.WebhookNotFound,
+		"POST /hooks/v1/responses/{installationId}/{token}":    limits.WebhookNotFound,
 	}
 	for _, rt := range routes {
 		name := rt.method + " " + rt.path

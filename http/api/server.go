@@ -90,6 +90,9 @@ type Config struct {
 	// Tools makes the calls of the tool runs members start
 	// (deliveries.Tools); nil: runs stay queued.
 	Tools ToolRunner
+	// Kits calls a Kit's endpoint for a member action; nil: every such
+	// call fails as if the Kit could not be reached.
+	Kits KitCaller
 }
 
 // ToolRunner calls the Kit for a run the installation queued; it must not
@@ -122,6 +125,7 @@ type Server struct {
 	domains      DomainChecker
 	cluster      ClusterView // nil: a node alone
 	tools        ToolRunner  // nil: runs stay queued
+	kits         KitCaller   // nil: member actions' calls fail
 	published    *published.Cache
 	app          *app.Server
 	corrPrefix   string
@@ -161,12 +165,15 @@ func New(cfg Config) *Server {
 		domains:    cfg.Domains,
 		cluster:    cfg.Cluster,
 		tools:      cfg.Tools,
+		kits:       cfg.Kits,
 		uploads:    newByteBudget(maxUploadBodiesInFlight),
 		published:  new(published.Cache),
 	}
 	s.peers = newPeerLimits(cfg.Limits)
 	for i := range routes {
-		if routes[i].host == hostHooks {
+		// The webhook post is the hooks host's row that spends the
+		// webhook bucket (a responseUrl post is the other row).
+		if routes[i].host == hostHooks && routes[i].family == limits.Webhook {
 			s.hookRoute, s.hookRow = &routes[i], i
 		}
 	}

@@ -998,8 +998,13 @@ type Installation struct {
 	CreatedAt      int64                  `protobuf:"varint,15,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	MaxWebhooks    int32                  `protobuf:"varint,16,opt,name=max_webhooks,json=maxWebhooks,proto3" json:"max_webhooks,omitempty"`
 	Events         uint32                 `protobuf:"varint,17,opt,name=events,proto3" json:"events,omitempty"` // subscribed event kinds its bot may see (actors/events.go)
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Member actions of the installed version (docs/deliveries.md).
+	Commands         []string `protobuf:"bytes,18,rep,name=commands,proto3" json:"commands,omitempty"`                                         // commands[].name, "/deploy"
+	CommandsUrl      string   `protobuf:"bytes,19,opt,name=commands_url,json=commandsUrl,proto3" json:"commands_url,omitempty"`                // endpoints.commands
+	InteractivityUrl string   `protobuf:"bytes,20,opt,name=interactivity_url,json=interactivityUrl,proto3" json:"interactivity_url,omitempty"` // interactivity.url
+	ActionsKnown     bool     `protobuf:"varint,21,opt,name=actions_known,json=actionsKnown,proto3" json:"actions_known,omitempty"`            // 18-20 were derived: false in a record of an older build
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Installation) Reset() {
@@ -1149,6 +1154,34 @@ func (x *Installation) GetEvents() uint32 {
 		return x.Events
 	}
 	return 0
+}
+
+func (x *Installation) GetCommands() []string {
+	if x != nil {
+		return x.Commands
+	}
+	return nil
+}
+
+func (x *Installation) GetCommandsUrl() string {
+	if x != nil {
+		return x.CommandsUrl
+	}
+	return ""
+}
+
+func (x *Installation) GetInteractivityUrl() string {
+	if x != nil {
+		return x.InteractivityUrl
+	}
+	return ""
+}
+
+func (x *Installation) GetActionsKnown() bool {
+	if x != nil {
+		return x.ActionsKnown
+	}
+	return false
 }
 
 // Credential is what a bearer secret stands for. It is stored under the
@@ -1659,7 +1692,7 @@ const file_records_proto_rawDesc = "" +
 	"verifiedAt\x12\x1c\n" +
 	"\tchallenge\x18\x05 \x01(\tR\tchallenge\x12\x1d\n" +
 	"\n" +
-	"created_at\x18\x06 \x01(\x03R\tcreatedAt\"\xa5\x04\n" +
+	"created_at\x18\x06 \x01(\x03R\tcreatedAt\"\xb6\x05\n" +
 	"\fInstallation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12%\n" +
@@ -1683,7 +1716,11 @@ const file_records_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x0f \x01(\x03R\tcreatedAt\x12!\n" +
 	"\fmax_webhooks\x18\x10 \x01(\x05R\vmaxWebhooks\x12\x16\n" +
-	"\x06events\x18\x11 \x01(\rR\x06events\"\xef\x04\n" +
+	"\x06events\x18\x11 \x01(\rR\x06events\x12\x1a\n" +
+	"\bcommands\x18\x12 \x03(\tR\bcommands\x12!\n" +
+	"\fcommands_url\x18\x13 \x01(\tR\vcommandsUrl\x12+\n" +
+	"\x11interactivity_url\x18\x14 \x01(\tR\x10interactivityUrl\x12#\n" +
+	"\ractions_known\x18\x15 \x01(\bR\factionsKnown\"\xef\x04\n" +
 	"\n" +
 	"Credential\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12!\n" +
