@@ -8,6 +8,7 @@ import (
 	"go/parser"
 	"go/token"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,6 +81,21 @@ func TestKeyLayout(t *testing.T) {
 }
 
 // Each prefix is the start of the keys it scans for, and no key itself.
+// Two constructors never build keys of one shape: a scan of one kind's
+// prefix would read the other's records as its own (runs and responseUrl
+// tokens once shared inst/{id}/r/).
+func TestKeyShapesAreDistinct(t *testing.T) {
+	placeholder := regexp.MustCompile(`\{[a-z0-9]+\}`)
+	seen := map[string]string{}
+	for _, ks := range keyShapes {
+		generic := placeholder.ReplaceAllString(ks.shape, "{}")
+		if other, ok := seen[generic]; ok {
+			t.Errorf("%s and %s both build %s", other, ks.constructor, generic)
+		}
+		seen[generic] = ks.constructor
+	}
+}
+
 func TestKeyPrefixes(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -113,6 +129,8 @@ func TestKeyPrefixes(t *testing.T) {
 		{"queuedEventsPrefix", queuedEventsPrefix("i"), queuedEventKey("i", 1)},
 		{"deliveriesPrefix", deliveriesPrefix(partition.Of("i")), deadEventKey("i", 1)},
 		{"deliveryPrefix", deliveryPrefix("i"), eventSequenceKey("i")},
+		{"openRunsPrefix", openRunsPrefix("i"), openRunKey("i", "r")},
+		{"responseURLsPrefix", responseURLsPrefix("i"), responseURLKey("i", make([]byte, 32))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !bytes.HasPrefix(tc.key, tc.prefix) {
