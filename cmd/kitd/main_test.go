@@ -39,6 +39,11 @@ func TestClusterFlags(t *testing.T) {
 		{"--cluster-bind without --cluster-key is refused", []string{"--cluster-bind", "127.0.0.1:7946"}, false},
 		{"--cluster-bind with --cluster-key founds a cluster", []string{"--cluster-bind", "127.0.0.1:7946", "--cluster-key", "k"}, true},
 		{"--join joins one", []string{"--cluster-bind", "127.0.0.1:7946", "--cluster-key", "k", "--join", "127.0.0.1:7947"}, true},
+		{"--peer-advertise without --cluster-bind is refused", []string{"--peer-advertise", "10.0.0.1:7947"}, false},
+		{"--peer-advertise without a port is refused", []string{"--cluster-bind", "127.0.0.1:7946", "--cluster-key", "k", "--peer-advertise", "10.0.0.1"}, false},
+		{"--peer-advertise with port 0 is refused", []string{"--cluster-bind", "127.0.0.1:7946", "--cluster-key", "k", "--peer-advertise", "10.0.0.1:0"}, false},
+		{"--peer-advertise without a host is refused", []string{"--cluster-bind", "127.0.0.1:7946", "--cluster-key", "k", "--peer-advertise", ":7947"}, false},
+		{"--peer-advertise host:port is taken", []string{"--cluster-bind", "127.0.0.1:7946", "--cluster-key", "k", "--peer-advertise", "kitd-1.internal:7947"}, true},
 		{"--node-name is taken", []string{"--node-name", "n1"}, true},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
