@@ -39,7 +39,7 @@ type Config struct {
 	// (--peer-advertise): a NAT's or a proxy's in front of PeerListen;
 	// empty: PeerListen's address.
 	PeerAdvertise string
-	HTTPAddr   string   // where this node serves HTTP, published to the others
+	HTTPAddr      string // where this node serves HTTP, published to the others
 
 	Store *persistence.Store
 	Node  *cluster.Node // this node's activations
