@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,11 +13,10 @@ import (
 // through every node, a fault while they write, then every conversation
 // read back through every node and checked (jepsen.Check).
 
-// clusterJepsen puts a proxy in front of each node of a three-node
-// cluster, so that a node restarted on another port keeps its address.
-func clusterJepsen(t *testing.T) (*testCluster, []*jepsenNode) {
+// clusterJepsen puts a proxy in front of each node of cluster c, so that
+// a node restarted on another port keeps its address.
+func clusterJepsen(t *testing.T, c *testCluster) []*jepsenNode {
 	t.Helper()
-	c := startCluster(t, 3)
 	var nodes []*jepsenNode
 	for _, s := range c.nodes {
 		front, err := jepsen.NewProxy(s.Addr)
@@ -25,7 +26,7 @@ func clusterJepsen(t *testing.T) (*testCluster, []*jepsenNode) {
 		t.Cleanup(func() { front.Close() })
 		nodes = append(nodes, &jepsenNode{t: t, srv: s, front: front})
 	}
-	return c, nodes
+	return nodes
 }
 
 // restart starts node i again on its data directory, joining a live node.
@@ -66,9 +67,15 @@ func (c *testCluster) busiest(t *testing.T) int {
 // runClusterFault is runFault over a cluster of three.
 func runClusterFault(t *testing.T, attemptTimeout time.Duration, fault func(c *testCluster, env *jepsenEnv)) jepsen.Outage {
 	t.Helper()
-	c, nodes := clusterJepsen(t)
-	env := newJepsenEnv(t, nodes...)
-	return runFault(t, env, 100*time.Second, attemptTimeout, func() { fault(c, env) })
+	_, rep := runClusterFaultHistory(t, startCluster(t, 3), attemptTimeout, fault)
+	return rep.Longest()
+}
+
+// runClusterFaultHistory is runFaultHistory over cluster c.
+func runClusterFaultHistory(t *testing.T, c *testCluster, attemptTimeout time.Duration, fault func(c *testCluster, env *jepsenEnv)) ([]jepsen.Op, *jepsen.Report) {
+	t.Helper()
+	env := newJepsenEnv(t, clusterJepsen(t, c)...)
+	return runFaultHistory(t, env, 100*time.Second, attemptTimeout, func() { fault(c, env) })
 }
 
 // kill -9 of the node leading the most partitions, in the middle of the
@@ -171,4 +178,111 @@ func (c *testCluster) index(s *Server) int {
 		}
 	}
 	return -1
+}
+
+// The node leading the most partitions is cut off from the other two
+// for 5 s (its leases last under a second, an election 1-2 s), both ways
+// and for every kind of node-to-node traffic (raft, forwarded requests,
+// remote proposals, catch-up reads), then healed. Gossip and the clients
+// still reach it: raft, not gossip, decides who leads, and requests sent
+// to the cut node meet its refusals. The other two take its partitions
+// over; the cut node stops leading (its lease lapses, CheckQuorum) and
+// answers nothing from its stale memory: no attempt sent to it while it
+// had no lease is answered 2xx, and reads through it get 503 unavailable
+// with Retry-After. Healed, it follows the new leaders, takes a share of
+// the leaderships back, and serves every conversation in the one order.
+func TestClusterJepsenNetworkPartition(t *testing.T) {
+	const cutFor = 5 * time.Second
+	c := startPartitionableCluster(t, 3)
+	var cut int
+	var cutURL string
+	var noLease, healed time.Time // while the cut node led nothing
+	ops, rep := runClusterFaultHistory(t, c, time.Second, func(c *testCluster, env *jepsenEnv) {
+		cut = c.busiest(t)
+		cutURL = env.nodes[cut].url()
+		start := time.Now()
+		c.cutOff(cut)
+		c.waitSettledAfterLoss(t, c.names[cut])
+		t.Logf("the other two lead every partition %v after the cut", time.Since(start).Round(time.Millisecond))
+		waitFor(t, "the cut node to lead nothing", func() bool { return c.leadsNothing(t, cut) })
+		noLease = time.Now()
+		t.Logf("the cut node leads nothing %v after the cut", noLease.Sub(start).Round(time.Millisecond))
+		wantUnavailableReads(t, c.nodes[cut], env)
+		time.Sleep(time.Until(start.Add(cutFor))) // the rest of the cut: its length, not a wait for anything
+		healed = time.Now()
+		c.heal()
+		c.waitSettled(t, 3)
+		t.Logf("healed, the cluster settled again in %v", time.Since(healed).Round(time.Millisecond))
+	})
+	wantRecovered(t, "a node cut off for 5 s", rep.Longest())
+
+	// What clients that asked the cut node saw while it led nothing.
+	answers, sent := map[string]int{}, 0
+	for _, op := range ops {
+		if op.Node != cutURL || op.Start.Before(noLease) || op.End.After(healed) {
+			continue
+		}
+		sent++
+		answers[answerOf(op)]++
+		if op.Outcome == jepsen.OK {
+			t.Errorf("the cut node, leading nothing, acknowledged a write: %s", op)
+		}
+	}
+	t.Logf("%d attempts sent to the cut node while it led nothing: %v", sent, answers)
+	if sent == 0 {
+		t.Errorf("no attempt was sent to the cut node while it led nothing")
+	}
+}
+
+// answerOf names an attempt's answer as the report counts them.
+func answerOf(op jepsen.Op) string {
+	switch {
+	case op.Status == 0:
+		return "no answer"
+	case op.Code != "":
+		return fmt.Sprintf("%d %s", op.Status, op.Code)
+	}
+	return fmt.Sprint(op.Status)
+}
+
+// leadsNothing reports whether node i, by its own account, leads no
+// partition.
+func (c *testCluster) leadsNothing(t *testing.T, i int) bool {
+	v, err := c.view(t, c.nodes[i])
+	if err != nil {
+		return false
+	}
+	for _, m := range v.Members {
+		if m.Name == c.names[i] {
+			return len(m.Led) == 0
+		}
+	}
+	return false
+}
+
+// wantUnavailableReads reads every conversation of the run through s at
+// once: each answer must be 503 unavailable with Retry-After, never a
+// page from s's memory.
+func wantUnavailableReads(t *testing.T, s *Server, env *jepsenEnv) {
+	t.Helper()
+	resps := make([]*Resp, len(env.convs))
+	errs := make([]error, len(env.convs))
+	var wg sync.WaitGroup
+	for i, conv := range env.convs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resps[i], errs[i] = s.request("GET", "/api/v1/conversations/"+conv+"/messages", env.in.Token, nil, nil)
+		}()
+	}
+	wg.Wait()
+	for i, r := range resps {
+		if errs[i] != nil {
+			t.Fatalf("a read through the cut node: %v", errs[i])
+		}
+		if r.Header.Get("Retry-After") == "" {
+			t.Errorf("a read through the cut node: want Retry-After%s", r)
+		}
+		wantError(t, r, 503, "unavailable")
+	}
 }

@@ -218,6 +218,13 @@ func runWithFault(t *testing.T, attemptTimeout time.Duration, fault func(n *jeps
 // fault may change), all within limit.
 func runFault(t *testing.T, env *jepsenEnv, limit, attemptTimeout time.Duration, fault func()) jepsen.Outage {
 	t.Helper()
+	_, rep := runFaultHistory(t, env, limit, attemptTimeout, fault)
+	return rep.Longest()
+}
+
+// runFaultHistory is runFault, returning every attempt and the report.
+func runFaultHistory(t *testing.T, env *jepsenEnv, limit, attemptTimeout time.Duration, fault func()) ([]jepsen.Op, *jepsen.Report) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	w := env.workload(t)
@@ -231,7 +238,8 @@ func runFault(t *testing.T, env *jepsenEnv, limit, attemptTimeout time.Duration,
 	ackedAtLeast(t, run, 150)
 	fault()
 	ackedAtLeast(t, run, run.Acked()+150)
-	return env.check(t, ctx, run.Stop()).Longest()
+	ops := run.Stop()
+	return ops, env.check(t, ctx, ops)
 }
 
 // wantRecovered checks that the fault made writes fail and that they
