@@ -286,3 +286,38 @@ func wantUnavailableReads(t *testing.T, s *Server, env *jepsenEnv) {
 		wantError(t, r, 503, "unavailable")
 	}
 }
+
+// Porcupine against a cluster of three: slug claims and Idempotency-Key
+// replays with the clients spread over every node, first with no fault
+// (every operation answered), then while the busiest leader is cut off
+// from the other two for 3 s and healed (operations it holds, or that
+// meet a partition without a leader, go unanswered; the history must
+// still be linearizable).
+func TestClusterJepsenLinearizable(t *testing.T) {
+	c := startPartitionableCluster(t, 3)
+	var urls []string
+	for _, n := range clusterJepsen(t, c) {
+		urls = append(urls, n.url())
+	}
+	cutBusiest := func(t *testing.T) linearizableFault {
+		c.waitSettled(t, 3) // the last cut healed
+		i := c.busiest(t)
+		return func() {
+			c.cutOff(i)
+			time.Sleep(3 * time.Second) // the cut's length, not a wait for anything
+			c.heal()
+		}
+	}
+	t.Run("slug claims", func(t *testing.T) {
+		linearizableSlugClaims(t, c.nodes[0], urls, nil)
+	})
+	t.Run("slug claims while a node is cut off", func(t *testing.T) {
+		linearizableSlugClaims(t, c.nodes[0], urls, cutBusiest(t))
+	})
+	t.Run("Idempotency-Key replays", func(t *testing.T) {
+		linearizableReplays(t, c.nodes[0], urls, nil)
+	})
+	t.Run("Idempotency-Key replays while a node is cut off", func(t *testing.T) {
+		linearizableReplays(t, c.nodes[0], urls, cutBusiest(t))
+	})
+}
