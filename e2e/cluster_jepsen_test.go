@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -197,9 +198,12 @@ func TestClusterJepsenNetworkPartition(t *testing.T) {
 	var cut int
 	var cutURL string
 	var noLease, healed time.Time // while the cut node led nothing
+	var probes func() []readProbe
 	ops, rep := runClusterFaultHistory(t, c, time.Second, func(c *testCluster, env *jepsenEnv) {
 		cut = c.busiest(t)
 		cutURL = env.nodes[cut].url()
+		stop := make(chan struct{})
+		probes = probeReads(c.nodes[cut], env, stop)
 		start := time.Now()
 		c.cutOff(cut)
 		c.waitSettledAfterLoss(t, c.names[cut])
@@ -210,6 +214,7 @@ func TestClusterJepsenNetworkPartition(t *testing.T) {
 		wantUnavailableReads(t, c.nodes[cut], env)
 		time.Sleep(time.Until(start.Add(cutFor))) // the rest of the cut: its length, not a wait for anything
 		healed = time.Now()
+		close(stop)
 		c.heal()
 		c.waitSettled(t, 3)
 		t.Logf("healed, the cluster settled again in %v", time.Since(healed).Round(time.Millisecond))
@@ -232,6 +237,89 @@ func TestClusterJepsenNetworkPartition(t *testing.T) {
 	if sent == 0 {
 		t.Errorf("no attempt was sent to the cut node while it led nothing")
 	}
+	wantNoStaleRead(t, ops, probes())
+}
+
+// readProbe is one read of a conversation's messages through one node.
+type readProbe struct {
+	conv   string
+	start  time.Time
+	status int
+	code   string
+	ids    map[string]bool // of a 200 that listed the whole conversation
+}
+
+// probeReads reads every conversation of env through s, over and over,
+// until stop closes; the function it returns waits for the readers and
+// returns every read.
+func probeReads(s *Server, env *jepsenEnv, stop <-chan struct{}) func() []readProbe {
+	var mu sync.Mutex
+	var out []readProbe
+	var wg sync.WaitGroup
+	for _, conv := range env.convs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p := readProbe{conv: conv, start: time.Now()}
+				r, err := s.request("GET", "/api/v1/conversations/"+conv+"/messages?limit=200", env.in.Token, nil, nil)
+				if err == nil {
+					p.status, p.code = r.Status, r.Str("code")
+					var page struct {
+						Messages []struct {
+							ID string `json:"id"`
+						} `json:"messages"`
+						NextCursor *string `json:"nextCursor"`
+					}
+					if r.Status == 200 && json.Unmarshal(r.Body, &page) == nil && page.NextCursor == nil {
+						p.ids = map[string]bool{}
+						for _, m := range page.Messages {
+							p.ids[m.ID] = true
+						}
+					}
+				}
+				mu.Lock()
+				out = append(out, p)
+				mu.Unlock()
+			}
+		}()
+	}
+	return func() []readProbe {
+		wg.Wait()
+		return out
+	}
+}
+
+// wantNoStaleRead checks that every read that listed a conversation holds
+// every message of it acknowledged before the read was sent: a node that
+// answers from a memory the others have moved past is caught here.
+func wantNoStaleRead(t *testing.T, ops []jepsen.Op, probes []readProbe) {
+	t.Helper()
+	answers, checked := map[string]int{}, 0
+	for _, p := range probes {
+		a := fmt.Sprint(p.status)
+		if p.code != "" {
+			a += " " + p.code
+		}
+		answers[a]++
+		if p.ids == nil {
+			continue
+		}
+		checked++
+		for _, op := range ops {
+			if op.Outcome == jepsen.OK && op.Conv == p.conv && op.End.Before(p.start) && !p.ids[op.ID] {
+				t.Errorf("a stale read: conversation %s listed through the cut node at %s without message %s, acknowledged at %s",
+					p.conv, p.start.Format("15:04:05.000"), op.ID, op.End.Format("15:04:05.000"))
+				break
+			}
+		}
+	}
+	t.Logf("reads through the cut node from just before the cut to the heal: %v; %d listings checked against the acknowledged writes", answers, checked)
 }
 
 // answerOf names an attempt's answer as the report counts them.
