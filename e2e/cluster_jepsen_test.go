@@ -391,9 +391,11 @@ func TestClusterJepsenLinearizable(t *testing.T) {
 		c.waitSettled(t, 3) // the last cut healed
 		i := c.busiest(t)
 		return func() {
+			start := time.Now()
 			c.cutOff(i)
 			time.Sleep(3 * time.Second) // the cut's length, not a wait for anything
 			c.heal()
+			t.Logf("%s was cut off from %s to %s", c.names[i], start.Format("15:04:05.000"), time.Now().Format("15:04:05.000"))
 		}
 	}
 	t.Run("slug claims", func(t *testing.T) {
