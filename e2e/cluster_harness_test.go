@@ -73,7 +73,7 @@ func newTestCluster() *testCluster {
 
 // startPartitionableCluster is startCluster for n nodes that a test can
 // cut off from each other (cutOff). Node i has a loopback address of its
-// own, 127.0.0.(i+1), for gossip and node-to-node traffic; its peer
+// own, 127.0.0.(11+i), for gossip and node-to-node traffic; its peer
 // transport listens there and dials from there. The others reach it
 // through a proxy, which it advertises (--peer-advertise). So every
 // connection between two nodes crosses the proxy of the node it was
@@ -90,8 +90,9 @@ func startPartitionableCluster(t *testing.T, n int) *testCluster {
 }
 
 // host is node i's own loopback address in a cluster that can be
-// partitioned.
-func (c *testCluster) host(i int) string { return fmt.Sprintf("127.0.0.%d", i+1) }
+// partitioned: none of the 127.0.0.1 that everything else uses, so that a
+// partition from a node's address holds nothing but that node's traffic.
+func (c *testCluster) host(i int) string { return fmt.Sprintf("127.0.0.%d", 11+i) }
 
 // cutOff partitions node i from every other node, both ways: its own
 // proxy holds every connection to it, and the others' proxies hold the

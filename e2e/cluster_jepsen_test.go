@@ -109,6 +109,7 @@ func (c *testCluster) waitSettledAfterLoss(t *testing.T, lost string) {
 			break
 		}
 	}
+	var last string
 	for {
 		v, err := c.view(t, ask)
 		if err == nil {
@@ -123,9 +124,10 @@ func (c *testCluster) waitSettledAfterLoss(t *testing.T, lost string) {
 			if len(led) == 64 {
 				return
 			}
+			last = fmt.Sprintf("%s sees %d partitions led by the others; members %+v", v.Node, len(led), v.Members)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the live nodes did not take every partition over in 30 s")
+			t.Fatalf("the live nodes did not take every partition over in 30 s: %s", last)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
