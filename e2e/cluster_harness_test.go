@@ -108,6 +108,50 @@ func (c *testCluster) cutOff(i int) {
 	}
 }
 
+// peerTraffic is, for each node's proxy, the bytes it passed by source
+// host.
+func (c *testCluster) peerTraffic() []map[string]int64 {
+	var out []map[string]int64
+	for _, p := range c.peers {
+		out = append(out, p.Passed())
+	}
+	return out
+}
+
+// wantCutOff checks the node-to-node traffic between two peerTraffic
+// snapshots taken while node i was cut off: nothing reached i, and the
+// others' proxies passed only the connections of the nodes that were not
+// cut off (some, since they talk). A node whose connections did not leave
+// from its own address would show here as a host that is no node's.
+func (c *testCluster) wantCutOff(t *testing.T, i int, before, after []map[string]int64) {
+	t.Helper()
+	others := map[string]bool{}
+	for j := range c.peers {
+		if j != i {
+			others[c.host(j)] = true
+		}
+	}
+	var between int64
+	for j := range c.peers {
+		for host, n := range after[j] {
+			n -= before[j][host]
+			switch {
+			case n == 0:
+			case j == i:
+				t.Errorf("%d bytes from %s reached %s while it was cut off", n, host, c.names[i])
+			case !others[host]:
+				t.Errorf("%d bytes from %s, no node that was left connected, reached %s", n, host, c.names[j])
+			default:
+				between += n
+			}
+		}
+	}
+	if between == 0 {
+		t.Errorf("the nodes left connected exchanged nothing while %s was cut off", c.names[i])
+	}
+	t.Logf("while %s was cut off, the others exchanged %d bytes node to node, and nothing crossed to or from it", c.names[i], between)
+}
+
 // heal ends every partition; what it held is delivered.
 func (c *testCluster) heal() {
 	for _, p := range c.peers {

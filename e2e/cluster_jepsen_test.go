@@ -213,8 +213,10 @@ func TestClusterJepsenNetworkPartition(t *testing.T) {
 		waitFor(t, "the cut node to lead nothing", func() bool { return c.leadsNothing(t, cut) })
 		noLease = time.Now()
 		t.Logf("the cut node leads nothing %v after the cut", noLease.Sub(start).Round(time.Millisecond))
+		traffic := c.peerTraffic()
 		wantUnavailableReads(t, c.nodes[cut], env)
 		time.Sleep(time.Until(start.Add(cutFor))) // the rest of the cut: its length, not a wait for anything
+		c.wantCutOff(t, cut, traffic, c.peerTraffic())
 		healed = time.Now()
 		close(stop)
 		c.heal()

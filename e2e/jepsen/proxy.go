@@ -31,6 +31,7 @@ type Proxy struct {
 	from     map[string]bool // the source hosts a partition holds; empty: all
 	changed  chan struct{}   // closed (and replaced) when the mode changes
 	conns    map[net.Conn]struct{}
+	passed   map[string]int64 // bytes forwarded, by the client's host
 	closed   bool
 	wg       sync.WaitGroup
 }
@@ -50,7 +51,7 @@ func NewProxy(upstream string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, upstream: upstream, changed: make(chan struct{}), conns: make(map[net.Conn]struct{})}
+	p := &Proxy{ln: ln, upstream: upstream, changed: make(chan struct{}), conns: make(map[net.Conn]struct{}), passed: make(map[string]int64)}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -64,6 +65,19 @@ func (p *Proxy) SetUpstream(addr string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.upstream = addr
+}
+
+// Passed counts the bytes the proxy forwarded, both ways, by the host
+// the connection came from: what a test reads to see which links a
+// partition left open.
+func (p *Proxy) Passed() map[string]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]int64, len(p.passed))
+	for h, n := range p.passed {
+		out[h] = n
+	}
+	return out
 }
 
 // Partition stops all traffic, both ways, until Heal; with source hosts
@@ -226,6 +240,9 @@ func (p *Proxy) copy(dst, src net.Conn, host string) bool {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return false
 			}
+			p.mu.Lock()
+			p.passed[host] += int64(n)
+			p.mu.Unlock()
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) || !p.gate(host) {

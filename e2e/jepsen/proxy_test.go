@@ -151,10 +151,17 @@ func TestProxy(t *testing.T) {
 			cutOff.send(t, "before")
 			cutOff.want(t, "a:before")
 			p.Partition("127.0.0.2")
+			held := p.Passed()["127.0.0.2"]
 			cutOff.send(t, "held")
 			cutOff.wantNothing(t)
 			other.send(t, "passes")
 			other.want(t, "a:passes")
+			if n := p.Passed()["127.0.0.2"]; n != held {
+				t.Fatalf("%d bytes of the partitioned host passed", n-held)
+			}
+			if n := p.Passed()["127.0.0.3"]; n != int64(len("passes\n")+len("a:passes\n")) {
+				t.Fatalf("the other host's bytes passed: %d, want both ways of one line", n)
+			}
 			late := dialFrom(t, p, "127.0.0.2")
 			late.send(t, "knock")
 			late.wantNothing(t)
