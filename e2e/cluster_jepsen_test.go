@@ -205,6 +205,9 @@ func TestClusterJepsenNetworkPartition(t *testing.T) {
 		cut = c.busiest(t)
 		cutURL = env.nodes[cut].url()
 		stop := make(chan struct{})
+		var once sync.Once
+		halt := func() { once.Do(func() { close(stop) }) }
+		t.Cleanup(halt) // a failed wait ends the readers too
 		probes = probeReads(c.nodes[cut], env, stop)
 		start := time.Now()
 		c.cutOff(cut)
@@ -218,7 +221,7 @@ func TestClusterJepsenNetworkPartition(t *testing.T) {
 		time.Sleep(time.Until(start.Add(cutFor))) // the rest of the cut: its length, not a wait for anything
 		c.wantCutOff(t, cut, traffic, c.peerTraffic())
 		healed = time.Now()
-		close(stop)
+		halt()
 		c.heal()
 		c.waitSettled(t, 3)
 		t.Logf("healed, the cluster settled again in %v", time.Since(healed).Round(time.Millisecond))
@@ -324,6 +327,9 @@ func wantNoStaleRead(t *testing.T, ops []jepsen.Op, probes []readProbe) {
 		}
 	}
 	t.Logf("reads through the cut node from just before the cut to the heal: %v; %d listings checked against the acknowledged writes", answers, checked)
+	if checked == 0 {
+		t.Errorf("no read through the cut node listed a conversation: nothing was checked")
+	}
 }
 
 // answerOf names an attempt's answer as the report counts them.
