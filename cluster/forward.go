@@ -41,9 +41,12 @@ type Forwarding struct {
 // Unavailable answers: the request did not run, or its outcome is unknown.
 // Shared values: the HTTP layer only reads them.
 var (
-	errNoLeader   = kiterr.New(kiterr.Unavailable, "no server leads this data right now; retry later")
-	errUnreached  = kiterr.New(kiterr.Unavailable, "the server that owns this data could not be reached; retry later")
-	errNotServing = kiterr.New(kiterr.Unavailable, "this server does not take forwarded requests yet; retry later")
+	errNoLeader  = kiterr.New(kiterr.Unavailable, "no server leads this data right now; retry later")
+	errUnreached = kiterr.New(kiterr.Unavailable, "the server that owns this data could not be reached; retry later")
+	// errUnreachedInTime: the leader did not answer within the request
+	// timeout; the request may have run.
+	errUnreachedInTime = kiterr.New(kiterr.Unavailable, "the server that owns this data did not answer in time; retry later, writes with the same Idempotency-Key")
+	errNotServing      = kiterr.New(kiterr.Unavailable, "this server does not take forwarded requests yet; retry later")
 )
 
 // forwarder is a node's forwarding, both ends: sending requests for
@@ -199,7 +202,11 @@ func (f *forwarder) call(ctx context.Context, addr string, env *kitpb.Forward, i
 	case errors.Is(err, peer.ErrUnavailable), errors.Is(err, peer.ErrConnLost), errors.Is(err, peer.ErrClosed):
 		return nil, fmt.Errorf("%w: %w", err, errUnreached)
 	case errors.Is(err, context.DeadlineExceeded):
-		return nil, fmt.Errorf("%w: %w", err, errTimeout)
+		// A leader cut off from this node looks the same as one that is
+		// slow: either way it is not reachable now, and the request may
+		// have run, as after a lost connection. Not a 500: the client
+		// retries (a write with its key).
+		return nil, fmt.Errorf("%w: %w", err, errUnreachedInTime)
 	}
 	return nil, err // refused, too large: a bug or a rolling upgrade
 }

@@ -319,6 +319,19 @@ func TestLostReplyRunsOnce(t *testing.T) {
 	}
 }
 
+// A leader that does not answer within the request timeout (cut off from
+// this node by a network partition, which holds the request, or stalled)
+// is unavailable, as an unreachable one is: never the 500 of an internal
+// error (the partition run of e2e met one).
+func TestForwardedTimeoutIsUnavailable(t *testing.T) {
+	const p = partition.ID(41)
+	a, b := forwardingPair(t, p)
+	a.n.timeout = 200 * time.Millisecond
+	_, err := getUser(a, identitiesOf(p, 1)[0], "block")
+	close(b.release)
+	wantUnavailable(t, err)
+}
+
 func TestConcurrentForwardedRequests(t *testing.T) {
 	const p = partition.ID(50)
 	a, b := forwardingPair(t, p)

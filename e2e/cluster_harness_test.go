@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kitd/kitd/e2e/jepsen"
 )
 
 // A cluster of real kitd processes on loopback: the first node founds it,
@@ -19,6 +21,10 @@ type testCluster struct {
 	op    string
 	dirs  []string
 	names []string
+	// In a cluster that can be partitioned (cuttable): the proxy in
+	// front of each node's node-to-node listener, which it advertises.
+	cuttable bool
+	peers    []*jepsen.Proxy
 }
 
 var clusterLine = regexp.MustCompile(`kitd cluster: gossip on (\S+), node-to-node on (\S+)`)
@@ -26,13 +32,20 @@ var clusterLine = regexp.MustCompile(`kitd cluster: gossip on (\S+), node-to-nod
 // gossipAddr is the gossip address a node printed.
 func (s *Server) gossipAddr(t testing.TB) string {
 	t.Helper()
+	return s.clusterAddr(t, 1)
+}
+
+// clusterAddr is the address a node printed on its cluster line: 1 for
+// gossip, 2 for node-to-node.
+func (s *Server) clusterAddr(t testing.TB, which int) string {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		s.out.mu.Lock()
 		m := clusterLine.FindSubmatch(s.out.buf)
 		s.out.mu.Unlock()
 		if m != nil {
-			return string(m[1])
+			return string(m[which])
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -44,14 +57,106 @@ func (s *Server) gossipAddr(t testing.TB) string {
 // min(3, n) replicas and every node leads some.
 func startCluster(t *testing.T, n int, args ...string) *testCluster {
 	t.Helper()
-	var k [32]byte
-	_, _ = rand.Read(k[:])
-	c := &testCluster{key: hex.EncodeToString(k[:]), op: "op_" + randToken()}
+	c := newTestCluster()
 	for i := 0; i < n; i++ {
 		c.add(t, args...)
 	}
 	c.waitSettled(t, n)
 	return c
+}
+
+func newTestCluster() *testCluster {
+	var k [32]byte
+	_, _ = rand.Read(k[:])
+	return &testCluster{key: hex.EncodeToString(k[:]), op: "op_" + randToken()}
+}
+
+// startPartitionableCluster is startCluster for n nodes that a test can
+// cut off from each other (cutOff). Node i has a loopback address of its
+// own, 127.0.0.(11+i), for gossip and node-to-node traffic; its peer
+// transport listens there and dials from there. The others reach it
+// through a proxy, which it advertises (--peer-advertise). So every
+// connection between two nodes crosses the proxy of the node it was
+// dialed to, which tells the dialer by its source address.
+func startPartitionableCluster(t *testing.T, n int) *testCluster {
+	t.Helper()
+	c := newTestCluster()
+	c.cuttable = true
+	for i := 0; i < n; i++ {
+		c.add(t)
+	}
+	c.waitSettled(t, n)
+	return c
+}
+
+// host is node i's own loopback address in a cluster that can be
+// partitioned: none of the 127.0.0.1 that everything else uses, so that a
+// partition from a node's address holds nothing but that node's traffic.
+func (c *testCluster) host(i int) string { return fmt.Sprintf("127.0.0.%d", 11+i) }
+
+// cutOff partitions node i from every other node, both ways: its own
+// proxy holds every connection to it, and the others' proxies hold the
+// connections it dialed. Gossip is not cut (it decides nothing: raft
+// does), nor are clients.
+func (c *testCluster) cutOff(i int) {
+	for j, p := range c.peers {
+		if j == i {
+			p.Partition()
+		} else {
+			p.Partition(c.host(i))
+		}
+	}
+}
+
+// peerTraffic is, for each node's proxy, the bytes it passed by source
+// host.
+func (c *testCluster) peerTraffic() []map[string]int64 {
+	var out []map[string]int64
+	for _, p := range c.peers {
+		out = append(out, p.Passed())
+	}
+	return out
+}
+
+// wantCutOff checks the node-to-node traffic between two peerTraffic
+// snapshots taken while node i was cut off: nothing reached i, and the
+// others' proxies passed only the connections of the nodes that were not
+// cut off (some, since they talk). A node whose connections did not leave
+// from its own address would show here as a host that is no node's.
+func (c *testCluster) wantCutOff(t *testing.T, i int, before, after []map[string]int64) {
+	t.Helper()
+	others := map[string]bool{}
+	for j := range c.peers {
+		if j != i {
+			others[c.host(j)] = true
+		}
+	}
+	var between int64
+	for j := range c.peers {
+		for host, n := range after[j] {
+			n -= before[j][host]
+			switch {
+			case n == 0:
+			case j == i:
+				t.Errorf("%d bytes from %s reached %s while it was cut off", n, host, c.names[i])
+			case !others[host]:
+				t.Errorf("%d bytes from %s, no node that was left connected, reached %s", n, host, c.names[j])
+			default:
+				between += n
+			}
+		}
+	}
+	if between == 0 {
+		t.Errorf("the nodes left connected exchanged nothing while %s was cut off", c.names[i])
+	}
+	t.Logf("while %s was cut off, the others exchanged %d bytes node to node, and nothing crossed to or from it", c.names[i], between)
+}
+
+// heal ends every partition; what it held is delivered.
+func (c *testCluster) heal() {
+	for _, p := range c.peers {
+		p.Heal()
+	}
 }
 
 // add starts one more node, joining the first.
@@ -61,6 +166,14 @@ func (c *testCluster) add(t *testing.T, args ...string) *Server {
 	name := fmt.Sprintf("n%d", i+1)
 	dir := t.TempDir()
 	c.dirs, c.names = append(c.dirs, dir), append(c.names, name)
+	if c.cuttable {
+		p, err := jepsen.NewProxy("") // its node's port is known once it runs
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		c.peers = append(c.peers, p)
+	}
 	s := c.start(t, i, dir, name, args...)
 	c.nodes = append(c.nodes, s)
 	return s
@@ -69,11 +182,20 @@ func (c *testCluster) add(t *testing.T, args ...string) *Server {
 // start runs node i on dir (a restart passes the dir of a node that ran).
 func (c *testCluster) start(t *testing.T, i int, dir, name string, args ...string) *Server {
 	t.Helper()
-	a := []string{"--node-name", name, "--cluster-bind", "127.0.0.1:0", "--cluster-key", c.key}
+	bind := "127.0.0.1:0"
+	if c.cuttable {
+		bind = c.host(i) + ":0"
+		args = append([]string{"--peer-advertise", c.peers[i].Addr()}, args...)
+	}
+	a := []string{"--node-name", name, "--cluster-bind", bind, "--cluster-key", c.key}
 	if i > 0 {
 		a = append(a, "--join", c.nodes[0].gossipAddr(t))
 	}
-	return startServerOpts(t, ServerOpts{DataDir: dir, OpToken: c.op, Limits: "off", Args: append(a, args...)})
+	s := startServerOpts(t, ServerOpts{DataDir: dir, OpToken: c.op, Limits: "off", Args: append(a, args...)})
+	if c.cuttable {
+		c.peers[i].SetUpstream(s.clusterAddr(t, 2))
+	}
+	return s
 }
 
 // view is GET /ops/v1/cluster of node s.

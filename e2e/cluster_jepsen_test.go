@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,11 +14,10 @@ import (
 // through every node, a fault while they write, then every conversation
 // read back through every node and checked (jepsen.Check).
 
-// clusterJepsen puts a proxy in front of each node of a three-node
-// cluster, so that a node restarted on another port keeps its address.
-func clusterJepsen(t *testing.T) (*testCluster, []*jepsenNode) {
+// clusterJepsen puts a proxy in front of each node of cluster c, so that
+// a node restarted on another port keeps its address.
+func clusterJepsen(t *testing.T, c *testCluster) []*jepsenNode {
 	t.Helper()
-	c := startCluster(t, 3)
 	var nodes []*jepsenNode
 	for _, s := range c.nodes {
 		front, err := jepsen.NewProxy(s.Addr)
@@ -25,7 +27,7 @@ func clusterJepsen(t *testing.T) (*testCluster, []*jepsenNode) {
 		t.Cleanup(func() { front.Close() })
 		nodes = append(nodes, &jepsenNode{t: t, srv: s, front: front})
 	}
-	return c, nodes
+	return nodes
 }
 
 // restart starts node i again on its data directory (rejoin), behind its
@@ -58,9 +60,15 @@ func (c *testCluster) busiest(t *testing.T) int {
 // runClusterFault is runFault over a cluster of three.
 func runClusterFault(t *testing.T, attemptTimeout time.Duration, fault func(c *testCluster, env *jepsenEnv)) jepsen.Outage {
 	t.Helper()
-	c, nodes := clusterJepsen(t)
-	env := newJepsenEnv(t, nodes...)
-	return runFault(t, env, 100*time.Second, attemptTimeout, func() { fault(c, env) })
+	_, rep := runClusterFaultHistory(t, startCluster(t, 3), attemptTimeout, fault)
+	return rep.Longest()
+}
+
+// runClusterFaultHistory is runFaultHistory over cluster c.
+func runClusterFaultHistory(t *testing.T, c *testCluster, attemptTimeout time.Duration, fault func(c *testCluster, env *jepsenEnv)) ([]jepsen.Op, *jepsen.Report) {
+	t.Helper()
+	env := newJepsenEnv(t, clusterJepsen(t, c)...)
+	return runFaultHistory(t, env, 100*time.Second, attemptTimeout, func() { fault(c, env) })
 }
 
 // kill -9 of the node leading the most partitions, in the middle of the
@@ -93,6 +101,7 @@ func (c *testCluster) waitSettledAfterLoss(t *testing.T, lost string) {
 			break
 		}
 	}
+	var last string
 	for {
 		v, err := c.view(t, ask)
 		if err == nil {
@@ -107,9 +116,10 @@ func (c *testCluster) waitSettledAfterLoss(t *testing.T, lost string) {
 			if len(led) == 64 {
 				return
 			}
+			last = fmt.Sprintf("%s sees %d partitions led by the others; members %+v", v.Node, len(led), v.Members)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the live nodes did not take every partition over in 30 s")
+			t.Fatalf("the live nodes did not take every partition over in 30 s: %s", last)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -163,4 +173,243 @@ func (c *testCluster) index(s *Server) int {
 		}
 	}
 	return -1
+}
+
+// The node leading the most partitions is cut off from the other two
+// for 5 s (its leases last under a second, an election 1-2 s), both ways
+// and for every kind of node-to-node traffic (raft, forwarded requests,
+// remote proposals, catch-up reads), then healed. Gossip and the clients
+// still reach it: raft, not gossip, decides who leads, and requests sent
+// to the cut node meet its refusals. The other two take its partitions
+// over; the cut node stops leading (its lease lapses, CheckQuorum) and
+// answers nothing from its stale memory: no attempt sent to it while it
+// had no lease is answered 2xx, and reads through it get 503 unavailable
+// with Retry-After. Healed, it follows the new leaders, takes a share of
+// the leaderships back, and serves every conversation in the one order.
+func TestClusterJepsenNetworkPartition(t *testing.T) {
+	const cutFor = 5 * time.Second
+	c := startPartitionableCluster(t, 3)
+	var cut int
+	var cutURL string
+	var noLease, healed time.Time // while the cut node led nothing
+	var probes func() []readProbe
+	ops, rep := runClusterFaultHistory(t, c, time.Second, func(c *testCluster, env *jepsenEnv) {
+		cut = c.busiest(t)
+		cutURL = env.nodes[cut].url()
+		stop := make(chan struct{})
+		var once sync.Once
+		halt := func() { once.Do(func() { close(stop) }) }
+		t.Cleanup(halt) // a failed wait ends the readers too
+		probes = probeReads(c.nodes[cut], env, stop)
+		start := time.Now()
+		c.cutOff(cut)
+		c.waitSettledAfterLoss(t, c.names[cut])
+		t.Logf("the other two lead every partition %v after the cut", time.Since(start).Round(time.Millisecond))
+		waitFor(t, "the cut node to lead nothing", func() bool { return c.leadsNothing(t, cut) })
+		noLease = time.Now()
+		t.Logf("the cut node leads nothing %v after the cut", noLease.Sub(start).Round(time.Millisecond))
+		traffic := c.peerTraffic()
+		wantUnavailableReads(t, c.nodes[cut], env)
+		time.Sleep(time.Until(start.Add(cutFor))) // the rest of the cut: its length, not a wait for anything
+		c.wantCutOff(t, cut, traffic, c.peerTraffic())
+		healed = time.Now()
+		halt()
+		c.heal()
+		c.waitSettled(t, 3)
+		t.Logf("healed, the cluster settled again in %v", time.Since(healed).Round(time.Millisecond))
+	})
+	wantRecovered(t, "a node cut off for 5 s", rep.Longest())
+
+	// What clients that asked the cut node saw while it led nothing.
+	answers, sent := map[string]int{}, 0
+	for _, op := range ops {
+		if op.Node != cutURL || op.Start.Before(noLease) || op.End.After(healed) {
+			continue
+		}
+		sent++
+		answers[answerOf(op)]++
+		if op.Outcome == jepsen.OK {
+			t.Errorf("the cut node, leading nothing, acknowledged a write: %s", op)
+		}
+	}
+	t.Logf("%d attempts sent to the cut node while it led nothing: %v", sent, answers)
+	if sent == 0 {
+		t.Errorf("no attempt was sent to the cut node while it led nothing")
+	}
+	wantNoStaleRead(t, ops, probes())
+}
+
+// readProbe is one read of a conversation's messages through one node.
+type readProbe struct {
+	conv   string
+	start  time.Time
+	status int
+	code   string
+	ids    map[string]bool // of a 200 that listed the whole conversation
+}
+
+// probeReads reads every conversation of env through s, over and over,
+// until stop closes; the function it returns waits for the readers and
+// returns every read.
+func probeReads(s *Server, env *jepsenEnv, stop <-chan struct{}) func() []readProbe {
+	var mu sync.Mutex
+	var out []readProbe
+	var wg sync.WaitGroup
+	for _, conv := range env.convs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p := readProbe{conv: conv, start: time.Now()}
+				r, err := s.request("GET", "/api/v1/conversations/"+conv+"/messages?limit=200", env.in.Token, nil, nil)
+				if err == nil {
+					p.status, p.code = r.Status, r.Str("code")
+					var page struct {
+						Messages []struct {
+							ID string `json:"id"`
+						} `json:"messages"`
+						NextCursor *string `json:"nextCursor"`
+					}
+					if r.Status == 200 && json.Unmarshal(r.Body, &page) == nil && page.NextCursor == nil {
+						p.ids = map[string]bool{}
+						for _, m := range page.Messages {
+							p.ids[m.ID] = true
+						}
+					}
+				}
+				mu.Lock()
+				out = append(out, p)
+				mu.Unlock()
+			}
+		}()
+	}
+	return func() []readProbe {
+		wg.Wait()
+		return out
+	}
+}
+
+// wantNoStaleRead checks that every read that listed a conversation holds
+// every message of it acknowledged before the read was sent: a node that
+// answers from a memory the others have moved past is caught here.
+func wantNoStaleRead(t *testing.T, ops []jepsen.Op, probes []readProbe) {
+	t.Helper()
+	answers, checked := map[string]int{}, 0
+	for _, p := range probes {
+		a := fmt.Sprint(p.status)
+		if p.code != "" {
+			a += " " + p.code
+		}
+		answers[a]++
+		if p.ids == nil {
+			continue
+		}
+		checked++
+		for _, op := range ops {
+			if op.Outcome == jepsen.OK && op.Conv == p.conv && op.End.Before(p.start) && !p.ids[op.ID] {
+				t.Errorf("a stale read: conversation %s listed through the cut node at %s without message %s, acknowledged at %s",
+					p.conv, p.start.Format("15:04:05.000"), op.ID, op.End.Format("15:04:05.000"))
+				break
+			}
+		}
+	}
+	t.Logf("reads through the cut node from just before the cut to the heal: %v; %d listings checked against the acknowledged writes", answers, checked)
+	if checked == 0 {
+		t.Errorf("no read through the cut node listed a conversation: nothing was checked")
+	}
+}
+
+// answerOf names an attempt's answer as the report counts them.
+func answerOf(op jepsen.Op) string {
+	switch {
+	case op.Status == 0:
+		return "no answer"
+	case op.Code != "":
+		return fmt.Sprintf("%d %s", op.Status, op.Code)
+	}
+	return fmt.Sprint(op.Status)
+}
+
+// leadsNothing reports whether node i, by its own account, leads no
+// partition.
+func (c *testCluster) leadsNothing(t *testing.T, i int) bool {
+	v, err := c.view(t, c.nodes[i])
+	if err != nil {
+		return false
+	}
+	for _, m := range v.Members {
+		if m.Name == c.names[i] {
+			return len(m.Led) == 0
+		}
+	}
+	return false
+}
+
+// wantUnavailableReads reads every conversation of the run through s at
+// once: each answer must be 503 unavailable with Retry-After, never a
+// page from s's memory.
+func wantUnavailableReads(t *testing.T, s *Server, env *jepsenEnv) {
+	t.Helper()
+	resps := make([]*Resp, len(env.convs))
+	errs := make([]error, len(env.convs))
+	var wg sync.WaitGroup
+	for i, conv := range env.convs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resps[i], errs[i] = s.request("GET", "/api/v1/conversations/"+conv+"/messages", env.in.Token, nil, nil)
+		}()
+	}
+	wg.Wait()
+	for i, r := range resps {
+		if errs[i] != nil {
+			t.Fatalf("a read through the cut node: %v", errs[i])
+		}
+		if r.Header.Get("Retry-After") == "" {
+			t.Errorf("a read through the cut node: want Retry-After%s", r)
+		}
+		wantError(t, r, 503, "unavailable")
+	}
+}
+
+// Porcupine against a cluster of three: slug claims and Idempotency-Key
+// replays with the clients spread over every node, first with no fault
+// (every operation answered), then while the busiest leader is cut off
+// from the other two for 3 s and healed (operations it holds, or that
+// meet a partition without a leader, go unanswered; the history must
+// still be linearizable).
+func TestClusterJepsenLinearizable(t *testing.T) {
+	c := startPartitionableCluster(t, 3)
+	var urls []string
+	for _, n := range clusterJepsen(t, c) {
+		urls = append(urls, n.url())
+	}
+	cutBusiest := func(t *testing.T) linearizableFault {
+		c.waitSettled(t, 3) // the last cut healed
+		i := c.busiest(t)
+		return func() {
+			start := time.Now()
+			c.cutOff(i)
+			time.Sleep(3 * time.Second) // the cut's length, not a wait for anything
+			c.heal()
+			t.Logf("%s was cut off from %s to %s", c.names[i], start.Format("15:04:05.000"), time.Now().Format("15:04:05.000"))
+		}
+	}
+	t.Run("slug claims", func(t *testing.T) {
+		linearizableSlugClaims(t, c.nodes[0], urls, nil)
+	})
+	t.Run("slug claims while a node is cut off", func(t *testing.T) {
+		linearizableSlugClaims(t, c.nodes[0], urls, cutBusiest(t))
+	})
+	t.Run("Idempotency-Key replays", func(t *testing.T) {
+		linearizableReplays(t, c.nodes[0], urls, nil)
+	})
+	t.Run("Idempotency-Key replays while a node is cut off", func(t *testing.T) {
+		linearizableReplays(t, c.nodes[0], urls, cutBusiest(t))
+	})
 }

@@ -218,6 +218,13 @@ func runWithFault(t *testing.T, attemptTimeout time.Duration, fault func(n *jeps
 // fault may change), all within limit.
 func runFault(t *testing.T, env *jepsenEnv, limit, attemptTimeout time.Duration, fault func()) jepsen.Outage {
 	t.Helper()
+	_, rep := runFaultHistory(t, env, limit, attemptTimeout, fault)
+	return rep.Longest()
+}
+
+// runFaultHistory is runFault, returning every attempt and the report.
+func runFaultHistory(t *testing.T, env *jepsenEnv, limit, attemptTimeout time.Duration, fault func()) ([]jepsen.Op, *jepsen.Report) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	w := env.workload(t)
@@ -231,7 +238,8 @@ func runFault(t *testing.T, env *jepsenEnv, limit, attemptTimeout time.Duration,
 	ackedAtLeast(t, run, 150)
 	fault()
 	ackedAtLeast(t, run, run.Acked()+150)
-	return env.check(t, ctx, run.Stop()).Longest()
+	ops := run.Stop()
+	return ops, env.check(t, ctx, ops)
 }
 
 // wantRecovered checks that the fault made writes fail and that they
@@ -308,9 +316,58 @@ func linearizable(t *testing.T, what string, model porcupine.NondeterministicMod
 func TestJepsenLinearizableSlugClaims(t *testing.T) {
 	t.Parallel()
 	n := startJepsenNode(t)
+	linearizableSlugClaims(t, n.srv, []string{n.url()}, nil)
+}
+
+// TestJepsenLinearizableIdempotencyReplays races 8 posts with one key, with
+// the same content (all name one message: one 201, the rest 200) or two
+// contents (the loser's posts answer 409 idempotency_conflict), and reads
+// the conversation back: one message per key, the one its 201 named.
+func TestJepsenLinearizableIdempotencyReplays(t *testing.T) {
+	t.Parallel()
+	n := startJepsenNode(t)
+	linearizableReplays(t, n.srv, []string{n.url()}, nil)
+}
+
+// A fault of a linearizability run: it runs beside the operations, which
+// go on in rounds until it returns. It must not call t's Fatal (it runs on
+// a goroutine of its own).
+type linearizableFault func()
+
+// during runs round (each call a fresh set of slugs or keys) once without
+// a fault, and until fault returns with one; it returns every operation.
+// Each round records on a clock of its own, which porcupine may compare
+// only within a partition (a slug, a key): rounds share none.
+func during(fault linearizableFault, round func() []porcupine.Operation) []porcupine.Operation {
+	if fault == nil {
+		return round()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fault()
+	}()
+	var ops []porcupine.Operation
+	for {
+		ops = append(ops, round()...)
+		select {
+		case <-done:
+			return ops
+		default:
+		}
+	}
+}
+
+// linearizableSlugClaims races claims of fresh slugs through nodes (srv
+// makes the workspaces) and checks them with porcupine. Without a fault,
+// every claim is answered and each slug is claimed by exactly one
+// workspace; with one, a claim may go unanswered (its outcome unknown to
+// porcupine), and no slug is claimed by two.
+func linearizableSlugClaims(t *testing.T, srv *Server, nodes []string, fault linearizableFault) {
+	t.Helper()
 	var claimers, observers []jepsen.Developer
 	for i := range 6 {
-		w := newWorkspace(t, n.srv)
+		w := newWorkspace(t, srv)
 		d := jepsen.Developer{Workspace: w.ID, Token: w.Dev}
 		if i < 4 {
 			claimers = append(claimers, d)
@@ -318,24 +375,32 @@ func TestJepsenLinearizableSlugClaims(t *testing.T) {
 			observers = append(observers, d)
 		}
 	}
-	var slugs []string
-	for range 8 {
-		slugs = append(slugs, newSlug())
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	var slugs []string
 	run := &jepsen.SlugRun{
-		Nodes: []string{n.url()}, Claimers: claimers, Observers: observers, Slugs: slugs,
+		Nodes: nodes, Claimers: claimers, Observers: observers,
 		Manifest: func(slug string, _ jepsen.Developer) string {
 			return manifestString(manifest(slug, "1.0.0", baseScopes))
 		},
 		Client: jepsenClient(t),
 	}
-	ops := run.Record(ctx)
+	if fault != nil {
+		run.Timeout = 2 * time.Second // a node cut off holds a request until then
+	}
+	ops := during(fault, func() []porcupine.Operation {
+		run.Slugs = nil
+		for range 8 {
+			run.Slugs = append(run.Slugs, newSlug())
+		}
+		slugs = append(slugs, run.Slugs...)
+		return run.Record(ctx)
+	})
 	linearizable(t, "slug claims", jepsen.SlugModel, ops)
 
 	winners := make(map[string]map[string]bool) // slug → workspaces answered 201
 	created := make(map[string]int)
+	unknown := 0
 	for _, op := range ops {
 		in, out := op.Input.(jepsen.SlugInput), op.Output.(jepsen.SlugOutput)
 		switch out.Result {
@@ -347,56 +412,103 @@ func TestJepsenLinearizableSlugClaims(t *testing.T) {
 			if out.Created {
 				created[in.Slug]++
 			}
-		case jepsen.Unknown, jepsen.Unexpected:
+		case jepsen.Unknown:
+			unknown++
+			if fault == nil {
+				t.Errorf("slug %s: %s", in.Slug, out)
+			}
+		case jepsen.Unexpected:
 			t.Errorf("slug %s: %s", in.Slug, out)
 		}
 	}
 	for _, slug := range slugs {
-		if len(winners[slug]) != 1 || created[slug] != 1 {
+		switch {
+		case len(winners[slug]) > 1 || created[slug] > 1:
+			t.Errorf("slug %s: claimed by %d workspaces, first version created %d times", slug, len(winners[slug]), created[slug])
+		case fault == nil && (len(winners[slug]) != 1 || created[slug] != 1):
 			t.Errorf("slug %s: claimed by %d workspaces, first version created %d times; want 1 and 1", slug, len(winners[slug]), created[slug])
+		}
+	}
+	if fault != nil {
+		t.Logf("slug claims: %d slugs, %d operations, %d without an answer", len(slugs), len(ops), unknown)
+		if unknown == 0 {
+			t.Errorf("the fault met no claim: every one was answered")
 		}
 	}
 }
 
-// TestJepsenLinearizableIdempotencyReplays races 8 posts with one key, with
-// the same content (all name one message: one 201, the rest 200) or two
-// contents (the loser's posts answer 409 idempotency_conflict), and reads
-// the conversation back: one message per key, the one its 201 named.
-func TestJepsenLinearizableIdempotencyReplays(t *testing.T) {
-	t.Parallel()
-	n := startJepsenNode(t)
-	env := newBotEnv(t, n.srv)
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+// linearizableReplays races posts that share an Idempotency-Key through
+// nodes (srv makes the conversation), checks them with porcupine, and
+// reads the conversation back through every node: one message per key,
+// the one its 201 named. With a fault, a post may go unanswered: its key's
+// message, if any, must still be the only one of its key.
+func linearizableReplays(t *testing.T, srv *Server, nodes []string, fault linearizableFault) {
+	t.Helper()
+	env := newBotEnv(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := jepsenClient(t)
-	run := &jepsen.ReplayRun{Nodes: []string{n.url()}, Token: env.In.Token, Conversation: env.Chan.ID, Keys: 12, Concurrency: 8, Client: c}
-	ops := run.Record(ctx)
+	run := &jepsen.ReplayRun{Nodes: nodes, Token: env.In.Token, Conversation: env.Chan.ID, Keys: 12, Concurrency: 8, Client: c}
+	if fault != nil {
+		run.Keys, run.Timeout = 4, 2*time.Second
+	}
+	keys := 0
+	ops := during(fault, func() []porcupine.Operation {
+		keys += run.Keys
+		return run.Record(ctx)
+	})
 	linearizable(t, "Idempotency-Key replays", jepsen.ReplayModel, ops)
 
-	made := make(map[string]string) // message id → its text, from the 201s
+	made := make(map[string]string)  // message id → its text, from the 201s
+	texts := make(map[string]string) // text → its key
+	unknown := 0
 	for _, op := range ops {
 		in, out := op.Input.(jepsen.PostInput), op.Output.(jepsen.PostOutput)
+		texts[in.Text] = in.Key
 		switch out.Result {
 		case jepsen.Created:
 			made[out.ID] = in.Text
-		case jepsen.Unknown, jepsen.Unexpected:
+		case jepsen.Unknown:
+			unknown++
+			if fault == nil {
+				t.Errorf("key %s: %s", in.Key, out)
+			}
+		case jepsen.Unexpected:
 			t.Errorf("key %s: %s", in.Key, out)
 		}
 	}
-	if len(made) != run.Keys {
-		t.Errorf("%d posts answered 201 for %d keys", len(made), run.Keys)
+	if len(made) > keys || fault == nil && len(made) != keys {
+		t.Errorf("%d posts answered 201 for %d keys", len(made), keys)
 	}
-	for _, rd := range jepsen.ReadAll(ctx, &c, []string{n.url()}, env.In.Token, []string{env.Chan.ID}) {
+	for _, rd := range jepsen.ReadAll(ctx, &c, nodes, env.In.Token, []string{env.Chan.ID}) {
 		if rd.Err != nil {
 			t.Fatalf("reading back: %v", rd.Err)
 		}
-		if len(rd.Messages) != len(made) {
-			t.Errorf("the conversation holds %d messages; %d were created", len(rd.Messages), len(made))
-		}
+		seen := make(map[string]string) // key → its message id
 		for _, m := range rd.Messages {
-			if text, ok := made[m.ID]; !ok || text != m.Text {
-				t.Errorf("message %s %q is not one a 201 named", m.ID, m.Text)
+			key, ok := texts[m.Text]
+			if !ok {
+				t.Errorf("%s: message %s %q was never posted", rd.Node, m.ID, m.Text)
+				continue
 			}
+			if other, twice := seen[key]; twice {
+				t.Errorf("%s: key %s made two messages, %s and %s", rd.Node, key, other, m.ID)
+			}
+			seen[key] = m.ID
+			if text, ok := made[m.ID]; fault == nil && (!ok || text != m.Text) {
+				t.Errorf("%s: message %s %q is not one a 201 named", rd.Node, m.ID, m.Text)
+			}
+		}
+		for id, text := range made {
+			if seen[texts[text]] != id {
+				t.Errorf("%s: the 201 of key %s named %s; the conversation holds %q", rd.Node, texts[text], id, seen[texts[text]])
+			}
+		}
+	}
+	if fault != nil {
+		t.Logf("Idempotency-Key replays: %d keys, %d posts, %d without an answer", keys, len(ops), unknown)
+		if unknown == 0 {
+			t.Errorf("the fault met no post: every one was answered")
 		}
 	}
 }

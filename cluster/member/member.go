@@ -35,7 +35,11 @@ type Config struct {
 	Join       []string // --join: gossip addresses of members
 	ClusterKey string   // --cluster-key
 	PeerListen string   // --peer-listen: node-to-node (mutual TLS)
-	HTTPAddr   string   // where this node serves HTTP, published to the others
+	// PeerAdvertise is the node-to-node address the others dial
+	// (--peer-advertise): a NAT's or a proxy's in front of PeerListen;
+	// empty: PeerListen's address.
+	PeerAdvertise string
+	HTTPAddr      string // where this node serves HTTP, published to the others
 
 	Store *persistence.Store
 	Node  *cluster.Node // this node's activations
@@ -107,7 +111,7 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 	m.ms, err = membership.Start(membership.Config{
 		NodeName: cfg.NodeName, BindAddr: cfg.GossipBind, Join: cfg.Join, ClusterKey: cfg.ClusterKey,
 		Timing: cfg.Timing, Logger: cfg.Logger,
-		Meta: membership.Meta{HTTPAddr: cfg.HTTPAddr, PeerAddr: m.pt.Addr(), RaftID: id, State: membership.StateJoining},
+		Meta: membership.Meta{HTTPAddr: cfg.HTTPAddr, PeerAddr: m.AdvertisedPeerAddr(), RaftID: id, State: membership.StateJoining},
 	})
 	if err != nil {
 		m.pt.Close()
@@ -161,6 +165,14 @@ func (m *Member) Replica() *replica.Replica { return m.rep }
 // node-to-node traffic.
 func (m *Member) GossipAddr() string { return m.ms.Addr() }
 func (m *Member) PeerAddr() string   { return m.pt.Addr() }
+
+// AdvertisedPeerAddr is the node-to-node address the others dial.
+func (m *Member) AdvertisedPeerAddr() string {
+	if m.cfg.PeerAdvertise != "" {
+		return m.cfg.PeerAdvertise
+	}
+	return m.pt.Addr()
+}
 
 // alive lists the members replica may place replicas on: alive in gossip,
 // running raft groups.

@@ -43,8 +43,13 @@ type StreamHandler func(ctx context.Context, from string, header []byte, r *Stre
 // ClusterKey or the three certificate files are required; a nil handler
 // refuses its kind of traffic.
 type Config struct {
-	NodeName   string // this member's name, in its certificate
-	ListenAddr string // host:port; port 0 picks one (Addr returns it)
+	NodeName string // this member's name, in its certificate
+	// ListenAddr is host:port; port 0 picks one (Addr returns it). When
+	// the host is one address (not 0.0.0.0 or ::), this node's own
+	// connections leave from it too, as they would from a node bound to
+	// one interface: the others and the network between see one address
+	// per member, whichever way a connection goes.
+	ListenAddr string
 
 	// ClusterKey is the shared secret of the cluster (--cluster-key): the
 	// members' CA key is derived from it.
@@ -124,7 +129,8 @@ type Transport struct {
 	server *tls.Config
 	client *tls.Config
 	ln     net.Listener
-	addr   string // ln's
+	addr   string       // ln's
+	source *net.TCPAddr // where dialed connections leave from; nil: any
 	log    *loglimit.Limiter
 
 	closed atomic.Bool
@@ -164,6 +170,7 @@ func Listen(cfg Config) (*Transport, error) {
 		client:      id.clientConfig(),
 		ln:          ln,
 		addr:        ln.Addr().String(),
+		source:      sourceOf(ln.Addr()),
 		log:         loglimit.New(cfg.Logger, cfg.Clock),
 		accepted:    make(map[*conn]struct{}),
 		handshaking: make(map[net.Conn]struct{}),
@@ -171,6 +178,16 @@ func Listen(cfg Config) (*Transport, error) {
 	t.wg.Add(1)
 	go t.accept()
 	return t, nil
+}
+
+// sourceOf is the local address of dialed connections for a listener on
+// addr: its IP with any port, or nil when it listens on every interface.
+func sourceOf(addr net.Addr) *net.TCPAddr {
+	a, ok := addr.(*net.TCPAddr)
+	if !ok || a.IP.IsUnspecified() {
+		return nil
+	}
+	return &net.TCPAddr{IP: a.IP, Zone: a.Zone}
 }
 
 // Addr is the address the transport listens on.
@@ -403,7 +420,10 @@ func (d *dialer) dial(done chan struct{}) {
 func (d *dialer) connect() (*conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d.t.cfg.DialTimeout)
 	defer cancel()
-	var nd net.Dialer
+	nd := net.Dialer{}
+	if d.t.source != nil {
+		nd.LocalAddr = d.t.source
+	}
 	nc, err := nd.DialContext(ctx, "tcp", d.addr)
 	if err != nil {
 		return nil, err

@@ -49,7 +49,7 @@ func startGroups(cfg config, store *persistence.Store, env *actors.Env, httpAddr
 		}
 		m, err := member.Start(ctx, member.Config{
 			NodeName: nodeName(cfg), GossipBind: cfg.clusterBind, Join: join, ClusterKey: cfg.clusterKey,
-			PeerListen: peerListen, HTTPAddr: httpAddr, Store: store, Node: env.Node, Hosts: hosts, Logger: logger,
+			PeerListen: peerListen, PeerAdvertise: cfg.peerAdvertise, HTTPAddr: httpAddr, Store: store, Node: env.Node, Hosts: hosts, Logger: logger,
 			DownTimeout: cfg.downTimeout,
 		})
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -78,6 +79,7 @@ type config struct {
 	clusterKey    string
 	peerListen    string
 	downTimeout   time.Duration
+	peerAdvertise string
 	replicate     bool
 	demo          bool
 	logLevel      string
@@ -113,6 +115,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.clusterKey, "cluster-key", env("KIT_CLUSTER_KEY", ""), "the cluster's shared secret: encrypts gossip and authenticates node-to-node traffic (prefer KIT_CLUSTER_KEY)")
 	fs.StringVar(&c.peerListen, "peer-listen", env("KIT_PEER_LISTEN", ""), "node-to-node listener, host:port (default: the --cluster-bind host, any port)")
 	downTimeout := fs.String("down-timeout", env("KIT_DOWN_TIMEOUT", "30s"), "how long a member may be gone before its replicas are removed from their groups (they are re-created on its return or on a spare node)")
+	fs.StringVar(&c.peerAdvertise, "peer-advertise", env("KIT_PEER_ADVERTISE", ""), "node-to-node address the other members dial, host:port, when it is not --peer-listen's (a NAT or proxy in front)")
 	fs.BoolVar(&c.replicate, "replicate", env("KIT_REPLICATE", "") == "1", "commit every write through its partition's raft group, as a node of a cluster does, even alone")
 	fs.BoolVar(&c.demo, "demo", false, "on a fresh data directory, create and print a demo workspace")
 	fs.StringVar(&c.logLevel, "log-level", env("KIT_LOG_LEVEL", "info"), "debug, info (a line per request), warn or error")
@@ -133,14 +136,26 @@ func parseFlags(args []string) (config, error) {
 	// Refused rather than ignored: a node told to join that silently runs
 	// alone would serve requests its operator expects to be shared.
 	switch {
-	case c.clusterBind == "" && (c.join != "" || c.clusterKey != "" || c.peerListen != ""):
-		return c, errors.New("--join, --cluster-key and --peer-listen need --cluster-bind (the gossip address)")
+	case c.clusterBind == "" && (c.join != "" || c.clusterKey != "" || c.peerListen != "" || c.peerAdvertise != ""):
+		return c, errors.New("--join, --cluster-key, --peer-listen and --peer-advertise need --cluster-bind (the gossip address)")
 	case c.downTimeout < time.Second:
 		return c, errors.New("--down-timeout must be at least 1s: a member is gone only after gossip's failure detector says so")
 	case c.clusterBind != "" && c.clusterKey == "":
 		return c, errors.New("--cluster-bind needs --cluster-key (KIT_CLUSTER_KEY): members authenticate each other with it")
+	case c.peerAdvertise != "" && !dialable(c.peerAdvertise):
+		return c, errors.New("--peer-advertise must be host:port with a port the others can dial (not 0)")
 	}
 	return c, nil
+}
+
+// dialable reports whether addr is a host and a port from 1 to 65535.
+func dialable(addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n > 0 && n <= 65535
 }
 
 // domainChecker builds the domain verification checker of the --verify-*
@@ -339,7 +354,11 @@ func serve(cfg config, stdout io.Writer) error {
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "kitd listening on %s\n", ln.Addr())
 	if m := groups.member; m != nil {
-		fmt.Fprintf(stdout, "kitd cluster: gossip on %s, node-to-node on %s\n", m.GossipAddr(), m.PeerAddr())
+		advertised := ""
+		if a := m.AdvertisedPeerAddr(); a != m.PeerAddr() {
+			advertised = " (advertised as " + a + ")"
+		}
+		fmt.Fprintf(stdout, "kitd cluster: gossip on %s, node-to-node on %s%s\n", m.GossipAddr(), m.PeerAddr(), advertised)
 	}
 	logger.Info("ready", "addr", ln.Addr().String(), "publicUrl", publicURL)
 

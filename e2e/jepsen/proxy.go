@@ -14,7 +14,9 @@ import (
 //     open and new ones are accepted, but no byte is forwarded and no new
 //     connection reaches the node; what was sent waits, as TCP would
 //     retransmit it, and flows on after Heal. This is a cut cable or a
-//     dropping firewall, not a refusal.
+//     dropping firewall, not a refusal. Given source hosts, it holds only
+//     the connections that come from them: the link between one node and
+//     the one behind the proxy, when every node has an address of its own.
 //   - Cut: every connection is closed at once and new ones are closed as
 //     soon as they are accepted (a reset), until Heal.
 //
@@ -26,8 +28,10 @@ type Proxy struct {
 	mu       sync.Mutex
 	upstream string
 	mode     mode
-	open     chan struct{} // closed while the mode is passing
+	from     map[string]bool // the source hosts a partition holds; empty: all
+	changed  chan struct{}   // closed (and replaced) when the mode changes
 	conns    map[net.Conn]struct{}
+	passed   map[string]int64 // bytes forwarded, by the client's host
 	closed   bool
 	wg       sync.WaitGroup
 }
@@ -47,8 +51,7 @@ func NewProxy(upstream string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, upstream: upstream, open: make(chan struct{}), conns: make(map[net.Conn]struct{})}
-	close(p.open)
+	p := &Proxy{ln: ln, upstream: upstream, changed: make(chan struct{}), conns: make(map[net.Conn]struct{}), passed: make(map[string]int64)}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -64,25 +67,41 @@ func (p *Proxy) SetUpstream(addr string) {
 	p.upstream = addr
 }
 
-// Partition stops all traffic, both ways, until Heal.
-func (p *Proxy) Partition() { p.set(partitioned) }
-
-// Cut closes every connection and refuses new ones until Heal.
-func (p *Proxy) Cut() { p.set(cut) }
-
-// Heal lets traffic pass again; what a partition held is delivered.
-func (p *Proxy) Heal() { p.set(passing) }
-
-func (p *Proxy) set(m mode) {
+// Passed counts the bytes the proxy forwarded, both ways, by the host
+// the connection came from: what a test reads to see which links a
+// partition left open.
+func (p *Proxy) Passed() map[string]int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mode == passing && m != passing {
-		p.open = make(chan struct{})
+	out := make(map[string]int64, len(p.passed))
+	for h, n := range p.passed {
+		out[h] = n
 	}
-	if p.mode != passing && m == passing {
-		close(p.open)
+	return out
+}
+
+// Partition stops all traffic, both ways, until Heal; with source hosts
+// (IP addresses), only the traffic of connections that come from them.
+func (p *Proxy) Partition(from ...string) {
+	set := make(map[string]bool, len(from))
+	for _, h := range from {
+		set[h] = true
 	}
-	p.mode = m
+	p.set(partitioned, set)
+}
+
+// Cut closes every connection and refuses new ones until Heal.
+func (p *Proxy) Cut() { p.set(cut, nil) }
+
+// Heal lets traffic pass again; what a partition held is delivered.
+func (p *Proxy) Heal() { p.set(passing, nil) }
+
+func (p *Proxy) set(m mode, from map[string]bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mode, p.from = m, from
+	close(p.changed)
+	p.changed = make(chan struct{})
 	if m == cut {
 		for c := range p.conns {
 			c.Close()
@@ -98,11 +117,9 @@ func (p *Proxy) Close() error {
 	for c := range p.conns {
 		c.Close()
 	}
-	if p.mode != passing {
-		// Wake the copiers waiting for Heal: their connections are closed.
-		close(p.open)
-		p.mode = passing
-	}
+	// Wake the copiers waiting for Heal: their connections are closed.
+	close(p.changed)
+	p.changed = make(chan struct{})
 	p.mu.Unlock()
 	p.wg.Wait()
 	return err
@@ -128,15 +145,37 @@ func (p *Proxy) untrack(c net.Conn) {
 	c.Close()
 }
 
-// gate returns once traffic may pass, or false when the proxy closed.
-func (p *Proxy) gate() bool {
-	p.mu.Lock()
-	open := p.open
-	p.mu.Unlock()
-	<-open
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return !p.closed
+// gate returns once the traffic of a connection from host src may pass,
+// or false when the proxy closed.
+func (p *Proxy) gate(src string) bool {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return false
+		}
+		if !p.holds(src) {
+			p.mu.Unlock()
+			return true
+		}
+		changed := p.changed
+		p.mu.Unlock()
+		<-changed
+	}
+}
+
+// holds reports whether a partition holds the connections from host src;
+// p.mu is held.
+func (p *Proxy) holds(src string) bool {
+	return p.mode == partitioned && (len(p.from) == 0 || p.from[src])
+}
+
+// hostOf is the IP address of a connection's far end.
+func hostOf(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return ""
 }
 
 func (p *Proxy) accept() {
@@ -159,7 +198,8 @@ func (p *Proxy) accept() {
 func (p *Proxy) serve(c net.Conn) {
 	defer p.wg.Done()
 	defer p.untrack(c)
-	if !p.gate() {
+	src := hostOf(c)
+	if !p.gate(src) {
 		return
 	}
 	p.mu.Lock()
@@ -174,8 +214,8 @@ func (p *Proxy) serve(c net.Conn) {
 	}
 	defer p.untrack(u)
 	clean := make(chan bool, 2)
-	go func() { clean <- p.copy(u, c) }()
-	go func() { clean <- p.copy(c, u) }()
+	go func() { clean <- p.copy(u, c, src) }()
+	go func() { clean <- p.copy(c, u, src) }()
 	if !<-clean {
 		// A broken side ends both, so that the other copier returns; a
 		// half-close lets the other direction finish its answer.
@@ -186,22 +226,26 @@ func (p *Proxy) serve(c net.Conn) {
 }
 
 // copy forwards src to dst, a read at a time, holding each read (and the
-// end of the stream) while the link is partitioned. It reports whether src
-// ended cleanly, which it passes on as a half-close.
-func (p *Proxy) copy(dst, src net.Conn) bool {
+// end of the stream) while a partition holds the connections from host.
+// It reports whether src ended cleanly, which it passes on as a
+// half-close.
+func (p *Proxy) copy(dst, src net.Conn, host string) bool {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if !p.gate() {
+			if !p.gate(host) {
 				return false
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return false
 			}
+			p.mu.Lock()
+			p.passed[host] += int64(n)
+			p.mu.Unlock()
 		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) || !p.gate() {
+			if !errors.Is(err, io.EOF) || !p.gate(host) {
 				return false
 			}
 			return dst.(*net.TCPConn).CloseWrite() == nil

@@ -63,7 +63,15 @@ type line struct {
 
 func dial(t *testing.T, p *Proxy) *line {
 	t.Helper()
-	c, err := net.Dial("tcp", p.Addr())
+	return dialFrom(t, p, "127.0.0.1")
+}
+
+// dialFrom connects from the loopback address host (127.0.0.0/8 is all
+// loopback on Linux).
+func dialFrom(t *testing.T, p *Proxy, host string) *line {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(host)}}
+	c, err := d.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +145,29 @@ func TestProxy(t *testing.T) {
 			}
 			p.Heal()
 			l.want(t, "a:knock")
+		}},
+		{"a partition from given hosts holds their connections and passes the others'", func(t *testing.T, p *Proxy, a, _ *echoServer) {
+			cutOff, other := dialFrom(t, p, "127.0.0.2"), dialFrom(t, p, "127.0.0.3")
+			cutOff.send(t, "before")
+			cutOff.want(t, "a:before")
+			p.Partition("127.0.0.2")
+			held := p.Passed()["127.0.0.2"]
+			cutOff.send(t, "held")
+			cutOff.wantNothing(t)
+			other.send(t, "passes")
+			other.want(t, "a:passes")
+			if n := p.Passed()["127.0.0.2"]; n != held {
+				t.Fatalf("%d bytes of the partitioned host passed", n-held)
+			}
+			if n := p.Passed()["127.0.0.3"]; n != int64(len("passes\n")+len("a:passes\n")) {
+				t.Fatalf("the other host's bytes passed: %d, want both ways of one line", n)
+			}
+			late := dialFrom(t, p, "127.0.0.2")
+			late.send(t, "knock")
+			late.wantNothing(t)
+			p.Heal()
+			cutOff.want(t, "a:held")
+			late.want(t, "a:knock")
 		}},
 		{"a cut closes open connections and new ones until heal", func(t *testing.T, p *Proxy, a, _ *echoServer) {
 			open := dial(t, p)

@@ -29,7 +29,10 @@ type SlugRun struct {
 	// same for each of its operations on it.
 	Manifest       func(slug string, dev Developer) string
 	Claims, Checks int // per developer and slug; default 2 and 3
-	Client         Client
+	// Timeout bounds one operation (default 10 s); past it, its outcome
+	// is unknown.
+	Timeout time.Duration
+	Client  Client
 }
 
 // Record runs the claims and returns every operation.
@@ -39,6 +42,9 @@ func (r *SlugRun) Record(ctx context.Context) []porcupine.Operation {
 	}
 	if r.Checks == 0 {
 		r.Checks = 3
+	}
+	if r.Timeout == 0 {
+		r.Timeout = 10 * time.Second
 	}
 	rec := newRecorder()
 	for _, slug := range r.Slugs {
@@ -67,7 +73,7 @@ func (r *SlugRun) Record(ctx context.Context) []porcupine.Operation {
 			node := r.Nodes[(client+i)%len(r.Nodes)]
 			body := map[string]any{"manifest": r.Manifest(slug, a.dev)}
 			rec.op(client, in, func() (any, bool) {
-				e, err := r.Client.do(ctx, 10*time.Second, "POST", node+path, a.dev.Token, nil, body)
+				e, err := r.Client.do(ctx, r.Timeout, "POST", node+path, a.dev.Token, nil, body)
 				out := slugOutput(e, err, a.check)
 				return out, out.Result == Unknown
 			})
@@ -118,7 +124,10 @@ type ReplayRun struct {
 	Conversation string
 	Keys         int // default 12
 	Concurrency  int // default 8
-	Client       Client
+	// Timeout bounds one post (default 10 s); past it, its outcome is
+	// unknown.
+	Timeout time.Duration
+	Client  Client
 }
 
 // Record runs the posts and returns every operation.
@@ -128,6 +137,9 @@ func (r *ReplayRun) Record(ctx context.Context) []porcupine.Operation {
 	}
 	if r.Concurrency == 0 {
 		r.Concurrency = 8
+	}
+	if r.Timeout == 0 {
+		r.Timeout = 10 * time.Second
 	}
 	rec := newRecorder()
 	run := time.Now().UnixNano()
@@ -141,7 +153,7 @@ func (r *ReplayRun) Record(ctx context.Context) []porcupine.Operation {
 			node := r.Nodes[client%len(r.Nodes)]
 			body := map[string]any{"conversationId": r.Conversation, "text": text}
 			rec.op(client, PostInput{Key: key, Text: text}, func() (any, bool) {
-				e, err := r.Client.do(ctx, 10*time.Second, "POST", node+"/api/v1/messages", r.Token, map[string]string{"Idempotency-Key": key}, body)
+				e, err := r.Client.do(ctx, r.Timeout, "POST", node+"/api/v1/messages", r.Token, map[string]string{"Idempotency-Key": key}, body)
 				out := postOutput(e, err)
 				return out, out.Result == Unknown
 			})
