@@ -143,8 +143,7 @@ func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
 		b.Delete(k)
 		ev.Redelivery, ev.NextAttemptAt, ev.FirstAttemptAt, ev.FinishedAt = true, 0, 0, 0
 		put(b, queuedEventKey(a.id, ev.Sequence), ev)
-		source := cmp.Or(ev.ConversationId, a.id)
-		d := a.q.insert(source, ev.Sequence)
+		d := a.q.insert(queueOf(ev, a.id), ev.Sequence)
 		d.attempts, d.asked = ev.Attempts, true
 		reply.Sequences = append(reply.Sequences, ev.Sequence)
 	}
@@ -255,7 +254,7 @@ func (a *deliveryActor) queueTestEvent(m *kitpb.QueueTestEvent) (proto.Message, 
 		stored.Message.ConversationId = "" // as every queued message (queued restores it)
 	}
 	put(a.batch, queuedEventKey(a.id, a.last), stored)
-	a.q.push(cmp.Or(ev.ConversationId, a.id), a.last)
+	a.q.push(queueOf(ev, a.id), a.last)
 	a.q.state[a.last].asked = true // a developer tests the endpoint: even while paused
 	if err := a.commit(); err != nil {
 		return nil, err
@@ -281,7 +280,7 @@ func testEvent(k eventKind, now int64, inst, botID string) *kitpb.Event {
 	case eventInstallationUpdated, eventInstallationUninstalled:
 		ev.Installation = &kitpb.Installation{Id: inst, BotId: botID, CreatedAt: now}
 	case eventUserJoined, eventUserUpdated:
-		// No data: user events are not emitted yet (docs/deliveries.md).
+		ev.User = &kitpb.User{Id: ids.New(), DisplayName: "Test User", Role: "member"}
 	default:
 		ev.Conversation = conv
 	}

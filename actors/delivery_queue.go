@@ -46,6 +46,21 @@ type delivery struct {
 	firstAt  int64
 }
 
+// queueOf is the source of ev for installation inst, which names its
+// queue: the actor that wrote it (the outbox source of the notice that
+// queued it), told by the event's data since the queue records do not
+// keep the source. Its conversation; the workspace for user.* events; the
+// installation for its own.
+func queueOf(ev *kitpb.Event, inst string) string {
+	switch {
+	case ev.ConversationId != "":
+		return ev.ConversationId
+	case ev.User != nil:
+		return ev.User.WorkspaceId
+	}
+	return inst
+}
+
 func (q *deliveryQueue) init() {
 	if q.bySource == nil {
 		q.bySource = make(map[string][]uint64)
@@ -104,12 +119,8 @@ func (q *deliveryQueue) load(store *persistence.Store, inst string, resumedAt in
 		if decodeErr = proto.Unmarshal(v, ev); decodeErr != nil {
 			return false
 		}
-		source := ev.ConversationId
-		if source == "" {
-			source = inst
-		}
 		seq := decodeSeq(k[len(prefix):])
-		q.push(source, seq)
+		q.push(queueOf(ev, inst), seq)
 		d := q.state[seq]
 		d.attempts, d.nextAt, d.firstAt, d.asked = ev.Attempts, ev.NextAttemptAt, ev.FirstAttemptAt, ev.Redelivery || ev.Test
 		if d.firstAt != 0 && d.firstAt < resumedAt {
