@@ -44,17 +44,22 @@ func (a *deliveryActor) countDelivered() error {
 	})
 }
 
-// keepRecent counts a delivered record written in b and, once
+// keepRecent counts the delivered record seq written in b and, once
 // pruneDelivered are past KeepDelivered, deletes the lowest sequences in b.
-func (a *deliveryActor) keepRecent(b batch) error {
+// The scan starts at the lowest sequence kept, not at the prefix: the
+// records deleted before lie there as tombstones, which a scan from the
+// prefix would step over every time.
+func (a *deliveryActor) keepRecent(b batch, seq uint64) error {
 	a.delivered++
+	a.keptFrom = min(a.keptFrom, seq) // a redelivered old event
 	if a.delivered <= KeepDelivered+pruneDelivered {
 		return nil
 	}
 	prefix := deliveredEventsPrefix(a.id)
 	n := 0
-	err := a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+	err := a.env.Store.Scan(deliveredEventKey(a.id, a.keptFrom), persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
 		b.Delete(k)
+		a.keptFrom = decodeSeq(k[len(prefix):]) + 1
 		n++
 		return n < a.delivered-KeepDelivered
 	})
@@ -172,7 +177,6 @@ func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
 	if err := b.Write(); err != nil {
 		return nil, fmt.Errorf("redeliver events of %s: %w", a.id, err)
 	}
-	a.unsynced = true
 	if a.env.Deliveries != nil {
 		a.env.Deliveries.EventsQueued(a.id)
 	}

@@ -141,7 +141,15 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 	}
 	now := nanos(a.env.Clock.Now())
 	reply := &kitpb.DeliveriesReply{}
+	var newest uint64
 	for _, seqs := range a.q.bySource {
+		// Full: no need to look further. NextDue is for a pump with nothing
+		// in flight, and what is in flight wakes the pump when it ends. A
+		// backlog over many conversations thus costs a few lookups a take,
+		// not one per conversation.
+		if a.q.inFlight >= MaxInFlightPerInstallation || len(reply.Events) >= int(m.Max) {
+			break
+		}
 		d := a.q.state[seqs[0]]
 		switch {
 		case d.inFlight, a.paused() && !d.asked:
@@ -151,8 +159,6 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 				reply.NextDue = d.nextAt
 			}
 			continue
-		case a.q.inFlight >= MaxInFlightPerInstallation || len(reply.Events) >= int(m.Max):
-			continue
 		}
 		ev, err := a.queued(seqs[0])
 		if err != nil {
@@ -161,15 +167,19 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 		d.inFlight = true
 		a.q.inFlight++
 		reply.Events = append(reply.Events, ev)
+		newest = max(newest, seqs[0])
 	}
 	// No event leaves the node before its sequence is durable: a crash
-	// could otherwise give the sequence to another event.
-	if len(reply.Events) > 0 && a.unsynced {
+	// could otherwise give the sequence to another event. Only sequencing
+	// needs it: what an attempt's record or a redelivery wrote may be lost
+	// (the event is sent again), and a sync for each would cost one per
+	// delivered event. A backlog's heads were mostly synced long ago.
+	if newest > a.durable {
 		if err := a.env.Store.Sync(); err != nil {
 			a.env.Fatal(err)
 			return nil, err
 		}
-		a.unsynced = false
+		a.durable = a.last
 	}
 	reply.InFlight = int32(a.q.inFlight)
 	return reply, nil
@@ -233,7 +243,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		ev.NextAttemptAt, ev.FinishedAt = 0, nanos(now)
 		b.Delete(k)
 		put(b, deliveredEventKey(a.id, m.Sequence), ev)
-		if err := a.keepRecent(b); err != nil {
+		if err := a.keepRecent(b, m.Sequence); err != nil {
 			return nil, err
 		}
 		endpointLog = a.endpointSucceeded(b, now)
@@ -272,7 +282,6 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 	if err := b.Write(); err != nil {
 		return nil, fmt.Errorf("record delivery of %s/%d: %w", a.id, m.Sequence, err)
 	}
-	a.unsynced = true
 	if e.Status == "delivered" || e.Status == "dead_lettered" {
 		a.q.pop(m.Sequence)
 	}
