@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -44,6 +45,10 @@ type delivery struct {
 	attempts int32
 	nextAt   int64 // service clock, unix nanoseconds
 	firstAt  int64
+	// rec is the queued record while in flight, as take read it, so that
+	// the attempt's outcome need not read it again (at most
+	// MaxInFlightPerInstallation are held).
+	rec []byte
 }
 
 // queueOf is the source of ev for installation inst, which names its
@@ -160,11 +165,15 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 			}
 			continue
 		}
-		ev, err := a.queued(seqs[0])
+		rec, err := a.queuedRecord(seqs[0])
 		if err != nil {
 			return nil, err
 		}
-		d.inFlight = true
+		ev, err := decodeQueued(rec)
+		if err != nil {
+			return nil, err
+		}
+		d.inFlight, d.rec = true, rec
 		a.q.inFlight++
 		reply.Events = append(reply.Events, ev)
 		newest = max(newest, seqs[0])
@@ -187,13 +196,27 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 
 // queued reads the queued event seq.
 func (a *deliveryActor) queued(seq uint64) (*kitpb.Event, error) {
-	ev := &kitpb.Event{}
-	found, err := load(a.env.Store, queuedEventKey(a.id, seq), ev)
+	rec, err := a.queuedRecord(seq)
 	if err != nil {
 		return nil, err
 	}
-	if !found {
+	return decodeQueued(rec)
+}
+
+// queuedRecord reads the record of the queued event seq.
+func (a *deliveryActor) queuedRecord(seq uint64) ([]byte, error) {
+	rec, err := a.env.Store.Get(queuedEventKey(a.id, seq))
+	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, fmt.Errorf("delivery %s: queued event %d is missing", a.id, seq)
+	}
+	return rec, err
+}
+
+// decodeQueued decodes a queued record, the message with its conversation.
+func decodeQueued(rec []byte) (*kitpb.Event, error) {
+	ev := &kitpb.Event{}
+	if err := proto.Unmarshal(rec, ev); err != nil {
+		return nil, fmt.Errorf("decode queued event: %w", err)
 	}
 	if ev.Message != nil {
 		ev.Message.ConversationId = ev.ConversationId
@@ -212,7 +235,8 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 	if d == nil || !d.inFlight {
 		return &kitpb.Ok{}, nil
 	}
-	d.inFlight = false
+	rec := d.rec
+	d.inFlight, d.rec = false, nil
 	a.q.inFlight--
 	if m.KitId != "" {
 		a.ep.KitId = m.KitId
@@ -226,7 +250,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		e.HttpStatus = proto.Int32(m.HttpStatus)
 	}
 	k := queuedEventKey(a.id, m.Sequence)
-	ev, err := a.queued(m.Sequence)
+	ev, err := decodeQueued(rec)
 	if err != nil {
 		return nil, err
 	}
