@@ -67,16 +67,16 @@ type Sender struct {
 	public  *http.Client // refuses loopback and private addresses
 	allowed *http.Client // for the hosts of Config.Allow
 
-	mu     sync.Mutex
-	pumps  map[string]chan struct{} // by installation: a pending wake-up
+	mu    sync.Mutex
+	pumps map[string]chan struct{} // by installation: a pending wake-up
 	// endpoints are the events endpoints of the Kit versions seen, by
 	// <kit id>@<version>: a version's manifest never changes, and parsing
 	// it for every batch of deliveries cost more than the batch's lookups.
 	endpoints map[string]*url.URL
-	kits   map[string]chan struct{} // by Kit: its in-flight slots
-	closed bool
-	done   chan struct{} // closed by Close
-	wg     sync.WaitGroup
+	kits      map[string]chan struct{} // by Kit: its in-flight slots
+	closed    bool
+	done      chan struct{} // closed by Close
+	wg        sync.WaitGroup
 }
 
 // New builds a sender; it sends nothing until told.
