@@ -36,8 +36,7 @@ type deliveryActor struct {
 	q         deliveryQueue           // what waits to be delivered (delivery_queue.go)
 	durable   uint64                  // the last sequence a WAL sync covers for sure
 	ep        *kitpb.DeliveryEndpoint // the endpoint's health (delivery_endpoint.go)
-	delivered int                     // delivered records kept (keepRecent)
-	keptFrom  uint64                  // no delivered record below this sequence (keepRecent)
+	delivered []uint64                // sequences of the delivered records kept, sorted (keepRecent)
 }
 
 // flushOutbox commits what the notices before it took: every notice that
@@ -92,7 +91,7 @@ func (a *deliveryActor) activate(identity string) error {
 	if err := a.q.load(a.env.Store, a.id, a.ep.ResumedAt); err != nil {
 		return err
 	}
-	if err := a.countDelivered(); err != nil {
+	if err := a.loadDelivered(); err != nil {
 		return err
 	}
 	v, err := a.env.Store.Get(eventSequenceKey(a.id))

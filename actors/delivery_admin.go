@@ -35,36 +35,40 @@ const (
 	DeliveryDead      = "dead"
 )
 
-func (a *deliveryActor) countDelivered() error {
+// loadDelivered reads the sequences of the delivered records kept.
+func (a *deliveryActor) loadDelivered() error {
 	prefix := deliveredEventsPrefix(a.id)
-	a.delivered = 0
-	return a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, _ []byte) bool {
-		a.delivered++
+	a.delivered = a.delivered[:0]
+	return a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+		a.delivered = append(a.delivered, decodeSeq(k[len(prefix):]))
 		return true
 	})
 }
 
-// keepRecent counts the delivered record seq written in b and, once
+// keepRecent notes the delivered record seq written in b and, once
 // pruneDelivered are past KeepDelivered, deletes the lowest sequences in b.
-// The scan starts at the lowest sequence kept, not at the prefix: the
-// records deleted before lie there as tombstones, which a scan from the
-// prefix would step over every time.
-func (a *deliveryActor) keepRecent(b batch, seq uint64) error {
-	a.delivered++
-	a.keptFrom = min(a.keptFrom, seq) // a redelivered old event
-	if a.delivered <= KeepDelivered+pruneDelivered {
-		return nil
+// The sequences kept are known (a.delivered), so pruning reads nothing: a
+// scan would step over the tombstones of every record pruned before.
+func (a *deliveryActor) keepRecent(b batch, seq uint64) {
+	i, found := slices.BinarySearch(a.delivered, seq)
+	if !found {
+		a.delivered = slices.Insert(a.delivered, i, seq)
 	}
-	prefix := deliveredEventsPrefix(a.id)
-	n := 0
-	err := a.env.Store.Scan(deliveredEventKey(a.id, a.keptFrom), persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
-		b.Delete(k)
-		a.keptFrom = decodeSeq(k[len(prefix):]) + 1
-		n++
-		return n < a.delivered-KeepDelivered
-	})
-	a.delivered -= n
-	return err
+	if len(a.delivered) <= KeepDelivered+pruneDelivered {
+		return
+	}
+	n := len(a.delivered) - KeepDelivered
+	for _, s := range a.delivered[:n] {
+		b.Delete(deliveredEventKey(a.id, s))
+	}
+	a.delivered = slices.Delete(a.delivered, 0, n)
+}
+
+// forgetDelivered notes that the delivered record seq was deleted.
+func (a *deliveryActor) forgetDelivered(seq uint64) {
+	if i, found := slices.BinarySearch(a.delivered, seq); found {
+		a.delivered = slices.Delete(a.delivered, i, i+1)
+	}
 }
 
 // listDeliveries answers the deliveries below m.BeforeSequence, highest
@@ -187,11 +191,12 @@ func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
 // once, unless it is in flight already), delivered or dead (requeued).
 func (a *deliveryActor) redeliverOne(b batch, id string, requeue func([]byte, *kitpb.Event), reply *kitpb.RedeliverReply) (bool, error) {
 	found := false
+	var seq uint64
 	match := func(k []byte, ev *kitpb.Event) bool {
 		if ev.Id != id {
 			return true
 		}
-		found = true
+		found, seq = true, ev.Sequence
 		switch d := a.q.state[ev.Sequence]; {
 		case d == nil:
 			requeue(k, ev)
@@ -209,7 +214,7 @@ func (a *deliveryActor) redeliverOne(b batch, id string, requeue func([]byte, *k
 		}
 		if found {
 			if bytes.Equal(prefix, deliveredEventsPrefix(a.id)) {
-				a.delivered--
+				a.forgetDelivered(seq)
 			}
 			return true, nil
 		}

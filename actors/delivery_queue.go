@@ -267,9 +267,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		ev.NextAttemptAt, ev.FinishedAt = 0, nanos(now)
 		b.Delete(k)
 		put(b, deliveredEventKey(a.id, m.Sequence), ev)
-		if err := a.keepRecent(b, m.Sequence); err != nil {
-			return nil, err
-		}
+		a.keepRecent(b, m.Sequence)
 		endpointLog = a.endpointSucceeded(b, now)
 	default:
 		e.Level, e.ErrorCode = LogLevelError, m.ErrorCode
