@@ -129,7 +129,7 @@ func runEventsScenario(ctx context.Context, o options, nodes *nodeSet, sd scenar
 			}
 			node.settle(ctx)
 			logf("%s on %s (round %d/%d): %d connections, %v + %v warm-up", sd.sc.Name, s.name, round+1, o.rounds, o.concurrency, slice, warmup)
-			arr := &arrivals{acked: map[uint64]time.Time{}, arrived: map[uint64]time.Time{}}
+			arr := newArrivals()
 			rcv.tracker.Store(arr)
 			sc := postScenario(sd.sc.Name, s.fx.BotToken, s.fx.Conversations)
 			sc.Answered = arr.answered
@@ -200,6 +200,10 @@ type arrivals struct {
 	n       uint64
 	last    time.Time
 	grew    chan struct{} // closed and replaced when n grows; nil: none waits
+}
+
+func newArrivals() *arrivals {
+	return &arrivals{acked: map[uint64]time.Time{}, arrived: map[uint64]time.Time{}}
 }
 
 func (a *arrivals) answered(n uint64, at time.Time) {
