@@ -194,15 +194,6 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 	return reply, nil
 }
 
-// queued reads the queued event seq.
-func (a *deliveryActor) queued(seq uint64) (*kitpb.Event, error) {
-	rec, err := a.queuedRecord(seq)
-	if err != nil {
-		return nil, err
-	}
-	return decodeQueued(rec)
-}
-
 // queuedRecord reads the record of the queued event seq.
 func (a *deliveryActor) queuedRecord(seq uint64) ([]byte, error) {
 	rec, err := a.env.Store.Get(queuedEventKey(a.id, seq))
