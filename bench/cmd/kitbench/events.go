@@ -100,20 +100,7 @@ func runEventsScenario(ctx context.Context, o options, nodes *nodeSet, sd scenar
 		return nil, fmt.Errorf("setup of %s: %w", sd.sc.Name, err)
 	}
 
-	type side struct {
-		name    string
-		fx      *fixture
-		events  bool
-		res     *loadgen.Result
-		cpu     time.Duration
-		cpuOK   bool
-		posts   uint64
-		arrived uint64
-		loadFor time.Duration // from the load's start to its end
-		spanFor time.Duration // from the load's start to the last event
-		arrival loadgen.Histogram
-	}
-	sides := []*side{
+	sides := []*eventsSide{
 		{name: "kitd, no subscriber", fx: plainFx, cpuOK: true},
 		{name: "kitd, subscribed", fx: subFx, events: true, cpuOK: true},
 	}
@@ -127,43 +114,10 @@ func runEventsScenario(ctx context.Context, o options, nodes *nodeSet, sd scenar
 			if err := node.check(); err != nil {
 				return nil, err
 			}
-			node.settle(ctx)
 			logf("%s on %s (round %d/%d): %d connections, %v + %v warm-up", sd.sc.Name, s.name, round+1, o.rounds, o.concurrency, slice, warmup)
-			arr := newArrivals()
-			rcv.tracker.Store(arr)
-			sc := postScenario(sd.sc.Name, s.fx.BotToken, s.fx.Conversations)
-			sc.Answered = arr.answered
-			var live loadgen.Live
-			cfg := loadgen.Config{Addr: node.addr, Concurrency: o.concurrency, Duration: slice, Warmup: warmup, Timeout: o.timeout, Live: &live}
-			cpu0, ok0 := cpuTime(node.pid())
-			start := time.Now()
-			prog := startProgress(os.Stderr, sd.sc.Name+" on "+s.name, &live, warmup+slice)
-			res, err := loadgen.Run(ctx, cfg, sc)
-			prog.Stop()
-			if err != nil {
+			cfg := loadgen.Config{Addr: node.addr, Concurrency: o.concurrency, Duration: slice, Warmup: warmup, Timeout: o.timeout}
+			if err := s.run(ctx, node, rcv, sd.sc.Name, cfg); err != nil {
 				return nil, err
-			}
-			loadEnd := time.Now()
-			posts, _ := live.Counts()
-			if s.events {
-				arr.wait(ctx, posts, drainTimeout)
-			}
-			node.settle(ctx)
-			cpu1, ok1 := cpuTime(node.pid())
-			s.cpu += cpu1 - cpu0
-			s.cpuOK = s.cpuOK && ok0 && ok1
-			s.posts += posts
-			s.loadFor += loadEnd.Sub(start)
-			if s.res == nil {
-				s.res = res
-			} else {
-				s.res.Add(res)
-			}
-			if s.events {
-				n, last := arr.done(&s.arrival)
-				s.arrived += n
-				s.spanFor += max(last.Sub(start), loadEnd.Sub(start))
-				logf("  %d posts, %d events arrived, the last %v after the load", posts, n, max(last.Sub(loadEnd), 0).Round(time.Millisecond))
 			}
 		}
 	}
@@ -177,16 +131,78 @@ func runEventsScenario(ctx context.Context, o options, nodes *nodeSet, sd scenar
 		ArrivalP50Ms: ms(sub.arrival.Quantile(0.50)),
 		ArrivalP99Ms: ms(sub.arrival.Quantile(0.99)),
 	}
-	perPost := func(s *side) float64 {
-		if !s.cpuOK || s.posts == 0 {
-			return 0
-		}
-		return float64(s.cpu) / float64(time.Microsecond) / float64(s.posts)
-	}
-	ev.Plain.CPUMicrosPerRequest, sr.Kitd.CPUMicrosPerRequest = perPost(plain), perPost(sub)
+	ev.Plain.CPUMicrosPerRequest, sr.Kitd.CPUMicrosPerRequest = plain.cpuPerPost(), sub.cpuPerPost()
 	ev.CPURatio = div(sr.Kitd.CPUMicrosPerRequest, ev.Plain.CPUMicrosPerRequest)
 	sr.Events = ev
 	return sr, nil
+}
+
+// eventsSide is one side of the events scenario: the posts into one Kit's
+// channels, over the rounds.
+type eventsSide struct {
+	name    string
+	fx      *fixture
+	events  bool // its Kit subscribes: wait for the events after each run
+	res     *loadgen.Result
+	cpu     time.Duration
+	cpuOK   bool
+	posts   uint64 // answered 2xx, warm-up included
+	arrived uint64
+	loadFor time.Duration // from the load's start to its end
+	spanFor time.Duration // from the load's start to the last event
+	arrival loadgen.Histogram
+}
+
+// run runs one round of the side on an idle node: the load, then (with
+// events) the wait for them, then the node's return to idle; the node's CPU
+// counts over all of it.
+func (s *eventsSide) run(ctx context.Context, node *benchNode, rcv *eventReceiver, name string, cfg loadgen.Config) error {
+	node.settle(ctx)
+	arr := newArrivals()
+	rcv.tracker.Store(arr)
+	sc := postScenario(name, s.fx.BotToken, s.fx.Conversations)
+	sc.Answered = arr.answered
+	var live loadgen.Live
+	cfg.Live = &live
+	cpu0, ok0 := cpuTime(node.pid())
+	start := time.Now()
+	prog := startProgress(os.Stderr, name+" on "+s.name, &live, cfg.Warmup+cfg.Duration)
+	res, err := loadgen.Run(ctx, cfg, sc)
+	prog.Stop()
+	if err != nil {
+		return err
+	}
+	loadEnd := time.Now()
+	posts, _ := live.Counts()
+	if s.events {
+		arr.wait(ctx, posts, drainTimeout)
+	}
+	node.settle(ctx)
+	cpu1, ok1 := cpuTime(node.pid())
+	s.cpu += cpu1 - cpu0
+	s.cpuOK = s.cpuOK && ok0 && ok1
+	s.posts += posts
+	s.loadFor += loadEnd.Sub(start)
+	if s.res == nil {
+		s.res = res
+	} else {
+		s.res.Add(res)
+	}
+	if s.events {
+		n, last := arr.done(&s.arrival)
+		s.arrived += n
+		s.spanFor += max(last.Sub(start), loadEnd.Sub(start))
+		logf("  %d posts, %d events arrived, the last %v after the load", posts, n, max(last.Sub(loadEnd), 0).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// cpuPerPost is the side's CPU per post in µs; 0 when not measured.
+func (s *eventsSide) cpuPerPost() float64 {
+	if !s.cpuOK || s.posts == 0 {
+		return 0
+	}
+	return float64(s.cpu) / float64(time.Microsecond) / float64(s.posts)
 }
 
 // arrivals pairs the posts of one run with their events: the time of each
