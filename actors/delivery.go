@@ -34,9 +34,9 @@ type deliveryActor struct {
 	flushQueue bool  // a flushOutbox is on its way to the mailbox
 
 	q         deliveryQueue           // what waits to be delivered (delivery_queue.go)
-	unsynced  bool                    // commit wrote what no WAL sync covers for sure yet
+	durable   uint64                  // the last sequence a WAL sync covers for sure
 	ep        *kitpb.DeliveryEndpoint // the endpoint's health (delivery_endpoint.go)
-	delivered int                     // delivered records kept (keepRecent)
+	delivered []uint64                // sequences of the delivered records kept, sorted (keepRecent)
 }
 
 // flushOutbox commits what the notices before it took: every notice that
@@ -91,7 +91,7 @@ func (a *deliveryActor) activate(identity string) error {
 	if err := a.q.load(a.env.Store, a.id, a.ep.ResumedAt); err != nil {
 		return err
 	}
-	if err := a.countDelivered(); err != nil {
+	if err := a.loadDelivered(); err != nil {
 		return err
 	}
 	v, err := a.env.Store.Get(eventSequenceKey(a.id))
@@ -102,6 +102,7 @@ func (a *deliveryActor) activate(identity string) error {
 	default:
 		a.last = decodeSeq(v)
 	}
+	a.durable = a.last // read back from the store: a restart synced it
 	if err := a.takeOutbox(); err != nil {
 		return err
 	}
@@ -159,7 +160,6 @@ func (a *deliveryActor) commit() error {
 	if err := b.Write(); err != nil {
 		return fmt.Errorf("queue events of %s: %w", a.id, err)
 	}
-	a.unsynced = true
 	if a.env.Deliveries != nil {
 		a.env.Deliveries.EventsQueued(a.id)
 	}

@@ -35,31 +35,40 @@ const (
 	DeliveryDead      = "dead"
 )
 
-func (a *deliveryActor) countDelivered() error {
+// loadDelivered reads the sequences of the delivered records kept.
+func (a *deliveryActor) loadDelivered() error {
 	prefix := deliveredEventsPrefix(a.id)
-	a.delivered = 0
-	return a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, _ []byte) bool {
-		a.delivered++
+	a.delivered = a.delivered[:0]
+	return a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+		a.delivered = append(a.delivered, decodeSeq(k[len(prefix):]))
 		return true
 	})
 }
 
-// keepRecent counts a delivered record written in b and, once
+// keepRecent notes the delivered record seq written in b and, once
 // pruneDelivered are past KeepDelivered, deletes the lowest sequences in b.
-func (a *deliveryActor) keepRecent(b batch) error {
-	a.delivered++
-	if a.delivered <= KeepDelivered+pruneDelivered {
-		return nil
+// The sequences kept are known (a.delivered), so pruning reads nothing: a
+// scan would step over the tombstones of every record pruned before.
+func (a *deliveryActor) keepRecent(b batch, seq uint64) {
+	i, found := slices.BinarySearch(a.delivered, seq)
+	if !found {
+		a.delivered = slices.Insert(a.delivered, i, seq)
 	}
-	prefix := deliveredEventsPrefix(a.id)
-	n := 0
-	err := a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
-		b.Delete(k)
-		n++
-		return n < a.delivered-KeepDelivered
-	})
-	a.delivered -= n
-	return err
+	if len(a.delivered) <= KeepDelivered+pruneDelivered {
+		return
+	}
+	n := len(a.delivered) - KeepDelivered
+	for _, s := range a.delivered[:n] {
+		b.Delete(deliveredEventKey(a.id, s))
+	}
+	a.delivered = slices.Delete(a.delivered, 0, n)
+}
+
+// forgetDelivered notes that the delivered record seq was deleted.
+func (a *deliveryActor) forgetDelivered(seq uint64) {
+	if i, found := slices.BinarySearch(a.delivered, seq); found {
+		a.delivered = slices.Delete(a.delivered, i, i+1)
+	}
 }
 
 // listDeliveries answers the deliveries below m.BeforeSequence, highest
@@ -143,8 +152,7 @@ func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
 		b.Delete(k)
 		ev.Redelivery, ev.NextAttemptAt, ev.FirstAttemptAt, ev.FinishedAt = true, 0, 0, 0
 		put(b, queuedEventKey(a.id, ev.Sequence), ev)
-		source := cmp.Or(ev.ConversationId, a.id)
-		d := a.q.insert(source, ev.Sequence)
+		d := a.q.insert(queueOf(ev, a.id), ev.Sequence)
 		d.attempts, d.asked = ev.Attempts, true
 		reply.Sequences = append(reply.Sequences, ev.Sequence)
 	}
@@ -173,7 +181,6 @@ func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
 	if err := b.Write(); err != nil {
 		return nil, fmt.Errorf("redeliver events of %s: %w", a.id, err)
 	}
-	a.unsynced = true
 	if a.env.Deliveries != nil {
 		a.env.Deliveries.EventsQueued(a.id)
 	}
@@ -184,11 +191,12 @@ func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
 // once, unless it is in flight already), delivered or dead (requeued).
 func (a *deliveryActor) redeliverOne(b batch, id string, requeue func([]byte, *kitpb.Event), reply *kitpb.RedeliverReply) (bool, error) {
 	found := false
+	var seq uint64
 	match := func(k []byte, ev *kitpb.Event) bool {
 		if ev.Id != id {
 			return true
 		}
-		found = true
+		found, seq = true, ev.Sequence
 		switch d := a.q.state[ev.Sequence]; {
 		case d == nil:
 			requeue(k, ev)
@@ -206,7 +214,7 @@ func (a *deliveryActor) redeliverOne(b batch, id string, requeue func([]byte, *k
 		}
 		if found {
 			if bytes.Equal(prefix, deliveredEventsPrefix(a.id)) {
-				a.delivered--
+				a.forgetDelivered(seq)
 			}
 			return true, nil
 		}
@@ -255,7 +263,7 @@ func (a *deliveryActor) queueTestEvent(m *kitpb.QueueTestEvent) (proto.Message, 
 		stored.Message.ConversationId = "" // as every queued message (queued restores it)
 	}
 	put(a.batch, queuedEventKey(a.id, a.last), stored)
-	a.q.push(cmp.Or(ev.ConversationId, a.id), a.last)
+	a.q.push(queueOf(ev, a.id), a.last)
 	a.q.state[a.last].asked = true // a developer tests the endpoint: even while paused
 	if err := a.commit(); err != nil {
 		return nil, err
@@ -281,7 +289,7 @@ func testEvent(k eventKind, now int64, inst, botID string) *kitpb.Event {
 	case eventInstallationUpdated, eventInstallationUninstalled:
 		ev.Installation = &kitpb.Installation{Id: inst, BotId: botID, CreatedAt: now}
 	case eventUserJoined, eventUserUpdated:
-		// No data: user events are not emitted yet (docs/deliveries.md).
+		ev.User = &kitpb.User{Id: ids.New(), DisplayName: "Test User", Role: "member"}
 	default:
 		ev.Conversation = conv
 	}

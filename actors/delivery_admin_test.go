@@ -288,3 +288,38 @@ func TestQueueTestEvent(t *testing.T) {
 	_, err := try[*kitpb.Event](n, actors.KindDelivery, f.inst.Id, &kitpb.QueueTestEvent{Type: "message.nope"})
 	wantCode(t, err, kiterr.Validation, "type")
 }
+
+// Delivered records are kept for the list and redelivery: the most recent
+// KeepDelivered of them, pruned by a hundred at a time, lowest first.
+func TestDeliveredRecordsKeepTheMostRecent(t *testing.T) {
+	n := ownNode(t)
+	f, _ := deliveryFixture(t, n, 1)
+	const total = actors.KeepDelivered + 300
+	for i := range total { // one at a time: delivered in sequence order
+		ask[*kitpb.Event](t, n, actors.KindDelivery, f.inst.Id, &kitpb.QueueTestEvent{Type: "message.posted", KitId: f.kitID})
+		evs := take(t, n, f.inst.Id).Events
+		if len(evs) != 1 {
+			t.Fatalf("delivery %d: took %d events", i, len(evs))
+		}
+		recordAs(t, n, f, evs[0].Sequence, true)
+	}
+	var kept []uint64
+	for before := uint64(0); ; {
+		p := listDeliveries(t, n, f.inst.Id, before, 100)
+		for _, d := range p.Deliveries {
+			if d.State != actors.DeliverySucceeded {
+				t.Fatalf("sequence %d is %s", d.Event.Sequence, d.State)
+			}
+			kept = append(kept, d.Event.Sequence)
+		}
+		if !p.More {
+			break
+		}
+		before = kept[len(kept)-1]
+	}
+	// Pruned after the 1,101st and the 1,202nd delivery: 101 each time.
+	const pruned = 2 * 101
+	if len(kept) != total-pruned || kept[0] != total || kept[len(kept)-1] != pruned+1 {
+		t.Fatalf("kept %d records, %d down to %d; want %d, %d down to %d", len(kept), kept[0], kept[len(kept)-1], total-pruned, total, pruned+1)
+	}
+}

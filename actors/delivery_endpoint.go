@@ -91,7 +91,6 @@ func (a *deliveryActor) resumeForNewVersion(ctx actorContext, m *kitpb.ResumeDel
 		ctx.Stop(ctx.Self())
 		return
 	}
-	a.unsynced = true
 	if a.env.Deliveries != nil {
 		a.env.Deliveries.EventsQueued(a.id)
 	}

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -44,6 +45,25 @@ type delivery struct {
 	attempts int32
 	nextAt   int64 // service clock, unix nanoseconds
 	firstAt  int64
+	// rec is the queued record while in flight, as take read it, so that
+	// the attempt's outcome need not read it again (at most
+	// MaxInFlightPerInstallation are held).
+	rec []byte
+}
+
+// queueOf is the source of ev for installation inst, which names its
+// queue: the actor that wrote it (the outbox source of the notice that
+// queued it), told by the event's data since the queue records do not
+// keep the source. Its conversation; the workspace for user.* events; the
+// installation for its own.
+func queueOf(ev *kitpb.Event, inst string) string {
+	switch {
+	case ev.ConversationId != "":
+		return ev.ConversationId
+	case ev.User != nil:
+		return ev.User.WorkspaceId
+	}
+	return inst
 }
 
 func (q *deliveryQueue) init() {
@@ -104,12 +124,8 @@ func (q *deliveryQueue) load(store *persistence.Store, inst string, resumedAt in
 		if decodeErr = proto.Unmarshal(v, ev); decodeErr != nil {
 			return false
 		}
-		source := ev.ConversationId
-		if source == "" {
-			source = inst
-		}
 		seq := decodeSeq(k[len(prefix):])
-		q.push(source, seq)
+		q.push(queueOf(ev, inst), seq)
 		d := q.state[seq]
 		d.attempts, d.nextAt, d.firstAt, d.asked = ev.Attempts, ev.NextAttemptAt, ev.FirstAttemptAt, ev.Redelivery || ev.Test
 		if d.firstAt != 0 && d.firstAt < resumedAt {
@@ -130,7 +146,15 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 	}
 	now := nanos(a.env.Clock.Now())
 	reply := &kitpb.DeliveriesReply{}
+	var newest uint64
 	for _, seqs := range a.q.bySource {
+		// Full: no need to look further. NextDue is for a pump with nothing
+		// in flight, and what is in flight wakes the pump when it ends. A
+		// backlog over many conversations thus costs a few lookups a take,
+		// not one per conversation.
+		if a.q.inFlight >= MaxInFlightPerInstallation || len(reply.Events) >= int(m.Max) {
+			break
+		}
 		d := a.q.state[seqs[0]]
 		switch {
 		case d.inFlight, a.paused() && !d.asked:
@@ -140,39 +164,50 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 				reply.NextDue = d.nextAt
 			}
 			continue
-		case a.q.inFlight >= MaxInFlightPerInstallation || len(reply.Events) >= int(m.Max):
-			continue
 		}
-		ev, err := a.queued(seqs[0])
+		rec, err := a.queuedRecord(seqs[0])
 		if err != nil {
 			return nil, err
 		}
-		d.inFlight = true
+		ev, err := decodeQueued(rec)
+		if err != nil {
+			return nil, err
+		}
+		d.inFlight, d.rec = true, rec
 		a.q.inFlight++
 		reply.Events = append(reply.Events, ev)
+		newest = max(newest, seqs[0])
 	}
 	// No event leaves the node before its sequence is durable: a crash
-	// could otherwise give the sequence to another event.
-	if len(reply.Events) > 0 && a.unsynced {
+	// could otherwise give the sequence to another event. Only sequencing
+	// needs it: what an attempt's record or a redelivery wrote may be lost
+	// (the event is sent again), and a sync for each would cost one per
+	// delivered event. A backlog's heads were mostly synced long ago.
+	if newest > a.durable {
 		if err := a.env.Store.Sync(); err != nil {
 			a.env.Fatal(err)
 			return nil, err
 		}
-		a.unsynced = false
+		a.durable = a.last
 	}
 	reply.InFlight = int32(a.q.inFlight)
 	return reply, nil
 }
 
-// queued reads the queued event seq.
-func (a *deliveryActor) queued(seq uint64) (*kitpb.Event, error) {
-	ev := &kitpb.Event{}
-	found, err := load(a.env.Store, queuedEventKey(a.id, seq), ev)
-	if err != nil {
-		return nil, err
-	}
-	if !found {
+// queuedRecord reads the record of the queued event seq.
+func (a *deliveryActor) queuedRecord(seq uint64) ([]byte, error) {
+	rec, err := a.env.Store.Get(queuedEventKey(a.id, seq))
+	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, fmt.Errorf("delivery %s: queued event %d is missing", a.id, seq)
+	}
+	return rec, err
+}
+
+// decodeQueued decodes a queued record, the message with its conversation.
+func decodeQueued(rec []byte) (*kitpb.Event, error) {
+	ev := &kitpb.Event{}
+	if err := proto.Unmarshal(rec, ev); err != nil {
+		return nil, fmt.Errorf("decode queued event: %w", err)
 	}
 	if ev.Message != nil {
 		ev.Message.ConversationId = ev.ConversationId
@@ -191,7 +226,8 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 	if d == nil || !d.inFlight {
 		return &kitpb.Ok{}, nil
 	}
-	d.inFlight = false
+	rec := d.rec
+	d.inFlight, d.rec = false, nil
 	a.q.inFlight--
 	if m.KitId != "" {
 		a.ep.KitId = m.KitId
@@ -205,7 +241,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		e.HttpStatus = proto.Int32(m.HttpStatus)
 	}
 	k := queuedEventKey(a.id, m.Sequence)
-	ev, err := a.queued(m.Sequence)
+	ev, err := decodeQueued(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -222,9 +258,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		ev.NextAttemptAt, ev.FinishedAt = 0, nanos(now)
 		b.Delete(k)
 		put(b, deliveredEventKey(a.id, m.Sequence), ev)
-		if err := a.keepRecent(b); err != nil {
-			return nil, err
-		}
+		a.keepRecent(b, m.Sequence)
 		endpointLog = a.endpointSucceeded(b, now)
 	default:
 		e.Level, e.ErrorCode = LogLevelError, m.ErrorCode
@@ -261,7 +295,6 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 	if err := b.Write(); err != nil {
 		return nil, fmt.Errorf("record delivery of %s/%d: %w", a.id, m.Sequence, err)
 	}
-	a.unsynced = true
 	if e.Status == "delivered" || e.Status == "dead_lettered" {
 		a.q.pop(m.Sequence)
 	}

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/kitd/kitd/cluster"
@@ -72,9 +73,9 @@ type Env struct {
 	logPrunes devLogPrunes // state of the node, not configuration
 	activity  activity     // likewise
 
-	// testHookDropNotices, set by tests before the node serves, loses every
-	// outbox notice: a crash between a write and its notice.
-	testHookDropNotices bool
+	// testHookDropNotices, set by tests, loses every outbox notice: a
+	// crash between a write and its notice.
+	testHookDropNotices atomic.Bool
 }
 
 func (e *Env) idleTimeout() time.Duration {

@@ -160,7 +160,7 @@ func (o *outbox) add(b batch, inst string, rec []byte, at int64) {
 // never sequenced for a write the node could lose.
 func (o *outbox) applied(env *Env) {
 	for i, n := range o.notices {
-		if env.testHookDropNotices {
+		if env.testHookDropNotices.Load() {
 			continue
 		}
 		env.Node.Send(KindDelivery, n.inst, &kitpb.OutboxNotice{Source: o.source, Pos: n.pos, Event: n.rec})

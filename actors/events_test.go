@@ -273,3 +273,43 @@ func TestEventsOfLostNoticesAreSequencedAfterARestart(t *testing.T) {
 		t.Fatalf("after a new post: %d events", len(evs))
 	}
 }
+
+// No event leaves the node before its sequence is durable: otherwise a
+// crash could give the sequence a receiver saw to another event. Here a
+// post's event waits in the outbox (its notice was lost) when a test event
+// is queued under sequence 1 and handed to the sender; after a power cut,
+// the restarted node takes the outbox, and would give the post's event
+// sequence 1 had the test event's sequence not been synced before it left.
+func TestEventsLeaveOnlyOnceTheirSequenceIsDurable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two nodes")
+	}
+	fs := vfs.NewCrashableMem()
+	n, err := startNode(fs, nil)
+	noErr(t, err)
+	f := newEventsFixture(t, n, []string{"message.posted"})
+	queued(t, n, f.inst.Id) // the delivery actor is active: only notices reach it
+	actors.DropNotices(n.env)
+	n.post(t, f.user, f.conv, postReq{text: "waits in the outbox"})
+	actors.KeepNotices(n.env)
+
+	test := ask[*kitpb.Event](t, n, actors.KindDelivery, f.inst.Id, &kitpb.QueueTestEvent{Type: "message.posted", KitId: f.kitID})
+	sent := take(t, n, f.inst.Id).Events
+	if len(sent) != 1 || sent[0].Id != test.Id || sent[0].Sequence != 1 {
+		t.Fatalf("sent %v, want the test event with sequence 1", sent)
+	}
+	cut := fs.CrashClone(vfs.CrashCloneCfg{})
+	noErr(t, n.stop())
+
+	after, err := startNode(cut, n.clk)
+	noErr(t, err)
+	t.Cleanup(func() { after.stop() })
+	noErr(t, actors.WakeDeliveries(after.env))
+	got := map[uint64]string{}
+	for _, e := range queued(t, after, f.inst.Id) {
+		got[e.Sequence] = e.Id
+	}
+	if got[1] != test.Id || len(got) != 2 {
+		t.Fatalf("after the cut, sequence 1 is event %q of %d; want the test event %q, as sent, and the post's after it", got[1], len(got), test.Id)
+	}
+}

@@ -17,8 +17,11 @@ var (
 )
 
 // DropNotices makes the node lose every outbox notice, as a crash between
-// a write and its notice would; set it before the node serves.
-func DropNotices(env *Env) { env.testHookDropNotices = true }
+// a write and its notice would, until KeepNotices.
+func DropNotices(env *Env) { env.testHookDropNotices.Store(true) }
+
+// KeepNotices ends DropNotices.
+func KeepNotices(env *Env) { env.testHookDropNotices.Store(false) }
 
 // RetryWait is the wait after the n-th failed attempt with the draw jitter.
 var RetryWait = retryWait

@@ -226,8 +226,15 @@ func (a *installationActor) uninstall() (proto.Message, error) {
 	if err := a.endWebhooks("", WebhookUninstalled, ""); err != nil {
 		return nil, err
 	}
-	// Its bot gets nothing more from its channels.
+	// Its bot gets nothing more from its channels, nor from its workspace
+	// (user.* events). The workspace may be waiting on this installation
+	// (an install of the same Kit at the same moment): the request then
+	// times out and the uninstall fails, to be retried.
 	if err := a.setBotEvents(0); err != nil {
+		return nil, err
+	}
+	if _, err := cluster.Call[*kitpb.Ok](a.env.Node, KindWorkspace, a.inst.WorkspaceId,
+		&kitpb.ForgetInstallationEvents{InstallationId: a.id}); err != nil {
 		return nil, err
 	}
 	next := proto.Clone(a.inst).(*kitpb.Installation)

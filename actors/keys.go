@@ -43,6 +43,7 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"workspaceKey", "ws/{id}"},                       // Workspace
 	{"userKey", "ws/{id}/u/{id}"},                     // User (ids are UUIDv7: the scan is creation order)
 	{"installedKitKey", "ws/{id}/k/{id}"},             // installation id of the Kit in this workspace
+	{"installationEventsKey", "ws/{id}/ie/{id}"},      // InstallationEvents of an installation that gets user.* events (events.go)
 	{"sessionKey", "ws/{id}/s/{id}"},                  // Session
 	{"sessionSecretKey", "ws/{id}/sh/{id}"},           // SHA-256 of a session's cookie secret
 	{"developerTokenKey", "ws/{id}/d/{id}"},           // SHA-256 of a developer token, by token id
@@ -182,6 +183,12 @@ func unpartitionedWorkspacesPrefix() []byte { return []byte("ws/") }
 func installedKitKey(ws, kit string) []byte { return key(partition.Of(ws), "ws", ws, "k", kit) }
 
 func installedKitsPrefix(ws string) []byte { return installedKitKey(ws, "") }
+
+func installationEventsKey(ws, inst string) []byte {
+	return key(partition.Of(ws), "ws", ws, "ie", inst)
+}
+
+func installationEventsPrefix(ws string) []byte { return installationEventsKey(ws, "") }
 
 func sessionKey(ws, session string) []byte { return key(partition.Of(ws), "ws", ws, "s", session) }
 

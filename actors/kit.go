@@ -22,6 +22,10 @@ type kitActor struct {
 	kit      *kitpb.Kit // nil: no version uploaded yet
 	versions []*kitpb.KitVersion
 	domains  []*kitpb.KitDomain // in domain order
+	// signing is the stored signing secret state (sealed), read on the
+	// first GetSigningSecrets: the sender asks for every batch of
+	// deliveries, and only this actor rotates it.
+	signing *kitpb.SecretState
 }
 
 func (a *kitActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }

@@ -55,8 +55,9 @@ var errInvalidClient = kiterr.New(kiterr.InvalidCredentials, "client credentials
 // other request. A client secret is stored as its hash only
 // (clientSecretKey); a signing secret as its hash and, sealed with the
 // node's secret key, itself (signingSecretKey), since deliveries are signed
-// with it (docs/credentials.md). Both are read on demand: they are rare
-// next to the Kit's versions.
+// with it (docs/credentials.md). The client secret is read on demand; the
+// signing secret's sealed state is kept once read (a.signing), since every
+// batch of deliveries asks for it.
 func (a *kitActor) handleSecrets(msg proto.Message) (reply proto.Message, ok bool, err error) {
 	switch m := msg.(type) {
 	case *kitpb.RotateKitSecret:
@@ -113,6 +114,9 @@ func (a *kitActor) rotateSecret(m *kitpb.RotateKitSecret) (proto.Message, error)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("rotate %s secret of %s: %w", m.Which, a.id, err)
 	}
+	if m.Which == SecretSigning {
+		a.signing = next
+	}
 	return &kitpb.KitSecretReply{Secret: next}, nil
 }
 
@@ -147,10 +151,14 @@ func (a *kitActor) checkClientSecret(m *kitpb.CheckClientSecret) (proto.Message,
 // current one and, within its overlap, the previous one. A secret stored
 // before secrets were sealed cannot be read back and is left out.
 func (a *kitActor) signingSecrets() (proto.Message, error) {
-	cur := &kitpb.SecretState{}
-	if _, err := load(a.env.Store, signingSecretKey(a.id), cur); err != nil {
-		return nil, err
+	if a.signing == nil {
+		cur := &kitpb.SecretState{}
+		if _, err := load(a.env.Store, signingSecretKey(a.id), cur); err != nil {
+			return nil, err
+		}
+		a.signing = cur
 	}
+	cur := a.signing
 	reply := &kitpb.SigningSecretsReply{}
 	sealed := [][]byte{cur.Sealed}
 	if nanos(a.env.Clock.Now()) < cur.PreviousExpiresAt {

@@ -24,7 +24,8 @@ const (
 
 // workspaceActor owns one workspace: its people and their roles, web
 // sessions, developer tokens, the developer API bucket of each token, and
-// which installation each installed Kit has here.
+// which installation each installed Kit has here, and what its
+// installations get of user.* events (workspace_events.go).
 type workspaceActor struct {
 	env  *Env
 	life lifecycle
@@ -35,6 +36,9 @@ type workspaceActor struct {
 	emails  map[string]string // lower-case email -> user id
 	kits    map[string]string // kit id -> installation id
 	buckets bucketSet
+
+	instEvents map[string]*kitpb.InstallationEvents // by installation id
+	outbox     outbox                               // user.* events
 }
 
 func (a *workspaceActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
@@ -47,6 +51,8 @@ func (a *workspaceActor) activate(identity string) error {
 	a.users = make(map[string]*kitpb.User)
 	a.emails = make(map[string]string)
 	a.kits = make(map[string]string)
+	a.instEvents = make(map[string]*kitpb.InstallationEvents)
+	a.outbox.source = a.id
 	ws := &kitpb.Workspace{}
 	found, err := load(a.env.Store, workspaceKey(a.id), ws)
 	if err != nil || !found {
@@ -63,10 +69,13 @@ func (a *workspaceActor) activate(identity string) error {
 		return err
 	}
 	lower := installedKitsPrefix(a.id)
-	return a.env.Store.Scan(lower, persistence.PrefixEnd(lower), false, func(k, v []byte) bool {
+	if err := a.env.Store.Scan(lower, persistence.PrefixEnd(lower), false, func(k, v []byte) bool {
 		a.kits[string(k[len(lower):])] = string(v)
 		return true
-	})
+	}); err != nil {
+		return err
+	}
+	return a.loadInstallationEvents()
 }
 
 func (a *workspaceActor) handle(msg proto.Message) (proto.Message, error) {
@@ -110,6 +119,8 @@ func (a *workspaceActor) handle(msg proto.Message) (proto.Message, error) {
 		return a.listInstallations(), nil
 	case *kitpb.CreateConversation:
 		return a.createConversation(m)
+	case *kitpb.ForgetInstallationEvents:
+		return a.forgetInstallationEvents(m)
 	}
 	if reply, ok, err := a.handleSignIn(msg); ok {
 		return reply, err
@@ -154,7 +165,8 @@ func (a *workspaceActor) createUser(m *kitpb.CreateUser) (proto.Message, error) 
 	if signsIn(u) {
 		b.Set(emailUserKey(email, u.Id), []byte(a.id))
 	}
-	if err := b.Commit(); err != nil {
+	a.emitUser(b, eventUserJoined, u)
+	if err := a.commitWithEvents(b); err != nil {
 		return nil, fmt.Errorf("create user in %s: %w", a.id, err)
 	}
 	a.users[u.Id] = u
@@ -177,7 +189,8 @@ func (a *workspaceActor) deactivate(m *kitpb.DeactivateUser) (proto.Message, err
 		if signsIn(u) {
 			b.Delete(emailUserKey(normalEmail(u.Email), u.Id))
 		}
-		if err := b.Commit(); err != nil {
+		a.emitUser(b, eventUserUpdated, next)
+		if err := a.commitWithEvents(b); err != nil {
 			return nil, fmt.Errorf("deactivate user %s: %w", u.Id, err)
 		}
 		a.users[u.Id] = next
@@ -303,17 +316,25 @@ func (a *workspaceActor) install(m *kitpb.Install) (proto.Message, error) {
 			existing = false
 		}
 	}
+	b := a.env.newBatch()
 	if !existing {
 		instID = m.InstallationId
 		if instID == "" {
 			instID = ids.New()
 		}
-		b := a.env.newBatch()
 		b.Set(installedKitKey(a.id, m.KitId), []byte(instID))
+	}
+	// What the version gets of user.* events is known here before the
+	// installation applies it (workspace_events.go).
+	ie := installationEventsOf(instID, version.Manifest)
+	if a.putInstallationEvents(b, instID, ie) || !existing {
 		if err := b.Commit(); err != nil {
 			return nil, fmt.Errorf("record installation of %s: %w", m.KitId, err)
 		}
 		a.kits[m.KitId] = instID
+		a.keepInstallationEvents(instID, ie)
+	} else {
+		b.Close()
 	}
 	return cluster.Call[*kitpb.InstallationReply](a.env.Node, KindInstallation, instID, &kitpb.ApplyInstall{
 		WorkspaceId: a.id, WorkspaceName: a.ws.Name, Kit: kit.Kit, Version: version,

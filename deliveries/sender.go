@@ -67,12 +67,16 @@ type Sender struct {
 	public  *http.Client // refuses loopback and private addresses
 	allowed *http.Client // for the hosts of Config.Allow
 
-	mu     sync.Mutex
-	pumps  map[string]chan struct{} // by installation: a pending wake-up
-	kits   map[string]chan struct{} // by Kit: its in-flight slots
-	closed bool
-	done   chan struct{} // closed by Close
-	wg     sync.WaitGroup
+	mu    sync.Mutex
+	pumps map[string]chan struct{} // by installation: a pending wake-up
+	// endpoints are the events endpoints of the Kit versions seen, by
+	// <kit id>@<version>: a version's manifest never changes, and parsing
+	// it for every batch of deliveries cost more than the batch's lookups.
+	endpoints map[string]*url.URL
+	kits      map[string]chan struct{} // by Kit: its in-flight slots
+	closed    bool
+	done      chan struct{} // closed by Close
+	wg        sync.WaitGroup
 }
 
 // New builds a sender; it sends nothing until told.
@@ -83,6 +87,7 @@ func New(cfg Config) *Sender {
 	return &Sender{
 		cfg: cfg, public: client(cfg.RootCAs, verify.DialPublicOnly), allowed: client(cfg.RootCAs, nil),
 		pumps: make(map[string]chan struct{}), kits: make(map[string]chan struct{}), done: make(chan struct{}),
+		endpoints: make(map[string]*url.URL),
 	}
 }
 
@@ -241,24 +246,8 @@ func (s *Sender) target(inst string) (target, error) {
 		return target{}, err
 	}
 	t := target{kitID: in.Installation.KitId}
-	kit, err := cluster.Call[*kitpb.KitReply](s.cfg.Node, actors.KindKit, t.kitID, &kitpb.GetKit{})
-	if err != nil {
+	if t.endpoint, err = s.endpoint(t.kitID, in.Installation.KitVersion); err != nil {
 		return t, err
-	}
-	for _, v := range kit.Versions {
-		if v.Version != in.Installation.KitVersion {
-			continue
-		}
-		man, problems := manifest.Parse(v.Manifest)
-		if len(problems) > 0 || man.Endpoints.Events == "" {
-			return t, errNoEndpoint
-		}
-		if t.endpoint, err = url.Parse(man.Endpoints.Events); err != nil {
-			return t, err
-		}
-	}
-	if t.endpoint == nil {
-		return t, errNoEndpoint
 	}
 	sec, err := cluster.Call[*kitpb.SigningSecretsReply](s.cfg.Node, actors.KindKit, t.kitID, &kitpb.GetSigningSecrets{})
 	if err != nil {
@@ -269,6 +258,40 @@ func (s *Sender) target(inst string) (target, error) {
 		return t, errNoSecret
 	}
 	return t, nil
+}
+
+// endpoint is the events endpoint of version of the Kit kitID.
+func (s *Sender) endpoint(kitID, version string) (*url.URL, error) {
+	key := kitID + "@" + version
+	s.mu.Lock()
+	u := s.endpoints[key]
+	s.mu.Unlock()
+	if u != nil {
+		return u, nil
+	}
+	kit, err := cluster.Call[*kitpb.KitReply](s.cfg.Node, actors.KindKit, kitID, &kitpb.GetKit{})
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range kit.Versions {
+		if v.Version != version {
+			continue
+		}
+		man, problems := manifest.Parse(v.Manifest)
+		if len(problems) > 0 || man.Endpoints.Events == "" {
+			return nil, errNoEndpoint
+		}
+		if u, err = url.Parse(man.Endpoints.Events); err != nil {
+			return nil, err
+		}
+	}
+	if u == nil {
+		return nil, errNoEndpoint
+	}
+	s.mu.Lock()
+	s.endpoints[key] = u
+	s.mu.Unlock()
+	return u, nil
 }
 
 // deliver makes one attempt and records it.

@@ -20,6 +20,11 @@ type Scenario struct {
 	Name string
 	// Build prepares request number n. req has been reset before the call.
 	Build func(n uint64, req *fasthttp.Request)
+	// Answered, when set, is told when request number n got its 2xx answer
+	// (warm-up included), for measures that start at the answer, such as
+	// the time until an event the request caused arrives. It is called
+	// from every connection's goroutine at once.
+	Answered func(n uint64, at time.Time)
 }
 
 // Config sets how hard and how long a run drives one server.
@@ -240,13 +245,17 @@ func (x *exchange) do(n uint64, wr *workerResult, since time.Time, measured bool
 	x.s.Build(n, req)
 	req.Header.SetHost(x.cfg.Addr)
 	err := x.hc.DoTimeout(req, resp, x.cfg.Timeout)
-	lat := clk.Now().Sub(since)
+	now := clk.Now()
+	lat := now.Sub(since)
 	code := resp.StatusCode()
 	if err != nil {
 		code = 0
 	}
 	ok := err == nil && code >= 200 && code < 300
 	x.cfg.Live.Count(ok)
+	if ok && x.s.Answered != nil {
+		x.s.Answered(n, now)
+	}
 	if !measured {
 		return
 	}

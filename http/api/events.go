@@ -28,6 +28,7 @@ type eventData struct {
 	File         *fileView         `json:"file,omitempty"`
 	Member       *memberView       `json:"member,omitempty"`
 	Installation *installationView `json:"installation,omitempty"`
+	User         *userView         `json:"user,omitempty"`
 }
 
 type reactionEvent struct {
@@ -64,6 +65,11 @@ func EventBody(ev *kitpb.Event, inst string) ([]byte, error) {
 	if ev.Installation != nil {
 		v := viewInstallation(ev.Installation)
 		d.Installation = &v
+	}
+	if ev.User != nil {
+		// The workspace wrote the email only for a bot that may read it.
+		v := viewUser(ev.User, true)
+		d.User = &v
 	}
 	return json.Marshal(body)
 }

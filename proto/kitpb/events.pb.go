@@ -53,8 +53,12 @@ type Event struct {
 	FinishedAt     int64 `protobuf:"varint,17,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`               // when it was delivered or dead-lettered (service clock)
 	Redelivery     bool  `protobuf:"varint,18,opt,name=redelivery,proto3" json:"redelivery,omitempty"`                                 // asked for by a developer: sent with Service-Retry-Reason redelivery
 	Test           bool  `protobuf:"varint,19,opt,name=test,proto3" json:"test,omitempty"`                                             // a test event of kit trigger: no resource behind it
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// user is the member of user.joined and user.updated, with the fields the
+	// Web API shows the Kit bot (email only with users:read.email) and its
+	// workspace id, which names the event's queue (docs/deliveries.md).
+	User          *User `protobuf:"bytes,20,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Event) Reset() {
@@ -218,6 +222,13 @@ func (x *Event) GetTest() bool {
 		return x.Test
 	}
 	return false
+}
+
+func (x *Event) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
 }
 
 // EventReaction is the data of reaction.added and reaction.removed.
@@ -1157,11 +1168,121 @@ func (x *ResumeDeliveries) GetKitId() string {
 	return ""
 }
 
+// InstallationEvents is what a workspace actor knows of one of its
+// installations to emit user.* events without asking it: the kinds its
+// installed version subscribes to and its bot may see, and whether the bot
+// may read emails. Stored only for installations that get user.* events.
+type InstallationEvents struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	InstallationId string                 `protobuf:"bytes,1,opt,name=installation_id,json=installationId,proto3" json:"installation_id,omitempty"`
+	Events         uint32                 `protobuf:"varint,2,opt,name=events,proto3" json:"events,omitempty"`
+	UserEmail      bool                   `protobuf:"varint,3,opt,name=user_email,json=userEmail,proto3" json:"user_email,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *InstallationEvents) Reset() {
+	*x = InstallationEvents{}
+	mi := &file_events_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InstallationEvents) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InstallationEvents) ProtoMessage() {}
+
+func (x *InstallationEvents) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InstallationEvents.ProtoReflect.Descriptor instead.
+func (*InstallationEvents) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *InstallationEvents) GetInstallationId() string {
+	if x != nil {
+		return x.InstallationId
+	}
+	return ""
+}
+
+func (x *InstallationEvents) GetEvents() uint32 {
+	if x != nil {
+		return x.Events
+	}
+	return 0
+}
+
+func (x *InstallationEvents) GetUserEmail() bool {
+	if x != nil {
+		return x.UserEmail
+	}
+	return false
+}
+
+// ForgetInstallationEvents tells the workspace that an installation ends:
+// it gets no more user.* events (asked by the installation as it uninstalls).
+type ForgetInstallationEvents struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	InstallationId string                 `protobuf:"bytes,1,opt,name=installation_id,json=installationId,proto3" json:"installation_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ForgetInstallationEvents) Reset() {
+	*x = ForgetInstallationEvents{}
+	mi := &file_events_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForgetInstallationEvents) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForgetInstallationEvents) ProtoMessage() {}
+
+func (x *ForgetInstallationEvents) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForgetInstallationEvents.ProtoReflect.Descriptor instead.
+func (*ForgetInstallationEvents) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ForgetInstallationEvents) GetInstallationId() string {
+	if x != nil {
+		return x.InstallationId
+	}
+	return ""
+}
+
 var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\x06kit.v1\x1a\rrecords.proto\x1a\vfiles.proto\"\xbd\x05\n" +
+	"\fevents.proto\x12\x06kit.v1\x1a\rrecords.proto\x1a\vfiles.proto\"\xdf\x05\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1f\n" +
@@ -1186,7 +1307,8 @@ const file_events_proto_rawDesc = "" +
 	"\n" +
 	"redelivery\x18\x12 \x01(\bR\n" +
 	"redelivery\x12\x12\n" +
-	"\x04test\x18\x13 \x01(\bR\x04test\"c\n" +
+	"\x04test\x18\x13 \x01(\bR\x04test\x12 \n" +
+	"\x04user\x18\x14 \x01(\v2\f.kit.v1.UserR\x04user\"c\n" +
 	"\rEventReaction\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x1a\n" +
@@ -1252,7 +1374,14 @@ const file_events_proto_rawDesc = "" +
 	"\x06kit_id\x18\x02 \x01(\tR\x05kitId\x12\x15\n" +
 	"\x06bot_id\x18\x03 \x01(\tR\x05botId\")\n" +
 	"\x10ResumeDeliveries\x12\x15\n" +
-	"\x06kit_id\x18\x01 \x01(\tR\x05kitIdB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
+	"\x06kit_id\x18\x01 \x01(\tR\x05kitId\"t\n" +
+	"\x12InstallationEvents\x12'\n" +
+	"\x0finstallation_id\x18\x01 \x01(\tR\x0einstallationId\x12\x16\n" +
+	"\x06events\x18\x02 \x01(\rR\x06events\x12\x1d\n" +
+	"\n" +
+	"user_email\x18\x03 \x01(\bR\tuserEmail\"C\n" +
+	"\x18ForgetInstallationEvents\x12'\n" +
+	"\x0finstallation_id\x18\x01 \x01(\tR\x0einstallationIdB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
 
 var (
 	file_events_proto_rawDescOnce sync.Once
@@ -1266,48 +1395,52 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_events_proto_goTypes = []any{
-	(*Event)(nil),             // 0: kit.v1.Event
-	(*EventReaction)(nil),     // 1: kit.v1.EventReaction
-	(*OutboxNotice)(nil),      // 2: kit.v1.OutboxNotice
-	(*WakeDelivery)(nil),      // 3: kit.v1.WakeDelivery
-	(*ListQueuedEvents)(nil),  // 4: kit.v1.ListQueuedEvents
-	(*QueuedEventsReply)(nil), // 5: kit.v1.QueuedEventsReply
-	(*TakeDeliveries)(nil),    // 6: kit.v1.TakeDeliveries
-	(*DeliveriesReply)(nil),   // 7: kit.v1.DeliveriesReply
-	(*RecordAttempt)(nil),     // 8: kit.v1.RecordAttempt
-	(*ListDeliveries)(nil),    // 9: kit.v1.ListDeliveries
-	(*DeliveriesPage)(nil),    // 10: kit.v1.DeliveriesPage
-	(*DeliveryState)(nil),     // 11: kit.v1.DeliveryState
-	(*DeliveryEndpoint)(nil),  // 12: kit.v1.DeliveryEndpoint
-	(*Redeliver)(nil),         // 13: kit.v1.Redeliver
-	(*RedeliverReply)(nil),    // 14: kit.v1.RedeliverReply
-	(*QueueTestEvent)(nil),    // 15: kit.v1.QueueTestEvent
-	(*ResumeDeliveries)(nil),  // 16: kit.v1.ResumeDeliveries
-	(*Message)(nil),           // 17: kit.v1.Message
-	(*Conversation)(nil),      // 18: kit.v1.Conversation
-	(*File)(nil),              // 19: kit.v1.File
-	(*Member)(nil),            // 20: kit.v1.Member
-	(*Installation)(nil),      // 21: kit.v1.Installation
+	(*Event)(nil),                    // 0: kit.v1.Event
+	(*EventReaction)(nil),            // 1: kit.v1.EventReaction
+	(*OutboxNotice)(nil),             // 2: kit.v1.OutboxNotice
+	(*WakeDelivery)(nil),             // 3: kit.v1.WakeDelivery
+	(*ListQueuedEvents)(nil),         // 4: kit.v1.ListQueuedEvents
+	(*QueuedEventsReply)(nil),        // 5: kit.v1.QueuedEventsReply
+	(*TakeDeliveries)(nil),           // 6: kit.v1.TakeDeliveries
+	(*DeliveriesReply)(nil),          // 7: kit.v1.DeliveriesReply
+	(*RecordAttempt)(nil),            // 8: kit.v1.RecordAttempt
+	(*ListDeliveries)(nil),           // 9: kit.v1.ListDeliveries
+	(*DeliveriesPage)(nil),           // 10: kit.v1.DeliveriesPage
+	(*DeliveryState)(nil),            // 11: kit.v1.DeliveryState
+	(*DeliveryEndpoint)(nil),         // 12: kit.v1.DeliveryEndpoint
+	(*Redeliver)(nil),                // 13: kit.v1.Redeliver
+	(*RedeliverReply)(nil),           // 14: kit.v1.RedeliverReply
+	(*QueueTestEvent)(nil),           // 15: kit.v1.QueueTestEvent
+	(*ResumeDeliveries)(nil),         // 16: kit.v1.ResumeDeliveries
+	(*InstallationEvents)(nil),       // 17: kit.v1.InstallationEvents
+	(*ForgetInstallationEvents)(nil), // 18: kit.v1.ForgetInstallationEvents
+	(*Message)(nil),                  // 19: kit.v1.Message
+	(*Conversation)(nil),             // 20: kit.v1.Conversation
+	(*File)(nil),                     // 21: kit.v1.File
+	(*Member)(nil),                   // 22: kit.v1.Member
+	(*Installation)(nil),             // 23: kit.v1.Installation
+	(*User)(nil),                     // 24: kit.v1.User
 }
 var file_events_proto_depIdxs = []int32{
-	17, // 0: kit.v1.Event.message:type_name -> kit.v1.Message
-	18, // 1: kit.v1.Event.conversation:type_name -> kit.v1.Conversation
+	19, // 0: kit.v1.Event.message:type_name -> kit.v1.Message
+	20, // 1: kit.v1.Event.conversation:type_name -> kit.v1.Conversation
 	1,  // 2: kit.v1.Event.reaction:type_name -> kit.v1.EventReaction
-	19, // 3: kit.v1.Event.file:type_name -> kit.v1.File
-	20, // 4: kit.v1.Event.member:type_name -> kit.v1.Member
-	21, // 5: kit.v1.Event.installation:type_name -> kit.v1.Installation
-	0,  // 6: kit.v1.QueuedEventsReply.events:type_name -> kit.v1.Event
-	0,  // 7: kit.v1.DeliveriesReply.events:type_name -> kit.v1.Event
-	11, // 8: kit.v1.DeliveriesPage.deliveries:type_name -> kit.v1.DeliveryState
-	12, // 9: kit.v1.DeliveriesPage.endpoint:type_name -> kit.v1.DeliveryEndpoint
-	0,  // 10: kit.v1.DeliveryState.event:type_name -> kit.v1.Event
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	21, // 3: kit.v1.Event.file:type_name -> kit.v1.File
+	22, // 4: kit.v1.Event.member:type_name -> kit.v1.Member
+	23, // 5: kit.v1.Event.installation:type_name -> kit.v1.Installation
+	24, // 6: kit.v1.Event.user:type_name -> kit.v1.User
+	0,  // 7: kit.v1.QueuedEventsReply.events:type_name -> kit.v1.Event
+	0,  // 8: kit.v1.DeliveriesReply.events:type_name -> kit.v1.Event
+	11, // 9: kit.v1.DeliveriesPage.deliveries:type_name -> kit.v1.DeliveryState
+	12, // 10: kit.v1.DeliveriesPage.endpoint:type_name -> kit.v1.DeliveryEndpoint
+	0,  // 11: kit.v1.DeliveryState.event:type_name -> kit.v1.Event
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -1323,7 +1456,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

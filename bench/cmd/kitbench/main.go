@@ -14,6 +14,12 @@
 //	                        on a channel seeded with 200 messages
 //	get-history-pages       every page of that channel at -page-limit, by cursor
 //	webhook-1000            incoming webhook posts over 1,000 webhooks (the storm)
+//	events-1000-conversations
+//	                        post-1000-conversations on a node of its own,
+//	                        into the channels of a Kit subscribed to
+//	                        message.posted (delivered to kitbench's own
+//	                        https receiver) and of a Kit without one:
+//	                        CPU per post of both, events/s, post → event p99
 //	mixed-limits            Kit backends posting, editing and reading on a
 //	                        second node with the limits of SPEC.md section 8
 //	                        on; checks budgets and Retry-After
@@ -77,6 +83,7 @@ type options struct {
 	pageLimit     int
 	mixed         int // installations of the mixed scenario; 0: none
 	mixedChannels int
+	events        bool // run the events scenario
 	soak          time.Duration
 	soakEvery     time.Duration
 	soakOut       string
@@ -110,6 +117,7 @@ func main() {
 	flag.IntVar(&o.pageLimit, "page-limit", 20, "page size of get-history-pages, which walks the read channel by cursor (0: no paging scenario)")
 	flag.IntVar(&o.mixed, "mixed", 20, "installations of the mixed scenario on a node with --limits spec (0: no mixed scenario)")
 	flag.IntVar(&o.mixedChannels, "mixed-channels", 10, "channels per installation in the mixed scenario")
+	flag.BoolVar(&o.events, "events", true, "run the events scenario: the cost of a message.posted subscription on POST /messages, and the deliveries' rate and delay, on a node of its own")
 	flag.DurationVar(&o.soak, "soak", 0, "soak for this long (bare -soak: "+defaultSoak.String()+", at most "+maxSoak.String()+") instead of benchmarking: record kitd's RSS, goroutines, open files and Pebble size, fail if any grows without bound")
 	flag.DurationVar(&o.soakEvery, "soak-every", 5*time.Second, "soak: time between samples")
 	flag.StringVar(&o.soakOut, "soak-out", "soak", "soak: write the samples to this path plus .csv and .json")
@@ -211,9 +219,12 @@ func run(o options) (int, error) {
 	}
 	for _, sd := range scenarios {
 		var sr *scenarioReport
-		if sd.mixed {
+		switch {
+		case sd.mixed:
 			sr, err = runMixedScenario(ctx, o, nodes, triv, sd)
-		} else {
+		case sd.events:
+			sr, err = runEventsScenario(ctx, o, nodes, sd)
+		default:
 			sr, err = runScenario(ctx, o, node, triv, sd)
 		}
 		if err != nil {
@@ -223,7 +234,7 @@ func run(o options) (int, error) {
 			continue
 		}
 		rep.Scenarios = append(rep.Scenarios, sr)
-		rep.TotalErrors += sr.Trivial.Errors + sr.Kitd.Errors
+		rep.TotalErrors += sr.errors()
 		if sr.Limits != nil {
 			rep.LimitViolations += sr.Limits.ViolationsN
 		}
@@ -395,6 +406,9 @@ type scenarioDef struct {
 	// mixed marks the mixed scenario, which runs its own clients on a
 	// node of its own (sc.Build is unused).
 	mixed bool
+	// events marks the events scenario, also on a node of its own
+	// (events.go).
+	events bool
 }
 
 // postScenario posts "bench message <n>" as the Kit bot, into convs[n % len].
@@ -438,6 +452,10 @@ func buildScenarios(fx *fixture, o options) []scenarioDef {
 	if n := len(fx.HookPaths); n > 0 {
 		defs = append(defs, scenarioDef{sc: webhookScenario(fmt.Sprintf("webhook-%d", n), fx.HookPaths),
 			desc: fmt.Sprintf("webhook storm: POST {hooks_url}/v1/{installationId}/{webhookId}/{secret}, round-robin over %d webhooks", n)})
+	}
+	if o.events {
+		defs = append(defs, scenarioDef{sc: loadgen.Scenario{Name: fmt.Sprintf("events-%d-conversations", len(fx.Conversations))}, events: true,
+			desc: fmt.Sprintf("events, on a node of its own: POST /api/v1/messages round-robin over %d channels of a Kit subscribed to message.posted, delivered to kitbench's https receiver (200 at once), against the same without a subscriber", len(fx.Conversations))})
 	}
 	if o.mixed > 0 {
 		defs = append(defs, scenarioDef{sc: loadgen.Scenario{Name: "mixed-limits"}, mixed: true,

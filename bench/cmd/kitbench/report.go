@@ -99,6 +99,37 @@ type scenarioReport struct {
 	Ratio       ratios    `json:"ratio"`
 	// Limits holds the rate-limit checks of a scenario run with limits on.
 	Limits *limitsReport `json:"limits,omitempty"`
+	// Events holds the events scenario's figures (events.go); its Trivial
+	// is nil: it compares kitd with and without a subscriber.
+	Events *eventsReport `json:"events,omitempty"`
+}
+
+// runs are the scenario's runs, in the table's order.
+func (s *scenarioReport) runs() []*runStats {
+	var out []*runStats
+	for _, st := range []*runStats{s.Trivial, s.events().Plain, s.Kitd} {
+		if st != nil {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func (s *scenarioReport) events() *eventsReport {
+	if s.Events == nil {
+		return &eventsReport{}
+	}
+	return s.Events
+}
+
+// errors counts the failed requests of every run, and the events that
+// never arrived.
+func (s *scenarioReport) errors() uint64 {
+	var n uint64
+	for _, st := range s.runs() {
+		n += st.Errors
+	}
+	return n + s.events().Missing
 }
 
 type report struct {
@@ -195,6 +226,9 @@ func printTable(w io.Writer, r *report) {
 		if s.Limits != nil {
 			s.Limits.print(w, s.Name)
 		}
+		if s.Events != nil {
+			s.Events.print(w, s)
+		}
 	}
 	if r.TotalErrors > 0 {
 		printErrors(w, r)
@@ -208,10 +242,7 @@ func writeMarkdown(w io.Writer, r *report) {
 	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|---|--:|")
 	for _, s := range r.Scenarios {
 		name := "`" + s.Name + "`"
-		for _, st := range []*runStats{s.Trivial, s.Kitd} {
-			if st == nil {
-				continue
-			}
+		for _, st := range s.runs() {
 			cpu := "-"
 			if st.CPUMicrosPerRequest > 0 {
 				cpu = fmt.Sprintf("%.1f µs", st.CPUMicrosPerRequest)
@@ -261,8 +292,8 @@ func printErrors(w io.Writer, r *report) {
 	bar := strings.Repeat("!", 72)
 	fmt.Fprintf(w, "%s\n!! %d REQUESTS FAILED: the figures above are NOT valid\n%s\n", bar, r.TotalErrors, bar)
 	for _, s := range r.Scenarios {
-		for _, st := range []*runStats{s.Trivial, s.Kitd} {
-			if st == nil || st.Errors == 0 {
+		for _, st := range s.runs() {
+			if st.Errors == 0 {
 				continue
 			}
 			codes := make([]string, 0, len(st.Status))

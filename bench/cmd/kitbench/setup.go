@@ -31,6 +31,17 @@ func manifestWithSlug(slug string) string {
 	return strings.Replace(benchManifest, `"slug":"bench-kit"`, `"slug":"`+slug+`"`, 1)
 }
 
+// withEvents returns manifest subscribed to message.posted delivered to
+// endpoint ("": manifest as it is).
+func withEvents(manifest, endpoint string) string {
+	if endpoint == "" {
+		return manifest
+	}
+	ep, _ := json.Marshal(endpoint)
+	return strings.Replace(manifest, `"distribution":"private"}`,
+		`"distribution":"private","events":["message.posted"],"endpoints":{"events":`+string(ep)+`}}`, 1)
+}
+
 // setupConfig says what to create on a fresh kitd node.
 type setupConfig struct {
 	// BaseURL is the node's origin, e.g. http://127.0.0.1:41234.
@@ -53,6 +64,10 @@ type setupConfig struct {
 	// Slug is the Kit's slug (default "bench-kit"); a node that already ran
 	// the bench needs another one, since a slug belongs to one workspace.
 	Slug string
+	// EventsEndpoint, when set, makes the Kit subscribe to message.posted
+	// delivered to this https URL, and gives it a signing secret (no
+	// delivery goes without one).
+	EventsEndpoint string
 	// Progress, when set, receives a line per finished step.
 	Progress func(format string, args ...any)
 }
@@ -236,12 +251,17 @@ func (c *setupClient) setup(ctx context.Context) (*fixture, error) {
 		KitID string `json:"kitId"`
 	}
 	if _, err := c.call(ctx, "POST", "/api/v1/dev/kits/versions", f.DeveloperToken,
-		map[string]any{"manifest": manifestWithSlug(cfg.Slug), "publish": true}, http.StatusCreated, &kit); err != nil {
+		map[string]any{"manifest": withEvents(manifestWithSlug(cfg.Slug), cfg.EventsEndpoint), "publish": true}, http.StatusCreated, &kit); err != nil {
 		return nil, err
 	}
 	f.KitID = kit.KitID
 	if err := need("kitId", f.KitID); err != nil {
 		return nil, err
+	}
+	if cfg.EventsEndpoint != "" {
+		if _, err := c.call(ctx, "POST", "/ops/v1/kits/"+f.KitID+"/signing-secret", op, nil, http.StatusCreated, nil); err != nil {
+			return nil, err
+		}
 	}
 
 	var inst struct {

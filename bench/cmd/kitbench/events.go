@@ -1,0 +1,372 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kitd/kitd/bench/loadgen"
+)
+
+// The events scenario (issue 19, "Speed"): what events cost the write
+// path, and whether deliveries keep up. On a node of its own, started with
+// --delivery-allow and --delivery-ca for kitbench's own https receiver,
+// two Kits of two workspaces each have their bot in -conversations
+// channels; one subscribes to message.posted, delivered to the receiver,
+// which answers 200 at once; the other subscribes to nothing. The same
+// post load goes to the one and to the other in alternating rounds. Each
+// side's CPU counts from its warm-up's start until the node is idle again
+// after it (for the subscribed side, once every event arrived), so the
+// deliveries' work is charged to the posts that caused them; it is divided
+// by every post answered 2xx, warm-up included.
+
+// eventsReport is the events scenario's own figures.
+type eventsReport struct {
+	// Plain is the run without subscribers; the scenario's Kitd the run
+	// with one.
+	Plain *runStats `json:"plain"`
+	// CPURatio is CPU per post with a subscriber ÷ without (goal: ≤ 1.10).
+	CPURatio float64 `json:"cpuRatio"`
+	// Posts are the subscribed side's posts answered 2xx, warm-up
+	// included; Events those whose event arrived; Missing the rest.
+	Posts   uint64 `json:"posts"`
+	Events  uint64 `json:"events"`
+	Missing uint64 `json:"missing"`
+	// PostsPerSec is the subscribed side's posts over its load time;
+	// EventsPerSec its events over the time from the load's start to the
+	// last event's arrival.
+	PostsPerSec  float64 `json:"postsPerSecond"`
+	EventsPerSec float64 `json:"eventsPerSecond"`
+	// ArrivalP50Ms and ArrivalP99Ms: from a post's 2xx answer to its
+	// event's arrival at the receiver.
+	ArrivalP50Ms float64 `json:"arrivalP50Ms"`
+	ArrivalP99Ms float64 `json:"arrivalP99Ms"`
+}
+
+func (e *eventsReport) print(w io.Writer, s *scenarioReport) {
+	fmt.Fprintf(w, "%s: CPU per post %.1f µs with a subscriber, %.1f µs without: %.2fx (goal ≤ 1.10x)\n",
+		s.Name, s.Kitd.CPUMicrosPerRequest, e.Plain.CPUMicrosPerRequest, e.CPURatio)
+	fmt.Fprintf(w, "  %d of %d events delivered (%d missing): %.0f events/s while posting %.0f posts/s; post 2xx → event arrival p50 %s, p99 %s\n",
+		e.Events, e.Posts, e.Missing, e.EventsPerSec, e.PostsPerSec, fmtDur(e.ArrivalP50Ms), fmtDur(e.ArrivalP99Ms))
+	if e.Missing > 0 {
+		fmt.Fprintf(w, "!! %d events never arrived: the figures above are NOT valid\n", e.Missing)
+	}
+}
+
+// drainTimeout bounds the wait for a round's events after its load.
+const drainTimeout = 2 * time.Minute
+
+// runEventsScenario runs the events scenario; nil (said so) when kitbench
+// drives a running node (-addr), which it cannot start with the delivery
+// flags.
+func runEventsScenario(ctx context.Context, o options, nodes *nodeSet, sd scenarioDef) (*scenarioReport, error) {
+	if o.addr != "" {
+		logf("%s skipped: it needs a node of its own with --delivery-allow, and -addr gives a running one", sd.sc.Name)
+		return nil, nil
+	}
+	rcv, err := startEventReceiver(nodes.work)
+	if err != nil {
+		return nil, err
+	}
+	defer rcv.close()
+	node, err := nodes.start(ctx, "off", []string{"--delivery-allow", rcv.addr, "--delivery-ca", rcv.caPath})
+	if err != nil {
+		return nil, err
+	}
+	plainFx, err := node.setup(ctx, setupConfig{Conversations: o.conversations, Slug: "bench-plain"})
+	if err != nil {
+		return nil, fmt.Errorf("setup of %s: %w", sd.sc.Name, err)
+	}
+	subFx, err := node.setup(ctx, setupConfig{Conversations: o.conversations, Slug: "bench-events", EventsEndpoint: "https://" + rcv.addr + "/events"})
+	if err != nil {
+		return nil, fmt.Errorf("setup of %s: %w", sd.sc.Name, err)
+	}
+
+	sides := []*eventsSide{
+		{name: "kitd, no subscriber", fx: plainFx, cpuOK: true},
+		{name: "kitd, subscribed", fx: subFx, events: true, cpuOK: true},
+	}
+	slice := o.duration / time.Duration(o.rounds)
+	for round := range o.rounds {
+		warmup := o.warmup
+		if round > 0 {
+			warmup = min(o.warmup, 200*time.Millisecond)
+		}
+		for _, s := range sides {
+			if err := node.check(); err != nil {
+				return nil, err
+			}
+			logf("%s on %s (round %d/%d): %d connections, %v + %v warm-up", sd.sc.Name, s.name, round+1, o.rounds, o.concurrency, slice, warmup)
+			cfg := loadgen.Config{Addr: node.addr, Concurrency: o.concurrency, Duration: slice, Warmup: warmup, Timeout: o.timeout}
+			if err := s.run(ctx, node, rcv, sd.sc.Name, cfg); err != nil {
+				return nil, err
+			}
+		}
+	}
+	plain, sub := sides[0], sides[1]
+	sr := &scenarioReport{Name: sd.sc.Name, Description: sd.desc, Kitd: statsOf(sub.name, sub.res)}
+	ev := &eventsReport{
+		Plain: statsOf(plain.name, plain.res),
+		Posts: sub.posts, Events: sub.arrived, Missing: sub.posts - min(sub.arrived, sub.posts),
+		PostsPerSec:  float64(sub.posts) / sub.loadFor.Seconds(),
+		EventsPerSec: float64(sub.arrived) / sub.spanFor.Seconds(),
+		ArrivalP50Ms: ms(sub.arrival.Quantile(0.50)),
+		ArrivalP99Ms: ms(sub.arrival.Quantile(0.99)),
+	}
+	ev.Plain.CPUMicrosPerRequest, sr.Kitd.CPUMicrosPerRequest = plain.cpuPerPost(), sub.cpuPerPost()
+	ev.CPURatio = div(sr.Kitd.CPUMicrosPerRequest, ev.Plain.CPUMicrosPerRequest)
+	sr.Events = ev
+	return sr, nil
+}
+
+// eventsSide is one side of the events scenario: the posts into one Kit's
+// channels, over the rounds.
+type eventsSide struct {
+	name    string
+	fx      *fixture
+	events  bool // its Kit subscribes: wait for the events after each run
+	res     *loadgen.Result
+	cpu     time.Duration
+	cpuOK   bool
+	posts   uint64 // answered 2xx, warm-up included
+	arrived uint64
+	loadFor time.Duration // from the load's start to its end
+	spanFor time.Duration // from the load's start to the last event
+	arrival loadgen.Histogram
+}
+
+// run runs one round of the side on an idle node: the load, then (with
+// events) the wait for them, then the node's return to idle; the node's CPU
+// counts over all of it.
+func (s *eventsSide) run(ctx context.Context, node *benchNode, rcv *eventReceiver, name string, cfg loadgen.Config) error {
+	node.settle(ctx)
+	arr := newArrivals()
+	rcv.tracker.Store(arr)
+	sc := postScenario(name, s.fx.BotToken, s.fx.Conversations)
+	sc.Answered = arr.answered
+	var live loadgen.Live
+	cfg.Live = &live
+	cpu0, ok0 := cpuTime(node.pid())
+	start := time.Now()
+	prog := startProgress(os.Stderr, name+" on "+s.name, &live, cfg.Warmup+cfg.Duration)
+	res, err := loadgen.Run(ctx, cfg, sc)
+	prog.Stop()
+	if err != nil {
+		return err
+	}
+	loadEnd := time.Now()
+	posts, _ := live.Counts()
+	if s.events {
+		arr.wait(ctx, posts, drainTimeout)
+	}
+	node.settle(ctx)
+	cpu1, ok1 := cpuTime(node.pid())
+	s.cpu += cpu1 - cpu0
+	s.cpuOK = s.cpuOK && ok0 && ok1
+	s.posts += posts
+	s.loadFor += loadEnd.Sub(start)
+	if s.res == nil {
+		s.res = res
+	} else {
+		s.res.Add(res)
+	}
+	if s.events {
+		n, last := arr.done(&s.arrival)
+		s.arrived += n
+		s.spanFor += max(last.Sub(start), loadEnd.Sub(start))
+		logf("  %d posts, %d events arrived, the last %v after the load", posts, n, max(last.Sub(loadEnd), 0).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// cpuPerPost is the side's CPU per post in µs; 0 when not measured.
+func (s *eventsSide) cpuPerPost() float64 {
+	if !s.cpuOK || s.posts == 0 {
+		return 0
+	}
+	return float64(s.cpu) / float64(time.Microsecond) / float64(s.posts)
+}
+
+// arrivals pairs the posts of one run with their events: the time of each
+// post's 2xx answer and of its event's arrival, whichever comes first
+// (the event may arrive before the client notes the answer).
+type arrivals struct {
+	mu      sync.Mutex
+	acked   map[uint64]time.Time
+	arrived map[uint64]time.Time
+	hist    loadgen.Histogram
+	n       uint64
+	last    time.Time
+	grew    chan struct{} // closed and replaced when n grows; nil: none waits
+}
+
+func newArrivals() *arrivals {
+	return &arrivals{acked: map[uint64]time.Time{}, arrived: map[uint64]time.Time{}}
+}
+
+func (a *arrivals) answered(n uint64, at time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if got, ok := a.arrived[n]; ok {
+		delete(a.arrived, n)
+		a.hist.Record(max(got.Sub(at), 0))
+		return
+	}
+	a.acked[n] = at
+}
+
+func (a *arrivals) arrive(n uint64, at time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.n++
+	a.last = at
+	if a.grew != nil {
+		close(a.grew)
+		a.grew = nil
+	}
+	if acked, ok := a.acked[n]; ok {
+		delete(a.acked, n)
+		a.hist.Record(at.Sub(acked))
+		return
+	}
+	a.arrived[n] = at
+}
+
+// wait returns once want events arrived, or after timeout.
+func (a *arrivals) wait(ctx context.Context, want uint64, timeout time.Duration) {
+	deadline := time.After(timeout)
+	for {
+		a.mu.Lock()
+		if a.n >= want {
+			a.mu.Unlock()
+			return
+		}
+		if a.grew == nil {
+			a.grew = make(chan struct{})
+		}
+		grew := a.grew
+		a.mu.Unlock()
+		select {
+		case <-grew:
+		case <-deadline:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// done merges the latencies into h and returns the events that arrived and
+// when the last did.
+func (a *arrivals) done(h *loadgen.Histogram) (uint64, time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h.Merge(&a.hist)
+	return a.n, a.last
+}
+
+// eventReceiver is the Kit's events endpoint: https on loopback with a
+// self-signed certificate (its PEM at caPath, for --delivery-ca), answering
+// 200 at once and telling the current run's arrivals of each bench post's
+// event.
+type eventReceiver struct {
+	srv     *http.Server
+	addr    string
+	caPath  string
+	tracker atomic.Pointer[arrivals]
+}
+
+func startEventReceiver(dir string) (*eventReceiver, error) {
+	cert, pemBytes, err := selfSigned()
+	if err != nil {
+		return nil, err
+	}
+	r := &eventReceiver{caPath: filepath.Join(dir, "receiver-ca.pem")}
+	if err := os.WriteFile(r.caPath, pemBytes, 0o600); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r.addr = ln.Addr().String()
+	r.srv = &http.Server{
+		Handler:           http.HandlerFunc(r.serve),
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}},
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() {
+		if err := r.srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logf("event receiver: %v", err)
+		}
+	}()
+	return r, nil
+}
+
+func (r *eventReceiver) close() { r.srv.Close() }
+
+// benchText is the start of every bench post's text (postScenario).
+const benchText = "bench message "
+
+func (r *eventReceiver) serve(w http.ResponseWriter, req *http.Request) {
+	at := time.Now()
+	var ev struct {
+		Data struct {
+			Message struct {
+				Text string `json:"text"`
+			} `json:"message"`
+		} `json:"data"`
+	}
+	err := json.NewDecoder(req.Body).Decode(&ev)
+	w.WriteHeader(http.StatusOK)
+	if err != nil || !strings.HasPrefix(ev.Data.Message.Text, benchText) {
+		return
+	}
+	n, err := strconv.ParseUint(ev.Data.Message.Text[len(benchText):], 10, 64)
+	if a := r.tracker.Load(); err == nil && a != nil {
+		a.arrive(n, at)
+	}
+}
+
+// selfSigned makes a certificate for 127.0.0.1 that is its own root.
+func selfSigned() (tls.Certificate, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, nil, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kitd/kitd/bench/loadgen"
+)
+
+// A post's latency runs from its 2xx to its event's arrival, whichever
+// of the two the bench learns first.
+func TestArrivalsPairPostsWithTheirEvents(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name  string
+		steps func(a *arrivals)
+		want  time.Duration
+	}{
+		{"answer, then event", func(a *arrivals) {
+			a.answered(7, t0)
+			a.arrive(7, t0.Add(30*time.Millisecond))
+		}, 30 * time.Millisecond},
+		{"event before the client noted the answer", func(a *arrivals) {
+			a.arrive(7, t0.Add(30*time.Millisecond))
+			a.answered(7, t0)
+		}, 30 * time.Millisecond},
+		{"an event that came first by the clocks counts as 0", func(a *arrivals) {
+			a.arrive(7, t0)
+			a.answered(7, t0.Add(time.Millisecond))
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newArrivals()
+			tc.steps(a)
+			var h loadgen.Histogram
+			n, last := a.done(&h)
+			if n != 1 || h.Count() != 1 || last.IsZero() {
+				t.Fatalf("%d events, %d latencies, last %v", n, h.Count(), last)
+			}
+			if got := h.Max(); got < tc.want-tc.want/100 || got > tc.want+tc.want/100 {
+				t.Fatalf("latency %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// wait returns as soon as the events asked for arrived, and gives up at
+// its timeout.
+func TestArrivalsWait(t *testing.T) {
+	a := newArrivals()
+	go func() {
+		for i := range uint64(3) {
+			a.arrive(i, time.Now())
+		}
+	}()
+	done := make(chan struct{})
+	go func() { a.wait(context.Background(), 3, time.Minute); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("wait did not return once 3 events arrived")
+	}
+	start := time.Now()
+	a.wait(context.Background(), 4, 50*time.Millisecond)
+	if time.Since(start) < 50*time.Millisecond {
+		t.Fatal("wait returned before its timeout with an event missing")
+	}
+}
+
+// The receiver answers 200 over https with the certificate it wrote for
+// --delivery-ca, and reports each bench post's event to the current run.
+func TestEventReceiver(t *testing.T) {
+	r, err := startEventReceiver(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	a := newArrivals()
+	r.tracker.Store(a)
+	ca, err := os.ReadFile(r.caPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(ca) {
+		t.Fatal("the receiver's PEM holds no certificate")
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}, Timeout: 10 * time.Second}
+	for _, text := range []string{benchText + "42", "set-up post"} {
+		body, _ := json.Marshal(map[string]any{"type": "message.posted", "data": map[string]any{"message": map[string]any{"text": text}}})
+		resp, err := client.Post("https://"+r.addr+"/events", "application/json", strings.NewReader(string(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%q: status %d", text, resp.StatusCode)
+		}
+	}
+	a.answered(42, time.Now())
+	var h loadgen.Histogram
+	if n, _ := a.done(&h); n != 1 || h.Count() != 1 {
+		t.Fatalf("%d events and %d latencies, want the bench post's alone", n, h.Count())
+	}
+}
+
+// The Kit of the subscribed side subscribes to message.posted at the
+// receiver; the other's manifest is unchanged.
+func TestWithEvents(t *testing.T) {
+	if got := withEvents(benchManifest, ""); got != benchManifest {
+		t.Fatalf("no endpoint changed the manifest: %s", got)
+	}
+	var m struct {
+		Events    []string          `json:"events"`
+		Endpoints map[string]string `json:"endpoints"`
+	}
+	if err := json.Unmarshal([]byte(withEvents(benchManifest, "https://127.0.0.1:1/events")), &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Events) != 1 || m.Events[0] != "message.posted" || m.Endpoints["events"] != "https://127.0.0.1:1/events" {
+		t.Fatalf("events %v, endpoints %v", m.Events, m.Endpoints)
+	}
+}

@@ -1,0 +1,68 @@
+package e2e
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/kitd/kitd/kitverify"
+)
+
+// issue 19 "Events", user.*: adding a member to the workspace and
+// deactivating one reach a Kit subscribed to user.joined and user.updated
+// whose bot has users:read, signed, in sequence, with data {user} exactly
+// as the bot reads the user through the Web API (its email with
+// users:read.email).
+func TestUserEventsAreDelivered(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	s, _ := deliveryServer(t, rcv, false, "")
+	w := newWorkspace(t, s)
+	scopes := append(baseScopes[:len(baseScopes):len(baseScopes)], "users:read.email")
+	k := &Kit{Slug: newSlug(), Version: "1.0.0", Scopes: scopes}
+	k.Manifest = manifest(k.Slug, k.Version, scopes)
+	k.Manifest["events"] = []string{"user.joined", "user.updated"}
+	k.Manifest["endpoints"] = map[string]any{"events": rcv.srv.URL + "/events"}
+	r := w.uploadVersion(t, k.Manifest, true)
+	want(t, r, 201)
+	k.ID = r.Str("kitId")
+	r = s.ops(t, "POST", "/ops/v1/kits/"+k.ID+"/signing-secret", nil)
+	want(t, r, 201)
+	secret := r.Str("signingSecret")
+	in := w.install(t, k)
+
+	u := w.user(t, "member")
+	want(t, s.ops(t, "DELETE", "/ops/v1/users/"+u.ID, nil), 200)
+	waitFor(t, "two user events", func() bool { return len(rcv.received()) >= 2 })
+
+	r = s.api(t, in.Token, "GET", "/users/"+u.ID, nil, nil)
+	want(t, r, 200)
+	asRead, err := json.Marshal(r.Get("user"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rcv.received()
+	if len(got) != 2 {
+		t.Fatalf("%d deliveries, want 2", len(got))
+	}
+	for i, typ := range []string{"user.joined", "user.updated"} {
+		d := got[i]
+		if err := kitverify.Verify(d.header.Get(kitverify.Header), d.body, time.Now(), secret); err != nil {
+			t.Fatalf("%s: signature: %v", typ, err)
+		}
+		ev := d.event
+		if jstr(ev, "type") != typ || ev["sequence"] != float64(i+1) || jstr(ev, "installationId") != in.ID || !isUUID(jstr(ev, "eventId")) {
+			t.Fatalf("delivery %d: %s, want %s with sequence %d", i, d.body, typ, i+1)
+		}
+		data, err := json.Marshal(jget(ev, "data"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `{"user":` + string(asRead) + `}`; string(data) != want {
+			t.Errorf("%s: data %s, want %s (GET /users/{id} as the bot)", typ, data, want)
+		}
+	}
+	if jstr(jget(got[0].event, "data"), "user.email") != u.Email {
+		t.Errorf("user.joined without the email the bot may read: %s", got[0].body)
+	}
+}
