@@ -231,33 +231,50 @@ func PartitionEnd(p partition.ID) []byte {
 	return upper
 }
 
-// ServeReadRecords answers q from store, which holds a replica of q's
-// partition caught up by the caller: the other end of
-// RemoteReader.ReadRecords. A request that names no partition, a key or
-// a bound outside it, or both keys and a range is refused with
-// kiterr.Invalid, never read.
-func ServeReadRecords(store *persistence.Store, q *kitpb.ReadRecords) (*kitpb.Records, error) {
+// CheckReadRecords refuses a request that names no partition, a key or a
+// bound outside its partition, both keys and a range, or more keys than
+// a page: what a member must never read (ServeReadRecords).
+func CheckReadRecords(q *kitpb.ReadRecords) error {
 	if q.Partition >= partition.Count {
-		return nil, kiterr.Invalid("partition", "no such partition")
+		return kiterr.Invalid("partition", "no such partition")
 	}
-	p := partition.ID(q.Partition)
-	lo, hi := PartitionRange(p)
+	lo, hi := PartitionRange(partition.ID(q.Partition))
 	in := func(k []byte) bool { return bytes.Compare(k, lo) >= 0 && bytes.Compare(k, hi) < 0 }
-	out := &kitpb.Records{}
 	if len(q.Keys) > 0 {
 		if len(q.Lower) > 0 || len(q.Upper) > 0 || q.Reverse || q.Limit > 0 {
-			return nil, kiterr.Invalid("keys", "keys and a range")
+			return kiterr.Invalid("keys", "keys and a range")
 		}
 		size := 0
 		for _, k := range q.Keys {
 			if !in(k) {
-				return nil, kiterr.Invalid("keys", "a key outside the partition")
+				return kiterr.Invalid("keys", "a key outside the partition")
 			}
 			size += len(k)
 		}
 		if size > ReadPageBytes {
-			return nil, kiterr.Invalid("keys", "too many keys")
+			return kiterr.Invalid("keys", "more keys than a page")
 		}
+		return nil
+	}
+	if !in(q.Lower) {
+		return kiterr.Invalid("lower", "a bound outside the partition")
+	}
+	if !in(q.Upper) && !bytes.Equal(q.Upper, hi) || bytes.Compare(q.Lower, q.Upper) > 0 {
+		return kiterr.Invalid("upper", "a bound outside the partition")
+	}
+	return nil
+}
+
+// ServeReadRecords answers q (checked by CheckReadRecords) from store,
+// which holds a replica of q's partition caught up by the caller: the
+// other end of RemoteReader.ReadRecords. A page holds at most
+// ReadPageBytes of records (at least one) and limit records.
+func ServeReadRecords(store *persistence.Store, q *kitpb.ReadRecords) (*kitpb.Records, error) {
+	if err := CheckReadRecords(q); err != nil {
+		return nil, err
+	}
+	out := &kitpb.Records{}
+	if len(q.Keys) > 0 {
 		for _, k := range q.Keys {
 			v, err := store.Get(k)
 			if errors.Is(err, persistence.ErrNotFound) {
@@ -269,9 +286,6 @@ func ServeReadRecords(store *persistence.Store, q *kitpb.ReadRecords) (*kitpb.Re
 			out.Keys, out.Values = append(out.Keys, k), append(out.Values, v)
 		}
 		return out, nil
-	}
-	if !in(q.Lower) || !in(q.Upper) && !bytes.Equal(q.Upper, hi) || bytes.Compare(q.Lower, q.Upper) > 0 {
-		return nil, kiterr.Invalid("lower", "a range outside the partition")
 	}
 	size := 0
 	err := store.Scan(q.Lower, q.Upper, q.Reverse, func(k, v []byte) bool {

@@ -106,6 +106,7 @@ type Replica struct {
 
 	draining atomic.Bool   // HandOver was called
 	changes  atomic.Uint64 // leaderships come or gone (metrics)
+	unheld   unheldReads   // CheckRead's findings
 
 	missing map[uint64]time.Time // voters not alive, since when (grow's own)
 }
@@ -163,6 +164,7 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 	if cfg.Transport != nil {
 		r.Log.leads = r.leads
 		r.Log.remote = r.propose
+		cfg.Store.SetReadCheck(r.CheckRead)
 	}
 	go r.follow()
 	// A node alone leads every group, whether it creates them now or

@@ -315,7 +315,11 @@ func (n *Node) Status(g GroupID) (Status, error) {
 	return st, err
 }
 
-// Groups lists the groups this node holds a replica of.
+// Holds reports whether this node has a replica of g, without waiting
+// for the driver.
+func (n *Node) Holds(g GroupID) bool { return n.lookup(g) != nil }
+
+// Groups lists the groups this node has a replica of, in order.
 func (n *Node) Groups() []GroupID {
 	t := *n.groups.Load()
 	out := make([]GroupID, 0, len(t))

@@ -33,6 +33,12 @@ func (r router) Leader(p partition.ID) (cluster.Leader, bool) {
 				if a, ok := r.m.addr(to); ok {
 					return cluster.Leader{Addr: a, Term: term}, true
 				}
+			case !rep.Holds(p):
+				// No replica here hears of p's elections: gossip says
+				// who leads it, a little later.
+				if a, ok := r.m.gossipLeader(p); ok {
+					return cluster.Leader{Addr: a}, true
+				}
 			}
 		}
 		if time.Now().After(deadline) {

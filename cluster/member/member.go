@@ -315,6 +315,8 @@ func (m *Member) handle(ctx context.Context, from string, msg proto.Message, req
 			return nil, err
 		}
 		return &kitpb.Ok{}, nil
+	case *kitpb.ReadRecords:
+		return m.serveRead(ctx, from, r)
 	case *kitpb.ProposeEntry:
 		if err := m.rep.ProposeHere(ctx, replication.GroupID(r.GetGroup()), r.GetData()); err != nil {
 			return nil, err

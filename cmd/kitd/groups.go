@@ -57,6 +57,7 @@ func startGroups(cfg config, store *persistence.Store, env *actors.Env, httpAddr
 		}
 		env.Commits = m.Log()
 		env.Reads = m
+		env.Remote = m
 		env.Invalidator = m.Invalidator(env.Invalidator)
 		return groups{member: m}, nil
 	case cfg.replicate:
