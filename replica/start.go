@@ -69,6 +69,10 @@ type Config struct {
 	// leads (Replica.CommitIndex there): how CatchUp learns how far to
 	// wait. Required with Transport.
 	ReadIndex func(ctx context.Context, to uint64, g replication.GroupID) (uint64, error)
+	// LeaderOf is the raft id of p's leader as gossip last said (0: none):
+	// how an entry reaches the leader of a group this node holds no
+	// replica of, and so hears nothing of. nil: every group is held here.
+	LeaderOf func(p partition.ID) uint64
 }
 
 // logKept is how many applied entries a group's log keeps for followers
@@ -192,6 +196,9 @@ func (r *Replica) leads(g replication.GroupID) bool {
 // propose sends an entry to g's leader elsewhere.
 func (r *Replica) propose(ctx context.Context, g replication.GroupID, data []byte) error {
 	to, term := r.Leader(partition.ID(g))
+	if to == 0 && r.cfg.LeaderOf != nil && !r.Holds(partition.ID(g)) {
+		to = r.cfg.LeaderOf(partition.ID(g))
+	}
 	if to == 0 || to == r.id {
 		return &replication.NotLeaderError{Group: g, Leader: to, Term: term}
 	}

@@ -82,14 +82,24 @@ func (m *Member) holders(p partition.ID, n int) []string {
 // gossipLeader is p's leader as gossip last said: how a node that holds no
 // replica of p, and so hears nothing of its elections, routes a request.
 func (m *Member) gossipLeader(p partition.ID) (string, bool) {
+	id := m.leaderOf(p)
+	if id == 0 {
+		return "", false
+	}
+	return m.addr(id)
+}
+
+// leaderOf is the raft id of p's leader as gossip last said; 0: none
+// (replica.Config.LeaderOf).
+func (m *Member) leaderOf(p partition.ID) uint64 {
 	bit := membership.Partitions(1) << uint(p)
 	for _, mb := range m.ms.Members() {
-		if mb.Meta.RaftID != m.id && mb.Meta.PeerAddr != "" && mb.Meta.Led&bit != 0 &&
+		if mb.Meta.RaftID != m.id && mb.Meta.Led&bit != 0 &&
 			(mb.State == membership.StateAlive || mb.State == membership.StateDraining) {
-			return mb.Meta.PeerAddr, true
+			return mb.Meta.RaftID
 		}
 	}
-	return "", false
+	return 0
 }
 
 // serveRead answers another member's ReadRecords from this node's replica,
