@@ -139,10 +139,10 @@ func (r *partitionReader) Has(k []byte) (bool, error) {
 	return r.env.Store.Has(k)
 }
 
-// Scan of a replica held here reads it as it is, as every listing did
-// before partitions could be remote: the records a listing shows are
-// committed before the writes that made them answer, on the leader, and
-// a follower is at most a heartbeat behind.
+// Scan of a replica held here catches it up with the leader first (at
+// once on the leader under its lease): a follower may be a moment
+// behind, and a learner being filled may hold nothing yet, and a listing
+// cannot tell a miss.
 func (r *partitionReader) Scan(lower, upper []byte, reverse bool, fn func(k, v []byte) bool) error {
 	if err := r.within(lower); err != nil {
 		return err
@@ -151,6 +151,9 @@ func (r *partitionReader) Scan(lower, upper []byte, reverse bool, fn func(k, v [
 		return fmt.Errorf("actors: scan to %q past partition %d", upper, r.p)
 	}
 	if r.local() {
+		if _, err := r.catchUp(); err != nil {
+			return err
+		}
 		return r.env.Store.Scan(lower, upper, reverse, fn)
 	}
 	if upper == nil {

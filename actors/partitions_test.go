@@ -220,6 +220,25 @@ func TestHeldPartitionCatchesUpOnAMiss(t *testing.T) {
 	}
 }
 
+// A listing of a replica held here catches it up first: a learner being
+// filled, or a follower a moment behind, cannot tell a miss.
+func TestHeldPartitionCatchesUpBeforeAScan(t *testing.T) {
+	const p = partition.ID(11)
+	local, leader := memStore(t), memStore(t)
+	write(t, leader, map[string]string{"a": "1", "b": "2"}, p)
+	c := &catchUp{from: leader, to: local}
+	env := &actors.Env{Store: local, Reads: c, Remote: &holder{held: map[partition.ID]bool{p: true}}}
+	lower, upper := actors.PartitionRange(p)
+	got, err := scanAll(env.Partition(p), lower, upper, false, 0)
+	if err != nil || len(got.keys) != 2 {
+		t.Errorf("Scan = %q, %v; want the leader's 2 records", got.keys, err)
+	}
+	c.err = kiterr.New(kiterr.Unavailable, "no leader")
+	if _, err := scanAll(env.Partition(p), lower, upper, false, 0); kiterr.CodeOf(err) != kiterr.Unavailable {
+		t.Errorf("Scan after a failed catch-up: %v; want unavailable", err)
+	}
+}
+
 // A reader reads its own partition only: a key of another is a caller's
 // bug, refused rather than read from the wrong replica.
 func TestPartitionReaderRefusesAnotherPartitionsKeys(t *testing.T) {

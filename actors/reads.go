@@ -69,24 +69,12 @@ func LocateMessage(env *Env, id string) (conversationID string, err error) {
 // unless tags collide.
 func taggedConversations(env *Env, tag uint32) ([]string, error) {
 	prefix := messageTagPrefix(tag)
-	scan := func() (owners []string, err error) {
-		err = env.scanIndex(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
-			owners = append(owners, string(k[len(prefix):]))
-			return true
-		})
-		return owners, err
-	}
-	owners, err := scan()
-	if len(owners) > 0 || err != nil {
-		return owners, err
-	}
-	if !env.mayLag(prefix) {
-		return nil, nil
-	}
-	if err := env.catchUpFor(prefix); err != nil {
-		return nil, err // a conversation made through another node a moment ago
-	}
-	return scan()
+	var owners []string
+	err := env.scanIndex(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+		owners = append(owners, string(k[len(prefix):]))
+		return true
+	})
+	return owners, err
 }
 
 // LocateFile returns the conversation that holds a file, from the tag its

@@ -14,10 +14,13 @@ import (
 // partitions"). Anything that reads the store directly must read only
 // partitions held here: a read of another would answer from nothing.
 
-// Holds reports whether this node has a replica of p (a voter or a
-// learner being filled: a read that misses catches up first).
+// Holds reports whether this node has a replica of p that follows a
+// leader: a voter, or a learner being filled (a read catches up first).
+// A replica whose group removed this node stays on the node, behind;
+// it hears from no leader once an election timeout passed (its own
+// campaigns fail), and is then not held: its reads go elsewhere.
 func (r *Replica) Holds(p partition.ID) bool {
-	return int(p) < partition.Count && r.node.Holds(replication.GroupID(p))
+	return int(p) < partition.Count && r.node.Holds(replication.GroupID(p)) && r.heard[p].Load()
 }
 
 // unheldReads counts the reads CheckRead found, and bounds what it logs.

@@ -111,6 +111,9 @@ type Replica struct {
 	draining atomic.Bool   // HandOver was called
 	changes  atomic.Uint64 // leaderships come or gone (metrics)
 	unheld   unheldReads   // CheckRead's findings
+	// heard says, for each group, whether this node's replica knows a
+	// leader (Holds): one removed from its group hears none.
+	heard [partition.Count]atomic.Bool
 
 	missing map[uint64]time.Time // voters not alive, since when (grow's own)
 }
@@ -331,6 +334,7 @@ func (r *Replica) follow() {
 		p := partition.ID(lc.Group)
 		r.mu.Lock()
 		r.leaders[p] = leader{lc.Leader, lc.Term}
+		r.heard[p].Store(lc.Leader != 0)
 		if (lc.Leader == r.id) != (r.leading[p] != 0) {
 			r.changes.Add(1) // leadership came here or left
 		}

@@ -114,7 +114,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.clusterKey, "cluster-key", env("KIT_CLUSTER_KEY", ""), "the cluster's shared secret: encrypts gossip and authenticates node-to-node traffic (prefer KIT_CLUSTER_KEY)")
 	fs.StringVar(&c.peerListen, "peer-listen", env("KIT_PEER_LISTEN", ""), "node-to-node listener, host:port (default: the --cluster-bind host, any port)")
 	downTimeout := fs.String("down-timeout", env("KIT_DOWN_TIMEOUT", "30s"), "how long a member may be gone before its replicas are removed from their groups (they are re-created on its return or on a spare node)")
-	replicas := fs.String("replicas", env("KIT_REPLICAS", "0"), "replicas of each partition, or every node when fewer are alive; 0: every node (docs/cluster.md, \"How many replicas\")")
+	replicas := fs.String("replicas", env("KIT_REPLICAS", "3"), "replicas of each partition, or every node when fewer are alive; 0: every node (docs/cluster.md, \"How many replicas\")")
 	fs.BoolVar(&c.replicate, "replicate", env("KIT_REPLICATE", "") == "1", "commit every write through its partition's raft group, as a node of a cluster does, even alone")
 	fs.BoolVar(&c.demo, "demo", false, "on a fresh data directory, create and print a demo workspace")
 	fs.StringVar(&c.logLevel, "log-level", env("KIT_LOG_LEVEL", "info"), "debug, info (a line per request), warn or error")
