@@ -254,7 +254,9 @@ func (r *Replica) LeaseValid(p partition.ID) bool {
 // replica of, bit p for partition p.
 func (r *Replica) Partitions() (led, replicated uint64) {
 	for _, g := range r.node.Groups() {
-		replicated |= 1 << uint(g)
+		if r.Holds(partition.ID(g)) {
+			replicated |= 1 << uint(g)
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

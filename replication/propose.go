@@ -315,9 +315,14 @@ func (n *Node) Status(g GroupID) (Status, error) {
 	return st, err
 }
 
-// Holds reports whether this node has a replica of g, without waiting
-// for the driver.
-func (n *Node) Holds(g GroupID) bool { return n.lookup(g) != nil }
+// Holds reports whether this node has a replica of g that its applied
+// configuration counts as a member (a voter or a learner), without
+// waiting for the driver: not one that was removed, nor one joined and
+// waiting for its first snapshot.
+func (n *Node) Holds(g GroupID) bool {
+	grp := n.lookup(g)
+	return grp != nil && grp.member.Load()
+}
 
 // Groups lists the groups this node has a replica of, in order.
 func (n *Node) Groups() []GroupID {
