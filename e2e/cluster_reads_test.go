@@ -25,7 +25,7 @@ func TestClusterReadsPartitionsANodeLacks(t *testing.T) {
 	rcv := newReceiver(t)
 	c := &testCluster{key: randHex(32), op: "op_" + randToken()}
 	for range 4 {
-		c.add(t, "--replicas", "3", "--delivery-ca", rcv.caPath, "--delivery-allow", strings.TrimPrefix(rcv.srv.URL, "https://"))
+		c.add(t, "--delivery-ca", rcv.caPath, "--delivery-allow", strings.TrimPrefix(rcv.srv.URL, "https://"))
 	}
 	lacking := c.waitReplicas(t, 4, 3)
 	t.Logf("partitions each node lacks: %v", lacking)
