@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/kiterr"
@@ -327,4 +328,50 @@ func TestPartitionAloneAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { _, _ = env.Partition(4).Has(k) }); n != 0 {
 		t.Errorf("in a cluster, Partition(p).Has of a held partition allocates %v times; want 0", n)
 	}
+}
+
+// Whatever a member sends, ServeReadRecords answers only records of the
+// partition named, or refuses; never a panic.
+func FuzzServeReadRecords(f *testing.F) {
+	lower, upper := actors.PartitionRange(5)
+	for _, q := range []*kitpb.ReadRecords{
+		{Partition: 5, Keys: [][]byte{recordKey(5, "a")}},
+		{Partition: 5, Lower: lower, Upper: upper, Reverse: true, Limit: 1},
+		{Partition: 5, Lower: recordKey(4, "a"), Upper: recordKey(6, "a")},
+	} {
+		b, err := proto.Marshal(q)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	s, err := persistence.Open("db", persistence.Options{FS: vfs.NewMem()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer s.Close()
+	b := s.NewBatch()
+	for _, p := range []partition.ID{4, 5, 6} {
+		for _, k := range []string{"a", "b"} {
+			b.Set(recordKey(p, k), []byte(k))
+		}
+	}
+	if err := b.Commit(); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		q := &kitpb.ReadRecords{}
+		if proto.Unmarshal(data, q) != nil {
+			return
+		}
+		recs, err := actors.ServeReadRecords(s, q)
+		if err != nil {
+			return
+		}
+		for _, k := range recs.Keys {
+			if p, ok := actors.PartitionOfKey(k); !ok || p != partition.ID(q.Partition) {
+				t.Fatalf("answered %q for partition %d", k, q.Partition)
+			}
+		}
+	})
 }
