@@ -46,12 +46,10 @@ type Config struct {
 	// groups each leads (from gossip). nil: the node is alone.
 	Members func() []Member
 	// Replicas is how many voters a group should have when that many
-	// nodes are alive; 0 (the default): every node alive. A node reads
-	// the records of other partitions (index entries, credentials, pages
-	// of history) from its own replicas, so until such reads are
-	// forwarded to a node that holds the partition, every node must hold
-	// every partition (docs/cluster.md, "How many replicas"); a smaller
-	// count is for tests of the placement alone.
+	// nodes are alive, placed on the nodes that rank highest for it
+	// (rebalance); 0: every node alive. kitd's default is 3 (--replicas):
+	// a node reads the partitions it lacks through a node that holds
+	// them (docs/cluster.md, "How many replicas").
 	Replicas int
 	// GrowInterval is how often a leader looks at its groups' replicas
 	// and leaderships (default 500 ms).
