@@ -20,7 +20,14 @@ import (
 // it hears from no leader once an election timeout passed (its own
 // campaigns fail), and is then not held: its reads go elsewhere.
 func (r *Replica) Holds(p partition.ID) bool {
-	return int(p) < partition.Count && r.node.Holds(replication.GroupID(p)) && r.heard[p].Load()
+	return r.InGroup(p) && r.heard[p].Load()
+}
+
+// InGroup reports whether this node's replica of p is a member of its
+// group, as the configuration it applied says, whether or not it hears a
+// leader now: during an election it learns the next leader itself.
+func (r *Replica) InGroup(p partition.ID) bool {
+	return int(p) < partition.Count && r.node.Holds(replication.GroupID(p))
 }
 
 // unheldReads counts the reads CheckRead found, and bounds what it logs.

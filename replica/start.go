@@ -197,7 +197,7 @@ func (r *Replica) leads(g replication.GroupID) bool {
 // propose sends an entry to g's leader elsewhere.
 func (r *Replica) propose(ctx context.Context, g replication.GroupID, data []byte) error {
 	to, term := r.Leader(partition.ID(g))
-	if to == 0 && r.cfg.LeaderOf != nil && !r.Holds(partition.ID(g)) {
+	if to == 0 && r.cfg.LeaderOf != nil && !r.InGroup(partition.ID(g)) {
 		to = r.cfg.LeaderOf(partition.ID(g))
 	}
 	if to == 0 || to == r.id {

@@ -48,7 +48,7 @@ func (r router) Leader(p partition.ID) (cluster.Leader, bool) {
 				if a, ok := r.m.addr(to); ok {
 					return cluster.Leader{Addr: a, Term: term}, true
 				}
-			case !rep.Holds(p):
+			case !rep.InGroup(p):
 				// No replica here hears of p's elections: a Moved answer
 				// taught who leads it, or gossip says, a little later.
 				if l := r.m.learned[p].Load(); l != nil && time.Since(l.at) < learnedFor {
@@ -71,7 +71,7 @@ func (r router) Leader(p partition.ID) (cluster.Leader, bool) {
 // hears of every new leader itself, within a heartbeat.
 func (r router) Learn(p partition.ID, l cluster.Leader) bool {
 	rep := r.m.started.Load()
-	if rep == nil || rep.Holds(p) || l.Addr == "" || int(p) >= partition.Count {
+	if rep == nil || rep.InGroup(p) || l.Addr == "" || int(p) >= partition.Count {
 		return false
 	}
 	if old := r.m.learned[p].Load(); old != nil && time.Since(old.at) < learnedFor && old.leader.Term >= l.Term {
