@@ -11,13 +11,14 @@ import (
 	"github.com/kitd/kitd/internal/metrics/metricstest"
 )
 
-// Four nodes, three replicas of each partition: every node lacks some
-// partitions, and reads them through a node that holds them
+// Four nodes on the default of three replicas a partition: every node
+// lacks some partitions, and reads them through a node that holds them
 // (actors.Env.Partition, docs/cluster.md "Reads of other partitions").
 // The broad scenario of TestStoredKeysHaveAConstructor runs through each
-// node in turn (messages, a thread, an Idempotency-Key, a reaction, a
-// file, a webhook, an install link, the OAuth code exchange, tokens, the
-// developer log); events posted through each node are delivered; then
+// node in turn (writeClusterRecords: messages, a thread, an
+// Idempotency-Key, a reaction, a file, a webhook, an install link, the
+// OAuth code exchange, tokens, the developer log); events posted through
+// each node are delivered; then
 // every node reads what every node wrote and gives the same answers, and
 // no node read a partition it lacks outside the read path
 // (kitd_reads_unheld_total).
