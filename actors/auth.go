@@ -118,10 +118,10 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 	}
 	if found && a.env.Reads != nil && a.changedLately("c"+string(hash[:]), now) {
 		// This node's replica may not have applied the change yet.
-		if _, err := a.env.catchUp(credentialKey(hash[:])); err != nil {
+		if err := a.env.catchUpFor(credentialKey(hash[:])); err != nil {
 			return nil, fmt.Errorf("load credential: %w", err)
 		}
-		if found, err = load(a.env.Store, credentialKey(hash[:]), cred); err != nil {
+		if found, err = a.env.loadIndex(credentialKey(hash[:]), cred); err != nil {
 			return nil, fmt.Errorf("load credential: %w", err)
 		}
 	}
@@ -129,7 +129,7 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 		return nil, errInvalidToken
 	}
 	if cred.SessionId != "" && a.env.Reads != nil && a.changedLately("s"+cred.SessionId, now) {
-		if _, err := a.env.catchUp(sessionKey(cred.WorkspaceId, cred.SessionId)); err != nil {
+		if err := a.env.catchUpFor(sessionKey(cred.WorkspaceId, cred.SessionId)); err != nil {
 			return nil, fmt.Errorf("load session: %w", err)
 		}
 	}
@@ -149,7 +149,7 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 	case CallerUser:
 		// A user token ends with the web session that authorized it (and
 		// with its member); SessionEnded drops cached ones at once.
-		ends, ok, err := memberSignedIn(a.env.Store, cred, now)
+		ends, ok, err := memberSignedIn(a.env, cred, now)
 		if err != nil {
 			return nil, fmt.Errorf("load session %s: %w", cred.SessionId, err)
 		}

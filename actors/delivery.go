@@ -119,7 +119,7 @@ func (a *deliveryActor) activate(identity string) error {
 func (a *deliveryActor) takeOutbox() error {
 	for p := range partition.ID(partition.Count) {
 		prefix := outboxPrefix(p, a.id)
-		err := a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
+		err := a.env.Partition(p).Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
 			source, pos := outboxSource(k)
 			a.take(source, pos, k, v)
 			return true

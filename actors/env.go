@@ -65,13 +65,17 @@ type Env struct {
 	// record that finds nothing asks it first. nil: every partition is
 	// this node's alone.
 	Reads ReadBarrier
+	// Remote, when set, reads the partitions this node holds no replica
+	// of (Env.Partition); nil: this node holds every partition.
+	Remote RemoteReader
 	// Commits, when set, commits every actor batch (replicated through
 	// the raft group of each partition it writes); nil: batches commit
 	// straight to Store.
 	Commits Committer
 
-	logPrunes devLogPrunes // state of the node, not configuration
-	activity  activity     // likewise
+	logPrunes devLogPrunes     // state of the node, not configuration
+	activity  activity         // likewise
+	readers   partitionReaders // likewise
 
 	// testHookDropNotices, set by tests, loses every outbox notice: a
 	// crash between a write and its notice.

@@ -154,7 +154,7 @@ func (a *installationActor) listUserGrants(m *kitpb.ListUserGrants) (proto.Messa
 		if g.RevokedAt != 0 {
 			continue
 		}
-		_, live, err := memberSignedIn(a.env.Store, &kitpb.Credential{WorkspaceId: a.inst.WorkspaceId, UserId: g.UserId, SessionId: g.SessionId}, now)
+		_, live, err := memberSignedIn(a.env, &kitpb.Credential{WorkspaceId: a.inst.WorkspaceId, UserId: g.UserId, SessionId: g.SessionId}, now)
 		if err != nil {
 			return nil, err
 		}

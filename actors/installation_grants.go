@@ -76,7 +76,7 @@ func (a *installationActor) refuse(status, reason string, err error) (proto.Mess
 // hours; a token can be rotated once (SPEC.md section 3 "Bot token").
 func (a *installationActor) rotateBotToken(m *kitpb.RotateBotToken) (proto.Message, error) {
 	old := &kitpb.Credential{}
-	found, err := load(a.env.Store, credentialKey(m.OldHash), old)
+	found, err := a.env.loadIndex(credentialKey(m.OldHash), old)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ var (
 // exchangeCode spends a code once and issues what it was approved for.
 func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, error) {
 	code := &kitpb.Credential{}
-	found, err := load(a.env.Store, credentialKey(m.CodeHash), code)
+	found, err := a.env.loadIndex(credentialKey(m.CodeHash), code)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 		}
 	}
 	if code.TokenType == CallerUser {
-		if _, ok, err := memberSignedIn(a.env.Store, code, nanos(now)); err != nil || !ok {
+		if _, ok, err := memberSignedIn(a.env, code, nanos(now)); err != nil || !ok {
 			if err != nil {
 				return nil, err
 			}
@@ -241,7 +241,7 @@ func (a *installationActor) grantReply(tokenType, userID string, granted []strin
 // token exactly one wins; the others are replays.
 func (a *installationActor) refresh(m *kitpb.RefreshGrant) (proto.Message, error) {
 	ref := &kitpb.Credential{}
-	found, err := load(a.env.Store, credentialKey(m.RefreshHash), ref)
+	found, err := a.env.loadIndex(credentialKey(m.RefreshHash), ref)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +255,7 @@ func (a *installationActor) refresh(m *kitpb.RefreshGrant) (proto.Message, error
 		}
 		return a.refuse("refresh", "refresh_token_replayed", errBadRefresh)
 	}
-	if _, ok, err := memberSignedIn(a.env.Store, ref, nanos(now)); err != nil || !ok {
+	if _, ok, err := memberSignedIn(a.env, ref, nanos(now)); err != nil || !ok {
 		if err != nil {
 			return nil, err
 		}
@@ -291,7 +291,7 @@ func (a *installationActor) revokeGrant(grantID string) error {
 	user := "" // the member of a user grant
 	for _, h := range hashes {
 		cred := &kitpb.Credential{}
-		found, err := load(a.env.Store, credentialKey(h), cred)
+		found, err := a.env.loadIndex(credentialKey(h), cred)
 		if err != nil {
 			return err
 		}

@@ -69,21 +69,12 @@ func LocateMessage(env *Env, id string) (conversationID string, err error) {
 // unless tags collide.
 func taggedConversations(env *Env, tag uint32) ([]string, error) {
 	prefix := messageTagPrefix(tag)
-	scan := func() (owners []string, err error) {
-		err = env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
-			owners = append(owners, string(k[len(prefix):]))
-			return true
-		})
-		return owners, err
-	}
-	owners, err := scan()
-	if len(owners) > 0 || err != nil {
-		return owners, err
-	}
-	if again, err := env.catchUp(prefix); !again || err != nil {
-		return nil, err // a conversation made through another node a moment ago
-	}
-	return scan()
+	var owners []string
+	err := env.scanIndex(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+		owners = append(owners, string(k[len(prefix):]))
+		return true
+	})
+	return owners, err
 }
 
 // LocateFile returns the conversation that holds a file, from the tag its
@@ -166,7 +157,7 @@ func MemberConversations(env *Env, userID, after string, limit int) (ids []strin
 	if after == "" {
 		lower = prefix
 	}
-	err = env.Store.Scan(lower, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+	err = env.scanIndex(lower, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
 		if len(ids) == limit {
 			more = true
 			return false
@@ -270,7 +261,7 @@ type SignInMember struct{ WorkspaceID, UserID string }
 func SignInMembers(env *Env, email string, limit int) ([]SignInMember, error) {
 	prefix := emailUsersPrefix(normalEmail(email))
 	var out []SignInMember
-	err := env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
+	err := env.scanIndex(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
 		out = append(out, SignInMember{WorkspaceID: string(v), UserID: string(k[len(prefix):])})
 		return len(out) < limit
 	})
@@ -304,7 +295,7 @@ func KitBySlug(env *Env, slug string) (string, error) {
 func WorkspaceKits(env *Env, workspaceID string) ([]string, error) {
 	prefix := workspaceKitsPrefix(workspaceID)
 	var out []string
-	err := env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+	err := env.scanIndex(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
 		out = append(out, string(k[len(prefix):]))
 		return true
 	})
@@ -363,14 +354,14 @@ func KitByInstallLink(env *Env, hash []byte) (string, error) {
 // workspace actor, which commits before it answers. Reading them here
 // rather than asking the workspace keeps installation → workspace calls,
 // and so a cycle, out.
-func memberSignedIn(store *persistence.Store, cred *kitpb.Credential, now int64) (sessionEnds int64, ok bool, err error) {
+func memberSignedIn(env *Env, cred *kitpb.Credential, now int64) (sessionEnds int64, ok bool, err error) {
 	s := &kitpb.Session{}
-	found, err := load(store, sessionKey(cred.WorkspaceId, cred.SessionId), s)
+	found, err := env.loadIndex(sessionKey(cred.WorkspaceId, cred.SessionId), s)
 	if err != nil || !found || s.EndedAt != 0 || now >= s.ExpiresAt || s.UserId != cred.UserId {
 		return 0, false, err
 	}
 	u := &kitpb.User{}
-	found, err = load(store, userKey(cred.WorkspaceId, cred.UserId), u)
+	found, err = env.loadIndex(userKey(cred.WorkspaceId, cred.UserId), u)
 	if err != nil || !found || !u.Active {
 		return 0, false, err
 	}
@@ -410,7 +401,7 @@ func readDevLogOf(env *Env, p partition.ID, kitID, before string, now time.Time,
 		upper = devLogKey(p, kitID, before)
 	}
 	var decodeErr error
-	err = env.Store.Scan(lower, upper, true, func(k, v []byte) bool {
+	err = env.Partition(p).Scan(lower, upper, true, func(k, v []byte) bool {
 		e := &kitpb.DevLogEntry{}
 		if decodeErr = proto.Unmarshal(v, e); decodeErr != nil {
 			return false
@@ -437,7 +428,7 @@ func readDevLogOf(env *Env, p partition.ID, kitID, before string, now time.Time,
 // whole file in memory. It is an io.Reader and an io.WriterTo; the latter
 // writes each chunk from the store's own buffers.
 type FileContent struct {
-	store      *persistence.Store
+	store      PartitionReader // the conversation's partition
 	conv, file string
 	prefix     []byte // fileChunksPrefix
 	size       int64
@@ -452,7 +443,7 @@ type FileContent struct {
 // conversation actor's answer (GetFile), which checked visibility.
 func OpenFileContent(env *Env, f *kitpb.File) *FileContent {
 	return &FileContent{
-		store: env.Store, conv: f.ConversationId, file: f.Id, prefix: fileChunksPrefix(f.ConversationId, f.Id),
+		store: env.partitionOf(fileChunksPrefix(f.ConversationId, f.Id)), conv: f.ConversationId, file: f.Id, prefix: fileChunksPrefix(f.ConversationId, f.Id),
 		size: f.SizeBytes, chunks: f.Chunks,
 	}
 }
@@ -576,7 +567,7 @@ func (w *WebhookTargets) Of(webhookID string) (string, error) {
 func WorkspaceInstallations(env *Env, workspaceID string) ([]string, error) {
 	prefix := installedKitsPrefix(workspaceID)
 	var out []string
-	err := env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, v []byte) bool {
+	err := env.scanIndex(prefix, persistence.PrefixEnd(prefix), false, func(_, v []byte) bool {
 		out = append(out, string(v))
 		return true
 	})

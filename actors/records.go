@@ -13,9 +13,15 @@ import (
 // Records: each entity an actor owns is one protobuf value under its key
 // (keys.go), read and written whole.
 
+// getter is what load needs: the store, for an actor's own partition, or
+// a PartitionReader.
+type getter interface {
+	Get(k []byte) ([]byte, error)
+}
+
 // load reads the record at k into m; found is false when it is absent.
-func load(store *persistence.Store, k []byte, m proto.Message) (found bool, err error) {
-	v, err := store.Get(k)
+func load(r getter, k []byte, m proto.Message) (found bool, err error) {
+	v, err := r.Get(k)
 	if errors.Is(err, persistence.ErrNotFound) {
 		return false, nil
 	}
@@ -29,65 +35,28 @@ func load(store *persistence.Store, k []byte, m proto.Message) (found bool, err 
 }
 
 // The reads of records of other partitions: index entries, credentials,
-// locators. A node holds replicas of partitions it does not lead, which
-// may lag their leader by a moment, so a record written through another
-// node just before may not be here yet. Finding a stale record is safe
-// (an index entry is a pointer its owner checks; an ended credential is
-// also told to every node, Authenticator.ended); finding nothing is not,
-// so a miss catches up with the partition's leader and reads again.
+// locators, a workspace's sessions read by an installation. They go
+// through the reader of the key's partition (Env.Partition), which reads
+// this node's replica, catching up with the leader on a miss, or asks a
+// node that holds the partition. Finding a stale record is safe (an index
+// entry is a pointer its owner checks; an ended credential is also told
+// to every node, Authenticator.ended); finding nothing where another node
+// just wrote is not, which the catch-up prevents.
 
 // loadIndex is load of another partition's record.
 func (e *Env) loadIndex(k []byte, m proto.Message) (bool, error) {
-	found, err := load(e.Store, k, m)
-	if found || err != nil {
-		return found, err
-	}
-	if again, err := e.catchUp(k); !again || err != nil {
-		return false, err
-	}
-	return load(e.Store, k, m)
+	return load(e.partitionOf(k), k, m)
 }
 
-// getIndex is Store.Get of another partition's record.
-func (e *Env) getIndex(k []byte) ([]byte, error) {
-	v, err := e.Store.Get(k)
-	if !errors.Is(err, persistence.ErrNotFound) {
-		return v, err
-	}
-	if again, cerr := e.catchUp(k); !again || cerr != nil {
-		return nil, errors.Join(err, cerr)
-	}
-	return e.Store.Get(k)
-}
+// getIndex is Get of another partition's record.
+func (e *Env) getIndex(k []byte) ([]byte, error) { return e.partitionOf(k).Get(k) }
 
-// hasIndex is Store.Has of another partition's record.
-func (e *Env) hasIndex(k []byte) (bool, error) {
-	found, err := e.Store.Has(k)
-	if found || err != nil {
-		return found, err
-	}
-	if again, err := e.catchUp(k); !again || err != nil {
-		return false, err
-	}
-	return e.Store.Has(k)
-}
+// hasIndex is Has of another partition's record.
+func (e *Env) hasIndex(k []byte) (bool, error) { return e.partitionOf(k).Has(k) }
 
-// catchUp catches up with the leader of k's partition and reports whether
-// a second read may find more; a node alone never needs one. It fails
-// (unavailable) when the leader cannot be asked: a miss then proves
-// nothing.
-func (e *Env) catchUp(k []byte) (again bool, err error) {
-	if e.Reads == nil {
-		return false, nil
-	}
-	p, ok := PartitionOfKey(k)
-	if !ok {
-		return false, nil
-	}
-	if err := e.Reads.CatchUp(p); err != nil {
-		return false, err
-	}
-	return true, nil
+// scanIndex is Scan of [lower, upper) of another partition, lower's.
+func (e *Env) scanIndex(lower, upper []byte, reverse bool, fn func(k, v []byte) bool) error {
+	return e.partitionOf(lower).Scan(lower, upper, reverse, fn)
 }
 
 // put adds the record to the batch.
@@ -104,7 +73,7 @@ func marshal(m proto.Message) []byte {
 }
 
 // scanRecords decodes every record under prefix.
-func scanRecords(store *persistence.Store, prefix []byte, fresh func() proto.Message, visit func(proto.Message)) error {
+func scanRecords(store PartitionReader, prefix []byte, fresh func() proto.Message, visit func(proto.Message)) error {
 	var decodeErr error
 	err := store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, v []byte) bool {
 		m := fresh()

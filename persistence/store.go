@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -29,6 +30,26 @@ type Store struct {
 	db    *pebble.DB
 	wal   *walSyncFS // nil unless the WAL syncs through withWALSync
 	stats stats
+	check atomic.Pointer[func(key []byte)] // SetReadCheck
+}
+
+// SetReadCheck has every Get, Has and Scan call check first with the key
+// it reads (a scan: its lower bound); nil: no check. A node of a cluster
+// sets one that finds reads of partitions it holds no replica of
+// (replica.Replica.CheckRead). It must not block.
+func (s *Store) SetReadCheck(check func(key []byte)) {
+	if check == nil {
+		s.check.Store(nil)
+		return
+	}
+	s.check.Store(&check)
+}
+
+// checkRead runs the read check, if any.
+func (s *Store) checkRead(key []byte) {
+	if c := s.check.Load(); c != nil {
+		(*c)(key)
+	}
 }
 
 // Open opens (creating if needed) the database in dir.
@@ -96,12 +117,14 @@ func (s *Store) Close() error {
 
 // Get returns a copy of the value stored at key, or ErrNotFound.
 func (s *Store) Get(key []byte) ([]byte, error) {
+	s.checkRead(key)
 	return get(s.db, key)
 }
 
 // Has reports whether a value is stored at key. Unlike Get it copies
 // nothing: a hot path that only needs to know pays no allocation.
 func (s *Store) Has(key []byte) (bool, error) {
+	s.checkRead(key)
 	_, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil
@@ -140,6 +163,7 @@ func get(r reader, key []byte) ([]byte, error) {
 // when reverse is set, until fn returns false. A nil bound is open. k and v
 // are only valid during fn: copy them to keep them.
 func (s *Store) Scan(lower, upper []byte, reverse bool, fn func(k, v []byte) bool) error {
+	s.checkRead(lower)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return fmt.Errorf("persistence: scan: %w", err)

@@ -387,3 +387,33 @@ func TestBatchOps(t *testing.T) {
 
 // b2Header is the 12-byte header of an encoded batch of one write.
 func b2Header() []byte { return []byte{0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0} }
+
+// Every read meets the read check with the key it reads (a scan: its
+// lower bound), so that a cluster finds reads of partitions it lacks.
+func TestReadCheckSeesEveryRead(t *testing.T) {
+	s := openMem(t)
+	setAll(t, s, "a", "1")
+	var seen []string
+	s.SetReadCheck(func(k []byte) { seen = append(seen, string(k)) })
+	for _, tc := range []struct {
+		name string
+		read func()
+		want string
+	}{
+		{"Get", func() { _, _ = s.Get([]byte("a")) }, "a"},
+		{"Has", func() { _, _ = s.Has([]byte("b")) }, "b"},
+		{"Scan", func() { _ = s.Scan([]byte("c"), []byte("d"), false, func(_, _ []byte) bool { return true }) }, "c"},
+	} {
+		seen = nil
+		tc.read()
+		if len(seen) != 1 || seen[0] != tc.want {
+			t.Errorf("%s: the check saw %q; want [%q]", tc.name, seen, tc.want)
+		}
+	}
+	s.SetReadCheck(nil)
+	seen = nil
+	_, _ = s.Get([]byte("a"))
+	if len(seen) != 0 {
+		t.Errorf("a removed check saw %q", seen)
+	}
+}

@@ -228,11 +228,22 @@ func TestGrowFromOneNodeToThree(t *testing.T) {
 // network, with the given DownTimeout (0: the default).
 func growThree(t *testing.T, downTimeout time.Duration) (*net, []*Replica, map[uint64]*persistence.Store) {
 	t.Helper()
+	n, start, stores := newGrowing(t, downTimeout, 0)
+	a := start(true)
+	b, c := start(false), start(false)
+	return n, []*Replica{a, b, c}, stores
+}
+
+// newGrowing is an empty network of replicas (with replicas per group,
+// 0: every node) and the function that starts one more, founding the
+// cluster or joining it.
+func newGrowing(t *testing.T, downTimeout time.Duration, replicas int) (*net, func(found bool) *Replica, map[uint64]*persistence.Store) {
+	t.Helper()
 	n := &net{reps: map[uint64]*Replica{}, down: map[uint64]bool{}}
 	stores := map[uint64]*persistence.Store{}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	start := func(found bool) *Replica {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
 		s := openStore(t, vfs.NewMem())
 		id, err := replication.NodeID(s)
 		if err != nil {
@@ -240,6 +251,7 @@ func growThree(t *testing.T, downTimeout time.Duration) (*net, []*Replica, map[u
 		}
 		cfg := Config{Store: s, Hosts: &hosts{hosted: map[partition.ID]bool{}}, TickInterval: 10 * time.Millisecond,
 			Transport: netEnd{n, id}, Found: found, Members: n.members, GrowInterval: 20 * time.Millisecond, DownTimeout: downTimeout,
+			Replicas: replicas,
 			Remote: func(ctx context.Context, to uint64, g replication.GroupID, data []byte) error {
 				r := n.to(to)
 				if r == nil {
@@ -261,10 +273,47 @@ func growThree(t *testing.T, downTimeout time.Duration) (*net, []*Replica, map[u
 		t.Cleanup(func() { r.Close(); s.Close() })
 		return r
 	}
-	a := start(true)
-	b, c := start(false), start(false)
-	return n, []*Replica{a, b, c}, stores
+	return n, start, stores
+}
 
+// With three replicas a group, a fourth node that joins a settled
+// cluster takes its share: each group's replicas move to the three nodes
+// that rank highest for it, and the fourth leads some.
+func TestJoiningNodeTakesItsShareOfReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs four nodes")
+	}
+	n, start, _ := newGrowing(t, 0, 3)
+	all := []*Replica{start(true), start(false), start(false)}
+	onTop := func(want int) error {
+		members := n.members()
+		if len(members) != want {
+			return fmt.Errorf("%d members", len(members))
+		}
+		for g := range replication.GroupID(partition.Count) {
+			lead := leaderOf(all, partition.ID(g))
+			if lead == nil {
+				return fmt.Errorf("group %d has no leader", g)
+			}
+			st, err := lead.node.Status(g)
+			top := rank(g, members)[:3]
+			slices.Sort(top)
+			if err != nil || len(st.Learners) != 0 || !slices.Equal(slices.Sorted(slices.Values(st.Voters)), top) {
+				return fmt.Errorf("group %d: voters %v learners %v, want %v (%v)", g, st.Voters, st.Learners, top, err)
+			}
+		}
+		for _, r := range all {
+			if led, _ := r.Partitions(); count(led) == 0 {
+				return fmt.Errorf("node %d leads nothing", r.ID())
+			}
+		}
+		return nil
+	}
+	waitFor(t, "three nodes, every group on all three", func() error { return onTop(3) })
+	all = append(all, start(false))
+	waitFor(t, "every group on the three nodes that rank highest for it", func() error { return onTop(4) })
+	_, held := all[3].Partitions()
+	t.Logf("the fourth node holds %d groups", count(held))
 }
 
 // A voter that stays down leaves its groups once DownTimeout passed, so

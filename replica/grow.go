@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -23,6 +24,9 @@ import (
 //     (or Config.Replicas, when set and fewer): the alive node that ranks highest for
 //     the group by rendezvous hashing, so that the groups spread evenly and
 //     every leader makes the same choice;
+//   - with Config.Replicas set, moves a replica towards the nodes that
+//     rank highest for the group (rebalance), so a node that joins takes
+//     its share;
 //   - hands one leadership to a voter that leads fewer groups when it
 //     leads more than its share (ceil(groups / nodes)).
 //
@@ -138,6 +142,9 @@ func (r *Replica) growGroup(g replication.GroupID, members []Member, led map[uin
 		}
 		return
 	}
+	if r.cfg.Replicas > 0 && r.rebalance(ctx, g, st, members, want) {
+		return
+	}
 	if len(members) < 2 {
 		return
 	}
@@ -164,6 +171,61 @@ func (r *Replica) growGroup(g replication.GroupID, members []Member, led map[uin
 	led[to]++
 }
 
+// rebalance moves group g's replicas towards the want nodes alive that
+// rank highest for it, one step a round, and reports whether it made
+// one: a node that joins takes its share of replicas, not only of
+// leaderships. It adds the highest-ranked node missing as a learner
+// (promoted once caught up, like any other); with a voter too many, it
+// removes the lowest-ranked, or hands the lead first when that is this
+// node. Only while every voter is alive: one that is gone is the down
+// timeout's to remove, and its absence must not move replicas at once.
+func (r *Replica) rebalance(ctx context.Context, g replication.GroupID, st replication.Status, members []Member, want int) bool {
+	alive := make(map[uint64]bool, len(members))
+	for _, m := range members {
+		alive[m.RaftID] = true
+	}
+	for _, v := range st.Voters {
+		if !alive[v] {
+			return false
+		}
+	}
+	ranked := rank(g, members)
+	top := ranked[:min(want, len(ranked))]
+	if len(st.Voters) > want {
+		for i := len(ranked) - 1; i >= 0; i-- {
+			v := ranked[i]
+			if !slices.Contains(st.Voters, v) || slices.Contains(top, v) {
+				continue
+			}
+			if v != r.id {
+				if err := r.node.RemoveReplica(ctx, g, v); err != nil {
+					r.logger.Debug("remove a replica placed elsewhere", "group", g, "node", v, "err", err)
+				}
+				return true
+			}
+			for _, to := range top {
+				if slices.Contains(st.Voters, to) && st.Match[to] >= st.Commit {
+					if err := r.node.TransferLeadership(g, to); err != nil {
+						r.logger.Debug("transfer leadership", "group", g, "to", to, "err", err)
+					}
+					return true
+				}
+			}
+			return false
+		}
+		return false
+	}
+	for _, id := range top {
+		if !slices.Contains(st.Voters, id) {
+			if err := r.node.AddLearner(ctx, g, id); err != nil {
+				r.logger.Debug("add learner", "group", g, "node", id, "err", err)
+			}
+			return true
+		}
+	}
+	return false
+}
+
 // caughtUp is how close to the commit index a learner's log must be for
 // it to be promoted: under a steady load the commit index moves on while
 // the learner catches up, and a voter a few entries behind does not slow
@@ -172,21 +234,31 @@ const caughtUp = 100
 
 // pick is the alive node outside have that ranks highest for group g.
 func pick(g replication.GroupID, members []Member, have []uint64) uint64 {
-	var best, bestScore uint64
-	for _, m := range members {
-		if slices.Contains(have, m.RaftID) {
-			continue
+	for _, id := range rank(g, members) {
+		if !slices.Contains(have, id) {
+			return id
 		}
+	}
+	return 0
+}
+
+// rank orders the members by rendezvous hashing for group g, highest
+// first: every leader computes the same order.
+func rank(g replication.GroupID, members []Member) []uint64 {
+	score := func(id uint64) uint64 {
 		h := fnv.New64a()
 		var b [10]byte
 		binary.BigEndian.PutUint16(b[:2], uint16(g))
-		binary.BigEndian.PutUint64(b[2:], m.RaftID)
+		binary.BigEndian.PutUint64(b[2:], id)
 		h.Write(b[:])
-		if s := h.Sum64(); best == 0 || s > bestScore {
-			best, bestScore = m.RaftID, s
-		}
+		return h.Sum64()
 	}
-	return best
+	ids := make([]uint64, len(members))
+	for i, m := range members {
+		ids[i] = m.RaftID
+	}
+	slices.SortFunc(ids, func(a, b uint64) int { return cmp.Compare(score(b), score(a)) })
+	return ids
 }
 
 // HandOver hands the lead of every group this node leads to a caught-up

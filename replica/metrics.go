@@ -38,6 +38,9 @@ func (r *Replica) Collect(w *metrics.Writer) {
 	w.Uint("kitd_raft_partitions", metrics.Label("role", "leader"), uint64(bits.OnesCount64(led)))
 	w.Uint("kitd_raft_partitions", metrics.Label("role", "replica"), uint64(bits.OnesCount64(replicated)))
 
+	w.Family("kitd_reads_unheld_total", "Reads of a partition this node holds no replica of that did not go to a node holding it: a bug, logged.", metrics.TypeCounter)
+	w.Uint("kitd_reads_unheld_total", "", r.unheld.count.Load())
+
 	w.Family("kitd_raft_leadership_changes_total", "Times a partition's leadership came to or left this node.", metrics.TypeCounter)
 	w.Uint("kitd_raft_leadership_changes_total", "", r.changes.Load())
 

@@ -46,12 +46,10 @@ type Config struct {
 	// groups each leads (from gossip). nil: the node is alone.
 	Members func() []Member
 	// Replicas is how many voters a group should have when that many
-	// nodes are alive; 0 (the default): every node alive. A node reads
-	// the records of other partitions (index entries, credentials, pages
-	// of history) from its own replicas, so until such reads are
-	// forwarded to a node that holds the partition, every node must hold
-	// every partition (docs/cluster.md, "How many replicas"); a smaller
-	// count is for tests of the placement alone.
+	// nodes are alive, placed on the nodes that rank highest for it
+	// (rebalance); 0: every node alive. kitd's default is 3 (--replicas):
+	// a node reads the partitions it lacks through a node that holds
+	// them (docs/cluster.md, "How many replicas").
 	Replicas int
 	// GrowInterval is how often a leader looks at its groups' replicas
 	// and leaderships (default 500 ms).
@@ -69,6 +67,10 @@ type Config struct {
 	// leads (Replica.CommitIndex there): how CatchUp learns how far to
 	// wait. Required with Transport.
 	ReadIndex func(ctx context.Context, to uint64, g replication.GroupID) (uint64, error)
+	// LeaderOf is the raft id of p's leader as gossip last said (0: none):
+	// how an entry reaches the leader of a group this node holds no
+	// replica of, and so hears nothing of. nil: every group is held here.
+	LeaderOf func(p partition.ID) uint64
 }
 
 // logKept is how many applied entries a group's log keeps for followers
@@ -106,6 +108,10 @@ type Replica struct {
 
 	draining atomic.Bool   // HandOver was called
 	changes  atomic.Uint64 // leaderships come or gone (metrics)
+	unheld   unheldReads   // CheckRead's findings
+	// heard says, for each group, whether this node's replica knows a
+	// leader (Holds): one removed from its group hears none.
+	heard [partition.Count]atomic.Bool
 
 	missing map[uint64]time.Time // voters not alive, since when (grow's own)
 }
@@ -163,6 +169,7 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 	if cfg.Transport != nil {
 		r.Log.leads = r.leads
 		r.Log.remote = r.propose
+		cfg.Store.SetReadCheck(r.CheckRead)
 	}
 	go r.follow()
 	// A node alone leads every group, whether it creates them now or
@@ -190,6 +197,9 @@ func (r *Replica) leads(g replication.GroupID) bool {
 // propose sends an entry to g's leader elsewhere.
 func (r *Replica) propose(ctx context.Context, g replication.GroupID, data []byte) error {
 	to, term := r.Leader(partition.ID(g))
+	if to == 0 && r.cfg.LeaderOf != nil && !r.InGroup(partition.ID(g)) {
+		to = r.cfg.LeaderOf(partition.ID(g))
+	}
 	if to == 0 || to == r.id {
 		return &replication.NotLeaderError{Group: g, Leader: to, Term: term}
 	}
@@ -242,7 +252,9 @@ func (r *Replica) LeaseValid(p partition.ID) bool {
 // replica of, bit p for partition p.
 func (r *Replica) Partitions() (led, replicated uint64) {
 	for _, g := range r.node.Groups() {
-		replicated |= 1 << uint(g)
+		if r.Holds(partition.ID(g)) {
+			replicated |= 1 << uint(g)
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -322,6 +334,7 @@ func (r *Replica) follow() {
 		p := partition.ID(lc.Group)
 		r.mu.Lock()
 		r.leaders[p] = leader{lc.Leader, lc.Term}
+		r.heard[p].Store(lc.Leader != 0)
 		if (lc.Leader == r.id) != (r.leading[p] != 0) {
 			r.changes.Add(1) // leadership came here or left
 		}

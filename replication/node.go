@@ -147,6 +147,19 @@ type group struct {
 
 	leaseUntil      atomic.Int64 // tick before which the lease holds; 0 when not leading
 	leaseUntilNanos atomic.Int64 // the same in nanoseconds since Open
+
+	// member: this node is a voter or learner of the group, as its
+	// configuration applied here says (Node.Holds). False on a replica
+	// joined and not restored from a snapshot yet, and on one the group
+	// removed: both may hold less than the group committed.
+	member atomic.Bool
+}
+
+// noteMembership sets member from the configuration applied.
+func (g *group) noteMembership(self uint64) {
+	cs := g.log.cs
+	g.member.Store(slices.Contains(cs.GetVoters(), self) || slices.Contains(cs.GetLearners(), self) ||
+		slices.Contains(cs.GetVotersOutgoing(), self) || slices.Contains(cs.GetLearnersNext(), self))
 }
 
 type groupReady struct {
@@ -234,13 +247,15 @@ func (n *Node) newGroup(id GroupID, s *logStore) (*group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replication: group %d: %w", id, err)
 	}
-	return &group{
+	g := &group{
 		id: id, rn: rn, log: s,
 		hsKey: hardStateKey(id), appliedKey: appliedKey(id),
 		term:    s.hs.GetTerm(),
 		waiters: make(map[uint64]*proposal),
 		acks:    make(map[uint64]stamp),
-	}, nil
+	}
+	g.noteMembership(n.id)
+	return g, nil
 }
 
 // Close stops the driver. Proposals still waiting fail with ErrStopped; the
@@ -598,6 +613,7 @@ func (n *Node) restore(b *persistence.Batch, g *group, snap *pb.Snapshot) error 
 	lower, upper := appendLogKey(nil, g.id, 0), appendLogKey(nil, g.id, g.log.lastIndex()+1)
 	b.DeleteRange(lower, upper)
 	g.log.restore(meta)
+	g.noteMembership(n.id)
 	n.writeSnapshotMark(b, g)
 	n.writeApplied(b, g, true)
 	return nil
@@ -650,6 +666,7 @@ func (n *Node) apply(b *persistence.Batch, r *groupReady) error {
 				return fmt.Errorf("replication: group %d: entry %d: %w", g.id, idx, err)
 			}
 			g.log.cs = g.rn.ApplyConfChange(cc)
+			g.noteMembership(n.id)
 			confChanged = true
 			if h, _, ok := splitHeader(cc.AsV2().GetContext()); ok {
 				n.settle(g, h, idx)

@@ -315,7 +315,16 @@ func (n *Node) Status(g GroupID) (Status, error) {
 	return st, err
 }
 
-// Groups lists the groups this node holds a replica of.
+// Holds reports whether this node has a replica of g that its applied
+// configuration counts as a member (a voter or a learner), without
+// waiting for the driver: not one that was removed, nor one joined and
+// waiting for its first snapshot.
+func (n *Node) Holds(g GroupID) bool {
+	grp := n.lookup(g)
+	return grp != nil && grp.member.Load()
+}
+
+// Groups lists the groups this node has a replica of, in order.
 func (n *Node) Groups() []GroupID {
 	t := *n.groups.Load()
 	out := make([]GroupID, 0, len(t))

@@ -1,6 +1,7 @@
 package member
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/kitd/kitd/cluster"
@@ -13,6 +14,20 @@ import (
 // waits up to leaderWait for one, so that a request meets a short
 // failover with a delay rather than a 503.
 type router struct{ m *Member }
+
+// learnedLeaders are the leaders that Moved answers taught, of partitions
+// this node holds no replica of (so hears nothing of their elections):
+// newer than gossip for a moment after an election, which publishes the
+// new leader within about 100 ms. Each is trusted for learnedFor, then
+// gossip again.
+type learnedLeaders [partition.Count]atomic.Pointer[learned]
+
+type learned struct {
+	leader cluster.Leader
+	at     time.Time
+}
+
+const learnedFor = 2 * time.Second
 
 const (
 	leaderWait = 2 * time.Second       // for an election to end
@@ -33,6 +48,15 @@ func (r router) Leader(p partition.ID) (cluster.Leader, bool) {
 				if a, ok := r.m.addr(to); ok {
 					return cluster.Leader{Addr: a, Term: term}, true
 				}
+			case !rep.InGroup(p):
+				// No replica here hears of p's elections: a Moved answer
+				// taught who leads it, or gossip says, a little later.
+				if l := r.m.learned[p].Load(); l != nil && time.Since(l.at) < learnedFor {
+					return l.leader, true
+				}
+				if a, ok := r.m.gossipLeader(p); ok {
+					return cluster.Leader{Addr: a}, true
+				}
 			}
 		}
 		if time.Now().After(deadline) {
@@ -42,6 +66,17 @@ func (r router) Leader(p partition.ID) (cluster.Leader, bool) {
 	}
 }
 
-// Learn takes nothing from answers: this node's replica of the group
+// Learn takes a newer leader of a partition this node holds no replica
+// of; of the others it takes nothing: this node's replica of the group
 // hears of every new leader itself, within a heartbeat.
-func (router) Learn(partition.ID, cluster.Leader) bool { return false }
+func (r router) Learn(p partition.ID, l cluster.Leader) bool {
+	rep := r.m.started.Load()
+	if rep == nil || rep.InGroup(p) || l.Addr == "" || int(p) >= partition.Count {
+		return false
+	}
+	if old := r.m.learned[p].Load(); old != nil && time.Since(old.at) < learnedFor && old.leader.Term >= l.Term {
+		return false
+	}
+	r.m.learned[p].Store(&learned{leader: l, at: time.Now()})
+	return true
+}

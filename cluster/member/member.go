@@ -54,6 +54,9 @@ type Config struct {
 	// DownTimeout is how long a member may be gone before the leaders
 	// remove its replicas (replica.Config.DownTimeout).
 	DownTimeout time.Duration
+	// Replicas is how many replicas each partition has
+	// (replica.Config.Replicas): 0, every node.
+	Replicas int
 }
 
 // Member is this process's membership of a cluster.
@@ -67,6 +70,8 @@ type Member struct {
 	rn   *raftNet
 	dir  atomic.Pointer[map[uint64]string] // raft id → peer address
 	reqs requestIDs
+	// learned are leaders that Moved answers taught (router).
+	learned learnedLeaders
 
 	local   atomic.Pointer[actors.Invalidator] // this node's authenticator
 	started atomic.Pointer[replica.Replica]    // rep, once Start returned it
@@ -132,7 +137,7 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 	m.rep, err = replica.Start(ctx, replica.Config{
 		Store: cfg.Store, Hosts: hosts, Logger: cfg.Logger, TickInterval: cfg.TickInterval,
 		Transport: m.rn, Found: len(cfg.Join) == 0, Members: m.alive, Remote: m.remotePropose,
-		ReadIndex: m.readIndex, DownTimeout: cfg.DownTimeout,
+		ReadIndex: m.readIndex, DownTimeout: cfg.DownTimeout, Replicas: cfg.Replicas, LeaderOf: m.leaderOf,
 	})
 	if err != nil {
 		m.ms.Shutdown()
@@ -327,6 +332,8 @@ func (m *Member) handle(ctx context.Context, from string, msg proto.Message, req
 			return nil, err
 		}
 		return &kitpb.Ok{}, nil
+	case *kitpb.ReadRecords:
+		return m.serveRead(ctx, from, r)
 	case *kitpb.ProposeEntry:
 		if err := m.rep.ProposeHere(ctx, replication.GroupID(r.GetGroup()), r.GetData()); err != nil {
 			return nil, err

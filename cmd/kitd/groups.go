@@ -50,13 +50,14 @@ func startGroups(cfg config, store *persistence.Store, env *actors.Env, httpAddr
 		m, err := member.Start(ctx, member.Config{
 			NodeName: nodeName(cfg), GossipBind: cfg.clusterBind, Join: join, ClusterKey: cfg.clusterKey,
 			PeerListen: peerListen, PeerAdvertise: cfg.peerAdvertise, HTTPAddr: httpAddr, Store: store, Node: env.Node, Hosts: hosts, Logger: logger,
-			DownTimeout: cfg.downTimeout,
+			DownTimeout: cfg.downTimeout, Replicas: cfg.replicas,
 		})
 		if err != nil {
 			return groups{}, err
 		}
 		env.Commits = m.Log()
 		env.Reads = m
+		env.Remote = m
 		env.Invalidator = m.Invalidator(env.Invalidator)
 		return groups{member: m}, nil
 	case cfg.replicate:

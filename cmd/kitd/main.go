@@ -80,6 +80,7 @@ type config struct {
 	peerListen    string
 	downTimeout   time.Duration
 	peerAdvertise string
+	replicas      int
 	replicate     bool
 	demo          bool
 	logLevel      string
@@ -116,6 +117,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.peerListen, "peer-listen", env("KIT_PEER_LISTEN", ""), "node-to-node listener, host:port (default: the --cluster-bind host, any port)")
 	downTimeout := fs.String("down-timeout", env("KIT_DOWN_TIMEOUT", "30s"), "how long a member may be gone before its replicas are removed from their groups (they are re-created on its return or on a spare node)")
 	fs.StringVar(&c.peerAdvertise, "peer-advertise", env("KIT_PEER_ADVERTISE", ""), "node-to-node address the other members dial, host:port, when it is not --peer-listen's (a NAT or proxy in front)")
+	replicas := fs.String("replicas", env("KIT_REPLICAS", "3"), "replicas of each partition, or every node when fewer are alive; 0: every node (docs/cluster.md, \"How many replicas\")")
 	fs.BoolVar(&c.replicate, "replicate", env("KIT_REPLICATE", "") == "1", "commit every write through its partition's raft group, as a node of a cluster does, even alone")
 	fs.BoolVar(&c.demo, "demo", false, "on a fresh data directory, create and print a demo workspace")
 	fs.StringVar(&c.logLevel, "log-level", env("KIT_LOG_LEVEL", "info"), "debug, info (a line per request), warn or error")
@@ -133,11 +135,16 @@ func parseFlags(args []string) (config, error) {
 	if c.downTimeout, err = time.ParseDuration(*downTimeout); err != nil {
 		return c, fmt.Errorf("--down-timeout: %w", err)
 	}
+	if c.replicas, err = strconv.Atoi(*replicas); err != nil {
+		return c, fmt.Errorf("--replicas: %w", err)
+	}
 	// Refused rather than ignored: a node told to join that silently runs
 	// alone would serve requests its operator expects to be shared.
 	switch {
 	case c.clusterBind == "" && (c.join != "" || c.clusterKey != "" || c.peerListen != "" || c.peerAdvertise != ""):
 		return c, errors.New("--join, --cluster-key, --peer-listen and --peer-advertise need --cluster-bind (the gossip address)")
+	case c.replicas < 0:
+		return c, errors.New("--replicas must be 0 (every node) or more")
 	case c.downTimeout < time.Second:
 		return c, errors.New("--down-timeout must be at least 1s: a member is gone only after gossip's failure detector says so")
 	case c.clusterBind != "" && c.clusterKey == "":

@@ -48,6 +48,8 @@ func TestClusterFlags(t *testing.T) {
 		{"--down-timeout takes a duration", []string{"--down-timeout", "5s"}, true},
 		{"--down-timeout below a second is refused", []string{"--down-timeout", "500ms"}, false},
 		{"--down-timeout that is not a duration is refused", []string{"--down-timeout", "5"}, false},
+		{"--replicas takes a count", []string{"--replicas", "3"}, true},
+		{"--replicas below 0 is refused", []string{"--replicas", "-1"}, false},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			_, err := parseFlags(tc.args)

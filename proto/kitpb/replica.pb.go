@@ -226,6 +226,160 @@ func (x *ReadIndexReply) GetIndex() uint64 {
 	return 0
 }
 
+// ReadRecords asks a member that holds a replica of a partition for some
+// of its records: how a node reads a partition it holds no replica of
+// (actors.Env.Partition). Either keys (point reads: the answer holds those
+// found) or a range [lower, upper) of the partition, in key order or
+// reversed, at most limit records (0: no limit but the answer's bytes).
+// The member answers what its replica holds once it has caught up with
+// the partition's leader: every write answered 2xx before the call.
+type ReadRecords struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Partition     uint32                 `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Keys          [][]byte               `protobuf:"bytes,2,rep,name=keys,proto3" json:"keys,omitempty"`
+	Lower         []byte                 `protobuf:"bytes,3,opt,name=lower,proto3" json:"lower,omitempty"`
+	Upper         []byte                 `protobuf:"bytes,4,opt,name=upper,proto3" json:"upper,omitempty"`
+	Reverse       bool                   `protobuf:"varint,5,opt,name=reverse,proto3" json:"reverse,omitempty"`
+	Limit         uint32                 `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadRecords) Reset() {
+	*x = ReadRecords{}
+	mi := &file_replica_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadRecords) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadRecords) ProtoMessage() {}
+
+func (x *ReadRecords) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadRecords.ProtoReflect.Descriptor instead.
+func (*ReadRecords) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ReadRecords) GetPartition() uint32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *ReadRecords) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *ReadRecords) GetLower() []byte {
+	if x != nil {
+		return x.Lower
+	}
+	return nil
+}
+
+func (x *ReadRecords) GetUpper() []byte {
+	if x != nil {
+		return x.Upper
+	}
+	return nil
+}
+
+func (x *ReadRecords) GetReverse() bool {
+	if x != nil {
+		return x.Reverse
+	}
+	return false
+}
+
+func (x *ReadRecords) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// Records answers ReadRecords: keys[i] holds values[i]. more: the range
+// holds records past the last one, which a page's byte bound left out;
+// the caller asks again from there.
+type Records struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keys          [][]byte               `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	Values        [][]byte               `protobuf:"bytes,2,rep,name=values,proto3" json:"values,omitempty"`
+	More          bool                   `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Records) Reset() {
+	*x = Records{}
+	mi := &file_replica_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Records) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Records) ProtoMessage() {}
+
+func (x *Records) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Records.ProtoReflect.Descriptor instead.
+func (*Records) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Records) GetKeys() [][]byte {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *Records) GetValues() [][]byte {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *Records) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
 var File_replica_proto protoreflect.FileDescriptor
 
 const file_replica_proto_rawDesc = "" +
@@ -241,7 +395,18 @@ const file_replica_proto_rawDesc = "" +
 	"\tReadIndex\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\rR\x05group\"&\n" +
 	"\x0eReadIndexReply\x12\x14\n" +
-	"\x05index\x18\x01 \x01(\x04R\x05indexB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
+	"\x05index\x18\x01 \x01(\x04R\x05index\"\x9b\x01\n" +
+	"\vReadRecords\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\rR\tpartition\x12\x12\n" +
+	"\x04keys\x18\x02 \x03(\fR\x04keys\x12\x14\n" +
+	"\x05lower\x18\x03 \x01(\fR\x05lower\x12\x14\n" +
+	"\x05upper\x18\x04 \x01(\fR\x05upper\x12\x18\n" +
+	"\areverse\x18\x05 \x01(\bR\areverse\x12\x14\n" +
+	"\x05limit\x18\x06 \x01(\rR\x05limit\"I\n" +
+	"\aRecords\x12\x12\n" +
+	"\x04keys\x18\x01 \x03(\fR\x04keys\x12\x16\n" +
+	"\x06values\x18\x02 \x03(\fR\x06values\x12\x12\n" +
+	"\x04more\x18\x03 \x01(\bR\x04moreB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
 
 var (
 	file_replica_proto_rawDescOnce sync.Once
@@ -255,12 +420,14 @@ func file_replica_proto_rawDescGZIP() []byte {
 	return file_replica_proto_rawDescData
 }
 
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_replica_proto_goTypes = []any{
 	(*ProposeEntry)(nil),   // 0: kit.v1.ProposeEntry
 	(*Invalidate)(nil),     // 1: kit.v1.Invalidate
 	(*ReadIndex)(nil),      // 2: kit.v1.ReadIndex
 	(*ReadIndexReply)(nil), // 3: kit.v1.ReadIndexReply
+	(*ReadRecords)(nil),    // 4: kit.v1.ReadRecords
+	(*Records)(nil),        // 5: kit.v1.Records
 }
 var file_replica_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type
@@ -281,7 +448,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
