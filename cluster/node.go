@@ -410,9 +410,23 @@ func (n *Node) Forward(from actor.Context, to *Route, msg proto.Message) {
 	if to.pid == nil && err == nil {
 		err = errUnavailable
 	}
+	if errors.Is(err, ErrNotHosted) && n.fwd.Load() != nil {
+		// The target's leader is another node. The request goes there
+		// from a goroutine, so the actor never waits on the network, and
+		// the leader's answer goes to the original requester as the
+		// target's own would.
+		requester, notHosted := from.Sender(), err
+		go func() {
+			res, err := n.forward(to.Kind, to.Identity, msg, notHosted)
+			if err != nil {
+				res = kiterr.ToFailure(fmt.Errorf("forward to %s/%s: %w", to.Kind, to.Identity, err))
+			}
+			n.system.Root.Send(requester, res)
+		}()
+		return
+	}
 	if errors.Is(err, ErrNotHosted) {
-		// Not sent on to the leader: an actor must not wait for another node.
-		err = fmt.Errorf("%w: %w", err, errNoLeader)
+		err = fmt.Errorf("%w: %w", err, errNoLeader) // a node alone: no leader elsewhere
 	}
 	if err != nil {
 		from.Respond(kiterr.ToFailure(fmt.Errorf("forward to %s/%s: %w", to.Kind, to.Identity, err)))

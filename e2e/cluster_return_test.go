@@ -70,3 +70,55 @@ func (c *testCluster) rejoin(t *testing.T, i int, args ...string) *Server {
 	c.nodes[i] = s
 	return s
 }
+
+// With more nodes than replicas, the replicas a dead member held are
+// re-created on the others once it has been gone for --down-timeout:
+// every partition is back on three live nodes, with three voters, and
+// what was written before and after is read through every live node
+// (issue 15, part 5: "lost replicas are re-created elsewhere").
+func TestClusterRecreatesLostReplicasElsewhere(t *testing.T) {
+	c := startCluster(t, 4, "--down-timeout", "2s")
+	env := newBotEnv(t, c.nodes[0])
+	want(t, c.nodes[0].api(t, env.In.Token, "POST", "/messages", postBody(env.Chan.ID, "before"), nil), 201)
+
+	victim := c.busiest(t)
+	c.nodes[victim].kill()
+	c.waitLiveReplicas(t, 3*partition.Count)
+	c.waitVoters(t, 3*partition.Count)
+
+	var via *Server
+	for _, s := range c.live() {
+		via = s
+	}
+	want(t, via.api(t, env.In.Token, "POST", "/messages", postBody(env.Chan.ID, "after"), nil), 201)
+	for _, s := range c.live() {
+		var texts []string
+		for _, m := range walk(t, s, env.In.Token, "/conversations/"+env.Chan.ID+"/messages", "messages", 10) {
+			texts = append(texts, fmt.Sprint(m["text"]))
+		}
+		if fmt.Sprint(texts) != "[after before]" {
+			t.Errorf("%s reads %v, want [after before]", s.Addr, texts)
+		}
+	}
+}
+
+// waitLiveReplicas waits until the live nodes hold want replicas in all,
+// by their metrics.
+func (c *testCluster) waitLiveReplicas(t *testing.T, want int) {
+	t.Helper()
+	var got float64
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		got = 0
+		for _, s := range c.live() {
+			r, err := s.request("GET", "/metrics", c.op, nil, nil)
+			if err != nil || r.Status != 200 {
+				continue
+			}
+			got += metricstest.Value(metricstest.Parse(t, r.Body), "kitd_raft_partitions", "role", "replica")
+		}
+		if got == float64(want) {
+			return
+		}
+	}
+	t.Fatalf("the live nodes hold %v replicas after 60 s, want %d", got, want)
+}

@@ -155,3 +155,48 @@ func TestClusterRefusesStrangers(t *testing.T) {
 	env := newBotEnv(t, founder)
 	want(t, founder.api(t, env.In.Token, "POST", "/messages", postBody(env.Chan.ID, "still serving"), nil), 201)
 }
+
+// A webhook hands its post to the conversation's actor: when another node
+// leads the conversation's partition, the post goes there, and the
+// conversation's answer comes back to the hooks host, through every node.
+func TestClusterWebhookPostsReachConversationsLedElsewhere(t *testing.T) {
+	c := startCluster(t, 3)
+	w, _, in := webhookEnv(t, c.nodes[0], 20)
+	leader := c.leaders(t)
+	var h *Hook
+	for i := 0; h == nil && i < 20; i++ {
+		conv := w.channel(t, "public", w.members()...)
+		hk := in.hook(t, conv.ID)
+		if leader[partition.Of(hk.ID)] != leader[partition.Of(conv.ID)] {
+			h = hk
+		}
+	}
+	if h == nil {
+		t.Fatal("20 webhooks, each led with its conversation: the placement is not spread")
+	}
+	for i, s := range c.nodes {
+		r := s.do(t, "POST", h.Path, "", map[string]any{"text": fmt.Sprintf("through n%d", i+1)}, nil)
+		if r.Status != 200 || r.Get("ok") != true {
+			t.Fatalf("webhook post through n%d: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+	if got := len(history(t, in, h.Conv)); got != len(c.nodes) {
+		t.Errorf("the conversation holds %d messages, want %d", got, len(c.nodes))
+	}
+}
+
+// leaders is each partition's leader by name, as node 1's view says.
+func (c *testCluster) leaders(t *testing.T) map[partition.ID]string {
+	t.Helper()
+	v, err := c.view(t, c.nodes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[partition.ID]string{}
+	for _, m := range v.Members {
+		for _, p := range m.Led {
+			out[partition.ID(p)] = m.Name
+		}
+	}
+	return out
+}
