@@ -50,8 +50,11 @@ func (m *Member) ReadRecords(q *kitpb.ReadRecords) (*kitpb.Records, error) {
 			}
 			return recs, nil
 		}
-		if errors.Is(err, peer.ErrRefused) || ctx.Err() != nil {
+		if errors.Is(err, peer.ErrRefused) {
 			return nil, err // a malformed request: asking another will not help
+		}
+		if ctx.Err() != nil {
+			return nil, errors.Join(err, kiterr.New(kiterr.Unavailable, fmt.Sprintf("no node holding partition %d answered in time", p)))
 		}
 		last = fmt.Errorf("read partition %d from holder %d: %w", p, i+1, err)
 	}
