@@ -96,6 +96,13 @@ const (
 	selfPoll = 5 * time.Millisecond
 )
 
+// How long a request that met a Moved naming no newer leader waits for
+// the routing table to name another node, and how often it looks.
+const (
+	movedWait = time.Second
+	movedPoll = 20 * time.Millisecond
+)
+
 // requestID names one forwarded request, the same on each of its retries.
 func (f *forwarder) requestID() string {
 	return f.prefix + strconv.FormatUint(f.seq.Add(1), 16)
@@ -154,7 +161,17 @@ func (n *Node) forward(kind, identity string, msg proto.Message, notHosted error
 			f.Router.Learn(p, Leader{Addr: m.Leader, Term: m.Term})
 		}
 		next, ok := f.Router.Leader(p)
-		if hop > 0 || !ok || next.Term <= to.Term || next.Addr == to.Addr || next.Addr == f.Self {
+		// A Moved that names no newer leader comes from a node that left
+		// p's group or has not heard of its new leader yet; the table of
+		// a node that holds no replica of p learns of the new leader from
+		// gossip a little later. Wait for it, as for an election.
+		for deadline := time.Now().Add(movedWait); hop == 0 && ok && next.Addr == to.Addr && time.Now().Before(deadline); {
+			time.Sleep(movedPoll)
+			next, ok = f.Router.Leader(p)
+		}
+		// One more hop, to another node, in a newer term when terms are
+		// known (gossip names a leader without its term).
+		if hop > 0 || !ok || next.Addr == to.Addr || next.Addr == f.Self || next.Term != 0 && next.Term <= to.Term {
 			return nil, fmt.Errorf("request %s/%s: partition %d moved from %s: %w", kind, identity, p, to.Addr, errNoLeader)
 		}
 		to = next

@@ -175,7 +175,7 @@ func TestForwarding(t *testing.T) {
 				t.Fatalf("%d hops, want 2", got)
 			}
 		}},
-		{"Moved without a newer term is unavailable at once", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
+		{"Moved naming a leader of no newer term is unavailable: no hop", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
 			leadOnly(p, nil, []*member{a, b, c})
 			a.table.Set(p, b.peers.Addr(), 4)
 			b.table.Set(p, c.peers.Addr(), 4)
@@ -195,6 +195,23 @@ func TestForwarding(t *testing.T) {
 			}
 			if b.served.Load() != 0 || c.runs.Load() != 0 {
 				t.Fatalf("served by B %d, runs on C %d: want 0, 0", b.served.Load(), c.runs.Load())
+			}
+		}},
+		{"a Moved naming no leader waits for the table to name another node, then hops there", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
+			leadOnly(p, c, []*member{a, b, c})
+			a.table.Set(p, b.peers.Addr(), 0) // gossip's word: B leads, no term
+			// B left p's group and knows no leader; gossip names C a
+			// moment later.
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				a.table.Set(p, c.peers.Addr(), 0)
+			}()
+			r, err := getUser(a, id, "u")
+			if err != nil || r.User.DisplayName != "C" {
+				t.Fatalf("got %v, %v; want the reply of C", r, err)
+			}
+			if b.served.Load() != 1 || c.served.Load() != 1 {
+				t.Fatalf("served by B %d, C %d: want 1, 1", b.served.Load(), c.served.Load())
 			}
 		}},
 		{"no known leader is unavailable, nothing sent", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
