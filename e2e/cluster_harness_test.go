@@ -275,6 +275,36 @@ func (c *testCluster) settled(t *testing.T, want int) string {
 	return ""
 }
 
+// waitStable waits until node 1's view of who leads what stays the same
+// for a second: after a heal, leaderships move back for a while, and a
+// write that meets a move is a (legitimate) 503 that a test's set-up does
+// not expect.
+func (c *testCluster) waitStable(t *testing.T) {
+	t.Helper()
+	var last string
+	since := time.Now()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		v, err := c.view(t, c.nodes[0])
+		if err != nil {
+			last, since = "", time.Now()
+			continue
+		}
+		var led []string
+		for _, m := range v.Members {
+			led = append(led, fmt.Sprint(m.Name, m.Led))
+		}
+		now := strings.Join(led, ";")
+		if now != last {
+			last, since = now, time.Now()
+			continue
+		}
+		if time.Since(since) >= time.Second {
+			return
+		}
+	}
+	t.Fatalf("the leaderships did not stay put for a second within 30 s")
+}
+
 // live lists the nodes that run.
 func (c *testCluster) live() []*Server {
 	var out []*Server

@@ -391,6 +391,7 @@ func TestClusterJepsenLinearizable(t *testing.T) {
 	}
 	cutBusiest := func(t *testing.T) linearizableFault {
 		c.waitSettled(t, 3) // the last cut healed
+		c.waitStable(t)
 		i := c.busiest(t)
 		return func() {
 			start := time.Now()
@@ -407,6 +408,8 @@ func TestClusterJepsenLinearizable(t *testing.T) {
 		linearizableSlugClaims(t, c.nodes[0], urls, cutBusiest(t))
 	})
 	t.Run("Idempotency-Key replays", func(t *testing.T) {
+		c.waitSettled(t, 3) // the last cut healed
+		c.waitStable(t)
 		linearizableReplays(t, c.nodes[0], urls, nil)
 	})
 	t.Run("Idempotency-Key replays while a node is cut off", func(t *testing.T) {
