@@ -47,7 +47,9 @@ var errNoPartition = errors.New("replica: write to a key of no partition")
 // errNotCommitted is what a client hears of a write its partition's group
 // did not commit (a leader change, no quorum, a timeout): 503, and the
 // write may or may not have happened, so it retries with its
-// Idempotency-Key.
+// Idempotency-Key. It comes first in the chain of a commit's error, so
+// that the answer says this rather than raft's own words (a leader's
+// refusal crosses the transport as a kiterr.Error of its own).
 var errNotCommitted = kiterr.New(kiterr.Unavailable, "the write could not be confirmed; retry it (with its Idempotency-Key)")
 
 // Commit proposes b's writes and returns once they are applied. Almost
@@ -77,7 +79,7 @@ func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
 			_, err = l.groups.Propose(ctx, g, repr)
 		}
 		if err != nil {
-			return fmt.Errorf("replica: commit to partition %d: %w: %w", first, err, errNotCommitted)
+			return fmt.Errorf("replica: commit to partition %d: %w: %w", first, errNotCommitted, err)
 		}
 		return nil
 	}
@@ -104,14 +106,14 @@ func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
 		}
 		l.stats.remote.Inc()
 		if err := l.remote(ctx, g, part.Repr()); err != nil {
-			return fmt.Errorf("replica: commit to partition %d through its leader: %w: %w", p, err, errNotCommitted)
+			return fmt.Errorf("replica: commit to partition %d through its leader: %w: %w", p, errNotCommitted, err)
 		}
 	}
 	if len(here) == 0 {
 		return nil
 	}
 	if err := l.groups.ProposeAll(ctx, here); err != nil {
-		return fmt.Errorf("replica: commit to %d partitions: %w: %w", len(here), err, errNotCommitted)
+		return fmt.Errorf("replica: commit to %d partitions: %w: %w", len(here), errNotCommitted, err)
 	}
 	return nil
 }

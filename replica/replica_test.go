@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/kitd/kitd/internal/kiterr"
 	"slices"
 	"sync"
 	"testing"
@@ -332,5 +333,25 @@ func TestStartLeadsEveryPartitionAndRestarts(t *testing.T) {
 		if v, err := s.Get(keyIn(p, "k")); err != nil || string(v) != want {
 			t.Errorf("partition %d after a restart: %q, %v; want %q", p, v, err, want)
 		}
+	}
+}
+
+// A write its group did not commit answers errNotCommitted's words, never
+// raft's, even when the leader's refusal came back as an error of its own.
+func TestUncommittedWriteSaysSoInItsOwnWords(t *testing.T) {
+	s := openStore(t, vfs.NewMem())
+	defer s.Close()
+	l := newLog(&fakeGroups{}, s, time.Second)
+	l.leads = func(replication.GroupID) bool { return false }
+	l.remote = func(context.Context, replication.GroupID, []byte) error {
+		return kiterr.New(kiterr.Unavailable, "replication: group 1: not the leader (leader 7, term 4)")
+	}
+	b := s.NewBatch()
+	b.Set(keyIn(1, "a"), nil)
+	err := l.Commit(b.Repr())
+	b.Close()
+	var e *kiterr.Error
+	if !errors.As(err, &e) || e.Message != errNotCommitted.Message || e.Code != kiterr.Unavailable {
+		t.Fatalf("err = %v, want errNotCommitted's answer", err)
 	}
 }
