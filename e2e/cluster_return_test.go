@@ -38,6 +38,20 @@ func TestClusterRemovedNodeReturns(t *testing.T) {
 // their metrics.
 func (c *testCluster) waitVoters(t *testing.T, want int) {
 	t.Helper()
+	c.waitMetricSum(t, "voters counted by the leaders", want, "kitd_raft_voters")
+}
+
+// waitLiveReplicas waits until the live nodes hold want replicas in all,
+// by their metrics.
+func (c *testCluster) waitLiveReplicas(t *testing.T, want int) {
+	t.Helper()
+	c.waitMetricSum(t, "replicas held by the live nodes", want, "kitd_raft_partitions", "role", "replica")
+}
+
+// waitMetricSum waits up to 60 s until a series summed over the live
+// nodes' /metrics is want.
+func (c *testCluster) waitMetricSum(t *testing.T, what string, want int, family string, labels ...string) {
+	t.Helper()
 	var got float64
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		got = 0
@@ -46,13 +60,13 @@ func (c *testCluster) waitVoters(t *testing.T, want int) {
 			if err != nil || r.Status != 200 {
 				continue
 			}
-			got += metricstest.Value(metricstest.Parse(t, r.Body), "kitd_raft_voters")
+			got += metricstest.Value(metricstest.Parse(t, r.Body), family, labels...)
 		}
 		if got == float64(want) {
 			return
 		}
 	}
-	t.Fatalf("the leaders count %v voters after 60 s, want %d", got, want)
+	t.Fatalf("%s: %v after 60 s, want %d", what, got, want)
 }
 
 // rejoin starts node i again on its data directory, joining a live node.
@@ -100,25 +114,4 @@ func TestClusterRecreatesLostReplicasElsewhere(t *testing.T) {
 			t.Errorf("%s reads %v, want [after before]", s.Addr, texts)
 		}
 	}
-}
-
-// waitLiveReplicas waits until the live nodes hold want replicas in all,
-// by their metrics.
-func (c *testCluster) waitLiveReplicas(t *testing.T, want int) {
-	t.Helper()
-	var got float64
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		got = 0
-		for _, s := range c.live() {
-			r, err := s.request("GET", "/metrics", c.op, nil, nil)
-			if err != nil || r.Status != 200 {
-				continue
-			}
-			got += metricstest.Value(metricstest.Parse(t, r.Body), "kitd_raft_partitions", "role", "replica")
-		}
-		if got == float64(want) {
-			return
-		}
-	}
-	t.Fatalf("the live nodes hold %v replicas after 60 s, want %d", got, want)
 }
