@@ -178,23 +178,13 @@ func setMemberActions(inst *kitpb.Installation, man *manifest.Manifest) {
 // an older build recorded without them, from its installed version's
 // manifest, and saves them: once, on the first action that needs them.
 func (a *installationActor) learnMemberActions() error {
-	kit, err := cluster.Call[*kitpb.KitReply](a.env.Node, KindKit, a.inst.KitId, &kitpb.GetKit{})
+	man, err := a.installedManifest()
 	if err != nil {
 		return err
 	}
-	for _, v := range kit.Versions {
-		if v.Version != a.inst.KitVersion {
-			continue
-		}
-		man, problems := manifest.Parse(v.Manifest)
-		if len(problems) > 0 {
-			return fmt.Errorf("installed manifest %s@%s no longer parses: %s", a.inst.KitId, v.Version, problems[0].Message)
-		}
-		next := proto.Clone(a.inst).(*kitpb.Installation)
-		setMemberActions(next, man)
-		return a.save(next, nil)
-	}
-	return fmt.Errorf("installation %s: installed version %s not found", a.id, a.inst.KitVersion)
+	next := proto.Clone(a.inst).(*kitpb.Installation)
+	setMemberActions(next, man)
+	return a.save(next, nil)
 }
 
 // botCaller is the installation's bot as the author of a post.

@@ -121,11 +121,25 @@ func (a *installationActor) tools() (*installedTools, error) {
 	if a.toolCache != nil && a.toolCache.version == a.inst.KitVersion {
 		return a.toolCache, nil
 	}
+	man, err := a.installedManifest()
+	if err != nil {
+		return nil, err
+	}
+	t := &installedTools{version: a.inst.KitVersion, endpoint: man.Endpoints.Tools, audience: map[string]string{}}
+	for _, tool := range man.Tools {
+		t.audience[tool.Name] = tool.Audience
+	}
+	a.toolCache = t
+	return t, nil
+}
+
+// installedManifest reads the manifest of the installed version from the
+// installation's Kit.
+func (a *installationActor) installedManifest() (*manifest.Manifest, error) {
 	kit, err := cluster.Call[*kitpb.KitReply](a.env.Node, KindKit, a.inst.KitId, &kitpb.GetKit{})
 	if err != nil {
 		return nil, err
 	}
-	t := &installedTools{version: a.inst.KitVersion, audience: map[string]string{}}
 	for _, v := range kit.Versions {
 		if v.Version != a.inst.KitVersion {
 			continue
@@ -134,13 +148,9 @@ func (a *installationActor) tools() (*installedTools, error) {
 		if len(problems) > 0 {
 			return nil, fmt.Errorf("installed manifest %s@%s no longer parses: %s", a.inst.KitId, v.Version, problems[0].Message)
 		}
-		t.endpoint = man.Endpoints.Tools
-		for _, tool := range man.Tools {
-			t.audience[tool.Name] = tool.Audience
-		}
+		return man, nil
 	}
-	a.toolCache = t
-	return t, nil
+	return nil, fmt.Errorf("installation %s: installed version %s not found", a.id, a.inst.KitVersion)
 }
 
 // loadRun reads one of the installation's runs; not_found when absent.
