@@ -109,8 +109,9 @@ func TestClusterReadsPartitionsANodeLacks(t *testing.T) {
 }
 
 // waitReplicas waits until want nodes are alive and every partition is
-// led by one and held by replicas of them, each node leading its share,
-// and returns the partitions
+// led by one and held by replicas of them, each node leading some (how
+// evenly is not this test's matter: on a loaded machine the leaderships
+// take long to even out), and returns the partitions
 // each node lacks; at least one node must lack some.
 func (c *testCluster) waitReplicas(t *testing.T, want, replicas int) map[string][]int {
 	t.Helper()
@@ -129,8 +130,8 @@ func (c *testCluster) waitReplicas(t *testing.T, want, replicas int) map[string]
 				continue
 			}
 			alive++
-			if share := (64 + want - 1) / want; len(m.Led) == 0 || len(m.Led) > share {
-				last = fmt.Sprintf("%s leads %d partitions, want 1 to %d", m.Name, len(m.Led), share)
+			if len(m.Led) == 0 {
+				last = fmt.Sprintf("%s leads no partition", m.Name)
 			}
 			for _, p := range m.Led {
 				led[p]++
