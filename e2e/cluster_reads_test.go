@@ -109,19 +109,18 @@ func TestClusterReadsPartitionsANodeLacks(t *testing.T) {
 }
 
 // waitReplicas waits until want nodes are alive, every partition is led
-// by one and held by replicas of them, and the balancer is done: no node
-// leads more than its share, and the view stays the same for a second. A
-// write that meets a leadership move is a legitimate 503 (raft drops a
-// proposal during a transfer), which the scenario's set-up does not
-// expect. On a loaded machine the leaderships take long to even out,
-// hence the long deadline. It returns the partitions each node lacks; at
-// least one node must lack some.
+// by one and held by replicas of them, each node leads some, and the view
+// stays the same for two seconds: a write that meets a leadership move is
+// a legitimate 503 (raft drops a proposal during a transfer), which the
+// scenario's set-up does not expect. How evenly the nodes lead is not
+// this test's matter: on a loaded machine the balancer's counts (gossip)
+// lag, and the leaderships took minutes to even out. It returns the
+// partitions each node lacks; at least one node must lack some.
 func (c *testCluster) waitReplicas(t *testing.T, want, replicas int) map[string][]int {
 	t.Helper()
-	share := (64 + want - 1) / want
 	var last, seen string
 	since := time.Now()
-	for deadline := time.Now().Add(180 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(120 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		v, err := c.view(t, c.nodes[0])
 		if err != nil {
 			last = err.Error()
@@ -136,8 +135,8 @@ func (c *testCluster) waitReplicas(t *testing.T, want, replicas int) map[string]
 				continue
 			}
 			alive++
-			if len(m.Led) > share {
-				last = fmt.Sprintf("%s leads %d partitions, more than its share of %d", m.Name, len(m.Led), share)
+			if len(m.Led) == 0 {
+				last = fmt.Sprintf("%s leads no partition", m.Name)
 			}
 			leads = append(leads, fmt.Sprint(m.Name, m.Led))
 			for _, p := range m.Led {
@@ -163,7 +162,7 @@ func (c *testCluster) waitReplicas(t *testing.T, want, replicas int) map[string]
 			seen, since = now, time.Now()
 			continue
 		}
-		if time.Since(since) >= time.Second {
+		if time.Since(since) >= 2*time.Second {
 			if len(lacking) == 0 {
 				t.Fatal("every node holds every partition")
 			}
@@ -173,7 +172,7 @@ func (c *testCluster) waitReplicas(t *testing.T, want, replicas int) map[string]
 	if last == "" {
 		last = "the leaderships kept moving"
 	}
-	t.Fatalf("the cluster did not settle in 180 s: %s", last)
+	t.Fatalf("the cluster did not settle in 120 s: %s", last)
 	return nil
 }
 
