@@ -138,10 +138,11 @@ func (a *deliveryActor) take(source string, pos uint64, k, rec []byte) {
 		a.batch = a.env.newBatch()
 	}
 	a.last++
-	a.batch.Set(queuedEventKey(a.id, a.last), withSequence(rec, a.last))
+	queued := withSequence(rec, a.last)
+	a.batch.Set(queuedEventKey(a.id, a.last), queued)
 	a.batch.Delete(k)
 	a.taken[source] = pos
-	a.q.push(source, a.last)
+	a.q.hold(a.q.push(source, a.last), queued)
 }
 
 // commit writes what was taken: the queue entries, the outbox deletions

@@ -201,7 +201,8 @@ func (a *deliveryActor) redeliverOne(b batch, id string, requeue func([]byte, *k
 		case d == nil:
 			requeue(k, ev)
 		case !d.inFlight:
-			d.nextAt, d.firstAt, d.asked = 0, 0, true
+			a.q.release(d)
+			d.nextAt, d.firstAt, d.asked, d.rec = 0, 0, true, nil // its record changes
 			ev.NextAttemptAt, ev.FirstAttemptAt, ev.Redelivery = 0, 0, true
 			put(b, k, ev)
 			reply.Sequences = append(reply.Sequences, ev.Sequence)

@@ -36,6 +36,7 @@ type deliveryQueue struct {
 	bySource map[string][]uint64
 	state    map[uint64]*delivery
 	inFlight int
+	held     int // bytes of the waiting records kept (delivery.rec)
 }
 
 type delivery struct {
@@ -45,11 +46,17 @@ type delivery struct {
 	attempts int32
 	nextAt   int64 // service clock, unix nanoseconds
 	firstAt  int64
-	// rec is the queued record while in flight, as take read it, so that
-	// the attempt's outcome need not read it again (at most
-	// MaxInFlightPerInstallation are held).
+	// rec is the queued record: from the notice that queued it until its
+	// first attempt (within heldBudget), so that a take need not read it
+	// back, and while in flight, so that the outcome need not read it
+	// again. nil: read it from the store.
 	rec []byte
 }
+
+// heldBudget bounds the bytes of queued records a delivery actor keeps in
+// memory while they wait (delivery.rec): a backlog beyond it, an endpoint
+// down with a busy workspace, is read back from the store instead.
+const heldBudget = 4 << 20
 
 // queueOf is the source of ev for installation inst, which names its
 // queue: the actor that wrote it (the outbox source of the notice that
@@ -73,10 +80,28 @@ func (q *deliveryQueue) init() {
 	}
 }
 
-func (q *deliveryQueue) push(source string, seq uint64) {
+func (q *deliveryQueue) push(source string, seq uint64) *delivery {
 	q.init()
 	q.bySource[source] = append(q.bySource[source], seq)
-	q.state[seq] = &delivery{source: source}
+	d := &delivery{source: source}
+	q.state[seq] = d
+	return d
+}
+
+// hold keeps rec, d's queued record, while it waits, if the budget allows.
+func (q *deliveryQueue) hold(d *delivery, rec []byte) {
+	if q.held+len(rec) <= heldBudget {
+		d.rec = rec
+		q.held += len(rec)
+	}
+}
+
+// release stops counting d's record against the budget: it leaves for its
+// attempt (or the queue).
+func (q *deliveryQueue) release(d *delivery) {
+	if d.rec != nil && !d.inFlight {
+		q.held -= len(d.rec)
+	}
 }
 
 func (q *deliveryQueue) waiting() int { return len(q.state) }
@@ -84,6 +109,7 @@ func (q *deliveryQueue) waiting() int { return len(q.state) }
 // pop removes seq, the head of its source's queue.
 func (q *deliveryQueue) pop(seq uint64) {
 	d := q.state[seq]
+	q.release(d)
 	delete(q.state, seq)
 	s := q.bySource[d.source]
 	if len(s) > 0 && s[0] == seq {
@@ -165,14 +191,18 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 			}
 			continue
 		}
-		rec, err := a.queuedRecord(seqs[0])
-		if err != nil {
-			return nil, err
+		rec := d.rec
+		if rec == nil {
+			var err error
+			if rec, err = a.queuedRecord(seqs[0]); err != nil {
+				return nil, err
+			}
 		}
 		ev, err := decodeQueued(rec)
 		if err != nil {
 			return nil, err
 		}
+		a.q.release(d)
 		d.inFlight, d.rec = true, rec
 		a.q.inFlight++
 		reply.Events = append(reply.Events, ev)
