@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/internal/partition"
@@ -29,9 +30,13 @@ type deliveryActor struct {
 	// activation. Sources write positions in increasing order (outbox.add),
 	// so a notice at or below it names an event taken already: by the
 	// activation's scan, which may run before the notices of what it took.
-	taken      map[string]uint64
-	batch      batch // what the notices since the last flush took (none: nil Batch)
-	flushQueue bool  // a flushOutbox is on its way to the mailbox
+	taken map[string]uint64
+	// batch is what was written since the last flush (none: nil Batch):
+	// what notices took, and the outcomes of attempts, which share one
+	// write (docs/deliveries.md, "Cost").
+	batch      batch
+	takes      bool // batch holds takes: commit before handing out events
+	flushQueue bool // a flushOutbox is on its way to the mailbox
 
 	q         deliveryQueue           // what waits to be delivered (delivery_queue.go)
 	durable   uint64                  // the last sequence a WAL sync covers for sure
@@ -39,8 +44,8 @@ type deliveryActor struct {
 	delivered []uint64                // sequences of the delivered records kept, sorted (keepRecent)
 }
 
-// flushOutbox commits what the notices before it took: every notice that
-// reached the mailbox before it shares one synced batch.
+// flushOutbox commits what the notices and attempts before it wrote: all
+// that reached the mailbox before it share one write.
 type flushOutbox struct{}
 
 func (a *deliveryActor) Receive(ctx actorContext) {
@@ -55,10 +60,7 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		if m.Pos > a.taken[m.Source] {
 			a.take(m.Source, m.Pos, outboxKey(a.id, m.Source, m.Pos), m.Event)
 		}
-		if !a.flushQueue {
-			a.flushQueue = true
-			ctx.Send(ctx.Self(), flushOutbox{})
-		}
+		a.flushLater(ctx)
 		return
 	case flushOutbox:
 		a.flushQueue = false
@@ -73,8 +75,31 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 			a.resumeForNewVersion(ctx, m)
 		}
 		return
+	case *actor.Stopping:
+		// What waits for a flush is written, as the flush would have.
+		a.flush(ctx)
 	}
 	receive(a, &a.life, a.env, ctx)
+	if a.batch.Batch != nil {
+		a.flushLater(ctx) // an attempt's outcome
+	}
+}
+
+// flushLater has what the mailbox holds now handled before the pending
+// writes are committed, so that they share one write.
+func (a *deliveryActor) flushLater(ctx actorContext) {
+	if !a.flushQueue {
+		a.flushQueue = true
+		ctx.Send(ctx.Self(), flushOutbox{})
+	}
+}
+
+// pending is the batch of writes waiting for the next flush.
+func (a *deliveryActor) pending() batch {
+	if a.batch.Batch == nil {
+		a.batch = a.env.newBatch()
+	}
+	return a.batch
 }
 
 // exists: a delivery actor is asked only by the node itself, for
@@ -134,9 +159,8 @@ func (a *deliveryActor) takeOutbox() error {
 // take queues the outbox record rec, at position pos of source (outbox
 // key k), under the next sequence.
 func (a *deliveryActor) take(source string, pos uint64, k, rec []byte) {
-	if a.batch.Batch == nil {
-		a.batch = a.env.newBatch()
-	}
+	a.pending()
+	a.takes = true
 	a.last++
 	queued := withSequence(rec, a.last)
 	a.batch.Set(queuedEventKey(a.id, a.last), queued)
@@ -145,23 +169,26 @@ func (a *deliveryActor) take(source string, pos uint64, k, rec []byte) {
 	a.q.hold(a.q.push(source, a.last), queued)
 }
 
-// commit writes what was taken: the queue entries, the outbox deletions
-// and the last sequence together. It does not wait for a WAL sync of its
-// own: the posts that keep coming sync the WAL anyway, and a crash before
-// the next sync undoes all of it at once, leaving the outbox entries to be
-// taken again under the same sequences. (Before an event leaves the node,
-// the sender makes sure the queue is durable.)
+// commit writes what was taken (the queue entries, the outbox deletions
+// and the last sequence together) and the outcomes of attempts. It does
+// not wait for a WAL sync of its own: the posts that keep coming sync the
+// WAL anyway, and a crash before the next sync undoes all of it at once,
+// leaving the outbox entries to be taken again under the same sequences
+// and the attempts to be made again. (Before an event leaves the node,
+// takeDeliveries makes sure its sequence is durable.)
 func (a *deliveryActor) commit() error {
 	if a.batch.Batch == nil {
 		return nil
 	}
-	b := a.batch
-	a.batch = batch{}
-	b.Set(eventSequenceKey(a.id), persistence.AppendUint64(nil, a.last))
+	b, takes := a.batch, a.takes
+	a.batch, a.takes = batch{}, false
+	if takes {
+		b.Set(eventSequenceKey(a.id), persistence.AppendUint64(nil, a.last))
+	}
 	if err := b.Write(); err != nil {
 		return fmt.Errorf("queue events of %s: %w", a.id, err)
 	}
-	if a.env.Deliveries != nil {
+	if takes && a.env.Deliveries != nil {
 		a.env.Deliveries.EventsQueued(a.id)
 	}
 	return nil

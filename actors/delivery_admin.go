@@ -254,9 +254,8 @@ func (a *deliveryActor) queueTestEvent(m *kitpb.QueueTestEvent) (proto.Message, 
 		a.ep.KitId = m.KitId
 	}
 	ev := testEvent(k, nanos(a.env.Clock.Now()), a.id, m.BotId)
-	if a.batch.Batch == nil {
-		a.batch = a.env.newBatch()
-	}
+	a.pending()
+	a.takes = true
 	a.last++
 	ev.Sequence = a.last
 	stored := proto.Clone(ev).(*kitpb.Event)

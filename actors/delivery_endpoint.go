@@ -78,6 +78,8 @@ func (a *deliveryActor) resumeForNewVersion(ctx actorContext, m *kitpb.ResumeDel
 	if m.KitId != "" {
 		a.ep.KitId = m.KitId
 	}
+	// Pending outcomes wrote the endpoint's older state: they go first.
+	a.flush(ctx)
 	b := a.env.newBatch()
 	e := a.resume(a.env.Clock.Now())
 	put(b, deliveryEndpointKey(a.id), a.ep)

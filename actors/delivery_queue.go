@@ -167,8 +167,12 @@ func (q *deliveryQueue) load(store *persistence.Store, inst string, resumedAt in
 
 // takeDeliveries hands the sender the events it may send now.
 func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, error) {
-	if err := a.commit(); err != nil {
-		return nil, err
+	// Events taken since the last flush are written before they may go;
+	// outcomes alone wait for the flush.
+	if a.takes {
+		if err := a.commit(); err != nil {
+			return nil, err
+		}
 	}
 	now := nanos(a.env.Clock.Now())
 	reply := &kitpb.DeliveriesReply{}
@@ -263,7 +267,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		a.ep.KitId = m.KitId
 	}
 	now := a.env.Clock.Now()
-	b := a.env.newBatch()
+	b := a.pending() // written by the next flush, with what else comes meanwhile
 	e := newLogEntry(a.env, LogSourceDelivery, LogLevelInfo, "event.delivery", a.id)
 	e.Attempt = proto.Int32(d.attempts + 1)
 	e.DurationMs = proto.Int64(m.DurationMs)
@@ -319,12 +323,11 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 			a.env.putLog(b, partition.Of(a.id), a.ep.KitId, endpointLog)
 		}
 	}
-	// No sync of its own, as for sequencing: a crash before the next WAL
-	// sync forgets the outcome, so the event is sent again (at least once)
-	// or retried sooner, and its log entry is lost with it.
-	if err := b.Write(); err != nil {
-		return nil, fmt.Errorf("record delivery of %s/%d: %w", a.id, m.Sequence, err)
-	}
+	// Written by the next flush, with no sync of its own, as for
+	// sequencing: a crash before the next WAL sync forgets the outcome, so
+	// the event is sent again (at least once) or retried sooner, and its
+	// log entry is lost with it. A failed flush stops the actor, whose
+	// next activation reads the queue as stored.
 	if e.Status == "delivered" || e.Status == "dead_lettered" {
 		a.q.pop(m.Sequence)
 	}

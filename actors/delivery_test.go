@@ -2,10 +2,13 @@ package actors_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -141,4 +144,39 @@ func TestDeliveryQueueRules(t *testing.T) {
 			t.Fatalf("%d events queued, want b alone", len(q))
 		}
 	})
+}
+
+// The outcomes of attempts wait for the actor's next flush, to share one
+// write (docs/deliveries.md, "Cost"), and are in the store once the node
+// stops: after a restart a delivered event reads delivered and a failed
+// one retrying, and neither is sent again at once.
+func TestAttemptOutcomesAreWrittenBeforeTheNodeStops(t *testing.T) {
+	fs := vfs.NewMem()
+	n, err := startNode(fs, nil)
+	noErr(t, err)
+	f, cs := deliveryFixture(t, n, 2)
+	n.post(t, f.user, cs[0], postReq{text: "delivered"})
+	n.post(t, f.user, cs[1], postReq{text: "failed"})
+	evs := take(t, n, f.inst.Id).Events
+	if len(evs) != 2 {
+		t.Fatalf("took %q, want both", eventTexts(evs))
+	}
+	for _, ev := range evs {
+		record(t, n, f.inst.Id, ev.Sequence, ev.Message.Text == "delivered")
+	}
+	noErr(t, n.stop())
+
+	n, err = startNode(fs, n.clk)
+	noErr(t, err)
+	t.Cleanup(func() { n.stop() })
+	got := map[string]string{}
+	for _, d := range listDeliveries(t, n, f.inst.Id, 0, 10).Deliveries {
+		got[d.Event.Message.GetText()] = d.State
+	}
+	if want := map[string]string{"delivered": actors.DeliverySucceeded, "failed": actors.DeliveryRetrying}; !maps.Equal(got, want) {
+		t.Fatalf("after the restart: %v, want %v", got, want)
+	}
+	if r := take(t, n, f.inst.Id); len(r.Events) != 0 {
+		t.Fatalf("after the restart took %q again at once, want nothing (one delivered, one waiting for its retry)", eventTexts(r.Events))
+	}
 }
