@@ -258,6 +258,9 @@ func decodeQueued(rec []byte) (*kitpb.Event, error) {
 func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, error) {
 	d := a.q.state[m.Sequence]
 	if d == nil || !d.inFlight {
+		if m.TakeNext > 0 {
+			return &kitpb.DeliveriesReply{InFlight: int32(a.q.inFlight)}, nil
+		}
 		return &kitpb.Ok{}, nil
 	}
 	rec := d.rec
@@ -330,6 +333,9 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 	// next activation reads the queue as stored.
 	if e.Status == "delivered" || e.Status == "dead_lettered" {
 		a.q.pop(m.Sequence)
+	}
+	if m.TakeNext > 0 {
+		return a.takeDeliveries(&kitpb.TakeDeliveries{Max: m.TakeNext})
 	}
 	return &kitpb.Ok{}, nil
 }

@@ -94,6 +94,20 @@ func TestDeliveryQueueRules(t *testing.T) {
 			}
 		}
 	})
+	t.Run("recording an attempt with take_next hands out what may go next", func(t *testing.T) {
+		f, _ := deliveryFixture(t, n, 1)
+		n.post(t, f.user, f.conv, postReq{text: "a"})
+		n.post(t, f.user, f.conv, postReq{text: "b"})
+		ev := take(t, n, f.inst.Id).Events[0]
+		r := ask[*kitpb.DeliveriesReply](t, n, actors.KindDelivery, f.inst.Id, &kitpb.RecordAttempt{Sequence: ev.Sequence, Delivered: true, TakeNext: 10})
+		if got := eventTexts(r.Events); len(got) != 1 || got[0] != "b" || r.InFlight != 1 {
+			t.Fatalf("after a was delivered: %q (in flight %d), want b in flight", got, r.InFlight)
+		}
+		r = ask[*kitpb.DeliveriesReply](t, n, actors.KindDelivery, f.inst.Id, &kitpb.RecordAttempt{Sequence: r.Events[0].Sequence, Delivered: true, TakeNext: 10})
+		if len(r.Events) != 0 || r.InFlight != 0 {
+			t.Fatalf("after b: %q (in flight %d), want nothing left", eventTexts(r.Events), r.InFlight)
+		}
+	})
 	t.Run("at most 10 in flight per installation", func(t *testing.T) {
 		f, cs := deliveryFixture(t, n, 12)
 		for _, c := range cs {

@@ -171,17 +171,7 @@ func (s *Sender) pump(inst string, wake chan struct{}) {
 		}
 		if len(r.Events) > 0 {
 			t, err := s.target(inst)
-			for _, ev := range r.Events {
-				inFlight.Add(1)
-				go func() {
-					defer inFlight.Done()
-					s.deliver(inst, t, err, ev)
-					select {
-					case wake <- struct{}{}:
-					default:
-					}
-				}()
-			}
+			s.start(inst, t, err, r.Events, &inFlight, wake)
 			continue
 		}
 		if r.InFlight == 0 && r.NextDue == 0 && s.retire(inst, wake) {
@@ -197,6 +187,48 @@ func (s *Sender) pump(inst string, wake chan struct{}) {
 		case <-s.done:
 			return
 		}
+	}
+}
+
+// chainLength bounds how many events one goroutine sends one after
+// another, taking the next as it records an attempt (Sender.chain), before
+// it hands back to the pump, which looks up the target again: a rotated
+// signing secret or a new version's endpoint is thus used soon.
+const chainLength = 100
+
+// start sends each event in its own goroutine.
+func (s *Sender) start(inst string, t target, terr error, evs []*kitpb.Event, inFlight *sync.WaitGroup, wake chan struct{}) {
+	for _, ev := range evs {
+		inFlight.Add(1)
+		go s.chain(inst, t, terr, ev, inFlight, wake)
+	}
+}
+
+// chain sends ev and, while the actor hands back more with the record of
+// each attempt, those: a freed slot is filled in the same round trip to
+// the actor, and the pump is woken only when the chain ends.
+func (s *Sender) chain(inst string, t target, terr error, ev *kitpb.Event, inFlight *sync.WaitGroup, wake chan struct{}) {
+	defer inFlight.Done()
+	for n := 1; ev != nil; n++ {
+		next := s.deliver(inst, t, terr, ev, terr == nil && n < chainLength && !s.isClosed())
+		ev = nil
+		if len(next) > 0 {
+			s.start(inst, t, terr, next[1:], inFlight, wake)
+			ev = next[0]
+		}
+	}
+	select {
+	case wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Sender) isClosed() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -294,8 +326,9 @@ func (s *Sender) endpoint(kitID, version string) (*url.URL, error) {
 	return u, nil
 }
 
-// deliver makes one attempt and records it.
-func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event) {
+// deliver makes one attempt and records it; with takeNext, it returns the
+// events the actor hands back to send now.
+func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, takeNext bool) []*kitpb.Event {
 	rec := &kitpb.RecordAttempt{Sequence: ev.Sequence, KitId: t.kitID, JitterPermille: actors.Jitter()}
 	if terr == nil {
 		release := s.kitSlot(t.kitID)
@@ -308,9 +341,18 @@ func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event) {
 		rec.ErrorCode = targetErrorCode(terr)
 		s.cfg.Logger.Warn("delivery target", "installation", inst, "err", terr)
 	}
-	if _, err := cluster.Call[*kitpb.Ok](s.cfg.Node, actors.KindDelivery, inst, rec); err != nil {
-		s.cfg.Logger.Warn("record delivery", "installation", inst, "err", err)
+	if takeNext {
+		rec.TakeNext = actors.MaxInFlightPerInstallation
 	}
+	res, err := s.cfg.Node.Request(actors.KindDelivery, inst, rec)
+	if err != nil {
+		s.cfg.Logger.Warn("record delivery", "installation", inst, "err", err)
+		return nil
+	}
+	if r, ok := res.(*kitpb.DeliveriesReply); ok {
+		return r.Events
+	}
+	return nil
 }
 
 // kitSlot waits for one of the Kit's MaxInFlightPerKit slots.

@@ -633,6 +633,9 @@ func (x *DeliveriesReply) GetInFlight() int32 {
 }
 
 // RecordAttempt reports the outcome of one attempt to deliver an event.
+// With take_next, the reply is a DeliveriesReply of at most that many
+// events that may go now (TakeDeliveries): the slot the attempt frees is
+// filled in the same round trip. Without it, the reply is Ok.
 type RecordAttempt struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Sequence       uint64                 `protobuf:"varint,1,opt,name=sequence,proto3" json:"sequence,omitempty"`
@@ -642,6 +645,7 @@ type RecordAttempt struct {
 	ErrorCode      string                 `protobuf:"bytes,5,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`                 // http_timeout, connection_failed, http_error, tls_error, refused_address
 	JitterPermille int64                  `protobuf:"varint,6,opt,name=jitter_permille,json=jitterPermille,proto3" json:"jitter_permille,omitempty"` // the sender's random draw for the backoff, 0-1000
 	KitId          string                 `protobuf:"bytes,7,opt,name=kit_id,json=kitId,proto3" json:"kit_id,omitempty"`                             // whose developer log gets the attempt
+	TakeNext       int32                  `protobuf:"varint,8,opt,name=take_next,json=takeNext,proto3" json:"take_next,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -723,6 +727,13 @@ func (x *RecordAttempt) GetKitId() string {
 		return x.KitId
 	}
 	return ""
+}
+
+func (x *RecordAttempt) GetTakeNext() int32 {
+	if x != nil {
+		return x.TakeNext
+	}
+	return 0
 }
 
 // ListDeliveries answers an installation's deliveries, newest sequence
@@ -1333,7 +1344,7 @@ const file_events_proto_rawDesc = "" +
 	"\bendpoint\x18\x03 \x01(\tR\bendpoint\x12\x18\n" +
 	"\asecrets\x18\x04 \x03(\tR\asecrets\x12\x19\n" +
 	"\bnext_due\x18\x05 \x01(\x03R\anextDue\x12\x1b\n" +
-	"\tin_flight\x18\x06 \x01(\x05R\binFlight\"\xea\x01\n" +
+	"\tin_flight\x18\x06 \x01(\x05R\binFlight\"\x87\x02\n" +
 	"\rRecordAttempt\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12\x1c\n" +
 	"\tdelivered\x18\x02 \x01(\bR\tdelivered\x12\x1f\n" +
@@ -1344,7 +1355,8 @@ const file_events_proto_rawDesc = "" +
 	"\n" +
 	"error_code\x18\x05 \x01(\tR\terrorCode\x12'\n" +
 	"\x0fjitter_permille\x18\x06 \x01(\x03R\x0ejitterPermille\x12\x15\n" +
-	"\x06kit_id\x18\a \x01(\tR\x05kitId\"O\n" +
+	"\x06kit_id\x18\a \x01(\tR\x05kitId\x12\x1b\n" +
+	"\ttake_next\x18\b \x01(\x05R\btakeNext\"O\n" +
 	"\x0eListDeliveries\x12'\n" +
 	"\x0fbefore_sequence\x18\x01 \x01(\x04R\x0ebeforeSequence\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\x91\x01\n" +
