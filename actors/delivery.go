@@ -58,7 +58,7 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 			return // the outbox keeps the event; the next activation takes it
 		}
 		if m.Pos > a.taken[m.Source] {
-			a.take(m.Source, m.Pos, outboxKey(a.id, m.Source, m.Pos), m.Event)
+			a.take(m.Source, m.Pos, m.Event)
 		}
 		a.flushLater(ctx)
 		return
@@ -116,6 +116,11 @@ func (a *deliveryActor) activate(identity string) error {
 	if err := a.q.load(a.env.Store, a.id, a.ep.ResumedAt); err != nil {
 		return err
 	}
+	for _, d := range a.q.state {
+		if d.outboxPos > a.taken[d.source] {
+			a.taken[d.source] = d.outboxPos
+		}
+	}
 	if err := a.loadDelivered(); err != nil {
 		return err
 	}
@@ -137,16 +142,19 @@ func (a *deliveryActor) activate(identity string) error {
 	return nil
 }
 
-// takeOutbox takes everything the outbox holds, in key order (so each
-// source's events in the order written), and commits. It finds what lost
+// takeOutbox takes everything the outbox holds that the queue does not
+// refer to yet, in key order (so each source's events in the order
+// written), and commits. It finds what lost
 // notices named: those of a crash, or of a notice that reached an
 // activation as it stopped.
 func (a *deliveryActor) takeOutbox() error {
 	for p := range partition.ID(partition.Count) {
 		prefix := outboxPrefix(p, a.id)
 		err := a.env.Partition(p).Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
-			source, pos := outboxSource(k)
-			a.take(source, pos, k, v)
+			// Entries the queue refers to were taken (q.load set taken).
+			if source, pos := outboxSource(k); pos > a.taken[source] {
+				a.take(source, pos, v) // take copies it
+			}
 			return true
 		})
 		if err != nil {
@@ -156,17 +164,19 @@ func (a *deliveryActor) takeOutbox() error {
 	return a.commit()
 }
 
-// take queues the outbox record rec, at position pos of source (outbox
-// key k), under the next sequence.
-func (a *deliveryActor) take(source string, pos uint64, k, rec []byte) {
+// take queues the outbox record rec, at position pos of source, under the
+// next sequence. The queue record refers to the outbox entry rather than
+// copying it: the entry stays until the event's delivery ends, which
+// deletes both (docs/deliveries.md, "Outbox and sequencer").
+func (a *deliveryActor) take(source string, pos uint64, rec []byte) {
 	a.pending()
 	a.takes = true
 	a.last++
-	queued := withSequence(rec, a.last)
-	a.batch.Set(queuedEventKey(a.id, a.last), queued)
-	a.batch.Delete(k)
+	a.batch.Set(queuedEventKey(a.id, a.last), marshal(&kitpb.Event{Sequence: a.last, OutboxSource: source, OutboxPos: pos}))
 	a.taken[source] = pos
-	a.q.hold(a.q.push(source, a.last), queued)
+	d := a.q.push(source, a.last)
+	d.outboxPos = pos
+	a.q.hold(d, withSequence(rec, a.last))
 }
 
 // commit writes what was taken (the queue entries, the outbox deletions
@@ -237,12 +247,9 @@ func (a *deliveryActor) listQueued(m *kitpb.ListQueuedEvents) (proto.Message, er
 		if m.Limit > 0 && len(reply.Events) == int(m.Limit) {
 			return false
 		}
-		ev := &kitpb.Event{}
-		if decodeErr = proto.Unmarshal(v, ev); decodeErr != nil {
+		var ev *kitpb.Event
+		if ev, decodeErr = a.decodeQueuedRecord(v); decodeErr != nil {
 			return false
-		}
-		if ev.Message != nil {
-			ev.Message.ConversationId = ev.ConversationId
 		}
 		reply.Events = append(reply.Events, ev)
 		return true

@@ -95,8 +95,8 @@ func (a *deliveryActor) listDeliveries(m *kitpb.ListDeliveries) (proto.Message, 
 		n := 0
 		var decodeErr error
 		err := a.env.Store.Scan(r.prefix, upper, true, func(_, v []byte) bool {
-			ev := &kitpb.Event{}
-			if decodeErr = proto.Unmarshal(v, ev); decodeErr != nil {
+			var ev *kitpb.Event
+			if ev, decodeErr = a.decodeStored(v); decodeErr != nil {
 				return false
 			}
 			out = append(out, &kitpb.DeliveryState{Event: ev, State: r.state(ev.Sequence)})
@@ -204,7 +204,8 @@ func (a *deliveryActor) redeliverOne(b batch, id string, requeue func([]byte, *k
 			a.q.release(d)
 			d.nextAt, d.firstAt, d.asked, d.rec = 0, 0, true, nil // its record changes
 			ev.NextAttemptAt, ev.FirstAttemptAt, ev.Redelivery = 0, 0, true
-			put(b, k, ev)
+			put(b, k, ev) // the event itself, as after a failed attempt
+			a.dropOutboxEntry(b, d)
 			reply.Sequences = append(reply.Sequences, ev.Sequence)
 		}
 		return false
@@ -223,13 +224,28 @@ func (a *deliveryActor) redeliverOne(b batch, id string, requeue func([]byte, *k
 	return false, nil
 }
 
+// decodeStored decodes a queued, delivered or dead record, a queued
+// reference with the outbox entry it refers to.
+func (a *deliveryActor) decodeStored(v []byte) (*kitpb.Event, error) {
+	rec, err := a.resolve(v)
+	if err != nil {
+		return nil, err
+	}
+	ev := &kitpb.Event{}
+	if err := proto.Unmarshal(rec, ev); err != nil {
+		return nil, fmt.Errorf("decode event: %w", err)
+	}
+	ev.OutboxSource, ev.OutboxPos = "", 0
+	return ev, nil
+}
+
 // scanEvents calls fn with each stored event under prefix, in sequence
 // order, until it answers false.
 func (a *deliveryActor) scanEvents(prefix []byte, fn func(k []byte, ev *kitpb.Event) bool) error {
 	var decodeErr error
 	err := a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
-		ev := &kitpb.Event{}
-		if decodeErr = proto.Unmarshal(v, ev); decodeErr != nil {
+		var ev *kitpb.Event
+		if ev, decodeErr = a.decodeStored(v); decodeErr != nil {
 			return false
 		}
 		return fn(slices.Clone(k), ev)

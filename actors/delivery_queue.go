@@ -46,6 +46,9 @@ type delivery struct {
 	attempts int32
 	nextAt   int64 // service clock, unix nanoseconds
 	firstAt  int64
+	// outboxPos is the position in its source's outbox of the entry the
+	// queue record refers to; 0: the queue record holds the event itself.
+	outboxPos uint64
 	// rec is the queued record: from the notice that queued it until its
 	// first attempt (within heldBudget), so that a take need not read it
 	// back, and while in flight, so that the outcome need not read it
@@ -151,8 +154,12 @@ func (q *deliveryQueue) load(store *persistence.Store, inst string, resumedAt in
 			return false
 		}
 		seq := decodeSeq(k[len(prefix):])
-		q.push(queueOf(ev, inst), seq)
-		d := q.state[seq]
+		if ev.OutboxSource != "" {
+			// A reference: the source names the queue.
+			q.push(ev.OutboxSource, seq).outboxPos = ev.OutboxPos
+			return true
+		}
+		d := q.push(queueOf(ev, inst), seq)
 		d.attempts, d.nextAt, d.firstAt, d.asked = ev.Attempts, ev.NextAttemptAt, ev.FirstAttemptAt, ev.Redelivery || ev.Test
 		if d.firstAt != 0 && d.firstAt < resumedAt {
 			d.nextAt, d.firstAt = 0, 0
@@ -228,13 +235,49 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 	return reply, nil
 }
 
-// queuedRecord reads the record of the queued event seq.
+// queuedRecord reads the record of the queued event seq, the outbox
+// entry it refers to merged in.
 func (a *deliveryActor) queuedRecord(seq uint64) ([]byte, error) {
 	rec, err := a.env.Store.Get(queuedEventKey(a.id, seq))
 	if errors.Is(err, persistence.ErrNotFound) {
 		return nil, fmt.Errorf("delivery %s: queued event %d is missing", a.id, seq)
 	}
-	return rec, err
+	if err != nil {
+		return nil, err
+	}
+	return a.resolve(rec)
+}
+
+// resolve is the queue record rec with the outbox entry it refers to, if
+// it is a reference: protobuf merges records written one after the other,
+// so the entry's event followed by the reference's sequence is the event
+// with its sequence.
+func (a *deliveryActor) resolve(rec []byte) ([]byte, error) {
+	ref := &kitpb.Event{}
+	if err := proto.Unmarshal(rec, ref); err != nil {
+		return nil, fmt.Errorf("decode queued event: %w", err)
+	}
+	if ref.OutboxSource == "" {
+		return rec, nil
+	}
+	k := outboxKey(a.id, ref.OutboxSource, ref.OutboxPos)
+	ev, err := a.env.Partition(partition.Of(ref.OutboxSource)).Get(k)
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil, fmt.Errorf("delivery %s: the outbox entry of queued event %d is missing", a.id, ref.Sequence)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return append(ev, rec...), nil
+}
+
+// decodeQueuedRecord is decodeQueued of a stored queue record.
+func (a *deliveryActor) decodeQueuedRecord(v []byte) (*kitpb.Event, error) {
+	rec, err := a.resolve(v)
+	if err != nil {
+		return nil, err
+	}
+	return decodeQueued(rec)
 }
 
 // decodeQueued decodes a queued record, the message with its conversation.
@@ -243,6 +286,7 @@ func decodeQueued(rec []byte) (*kitpb.Event, error) {
 	if err := proto.Unmarshal(rec, ev); err != nil {
 		return nil, fmt.Errorf("decode queued event: %w", err)
 	}
+	ev.OutboxSource, ev.OutboxPos = "", 0
 	if ev.Message != nil {
 		ev.Message.ConversationId = ev.ConversationId
 	}
@@ -294,6 +338,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		e.Status = "delivered"
 		ev.NextAttemptAt, ev.FinishedAt = 0, nanos(now)
 		b.Delete(k)
+		a.dropOutboxEntry(b, d)
 		put(b, deliveredEventKey(a.id, m.Sequence), ev)
 		a.keepRecent(b, m.Sequence)
 		endpointLog = a.endpointSucceeded(b, now)
@@ -309,6 +354,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 			e.Status = "dead_lettered"
 			ev.FinishedAt = nanos(now)
 			b.Delete(k)
+			a.dropOutboxEntry(b, d)
 			put(b, deadEventKey(a.id, m.Sequence), ev)
 			break
 		}
@@ -318,7 +364,8 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		}
 		d.nextAt = nanos(now.Add(retryWait(d.attempts, m.JitterPermille)))
 		ev.NextAttemptAt, ev.FirstAttemptAt = d.nextAt, d.firstAt
-		put(b, k, ev)
+		put(b, k, ev) // the event itself from now on, with its state
+		a.dropOutboxEntry(b, d)
 	}
 	if a.ep.KitId != "" {
 		a.env.putLog(b, partition.Of(a.id), a.ep.KitId, e)
@@ -338,6 +385,15 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		return a.takeDeliveries(&kitpb.TakeDeliveries{Max: m.TakeNext})
 	}
 	return &kitpb.Ok{}, nil
+}
+
+// dropOutboxEntry deletes the outbox entry d's queue record referred to,
+// in b, whose writes leave d's record holding the event itself or gone.
+func (a *deliveryActor) dropOutboxEntry(b batch, d *delivery) {
+	if d.outboxPos != 0 {
+		b.Delete(outboxKey(a.id, d.source, d.outboxPos))
+		d.outboxPos = 0
+	}
 }
 
 // retryWait is the wait after the n-th failed attempt: FirstRetryAfter

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -192,5 +194,61 @@ func TestAttemptOutcomesAreWrittenBeforeTheNodeStops(t *testing.T) {
 	}
 	if r := take(t, n, f.inst.Id); len(r.Events) != 0 {
 		t.Fatalf("after the restart took %q again at once, want nothing (one delivered, one waiting for its retry)", eventTexts(r.Events))
+	}
+}
+
+// The sequencer queues a reference to the outbox entry rather than a copy
+// of the event (docs/deliveries.md, "Outbox and sequencer"): the entry
+// stays until the event's delivery ends, which deletes both; a failed
+// attempt turns the reference into the event itself, with its state.
+func TestQueueRecordsReferToTheirOutboxEntries(t *testing.T) {
+	n := ownNode(t)
+	f, _ := deliveryFixture(t, n, 1)
+	n.post(t, f.user, f.conv, postReq{text: "a"})
+	n.post(t, f.user, f.conv, postReq{text: "b"})
+	evs := queued(t, n, f.inst.Id) // commits what was taken
+	if len(evs) != 2 || evs[0].Message.GetText() != "a" {
+		t.Fatalf("queued %q, want a, b", eventTexts(evs))
+	}
+	stored := func(seq uint64) *kitpb.Event {
+		v, err := n.store.Get(actors.QueuedEventKey(f.inst.Id, seq))
+		noErr(t, err)
+		ev := &kitpb.Event{}
+		noErr(t, proto.Unmarshal(v, ev))
+		return ev
+	}
+	outboxEntries := func() int {
+		prefix := actors.OutboxSourcePrefix(f.inst.Id, f.conv)
+		count := 0
+		noErr(t, n.store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, _ []byte) bool { count++; return true }))
+		return count
+	}
+	for _, ev := range evs {
+		if r := stored(ev.Sequence); r.OutboxSource != f.conv || r.OutboxPos == 0 || r.Message != nil || r.Id != "" {
+			t.Fatalf("queue record %d: %v, want a reference to the outbox entry alone", ev.Sequence, r)
+		}
+	}
+	if got := outboxEntries(); got != 2 {
+		t.Fatalf("%d outbox entries, want the 2 the queue refers to", got)
+	}
+	ev := take(t, n, f.inst.Id).Events[0]
+	if ev.OutboxSource != "" || ev.Message.GetText() != "a" || ev.Sequence != evs[0].Sequence {
+		t.Fatalf("handed out %v, want event a with its sequence and no reference", ev)
+	}
+	record(t, n, f.inst.Id, ev.Sequence, false)
+	queued(t, n, f.inst.Id) // flushes the outcome
+	if r := stored(ev.Sequence); r.OutboxSource != "" || r.Message.GetText() != "a" || r.Attempts != 1 {
+		t.Fatalf("after a failed attempt the queue record is %v, want the event itself with 1 attempt", r)
+	}
+	if got := outboxEntries(); got != 1 {
+		t.Fatalf("%d outbox entries after a's failure, want b's alone", got)
+	}
+	n.clk.Advance(actors.FirstRetryAfter * 2)
+	ev = take(t, n, f.inst.Id).Events[0]
+	record(t, n, f.inst.Id, ev.Sequence, true)
+	ev = take(t, n, f.inst.Id).Events[0]
+	record(t, n, f.inst.Id, ev.Sequence, true)
+	if q := queued(t, n, f.inst.Id); len(q) != 0 || outboxEntries() != 0 {
+		t.Fatalf("after both were delivered: %d queued, %d outbox entries; want none", len(q), outboxEntries())
 	}
 }

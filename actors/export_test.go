@@ -14,6 +14,8 @@ var (
 	MessageTagKey      = messageTagKey
 	ResponseURLsPrefix = responseURLsPrefix
 	InstallationKey    = installationKey
+	QueuedEventKey     = queuedEventKey
+	OutboxSourcePrefix = outboxSourcePrefix
 )
 
 // DropNotices makes the node lose every outbox notice, as a crash between

@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,7 +34,9 @@ func (w *Workspace) eventsKit(t testing.TB, events []string, scopes ...string) *
 }
 
 // storedEvents reads a stopped server's data directory: the events queued
-// for inst in sequence order, and how many still wait in its outbox.
+// for inst in sequence order (a queue record that refers to its outbox
+// entry merged with it, as the delivery actor reads it), and the outbox
+// entries no queue record refers to, still to be taken.
 func storedEvents(t *testing.T, dir, inst string) (queued []*kitpb.Event, inOutbox []*kitpb.Event) {
 	t.Helper()
 	store, err := persistence.Open(dir, persistence.Options{})
@@ -39,24 +44,58 @@ func storedEvents(t *testing.T, dir, inst string) (queued []*kitpb.Event, inOutb
 		t.Fatal(err)
 	}
 	defer store.Close()
+	type entry struct {
+		key, rec []byte
+		taken    bool
+	}
+	outbox := map[uint64][]*entry{} // by position (the key's last 8 bytes)
+	var refs [][]byte
 	err = store.Scan(nil, nil, false, func(k, v []byte) bool {
 		kind := actors.KeyKind(k)
 		if (kind != "queuedEventKey" && kind != "outboxKey") || !strings.Contains(string(k), "/"+inst+"/") {
 			return true
 		}
-		ev := &kitpb.Event{}
-		if err := proto.Unmarshal(v, ev); err != nil {
-			t.Fatalf("decode event at %q: %v", k, err)
-		}
 		if kind == "queuedEventKey" {
-			queued = append(queued, ev)
+			refs = append(refs, bytes.Clone(v))
 		} else {
-			inOutbox = append(inOutbox, ev)
+			pos := binary.BigEndian.Uint64(k[len(k)-8:])
+			outbox[pos] = append(outbox[pos], &entry{key: bytes.Clone(k), rec: bytes.Clone(v)})
 		}
 		return true
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	decode := func(rec []byte) *kitpb.Event {
+		ev := &kitpb.Event{}
+		if err := proto.Unmarshal(rec, ev); err != nil {
+			t.Fatalf("decode event: %v", err)
+		}
+		return ev
+	}
+	for _, rec := range refs {
+		ev := decode(rec)
+		if ev.OutboxSource != "" {
+			var found *entry
+			for _, e := range outbox[ev.OutboxPos] {
+				if strings.Contains(string(e.key), "/"+ev.OutboxSource+"/") {
+					found = e
+				}
+			}
+			if found == nil || found.taken {
+				t.Fatalf("queued event %d refers to outbox entry %s/%d, which is missing or taken twice", ev.Sequence, ev.OutboxSource, ev.OutboxPos)
+			}
+			found.taken = true
+			ev = decode(append(slices.Clone(found.rec), rec...))
+		}
+		queued = append(queued, ev)
+	}
+	for _, es := range outbox {
+		for _, e := range es {
+			if !e.taken {
+				inOutbox = append(inOutbox, decode(e.rec))
+			}
+		}
 	}
 	return queued, inOutbox
 }

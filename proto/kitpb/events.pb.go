@@ -56,7 +56,13 @@ type Event struct {
 	// user is the member of user.joined and user.updated, with the fields the
 	// Web API shows the Kit bot (email only with users:read.email) and its
 	// workspace id, which names the event's queue (docs/deliveries.md).
-	User          *User `protobuf:"bytes,20,opt,name=user,proto3" json:"user,omitempty"`
+	User *User `protobuf:"bytes,20,opt,name=user,proto3" json:"user,omitempty"`
+	// A queue record that names the outbox entry holding the event, written
+	// by the sequencer instead of a copy: the event is that entry's record
+	// merged with this one (docs/deliveries.md, "Outbox and sequencer").
+	// Never set in an event handed to the sender, nor in a full record.
+	OutboxSource  string `protobuf:"bytes,21,opt,name=outbox_source,json=outboxSource,proto3" json:"outbox_source,omitempty"`
+	OutboxPos     uint64 `protobuf:"varint,22,opt,name=outbox_pos,json=outboxPos,proto3" json:"outbox_pos,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -229,6 +235,20 @@ func (x *Event) GetUser() *User {
 		return x.User
 	}
 	return nil
+}
+
+func (x *Event) GetOutboxSource() string {
+	if x != nil {
+		return x.OutboxSource
+	}
+	return ""
+}
+
+func (x *Event) GetOutboxPos() uint64 {
+	if x != nil {
+		return x.OutboxPos
+	}
+	return 0
 }
 
 // EventReaction is the data of reaction.added and reaction.removed.
@@ -1293,7 +1313,7 @@ var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\x06kit.v1\x1a\rrecords.proto\x1a\vfiles.proto\"\xdf\x05\n" +
+	"\fevents.proto\x12\x06kit.v1\x1a\rrecords.proto\x1a\vfiles.proto\"\xa3\x06\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1f\n" +
@@ -1319,7 +1339,10 @@ const file_events_proto_rawDesc = "" +
 	"redelivery\x18\x12 \x01(\bR\n" +
 	"redelivery\x12\x12\n" +
 	"\x04test\x18\x13 \x01(\bR\x04test\x12 \n" +
-	"\x04user\x18\x14 \x01(\v2\f.kit.v1.UserR\x04user\"c\n" +
+	"\x04user\x18\x14 \x01(\v2\f.kit.v1.UserR\x04user\x12#\n" +
+	"\routbox_source\x18\x15 \x01(\tR\foutboxSource\x12\x1d\n" +
+	"\n" +
+	"outbox_pos\x18\x16 \x01(\x04R\toutboxPos\"c\n" +
 	"\rEventReaction\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x1a\n" +
