@@ -114,9 +114,13 @@ func runEventsScenario(ctx context.Context, o options, nodes *nodeSet, sd scenar
 			if err := node.check(); err != nil {
 				return nil, err
 			}
-			logf("%s on %s (round %d/%d): %d connections, %v + %v warm-up", sd.sc.Name, s.name, round+1, o.rounds, o.concurrency, slice, warmup)
+			load := fmt.Sprintf("%d connections", o.concurrency)
+			if o.rate > 0 {
+				load = fmt.Sprintf("%.0f posts/s over %d connections", o.rate, o.concurrency)
+			}
+			logf("%s on %s (round %d/%d): %s, %v + %v warm-up", sd.sc.Name, s.name, round+1, o.rounds, load, slice, warmup)
 			cfg := loadgen.Config{Addr: node.addr, Concurrency: o.concurrency, Duration: slice, Warmup: warmup, Timeout: o.timeout}
-			if err := s.run(ctx, node, rcv, sd.sc.Name, cfg); err != nil {
+			if err := s.run(ctx, node, rcv, sd.sc.Name, cfg, o.rate); err != nil {
 				return nil, err
 			}
 		}
@@ -153,10 +157,11 @@ type eventsSide struct {
 	arrival loadgen.Histogram
 }
 
-// run runs one round of the side on an idle node: the load, then (with
-// events) the wait for them, then the node's return to idle; the node's CPU
-// counts over all of it.
-func (s *eventsSide) run(ctx context.Context, node *benchNode, rcv *eventReceiver, name string, cfg loadgen.Config) error {
+// run runs one round of the side on an idle node: the load (closed loops,
+// or posts due at rate a second when rate > 0), then (with events) the
+// wait for them, then the node's return to idle; the node's CPU counts
+// over all of it.
+func (s *eventsSide) run(ctx context.Context, node *benchNode, rcv *eventReceiver, name string, cfg loadgen.Config, rate float64) error {
 	node.settle(ctx)
 	arr := newArrivals()
 	rcv.tracker.Store(arr)
@@ -167,7 +172,13 @@ func (s *eventsSide) run(ctx context.Context, node *benchNode, rcv *eventReceive
 	cpu0, ok0 := cpuTime(node.pid())
 	start := time.Now()
 	prog := startProgress(os.Stderr, name+" on "+s.name, &live, cfg.Warmup+cfg.Duration)
-	res, err := loadgen.Run(ctx, cfg, sc)
+	var res *loadgen.Result
+	var err error
+	if rate > 0 {
+		res, err = loadgen.RunOpen(ctx, cfg, rate, sc)
+	} else {
+		res, err = loadgen.Run(ctx, cfg, sc)
+	}
 	prog.Stop()
 	if err != nil {
 		return err
