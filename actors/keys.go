@@ -79,9 +79,9 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"emailUserKey", "email/{hex64}/{id}"},            // workspace id of an active user who can sign in with this email (SHA-256 of the lower-case email; written with the user by its workspace)
 	{"locatorKey", "loc/{id}"},                        // Locator: which actor owns an id (messages and files have none, but those written before their ids carried a tag)
 	{"devLogKey", "devlog/{id}/{id}"},                 // DevLogEntry, stored without its id; written once by the actor that decided what it reports, in that actor's partition (writerPartitioned), expired by range deletion (devlog.go)
-	{"outboxKey", "outbox/{id}/{id}/{pos}"},           // Event for an installation from an emitting actor, by that actor's position, in its partition (writerPartitioned); written by the emitter, taken (deleted) by the installation's delivery actor (events.go)
+	{"outboxKey", "outbox/{id}/{id}/{pos}"},           // Event for an installation from an emitting actor, by that actor's position, in its partition (writerPartitioned); written by the emitter, referred to by its queue record until its delivery ends, then deleted by the installation's delivery actor (events.go, delivery.go)
 	{"eventSequenceKey", "dlv/{id}/seq"},              // the last sequence an installation's delivery actor gave out, 8 bytes big-endian
-	{"queuedEventKey", "dlv/{id}/q/{pos}"},            // Event with its sequence and delivery state, until delivered (delivery.go)
+	{"queuedEventKey", "dlv/{id}/q/{pos}"},            // a reference to the outbox entry with its sequence, or after a failed attempt the Event itself with its delivery state, until delivered or dead (delivery.go)
 	{"deadEventKey", "dlv/{id}/x/{pos}"},              // Event whose delivery failed for 24 hours (dead letter), by sequence
 	{"deliveredEventKey", "dlv/{id}/d/{pos}"},         // Event delivered, by sequence; the most recent KeepDelivered are kept for the list and redelivery
 	{"deliveryEndpointKey", "dlv/{id}/ep"},            // DeliveryEndpoint: the installation's endpoint failing or paused (delivery_endpoint.go)
