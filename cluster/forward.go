@@ -256,12 +256,29 @@ func (n *Node) ServePeer(ctx context.Context, from string, msg proto.Message, re
 		return &kitpb.Ok{}, nil
 	}
 	return f.replies.do(ctx, requestID, func() (proto.Message, error) {
+		p := partition.Of(fw.Identity)
 		res, err := n.local(fw.Kind, fw.Identity, req)
+		// This node leads p but does not serve it for a moment: it is
+		// applying the first entry of its term, or its lease lapsed (a
+		// heartbeat answered late on a busy machine). The request waits
+		// here, as one of this node's own would (forward), rather than go
+		// back as a Moved that names nobody newer, which its sender could
+		// only wait on and then refuse.
+		for deadline := time.Now().Add(selfWait); errors.Is(err, ErrNotHosted) && f.leadsHere(p) && time.Now().Before(deadline); {
+			time.Sleep(selfPoll)
+			res, err = n.local(fw.Kind, fw.Identity, req)
+		}
 		if errors.Is(err, ErrNotHosted) {
-			return f.moved(partition.Of(fw.Identity)), nil
+			return f.moved(p), nil
 		}
 		return res, err
 	})
+}
+
+// leadsHere reports whether this node's table names it p's leader.
+func (f *forwarder) leadsHere(p partition.ID) bool {
+	l, ok := f.Router.Leader(p)
+	return ok && l.Addr == f.Self
 }
 
 // moved is the Moved answer for p: its leader as this node knows it.

@@ -214,6 +214,22 @@ func TestForwarding(t *testing.T) {
 				t.Fatalf("served by B %d, C %d: want 1, 1", b.served.Load(), c.served.Load())
 			}
 		}},
+		{"a leader that serves its partition a moment later answers the forwarded request then, not Moved", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
+			leadOnly(p, nil, []*member{a, b, c})
+			a.table.Set(p, b.peers.Addr(), 1)
+			b.table.Set(p, b.peers.Addr(), 1) // B leads p, but its lease lapsed for a moment
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				b.n.Host(p)
+			}()
+			r, err := getUser(a, id, "u")
+			if err != nil || r.User.DisplayName != "B" {
+				t.Fatalf("got %v, %v; want the answer of B once it serves p", r, err)
+			}
+			if b.served.Load() != 1 {
+				t.Fatalf("served by B %d, want 1: the request waited there", b.served.Load())
+			}
+		}},
 		{"no known leader is unavailable, nothing sent", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
 			leadOnly(p, b, []*member{a, b, c})
 			a.table.Set(p, b.peers.Addr(), 1)
