@@ -204,6 +204,11 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 		}
 		rec := d.rec
 		if rec == nil {
+			// The store must hold what outcomes wrote (a failed attempt's
+			// state) before the record is read back.
+			if err := a.commit(); err != nil {
+				return nil, err
+			}
 			var err error
 			if rec, err = a.queuedRecord(seqs[0]); err != nil {
 				return nil, err
