@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -401,5 +403,97 @@ func waitFor(t *testing.T, what string, check func() error) {
 			t.Fatalf("%s: %v", what, err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A leader hands a partition over (balancing, draining) without refusing
+// a write: raft drops every proposal while a transfer is under way, so the
+// partition is released first, and its writers (the activations) finish
+// their commits and stop before the transfer starts; then they wait for
+// the new leader, as during an election.
+func TestHandOverRefusesNoWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three nodes")
+	}
+	_, all, _ := growThree(t, 0)
+	waitFor(t, "the leaderships spread", func() error {
+		for _, r := range all {
+			if led, _ := r.Partitions(); count(led) < 10 {
+				return fmt.Errorf("node %d leads %d groups", r.ID(), count(led))
+			}
+		}
+		return nil
+	})
+	var a, b *Replica
+	var p partition.ID
+	waitFor(t, "a partition led by one node, with another voter caught up", func() error {
+		for q := range partition.ID(partition.Count) {
+			lead := leaderOf(all, q)
+			if lead == nil {
+				continue
+			}
+			st, err := lead.node.Status(replication.GroupID(q))
+			if err != nil || len(st.Voters) != 3 || !lead.hosts.(*hosts).isHosted(q) {
+				continue
+			}
+			for _, o := range all {
+				if o != lead && st.Match[o.ID()] >= st.Commit {
+					a, b, p = lead, o, q
+					return nil
+				}
+			}
+		}
+		return errors.New("none yet")
+	})
+	h := a.hosts.(*hosts)
+	var stop, failed atomic.Bool
+	var commits atomic.Int64
+	var errs sync.Map
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				h.gate.RLock()
+				if h.isHosted(p) {
+					batch := a.cfg.Store.NewBatch()
+					batch.Set(keyIn(p, fmt.Sprintf("w%d-%d", w, i)), []byte("v"))
+					if err := a.Log.Commit(batch.Repr()); err != nil {
+						failed.Store(true)
+						errs.Store(err.Error(), true)
+					} else {
+						commits.Add(1)
+					}
+					batch.Close()
+				}
+				h.gate.RUnlock()
+				runtime.Gosched()
+			}
+		})
+	}
+	waitFor(t, "writes going", func() error {
+		if commits.Load() < 20 {
+			return errors.New("few commits")
+		}
+		return nil
+	})
+	if err := a.handOver(replication.GroupID(p), b.ID()); err != nil {
+		t.Fatal(err)
+	}
+	// Until another node leads (the balancer may move it back a moment
+	// later: this looks at most 5 s), with the writers going.
+	moved := false
+	for deadline := time.Now().Add(5 * time.Second); !moved && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		l := leaderOf(all, p)
+		moved = l != nil && l != a
+	}
+	if !moved {
+		t.Log("the transfer did not complete; the old leader serves again")
+	}
+	stop.Store(true)
+	wg.Wait()
+	if failed.Load() {
+		var msgs []string
+		errs.Range(func(k, _ any) bool { msgs = append(msgs, k.(string)); return true })
+		t.Fatalf("writes refused during the hand-over: %q", msgs)
 	}
 }

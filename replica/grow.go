@@ -163,7 +163,7 @@ func (r *Replica) growGroup(g replication.GroupID, members []Member, led map[uin
 	if to == 0 {
 		return
 	}
-	if err := r.node.TransferLeadership(g, to); err != nil {
+	if err := r.handOver(g, to); err != nil {
 		r.logger.Debug("transfer leadership", "group", g, "to", to, "err", err)
 		return
 	}
@@ -205,7 +205,7 @@ func (r *Replica) rebalance(ctx context.Context, g replication.GroupID, st repli
 			}
 			for _, to := range top {
 				if slices.Contains(st.Voters, to) && st.Match[to] >= st.Commit {
-					if err := r.node.TransferLeadership(g, to); err != nil {
+					if err := r.handOver(g, to); err != nil {
 						r.logger.Debug("transfer leadership", "group", g, "to", to, "err", err)
 					}
 					return true
@@ -281,7 +281,7 @@ func (r *Replica) HandOver(ctx context.Context) error {
 			}
 			for _, v := range st.Voters {
 				if v != r.id && st.Match[v]+caughtUp >= st.Commit {
-					if err := r.node.TransferLeadership(g, v); err != nil {
+					if err := r.handOver(g, v); err != nil {
 						r.logger.Debug("hand over", "group", g, "to", v, "err", err)
 					}
 					break

@@ -263,9 +263,20 @@ func TestLogCommitFailsWithItsGroup(t *testing.T) {
 
 // hosts records the switch.
 type hosts struct {
+	// gate stands for the activations: a writer holds it shared while it
+	// commits, and Release waits for it, as cluster.Node.Release waits
+	// for the activations of the partition to stop.
+	gate   sync.RWMutex
 	mu     sync.Mutex
 	hosted map[partition.ID]bool
 	events []string
+}
+
+// isHosted reports whether p is hosted (under gate, for a writer).
+func (h *hosts) isHosted(p partition.ID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.hosted[p]
 }
 
 func (h *hosts) Host(p partition.ID) {
@@ -276,6 +287,8 @@ func (h *hosts) Host(p partition.ID) {
 }
 
 func (h *hosts) Release(p partition.ID) {
+	h.gate.Lock()
+	defer h.gate.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.hosted[p] = false

@@ -340,11 +340,16 @@ func (r *Replica) follow() {
 		}
 		if lc.Leader != r.id {
 			r.leading[p] = 0
-			if r.hosted[p] {
-				r.hosted[p] = false
+			release := r.hosted[p]
+			r.hosted[p] = false
+			r.mu.Unlock()
+			// Release waits for p's activations to stop, and one of them
+			// may be committing, which asks r.mu (leads): so not under it.
+			// This goroutine alone starts hosting (go r.host, below), and
+			// only after this returns.
+			if release {
 				r.hosts.Release(p)
 			}
-			r.mu.Unlock()
 			continue
 		}
 		r.leading[p] = lc.Term
@@ -376,6 +381,41 @@ func (r *Replica) host(p partition.ID, term uint64) {
 		}
 		r.logger.Warn("no barrier entry in a new term yet", "partition", p, "term", term, "err", err)
 	}
+}
+
+// handOver gives group g's leadership to voter to without refusing
+// writes on the way: raft drops every proposal while a transfer is under
+// way, which an actor's commit would answer with 503. So the partition is
+// released first (its activations finish what they are committing, and new
+// requests wait for the next leader as during an election), then the
+// transfer asked. When this node still leads in the same term two
+// election timeouts later (raft gives a transfer up after one), the
+// transfer failed, and it hosts the partition again: it led throughout,
+// so its store is current.
+func (r *Replica) handOver(g replication.GroupID, to uint64) error {
+	p := partition.ID(g)
+	r.mu.Lock()
+	term, release := r.leading[p], r.hosted[p]
+	r.hosted[p] = false
+	r.mu.Unlock()
+	if release {
+		r.hosts.Release(p)
+	}
+	err := r.node.TransferLeadership(g, to)
+	rehost := func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if term != 0 && r.leading[p] == term && !r.hosted[p] {
+			r.hosted[p] = true
+			r.hosts.Host(p)
+		}
+	}
+	if err != nil {
+		rehost()
+		return err
+	}
+	time.AfterFunc(20*r.cfg.TickInterval, rehost)
+	return nil
 }
 
 // Close stops the groups. Every commit that returned is durable already.
