@@ -92,7 +92,7 @@ func (n *Node) EnableForwarding(f Forwarding) error {
 // How long a request for a partition this node leads but does not serve
 // yet waits for it, and how often it looks.
 const (
-	selfWait = time.Second
+	selfWait = 2 * time.Second
 	selfPoll = 5 * time.Millisecond
 )
 
@@ -258,13 +258,14 @@ func (n *Node) ServePeer(ctx context.Context, from string, msg proto.Message, re
 	return f.replies.do(ctx, requestID, func() (proto.Message, error) {
 		p := partition.Of(fw.Identity)
 		res, err := n.local(fw.Kind, fw.Identity, req)
-		// This node leads p but does not serve it for a moment: it is
-		// applying the first entry of its term, or its lease lapsed (a
-		// heartbeat answered late on a busy machine). The request waits
-		// here, as one of this node's own would (forward), rather than go
-		// back as a Moved that names nobody newer, which its sender could
-		// only wait on and then refuse.
-		for deadline := time.Now().Add(selfWait); errors.Is(err, ErrNotHosted) && f.leadsHere(p) && time.Now().Before(deadline); {
+		// This node leads p but does not serve it for a moment (it is
+		// applying the first entry of its term, its lease lapsed on a busy
+		// machine, it hands p over), or p's group is electing a leader.
+		// The request waits here, as one of this node's own would
+		// (forward), rather than go back as a Moved that names nobody
+		// newer, which its sender could only wait on and then refuse; a
+		// Moved after the wait names the new leader.
+		for deadline := time.Now().Add(selfWait); errors.Is(err, ErrNotHosted) && f.awaitsLeader(p) && time.Now().Before(deadline); {
 			time.Sleep(selfPoll)
 			res, err = n.local(fw.Kind, fw.Identity, req)
 		}
@@ -275,10 +276,11 @@ func (n *Node) ServePeer(ctx context.Context, from string, msg proto.Message, re
 	})
 }
 
-// leadsHere reports whether this node's table names it p's leader.
-func (f *forwarder) leadsHere(p partition.ID) bool {
+// awaitsLeader reports whether this node's table names it p's leader, or
+// no leader (an election).
+func (f *forwarder) awaitsLeader(p partition.ID) bool {
 	l, ok := f.Router.Leader(p)
-	return ok && l.Addr == f.Self
+	return !ok || l.Addr == f.Self
 }
 
 // moved is the Moved answer for p: its leader as this node knows it.

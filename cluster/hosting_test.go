@@ -208,3 +208,41 @@ func TestNoAnswerWithoutALease(t *testing.T) {
 		t.Errorf("the lease back: %v", err)
 	}
 }
+
+// An activation that finishes starting after its partition was released
+// is stopped, and the request that started it is refused, not hung: the
+// stop runs inline (the inline mailbox) and the stopped activation
+// forgets itself, which takes the lock the refusal held.
+func TestActivationStartedAcrossARelease(t *testing.T) {
+	const p = partition.ID(5)
+	id := identitiesOf(p, 1)[0]
+	building, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	n, err := Start(Config{RequestTimeout: 10 * time.Second}, &Kind{Name: "echo", New: func(string) actor.Actor {
+		once.Do(func() {
+			close(building)
+			<-release
+		})
+		return echo{}
+	}, Opts: []actor.PropsOption{actor.WithDispatcher(actor.NewSynchronizedDispatcher(10)), actor.WithMailbox(NewInlineMailbox)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	done := make(chan error, 1)
+	go func() {
+		_, err := Call[*kitpb.UserReply](n, "echo", id, &kitpb.GetUser{UserId: id})
+		done <- err
+	}()
+	<-building
+	n.Release(p)
+	close(release)
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNotHosted) {
+			t.Fatalf("got %v, want ErrNotHosted", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request hung: the activation's stop waited on the lock its refusal held")
+	}
+}

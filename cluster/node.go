@@ -347,20 +347,24 @@ func (p *placed) Receive(ctx actor.Context) {
 // partition released meanwhile is stopped instead.
 func (n *Node) remember(k pidKey, p partition.ID, pid *actor.PID, started chan struct{}) error {
 	n.pidsMu.Lock()
-	defer n.pidsMu.Unlock()
 	delete(n.starting, k)
 	close(started)
 	if pid == nil {
+		n.pidsMu.Unlock()
 		return nil
 	}
 	if !n.hosts(p) {
+		n.pidsMu.Unlock()
+		// Stopped outside the lock: the inline mailbox may run the stop
+		// here and now, and a stopped activation forgets itself
+		// (forgetStopped), which takes the lock.
 		n.system.Root.Stop(pid)
 		return fmt.Errorf("%w (partition %d)", ErrNotHosted, p)
 	}
-	if _, alive := n.system.ProcessRegistry.GetLocal(pid.Id); !alive {
-		return nil
+	if _, alive := n.system.ProcessRegistry.GetLocal(pid.Id); alive {
+		n.pids[k] = activation{pid, p}
 	}
-	n.pids[k] = activation{pid, p}
+	n.pidsMu.Unlock()
 	return nil
 }
 

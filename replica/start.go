@@ -388,10 +388,10 @@ func (r *Replica) host(p partition.ID, term uint64) {
 // way, which an actor's commit would answer with 503. So the partition is
 // released first (its activations finish what they are committing, and new
 // requests wait for the next leader as during an election), then the
-// transfer asked. When this node still leads in the same term two
-// election timeouts later (raft gives a transfer up after one), the
-// transfer failed, and it hosts the partition again: it led throughout,
-// so its store is current.
+// transfer asked. When this node still leads in the same term a little
+// more than an election timeout later (raft gives a transfer up after
+// one), the transfer failed, and it hosts the partition again: it led
+// throughout, so its store is current.
 func (r *Replica) handOver(g replication.GroupID, to uint64) error {
 	p := partition.ID(g)
 	r.mu.Lock()
@@ -414,7 +414,7 @@ func (r *Replica) handOver(g replication.GroupID, to uint64) error {
 		rehost()
 		return err
 	}
-	time.AfterFunc(20*r.cfg.TickInterval, rehost)
+	time.AfterFunc(12*r.cfg.TickInterval, rehost)
 	return nil
 }
 
