@@ -99,7 +99,7 @@ const (
 // How long a request that met a Moved naming no newer leader waits for
 // the routing table to name another node, and how often it looks.
 const (
-	movedWait = time.Second
+	movedWait = 2 * time.Second
 	movedPoll = 20 * time.Millisecond
 )
 
