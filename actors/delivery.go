@@ -179,8 +179,8 @@ func (a *deliveryActor) take(source string, pos uint64, rec []byte) {
 	a.q.hold(d, withSequence(rec, a.last))
 }
 
-// commit writes what was taken (the queue entries, the outbox deletions
-// and the last sequence together) and the outcomes of attempts. It does
+// commit writes what was taken (the queue's references and the last
+// sequence together) and the outcomes of attempts. It does
 // not wait for a WAL sync of its own: the posts that keep coming sync the
 // WAL anyway, and a crash before the next sync undoes all of it at once,
 // leaving the outbox entries to be taken again under the same sequences

@@ -231,12 +231,7 @@ func (a *deliveryActor) decodeStored(v []byte) (*kitpb.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	ev := &kitpb.Event{}
-	if err := proto.Unmarshal(rec, ev); err != nil {
-		return nil, fmt.Errorf("decode event: %w", err)
-	}
-	ev.OutboxSource, ev.OutboxPos = "", 0
-	return ev, nil
+	return decodeEvent(rec)
 }
 
 // scanEvents calls fn with each stored event under prefix, in sequence

@@ -285,13 +285,23 @@ func (a *deliveryActor) decodeQueuedRecord(v []byte) (*kitpb.Event, error) {
 	return decodeQueued(rec)
 }
 
-// decodeQueued decodes a queued record, the message with its conversation.
-func decodeQueued(rec []byte) (*kitpb.Event, error) {
+// decodeEvent decodes a resolved record as stored: without the reference,
+// the message without its conversation.
+func decodeEvent(rec []byte) (*kitpb.Event, error) {
 	ev := &kitpb.Event{}
 	if err := proto.Unmarshal(rec, ev); err != nil {
-		return nil, fmt.Errorf("decode queued event: %w", err)
+		return nil, fmt.Errorf("decode event: %w", err)
 	}
 	ev.OutboxSource, ev.OutboxPos = "", 0
+	return ev, nil
+}
+
+// decodeQueued decodes a queued record, the message with its conversation.
+func decodeQueued(rec []byte) (*kitpb.Event, error) {
+	ev, err := decodeEvent(rec)
+	if err != nil {
+		return nil, err
+	}
 	if ev.Message != nil {
 		ev.Message.ConversationId = ev.ConversationId
 	}
