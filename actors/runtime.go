@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -187,6 +188,7 @@ func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx act
 		case forwarded:
 			env.Node.Forward(ctx, fw.route, fw.msg)
 		case err != nil:
+			logUnavailable(env, life.identity, err)
 			d.respond(ctx, kiterr.ToFailure(err))
 		default:
 			d.respond(ctx, reply)
@@ -194,6 +196,16 @@ func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx act
 		if !h.exists() {
 			ctx.Stop(ctx.Self())
 		}
+	}
+}
+
+// logUnavailable logs the cause of an unavailable answer: only its code
+// and message reach the client (and a forwarding node), and the operator
+// needs to know which group or peer would not take the write.
+func logUnavailable(env *Env, identity string, err error) {
+	var e *kiterr.Error
+	if env.Logger != nil && errors.As(err, &e) && e.Code == kiterr.Unavailable && error(e) != err {
+		env.Logger.Warn("request unavailable in its actor", "actor", identity, "err", err)
 	}
 }
 

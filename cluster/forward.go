@@ -172,7 +172,8 @@ func (n *Node) forward(kind, identity string, msg proto.Message, notHosted error
 		// One more hop, to another node, in a newer term when terms are
 		// known (gossip names a leader without its term).
 		if hop > 0 || !ok || next.Addr == to.Addr || next.Addr == f.Self || next.Term != 0 && next.Term <= to.Term {
-			return nil, fmt.Errorf("request %s/%s: partition %d moved from %s: %w", kind, identity, p, to.Addr, errNoLeader)
+			return nil, fmt.Errorf("request %s/%s: partition %d moved from %s (which named %q in term %d; the table here names %q in term %d, hop %d): %w",
+				kind, identity, p, to.Addr, m.Leader, m.Term, next.Addr, next.Term, hop, errNoLeader)
 		}
 		to = next
 	}
@@ -271,6 +272,11 @@ func (n *Node) ServePeer(ctx context.Context, from string, msg proto.Message, re
 		}
 		if errors.Is(err, ErrNotHosted) {
 			return f.moved(p), nil
+		}
+		var e *kiterr.Error
+		if errors.As(err, &e) && e.Code == kiterr.Unavailable && error(e) != err {
+			// Only e crosses to the sender, whose log names the request.
+			n.log.Warn("forwarded request unavailable", "from", from, "kind", fw.Kind, "err", err)
 		}
 		return res, err
 	})

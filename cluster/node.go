@@ -49,6 +49,7 @@ type Node struct {
 	kinds   map[string]*Kind
 	timeout time.Duration
 	replies *replyPool
+	log     *slog.Logger
 
 	// pids is where identities live: the node's activations. The map does
 	// not allocate on a hit. An activation that stops takes its entry out
@@ -100,7 +101,7 @@ func Start(cfg Config, kinds ...*Kind) (*Node, error) {
 	logger := cfg.Logger
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	shrinkRegistry(system)
-	n := &Node{system: system, kinds: make(map[string]*Kind, len(kinds)), timeout: cfg.RequestTimeout,
+	n := &Node{system: system, kinds: make(map[string]*Kind, len(kinds)), timeout: cfg.RequestTimeout, log: logger,
 		replies: newReplyPool(system), pids: make(map[pidKey]activation), starting: make(map[pidKey]chan struct{})}
 	n.hostAll()
 	for _, k := range kinds {

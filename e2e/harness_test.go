@@ -168,7 +168,7 @@ func startServerOpts(t testing.TB, o ServerOpts) *Server {
 			s.stopClean(t)
 		}
 		if t.Failed() {
-			t.Logf("kitd %s output (tail):\n%s", strings.Join(s.Args, " "), s.tail(8<<10))
+			t.Logf("kitd %s output (tail):\n%s\n--- its warnings (tail) ---\n%s", strings.Join(s.Args, " "), s.tail(8<<10), s.warnings(8<<10))
 		}
 	})
 	return s
@@ -334,6 +334,27 @@ func (s *Server) kill() {
 // tail returns the last n bytes of stdout and of stderr.
 func (s *Server) tail(n int) string {
 	return "--- stdout ---\n" + s.out.tail(n) + "\n--- stderr ---\n" + s.errOut.tail(n)
+}
+
+// warnings is the tail, at most n bytes, of the lines of the server's log
+// at WARN or ERROR until it began to drain: what a failure needs from
+// before the tail's window (a request's 503 and its cause), without its
+// request lines or the dials that fail while the cluster stops.
+func (s *Server) warnings(n int) string {
+	var out []byte
+	for line := range bytes.Lines(s.errOut.all()) {
+		if bytes.Contains(line, []byte(`"msg":"draining"`)) || bytes.Contains(line, []byte(" msg=draining ")) {
+			break
+		}
+		if bytes.Contains(line, []byte(`"level":"WARN"`)) || bytes.Contains(line, []byte(`"level":"ERROR"`)) ||
+			bytes.Contains(line, []byte(" level=WARN ")) || bytes.Contains(line, []byte(" level=ERROR ")) {
+			out = append(out, line...)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return string(out)
 }
 
 // outputWatcher keeps the output of the process (the last 1 MiB) and reports

@@ -73,8 +73,7 @@ func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
 	if single {
 		g := replication.GroupID(first)
 		if l.remote != nil && !l.leads(g) {
-			l.stats.remote.Inc()
-			err = l.remote(ctx, g, repr)
+			err = l.proposeRemote(ctx, g, repr)
 		} else {
 			_, err = l.groups.Propose(ctx, g, repr)
 		}
@@ -104,8 +103,7 @@ func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
 			here = append(here, replication.Proposal{Group: g, Data: part.Repr()})
 			continue
 		}
-		l.stats.remote.Inc()
-		if err := l.remote(ctx, g, part.Repr()); err != nil {
+		if err := l.proposeRemote(ctx, g, part.Repr()); err != nil {
 			return fmt.Errorf("replica: commit to partition %d through its leader: %w: %w", p, errNotCommitted, err)
 		}
 	}
@@ -116,6 +114,55 @@ func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
 		return fmt.Errorf("replica: commit to %d partitions: %w: %w", len(here), errNotCommitted, err)
 	}
 	return nil
+}
+
+// Waits between the sends of an entry the leader elsewhere refused.
+const (
+	firstRefusalWait = 10 * time.Millisecond
+	lastRefusalWait  = 200 * time.Millisecond
+)
+
+// proposeRemote proposes data to g through its leader elsewhere. A
+// refusal that appended nothing (no leader known, the one asked no longer
+// leads, a transfer under way: the balancer moves leaderships at any
+// time) is sent again, to whichever node leads by then, this one
+// included, until ctx ends: a client hears 503 only when no leader took
+// the entry in a request's time.
+func (l *Log) proposeRemote(ctx context.Context, g replication.GroupID, data []byte) error {
+	wait := firstRefusalWait
+	var t *time.Timer
+	for {
+		var err error
+		if l.leads(g) {
+			_, err = l.groups.Propose(ctx, g, data)
+		} else {
+			l.stats.remote.Inc()
+			err = l.remote(ctx, g, data)
+		}
+		if err == nil || !appendedNothing(err) {
+			return err
+		}
+		l.stats.refused.Inc()
+		if t == nil {
+			t = time.NewTimer(wait)
+			defer t.Stop()
+		} else {
+			t.Reset(wait)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, lastRefusalWait)
+	}
+}
+
+// appendedNothing reports whether err says a proposal never entered a
+// log, so that sending it again cannot apply it twice.
+func appendedNothing(err error) bool {
+	var nl *replication.NotLeaderError
+	return errors.As(err, &nl) || errors.Is(err, replication.ErrProposalDropped)
 }
 
 // partitions reports the partition of repr's first write, whether every

@@ -15,6 +15,7 @@ type logStats struct {
 	duration *metrics.Histogram // Commit, from call to applied here (or failed)
 	failed   metrics.Counter    // commits answered 503: not confirmed
 	remote   metrics.Counter    // entries proposed through another node's leader
+	refused  metrics.Counter    // of those, sends the leader asked refused, to be sent again
 }
 
 func newLogStats() logStats {
@@ -65,6 +66,8 @@ func (r *Replica) Collect(w *metrics.Writer) {
 	w.Uint("kitd_raft_commits_failed_total", "", s.failed.Load())
 	w.Family("kitd_raft_remote_proposals_total", "Entries this node proposed through another node's leader (an index entry of a partition led elsewhere).", metrics.TypeCounter)
 	w.Uint("kitd_raft_remote_proposals_total", "", s.remote.Load())
+	w.Family("kitd_raft_remote_proposals_refused_total", "Of those, sends that the node asked refused with nothing appended (it no longer led, or leadership was moving): the entry went again.", metrics.TypeCounter)
+	w.Uint("kitd_raft_remote_proposals_refused_total", "", s.refused.Load())
 }
 
 // followers is, over the groups in led, the largest lag of a voter behind

@@ -368,3 +368,101 @@ func TestUncommittedWriteSaysSoInItsOwnWords(t *testing.T) {
 		t.Fatalf("err = %v, want errNotCommitted's answer", err)
 	}
 }
+
+// An entry for a group led elsewhere is sent again while its leader
+// refuses it with nothing appended, and only then.
+func TestRemoteProposalRefusedIsSentAgain(t *testing.T) {
+	refused := &replication.NotLeaderError{Group: 1, Leader: 7, Term: 4}
+	dropped := fmt.Errorf("%w: transfer", replication.ErrProposalDropped)
+	for _, tc := range []struct {
+		name      string
+		answers   []error // the remote's answers, in turn; then nil
+		leadAfter int     // sends after which this node leads the group (0: never)
+		timeout   time.Duration
+		sends     int  // remote sends
+		local     int  // proposals here
+		fails     bool // Commit answers errNotCommitted
+	}{
+		{"a refusal naming another leader is sent again", []error{refused}, 0, time.Second, 2, 0, false},
+		{"a proposal dropped during a transfer is sent again", []error{dropped, dropped}, 0, time.Second, 3, 0, false},
+		{"an outcome not known is never sent again", []error{replication.ErrLeadershipLost}, 0, time.Second, 1, 0, true},
+		{"an error of the leader's own is never sent again", []error{kiterr.New(kiterr.Internal, "disk")}, 0, time.Second, 1, 0, true},
+		{"leadership that came here is proposed here", []error{refused, refused}, 1, time.Second, 1, 1, false},
+		{"refusals for the whole request's time answer 503", slices.Repeat([]error{refused}, 1000), 0, 100 * time.Millisecond, -1, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openStore(t, vfs.NewMem())
+			defer s.Close()
+			groups := &fakeGroups{}
+			l := newLog(groups, s, tc.timeout)
+			var sends int
+			l.leads = func(replication.GroupID) bool { return tc.leadAfter > 0 && sends >= tc.leadAfter }
+			l.remote = func(context.Context, replication.GroupID, []byte) error {
+				sends++
+				if sends <= len(tc.answers) {
+					return tc.answers[sends-1]
+				}
+				return nil
+			}
+			b := s.NewBatch()
+			b.Set(keyIn(1, "a"), nil)
+			err := l.Commit(b.Repr())
+			b.Close()
+			var e *kiterr.Error
+			if failed := errors.As(err, &e) && e.Message == errNotCommitted.Message; failed != tc.fails {
+				t.Errorf("err = %v, want failed %v", err, tc.fails)
+			}
+			if tc.sends >= 0 && sends != tc.sends {
+				t.Errorf("%d sends, want %d", sends, tc.sends)
+			}
+			if tc.sends < 0 && sends < 2 {
+				t.Errorf("%d sends in the request's time, want several", sends)
+			}
+			if len(groups.calls) != tc.local {
+				t.Errorf("%d proposals here, want %d", len(groups.calls), tc.local)
+			}
+		})
+	}
+}
+
+// The leader a refusing node names gets the next entry, while this node
+// still knows only an older term.
+func TestARefusalNamesWhereTheNextEntryGoes(t *testing.T) {
+	const g = replication.GroupID(3)
+	for _, tc := range []struct {
+		name  string
+		known leader // what this node's replica heard
+		named leader // what the refusal said
+		age   time.Duration
+		want  uint64 // where the second entry goes
+	}{
+		{"a newer term than known: there", leader{2, 4}, leader{3, 5}, 0, 3},
+		{"the term known: where the replica says", leader{2, 5}, leader{3, 5}, 0, 2},
+		{"named too long ago: where the replica says", leader{2, 4}, leader{3, 5}, refusalFor, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sent []uint64
+			r := &Replica{id: 1}
+			r.leaders[g] = tc.known
+			r.cfg.Remote = func(_ context.Context, to uint64, _ replication.GroupID, _ []byte) error {
+				sent = append(sent, to)
+				if len(sent) == 1 {
+					return &replication.NotLeaderError{Group: g, Leader: tc.named.id, Term: tc.named.term}
+				}
+				return nil
+			}
+			if err := r.propose(context.Background(), g, nil); !appendedNothing(err) {
+				t.Fatalf("first send: %v, want the refusal", err)
+			}
+			if rf := r.refusals[g].Load(); rf != nil {
+				rf.at = rf.at.Add(-tc.age)
+			}
+			if err := r.propose(context.Background(), g, nil); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(sent, []uint64{tc.known.id, tc.want}) {
+				t.Fatalf("sent to %v, want [%d %d]", sent, tc.known.id, tc.want)
+			}
+		})
+	}
+}

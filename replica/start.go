@@ -60,8 +60,10 @@ type Config struct {
 	DownTimeout time.Duration
 	// Remote asks node to (its raft id) to propose data to group g, which
 	// it leads (Replica.ProposeHere there): how a batch that spans
-	// partitions reaches the groups other nodes lead. Required with
-	// Transport.
+	// partitions reaches the groups other nodes lead. A
+	// *replication.NotLeaderError or an error wrapping
+	// replication.ErrProposalDropped says nothing was appended, and the
+	// entry may be sent again. Required with Transport.
 	Remote func(ctx context.Context, to uint64, g replication.GroupID, data []byte) error
 	// ReadIndex asks node to for the commit index of group g, which it
 	// leads (Replica.CommitIndex there): how CatchUp learns how far to
@@ -114,9 +116,22 @@ type Replica struct {
 	heard [partition.Count]atomic.Bool
 
 	missing map[uint64]time.Time // voters not alive, since when (grow's own)
+	// refusals are the leaders that refusing nodes named, for the next
+	// entry sent to each group (propose).
+	refusals [partition.Count]atomic.Pointer[refusal]
 }
 
 type leader struct{ id, term uint64 }
+
+// refusal is the leader a node that refused an entry named, and when.
+type refusal struct {
+	leader
+	at time.Time
+}
+
+// refusalFor is how long the leader a refusal named is preferred to an
+// older term this node knows: until its own replica, or gossip, hears.
+const refusalFor = 2 * time.Second
 
 // Start opens this node's groups, creating the missing ones with this
 // node as their only voter (a node alone, or the first of a cluster: a
@@ -200,10 +215,18 @@ func (r *Replica) propose(ctx context.Context, g replication.GroupID, data []byt
 	if to == 0 && r.cfg.LeaderOf != nil && !r.InGroup(partition.ID(g)) {
 		to = r.cfg.LeaderOf(partition.ID(g))
 	}
+	if rf := r.refusals[g].Load(); rf != nil && rf.term > term && time.Since(rf.at) < refusalFor {
+		to = rf.id
+	}
 	if to == 0 || to == r.id {
 		return &replication.NotLeaderError{Group: g, Leader: to, Term: term}
 	}
-	return r.cfg.Remote(ctx, to, g, data)
+	err := r.cfg.Remote(ctx, to, g, data)
+	var nl *replication.NotLeaderError
+	if errors.As(err, &nl) && nl.Leader != 0 && nl.Leader != to {
+		r.refusals[g].Store(&refusal{leader: leader{nl.Leader, nl.Term}, at: time.Now()})
+	}
+	return err
 }
 
 // ProposeHere proposes data to g, which this node must lead, and returns

@@ -41,6 +41,12 @@ func (r router) Leader(p partition.ID) (cluster.Leader, bool) {
 	for {
 		if rep := r.m.started.Load(); rep != nil {
 			to, term := rep.Leader(p)
+			if l := r.m.learned[p].Load(); l.newerThan(term, time.Now()) {
+				// A Moved named the leader of a term this node's replica
+				// has not heard of yet (its heartbeats are late on a busy
+				// machine, or it is a learner being filled).
+				return l.leader, true
+			}
 			switch {
 			case to == r.m.id:
 				return cluster.Leader{Addr: r.m.pt.Addr(), Term: term}, true
@@ -66,17 +72,40 @@ func (r router) Leader(p partition.ID) (cluster.Leader, bool) {
 	}
 }
 
-// Learn takes a newer leader of a partition this node holds no replica
-// of; of the others it takes nothing: this node's replica of the group
-// hears of every new leader itself, within a heartbeat.
+// Learn takes a newer leader of a partition: of one this node holds no
+// replica of, any; of the others, only a leader of a term newer than its
+// replica heard of, which hears of each new leader itself, usually within
+// a heartbeat, but not always on a busy machine.
 func (r router) Learn(p partition.ID, l cluster.Leader) bool {
 	rep := r.m.started.Load()
-	if rep == nil || rep.InGroup(p) || l.Addr == "" || int(p) >= partition.Count {
+	if rep == nil || l.Addr == "" || int(p) >= partition.Count {
 		return false
 	}
-	if old := r.m.learned[p].Load(); old != nil && time.Since(old.at) < learnedFor && old.leader.Term >= l.Term {
+	now := time.Now()
+	var heard uint64 // the term of the leader this node's replica follows
+	if rep.InGroup(p) {
+		_, heard = rep.Leader(p)
+	}
+	if !mayLearn(rep.InGroup(p), heard, r.m.learned[p].Load(), l, now) {
 		return false
 	}
-	r.m.learned[p].Store(&learned{leader: l, at: time.Now()})
+	r.m.learned[p].Store(&learned{leader: l, at: now})
 	return true
+}
+
+// mayLearn says whether a Moved's leader l replaces what this node knows
+// of its partition: its replica's leader of term heard when it holds one,
+// and what an earlier Moved taught (old, maybe nil).
+func mayLearn(inGroup bool, heard uint64, old *learned, l cluster.Leader, now time.Time) bool {
+	if inGroup && l.Term <= heard {
+		return false
+	}
+	trusted := old != nil && now.Sub(old.at) < learnedFor
+	return !trusted || l.Term > old.leader.Term // while trusted, old yields only to a newer term
+}
+
+// newerThan reports whether l is still trusted at now and of a term newer
+// than term.
+func (l *learned) newerThan(term uint64, now time.Time) bool {
+	return l != nil && now.Sub(l.at) < learnedFor && l.leader.Term > term
 }

@@ -272,11 +272,18 @@ func (m *Member) remotePropose(ctx context.Context, to uint64, g replication.Gro
 	id := m.reqs.next()
 	req := &kitpb.ProposeEntry{Group: uint32(g), Data: data}
 	for attempt := 0; ; attempt++ {
-		_, err := m.pt.Call(ctx, a, req, id)
+		res, err := m.pt.Call(ctx, a, req, id)
 		// A lost reply may hide an applied entry: its Sets and Deletes
 		// applied again are the same records (docs/cluster.md).
 		if errors.Is(err, peer.ErrConnLost) && attempt < 2 {
 			continue
+		}
+		if errors.Is(err, peer.ErrUnavailable) {
+			// Nothing was sent: the entry may go again (replica.Config.Remote).
+			return fmt.Errorf("%w: %w", replication.ErrProposalDropped, err)
+		}
+		if refused, ok := res.(*kitpb.ProposeRefused); ok {
+			return &replication.NotLeaderError{Group: g, Leader: refused.GetLeader(), Term: refused.GetTerm()}
 		}
 		return err
 	}
@@ -335,10 +342,17 @@ func (m *Member) handle(ctx context.Context, from string, msg proto.Message, req
 	case *kitpb.ReadRecords:
 		return m.serveRead(ctx, from, r)
 	case *kitpb.ProposeEntry:
-		if err := m.rep.ProposeHere(ctx, replication.GroupID(r.GetGroup()), r.GetData()); err != nil {
-			return nil, err
+		err := m.rep.ProposeHere(ctx, replication.GroupID(r.GetGroup()), r.GetData())
+		var nl *replication.NotLeaderError
+		switch {
+		case err == nil:
+			return &kitpb.Ok{}, nil
+		case errors.As(err, &nl):
+			return &kitpb.ProposeRefused{Leader: nl.Leader, Term: nl.Term}, nil
+		case errors.Is(err, replication.ErrProposalDropped), errors.Is(err, replication.ErrUnknownGroup):
+			return &kitpb.ProposeRefused{}, nil
 		}
-		return &kitpb.Ok{}, nil
+		return nil, err
 	}
 	return nil, fmt.Errorf("member: %s sent %T, which no handler takes", from, msg)
 }

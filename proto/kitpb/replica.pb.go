@@ -78,6 +78,63 @@ func (x *ProposeEntry) GetData() []byte {
 	return nil
 }
 
+// ProposeRefused answers a ProposeEntry of which the member appended
+// nothing: it does not lead the group (leader is the one it follows, 0 if
+// none known, in term), or raft dropped the proposal while leadership
+// moves. Sending the entry again, to the leader named or learnt later,
+// cannot apply it twice.
+type ProposeRefused struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Leader        uint64                 `protobuf:"varint,1,opt,name=leader,proto3" json:"leader,omitempty"`
+	Term          uint64                 `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProposeRefused) Reset() {
+	*x = ProposeRefused{}
+	mi := &file_replica_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProposeRefused) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProposeRefused) ProtoMessage() {}
+
+func (x *ProposeRefused) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProposeRefused.ProtoReflect.Descriptor instead.
+func (*ProposeRefused) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ProposeRefused) GetLeader() uint64 {
+	if x != nil {
+		return x.Leader
+	}
+	return 0
+}
+
+func (x *ProposeRefused) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
 // Invalidate tells another member that something it may have cached about
 // credentials ended or changed (actors.Invalidator): sent to every member
 // before the change is answered. kind is one of installation, credential,
@@ -93,7 +150,7 @@ type Invalidate struct {
 
 func (x *Invalidate) Reset() {
 	*x = Invalidate{}
-	mi := &file_replica_proto_msgTypes[1]
+	mi := &file_replica_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -105,7 +162,7 @@ func (x *Invalidate) String() string {
 func (*Invalidate) ProtoMessage() {}
 
 func (x *Invalidate) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[1]
+	mi := &file_replica_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -118,7 +175,7 @@ func (x *Invalidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invalidate.ProtoReflect.Descriptor instead.
 func (*Invalidate) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{1}
+	return file_replica_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Invalidate) GetKind() string {
@@ -147,7 +204,7 @@ type ReadIndex struct {
 
 func (x *ReadIndex) Reset() {
 	*x = ReadIndex{}
-	mi := &file_replica_proto_msgTypes[2]
+	mi := &file_replica_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -159,7 +216,7 @@ func (x *ReadIndex) String() string {
 func (*ReadIndex) ProtoMessage() {}
 
 func (x *ReadIndex) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[2]
+	mi := &file_replica_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -172,7 +229,7 @@ func (x *ReadIndex) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndex.ProtoReflect.Descriptor instead.
 func (*ReadIndex) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{2}
+	return file_replica_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ReadIndex) GetGroup() uint32 {
@@ -191,7 +248,7 @@ type ReadIndexReply struct {
 
 func (x *ReadIndexReply) Reset() {
 	*x = ReadIndexReply{}
-	mi := &file_replica_proto_msgTypes[3]
+	mi := &file_replica_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -203,7 +260,7 @@ func (x *ReadIndexReply) String() string {
 func (*ReadIndexReply) ProtoMessage() {}
 
 func (x *ReadIndexReply) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[3]
+	mi := &file_replica_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -216,7 +273,7 @@ func (x *ReadIndexReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexReply.ProtoReflect.Descriptor instead.
 func (*ReadIndexReply) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{3}
+	return file_replica_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReadIndexReply) GetIndex() uint64 {
@@ -247,7 +304,7 @@ type ReadRecords struct {
 
 func (x *ReadRecords) Reset() {
 	*x = ReadRecords{}
-	mi := &file_replica_proto_msgTypes[4]
+	mi := &file_replica_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -259,7 +316,7 @@ func (x *ReadRecords) String() string {
 func (*ReadRecords) ProtoMessage() {}
 
 func (x *ReadRecords) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[4]
+	mi := &file_replica_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -272,7 +329,7 @@ func (x *ReadRecords) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRecords.ProtoReflect.Descriptor instead.
 func (*ReadRecords) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{4}
+	return file_replica_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReadRecords) GetPartition() uint32 {
@@ -331,7 +388,7 @@ type Records struct {
 
 func (x *Records) Reset() {
 	*x = Records{}
-	mi := &file_replica_proto_msgTypes[5]
+	mi := &file_replica_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -343,7 +400,7 @@ func (x *Records) String() string {
 func (*Records) ProtoMessage() {}
 
 func (x *Records) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[5]
+	mi := &file_replica_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -356,7 +413,7 @@ func (x *Records) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Records.ProtoReflect.Descriptor instead.
 func (*Records) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{5}
+	return file_replica_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Records) GetKeys() [][]byte {
@@ -387,7 +444,10 @@ const file_replica_proto_rawDesc = "" +
 	"\rreplica.proto\x12\x06kit.v1\"8\n" +
 	"\fProposeEntry\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\rR\x05group\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"0\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"<\n" +
+	"\x0eProposeRefused\x12\x16\n" +
+	"\x06leader\x18\x01 \x01(\x04R\x06leader\x12\x12\n" +
+	"\x04term\x18\x02 \x01(\x04R\x04term\"0\n" +
 	"\n" +
 	"Invalidate\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
@@ -420,14 +480,15 @@ func file_replica_proto_rawDescGZIP() []byte {
 	return file_replica_proto_rawDescData
 }
 
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_replica_proto_goTypes = []any{
 	(*ProposeEntry)(nil),   // 0: kit.v1.ProposeEntry
-	(*Invalidate)(nil),     // 1: kit.v1.Invalidate
-	(*ReadIndex)(nil),      // 2: kit.v1.ReadIndex
-	(*ReadIndexReply)(nil), // 3: kit.v1.ReadIndexReply
-	(*ReadRecords)(nil),    // 4: kit.v1.ReadRecords
-	(*Records)(nil),        // 5: kit.v1.Records
+	(*ProposeRefused)(nil), // 1: kit.v1.ProposeRefused
+	(*Invalidate)(nil),     // 2: kit.v1.Invalidate
+	(*ReadIndex)(nil),      // 3: kit.v1.ReadIndex
+	(*ReadIndexReply)(nil), // 4: kit.v1.ReadIndexReply
+	(*ReadRecords)(nil),    // 5: kit.v1.ReadRecords
+	(*Records)(nil),        // 6: kit.v1.Records
 }
 var file_replica_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type
@@ -448,7 +509,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
