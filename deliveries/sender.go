@@ -91,6 +91,10 @@ func New(cfg Config) *Sender {
 	}
 }
 
+// noHeaderTable is a dynamic HPACK table too small for any header (0
+// would mean the default, 4 KiB).
+const noHeaderTable = 1
+
 // client is an HTTPS client with the 3 s limit that follows no redirect
 // (a redirect answer is not a 2xx, so the attempt failed).
 func client(roots *x509.CertPool, control func(string, string, syscall.RawConn) error) *http.Client {
@@ -103,6 +107,11 @@ func client(roots *x509.CertPool, control func(string, string, syscall.RawConn) 
 			TLSHandshakeTimeout: Timeout,
 			MaxIdleConnsPerHost: actors.MaxInFlightPerInstallation,
 			ForceAttemptHTTP2:   true,
+			// Each request carries two headers never seen before (its
+			// signature, its delivery id), which a dynamic HPACK table
+			// would add and evict on every request; without one,
+			// headers go as literals (a few hundred bytes).
+			HTTP2: &http.HTTP2Config{MaxEncoderHeaderTableSize: noHeaderTable},
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
