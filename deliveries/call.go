@@ -1,19 +1,14 @@
 package deliveries
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
-	"github.com/kitd/kitd/internal/ids"
-	"github.com/kitd/kitd/kitverify"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -80,36 +75,16 @@ func (s *Sender) call(ctx context.Context, c Call) (Answer, error) {
 	return s.post(ctx, u, c, sec.Secrets)
 }
 
-// post makes the request of c, signed with secrets.
+// post makes the request of c, signed with secrets, within Timeout or
+// ctx's deadline, whichever comes first.
 func (s *Sender) post(ctx context.Context, u *url.URL, c Call, secrets []string) (Answer, error) {
-	ctx, cancel := context.WithTimeout(ctx, Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(c.Body))
+	deadline := time.Now().Add(Timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	status, body, err := s.https.post(s.cfg.Clock.Now(), kitRequest{url: u, body: c.Body, secrets: secrets, installationID: c.InstallationID, deadline: deadline}, true)
 	if err != nil {
-		return Answer{}, &CallError{Reason: ReasonConnection, err: err}
+		return Answer{}, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(kitverify.Header, kitverify.Sign(s.cfg.Clock.Now(), c.Body, secrets...))
-	req.Header.Set("Service-Installation-Id", c.InstallationID)
-	req.Header.Set("Service-Delivery-Id", ids.New())
-	hc := s.public
-	if s.allows(u) {
-		hc = s.allowed
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return Answer{}, &CallError{Reason: classify(err), err: err}
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return Answer{}, &CallError{Reason: ReasonHTTP, Status: resp.StatusCode}
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer+1))
-	switch {
-	case err != nil:
-		return Answer{}, &CallError{Reason: classify(err), Status: resp.StatusCode, err: err}
-	case len(body) > MaxAnswer:
-		return Answer{}, &CallError{Reason: ReasonHTTP, Status: resp.StatusCode, err: errors.New("the answer is larger than MaxAnswer")}
-	}
-	return Answer{Status: resp.StatusCode, Body: body}, nil
+	return Answer{Status: status, Body: body}, nil
 }

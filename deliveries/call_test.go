@@ -3,11 +3,14 @@ package deliveries
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,41 +39,53 @@ func TestCallRules(t *testing.T) {
 			http.Redirect(w, r, "/ok", http.StatusFound)
 		case "/huge":
 			w.Write([]byte(strings.Repeat("x", MaxAnswer+1)))
+		case "/slow":
+			time.Sleep(300 * time.Millisecond)
 		}
 	}))
 	defer srv.Close()
 	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	s := New(Config{Clock: clock.System(), RootCAs: roots, Allow: []string{"127.0.0.1"}})
 	refusing := New(Config{Clock: clock.System(), RootCAs: roots})
+	untrusting := New(Config{Clock: clock.System(), Allow: []string{"127.0.0.1"}})
+	soon, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
 
 	for _, tc := range []struct {
 		name     string
 		s        *Sender
+		ctx      context.Context
 		url      string
 		secrets  []string
 		wantBody string
 		reason   string
 		status   int
 	}{
-		{"a signed 2xx answer is the Kit's answer", s, srv.URL + "/ok", []string{secret}, `{"text":"done"}`, "", 0},
-		{"the request is signed with every secret of the overlap", s, srv.URL + "/ok", []string{"kss_other", secret}, `{"text":"done"}`, "", 0},
-		{"a 5xx is an http error", s, srv.URL + "/fail", []string{secret}, "", ReasonHTTP, 500},
-		{"a wrong signature's refusal is an http error", s, srv.URL + "/ok", []string{"kss_wrong"}, "", ReasonHTTP, 401},
-		{"a redirect is not followed: an http error", s, srv.URL + "/redirect", []string{secret}, "", ReasonHTTP, 302},
-		{"an answer larger than MaxAnswer is refused", s, srv.URL + "/huge", []string{secret}, "", ReasonHTTP, 200},
-		{"plain http is never called", s, strings.Replace(srv.URL, "https:", "http:", 1) + "/ok", []string{secret}, "", ReasonConnection, 0},
-		{"a loopback address not allowed is refused", refusing, srv.URL + "/ok", []string{secret}, "", ReasonConnection, 0},
+		{"a signed 2xx answer is the Kit's answer", s, nil, srv.URL + "/ok", []string{secret}, `{"text":"done"}`, "", 0},
+		{"the request is signed with every secret of the overlap", s, nil, srv.URL + "/ok", []string{"kss_other", secret}, `{"text":"done"}`, "", 0},
+		{"a 5xx is an http error", s, nil, srv.URL + "/fail", []string{secret}, "", ReasonHTTP, 500},
+		{"a wrong signature's refusal is an http error", s, nil, srv.URL + "/ok", []string{"kss_wrong"}, "", ReasonHTTP, 401},
+		{"a redirect is not followed: an http error", s, nil, srv.URL + "/redirect", []string{secret}, "", ReasonHTTP, 302},
+		{"an answer larger than MaxAnswer is refused", s, nil, srv.URL + "/huge", []string{secret}, "", ReasonHTTP, 200},
+		{"plain http is never called", s, nil, strings.Replace(srv.URL, "https:", "http:", 1) + "/ok", []string{secret}, "", ReasonConnection, 0},
+		{"a loopback address not allowed is refused", refusing, nil, srv.URL + "/ok", []string{secret}, "", ReasonConnection, 0},
+		{"a certificate the roots do not trust is a TLS error", untrusting, nil, srv.URL + "/ok", []string{secret}, "", ReasonTLS, 0},
+		{"no answer by the caller's deadline is a timeout", s, soon, srv.URL + "/slow", []string{secret}, "", ReasonTimeout, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u, err := url.Parse(tc.url)
 			if err != nil {
 				t.Fatal(err)
 			}
+			ctx := tc.ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
 			var a Answer
 			if u.Scheme != "https" {
-				a, err = tc.s.call(context.Background(), Call{URL: tc.url, InstallationID: "inst-1"})
+				a, err = tc.s.call(ctx, Call{URL: tc.url, InstallationID: "inst-1"})
 			} else {
-				a, err = tc.s.post(context.Background(), u, Call{URL: tc.url, InstallationID: "inst-1", Body: []byte(`{"type":"command"}`)}, tc.secrets)
+				a, err = tc.s.post(ctx, u, Call{URL: tc.url, InstallationID: "inst-1", Body: []byte(`{"type":"command"}`)}, tc.secrets)
 			}
 			if tc.reason == "" {
 				if err != nil || string(a.Body) != tc.wantBody {
@@ -83,5 +98,73 @@ func TestCallRules(t *testing.T) {
 				t.Fatalf("error %v, want reason %s status %d", err, tc.reason, tc.status)
 			}
 		})
+	}
+}
+
+// An event's answer is not read: a 2xx counts whatever its body, where a
+// call's answer over MaxAnswer is refused (TestCallRules).
+func TestAnEventsAnswerIsNotRead(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(strings.Repeat("x", MaxAnswer+1)))
+	}))
+	defer srv.Close()
+	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	s := New(Config{Clock: clock.System(), RootCAs: roots, Allow: []string{"127.0.0.1"}})
+	u, err := url.Parse(srv.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, _, err := s.https.post(time.Now(), kitRequest{url: u, body: []byte(`{}`), secrets: []string{"kss_x"}, deadline: time.Now().Add(Timeout)}, false)
+	if err != nil || status != 200 {
+		t.Fatalf("status %d, %v; want 200 and no error", status, err)
+	}
+}
+
+// A connection the Kit closed while idle fails no request: nothing of it
+// was sent, and it goes on another connection, an event as a call, past
+// every pooled connection the Kit closed.
+func TestAConnectionClosedWhileIdleFailsNoRequest(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		time.Sleep(20 * time.Millisecond) // so that the first requests each open a connection
+	}))
+	srv.Config.IdleTimeout = 20 * time.Millisecond
+	srv.StartTLS()
+	defer srv.Close()
+	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	s := New(Config{Clock: clock.System(), RootCAs: roots, Allow: []string{"127.0.0.1"}})
+	s.https = newKitClients(roots, []string{"127.0.0.1"}, 50*time.Millisecond)
+	u, err := url.Parse(srv.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(keep bool) error {
+		status, _, err := s.https.post(time.Now(), kitRequest{url: u, body: []byte(`{}`), secrets: []string{"kss_x"}, deadline: time.Now().Add(Timeout)}, keep)
+		if err == nil && status != 200 {
+			err = fmt.Errorf("status %d", status)
+		}
+		return err
+	}
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			if err := post(false); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := s.https.allowed.ConnsCount(); n < 2 {
+		t.Fatalf("%d pooled connections, want several", n)
+	}
+	for i, keep := range []bool{false, true} {
+		time.Sleep(100 * time.Millisecond) // past both idle times: the server closed the connections
+		if err := post(keep); err != nil {
+			t.Fatalf("request %d after a rest: %v", i+1, err)
+		}
+	}
+	if n := requests.Load(); n != 5 {
+		t.Fatalf("the Kit answered %d requests, want 5", n)
 	}
 }

@@ -6,30 +6,20 @@
 package deliveries
 
 import (
-	"bytes"
-	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/clock"
-	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/manifest"
-	"github.com/kitd/kitd/internal/verify"
-	"github.com/kitd/kitd/kitverify"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -63,9 +53,8 @@ type Config struct {
 // Sender delivers queued events. It is told by the delivery actors
 // (actors.DeliveryNotifier) and runs one pump per installation with work.
 type Sender struct {
-	cfg     Config
-	public  *http.Client // refuses loopback and private addresses
-	allowed *http.Client // for the hosts of Config.Allow
+	cfg   Config
+	https *kitClients
 
 	mu    sync.Mutex
 	pumps map[string]chan struct{} // by installation: a pending wake-up
@@ -85,35 +74,9 @@ func New(cfg Config) *Sender {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Sender{
-		cfg: cfg, public: client(cfg.RootCAs, verify.DialPublicOnly), allowed: client(cfg.RootCAs, nil),
+		cfg: cfg, https: newKitClients(cfg.RootCAs, cfg.Allow, idleAfter),
 		pumps: make(map[string]chan struct{}), kits: make(map[string]chan struct{}), done: make(chan struct{}),
 		endpoints: make(map[string]*url.URL),
-	}
-}
-
-// noHeaderTable is a dynamic HPACK table too small for any header (0
-// would mean the default, 4 KiB).
-const noHeaderTable = 1
-
-// client is an HTTPS client with the 3 s limit that follows no redirect
-// (a redirect answer is not a 2xx, so the attempt failed).
-func client(roots *x509.CertPool, control func(string, string, syscall.RawConn) error) *http.Client {
-	dialer := &net.Dialer{Timeout: Timeout, Control: control}
-	return &http.Client{
-		Timeout: Timeout,
-		Transport: &http.Transport{
-			DialContext:         dialer.DialContext,
-			TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
-			TLSHandshakeTimeout: Timeout,
-			MaxIdleConnsPerHost: actors.MaxInFlightPerInstallation,
-			ForceAttemptHTTP2:   true,
-			// Each request carries two headers never seen before (its
-			// signature, its delivery id), which a dynamic HPACK table
-			// would add and evict on every request; without one,
-			// headers go as literals (a few hundred bytes).
-			HTTP2: &http.HTTP2Config{MaxEncoderHeaderTableSize: noHeaderTable},
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
 
@@ -162,6 +125,8 @@ func (s *Sender) Close() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.https.public.CloseIdleConnections()
+	s.https.allowed.CloseIdleConnections()
 }
 
 // pump sends the installation's events until nothing waits: it takes what
@@ -412,54 +377,13 @@ func (s *Sender) send(inst string, t target, ev *kitpb.Event) (status int32, err
 		s.cfg.Logger.Error("encode event", "installation", inst, "err", err)
 		return 0, ReasonConnection
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.endpoint.String(), bytes.NewReader(body))
-	if err != nil {
-		return 0, ReasonConnection
+	now := s.cfg.Clock.Now()
+	r := kitRequest{url: t.endpoint, body: body, secrets: t.secrets, installationID: inst, deadline: time.Now().Add(Timeout)}
+	r.retryNum, r.retryReason = retryHeaders(ev)
+	code, _, err := s.https.post(now, r, false)
+	var ce *CallError
+	if errors.As(err, &ce) {
+		return int32(code), ce.Reason
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(kitverify.Header, kitverify.Sign(s.cfg.Clock.Now(), body, t.secrets...))
-	req.Header.Set("Service-Installation-Id", inst)
-	req.Header.Set("Service-Delivery-Id", ids.New())
-	if num, reason := retryHeaders(ev); reason != "" {
-		req.Header.Set("Service-Retry-Num", num)
-		req.Header.Set("Service-Retry-Reason", reason)
-	}
-	c := s.public
-	if s.allows(t.endpoint) {
-		c = s.allowed
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, classify(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return int32(resp.StatusCode), ReasonHTTP
-	}
-	return int32(resp.StatusCode), ""
-}
-
-func (s *Sender) allows(u *url.URL) bool {
-	for _, a := range s.cfg.Allow {
-		if strings.EqualFold(a, u.Host) || strings.EqualFold(a, u.Hostname()) {
-			return true
-		}
-	}
-	return false
-}
-
-// classify names why a request got no answer.
-func classify(err error) string {
-	var netErr net.Error
-	var certErr *tls.CertificateVerificationError
-	var recordErr tls.RecordHeaderError
-	switch {
-	case errors.As(err, &certErr), errors.As(err, &recordErr), strings.Contains(err.Error(), "tls:"):
-		return ReasonTLS
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return ReasonTimeout
-	}
-	return ReasonConnection
+	return int32(code), ""
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/url"
 	"testing"
+
+	"github.com/valyala/fasthttp"
 )
 
 func TestAllows(t *testing.T) {
@@ -27,7 +29,7 @@ func TestAllows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := s.allows(u); got != tc.want {
+			if got := s.https.allows(u); got != tc.want {
 				t.Fatalf("allows(%s) = %v", tc.url, got)
 			}
 		})
@@ -50,6 +52,10 @@ func TestClassify(t *testing.T) {
 		{"a network timeout is a timeout", fmt.Errorf("post: %w", timeoutErr{}), ReasonTimeout},
 		{"a certificate that does not verify is a TLS error", &tls.CertificateVerificationError{Err: errors.New("unknown authority")}, ReasonTLS},
 		{"a refused connection is a connection failure", errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), ReasonConnection},
+		{"the client's timeout is a timeout", fasthttp.ErrTimeout, ReasonTimeout},
+		{"a dial that timed out is a timeout", fasthttp.ErrDialTimeout, ReasonTimeout},
+		{"a TLS handshake that timed out is a timeout", fasthttp.ErrTLSHandshakeTimeout, ReasonTimeout},
+		{"a TLS alert from the endpoint is a TLS error", tls.AlertError(40), ReasonTLS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := classify(tc.err); got != tc.want {
