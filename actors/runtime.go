@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -203,8 +202,7 @@ func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx act
 // and message reach the client (and a forwarding node), and the operator
 // needs to know which group or peer would not take the write.
 func logUnavailable(env *Env, identity string, err error) {
-	var e *kiterr.Error
-	if env.Logger != nil && errors.As(err, &e) && e.Code == kiterr.Unavailable && error(e) != err {
+	if env.Logger != nil && kiterr.Unexplained(err) {
 		env.Logger.Warn("request unavailable in its actor", "actor", identity, "err", err)
 	}
 }

@@ -273,8 +273,7 @@ func (n *Node) ServePeer(ctx context.Context, from string, msg proto.Message, re
 		if errors.Is(err, ErrNotHosted) {
 			return f.moved(p), nil
 		}
-		var e *kiterr.Error
-		if errors.As(err, &e) && e.Code == kiterr.Unavailable && error(e) != err {
+		if kiterr.Unexplained(err) {
 			// Only e crosses to the sender, whose log names the request.
 			n.log.Warn("forwarded request unavailable", "from", from, "kind", fw.Kind, "err", err)
 		}

@@ -27,7 +27,7 @@ func (s *Server) failRoute(ctx *fasthttp.RequestCtx, rt *route, err error) {
 	if !errors.As(err, &e) {
 		s.log.Error("request failed", "correlationId", corr, "route", routeName(rt), "err", err)
 		e = kiterr.New(kiterr.Internal, "internal error; retry reads later, writes only with an Idempotency-Key")
-	} else if e.Code == kiterr.Unavailable && error(e) != err {
+	} else if kiterr.Unexplained(err) {
 		// The answer says only "retry"; the operator learns from the
 		// chain which group, leader or peer would not take the request.
 		s.log.Warn("request unavailable", "correlationId", corr, "route", routeName(rt), "err", err)

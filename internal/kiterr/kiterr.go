@@ -182,3 +182,12 @@ func CodeOf(err error) Code {
 	}
 	return Internal
 }
+
+// Unexplained reports whether err is an unavailable answer whose cause
+// (the context wrapped around its domain error: which group, leader or
+// peer would not take the request) its answer drops, and so only a log
+// can show. A bare domain error carries nothing more.
+func Unexplained(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == Unavailable && error(e) != err
+}

@@ -2,6 +2,7 @@ package kiterr
 
 import (
 	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -192,6 +193,26 @@ func TestErrorText(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.err.Error(); got != tt.want {
 				t.Fatalf("Error() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestUnexplained(t *testing.T) {
+	unavailable := New(Unavailable, "retry")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"an unavailable answer with its cause around it", fmt.Errorf("commit to partition 3: %w", unavailable), true},
+		{"a bare unavailable answer says all there is", unavailable, false},
+		{"another code's cause is not this log's", fmt.Errorf("load: %w", Absent("user")), false},
+		{"not a domain error (logged as internal)", errors.New("disk"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Unexplained(tc.err); got != tc.want {
+				t.Fatalf("Unexplained(%v) = %v, want %v", tc.err, got, tc.want)
 			}
 		})
 	}
