@@ -198,6 +198,35 @@ func (c *cluster) elect(groups int) {
 	c.t.Fatal("no leader after 100 ticks")
 }
 
+// awaitLeads waits until node id takes proposals for each of groups. Raft
+// leads once a campaign's votes are persisted (two driver cycles with
+// PreVote), and the driver learns it from the next cycle's Ready, so a test
+// that proposes right after Campaign must wait for that; no tick is needed.
+func (c *cluster) awaitLeads(id uint64, groups ...replication.GroupID) {
+	c.t.Helper()
+	m := c.nodes[id]
+	for _, g := range groups {
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			st, err := m.node.Status(g)
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			if st.Leader == id {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.t.Fatalf("node %d does not lead group %d after 10 s", id, g)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// Status reads raft's view; the cycle after it hands the driver the
+	// Ready that says so.
+	if err := m.node.Flush(); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
 // propose proposes data to g on its leader.
 func (c *cluster) propose(g replication.GroupID, data string) uint64 {
 	c.t.Helper()

@@ -131,6 +131,7 @@ func TestProposeAll(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	c.awaitLeads(1, 0, 1)
 	ctx := context.Background()
 	props := []replication.Proposal{{Group: 0, Data: []byte("a")}, {Group: 1, Data: []byte("b")}}
 	if err := m.node.ProposeAll(ctx, props); err != nil {
