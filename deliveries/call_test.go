@@ -124,13 +124,20 @@ func TestAnEventsAnswerIsNotRead(t *testing.T) {
 // was sent, and it goes on another connection, an event as a call, past
 // every pooled connection the Kit closed.
 func TestAConnectionClosedWhileIdleFailsNoRequest(t *testing.T) {
+	const first = 3 // requests in flight together, each on a connection of its own
 	var requests atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		time.Sleep(20 * time.Millisecond) // so that the first requests each open a connection
+	together := make(chan struct{})
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch requests.Add(1) {
+		case first:
+			close(together)
+		case 1, 2:
+			select {
+			case <-together:
+			case <-time.After(10 * time.Second):
+			}
+		}
 	}))
-	srv.Config.IdleTimeout = 20 * time.Millisecond
-	srv.StartTLS()
 	defer srv.Close()
 	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	s := New(Config{Clock: clock.System(), RootCAs: roots, Allow: []string{"127.0.0.1"}})
@@ -147,7 +154,7 @@ func TestAConnectionClosedWhileIdleFailsNoRequest(t *testing.T) {
 		return err
 	}
 	var wg sync.WaitGroup
-	for range 3 {
+	for range first {
 		wg.Go(func() {
 			if err := post(false); err != nil {
 				t.Error(err)
@@ -155,11 +162,12 @@ func TestAConnectionClosedWhileIdleFailsNoRequest(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := s.https.allowed.ConnsCount(); n < 2 {
-		t.Fatalf("%d pooled connections, want several", n)
+	if n := s.https.allowed.ConnsCount(); n != first {
+		t.Fatalf("%d pooled connections, want %d", n, first)
 	}
 	for i, keep := range []bool{false, true} {
-		time.Sleep(100 * time.Millisecond) // past both idle times: the server closed the connections
+		srv.CloseClientConnections()       // the Kit closes every idle connection
+		time.Sleep(100 * time.Millisecond) // past the client's idle time, so that it looks first
 		if err := post(keep); err != nil {
 			t.Fatalf("request %d after a rest: %v", i+1, err)
 		}
