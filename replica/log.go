@@ -76,6 +76,9 @@ func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
 			err = l.proposeRemote(ctx, g, repr)
 		} else {
 			_, err = l.groups.Propose(ctx, g, repr)
+			if l.remote != nil && errors.Is(err, replication.ErrProposalDropped) {
+				err = l.proposeRemote(ctx, g, repr)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("replica: commit to partition %d: %w: %w", first, errNotCommitted, err)
@@ -111,7 +114,38 @@ func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
 		return nil
 	}
 	if err := l.groups.ProposeAll(ctx, here); err != nil {
-		return fmt.Errorf("replica: commit to %d partitions: %w: %w", len(here), errNotCommitted, err)
+		if err = l.sendDroppedAgain(ctx, here, err); err != nil {
+			return fmt.Errorf("replica: commit to %d partitions: %w: %w", len(here), errNotCommitted, err)
+		}
+	}
+	return nil
+}
+
+// sendDroppedAgain sends again, as proposeRemote does, the parts led here
+// that raft dropped (a transfer of another partition's lead under way),
+// once the others are applied; err is ProposeAll's. Only a drop goes
+// again: a part whose group this node stopped leading may be the
+// committing actor's own, whose writes must not reach a leader that may
+// have loaded its state already, and its client's retry finds the new
+// one. The committing actor's partition is never dropped by a hand-over,
+// which releases it first ("A hand-over refuses no write").
+func (l *Log) sendDroppedAgain(ctx context.Context, here []replication.Proposal, err error) error {
+	var pe *replication.ProposalsError
+	if l.remote == nil || !errors.As(err, &pe) || len(pe.Errs) != len(here) {
+		return err
+	}
+	for _, perr := range pe.Errs {
+		if perr != nil && !errors.Is(perr, replication.ErrProposalDropped) {
+			return err
+		}
+	}
+	for i, perr := range pe.Errs {
+		if perr == nil {
+			continue
+		}
+		if err := l.proposeRemote(ctx, here[i].Group, here[i].Data); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -159,25 +159,44 @@ func TestRestoreRefusesABadSnapshot(t *testing.T) {
 	}
 }
 
-// fakeGroups records what Log proposes.
+// fakeGroups records what Log proposes, and answers err to every proposal
+// but the first answers[g] to g's, in turn.
 type fakeGroups struct {
-	mu    sync.Mutex
-	calls [][]replication.Proposal
-	err   error
+	mu      sync.Mutex
+	calls   [][]replication.Proposal
+	err     error
+	answers map[replication.GroupID][]error
 }
 
 func (f *fakeGroups) Propose(_ context.Context, g replication.GroupID, data []byte) (uint64, error) {
-	return 1, f.ProposeAll(context.TODO(), []replication.Proposal{{Group: g, Data: data}})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, []replication.Proposal{{Group: g, Data: slices.Clone(data)}})
+	return 1, f.answer(g)
 }
 
 func (f *fakeGroups) ProposeAll(_ context.Context, props []replication.Proposal) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var call []replication.Proposal
-	for _, p := range props {
+	errs, failed := make([]error, len(props)), false
+	for i, p := range props {
 		call = append(call, replication.Proposal{Group: p.Group, Data: slices.Clone(p.Data)})
+		errs[i] = f.answer(p.Group)
+		failed = failed || errs[i] != nil
 	}
 	f.calls = append(f.calls, call)
+	if failed {
+		return &replication.ProposalsError{Errs: errs}
+	}
+	return nil
+}
+
+func (f *fakeGroups) answer(g replication.GroupID) error {
+	if a := f.answers[g]; len(a) > 0 {
+		f.answers[g] = a[1:]
+		return a[0]
+	}
 	return f.err
 }
 
@@ -420,6 +439,68 @@ func TestRemoteProposalRefusedIsSentAgain(t *testing.T) {
 			}
 			if len(groups.calls) != tc.local {
 				t.Errorf("%d proposals here, want %d", len(groups.calls), tc.local)
+			}
+		})
+	}
+}
+
+// A part led here that raft dropped (a transfer of that partition's lead
+// under way) goes again, through whichever node leads by then; a part of a
+// group this node no longer leads, or whose outcome is unknown, does not.
+func TestPartDroppedHereIsSentAgain(t *testing.T) {
+	dropped := fmt.Errorf("%w: transfer", replication.ErrProposalDropped)
+	lost := &replication.NotLeaderError{Group: 2, Leader: 7, Term: 4}
+	for _, tc := range []struct {
+		name    string
+		parts   []partition.ID // the batch writes one key in each
+		answers []error        // partition 2's answers here, in turn
+		leads2  int            // proposals here to 2 after which the lead is elsewhere
+		sends   int            // remote sends to 2
+		fails   bool           // Commit answers errNotCommitted
+	}{
+		{"a part of several, dropped, goes to the next leader", []partition.ID{1, 2}, []error{dropped}, 1, 1, false},
+		{"a part of several, dropped while the transfer lasts, goes again here", []partition.ID{1, 2}, []error{dropped, dropped}, 3, 0, false},
+		{"a batch of one partition, dropped, goes to the next leader", []partition.ID{2}, []error{dropped}, 1, 1, false},
+		{"a part of several whose lead was lost goes nowhere else", []partition.ID{1, 2}, []error{lost}, 1, 0, true},
+		{"a batch of one partition whose lead was lost goes nowhere else", []partition.ID{2}, []error{lost}, 1, 0, true},
+		{"a part of several whose outcome is unknown is not sent again", []partition.ID{1, 2}, []error{replication.ErrLeadershipLost}, 1, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openStore(t, vfs.NewMem())
+			defer s.Close()
+			groups := &fakeGroups{answers: map[replication.GroupID][]error{2: tc.answers}}
+			l := newLog(groups, s, time.Second)
+			here := func() (n int) {
+				for _, call := range groups.calls {
+					for _, p := range call {
+						if p.Group == 2 {
+							n++
+						}
+					}
+				}
+				return n
+			}
+			l.leads = func(g replication.GroupID) bool { return g != 2 || here() < tc.leads2 }
+			var sends int
+			l.remote = func(_ context.Context, g replication.GroupID, _ []byte) error {
+				if g != 2 {
+					t.Errorf("sent group %d elsewhere", g)
+				}
+				sends++
+				return nil
+			}
+			b := s.NewBatch()
+			for _, p := range tc.parts {
+				b.Set(keyIn(p, "a"), nil)
+			}
+			err := l.Commit(b.Repr())
+			b.Close()
+			var e *kiterr.Error
+			if failed := errors.As(err, &e) && e.Message == errNotCommitted.Message; failed != tc.fails {
+				t.Errorf("err = %v, want failed %v", err, tc.fails)
+			}
+			if sends != tc.sends {
+				t.Errorf("%d remote sends, want %d", sends, tc.sends)
 			}
 		})
 	}

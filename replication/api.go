@@ -102,6 +102,39 @@ func (e *NotLeaderError) Error() string {
 	return fmt.Sprintf("replication: group %d: not the leader (leader %d, term %d)", e.Group, e.Leader, e.Term)
 }
 
+// ProposalsError is ProposeAll's error: Errs[i] is the outcome of its
+// props[i] (nil: applied), each with Propose's meaning, so that a caller
+// can tell the entries that entered no log from those whose outcome is
+// unknown.
+type ProposalsError struct {
+	Errs []error
+}
+
+func (e *ProposalsError) Error() string {
+	var failed int
+	var first error
+	for _, err := range e.Errs {
+		if err != nil {
+			if failed == 0 {
+				first = err
+			}
+			failed++
+		}
+	}
+	return fmt.Sprintf("replication: %d of %d entries not applied; first: %v", failed, len(e.Errs), first)
+}
+
+// Unwrap gives the entries' errors to errors.Is and errors.As.
+func (e *ProposalsError) Unwrap() []error {
+	var errs []error
+	for _, err := range e.Errs {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
 var (
 	// ErrLeadershipLost: this node stopped leading the group after the
 	// proposal entered its log and before it was applied here. The outcome is

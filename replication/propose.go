@@ -84,7 +84,7 @@ type Proposal struct {
 }
 
 // ProposeAll proposes every entry at once and returns when each is applied
-// (its error then is the first one met, with Propose's meaning). The
+// or failed; when any failed, its error is a *ProposalsError. The
 // entries reach the driver together, so they enter their groups' logs in
 // the same cycle: on a node whose groups have one voter, one WAL sync
 // commits them all and one batch applies them, so after a crash either
@@ -93,8 +93,10 @@ type Proposal struct {
 // them is a valid state (docs/cluster.md, "Global indexes").
 func (n *Node) ProposeAll(ctx context.Context, props []Proposal) error {
 	if len(props) == 1 {
-		_, err := n.Propose(ctx, props[0].Group, props[0].Data)
-		return err
+		if _, err := n.Propose(ctx, props[0].Group, props[0].Data); err != nil {
+			return &ProposalsError{Errs: []error{err}}
+		}
+		return nil
 	}
 	ps := make([]*proposal, len(props))
 	events := make([]event, len(props))
@@ -105,15 +107,21 @@ func (n *Node) ProposeAll(ctx context.Context, props []Proposal) error {
 		ps[i], events[i] = p, event{prop: p}
 	}
 	if err := n.enqueue(events...); err != nil {
-		return err
+		return &ProposalsError{Errs: slices.Repeat([]error{err}, len(props))}
 	}
-	var first error
-	for _, p := range ps {
-		if _, err := n.await(ctx, p); err != nil && first == nil {
-			first = err
+	var errs []error
+	for i, p := range ps {
+		if _, err := n.await(ctx, p); err != nil {
+			if errs == nil {
+				errs = make([]error, len(ps))
+			}
+			errs[i] = err
 		}
 	}
-	return first
+	if errs != nil {
+		return &ProposalsError{Errs: errs}
+	}
+	return nil
 }
 
 // Campaign makes this node stand for leader of group g now instead of

@@ -121,7 +121,7 @@ func TestCampaignLeadsAtOnce(t *testing.T) {
 }
 
 // ProposeAll returns once every entry is applied, each in its own group;
-// one entry its group refuses fails the call.
+// one entry its group refuses fails the call, and the error names it.
 func TestProposeAll(t *testing.T) {
 	c := newCluster(t, []uint64{1}, nil)
 	c.bootstrap(3, []uint64{1})
@@ -155,5 +155,10 @@ func TestProposeAll(t *testing.T) {
 	var nl *replication.NotLeaderError
 	if !errors.As(err, &nl) || nl.Group != 2 {
 		t.Errorf("err = %v, want NotLeaderError for group 2", err)
+	}
+	// The error says which entry failed: a caller may send it again.
+	var pe *replication.ProposalsError
+	if !errors.As(err, &pe) || len(pe.Errs) != 2 || pe.Errs[0] != nil || !errors.As(pe.Errs[1], &nl) {
+		t.Errorf("err = %#v, want the second entry's refusal only", err)
 	}
 }
