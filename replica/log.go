@@ -72,13 +72,10 @@ func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
 	defer cancel()
 	if single {
 		g := replication.GroupID(first)
-		if l.remote != nil && !l.leads(g) {
-			err = l.proposeRemote(ctx, g, repr)
-		} else {
+		if l.remote == nil {
 			_, err = l.groups.Propose(ctx, g, repr)
-			if l.remote != nil && errors.Is(err, replication.ErrProposalDropped) {
-				err = l.proposeRemote(ctx, g, repr)
-			}
+		} else {
+			err = l.proposeToLeader(ctx, g, repr)
 		}
 		if err != nil {
 			return fmt.Errorf("replica: commit to partition %d: %w: %w", first, errNotCommitted, err)
@@ -106,7 +103,7 @@ func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
 			here = append(here, replication.Proposal{Group: g, Data: part.Repr()})
 			continue
 		}
-		if err := l.proposeRemote(ctx, g, part.Repr()); err != nil {
+		if err := l.proposeToLeader(ctx, g, part.Repr()); err != nil {
 			return fmt.Errorf("replica: commit to partition %d through its leader: %w: %w", p, errNotCommitted, err)
 		}
 	}
@@ -114,28 +111,25 @@ func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
 		return nil
 	}
 	if err := l.groups.ProposeAll(ctx, here); err != nil {
-		if err = l.sendDroppedAgain(ctx, here, err); err != nil {
+		if err = l.sendRefusedAgain(ctx, here, err); err != nil {
 			return fmt.Errorf("replica: commit to %d partitions: %w: %w", len(here), errNotCommitted, err)
 		}
 	}
 	return nil
 }
 
-// sendDroppedAgain sends again, as proposeRemote does, the parts led here
-// that raft dropped (a transfer of another partition's lead under way),
-// once the others are applied; err is ProposeAll's. Only a drop goes
-// again: a part whose group this node stopped leading may be the
-// committing actor's own, whose writes must not reach a leader that may
-// have loaded its state already, and its client's retry finds the new
-// one. The committing actor's partition is never dropped by a hand-over,
-// which releases it first ("A hand-over refuses no write").
-func (l *Log) sendDroppedAgain(ctx context.Context, here []replication.Proposal, err error) error {
+// sendRefusedAgain sends again, as proposeToLeader does, the parts led
+// here that entered no log (raft dropped them while another partition's
+// lead is handed over, or this node just stopped leading), once the others
+// are applied; err is ProposeAll's. When any part's outcome is unknown,
+// none goes again.
+func (l *Log) sendRefusedAgain(ctx context.Context, here []replication.Proposal, err error) error {
 	var pe *replication.ProposalsError
 	if l.remote == nil || !errors.As(err, &pe) || len(pe.Errs) != len(here) {
 		return err
 	}
 	for _, perr := range pe.Errs {
-		if perr != nil && !errors.Is(perr, replication.ErrProposalDropped) {
+		if perr != nil && !appendedNothing(perr) {
 			return err
 		}
 	}
@@ -143,7 +137,7 @@ func (l *Log) sendDroppedAgain(ctx context.Context, here []replication.Proposal,
 		if perr == nil {
 			continue
 		}
-		if err := l.proposeRemote(ctx, here[i].Group, here[i].Data); err != nil {
+		if err := l.proposeToLeader(ctx, here[i].Group, here[i].Data); err != nil {
 			return err
 		}
 	}
@@ -156,13 +150,14 @@ const (
 	lastRefusalWait  = 200 * time.Millisecond
 )
 
-// proposeRemote proposes data to g through its leader elsewhere. A
-// refusal that appended nothing (no leader known, the one asked no longer
-// leads, a transfer under way: the balancer moves leaderships at any
-// time) is sent again, to whichever node leads by then, this one
-// included, until ctx ends: a client hears 503 only when no leader took
-// the entry in a request's time.
-func (l *Log) proposeRemote(ctx context.Context, g replication.GroupID, data []byte) error {
+// proposeToLeader proposes data to g through whichever node leads it,
+// this one included. A refusal that appended nothing (no leader known, the
+// one asked no longer leads, a transfer under way: the balancer moves
+// leaderships at any time) is sent again, to whichever node leads by then,
+// until ctx ends: a client hears 503 only when no leader took the entry in
+// a request's time. The remote end refuses for good an entry of a
+// partition whose activations may still run here (Replica.propose).
+func (l *Log) proposeToLeader(ctx context.Context, g replication.GroupID, data []byte) error {
 	wait := firstRefusalWait
 	var t *time.Timer
 	for {

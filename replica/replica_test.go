@@ -444,10 +444,12 @@ func TestRemoteProposalRefusedIsSentAgain(t *testing.T) {
 	}
 }
 
-// A part led here that raft dropped (a transfer of that partition's lead
-// under way) goes again, through whichever node leads by then; a part of a
-// group this node no longer leads, or whose outcome is unknown, does not.
-func TestPartDroppedHereIsSentAgain(t *testing.T) {
+// A part led here that entered no log (raft dropped it while that
+// partition's lead is handed over, or this node just stopped leading) goes
+// again, through whichever node leads by then; a part whose outcome is
+// unknown does not. (Replica.propose refuses a partition whose activations
+// may still run here: TestNoEntryLeavesWhileItsActivationsMayRunHere.)
+func TestPartRefusedHereIsSentAgain(t *testing.T) {
 	dropped := fmt.Errorf("%w: transfer", replication.ErrProposalDropped)
 	lost := &replication.NotLeaderError{Group: 2, Leader: 7, Term: 4}
 	for _, tc := range []struct {
@@ -461,8 +463,8 @@ func TestPartDroppedHereIsSentAgain(t *testing.T) {
 		{"a part of several, dropped, goes to the next leader", []partition.ID{1, 2}, []error{dropped}, 1, 1, false},
 		{"a part of several, dropped while the transfer lasts, goes again here", []partition.ID{1, 2}, []error{dropped, dropped}, 3, 0, false},
 		{"a batch of one partition, dropped, goes to the next leader", []partition.ID{2}, []error{dropped}, 1, 1, false},
-		{"a part of several whose lead was lost goes nowhere else", []partition.ID{1, 2}, []error{lost}, 1, 0, true},
-		{"a batch of one partition whose lead was lost goes nowhere else", []partition.ID{2}, []error{lost}, 1, 0, true},
+		{"a part of several whose lead was lost goes to the next leader", []partition.ID{1, 2}, []error{lost}, 1, 1, false},
+		{"a batch of one partition whose lead was lost goes to the next leader", []partition.ID{2}, []error{lost}, 1, 1, false},
 		{"a part of several whose outcome is unknown is not sent again", []partition.ID{1, 2}, []error{replication.ErrLeadershipLost}, 1, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -504,6 +506,53 @@ func TestPartDroppedHereIsSentAgain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// No entry of a partition leaves for a leader elsewhere while the
+// partition's activations may still run here (hosted, or being released):
+// it may be an activation's own write, and the new leader may have loaded
+// that activation's state already.
+func TestNoEntryLeavesWhileItsActivationsMayRunHere(t *testing.T) {
+	const g = replication.GroupID(3)
+	p := partition.ID(g)
+	h := &hosts{hosted: map[partition.ID]bool{}}
+	r := &Replica{id: 1, hosts: h}
+	r.leaders[p] = leader{2, 5}
+	var sends int
+	r.cfg.Remote = func(context.Context, uint64, replication.GroupID, []byte) error {
+		sends++
+		return nil
+	}
+	propose := func(rule string, wantSent bool) {
+		t.Helper()
+		before := sends
+		err := r.propose(context.Background(), g, nil)
+		switch {
+		case wantSent && (err != nil || sends != before+1):
+			t.Errorf("%s: err %v, %d sends; want it sent", rule, err, sends-before)
+		case !wantSent && (!errors.Is(err, errActivationsHere) || appendedNothing(err) || sends != before):
+			t.Errorf("%s: err %v, %d sends; want errActivationsHere, not to be sent again", rule, err, sends-before)
+		}
+	}
+	r.hosted[p] = true
+	propose("hosted", false)
+
+	// An activation is committing: the release waits for it.
+	h.gate.RLock()
+	r.mu.Lock()
+	if !r.unhost(p) {
+		t.Fatal("unhost: it was hosted")
+	}
+	r.mu.Unlock()
+	released := make(chan struct{})
+	go func() {
+		r.release(p)
+		close(released)
+	}()
+	propose("being released", false)
+	h.gate.RUnlock()
+	<-released
+	propose("released", true)
 }
 
 // The leader a refusing node names gets the next entry, while this node

@@ -107,6 +107,9 @@ type Replica struct {
 	hosted  [partition.Count]bool   // whether each partition's activations run here
 	leaders [partition.Count]leader // who leads each group, as this node last heard
 	stop    chan struct{}
+	// releasing counts, for each partition, the releases under way: its
+	// activations may still run (and commit) until the last returns.
+	releasing [partition.Count]atomic.Int32
 
 	draining atomic.Bool   // HandOver was called
 	changes  atomic.Uint64 // leaderships come or gone (metrics)
@@ -209,8 +212,19 @@ func (r *Replica) leads(g replication.GroupID) bool {
 	return r.leading[g] != 0
 }
 
+// errActivationsHere refuses to send elsewhere an entry for a partition
+// whose activations may still run here: this node led it a moment ago, so
+// the entry may be an activation's own write, which must not reach a new
+// leader that may have loaded the activation's state already (its next
+// write would undo this one). The entry entered no log, but it is not
+// sent again: the client's retry finds the new leader.
+var errActivationsHere = errors.New("replica: the partition's activations may still run here; its writes go to no other leader")
+
 // propose sends an entry to g's leader elsewhere.
 func (r *Replica) propose(ctx context.Context, g replication.GroupID, data []byte) error {
+	if r.activationsMayRun(partition.ID(g)) {
+		return errActivationsHere
+	}
 	to, term := r.Leader(partition.ID(g))
 	if to == 0 && r.cfg.LeaderOf != nil && !r.InGroup(partition.ID(g)) {
 		to = r.cfg.LeaderOf(partition.ID(g))
@@ -363,15 +377,14 @@ func (r *Replica) follow() {
 		}
 		if lc.Leader != r.id {
 			r.leading[p] = 0
-			release := r.hosted[p]
-			r.hosted[p] = false
+			release := r.unhost(p)
 			r.mu.Unlock()
 			// Release waits for p's activations to stop, and one of them
 			// may be committing, which asks r.mu (leads): so not under it.
 			// This goroutine alone starts hosting (go r.host, below), and
 			// only after this returns.
 			if release {
-				r.hosts.Release(p)
+				r.release(p)
 			}
 			continue
 		}
@@ -418,11 +431,10 @@ func (r *Replica) host(p partition.ID, term uint64) {
 func (r *Replica) handOver(g replication.GroupID, to uint64) error {
 	p := partition.ID(g)
 	r.mu.Lock()
-	term, release := r.leading[p], r.hosted[p]
-	r.hosted[p] = false
+	term, release := r.leading[p], r.unhost(p)
 	r.mu.Unlock()
 	if release {
-		r.hosts.Release(p)
+		r.release(p)
 	}
 	err := r.node.TransferLeadership(g, to)
 	rehost := func() {
@@ -439,6 +451,34 @@ func (r *Replica) handOver(g replication.GroupID, to uint64) error {
 	}
 	time.AfterFunc(12*r.cfg.TickInterval, rehost)
 	return nil
+}
+
+// unhost marks p no longer hosted (under r.mu) and reports whether it
+// was, in which case the caller must call release: until then p counts as
+// releasing, so that activationsMayRun never misses its activations.
+func (r *Replica) unhost(p partition.ID) bool {
+	if !r.hosted[p] {
+		return false
+	}
+	r.hosted[p] = false
+	r.releasing[p].Add(1)
+	return true
+}
+
+// release stops p's activations (not under r.mu: one of them may be
+// committing, which asks it) after unhost said so.
+func (r *Replica) release(p partition.ID) {
+	defer r.releasing[p].Add(-1)
+	r.hosts.Release(p)
+}
+
+// activationsMayRun reports whether an activation of p may run here: p is
+// hosted, or being released.
+func (r *Replica) activationsMayRun(p partition.ID) bool {
+	r.mu.Lock()
+	hosted := r.hosted[p]
+	r.mu.Unlock()
+	return hosted || r.releasing[p].Load() > 0
 }
 
 // Close stops the groups. Every commit that returned is durable already.
