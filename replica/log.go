@@ -119,7 +119,7 @@ func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
 }
 
 // sendRefusedAgain sends again, as proposeToLeader does, the parts led
-// here that entered no log (raft dropped them while another partition's
+// here that entered no log (raft dropped them while their partition's
 // lead is handed over, or this node just stopped leading), once the others
 // are applied; err is ProposeAll's. When any part's outcome is unknown,
 // none goes again.
