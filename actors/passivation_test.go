@@ -85,7 +85,9 @@ func TestAbsentEntitiesLeaveNoActor(t *testing.T) {
 // being asked stays.
 func TestIdleActorsPassivate(t *testing.T) {
 	n := ownNode(t)
-	const idle = 200 * time.Millisecond
+	// Long enough that a loaded machine's late wake-ups (asked every
+	// idle/4) never look idle.
+	const idle = time.Second
 	n.env.IdleTimeout = idle
 	w := n.workspace(t, 1) // activates the workspace actor
 	get := func() {
@@ -97,7 +99,7 @@ func TestIdleActorsPassivate(t *testing.T) {
 	active := n.node.LocalProcesses()
 
 	t.Run("an actor asked more often than IdleTimeout stays", func(t *testing.T) {
-		for range 12 { // 12 × 50 ms: three IdleTimeouts
+		for range 12 { // 12 × idle/4: three IdleTimeouts
 			time.Sleep(idle / 4)
 			if got := n.node.LocalProcesses(); got < active {
 				t.Fatalf("%d processes, want %d: the busy workspace actor passivated", got, active)

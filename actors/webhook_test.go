@@ -128,11 +128,10 @@ func TestWebhookDeveloperLog(t *testing.T) {
 	// Refusal entries are written without waiting on their sync: give the
 	// (already applied) writes a moment to be visible.
 	var got []logLine
-	for i := 0; i < 50; i++ {
-		if got = devLog(t, n, f.kitID); len(got) >= len(want) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if got = devLog(t, n, f.kitID); len(got) >= len(want) || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	if len(got) != len(want) {
 		t.Fatalf("log has %d entries, want %d:\n got %v\nwant %v", len(got), len(want), got, want)
