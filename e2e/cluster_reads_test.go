@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/internal/metrics/metricstest"
+	"github.com/kitd/kitd/internal/partition"
 )
 
 // Four nodes on the default of three replicas a partition: every node
@@ -18,15 +19,16 @@ import (
 // node in turn (writeClusterRecords: messages, a thread, an
 // Idempotency-Key, a reaction, a file, a webhook, an install link, the
 // OAuth code exchange, tokens, the developer log); events posted through
-// each node are delivered; then
-// every node reads what every node wrote and gives the same answers, and
+// each node are delivered; the replicas the joins moved away are
+// forgotten; then every node reads what every node wrote and gives the same answers, and
 // no node read a partition it lacks outside the read path
 // (kitd_reads_unheld_total).
 func TestClusterReadsPartitionsANodeLacks(t *testing.T) {
 	rcv := newReceiver(t)
 	c := &testCluster{key: randHex(32), op: "op_" + randToken()}
 	for range 4 {
-		c.add(t, "--delivery-ca", rcv.caPath, "--delivery-allow", strings.TrimPrefix(rcv.srv.URL, "https://"))
+		c.add(t, "--delivery-ca", rcv.caPath, "--delivery-allow", strings.TrimPrefix(rcv.srv.URL, "https://"),
+			"--forget-after", "1s")
 	}
 	lacking := c.waitReplicas(t, 4, 3)
 	t.Logf("partitions each node lacks: %v", lacking)
@@ -65,6 +67,15 @@ func TestClusterReadsPartitionsANodeLacks(t *testing.T) {
 		}
 		return true
 	})
+
+	// The replicas the joins moved away are forgotten (--forget-after
+	// 1s), records and all: then the nodes hold three replicas a
+	// partition between them, and read the rest through the holders.
+	c.waitMetricSum(t, "replicas, forgotten ones left out", partition.Count*3, "kitd_raft_groups")
+	c.waitMetricSum(t, "replicas held", partition.Count*3, "kitd_raft_partitions", "role", "replica")
+	if n := c.metricSum(t, "kitd_raft_replicas_forgotten_total"); n == 0 {
+		t.Error("no node forgot a replica, though the joins moved some")
+	}
 
 	// Every node reads what every node wrote, the same.
 	for wi, wr := range ws {

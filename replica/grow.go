@@ -33,6 +33,32 @@ import (
 // One change per group per round: raft takes one configuration change at
 // a time.
 func (r *Replica) grow() {
+	members := r.cfg.Members()
+	// How many groups each node leads: gossip's word for the others,
+	// this node's own count for itself, both kept up to date with the
+	// round's transfers, so that one round does not overshoot.
+	led := make(map[uint64]int, len(members))
+	for _, m := range members {
+		led[m.RaftID] = m.Led
+	}
+	var leading []partition.ID
+	r.mu.Lock()
+	for p, term := range r.leading {
+		if term != 0 {
+			leading = append(leading, partition.ID(p))
+		}
+	}
+	r.mu.Unlock()
+	led[r.id] = len(leading)
+	down := r.downFor(members)
+	for _, p := range leading {
+		r.growGroup(replication.GroupID(p), members, led, down)
+	}
+}
+
+// everyGrowInterval runs round every GrowInterval until the replica
+// closes, except while it drains.
+func (r *Replica) everyGrowInterval(round func()) {
 	t := time.NewTicker(r.cfg.GrowInterval)
 	defer t.Stop()
 	for {
@@ -41,29 +67,8 @@ func (r *Replica) grow() {
 			return
 		case <-t.C:
 		}
-		if r.draining.Load() {
-			continue
-		}
-		members := r.cfg.Members()
-		// How many groups each node leads: gossip's word for the others,
-		// this node's own count for itself, both kept up to date with the
-		// round's transfers, so that one round does not overshoot.
-		led := make(map[uint64]int, len(members))
-		for _, m := range members {
-			led[m.RaftID] = m.Led
-		}
-		var leading []partition.ID
-		r.mu.Lock()
-		for p, term := range r.leading {
-			if term != 0 {
-				leading = append(leading, partition.ID(p))
-			}
-		}
-		r.mu.Unlock()
-		led[r.id] = len(leading)
-		down := r.downFor(members)
-		for _, p := range leading {
-			r.growGroup(replication.GroupID(p), members, led, down)
+		if !r.draining.Load() {
+			round()
 		}
 	}
 }

@@ -39,6 +39,11 @@ func (r *Replica) Collect(w *metrics.Writer) {
 	w.Uint("kitd_raft_partitions", metrics.Label("role", "leader"), uint64(bits.OnesCount64(led)))
 	w.Uint("kitd_raft_partitions", metrics.Label("role", "replica"), uint64(bits.OnesCount64(replicated)))
 
+	w.Family("kitd_raft_groups", "Groups this node has a replica of, held or not: one its group removed counts until it is forgotten.", metrics.TypeGauge)
+	w.Uint("kitd_raft_groups", "", uint64(len(r.node.Groups())))
+	w.Family("kitd_raft_replicas_forgotten_total", "Replicas this node deleted, with their records, after their group's leader said the group had removed it.", metrics.TypeCounter)
+	w.Uint("kitd_raft_replicas_forgotten_total", "", r.forgotten.Load())
+
 	w.Family("kitd_reads_unheld_total", "Reads of a partition this node holds no replica of that did not go to a node holding it: a bug, logged.", metrics.TypeCounter)
 	w.Uint("kitd_reads_unheld_total", "", r.unheld.count.Load())
 

@@ -48,6 +48,8 @@ func TestReplicationMetrics(t *testing.T) {
 	for _, rule := range []struct{ name, series, value string }{
 		{"a node alone leads every partition", `kitd_raft_partitions{role="leader"}`, "64"},
 		{"and holds a replica of each", `kitd_raft_partitions{role="replica"}`, "64"},
+		{"it has a group a partition", `kitd_raft_groups`, "64"},
+		{"a node alone forgets no replica", `kitd_raft_replicas_forgotten_total`, "0"},
 		{"each leadership that came here is a change", `kitd_raft_leadership_changes_total`, "64"},
 		{"a node alone has no follower to lag", `kitd_raft_follower_lag_entries`, "0"},
 		{"it is the one voter of each group", `kitd_raft_voters`, "64"},

@@ -508,6 +508,27 @@ func TestPartRefusedHereIsSentAgain(t *testing.T) {
 	}
 }
 
+// Who creates and leads every group on start.
+func TestFounds(t *testing.T) {
+	for _, tc := range []struct {
+		rule                 string
+		alone, found, forgot bool
+		groups               int
+		want                 bool
+	}{
+		{"a node alone founds, new", true, false, false, 0, true},
+		{"a node alone founds, restarted", true, false, false, 64, true},
+		{"the founder founds on its first start", false, true, false, 0, true},
+		{"the founder restarted is one replica among others", false, true, false, 64, false},
+		{"a founder that forgot every group waits to be added again", false, true, true, 0, false},
+		{"a node that joins founds nothing", false, false, false, 0, false},
+	} {
+		if got := founds(tc.alone, tc.found, tc.forgot, tc.groups); got != tc.want {
+			t.Errorf("%s: founds = %v, want %v", tc.rule, got, tc.want)
+		}
+	}
+}
+
 // No entry of a partition leaves for a leader elsewhere while the
 // partition's activations may still run here (hosted, or being released):
 // it may be an activation's own write, and the new leader may have loaded

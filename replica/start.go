@@ -73,6 +73,14 @@ type Config struct {
 	// how an entry reaches the leader of a group this node holds no
 	// replica of, and so hears nothing of. nil: every group is held here.
 	LeaderOf func(p partition.ID) uint64
+	// AskMembers asks node to for the members of group g, which it leads
+	// (Replica.GroupMembers there): how a replica its group removed learns
+	// it, and is forgotten. nil: replicas are never forgotten.
+	AskMembers func(ctx context.Context, to uint64, g replication.GroupID) ([]uint64, error)
+	// ForgetAfter is how long a replica is not held (a member hearing a
+	// leader) before its group's leader is asked whether it was removed;
+	// 0: 30 s.
+	ForgetAfter time.Duration
 }
 
 // logKept is how many applied entries a group's log keeps for followers
@@ -111,9 +119,10 @@ type Replica struct {
 	// activations may still run (and commit) until the last returns.
 	releasing [partition.Count]atomic.Int32
 
-	draining atomic.Bool   // HandOver was called
-	changes  atomic.Uint64 // leaderships come or gone (metrics)
-	unheld   unheldReads   // CheckRead's findings
+	draining  atomic.Bool   // HandOver was called
+	changes   atomic.Uint64 // leaderships come or gone (metrics)
+	forgotten atomic.Uint64 // replicas forgotten (metrics)
+	unheld    unheldReads   // CheckRead's findings
 	// heard says, for each group, whether this node's replica knows a
 	// leader (Holds): one removed from its group hears none.
 	heard [partition.Count]atomic.Bool
@@ -158,6 +167,9 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 	if cfg.DownTimeout == 0 {
 		cfg.DownTimeout = 30 * time.Second
 	}
+	if cfg.ForgetAfter == 0 {
+		cfg.ForgetAfter = defaultForgetAfter
+	}
 	tr := cfg.Transport
 	if tr == nil {
 		tr = alone{}
@@ -193,16 +205,33 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 	// A node alone leads every group, whether it creates them now or
 	// restarts; the first node of a cluster creates and leads them only
 	// on its first start: restarted, it is one replica among others.
-	if tr == (alone{}) || (cfg.Found && len(r.node.Groups()) == 0) {
+	forgot, err := replication.Forgotten(cfg.Store)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	if founds(tr == (alone{}), cfg.Found, forgot, len(r.node.Groups())) {
 		if err := r.lead(ctx); err != nil {
 			r.Close()
 			return nil, err
 		}
 	}
 	if cfg.Members != nil {
-		go r.grow()
+		go r.everyGrowInterval(r.grow)
+	}
+	if cfg.AskMembers != nil && cfg.LeaderOf != nil {
+		f := &forgetter{r: r, next: map[replication.GroupID]time.Time{}}
+		go r.everyGrowInterval(f.forgetRemoved)
 	}
 	return r, nil
+}
+
+// founds reports whether a starting node creates and leads every group:
+// a node alone always; the founder of a cluster only on its first start,
+// with no group yet. A node that forgot groups belonged to a cluster:
+// having none left, it waits to be added again rather than found another.
+func founds(alone, found, forgot bool, groups int) bool {
+	return alone || (found && !forgot && groups == 0)
 }
 
 // leads reports whether this node leads g and may host it.

@@ -38,7 +38,8 @@ type StateMachine interface {
 
 	// Restore replaces group g's state with the one Snapshot wrote,
 	// writing into b (delete g's range, then set the records). b also
-	// holds the group's new raft state and is committed synced.
+	// holds the group's new raft state and is committed synced. An empty
+	// r is the empty state: Node.Forget clears a group's state with it.
 	Restore(g GroupID, r io.Reader, b *persistence.Batch) error
 }
 
@@ -157,4 +158,8 @@ var (
 
 	// ErrGroupExists: Bootstrap or Join of a group this node already holds.
 	ErrGroupExists = errors.New("replication: group exists")
+
+	// ErrGroupSpoke: Forget of a group that stepped a message since the
+	// caller read Heard, or that this node leads: it may be a member.
+	ErrGroupSpoke = errors.New("replication: the group spoke to this node since")
 )

@@ -1,11 +1,14 @@
 package replication
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
+	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
@@ -67,6 +70,84 @@ func (n *Node) addGroup(id GroupID, s *logStore) error {
 		n.order[i], n.order[i-1] = n.order[i-1], n.order[i]
 	}
 	return nil
+}
+
+// Heard counts the messages of group g this node has stepped; Forget
+// takes it back.
+func (n *Node) Heard(g GroupID) (uint64, error) {
+	grp := n.lookup(g)
+	if grp == nil {
+		return 0, ErrUnknownGroup
+	}
+	return grp.heard.Load(), nil
+}
+
+// Forget deletes this node's replica of group g, which the group removed
+// (a replica moved elsewhere, or replaced while its node was down), with
+// its raft state and its records, in one synced batch. A removed replica
+// often never applies its own removal (its leader stops sending first), so
+// the caller must learn it from the group's leader: it reads Heard, then
+// asks the leader, and calls Forget with what Heard said only if the
+// answer leaves this node out. Forget refuses (ErrGroupSpoke) when the
+// group stepped a message since, or this node leads it: a leader adding
+// the node back would have spoken to it, and a replica whose entries a
+// leader counts must never lose them. A later message of the group, once
+// a leader adds the node back, joins it anew (Join) with a snapshot.
+func (n *Node) Forget(g GroupID, heard uint64) error {
+	var err error
+	if derr := n.do(func() { err = n.forget(g, heard) }); derr != nil {
+		return derr
+	}
+	return err
+}
+
+func (n *Node) forget(id GroupID, heard uint64) error {
+	g := n.lookup(id)
+	if g == nil {
+		return ErrUnknownGroup
+	}
+	if g.heard.Load() != heard || g.state == raft.StateLeader {
+		return ErrGroupSpoke
+	}
+	b := n.store.NewBatch()
+	defer b.Close()
+	lower, upper := groupKeys(id)
+	b.DeleteRange(lower, upper)
+	if err := n.sm.Restore(id, bytes.NewReader(nil), b); err != nil {
+		return fmt.Errorf("replication: forget group %d: %w", id, err)
+	}
+	b.Set(forgottenKey(), []byte{1})
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("replication: forget group %d: %w", id, err)
+	}
+	table := maps.Clone(*n.groups.Load())
+	delete(table, id)
+	n.groups.Store(&table)
+	n.order = slices.DeleteFunc(n.order, func(o *group) bool { return o == g })
+	for seq, p := range g.waiters { // none: a follower has no waiters
+		delete(g.waiters, seq)
+		p.finish(0, ErrLeadershipLost)
+	}
+	g.unplaced = nil
+	g.member.Store(false)
+	if g.lead != 0 {
+		n.leaders.push(LeaderChange{Group: id, Leader: 0, Term: g.term})
+	}
+	return nil
+}
+
+// Forgotten reports whether this store's node ever forgot a group: it
+// belonged to a cluster then, and must not found another for want of
+// groups.
+func Forgotten(store *persistence.Store) (bool, error) {
+	_, err := store.Get(forgottenKey())
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, persistence.ErrNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("replication: forgotten mark: %w", err)
 }
 
 func isEmpty(hs *pb.HardState) bool {

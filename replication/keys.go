@@ -94,3 +94,7 @@ func decodeKey(key []byte) (g GroupID, kind keyKind, index uint64) {
 // It is outside r/ (a node's fact, not a group's) and outside the
 // partitions, so it never moves with a snapshot.
 func nodeIDKey() []byte { return []byte("rnode/id") }
+
+// forgottenKey marks a store whose node forgot a group (Node.Forget): the
+// node belonged to a cluster, so having no groups does not make it new.
+func forgottenKey() []byte { return []byte("rnode/forgotten") }

@@ -1,6 +1,7 @@
 package replication_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -141,4 +142,81 @@ func TestRemoveReplica(t *testing.T) {
 	}
 	c.stop(gone)
 	c.propose(0, "two voters")
+}
+
+// A replica its group removed is forgotten whole: its raft state and its
+// records go, in one synced batch that a restart keeps, and the store is
+// marked. Forget refuses on the group's leader and once the group spoke
+// to the node after Heard; a replica added back starts from a snapshot.
+func TestForget(t *testing.T) {
+	c := newCluster(t, []uint64{1, 2, 3}, snapshotConfig)
+	c.bootstrap(2, []uint64{1, 2, 3})
+	c.elect(2)
+	c.propose(0, "zero")
+	c.propose(1, "one")
+	lead := c.nodes[c.leader(0)]
+	gone := c.nodes[lead.id%3+1]
+	forget := func(m *member, g replication.GroupID, between func()) error {
+		t.Helper()
+		heard, err := m.node.Heard(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		between()
+		return m.node.Forget(g, heard)
+	}
+	if err := forget(lead, 0, func() {}); !errors.Is(err, replication.ErrGroupSpoke) {
+		t.Errorf("forget on the leader: %v, want ErrGroupSpoke", err)
+	}
+	if err := forget(gone, 0, func() { c.propose(0, "spoken"); c.settle() }); !errors.Is(err, replication.ErrGroupSpoke) {
+		t.Errorf("forget after the group spoke: %v, want ErrGroupSpoke", err)
+	}
+	c.waitEqual(0)
+	ctx, cancel := proposeCtx()
+	defer cancel()
+	if err := lead.node.RemoveReplica(ctx, 0, gone.id); err != nil {
+		t.Fatal(err)
+	}
+	c.settle()
+	if marked, err := replication.Forgotten(gone.store); err != nil || marked {
+		t.Fatalf("marked forgotten before any Forget: %v %v", marked, err)
+	}
+	if err := forget(gone, 0, func() {}); err != nil {
+		t.Fatalf("forget a removed replica: %v", err)
+	}
+
+	check := func(when string) {
+		t.Helper()
+		if gs := gone.node.Groups(); !slices.Equal(gs, []replication.GroupID{1}) {
+			t.Errorf("%s: groups %v, want [1]", when, gs)
+		}
+		if recs, _ := gone.kv.Records(0); len(recs) != 0 {
+			t.Errorf("%s: group 0's records %v are left", when, recs)
+		}
+		if recs, _ := gone.kv.Records(1); len(recs) == 0 {
+			t.Errorf("%s: group 1's records went too", when)
+		}
+		if _, err := gone.node.Heard(0); !errors.Is(err, replication.ErrUnknownGroup) {
+			t.Errorf("%s: Heard(0) = %v, want ErrUnknownGroup", when, err)
+		}
+		if marked, err := replication.Forgotten(gone.store); err != nil || !marked {
+			t.Errorf("%s: Forgotten = %v %v, want true", when, marked, err)
+		}
+	}
+	check("forgotten")
+	c.stop(gone.id)
+	gone = c.start(gone.id, gone.fs)
+	check("restarted")
+
+	// Added back, it starts again from a snapshot.
+	if err := gone.node.Join(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := lead.node.AddLearner(ctx, 0, gone.id); err != nil {
+		t.Fatal(err)
+	}
+	c.propose(0, "added back")
+	if recs := c.waitEqual(0); len(recs) != 3 {
+		t.Fatalf("%d records after the return, want 3", len(recs))
+	}
 }

@@ -148,6 +148,10 @@ type group struct {
 	leaseUntil      atomic.Int64 // tick before which the lease holds; 0 when not leading
 	leaseUntilNanos atomic.Int64 // the same in nanoseconds since Open
 
+	// heard counts the group's messages this node stepped (Forget's
+	// proof that no leader spoke to it since it asked).
+	heard atomic.Uint64
+
 	// member: this node is a voter or learner of the group, as its
 	// configuration applied here says (Node.Holds). False on a replica
 	// joined and not restored from a snapshot yet, and on one the group
@@ -461,6 +465,7 @@ func (n *Node) step(e *event) {
 	if g == nil {
 		return
 	}
+	g.heard.Add(1)
 	m := e.msg
 	if e.snap != nil {
 		g.inSnap = &inboundSnap{index: m.GetSnapshot().GetMetadata().GetIndex(), data: e.snap}

@@ -54,6 +54,10 @@ type Config struct {
 	// DownTimeout is how long a member may be gone before the leaders
 	// remove its replicas (replica.Config.DownTimeout).
 	DownTimeout time.Duration
+	// ForgetAfter is how long a replica hears no leader before its
+	// group's leader is asked whether it was removed
+	// (replica.Config.ForgetAfter).
+	ForgetAfter time.Duration
 	// Replicas is how many replicas each partition has
 	// (replica.Config.Replicas): 0, every node.
 	Replicas int
@@ -138,6 +142,7 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 		Store: cfg.Store, Hosts: hosts, Logger: cfg.Logger, TickInterval: cfg.TickInterval,
 		Transport: m.rn, Found: len(cfg.Join) == 0, Members: m.alive, Remote: m.remotePropose,
 		ReadIndex: m.readIndex, DownTimeout: cfg.DownTimeout, Replicas: cfg.Replicas, LeaderOf: m.leaderOf,
+		AskMembers: m.askMembers, ForgetAfter: cfg.ForgetAfter,
 	})
 	if err != nil {
 		m.ms.Shutdown()
@@ -306,6 +311,23 @@ func (m *Member) readIndex(ctx context.Context, to uint64, g replication.GroupID
 	return reply.GetIndex(), nil
 }
 
+// askMembers asks the leader of g (raft id to) for the group's members.
+func (m *Member) askMembers(ctx context.Context, to uint64, g replication.GroupID) ([]uint64, error) {
+	a, ok := m.addr(to)
+	if !ok {
+		return nil, &replication.NotLeaderError{Group: g}
+	}
+	res, err := m.pt.Call(ctx, a, &kitpb.GroupMembers{Group: uint32(g)}, m.reqs.next())
+	if err != nil {
+		return nil, err
+	}
+	reply, ok := res.(*kitpb.GroupMembersReply)
+	if !ok {
+		return nil, fmt.Errorf("member: GroupMembers answered %T", res)
+	}
+	return reply.GetMembers(), nil
+}
+
 // catchUpTimeout bounds a catch-up, as a request is bounded.
 const catchUpTimeout = 10 * time.Second
 
@@ -334,6 +356,12 @@ func (m *Member) handle(ctx context.Context, from string, msg proto.Message, req
 			return nil, kiterr.New(kiterr.Unavailable, err.Error())
 		}
 		return &kitpb.ReadIndexReply{Index: index}, nil
+	case *kitpb.GroupMembers:
+		members, err := m.rep.GroupMembers(replication.GroupID(r.GetGroup()))
+		if err != nil {
+			return nil, kiterr.New(kiterr.Unavailable, err.Error())
+		}
+		return &kitpb.GroupMembersReply{Members: members}, nil
 	case *kitpb.Invalidate:
 		if err := m.invalidateHere(r.GetKind(), r.GetId()); err != nil {
 			return nil, err

@@ -50,7 +50,7 @@ func startGroups(cfg config, store *persistence.Store, env *actors.Env, httpAddr
 		m, err := member.Start(ctx, member.Config{
 			NodeName: nodeName(cfg), GossipBind: cfg.clusterBind, Join: join, ClusterKey: cfg.clusterKey,
 			PeerListen: peerListen, PeerAdvertise: cfg.peerAdvertise, HTTPAddr: httpAddr, Store: store, Node: env.Node, Hosts: hosts, Logger: logger,
-			DownTimeout: cfg.downTimeout, Replicas: cfg.replicas,
+			DownTimeout: cfg.downTimeout, ForgetAfter: cfg.forgetAfter, Replicas: cfg.replicas,
 		})
 		if err != nil {
 			return groups{}, err

@@ -79,6 +79,7 @@ type config struct {
 	clusterKey    string
 	peerListen    string
 	downTimeout   time.Duration
+	forgetAfter   time.Duration
 	peerAdvertise string
 	replicas      int
 	replicate     bool
@@ -116,6 +117,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.clusterKey, "cluster-key", env("KIT_CLUSTER_KEY", ""), "the cluster's shared secret: encrypts gossip and authenticates node-to-node traffic (prefer KIT_CLUSTER_KEY)")
 	fs.StringVar(&c.peerListen, "peer-listen", env("KIT_PEER_LISTEN", ""), "node-to-node listener, host:port (default: the --cluster-bind host, any port)")
 	downTimeout := fs.String("down-timeout", env("KIT_DOWN_TIMEOUT", "30s"), "how long a member may be gone before its replicas are removed from their groups (they are re-created on its return or on a spare node)")
+	forgetAfter := fs.String("forget-after", env("KIT_FORGET_AFTER", "30s"), "how long a replica may hear no leader before its group's leader is asked whether it was removed, and it is deleted with its records if so")
 	fs.StringVar(&c.peerAdvertise, "peer-advertise", env("KIT_PEER_ADVERTISE", ""), "node-to-node address the other members dial, host:port, when it is not --peer-listen's (a NAT or proxy in front)")
 	replicas := fs.String("replicas", env("KIT_REPLICAS", "3"), "replicas of each partition, or every node when fewer are alive; 0: every node (docs/cluster.md, \"How many replicas\")")
 	fs.BoolVar(&c.replicate, "replicate", env("KIT_REPLICATE", "") == "1", "commit every write through its partition's raft group, as a node of a cluster does, even alone")
@@ -135,6 +137,9 @@ func parseFlags(args []string) (config, error) {
 	if c.downTimeout, err = time.ParseDuration(*downTimeout); err != nil {
 		return c, fmt.Errorf("--down-timeout: %w", err)
 	}
+	if c.forgetAfter, err = time.ParseDuration(*forgetAfter); err != nil {
+		return c, fmt.Errorf("--forget-after: %w", err)
+	}
 	if c.replicas, err = strconv.Atoi(*replicas); err != nil {
 		return c, fmt.Errorf("--replicas: %w", err)
 	}
@@ -147,6 +152,8 @@ func parseFlags(args []string) (config, error) {
 		return c, errors.New("--replicas must be 0 (every node) or more")
 	case c.downTimeout < time.Second:
 		return c, errors.New("--down-timeout must be at least 1s: a member is gone only after gossip's failure detector says so")
+	case c.forgetAfter < time.Second:
+		return c, errors.New("--forget-after must be at least 1s: a replica is asked about only once it has heard no leader for longer than an election")
 	case c.clusterBind != "" && c.clusterKey == "":
 		return c, errors.New("--cluster-bind needs --cluster-key (KIT_CLUSTER_KEY): members authenticate each other with it")
 	case c.peerAdvertise != "" && !dialable(c.peerAdvertise):

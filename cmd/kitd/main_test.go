@@ -48,6 +48,9 @@ func TestClusterFlags(t *testing.T) {
 		{"--down-timeout takes a duration", []string{"--down-timeout", "5s"}, true},
 		{"--down-timeout below a second is refused", []string{"--down-timeout", "500ms"}, false},
 		{"--down-timeout that is not a duration is refused", []string{"--down-timeout", "5"}, false},
+		{"--forget-after takes a duration", []string{"--forget-after", "2s"}, true},
+		{"--forget-after below a second is refused", []string{"--forget-after", "500ms"}, false},
+		{"--forget-after that is not a duration is refused", []string{"--forget-after", "5"}, false},
 		{"--replicas takes a count", []string{"--replicas", "3"}, true},
 		{"--replicas below 0 is refused", []string{"--replicas", "-1"}, false},
 	} {

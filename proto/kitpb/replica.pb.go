@@ -135,6 +135,100 @@ func (x *ProposeRefused) GetTerm() uint64 {
 	return 0
 }
 
+// GroupMembers asks a raft group's leader which nodes the group's
+// configuration has: a node whose replica of the group hears no leader
+// asks before it forgets the replica (replication.Node.Forget). Only a
+// leader that holds its lease answers; any other member refuses it.
+type GroupMembers struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         uint32                 `protobuf:"varint,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupMembers) Reset() {
+	*x = GroupMembers{}
+	mi := &file_replica_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupMembers) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupMembers) ProtoMessage() {}
+
+func (x *GroupMembers) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupMembers.ProtoReflect.Descriptor instead.
+func (*GroupMembers) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *GroupMembers) GetGroup() uint32 {
+	if x != nil {
+		return x.Group
+	}
+	return 0
+}
+
+// GroupMembersReply answers GroupMembers: the raft ids of the group's
+// voters and learners, as the leader applied its configuration.
+type GroupMembersReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Members       []uint64               `protobuf:"varint,1,rep,packed,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupMembersReply) Reset() {
+	*x = GroupMembersReply{}
+	mi := &file_replica_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupMembersReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupMembersReply) ProtoMessage() {}
+
+func (x *GroupMembersReply) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupMembersReply.ProtoReflect.Descriptor instead.
+func (*GroupMembersReply) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GroupMembersReply) GetMembers() []uint64 {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
 // Invalidate tells another member that something it may have cached about
 // credentials ended or changed (actors.Invalidator): sent to every member
 // before the change is answered. kind is one of installation, credential,
@@ -150,7 +244,7 @@ type Invalidate struct {
 
 func (x *Invalidate) Reset() {
 	*x = Invalidate{}
-	mi := &file_replica_proto_msgTypes[2]
+	mi := &file_replica_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -162,7 +256,7 @@ func (x *Invalidate) String() string {
 func (*Invalidate) ProtoMessage() {}
 
 func (x *Invalidate) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[2]
+	mi := &file_replica_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -175,7 +269,7 @@ func (x *Invalidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invalidate.ProtoReflect.Descriptor instead.
 func (*Invalidate) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{2}
+	return file_replica_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Invalidate) GetKind() string {
@@ -204,7 +298,7 @@ type ReadIndex struct {
 
 func (x *ReadIndex) Reset() {
 	*x = ReadIndex{}
-	mi := &file_replica_proto_msgTypes[3]
+	mi := &file_replica_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -216,7 +310,7 @@ func (x *ReadIndex) String() string {
 func (*ReadIndex) ProtoMessage() {}
 
 func (x *ReadIndex) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[3]
+	mi := &file_replica_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -229,7 +323,7 @@ func (x *ReadIndex) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndex.ProtoReflect.Descriptor instead.
 func (*ReadIndex) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{3}
+	return file_replica_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReadIndex) GetGroup() uint32 {
@@ -248,7 +342,7 @@ type ReadIndexReply struct {
 
 func (x *ReadIndexReply) Reset() {
 	*x = ReadIndexReply{}
-	mi := &file_replica_proto_msgTypes[4]
+	mi := &file_replica_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -260,7 +354,7 @@ func (x *ReadIndexReply) String() string {
 func (*ReadIndexReply) ProtoMessage() {}
 
 func (x *ReadIndexReply) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[4]
+	mi := &file_replica_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -273,7 +367,7 @@ func (x *ReadIndexReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadIndexReply.ProtoReflect.Descriptor instead.
 func (*ReadIndexReply) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{4}
+	return file_replica_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReadIndexReply) GetIndex() uint64 {
@@ -304,7 +398,7 @@ type ReadRecords struct {
 
 func (x *ReadRecords) Reset() {
 	*x = ReadRecords{}
-	mi := &file_replica_proto_msgTypes[5]
+	mi := &file_replica_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -316,7 +410,7 @@ func (x *ReadRecords) String() string {
 func (*ReadRecords) ProtoMessage() {}
 
 func (x *ReadRecords) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[5]
+	mi := &file_replica_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -329,7 +423,7 @@ func (x *ReadRecords) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRecords.ProtoReflect.Descriptor instead.
 func (*ReadRecords) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{5}
+	return file_replica_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReadRecords) GetPartition() uint32 {
@@ -388,7 +482,7 @@ type Records struct {
 
 func (x *Records) Reset() {
 	*x = Records{}
-	mi := &file_replica_proto_msgTypes[6]
+	mi := &file_replica_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -400,7 +494,7 @@ func (x *Records) String() string {
 func (*Records) ProtoMessage() {}
 
 func (x *Records) ProtoReflect() protoreflect.Message {
-	mi := &file_replica_proto_msgTypes[6]
+	mi := &file_replica_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -413,7 +507,7 @@ func (x *Records) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Records.ProtoReflect.Descriptor instead.
 func (*Records) Descriptor() ([]byte, []int) {
-	return file_replica_proto_rawDescGZIP(), []int{6}
+	return file_replica_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Records) GetKeys() [][]byte {
@@ -447,7 +541,11 @@ const file_replica_proto_rawDesc = "" +
 	"\x04data\x18\x02 \x01(\fR\x04data\"<\n" +
 	"\x0eProposeRefused\x12\x16\n" +
 	"\x06leader\x18\x01 \x01(\x04R\x06leader\x12\x12\n" +
-	"\x04term\x18\x02 \x01(\x04R\x04term\"0\n" +
+	"\x04term\x18\x02 \x01(\x04R\x04term\"$\n" +
+	"\fGroupMembers\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\rR\x05group\"-\n" +
+	"\x11GroupMembersReply\x12\x18\n" +
+	"\amembers\x18\x01 \x03(\x04R\amembers\"0\n" +
 	"\n" +
 	"Invalidate\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
@@ -480,15 +578,17 @@ func file_replica_proto_rawDescGZIP() []byte {
 	return file_replica_proto_rawDescData
 }
 
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_replica_proto_goTypes = []any{
-	(*ProposeEntry)(nil),   // 0: kit.v1.ProposeEntry
-	(*ProposeRefused)(nil), // 1: kit.v1.ProposeRefused
-	(*Invalidate)(nil),     // 2: kit.v1.Invalidate
-	(*ReadIndex)(nil),      // 3: kit.v1.ReadIndex
-	(*ReadIndexReply)(nil), // 4: kit.v1.ReadIndexReply
-	(*ReadRecords)(nil),    // 5: kit.v1.ReadRecords
-	(*Records)(nil),        // 6: kit.v1.Records
+	(*ProposeEntry)(nil),      // 0: kit.v1.ProposeEntry
+	(*ProposeRefused)(nil),    // 1: kit.v1.ProposeRefused
+	(*GroupMembers)(nil),      // 2: kit.v1.GroupMembers
+	(*GroupMembersReply)(nil), // 3: kit.v1.GroupMembersReply
+	(*Invalidate)(nil),        // 4: kit.v1.Invalidate
+	(*ReadIndex)(nil),         // 5: kit.v1.ReadIndex
+	(*ReadIndexReply)(nil),    // 6: kit.v1.ReadIndexReply
+	(*ReadRecords)(nil),       // 7: kit.v1.ReadRecords
+	(*Records)(nil),           // 8: kit.v1.Records
 }
 var file_replica_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type
@@ -509,7 +609,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
