@@ -37,6 +37,13 @@ type netEnd struct {
 	from uint64
 }
 
+// setDown cuts node id off the network, or brings it back.
+func (n *net) setDown(id uint64, down bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.down[id] = down
+}
+
 func (n *net) to(id uint64) *Replica {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -390,32 +397,68 @@ func TestDownVoterLeavesItsGroups(t *testing.T) {
 		t.Skip("runs three nodes")
 	}
 	n, all, _ := growThree(t, 300*time.Millisecond)
-	waitFor(t, "every group on three voters", func() error {
-		for g := range replication.GroupID(partition.Count) {
-			lead := leaderOf(all, partition.ID(g))
-			if lead == nil {
-				return fmt.Errorf("group %d has no leader", g)
-			}
-			if st, err := lead.node.Status(g); err != nil || len(st.Voters) != 3 {
-				return fmt.Errorf("group %d: voters %v", g, st.Voters)
+	waitVoters(t, all, 3, 0)
+	gone := all[2]
+	n.setDown(gone.ID(), true)
+	waitVoters(t, all[:2], 2, gone.ID())
+}
+
+// A node cut off long enough for its groups to remove it forgets those
+// replicas, records and all (it still reaches the leaders to ask, though
+// it hears none of their raft messages: a one-way loss); back, it is
+// added to every group again and filled by snapshots, with what was
+// written while it was away.
+func TestForgottenReplicasAreFilledAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three nodes")
+	}
+	n, all, stores := growThree(t, 300*time.Millisecond)
+	waitVoters(t, all, 3, 0)
+	gone := all[2]
+	n.setDown(gone.ID(), true)
+	waitVoters(t, all[:2], 2, gone.ID())
+	waitFor(t, "the node away forgets every replica", func() error {
+		if gs := gone.node.Groups(); len(gs) != 0 {
+			return fmt.Errorf("it has %d groups", len(gs))
+		}
+		return nil
+	})
+	if marked, err := replication.Forgotten(stores[gone.ID()]); err != nil || !marked {
+		t.Fatalf("store not marked: %v %v", marked, err)
+	}
+	for p := range partition.ID(partition.Count) {
+		commitVia(t, all[:2], p, "away", "v")
+	}
+
+	n.setDown(gone.ID(), false)
+	waitVoters(t, all, 3, 0)
+	stores[gone.ID()].SetReadCheck(nil) // the test reads what it may not hold yet
+	waitFor(t, "the node back holds what was written while it was away", func() error {
+		for p := range partition.ID(partition.Count) {
+			if v, err := stores[gone.ID()].Get(keyIn(p, "away")); err != nil || string(v) != "v" {
+				return fmt.Errorf("partition %d: %q %v", p, v, err)
 			}
 		}
 		return nil
 	})
-	gone := all[2]
-	n.mu.Lock()
-	n.down[gone.ID()] = true
-	n.mu.Unlock()
-	rest := all[:2]
-	waitFor(t, "no group keeps the node that is down", func() error {
+	if n := gone.forgotten.Load(); n != partition.Count {
+		t.Errorf("%d replicas forgotten, want %d", n, partition.Count)
+	}
+}
+
+// waitVoters waits until every group has want voters, led by one of rs,
+// none of them without.
+func waitVoters(t *testing.T, rs []*Replica, want int, without uint64) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("every group on %d voters", want), func() error {
 		for g := range replication.GroupID(partition.Count) {
-			lead := leaderOf(rest, partition.ID(g))
+			lead := leaderOf(rs, partition.ID(g))
 			if lead == nil {
 				return fmt.Errorf("group %d has no leader", g)
 			}
 			st, err := lead.node.Status(g)
-			if err != nil || len(st.Voters) != 2 || slices.Contains(st.Voters, gone.ID()) {
-				return fmt.Errorf("group %d: voters %v", g, st.Voters)
+			if err != nil || len(st.Voters) != want || slices.Contains(st.Voters, without) {
+				return fmt.Errorf("group %d: voters %v (%v)", g, st.Voters, err)
 			}
 		}
 		return nil
