@@ -583,7 +583,13 @@ func TestHandOverRefusesNoWrite(t *testing.T) {
 		}
 		return nil
 	})
-	if err := a.handOver(replication.GroupID(p), b.ID()); err != nil {
+	var nl *replication.NotLeaderError
+	switch err := a.handOver(replication.GroupID(p), b.ID()); {
+	case errors.As(err, &nl):
+		// The balancer handed it over first, the same way; the writers
+		// were going all along.
+		t.Logf("the balancer handed partition %d over first", p)
+	case err != nil:
 		t.Fatal(err)
 	}
 	// Until another node leads (the balancer may move it back a moment
