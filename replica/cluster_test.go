@@ -391,24 +391,11 @@ func TestJoiningNodeTakesItsShareOfReplicas(t *testing.T) {
 
 // A voter that stays down leaves its groups once DownTimeout passed, so
 // that the two left make every quorum by themselves: a second loss then
-// would not be the third of four.
+// would not be the third of four. Its node forgets those replicas, records
+// and all (it still reaches the leaders to ask, though it hears none of
+// their raft messages: a one-way loss); back, it is added to every group
+// again and filled by snapshots, with what was written while it was away.
 func TestDownVoterLeavesItsGroups(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs three nodes")
-	}
-	n, all, _ := growThree(t, 300*time.Millisecond)
-	waitVoters(t, all, 3, 0)
-	gone := all[2]
-	n.setDown(gone.ID(), true)
-	waitVoters(t, all[:2], 2, gone.ID())
-}
-
-// A node cut off long enough for its groups to remove it forgets those
-// replicas, records and all (it still reaches the leaders to ask, though
-// it hears none of their raft messages: a one-way loss); back, it is
-// added to every group again and filled by snapshots, with what was
-// written while it was away.
-func TestForgottenReplicasAreFilledAgain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three nodes")
 	}
