@@ -94,12 +94,9 @@ func (r *Replica) forgetIfRemoved(g replication.GroupID) {
 // node, its leader with a lease, applied its configuration: the other end
 // of Config.AskMembers. Any other node answers *replication.NotLeaderError.
 func (r *Replica) GroupMembers(g replication.GroupID) ([]uint64, error) {
-	st, err := r.node.Status(g)
+	st, err := r.leaderStatus(g)
 	if err != nil {
 		return nil, err
-	}
-	if st.Leader != r.id || !st.LeaseValid {
-		return nil, &replication.NotLeaderError{Group: g, Leader: st.Leader, Term: st.Term}
 	}
 	return slices.Concat(st.Voters, st.Learners), nil
 }

@@ -342,15 +342,26 @@ func (r *Replica) CatchUp(ctx context.Context, p partition.ID) error {
 // CommitIndex is the commit index of g, which this node must lead under a
 // lease: the other end of Config.ReadIndex.
 func (r *Replica) CommitIndex(g replication.GroupID) (uint64, error) {
-	if int(g) >= partition.Count {
-		return 0, fmt.Errorf("replica: no group %d", g)
-	}
-	st, err := r.node.Status(g)
+	st, err := r.leaderStatus(g)
 	if err != nil {
 		return 0, err
 	}
-	if st.Leader != r.id || !st.LeaseValid {
-		return 0, &replication.NotLeaderError{Group: g, Leader: st.Leader, Term: st.Term}
-	}
 	return st.Commit, nil
+}
+
+// leaderStatus is g's status on this node, which must lead g and hold its
+// lease: what it says of the group is then the group's latest. Another
+// node answers *replication.NotLeaderError.
+func (r *Replica) leaderStatus(g replication.GroupID) (replication.Status, error) {
+	if int(g) >= partition.Count {
+		return replication.Status{}, fmt.Errorf("replica: no group %d", g)
+	}
+	st, err := r.node.Status(g)
+	if err != nil {
+		return replication.Status{}, err
+	}
+	if st.Leader != r.id || !st.LeaseValid {
+		return replication.Status{}, &replication.NotLeaderError{Group: g, Leader: st.Leader, Term: st.Term}
+	}
+	return st, nil
 }

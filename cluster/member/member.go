@@ -296,36 +296,33 @@ func (m *Member) remotePropose(ctx context.Context, to uint64, g replication.Gro
 
 // readIndex asks the leader of g (raft id to) for its commit index.
 func (m *Member) readIndex(ctx context.Context, to uint64, g replication.GroupID) (uint64, error) {
-	a, ok := m.addr(to)
-	if !ok {
-		return 0, kiterr.New(kiterr.Unavailable, fmt.Sprintf("no address of the leader of partition %d", g))
-	}
-	res, err := m.pt.Call(ctx, a, &kitpb.ReadIndex{Group: uint32(g)}, m.reqs.next())
-	if err != nil {
-		return 0, err
-	}
-	reply, ok := res.(*kitpb.ReadIndexReply)
-	if !ok {
-		return 0, fmt.Errorf("member: ReadIndex answered %T", res)
-	}
-	return reply.GetIndex(), nil
+	reply, err := askLeader[*kitpb.ReadIndexReply](ctx, m, to, g, &kitpb.ReadIndex{Group: uint32(g)})
+	return reply.GetIndex(), err
 }
 
 // askMembers asks the leader of g (raft id to) for the group's members.
 func (m *Member) askMembers(ctx context.Context, to uint64, g replication.GroupID) ([]uint64, error) {
+	reply, err := askLeader[*kitpb.GroupMembersReply](ctx, m, to, g, &kitpb.GroupMembers{Group: uint32(g)})
+	return reply.GetMembers(), err
+}
+
+// askLeader sends req to the leader of g (raft id to) and returns its
+// reply of type R.
+func askLeader[R proto.Message](ctx context.Context, m *Member, to uint64, g replication.GroupID, req proto.Message) (R, error) {
+	var zero R
 	a, ok := m.addr(to)
 	if !ok {
-		return nil, &replication.NotLeaderError{Group: g}
+		return zero, kiterr.New(kiterr.Unavailable, fmt.Sprintf("no address of the leader of partition %d", g))
 	}
-	res, err := m.pt.Call(ctx, a, &kitpb.GroupMembers{Group: uint32(g)}, m.reqs.next())
+	res, err := m.pt.Call(ctx, a, req, m.reqs.next())
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	reply, ok := res.(*kitpb.GroupMembersReply)
+	reply, ok := res.(R)
 	if !ok {
-		return nil, fmt.Errorf("member: GroupMembers answered %T", res)
+		return zero, fmt.Errorf("member: %T answered %T", req, res)
 	}
-	return reply.GetMembers(), nil
+	return reply, nil
 }
 
 // catchUpTimeout bounds a catch-up, as a request is bounded.
