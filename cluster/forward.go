@@ -145,6 +145,14 @@ func (n *Node) forward(kind, identity string, msg proto.Message, notHosted error
 	defer cancel()
 	for hop := 0; ; hop++ {
 		res, err := f.call(ctx, to.Addr, env, id)
+		if hop == 0 && errors.Is(err, peer.ErrUnavailable) {
+			// Nothing was sent: the node the table named is down or gone.
+			// Go to whoever leads now, once the table names another.
+			if next, ok := f.awaitOther(p, to.Addr); ok {
+				to = next
+				continue
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("request %s/%s: forward to %s: %w", kind, identity, to.Addr, err)
 		}
@@ -161,13 +169,13 @@ func (n *Node) forward(kind, identity string, msg proto.Message, notHosted error
 			f.Router.Learn(p, Leader{Addr: m.Leader, Term: m.Term})
 		}
 		next, ok := f.Router.Leader(p)
-		// A Moved that names no newer leader comes from a node that left
-		// p's group or has not heard of its new leader yet; the table of
-		// a node that holds no replica of p learns of the new leader from
-		// gossip a little later. Wait for it, as for an election.
-		for deadline := time.Now().Add(movedWait); hop == 0 && ok && next.Addr == to.Addr && time.Now().Before(deadline); {
-			time.Sleep(movedPoll)
-			next, ok = f.Router.Leader(p)
+		if hop == 0 && ok && next.Addr == to.Addr {
+			// A Moved that names no newer leader comes from a node that
+			// left p's group or has not heard of its new leader yet; the
+			// table of a node that holds no replica of p learns of the new
+			// leader from gossip a little later. Wait for it, as for an
+			// election.
+			next, ok = f.awaitOther(p, to.Addr)
 		}
 		// One more hop, to another node, in a newer term when terms are
 		// known (gossip names a leader without its term).
@@ -177,6 +185,17 @@ func (n *Node) forward(kind, identity string, msg proto.Message, notHosted error
 		}
 		to = next
 	}
+}
+
+// awaitOther waits up to movedWait for the routing table to name another
+// leader of p than the node at addr, and returns what it names last.
+func (f *forwarder) awaitOther(p partition.ID, addr string) (Leader, bool) {
+	next, ok := f.Router.Leader(p)
+	for deadline := time.Now().Add(movedWait); (!ok || next.Addr == addr) && time.Now().Before(deadline); {
+		time.Sleep(movedPoll)
+		next, ok = f.Router.Leader(p)
+	}
+	return next, ok && next.Addr != addr && next.Addr != f.Self
 }
 
 // tell hands a notice to the actor on the partition's leader, without

@@ -246,6 +246,18 @@ func TestForwarding(t *testing.T) {
 			_, err := getUser(a, id, "u")
 			wantUnavailable(t, err)
 		}},
+		{"a leader that cannot be reached: the request goes to the node the table names next (nothing was sent)", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
+			leadOnly(p, b, []*member{a, b, c})
+			a.table.Set(p, closedAddr(t), 1) // it died; gossip says so a moment later
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				a.table.Set(p, b.peers.Addr(), 2)
+			}()
+			r, err := getUser(a, id, "u")
+			if err != nil || r.User.DisplayName != "B" {
+				t.Fatalf("got %v, %v; want the reply of B", r, err)
+			}
+		}},
 		{"a table that names this node, which does not host p, is unavailable without a hop", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
 			leadOnly(p, b, []*member{a, b, c})
 			a.table.Set(p, a.peers.Addr(), 1)

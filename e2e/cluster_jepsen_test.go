@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/e2e/jepsen"
+	"github.com/kitd/kitd/internal/partition"
 )
 
 // The Jepsen-style runs of issue 15 on a cluster of three: 16 writers
@@ -415,4 +417,105 @@ func TestClusterJepsenLinearizable(t *testing.T) {
 	t.Run("Idempotency-Key replays while a node is cut off", func(t *testing.T) {
 		linearizableReplays(t, c.nodes[0], urls, cutBusiest(t))
 	})
+}
+
+// A cluster loaded from its first second: three nodes start and the
+// writers begin at once (the first node still leads every partition), a
+// fourth node joins 2 s in, the second leaves by SIGTERM 2 s later. Then
+// every conversation must read back through every node that remains
+// within readsWithin: a routing entry that outlived the departed node
+// (its address kept in a table, a removed replica still naming it as
+// leader) made reads through the first node 503 for as long as anyone
+// tried.
+func TestClusterStartJoinLeaveUnderLoad(t *testing.T) {
+	const readsWithin = 20 * time.Second
+	c := newTestCluster()
+	for range 3 {
+		c.add(t)
+	}
+	env := newJepsenEnv(t, clusterJepsen(t, c)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
+	defer cancel()
+	run := env.workload(t).Start(ctx)
+	defer func() {
+		cancel()
+		run.Stop()
+	}()
+
+	time.Sleep(2 * time.Second) // the scenario's timing, not a wait for anything
+	s := c.add(t)
+	front, err := jepsen.NewProxy(s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { front.Close() })
+	time.Sleep(2 * time.Second)
+	if !c.nodes[1].stopClean(t) {
+		return
+	}
+	env.nodes = append([]*jepsenNode{env.nodes[0], env.nodes[2]}, &jepsenNode{t: t, srv: s, front: front})
+	ackedAtLeast(t, run, run.Acked()+150)
+	ops := run.Stop()
+
+	rctx, rcancel := context.WithTimeout(context.Background(), readsWithin)
+	defer rcancel()
+	rep := env.check(t, rctx, ops)
+	t.Logf("%d acknowledged posts read back through %d nodes", rep.Acked, len(env.nodes))
+	everyPartitionServedByEveryNode(t, c, env.in, readsWithin)
+}
+
+// everyPartitionServedByEveryNode makes a channel in each partition (the
+// bot of in a member), then reads each through every live node of c: a
+// stale route shows on the partitions it concerns, which a run's eight
+// conversations may miss. An answer but 200 fails the test, a 503 once
+// it kept up for within.
+func everyPartitionServedByEveryNode(t *testing.T, c *testCluster, in *Install, within time.Duration) {
+	t.Helper()
+	via := c.live()[0]
+	chans := map[partition.ID]string{}
+	for len(chans) < partition.Count {
+		r := retryUnavailable(t, within, func() (*Resp, error) {
+			return via.request("POST", "/ops/v1/workspaces/"+in.W.ID+"/conversations", c.op,
+				map[string]any{"kind": "channel", "visibility": "public", "name": "p-" + randHex(4), "memberIds": []string{}}, nil)
+		})
+		want(t, r, 201)
+		id := r.Str("conversation.id")
+		if _, ok := chans[partition.Of(id)]; ok {
+			continue
+		}
+		want(t, retryUnavailable(t, within, func() (*Resp, error) {
+			return via.request("POST", "/ops/v1/installations/"+in.ID+"/channels", c.op, map[string]any{"conversationId": id}, nil)
+		}), 200)
+		chans[partition.Of(id)] = id
+	}
+	for _, s := range c.live() {
+		for p, id := range chans {
+			r := retryUnavailable(t, within, func() (*Resp, error) {
+				return s.request("GET", "/api/v1/conversations/"+id+"/messages?limit=1", in.Token, nil, nil)
+			})
+			if r.Status != 200 {
+				t.Errorf("partition %d read through %s:%s", p, s.Addr, r)
+			}
+		}
+	}
+}
+
+// retryUnavailable calls do until it answers something but 503, or within
+// passed; it returns the last answer.
+func retryUnavailable(t *testing.T, within time.Duration, do func() (*Resp, error)) *Resp {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		r, err := do()
+		switch {
+		case err == nil && r.Status != 503:
+			return r
+		case time.Now().After(deadline):
+			if err != nil {
+				t.Fatalf("no answer for %v: %v", within, err)
+			}
+			return r
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -538,7 +538,7 @@ func TestNoEntryLeavesWhileItsActivationsMayRunHere(t *testing.T) {
 	p := partition.ID(g)
 	h := &hosts{hosted: map[partition.ID]bool{}}
 	r := &Replica{id: 1, hosts: h}
-	r.leaders[p] = leader{2, 5}
+	r.leaders[p] = leader{id: 2, term: 5}
 	var sends int
 	r.cfg.Remote = func(context.Context, uint64, replication.GroupID, []byte) error {
 		sends++
@@ -587,9 +587,9 @@ func TestARefusalNamesWhereTheNextEntryGoes(t *testing.T) {
 		age   time.Duration
 		want  uint64 // where the second entry goes
 	}{
-		{"a newer term than known: there", leader{2, 4}, leader{3, 5}, 0, 3},
-		{"the term known: where the replica says", leader{2, 5}, leader{3, 5}, 0, 2},
-		{"named too long ago: where the replica says", leader{2, 4}, leader{3, 5}, refusalFor, 2},
+		{"a newer term than known: there", leader{id: 2, term: 4}, leader{id: 3, term: 5}, 0, 3},
+		{"the term known: where the replica says", leader{id: 2, term: 5}, leader{id: 3, term: 5}, 0, 2},
+		{"named too long ago: where the replica says", leader{id: 2, term: 4}, leader{id: 3, term: 5}, refusalFor, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var sent []uint64
@@ -613,6 +613,46 @@ func TestARefusalNamesWhereTheNextEntryGoes(t *testing.T) {
 			}
 			if !slices.Equal(sent, []uint64{tc.known.id, tc.want}) {
 				t.Fatalf("sent to %v, want [%d %d]", sent, tc.known.id, tc.want)
+			}
+		})
+	}
+}
+
+// Where a request or an entry for a partition goes: the leader this node's
+// replica follows while gossip counts its node a member, else gossip's
+// word, but for an election a replica of the group hears the end of.
+func TestRoutesNeverNameADepartedNode(t *testing.T) {
+	const p = partition.ID(7)
+	grace := 2 * time.Second
+	members := map[uint64]bool{1: true, 2: true, 4: true} // 3 left or died
+	rs := routes{self: 1, live: func(id uint64) bool { return members[id] }, grace: grace}
+	gossipNames := func(id uint64) routes {
+		r := rs
+		r.gossip = func(partition.ID) uint64 { return id }
+		return r
+	}
+	for _, tc := range []struct {
+		rule       string
+		rs         routes
+		l          leader
+		leaderless time.Duration
+		inGroup    bool
+		wantID     uint64
+		wantTerm   uint64
+	}{
+		{"the replica's leader, a member, in its term", gossipNames(4), leader{id: 2, term: 5}, 0, true, 2, 5},
+		{"this node itself, whatever gossip says", gossipNames(4), leader{id: 1, term: 5}, 0, true, 1, 5},
+		{"a leader that left or died: gossip's instead", gossipNames(4), leader{id: 3, term: 5}, 0, true, 4, 0},
+		{"a leader that left or died, gossip names none: none", gossipNames(0), leader{id: 3, term: 5}, 0, true, 0, 5},
+		{"an election the replica takes part in: wait for it", gossipNames(4), leader{term: 5}, grace / 2, true, 0, 5},
+		{"no leader for longer than an election (removed unknowingly): gossip's", gossipNames(4), leader{term: 5}, grace, true, 4, 0},
+		{"no replica in the group: gossip's at once", gossipNames(4), leader{term: 5}, 0, false, 4, 0},
+		{"alone (no gossip): the replica's leader", routes{self: 1, grace: grace}, leader{id: 3, term: 5}, 0, true, 3, 5},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			id, term := tc.rs.route(p, tc.l, tc.leaderless, tc.inGroup)
+			if id != tc.wantID || term != tc.wantTerm {
+				t.Fatalf("route = %d in term %d, want %d in term %d", id, term, tc.wantID, tc.wantTerm)
 			}
 		})
 	}

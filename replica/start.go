@@ -73,6 +73,10 @@ type Config struct {
 	// how an entry reaches the leader of a group this node holds no
 	// replica of, and so hears nothing of. nil: every group is held here.
 	LeaderOf func(p partition.ID) uint64
+	// Live reports whether gossip counts node id a member now (not dead,
+	// not gone): a leader this node's replica names on a node that is not
+	// is no route (Route). nil: every node is.
+	Live func(id uint64) bool
 	// AskMembers asks node to for the members of group g, which it leads
 	// (Replica.GroupMembers there): how a replica its group removed learns
 	// it, and is forgotten. nil: replicas are never forgotten.
@@ -133,7 +137,10 @@ type Replica struct {
 	refusals [partition.Count]atomic.Pointer[refusal]
 }
 
-type leader struct{ id, term uint64 }
+type leader struct {
+	id, term uint64
+	at       time.Time // when this node heard of it (or of no leader)
+}
 
 // refusal is the leader a node that refused an entry named, and when.
 type refusal struct {
@@ -185,6 +192,10 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 		cfg: cfg, id: id, ticker: time.NewTicker(cfg.TickInterval), hosts: cfg.Hosts,
 		logger: cfg.Logger.With("component", "replica"), stop: make(chan struct{}),
 		missing: map[uint64]time.Time{},
+	}
+	started := time.Now()
+	for p := range r.leaders {
+		r.leaders[p].at = started // no leader heard of since the start
 	}
 	r.node, err = replication.Open(replication.Config{
 		NodeID: id, Store: cfg.Store, Transport: tr, StateMachine: Records{Store: cfg.Store},
@@ -254,10 +265,7 @@ func (r *Replica) propose(ctx context.Context, g replication.GroupID, data []byt
 	if r.activationsMayRun(partition.ID(g)) {
 		return errActivationsHere
 	}
-	to, term := r.Leader(partition.ID(g))
-	if to == 0 && r.cfg.LeaderOf != nil && !r.InGroup(partition.ID(g)) {
-		to = r.cfg.LeaderOf(partition.ID(g))
-	}
+	to, term := r.Route(partition.ID(g), time.Now())
 	if rf := r.refusals[g].Load(); rf != nil && rf.term > term && time.Since(rf.at) < refusalFor {
 		to = rf.id
 	}
@@ -267,7 +275,7 @@ func (r *Replica) propose(ctx context.Context, g replication.GroupID, data []byt
 	err := r.cfg.Remote(ctx, to, g, data)
 	var nl *replication.NotLeaderError
 	if errors.As(err, &nl) && nl.Leader != 0 && nl.Leader != to {
-		r.refusals[g].Store(&refusal{leader: leader{nl.Leader, nl.Term}, at: time.Now()})
+		r.refusals[g].Store(&refusal{leader: leader{id: nl.Leader, term: nl.Term}, at: time.Now()})
 	}
 	return err
 }
@@ -304,6 +312,57 @@ func (r *Replica) Leader(p partition.ID) (raftID, term uint64) {
 	l := r.leaders[p]
 	return l.id, l.term
 }
+
+// Route is the node a request or an entry for p goes to at now, with the
+// term this node's replica knows (0: gossip's word, which has none), or 0
+// when none is known. The replica's leader first, while its node is a
+// member: it hears of each election itself. Else what gossip publishes,
+// as a node that holds no replica of p does: the replica's leader left or
+// died, or the replica hears none for longer than an election takes (its
+// group removed it without its knowing, and it campaigns in vain), or
+// this node is in no group of p. Within an election, 0: the replica
+// learns the next leader itself.
+func (r *Replica) Route(p partition.ID, now time.Time) (id, term uint64) {
+	r.mu.Lock()
+	l := r.leaders[p]
+	r.mu.Unlock()
+	leaderless := time.Duration(0)
+	if l.id == 0 {
+		leaderless = now.Sub(l.at)
+	}
+	return routes{self: r.id, live: r.cfg.Live, gossip: r.cfg.LeaderOf, grace: r.leaderlessGrace()}.
+		route(p, l, leaderless, l.id == 0 && r.InGroup(p))
+}
+
+// routes is Route's rule, apart from the replica's state.
+type routes struct {
+	self   uint64
+	live   func(id uint64) bool        // nil: every node is a member
+	gossip func(p partition.ID) uint64 // nil: no gossip
+	grace  time.Duration
+}
+
+// route is where p's requests go, given the leader its replica names (l,
+// leaderless for how long when it names none) and whether this node's
+// replica is a member of p's group.
+func (rs routes) route(p partition.ID, l leader, leaderless time.Duration, inGroup bool) (id, term uint64) {
+	switch {
+	case l.id != 0 && (l.id == rs.self || rs.live == nil || rs.live(l.id)):
+		return l.id, l.term
+	case l.id == 0 && inGroup && leaderless < rs.grace:
+		return 0, l.term // an election: the replica hears of its winner
+	case rs.gossip != nil:
+		if g := rs.gossip(p); g != 0 {
+			return g, 0
+		}
+	}
+	return 0, l.term
+}
+
+// leaderlessGrace is how long a replica may hear of no leader before its
+// routes follow gossip: the longest election timeout (raft randomizes it
+// between one and two of replication's default 10 ticks).
+func (r *Replica) leaderlessGrace() time.Duration { return 20 * r.cfg.TickInterval }
 
 // LeaseValid reports whether this node leads p under a lease: no other
 // leader can exist, so its activations may answer from memory.
@@ -399,7 +458,7 @@ func (r *Replica) follow() {
 		}
 		p := partition.ID(lc.Group)
 		r.mu.Lock()
-		r.leaders[p] = leader{lc.Leader, lc.Term}
+		r.leaders[p] = leader{lc.Leader, lc.Term, time.Now()}
 		r.heard[p].Store(lc.Leader != 0)
 		if (lc.Leader == r.id) != (r.leading[p] != 0) {
 			r.changes.Add(1) // leadership came here or left

@@ -9,10 +9,13 @@ import (
 )
 
 // router is the cluster.Router of forwarded requests: a partition's leader
-// as this node's replica of its group last heard, at the address gossip
-// gives for it (docs/cluster.md, "Forwarding"). During an election it
-// waits up to leaderWait for one, so that a request meets a short
-// failover with a delay rather than a 503.
+// where replica.Route finds it (this node's replica of its group, or
+// gossip when the replica's leader is no member any more, or the replica
+// hears none for longer than an election, or there is no replica here),
+// at the address gossip gives for it, unless a Moved taught a newer one
+// (docs/cluster.md, "Forwarding"). During an election it waits up to
+// leaderWait for one, so that a request meets a short failover with a
+// delay rather than a 503.
 type router struct{ m *Member }
 
 // learnedLeaders are the leaders that Moved answers taught, of partitions
@@ -40,29 +43,10 @@ func (r router) Leader(p partition.ID) (cluster.Leader, bool) {
 	deadline := time.Now().Add(leaderWait)
 	for {
 		if rep := r.m.started.Load(); rep != nil {
-			to, term := rep.Leader(p)
-			if l := r.m.learned[p].Load(); l.newerThan(term, time.Now()) {
-				// A Moved named the leader of a term this node's replica
-				// has not heard of yet (its heartbeats are late on a busy
-				// machine, or it is a learner being filled).
-				return l.leader, true
-			}
-			switch {
-			case to == r.m.id:
-				return cluster.Leader{Addr: r.m.pt.Addr(), Term: term}, true
-			case to != 0:
-				if a, ok := r.m.addr(to); ok {
-					return cluster.Leader{Addr: a, Term: term}, true
-				}
-			case !rep.InGroup(p):
-				// No replica here hears of p's elections: a Moved answer
-				// taught who leads it, or gossip says, a little later.
-				if l := r.m.learned[p].Load(); l != nil && time.Since(l.at) < learnedFor {
-					return l.leader, true
-				}
-				if a, ok := r.m.gossipLeader(p); ok {
-					return cluster.Leader{Addr: a}, true
-				}
+			now := time.Now()
+			to, term := rep.Route(p, now)
+			if l, ok := r.route(to, term, r.m.learned[p].Load(), now); ok {
+				return l, true
 			}
 		}
 		if time.Now().After(deadline) {
@@ -70,6 +54,27 @@ func (r router) Leader(p partition.ID) (cluster.Leader, bool) {
 		}
 		time.Sleep(leaderPoll)
 	}
+}
+
+// route is p's leader at now, from the route its replicas and gossip give
+// (replica.Route: to, with the term its replica heard of, 0 from gossip)
+// and what a Moved taught (l, maybe nil).
+func (r router) route(to, term uint64, l *learned, now time.Time) (cluster.Leader, bool) {
+	switch {
+	case l.newerThan(term, now), term == 0 && l.trusted(now):
+		// A Moved named the leader of a term this node's replica has not
+		// heard of yet (its heartbeats are late on a busy machine, it is a
+		// learner being filled), or one that gossip, which carries no
+		// term, may not publish for a moment yet.
+		return l.leader, true
+	case to == r.m.id:
+		return cluster.Leader{Addr: r.m.pt.Addr(), Term: term}, true
+	case to != 0:
+		if a, ok := r.m.addr(to); ok {
+			return cluster.Leader{Addr: a, Term: term}, true
+		}
+	}
+	return cluster.Leader{}, false
 }
 
 // Learn takes a newer leader of a partition: of one this node holds no
@@ -107,5 +112,10 @@ func mayLearn(inGroup bool, heard uint64, old *learned, l cluster.Leader, now ti
 // newerThan reports whether l is still trusted at now and of a term newer
 // than term.
 func (l *learned) newerThan(term uint64, now time.Time) bool {
-	return l != nil && now.Sub(l.at) < learnedFor && l.leader.Term > term
+	return l.trusted(now) && l.leader.Term > term
+}
+
+// trusted reports whether l, maybe nil, is recent enough at now to route by.
+func (l *learned) trusted(now time.Time) bool {
+	return l != nil && now.Sub(l.at) < learnedFor
 }

@@ -65,15 +65,18 @@ type Config struct {
 
 // Member is this process's membership of a cluster.
 type Member struct {
-	cfg  Config
-	log  *slog.Logger
-	id   uint64 // raft id
-	ms   *membership.Membership
-	pt   *peer.Transport
-	rep  *replica.Replica
-	rn   *raftNet
-	dir  atomic.Pointer[map[uint64]string] // raft id → peer address
-	reqs requestIDs
+	cfg Config
+	log *slog.Logger
+	id  uint64 // raft id
+	ms  *membership.Membership
+	pt  *peer.Transport
+	rep *replica.Replica
+	rn  *raftNet
+	dir atomic.Pointer[map[uint64]string] // raft id → peer address
+	// members are the raft ids gossip counts members now: not dead, not
+	// gone (routes never name another node).
+	members atomic.Pointer[map[uint64]bool]
+	reqs    requestIDs
 	// learned are leaders that Moved answers taught (router).
 	learned learnedLeaders
 
@@ -105,6 +108,8 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 	m.reqs.prefix = randomPrefix()
 	empty := map[uint64]string{}
 	m.dir.Store(&empty)
+	none := map[uint64]bool{}
+	m.members.Store(&none)
 	if m.rn, err = newRaftNet(m); err != nil {
 		return nil, err
 	}
@@ -142,7 +147,7 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 		Store: cfg.Store, Hosts: hosts, Logger: cfg.Logger, TickInterval: cfg.TickInterval,
 		Transport: m.rn, Found: len(cfg.Join) == 0, Members: m.alive, Remote: m.remotePropose,
 		ReadIndex: m.readIndex, DownTimeout: cfg.DownTimeout, Replicas: cfg.Replicas, LeaderOf: m.leaderOf,
-		AskMembers: m.askMembers, ForgetAfter: cfg.ForgetAfter,
+		AskMembers: m.askMembers, ForgetAfter: cfg.ForgetAfter, Live: m.isMember,
 	})
 	if err != nil {
 		m.ms.Shutdown()
@@ -202,17 +207,26 @@ func (m *Member) addr(id uint64) (string, bool) {
 	return a, ok
 }
 
-// refreshDirectory rebuilds raft id → address from gossip. Dead and left
-// members stay (raft drops what it cannot deliver); a restarted node
-// republishes its address.
+// isMember reports whether gossip counts the node with raft id a member
+// now: joining, alive, draining or suspect; not dead, not gone.
+func (m *Member) isMember(id uint64) bool { return (*m.members.Load())[id] }
+
+// refreshDirectory rebuilds raft id → address, and who is a member, from
+// gossip. Dead and left members keep their address (raft drops what it
+// cannot deliver; a restarted node republishes its address), but routes
+// leave them at once (replica.Config.Live).
 func (m *Member) refreshDirectory() {
-	d := map[uint64]string{}
+	d, live := map[uint64]string{}, map[uint64]bool{}
 	for _, mb := range m.ms.Members() {
 		if mb.Meta.RaftID != 0 && mb.Meta.PeerAddr != "" {
 			d[mb.Meta.RaftID] = mb.Meta.PeerAddr
 		}
+		if mb.Meta.RaftID != 0 && mb.State != membership.StateDead && mb.State != membership.StateLeft {
+			live[mb.Meta.RaftID] = true
+		}
 	}
 	m.dir.Store(&d)
+	m.members.Store(&live)
 }
 
 // watch keeps the directory current with gossip's events.

@@ -29,10 +29,17 @@ const readTimeout = 5 * time.Second
 // stale leader, then another replica.
 const readAttempts = 3
 
-// Holds reports whether this node has a replica of p.
+// Holds reports whether this node has a replica of p that follows a
+// leader gossip counts a member: one whose leader left or died reads
+// nothing here until it follows the next (a replica its group removed
+// may name a departed leader for as long as it stays).
 func (m *Member) Holds(p partition.ID) bool {
 	r := m.started.Load()
-	return r != nil && r.Holds(p)
+	if r == nil || !r.Holds(p) {
+		return false
+	}
+	to, _ := r.Leader(p)
+	return to == m.id || m.isMember(to)
 }
 
 // ReadRecords asks a node that holds q's partition.
