@@ -24,7 +24,10 @@
 //	                        second node with the limits of SPEC.md section 8
 //	                        on; checks budgets and Retry-After
 //
-// -soak runs a bounded soak instead (bench/README.md).
+// -soak runs a bounded soak instead (bench/README.md). -cluster N also
+// starts N nodes as a cluster and runs post-1000-conversations on it too,
+// the connections spread over its nodes, reporting the CPU per post of
+// all its processes against the node alone's (cluster.go).
 //
 // Each scenario first runs the identical request stream against a trivial
 // server in its own process (GET answers {"ok":true}; POST answers 201 with
@@ -40,6 +43,7 @@
 //
 //	go run ./bench/cmd/kitbench [-kitd bin/kitd] [-c 64] [-duration 10s] [-rate N/s] [-json out.json]
 //	go run ./bench/cmd/kitbench -soak [30m]
+//	go run ./bench/cmd/kitbench -cluster 3 [-cluster-pprof dir]
 package main
 
 import (
