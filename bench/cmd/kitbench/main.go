@@ -311,7 +311,8 @@ type target struct {
 	pids   []int    // its processes; none, or a 0: its CPU time is not measured
 	sc     loadgen.Scenario
 	// nodes are its kitd nodes (named names in profiles), checked before
-	// each run and settled before every run of the scenario.
+	// each run and let settle before the trivial server's (and, with a
+	// cluster, before every) run.
 	nodes []*benchNode
 	names []string
 }
