@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/e2e/clusterview"
 	"github.com/kitd/kitd/e2e/jepsen"
 )
 
@@ -198,17 +199,8 @@ func (c *testCluster) start(t *testing.T, i int, dir, name string, args ...strin
 	return s
 }
 
-// view is GET /ops/v1/cluster of node s.
-type clusterView struct {
-	Node    string `json:"node"`
-	Members []struct {
-		Name       string `json:"name"`
-		State      string `json:"state"`
-		HTTPAddr   string `json:"httpAddr"`
-		Led        []int  `json:"partitionsLed"`
-		Replicated []int  `json:"partitionsReplicated"`
-	} `json:"members"`
-}
+// clusterView is GET /ops/v1/cluster of a node.
+type clusterView = clusterview.View
 
 func (c *testCluster) view(t testing.TB, s *Server) (clusterView, error) {
 	r, err := s.request("GET", "/ops/v1/cluster", c.op, nil, nil)
@@ -240,36 +232,13 @@ func (c *testCluster) waitSettled(t *testing.T, want int) {
 }
 
 func (c *testCluster) settled(t *testing.T, want int) string {
-	replicas := min(3, want)
 	for _, s := range c.live() {
 		v, err := c.view(t, s)
 		if err != nil {
 			return err.Error()
 		}
-		alive, led := 0, map[int]int{}
-		repl := map[int]int{}
-		for _, m := range v.Members {
-			if m.State != "alive" {
-				continue
-			}
-			alive++
-			if len(m.Led) == 0 {
-				return fmt.Sprintf("%s (seen by %s) leads nothing", m.Name, v.Node)
-			}
-			for _, p := range m.Led {
-				led[p]++
-			}
-			for _, p := range m.Replicated {
-				repl[p]++
-			}
-		}
-		if alive != want {
-			return fmt.Sprintf("%s sees %d alive, want %d", v.Node, alive, want)
-		}
-		for p := 0; p < 64; p++ {
-			if led[p] != 1 || repl[p] < replicas {
-				return fmt.Sprintf("%s: partition %d led by %d, on %d replicas", v.Node, p, led[p], repl[p])
-			}
+		if why := v.Unsettled(want); why != "" {
+			return why
 		}
 	}
 	return ""

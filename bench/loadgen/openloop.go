@@ -76,7 +76,7 @@ func schedule(ctx context.Context, clk Clock, start, end time.Time, rate float64
 	}
 }
 
-// RunOpen drives cfg.Addr with scenario s in an open loop: requests are
+// RunOpen drives cfg.Addr (or cfg.Addrs) with scenario s in an open loop: requests are
 // due at a fixed rate (per second) on the clock, whether or not earlier
 // ones were answered, and cfg.Concurrency connections send them as they
 // come due. A request's latency runs from its due time, not from the
@@ -93,11 +93,11 @@ func runOpen(ctx context.Context, cfg Config, rate float64, s Scenario, clk Cloc
 	if !(rate > 0) {
 		return nil, errors.New("loadgen: open-loop rate must be positive")
 	}
-	hc, err := newClient(&cfg, s)
+	hcs, err := newClients(&cfg, s)
 	if err != nil {
 		return nil, err
 	}
-	defer hc.CloseIdleConnections()
+	defer closeIdle(hcs)
 
 	start := clk.Now()
 	measureFrom := start.Add(cfg.Warmup)
@@ -107,7 +107,7 @@ func runOpen(ctx context.Context, cfg Config, rate float64, s Scenario, clk Cloc
 		results[w] = newWorkerResult()
 	}
 	openLoop(ctx, clk, start, stopAt, rate, len(results), func(w int, queue <-chan due) {
-		x := newExchange(hc, cfg, s)
+		x := newExchange(hcs[w], cfg, s)
 		defer x.release()
 		for d := range queue {
 			if ctx.Err() == nil { // else drain: the scheduler has stopped

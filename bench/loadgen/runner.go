@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +32,10 @@ type Scenario struct {
 type Config struct {
 	// Addr is the server's host:port.
 	Addr string
+	// Addrs, when set, are several servers that serve the same requests
+	// (the nodes of a cluster): connection w goes to Addrs[w % len(Addrs)],
+	// and Addr is not used.
+	Addrs []string
 	// Concurrency is the number of connections, each driven by its own
 	// goroutine in a closed loop (default 64).
 	Concurrency int
@@ -45,6 +50,20 @@ type Config struct {
 	// Live, when set, counts every answer as it arrives (warm-up included),
 	// for a progress line.
 	Live *Live
+}
+
+// connAddrs returns the server of each of the run's connections: Addrs
+// round-robin, or Addr for all.
+func (c *Config) connAddrs() []string {
+	addrs := c.Addrs
+	if len(addrs) == 0 {
+		addrs = []string{c.Addr}
+	}
+	out := make([]string, c.Concurrency)
+	for w := range out {
+		out[w] = addrs[w%len(addrs)]
+	}
+	return out
 }
 
 func (c *Config) defaults() {
@@ -117,17 +136,17 @@ type workerResult struct {
 	samples   []Sample
 }
 
-// Run drives cfg.Addr with scenario s: cfg.Concurrency goroutines, each with
-// its own connection, send requests back to back for cfg.Warmup plus
-// cfg.Duration; only requests started inside the measured window (after the
-// warmup) are counted. Cancelling ctx ends the run early; Run then reports
+// Run drives cfg.Addr (or cfg.Addrs) with scenario s: cfg.Concurrency
+// goroutines, each with its own connection, send requests back to back for
+// cfg.Warmup plus cfg.Duration; only requests started inside the measured
+// window (after the warmup) are counted. Cancelling ctx ends the run early; Run then reports
 // what it measured so far together with ctx's error.
 func Run(ctx context.Context, cfg Config, s Scenario) (*Result, error) {
-	hc, err := newClient(&cfg, s)
+	hcs, err := newClients(&cfg, s)
 	if err != nil {
 		return nil, err
 	}
-	defer hc.CloseIdleConnections()
+	defer closeIdle(hcs)
 
 	var counter sharedCounter
 	start := time.Now()
@@ -142,7 +161,7 @@ func Run(ctx context.Context, cfg Config, s Scenario) (*Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			x := newExchange(hc, cfg, s)
+			x := newExchange(hcs[w], cfg, s)
 			defer x.release()
 			for ctx.Err() == nil {
 				t0 := time.Now()
@@ -157,35 +176,56 @@ func Run(ctx context.Context, cfg Config, s Scenario) (*Result, error) {
 	return collect(cfg, s, results, time.Now(), measureFrom, stopAt), ctx.Err()
 }
 
-// newClient applies cfg's defaults and returns the client of one run: one
+// newClients applies cfg's defaults and returns the client of each worker
+// of one run (one per server, shared by the workers sending to it): one
 // connection per worker, no retries.
-func newClient(cfg *Config, s Scenario) (*fasthttp.HostClient, error) {
+func newClients(cfg *Config, s Scenario) ([]*fasthttp.HostClient, error) {
 	cfg.defaults()
-	if cfg.Addr == "" {
-		return nil, errors.New("loadgen: empty address")
-	}
 	if s.Build == nil {
 		return nil, errors.New("loadgen: scenario without Build")
 	}
-	return &fasthttp.HostClient{
-		Addr:                      cfg.Addr,
-		Name:                      "kitbench",
-		MaxConns:                  cfg.Concurrency,
-		MaxConnWaitTimeout:        cfg.Timeout,
-		MaxIdemponentCallAttempts: 1, // a failure is an error, never retried
-		ReadTimeout:               cfg.Timeout,
-		WriteTimeout:              cfg.Timeout,
-		MaxIdleConnDuration:       time.Minute,
-		ReadBufferSize:            16 << 10,
-		MaxResponseBodySize:       64 << 20,
-	}, nil
+	byAddr := map[string]*fasthttp.HostClient{}
+	conns := cfg.connAddrs()
+	out := make([]*fasthttp.HostClient, len(conns))
+	for w, addr := range conns {
+		if addr == "" {
+			return nil, errors.New("loadgen: empty address")
+		}
+		if byAddr[addr] == nil {
+			byAddr[addr] = &fasthttp.HostClient{
+				Addr:                      addr,
+				Name:                      "kitbench",
+				MaxConns:                  cfg.Concurrency,
+				MaxConnWaitTimeout:        cfg.Timeout,
+				MaxIdemponentCallAttempts: 1, // a failure is an error, never retried
+				ReadTimeout:               cfg.Timeout,
+				WriteTimeout:              cfg.Timeout,
+				MaxIdleConnDuration:       time.Minute,
+				ReadBufferSize:            16 << 10,
+				MaxResponseBodySize:       64 << 20,
+			}
+		}
+		out[w] = byAddr[addr]
+	}
+	return out, nil
+}
+
+// closeIdle closes the idle connections of a run's clients.
+func closeIdle(hcs []*fasthttp.HostClient) {
+	for _, hc := range hcs {
+		hc.CloseIdleConnections()
+	}
 }
 
 // collect merges the workers' results of a run that ended at end.
 func collect(cfg Config, s Scenario, results []*workerResult, end, measureFrom, stopAt time.Time) *Result {
+	addr := cfg.Addr
+	if len(cfg.Addrs) > 0 {
+		addr = strings.Join(cfg.Addrs, ",")
+	}
 	res := &Result{
 		Scenario: s.Name,
-		Addr:     cfg.Addr,
+		Addr:     addr,
 		Status:   make(map[int]uint64),
 		Latency:  &Histogram{},
 	}
@@ -243,7 +283,7 @@ func (x *exchange) do(n uint64, wr *workerResult, since time.Time, measured bool
 	req.Reset()
 	resp.Reset()
 	x.s.Build(n, req)
-	req.Header.SetHost(x.cfg.Addr)
+	req.Header.SetHost(x.hc.Addr)
 	err := x.hc.DoTimeout(req, resp, x.cfg.Timeout)
 	now := clk.Now()
 	lat := now.Sub(since)

@@ -142,3 +142,69 @@ func TestResultAdd(t *testing.T) {
 		t.Fatalf("%+v", a)
 	}
 }
+
+func TestConnectionsSpreadRoundRobin(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		wants []string
+	}{
+		{"one server takes every connection", Config{Addr: "a:1", Concurrency: 3}, []string{"a:1", "a:1", "a:1"}},
+		{"connection w goes to Addrs[w % len]", Config{Addrs: []string{"a:1", "b:2", "c:3"}, Concurrency: 5},
+			[]string{"a:1", "b:2", "c:3", "a:1", "b:2"}},
+		{"Addrs override Addr", Config{Addr: "x:9", Addrs: []string{"a:1", "b:2"}, Concurrency: 2}, []string{"a:1", "b:2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.cfg.connAddrs(); strings.Join(got, " ") != strings.Join(tc.wants, " ") {
+				t.Fatalf("got %v, want %v", got, tc.wants)
+			}
+		})
+	}
+}
+
+// TestRunSpreadsOverAddrs: with Addrs, the connections of a closed loop
+// and of an open loop reach every server, each request with its own
+// server's Host.
+func TestRunSpreadsOverAddrs(t *testing.T) {
+	const servers = 3
+	var addrs []string
+	hits := make([]atomic.Int64, servers)
+	for i := range servers {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+			if string(ctx.Host()) == addr {
+				hits[i].Add(1)
+			}
+			ctx.SetBodyString("{}")
+		}}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Shutdown()
+		addrs = append(addrs, addr)
+	}
+	sc := Scenario{Name: "spread", Build: func(n uint64, req *fasthttp.Request) { req.SetRequestURI("/") }}
+	cfg := Config{Addrs: addrs, Concurrency: 6, Duration: 200 * time.Millisecond}
+	for _, run := range []func() (*Result, error){
+		func() (*Result, error) { return Run(context.Background(), cfg, sc) },
+		func() (*Result, error) { return RunOpen(context.Background(), cfg, 600, sc) },
+	} {
+		for i := range hits {
+			hits[i].Store(0)
+		}
+		res, err := run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Errors != 0 || res.Addr != strings.Join(addrs, ",") {
+			t.Fatalf("errors %d, addr %q", res.Errors, res.Addr)
+		}
+		for i := range hits {
+			if hits[i].Load() == 0 {
+				t.Errorf("server %d never reached (with its own Host)", i)
+			}
+		}
+	}
+}

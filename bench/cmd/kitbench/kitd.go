@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,8 +22,11 @@ import (
 
 // kitdProc is a kitd node started for the bench.
 type kitdProc struct {
-	cmd     *exec.Cmd
-	Addr    string
+	cmd  *exec.Cmd
+	Addr string
+	// Gossip is the gossip address a cluster member printed on start
+	// ("kitd cluster: gossip on <addr>, ..."); "" for a node alone.
+	Gossip  string
 	Token   string
 	DataDir string
 	LogPath string
@@ -52,8 +57,9 @@ func buildKitd(ctx context.Context, dir string) (string, error) {
 
 // startKitd runs `kitd serve --limits <limits>` on a loopback port with a
 // fresh data directory under workDir, and waits for its
-// "kitd listening on <addr>" line. Everything kitd prints goes to
-// workDir/kitd.log.
+// "kitd listening on <addr>" line, and for a member of a cluster
+// (--cluster-bind in extra) its "kitd cluster: gossip on <addr>" line too.
+// Everything kitd prints goes to workDir/kitd.log.
 func startKitd(ctx context.Context, bin, workDir, limits string, extra []string) (*kitdProc, error) {
 	if err := os.MkdirAll(workDir, 0o755); err != nil {
 		return nil, err
@@ -87,14 +93,14 @@ func startKitd(ctx context.Context, bin, workDir, limits string, extra []string)
 		logf.Close()
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
-	addrCh := make(chan string, 1)
+	addrCh, gossipCh := make(chan string, 1), make(chan string, 1)
 	var copyDone sync.WaitGroup
 	copyDone.Add(1)
 	go func() {
 		defer copyDone.Done()
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		sent := false
+		sent, sentGossip := false, false
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintln(logf, line)
@@ -102,6 +108,12 @@ func startKitd(ctx context.Context, bin, workDir, limits string, extra []string)
 				if i := strings.Index(line, "kitd listening on "); i >= 0 {
 					addrCh <- strings.TrimSpace(line[i+len("kitd listening on "):])
 					sent = true
+				}
+			}
+			if !sentGossip {
+				if m := gossipLine.FindStringSubmatch(line); m != nil {
+					gossipCh <- m[1]
+					sentGossip = true
 				}
 			}
 		}
@@ -115,21 +127,28 @@ func startKitd(ctx context.Context, bin, workDir, limits string, extra []string)
 
 	timer := time.NewTimer(60 * time.Second)
 	defer timer.Stop()
-	select {
-	case addr := <-addrCh:
-		p.Addr = normalizeAddr(addr)
-		return p, nil
-	case <-p.exited:
-		p.log.Close()
-		return nil, fmt.Errorf("kitd exited before listening (%v); its output:\n%s", p.waitErr, tail(p.LogPath, 40))
-	case <-timer.C:
-		p.stop(5 * time.Second)
-		return nil, fmt.Errorf("kitd did not print \"kitd listening on\" within 60 s; its output:\n%s", tail(p.LogPath, 40))
-	case <-ctx.Done():
-		p.stop(5 * time.Second)
-		return nil, ctx.Err()
+	member := slices.Contains(args, "--cluster-bind")
+	for p.Addr == "" || member && p.Gossip == "" {
+		select {
+		case addr := <-addrCh:
+			p.Addr = normalizeAddr(addr)
+		case p.Gossip = <-gossipCh:
+		case <-p.exited:
+			p.log.Close()
+			return nil, fmt.Errorf("kitd exited before listening (%v); its output:\n%s", p.waitErr, tail(p.LogPath, 40))
+		case <-timer.C:
+			p.stop(5 * time.Second)
+			return nil, fmt.Errorf("kitd did not print \"kitd listening on\" (and, in a cluster, its gossip address) within 60 s; its output:\n%s", tail(p.LogPath, 40))
+		case <-ctx.Done():
+			p.stop(5 * time.Second)
+			return nil, ctx.Err()
+		}
 	}
+	return p, nil
 }
+
+// gossipLine is what a member of a cluster prints on start.
+var gossipLine = regexp.MustCompile(`kitd cluster: gossip on (\S+),`)
 
 // normalizeAddr turns what kitd printed into host:port ("http://h:p/" and
 // "[::]:p" are accepted too).

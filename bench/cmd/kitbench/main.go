@@ -24,7 +24,10 @@
 //	                        second node with the limits of SPEC.md section 8
 //	                        on; checks budgets and Retry-After
 //
-// -soak runs a bounded soak instead (bench/README.md).
+// -soak runs a bounded soak instead (bench/README.md). -cluster N also
+// starts N nodes as a cluster and runs post-1000-conversations on it too,
+// the connections spread over its nodes, reporting the CPU per post of
+// all its processes against the node alone's (cluster.go).
 //
 // Each scenario first runs the identical request stream against a trivial
 // server in its own process (GET answers {"ok":true}; POST answers 201 with
@@ -40,6 +43,7 @@
 //
 //	go run ./bench/cmd/kitbench [-kitd bin/kitd] [-c 64] [-duration 10s] [-rate N/s] [-json out.json]
 //	go run ./bench/cmd/kitbench -soak [30m]
+//	go run ./bench/cmd/kitbench -cluster 3 [-cluster-pprof dir]
 package main
 
 import (
@@ -49,8 +53,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -87,6 +93,8 @@ type options struct {
 	soak          time.Duration
 	soakEvery     time.Duration
 	soakOut       string
+	cluster       int    // nodes of the cluster compared with a node alone; 0: none
+	clusterPprof  string // with -cluster: save each node's CPU profile of the measured window here
 }
 
 func main() {
@@ -121,6 +129,8 @@ func main() {
 	flag.DurationVar(&o.soak, "soak", 0, "soak for this long (bare -soak: "+defaultSoak.String()+", at most "+maxSoak.String()+") instead of benchmarking: record kitd's RSS, goroutines, open files and Pebble size, fail if any grows without bound")
 	flag.DurationVar(&o.soakEvery, "soak-every", 5*time.Second, "soak: time between samples")
 	flag.StringVar(&o.soakOut, "soak-out", "soak", "soak: write the samples to this path plus .csv and .json")
+	flag.IntVar(&o.cluster, "cluster", 0, "also start a cluster of this many nodes (at least 2) on loopback and run post-<conversations>-conversations on it, the connections spread over its nodes, beside the node alone and the trivial server: CPU per post of all its processes and the ratios cluster÷alone")
+	flag.StringVar(&o.clusterPprof, "cluster-pprof", "", "with -cluster: start every node with --pprof and save each one's CPU profile of the measured window into this directory (alone.pprof, n1.pprof, ...)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: kitbench [flags]\n\nLoad kitd and a trivial fasthttp server with the same requests; report req/s, p50, p99 and kitd÷trivial ratios.\n\n")
 		flag.PrintDefaults()
@@ -156,6 +166,15 @@ func run(o options) (int, error) {
 	}
 	if o.pageLimit < 0 || o.pageLimit > 200 {
 		return 2, errors.New("-page-limit must be 0 (no paging scenario) to 200 (SPEC.md section 8)")
+	}
+	o, err := clusterOptions(o)
+	if err != nil {
+		return 2, err
+	}
+	if o.clusterPprof != "" {
+		if err := os.MkdirAll(o.clusterPprof, 0o755); err != nil {
+			return 1, err
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -217,6 +236,26 @@ func run(o options) (int, error) {
 	if err != nil {
 		return 2, err
 	}
+	var cl *benchCluster
+	if o.cluster > 0 {
+		if cl, err = startCluster(ctx, nodes, o); err != nil {
+			return 1, err
+		}
+		t0 := time.Now()
+		cfx, err := cl.nodes[0].setup(ctx, setupConfig{Conversations: o.conversations})
+		if err != nil {
+			return 1, fmt.Errorf("setup of the cluster: %w", err)
+		}
+		logf("setup of the cluster (through %s) done in %v; %s", cl.names[0], time.Since(t0).Round(time.Millisecond), cl.leaders(ctx))
+		rep.Setup["clusterNodes"] = o.cluster
+		for _, csd := range buildScenarios(cfx, o) {
+			for i := range scenarios {
+				if scenarios[i].sc.Name == csd.sc.Name {
+					scenarios[i].cluster = &csd.sc
+				}
+			}
+		}
+	}
 	for _, sd := range scenarios {
 		var sr *scenarioReport
 		switch {
@@ -225,7 +264,7 @@ func run(o options) (int, error) {
 		case sd.events:
 			sr, err = runEventsScenario(ctx, o, nodes, sd)
 		default:
-			sr, err = runScenario(ctx, o, node, triv, sd)
+			sr, err = runScenario(ctx, o, node, triv, cl, sd)
 		}
 		if err != nil {
 			return 1, err
@@ -241,6 +280,9 @@ func run(o options) (int, error) {
 	}
 
 	printTable(os.Stdout, rep)
+	if o.clusterPprof != "" {
+		logf("CPU profiles of the measured windows in %s (go tool pprof -top %s)", o.clusterPprof, filepath.Join(o.clusterPprof, "n1.pprof"))
+	}
 	if o.jsonPath != "" {
 		if err := writeJSON(o.jsonPath, rep); err != nil {
 			return 1, err
@@ -261,22 +303,44 @@ func run(o options) (int, error) {
 	return 0, nil
 }
 
-// target is one server a scenario runs against.
+// target is one server a scenario runs against: a process, or the nodes
+// of a cluster.
 type target struct {
-	server, addr string
-	pid          int // 0: its CPU time is not measured
+	server string
+	addrs  []string // the connections go round-robin over these
+	pids   []int    // its processes; none, or a 0: its CPU time is not measured
+	sc     loadgen.Scenario
+	// nodes are its kitd nodes (named names in profiles), checked before
+	// each run and let settle before the trivial server's (and, with a
+	// cluster, before every) run.
+	nodes []*benchNode
+	names []string
 }
 
-// runScenario runs one scenario against the trivial server and kitd in
-// alternating rounds and merges each server's rounds.
-func runScenario(ctx context.Context, o options, node *benchNode, triv *trivialServer, sd scenarioDef) (*scenarioReport, error) {
+// runScenario runs one scenario against the trivial server and kitd (and,
+// when the scenario has a stream for it, the cluster) in alternating
+// rounds and merges each server's rounds.
+func runScenario(ctx context.Context, o options, node *benchNode, triv *trivialServer, cl *benchCluster, sd scenarioDef) (*scenarioReport, error) {
 	sr := &scenarioReport{Name: sd.sc.Name, Description: sd.desc}
-	targets := []target{{"trivial", triv.Addr, triv.Pid}, {"kitd", node.addr, node.pid()}}
+	targets := []target{
+		{server: "trivial", addrs: []string{triv.Addr}, pids: []int{triv.Pid}, sc: sd.sc},
+		{server: "kitd", addrs: []string{node.addr}, pids: []int{node.pid()}, sc: sd.sc, nodes: []*benchNode{node}, names: []string{"alone"}},
+	}
+	if cl != nil && sd.cluster != nil {
+		targets = append(targets, cl.target(*sd.cluster))
+	}
+	var kitds []*benchNode
+	for _, tg := range targets {
+		kitds = append(kitds, tg.nodes...)
+	}
 	merged := make([]*loadgen.Result, len(targets))
 	// cpu is each server's CPU time over the measured windows, while
 	// every window could be measured.
 	cpu := make([]time.Duration, len(targets))
-	cpuOK := []bool{true, true}
+	cpuOK := make([]bool, len(targets))
+	for ti := range cpuOK {
+		cpuOK[ti] = true
+	}
 	slice := o.duration / time.Duration(o.rounds)
 	for round := 0; round < o.rounds; round++ {
 		warmup := o.warmup
@@ -284,27 +348,33 @@ func runScenario(ctx context.Context, o options, node *benchNode, triv *trivialS
 			warmup = min(o.warmup, 200*time.Millisecond)
 		}
 		for ti, tg := range targets {
-			if err := node.check(); err != nil {
-				return nil, err
+			for _, n := range kitds {
+				if err := n.check(); err != nil {
+					return nil, err
+				}
 			}
-			// kitd idles while the trivial server runs; only the trivial run
-			// can be disturbed by kitd's leftover work (flushes, compactions).
-			if tg.server == "trivial" {
-				node.settle(ctx)
+			// The kitd nodes idle while another server runs; their
+			// leftover work (flushes, compactions) must not disturb it.
+			if tg.server == "trivial" || len(kitds) > 1 {
+				settleAll(ctx, kitds)
 			}
-			roundNote := ""
+			roundNote, suffix := "", ""
 			if o.rounds > 1 {
-				roundNote = fmt.Sprintf(" (round %d/%d)", round+1, o.rounds)
+				roundNote, suffix = fmt.Sprintf(" (round %d/%d)", round+1, o.rounds), fmt.Sprintf("-round%d", round+1)
 			}
 			load := fmt.Sprintf("%d connections", o.concurrency)
 			if o.rate > 0 {
 				load = fmt.Sprintf("%.0f requests/s over %d connections", o.rate, o.concurrency)
 			}
 			logf("%s on %s%s: %s, %v + %v warm-up", sd.sc.Name, tg.server, roundNote, load, slice, warmup)
-			window := measureCPU(ctx, tg.pid, warmup, slice)
+			window := measureCPU(ctx, tg.pids, warmup, slice)
+			profiled := func() {}
+			if o.clusterPprof != "" {
+				profiled = profileCPU(ctx, o.clusterPprof, tg.nodes, tg.names, suffix, warmup, slice)
+			}
 			var live loadgen.Live
 			cfg := loadgen.Config{
-				Addr:        tg.addr,
+				Addrs:       tg.addrs,
 				Concurrency: o.concurrency,
 				Duration:    slice,
 				Warmup:      warmup,
@@ -315,15 +385,16 @@ func runScenario(ctx context.Context, o options, node *benchNode, triv *trivialS
 			var res *loadgen.Result
 			var err error
 			if o.rate > 0 {
-				res, err = loadgen.RunOpen(ctx, cfg, o.rate, sd.sc)
+				res, err = loadgen.RunOpen(ctx, cfg, o.rate, tg.sc)
 			} else {
-				res, err = loadgen.Run(ctx, cfg, sd.sc)
+				res, err = loadgen.Run(ctx, cfg, tg.sc)
 			}
 			prog.Stop()
 			if err != nil {
 				return nil, err
 			}
 			used, ok := window.result()
+			profiled()
 			cpu[ti] += used
 			cpuOK[ti] = cpuOK[ti] && ok
 			st := statsOf(tg.server, res)
@@ -335,14 +406,34 @@ func runScenario(ctx context.Context, o options, node *benchNode, triv *trivialS
 			}
 		}
 	}
-	sr.Trivial, sr.Kitd = statsOf("trivial", merged[0]), statsOf("kitd", merged[1])
-	for i, st := range []*runStats{sr.Trivial, sr.Kitd} {
+	stats := make([]*runStats, len(targets))
+	for i, tg := range targets {
+		st := statsOf(tg.server, merged[i])
 		if cpuOK[i] && st.Requests > 0 {
 			st.CPUMicrosPerRequest = float64(cpu[i]) / float64(time.Microsecond) / float64(st.Requests)
 		}
+		stats[i] = st
+	}
+	sr.Trivial, sr.Kitd = stats[0], stats[1]
+	if len(stats) > 2 {
+		sr.Cluster = stats[2]
 	}
 	sr.computeRatios()
 	return sr, nil
+}
+
+// settleAll waits, up to -settle, for every node of nodes to go idle (all
+// at once).
+func settleAll(ctx context.Context, nodes []*benchNode) {
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.settle(ctx)
+		}()
+	}
+	wg.Wait()
 }
 
 // runMixedScenario starts a second node with the limits of SPEC.md on,
@@ -368,16 +459,17 @@ func runMixedScenario(ctx context.Context, o options, nodes *nodeSet, triv *triv
 	}
 	sr := &scenarioReport{Name: sd.sc.Name, Description: sd.desc}
 	var kitdCalls []ratecheck.Call
-	for _, tg := range []target{{"trivial", triv.Addr, triv.Pid}, {"kitd", node.addr, node.pid()}} {
+	for _, tg := range []target{{server: "trivial", addrs: []string{triv.Addr}, pids: []int{triv.Pid}},
+		{server: "kitd", addrs: []string{node.addr}, pids: []int{node.pid()}}} {
 		if err := node.check(); err != nil {
 			return nil, err
 		}
 		logf("%s on %s: %d installations, one sequential client each, %v + %v warm-up", sd.sc.Name, tg.server,
 			len(installs), o.duration, o.warmup)
-		window := measureCPU(ctx, tg.pid, o.warmup, o.duration)
+		window := measureCPU(ctx, tg.pids, o.warmup, o.duration)
 		var live loadgen.Live
 		prog := startProgress(os.Stderr, sd.sc.Name+" on "+tg.server, &live, o.warmup+o.duration)
-		mr := runMixed(ctx, tg.addr, installs, o.warmup, o.duration, o.timeout, &live)
+		mr := runMixed(ctx, tg.addrs[0], installs, o.warmup, o.duration, o.timeout, &live)
 		prog.Stop()
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -409,6 +501,9 @@ type scenarioDef struct {
 	// events marks the events scenario, also on a node of its own
 	// (events.go).
 	events bool
+	// cluster is the same request stream on the cluster's set-up (with
+	// -cluster); nil: the scenario does not run on the cluster.
+	cluster *loadgen.Scenario
 }
 
 // postScenario posts "bench message <n>" as the Kit bot, into convs[n % len].

@@ -43,6 +43,10 @@ func fakeServe(args []string) int {
 	limits := fs.String("limits", "spec", "")
 	token := fs.String("operator-token", "", "")
 	pprofAddr := fs.String("pprof", "", "")
+	clusterBind := fs.String("cluster-bind", "", "as kitd: a member of a cluster prints its gossip address")
+	fs.String("node-name", "", "")
+	fs.String("cluster-key", "", "")
+	fs.String("join", "", "")
 	fakeLimits := fs.String("fake-limits", "", "with --limits spec: short-retry-after or generous, a server bug to show")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -86,6 +90,9 @@ func fakeServe(args []string) int {
 	go func() { _ = srv.Serve(ln) }()
 	fmt.Fprintln(os.Stderr, "some log line")
 	fmt.Printf("kitd listening on %s\n", ln.Addr())
+	if *clusterBind != "" {
+		fmt.Printf("kitd cluster: gossip on 127.0.0.1:7946, node-to-node on 127.0.0.1:7947\n")
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	<-sig
@@ -190,6 +197,10 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		{"negative mixed installations", func(o *options) { o.mixed = -1 }},
 		{"a page limit above SPEC.md's 200", func(o *options) { o.pageLimit = 201 }},
 		{"a negative page limit", func(o *options) { o.pageLimit = -1 }},
+		{"a cluster of one node", func(o *options) { o.cluster = 1 }},
+		{"a cluster and a running node", func(o *options) { o.cluster, o.addr, o.operatorToken = 3, "127.0.0.1:1", "x" }},
+		{"a cluster and a soak", func(o *options) { o.cluster, o.soak = 3, time.Minute }},
+		{"cluster profiles without a cluster", func(o *options) { o.clusterPprof = t.TempDir() }},
 	} {
 		o := base
 		tc.bend(&o)
@@ -323,13 +334,13 @@ func (s *scriptedSampler) tick(t *testing.T) {
 
 func TestMeasureCPU(t *testing.T) {
 	t.Run("no process: nothing measured", func(t *testing.T) {
-		if used, ok := measureCPU(context.Background(), 0, 0, 10*time.Millisecond).result(); ok || used != 0 {
+		if used, ok := measureCPU(context.Background(), nil, 0, 10*time.Millisecond).result(); ok || used != 0 {
 			t.Fatalf("measured %v, %v", used, ok)
 		}
 	})
 	t.Run("only the window after the warm-up counts", func(t *testing.T) {
 		s := newScriptedSampler(700*time.Millisecond, 950*time.Millisecond)
-		w := s.sampler().measure(context.Background(), 1, 3*time.Second, 8*time.Second)
+		w := s.sampler().measure(context.Background(), []int{1}, 3*time.Second, 8*time.Second)
 		s.tick(t) // warm-up over: first reading
 		s.tick(t) // window over: second reading
 		used, ok := w.result()
@@ -342,16 +353,42 @@ func TestMeasureCPU(t *testing.T) {
 	})
 	t.Run("a reading that fails measures nothing", func(t *testing.T) {
 		s := newScriptedSampler(time.Second) // no second reading
-		w := s.sampler().measure(context.Background(), 1, 0, time.Second)
+		w := s.sampler().measure(context.Background(), []int{1}, 0, time.Second)
 		s.tick(t)
 		s.tick(t)
 		if _, ok := w.result(); ok {
 			t.Fatal("measured without a second reading")
 		}
 	})
+	t.Run("every process of a cluster counts, summed", func(t *testing.T) {
+		// Three nodes read at the window's start, then at its end.
+		s := newScriptedSampler(100*time.Millisecond, 200*time.Millisecond, 300*time.Millisecond,
+			150*time.Millisecond, 260*time.Millisecond, 390*time.Millisecond)
+		w := s.sampler().measure(context.Background(), []int{11, 12, 13}, 0, time.Second)
+		s.tick(t)
+		s.tick(t)
+		used, ok := w.result()
+		if !ok || used != 200*time.Millisecond {
+			t.Fatalf("measured %v (ok %v), want 50+60+90 = 200ms", used, ok)
+		}
+	})
+	t.Run("a process of a cluster that cannot be read measures nothing", func(t *testing.T) {
+		s := newScriptedSampler(time.Second, time.Second, time.Second) // the third node's end reading fails
+		w := s.sampler().measure(context.Background(), []int{11, 12}, 0, time.Second)
+		s.tick(t)
+		s.tick(t)
+		if _, ok := w.result(); ok {
+			t.Fatal("measured without every node's reading")
+		}
+	})
+	t.Run("a pid of 0 (a server inside kitbench) measures nothing", func(t *testing.T) {
+		if _, ok := measureCPU(context.Background(), []int{os.Getpid(), 0}, 0, time.Millisecond).result(); ok {
+			t.Fatal("measured a process that is not one")
+		}
+	})
 	t.Run("a cancelled context ends the measurement", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
-		w := measureCPU(ctx, os.Getpid(), time.Hour, time.Hour)
+		w := measureCPU(ctx, []int{os.Getpid()}, time.Hour, time.Hour)
 		cancel()
 		if _, ok := w.result(); ok {
 			t.Fatal("measured after cancel")

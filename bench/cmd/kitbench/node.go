@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +20,8 @@ type benchNode struct {
 	token  string
 	label  string       // for the report
 	client *setupClient // set by setup
+	// pprof is the address of its --pprof server (with -cluster-pprof).
+	pprof string
 }
 
 // pid is the node's process id, or 0 for a running node.
@@ -101,11 +104,19 @@ func (s *nodeSet) start(ctx context.Context, limits string, extra []string) (*be
 	if len(s.started) > 0 {
 		dir = filepath.Join(s.work, "node"+strconv.Itoa(len(s.started)+1))
 	}
+	pprof := ""
+	if o.clusterPprof != "" { // every node serves pprof, so its profile can be taken
+		var err error
+		if pprof, err = freeLoopbackAddr(); err != nil {
+			return nil, err
+		}
+		extra = append(slices.Clip(extra), "--pprof", pprof)
+	}
 	proc, err := startKitd(ctx, bin, dir, limits, append(strings.Fields(o.kitdArgs), extra...))
 	if err != nil {
 		return nil, err
 	}
-	n := &benchNode{o: o, proc: proc, addr: proc.Addr, token: proc.Token, label: bin}
+	n := &benchNode{o: o, proc: proc, addr: proc.Addr, token: proc.Token, label: bin, pprof: pprof}
 	s.started = append(s.started, n)
 	logf("kitd (--limits %s) listening on %s (data %s, log %s)", limits, n.addr, proc.DataDir, proc.LogPath)
 	return n, nil

@@ -97,6 +97,10 @@ type scenarioReport struct {
 	Trivial     *runStats `json:"trivial"`
 	Kitd        *runStats `json:"kitd"`
 	Ratio       ratios    `json:"ratio"`
+	// Cluster is the same stream on the nodes of -cluster, spread over
+	// them; its CPU is that of every node's process together.
+	Cluster      *runStats      `json:"cluster,omitempty"`
+	ClusterRatio *clusterRatios `json:"clusterRatio,omitempty"`
 	// Limits holds the rate-limit checks of a scenario run with limits on.
 	Limits *limitsReport `json:"limits,omitempty"`
 	// Events holds the events scenario's figures (events.go); its Trivial
@@ -107,7 +111,7 @@ type scenarioReport struct {
 // runs are the scenario's runs, in the table's order.
 func (s *scenarioReport) runs() []*runStats {
 	var out []*runStats
-	for _, st := range []*runStats{s.Trivial, s.events().Plain, s.Kitd} {
+	for _, st := range []*runStats{s.Trivial, s.events().Plain, s.Kitd, s.Cluster} {
 		if st != nil {
 			out = append(out, st)
 		}
@@ -157,16 +161,40 @@ func div(a, b float64) float64 {
 	return a / b
 }
 
+// clusterRatios compare the cluster with the node alone and with the
+// trivial server of the same scenario.
+type clusterRatios struct {
+	// OfAlone is cluster ÷ node alone for every figure, CPU per request
+	// included (issue 27's goal: at most 2.5).
+	OfAlone ratios `json:"ofAlone"`
+	// OfTrivial is as Ratio, with the cluster in kitd's place: its CPU is
+	// trivial's CPU per request ÷ the cluster's.
+	OfTrivial ratios `json:"ofTrivial"`
+}
+
+// ratiosOf is a ÷ b for every figure; the CPU ratio, b's ÷ a's when
+// cpuShare, else a's ÷ b's.
+func ratiosOf(a, b *runStats, cpuShare bool) ratios {
+	r := ratios{
+		RPS:  div(a.RPS, b.RPS),
+		P50:  div(a.P50Ms, b.P50Ms),
+		P99:  div(a.P99Ms, b.P99Ms),
+		P999: div(a.P999Ms, b.P999Ms),
+		CPU:  div(a.CPUMicrosPerRequest, b.CPUMicrosPerRequest),
+	}
+	if cpuShare {
+		r.CPU = div(b.CPUMicrosPerRequest, a.CPUMicrosPerRequest)
+	}
+	return r
+}
+
 func (s *scenarioReport) computeRatios() {
 	if s.Trivial == nil || s.Kitd == nil {
 		return
 	}
-	s.Ratio = ratios{
-		RPS:  div(s.Kitd.RPS, s.Trivial.RPS),
-		P50:  div(s.Kitd.P50Ms, s.Trivial.P50Ms),
-		P99:  div(s.Kitd.P99Ms, s.Trivial.P99Ms),
-		P999: div(s.Kitd.P999Ms, s.Trivial.P999Ms),
-		CPU:  div(s.Trivial.CPUMicrosPerRequest, s.Kitd.CPUMicrosPerRequest),
+	s.Ratio = ratiosOf(s.Kitd, s.Trivial, true)
+	if s.Cluster != nil {
+		s.ClusterRatio = &clusterRatios{OfAlone: ratiosOf(s.Cluster, s.Kitd, false), OfTrivial: ratiosOf(s.Cluster, s.Trivial, true)}
 	}
 }
 
@@ -229,6 +257,9 @@ func printTable(w io.Writer, r *report) {
 		if s.Events != nil {
 			s.Events.print(w, s)
 		}
+		if s.ClusterRatio != nil {
+			printCluster(w, s)
+		}
 	}
 	if r.TotalErrors > 0 {
 		printErrors(w, r)
@@ -252,14 +283,31 @@ func writeMarkdown(w io.Writer, r *report) {
 			name = ""
 		}
 		if s.Trivial != nil && s.Kitd != nil {
-			cpu := "-"
-			if s.Ratio.CPU > 0 {
-				cpu = fmt.Sprintf("%.3f", s.Ratio.CPU)
-			}
-			fmt.Fprintf(w, "| | kitd÷trivial | %.3f | %.2fx | %.2fx | %.2fx | | %s |\n",
-				s.Ratio.RPS, s.Ratio.P50, s.Ratio.P99, s.Ratio.P999, cpu)
+			ratioRow(w, "kitd÷trivial", s.Ratio, "%.3f")
+		}
+		if c := s.ClusterRatio; c != nil {
+			ratioRow(w, "cluster÷trivial", c.OfTrivial, "%.3f")
+			ratioRow(w, "cluster÷kitd", c.OfAlone, "%.2fx")
 		}
 	}
+}
+
+// ratioRow writes a row of ratios, the CPU ratio in cpuFormat.
+func ratioRow(w io.Writer, name string, r ratios, cpuFormat string) {
+	cpu := "-"
+	if r.CPU > 0 {
+		cpu = fmt.Sprintf(cpuFormat, r.CPU)
+	}
+	fmt.Fprintf(w, "| | %s | %.3f | %.2fx | %.2fx | %.2fx | | %s |\n", name, r.RPS, r.P50, r.P99, r.P999, cpu)
+}
+
+// printCluster says in words what the cluster rows of s mean.
+func printCluster(w io.Writer, s *scenarioReport) {
+	c, cl, alone := s.ClusterRatio, s.Cluster, s.Kitd
+	fmt.Fprintf(w, "%s on the %s: CPU per acknowledged post %.1f µs, every node's process together = %.2fx a node alone's %.1f µs (goal ≤ 2.5x);\n",
+		s.Name, cl.Server, cl.CPUMicrosPerRequest, c.OfAlone.CPU, alone.CPUMicrosPerRequest)
+	fmt.Fprintf(w, "  %.0f posts/s = %.3f of a node alone's %.0f (goal ≥ 0.40), %.3f of trivial's; p50 %s, p99 %s (goal ≤ 15ms)\n",
+		cl.RPS, c.OfAlone.RPS, alone.RPS, c.OfTrivial.RPS, fmtDur(cl.P50Ms), fmtDur(cl.P99Ms))
 }
 
 // errorCell lists the non-2xx answers by code, most frequent first, with

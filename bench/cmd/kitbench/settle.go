@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -87,15 +88,30 @@ type cpuSampler struct {
 // procSampler reads /proc and the wall clock.
 func procSampler() cpuSampler { return cpuSampler{cpuTime: cpuTime, after: time.After} }
 
-// measureCPU samples pid's CPU time warmup and warmup+window from now. A
-// pid of 0, or a system without /proc, measures nothing.
-func measureCPU(ctx context.Context, pid int, warmup, window time.Duration) *cpuWindow {
-	return procSampler().measure(ctx, pid, warmup, window)
+// measureCPU samples the CPU time of the processes pids, summed, warmup
+// and warmup+window from now. No pids, a pid of 0, or a system without
+// /proc measures nothing.
+func measureCPU(ctx context.Context, pids []int, warmup, window time.Duration) *cpuWindow {
+	return procSampler().measure(ctx, pids, warmup, window)
 }
 
-func (c cpuSampler) measure(ctx context.Context, pid int, warmup, window time.Duration) *cpuWindow {
+// total is the CPU time of every process of pids together; ok is false when
+// any of them could not be read.
+func (c cpuSampler) total(pids []int) (time.Duration, bool) {
+	var sum time.Duration
+	for _, pid := range pids {
+		d, ok := c.cpuTime(pid)
+		if !ok {
+			return 0, false
+		}
+		sum += d
+	}
+	return sum, len(pids) > 0
+}
+
+func (c cpuSampler) measure(ctx context.Context, pids []int, warmup, window time.Duration) *cpuWindow {
 	w := &cpuWindow{done: make(chan struct{})}
-	if pid == 0 {
+	if len(pids) == 0 || slices.Contains(pids, 0) {
 		close(w.done)
 		return w
 	}
@@ -113,11 +129,11 @@ func (c cpuSampler) measure(ctx context.Context, pid int, warmup, window time.Du
 		if !wait(warmedUp) {
 			return
 		}
-		from, ok1 := c.cpuTime(pid)
+		from, ok1 := c.total(pids)
 		if !wait(c.after(window)) {
 			return
 		}
-		to, ok2 := c.cpuTime(pid)
+		to, ok2 := c.total(pids)
 		w.used, w.ok = to-from, ok1 && ok2
 	}()
 	return w

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kitd/kitd/bench/loadgen"
+)
+
+func TestClusterOptionsNarrowTheRunToTheWriteLoad(t *testing.T) {
+	o, err := clusterOptions(options{cluster: 3, conversations: 1000, only: "get-history", seed: 200,
+		webhooks: 1000, pageLimit: 20, mixed: 20, events: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.only != "post-1000-conversations" || o.seed != 0 || o.webhooks != 0 || o.pageLimit != 0 || o.mixed != 0 || o.events {
+		t.Fatalf("options %+v: want only post-1000-conversations and no other set-up", o)
+	}
+	if o, err := clusterOptions(options{conversations: 1000, seed: 200, only: "get"}); err != nil || o.only != "get" || o.seed != 200 {
+		t.Fatalf("without -cluster the options changed: %+v, %v", o, err)
+	}
+}
+
+func TestClusterTargetSpreadsOverItsNodes(t *testing.T) {
+	c := &benchCluster{names: []string{"n1", "n2", "n3"}}
+	for i, a := range []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"} {
+		c.nodes = append(c.nodes, &benchNode{addr: a, proc: &kitdProc{cmd: &exec.Cmd{Process: &os.Process{Pid: 100 + i}}}})
+	}
+	tg := c.target(loadgen.Scenario{Name: "post"})
+	if tg.server != "cluster of 3" || strings.Join(tg.addrs, " ") != "127.0.0.1:1 127.0.0.1:2 127.0.0.1:3" ||
+		len(tg.pids) != 3 || tg.pids[0] != 100 || tg.pids[2] != 102 || len(tg.nodes) != 3 || tg.sc.Name != "post" {
+		t.Fatalf("target %+v", tg)
+	}
+}
+
+func TestClusterRatiosAndRows(t *testing.T) {
+	h := &loadgen.Histogram{}
+	for i := 1; i <= 100; i++ {
+		h.Record(time.Duration(i) * 10 * time.Microsecond)
+	}
+	stats := func(server string, ok uint64, cpu float64) *runStats {
+		st := statsOf(server, &loadgen.Result{Elapsed: time.Second, OK: ok, Status: map[int]uint64{201: ok}, Latency: h})
+		st.CPUMicrosPerRequest = cpu
+		return st
+	}
+	s := &scenarioReport{Name: "post-1000-conversations", Trivial: stats("trivial", 90000, 10),
+		Kitd: stats("kitd", 36000, 33), Cluster: stats("cluster of 3", 6000, 264)}
+	s.computeRatios()
+	c := s.ClusterRatio
+	if c == nil || c.OfAlone.CPU != 8 || c.OfAlone.RPS != 6000.0/36000 || c.OfTrivial.RPS != 6000.0/90000 ||
+		c.OfTrivial.CPU != 10.0/264 || c.OfAlone.P99 != 1 {
+		t.Fatalf("cluster ratios %+v", c)
+	}
+	if (&scenarioReport{Trivial: s.Trivial, Kitd: s.Kitd}).ClusterRatio != nil {
+		t.Fatal("cluster ratios without a cluster")
+	}
+	var buf bytes.Buffer
+	writeMarkdown(&buf, &report{Scenarios: []*scenarioReport{s}})
+	want := strings.Join([]string{
+		"| scenario | server | req/s | p50 | p99 | p99.9 | errors by code | CPU/req |",
+		"|---|---|--:|--:|--:|--:|---|--:|",
+		"| `post-1000-conversations` | trivial | 90000 | 501µs | 989µs | 1.00ms | 0 | 10.0 µs |",
+		"|  | kitd | 36000 | 501µs | 989µs | 1.00ms | 0 | 33.0 µs |",
+		"|  | cluster of 3 | 6000 | 501µs | 989µs | 1.00ms | 0 | 264.0 µs |",
+		"| | kitd÷trivial | 0.400 | 1.00x | 1.00x | 1.00x | | 0.303 |",
+		"| | cluster÷trivial | 0.067 | 1.00x | 1.00x | 1.00x | | 0.038 |",
+		"| | cluster÷kitd | 0.167 | 1.00x | 1.00x | 1.00x | | 8.00x |",
+		"",
+	}, "\n")
+	if got := buf.String(); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+	buf.Reset()
+	printCluster(&buf, s)
+	if got := buf.String(); !strings.Contains(got, "264.0 µs") || !strings.Contains(got, "8.00x a node alone's 33.0 µs") ||
+		!strings.Contains(got, "0.167 of a node alone's 36000") {
+		t.Fatalf("summary %q", got)
+	}
+}
+
+// TestStartKitdReadsGossipAddress: a member of a cluster is ready once it
+// printed its gossip address as well as its HTTP one.
+func TestStartKitdReadsGossipAddress(t *testing.T) {
+	t.Setenv("KITBENCH_FAKE_KITD", "1")
+	p, err := startKitd(t.Context(), os.Args[0], filepath.Join(t.TempDir(), "n1"), "off",
+		[]string{"--node-name", "n1", "--cluster-key", "k", "--cluster-bind", "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.stop(5 * time.Second)
+	if p.Addr == "" || p.Gossip != "127.0.0.1:7946" {
+		t.Fatalf("addr %q, gossip %q", p.Addr, p.Gossip)
+	}
+}
+
+// TestRunClusterWithKitd runs -cluster 2 on real kitd nodes (KITD_BIN; the
+// fake kitd has no cluster): the cluster row, its CPU and ratios, and a
+// profile of every node.
+//
+//	make build && KITD_BIN=$PWD/bin/kitd go test ./bench/cmd/kitbench/ -run TestRunClusterWithKitd
+func TestRunClusterWithKitd(t *testing.T) {
+	bin := os.Getenv("KITD_BIN")
+	if bin == "" {
+		t.Skip("KITD_BIN not set")
+	}
+	prof := t.TempDir()
+	rep, data, code, err := runReport(t, options{
+		kitd: bin, cluster: 2, clusterPprof: prof, concurrency: 4, duration: time.Second, warmup: 200 * time.Millisecond,
+		timeout: 10 * time.Second, conversations: 10, rounds: 1, settle: time.Second, trivial: trivialProcess,
+	})
+	if err != nil || code != 0 {
+		t.Fatalf("run: code %d, %v", code, err)
+	}
+	if len(rep.Scenarios) != 1 {
+		t.Fatalf("report %s", data)
+	}
+	s := rep.Scenarios[0]
+	if s.Name != "post-10-conversations" || s.Cluster == nil || s.Cluster.Server != "cluster of 2" || s.Cluster.Requests == 0 ||
+		s.Cluster.CPUMicrosPerRequest <= 0 || s.ClusterRatio == nil || s.ClusterRatio.OfAlone.CPU <= 0 {
+		t.Fatalf("report %s", data)
+	}
+	if n := strings.Count(s.Cluster.Addr, ","); n != 1 {
+		t.Errorf("cluster load went to %q, want both nodes", s.Cluster.Addr)
+	}
+	for _, name := range []string{"alone", "n1", "n2"} {
+		if fi, err := os.Stat(filepath.Join(prof, name+".pprof")); err != nil || fi.Size() == 0 {
+			t.Errorf("profile of %s: %v", name, err)
+		}
+	}
+}
