@@ -89,16 +89,6 @@ func (m *Member) holders(p partition.ID, n int) []string {
 	return out[:min(n, len(out))]
 }
 
-// gossipLeader is p's leader as gossip last said: how a node that holds no
-// replica of p, and so hears nothing of its elections, routes a request.
-func (m *Member) gossipLeader(p partition.ID) (string, bool) {
-	id := m.leaderOf(p)
-	if id == 0 {
-		return "", false
-	}
-	return m.addr(id)
-}
-
 // leaderOf is the raft id of p's leader as gossip last said; 0: none
 // (replica.Config.LeaderOf).
 func (m *Member) leaderOf(p partition.ID) uint64 {
