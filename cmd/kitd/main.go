@@ -307,7 +307,7 @@ func serve(cfg config, stdout io.Writer) error {
 		return err
 	}
 	defer store.Close()
-	if err := actors.Upgrade(store); err != nil {
+	if err := actors.Upgrade(store, logger); err != nil {
 		return err
 	}
 	opToken, err := operatorToken(cfg)
