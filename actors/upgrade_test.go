@@ -225,7 +225,10 @@ func TestUpgradeLogsItsProgress(t *testing.T) {
 		rule  string
 		check func() bool
 	}{
-		{"the start says from which layout to which", func() bool { l := find("upgrading the data layout", 0); return l["from"] == 0.0 && l["to"] == float64(len(layoutSteps)) }},
+		{"the start says from which layout to which", func() bool {
+			l := find("upgrading the data layout", 0)
+			return l["from"] == 0.0 && l["to"] == float64(len(layoutSteps))
+		}},
 		{"each step says what it does", func() bool { return find("data layout step", 1)["what"] == layoutSteps[0].what }},
 		{"a step's batches report the keys written so far", func() bool { return find("data layout step progress", 1)["keys"] == 10_000.0 }},
 		{"a step's end says how many keys it wrote", func() bool { return find("data layout step done", 1)["keys"] == float64(users) }},
