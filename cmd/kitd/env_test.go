@@ -149,6 +149,28 @@ func TestEnvironmentRules(t *testing.T) {
 	}
 }
 
+// The usage kitd prints on a bad flag never shows a secret the
+// environment gave, from a variable or a file.
+func TestUsageShowsNoSecret(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(file, []byte("key-from-a-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"KIT_OPERATOR_TOKEN": "op-from-the-env", "KIT_CLUSTER_KEY_FILE": file, "KIT_METRICS_TOKEN": "scrape-from-the-env"}
+	_, fs, err := parseFlagsEnv([]string{"--no-such-flag"}, lookupOf(vars))
+	if err == nil {
+		t.Fatal("an unknown flag was taken")
+	}
+	var usage strings.Builder
+	fs.SetOutput(&usage)
+	fs.PrintDefaults()
+	for _, secret := range []string{"op-from-the-env", "key-from-a-file", "scrape-from-the-env"} {
+		if strings.Contains(usage.String(), secret) {
+			t.Errorf("usage shows %q:\n%s", secret, usage.String())
+		}
+	}
+}
+
 // On a terminal the log is text, else JSON (a file, a pipe).
 func TestDefaultLogFormat(t *testing.T) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "log"))

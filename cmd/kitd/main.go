@@ -126,13 +126,13 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool)) (config, *
 	fs.StringVar(&c.listen, "listen", env("KIT_LISTEN", "127.0.0.1:8080"), "HTTP listener for every host")
 	fs.StringVar(&c.dataDir, "data", env("KIT_DATA_DIR", "./data"), "Pebble data directory (created if missing)")
 	fs.StringVar(&c.publicURL, "public-url", env("KIT_PUBLIC_URL", ""), "origin of {base_url}, {hooks_url} and {app_url} (default http://<listen>)")
-	fs.StringVar(&c.operatorToken, "operator-token", e.secret("KIT_OPERATOR_TOKEN"), "operator API token (default: generated once into <data>/operator-token; or KIT_OPERATOR_TOKEN_FILE)")
+	fs.StringVar(&c.operatorToken, "operator-token", "", "operator API token (default: generated once into <data>/operator-token; or KIT_OPERATOR_TOKEN_FILE)")
 	fs.BoolVar(&c.testClock, "test-clock", e.bool("KIT_TEST_CLOCK"), "enable POST /ops/v1/clock/advance (never in production)")
 	fs.StringVar(&c.limits, "limits", env("KIT_LIMITS", "spec"), "rate limits: spec, off, or a JSON file of overrides")
 	fs.StringVar(&c.nodeName, "node-name", env("KIT_NODE_NAME", ""), "cluster member name")
 	fs.StringVar(&c.clusterBind, "cluster-bind", env("KIT_CLUSTER_BIND", ""), "gossip bind address")
 	fs.StringVar(&c.join, "join", env("KIT_JOIN", ""), "comma-separated gossip addresses of members to join (none: this node founds a cluster)")
-	fs.StringVar(&c.clusterKey, "cluster-key", e.secret("KIT_CLUSTER_KEY"), "the cluster's shared secret: encrypts gossip and authenticates node-to-node traffic (prefer KIT_CLUSTER_KEY or KIT_CLUSTER_KEY_FILE)")
+	fs.StringVar(&c.clusterKey, "cluster-key", "", "the cluster's shared secret: encrypts gossip and authenticates node-to-node traffic (prefer KIT_CLUSTER_KEY or KIT_CLUSTER_KEY_FILE)")
 	fs.StringVar(&c.peerListen, "peer-listen", env("KIT_PEER_LISTEN", ""), "node-to-node listener, host:port (default: the --cluster-bind host, any port)")
 	downTimeout := fs.String("down-timeout", env("KIT_DOWN_TIMEOUT", "30s"), "how long a member may be gone before its replicas are removed from their groups (they are re-created on its return or on a spare node)")
 	forgetAfter := fs.String("forget-after", env("KIT_FORGET_AFTER", "30s"), "how long a replica may hear no leader before its group's leader is asked whether it was removed, and it is deleted with its records if so")
@@ -143,18 +143,27 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool)) (config, *
 	fs.StringVar(&c.logLevel, "log-level", env("KIT_LOG_LEVEL", "info"), "debug, info (a line per request), warn or error")
 	fs.StringVar(&c.logFormat, "log-format", env("KIT_LOG_FORMAT", ""), "json or text (default: text on a terminal, else json)")
 	fs.StringVar(&c.pprof, "pprof", env("KIT_PPROF", ""), "serve net/http/pprof on this loopback address (profiling only)")
-	fs.StringVar(&c.metricsToken, "metrics-token", e.secret("KIT_METRICS_TOKEN"), "a bearer token that reads GET /metrics and nothing else (or KIT_METRICS_TOKEN_FILE)")
+	fs.StringVar(&c.metricsToken, "metrics-token", "", "a bearer token that reads GET /metrics and nothing else (or KIT_METRICS_TOKEN_FILE)")
 	fs.StringVar(&c.verifyDNS, "verify-dns", env("KIT_VERIFY_DNS", ""), "DNS server (host:port) for domain verification instead of the system's")
 	c.verifyResolve = e.list("KIT_VERIFY_RESOLVE")
 	fs.Var(&c.verifyResolve, "verify-resolve", "HOST:PORT=ADDR: domain verification fetches of HOST:PORT connect to ADDR (repeatable)")
 	fs.StringVar(&c.verifyCA, "verify-ca", env("KIT_VERIFY_CA", ""), "PEM file of extra roots trusted by domain verification fetches")
 	fs.StringVar(&c.deliveryAllow, "delivery-allow", env("KIT_DELIVERY_ALLOW", ""), "comma-separated host or host:port that deliveries may reach on loopback or private addresses (tests only)")
 	fs.StringVar(&c.deliveryCA, "delivery-ca", env("KIT_DELIVERY_CA", ""), "PEM file of extra roots trusted for deliveries")
+	// The secrets' variables are no flag's default: usage prints defaults.
+	secrets := map[string]string{"operator-token": e.secret("KIT_OPERATOR_TOKEN"), "cluster-key": e.secret("KIT_CLUSTER_KEY"), "metrics-token": e.secret("KIT_METRICS_TOKEN")}
 	if e.err != nil {
 		return c, fs, e.err
 	}
 	if err := fs.Parse(args); err != nil {
 		return c, fs, err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for name, v := range secrets {
+		if !given[name] && v != "" {
+			fs.Set(name, v)
+		}
 	}
 	var err error
 	if c.downTimeout, err = time.ParseDuration(*downTimeout); err != nil {
