@@ -62,7 +62,8 @@ func TestEveryFlagHasItsVariable(t *testing.T) {
 				vars["KIT_CLUSTER_BIND"], vars["KIT_CLUSTER_KEY"] = "127.0.0.1:7946", "k"
 				vars[r.env] = r.value
 			}
-			_, fs, err := parseFlagsEnv(nil, lookupOf(vars))
+			var fs *flag.FlagSet
+			_, err := parseFlagsEnv(nil, lookupOf(vars), func(f *flag.FlagSet) { fs = f })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +76,8 @@ func TestEveryFlagHasItsVariable(t *testing.T) {
 			}
 		})
 	}
-	_, fs, _ := parseFlagsEnv(nil, lookupOf(nil))
+	var fs *flag.FlagSet
+	_, _ = parseFlagsEnv(nil, lookupOf(nil), func(f *flag.FlagSet) { fs = f })
 	fs.VisitAll(func(f *flag.Flag) {
 		if !covered[f.Name] {
 			t.Errorf("--%s has no row here: which variable sets it?", f.Name)
@@ -129,7 +131,7 @@ func TestEnvironmentRules(t *testing.T) {
 		{"--log-format defaults to the terminal's choice", nil, nil, func(c config) bool { return c.logFormat == "" }, ""},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
-			c, _, err := parseFlagsEnv(tc.args, lookupOf(tc.vars))
+			c, err := parseFlagsEnv(tc.args, lookupOf(tc.vars), nil)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one saying %q", err, tc.err)
@@ -157,7 +159,8 @@ func TestUsageShowsNoSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	vars := map[string]string{"KIT_OPERATOR_TOKEN": "op-from-the-env", "KIT_CLUSTER_KEY_FILE": file, "KIT_METRICS_TOKEN": "scrape-from-the-env"}
-	_, fs, err := parseFlagsEnv([]string{"--no-such-flag"}, lookupOf(vars))
+	var fs *flag.FlagSet
+	_, err := parseFlagsEnv([]string{"--no-such-flag"}, lookupOf(vars), func(f *flag.FlagSet) { fs = f })
 	if err == nil {
 		t.Fatal("an unknown flag was taken")
 	}

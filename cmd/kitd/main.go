@@ -111,14 +111,13 @@ func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
 // parseFlags reads flags, with the environment variables of OPERATIONS.md
 // sections 1, 7 and 8 as defaults.
 func parseFlags(args []string) (config, error) {
-	c, _, err := parseFlagsEnv(args, os.LookupEnv)
-	return c, err
+	return parseFlagsEnv(args, os.LookupEnv, nil)
 }
 
 // parseFlagsEnv is parseFlags with the environment read through lookup;
-// it returns the flag set too, for the test that every flag has its
-// variable.
-func parseFlagsEnv(args []string, lookup func(string) (string, bool)) (config, *flag.FlagSet, error) {
+// parsed, when not nil, gets the flag set once its flags are defined (the
+// test that every flag has its variable reads it).
+func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed func(*flag.FlagSet)) (config, error) {
 	var c config
 	e := &envReader{lookup: lookup}
 	env := e.str
@@ -152,11 +151,14 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool)) (config, *
 	fs.StringVar(&c.deliveryCA, "delivery-ca", env("KIT_DELIVERY_CA", ""), "PEM file of extra roots trusted for deliveries")
 	// The secrets' variables are no flag's default: usage prints defaults.
 	secrets := map[string]string{"operator-token": e.secret("KIT_OPERATOR_TOKEN"), "cluster-key": e.secret("KIT_CLUSTER_KEY"), "metrics-token": e.secret("KIT_METRICS_TOKEN")}
+	if parsed != nil {
+		defer parsed(fs)
+	}
 	if e.err != nil {
-		return c, fs, e.err
+		return c, e.err
 	}
 	if err := fs.Parse(args); err != nil {
-		return c, fs, err
+		return c, err
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -167,33 +169,33 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool)) (config, *
 	}
 	var err error
 	if c.downTimeout, err = time.ParseDuration(*downTimeout); err != nil {
-		return c, fs, fmt.Errorf("--down-timeout: %w", err)
+		return c, fmt.Errorf("--down-timeout: %w", err)
 	}
 	if c.forgetAfter, err = time.ParseDuration(*forgetAfter); err != nil {
-		return c, fs, fmt.Errorf("--forget-after: %w", err)
+		return c, fmt.Errorf("--forget-after: %w", err)
 	}
 	if c.replicas, err = strconv.Atoi(*replicas); err != nil {
-		return c, fs, fmt.Errorf("--replicas: %w", err)
+		return c, fmt.Errorf("--replicas: %w", err)
 	}
 	// Refused rather than ignored: a node told to join that silently runs
 	// alone would serve requests its operator expects to be shared.
 	switch {
 	case c.clusterBind == "" && (c.join != "" || c.clusterKey != "" || c.peerListen != "" || c.peerAdvertise != ""):
-		return c, fs, errors.New("--join, --cluster-key, --peer-listen and --peer-advertise need --cluster-bind (the gossip address)")
+		return c, errors.New("--join, --cluster-key, --peer-listen and --peer-advertise need --cluster-bind (the gossip address)")
 	case c.replicas < 0:
-		return c, fs, errors.New("--replicas must be 0 (every node) or more")
+		return c, errors.New("--replicas must be 0 (every node) or more")
 	case c.downTimeout < time.Second:
-		return c, fs, errors.New("--down-timeout must be at least 1s: a member is gone only after gossip's failure detector says so")
+		return c, errors.New("--down-timeout must be at least 1s: a member is gone only after gossip's failure detector says so")
 	case c.forgetAfter < time.Second:
-		return c, fs, errors.New("--forget-after must be at least 1s: a replica is asked about only once it has heard no leader for longer than an election")
+		return c, errors.New("--forget-after must be at least 1s: a replica is asked about only once it has heard no leader for longer than an election")
 	case c.clusterBind != "" && c.clusterKey == "":
-		return c, fs, errors.New("--cluster-bind needs --cluster-key (KIT_CLUSTER_KEY): members authenticate each other with it")
+		return c, errors.New("--cluster-bind needs --cluster-key (KIT_CLUSTER_KEY): members authenticate each other with it")
 	case c.pprof != "" && !loopback(c.pprof):
-		return c, fs, errors.New("--pprof must be a loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT): its profiles and traces are not behind any token")
+		return c, errors.New("--pprof must be a loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT): its profiles and traces are not behind any token")
 	case c.peerAdvertise != "" && !dialable(c.peerAdvertise):
-		return c, fs, errors.New("--peer-advertise must be host:port with a port the others can dial (not 0)")
+		return c, errors.New("--peer-advertise must be host:port with a port the others can dial (not 0)")
 	}
-	return c, fs, nil
+	return c, nil
 }
 
 // loopback reports whether addr is host:port on a loopback host.
