@@ -16,9 +16,9 @@ import (
 // Upgrades of data directories that older builds wrote. A step writes what
 // a newer layout expects and an older build did not write; each runs once,
 // at start, before any actor, so no actor's single-writer rule is crossed.
-// The directory records the layout it reached (layoutKey); one with no
-// record, an older one or a fresh one, runs every step (on a fresh one they
-// find nothing to do).
+// The directory records the layout it reached (layoutKey); an older one
+// with no record runs every step, and a fresh (empty) one records the
+// newest layout at once.
 //
 // Changes that an actor can make itself when it activates need no step
 // here (a conversation writes its messageTagKey entry so): a step is for
@@ -53,6 +53,10 @@ func Upgrade(store *persistence.Store, log *slog.Logger) error {
 	if at == newest {
 		return nil
 	}
+	if at == 0 && empty(store) {
+		// A fresh directory: nothing to upgrade, nothing to say.
+		return recordLayout(store, newest)
+	}
 	start := time.Now()
 	log.Info("upgrading the data layout", "from", at, "to", newest)
 	for ; at < newest; at++ {
@@ -64,15 +68,30 @@ func Upgrade(store *persistence.Store, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("upgrade data layout %d to %d: %w", at, to, err)
 		}
-		b := store.NewBatch()
-		b.Set(layoutKey(), binary.BigEndian.AppendUint64(nil, to))
-		if err := b.Commit(); err != nil {
-			return fmt.Errorf("record data layout %d: %w", to, err)
+		if err := recordLayout(store, to); err != nil {
+			return err
 		}
 		log.Info("data layout step done", "to", to, "keys", keys, "took", time.Since(stepStart).Round(time.Millisecond).String())
 	}
 	log.Info("upgraded the data layout", "layout", newest, "took", time.Since(start).Round(time.Millisecond).String())
 	return nil
+}
+
+func recordLayout(store *persistence.Store, layout uint64) error {
+	b := store.NewBatch()
+	b.Set(layoutKey(), binary.BigEndian.AppendUint64(nil, layout))
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("record data layout %d: %w", layout, err)
+	}
+	return nil
+}
+
+// empty reports whether store holds no key; a read error counts as not
+// empty, so that the steps run and meet it.
+func empty(store *persistence.Store) bool {
+	found := false
+	err := store.Scan(nil, nil, false, func(_, _ []byte) bool { found = true; return false })
+	return err == nil && !found
 }
 
 func layoutOf(store *persistence.Store) (uint64, error) {

@@ -241,6 +241,19 @@ func TestUpgradeLogsItsProgress(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a fresh directory logs nothing and is at the newest layout", func(t *testing.T) {
+		fresh := openMemStore(t)
+		var out bytes.Buffer
+		if err := Upgrade(fresh, slog.New(slog.NewJSONHandler(&out, nil))); err != nil {
+			t.Fatal(err)
+		}
+		if out.Len() != 0 {
+			t.Fatalf("logged %s", out.Bytes())
+		}
+		if at, err := layoutOf(fresh); err != nil || at != uint64(len(layoutSteps)) {
+			t.Fatalf("layout %d (%v), want %d", at, err, len(layoutSteps))
+		}
+	})
 	t.Run("a directory at the newest layout logs nothing", func(t *testing.T) {
 		out.Reset()
 		if err := Upgrade(store, slog.New(slog.NewJSONHandler(&out, nil))); err != nil {
