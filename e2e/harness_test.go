@@ -150,6 +150,7 @@ type ServerOpts struct {
 	NoTestClock bool     // start without --test-clock
 	Limits      string   // --limits value; "" = flag not given (server default)
 	Args        []string // more flags
+	Env         []string // KEY=value pairs added to the environment (KIT_* are otherwise cleared)
 	Bin         string   // "" = the binary under test
 }
 
@@ -213,7 +214,7 @@ func launch(o ServerOpts) (*Server, error) {
 		bin = o.Bin
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = cleanEnv()
+	cmd.Env = append(cleanEnv(), o.Env...)
 	cmd.Stdout = s.out
 	cmd.Stderr = s.errOut
 	if err := cmd.Start(); err != nil {

@@ -44,7 +44,7 @@ var statusIndexes = func() (t [600]uint8) {
 }()
 
 // rowStats are the counters of one route row (or of the requests no row
-// takes, or /healthz).
+// takes).
 type rowStats struct {
 	name    string         // the route's pattern, for the log
 	labels  metrics.Labels // route and family
@@ -54,9 +54,8 @@ type rowStats struct {
 
 // Rows of frontStats.rows after those of routes.
 const (
-	rowNone   = len(routes)     // a path no row takes
-	rowHealth = len(routes) + 1 // /healthz
-	rowCount  = len(routes) + 2
+	rowNone  = len(routes) // a path no row takes
+	rowCount = len(routes) + 1
 )
 
 // frontStats is what the front end counts.
@@ -71,12 +70,8 @@ func newFrontStats() *frontStats {
 	fs := &frontStats{rows: make([]rowStats, rowCount), limited: make(map[limits.Name]*metrics.Counter)}
 	for i := range fs.rows {
 		route, family := "none", ""
-		switch i {
-		case rowNone:
-		case rowHealth:
-			route = "/healthz"
-		default:
-			route, family = routes[i].method+" "+routes[i].path, string(routes[i].family)
+		if i != rowNone {
+			route, family = routeName(&routes[i]), string(routes[i].family)
 		}
 		fs.rows[i].name = route
 		fs.rows[i].labels = metrics.Label("route", route).With(metrics.Label("family", family))
@@ -97,8 +92,6 @@ func (s *Server) rowOf(t *target) int {
 		return t.row
 	case t.host == hostHooks:
 		return s.hookRow
-	case t.host == hostHealth:
-		return rowHealth
 	}
 	return rowNone
 }

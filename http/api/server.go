@@ -69,6 +69,9 @@ type Config struct {
 	Limits limits.Table // nil: limits off
 	// OperatorToken is the bearer token of the operator API.
 	OperatorToken string
+	// MetricsToken is a bearer token that reads GET /metrics only; "":
+	// only the operator token does.
+	MetricsToken string
 	// TestClock enables POST /ops/v1/clock/advance when non-nil.
 	TestClock *clock.Test
 	PublicURL string
@@ -143,6 +146,10 @@ type Server struct {
 
 	stats   *frontStats
 	metrics *metrics.Registry
+	// metricsHash is the hash of the --metrics-token, if any
+	// (hasMetricsToken), which reads /metrics only.
+	metricsHash     [32]byte
+	hasMetricsToken bool
 	// hookTargets sends a post to its webhook, or to the stand-in.
 	hookTargets *actors.WebhookTargets
 
@@ -158,6 +165,7 @@ func New(cfg Config) *Server {
 	s := &Server{
 		node: cfg.Node, env: cfg.Env, auth: cfg.Auth, limits: cfg.Limits,
 		operatorHash: ids.Hash(cfg.OperatorToken), testClock: cfg.TestClock,
+		metricsHash: ids.Hash(cfg.MetricsToken), hasMetricsToken: cfg.MetricsToken != "",
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"), nodeName: cfg.NodeName, httpAddr: cfg.HTTPAddr, log: cfg.Logger,
 		requests:   cfg.RequestLog,
 		corrPrefix: ids.New()[24:],
