@@ -223,17 +223,3 @@ func TestRequestLineCapsTheInstallation(t *testing.T) {
 	}
 }
 
-// The whole adapter path of a request that needs no actor, counting and
-// its JSON line included, allocates nothing.
-func TestHandleAllocatesNothing(t *testing.T) {
-	s := New(Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	var ctx fasthttp.RequestCtx
-	ctx.Request.Header.SetMethod("GET")
-	ctx.Request.SetRequestURI("/healthz")
-	if n := testing.AllocsPerRun(100, func() {
-		ctx.Response.Reset()
-		s.handle(&ctx)
-	}); n != 0 {
-		t.Fatalf("GET /healthz: %v allocations, want 0", n)
-	}
-}
