@@ -222,4 +222,3 @@ func TestRequestLineCapsTheInstallation(t *testing.T) {
 		t.Fatalf("installation %q, want its first 36 characters", got)
 	}
 }
-
