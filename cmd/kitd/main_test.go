@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/kitd/kitd/persistence"
@@ -58,6 +59,35 @@ func TestClusterFlags(t *testing.T) {
 			_, err := parseFlags(tc.args)
 			if (err == nil) != tc.ok {
 				t.Fatalf("parseFlags(%q) = %v, want ok %v", tc.args, err, tc.ok)
+			}
+		})
+	}
+}
+
+// The edge flags of OPERATIONS.md section 8: the TLS pair goes together,
+// and --trusted-proxies takes CIDRs or addresses only; a refusal names
+// its flag.
+func TestEdgeFlags(t *testing.T) {
+	for _, tc := range []struct {
+		rule string
+		args []string
+		flag string // "" when taken; else the flag the error names
+	}{
+		{"--tls-cert without --tls-key is refused", []string{"--tls-cert", "c.pem"}, "--tls-key"},
+		{"--tls-key without --tls-cert is refused", []string{"--tls-key", "k.pem"}, "--tls-cert"},
+		{"--tls-cert with --tls-key is taken", []string{"--tls-cert", "c.pem", "--tls-key", "k.pem"}, ""},
+		{"--trusted-proxies takes CIDRs", []string{"--trusted-proxies", "10.0.0.0/8,2001:db8::/32"}, ""},
+		{"--trusted-proxies takes a bare address", []string{"--trusted-proxies", "192.0.2.1"}, ""},
+		{"--trusted-proxies refuses what is not a CIDR", []string{"--trusted-proxies", "10.0.0.0/8,proxy.internal"}, "--trusted-proxies"},
+		{"--trusted-proxies refuses a prefix too long", []string{"--trusted-proxies", "10.0.0.0/40"}, "--trusted-proxies"},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			_, err := parseFlags(tc.args)
+			switch {
+			case tc.flag == "" && err != nil:
+				t.Fatalf("parseFlags(%q) = %v, want taken", tc.args, err)
+			case tc.flag != "" && (err == nil || !strings.Contains(err.Error(), tc.flag)):
+				t.Fatalf("parseFlags(%q) = %v, want an error naming %s", tc.args, err, tc.flag)
 			}
 		})
 	}
