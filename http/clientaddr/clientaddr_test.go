@@ -117,3 +117,20 @@ func TestClientAllocatesNothing(t *testing.T) {
 		t.Fatalf("from a proxy: %v allocations, want 0", n)
 	}
 }
+
+// What deriving a request's client costs, from a peer that is no proxy
+// (every request without --trusted-proxies) and through two proxies:
+//
+//	go test ./http/clientaddr/ -run '^$' -bench Client
+func BenchmarkClient(b *testing.B) {
+	tr, _ := Parse("10.0.0.0/8, 192.0.2.1")
+	h := [][]byte{[]byte("198.51.100.1, 203.0.113.7, 10.2.2.2")}
+	for _, c := range []struct{ name, peer string }{{"untrusted", "198.51.100.9"}, {"trusted", "10.1.1.1"}} {
+		peer := netip.MustParseAddr(c.peer)
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				tr.Client(peer, h)
+			}
+		})
+	}
+}
