@@ -92,3 +92,32 @@ func TestEdgeFlags(t *testing.T) {
 		})
 	}
 }
+
+// The edge flags' environment variables (OPERATIONS.md section 8) stand
+// in for them.
+func TestEdgeFlagsFromEnvironment(t *testing.T) {
+	for _, tc := range []struct {
+		rule    string
+		env     map[string]string
+		ok      bool
+		proxies int // how many CIDRs are trusted
+	}{
+		{"KIT_TLS_CERT alone is refused", map[string]string{"KIT_TLS_CERT": "c.pem"}, false, 0},
+		{"KIT_TLS_CERT with KIT_TLS_KEY is taken", map[string]string{"KIT_TLS_CERT": "c.pem", "KIT_TLS_KEY": "k.pem"}, true, 0},
+		{"KIT_TRUSTED_PROXIES is taken", map[string]string{"KIT_TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.1"}, true, 2},
+		{"a bad KIT_TRUSTED_PROXIES is refused", map[string]string{"KIT_TRUSTED_PROXIES": "10.0.0.0/99"}, false, 0},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			c, err := parseFlags(nil)
+			if (err == nil) != tc.ok {
+				t.Fatalf("parseFlags with %v = %v, want ok %v", tc.env, err, tc.ok)
+			}
+			if err == nil && (c.tlsCert != tc.env["KIT_TLS_CERT"] || c.tlsKey != tc.env["KIT_TLS_KEY"] || c.proxies.Len() != tc.proxies) {
+				t.Fatalf("config %+v does not hold %v", c, tc.env)
+			}
+		})
+	}
+}
