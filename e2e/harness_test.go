@@ -137,7 +137,7 @@ type Server struct {
 	Args    []string
 
 	cmd    *exec.Cmd
-	http   *http.Client   // nil: the shared client (an HTTPS server's has its roots)
+	https  *http.Client   // nil: the shared client; an HTTPS server's trusts its roots
 	out    *outputWatcher // stdout
 	errOut *outputWatcher // stderr
 	done   chan struct{}  // closed when the process has exited
@@ -540,8 +540,8 @@ func (s *Server) request(method, path, token string, body any, hdr map[string]st
 	}
 	r := &Resp{Method: method, Path: path, ReqHeader: req.Header.Clone(), ReqBody: reqBody}
 	c := client
-	if s.http != nil {
-		c = s.http
+	if s.https != nil {
+		c = s.https
 	}
 	res, err := c.Do(req)
 	if err != nil {

@@ -43,7 +43,7 @@ func tlsServer(t *testing.T, a tlscerttest.Pair, pairs ...tlscerttest.Pair) (s *
 	s = startServerOpts(t, ServerOpts{Limits: "off", Args: []string{"--tls-cert", certFile, "--tls-key", keyFile}})
 	roots := tlscerttest.Pool(append(pairs, a)...)
 	s.URL = "https://" + s.Addr
-	s.http = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
+	s.https = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
 		Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: roots}, MaxIdleConnsPerHost: 16,
 	}}
 	return s, certFile, keyFile
