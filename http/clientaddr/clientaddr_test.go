@@ -134,3 +134,35 @@ func BenchmarkClient(b *testing.B) {
 		})
 	}
 }
+
+// Whatever the headers hold, Client returns the peer or an address the
+// headers name, without a zone and unmapped, and the peer itself when it
+// is not trusted.
+func FuzzClient(f *testing.F) {
+	f.Add("10.1.1.1", "198.51.100.1, 203.0.113.7, 10.2.2.2", "192.0.2.1")
+	f.Add("198.51.100.9", "203.0.113.7", "")
+	f.Add("10.1.1.1", "[2001:db8::7]:443, fe80::1%eth0,, unknown", "::ffff:10.0.0.1")
+	tr, _ := Parse("10.0.0.0/8, 192.0.2.1, 2001:db8:ffff::/48")
+	f.Fuzz(func(t *testing.T, peer, h1, h2 string) {
+		p, err := netip.ParseAddr(peer)
+		if err != nil || p.Zone() != "" {
+			return
+		}
+		got := tr.Client(p, [][]byte{[]byte(h1), []byte(h2)})
+		if !got.IsValid() || got.Zone() != "" || got.Is4In6() {
+			t.Fatalf("client %v", got)
+		}
+		if !tr.Contains(p) && got != p.Unmap() {
+			t.Fatalf("an untrusted peer %v became %v", p, got)
+		}
+		if got == p.Unmap() {
+			return
+		}
+		for _, e := range strings.Split(h1+","+h2, ",") {
+			if a, ok := parseEntry([]byte(strings.TrimSpace(e))); ok && a == got {
+				return
+			}
+		}
+		t.Fatalf("client %v is neither the peer nor an entry of %q, %q", got, h1, h2)
+	})
+}
