@@ -137,6 +137,7 @@ type Server struct {
 	Args    []string
 
 	cmd    *exec.Cmd
+	https  *http.Client   // nil: the shared client; an HTTPS server's trusts its roots
 	out    *outputWatcher // stdout
 	errOut *outputWatcher // stderr
 	done   chan struct{}  // closed when the process has exited
@@ -539,7 +540,11 @@ func (s *Server) request(method, path, token string, body any, hdr map[string]st
 		req.Header[http.CanonicalHeaderKey(k)] = []string{v}
 	}
 	r := &Resp{Method: method, Path: path, ReqHeader: req.Header.Clone(), ReqBody: reqBody}
-	res, err := client.Do(req)
+	c := client
+	if s.https != nil {
+		c = s.https
+	}
+	res, err := c.Do(req)
 	if err != nil {
 		return r, err
 	}

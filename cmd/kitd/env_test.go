@@ -51,6 +51,9 @@ func TestEveryFlagHasItsVariable(t *testing.T) {
 		{"verify-ca", "KIT_VERIFY_CA", "/tmp/ca.pem", ""},
 		{"delivery-allow", "KIT_DELIVERY_ALLOW", "127.0.0.1", ""},
 		{"delivery-ca", "KIT_DELIVERY_CA", "/tmp/ca.pem", ""},
+		{"tls-cert", "KIT_TLS_CERT", "/tmp/cert.pem", ""},
+		{"tls-key", "KIT_TLS_KEY", "/tmp/key.pem", ""},
+		{"trusted-proxies", "KIT_TRUSTED_PROXIES", "10.0.0.0/8,192.0.2.1", ""},
 	}
 	covered := map[string]bool{}
 	for _, r := range rows {
@@ -60,6 +63,11 @@ func TestEveryFlagHasItsVariable(t *testing.T) {
 			if strings.HasPrefix(r.env, "KIT_CLUSTER_") || r.env == "KIT_JOIN" || strings.HasPrefix(r.env, "KIT_PEER_") {
 				// The membership flags need the gossip address and the key.
 				vars["KIT_CLUSTER_BIND"], vars["KIT_CLUSTER_KEY"] = "127.0.0.1:7946", "k"
+				vars[r.env] = r.value
+			}
+			if strings.HasPrefix(r.env, "KIT_TLS_") {
+				// The TLS pair goes together.
+				vars["KIT_TLS_CERT"], vars["KIT_TLS_KEY"] = "/tmp/cert.pem", "/tmp/key.pem"
 				vars[r.env] = r.value
 			}
 			var fs *flag.FlagSet

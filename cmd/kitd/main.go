@@ -28,6 +28,7 @@ import (
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/deliveries"
 	"github.com/kitd/kitd/http/api"
+	"github.com/kitd/kitd/http/clientaddr"
 	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/limits"
@@ -100,6 +101,9 @@ type config struct {
 	deliveryAllow string
 	deliveryCA    string
 	verifyCA      string
+	tlsCert       string
+	tlsKey        string
+	proxies       *clientaddr.Trusted
 }
 
 // repeated is a flag that may be given several times.
@@ -149,6 +153,9 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 	fs.StringVar(&c.verifyCA, "verify-ca", env("KIT_VERIFY_CA", ""), "PEM file of extra roots trusted by domain verification fetches")
 	fs.StringVar(&c.deliveryAllow, "delivery-allow", env("KIT_DELIVERY_ALLOW", ""), "comma-separated host or host:port that deliveries may reach on loopback or private addresses (tests only)")
 	fs.StringVar(&c.deliveryCA, "delivery-ca", env("KIT_DELIVERY_CA", ""), "PEM file of extra roots trusted for deliveries")
+	fs.StringVar(&c.tlsCert, "tls-cert", env("KIT_TLS_CERT", ""), "PEM certificate (and chain): with --tls-key, --listen serves HTTPS only; read again on SIGHUP")
+	fs.StringVar(&c.tlsKey, "tls-key", env("KIT_TLS_KEY", ""), "PEM private key of --tls-cert; read again on SIGHUP")
+	proxies := fs.String("trusted-proxies", env("KIT_TRUSTED_PROXIES", ""), "comma-separated CIDRs of proxies whose X-Forwarded-For names the client (per-address limits, request lines)")
 	// The secrets' variables are no flag's default: usage prints defaults.
 	secrets := map[string]string{"operator-token": e.secret("KIT_OPERATOR_TOKEN"), "cluster-key": e.secret("KIT_CLUSTER_KEY"), "metrics-token": e.secret("KIT_METRICS_TOKEN")}
 	if parsed != nil {
@@ -168,6 +175,9 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 		}
 	}
 	var err error
+	if c.proxies, err = clientaddr.Parse(*proxies); err != nil {
+		return c, fmt.Errorf("--trusted-proxies: %w", err)
+	}
 	if c.downTimeout, err = time.ParseDuration(*downTimeout); err != nil {
 		return c, fmt.Errorf("--down-timeout: %w", err)
 	}
@@ -194,6 +204,8 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 		return c, errors.New("--pprof must be a loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT): its profiles and traces are not behind any token")
 	case c.peerAdvertise != "" && !dialable(c.peerAdvertise):
 		return c, errors.New("--peer-advertise must be host:port with a port the others can dial (not 0)")
+	case (c.tlsCert == "") != (c.tlsKey == ""):
+		return c, errors.New("--tls-cert and --tls-key go together: both for HTTPS, neither for plain HTTP")
 	}
 	return c, nil
 }
@@ -309,6 +321,10 @@ func serve(cfg config, stdout io.Writer) error {
 	if !on {
 		table = nil
 	}
+	certs, err := loadTLS(cfg, logger)
+	if err != nil {
+		return err
+	}
 	if cfg.pprof != "" {
 		go func() { logger.Warn("pprof stopped", "err", http.ListenAndServe(cfg.pprof, nil)) }()
 	}
@@ -363,6 +379,9 @@ func serve(cfg config, stdout io.Writer) error {
 	publicURL := cfg.publicURL
 	if publicURL == "" {
 		publicURL = "http://" + ln.Addr().String()
+		if certs != nil {
+			publicURL = "https://" + ln.Addr().String()
+		}
 	}
 	groups, err := startGroups(cfg, store, env, ln.Addr().String(), quieter(logger, slog.LevelWarn))
 	if err != nil {
@@ -402,15 +421,21 @@ func serve(cfg config, stdout io.Writer) error {
 		Node: clusterNode, Env: env, Auth: auth, Limits: table, OperatorToken: opToken, MetricsToken: cfg.metricsToken,
 		TestClock: testClock, PublicURL: publicURL, Logger: logger, RequestLog: requests, Domains: domains, Metrics: reg,
 		NodeName: nodeName(cfg), HTTPAddr: ln.Addr().String(), Cluster: groups.view(),
-		Tools: deliveries.NewTools(send), Kits: send,
+		Tools: deliveries.NewTools(send), Kits: send, TrustedProxies: cfg.proxies,
 	})
 	// Signals are caught before the node says it listens: a SIGTERM sent
 	// as soon as it does must drain it, not kill it.
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	httpLn, stopReloads := serveTLS(ln, certs, logger)
+	defer stopReloads()
+	go func() { served <- srv.Serve(httpLn) }()
 	fmt.Fprintf(stdout, "kitd listening on %s\n", ln.Addr())
+	if certs != nil {
+		// A line of its own: parsers of the line above read an address.
+		fmt.Fprintf(stdout, "kitd TLS: HTTPS only (TLS 1.2, 1.3), certificate %s, read again on SIGHUP\n", cfg.tlsCert)
+	}
 	if m := groups.member; m != nil {
 		advertised := ""
 		if a := m.AdvertisedPeerAddr(); a != m.PeerAddr() {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/kitd/kitd/persistence"
@@ -58,6 +59,64 @@ func TestClusterFlags(t *testing.T) {
 			_, err := parseFlags(tc.args)
 			if (err == nil) != tc.ok {
 				t.Fatalf("parseFlags(%q) = %v, want ok %v", tc.args, err, tc.ok)
+			}
+		})
+	}
+}
+
+// The edge flags of OPERATIONS.md section 8: the TLS pair goes together,
+// and --trusted-proxies takes CIDRs or addresses only; a refusal names
+// its flag.
+func TestEdgeFlags(t *testing.T) {
+	for _, tc := range []struct {
+		rule string
+		args []string
+		flag string // "" when taken; else the flag the error names
+	}{
+		{"--tls-cert without --tls-key is refused", []string{"--tls-cert", "c.pem"}, "--tls-key"},
+		{"--tls-key without --tls-cert is refused", []string{"--tls-key", "k.pem"}, "--tls-cert"},
+		{"--tls-cert with --tls-key is taken", []string{"--tls-cert", "c.pem", "--tls-key", "k.pem"}, ""},
+		{"--trusted-proxies takes CIDRs", []string{"--trusted-proxies", "10.0.0.0/8,2001:db8::/32"}, ""},
+		{"--trusted-proxies takes a bare address", []string{"--trusted-proxies", "192.0.2.1"}, ""},
+		{"--trusted-proxies refuses what is not a CIDR", []string{"--trusted-proxies", "10.0.0.0/8,proxy.internal"}, "--trusted-proxies"},
+		{"--trusted-proxies refuses a prefix too long", []string{"--trusted-proxies", "10.0.0.0/40"}, "--trusted-proxies"},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			_, err := parseFlags(tc.args)
+			switch {
+			case tc.flag == "" && err != nil:
+				t.Fatalf("parseFlags(%q) = %v, want taken", tc.args, err)
+			case tc.flag != "" && (err == nil || !strings.Contains(err.Error(), tc.flag)):
+				t.Fatalf("parseFlags(%q) = %v, want an error naming %s", tc.args, err, tc.flag)
+			}
+		})
+	}
+}
+
+// The edge flags' environment variables (OPERATIONS.md section 8) stand
+// in for them.
+func TestEdgeFlagsFromEnvironment(t *testing.T) {
+	for _, tc := range []struct {
+		rule    string
+		env     map[string]string
+		ok      bool
+		proxies int // how many CIDRs are trusted
+	}{
+		{"KIT_TLS_CERT alone is refused", map[string]string{"KIT_TLS_CERT": "c.pem"}, false, 0},
+		{"KIT_TLS_CERT with KIT_TLS_KEY is taken", map[string]string{"KIT_TLS_CERT": "c.pem", "KIT_TLS_KEY": "k.pem"}, true, 0},
+		{"KIT_TRUSTED_PROXIES is taken", map[string]string{"KIT_TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.1"}, true, 2},
+		{"a bad KIT_TRUSTED_PROXIES is refused", map[string]string{"KIT_TRUSTED_PROXIES": "10.0.0.0/99"}, false, 0},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			c, err := parseFlags(nil)
+			if (err == nil) != tc.ok {
+				t.Fatalf("parseFlags with %v = %v, want ok %v", tc.env, err, tc.ok)
+			}
+			if err == nil && (c.tlsCert != tc.env["KIT_TLS_CERT"] || c.tlsKey != tc.env["KIT_TLS_KEY"] || c.proxies.Len() != tc.proxies) {
+				t.Fatalf("config %+v does not hold %v", c, tc.env)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"strconv"
 	"time"
 	"unsafe"
@@ -116,7 +117,7 @@ func (s *Server) record(ctx *fasthttp.RequestCtx, r *served) {
 	if s.requests == nil && !s.log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
-	line := requestLine{route: row.name, status: status, took: took, correlationID: correlationOf(ctx)}
+	line := requestLine{route: row.name, status: status, took: took, client: r.client, correlationID: correlationOf(ctx)}
 	// The route's pattern, never the path as sent (routeName): a webhook
 	// URL's last segment is its secret.
 	switch {
@@ -149,6 +150,7 @@ func (s *Server) logRequest(r *requestLine) {
 		// An integer: slog writes a float in JSON through encoding/json.
 		slog.Int64("durationUs", r.took.Microseconds()),
 		slog.String("installation", r.installation),
+		slog.String("client", clientText(r.client)),
 		{},
 	}
 	n := len(attrs) - 1
@@ -157,6 +159,15 @@ func (s *Server) logRequest(r *requestLine) {
 		n++
 	}
 	s.log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs[:n]...)
+}
+
+// clientText is a's text for a line, "" for no address. It allocates:
+// the lines of RequestLog, which every kitd process writes, do not.
+func clientText(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
 }
 
 // collect writes the front end's families.

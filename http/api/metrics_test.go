@@ -223,23 +223,6 @@ func TestRequestLineCapsTheInstallation(t *testing.T) {
 	}
 }
 
-// The whole adapter path of a request that needs no actor, counting and
-// its JSON line included, allocates nothing.
-func TestHandleAllocatesNothing(t *testing.T) {
-	s := New(Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	for _, path := range []string{"/healthz", "/livez", "/readyz"} {
-		var ctx fasthttp.RequestCtx
-		ctx.Request.Header.SetMethod("GET")
-		ctx.Request.SetRequestURI(path)
-		if n := testing.AllocsPerRun(100, func() {
-			ctx.Response.Reset()
-			s.handle(&ctx)
-		}); n != 0 {
-			t.Fatalf("GET %s: %v allocations, want 0", path, n)
-		}
-	}
-}
-
 // OPERATIONS.md section 8: the metrics token reads GET /metrics and
 // nothing else; the operator token still may.
 func TestMetricsToken(t *testing.T) {

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"io"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -49,6 +50,7 @@ type requestLine struct {
 	status        int
 	took          time.Duration
 	installation  string // may come from the request: escaped
+	client        netip.Addr
 	correlationID string
 }
 
@@ -72,7 +74,7 @@ func (l *RequestLog) write(now time.Time, r *requestLine) {
 // handler renders
 //
 //	logger.With("node", node).LogAttrs(ctx, slog.LevelInfo, "request",
-//		route, status, durationUs, installation[, correlationId])
+//		route, status, durationUs, installation, client[, correlationId])
 func (l *RequestLog) append(b []byte, now time.Time, r *requestLine) []byte {
 	now = now.Round(0) // slog drops the monotonic reading too
 	if l.text {
@@ -88,6 +90,12 @@ func (l *RequestLog) append(b []byte, now time.Time, r *requestLine) []byte {
 		b = strconv.AppendInt(b, r.took.Microseconds(), 10)
 		b = append(b, " installation="...)
 		b = appendTextString(b, r.installation)
+		b = append(b, " client="...)
+		if r.client.IsValid() {
+			b = r.client.AppendTo(b) // digits, '.' and ':' need no quoting
+		} else {
+			b = append(b, `""`...)
+		}
 		if r.correlationID != "" {
 			b = append(b, " correlationId="...)
 			b = appendTextString(b, r.correlationID)
@@ -106,6 +114,11 @@ func (l *RequestLog) append(b []byte, now time.Time, r *requestLine) []byte {
 	b = strconv.AppendInt(b, r.took.Microseconds(), 10)
 	b = append(b, `,"installation":`...)
 	b = appendJSONString(b, r.installation)
+	b = append(b, `,"client":"`...)
+	if r.client.IsValid() {
+		b = r.client.AppendTo(b) // digits, '.' and ':' need no escaping
+	}
+	b = append(b, '"')
 	if r.correlationID != "" {
 		b = append(b, `,"correlationId":`...)
 		b = appendJSONString(b, r.correlationID)

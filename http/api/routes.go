@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -379,15 +380,16 @@ func match(pattern string, rest []byte, at *[maxParams]span) (int, bool) {
 // handle is the server's handler: it serves the request, then counts it
 // and logs its line (record).
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
-	var r served
+	r := served{client: s.clientOf(ctx)}
 	s.dispatch(ctx, &r)
 	s.record(ctx, &r)
 }
 
 // served is what record needs to know of a request once it is answered.
 type served struct {
-	t target
-	p *actors.Principal // nil unless a bearer token was authenticated
+	t      target
+	p      *actors.Principal // nil unless a bearer token was authenticated
+	client netip.Addr        // who sent it (clientOf)
 }
 
 // dispatch finds the route, reads the body the way the route takes it,
@@ -411,7 +413,7 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, r *served) {
 		}
 	}
 	if l := s.peerLimitOf(t); l != nil && l.table != nil {
-		k, refused := s.peerRefused(ctx, l)
+		k, refused := s.peerRefused(ctx, l, r.client)
 		if refused {
 			return
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/kitd/kitd/cluster/member"
 	"github.com/kitd/kitd/deliveries"
 	"github.com/kitd/kitd/http/app"
+	"github.com/kitd/kitd/http/clientaddr"
 	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/http/internal/published"
 	"github.com/kitd/kitd/internal/clock"
@@ -96,6 +97,9 @@ type Config struct {
 	// Kits calls a Kit's endpoint for a member action; nil: every such
 	// call fails as if the Kit could not be reached.
 	Kits KitCaller
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// (--trusted-proxies); nil: none, every client is its TCP peer.
+	TrustedProxies *clientaddr.Trusted
 }
 
 // ToolRunner calls the Kit for a run the installation queued; it must not
@@ -135,6 +139,8 @@ type Server struct {
 	corrSeq      atomic.Uint64
 	srv          *fasthttp.Server
 	uploads      *byteBudget // the bytes of uploads in flight
+
+	proxies *clientaddr.Trusted // nil: none (clientOf)
 
 	// Failures of the routes whose rows name a per-address bucket, by the
 	// bucket's name (peers.go); nil with limits off.
@@ -176,6 +182,7 @@ func New(cfg Config) *Server {
 		kits:       cfg.Kits,
 		uploads:    newByteBudget(maxUploadBodiesInFlight),
 		published:  new(published.Cache),
+		proxies:    cfg.TrustedProxies,
 	}
 	s.peers = newPeerLimits(cfg.Limits)
 	for i := range routes {
