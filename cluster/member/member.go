@@ -79,6 +79,7 @@ type Member struct {
 
 	local   atomic.Pointer[actors.Invalidator] // this node's authenticator
 	started atomic.Pointer[replica.Replica]    // rep, once Start returned it
+	backups backupReads                        // snapshots of other members' backups
 
 	draining atomic.Bool
 	stop     chan struct{}
@@ -366,6 +367,8 @@ func (m *Member) handle(ctx context.Context, from string, msg proto.Message, req
 		return &kitpb.Ok{}, nil
 	case *kitpb.ReadRecords:
 		return m.serveRead(ctx, from, r)
+	case *kitpb.BackupRead:
+		return m.serveBackupRead(ctx, from, r)
 	case *kitpb.ProposeEntry:
 		err := m.rep.ProposeHere(ctx, replication.GroupID(r.GetGroup()), r.GetData())
 		var nl *replication.NotLeaderError
@@ -449,6 +452,7 @@ func (m *Member) Drain(ctx context.Context) error {
 // commit returned is durable already.
 func (m *Member) Close() error {
 	close(m.stop)
+	m.backups.close()
 	err := m.rep.Close()
 	m.rn.Close()
 	m.ms.Shutdown()

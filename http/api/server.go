@@ -93,6 +93,8 @@ type Config struct {
 	// Kits calls a Kit's endpoint for a member action; nil: every such
 	// call fails as if the Kit could not be reached.
 	Kits KitCaller
+	// Backup makes the backups of GET /ops/v1/backup; nil: 503.
+	Backup BackupFunc
 }
 
 // ToolRunner calls the Kit for a run the installation queued; it must not
@@ -126,6 +128,7 @@ type Server struct {
 	cluster      ClusterView // nil: a node alone
 	tools        ToolRunner  // nil: runs stay queued
 	kits         KitCaller   // nil: member actions' calls fail
+	backup       BackupFunc  // nil: GET /ops/v1/backup answers 503
 	published    *published.Cache
 	app          *app.Server
 	corrPrefix   string
@@ -166,6 +169,7 @@ func New(cfg Config) *Server {
 		cluster:    cfg.Cluster,
 		tools:      cfg.Tools,
 		kits:       cfg.Kits,
+		backup:     cfg.Backup,
 		uploads:    newByteBudget(maxUploadBodiesInFlight),
 		published:  new(published.Cache),
 	}
