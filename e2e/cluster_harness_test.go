@@ -25,6 +25,9 @@ type testCluster struct {
 	// front of each node's node-to-node listener, which it advertises.
 	cuttable bool
 	peers    []*jepsen.Proxy
+	// replicas is the --replicas the nodes run with, which waitSettled
+	// waits for; 0: kitd's default, 3.
+	replicas int
 }
 
 var clusterLine = regexp.MustCompile(`kitd cluster: gossip on (\S+), node-to-node on (\S+)`)
@@ -241,6 +244,9 @@ func (c *testCluster) waitSettled(t *testing.T, want int) {
 
 func (c *testCluster) settled(t *testing.T, want int) string {
 	replicas := min(3, want)
+	if c.replicas > 0 {
+		replicas = min(c.replicas, want)
+	}
 	for _, s := range c.live() {
 		v, err := c.view(t, s)
 		if err != nil {

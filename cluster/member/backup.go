@@ -105,39 +105,63 @@ func copyRecords(w *backup.Writer, snap *persistence.Snapshot, lower, upper []by
 }
 
 // backupRemote writes partition p's records, read a page at a time from
-// one node that holds it. Only the first page may go to another holder
-// when one fails: the later ones must come from the same snapshot.
+// one node that holds it. The first page is asked again, of every holder
+// in turn, until one answers or catchUpTimeout passed: a leader elected or
+// handed a partition a moment ago holds no lease yet, and its followers
+// cannot catch up. The later pages must come from the same snapshot, so
+// a failure there fails the backup.
 func (m *Member) backupRemote(ctx context.Context, w *backup.Writer, id string, p partition.ID) error {
 	q := &kitpb.BackupRead{Backup: id, Partition: uint32(p)}
-	var last error
-	for i, addr := range m.holders(p, readAttempts) {
-		recs, err := m.backupPage(ctx, addr, q)
-		if err != nil {
-			last = fmt.Errorf("holder %d: %w", i+1, err)
-			continue
-		}
-		for {
-			for j, k := range recs.Keys {
-				if kp, ok := actors.PartitionOfKey(k); !ok || kp != p {
-					return fmt.Errorf("%s answered a record outside partition %d", addr, p)
-				}
-				if err := w.Record(k, recs.Values[j]); err != nil {
-					return err
-				}
+	addr, recs, err := m.firstBackupPage(ctx, q)
+	if err != nil {
+		return err
+	}
+	for {
+		for j, k := range recs.Keys {
+			if kp, ok := actors.PartitionOfKey(k); !ok || kp != p {
+				return fmt.Errorf("%s answered a record outside partition %d", addr, p)
 			}
-			if !recs.More || len(recs.Keys) == 0 {
-				return nil
-			}
-			q.After = recs.Keys[len(recs.Keys)-1]
-			if recs, err = m.backupPage(ctx, addr, q); err != nil {
+			if err := w.Record(k, recs.Values[j]); err != nil {
 				return err
 			}
 		}
+		if !recs.More || len(recs.Keys) == 0 {
+			return nil
+		}
+		q.After = recs.Keys[len(recs.Keys)-1]
+		if recs, err = m.backupPage(ctx, addr, q); err != nil {
+			return err
+		}
 	}
-	if last == nil {
-		last = errors.New("no node holds it")
+}
+
+// firstBackupPage asks q's first page of the holders of its partition
+// until one answers.
+func (m *Member) firstBackupPage(ctx context.Context, q *kitpb.BackupRead) (string, *kitpb.Records, error) {
+	deadline := time.Now().Add(catchUpTimeout)
+	wait := 20 * time.Millisecond
+	last := errors.New("no node holds it")
+	for {
+		for i, addr := range m.holders(partition.ID(q.Partition), readAttempts) {
+			recs, err := m.backupPage(ctx, addr, q)
+			if err == nil {
+				return addr, recs, nil
+			}
+			if errors.Is(err, peer.ErrRefused) {
+				return "", nil, err
+			}
+			last = fmt.Errorf("holder %d: %w", i+1, err)
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return "", nil, last
+		}
+		select {
+		case <-ctx.Done():
+			return "", nil, errors.Join(last, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
 	}
-	return last
 }
 
 func (m *Member) backupPage(ctx context.Context, addr string, q *kitpb.BackupRead) (*kitpb.Records, error) {
@@ -201,6 +225,7 @@ func (m *Member) serveBackupRead(ctx context.Context, from string, q *kitpb.Back
 			return nil, kiterr.New(kiterr.Unavailable, fmt.Sprintf("partition %d has no replica here", p))
 		}
 		if err := r.CatchUp(ctx, p); err != nil {
+			m.log.Warn("backup read: no catch-up", "partition", p, "from", from, "err", err)
 			return nil, fmt.Errorf("%w: %w", err, kiterr.New(kiterr.Unavailable, "this node's replica could not catch up"))
 		}
 		open = &backupRead{snap: m.cfg.Store.NewSnapshot(), busy: true}
