@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/kitd/kitd/internal/kiterr"
@@ -11,9 +12,9 @@ import (
 
 // GET /ops/v1/backup (OPERATIONS.md section 8): the backup is made on a
 // goroutine of its own into a pipe that the response streams, so nothing
-// of it is held in memory. Once the 200 is sent a failure can only cut the
-// stream short; the backup's trailer is then missing, which restore
-// refuses.
+// of it is held in memory. Once its first byte is sent a failure can only
+// cut the stream short; the backup's trailer is then missing, which
+// restore refuses.
 
 // BackupFunc writes a backup of everything committed before the call to
 // out (persistence/backup's format); it stops when ctx ends.
@@ -31,24 +32,49 @@ func (s *Server) opBackup(in call) (reply, error) {
 	}
 	pr, pw := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
+	out := &firstWrite{w: pw, started: make(chan struct{})}
+	done := make(chan error, 1)
 	started := time.Now()
 	go func() {
-		err := s.backup(ctx, pw)
+		err := s.backup(ctx, out)
 		pw.CloseWithError(err)
-		if err != nil && ctx.Err() == nil {
-			s.log.Error("backup failed: the response was cut short", "err", err)
-			return
-		}
-		if err == nil {
+		done <- err
+		switch {
+		case err == nil:
 			s.log.Info("backup made", "seconds", time.Since(started).Seconds())
+		case ctx.Err() == nil:
+			s.log.Error("backup failed", "err", err)
 		}
 	}()
+	// Until its first byte, a backup that fails can still be answered
+	// 503: a small one is whole before it writes anything (its writer
+	// buffers), and a cluster's reads of other nodes come first.
+	select {
+	case <-out.started:
+	case err := <-done:
+		if err != nil {
+			cancel()
+			return reply{}, kiterr.New(kiterr.Unavailable, "the backup failed: "+err.Error())
+		}
+	}
 	h := &in.ctx.Response.Header
 	h.SetContentType("application/octet-stream")
 	h.Set("Content-Disposition", `attachment; filename="kitd-`+started.UTC().Format("20060102T150405Z")+`.backup"`)
 	h.Set("Cache-Control", "no-store")
 	in.ctx.SetBodyStream(&backupStream{pr: pr, conn: in.ctx.Conn(), cancel: cancel}, -1)
 	return answered()
+}
+
+// firstWrite says when its first write begins.
+type firstWrite struct {
+	w       io.Writer
+	once    sync.Once
+	started chan struct{}
+}
+
+func (f *firstWrite) Write(p []byte) (int, error) {
+	f.once.Do(func() { close(f.started) })
+	return f.w.Write(p)
 }
 
 // backupStream is the response body of a backup. Each read extends the
