@@ -202,25 +202,8 @@ func (m *Member) serveBackupRead(ctx context.Context, from string, q *kitpb.Back
 	if int(p) >= partition.Count || q.GetBackup() == "" {
 		return nil, &peer.RefusedError{Reason: fmt.Sprintf("BackupRead from %s: no partition %d or no backup id", from, p)}
 	}
-	r := m.started.Load()
-	key := backupReadKey{q.GetBackup(), p}
-	br := &m.backups
-	br.mu.Lock()
-	br.expire(time.Now())
-	open := br.open[key]
-	if open != nil && open.busy {
-		br.mu.Unlock()
-		return nil, kiterr.New(kiterr.Unavailable, "a page of this backup read is being answered")
-	}
-	if open != nil {
-		open.busy = true
-	}
-	br.mu.Unlock()
-
-	if open == nil {
-		if len(q.GetAfter()) > 0 {
-			return nil, kiterr.New(kiterr.Unavailable, fmt.Sprintf("the backup read of partition %d ended here: start again", p))
-		}
+	return m.backups.page(backupReadKey{q.GetBackup(), p}, q.GetAfter(), func() (*persistence.Snapshot, error) {
+		r := m.started.Load()
 		if r == nil || !r.Holds(p) {
 			return nil, kiterr.New(kiterr.Unavailable, fmt.Sprintf("partition %d has no replica here", p))
 		}
@@ -228,33 +211,70 @@ func (m *Member) serveBackupRead(ctx context.Context, from string, q *kitpb.Back
 			m.log.Warn("backup read: no catch-up", "partition", p, "from", from, "err", err)
 			return nil, fmt.Errorf("%w: %w", err, kiterr.New(kiterr.Unavailable, "this node's replica could not catch up"))
 		}
-		open = &backupRead{snap: m.cfg.Store.NewSnapshot(), busy: true}
+		snap := m.cfg.Store.NewSnapshot()
 		if !r.Holds(p) { // removed and perhaps forgotten meanwhile
-			open.snap.Close()
+			snap.Close()
 			return nil, kiterr.New(kiterr.Unavailable, fmt.Sprintf("partition %d has no replica here", p))
 		}
-		br.mu.Lock()
-		if old := br.open[key]; old != nil && !old.busy {
+		return snap, nil
+	})
+}
+
+// page answers one page of the read key after the key after: the first
+// (no after) from a snapshot take makes, kept until the last page, the
+// others from the snapshot kept.
+func (b *backupReads) page(key backupReadKey, after []byte, take func() (*persistence.Snapshot, error)) (*kitpb.Records, error) {
+	b.mu.Lock()
+	b.expire(time.Now())
+	open := b.open[key]
+	if open != nil && open.busy {
+		b.mu.Unlock()
+		return nil, kiterr.New(kiterr.Unavailable, "a page of this backup read is being answered")
+	}
+	if open != nil {
+		open.busy = true
+	}
+	b.mu.Unlock()
+
+	if open == nil {
+		if len(after) > 0 {
+			return nil, kiterr.New(kiterr.Unavailable, fmt.Sprintf("the backup read of partition %d ended here: start again", key.p))
+		}
+		snap, err := take()
+		if err != nil {
+			return nil, err
+		}
+		open = &backupRead{snap: snap, busy: true}
+		b.mu.Lock()
+		if old := b.open[key]; old != nil && !old.busy {
 			old.snap.Close()
 		}
-		if br.open == nil {
-			br.open = map[backupReadKey]*backupRead{}
+		if b.open == nil {
+			b.open = map[backupReadKey]*backupRead{}
 		}
-		br.open[key] = open
-		br.mu.Unlock()
+		b.open[key] = open
+		b.mu.Unlock()
 	}
 
-	out, err := backupPage(open.snap, p, q.GetAfter())
-	br.mu.Lock()
-	defer br.mu.Unlock()
+	out, err := backupPage(open.snap, key.p, after)
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	open.busy, open.used = false, time.Now()
-	if current := br.open[key] == open; err != nil || !out.More || !current {
+	if current := b.open[key] == open; err != nil || !out.More || !current {
 		if current {
-			delete(br.open, key)
+			delete(b.open, key)
 		}
 		open.snap.Close()
+		return out, err
 	}
-	return out, err
+	// A snapshot keeps Pebble from deleting the tables it sees: one whose
+	// reader went away is released even if no other read comes.
+	time.AfterFunc(backupReadIdle+time.Second, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.expire(time.Now())
+	})
+	return out, nil
 }
 
 // backupPage reads the records of p after the key after from snap: at
