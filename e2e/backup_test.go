@@ -309,9 +309,15 @@ func TestBackupAndRestoreOfAClusterUnderLoad(t *testing.T) {
 		check(t, s)
 	})
 	t.Run("restored as the founder of a new cluster", func(t *testing.T) {
-		founder := newTestCluster()
-		s := startServerOpts(t, ServerOpts{DataDir: restoreBackup(t, backup), Limits: "off",
-			Args: []string{"--node-name", "restored", "--cluster-bind", "127.0.0.1:0", "--cluster-key", founder.key}})
-		check(t, s)
+		nc := newTestCluster()
+		dir := restoreBackup(t, backup)
+		nc.dirs, nc.names = append(nc.dirs, dir), append(nc.names, "r1")
+		nc.nodes = append(nc.nodes, nc.start(t, 0, dir, "r1"))
+		check(t, nc.nodes[0])
+		// A node that joins on an empty directory is filled from it,
+		// and serves the same.
+		nc.add(t)
+		nc.waitSettled(t, 2)
+		check(t, nc.nodes[1])
 	})
 }
