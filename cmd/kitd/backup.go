@@ -75,7 +75,12 @@ func restore(args []string, stdin io.Reader, stdout io.Writer) error {
 		defer f.Close()
 		in = f
 	}
-	s, err := backup.Restore(in, *dataDir)
+	s, err := backup.Restore(in, *dataDir, func(h backup.Header) error {
+		if h.Partitions != partition.Count {
+			return fmt.Errorf("the backup's keys are laid out in %d partitions, this build's in %d", h.Partitions, partition.Count)
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("restore from %s refused, %s left as it was: %w", *from, *dataDir, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/persistence/backup"
 )
@@ -17,14 +18,18 @@ func TestRestoreCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var whole bytes.Buffer
-	err = backup.Node(&whole, src, backup.Header{Kitd: "test", CreatedAt: time.Now()}, []backup.File{{Name: "secret-key", Data: make([]byte, 32)}}, nil)
-	src.Close()
-	if err != nil {
-		t.Fatal(err)
+	defer src.Close()
+	backupOf := func(partitions int) []byte {
+		var b bytes.Buffer
+		h := backup.Header{Kitd: "test", CreatedAt: time.Now(), Partitions: partitions}
+		if err := backup.Node(&b, src, h, []backup.File{{Name: "secret-key", Data: make([]byte, 32)}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
 	}
+	whole := backupOf(partition.Count)
 	file := filepath.Join(t.TempDir(), "kitd.backup")
-	os.WriteFile(file, whole.Bytes(), 0o600)
+	os.WriteFile(file, whole, 0o600)
 
 	for _, tc := range []struct {
 		rule  string
@@ -33,11 +38,12 @@ func TestRestoreCommand(t *testing.T) {
 		fails string
 	}{
 		{"--from and --data restore", func(dir string) []string { return []string{"--from", file, "--data", dir} }, nil, ""},
-		{"--from - reads standard input", func(dir string) []string { return []string{"--from", "-", "--data", dir} }, whole.Bytes(), ""},
+		{"--from - reads standard input", func(dir string) []string { return []string{"--from", "-", "--data", dir} }, whole, ""},
 		{"--from is required", func(dir string) []string { return []string{"--data", dir} }, nil, "needs --from"},
 		{"--data is required", func(string) []string { return []string{"--from", file} }, nil, "needs --from"},
 		{"a missing file is refused", func(dir string) []string { return []string{"--from", file + ".none", "--data", dir} }, nil, "no such file"},
-		{"a refusal says the directory is as it was", func(dir string) []string { return []string{"--from", "-", "--data", dir} }, whole.Bytes()[:20], "left as it was"},
+		{"a backup of another partition count is refused", func(dir string) []string { return []string{"--from", "-", "--data", dir} }, backupOf(32), "32 partitions"},
+		{"a refusal says the directory is as it was", func(dir string) []string { return []string{"--from", "-", "--data", dir} }, whole[:20], "left as it was"},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "data")

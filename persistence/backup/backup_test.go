@@ -125,7 +125,7 @@ func TestRoundTripThroughAStore(t *testing.T) {
 	}
 
 	dir := filepath.Join(t.TempDir(), "restored")
-	s, err := Restore(bytes.NewReader(buf.Bytes()), dir)
+	s, err := Restore(bytes.NewReader(buf.Bytes()), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestRestoreRules(t *testing.T) {
 			dir := filepath.Join(parent, "data")
 			tt.prepare(dir)
 			before, _ := os.ReadDir(dir)
-			_, err := Restore(bytes.NewReader(tt.file), dir)
+			_, err := Restore(bytes.NewReader(tt.file), dir, nil)
 			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
 				t.Fatalf("Restore: %v, want %v", err, tt.want)
 			}

@@ -20,8 +20,9 @@ const restoreBatch = 4 << 20
 // must be missing or empty. The backup is restored into a directory beside
 // dir, which replaces dir only once the whole file was read and its
 // trailer matched: a file cut short or altered leaves dir as it was, and
-// nothing beside it.
-func Restore(r io.Reader, dir string) (Summary, error) {
+// nothing beside it. check, if not nil, may refuse the backup by its
+// header before anything is written.
+func Restore(r io.Reader, dir string, check func(Header) error) (Summary, error) {
 	dir = filepath.Clean(dir)
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return Summary{}, fmt.Errorf("%w: %s", ErrNotEmpty, dir)
@@ -36,7 +37,7 @@ func Restore(r io.Reader, dir string) (Summary, error) {
 	if err != nil {
 		return Summary{}, fmt.Errorf("backup: %w", err)
 	}
-	s, err := restoreInto(r, tmp)
+	s, err := restoreInto(r, tmp, check)
 	if err == nil {
 		// The empty directory goes first (os.Rename replaces no
 		// directory). One that cannot go is a mount point, most likely:
@@ -59,7 +60,7 @@ func Restore(r io.Reader, dir string) (Summary, error) {
 
 // restoreInto writes the backup's records and files into dir, a new
 // directory.
-func restoreInto(r io.Reader, dir string) (s Summary, err error) {
+func restoreInto(r io.Reader, dir string, check func(Header) error) (s Summary, err error) {
 	store, err := persistence.Open(dir, persistence.Options{})
 	if err != nil {
 		return s, err
@@ -71,6 +72,7 @@ func restoreInto(r io.Reader, dir string) (s Summary, err error) {
 	}()
 	b, size := store.NewBatchSize(restoreBatch), 0
 	s, err = Read(r, Visitor{
+		Header: check,
 		File: func(name string, data []byte) error {
 			return writeFile(filepath.Join(dir, name), data)
 		},
