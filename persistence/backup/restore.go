@@ -24,11 +24,14 @@ const restoreBatch = 4 << 20
 // header before anything is written.
 func Restore(r io.Reader, dir string, check func(Header) error) (Summary, error) {
 	dir = filepath.Clean(dir)
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case err == nil && len(entries) > 0:
 		return Summary{}, fmt.Errorf("%w: %s", ErrNotEmpty, dir)
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return Summary{}, fmt.Errorf("backup: %w", err)
 	}
+	existed := err == nil
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return Summary{}, fmt.Errorf("backup: %w", err)
@@ -38,22 +41,24 @@ func Restore(r io.Reader, dir string, check func(Header) error) (Summary, error)
 		return Summary{}, fmt.Errorf("backup: %w", err)
 	}
 	s, err := restoreInto(r, tmp, check)
-	if err == nil {
+	if err == nil && existed {
 		// The empty directory goes first (os.Rename replaces no
 		// directory). One that cannot go is a mount point, most likely:
 		// the restore cannot cross into it whole.
-		if rerr := os.Remove(dir); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-			err = fmt.Errorf("backup: %s cannot be replaced (a mount point?): restore into a new directory beneath it and serve that: %w", dir, rerr)
+		if err = os.Remove(dir); err != nil {
+			err = fmt.Errorf("backup: %s cannot be replaced (a mount point?): restore into a new directory beneath it and serve that: %w", dir, err)
 		}
 	}
 	if err == nil {
-		err = os.Rename(tmp, dir)
-	}
-	if err == nil {
-		err = syncDir(parent)
+		if err = os.Rename(tmp, dir); err != nil && existed {
+			_ = os.Mkdir(dir, 0o755) // as it was
+		}
 	}
 	if err != nil {
 		return s, errors.Join(err, os.RemoveAll(tmp))
+	}
+	if err := syncDir(parent); err != nil {
+		return s, fmt.Errorf("backup: restored into %s, but its name may not be on disk yet: %w", dir, err)
 	}
 	return s, nil
 }
