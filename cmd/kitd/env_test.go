@@ -237,6 +237,10 @@ func TestBuildOf(t *testing.T) {
 			if b.version != tc.wantVersion || b.commitLabel() != tc.wantComm || !strings.HasPrefix(b.goVersion, "go") {
 				t.Fatalf("%+v, want version %q commit %q", b, tc.wantVersion, tc.wantComm)
 			}
+			// A backup's header records the same two facts on one line.
+			if got := b.String(); got != tc.wantVersion+" "+tc.wantComm {
+				t.Fatalf("String() = %q, want %q", got, tc.wantVersion+" "+tc.wantComm)
+			}
 		})
 	}
 }

@@ -42,8 +42,15 @@ func main() {
 		printVersion(os.Stdout)
 		return
 	}
+	if len(os.Args) >= 2 && os.Args[1] == "restore" {
+		if err := restore(os.Args[2:], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "kitd:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) < 2 || os.Args[1] != "serve" {
-		fmt.Fprintln(os.Stderr, "usage: kitd serve [flags] | kitd version")
+		fmt.Fprintln(os.Stderr, "usage: kitd serve [flags] | kitd restore --from FILE --data DIR | kitd version")
 		os.Exit(2)
 	}
 	cfg, err := parseFlags(os.Args[2:])
@@ -422,6 +429,7 @@ func serve(cfg config, stdout io.Writer) error {
 		TestClock: testClock, PublicURL: publicURL, Logger: logger, RequestLog: requests, Domains: domains, Metrics: reg,
 		NodeName: nodeName(cfg), HTTPAddr: ln.Addr().String(), Cluster: groups.view(),
 		Tools: deliveries.NewTools(send), Kits: send, TrustedProxies: cfg.proxies,
+		Backup: backups(store, env.SecretKey, groups),
 	})
 	// Signals are caught before the node says it listens: a SIGTERM sent
 	// as soon as it does must drain it, not kill it.

@@ -50,6 +50,12 @@ func (b build) commitLabel() string {
 	return b.commit
 }
 
+// String is the version and the commit on one line, as a backup's header
+// records the kitd that made it.
+func (b build) String() string {
+	return b.version + " " + b.commitLabel()
+}
+
 // printVersion is `kitd version`.
 func printVersion(w io.Writer) {
 	b := buildOf(debug.ReadBuildInfo())

@@ -106,6 +106,7 @@ var routes = [...]route{
 	{"POST", "/ops/v1/tokens/revoke", hostOps, operator, "", "", "", maxJSONBody, (*Server).opRevoke, nil},
 	{"POST", "/ops/v1/clock/advance", hostOps, operator, "", "", "", maxJSONBody, (*Server).opAdvanceClock, nil},
 	{"GET", "/ops/v1/cluster", hostOps, operator, "", "", "", maxJSONBody, (*Server).opCluster, nil},
+	{"GET", "/ops/v1/backup", hostOps, operator, "", "", "", maxJSONBody, (*Server).opBackup, nil},
 
 	// App host (OPERATIONS.md 3): HTML pages behind the session cookie,
 	// which each page checks itself; their errors are pages too.

@@ -99,6 +99,7 @@ var specRoutes = []struct {
 	{"ops: a new signing secret", "POST", "/ops/v1/kits/{kitId}/signing-secret", operator, "", ""},
 	{"ops: advance the test clock", "POST", "/ops/v1/clock/advance", operator, "", ""},
 	{"ops: the cluster view (OPERATIONS.md 7)", "GET", "/ops/v1/cluster", operator, "", ""},
+	{"ops: a backup (OPERATIONS.md 8)", "GET", "/ops/v1/backup", operator, "", ""},
 	// OPERATIONS.md 3: pages behind the session cookie, no bearer token.
 	{"app: home", "GET", "/app/", noToken, "", ""},
 	{"app: the sign-in form", "GET", "/app/signin", noToken, "", ""},

@@ -100,6 +100,8 @@ type Config struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the client
 	// (--trusted-proxies); nil: none, every client is its TCP peer.
 	TrustedProxies *clientaddr.Trusted
+	// Backup makes the backups of GET /ops/v1/backup; nil: 503.
+	Backup BackupFunc
 }
 
 // ToolRunner calls the Kit for a run the installation queued; it must not
@@ -133,6 +135,7 @@ type Server struct {
 	cluster      ClusterView // nil: a node alone
 	tools        ToolRunner  // nil: runs stay queued
 	kits         KitCaller   // nil: member actions' calls fail
+	backup       BackupFunc  // nil: GET /ops/v1/backup answers 503
 	published    *published.Cache
 	app          *app.Server
 	corrPrefix   string
@@ -180,6 +183,7 @@ func New(cfg Config) *Server {
 		cluster:    cfg.Cluster,
 		tools:      cfg.Tools,
 		kits:       cfg.Kits,
+		backup:     cfg.Backup,
 		uploads:    newByteBudget(maxUploadBodiesInFlight),
 		published:  new(published.Cache),
 		proxies:    cfg.TrustedProxies,
