@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	_ "net/http/pprof" // served only with --pprof
@@ -29,6 +30,7 @@ import (
 	"github.com/kitd/kitd/deliveries"
 	"github.com/kitd/kitd/http/api"
 	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/internal/history"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/metrics"
@@ -92,6 +94,7 @@ type config struct {
 	deliveryAllow string
 	deliveryCA    string
 	verifyCA      string
+	cacheBytes    int64
 }
 
 // repeated is a flag that may be given several times.
@@ -130,6 +133,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.verifyCA, "verify-ca", env("KIT_VERIFY_CA", ""), "PEM file of extra roots trusted by domain verification fetches")
 	fs.StringVar(&c.deliveryAllow, "delivery-allow", env("KIT_DELIVERY_ALLOW", ""), "comma-separated host or host:port that deliveries may reach on loopback or private addresses (tests only)")
 	fs.StringVar(&c.deliveryCA, "delivery-ca", env("KIT_DELIVERY_CA", ""), "PEM file of extra roots trusted for deliveries")
+	cacheBytes := fs.String("cache-bytes", env("KIT_CACHE_BYTES", defaultCacheBytes), "memory for the newest messages of conversations, kept encoded for pages of history: bytes, or with KiB, MiB or GiB; 0: none kept")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -142,6 +146,9 @@ func parseFlags(args []string) (config, error) {
 	}
 	if c.replicas, err = strconv.Atoi(*replicas); err != nil {
 		return c, fmt.Errorf("--replicas: %w", err)
+	}
+	if c.cacheBytes, err = parseBytes(*cacheBytes); err != nil {
+		return c, fmt.Errorf("--cache-bytes: %w", err)
 	}
 	// Refused rather than ignored: a node told to join that silently runs
 	// alone would serve requests its operator expects to be shared.
@@ -160,6 +167,31 @@ func parseFlags(args []string) (config, error) {
 		return c, errors.New("--peer-advertise must be host:port with a port the others can dial (not 0)")
 	}
 	return c, nil
+}
+
+// defaultCacheBytes is --cache-bytes unless set: on the reference 2-core,
+// 24 GiB machine, about a million messages of a typical 250 bytes, for a
+// cost in garbage collection (the kept messages are live heap, which the
+// memory limit makes room for: tuneGC) that a quarter GiB keeps small.
+const defaultCacheBytes = "256MiB"
+
+// parseBytes reads a size: a whole number of bytes, or of KiB, MiB or GiB.
+func parseBytes(s string) (int64, error) {
+	unit := int64(1)
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, unit = n, u.size
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/unit {
+		return 0, errors.New("must be a whole number of bytes, KiB, MiB or GiB, 0 or more")
+	}
+	return n * unit, nil
 }
 
 // dialable reports whether addr is a host and a port from 1 to 65535.
@@ -241,7 +273,10 @@ func tuneGC(cfg config) {
 		if cfg.clusterBind != "" || cfg.replicate {
 			limit = clusterMemoryLimit
 		}
-		debug.SetMemoryLimit(limit)
+		// The kept history is live heap for good: room for it, and as
+		// much again so that a full cache does not have the GC run at the
+		// limit all the time.
+		debug.SetMemoryLimit(limit + 2*cfg.cacheBytes)
 	}
 }
 
@@ -295,6 +330,7 @@ func serve(cfg config, stdout io.Writer) error {
 		logOut.Close()
 		os.Exit(1)
 	}}
+	env.History = history.NewBudget(history.Options{Bytes: cfg.cacheBytes})
 	if env.SecretKey, err = secretKey(cfg.dataDir); err != nil {
 		return err
 	}

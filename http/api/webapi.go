@@ -167,11 +167,15 @@ func (s *Server) messagePage(in call, convID, parentID, list string) (reply, err
 	if err != nil {
 		return reply{}, err
 	}
-	last := ""
-	if n := len(r.Messages); n > 0 {
-		last = strconv.FormatUint(r.Messages[n-1].Seq, 10)
+	if len(r.Messages) > 0 { // a node built before pages came encoded
+		last := strconv.FormatUint(r.Messages[len(r.Messages)-1].Seq, 10)
+		return rawReply(fasthttp.StatusOK, appendMessagesPage(bodyBuffer(in.ctx), r.Messages, cursorFor(list, last, r.More)))
 	}
-	return rawReply(fasthttp.StatusOK, appendMessagesPage(bodyBuffer(in.ctx), r.Messages, cursorFor(list, last, r.More)))
+	last := ""
+	if len(r.Encoded) > 0 {
+		last = strconv.FormatUint(r.LastSeq, 10)
+	}
+	return rawReply(fasthttp.StatusOK, appendEncodedPage(bodyBuffer(in.ctx), r.Encoded, cursorFor(list, last, r.More)))
 }
 
 func (s *Server) getMessage(in call) (reply, error) {
