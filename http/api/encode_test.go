@@ -97,3 +97,31 @@ func BenchmarkMessagesPageJSON(b *testing.B) {
 		}
 	})
 }
+
+// A page of messages the actor answered encoded is the page encoded here.
+func TestAppendEncodedPageIsTheMessagesPage(t *testing.T) {
+	ms := []*kitpb.Message{
+		{Id: "01a20000-0000-7000-8000-000000000001", ConversationId: "c", AuthorKind: "bot", AuthorId: "b", Text: "<one>", CreatedAt: 1},
+		{Id: "01a20000-0000-7000-8000-000000000002", ConversationId: "c", AuthorKind: "user", AuthorId: "u", DeletedAt: 5, CreatedAt: 2},
+	}
+	next := "cursor"
+	for _, tt := range []struct {
+		name string
+		ms   []*kitpb.Message
+		next *string
+	}{
+		{"two messages and a cursor", ms, &next},
+		{"one message, the last page", ms[:1], nil},
+		{"an empty page", nil, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var encoded [][]byte
+			for _, m := range tt.ms {
+				encoded = append(encoded, appendMessage(nil, m))
+			}
+			if got, want := appendEncodedPage(nil, encoded, tt.next), appendMessagesPage(nil, tt.ms, tt.next); string(got) != string(want) {
+				t.Fatalf("got  %s\nwant %s", got, want)
+			}
+		})
+	}
+}
