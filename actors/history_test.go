@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/kitd/kitd/internal/history"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/msgjson"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -300,4 +303,58 @@ func storedPage(ms []*kitpb.Message, before uint64, limit int) (page [][]byte, l
 		last = ms[i].Seq
 	}
 	return page, last, false
+}
+
+// A conversation's window answers only while its node may answer for the
+// conversation at all (docs/cluster.md, "The lease on every request"): a
+// node whose lead has no lease answers no page, from memory or not, and
+// one that loses the lead stops the conversation, window and all, so the
+// next leader's pages come from the store.
+func TestWindowsGoWithTheLeaseAndTheLead(t *testing.T) {
+	n := ownNode(t)
+	var leased atomic.Bool
+	leased.Store(true)
+	n.node.SetLease(func(partition.ID) bool { return leased.Load() })
+	w := n.workspace(t, 1)
+	conv := n.channel(t, w.id, w.users...)
+	c := userCaller(w.id, w.users[0])
+	for i := range 5 {
+		n.post(t, c, conv, postReq{text: fmt.Sprint("m", i)})
+	}
+	first, err := n.list(c, conv, "", 0, 10)
+	noErr(t, err)
+	budget := n.env.History
+	kept := budget.Stats()
+	if kept.Bytes == 0 {
+		t.Fatal("the first page kept nothing")
+	}
+
+	leased.Store(false)
+	if _, err := n.list(c, conv, "", 0, 10); err == nil {
+		t.Fatal("a node without a lease answered a page")
+	}
+	if budget.Stats().Hits != kept.Hits {
+		t.Fatal("a node without a lease answered from memory")
+	}
+	leased.Store(true)
+	again, err := n.list(c, conv, "", 0, 10)
+	noErr(t, err)
+	if budget.Stats().Hits != kept.Hits+1 || !slices.EqualFunc(first.Encoded, again.Encoded, bytes.Equal) {
+		t.Fatal("the lease back, the page did not come from memory as it was")
+	}
+
+	p := partition.Of(conv)
+	n.node.Release(p)
+	for deadline := time.Now().Add(10 * time.Second); budget.Stats().Bytes != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the lead released, %d bytes still kept", budget.Stats().Bytes)
+		}
+	}
+	n.node.Host(p)
+	misses := budget.Stats().Misses
+	back, err := n.list(c, conv, "", 0, 10)
+	noErr(t, err)
+	if budget.Stats().Misses != misses+1 || !slices.EqualFunc(first.Encoded, back.Encoded, bytes.Equal) {
+		t.Fatal("the lead back, the first page was not read from the store as it was")
+	}
 }
