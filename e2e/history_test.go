@@ -102,3 +102,43 @@ func equalBodies(a, b [][]byte) bool {
 	}
 	return true
 }
+
+// --cache-bytes bounds what the whole node keeps: reading many
+// conversations keeps no more than the bound (the least recently read
+// are emptied), and their pages stay what they were.
+func TestMessages_HistoryMemoryIsBounded(t *testing.T) {
+	const bound = 16 << 10
+	s := startServerOpts(t, ServerOpts{Limits: "off", Args: []string{"--cache-bytes", "16KiB"}})
+	env := newBotEnv(t, s)
+	convs := []string{env.Chan.ID}
+	for range 11 {
+		c := env.W.channel(t, "public", env.W.members()...)
+		env.In.addChannel(t, c.ID)
+		convs = append(convs, c.ID)
+	}
+	for _, c := range convs {
+		for i := range 12 {
+			env.In.post(t, c, fmt.Sprintf("message %d of %s", i, c))
+		}
+	}
+	first := map[string][][]byte{}
+	for _, c := range convs {
+		first[c] = env.In.pages(t, c, 5)
+		if got := env.In.pages(t, c, 5); !equalBodies(first[c], got) { // from memory
+			t.Errorf("conversation %s: its pages changed when read again", c)
+		}
+	}
+	for _, c := range convs { // most were emptied since: from the store
+		if got := env.In.pages(t, c, 5); !equalBodies(first[c], got) {
+			t.Errorf("conversation %s: its pages changed when read once more", c)
+		}
+	}
+	m := scrapeMetrics(t, s)
+	if kept := metricstest.Value(m, "kitd_history_cache_bytes"); kept > bound || kept == 0 {
+		t.Errorf("%v bytes kept, want some and at most %d", kept, bound)
+	}
+	if metricstest.Value(m, "kitd_history_cache_evictions_total") == 0 || metricstest.Value(m, "kitd_history_cache_hits_total") == 0 {
+		t.Errorf("12 conversations of about 4 KiB each in 16 KiB: %v evictions, %v hits, want some of each",
+			metricstest.Value(m, "kitd_history_cache_evictions_total"), metricstest.Value(m, "kitd_history_cache_hits_total"))
+	}
+}
