@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 )
@@ -311,4 +312,37 @@ func TestBudgetUnderConcurrentOwners(t *testing.T) {
 	if got := b.Bytes(); got != sum || got > 4<<10 {
 		t.Fatalf("budget counts %d, windows keep %d, bound %d", got, sum, 4<<10)
 	}
+}
+
+// What the budget counts is what the heap holds: filling far more windows
+// than the budget takes leaves a live heap of about the budget, not of
+// what was filled.
+func TestBudgetBoundsTheHeap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates 120 MB")
+	}
+	const bound = 32 << 20
+	heap := func() int64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	base := heap()
+	b := NewBudget(Options{Bytes: bound})
+	windows := make([]*Window, 4000)
+	for i := range windows {
+		windows[i] = b.NewWindow()
+		read := make([]Entry, 100)
+		for j := range read {
+			read[j] = Entry{Seq: uint64(100 - j), JSON: bytes.Repeat([]byte{'x'}, 250+j)}
+		}
+		windows[i].Fill(0, read, false)
+	}
+	grown := heap() - base
+	if kept := b.Bytes(); kept > bound || grown > bound*5/4 || grown < kept*3/4 {
+		t.Fatalf("budget %d counts %d kept; the heap grew by %d", bound, kept, grown)
+	}
+	t.Logf("bound %d, counted %d, heap grew %d", bound, b.Bytes(), grown)
+	runtime.KeepAlive(windows)
 }
