@@ -51,4 +51,5 @@ func (e *Env) Collect(w *metrics.Writer) {
 	for i := range kindNames {
 		w.Uint("kitd_actors_live", labels[i], act[i]-pass[i])
 	}
+	e.History.Collect(w)
 }

@@ -54,6 +54,7 @@ func TestEveryFlagHasItsVariable(t *testing.T) {
 		{"tls-cert", "KIT_TLS_CERT", "/tmp/cert.pem", ""},
 		{"tls-key", "KIT_TLS_KEY", "/tmp/key.pem", ""},
 		{"trusted-proxies", "KIT_TRUSTED_PROXIES", "10.0.0.0/8,192.0.2.1", ""},
+		{"cache-bytes", "KIT_CACHE_BYTES", "64MiB", ""},
 	}
 	covered := map[string]bool{}
 	for _, r := range rows {

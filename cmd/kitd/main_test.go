@@ -121,3 +121,31 @@ func TestEdgeFlagsFromEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// --cache-bytes (KIT_CACHE_BYTES) takes bytes or KiB, MiB, GiB; 0 keeps
+// no history in memory; anything else is refused, never guessed.
+func TestCacheBytesFlag(t *testing.T) {
+	for _, tc := range []struct {
+		rule string
+		args []string
+		want int64
+		ok   bool
+	}{
+		{"the default is 256 MiB", nil, 256 << 20, true},
+		{"a number is bytes", []string{"--cache-bytes", "1000"}, 1000, true},
+		{"KiB, MiB and GiB are powers of 1024", []string{"--cache-bytes", "3GiB"}, 3 << 30, true},
+		{"MiB", []string{"--cache-bytes", "64MiB"}, 64 << 20, true},
+		{"0 keeps nothing", []string{"--cache-bytes", "0"}, 0, true},
+		{"a negative size is refused", []string{"--cache-bytes", "-1"}, 0, false},
+		{"an unknown unit is refused", []string{"--cache-bytes", "1GB"}, 0, false},
+		{"a fraction is refused", []string{"--cache-bytes", "1.5GiB"}, 0, false},
+		{"a size past int64 is refused", []string{"--cache-bytes", "9999999999GiB"}, 0, false},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			c, err := parseFlags(tc.args)
+			if (err == nil) != tc.ok || (tc.ok && c.cacheBytes != tc.want) {
+				t.Fatalf("parseFlags(%q) = %d, %v; want %d, ok %v", tc.args, c.cacheBytes, err, tc.want, tc.ok)
+			}
+		})
+	}
+}

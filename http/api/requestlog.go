@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/kitd/kitd/internal/msgjson"
 )
 
 // RequestLog writes the line of each answered request (docs/decisions.md
@@ -140,7 +142,7 @@ func appendRFC3339Millis(b []byte, t time.Time) []byte {
 // appendJSONString appends s as a quoted JSON string, escaped as slog's
 // JSON handler escapes it: as encoding/json does, but for '<', '>' and '&',
 // which it keeps, and '\b' and '\f', which it writes as \u00XX.
-func appendJSONString(b []byte, s string) []byte { return appendQuoted(b, s, &slogJSON) }
+func appendJSONString(b []byte, s string) []byte { return msgjson.AppendSlogString(b, s) }
 
 // appendTextString appends s as slog's text handler does: bare when it
 // reads back unambiguously, else Go-quoted.
