@@ -152,7 +152,7 @@ func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
 		b.Delete(k)
 		ev.Redelivery, ev.NextAttemptAt, ev.FirstAttemptAt, ev.FinishedAt = true, 0, 0, 0
 		put(b, queuedEventKey(a.id, ev.Sequence), ev)
-		d := a.q.insert(queueOf(ev, a.id), ev.Sequence)
+		d := a.q.insert(queueOf(ev, a.id), ev.Sequence, nanos(a.env.Clock.Now()))
 		d.attempts, d.asked = ev.Attempts, true
 		reply.Sequences = append(reply.Sequences, ev.Sequence)
 	}
@@ -274,7 +274,7 @@ func (a *deliveryActor) queueTestEvent(m *kitpb.QueueTestEvent) (proto.Message, 
 		stored.Message.ConversationId = "" // as every queued message (queued restores it)
 	}
 	put(a.batch, queuedEventKey(a.id, a.last), stored)
-	a.q.push(queueOf(ev, a.id), a.last)
+	a.q.push(queueOf(ev, a.id), a.last, nanos(a.env.Clock.Now()))
 	a.q.state[a.last].asked = true // a developer tests the endpoint: even while paused
 	if err := a.commit(); err != nil {
 		return nil, err

@@ -350,6 +350,7 @@ func serve(cfg config, stdout io.Writer) error {
 	reg := new(metrics.Registry)
 	reg.Register(store.Collect)
 	reg.Register(env.Collect)
+	reg.Register(send.Collect)
 	reg.Register(metrics.Runtime())
 	if r := groups.replicas(); r != nil {
 		reg.Register(r.Collect)
