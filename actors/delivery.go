@@ -42,6 +42,9 @@ type deliveryActor struct {
 	durable   uint64                  // the last sequence a WAL sync covers for sure
 	ep        *kitpb.DeliveryEndpoint // the endpoint's health (delivery_endpoint.go)
 	delivered []uint64                // sequences of the delivered records kept, sorted (keepRecent)
+	// deliveredRefs are, by sequence, the outbox entries that delivered
+	// records refer to (keepRecent): each is deleted with its record.
+	deliveredRefs map[uint64]outboxRef
 
 	gauge   *deliveryGauge // what the metrics read of the queue (delivery_metrics.go)
 	stopped bool

@@ -398,9 +398,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		e.Status = "delivered"
 		ev.NextAttemptAt, ev.FinishedAt = 0, nanos(now)
 		b.Delete(k)
-		a.dropOutboxEntry(b, d)
-		put(b, deliveredEventKey(a.id, m.Sequence), ev)
-		a.keepRecent(b, m.Sequence)
+		a.putDelivered(b, ev, d)
 		endpointLog = a.endpointSucceeded(b, now)
 	default:
 		e.Level, e.ErrorCode = LogLevelError, m.ErrorCode
