@@ -156,8 +156,11 @@ func run(o options) (int, error) {
 	if o.concurrency < 1 || o.duration <= 0 {
 		return 2, errors.New("-c must be >= 1 and -duration > 0")
 	}
-	if o.eventInstallations < 1 || o.eventInstallations > o.conversations {
-		return 2, errors.New("-event-installations must be between 1 and -conversations")
+	if o.eventInstallations < 1 {
+		o.eventInstallations = 1
+	}
+	if o.eventInstallations > o.conversations {
+		return 2, errors.New("-event-installations must be at most -conversations")
 	}
 	if o.mixed < 0 || o.mixed > 0 && o.mixedChannels < 1 {
 		return 2, errors.New("-mixed must be >= 0, and -mixed-channels >= 1")
