@@ -78,9 +78,10 @@ type Env struct {
 	// straight to Store.
 	Commits Committer
 
-	logPrunes devLogPrunes     // state of the node, not configuration
-	activity  activity         // likewise
-	readers   partitionReaders // likewise
+	logPrunes     devLogPrunes     // state of the node, not configuration
+	activity      activity         // likewise
+	deliveryStats deliveryStats    // likewise
+	readers       partitionReaders // likewise
 
 	// testHookDropNotices, set by tests, loses every outbox notice: a
 	// crash between a write and its notice.

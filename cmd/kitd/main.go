@@ -454,6 +454,7 @@ func serve(cfg config, stdout io.Writer) error {
 	reg := new(metrics.Registry)
 	reg.Register(store.Collect)
 	reg.Register(env.Collect)
+	reg.Register(send.Collect)
 	reg.Register(metrics.Runtime())
 	b := buildOf(debug.ReadBuildInfo())
 	reg.Register(metrics.BuildInfo(b.version, b.commitLabel(), b.goVersion))

@@ -127,6 +127,61 @@ func TestAppendEncodedPageIsTheMessagesPage(t *testing.T) {
 	}
 }
 
+// The hand-written body of a message event is exactly encoding/json's.
+func TestEventBodyMatchesEncodingJSON(t *testing.T) {
+	base := func() *kitpb.Event {
+		return &kitpb.Event{
+			Id: "01a20000-0000-7000-8000-00000000000a", Sequence: 42, Type: "message.posted",
+			OccurredAt: 1_790_000_000_123_456_789, ConversationId: "01a20000-0000-7000-8000-000000000002",
+			Message: &kitpb.Message{
+				Id: "01a20000-0000-7000-8000-000000000001", ConversationId: "01a20000-0000-7000-8000-000000000002",
+				AuthorKind: "user", AuthorId: "01a20000-0000-7000-8000-000000000003",
+				Text: "hello", CreatedAt: 1_790_000_000_123_456_789,
+			},
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(ev *kitpb.Event)
+	}{
+		{"a posted message", func(*kitpb.Event) {}},
+		{"a test event carries test: true", func(ev *kitpb.Event) { ev.Test = true }},
+		{"an edited message with blocks and reactions", func(ev *kitpb.Event) {
+			ev.Type = "message.edited"
+			ev.Message.EditedAt = ev.Message.CreatedAt + 1
+			ev.Message.Blocks = []byte(`[{"type":"divider"}]`)
+			ev.Message.Reactions = []*kitpb.Reaction{{Reaction: "eyes", UserIds: []string{"u1"}}}
+		}},
+		{"a deleted message's tombstone", func(ev *kitpb.Event) {
+			ev.Type = "message.deleted"
+			ev.Message.DeletedAt = ev.Message.CreatedAt + 1
+			ev.Message.Text = ""
+		}},
+		{"escaped text", func(ev *kitpb.Event) { ev.Message.Text = "<b>\"x\"</b> \u2028 \xff" }},
+		{"a sequence of the largest size", func(ev *kitpb.Event) { ev.Sequence = 1<<64 - 1 }},
+		{"an event with more than a message takes encoding/json", func(ev *kitpb.Event) {
+			ev.Type = "reaction.added"
+			ev.Reaction = &kitpb.EventReaction{MessageId: "m", Reaction: "eyes", UserId: "u"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := base()
+			tc.change(ev)
+			want, err := eventBodyJSON(ev, "01a20000-0000-7000-8000-0000000000ff")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := EventBody(ev, "01a20000-0000-7000-8000-0000000000ff")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("got  %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
 // A page answered by a node built before pages came encoded (messages,
 // not encoded: a cluster in a rolling upgrade) is written the same.
 func TestAppendPageOfAnOlderNode(t *testing.T) {

@@ -49,7 +49,7 @@ func AppendMessage(b []byte, m *kitpb.Message) []byte {
 	b = append(b, `,"threadParentId":`...)
 	b = appendOptString(b, m.ThreadParentId)
 	b = append(b, `,"createdAt":`...)
-	b = appendTime(b, m.CreatedAt)
+	b = AppendTime(b, m.CreatedAt)
 	b = append(b, `,"editedAt":`...)
 	b = appendOptTime(b, m.EditedAt)
 	b = append(b, `,"deletedAt":`...)
@@ -94,7 +94,9 @@ func appendOptString(b []byte, s string) []byte {
 	return AppendString(b, s)
 }
 
-func appendTime(b []byte, ns int64) []byte {
+// AppendTime appends ns as a JSON string in TimeFormat, as encoding/json
+// writes the API's times.
+func AppendTime(b []byte, ns int64) []byte {
 	b = append(b, '"')
 	b = time.Unix(0, ns).UTC().AppendFormat(b, TimeFormat)
 	return append(b, '"')
@@ -104,7 +106,7 @@ func appendOptTime(b []byte, ns int64) []byte {
 	if ns == 0 {
 		return append(b, "null"...)
 	}
-	return appendTime(b, ns)
+	return AppendTime(b, ns)
 }
 
 const hexDigits = "0123456789abcdef"
