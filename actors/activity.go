@@ -28,7 +28,7 @@ func (a *activity) of(kind string) *kindActivity {
 }
 
 // Collect writes the actor families: activations, passivations and the
-// actors live now, by kind.
+// actors live now, by kind; then the deliveries' (delivery_metrics.go).
 func (e *Env) Collect(w *metrics.Writer) {
 	var labels [len(kindNames)]metrics.Labels
 	var act, pass [len(kindNames)]uint64
@@ -51,4 +51,6 @@ func (e *Env) Collect(w *metrics.Writer) {
 	for i := range kindNames {
 		w.Uint("kitd_actors_live", labels[i], act[i]-pass[i])
 	}
+	e.History.Collect(w)
+	e.deliveryStats.collect(w, e.Clock.Now())
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/internal/blocks"
+	"github.com/kitd/kitd/internal/history"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
@@ -23,7 +24,8 @@ const IdempotencyTTL = 24 * 60 * 60 * 1e9
 // conversationActor owns one conversation: its record, members (people and
 // Kit bots), messages, threads, the per-conversation post bucket and the
 // idempotency records of posts into it. History lives in Pebble under
-// ordered keys; the actor keeps in memory only what its rules need.
+// ordered keys; the actor keeps in memory what its rules need and its
+// newest messages as the API answers them (conversation_history.go).
 type conversationActor struct {
 	env  *Env
 	life lifecycle
@@ -40,6 +42,9 @@ type conversationActor struct {
 
 	eventMask uint32 // the kinds any bot here gets (events.go)
 	outbox    outbox
+
+	window  *history.Window // the newest messages, encoded; nil: none kept (conversation_history.go)
+	scratch []byte          // where a kept message is encoded first
 }
 
 func (a *conversationActor) Receive(ctx actorContext) {
@@ -63,6 +68,7 @@ func (a *conversationActor) activate(identity string) error {
 		return err
 	}
 	a.conv = conv
+	a.window = a.env.History.NewWindow()
 	if err := a.ensureTagIndex(); err != nil {
 		return err
 	}
@@ -185,6 +191,7 @@ func (a *conversationActor) create(m *kitpb.CreateConversation) (proto.Message, 
 		return nil, fmt.Errorf("create conversation %s: %w", a.id, err)
 	}
 	a.conv, a.members = conv, members
+	a.window = a.env.History.NewWindow()
 	return &kitpb.ConversationReply{Conversation: conv}, nil
 }
 
@@ -442,11 +449,13 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 	w, err := b.Apply()
 	if err != nil {
 		a.outbox.failed()
+		a.window.Drop()
 		return nil, fmt.Errorf("post into %s: %w", a.id, err)
 	}
 	a.sync.applied(w)
 	a.outbox.applied(a.env)
 	a.lastSeq = seq
+	a.keepPosted(msg)
 	return &kitpb.MessageReply{Message: msg}, nil
 }
 
@@ -532,8 +541,10 @@ func (a *conversationActor) rewrite(msg *kitpb.Message, k eventKind, at int64, r
 		a.emit(b, k, ev, rec, "")
 	}
 	if err := a.commit(b); err != nil {
+		a.window.Drop()
 		return nil, fmt.Errorf("rewrite message %s: %w", msg.Id, err)
 	}
+	a.keepChanged(msg)
 	return &kitpb.MessageReply{Message: msg}, nil
 }
 
@@ -619,66 +630,4 @@ func (a *conversationActor) messageBySeq(seq uint64) (*kitpb.Message, error) {
 	}
 	msg.ConversationId = a.id
 	return msg, nil
-}
-
-// list returns history (or one thread's replies) newest first.
-func (a *conversationActor) list(m *kitpb.ListMessages) (proto.Message, error) {
-	if !a.visible(m.Caller) {
-		return nil, kiterr.Absent("conversation")
-	}
-	reply := &kitpb.MessagesReply{}
-	if m.ThreadParentId != "" {
-		parent, err := a.messageByID(m.ThreadParentId)
-		if err != nil || parent.ThreadParentId != "" {
-			return nil, kiterr.Absent("message")
-		}
-		lower := threadRepliesPrefix(a.id, parent.Seq)
-		upper := persistence.PrefixEnd(lower)
-		if m.BeforeSeq != 0 {
-			upper = threadReplyKey(a.id, parent.Seq, m.BeforeSeq)
-		}
-		var seqs []uint64
-		err = a.env.Store.Scan(lower, upper, true, func(k, _ []byte) bool {
-			if len(seqs) == int(m.Limit) {
-				reply.More = true
-				return false
-			}
-			seqs = append(seqs, decodeSeq(k[len(lower):]))
-			return true
-		})
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range seqs {
-			msg, err := a.messageBySeq(s)
-			if err != nil {
-				return nil, err
-			}
-			reply.Messages = append(reply.Messages, msg)
-		}
-		return reply, nil
-	}
-	lower := a.messages
-	upper := persistence.PrefixEnd(lower)
-	if m.BeforeSeq != 0 {
-		upper = messageKey(a.id, m.BeforeSeq)
-	}
-	var decodeErr error
-	err := a.env.Store.Scan(lower, upper, true, func(_, v []byte) bool {
-		if len(reply.Messages) == int(m.Limit) {
-			reply.More = true
-			return false
-		}
-		msg := &kitpb.Message{}
-		if decodeErr = proto.Unmarshal(v, msg); decodeErr != nil {
-			return false
-		}
-		msg.ConversationId = a.id
-		reply.Messages = append(reply.Messages, msg)
-		return true
-	})
-	if err == nil {
-		err = decodeErr
-	}
-	return reply, err
 }

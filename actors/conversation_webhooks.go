@@ -91,11 +91,13 @@ func (a *conversationActor) postAsWebhook(m *kitpb.PostAsWebhook) (proto.Message
 	w, err := b.Apply()
 	if err != nil {
 		a.outbox.failed()
+		a.window.Drop()
 		return nil, fmt.Errorf("webhook post into %s: %w", a.id, err)
 	}
 	a.sync.applied(w)
 	a.outbox.applied(a.env)
 	a.lastSeq = seq
+	a.keepPosted(msg)
 	if m.WebhookId != "" {
 		return &kitpb.HookPostReply{Limit: m.Limit}, nil
 	}

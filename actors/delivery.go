@@ -42,6 +42,12 @@ type deliveryActor struct {
 	durable   uint64                  // the last sequence a WAL sync covers for sure
 	ep        *kitpb.DeliveryEndpoint // the endpoint's health (delivery_endpoint.go)
 	delivered []uint64                // sequences of the delivered records kept, sorted (keepRecent)
+	// deliveredRefs are, by sequence, the outbox entries that delivered
+	// records refer to (keepRecent): each is deleted with its record.
+	deliveredRefs map[uint64]outboxRef
+
+	gauge   *deliveryGauge // what the metrics read of the queue (delivery_metrics.go)
+	stopped bool
 }
 
 // flushOutbox commits what the notices and attempts before it wrote: all
@@ -49,6 +55,7 @@ type deliveryActor struct {
 type flushOutbox struct{}
 
 func (a *deliveryActor) Receive(ctx actorContext) {
+	defer a.publish()
 	// Notices and wakes come without a sender (cluster.Node.Send): they are
 	// not requests, but they are activity.
 	switch m := ctx.Message().(type) {
@@ -78,6 +85,7 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 	case *actor.Stopping:
 		// What waits for a flush is written, as the flush would have.
 		a.flush(ctx)
+		a.unpublish()
 	}
 	receive(a, &a.life, a.env, ctx)
 	if a.batch.Batch != nil {
@@ -113,7 +121,7 @@ func (a *deliveryActor) activate(identity string) error {
 	if _, err := load(a.env.Store, deliveryEndpointKey(a.id), a.ep); err != nil {
 		return err
 	}
-	if err := a.q.load(a.env.Store, a.id, a.ep.ResumedAt); err != nil {
+	if err := a.q.load(a.env.Store, a.id, a.ep.ResumedAt, nanos(a.env.Clock.Now())); err != nil {
 		return err
 	}
 	for _, d := range a.q.state {
@@ -174,7 +182,7 @@ func (a *deliveryActor) take(source string, pos uint64, rec []byte) {
 	a.last++
 	a.batch.Set(queuedEventKey(a.id, a.last), marshal(&kitpb.Event{Sequence: a.last, OutboxSource: source, OutboxPos: pos}))
 	a.taken[source] = pos
-	d := a.q.push(source, a.last)
+	d := a.q.push(source, a.last, nanos(a.env.Clock.Now()))
 	d.outboxPos = pos
 	a.q.hold(d, withSequence(rec, a.last))
 }

@@ -35,40 +35,106 @@ const (
 	DeliveryDead      = "dead"
 )
 
-// loadDelivered reads the sequences of the delivered records kept.
+// outboxRef names the outbox entry of a delivered record that refers to
+// it; pos 0: the record holds the event itself.
+type outboxRef struct {
+	source string
+	pos    uint64
+}
+
+// loadDelivered reads the sequences of the delivered records kept, and
+// the outbox entries they refer to, which count as taken.
 func (a *deliveryActor) loadDelivered() error {
 	prefix := deliveredEventsPrefix(a.id)
 	a.delivered = a.delivered[:0]
-	return a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
-		a.delivered = append(a.delivered, decodeSeq(k[len(prefix):]))
+	a.deliveredRefs = make(map[uint64]outboxRef)
+	var decodeErr error
+	err := a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
+		seq := decodeSeq(k[len(prefix):])
+		a.delivered = append(a.delivered, seq)
+		ref := &kitpb.Event{}
+		if decodeErr = proto.Unmarshal(v, ref); decodeErr != nil {
+			return false
+		}
+		if ref.OutboxSource != "" {
+			a.deliveredRefs[seq] = outboxRef{ref.OutboxSource, ref.OutboxPos}
+			a.taken[ref.OutboxSource] = max(a.taken[ref.OutboxSource], ref.OutboxPos)
+		}
 		return true
 	})
+	if err == nil {
+		err = decodeErr
+	}
+	return err
+}
+
+// putDelivered writes the delivered record of ev, the event whose
+// delivery d ended, in b. A record that still refers to its outbox entry
+// (a first attempt's success, nearly every one) keeps referring to it:
+// the record holds the outcome alone, and the entry stays until the
+// record is pruned (keepRecent). Copying the event had written it a
+// second time, which every flush and compaction then carried.
+func (a *deliveryActor) putDelivered(b batch, ev *kitpb.Event, d *delivery) {
+	var ref outboxRef
+	if d.outboxPos != 0 {
+		ref = outboxRef{d.source, d.outboxPos}
+		d.outboxPos = 0 // the entry is the record's now
+		// Merged after the entry's bytes (resolve), these fields make the
+		// event as the copy would have been.
+		ev = &kitpb.Event{
+			Sequence: ev.Sequence, OutboxSource: ref.source, OutboxPos: ref.pos,
+			Attempts: ev.Attempts, LastHttpStatus: ev.LastHttpStatus, FinishedAt: ev.FinishedAt,
+		}
+	}
+	put(b, deliveredEventKey(a.id, ev.Sequence), ev)
+	a.keepRecent(b, ev.Sequence, ref)
 }
 
 // keepRecent notes the delivered record seq written in b and, once
 // pruneDelivered are past KeepDelivered, deletes the lowest sequences in b.
 // The sequences kept are known (a.delivered), so pruning reads nothing: a
-// scan would step over the tombstones of every record pruned before.
-func (a *deliveryActor) keepRecent(b batch, seq uint64) {
+// scan would step over the tombstones of every record pruned before. The
+// lowest sequences are the delivered records from the first up to the
+// first kept, so one range deletion covers them: a point tombstone each
+// had been a twentieth of what a delivered event wrote, carried through
+// every flush and compaction (docs/deliveries.md, "Cost on the write
+// path").
+// The outbox entries the pruned records referred to go with them.
+func (a *deliveryActor) keepRecent(b batch, seq uint64, ref outboxRef) {
 	i, found := slices.BinarySearch(a.delivered, seq)
 	if !found {
 		a.delivered = slices.Insert(a.delivered, i, seq)
+	}
+	if ref.pos != 0 {
+		a.deliveredRefs[seq] = ref
 	}
 	if len(a.delivered) <= KeepDelivered+pruneDelivered {
 		return
 	}
 	n := len(a.delivered) - KeepDelivered
+	b.DeleteRange(deliveredEventKey(a.id, a.delivered[0]), deliveredEventKey(a.id, a.delivered[n]))
 	for _, s := range a.delivered[:n] {
-		b.Delete(deliveredEventKey(a.id, s))
+		a.dropDeliveredRef(b, s)
 	}
 	a.delivered = slices.Delete(a.delivered, 0, n)
 }
 
-// forgetDelivered notes that the delivered record seq was deleted.
-func (a *deliveryActor) forgetDelivered(seq uint64) {
+// dropDeliveredRef deletes in b the outbox entry the delivered record seq
+// referred to, if it did.
+func (a *deliveryActor) dropDeliveredRef(b batch, seq uint64) {
+	if ref, ok := a.deliveredRefs[seq]; ok {
+		b.Delete(outboxKey(a.id, ref.source, ref.pos))
+		delete(a.deliveredRefs, seq)
+	}
+}
+
+// forgetDelivered notes that the delivered record seq was deleted in b,
+// and deletes the outbox entry it referred to there.
+func (a *deliveryActor) forgetDelivered(b batch, seq uint64) {
 	if i, found := slices.BinarySearch(a.delivered, seq); found {
 		a.delivered = slices.Delete(a.delivered, i, i+1)
 	}
+	a.dropDeliveredRef(b, seq)
 }
 
 // listDeliveries answers the deliveries below m.BeforeSequence, highest
@@ -152,7 +218,7 @@ func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
 		b.Delete(k)
 		ev.Redelivery, ev.NextAttemptAt, ev.FirstAttemptAt, ev.FinishedAt = true, 0, 0, 0
 		put(b, queuedEventKey(a.id, ev.Sequence), ev)
-		d := a.q.insert(queueOf(ev, a.id), ev.Sequence)
+		d := a.q.insert(queueOf(ev, a.id), ev.Sequence, nanos(a.env.Clock.Now()))
 		d.attempts, d.asked = ev.Attempts, true
 		reply.Sequences = append(reply.Sequences, ev.Sequence)
 	}
@@ -216,7 +282,7 @@ func (a *deliveryActor) redeliverOne(b batch, id string, requeue func([]byte, *k
 		}
 		if found {
 			if bytes.Equal(prefix, deliveredEventsPrefix(a.id)) {
-				a.forgetDelivered(seq)
+				a.forgetDelivered(b, seq)
 			}
 			return true, nil
 		}
@@ -274,7 +340,7 @@ func (a *deliveryActor) queueTestEvent(m *kitpb.QueueTestEvent) (proto.Message, 
 		stored.Message.ConversationId = "" // as every queued message (queued restores it)
 	}
 	put(a.batch, queuedEventKey(a.id, a.last), stored)
-	a.q.push(queueOf(ev, a.id), a.last)
+	a.q.push(queueOf(ev, a.id), a.last, nanos(a.env.Clock.Now()))
 	a.q.state[a.last].asked = true // a developer tests the endpoint: even while paused
 	if err := a.commit(); err != nil {
 		return nil, err

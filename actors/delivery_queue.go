@@ -37,6 +37,20 @@ type deliveryQueue struct {
 	state    map[uint64]*delivery
 	inFlight int
 	held     int // bytes of the waiting records kept (delivery.rec)
+
+	// order is every queued event with the time it was queued, in the
+	// order queued (so in time order), from head on: the oldest still
+	// waiting is the first whose entry is still in state (oldest), for
+	// the metrics. Entries of events that left are skipped lazily and
+	// dropped when they outnumber the live ones.
+	order []queuedAt
+	head  int
+}
+
+type queuedAt struct {
+	seq uint64
+	d   *delivery
+	at  int64 // service clock, unix nanoseconds
 }
 
 type delivery struct {
@@ -83,12 +97,42 @@ func (q *deliveryQueue) init() {
 	}
 }
 
-func (q *deliveryQueue) push(source string, seq uint64) *delivery {
+// push queues seq at the end of its source's queue; at is now.
+func (q *deliveryQueue) push(source string, seq uint64, at int64) *delivery {
 	q.init()
 	q.bySource[source] = append(q.bySource[source], seq)
 	d := &delivery{source: source}
 	q.state[seq] = d
+	q.stamp(seq, d, at)
 	return d
+}
+
+// stamp notes that seq (d) was queued at at.
+func (q *deliveryQueue) stamp(seq uint64, d *delivery, at int64) {
+	if n := len(q.order) - q.head; n > 2*len(q.state)+64 || q.head > 64 && q.head > len(q.order)/2 {
+		live := q.order[:0]
+		for _, o := range q.order[q.head:] {
+			if q.state[o.seq] == o.d {
+				live = append(live, o)
+			}
+		}
+		clear(q.order[len(live):])
+		q.order, q.head = live, 0
+	}
+	q.order = append(q.order, queuedAt{seq, d, at})
+}
+
+// oldest is when the oldest event still waiting was queued; 0: none.
+func (q *deliveryQueue) oldest() int64 {
+	for q.head < len(q.order) {
+		if o := q.order[q.head]; q.state[o.seq] == o.d {
+			return o.at
+		}
+		q.order[q.head] = queuedAt{}
+		q.head++
+	}
+	q.order, q.head = q.order[:0], 0
+	return 0
 }
 
 // hold keeps rec, d's queued record, while it waits, if the budget allows.
@@ -128,7 +172,7 @@ func (q *deliveryQueue) pop(seq uint64) {
 // insert queues seq into its source's queue in sequence order, but never
 // before a head in flight (only a head is ever in flight): a redelivered
 // event goes before its conversation's newer events.
-func (q *deliveryQueue) insert(source string, seq uint64) *delivery {
+func (q *deliveryQueue) insert(source string, seq uint64, at int64) *delivery {
 	q.init()
 	s := q.bySource[source]
 	i, _ := slices.BinarySearch(s, seq)
@@ -138,13 +182,14 @@ func (q *deliveryQueue) insert(source string, seq uint64) *delivery {
 	q.bySource[source] = slices.Insert(s, i, seq)
 	d := &delivery{source: source}
 	q.state[seq] = d
+	q.stamp(seq, d, at)
 	return d
 }
 
 // load reads the queue of inst: the stored records are in sequence order,
 // so each source's events too. An event that failed before the endpoint
 // last resumed (resumedAt) starts its 24 hours again, at once.
-func (q *deliveryQueue) load(store *persistence.Store, inst string, resumedAt int64) error {
+func (q *deliveryQueue) load(store *persistence.Store, inst string, resumedAt, now int64) error {
 	q.init()
 	prefix := queuedEventsPrefix(inst)
 	var decodeErr error
@@ -156,10 +201,10 @@ func (q *deliveryQueue) load(store *persistence.Store, inst string, resumedAt in
 		seq := decodeSeq(k[len(prefix):])
 		if ev.OutboxSource != "" {
 			// A reference: the source names the queue.
-			q.push(ev.OutboxSource, seq).outboxPos = ev.OutboxPos
+			q.push(ev.OutboxSource, seq, now).outboxPos = ev.OutboxPos
 			return true
 		}
-		d := q.push(queueOf(ev, inst), seq)
+		d := q.push(queueOf(ev, inst), seq, now)
 		d.attempts, d.nextAt, d.firstAt, d.asked = ev.Attempts, ev.NextAttemptAt, ev.FirstAttemptAt, ev.Redelivery || ev.Test
 		if d.firstAt != 0 && d.firstAt < resumedAt {
 			d.nextAt, d.firstAt = 0, 0
@@ -353,9 +398,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		e.Status = "delivered"
 		ev.NextAttemptAt, ev.FinishedAt = 0, nanos(now)
 		b.Delete(k)
-		a.dropOutboxEntry(b, d)
-		put(b, deliveredEventKey(a.id, m.Sequence), ev)
-		a.keepRecent(b, m.Sequence)
+		a.putDelivered(b, ev, d)
 		endpointLog = a.endpointSucceeded(b, now)
 	default:
 		e.Level, e.ErrorCode = LogLevelError, m.ErrorCode
@@ -396,6 +439,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 	if e.Status == "delivered" || e.Status == "dead_lettered" {
 		a.q.pop(m.Sequence)
 	}
+	a.env.deliveryStats.count(e.Status)
 	if m.TakeNext > 0 {
 		return a.takeDeliveries(&kitpb.TakeDeliveries{Max: m.TakeNext})
 	}

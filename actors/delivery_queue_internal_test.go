@@ -10,7 +10,7 @@ func TestHeldRecordsStayWithinTheirBudget(t *testing.T) {
 	rec := make([]byte, heldBudget/4+1)
 	var ds []*delivery
 	for seq := uint64(1); seq <= 4; seq++ {
-		d := q.push("c", seq)
+		d := q.push("c", seq, 0)
 		q.hold(d, rec)
 		ds = append(ds, d)
 	}
@@ -29,8 +29,59 @@ func TestHeldRecordsStayWithinTheirBudget(t *testing.T) {
 	if want := len(rec); q.held != want {
 		t.Fatalf("held %d bytes after two left, want %d", q.held, want)
 	}
-	q.hold(q.push("c", 5), rec)
+	q.hold(q.push("c", 5, 0), rec)
 	if q.state[5].rec == nil {
 		t.Fatal("a record within the budget freed by the others was not held")
+	}
+}
+
+// The metrics' oldest waiting event is the first queued that is still
+// waiting, whatever leaves around it.
+func TestOldestWaitingEvent(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steps func(q *deliveryQueue)
+		want  int64
+	}{
+		{"an empty queue has none", func(q *deliveryQueue) {}, 0},
+		{"the first queued", func(q *deliveryQueue) {
+			q.push("a", 1, 10)
+			q.push("b", 2, 20)
+		}, 10},
+		{"once it left, the next queued", func(q *deliveryQueue) {
+			q.push("a", 1, 10)
+			q.push("b", 2, 20)
+			q.pop(1)
+		}, 20},
+		{"a retrying head stays the oldest while newer events leave", func(q *deliveryQueue) {
+			q.push("a", 1, 10)
+			for seq := uint64(2); seq < 500; seq++ {
+				q.push("b", seq, int64(seq)*10)
+				q.pop(seq)
+			}
+		}, 10},
+		{"a redelivered event counts from its redelivery", func(q *deliveryQueue) {
+			q.push("a", 1, 10)
+			q.pop(1)
+			q.push("a", 2, 20)
+			q.insert("a", 1, 30)
+		}, 20},
+		{"every event left: none", func(q *deliveryQueue) {
+			for seq := uint64(1); seq < 300; seq++ {
+				q.push("a", seq, int64(seq))
+				q.pop(seq)
+			}
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var q deliveryQueue
+			tc.steps(&q)
+			if got := q.oldest(); got != tc.want {
+				t.Fatalf("oldest %d, want %d", got, tc.want)
+			}
+			if len(q.order)-q.head > 2*len(q.state)+65 {
+				t.Fatalf("%d entries kept for %d waiting events", len(q.order)-q.head, len(q.state))
+			}
+		})
 	}
 }

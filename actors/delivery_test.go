@@ -199,8 +199,9 @@ func TestAttemptOutcomesAreWrittenBeforeTheNodeStops(t *testing.T) {
 
 // The sequencer queues a reference to the outbox entry rather than a copy
 // of the event (docs/deliveries.md, "Outbox and sequencer"): the entry
-// stays until the event's delivery ends, which deletes both; a failed
-// attempt turns the reference into the event itself, with its state.
+// stays until the event's delivery ends; a failed attempt turns the
+// reference into the event itself, with its state, and deletes the entry;
+// a success keeps the reference in its delivered record, with the entry.
 func TestQueueRecordsReferToTheirOutboxEntries(t *testing.T) {
 	n := ownNode(t)
 	f, _ := deliveryFixture(t, n, 1)
@@ -248,7 +249,74 @@ func TestQueueRecordsReferToTheirOutboxEntries(t *testing.T) {
 	record(t, n, f.inst.Id, ev.Sequence, true)
 	ev = take(t, n, f.inst.Id).Events[0]
 	record(t, n, f.inst.Id, ev.Sequence, true)
-	if q := queued(t, n, f.inst.Id); len(q) != 0 || outboxEntries() != 0 {
-		t.Fatalf("after both were delivered: %d queued, %d outbox entries; want none", len(q), outboxEntries())
+	if q := queued(t, n, f.inst.Id); len(q) != 0 || outboxEntries() != 1 {
+		t.Fatalf("after both were delivered: %d queued, %d outbox entries; want none queued, b's entry kept", len(q), outboxEntries())
+	}
+	v, err := n.store.Get(actors.DeliveredEventKey(f.inst.Id, ev.Sequence))
+	noErr(t, err)
+	r := &kitpb.Event{}
+	noErr(t, proto.Unmarshal(v, r))
+	if r.OutboxSource != f.conv || r.OutboxPos == 0 || r.Message != nil || r.Attempts != 1 || r.FinishedAt == 0 {
+		t.Fatalf("b's delivered record is %v, want a reference with its outcome", r)
+	}
+	got := map[string]int32{}
+	for _, d := range listDeliveries(t, n, f.inst.Id, 0, 10).Deliveries {
+		got[d.Event.Message.GetText()] = d.Event.Attempts
+	}
+	if want := map[string]int32{"a": 2, "b": 1}; !maps.Equal(got, want) {
+		t.Fatalf("listed %v (text: attempts), want %v", got, want)
+	}
+}
+
+// A delivered record that refers to its outbox entry keeps it until the
+// record is pruned, and the two go together; after a restart the entries
+// kept are not taken again; a redelivery copies the event back into the
+// queue and deletes its entry.
+func TestDeliveredRecordsReferToTheirOutboxEntries(t *testing.T) {
+	fs := vfs.NewMem()
+	n, err := startNode(fs, nil)
+	noErr(t, err)
+	f, _ := deliveryFixture(t, n, 1)
+	outboxEntries := func(n *testNode) int {
+		prefix := actors.OutboxSourcePrefix(f.inst.Id, f.conv)
+		count := 0
+		noErr(t, n.store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, _ []byte) bool { count++; return true }))
+		return count
+	}
+	const total = actors.KeepDelivered + 101 // one past the pruning threshold
+	for i := range total {
+		n.post(t, f.user, f.conv, postReq{text: fmt.Sprint(i)})
+		evs := take(t, n, f.inst.Id).Events
+		if len(evs) != 1 {
+			t.Fatalf("post %d: took %d events", i, len(evs))
+		}
+		record(t, n, f.inst.Id, evs[0].Sequence, true)
+	}
+	queued(t, n, f.inst.Id) // flushes the outcomes
+	if got := outboxEntries(n); got != actors.KeepDelivered {
+		t.Fatalf("%d outbox entries after pruning, want the %d the kept records refer to", got, actors.KeepDelivered)
+	}
+	noErr(t, n.stop())
+
+	n, err = startNode(fs, n.clk)
+	noErr(t, err)
+	t.Cleanup(func() { n.stop() })
+	if q := queued(t, n, f.inst.Id); len(q) != 0 {
+		t.Fatalf("after a restart %d events queued again, want none: the kept entries were delivered", len(q))
+	}
+	p := listDeliveries(t, n, f.inst.Id, 0, 1)
+	if len(p.Deliveries) != 1 || p.Deliveries[0].Event.Message.GetText() != fmt.Sprint(total-1) || p.Deliveries[0].State != actors.DeliverySucceeded {
+		t.Fatalf("the newest delivery reads %v, want the last post, succeeded", p.Deliveries)
+	}
+	last := p.Deliveries[0].Event
+	if got := redeliver(t, n, f.inst.Id, &kitpb.Redeliver{EventId: last.Id}); !slices.Equal(got, []uint64{last.Sequence}) {
+		t.Fatalf("redelivered %v, want %d", got, last.Sequence)
+	}
+	if got := outboxEntries(n); got != actors.KeepDelivered-1 {
+		t.Fatalf("%d outbox entries after a redelivery, want %d: the queue holds the event itself", got, actors.KeepDelivered-1)
+	}
+	ev := take(t, n, f.inst.Id).Events
+	if len(ev) != 1 || ev[0].Message.GetText() != fmt.Sprint(total-1) || !ev[0].Redelivery {
+		t.Fatalf("took %v, want the redelivered last post", ev)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/internal/history"
 	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
@@ -68,14 +69,19 @@ type Env struct {
 	// Remote, when set, reads the partitions this node holds no replica
 	// of (Env.Partition); nil: this node holds every partition.
 	Remote RemoteReader
+	// History keeps the newest messages of the active conversations in
+	// memory, encoded, within its byte budget (--cache-bytes); nil: every
+	// page of history is read from the store.
+	History *history.Budget
 	// Commits, when set, commits every actor batch (replicated through
 	// the raft group of each partition it writes); nil: batches commit
 	// straight to Store.
 	Commits Committer
 
-	logPrunes devLogPrunes     // state of the node, not configuration
-	activity  activity         // likewise
-	readers   partitionReaders // likewise
+	logPrunes     devLogPrunes     // state of the node, not configuration
+	activity      activity         // likewise
+	deliveryStats deliveryStats    // likewise
+	readers       partitionReaders // likewise
 
 	// testHookDropNotices, set by tests, loses every outbox notice: a
 	// crash between a write and its notice.

@@ -15,6 +15,7 @@ var (
 	ResponseURLsPrefix = responseURLsPrefix
 	InstallationKey    = installationKey
 	QueuedEventKey     = queuedEventKey
+	DeliveredEventKey  = deliveredEventKey
 	OutboxSourcePrefix = outboxSourcePrefix
 )
 

@@ -16,6 +16,7 @@ import (
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/internal/history"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
@@ -61,7 +62,9 @@ func startNodeAt(fs vfs.FS, dir string, clk *clock.Test) (*testNode, error) {
 	if clk == nil {
 		clk = clock.NewTest()
 	}
-	env := &actors.Env{Store: store, Clock: clk, Limits: limits.Spec()}
+	// Every page of history goes through the conversations' windows, as
+	// on a node with its default --cache-bytes.
+	env := &actors.Env{Store: store, Clock: clk, Limits: limits.Spec(), History: history.NewBudget(history.Options{Bytes: 64 << 20})}
 	// A failed sync leaves nothing to trust: stop the whole test binary.
 	env.Fatal = func(err error) { panic(fmt.Sprintf("actors: storage failed: %v", err)) }
 	auth := actors.NewAuthenticator(env)
@@ -362,10 +365,76 @@ func (n *testNode) post(t testing.TB, c *kitpb.Caller, convID string, p postReq)
 	return r.Message
 }
 
+// list asks for a page, and reads its encoded messages back into
+// Messages (their positions from their ids) for the tests to look at.
 func (n *testNode) list(c *kitpb.Caller, convID, parent string, before uint64, limit int32) (*kitpb.MessagesReply, error) {
-	return try[*kitpb.MessagesReply](n, actors.KindConversation, convID, &kitpb.ListMessages{
+	r, err := try[*kitpb.MessagesReply](n, actors.KindConversation, convID, &kitpb.ListMessages{
 		Caller: c, ThreadParentId: parent, BeforeSeq: before, Limit: limit,
 	})
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range r.Encoded {
+		m, err := decodeMessage(e)
+		if err != nil {
+			return nil, err
+		}
+		r.Messages = append(r.Messages, m)
+	}
+	return r, nil
+}
+
+// decodeMessage reads a message as the API answers it (SPEC.md section 2).
+func decodeMessage(b []byte) (*kitpb.Message, error) {
+	var v struct {
+		ID, ConversationID string
+		Author             struct{ Kind, ID string }
+		Text               *string
+		Blocks             json.RawMessage
+		ThreadParentID     *string
+		CreatedAt          string
+		EditedAt           *string
+		DeletedAt          *string
+		Reactions          []struct {
+			Reaction string
+			UserIDs  []string
+		}
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("encoded message %s: %w", b, err)
+	}
+	m := &kitpb.Message{Id: v.ID, ConversationId: v.ConversationID, AuthorKind: v.Author.Kind, AuthorId: v.Author.ID}
+	_, m.Seq, _ = ids.ParseMessage(v.ID)
+	if v.Text != nil {
+		m.Text = *v.Text
+	}
+	if string(v.Blocks) != "null" {
+		m.Blocks = v.Blocks
+	}
+	if v.ThreadParentID != nil {
+		m.ThreadParentId = *v.ThreadParentID
+	}
+	var err error
+	m.CreatedAt, err = nanosOf(&v.CreatedAt)
+	if err == nil {
+		m.EditedAt, err = nanosOf(v.EditedAt)
+	}
+	if err == nil {
+		m.DeletedAt, err = nanosOf(v.DeletedAt)
+	}
+	for _, r := range v.Reactions {
+		m.Reactions = append(m.Reactions, &kitpb.Reaction{Reaction: r.Reaction, UserIds: r.UserIDs})
+	}
+	return m, err
+}
+
+// nanosOf reads an API time (milliseconds) as nanoseconds; nil is 0.
+func nanosOf(s *string) (int64, error) {
+	if s == nil {
+		return 0, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, *s)
+	return t.UnixNano(), err
 }
 
 func texts(ms []*kitpb.Message) []string {

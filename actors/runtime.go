@@ -75,6 +75,10 @@ type handler interface {
 	exists() bool
 }
 
+// releaser is a handler that gives something back to its node when its
+// activation ends (a conversation's window of the node's history budget).
+type releaser interface{ release() }
+
 // keeper is a handler that stays active while idle when it waits for an
 // outcome to be reported to it (an installation's runs in flight): a new
 // activation would take the work as abandoned.
@@ -164,7 +168,13 @@ func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx act
 		}
 		life.looked = life.asked
 		life.timer.Reset(env.idleTimeout())
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
+		if r, ok := h.(releaser); ok {
+			r.release()
+		}
+		if _, restarting := m.(*actor.Restarting); restarting {
+			return
+		}
 		if life.timer != nil {
 			life.timer.Stop()
 		}

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -14,41 +16,82 @@ import (
 // Upgrades of data directories that older builds wrote. A step writes what
 // a newer layout expects and an older build did not write; each runs once,
 // at start, before any actor, so no actor's single-writer rule is crossed.
-// The directory records the layout it reached (layoutKey); one with no
-// record, an older one or a fresh one, runs every step (on a fresh one they
-// find nothing to do).
+// The directory records the layout it reached (layoutKey); an older one
+// with no record runs every step, and a fresh (empty) one records the
+// newest layout at once.
 //
 // Changes that an actor can make itself when it activates need no step
 // here (a conversation writes its messageTagKey entry so): a step is for
 // indexes read without asking their owner.
 
 // layoutSteps[i] brings a directory from layout i to layout i+1.
-var layoutSteps = [...]func(*persistence.Store) error{
-	indexSignInEmails,  // 0 → 1: the email index of sign-in (2026-11-23)
-	moveIntoPartitions, // 1 → 2: every key under its partition (2026-11-23)
+var layoutSteps = [...]layoutStep{
+	{"index the sign-in emails", indexSignInEmails},            // 0 → 1 (2026-11-23)
+	{"move every key under its partition", moveIntoPartitions}, // 1 → 2 (2026-11-23)
+}
+
+// layoutStep is one step of an upgrade: what it does, for the log, and
+// the step, which calls progress with the keys written so far at each
+// batch it commits and returns how many it wrote.
+type layoutStep struct {
+	what string
+	run  func(store *persistence.Store, progress func(keys int)) (int, error)
 }
 
 // Upgrade brings store to the newest layout. It must run before any actor
-// of the node does.
-func Upgrade(store *persistence.Store) error {
+// of the node does. It logs each step, its progress and its end: on a
+// large directory it may take minutes, before the node listens.
+func Upgrade(store *persistence.Store, log *slog.Logger) error {
 	at, err := layoutOf(store)
 	if err != nil {
 		return err
 	}
-	if at > uint64(len(layoutSteps)) {
-		return fmt.Errorf("data directory is at layout %d, newer than this build's %d", at, len(layoutSteps))
+	newest := uint64(len(layoutSteps))
+	if at > newest {
+		return fmt.Errorf("data directory is at layout %d, newer than this build's %d", at, newest)
 	}
-	for ; at < uint64(len(layoutSteps)); at++ {
-		if err := layoutSteps[at](store); err != nil {
-			return fmt.Errorf("upgrade data layout %d to %d: %w", at, at+1, err)
+	if at == newest {
+		return nil
+	}
+	if at == 0 && empty(store) {
+		// A fresh directory: nothing to upgrade, nothing to say.
+		return recordLayout(store, newest)
+	}
+	start := time.Now()
+	log.Info("upgrading the data layout", "from", at, "to", newest)
+	for ; at < newest; at++ {
+		step, to, stepStart := layoutSteps[at], at+1, time.Now()
+		log.Info("data layout step", "to", to, "what", step.what)
+		keys, err := step.run(store, func(keys int) {
+			log.Info("data layout step progress", "to", to, "keys", keys)
+		})
+		if err != nil {
+			return fmt.Errorf("upgrade data layout %d to %d: %w", at, to, err)
 		}
-		b := store.NewBatch()
-		b.Set(layoutKey(), binary.BigEndian.AppendUint64(nil, at+1))
-		if err := b.Commit(); err != nil {
-			return fmt.Errorf("record data layout %d: %w", at+1, err)
+		if err := recordLayout(store, to); err != nil {
+			return err
 		}
+		log.Info("data layout step done", "to", to, "keys", keys, "took", time.Since(stepStart).Round(time.Millisecond).String())
+	}
+	log.Info("upgraded the data layout", "layout", newest, "took", time.Since(start).Round(time.Millisecond).String())
+	return nil
+}
+
+func recordLayout(store *persistence.Store, layout uint64) error {
+	b := store.NewBatch()
+	b.Set(layoutKey(), binary.BigEndian.AppendUint64(nil, layout))
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("record data layout %d: %w", layout, err)
 	}
 	return nil
+}
+
+// empty reports whether store holds no key; a read error counts as not
+// empty, so that the steps run and meet it.
+func empty(store *persistence.Store) bool {
+	found := false
+	err := store.Scan(nil, nil, false, func(_, _ []byte) bool { found = true; return false })
+	return err == nil && !found
 }
 
 func layoutOf(store *persistence.Store) (uint64, error) {
@@ -68,9 +111,9 @@ func layoutOf(store *persistence.Store) (uint64, error) {
 // indexSignInEmails writes the email index entry of every user who can sign
 // in (signsIn): builds before the index wrote users without it. It runs on
 // layout 0, so it reads and writes keys without a partition.
-func indexSignInEmails(store *persistence.Store) error {
+func indexSignInEmails(store *persistence.Store, progress func(keys int)) (int, error) {
 	const perBatch = 10_000 // bounds the batch an upgrade holds in memory
-	b, n := store.NewBatch(), 0
+	b, n, written := store.NewBatch(), 0, 0
 	var decodeErr error
 	prefix := unpartitionedWorkspacesPrefix()
 	err := store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
@@ -90,6 +133,8 @@ func indexSignInEmails(store *persistence.Store) error {
 			if decodeErr = b.Commit(); decodeErr != nil {
 				return false
 			}
+			written += n
+			progress(written)
 			b, n = store.NewBatch(), 0
 		}
 		return true
@@ -98,21 +143,21 @@ func indexSignInEmails(store *persistence.Store) error {
 		err = decodeErr
 	}
 	if err != nil {
-		return err
+		return written, err
 	}
-	return b.Commit()
+	return written + n, b.Commit()
 }
 
 // moveIntoPartitions moves every key of an older layout under its
 // partition (keys.go, partitionedKey). Each batch moves its keys whole (the
 // new key set and the old one deleted together), so an upgrade cut short
 // by a crash resumes where it stopped.
-func moveIntoPartitions(store *persistence.Store) error {
+func moveIntoPartitions(store *persistence.Store, progress func(keys int)) (int, error) {
 	const perBatch = 32 << 20 // bytes: bounds the batch an upgrade holds in memory
-	b, size := store.NewBatch(), 0
+	b, size, n, moved := store.NewBatch(), 0, 0, 0
 	var moveErr error
 	err := store.Scan(nil, nil, false, func(k, v []byte) bool {
-		moved, ok, err := partitionedKey(k)
+		to, ok, err := partitionedKey(k)
 		if err != nil {
 			moveErr = err
 			return false
@@ -120,13 +165,16 @@ func moveIntoPartitions(store *persistence.Store) error {
 		if !ok {
 			return true
 		}
-		b.Set(moved, v)
+		b.Set(to, v)
 		b.Delete(k)
+		n++
 		if size += 2*len(k) + len(v); size >= perBatch {
 			if moveErr = b.Commit(); moveErr != nil {
 				return false
 			}
-			b, size = store.NewBatch(), 0
+			moved += n
+			progress(moved)
+			b, size, n = store.NewBatch(), 0, 0
 		}
 		return true
 	})
@@ -134,7 +182,7 @@ func moveIntoPartitions(store *persistence.Store) error {
 		err = moveErr
 	}
 	if err != nil {
-		return err
+		return moved, err
 	}
-	return b.Commit()
+	return moved + n, b.Commit()
 }

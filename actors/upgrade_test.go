@@ -3,7 +3,10 @@ package actors
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"log/slog"
+	"strconv"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -53,7 +56,7 @@ func TestUpgradeIndexesSignInEmails(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := Upgrade(store); err != nil {
+	if err := Upgrade(store, discardLog()); err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range users {
@@ -81,7 +84,7 @@ func TestUpgradeIndexesSignInEmails(t *testing.T) {
 		if err := b.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		if err := Upgrade(store); err != nil {
+		if err := Upgrade(store, discardLog()); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := store.Get(emailUserKey(normalEmail(late.Email), late.Id)); !errors.Is(err, persistence.ErrNotFound) {
@@ -94,7 +97,7 @@ func TestUpgradeIndexesSignInEmails(t *testing.T) {
 		if err := b.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		if err := Upgrade(store); err == nil {
+		if err := Upgrade(store, discardLog()); err == nil {
 			t.Fatal("upgraded a newer layout")
 		}
 	})
@@ -134,7 +137,7 @@ func TestUpgradeMovesEveryKeyIntoItsPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := Upgrade(store); err != nil {
+	if err := Upgrade(store, discardLog()); err != nil {
 		t.Fatal(err)
 	}
 	for i, k := range keys {
@@ -173,10 +176,91 @@ func TestUpgradeRefusesAKeyItCannotPlace(t *testing.T) {
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if err := Upgrade(store); err == nil {
+	if err := Upgrade(store, discardLog()); err == nil {
 		t.Fatal("upgraded a directory with a key no constructor builds")
 	}
 	if at, _ := layoutOf(store); at != 1 {
 		t.Fatalf("layout %d after a failed step, want 1", at)
 	}
+}
+
+func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// The upgrade at start logs its progress (issue 31): that it starts, each
+// step with what it does, the keys written at each batch and in all, and
+// its end; a directory at the newest layout logs nothing.
+func TestUpgradeLogsItsProgress(t *testing.T) {
+	store := openMemStore(t)
+	const users = 10_001 // a batch of the email index and then some
+	b := store.NewBatch()
+	for i := range users {
+		id := "u" + strconv.Itoa(i)
+		b.Set(unpartitioned(userKey("w1", id)), marshal(&kitpb.User{Id: id, WorkspaceId: "w1", Email: id + "@example.com", PasswordHash: []byte("h"), Active: true}))
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := Upgrade(store, slog.New(slog.NewJSONHandler(&out, nil))); err != nil {
+		t.Fatal(err)
+	}
+	var lines []map[string]any
+	for line := range bytes.Lines(out.Bytes()) {
+		var l map[string]any
+		if err := json.Unmarshal(line, &l); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, l)
+	}
+	find := func(msg string, to float64) map[string]any {
+		for _, l := range lines {
+			if l["msg"] == msg && (to == 0 || l["to"] == to) {
+				return l
+			}
+		}
+		t.Fatalf("no line %q (to %v) in\n%s", msg, to, out.Bytes())
+		return nil
+	}
+	for _, tc := range []struct {
+		rule  string
+		check func() bool
+	}{
+		{"the start says from which layout to which", func() bool {
+			l := find("upgrading the data layout", 0)
+			return l["from"] == 0.0 && l["to"] == float64(len(layoutSteps))
+		}},
+		{"each step says what it does", func() bool { return find("data layout step", 1)["what"] == layoutSteps[0].what }},
+		{"a step's batches report the keys written so far", func() bool { return find("data layout step progress", 1)["keys"] == 10_000.0 }},
+		{"a step's end says how many keys it wrote", func() bool { return find("data layout step done", 1)["keys"] == float64(users) }},
+		{"the second step moves every key", func() bool { return find("data layout step done", 2)["keys"].(float64) >= 2*users }},
+		{"the end names the layout reached", func() bool { return find("upgraded the data layout", 0)["layout"] == float64(len(layoutSteps)) }},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			if !tc.check() {
+				t.Fatalf("no, in\n%s", out.Bytes())
+			}
+		})
+	}
+	t.Run("a fresh directory logs nothing and is at the newest layout", func(t *testing.T) {
+		fresh := openMemStore(t)
+		var out bytes.Buffer
+		if err := Upgrade(fresh, slog.New(slog.NewJSONHandler(&out, nil))); err != nil {
+			t.Fatal(err)
+		}
+		if out.Len() != 0 {
+			t.Fatalf("logged %s", out.Bytes())
+		}
+		if at, err := layoutOf(fresh); err != nil || at != uint64(len(layoutSteps)) {
+			t.Fatalf("layout %d (%v), want %d", at, err, len(layoutSteps))
+		}
+	})
+	t.Run("a directory at the newest layout logs nothing", func(t *testing.T) {
+		out.Reset()
+		if err := Upgrade(store, slog.New(slog.NewJSONHandler(&out, nil))); err != nil {
+			t.Fatal(err)
+		}
+		if out.Len() != 0 {
+			t.Fatalf("logged %s", out.Bytes())
+		}
+	})
 }

@@ -65,6 +65,7 @@ type Sender struct {
 	kits      map[string]chan struct{} // by Kit: its in-flight slots
 	closed    bool
 	done      chan struct{} // closed by Close
+	stats     senderStats
 	wg        sync.WaitGroup
 }
 
@@ -76,7 +77,7 @@ func New(cfg Config) *Sender {
 	return &Sender{
 		cfg: cfg, https: newKitClients(cfg.RootCAs, cfg.Allow, idleAfter),
 		pumps: make(map[string]chan struct{}), kits: make(map[string]chan struct{}), done: make(chan struct{}),
-		endpoints: make(map[string]*url.URL),
+		endpoints: make(map[string]*url.URL), stats: newSenderStats(),
 	}
 }
 
@@ -308,12 +309,17 @@ func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, tak
 		release := s.kitSlot(t.kitID)
 		start := time.Now()
 		rec.HttpStatus, rec.ErrorCode = s.send(inst, t, ev)
-		rec.DurationMs = time.Since(start).Milliseconds()
+		took := time.Since(start)
+		rec.DurationMs = took.Milliseconds()
 		release()
+		s.stats.observe(took)
 		rec.Delivered = rec.ErrorCode == ""
 	} else {
 		rec.ErrorCode = targetErrorCode(terr)
 		s.cfg.Logger.Warn("delivery target", "installation", inst, "err", terr)
+	}
+	if rec.ErrorCode != "" {
+		s.stats.fail(rec.ErrorCode)
 	}
 	if takeNext {
 		rec.TakeNext = actors.MaxInFlightPerInstallation

@@ -26,6 +26,9 @@ type testCluster struct {
 	// front of each node's node-to-node listener, which it advertises.
 	cuttable bool
 	peers    []*jepsen.Proxy
+	// replicas is the --replicas the nodes run with, which waitSettled
+	// waits for; 0: kitd's default, 3.
+	replicas int
 }
 
 var clusterLine = regexp.MustCompile(`kitd cluster: gossip on (\S+), node-to-node on (\S+)`)
@@ -232,12 +235,16 @@ func (c *testCluster) waitSettled(t *testing.T, want int) {
 }
 
 func (c *testCluster) settled(t *testing.T, want int) string {
+	replicas := 3
+	if c.replicas > 0 {
+		replicas = c.replicas
+	}
 	for _, s := range c.live() {
 		v, err := c.view(t, s)
 		if err != nil {
 			return err.Error()
 		}
-		if why := v.Unsettled(want); why != "" {
+		if why := v.UnsettledOn(want, replicas); why != "" {
 			return why
 		}
 	}

@@ -107,8 +107,8 @@ func TestClusterRateLimitsCountAcrossNodes(t *testing.T) {
 }
 
 // Only members talk to members (issue 15 part 8): a node started with
-// another --cluster-key never joins (it stays alone, its /healthz says it
-// is joining), and bytes that are not a member's TLS handshake sent to
+// another --cluster-key never joins (it stays alone, its /healthz and
+// /readyz say it is joining, its /livez that it runs), and bytes that are not a member's TLS handshake sent to
 // the node-to-node port are dropped without changing anything.
 func TestClusterRefusesStrangers(t *testing.T) {
 	c := startCluster(t, 1)
@@ -149,8 +149,14 @@ func TestClusterRefusesStrangers(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if r := stranger.do(t, "GET", "/healthz", "", nil, nil); r.Status != 503 {
-		t.Errorf("the stranger's /healthz: %d, want 503 while it cannot join", r.Status)
+	// OPERATIONS.md section 8: not ready while it joins, and alive.
+	for _, probe := range []struct {
+		path   string
+		status int
+	}{{"/healthz", 503}, {"/readyz", 503}, {"/livez", 200}} {
+		if r := stranger.do(t, "GET", probe.path, "", nil, nil); r.Status != probe.status {
+			t.Errorf("the stranger's %s: %d, want %d while it cannot join", probe.path, r.Status, probe.status)
+		}
 	}
 	env := newBotEnv(t, founder)
 	want(t, founder.api(t, env.In.Token, "POST", "/messages", postBody(env.Chan.ID, "still serving"), nil), 201)

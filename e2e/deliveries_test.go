@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/internal/metrics/metricstest"
 	"github.com/kitd/kitd/kitverify"
 )
 
@@ -324,6 +325,54 @@ func TestDeliveryRetries(t *testing.T) {
 				t.Errorf("second attempt logged as %v", second)
 			}
 		})
+	}
+}
+
+// GET /metrics after deliveries (docs/decisions.md "Metrics"): a failed
+// attempt counts as retry_scheduled with its reason and leaves its event
+// in the backlog; the retry that passes counts as delivered and empties
+// it; each attempt's latency is observed.
+func TestDeliveryMetricsMove(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	rcv.answerWith(func(n int) (int, time.Duration, bool) {
+		if n == 1 {
+			return 500, 0, false
+		}
+		return 200, 0, false
+	})
+	s, _ := deliveryServer(t, rcv, false, "")
+	e := newEventsSetup(t, s, rcv, 1)
+	before := scrapeMetrics(t, s)
+	moved := func(family string, labels ...string) float64 {
+		return metricstest.Value(scrapeMetrics(t, s), family, labels...) - metricstest.Value(before, family, labels...)
+	}
+	e.in.post(t, e.convs[0], "counted")
+	waitFor(t, "the failed attempt's count", func() bool {
+		return moved("kitd_delivery_attempts_total", "outcome", "retry_scheduled") == 1
+	})
+	for _, c := range []struct {
+		family string
+		labels []string
+		want   float64
+	}{
+		{"kitd_delivery_attempt_failures_total", []string{"reason", "http_error"}, 1},
+		{"kitd_delivery_attempt_duration_seconds", nil, 1},
+		{"kitd_delivery_backlog_events", nil, 1},
+		{"kitd_delivery_installation_backlog_events", nil, 1},
+		{"kitd_delivery_endpoints_paused", nil, 0},
+	} {
+		if got := moved(c.family, c.labels...); got != c.want {
+			t.Errorf("after the failure %s%v moved by %v, want %v", c.family, c.labels, got, c.want)
+		}
+	}
+	advance(t, s, 13*time.Second) // past the first wait (10 s and at most 20%)
+	waitFor(t, "the retry's count", func() bool {
+		return moved("kitd_delivery_attempts_total", "outcome", "delivered") == 1
+	})
+	waitFor(t, "an empty backlog", func() bool { return moved("kitd_delivery_backlog_events") == 0 })
+	if got := moved("kitd_delivery_attempt_duration_seconds"); got != 2 {
+		t.Errorf("%v attempts observed, want 2", got)
 	}
 }
 

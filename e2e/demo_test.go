@@ -69,6 +69,18 @@ func TestDemoCommandsWork(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the web app's address and the owner's sign-in work", func(t *testing.T) {
+		app := regexp.MustCompile(`web app +(http://\S+)`).FindStringSubmatch(out)
+		who := regexp.MustCompile(`sign in as +(\S+) / (\S+)`).FindStringSubmatch(out)
+		if app == nil || who == nil {
+			t.Fatalf("no web app address or sign-in in:\n%s", out)
+		}
+		if app[1] != s.URL+"/app/" {
+			t.Fatalf("web app %q, want %s/app/", app[1], s.URL)
+		}
+		b, _ := openSignIn(t, s, "")
+		signedInAs(t, s, sessionOf(t, b.signIn(t, who[1], who[2], "/app/"), "/app/"), "Demo Owner")
+	})
 	t.Run("the kit CLI line", func(t *testing.T) {
 		m := regexp.MustCompile(`KIT_DEV_TOKEN=(\S+) KIT_API_URL=(\S+) bin/kit (.+)`).FindStringSubmatch(out)
 		if m == nil {

@@ -129,9 +129,11 @@ func TestDev_InvalidManifests(t *testing.T) {
 		path string
 		echo string
 	}{
-		// Issue 17: an unknown key is reported at its object, never named.
-		{"unknown key of bot is rejected at bot, unnamed", func(m map[string]any) { setPath(m, "bot."+sentinel, 1) }, "manifest.bot", sentinel},
-		{"unknown top-level key is rejected at manifest, unnamed", func(m map[string]any) { setPath(m, sentinel, "red") }, "manifest", sentinel},
+		// Issues 17 and 31: an unknown key is reported at its object, and
+		// named only when it is a short plain name (a typo to fix).
+		{"unknown key of bot is rejected at bot, named", func(m map[string]any) { setPath(m, "bot.scopez", 1) }, `manifest.bot: unknown key "scopez"`, ""},
+		{"unknown key of bot that is not a plain name is rejected at bot, unnamed", func(m map[string]any) { setPath(m, "bot.<"+sentinel+">", 1) }, "manifest.bot", sentinel},
+		{"unknown top-level key that is not a plain name is rejected at manifest, unnamed", func(m map[string]any) { setPath(m, sentinel+" ", "red") }, "manifest", sentinel},
 		{"slug is required", func(m map[string]any) { setPath(m, "slug", nil) }, "slug", ""},
 		{"slug with capitals is rejected", func(m map[string]any) { setPath(m, "slug", "Zz-SENTINEL-zz") }, "slug", "Zz-SENTINEL-zz"},
 		{"slug of one character is rejected", func(m map[string]any) { setPath(m, "slug", "a") }, "slug", ""},

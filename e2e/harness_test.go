@@ -137,6 +137,7 @@ type Server struct {
 	Args    []string
 
 	cmd    *exec.Cmd
+	https  *http.Client   // nil: the shared client; an HTTPS server's trusts its roots
 	out    *outputWatcher // stdout
 	errOut *outputWatcher // stderr
 	done   chan struct{}  // closed when the process has exited
@@ -150,6 +151,7 @@ type ServerOpts struct {
 	NoTestClock bool     // start without --test-clock
 	Limits      string   // --limits value; "" = flag not given (server default)
 	Args        []string // more flags
+	Env         []string // KEY=value pairs added to the environment (KIT_* are otherwise cleared)
 	Bin         string   // "" = the binary under test
 }
 
@@ -213,7 +215,7 @@ func launch(o ServerOpts) (*Server, error) {
 		bin = o.Bin
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = cleanEnv()
+	cmd.Env = append(cleanEnv(), o.Env...)
 	cmd.Stdout = s.out
 	cmd.Stderr = s.errOut
 	if err := cmd.Start(); err != nil {
@@ -538,7 +540,11 @@ func (s *Server) request(method, path, token string, body any, hdr map[string]st
 		req.Header[http.CanonicalHeaderKey(k)] = []string{v}
 	}
 	r := &Resp{Method: method, Path: path, ReqHeader: req.Header.Clone(), ReqBody: reqBody}
-	res, err := client.Do(req)
+	c := client
+	if s.https != nil {
+		c = s.https
+	}
+	res, err := c.Do(req)
 	if err != nil {
 		return r, err
 	}

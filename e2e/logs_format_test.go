@@ -34,6 +34,17 @@ func TestRequestLogFlags(t *testing.T) {
 			}
 			t.Errorf("no request line with correlationId=%s:\n%s", corr, log)
 		}},
+		{"without --log-format, a log that is no terminal is JSON", []string{"--log-format", ""}, func(t *testing.T, log, corr string) {
+			for _, line := range strings.Split(log, "\n") {
+				if strings.Contains(line, corr) {
+					if !strings.HasPrefix(line, `{"time":`) {
+						t.Errorf("the line is not JSON: %s", line)
+					}
+					return
+				}
+			}
+			t.Errorf("no request line with %s:\n%s", corr, log)
+		}},
 		{"--log-level warn writes no request line", []string{"--log-level", "warn"}, func(t *testing.T, log, corr string) {
 			if strings.Contains(log, "request") || strings.Contains(log, corr) {
 				t.Errorf("a request line at --log-level warn:\n%s", log)

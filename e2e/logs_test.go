@@ -31,8 +31,9 @@ func requestLine(t *testing.T, s *Server, key, value string) map[string]any {
 }
 
 // One JSON line per request (issue 16, docs/decisions.md "Logs"): the
-// route's pattern, status, duration, installation, node and, for a
-// failure, the correlation id of its error body; never the path as sent.
+// route's pattern, status, duration, installation, client address, node
+// and, for a failure, the correlation id of its error body; never the path
+// as sent.
 func TestRequestLogLines(t *testing.T) {
 	s := startServerOpts(t, ServerOpts{})
 	env := newBotEnv(t, s)
@@ -42,7 +43,7 @@ func TestRequestLogLines(t *testing.T) {
 		wantError(t, r, 404, "not_found")
 		corr := r.Str("correlationId")
 		line := requestLine(t, s, "correlationId", corr)
-		for k, v := range map[string]any{"level": "INFO", "route": "GET /api/v1/messages/{id}", "status": float64(404), "installation": env.In.ID} {
+		for k, v := range map[string]any{"level": "INFO", "route": "GET /api/v1/messages/{id}", "status": float64(404), "installation": env.In.ID, "client": "127.0.0.1"} {
 			if line[k] != v {
 				t.Errorf("%s = %v, want %v: %v", k, line[k], v, line)
 			}

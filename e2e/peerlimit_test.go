@@ -21,8 +21,8 @@ import (
 // tests comes from 127.0.0.1, so each test has its own server.
 
 // peerLimitsServer is a server whose per-address buckets hold burst
-// failures and give one back a minute.
-func peerLimitsServer(t *testing.T, burst int) *Server {
+// failures and give one back a minute, started with args besides.
+func peerLimitsServer(t *testing.T, burst int, args ...string) *Server {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "limits.json")
 	rows := `{"webhook_not_found": {"capacity": ` + strconv.Itoa(burst) + `, "refill": 1, "windowSeconds": 60},
@@ -30,7 +30,7 @@ func peerLimitsServer(t *testing.T, burst int) *Server {
 	if err := os.WriteFile(file, []byte(rows), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return startServerOpts(t, ServerOpts{Limits: file})
+	return startServerOpts(t, ServerOpts{Limits: file, Args: args})
 }
 
 // madeUpHook is a webhook URL of nothing.
@@ -142,16 +142,24 @@ func TestPeerLimit_OffWithLimitsOff(t *testing.T) {
 	}
 }
 
-// fromAddress posts to url from the local address ip and returns the
-// status.
-func fromAddress(t *testing.T, ip, url string) int {
+// fromAddress posts to url from the local address ip, with an
+// X-Forwarded-For header of each forwardedFor, and returns the status.
+func fromAddress(t *testing.T, ip, url string, forwardedFor ...string) int {
 	t.Helper()
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
 	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		return d.DialContext(ctx, network, addr)
 	}}}
 	defer c.CloseIdleConnections()
-	res, err := c.Post(url, "application/json", bytes.NewReader([]byte(`{"text":"x"}`)))
+	req, err := http.NewRequest("POST", url, bytes.NewReader([]byte(`{"text":"x"}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for _, v := range forwardedFor {
+		req.Header.Add("X-Forwarded-For", v)
+	}
+	res, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("POST from %s: %v", ip, err)
 	}

@@ -214,3 +214,29 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	p.l.Error(msg)
 	panic("persistence: pebble fatal: " + msg)
 }
+
+// Snapshot is a read-only view of the store at one moment: later commits
+// are not seen by it. Its reads skip the read check (SetReadCheck): its
+// taker decides which partitions it reads.
+type Snapshot struct{ snap *pebble.Snapshot }
+
+// NewSnapshot takes a snapshot of everything committed so far. It must be
+// closed: until then Pebble keeps every version it sees.
+func (s *Store) NewSnapshot() *Snapshot { return &Snapshot{snap: s.db.NewSnapshot()} }
+
+// Scan is Store.Scan on the snapshot.
+func (sn *Snapshot) Scan(lower, upper []byte, reverse bool, fn func(k, v []byte) bool) error {
+	it, err := sn.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("persistence: scan: %w", err)
+	}
+	return scan(it, reverse, fn)
+}
+
+// Close releases the snapshot.
+func (sn *Snapshot) Close() error {
+	if err := sn.snap.Close(); err != nil {
+		return fmt.Errorf("persistence: close snapshot: %w", err)
+	}
+	return nil
+}

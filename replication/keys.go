@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	"github.com/kitd/kitd/persistence"
@@ -93,8 +94,19 @@ func decodeKey(key []byte) (g GroupID, kind keyKind, index uint64) {
 // nodeIDKey holds this node's raft id: random, made on the first start.
 // It is outside r/ (a node's fact, not a group's) and outside the
 // partitions, so it never moves with a snapshot.
-func nodeIDKey() []byte { return []byte("rnode/id") }
+func nodeIDKey() []byte { return []byte(nodePrefix + "id") }
+
+// nodePrefix holds the keys of the node itself.
+const nodePrefix = "rnode/"
 
 // forgottenKey marks a store whose node forgot a group (Node.Forget): the
 // node belonged to a cluster, so having no groups does not make it new.
-func forgottenKey() []byte { return []byte("rnode/forgotten") }
+func forgottenKey() []byte { return []byte(nodePrefix + "forgotten") }
+
+// NodeLocal reports whether k is one of this package's keys: a group's
+// raft state or the node's raft identity, which belong to this node alone
+// and never travel in a backup (a restored directory starts new groups
+// with the records as their state, and a new raft id).
+func NodeLocal(k []byte) bool {
+	return bytes.HasPrefix(k, []byte(rootPrefix)) || bytes.HasPrefix(k, []byte(nodePrefix))
+}

@@ -42,6 +42,24 @@ func TestKeys(t *testing.T) {
 			prev = k
 		}
 	})
+	for _, tc := range []struct {
+		name  string
+		key   []byte
+		local bool
+	}{
+		{"a hard state stays on its node", hardStateKey(7), true},
+		{"a log entry stays on its node", appendLogKey(nil, 2, 9), true},
+		{"the raft id stays on its node", nodeIDKey(), true},
+		{"the forgotten mark stays on its node", forgottenKey(), true},
+		{"a partition's record travels", []byte("p/\x00\x01/ws/x"), false},
+		{"the data layout travels", []byte("meta/layout"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if NodeLocal(tc.key) != tc.local {
+				t.Fatalf("NodeLocal(%q) = %v", tc.key, !tc.local)
+			}
+		})
+	}
 	t.Run("every group is inside the root range", func(t *testing.T) {
 		lower, upper := rootKeys()
 		for _, g := range []GroupID{0, 1, 65535} {

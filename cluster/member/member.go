@@ -82,6 +82,7 @@ type Member struct {
 
 	local   atomic.Pointer[actors.Invalidator] // this node's authenticator
 	started atomic.Pointer[replica.Replica]    // rep, once Start returned it
+	backups backupReads                        // snapshots of other members' backups
 
 	draining atomic.Bool
 	stop     chan struct{}
@@ -380,6 +381,8 @@ func (m *Member) handle(ctx context.Context, from string, msg proto.Message, req
 		return &kitpb.Ok{}, nil
 	case *kitpb.ReadRecords:
 		return m.serveRead(ctx, from, r)
+	case *kitpb.BackupRead:
+		return m.serveBackupRead(ctx, from, r)
 	case *kitpb.ProposeEntry:
 		err := m.rep.ProposeHere(ctx, replication.GroupID(r.GetGroup()), r.GetData())
 		var nl *replication.NotLeaderError
@@ -463,6 +466,7 @@ func (m *Member) Drain(ctx context.Context) error {
 // commit returned is durable already.
 func (m *Member) Close() error {
 	close(m.stop)
+	m.backups.close()
 	err := m.rep.Close()
 	m.rn.Close()
 	m.ms.Shutdown()

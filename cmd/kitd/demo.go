@@ -21,6 +21,13 @@ const demoManifest = `{
   "distribution": "private"
 }`
 
+// The demo owner's sign-in, which the banner prints: a demo on a fresh
+// directory, for whoever started it.
+const (
+	demoOwnerEmail    = "owner@demo.test"
+	demoOwnerPassword = "demo-password"
+)
+
 // createDemo builds a demo workspace through the server's own operator and
 // developer APIs, so the demo exercises exactly what a client would.
 func createDemo(publicURL, opToken string, out io.Writer) error {
@@ -31,7 +38,7 @@ func createDemo(publicURL, opToken string, out io.Writer) error {
 	}
 	var owner struct{ User struct{ ID string } }
 	if err := c.do(opToken, "POST", "/ops/v1/workspaces/"+ws.Workspace.ID+"/users",
-		map[string]any{"displayName": "Demo Owner", "email": "owner@demo.test", "role": "owner", "password": "demo-password"}, &owner); err != nil {
+		map[string]any{"displayName": "Demo Owner", "email": demoOwnerEmail, "role": "owner", "password": demoOwnerPassword}, &owner); err != nil {
 		return err
 	}
 	var conv struct{ Conversation struct{ ID string } }
@@ -61,8 +68,10 @@ func createDemo(publicURL, opToken string, out io.Writer) error {
 	api := publicURL + "/api/v1"
 	fmt.Fprintf(out, `
 Demo workspace created (shown once; secrets are stored only as hashes):
+  web app        %s/app/
+  sign in as     %s / %s (the owner)
   workspace      %s
-  owner          %s (owner@demo.test / demo-password)
+  owner          %s
   channel        #general %s
   kit            demo-kit %s
   installation   %s
@@ -79,7 +88,7 @@ Try:
 The developer CLI (make build puts it in bin/kit):
   KIT_DEV_TOKEN=%s KIT_API_URL=%s bin/kit kits show demo-kit
 
-`, ws.Workspace.ID, owner.User.ID, conv.Conversation.ID, kit.KitID, inst.Installation.ID,
+`, publicURL, demoOwnerEmail, demoOwnerPassword, ws.Workspace.ID, owner.User.ID, conv.Conversation.ID, kit.KitID, inst.Installation.ID,
 		bot.Token, dev.Token, opToken,
 		bot.Token, api, bot.Token, conv.Conversation.ID, api, bot.Token, api, conv.Conversation.ID,
 		dev.Token, api)

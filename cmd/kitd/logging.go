@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -47,6 +48,17 @@ func newLogger(w io.Writer, level, format, node string) (*slog.Logger, *flushWri
 		return nil, nil, fmt.Errorf("--log-format: %q is neither json nor text", format)
 	}
 	return slog.New(h).With("node", node), fw, nil
+}
+
+// defaultLogFormat is --log-format's default: text for a person reading
+// a terminal, JSON for whatever collects the log otherwise. A character
+// device stands for a terminal (golang.org/x/term is not a dependency);
+// /dev/null is one too, and gets text nobody reads.
+func defaultLogFormat(f *os.File) string {
+	if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+		return "text"
+	}
+	return "json"
 }
 
 // requestLog is the front end's writer of request lines, on the logger's

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	_ "net/http/pprof" // served only with --pprof
@@ -28,7 +29,9 @@ import (
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/deliveries"
 	"github.com/kitd/kitd/http/api"
+	"github.com/kitd/kitd/http/clientaddr"
 	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/internal/history"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/metrics"
@@ -37,14 +40,28 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "version" {
+		printVersion(os.Stdout)
+		return
+	}
+	if len(os.Args) >= 2 && os.Args[1] == "restore" {
+		if err := restore(os.Args[2:], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "kitd:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) < 2 || os.Args[1] != "serve" {
-		fmt.Fprintln(os.Stderr, "usage: kitd serve [flags]")
+		fmt.Fprintln(os.Stderr, "usage: kitd serve [flags] | kitd restore --from FILE --data DIR | kitd version")
 		os.Exit(2)
 	}
 	cfg, err := parseFlags(os.Args[2:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kitd:", err)
 		os.Exit(2)
+	}
+	if cfg.logFormat == "" {
+		cfg.logFormat = defaultLogFormat(os.Stderr)
 	}
 	runtime.GOMAXPROCS(gomaxprocs(runtime.GOMAXPROCS(0), os.Getenv("GOMAXPROCS")))
 	if err := serve(cfg, os.Stdout); err != nil {
@@ -87,11 +104,16 @@ type config struct {
 	logLevel      string
 	logFormat     string
 	pprof         string
+	metricsToken  string
 	verifyDNS     string
 	verifyResolve repeated
 	deliveryAllow string
 	deliveryCA    string
 	verifyCA      string
+	tlsCert       string
+	tlsKey        string
+	proxies       *clientaddr.Trusted
+	cacheBytes    int64
 }
 
 // repeated is a flag that may be given several times.
@@ -101,39 +123,72 @@ func (r *repeated) String() string     { return strings.Join(*r, ",") }
 func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
 
 // parseFlags reads flags, with the environment variables of OPERATIONS.md
-// section 1 as defaults.
+// sections 1, 7 and 8 as defaults.
 func parseFlags(args []string) (config, error) {
+	return parseFlagsEnv(args, os.LookupEnv, nil)
+}
+
+// parseFlagsEnv is parseFlags with the environment read through lookup;
+// parsed, when not nil, gets the flag set once its flags are defined (the
+// test that every flag has its variable reads it).
+func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed func(*flag.FlagSet)) (config, error) {
 	var c config
+	e := &envReader{lookup: lookup}
+	env := e.str
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&c.listen, "listen", env("KIT_LISTEN", "127.0.0.1:8080"), "HTTP listener for every host")
 	fs.StringVar(&c.dataDir, "data", env("KIT_DATA_DIR", "./data"), "Pebble data directory (created if missing)")
 	fs.StringVar(&c.publicURL, "public-url", env("KIT_PUBLIC_URL", ""), "origin of {base_url}, {hooks_url} and {app_url} (default http://<listen>)")
-	fs.StringVar(&c.operatorToken, "operator-token", env("KIT_OPERATOR_TOKEN", ""), "operator API token (default: generated once into <data>/operator-token)")
-	fs.BoolVar(&c.testClock, "test-clock", env("KIT_TEST_CLOCK", "") == "1", "enable POST /ops/v1/clock/advance (never in production)")
+	fs.StringVar(&c.operatorToken, "operator-token", "", "operator API token (default: generated once into <data>/operator-token; or KIT_OPERATOR_TOKEN_FILE)")
+	fs.BoolVar(&c.testClock, "test-clock", e.bool("KIT_TEST_CLOCK"), "enable POST /ops/v1/clock/advance (never in production)")
 	fs.StringVar(&c.limits, "limits", env("KIT_LIMITS", "spec"), "rate limits: spec, off, or a JSON file of overrides")
 	fs.StringVar(&c.nodeName, "node-name", env("KIT_NODE_NAME", ""), "cluster member name")
 	fs.StringVar(&c.clusterBind, "cluster-bind", env("KIT_CLUSTER_BIND", ""), "gossip bind address")
 	fs.StringVar(&c.join, "join", env("KIT_JOIN", ""), "comma-separated gossip addresses of members to join (none: this node founds a cluster)")
-	fs.StringVar(&c.clusterKey, "cluster-key", env("KIT_CLUSTER_KEY", ""), "the cluster's shared secret: encrypts gossip and authenticates node-to-node traffic (prefer KIT_CLUSTER_KEY)")
+	fs.StringVar(&c.clusterKey, "cluster-key", "", "the cluster's shared secret: encrypts gossip and authenticates node-to-node traffic (prefer KIT_CLUSTER_KEY or KIT_CLUSTER_KEY_FILE)")
 	fs.StringVar(&c.peerListen, "peer-listen", env("KIT_PEER_LISTEN", ""), "node-to-node listener, host:port (default: the --cluster-bind host, any port)")
 	downTimeout := fs.String("down-timeout", env("KIT_DOWN_TIMEOUT", "30s"), "how long a member may be gone before its replicas are removed from their groups (they are re-created on its return or on a spare node)")
 	forgetAfter := fs.String("forget-after", env("KIT_FORGET_AFTER", "30s"), "how long a replica may hear no leader before its group's leader is asked whether it was removed, and it is deleted with its records if so")
 	fs.StringVar(&c.peerAdvertise, "peer-advertise", env("KIT_PEER_ADVERTISE", ""), "node-to-node address the other members dial, host:port, when it is not --peer-listen's (a NAT or proxy in front)")
 	replicas := fs.String("replicas", env("KIT_REPLICAS", "3"), "replicas of each partition, or every node when fewer are alive; 0: every node (docs/cluster.md, \"How many replicas\")")
-	fs.BoolVar(&c.replicate, "replicate", env("KIT_REPLICATE", "") == "1", "commit every write through its partition's raft group, as a node of a cluster does, even alone")
-	fs.BoolVar(&c.demo, "demo", false, "on a fresh data directory, create and print a demo workspace")
+	fs.BoolVar(&c.replicate, "replicate", e.bool("KIT_REPLICATE"), "commit every write through its partition's raft group, as a node of a cluster does, even alone")
+	fs.BoolVar(&c.demo, "demo", e.bool("KIT_DEMO"), "on a fresh data directory, create and print a demo workspace")
 	fs.StringVar(&c.logLevel, "log-level", env("KIT_LOG_LEVEL", "info"), "debug, info (a line per request), warn or error")
-	fs.StringVar(&c.logFormat, "log-format", env("KIT_LOG_FORMAT", "json"), "json or text")
+	fs.StringVar(&c.logFormat, "log-format", env("KIT_LOG_FORMAT", ""), "json or text (default: text on a terminal, else json)")
 	fs.StringVar(&c.pprof, "pprof", env("KIT_PPROF", ""), "serve net/http/pprof on this loopback address (profiling only)")
+	fs.StringVar(&c.metricsToken, "metrics-token", "", "a bearer token that reads GET /metrics and nothing else (or KIT_METRICS_TOKEN_FILE)")
 	fs.StringVar(&c.verifyDNS, "verify-dns", env("KIT_VERIFY_DNS", ""), "DNS server (host:port) for domain verification instead of the system's")
+	c.verifyResolve = e.list("KIT_VERIFY_RESOLVE")
 	fs.Var(&c.verifyResolve, "verify-resolve", "HOST:PORT=ADDR: domain verification fetches of HOST:PORT connect to ADDR (repeatable)")
 	fs.StringVar(&c.verifyCA, "verify-ca", env("KIT_VERIFY_CA", ""), "PEM file of extra roots trusted by domain verification fetches")
 	fs.StringVar(&c.deliveryAllow, "delivery-allow", env("KIT_DELIVERY_ALLOW", ""), "comma-separated host or host:port that deliveries may reach on loopback or private addresses (tests only)")
 	fs.StringVar(&c.deliveryCA, "delivery-ca", env("KIT_DELIVERY_CA", ""), "PEM file of extra roots trusted for deliveries")
+	fs.StringVar(&c.tlsCert, "tls-cert", env("KIT_TLS_CERT", ""), "PEM certificate (and chain): with --tls-key, --listen serves HTTPS only; read again on SIGHUP")
+	fs.StringVar(&c.tlsKey, "tls-key", env("KIT_TLS_KEY", ""), "PEM private key of --tls-cert; read again on SIGHUP")
+	proxies := fs.String("trusted-proxies", env("KIT_TRUSTED_PROXIES", ""), "comma-separated CIDRs of proxies whose X-Forwarded-For names the client (per-address limits, request lines)")
+	cacheBytes := fs.String("cache-bytes", env("KIT_CACHE_BYTES", defaultCacheBytes), "memory for the newest messages of conversations, kept encoded for pages of history: bytes, or with KiB, MiB or GiB; 0: none kept")
+	// The secrets' variables are no flag's default: usage prints defaults.
+	secrets := map[string]string{"operator-token": e.secret("KIT_OPERATOR_TOKEN"), "cluster-key": e.secret("KIT_CLUSTER_KEY"), "metrics-token": e.secret("KIT_METRICS_TOKEN")}
+	if parsed != nil {
+		defer parsed(fs)
+	}
+	if e.err != nil {
+		return c, e.err
+	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for name, v := range secrets {
+		if !given[name] && v != "" {
+			fs.Set(name, v)
+		}
+	}
 	var err error
+	if c.proxies, err = clientaddr.Parse(*proxies); err != nil {
+		return c, fmt.Errorf("--trusted-proxies: %w", err)
+	}
 	if c.downTimeout, err = time.ParseDuration(*downTimeout); err != nil {
 		return c, fmt.Errorf("--down-timeout: %w", err)
 	}
@@ -142,6 +197,9 @@ func parseFlags(args []string) (config, error) {
 	}
 	if c.replicas, err = strconv.Atoi(*replicas); err != nil {
 		return c, fmt.Errorf("--replicas: %w", err)
+	}
+	if c.cacheBytes, err = parseBytes(*cacheBytes); err != nil {
+		return c, fmt.Errorf("--cache-bytes: %w", err)
 	}
 	// Refused rather than ignored: a node told to join that silently runs
 	// alone would serve requests its operator expects to be shared.
@@ -156,10 +214,52 @@ func parseFlags(args []string) (config, error) {
 		return c, errors.New("--forget-after must be at least 1s: a replica is asked about only once it has heard no leader for longer than an election")
 	case c.clusterBind != "" && c.clusterKey == "":
 		return c, errors.New("--cluster-bind needs --cluster-key (KIT_CLUSTER_KEY): members authenticate each other with it")
+	case c.pprof != "" && !loopback(c.pprof):
+		return c, errors.New("--pprof must be a loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT): its profiles and traces are not behind any token")
 	case c.peerAdvertise != "" && !dialable(c.peerAdvertise):
 		return c, errors.New("--peer-advertise must be host:port with a port the others can dial (not 0)")
+	case (c.tlsCert == "") != (c.tlsKey == ""):
+		return c, errors.New("--tls-cert and --tls-key go together: both for HTTPS, neither for plain HTTP")
 	}
 	return c, nil
+}
+
+// loopback reports whether addr is host:port on a loopback host.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// defaultCacheBytes is --cache-bytes unless set: on the reference 2-core,
+// 24 GiB machine, about a million messages of a typical 250 bytes, for a
+// cost in garbage collection (the kept messages are live heap, which the
+// memory limit makes room for: tuneGC) that a quarter GiB keeps small.
+const defaultCacheBytes = "256MiB"
+
+// parseBytes reads a size: a whole number of bytes, or of KiB, MiB or GiB.
+func parseBytes(s string) (int64, error) {
+	unit := int64(1)
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, unit = n, u.size
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/unit {
+		return 0, errors.New("must be a whole number of bytes, KiB, MiB or GiB, 0 or more")
+	}
+	return n * unit, nil
 }
 
 // dialable reports whether addr is a host and a port from 1 to 65535.
@@ -203,13 +303,6 @@ func domainChecker(cfg config) (*verify.Checker, error) {
 // shutdownGrace bounds how long a stopping node waits for open requests.
 const shutdownGrace = 5 * time.Second
 
-func env(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
-	}
-	return def
-}
-
 // gcPercent trades memory, which this kind of node has plenty of, for CPU:
 // the request path allocates little per request, but at tens of thousands of
 // requests a second the default (100) spends a noticeable share of the two
@@ -241,7 +334,10 @@ func tuneGC(cfg config) {
 		if cfg.clusterBind != "" || cfg.replicate {
 			limit = clusterMemoryLimit
 		}
-		debug.SetMemoryLimit(limit)
+		// The kept history is live heap for good: room for it, and as
+		// much again so that a full cache does not have the GC run at the
+		// limit all the time.
+		debug.SetMemoryLimit(limit + 2*cfg.cacheBytes)
 	}
 }
 
@@ -267,6 +363,10 @@ func serve(cfg config, stdout io.Writer) error {
 	if !on {
 		table = nil
 	}
+	certs, err := loadTLS(cfg, logger)
+	if err != nil {
+		return err
+	}
 	if cfg.pprof != "" {
 		go func() { logger.Warn("pprof stopped", "err", http.ListenAndServe(cfg.pprof, nil)) }()
 	}
@@ -276,7 +376,7 @@ func serve(cfg config, stdout io.Writer) error {
 		return err
 	}
 	defer store.Close()
-	if err := actors.Upgrade(store); err != nil {
+	if err := actors.Upgrade(store, logger); err != nil {
 		return err
 	}
 	opToken, err := operatorToken(cfg)
@@ -295,6 +395,7 @@ func serve(cfg config, stdout io.Writer) error {
 		logOut.Close()
 		os.Exit(1)
 	}}
+	env.History = history.NewBudget(history.Options{Bytes: cfg.cacheBytes})
 	if env.SecretKey, err = secretKey(cfg.dataDir); err != nil {
 		return err
 	}
@@ -321,6 +422,9 @@ func serve(cfg config, stdout io.Writer) error {
 	publicURL := cfg.publicURL
 	if publicURL == "" {
 		publicURL = "http://" + ln.Addr().String()
+		if certs != nil {
+			publicURL = "https://" + ln.Addr().String()
+		}
 	}
 	groups, err := startGroups(cfg, store, env, ln.Addr().String(), quieter(logger, slog.LevelWarn))
 	if err != nil {
@@ -350,23 +454,33 @@ func serve(cfg config, stdout io.Writer) error {
 	reg := new(metrics.Registry)
 	reg.Register(store.Collect)
 	reg.Register(env.Collect)
+	reg.Register(send.Collect)
 	reg.Register(metrics.Runtime())
+	b := buildOf(debug.ReadBuildInfo())
+	reg.Register(metrics.BuildInfo(b.version, b.commitLabel(), b.goVersion))
 	if r := groups.replicas(); r != nil {
 		reg.Register(r.Collect)
 	}
 	srv := api.New(api.Config{
-		Node: clusterNode, Env: env, Auth: auth, Limits: table, OperatorToken: opToken,
+		Node: clusterNode, Env: env, Auth: auth, Limits: table, OperatorToken: opToken, MetricsToken: cfg.metricsToken,
 		TestClock: testClock, PublicURL: publicURL, Logger: logger, RequestLog: requests, Domains: domains, Metrics: reg,
 		NodeName: nodeName(cfg), HTTPAddr: ln.Addr().String(), Cluster: groups.view(),
-		Tools: deliveries.NewTools(send), Kits: send,
+		Tools: deliveries.NewTools(send), Kits: send, TrustedProxies: cfg.proxies,
+		Backup: backups(store, env.SecretKey, groups),
 	})
 	// Signals are caught before the node says it listens: a SIGTERM sent
 	// as soon as it does must drain it, not kill it.
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	httpLn, stopReloads := serveTLS(ln, certs, logger)
+	defer stopReloads()
+	go func() { served <- srv.Serve(httpLn) }()
 	fmt.Fprintf(stdout, "kitd listening on %s\n", ln.Addr())
+	if certs != nil {
+		// A line of its own: parsers of the line above read an address.
+		fmt.Fprintf(stdout, "kitd TLS: HTTPS only (TLS 1.2, 1.3), certificate %s, read again on SIGHUP\n", cfg.tlsCert)
+	}
 	if m := groups.member; m != nil {
 		advertised := ""
 		if a := m.AdvertisedPeerAddr(); a != m.PeerAddr() {

@@ -29,6 +29,12 @@ type Member struct {
 // partitions, every partition led by exactly one and replicated on
 // min(3, want), the default --replicas.
 func (v *View) Unsettled(want int) string {
+	return v.UnsettledOn(want, 3)
+}
+
+// UnsettledOn is Unsettled for nodes started with --replicas replicas:
+// every partition replicated on min(replicas, want).
+func (v *View) UnsettledOn(want, replicas int) string {
 	alive, led, repl := 0, map[int]int{}, map[int]int{}
 	for _, m := range v.Members {
 		if m.State != "alive" {
@@ -52,7 +58,7 @@ func (v *View) Unsettled(want int) string {
 		return fmt.Sprintf("%s lists no partitions", v.Node)
 	}
 	for p := range v.Partitions {
-		if led[p] != 1 || repl[p] < min(3, want) {
+		if led[p] != 1 || repl[p] < min(replicas, want) {
 			return fmt.Sprintf("%s: partition %d led by %d, on %d replicas", v.Node, p, led[p], repl[p])
 		}
 	}

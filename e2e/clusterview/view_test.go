@@ -34,30 +34,38 @@ func view(partitions int, members ...string) *View {
 
 func TestUnsettled(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		v       *View
-		want    int
-		settled bool
+		name     string
+		v        *View
+		want     int
+		replicas int // 0: Unsettled, the default --replicas
+		settled  bool
 	}{
 		{"every member alive, leading a share, every partition on three replicas",
-			view(6, "n1:alive:0-1:0-5", "n2:alive:2-3:0-5", "n3:alive:4-5:0-5"), 3, true},
+			view(6, "n1:alive:0-1:0-5", "n2:alive:2-3:0-5", "n3:alive:4-5:0-5"), 3, 0, true},
 		{"a member still joining is not alive",
-			view(6, "n1:alive:0-2:0-5", "n2:alive:3-5:0-5", "n3:joining::"), 3, false},
+			view(6, "n1:alive:0-2:0-5", "n2:alive:3-5:0-5", "n3:joining::"), 3, 0, false},
 		{"a member that leads nothing yet (leaderships not spread)",
-			view(6, "n1:alive:0-5:0-5", "n2:alive::0-5", "n3:alive::0-5"), 3, false},
+			view(6, "n1:alive:0-5:0-5", "n2:alive::0-5", "n3:alive::0-5"), 3, 0, false},
 		{"a partition without a leader",
-			view(6, "n1:alive:0-1:0-5", "n2:alive:2-3:0-5", "n3:alive:4-4:0-5"), 3, false},
+			view(6, "n1:alive:0-1:0-5", "n2:alive:2-3:0-5", "n3:alive:4-4:0-5"), 3, 0, false},
 		{"a partition led by two",
-			view(6, "n1:alive:0-2:0-5", "n2:alive:2-3:0-5", "n3:alive:4-5:0-5"), 3, false},
+			view(6, "n1:alive:0-2:0-5", "n2:alive:2-3:0-5", "n3:alive:4-5:0-5"), 3, 0, false},
 		{"a partition on too few replicas",
-			view(6, "n1:alive:0-1:0-5", "n2:alive:2-3:0-5", "n3:alive:4-5:1-5"), 3, false},
+			view(6, "n1:alive:0-1:0-5", "n2:alive:2-3:0-5", "n3:alive:4-5:1-5"), 3, 0, false},
 		{"two nodes need two replicas, not three",
-			view(4, "n1:alive:0-1:0-3", "n2:alive:2-3:0-3"), 2, true},
+			view(4, "n1:alive:0-1:0-3", "n2:alive:2-3:0-3"), 2, 0, true},
+		{"--replicas 2 on three nodes: two replicas a partition are enough",
+			view(6, "n1:alive:0-1:0-3", "n2:alive:2-3:2-5", "n3:alive:4-5:0-5"), 3, 2, true},
+		{"--replicas 2 on three nodes: one replica is too few",
+			view(6, "n1:alive:0-1:0-3", "n2:alive:2-3:2-3", "n3:alive:4-5:4-5"), 3, 2, false},
 		{"a view without partitions",
-			view(0, "n1:alive:0-1:0-3", "n2:alive:2-3:0-3"), 2, false},
+			view(0, "n1:alive:0-1:0-3", "n2:alive:2-3:0-3"), 2, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			why := tc.v.Unsettled(tc.want)
+			if tc.replicas > 0 {
+				why = tc.v.UnsettledOn(tc.want, tc.replicas)
+			}
 			if (why == "") != tc.settled {
 				t.Fatalf("unsettled = %q, want settled %v", why, tc.settled)
 			}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/kitd/kitd/proto/kitpb"
@@ -96,4 +97,108 @@ func BenchmarkMessagesPageJSON(b *testing.B) {
 			_, _ = json.Marshal(messagesPage{viewMessages(ms), nil})
 		}
 	})
+}
+
+// A page of messages the actor answered encoded is the page encoded here.
+func TestAppendEncodedPageIsTheMessagesPage(t *testing.T) {
+	ms := []*kitpb.Message{
+		{Id: "01a20000-0000-7000-8000-000000000001", ConversationId: "c", AuthorKind: "bot", AuthorId: "b", Text: "<one>", CreatedAt: 1},
+		{Id: "01a20000-0000-7000-8000-000000000002", ConversationId: "c", AuthorKind: "user", AuthorId: "u", DeletedAt: 5, CreatedAt: 2},
+	}
+	next := "cursor"
+	for _, tt := range []struct {
+		name string
+		ms   []*kitpb.Message
+		next *string
+	}{
+		{"two messages and a cursor", ms, &next},
+		{"one message, the last page", ms[:1], nil},
+		{"an empty page", nil, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var encoded [][]byte
+			for _, m := range tt.ms {
+				encoded = append(encoded, appendMessage(nil, m))
+			}
+			if got, want := appendEncodedPage(nil, encoded, tt.next), appendMessagesPage(nil, tt.ms, tt.next); string(got) != string(want) {
+				t.Fatalf("got  %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+// The hand-written body of a message event is exactly encoding/json's.
+func TestEventBodyMatchesEncodingJSON(t *testing.T) {
+	base := func() *kitpb.Event {
+		return &kitpb.Event{
+			Id: "01a20000-0000-7000-8000-00000000000a", Sequence: 42, Type: "message.posted",
+			OccurredAt: 1_790_000_000_123_456_789, ConversationId: "01a20000-0000-7000-8000-000000000002",
+			Message: &kitpb.Message{
+				Id: "01a20000-0000-7000-8000-000000000001", ConversationId: "01a20000-0000-7000-8000-000000000002",
+				AuthorKind: "user", AuthorId: "01a20000-0000-7000-8000-000000000003",
+				Text: "hello", CreatedAt: 1_790_000_000_123_456_789,
+			},
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(ev *kitpb.Event)
+	}{
+		{"a posted message", func(*kitpb.Event) {}},
+		{"a test event carries test: true", func(ev *kitpb.Event) { ev.Test = true }},
+		{"an edited message with blocks and reactions", func(ev *kitpb.Event) {
+			ev.Type = "message.edited"
+			ev.Message.EditedAt = ev.Message.CreatedAt + 1
+			ev.Message.Blocks = []byte(`[{"type":"divider"}]`)
+			ev.Message.Reactions = []*kitpb.Reaction{{Reaction: "eyes", UserIds: []string{"u1"}}}
+		}},
+		{"a deleted message's tombstone", func(ev *kitpb.Event) {
+			ev.Type = "message.deleted"
+			ev.Message.DeletedAt = ev.Message.CreatedAt + 1
+			ev.Message.Text = ""
+		}},
+		{"escaped text", func(ev *kitpb.Event) { ev.Message.Text = "<b>\"x\"</b> \u2028 \xff" }},
+		{"a sequence of the largest size", func(ev *kitpb.Event) { ev.Sequence = 1<<64 - 1 }},
+		{"an event with more than a message takes encoding/json", func(ev *kitpb.Event) {
+			ev.Type = "reaction.added"
+			ev.Reaction = &kitpb.EventReaction{MessageId: "m", Reaction: "eyes", UserId: "u"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := base()
+			tc.change(ev)
+			want, err := eventBodyJSON(ev, "01a20000-0000-7000-8000-0000000000ff")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := EventBody(ev, "01a20000-0000-7000-8000-0000000000ff")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("got  %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+// A page answered by a node built before pages came encoded (messages,
+// not encoded: a cluster in a rolling upgrade) is written the same.
+func TestAppendPageOfAnOlderNode(t *testing.T) {
+	ms := []*kitpb.Message{
+		{Id: "01a20000-0000-7000-8000-000000000009", ConversationId: "c", AuthorKind: "bot", AuthorId: "b", Text: "nine", CreatedAt: 9, Seq: 9},
+		{Id: "01a20000-0000-7000-8000-000000000007", ConversationId: "c", AuthorKind: "user", AuthorId: "u", Text: "seven", CreatedAt: 7, Seq: 7},
+	}
+	encoded := &kitpb.MessagesReply{More: true, LastSeq: 7}
+	for _, m := range ms {
+		encoded.Encoded = append(encoded.Encoded, appendMessage(nil, m))
+	}
+	older := &kitpb.MessagesReply{Messages: ms, More: true}
+	got, want := appendPage(nil, older, "messages:c"), appendPage(nil, encoded, "messages:c")
+	if string(got) != string(want) {
+		t.Fatalf("older node's page %s\nwant %s", got, want)
+	}
+	if !strings.Contains(string(want), `"nextCursor":"`) || !strings.Contains(string(want), `"text":"seven"`) {
+		t.Fatalf("page %s lacks its messages or its cursor", want)
+	}
 }

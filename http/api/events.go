@@ -2,7 +2,9 @@ package api
 
 import (
 	"encoding/json"
+	"strconv"
 
+	"github.com/kitd/kitd/internal/msgjson"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -38,7 +40,42 @@ type reactionEvent struct {
 }
 
 // EventBody is the JSON body that delivers ev to the installation inst.
+// The message events, nearly every event, are written by hand
+// (appendMessage, as a post's answer is): encoding/json's reflection was
+// 4% of a delivered event's CPU (bench/README.md, issue 29). The output is
+// byte for byte eventBodyJSON's (TestEventBodyMatchesEncodingJSON).
 func EventBody(ev *kitpb.Event, inst string) ([]byte, error) {
+	if ev.Message != nil && ev.Conversation == nil && ev.Reaction == nil && ev.File == nil &&
+		ev.Member == nil && ev.Installation == nil && ev.User == nil {
+		return appendMessageEvent(make([]byte, 0, 512+len(ev.Message.Text)+len(ev.Message.Blocks)), ev, inst), nil
+	}
+	return eventBodyJSON(ev, inst)
+}
+
+// appendMessageEvent appends the body of ev, whose data is its message
+// alone.
+func appendMessageEvent(b []byte, ev *kitpb.Event, inst string) []byte {
+	b = append(b, `{"eventId":`...)
+	b = appendString(b, ev.Id)
+	b = append(b, `,"sequence":`...)
+	b = strconv.AppendUint(b, ev.Sequence, 10)
+	b = append(b, `,"type":`...)
+	b = appendString(b, ev.Type)
+	b = append(b, `,"installationId":`...)
+	b = appendString(b, inst)
+	b = append(b, `,"occurredAt":`...)
+	b = msgjson.AppendTime(b, ev.OccurredAt)
+	b = append(b, `,"data":{"message":`...)
+	b = appendMessage(b, ev.Message)
+	b = append(b, '}')
+	if ev.Test {
+		b = append(b, `,"test":true`...)
+	}
+	return append(b, '}')
+}
+
+// eventBodyJSON is EventBody through encoding/json, for every kind.
+func eventBodyJSON(ev *kitpb.Event, inst string) ([]byte, error) {
 	body := eventBody{
 		EventID: ev.Id, Sequence: ev.Sequence, Type: ev.Type, InstallationID: inst,
 		OccurredAt: isoTime(ev.OccurredAt), Test: ev.Test,

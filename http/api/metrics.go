@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"strconv"
 	"time"
 	"unsafe"
@@ -44,7 +45,7 @@ var statusIndexes = func() (t [600]uint8) {
 }()
 
 // rowStats are the counters of one route row (or of the requests no row
-// takes, or /healthz).
+// takes).
 type rowStats struct {
 	name    string         // the route's pattern, for the log
 	labels  metrics.Labels // route and family
@@ -54,9 +55,8 @@ type rowStats struct {
 
 // Rows of frontStats.rows after those of routes.
 const (
-	rowNone   = len(routes)     // a path no row takes
-	rowHealth = len(routes) + 1 // /healthz
-	rowCount  = len(routes) + 2
+	rowNone  = len(routes) // a path no row takes
+	rowCount = len(routes) + 1
 )
 
 // frontStats is what the front end counts.
@@ -71,12 +71,8 @@ func newFrontStats() *frontStats {
 	fs := &frontStats{rows: make([]rowStats, rowCount), limited: make(map[limits.Name]*metrics.Counter)}
 	for i := range fs.rows {
 		route, family := "none", ""
-		switch i {
-		case rowNone:
-		case rowHealth:
-			route = "/healthz"
-		default:
-			route, family = routes[i].method+" "+routes[i].path, string(routes[i].family)
+		if i != rowNone {
+			route, family = routeName(&routes[i]), string(routes[i].family)
 		}
 		fs.rows[i].name = route
 		fs.rows[i].labels = metrics.Label("route", route).With(metrics.Label("family", family))
@@ -97,8 +93,6 @@ func (s *Server) rowOf(t *target) int {
 		return t.row
 	case t.host == hostHooks:
 		return s.hookRow
-	case t.host == hostHealth:
-		return rowHealth
 	}
 	return rowNone
 }
@@ -123,7 +117,7 @@ func (s *Server) record(ctx *fasthttp.RequestCtx, r *served) {
 	if s.requests == nil && !s.log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
-	line := requestLine{route: row.name, status: status, took: took, correlationID: correlationOf(ctx)}
+	line := requestLine{route: row.name, status: status, took: took, client: r.client, correlationID: correlationOf(ctx)}
 	// The route's pattern, never the path as sent (routeName): a webhook
 	// URL's last segment is its secret.
 	switch {
@@ -156,6 +150,7 @@ func (s *Server) logRequest(r *requestLine) {
 		// An integer: slog writes a float in JSON through encoding/json.
 		slog.Int64("durationUs", r.took.Microseconds()),
 		slog.String("installation", r.installation),
+		slog.String("client", clientText(r.client)),
 		{},
 	}
 	n := len(attrs) - 1
@@ -164,6 +159,15 @@ func (s *Server) logRequest(r *requestLine) {
 		n++
 	}
 	s.log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs[:n]...)
+}
+
+// clientText is a's text for a line, "" for no address. It allocates:
+// the lines of RequestLog, which every kitd process writes, do not.
+func clientText(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
 }
 
 // collect writes the front end's families.

@@ -223,17 +223,41 @@ func TestRequestLineCapsTheInstallation(t *testing.T) {
 	}
 }
 
-// The whole adapter path of a request that needs no actor, counting and
-// its JSON line included, allocates nothing.
-func TestHandleAllocatesNothing(t *testing.T) {
-	s := New(Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	var ctx fasthttp.RequestCtx
-	ctx.Request.Header.SetMethod("GET")
-	ctx.Request.SetRequestURI("/healthz")
-	if n := testing.AllocsPerRun(100, func() {
-		ctx.Response.Reset()
-		s.handle(&ctx)
-	}); n != 0 {
-		t.Fatalf("GET /healthz: %v allocations, want 0", n)
+// OPERATIONS.md section 8: the metrics token reads GET /metrics and
+// nothing else; the operator token still may.
+func TestMetricsToken(t *testing.T) {
+	h := ts
+	f := h.newFixture(t)
+	for _, tt := range []struct {
+		rule         string
+		method, path string
+		token        string
+		status       int
+	}{
+		{"the metrics token reads /metrics", "GET", "/metrics", h.metricsToken, 200},
+		{"the operator token still reads /metrics", "GET", "/metrics", h.opToken, 200},
+		{"a metrics token with one character changed is refused", "GET", "/metrics", h.metricsToken + "x", 401},
+		{"a bot token does not read /metrics", "GET", "/metrics", f.bot, 401},
+		{"the metrics token is not an operator token", "POST", "/ops/v1/workspaces", h.metricsToken, 401},
+		{"the metrics token does not read the cluster view", "GET", "/ops/v1/cluster", h.metricsToken, 401},
+		{"the metrics token is not a Web API token", "GET", "/api/v1/auth/test", h.metricsToken, 401},
+		{"the metrics token is not a developer token", "GET", "/api/v1/dev/me", h.metricsToken, 401},
+	} {
+		t.Run(tt.rule, func(t *testing.T) {
+			r := h.do(t, request{method: tt.method, path: tt.path, token: tt.token, json: map[string]any{"name": "nope"}})
+			if tt.status == 200 {
+				want(t, r, 200)
+				return
+			}
+			wantError(t, r, tt.status, "invalid_token")
+		})
 	}
+	t.Run("without a metrics token, an empty bearer token is no metrics token", func(t *testing.T) {
+		s := New(Config{Logger: discardLogger()})
+		var ctx fasthttp.RequestCtx
+		ctx.Request.Header.Set("Authorization", "Bearer ")
+		if s.metricsToken(&ctx) {
+			t.Fatal("an empty token read /metrics on a server without --metrics-token")
+		}
+	})
 }

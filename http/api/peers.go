@@ -1,6 +1,8 @@
 package api
 
 import (
+	"net/netip"
+
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/http/internal/peerlimit"
@@ -60,14 +62,26 @@ func (s *Server) peerLimitOf(t *target) *peerLimit {
 	return s.peers[rt.peers]
 }
 
-// peerRefused answers 429 when the TCP peer's bucket of l is empty: the
-// address is refused, whatever it asks, until a token is back, so that a
-// scanner cannot go on at full speed with requests that look valid. The
-// address is the connection's, never a header's (no X-Forwarded-For: kitd
-// has no trusted-proxy setting). It reads one atomic value unless an
-// address near this one was refused lately; it allocates nothing.
-func (s *Server) peerRefused(ctx *fasthttp.RequestCtx, l *peerLimit) (peerlimit.Key, bool) {
-	k := peerlimit.KeyOf(ctx.RemoteIP())
+// clientOf is the address a request comes from (http/clientaddr): the
+// TCP peer's, or behind a trusted proxy the client's its X-Forwarded-For
+// names. The one place the front end derives it: the per-address buckets
+// and the request line take it from here. It allocates nothing.
+func (s *Server) clientOf(ctx *fasthttp.RequestCtx) netip.Addr {
+	peer, _ := netip.AddrFromSlice(ctx.RemoteIP())
+	peer = peer.Unmap()
+	if !s.proxies.Contains(peer) {
+		return peer // the headers are not even looked up
+	}
+	return s.proxies.Client(peer, ctx.Request.Header.PeekAll("X-Forwarded-For"))
+}
+
+// peerRefused answers 429 when client's bucket of l is empty: the address
+// is refused, whatever it asks, until a token is back, so that a scanner
+// cannot go on at full speed with requests that look valid. It reads one
+// atomic value unless an address near this one was refused lately; it
+// allocates nothing.
+func (s *Server) peerRefused(ctx *fasthttp.RequestCtx, l *peerLimit, client netip.Addr) (peerlimit.Key, bool) {
+	k := peerlimit.KeyOf(client)
 	d, ok := l.table.Check(k, s.env.Clock.Now())
 	if !ok {
 		s.fail(ctx, kiterr.OverLimit(d))

@@ -3,11 +3,14 @@ package api
 import (
 	"fmt"
 	"io"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/kitd/kitd/internal/msgjson"
 )
 
 // RequestLog writes the line of each answered request (docs/decisions.md
@@ -49,6 +52,7 @@ type requestLine struct {
 	status        int
 	took          time.Duration
 	installation  string // may come from the request: escaped
+	client        netip.Addr
 	correlationID string
 }
 
@@ -72,7 +76,7 @@ func (l *RequestLog) write(now time.Time, r *requestLine) {
 // handler renders
 //
 //	logger.With("node", node).LogAttrs(ctx, slog.LevelInfo, "request",
-//		route, status, durationUs, installation[, correlationId])
+//		route, status, durationUs, installation, client[, correlationId])
 func (l *RequestLog) append(b []byte, now time.Time, r *requestLine) []byte {
 	now = now.Round(0) // slog drops the monotonic reading too
 	if l.text {
@@ -88,6 +92,12 @@ func (l *RequestLog) append(b []byte, now time.Time, r *requestLine) []byte {
 		b = strconv.AppendInt(b, r.took.Microseconds(), 10)
 		b = append(b, " installation="...)
 		b = appendTextString(b, r.installation)
+		b = append(b, " client="...)
+		if r.client.IsValid() {
+			b = r.client.AppendTo(b) // digits, '.' and ':' need no quoting
+		} else {
+			b = append(b, `""`...)
+		}
 		if r.correlationID != "" {
 			b = append(b, " correlationId="...)
 			b = appendTextString(b, r.correlationID)
@@ -106,6 +116,11 @@ func (l *RequestLog) append(b []byte, now time.Time, r *requestLine) []byte {
 	b = strconv.AppendInt(b, r.took.Microseconds(), 10)
 	b = append(b, `,"installation":`...)
 	b = appendJSONString(b, r.installation)
+	b = append(b, `,"client":"`...)
+	if r.client.IsValid() {
+		b = r.client.AppendTo(b) // digits, '.' and ':' need no escaping
+	}
+	b = append(b, '"')
 	if r.correlationID != "" {
 		b = append(b, `,"correlationId":`...)
 		b = appendJSONString(b, r.correlationID)
@@ -127,7 +142,7 @@ func appendRFC3339Millis(b []byte, t time.Time) []byte {
 // appendJSONString appends s as a quoted JSON string, escaped as slog's
 // JSON handler escapes it: as encoding/json does, but for '<', '>' and '&',
 // which it keeps, and '\b' and '\f', which it writes as \u00XX.
-func appendJSONString(b []byte, s string) []byte { return appendQuoted(b, s, &slogJSON) }
+func appendJSONString(b []byte, s string) []byte { return msgjson.AppendSlogString(b, s) }
 
 // appendTextString appends s as slog's text handler does: bare when it
 // reads back unambiguously, else Go-quoted.

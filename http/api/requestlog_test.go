@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,8 @@ func TestRequestLogIsSlogsLine(t *testing.T) {
 		{"a time zone other than UTC is written with its offset", "n1", at.In(time.FixedZone("x", -5*3600-1800)), line("i", "")},
 		{"the monotonic reading is dropped", "n1", time.Now(), line("i", "")},
 		{"a duration under a microsecond is 0", "n1", at, &requestLine{route: "none", status: 404}},
+		{"an IPv4 client is written bare", "n1", at, &requestLine{route: "none", status: 404, client: netip.MustParseAddr("203.0.113.7")}},
+		{"an IPv6 client is written bare", "n1", at, &requestLine{route: "none", status: 404, client: netip.MustParseAddr("2001:db8::7")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
@@ -209,7 +212,7 @@ func TestRequestLogAllocatesNothing(t *testing.T) {
 			ctx.Request.Header.SetMethod("POST")
 			ctx.Request.SetRequestURI(path)
 			ctx.Response.SetStatusCode(201)
-			r := served{t: resolve(&ctx)}
+			r := served{t: resolve(&ctx), client: netip.MustParseAddr("2001:db8::7")}
 			if n := testing.AllocsPerRun(100, func() { s.record(&ctx, &r) }); n != 0 {
 				t.Errorf("%s: POST %s: %v allocations, want 0", format, path, n)
 			}

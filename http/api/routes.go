@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -105,6 +106,7 @@ var routes = [...]route{
 	{"POST", "/ops/v1/tokens/revoke", hostOps, operator, "", "", "", maxJSONBody, (*Server).opRevoke, nil},
 	{"POST", "/ops/v1/clock/advance", hostOps, operator, "", "", "", maxJSONBody, (*Server).opAdvanceClock, nil},
 	{"GET", "/ops/v1/cluster", hostOps, operator, "", "", "", maxJSONBody, (*Server).opCluster, nil},
+	{"GET", "/ops/v1/backup", hostOps, operator, "", "", "", maxJSONBody, (*Server).opBackup, nil},
 
 	// App host (OPERATIONS.md 3): HTML pages behind the session cookie,
 	// which each page checks itself; their errors are pages too.
@@ -147,7 +149,20 @@ var routes = [...]route{
 	// "Metrics"): the operator token, checked before the route is looked
 	// up as on the operator API.
 	{"GET", "/metrics", hostMetrics, operator, "", "", "", maxJSONBody, (*Server).metricsPage, nil},
+
+	// Probes (OPERATIONS.md sections 1 and 8): no credential, and any
+	// method, as /healthz has always answered.
+	{anyMethod, "/livez", hostHealth, noToken, "", "", "", maxJSONBody, (*Server).livez, nil},
+	{anyMethod, "/readyz", hostHealth, noToken, "", "", "", maxJSONBody, (*Server).readyz, nil},
+	{anyMethod, "/healthz", hostHealth, noToken, "", "", "", maxJSONBody, (*Server).readyz, nil},
+
+	// The root sends whoever opens the server in a browser to the app
+	// (OPERATIONS.md section 8).
+	{"GET", "/", hostRoot, noToken, "", "", "", maxJSONBody, (*Server).rootRedirect, nil},
 }
+
+// anyMethod is the method of a row that takes every method.
+const anyMethod = "*"
 
 // route is one row of routes.
 type route struct {
@@ -174,9 +189,10 @@ const (
 	hostHooks               // {hooks_url}: the URL is the credential
 	hostOps                 // the operator API: the operator token
 	hostApp                 // {app_url}/app: HTML pages and a session cookie
-	hostHealth              // /healthz, any method, no credential
-	hostMetrics             // /metrics: the operator token
+	hostHealth              // /livez, /readyz, /healthz: no credential
+	hostMetrics             // /metrics: the operator or the metrics token
 	hostMember              // {app_url}/app/api: JSON member actions, the session cookie
+	hostRoot                // /: a redirect to the app
 )
 
 // hostPrefix is what every path of a host starts with; the routes of a
@@ -189,8 +205,10 @@ var hostPrefix = [...]string{
 	hostOps:    "/ops/v1/",
 	hostApp:    "/app/",
 	hostMember: "/app/api/",
-	// Its one path is the prefix without its slash (resolve).
+	// Their paths are the prefix without its slash (resolve).
 	hostMetrics: "/",
+	hostHealth:  "/",
+	hostRoot:    "/",
 }
 
 // tokens is a set of the credentials a route accepts.
@@ -292,11 +310,12 @@ func resolve(ctx *fasthttp.RequestCtx) target {
 		t.host = hostMember
 	case string(path) == "/app" || hasPrefix(path, "/app/"):
 		t.host = hostApp
-	case string(path) == "/healthz":
+	case string(path) == "/healthz" || string(path) == "/livez" || string(path) == "/readyz":
 		t.host = hostHealth
-		return t
 	case string(path) == "/metrics":
 		t.host = hostMetrics
+	case string(path) == "/":
+		t.host = hostRoot
 	default:
 		return t
 	}
@@ -315,7 +334,7 @@ func resolve(ctx *fasthttp.RequestCtx) target {
 	method := ctx.Method()
 	for i := range routes {
 		rt := &routes[i]
-		if rt.host != t.host || string(method) != rt.method {
+		if rt.host != t.host || string(method) != rt.method && rt.method != anyMethod {
 			continue
 		}
 		if n, ok := match(rt.path[len(hostPrefix[rt.host]):], t.rest, &t.at); ok {
@@ -362,15 +381,16 @@ func match(pattern string, rest []byte, at *[maxParams]span) (int, bool) {
 // handle is the server's handler: it serves the request, then counts it
 // and logs its line (record).
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
-	var r served
+	r := served{client: s.clientOf(ctx)}
 	s.dispatch(ctx, &r)
 	s.record(ctx, &r)
 }
 
 // served is what record needs to know of a request once it is answered.
 type served struct {
-	t target
-	p *actors.Principal // nil unless a bearer token was authenticated
+	t      target
+	p      *actors.Principal // nil unless a bearer token was authenticated
+	client netip.Addr        // who sent it (clientOf)
 }
 
 // dispatch finds the route, reads the body the way the route takes it,
@@ -394,7 +414,7 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, r *served) {
 		}
 	}
 	if l := s.peerLimitOf(t); l != nil && l.table != nil {
-		k, refused := s.peerRefused(ctx, l)
+		k, refused := s.peerRefused(ctx, l, r.client)
 		if refused {
 			return
 		}
@@ -403,15 +423,6 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, r *served) {
 	switch t.host {
 	case hostNone:
 		s.fail(ctx, kiterr.Absent("route"))
-	case hostHealth:
-		ctx.SetContentType("application/json")
-		if s.cluster != nil && s.cluster.State() != "alive" {
-			// OPERATIONS.md section 7: a node that joins or drains.
-			ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
-			ctx.SetBodyString(`{"ok":false}`)
-			return
-		}
-		ctx.SetBodyString(`{"ok":true}`)
 	case hostApp:
 		if t.route == nil {
 			s.app.NotFound(ctx)
@@ -439,7 +450,7 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, r *served) {
 		}
 		s.serveMember(ctx, t, sess)
 	case hostOps, hostMetrics:
-		if !s.operatorToken(ctx) {
+		if !(t.host == hostMetrics && s.metricsToken(ctx)) && !s.operatorToken(ctx) {
 			return
 		}
 		fallthrough
@@ -527,6 +538,22 @@ func (s *Server) operatorToken(ctx *fasthttp.RequestCtx) bool {
 		return false
 	}
 	return true
+}
+
+// metricsToken reports whether the request carries the --metrics-token,
+// which reads /metrics and nothing else (OPERATIONS.md section 8): a
+// scraper needs no token that can create workspaces. Compared as the
+// operator token is, by hash and in constant time.
+func (s *Server) metricsToken(ctx *fasthttp.RequestCtx) bool {
+	if !s.hasMetricsToken {
+		return false
+	}
+	token, ok := bearer(ctx)
+	if !ok {
+		return false
+	}
+	h := sha256.Sum256(token)
+	return ids.Equal(h[:], s.metricsHash[:])
 }
 
 // authorize authenticates the bearer token, checks its type and the scope

@@ -99,6 +99,7 @@ var specRoutes = []struct {
 	{"ops: a new signing secret", "POST", "/ops/v1/kits/{kitId}/signing-secret", operator, "", ""},
 	{"ops: advance the test clock", "POST", "/ops/v1/clock/advance", operator, "", ""},
 	{"ops: the cluster view (OPERATIONS.md 7)", "GET", "/ops/v1/cluster", operator, "", ""},
+	{"ops: a backup (OPERATIONS.md 8)", "GET", "/ops/v1/backup", operator, "", ""},
 	// OPERATIONS.md 3: pages behind the session cookie, no bearer token.
 	{"app: home", "GET", "/app/", noToken, "", ""},
 	{"app: the sign-in form", "GET", "/app/signin", noToken, "", ""},
@@ -130,6 +131,12 @@ var specRoutes = []struct {
 
 	// Issue 16: metrics behind the operator token (docs/decisions.md "Metrics").
 	{"metrics take the operator token, no bucket", "GET", "/metrics", operator, "", ""},
+
+	// OPERATIONS.md sections 1 and 8: probes without a credential, any method.
+	{"liveness takes no token", anyMethod, "/livez", noToken, "", ""},
+	{"readiness takes no token", anyMethod, "/readyz", noToken, "", ""},
+	{"healthz, readiness's older name, takes no token", anyMethod, "/healthz", noToken, "", ""},
+	{"the root redirects to the app without a token", "GET", "/", noToken, "", ""},
 }
 
 func TestRoutesFollowTheSpec(t *testing.T) {
@@ -173,7 +180,7 @@ func TestRouteTableIsWellFormed(t *testing.T) {
 		if (rt.host == hostDev) != strings.HasPrefix(rt.path, "/api/v1/dev/") {
 			t.Errorf("%s: the developer host is /api/v1/dev", name)
 		}
-		wantTokens := map[host]tokens{hostDev: developer, hostOps: operator, hostHooks: noToken, hostApp: noToken, hostMetrics: operator, hostMember: signedIn}
+		wantTokens := map[host]tokens{hostDev: developer, hostOps: operator, hostHooks: noToken, hostApp: noToken, hostMetrics: operator, hostMember: signedIn, hostHealth: noToken, hostRoot: noToken}
 		public := rt.method == "GET" && strings.HasSuffix(rt.path, "/openapi.json") // the API descriptions
 		if want, ok := wantTokens[rt.host]; ok && rt.tokens != want && !public {
 			t.Errorf("%s: tokens %04b, want %04b for its host", name, rt.tokens, want)
@@ -224,7 +231,12 @@ func TestResolve(t *testing.T) {
 		{"/app// is the app's home", "GET", "/app//", hostApp, "/app/", nil},
 		{"/app//signin is the sign-in form", "GET", "/app//signin", hostApp, "/app/signin", nil},
 		{"/app/api/ is the member actions' host", "GET", "/app/api/session", hostMember, "/app/api/session", nil},
-		{"/healthz", "HEAD", "/healthz", hostHealth, "", nil},
+		{"/healthz takes any method", "HEAD", "/healthz", hostHealth, "/healthz", nil},
+		{"/livez", "GET", "/livez", hostHealth, "/livez", nil},
+		{"/readyz takes any method", "POST", "/readyz", hostHealth, "/readyz", nil},
+		{"/livez/ is no host", "GET", "/livez/", hostNone, "", nil},
+		{"/ is the root", "GET", "/", hostRoot, "/", nil},
+		{"/ takes GET only", "POST", "/", hostRoot, "", nil},
 		{"/metrics", "GET", "/metrics", hostMetrics, "/metrics", nil},
 		{"/metrics/x is no host", "GET", "/metrics/x", hostNone, "", nil},
 		{"/api/v1 without a slash is no host", "GET", "/api/v1", hostNone, "", nil},

@@ -27,6 +27,7 @@ import (
 	"github.com/kitd/kitd/cluster/member"
 	"github.com/kitd/kitd/deliveries"
 	"github.com/kitd/kitd/http/app"
+	"github.com/kitd/kitd/http/clientaddr"
 	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/http/internal/published"
 	"github.com/kitd/kitd/internal/clock"
@@ -69,6 +70,9 @@ type Config struct {
 	Limits limits.Table // nil: limits off
 	// OperatorToken is the bearer token of the operator API.
 	OperatorToken string
+	// MetricsToken is a bearer token that reads GET /metrics only; "":
+	// only the operator token does.
+	MetricsToken string
 	// TestClock enables POST /ops/v1/clock/advance when non-nil.
 	TestClock *clock.Test
 	PublicURL string
@@ -93,6 +97,11 @@ type Config struct {
 	// Kits calls a Kit's endpoint for a member action; nil: every such
 	// call fails as if the Kit could not be reached.
 	Kits KitCaller
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// (--trusted-proxies); nil: none, every client is its TCP peer.
+	TrustedProxies *clientaddr.Trusted
+	// Backup makes the backups of GET /ops/v1/backup; nil: 503.
+	Backup BackupFunc
 }
 
 // ToolRunner calls the Kit for a run the installation queued; it must not
@@ -126,12 +135,15 @@ type Server struct {
 	cluster      ClusterView // nil: a node alone
 	tools        ToolRunner  // nil: runs stay queued
 	kits         KitCaller   // nil: member actions' calls fail
+	backup       BackupFunc  // nil: GET /ops/v1/backup answers 503
 	published    *published.Cache
 	app          *app.Server
 	corrPrefix   string
 	corrSeq      atomic.Uint64
 	srv          *fasthttp.Server
 	uploads      *byteBudget // the bytes of uploads in flight
+
+	proxies *clientaddr.Trusted // nil: none (clientOf)
 
 	// Failures of the routes whose rows name a per-address bucket, by the
 	// bucket's name (peers.go); nil with limits off.
@@ -143,6 +155,10 @@ type Server struct {
 
 	stats   *frontStats
 	metrics *metrics.Registry
+	// metricsHash is the hash of the --metrics-token, if any
+	// (hasMetricsToken), which reads /metrics only.
+	metricsHash     [32]byte
+	hasMetricsToken bool
 	// hookTargets sends a post to its webhook, or to the stand-in.
 	hookTargets *actors.WebhookTargets
 
@@ -158,6 +174,7 @@ func New(cfg Config) *Server {
 	s := &Server{
 		node: cfg.Node, env: cfg.Env, auth: cfg.Auth, limits: cfg.Limits,
 		operatorHash: ids.Hash(cfg.OperatorToken), testClock: cfg.TestClock,
+		metricsHash: ids.Hash(cfg.MetricsToken), hasMetricsToken: cfg.MetricsToken != "",
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"), nodeName: cfg.NodeName, httpAddr: cfg.HTTPAddr, log: cfg.Logger,
 		requests:   cfg.RequestLog,
 		corrPrefix: ids.New()[24:],
@@ -166,8 +183,10 @@ func New(cfg Config) *Server {
 		cluster:    cfg.Cluster,
 		tools:      cfg.Tools,
 		kits:       cfg.Kits,
+		backup:     cfg.Backup,
 		uploads:    newByteBudget(maxUploadBodiesInFlight),
 		published:  new(published.Cache),
+		proxies:    cfg.TrustedProxies,
 	}
 	s.peers = newPeerLimits(cfg.Limits)
 	for i := range routes {

@@ -40,7 +40,9 @@ type testServer struct {
 	ln      *fasthttputil.InmemoryListener
 	client  *fasthttp.Client
 	opToken string
-	served  chan error
+	// metricsToken reads /metrics only (--metrics-token).
+	metricsToken string
+	served       chan error
 }
 
 var ts *testServer
@@ -50,7 +52,7 @@ func startServer() (*testServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &testServer{store: store, clk: clock.NewTest(), opToken: ids.NewSecret(ids.OperatorToken)}
+	h := &testServer{store: store, clk: clock.NewTest(), opToken: ids.NewSecret(ids.OperatorToken), metricsToken: "scrape-" + ids.New()}
 	table := limits.Spec()
 	h.env = &actors.Env{Store: store, Clock: h.clk, Logger: discardLogger(), Limits: table,
 		Fatal: func(err error) { panic(fmt.Sprintf("api test: storage failed: %v", err)) }}
@@ -63,7 +65,7 @@ func startServer() (*testServer, error) {
 	}
 	h.env.Node = h.node
 	h.srv = New(Config{
-		Node: h.node, Env: h.env, Auth: h.auth, Limits: table, OperatorToken: h.opToken,
+		Node: h.node, Env: h.env, Auth: h.auth, Limits: table, OperatorToken: h.opToken, MetricsToken: h.metricsToken,
 		TestClock: h.clk, PublicURL: "http://kit.test", Logger: discardLogger(),
 	})
 	h.ln = fasthttputil.NewInmemoryListener()

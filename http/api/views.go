@@ -4,14 +4,17 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/kitd/kitd/internal/msgjson"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
 // The JSON shapes of SPEC.md section 2. Records travel as protobuf; these
-// views are the only place that decides how they look on the wire.
+// views are the only place that decides how they look on the wire, but for
+// a message, which internal/msgjson writes by hand (encode_test.go holds
+// it to messageView).
 
 // timeFormat is ISO 8601 in UTC with milliseconds.
-const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+const timeFormat = msgjson.TimeFormat
 
 func isoTime(ns int64) string { return time.Unix(0, ns).UTC().Format(timeFormat) }
 

@@ -167,11 +167,22 @@ func (s *Server) messagePage(in call, convID, parentID, list string) (reply, err
 	if err != nil {
 		return reply{}, err
 	}
-	last := ""
+	return rawReply(fasthttp.StatusOK, appendPage(bodyBuffer(in.ctx), r, list))
+}
+
+// appendPage appends the page of list that r answered: its messages as
+// the conversation encoded them, or, from a node built before pages came
+// encoded (a cluster in a rolling upgrade), as it sent them.
+func appendPage(b []byte, r *kitpb.MessagesReply, list string) []byte {
 	if n := len(r.Messages); n > 0 {
-		last = strconv.FormatUint(r.Messages[n-1].Seq, 10)
+		last := strconv.FormatUint(r.Messages[n-1].Seq, 10)
+		return appendMessagesPage(b, r.Messages, cursorFor(list, last, r.More))
 	}
-	return rawReply(fasthttp.StatusOK, appendMessagesPage(bodyBuffer(in.ctx), r.Messages, cursorFor(list, last, r.More)))
+	last := ""
+	if len(r.Encoded) > 0 {
+		last = strconv.FormatUint(r.LastSeq, 10)
+	}
+	return appendEncodedPage(b, r.Encoded, cursorFor(list, last, r.More))
 }
 
 func (s *Server) getMessage(in call) (reply, error) {

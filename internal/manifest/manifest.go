@@ -218,6 +218,26 @@ func join(path, key string) string {
 
 func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
+// maxNamedKey is the longest unknown key a problem names.
+const maxNamedKey = 64
+
+// plainKey reports whether an unknown key may be named in a problem: at
+// most maxNamedKey letters, digits, '_', '-' and '.', what a field name
+// with a typo looks like.
+func plainKey(k string) bool {
+	if k == "" || len(k) > maxNamedKey {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		switch c := k[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // field is one allowed key of an object and the check of its value.
 type field struct {
 	name     string
@@ -239,8 +259,12 @@ func (c *checker) object(path string, n *node, fields []field) bool {
 	seen := make(map[string]bool, len(n.members))
 	for _, mb := range n.members {
 		i := slices.IndexFunc(fields, func(f field) bool { return f.name == mb.key })
-		// A key is input too: only the schema's own names appear in paths.
+		// A key is input too: only the schema's own names appear in paths,
+		// and an unknown key is named in the message only when it looks
+		// like a name (a typo to fix), never when it could be anything.
 		switch {
+		case i < 0 && plainKey(mb.key):
+			c.add(mb.off, path, `unknown key "`+mb.key+`"`)
 		case i < 0:
 			c.add(mb.off, path, "has an unknown key")
 		case seen[mb.key]:

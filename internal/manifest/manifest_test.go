@@ -173,9 +173,10 @@ func ruleRows(t testing.TB) []ruleRow {
 		{name: "unknown nested key is rejected", edit: edit("bot.colour", secret), want: []string{"bot"}},
 		{name: "unknown key that is not a plain name is reported at its object", edit: edit("developer", map[string]any{"name": "A", "url": "https://a.example", "<" + secret + ">": 1}), want: []string{"developer"}},
 		{name: "key differing only in case is unknown", edit: edit("Slug", "other"), want: []string{""}},
-		{name: "an unknown key's name is not shown, even a plain one", edit: edit("bot."+secret, 1), want: []string{"bot"}},
-		{name: "an unknown top-level key's name is not shown", edit: edit(secret, 1), want: []string{""}},
-		{name: "a duplicated unknown key's name is not shown", raw: strings.Replace(full, `"slug": "release-radar",`, `"`+secret+`": 1, "`+secret+`": 2, "slug": "release-radar",`, 1), want: []string{"", ""}},
+		{name: "an unknown key's name is not shown when it is not a plain name", edit: edit("bot.<"+secret+">", 1), want: []string{"bot"}},
+		{name: "an unknown key's name is not shown when it is longer than 64 characters", edit: edit("bot."+strings.Repeat("q", 55)+secret, 1), want: []string{"bot"}},
+		{name: "an unknown top-level key's name is not shown when it is not a plain name", edit: edit(secret+" ", 1), want: []string{""}},
+		{name: "a duplicated unknown key's name is not shown when it is not a plain name", raw: strings.Replace(full, `"slug": "release-radar",`, `"`+secret+`!": 1, "`+secret+`!": 2, "slug": "release-radar",`, 1), want: []string{"", ""}},
 		{name: "a language key that is not a language code is not shown", edit: edit("displayName."+secret, "x"), want: []string{"displayName"}},
 		{name: "duplicate key is rejected", raw: strings.Replace(full, `"slug": "release-radar",`, `"slug": "release-radar", "slug": "`+secret+`",`, 1), want: []string{"slug"}},
 		{name: "duplicate language key is rejected", raw: strings.Replace(full, `"de": "Release-Radar",`, `"de": "Release-Radar", "de": "`+secret+`",`, 1), want: []string{"displayName.de"}},
@@ -451,6 +452,38 @@ func TestDefaultDisplayNamePicksSmallestKeyWithoutEnglish(t *testing.T) {
 	m.DisplayName["en"] = "E"
 	if got := m.DefaultDisplayName(); got != "E" {
 		t.Fatalf("DefaultDisplayName = %q, want the en text", got)
+	}
+}
+
+// An unknown key is named when it is a short plain name, what a typo
+// looks like (issue 31), and otherwise not (SPEC.md: no input echoed
+// beyond what the developer needs).
+func TestUnknownKeyMessages(t *testing.T) {
+	for _, tc := range []struct {
+		rule, key, path, message string
+	}{
+		{"a plain unknown key is named", "bot.scopez", "bot", `unknown key "scopez"`},
+		{"a top-level plain unknown key is named", "tool", "", `unknown key "tool"`},
+		{"digits, _, - and . are plain", "developer.e-mail_2.x", "developer", `unknown key "e-mail_2.x"`},
+		{"a key of 64 characters is named", "bot." + strings.Repeat("k", 64), "bot", `unknown key "` + strings.Repeat("k", 64) + `"`},
+		{"a key of 65 characters is not named", "bot." + strings.Repeat("k", 65), "bot", "has an unknown key"},
+		{"a key with a space is not named", "bot.scope z", "bot", "has an unknown key"},
+		{"a key with a quote is not named", `bot.scope"z`, "bot", "has an unknown key"},
+		{"a non-ASCII key is not named", "bot.scopé", "bot", "has an unknown key"},
+		{"an empty key is not named", "bot.", "bot", "has an unknown key"},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			d := baseDoc(t)
+			if object, key, ok := strings.Cut(tc.key, "."); ok {
+				d[object].(map[string]any)[key] = 1
+			} else {
+				d[tc.key] = 1
+			}
+			_, problems := Parse(encode(t, d))
+			if len(problems) != 1 || problems[0].Path != tc.path || problems[0].Message != tc.message {
+				t.Fatalf("problems %+v, want one at %q saying %q", problems, tc.path, tc.message)
+			}
+		})
 	}
 }
 

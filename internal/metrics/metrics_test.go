@@ -82,6 +82,14 @@ func TestExposition(t *testing.T) {
 				}
 			}
 		}},
+		{"kitd_build_info is 1 with the version, commit and Go version", func(w *Writer) {
+			BuildInfo("1.2.3", "64fd719+modified", "go1.26.8")(w)
+		}, func(t *testing.T, mfs map[string]*dto.MetricFamily) {
+			m := mfs["kitd_build_info"].GetMetric()[0]
+			if m.GetGauge().GetValue() != 1 || labelOf(m, "version") != "1.2.3" || labelOf(m, "commit") != "64fd719+modified" || labelOf(m, "goversion") != "go1.26.8" {
+				t.Fatalf("got %v", m)
+			}
+		}},
 		{"the Go runtime and process families are there", func(w *Writer) {
 			Runtime()(w)
 		}, func(t *testing.T, mfs map[string]*dto.MetricFamily) {

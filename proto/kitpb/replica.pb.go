@@ -531,6 +531,73 @@ func (x *Records) GetMore() bool {
 	return false
 }
 
+// BackupRead asks a member that holds a replica of a partition for a page
+// of its records for a backup (GET /ops/v1/backup through another member,
+// cluster/member/backup.go). The first page (no after) has the member
+// catch up with the partition's leader and take a snapshot of its store,
+// kept under backup (the asking node's id of this backup) until the last
+// page: every page comes from that one snapshot. after is the last key of
+// the previous page. The answer is Records; more: pages follow.
+type BackupRead struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Backup        string                 `protobuf:"bytes,1,opt,name=backup,proto3" json:"backup,omitempty"`
+	Partition     uint32                 `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	After         []byte                 `protobuf:"bytes,3,opt,name=after,proto3" json:"after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackupRead) Reset() {
+	*x = BackupRead{}
+	mi := &file_replica_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupRead) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupRead) ProtoMessage() {}
+
+func (x *BackupRead) ProtoReflect() protoreflect.Message {
+	mi := &file_replica_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupRead.ProtoReflect.Descriptor instead.
+func (*BackupRead) Descriptor() ([]byte, []int) {
+	return file_replica_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *BackupRead) GetBackup() string {
+	if x != nil {
+		return x.Backup
+	}
+	return ""
+}
+
+func (x *BackupRead) GetPartition() uint32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *BackupRead) GetAfter() []byte {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
 var File_replica_proto protoreflect.FileDescriptor
 
 const file_replica_proto_rawDesc = "" +
@@ -564,7 +631,12 @@ const file_replica_proto_rawDesc = "" +
 	"\aRecords\x12\x12\n" +
 	"\x04keys\x18\x01 \x03(\fR\x04keys\x12\x16\n" +
 	"\x06values\x18\x02 \x03(\fR\x06values\x12\x12\n" +
-	"\x04more\x18\x03 \x01(\bR\x04moreB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
+	"\x04more\x18\x03 \x01(\bR\x04more\"X\n" +
+	"\n" +
+	"BackupRead\x12\x16\n" +
+	"\x06backup\x18\x01 \x01(\tR\x06backup\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\rR\tpartition\x12\x14\n" +
+	"\x05after\x18\x03 \x01(\fR\x05afterB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
 
 var (
 	file_replica_proto_rawDescOnce sync.Once
@@ -578,7 +650,7 @@ func file_replica_proto_rawDescGZIP() []byte {
 	return file_replica_proto_rawDescData
 }
 
-var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_replica_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_replica_proto_goTypes = []any{
 	(*ProposeEntry)(nil),      // 0: kit.v1.ProposeEntry
 	(*ProposeRefused)(nil),    // 1: kit.v1.ProposeRefused
@@ -589,6 +661,7 @@ var file_replica_proto_goTypes = []any{
 	(*ReadIndexReply)(nil),    // 6: kit.v1.ReadIndexReply
 	(*ReadRecords)(nil),       // 7: kit.v1.ReadRecords
 	(*Records)(nil),           // 8: kit.v1.Records
+	(*BackupRead)(nil),        // 9: kit.v1.BackupRead
 }
 var file_replica_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type
@@ -609,7 +682,7 @@ func file_replica_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_replica_proto_rawDesc), len(file_replica_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

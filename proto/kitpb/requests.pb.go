@@ -2278,10 +2278,16 @@ func (x *ListMessages) GetLimit() int32 {
 	return 0
 }
 
+// A page of history, newest first. The conversation actor answers each
+// message already encoded (internal/msgjson), so that a page it keeps in
+// memory is copied, not encoded again; messages is what nodes built before
+// that answered, which the front end still reads.
 type MessagesReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Messages      []*Message             `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
 	More          bool                   `protobuf:"varint,2,opt,name=more,proto3" json:"more,omitempty"`
+	Encoded       [][]byte               `protobuf:"bytes,3,rep,name=encoded,proto3" json:"encoded,omitempty"`                 // each message's JSON, newest first
+	LastSeq       uint64                 `protobuf:"varint,4,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"` // the position of the page's oldest message: the cursor
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2328,6 +2334,20 @@ func (x *MessagesReply) GetMore() bool {
 		return x.More
 	}
 	return false
+}
+
+func (x *MessagesReply) GetEncoded() [][]byte {
+	if x != nil {
+		return x.Encoded
+	}
+	return nil
+}
+
+func (x *MessagesReply) GetLastSeq() uint64 {
+	if x != nil {
+		return x.LastSeq
+	}
+	return 0
 }
 
 // ---- installation actor ----
@@ -3217,10 +3237,12 @@ const file_requests_proto_rawDesc = "" +
 	"\x10thread_parent_id\x18\x02 \x01(\tR\x0ethreadParentId\x12\x1d\n" +
 	"\n" +
 	"before_seq\x18\x03 \x01(\x04R\tbeforeSeq\x12\x14\n" +
-	"\x05limit\x18\x04 \x01(\x05R\x05limit\"P\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\"\x85\x01\n" +
 	"\rMessagesReply\x12+\n" +
 	"\bmessages\x18\x01 \x03(\v2\x0f.kit.v1.MessageR\bmessages\x12\x12\n" +
-	"\x04more\x18\x02 \x01(\bR\x04more\"\xa5\x01\n" +
+	"\x04more\x18\x02 \x01(\bR\x04more\x12\x18\n" +
+	"\aencoded\x18\x03 \x03(\fR\aencoded\x12\x19\n" +
+	"\blast_seq\x18\x04 \x01(\x04R\alastSeq\"\xa5\x01\n" +
 	"\fApplyInstall\x12!\n" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12%\n" +
 	"\x0eworkspace_name\x18\x02 \x01(\tR\rworkspaceName\x12,\n" +

@@ -128,3 +128,43 @@ func TestWithEvents(t *testing.T) {
 		t.Fatalf("events %v, endpoints %v", m.Events, m.Endpoints)
 	}
 }
+
+// spreadOver gives conversation i to installation i mod n: every
+// conversation to exactly one, the shares within one of each other.
+func TestSpreadOver(t *testing.T) {
+	convs := []string{"c0", "c1", "c2", "c3", "c4", "c5", "c6"}
+	for _, tc := range []struct {
+		name string
+		n    int
+		want [][]string
+	}{
+		{"one installation takes every conversation", 1, [][]string{convs}},
+		{"round-robin, the first shares one more", 3, [][]string{{"c0", "c3", "c6"}, {"c1", "c4"}, {"c2", "c5"}}},
+		{"as many installations as conversations: one each", 7, [][]string{{"c0"}, {"c1"}, {"c2"}, {"c3"}, {"c4"}, {"c5"}, {"c6"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := spreadOver(convs, tc.n)
+			if len(got) != len(tc.want) {
+				t.Fatalf("%d shares, want %d", len(got), len(tc.want))
+			}
+			for k := range got {
+				if strings.Join(got[k], ",") != strings.Join(tc.want[k], ",") {
+					t.Fatalf("share %d = %v, want %v", k, got[k], tc.want[k])
+				}
+			}
+		})
+	}
+}
+
+// Each installation of the events scenario has an endpoint of its own on
+// the receiver.
+func TestEventEndpointsDiffer(t *testing.T) {
+	seen := map[string]bool{}
+	for k := range 8 {
+		ep := eventEndpoint("https://127.0.0.1:1", k)
+		if seen[ep] || !strings.HasPrefix(ep, "https://127.0.0.1:1/events/") {
+			t.Fatalf("endpoint %d: %s (seen %v)", k, ep, seen)
+		}
+		seen[ep] = true
+	}
+}

@@ -95,6 +95,10 @@ type options struct {
 	soakOut       string
 	cluster       int    // nodes of the cluster compared with a node alone; 0: none
 	clusterPprof  string // with -cluster: save each node's CPU profile of the measured window here
+
+	// eventInstallations are the subscribed installations the events
+	// scenario spreads its conversations over.
+	eventInstallations int
 }
 
 func main() {
@@ -126,6 +130,7 @@ func main() {
 	flag.IntVar(&o.mixed, "mixed", 20, "installations of the mixed scenario on a node with --limits spec (0: no mixed scenario)")
 	flag.IntVar(&o.mixedChannels, "mixed-channels", 10, "channels per installation in the mixed scenario")
 	flag.BoolVar(&o.events, "events", true, "run the events scenario: the cost of a message.posted subscription on POST /messages, and the deliveries' rate and delay, on a node of its own")
+	flag.IntVar(&o.eventInstallations, "event-installations", 1, "events scenario: spread the conversations over this many subscribed installations (N Kits, each with its own endpoint on the receiver); 1: the bench Kit's own, as before")
 	flag.DurationVar(&o.soak, "soak", 0, "soak for this long (bare -soak: "+defaultSoak.String()+", at most "+maxSoak.String()+") instead of benchmarking: record kitd's RSS, goroutines, open files and Pebble size, fail if any grows without bound")
 	flag.DurationVar(&o.soakEvery, "soak-every", 5*time.Second, "soak: time between samples")
 	flag.StringVar(&o.soakOut, "soak-out", "soak", "soak: write the samples to this path plus .csv and .json")
@@ -160,6 +165,12 @@ func run(o options) (int, error) {
 	}
 	if o.concurrency < 1 || o.duration <= 0 {
 		return 2, errors.New("-c must be >= 1 and -duration > 0")
+	}
+	if o.eventInstallations < 1 {
+		o.eventInstallations = 1
+	}
+	if o.eventInstallations > o.conversations {
+		return 2, errors.New("-event-installations must be at most -conversations")
 	}
 	if o.mixed < 0 || o.mixed > 0 && o.mixedChannels < 1 {
 		return 2, errors.New("-mixed must be >= 0, and -mixed-channels >= 1")
@@ -549,8 +560,12 @@ func buildScenarios(fx *fixture, o options) []scenarioDef {
 			desc: fmt.Sprintf("webhook storm: POST {hooks_url}/v1/{installationId}/{webhookId}/{secret}, round-robin over %d webhooks", n)})
 	}
 	if o.events {
+		subscribers := "a Kit subscribed"
+		if o.eventInstallations > 1 {
+			subscribers = fmt.Sprintf("%d Kits (installations) subscribed, each in 1/%d of the channels with its own endpoint,", o.eventInstallations, o.eventInstallations)
+		}
 		defs = append(defs, scenarioDef{sc: loadgen.Scenario{Name: fmt.Sprintf("events-%d-conversations", len(fx.Conversations))}, events: true,
-			desc: fmt.Sprintf("events, on a node of its own: POST /api/v1/messages round-robin over %d channels of a Kit subscribed to message.posted, delivered to kitbench's https receiver (200 at once), against the same without a subscriber", len(fx.Conversations))})
+			desc: fmt.Sprintf("events, on a node of its own: POST /api/v1/messages round-robin over %d channels of %s to message.posted, delivered to kitbench's https receiver (200 at once), against the same without a subscriber", len(fx.Conversations), subscribers)})
 	}
 	if o.mixed > 0 {
 		defs = append(defs, scenarioDef{sc: loadgen.Scenario{Name: "mixed-limits"}, mixed: true,

@@ -371,21 +371,30 @@ func (c *setupClient) setup(ctx context.Context) (*fixture, error) {
 // installKit publishes a Kit with manifest through f's developer token and
 // installs it in f's workspace; it returns the installation's id.
 func (c *setupClient) installKit(ctx context.Context, f *fixture, manifest string) (string, error) {
+	_, inst, err := c.installKitOf(ctx, f, manifest)
+	return inst, err
+}
+
+// installKitOf is installKit that also returns the Kit's id.
+func (c *setupClient) installKitOf(ctx context.Context, f *fixture, manifest string) (kitID, instID string, err error) {
 	var kit struct {
 		KitID string `json:"kitId"`
 	}
 	if _, err := c.call(ctx, "POST", "/api/v1/dev/kits/versions", f.DeveloperToken,
 		map[string]any{"manifest": manifest, "publish": true}, http.StatusCreated, &kit); err != nil {
-		return "", err
+		return "", "", err
+	}
+	if err := need("kitId", kit.KitID); err != nil {
+		return "", "", err
 	}
 	var inst struct {
 		Installation idObj `json:"installation"`
 	}
 	if _, err := c.call(ctx, "POST", "/ops/v1/workspaces/"+f.WorkspaceID+"/installations", c.cfg.OperatorToken,
 		map[string]any{"kitId": kit.KitID}, http.StatusCreated, &inst); err != nil {
-		return "", err
+		return "", "", err
 	}
-	return inst.Installation.ID, need("installation.id", inst.Installation.ID)
+	return kit.KitID, inst.Installation.ID, need("installation.id", inst.Installation.ID)
 }
 
 // maxHistoryPages bounds the history walk.

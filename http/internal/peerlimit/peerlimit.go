@@ -9,13 +9,14 @@
 // on one node (no cluster hop): a scanner spread over n nodes gets n times
 // the rate, which is still a few requests a second.
 //
-// It never reads a header: the address is the TCP peer's (there is no
-// trusted-proxy setting).
+// It never reads a header: the address it is given is the client's as
+// http/clientaddr says (the TCP peer's, or behind a trusted proxy the
+// client's that its X-Forwarded-For names).
 package peerlimit
 
 import (
 	"hash/maphash"
-	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,15 +29,15 @@ import (
 // one by one would give it 2^64 buckets).
 type Key [16]byte
 
-// KeyOf is the Key of ip.
-func KeyOf(ip net.IP) Key {
-	var k Key
-	if v4 := ip.To4(); v4 != nil {
-		copy(k[12:], v4)
-		k[10], k[11] = 0xff, 0xff // IPv4-mapped, apart from any IPv6 /64
-		return k
+// KeyOf is the Key of a.
+func KeyOf(a netip.Addr) Key {
+	a = a.Unmap()
+	b := a.As16()
+	if a.Is4() {
+		return b // IPv4-mapped, apart from any IPv6 /64
 	}
-	copy(k[:8], ip.To16())
+	var k Key
+	copy(k[:8], b[:8])
 	return k
 }
 

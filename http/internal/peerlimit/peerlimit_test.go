@@ -2,7 +2,7 @@ package peerlimit
 
 import (
 	"fmt"
-	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -14,7 +14,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // burst2 refuses after two failures and takes a second to give one back.
 var burst2 = limits.Rate{Name: "test", Capacity: 2, Refill: 1, Window: time.Second}
 
-func key(s string) Key { return KeyOf(net.ParseIP(s)) }
+func key(s string) Key { return KeyOf(netip.MustParseAddr(s)) }
 
 func TestTable(t *testing.T) {
 	a, b := key("192.0.2.1"), key("192.0.2.2")

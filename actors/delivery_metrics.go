@@ -1,0 +1,139 @@
+package actors
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kitd/kitd/internal/metrics"
+)
+
+// deliveryStats are the delivery actors' metrics (docs/decisions.md
+// "Metrics"): attempts by outcome, counted where the outcome is decided,
+// and each live delivery actor's backlog, which the actor publishes in
+// atomics after each message it handles and a scrape folds into
+// histograms across installations, so the series stay a fixed set
+// however many installations there are.
+type deliveryStats struct {
+	outcomes [len(attemptOutcomes)]metrics.Counter
+
+	mu   sync.Mutex
+	live map[*deliveryGauge]struct{}
+}
+
+// attemptOutcomes are the statuses of an attempt's developer log entry
+// (docs/deliveries.md, "Developer log"), in the order of their counters.
+var attemptOutcomes = [...]string{"delivered", "retry_scheduled", "dead_lettered", "paused"}
+
+// count counts an attempt with the status of its log entry.
+func (s *deliveryStats) count(status string) {
+	for i, o := range attemptOutcomes {
+		if o == status {
+			s.outcomes[i].Inc()
+			return
+		}
+	}
+}
+
+// deliveryGauge is what one delivery actor publishes of its queue.
+type deliveryGauge struct {
+	waiting atomic.Int64 // events not yet delivered nor dead: queued, in flight, retrying
+	oldest  atomic.Int64 // service clock (unix ns) when the oldest of them was queued; 0: none
+	paused  atomic.Bool  // the endpoint is paused
+}
+
+func (s *deliveryStats) register() *deliveryGauge {
+	g := &deliveryGauge{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.live == nil {
+		s.live = make(map[*deliveryGauge]struct{})
+	}
+	s.live[g] = struct{}{}
+	return g
+}
+
+func (s *deliveryStats) unregister(g *deliveryGauge) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.live, g)
+}
+
+// backlogBuckets: events an installation has waiting, by powers of ten.
+var backlogBuckets = metrics.NewBuckets(1, 1, 10, 100, 1_000, 10_000, 100_000, 1_000_000)
+
+// ageBuckets: how long an installation's oldest waiting event has waited,
+// from a healthy endpoint's round trip to the 24 hours after which events
+// die (or the endpoint pauses).
+var ageBuckets = metrics.NewBuckets(1e-9,
+	int64(10*time.Millisecond), int64(100*time.Millisecond), int64(time.Second), int64(10*time.Second),
+	int64(time.Minute), int64(10*time.Minute), int64(time.Hour), int64(6*time.Hour), int64(24*time.Hour))
+
+// collect writes the delivery families at now (the service clock).
+func (s *deliveryStats) collect(w *metrics.Writer, now time.Time) {
+	w.Family("kitd_delivery_attempts_total", "Delivery attempts recorded, by outcome: delivered, retry_scheduled, dead_lettered (a dead letter), paused (a failure while the endpoint is paused).", metrics.TypeCounter)
+	for i, o := range attemptOutcomes {
+		w.Uint("kitd_delivery_attempts_total", metrics.Label("outcome", o), s.outcomes[i].Load())
+	}
+
+	backlog, ages := metrics.NewHistogram(backlogBuckets), metrics.NewHistogram(ageBuckets)
+	var total, paused uint64
+	var oldest int64
+	s.mu.Lock()
+	for g := range s.live {
+		if g.paused.Load() {
+			paused++
+		}
+		n := g.waiting.Load()
+		if n <= 0 {
+			continue
+		}
+		total += uint64(n)
+		backlog.Observe(n)
+		if at := g.oldest.Load(); at != 0 {
+			age := max(now.UnixNano()-at, 0)
+			ages.Observe(age)
+			oldest = max(oldest, age)
+		}
+	}
+	s.mu.Unlock()
+	w.Family("kitd_delivery_backlog_events", "Events not yet delivered nor dead-lettered, over the installations whose delivery actor is live on this node (an installation with events waiting stays live).", metrics.TypeGauge)
+	w.Uint("kitd_delivery_backlog_events", "", total)
+	w.Family("kitd_delivery_installation_backlog_events", "Installations with events waiting, by how many wait.", metrics.TypeHistogram)
+	w.Histogram("kitd_delivery_installation_backlog_events", "", backlog.Snapshot())
+	w.Family("kitd_delivery_installation_oldest_event_age_seconds", "Installations with events waiting, by how long the oldest has waited since it was queued (since its actor's activation, after a restart).", metrics.TypeHistogram)
+	w.Histogram("kitd_delivery_installation_oldest_event_age_seconds", "", ages.Snapshot())
+	w.Family("kitd_delivery_oldest_event_age_seconds", "The longest any waiting event has waited, over every installation.", metrics.TypeGauge)
+	w.Sample("kitd_delivery_oldest_event_age_seconds", "", float64(oldest)/1e9)
+	w.Family("kitd_delivery_endpoints_paused", "Installations whose events endpoint is paused (failing 24 hours straight), of those live on this node.", metrics.TypeGauge)
+	w.Uint("kitd_delivery_endpoints_paused", "", paused)
+}
+
+// publish tells the metrics what the queue holds now: after each message
+// the actor handles, two atomic stores and an amortized O(1) look at the
+// oldest entry.
+func (a *deliveryActor) publish() {
+	if a.stopped {
+		return
+	}
+	if a.gauge == nil {
+		a.gauge = a.env.deliveryStats.register()
+	}
+	a.gauge.waiting.Store(int64(a.q.waiting()))
+	a.gauge.oldest.Store(a.q.oldest())
+	a.gauge.paused.Store(a.ep != nil && a.paused())
+}
+
+// unpublish takes the actor's gauge out as it stops.
+func (a *deliveryActor) unpublish() {
+	a.stopped = true
+	if a.gauge != nil {
+		a.env.deliveryStats.unregister(a.gauge)
+		a.gauge = nil
+	}
+}
+
+// keepActive: an installation with events waiting stays live (a paused
+// endpoint's pump has retired, and nothing else would ask it), so the
+// backlog and pause metrics count every installation that has one.
+func (a *deliveryActor) keepActive() bool { return a.q.waiting() > 0 }
