@@ -55,9 +55,15 @@ type Env struct {
 	// IdleTimeout passivates actors nobody asked anything for about this
 	// long; 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
-	// SecretKey (32 bytes) seals the signing secrets that deliveries are
-	// signed with; nil: they are not kept, and nothing can be signed.
-	SecretKey []byte
+	// SealKey (32 bytes) seals the signing secrets that deliveries are
+	// signed with; nil: they are not kept, and nothing can be signed. In a
+	// cluster it is ClusterSealKey, the same on every member, since the
+	// sealed secret is replicated to them all (cmd/kitd sealingKeys).
+	SealKey []byte
+	// OpenKeys open a sealed signing secret, tried in turn: SealKey first,
+	// then older keys (the node's own <data>/secret-key, which sealed them
+	// before the cluster's shared key did).
+	OpenKeys [][]byte
 	// Deliveries is told when an installation has events to send; nil:
 	// nobody sends them.
 	Deliveries DeliveryNotifier

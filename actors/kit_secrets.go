@@ -3,7 +3,9 @@ package actors
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strconv"
@@ -54,7 +56,7 @@ var errInvalidClient = kiterr.New(kiterr.InvalidCredentials, "client credentials
 // handleSecrets answers the kit actor's secret requests; ok is false for any
 // other request. A client secret is stored as its hash only
 // (clientSecretKey); a signing secret as its hash and, sealed with the
-// node's secret key, itself (signingSecretKey), since deliveries are signed
+// sealing key (Env.SealKey), itself (signingSecretKey), since deliveries are signed
 // with it (docs/credentials.md). The client secret is read on demand; the
 // signing secret's sealed state is kept once read (a.signing), since every
 // batch of deliveries asks for it.
@@ -180,16 +182,27 @@ func (a *kitActor) signingSecrets() (proto.Message, error) {
 // errNoSecretKey: the node has no key to seal signing secrets with.
 var errNoSecretKey = errors.New("actors: no secret key to seal signing secrets")
 
-// seal encrypts a signing secret under the node's secret key (AES-256-GCM,
-// random nonce first). Signing needs the secret itself, so unlike every
-// other secret it cannot be kept as a hash alone; the key lives outside
-// the store (cmd/kitd), so a copy of the store alone does not give it away.
-// An empty secret seals to nothing.
+// sealKeyInfo is HKDF's info for ClusterSealKey: a new use of the cluster
+// key gets a new info, so no two uses share a derived key.
+const sealKeyInfo = "kitd signing-secret seal v1"
+
+// ClusterSealKey is the key every member of the cluster of clusterKey
+// seals signing secrets with (HKDF-SHA256): a sealed secret is a
+// replicated record, opened on whichever node leads the Kit's partition.
+func ClusterSealKey(clusterKey string) ([]byte, error) {
+	return hkdf.Key(sha256.New, []byte(clusterKey), nil, sealKeyInfo, 32)
+}
+
+// seal encrypts a signing secret under SealKey (AES-256-GCM, random nonce
+// first). Signing needs the secret itself, so unlike every other secret
+// it cannot be kept as a hash alone; the key lives outside the store
+// (cmd/kitd), so a copy of the store alone does not give it away. An
+// empty secret seals to nothing.
 func (env *Env) seal(secret string) ([]byte, error) {
 	if secret == "" {
 		return nil, nil
 	}
-	aead, err := env.aead()
+	aead, err := newAEAD(env.SealKey)
 	if err != nil {
 		return nil, err
 	}
@@ -200,27 +213,35 @@ func (env *Env) seal(secret string) ([]byte, error) {
 	return aead.Seal(nonce, nonce, []byte(secret), nil), nil
 }
 
+// open opens a sealed secret with the first of OpenKeys that does: GCM's
+// authentication tells a wrong key apart.
 func (env *Env) open(sealed []byte) (string, error) {
-	aead, err := env.aead()
-	if err != nil {
-		return "", err
+	if len(env.OpenKeys) == 0 {
+		return "", errNoSecretKey
 	}
-	if len(sealed) < aead.NonceSize() {
-		return "", errors.New("actors: sealed secret too short")
+	var err error
+	for _, k := range env.OpenKeys {
+		var aead cipher.AEAD
+		if aead, err = newAEAD(k); err != nil {
+			return "", err
+		}
+		n := aead.NonceSize()
+		if len(sealed) < n {
+			return "", errors.New("actors: sealed secret too short")
+		}
+		var plain []byte
+		if plain, err = aead.Open(nil, sealed[:n], sealed[n:], nil); err == nil {
+			return string(plain), nil
+		}
 	}
-	n := aead.NonceSize()
-	plain, err := aead.Open(nil, sealed[:n], sealed[n:], nil)
-	if err != nil {
-		return "", fmt.Errorf("actors: open sealed secret: %w", err)
-	}
-	return string(plain), nil
+	return "", fmt.Errorf("actors: open sealed secret with any of %d keys: %w", len(env.OpenKeys), err)
 }
 
-func (env *Env) aead() (cipher.AEAD, error) {
-	if len(env.SecretKey) == 0 {
+func newAEAD(key []byte) (cipher.AEAD, error) {
+	if len(key) == 0 {
 		return nil, errNoSecretKey
 	}
-	block, err := aes.NewCipher(env.SecretKey)
+	block, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -15,7 +17,8 @@ import (
 // sender while valid: the current one, and the previous one for 7 days.
 func TestSigningSecretsAreSealedAndAnsweredWhileValid(t *testing.T) {
 	n := ownNode(t)
-	n.env.SecretKey = bytes.Repeat([]byte{7}, 32)
+	n.env.SealKey = bytes.Repeat([]byte{7}, 32)
+	n.env.OpenKeys = [][]byte{n.env.SealKey}
 	ws := n.workspace(t, 1)
 	kit := n.mustUpload(t, ws.id, manifestJSON(newSlug(), "1.0.0"), false).Kit.Id
 	rotate := func() string {
@@ -48,4 +51,61 @@ func TestSigningSecretsAreSealedAndAnsweredWhileValid(t *testing.T) {
 		}
 		return true
 	}))
+}
+
+// A sealed signing secret is a replicated record: a node of the same
+// cluster opens it once the Kit's partition is led there, because every
+// member seals with the key of the cluster key; a secret a node sealed
+// with its own key before that still opens on that node, and on no other.
+func TestSigningSecretsOpenOnEveryNodeOfTheCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts nodes")
+	}
+	cluster, err := actors.ClusterSealKey("the cluster key")
+	noErr(t, err)
+	other, err := actors.ClusterSealKey("another cluster key")
+	noErr(t, err)
+	ownA, ownB := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
+	// Node A makes two Kits and seals a signing secret of each; the store
+	// it leaves stands for the replica every other node holds.
+	fs := vfs.NewMem()
+	a, err := startNode(fs, nil)
+	noErr(t, err)
+	ws := a.workspace(t, 1)
+	sealOnA := func(seal []byte) (kit, secret string) {
+		kit = a.mustUpload(t, ws.id, manifestJSON(newSlug(), "1.0.0"), false).Kit.Id
+		a.env.SealKey, a.env.OpenKeys = seal, [][]byte{seal}
+		secret = ids.NewSecret(ids.SigningSecret)
+		h := ids.Hash(secret)
+		ask[*kitpb.KitSecretReply](t, a, actors.KindKit, kit, &kitpb.RotateKitSecret{Which: actors.SecretSigning, SecretHash: h[:], Secret: secret})
+		return kit, secret
+	}
+	byCluster, byClusterSecret := sealOnA(cluster)
+	byOwn, byOwnSecret := sealOnA(ownA) // as A sealed before the cluster key did
+	noErr(t, a.stop())
+
+	for _, tc := range []struct {
+		name string
+		kit  string
+		keys [][]byte // the opening node's OpenKeys, its SealKey first
+		want string   // "": no secret opens
+	}{
+		{"another node of the cluster opens what the cluster key sealed", byCluster, [][]byte{cluster, ownB}, byClusterSecret},
+		{"the sealing node opens what the cluster key sealed", byCluster, [][]byte{cluster, ownA}, byClusterSecret},
+		{"a node of another cluster does not open it", byCluster, [][]byte{other, ownB}, ""},
+		{"the node opens what its own key sealed, after the cluster key failed", byOwn, [][]byte{cluster, ownA}, byOwnSecret},
+		{"another node does not open what a node's own key sealed", byOwn, [][]byte{cluster, ownB}, ""},
+	} {
+		n, err := startNode(fs, nil)
+		noErr(t, err)
+		n.env.SealKey, n.env.OpenKeys = tc.keys[0], tc.keys
+		r, err := try[*kitpb.SigningSecretsReply](n, actors.KindKit, tc.kit, &kitpb.GetSigningSecrets{})
+		switch {
+		case tc.want != "" && (err != nil || !slices.Equal(r.Secrets, []string{tc.want})):
+			t.Errorf("%s: got %d secrets, err %v", tc.name, len(r.GetSecrets()), err)
+		case tc.want == "" && err == nil:
+			t.Errorf("%s: opened %d secrets, want an error", tc.name, len(r.Secrets))
+		}
+		noErr(t, n.stop())
+	}
 }

@@ -396,9 +396,11 @@ func serve(cfg config, stdout io.Writer) error {
 		os.Exit(1)
 	}}
 	env.History = history.NewBudget(history.Options{Bytes: cfg.cacheBytes})
-	if env.SecretKey, err = secretKey(cfg.dataDir); err != nil {
+	keys, err := sealingKeys(cfg.dataDir, cfg.clusterKey)
+	if err != nil {
 		return err
 	}
+	env.SealKey, env.OpenKeys = keys.seal, keys.open
 	auth := actors.NewAuthenticator(env)
 	env.Invalidator = auth
 	clusterNode, err := cluster.Start(cluster.Config{Logger: quieter(logger, slog.LevelWarn)}, actors.Kinds(env)...)
@@ -466,7 +468,7 @@ func serve(cfg config, stdout io.Writer) error {
 		TestClock: testClock, PublicURL: publicURL, Logger: logger, RequestLog: requests, Domains: domains, Metrics: reg,
 		NodeName: nodeName(cfg), HTTPAddr: ln.Addr().String(), Cluster: groups.view(),
 		Tools: deliveries.NewTools(send), Kits: send, TrustedProxies: cfg.proxies,
-		Backup: backups(store, env.SecretKey, groups),
+		Backup: backups(store, keys, groups),
 	})
 	// Signals are caught before the node says it listens: a SIGTERM sent
 	// as soon as it does must drain it, not kill it.

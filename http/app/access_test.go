@@ -42,7 +42,7 @@ func testServer(t *testing.T) *Server {
 			return
 		}
 		log := slog.New(slog.DiscardHandler)
-		env := &actors.Env{Store: store, Clock: clock.NewTest(), Logger: log, Limits: limits.Spec(), SecretKey: make([]byte, 32),
+		env := &actors.Env{Store: store, Clock: clock.NewTest(), Logger: log, Limits: limits.Spec(), SealKey: make([]byte, 32), OpenKeys: [][]byte{make([]byte, 32)},
 			Fatal: func(err error) { panic(fmt.Sprintf("app test: storage failed: %v", err)) }}
 		auth := actors.NewAuthenticator(env)
 		env.Invalidator = auth
