@@ -61,10 +61,12 @@ func TestSigningSecretsOpenOnEveryNodeOfTheCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts nodes")
 	}
-	cluster, err := actors.ClusterSealKey("the cluster key")
-	noErr(t, err)
-	other, err := actors.ClusterSealKey("another cluster key")
-	noErr(t, err)
+	// Each node derives the key itself, from the cluster key alone.
+	derive := func(clusterKey string) []byte {
+		k, err := actors.ClusterSealKey(clusterKey)
+		noErr(t, err)
+		return k
+	}
 	ownA, ownB := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
 	// Node A makes two Kits and seals a signing secret of each; the store
 	// it leaves stands for the replica every other node holds.
@@ -80,25 +82,26 @@ func TestSigningSecretsOpenOnEveryNodeOfTheCluster(t *testing.T) {
 		ask[*kitpb.KitSecretReply](t, a, actors.KindKit, kit, &kitpb.RotateKitSecret{Which: actors.SecretSigning, SecretHash: h[:], Secret: secret})
 		return kit, secret
 	}
-	byCluster, byClusterSecret := sealOnA(cluster)
+	byCluster, byClusterSecret := sealOnA(derive("the cluster key"))
 	byOwn, byOwnSecret := sealOnA(ownA) // as A sealed before the cluster key did
 	noErr(t, a.stop())
 
 	for _, tc := range []struct {
 		name string
 		kit  string
-		keys [][]byte // the opening node's OpenKeys, its SealKey first
-		want string   // "": no secret opens
+		keys func() [][]byte // the opening node's OpenKeys, its SealKey first
+		want string          // "": no secret opens
 	}{
-		{"another node of the cluster opens what the cluster key sealed", byCluster, [][]byte{cluster, ownB}, byClusterSecret},
-		{"the sealing node opens what the cluster key sealed", byCluster, [][]byte{cluster, ownA}, byClusterSecret},
-		{"a node of another cluster does not open it", byCluster, [][]byte{other, ownB}, ""},
-		{"the node opens what its own key sealed, after the cluster key failed", byOwn, [][]byte{cluster, ownA}, byOwnSecret},
-		{"another node does not open what a node's own key sealed", byOwn, [][]byte{cluster, ownB}, ""},
+		{"another node of the cluster opens what the cluster key sealed", byCluster, func() [][]byte { return [][]byte{derive("the cluster key"), ownB} }, byClusterSecret},
+		{"the sealing node opens what the cluster key sealed", byCluster, func() [][]byte { return [][]byte{derive("the cluster key"), ownA} }, byClusterSecret},
+		{"a node of another cluster does not open it", byCluster, func() [][]byte { return [][]byte{derive("another cluster key"), ownB} }, ""},
+		{"the node opens what its own key sealed, after the cluster key failed", byOwn, func() [][]byte { return [][]byte{derive("the cluster key"), ownA} }, byOwnSecret},
+		{"another node does not open what a node's own key sealed", byOwn, func() [][]byte { return [][]byte{derive("the cluster key"), ownB} }, ""},
 	} {
 		n, err := startNode(fs, nil)
 		noErr(t, err)
-		n.env.SealKey, n.env.OpenKeys = tc.keys[0], tc.keys
+		keys := tc.keys()
+		n.env.SealKey, n.env.OpenKeys = keys[0], keys
 		r, err := try[*kitpb.SigningSecretsReply](n, actors.KindKit, tc.kit, &kitpb.GetSigningSecrets{})
 		switch {
 		case tc.want != "" && (err != nil || !slices.Equal(r.Secrets, []string{tc.want})):
