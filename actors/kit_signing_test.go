@@ -89,19 +89,21 @@ func TestSigningSecretsOpenOnEveryNodeOfTheCluster(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		kit  string
-		keys func() [][]byte // the opening node's OpenKeys, its SealKey first
-		want string          // "": no secret opens
+		// The opening node's cluster key, and its own secret key.
+		clusterKey string
+		own        []byte
+		want       string // "": no secret opens
 	}{
-		{"another node of the cluster opens what the cluster key sealed", byCluster, func() [][]byte { return [][]byte{derive("the cluster key"), ownB} }, byClusterSecret},
-		{"the sealing node opens what the cluster key sealed", byCluster, func() [][]byte { return [][]byte{derive("the cluster key"), ownA} }, byClusterSecret},
-		{"a node of another cluster does not open it", byCluster, func() [][]byte { return [][]byte{derive("another cluster key"), ownB} }, ""},
-		{"the node opens what its own key sealed, after the cluster key failed", byOwn, func() [][]byte { return [][]byte{derive("the cluster key"), ownA} }, byOwnSecret},
-		{"another node does not open what a node's own key sealed", byOwn, func() [][]byte { return [][]byte{derive("the cluster key"), ownB} }, ""},
+		{"another node of the cluster opens what the cluster key sealed", byCluster, "the cluster key", ownB, byClusterSecret},
+		{"the sealing node opens what the cluster key sealed", byCluster, "the cluster key", ownA, byClusterSecret},
+		{"a node of another cluster does not open it", byCluster, "another cluster key", ownB, ""},
+		{"the node opens what its own key sealed, after the cluster key failed", byOwn, "the cluster key", ownA, byOwnSecret},
+		{"another node does not open what a node's own key sealed", byOwn, "the cluster key", ownB, ""},
 	} {
 		n, err := startNode(fs, nil)
 		noErr(t, err)
-		keys := tc.keys()
-		n.env.SealKey, n.env.OpenKeys = keys[0], keys
+		n.env.SealKey = derive(tc.clusterKey)
+		n.env.OpenKeys = [][]byte{n.env.SealKey, tc.own}
 		r, err := try[*kitpb.SigningSecretsReply](n, actors.KindKit, tc.kit, &kitpb.GetSigningSecrets{})
 		switch {
 		case tc.want != "" && (err != nil || !slices.Equal(r.Secrets, []string{tc.want})):
