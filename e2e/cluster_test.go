@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/kitd/kitd/internal/metrics/metricstest"
 	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/kitverify"
 )
 
 // Three nodes grow from the first: every partition on three replicas, each
@@ -205,4 +208,48 @@ func (c *testCluster) leaders(t *testing.T) map[partition.ID]string {
 		}
 	}
 	return out
+}
+
+// A Kit's signing secret, sealed where its partition was led, still signs
+// deliveries once that node stops and another leads the partition: every
+// member seals with the key of the cluster key (docs/deliveries.md "The
+// sealing key"). Each node sealing with its own <data>/secret-key, the new
+// leader could not open it.
+func TestClusterSignsDeliveriesAfterTheKitsLeaderStops(t *testing.T) {
+	rcv := newReceiver(t)
+	c := newTestCluster()
+	for range 3 {
+		c.add(t, "--delivery-ca", rcv.caPath, "--delivery-allow", strings.TrimPrefix(rcv.srv.URL, "https://"))
+	}
+	c.waitSettled(t, 3)
+	e := newEventsSetup(t, c.nodes[0], rcv, 1)
+	e.in.post(t, e.convs[0], "before")
+	waitFor(t, "the first delivery", func() bool { return len(rcv.received()) >= 1 })
+
+	v, err := c.view(t, c.nodes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := -1
+	for _, m := range v.Members {
+		if slices.Contains(m.Led, int(partition.Of(e.kit.ID))) {
+			leader = slices.Index(c.names, m.Name)
+		}
+	}
+	if leader < 0 {
+		t.Fatalf("no member leads the Kit's partition %d: %+v", partition.Of(e.kit.ID), v.Members)
+	}
+	c.nodes[leader].stopClean(t)
+	c.waitSettledAfterLoss(t, c.names[leader])
+	through := c.nodes[(leader+1)%3]
+	r := retryUnavailable(t, 30*time.Second, func() (*Resp, error) {
+		return through.request("POST", "/api/v1/messages", e.in.Token, postBody(e.convs[0], "after"), nil)
+	})
+	want(t, r, 201)
+	waitFor(t, "the delivery after the leader stopped", func() bool { return len(rcv.received()) >= 2 })
+	for _, d := range rcv.received() {
+		if err := kitverify.Verify(d.header.Get(kitverify.Header), d.body, time.Now(), e.secret); err != nil {
+			t.Fatalf("delivery %s: signature %q: %v", d.body, d.header.Get(kitverify.Header), err)
+		}
+	}
 }
