@@ -263,6 +263,20 @@ func (f *fakeKitd) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSONResp(w, 200, map[string]any{"conversations": []any{}, "nextCursor": nil})
+	case r.Method == "GET" && r.URL.Path == "/metrics":
+		if tok != f.opToken {
+			fail(w, 401, "invalid_token")
+			return
+		}
+		// The history cache's series, as kitd writes them: the bytes of
+		// the messages posted, under a bound of 1 MiB.
+		n := 0
+		for _, m := range f.msgs {
+			n += len(m)
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintf(w, "# TYPE kitd_history_cache_bytes gauge\nkitd_history_cache_bytes %d\nkitd_history_cache_limit_bytes %d\n", min(n*300, 1<<20), 1<<20)
+		fmt.Fprintf(w, "kitd_history_cache_windows %d\nkitd_history_cache_hits_total %d\nkitd_history_cache_misses_total 1\nkitd_history_cache_evictions_total 0\n", len(f.msgs), f.gets)
 	case r.URL.Path == "/healthz":
 		writeJSONResp(w, 200, map[string]any{"ok": true})
 	default:

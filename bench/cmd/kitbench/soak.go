@@ -19,6 +19,7 @@ import (
 
 	"github.com/kitd/kitd/bench/loadgen"
 	"github.com/kitd/kitd/bench/soak"
+	"github.com/kitd/kitd/internal/history"
 )
 
 const (
@@ -80,6 +81,9 @@ type soakSample struct {
 	PebbleBytes int64   `json:"pebbleBytes"`
 	OK          uint64  `json:"ok"`
 	Errors      uint64  `json:"errors"`
+	// The history cache's series of GET /metrics; nil when kitd did not
+	// answer them.
+	Cache *soak.HistoryCache `json:"historyCache,omitempty"`
 }
 
 // soakSeries is one judged series of the soak.
@@ -156,6 +160,43 @@ func rotation(defs []scenarioDef) (sc loadgen.Scenario, writeShare float64) {
 	}}, float64(writes) / float64(k)
 }
 
+// historyManyScenario reads the newest page of every write channel in
+// turn, so that the windows of many conversations fill and the node's
+// --cache-bytes bound has to evict (the get-history scenario reads one
+// channel only).
+func historyManyScenario(fx *fixture, limit int) scenarioDef {
+	uris := make([]string, len(fx.Conversations))
+	for i, c := range fx.Conversations {
+		uris[i] = "/api/v1/conversations/" + c + "/messages?limit=" + strconv.Itoa(limit)
+	}
+	auth := "Bearer " + fx.BotToken
+	return scenarioDef{sc: loadgen.Scenario{Name: fmt.Sprintf("get-history-%d-conversations", len(uris)), Build: func(n uint64, req *fasthttp.Request) {
+		req.SetRequestURI(uris[n%uint64(len(uris))])
+		req.Header.Set("Authorization", auth)
+	}}, desc: fmt.Sprintf("GET /api/v1/conversations/{id}/messages?limit=%d, round-robin over the %d write channels", limit, len(uris))}
+}
+
+// cacheSlack is how far above --cache-bytes a sample of the history cache
+// may be: kitd counts a window's growth before it evicts, and a window
+// grows by at most its own bound at once.
+const cacheSlack = history.DefaultMaxWindowBytes
+
+// judgeCache judges the history cache's samples against their bound; nil
+// when kitd never answered them.
+func judgeCache(samples []soakSample) *soak.CacheVerdict {
+	var cs []soak.HistoryCache
+	for _, s := range samples {
+		if s.Cache != nil {
+			cs = append(cs, *s.Cache)
+		}
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	v := soak.JudgeCache(cs, cacheSlack)
+	return &v
+}
+
 // freeLoopbackAddr finds a free loopback port for kitd's --pprof.
 func freeLoopbackAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -178,6 +219,7 @@ type sampler struct {
 	done      sync.WaitGroup
 	samples   []soakSample
 	err       error
+	noCache   bool // /metrics did not answer the history cache's series
 }
 
 func startSampler(ctx context.Context, node *benchNode, pprofAddr string, every time.Duration, live *loadgen.Live) *sampler {
@@ -222,9 +264,19 @@ func (s *sampler) sample(ctx context.Context) bool {
 		}
 		g = -1
 	}
+	var cache *soak.HistoryCache
+	if !s.noCache {
+		c, err := soak.ReadHistoryCache(ctx, s.client, s.node.addr, s.node.token)
+		if err != nil {
+			logf("history cache unknown (%v); the soak goes on without it", err)
+			s.noCache = true
+		} else {
+			cache = &c
+		}
+	}
 	ok, errs := s.live.Counts()
 	s.samples = append(s.samples, soakSample{Seconds: time.Since(s.start).Seconds(), RSSBytes: p.RSSBytes, Goroutines: g,
-		Threads: p.Threads, OpenFiles: p.OpenFiles, PebbleBytes: size, OK: ok, Errors: errs})
+		Threads: p.Threads, OpenFiles: p.OpenFiles, PebbleBytes: size, OK: ok, Errors: errs, Cache: cache})
 	return true
 }
 
@@ -245,6 +297,8 @@ type soakReport struct {
 	Series      []soakSeries      `json:"series"`
 	Samples     []soakSample      `json:"samples"`
 	Grew        []string          `json:"grew"`
+	// HistoryCache judges kitd_history_cache_bytes against its bound.
+	HistoryCache *soak.CacheVerdict `json:"historyCacheBound,omitempty"`
 }
 
 // runSoak starts kitd with its pprof endpoint, sets up as the bench does,
@@ -279,7 +333,10 @@ func runSoak(ctx context.Context, o options) (int, error) {
 		return 1, fmt.Errorf("setup: %w", err)
 	}
 	o.mixed = 0 // the mixed scenario is limited by design: nothing to soak
-	defs, err := selectScenarios(buildScenarios(fx, o), o.only)
+	// The events scenario runs on a node of its own, not as requests of
+	// the rotation (it has no Build: it made a bare -soak panic).
+	o.events = false
+	defs, err := selectScenarios(append(buildScenarios(fx, o), historyManyScenario(fx, o.limit)), o.only)
 	if err != nil {
 		return 2, err
 	}
@@ -304,7 +361,8 @@ func runSoak(ctx context.Context, o options) (int, error) {
 	}
 
 	rep := &soakReport{StartedAt: smp.start.UTC(), DurationSec: o.soak.Seconds(), Rate: rate, Scenario: sc.Name,
-		Machine: machineInfo(), Load: statsOf("kitd", res), Series: judgeSoak(samples, writeShare), Samples: samples}
+		Machine: machineInfo(), Load: statsOf("kitd", res), Series: judgeSoak(samples, writeShare), Samples: samples,
+		HistoryCache: judgeCache(samples)}
 	for _, s := range rep.Series {
 		if s.Verdict.Grows {
 			rep.Grew = append(rep.Grew, s.Name)
@@ -318,6 +376,9 @@ func runSoak(ctx context.Context, o options) (int, error) {
 	if res.Errors > 0 {
 		return 1, fmt.Errorf("%d requests failed during the soak", res.Errors)
 	}
+	if c := rep.HistoryCache; c != nil && c.Over > 0 {
+		return 1, fmt.Errorf("kitd's history cache went beyond --cache-bytes: %s", c.Why)
+	}
 	if len(rep.Grew) > 0 {
 		return 1, fmt.Errorf("kitd's %s grew without bound during the soak (rule: bench/README.md, \"Soak\")", strings.Join(rep.Grew, ", "))
 	}
@@ -327,11 +388,19 @@ func runSoak(ctx context.Context, o options) (int, error) {
 func writeSoakFiles(prefix string, rep *soakReport) error {
 	var b strings.Builder
 	w := csv.NewWriter(&b)
-	_ = w.Write([]string{"seconds", "rss_bytes", "goroutines", "threads", "open_files", "pebble_bytes", "ok", "errors"})
+	_ = w.Write([]string{"seconds", "rss_bytes", "goroutines", "threads", "open_files", "pebble_bytes", "ok", "errors",
+		"cache_bytes", "cache_limit_bytes", "cache_windows", "cache_hits", "cache_misses", "cache_evictions"})
 	for _, s := range rep.Samples {
+		// -1: kitd did not answer the history cache's series.
+		c := soak.HistoryCache{Bytes: -1, Limit: -1, Windows: -1, Hits: -1, Misses: -1, Evictions: -1}
+		if s.Cache != nil {
+			c = *s.Cache
+		}
 		_ = w.Write([]string{strconv.FormatFloat(s.Seconds, 'f', 1, 64), strconv.FormatInt(s.RSSBytes, 10),
 			strconv.Itoa(s.Goroutines), strconv.Itoa(s.Threads), strconv.Itoa(s.OpenFiles),
-			strconv.FormatInt(s.PebbleBytes, 10), strconv.FormatUint(s.OK, 10), strconv.FormatUint(s.Errors, 10)})
+			strconv.FormatInt(s.PebbleBytes, 10), strconv.FormatUint(s.OK, 10), strconv.FormatUint(s.Errors, 10),
+			strconv.FormatInt(c.Bytes, 10), strconv.FormatInt(c.Limit, 10), strconv.FormatInt(c.Windows, 10),
+			strconv.FormatInt(c.Hits, 10), strconv.FormatInt(c.Misses, 10), strconv.FormatInt(c.Evictions, 10)})
 	}
 	w.Flush()
 	data, err := json.MarshalIndent(rep, "", "  ")
@@ -362,6 +431,17 @@ func printSoak(w io.Writer, rep *soakReport) {
 			fmtQty(s.Verdict.Rise, s.Unit), fmtQty(allowed, s.Unit), verdict)
 	}
 	fmt.Fprintln(w)
+	if c := rep.HistoryCache; c != nil {
+		var last *soak.HistoryCache
+		for _, s := range rep.Samples {
+			if s.Cache != nil {
+				last = s.Cache
+			}
+		}
+		fmt.Fprintf(w, "history cache: at most %s of the %s bound (%d samples, %d beyond it); at the end %d windows, %d hits, %d misses, %d evictions\n\n",
+			fmtQty(float64(c.MaxBytes), "bytes"), fmtQty(float64(c.Limit), "bytes"), c.Samples, c.Over,
+			last.Windows, last.Hits, last.Misses, last.Evictions)
+	}
 }
 
 // fmtQty renders a value of a series: bytes in MiB from 1 MiB up.
