@@ -290,9 +290,20 @@ func ServeReadRecords(store *persistence.Store, q *kitpb.ReadRecords) (*kitpb.Re
 		}
 		return out, nil
 	}
+	err := store.Scan(q.Lower, q.Upper, q.Reverse, PageOf(out, int(q.Limit)))
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// PageOf returns a scan callback that copies records into out as one page
+// of a read: at most limit of them (0: any number) and ReadPageBytes of
+// keys and values, but always the first; out.More says it stopped early.
+func PageOf(out *kitpb.Records, limit int) func(k, v []byte) bool {
 	size := 0
-	err := store.Scan(q.Lower, q.Upper, q.Reverse, func(k, v []byte) bool {
-		if q.Limit > 0 && len(out.Keys) == int(q.Limit) || len(out.Keys) > 0 && size+len(k)+len(v) > ReadPageBytes {
+	return func(k, v []byte) bool {
+		if limit > 0 && len(out.Keys) == limit || len(out.Keys) > 0 && size+len(k)+len(v) > ReadPageBytes {
 			out.More = true
 			return false
 		}
@@ -300,9 +311,5 @@ func ServeReadRecords(store *persistence.Store, q *kitpb.ReadRecords) (*kitpb.Re
 		out.Keys = append(out.Keys, bytes.Clone(k))
 		out.Values = append(out.Values, bytes.Clone(v))
 		return true
-	})
-	if err != nil {
-		return nil, err
 	}
-	return out, nil
 }

@@ -288,17 +288,7 @@ func backupPage(snap *persistence.Snapshot, p partition.ID, after []byte) (*kitp
 		lower = append(bytes.Clone(after), 0)
 	}
 	out := &kitpb.Records{}
-	size := 0
-	err := snap.Scan(lower, upper, false, func(k, v []byte) bool {
-		if len(out.Keys) > 0 && size+len(k)+len(v) > actors.ReadPageBytes {
-			out.More = true
-			return false
-		}
-		size += len(k) + len(v)
-		out.Keys = append(out.Keys, bytes.Clone(k))
-		out.Values = append(out.Values, bytes.Clone(v))
-		return true
-	})
+	err := snap.Scan(lower, upper, false, actors.PageOf(out, 0))
 	return out, err
 }
 
