@@ -39,10 +39,12 @@
 // logs and its records were written on this node after a sync that
 // covered them. After a crash, a node reopens every group from r/ (Open),
 // and raft applies again the entries between the durable applied index and
-// the durable commit index; since the records of a cycle are written with
-// its applied index, that is normally nothing, but StateMachine.Apply must
-// be idempotent for the cases where it is not (a cycle that applied less
-// than it committed, a snapshot whose state is newer than its index).
+// the commit index: the one on disk at once, the rest once a leader tells
+// it. Neither is written every cycle (a hard state only with a new term or
+// vote, the applied index every CompactAfter/4 entries and with a
+// configuration or a compaction), so StateMachine.Apply must be
+// idempotent: applying again what lies past the applied index on disk
+// gives the same records.
 //
 // # Leadership and the lease
 //

@@ -134,8 +134,10 @@ func TestOneSyncPerCycle(t *testing.T) {
 }
 
 // Entries committed in the log but not applied by the durable state (an
-// unsynced apply batch lost in a crash) are applied again when the node
-// opens, before anything else.
+// unsynced apply batch lost in a crash, or entries past the applied index
+// on disk, which is written every few entries) are applied again once the
+// group's commit index is known again: the hard state on disk holds it
+// only as of the last term or vote, and the next leader tells the rest.
 func TestOpenAppliesCommittedEntriesAgain(t *testing.T) {
 	c := newCluster(t, []uint64{1}, nil)
 	c.bootstrap(1, []uint64{1})
@@ -163,6 +165,8 @@ func TestOpenAppliesCommittedEntriesAgain(t *testing.T) {
 	}
 
 	r := c.start(1, fs)
+	c.elect(1)
+	c.awaitLeads(1, 0)
 	if err := r.node.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -135,6 +135,7 @@ type group struct {
 
 	// Keys written every cycle, built once.
 	hsKey, appliedKey []byte
+	appliedWritten    uint64 // the applied index last written
 
 	// From the last Ready; the driver's view.
 	lead, term uint64
@@ -253,7 +254,7 @@ func (n *Node) newGroup(id GroupID, s *logStore) (*group, error) {
 	}
 	g := &group{
 		id: id, rn: rn, log: s,
-		hsKey: hardStateKey(id), appliedKey: appliedKey(id),
+		hsKey: hardStateKey(id), appliedKey: appliedKey(id), appliedWritten: s.applied,
 		term:    s.hs.GetTerm(),
 		waiters: make(map[uint64]*proposal),
 		acks:    make(map[uint64]stamp),
@@ -594,11 +595,18 @@ func (n *Node) persist(b *persistence.Batch, r *groupReady) (bool, error) {
 		n.place(g, rd.Entries)
 		wrote = true
 	}
-	if !raft.IsEmptyHardState(rd.HardState) {
-		g.log.hs = rd.HardState
-		n.valBuf = appendHardState(n.valBuf[:0], rd.HardState)
-		b.Set(g.hsKey, n.valBuf)
-		wrote = true
+	if hs := rd.HardState; !raft.IsEmptyHardState(hs) {
+		votedAgain := hs.GetTerm() != g.log.hs.GetTerm() || hs.GetVote() != g.log.hs.GetVote()
+		g.log.hs = hs
+		// A commit index raft can learn again from its leader, and applied
+		// entries were committed (loadGroups takes the applied index as
+		// commit when it is further), so a hard state that moved only its
+		// commit is not written: it would be a key a cycle in every group.
+		if votedAgain {
+			n.valBuf = appendHardState(n.valBuf[:0], hs)
+			b.Set(g.hsKey, n.valBuf)
+			wrote = true
+		}
 	}
 	return wrote, nil
 }
@@ -633,6 +641,7 @@ func (n *Node) writeSnapshotMark(b *persistence.Batch, g *group) {
 func (n *Node) writeApplied(b *persistence.Batch, g *group, confChanged bool) {
 	n.valBuf = binary.BigEndian.AppendUint64(n.valBuf[:0], g.log.applied)
 	b.Set(g.appliedKey, n.valBuf)
+	g.appliedWritten = g.log.applied
 	if confChanged {
 		v, err := proto.Marshal(g.log.cs)
 		if err != nil {
@@ -641,6 +650,11 @@ func (n *Node) writeApplied(b *persistence.Batch, g *group, confChanged bool) {
 		b.Set(confStateKey(g.id), v)
 	}
 }
+
+// appliedEvery is how many entries may be applied past the applied index
+// on disk: a restart applies at most that many again per group. It is
+// below CompactAfter, so the log always holds them.
+func (n *Node) appliedEvery() uint64 { return max(n.cfg.CompactAfter/4, 1) }
 
 // apply runs a group's committed entries through the state machine into b,
 // with the applied index, and compacts the log when it is long enough.
@@ -679,8 +693,18 @@ func (n *Node) apply(b *persistence.Batch, r *groupReady) error {
 		}
 		g.log.applied = idx
 	}
-	n.writeApplied(b, g, confChanged)
-	if keep := n.cfg.CompactAfter; g.log.applied-g.log.snapIndex >= 2*keep {
+	keep := n.cfg.CompactAfter
+	compact := g.log.applied-g.log.snapIndex >= 2*keep
+	// The applied index is written with the configuration, with a
+	// compaction (the log must keep every entry past the durable applied
+	// index) and every appliedEvery entries, not each cycle: applying again
+	// the entries after a stale one gives the same records (StateMachine's
+	// contract), and a key a cycle in every group was a quarter of the
+	// memtable's inserts.
+	if confChanged || compact || g.log.applied-g.appliedWritten >= n.appliedEvery() {
+		n.writeApplied(b, g, confChanged)
+	}
+	if compact {
 		to := g.log.applied - keep
 		b.DeleteRange(appendLogKey(nil, g.id, 0), appendLogKey(nil, g.id, to+1))
 		g.log.compact(to)

@@ -254,6 +254,12 @@ func (s *logStore) check() error {
 			return fmt.Errorf("log gap at index %d", s.snapIndex+1+uint64(i))
 		}
 	}
+	if c := s.hs.GetCommit(); c < s.applied && s.applied <= s.lastIndex() {
+		// The commit index is written only with a new term or vote
+		// (Node.persist); what was applied was committed.
+		s.hs = proto.CloneOf(s.hs)
+		s.hs.Commit = proto.Uint64(s.applied)
+	}
 	if s.applied < s.snapIndex || s.applied > s.lastIndex() {
 		return fmt.Errorf("applied index %d outside the log [%d, %d]", s.applied, s.snapIndex, s.lastIndex())
 	}

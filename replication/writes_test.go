@@ -1,0 +1,77 @@
+package replication_test
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/kitd/kitd/replication"
+)
+
+// A cycle writes what a restart needs and no more: each key a cycle writes
+// in every group is a memtable insert per group and cycle.
+func TestWhatACycleWrites(t *testing.T) {
+	const compactAfter = 40 // the applied index is written every 10 entries
+	tweak := func(cfg *replication.Config) { cfg.CompactAfter = compactAfter }
+	uint64At := func(t *testing.T, m *member, key []byte, offset int) uint64 {
+		t.Helper()
+		v, err := m.store.Get(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return binary.BigEndian.Uint64(v[offset:])
+	}
+	for _, tc := range []struct {
+		name      string
+		proposals int
+		check     func(t *testing.T, m *member, before, applied uint64)
+	}{
+		{"a commit that moves alone writes no hard state", 5, func(t *testing.T, m *member, _, _ uint64) {
+			hs, err := m.store.Get(replication.HardStateKey(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if commit := binary.BigEndian.Uint64(hs[16:]); commit > 3 {
+				t.Fatalf("hard state on disk has commit %d: written after the election", commit)
+			}
+		}},
+		{"the applied index is not written every cycle", 5, func(t *testing.T, m *member, before, _ uint64) {
+			if got := uint64At(t, m, replication.AppliedKey(0), 0); got != before {
+				t.Fatalf("applied index on disk %d after 5 entries, want still %d", got, before)
+			}
+		}},
+		{"the applied index on disk trails by less than a quarter of CompactAfter", 25, func(t *testing.T, m *member, _, applied uint64) {
+			if got := uint64At(t, m, replication.AppliedKey(0), 0); applied-got >= compactAfter/4 {
+				t.Fatalf("applied index on disk %d, applied %d", got, applied)
+			}
+		}},
+		{"a compaction writes the applied index with it", 2*compactAfter + 3, func(t *testing.T, m *member, _, applied uint64) {
+			snap := uint64At(t, m, replication.SnapshotKey(0), 0)
+			if snap <= 1 {
+				t.Fatalf("no compaction after %d entries (snapshot mark %d)", applied, snap)
+			}
+			if got := uint64At(t, m, replication.AppliedKey(0), 0); got < snap+compactAfter {
+				t.Fatalf("applied index on disk %d, log compacted to %d: the log must keep %d entries past it", got, snap, compactAfter)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, []uint64{1}, tweak)
+			c.bootstrap(1, []uint64{1})
+			c.elect(1)
+			c.awaitLeads(1, 0)
+			m := c.nodes[1]
+			if err := m.node.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			before := uint64At(t, m, replication.AppliedKey(0), 0)
+			var applied uint64
+			for range tc.proposals {
+				applied = c.propose(0, "e")
+			}
+			if err := m.node.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, m, before, applied)
+		})
+	}
+}
