@@ -85,7 +85,7 @@ func TestClusterRevocationReachesEveryNode(t *testing.T) {
 
 // An installation's write bucket lives with the installation, on one
 // leader: writes spread over every node still meet 429 once the
-// installation spent its 50 a minute (SPEC.md section 8).
+// installation spent its 50 a minute (docs/api.md "Limits").
 func TestClusterRateLimitsCountAcrossNodes(t *testing.T) {
 	c := startCluster(t, 3, "--limits", "spec")
 	env := newBotEnv(t, c.nodes[0])

@@ -37,7 +37,7 @@ func cloneManifest(m map[string]any) map[string]any {
 	return out
 }
 
-// SPEC.md section 4.10 (upload and publish) and section 3 "Kit version".
+// docs/api.md "Developer API" (upload and publish) and "Kit version".
 func TestDev_Versions(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
@@ -117,7 +117,7 @@ func TestDev_Versions(t *testing.T) {
 	})
 }
 
-// SPEC.md section 2 "Manifest": invalid manifests answer 400 validation_error
+// docs/api.md "Manifest": invalid manifests answer 400 validation_error
 // with the field path and without the submitted value.
 func TestDev_InvalidManifests(t *testing.T) {
 	t.Parallel()
@@ -184,7 +184,7 @@ func TestDev_InvalidManifests(t *testing.T) {
 	}
 }
 
-// SPEC.md section 4.10: the developer API takes a developer token only.
+// docs/api.md "Developer API": the developer API takes a developer token only.
 func TestDev_TokenRequired(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
@@ -225,7 +225,7 @@ func TestDev_TokenRequired(t *testing.T) {
 
 }
 
-// SPEC.md 4.10 upload and publish answer installationId: the developer's
+// docs/api.md "Developer API" upload and publish answer installationId: the developer's
 // workspace's active installation of the Kit, null when there is none.
 func TestDev_VersionAnswerInstallationID(t *testing.T) {
 	t.Parallel()

@@ -37,7 +37,7 @@ func (m *memberKit) advance(t *testing.T, d time.Duration) {
 	m.skew += d
 }
 
-// memberServer starts a server with the limits of SPEC.md section 8 that
+// memberServer starts a server with the limits of docs/api.md "Limits" that
 // may reach rcv and the endpoints of also (more allowed hosts).
 func memberServer(t *testing.T, rcv *receiver, also ...string) *Server {
 	t.Helper()

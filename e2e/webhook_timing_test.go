@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// SPEC.md 4.9: an unknown webhook, a wrong secret and an unknown
+// docs/api.md "Incoming webhooks": an unknown webhook, a wrong secret and an unknown
 // installation are one 404, and that includes how long it takes: a made-up
 // webhook id must not answer measurably slower than a real one (issue 17
 // item 3: it took about 100 µs more, with no overlap between the p10-p90
