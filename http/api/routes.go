@@ -119,7 +119,7 @@ var routes = [...]route{
 	{"GET", "/app/kits/install", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).InstallPage},
 	{"POST", "/app/kits/install", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).Install},
 	// The member's home page and the API access page of an installation
-	// (issue 18); {id} reaches the page as its app.PathParam.
+	// (docs/decisions.md "Home and API access pages"); {id} reaches the page as its app.PathParam.
 	{"POST", "/app/authorizations/revoke", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).RevokeAuthorization},
 	{"GET", "/app/installations/{id}", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).AccessPage},
 	{"POST", "/app/installations/{id}/channels", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).AddChannel},
@@ -145,7 +145,7 @@ var routes = [...]route{
 	// installation takes (docs/deliveries.md "Tool calls and runs").
 	{"POST", "/app/api/tools/invoke", hostMember, signedIn, "", "", "", maxJSONBody, (*Server).invokeTool, nil},
 
-	// Metrics in the Prometheus text format (issue 16; docs/decisions.md
+	// Metrics in the Prometheus text format (docs/decisions.md
 	// "Metrics"): the operator token, checked before the route is looked
 	// up as on the operator API.
 	{"GET", "/metrics", hostMetrics, operator, "", "", "", maxJSONBody, (*Server).metricsPage, nil},

@@ -51,7 +51,7 @@ var specRoutes = []struct {
 	// docs/api.md "Users, runs and the installation"
 	{"a run: user tokens only, runs:read, read", "GET", "/api/v1/runs/{id}", user, "runs:read", limits.Read},
 	{"the installation needs no scope, read", "GET", "/api/v1/installation", botOrUser, "", limits.Read},
-	// docs/openapi (issue 16): the descriptions are public
+	// docs/openapi: the descriptions are public
 	{"the Web API's OpenAPI document takes no token and no bucket", "GET", "/api/v1/openapi.json", noToken, "", ""},
 	{"the developer API's OpenAPI document takes no token and no bucket", "GET", "/api/v1/dev/openapi.json", noToken, "", ""},
 	// docs/api.md "Incoming webhooks"
@@ -109,7 +109,7 @@ var specRoutes = []struct {
 	{"app: approve or deny", "POST", "/app/kits/authorize", noToken, "", ""},
 	{"app: the install page", "GET", "/app/kits/install", noToken, "", ""},
 	{"app: install", "POST", "/app/kits/install", noToken, "", ""},
-	// Issue 18: the home page's revocation and the API access page.
+	// docs/decisions.md "Home and API access pages": the home page's revocation and the API access page.
 	{"app: revoke an authorization", "POST", "/app/authorizations/revoke", noToken, "", ""},
 	{"app: the API access page", "GET", "/app/installations/{id}", noToken, "", ""},
 	{"app: add the Kit bot to a channel", "POST", "/app/installations/{id}/channels", noToken, "", ""},
@@ -129,7 +129,7 @@ var specRoutes = []struct {
 	{"member: an interaction (its bucket is the installation's, taken by the handler)", "POST", "/app/api/interactions", signedIn, "", ""},
 	{"member: a tool call", "POST", "/app/api/tools/invoke", signedIn, "", ""},
 
-	// Issue 16: metrics behind the operator token (docs/decisions.md "Metrics").
+	// Metrics behind the operator token (docs/decisions.md "Metrics").
 	{"metrics take the operator token, no bucket", "GET", "/metrics", operator, "", ""},
 
 	// OPERATIONS.md sections 1 and 8: probes without a credential, any method.
@@ -286,7 +286,7 @@ func TestResolveAllocatesNothing(t *testing.T) {
 }
 
 // The unauthenticated routes that a scanner could hammer spend a bucket per
-// source address when they fail (issue 17, docs/decisions.md "Rate
+// source address when they fail (docs/decisions.md "Rate
 // limits"), and only they; each bucket the table names says which answers
 // are failures and has a rate in the spec table.
 func TestPerAddressBuckets(t *testing.T) {
