@@ -129,7 +129,7 @@ func TestDev_InvalidManifests(t *testing.T) {
 		path string
 		echo string
 	}{
-		// Issues 17 and 31: an unknown key is reported at its object, and
+		// docs/decisions.md "Request bodies": an unknown key is reported at its object, and
 		// named only when it is a short plain name (a typo to fix).
 		{"unknown key of bot is rejected at bot, named", func(m map[string]any) { setPath(m, "bot.scopez", 1) }, `manifest.bot: unknown key "scopez"`, ""},
 		{"unknown key of bot that is not a plain name is rejected at bot, unnamed", func(m map[string]any) { setPath(m, "bot.<"+sentinel+">", 1) }, "manifest.bot", sentinel},

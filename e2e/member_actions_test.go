@@ -10,7 +10,7 @@ import (
 	"github.com/kitd/kitd/kitverify"
 )
 
-// Member actions (issue 19 parts 4 and 5; OPERATIONS.md section 6;
+// Member actions (OPERATIONS.md section 6;
 // docs/deliveries.md "Member actions"): slash commands and block
 // interactions delivered signed to a Kit's endpoints on a local https
 // receiver, and the responseUrl of each.
