@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// Token authentication on the request path. Target (issue 4): a cache hit
+// Token authentication on the request path. Target (docs/credentials.md
+// "Authentication on the request path"): a cache hit
 // adds under 2 µs and no allocation to a request.
 
 func BenchmarkAuthenticate(b *testing.B) {

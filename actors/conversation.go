@@ -18,7 +18,7 @@ import (
 )
 
 // IdempotencyTTL is how long a POST /messages Idempotency-Key is remembered
-// (SPEC.md section 3, "Idempotency record").
+// (docs/api.md "Idempotency record").
 const IdempotencyTTL = 24 * 60 * 60 * 1e9
 
 // conversationActor owns one conversation: its record, members (people and

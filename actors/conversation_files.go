@@ -41,7 +41,7 @@ func (a *conversationActor) uploadFile(m *kitpb.UploadFile) (proto.Message, erro
 		return nil, err
 	}
 	if m.Caller.Kind != CallerUser {
-		// Kit bots cannot upload in v1 (SPEC.md 4.5); the front end refuses
+		// Kit bots cannot upload in v1 (docs/api.md "Files"); the front end refuses
 		// them first, this keeps the rule with the owner too.
 		return nil, kiterr.New(kiterr.Forbidden, "only user tokens can upload files")
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // PauseAfter: an endpoint whose every attempt failed for this long is
-// paused (issue 19): no more attempts, its events stay queued, until a
+// paused (docs/deliveries.md "Endpoint pause"): no more attempts, its events stay queued, until a
 // redelivery succeeds or the installation gets a new version.
 const PauseAfter = 24 * time.Hour
 

@@ -16,7 +16,7 @@ import (
 
 // Delivery policy (docs/deliveries.md, "Delivery").
 const (
-	// MaxInFlightPerInstallation is SPEC.md section 8's delivery limit per
+	// MaxInFlightPerInstallation is the delivery limit of docs/api.md "Limits" per
 	// installation (the 50 per Kit are the sender's).
 	MaxInFlightPerInstallation = 10
 	// FirstRetryAfter is the wait after a first failed attempt; each later

@@ -9,7 +9,7 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// The developer log of a Kit (SPEC.md 2, "Developer log entry"; read by
+// The developer log of a Kit (docs/api.md "Developer log entry"; read by
 // GET /dev/kits/{kitId}/logs). Entries are write-once records under
 // devLogKey. The entry id is a UUIDv7 of the server clock (ids.NewAt), so
 // a range scan of the Kit's prefix is time order. Entries are kept for
@@ -24,7 +24,7 @@ import (
 // partitions; a read merges every partition's entries of the Kit
 // (ReadDevLog).
 
-// Log sources and levels of SPEC.md section 2.
+// Log sources and levels of docs/api.md "Developer log entry".
 const (
 	LogSourceToolCall = "tool_call"
 	LogSourceAudit    = "audit"

@@ -1,5 +1,5 @@
 // Package actors holds the rules and state of kitd. Each owner of
-// ARCHITECTURE.md is a virtual actor kind (workspace, conversation,
+// docs/architecture.md "Ownership" is a virtual actor kind (workspace, conversation,
 // installation, kit, slug): the only writer of its state, deciding every
 // rule that needs that state (visibility, ordering, idempotency, tombstones,
 // rate buckets) in one place without locks. A write is answered only after

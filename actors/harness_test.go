@@ -384,7 +384,7 @@ func (n *testNode) list(c *kitpb.Caller, convID, parent string, before uint64, l
 	return r, nil
 }
 
-// decodeMessage reads a message as the API answers it (SPEC.md section 2).
+// decodeMessage reads a message as the API answers it (docs/api.md "Resources").
 func decodeMessage(b []byte) (*kitpb.Message, error) {
 	var v struct {
 		ID, ConversationID string

@@ -19,7 +19,7 @@ import (
 // installationActor owns one installation of a Kit in a workspace: the
 // installed version and its scopes, the Kit bot and the channels it was
 // added to, the bot tokens issued for it, and the read/write/files buckets
-// of SPEC.md section 8 that are counted per installation.
+// of docs/api.md "Limits" that are counted per installation.
 type installationActor struct {
 	env  *Env
 	life lifecycle

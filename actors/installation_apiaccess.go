@@ -13,7 +13,8 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// What the API access page and the member's home page list (issue 18):
+// What the API access page and the member's home page list
+// (docs/decisions.md "Home and API access pages"):
 // the installation's bot tokens, its webhooks and the member's own
 // authorizations. Credentials are stored under the hash of their secret
 // only, which nothing can list, so the installation keeps two indexes of

@@ -11,7 +11,7 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// Issue 18: what the API access page and the member's home page list and
+// docs/decisions.md "Home and API access pages": what the API access page and the member's home page list and
 // revoke, and the audit entry of every action of the page.
 func TestAPIAccessListings(t *testing.T) {
 	n := shared
@@ -114,7 +114,7 @@ func TestAPIAccessWebhookList(t *testing.T) {
 }
 
 // Every action of the API access page is an audit entry of the Kit's
-// developer log (issue 18), whoever calls the installation: the page or
+// developer log (docs/decisions.md "Home and API access pages"), whoever calls the installation: the page or
 // the operator API.
 func TestAPIAccessAudit(t *testing.T) {
 	n := shared

@@ -16,7 +16,7 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// Lifetimes of SPEC.md sections 5 and 8.
+// Lifetimes of docs/api.md "Credentials" and "Field and size limits".
 const (
 	BotRotationOverlap = 24 * time.Hour   // a rotated bot token keeps working this long
 	UserTokenLifetime  = time.Hour        // kusr_
@@ -53,7 +53,7 @@ func (a *installationActor) handleGrants(msg proto.Message) (reply proto.Message
 }
 
 // audit adds a developer log entry of the installation's Kit to b: token
-// issues and refusals are the Kit developer's business (SPEC.md 2
+// issues and refusals are the Kit developer's business (docs/api.md
 // "Developer log entry"). status is the credential kind; errorCode says
 // why a request was refused.
 func (a *installationActor) audit(b batch, event, level, status, errorCode string) {
@@ -73,7 +73,7 @@ func (a *installationActor) refuse(status, reason string, err error) (proto.Mess
 }
 
 // rotateBotToken replaces a bot token: the old one keeps working for 24
-// hours; a token can be rotated once (SPEC.md section 3 "Bot token").
+// hours; a token can be rotated once (docs/api.md "Bot token").
 func (a *installationActor) rotateBotToken(m *kitpb.RotateBotToken) (proto.Message, error) {
 	old := &kitpb.Credential{}
 	found, err := a.env.loadIndex(credentialKey(m.OldHash), old)
@@ -236,7 +236,7 @@ func (a *installationActor) grantReply(tokenType, userID string, granted []strin
 
 // refresh spends a refresh token once for a new user token and refresh
 // token. A spent refresh token used again revokes the whole grant: every
-// access and refresh token of that authorization (SPEC.md section 3). The
+// access and refresh token of that authorization (docs/api.md "User token and refresh token"). The
 // actor answers one request at a time, so of concurrent refreshes with one
 // token exactly one wins; the others are replays.
 func (a *installationActor) refresh(m *kitpb.RefreshGrant) (proto.Message, error) {

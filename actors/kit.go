@@ -240,7 +240,7 @@ func (a *kitActor) auditVersion(event, version string) *kitpb.DevLogEntry {
 	return e
 }
 
-// publishable checks the distribution rules of SPEC.md section 3: an
+// publishable checks the distribution rules of docs/api.md "Kit version": an
 // unlisted or directory Kit needs a verified domain covering every endpoint
 // host (409 naming the first uncovered host's index). A directory Kit also
 // needs what manifest.DirectoryProblems lists (409 naming the first missing

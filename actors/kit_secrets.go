@@ -19,7 +19,7 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// Overlaps of SPEC.md section 8: how long a replaced secret keeps working.
+// Overlaps of docs/api.md "Limits": how long a replaced secret keeps working.
 const (
 	ClientSecretOverlap  = 24 * time.Hour
 	SigningSecretOverlap = 7 * 24 * time.Hour

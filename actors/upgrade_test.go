@@ -186,7 +186,7 @@ func TestUpgradeRefusesAKeyItCannotPlace(t *testing.T) {
 
 func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// The upgrade at start logs its progress (issue 31): that it starts, each
+// The upgrade at start logs its progress (docs/decisions.md "Logs"): that it starts, each
 // step with what it does, the keys written at each batch and in all, and
 // its end; a directory at the newest layout logs nothing.
 func TestUpgradeLogsItsProgress(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 // webhooks.
 const WebhookScope = "incoming-webhook"
 
-// Webhook states (SPEC.md section 3, "Incoming webhook"). active is the only
+// Webhook states (docs/api.md "Incoming webhook states"). active is the only
 // state that posts; disabled answers 410 for good; revoked and uninstalled
 // answer the same 404 as a URL that never existed. No state leads back to
 // active.
@@ -59,7 +59,7 @@ const refusalLogInterval = time.Second
 var unknownSecret [32]byte
 
 // webhookActor owns one incoming webhook: its record (the secret's hash,
-// the channel, its state) and its rate bucket (SPEC.md section 8: 1/second,
+// the channel, its state) and its rate bucket (docs/api.md "Limits": 1/second,
 // burst 5, per webhook). A post is checked here and forwarded to the
 // conversation, which writes the message and answers the hooks host; a
 // refusal that disables the webhook comes back here first.
@@ -262,7 +262,7 @@ func (a *webhookActor) logRefusal(code kiterr.Code, status string) {
 }
 
 // WebhookURL is the URL of a webhook under the public origin base: the
-// only place its secret is ever shown (SPEC.md 4.9).
+// only place its secret is ever shown (docs/api.md "Incoming webhooks").
 func WebhookURL(base, installationID, webhookID, secret string) string {
 	return base + "/hooks/v1/" + installationID + "/" + webhookID + "/" + secret
 }

@@ -84,8 +84,8 @@ func devLog(t *testing.T, n *testNode, kitID string) []logLine {
 	return out
 }
 
-// SPEC.md 4.9 and the issue's "every delivery outcome is written to the
-// Kit's developer log": one entry per outcome, source delivery, with
+// docs/api.md "Incoming webhooks" and "Developer log entry": every delivery outcome is written to the
+// Kit's developer log: one entry per outcome, source delivery, with
 // httpStatus and errorCode; state changes are audit entries.
 func TestWebhookDeveloperLog(t *testing.T) {
 	n := shared

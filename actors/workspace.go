@@ -19,7 +19,7 @@ import (
 // Lifetimes of the credentials a workspace issues.
 const (
 	SessionLifetime        = 7 * 24 * time.Hour  // OPERATIONS.md section 3
-	DeveloperTokenLifetime = 90 * 24 * time.Hour // SPEC.md section 5
+	DeveloperTokenLifetime = 90 * 24 * time.Hour // docs/api.md "Credentials"
 )
 
 // workspaceActor owns one workspace: its people and their roles, web

@@ -12,7 +12,7 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// Developer tokens (SPEC.md section 5): a workspace issues them to its
+// Developer tokens (docs/api.md "Credentials"): a workspace issues them to its
 // members and keeps each token's hash by token id (developerTokenKey); the
 // credential record says the rest.
 

@@ -23,7 +23,7 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// Delivery limits of SPEC.md sections 6 and 8.
+// Delivery limits of docs/api.md "Deliveries to a Kit" and "Rate limits".
 const (
 	// Timeout: only a 2xx answer within 3 s counts.
 	Timeout = 3 * time.Second

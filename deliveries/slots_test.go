@@ -7,7 +7,7 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// SPEC.md section 8: at most 50 deliveries of one Kit in flight at once,
+// docs/api.md "Limits": at most 50 deliveries of one Kit in flight at once,
 // whatever its installations; other Kits are not held up. (The e2e suite
 // cannot hold 50 of one Kit: a Kit installed in several workspaces must be
 // published with verified endpoint hosts, and a loopback receiver has

@@ -45,7 +45,7 @@ func signsIn(t *testing.T, w *Workspace, role string) (id, email, password strin
 	return r.Str("user.id"), email, password
 }
 
-// Issue 18, in a real browser at a phone's width (e2e/browser/apiaccess.mjs):
+// docs/decisions.md "Home and API access pages", in a real browser at a phone's width (e2e/browser/apiaccess.mjs):
 // an admin signs in, makes a bot token (with the keyboard) and a webhook
 // on the API access page, the test uses both, the admin revokes both on
 // the page and the test sees 401 and 404; a member gets the 403 page; the

@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// The home page and the API access page over plain HTTP (issue 18): what
+// The home page and the API access page over plain HTTP (docs/decisions.md
+// "Home and API access pages"): what
 // the browser test does not need a browser for.
 
 var (
@@ -63,7 +64,7 @@ func shownOnce(t *testing.T, r *Resp) string {
 	return string(m[1])
 }
 
-// Issue 18: every action of the API access page is an audit entry of the
+// docs/decisions.md "Home and API access pages": every action of the API access page is an audit entry of the
 // Kit's developer log, and a bot token's use shows on the page.
 func TestAPIAccess_ActionsAreAudited(t *testing.T) {
 	t.Parallel()
@@ -113,7 +114,7 @@ func TestAPIAccess_ActionsAreAudited(t *testing.T) {
 	}
 }
 
-// Issue 18: the forms are refused without the session's CSRF token and
+// docs/decisions.md "Home and API access pages": the forms are refused without the session's CSRF token and
 // with bad input, change nothing and never echo what was sent.
 func TestAPIAccess_FormsRefuse(t *testing.T) {
 	t.Parallel()
@@ -149,7 +150,7 @@ func TestAPIAccess_FormsRefuse(t *testing.T) {
 	})
 }
 
-// Issue 18 item 1: the home page lists the member's authorizations, and
+// docs/decisions.md "Home and API access pages": the home page lists the member's authorizations, and
 // revoking one there ends its tokens at once.
 func TestAPIAccess_HomeRevokesAnAuthorization(t *testing.T) {
 	t.Parallel()

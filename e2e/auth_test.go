@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// SPEC.md section 5: a missing, malformed or unknown token answers 401
+// docs/api.md "Authentication": a missing, malformed or unknown token answers 401
 // invalid_token with WWW-Authenticate. RFC 6750 section 3.1: when the request
 // carries no credential the challenge has no error attribute.
 func TestAuth_Rejected(t *testing.T) {
@@ -64,7 +64,7 @@ func TestAuth_Rejected(t *testing.T) {
 
 // A developer token is a credential of the developer API: on the Web API it
 // is either not a token at all (401 invalid_token) or a token type that cannot
-// call the method (403 forbidden, SPEC.md section 5 "Token type per method").
+// call the method (403 forbidden, docs/api.md "Token type per method").
 // Either way it never gets through.
 func TestAuth_DeveloperTokenOnWebAPI(t *testing.T) {
 	t.Parallel()
@@ -91,7 +91,7 @@ func TestAuth_DeveloperTokenOnWebAPI(t *testing.T) {
 	}
 }
 
-// SPEC.md section 5: GET /auth/test returns the token introspection object.
+// docs/api.md "Authentication": GET /auth/test returns the token introspection object.
 func TestAuth_Test(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
@@ -110,7 +110,7 @@ func TestAuth_Test(t *testing.T) {
 	}
 }
 
-// SPEC.md section 3 "Bot token": revocation is immediate; other tokens of the
+// docs/api.md "Bot token": revocation is immediate; other tokens of the
 // installation keep working. An uninstalled Kit's tokens answer 401.
 func TestAuth_RevokeAndUninstall(t *testing.T) {
 	t.Parallel()
@@ -148,7 +148,7 @@ func TestAuth_RevokeAndUninstall(t *testing.T) {
 	})
 }
 
-// SPEC.md section 5 "Scopes": a token lacking a needed scope gets 403
+// docs/api.md "Scopes": a token lacking a needed scope gets 403
 // missing_scope with X-Service-Required-Scope naming it.
 func TestAuth_MissingScope(t *testing.T) {
 	t.Parallel()
@@ -201,7 +201,7 @@ func TestAuth_MissingScope(t *testing.T) {
 	})
 }
 
-// SPEC.md sections 5 and 9: a new manifest version that drops a scope removes
+// docs/api.md "Scopes" and "Versioning": a new manifest version that drops a scope removes
 // it from existing tokens at once.
 func TestAuth_DroppedScopeLeavesTokens(t *testing.T) {
 	t.Parallel()

@@ -17,7 +17,7 @@ func jsonOfSize(n int, fixed, key string) raw {
 	return raw(head + strings.Repeat("a", pad) + tail)
 }
 
-// docs/decisions.md and SPEC.md section 7: malformed bodies, media types,
+// docs/decisions.md and docs/api.md "Errors": malformed bodies, media types,
 // body limits, unknown ids, and the error body shape.
 func TestBadInput(t *testing.T) {
 	t.Parallel()

@@ -42,7 +42,7 @@ func blockTypes(t *testing.T, m map[string]any) []string {
 	return out
 }
 
-// SPEC.md section 2 "Blocks": interactive elements are kept only when the
+// docs/blocks.md "Removal of interactive elements": interactive elements are kept only when the
 // manifest declares interactivity; otherwise removed before storing.
 func TestBlocks_InteractivePolicy(t *testing.T) {
 	t.Parallel()

@@ -131,7 +131,7 @@ func manifestFile(t testing.TB, m map[string]any) string {
 	return path
 }
 
-// cliError matches the error line of SPEC.md's error body.
+// cliError matches the error line of the error body (docs/api.md "Errors").
 func cliError(code string) *regexp.Regexp {
 	return regexp.MustCompile(`(?m)^kit: .+ \(` + code + `, correlation id \S+\)`)
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/kitd/kitd/internal/partition"
 )
 
-// The Jepsen-style runs of issue 15 on a cluster of three: 16 writers
+// The Jepsen-style runs (docs/cluster.md "Tests that prove it") on a cluster of three: 16 writers
 // through every node, a fault while they write, then every conversation
 // read back through every node and checked (jepsen.Check).
 
@@ -74,7 +74,7 @@ func runClusterFaultHistory(t *testing.T, c *testCluster, attemptTimeout time.Du
 }
 
 // kill -9 of the node leading the most partitions, in the middle of the
-// writes; the other two take its partitions over (issue 15's target: writes
+// writes; the other two take its partitions over (docs/cluster.md "Goals": writes
 // to an affected conversation fail for under 3 s); it comes back on its
 // directory and rejoins.
 func TestClusterJepsenKill9(t *testing.T) {
@@ -88,7 +88,7 @@ func TestClusterJepsenKill9(t *testing.T) {
 		c.restart(t, i, env.nodes[i])
 	})
 	wantRecovered(t, "kill -9 of the busiest leader", o)
-	t.Logf("issue 15's target for this window is 3 s")
+	t.Logf("the failover goal for this window is 3 s (docs/cluster.md)")
 }
 
 // waitSettledAfterLoss waits until the live nodes, all but lost, lead

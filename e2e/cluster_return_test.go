@@ -12,7 +12,7 @@ import (
 // A member gone past --down-timeout loses its replicas: the leaders remove
 // it from their groups, and the two left commit alone. When it comes back
 // on its directory it is added again, catches up on what was written while
-// it was away, and every group has three voters again (issue 15, part 5).
+// it was away, and every group has three voters again (docs/cluster.md "Goals").
 func TestClusterRemovedNodeReturns(t *testing.T) {
 	// --forget-after 1s: the returning node may forget a replica its
 	// group removed before the group adds it back, or be added back
@@ -108,7 +108,7 @@ func (c *testCluster) rejoin(t *testing.T, i int, args ...string) *Server {
 // re-created on the others once it has been gone for --down-timeout:
 // every partition is back on three live nodes, with three voters, and
 // what was written before and after is read through every live node
-// (issue 15, part 5: "lost replicas are re-created elsewhere").
+// (docs/cluster.md "Goals": lost replicas are re-created elsewhere).
 func TestClusterRecreatesLostReplicasElsewhere(t *testing.T) {
 	c := startCluster(t, 4, "--down-timeout", "2s")
 	env := newBotEnv(t, c.nodes[0])

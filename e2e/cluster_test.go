@@ -68,7 +68,7 @@ func TestClusterServesThroughEveryNode(t *testing.T) {
 }
 
 // A token revoked through one node is refused through every other on the
-// next request, though they had it cached (issue 15, "Global facts").
+// next request, though they had it cached (docs/cluster.md "Goals").
 func TestClusterRevocationReachesEveryNode(t *testing.T) {
 	c := startCluster(t, 3)
 	env := newBotEnv(t, c.nodes[0])
@@ -85,7 +85,7 @@ func TestClusterRevocationReachesEveryNode(t *testing.T) {
 
 // An installation's write bucket lives with the installation, on one
 // leader: writes spread over every node still meet 429 once the
-// installation spent its 50 a minute (SPEC.md section 8).
+// installation spent its 50 a minute (docs/api.md "Limits").
 func TestClusterRateLimitsCountAcrossNodes(t *testing.T) {
 	c := startCluster(t, 3, "--limits", "spec")
 	env := newBotEnv(t, c.nodes[0])
@@ -109,7 +109,7 @@ func TestClusterRateLimitsCountAcrossNodes(t *testing.T) {
 	checkRetryAfter(t, limited, 60)
 }
 
-// Only members talk to members (issue 15 part 8): a node started with
+// Only members talk to members (docs/cluster.md, the section of that name): a node started with
 // another --cluster-key never joins (it stays alone, its /healthz and
 // /readyz say it is joining, its /livez that it runs), and bytes that are not a member's TLS handshake sent to
 // the node-to-node port are dropped without changing anything.

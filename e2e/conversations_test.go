@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// SPEC.md section 4.2: a bot token sees the channels its bot was added to,
+// docs/api.md "Conversations": a bot token sees the channels its bot was added to,
 // and nothing else; invisible and unknown answer the same 404.
 func TestConversations_Visibility(t *testing.T) {
 	t.Parallel()
@@ -106,7 +106,7 @@ func TestConversations_Visibility(t *testing.T) {
 	}
 }
 
-// SPEC.md section 4 list rules and docs/decisions.md cursor rules.
+// docs/api.md "Endpoints" list rules and docs/decisions.md cursor rules.
 func TestConversations_Pagination(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)

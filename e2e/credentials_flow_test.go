@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-// The authorization flow of OPERATIONS.md section 3 and SPEC.md section 5,
+// The authorization flow of OPERATIONS.md section 3 and docs/api.md "Authentication",
 // driven over HTTP the way a browser and a Kit's backend would.
 
 // e2eRedirect is the redirect URL of every Kit the flow sets up.

@@ -19,7 +19,7 @@ func authTest(t testing.TB, s *Server, token string) *Resp {
 	return s.api(t, token, "GET", "/auth/test", nil, nil)
 }
 
-// SPEC.md section 3 "Bot token": rotation, the 24-hour overlap, one rotation
+// docs/api.md "Bot token": rotation, the 24-hour overlap, one rotation
 // per token.
 func TestCredentials_BotTokenRotation(t *testing.T) {
 	t.Parallel()
@@ -59,7 +59,7 @@ func TestCredentials_BotTokenRotation(t *testing.T) {
 }
 
 // OPERATIONS.md section 2: client and signing secrets, shown once, with
-// their overlaps (SPEC.md section 3).
+// their overlaps (docs/api.md "Client and signing secrets").
 func TestCredentials_KitSecrets(t *testing.T) {
 	t.Parallel()
 	s := startServerOpts(t, ServerOpts{Limits: "off"})
@@ -124,7 +124,7 @@ func TestCredentials_KitSecrets(t *testing.T) {
 	})
 }
 
-// SPEC.md section 3 "Authorization code" and 4.1 kit.access.
+// docs/api.md "Authorization code" and "Auth" (kit.access).
 func TestCredentials_CodeExchange(t *testing.T) {
 	t.Parallel()
 	s := startServerOpts(t, ServerOpts{Limits: "off"})
@@ -207,7 +207,7 @@ func TestCredentials_CodeExchange(t *testing.T) {
 	})
 }
 
-// SPEC.md section 3 "User token and refresh token", every row.
+// docs/api.md "User token and refresh token", every row.
 func TestCredentials_UserTokens(t *testing.T) {
 	t.Parallel()
 	s := startServerOpts(t, ServerOpts{Limits: "off"})
@@ -324,7 +324,7 @@ func TestCredentials_UserTokens(t *testing.T) {
 	})
 }
 
-// SPEC.md section 5: a bot authorization needs an admin and returns a bot
+// docs/api.md "The authorization code flow": a bot authorization needs an admin and returns a bot
 // token of the installation.
 func TestCredentials_BotGrant(t *testing.T) {
 	t.Parallel()

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// BenchmarkDeliveries (issue 19, "Speed"): 64 posters write into 64
+// BenchmarkDeliveries (docs/deliveries.md "Cost on the write path"): 64 posters write into 64
 // channels of an installation subscribed to message.posted, whose receiver
 // answers at once; it reports the events delivered per second and the
 // p99 from a post's acknowledgement to its event's arrival:

@@ -10,7 +10,7 @@ import (
 	"github.com/kitd/kitd/kitverify"
 )
 
-// Issue 19 "Replay and visibility" and the endpoint pause: the developer
+// docs/deliveries.md "Replay and visibility" and "Endpoint pause": the developer
 // API's list of deliveries and redelivery, kit trigger, and an endpoint
 // failing for 24 hours paused until a redelivery succeeds or a new version.
 

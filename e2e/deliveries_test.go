@@ -188,7 +188,7 @@ func deliveryLog(t *testing.T, s *Server, e *eventsSetup) []any {
 	return entries
 }
 
-// issue 19 "Delivery": signed with the Go verifier's algorithm, the
+// docs/deliveries.md "Delivery": signed with the Go verifier's algorithm, the
 // installation named, every event once with sequences 1..n, and each
 // conversation's events in the order of its writes, under concurrent
 // posts into several conversations.

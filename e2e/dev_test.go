@@ -37,7 +37,7 @@ func cloneManifest(m map[string]any) map[string]any {
 	return out
 }
 
-// SPEC.md section 4.10 (upload and publish) and section 3 "Kit version".
+// docs/api.md "Developer API" (upload and publish) and "Kit version".
 func TestDev_Versions(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
@@ -117,7 +117,7 @@ func TestDev_Versions(t *testing.T) {
 	})
 }
 
-// SPEC.md section 2 "Manifest": invalid manifests answer 400 validation_error
+// docs/api.md "Manifest": invalid manifests answer 400 validation_error
 // with the field path and without the submitted value.
 func TestDev_InvalidManifests(t *testing.T) {
 	t.Parallel()
@@ -129,7 +129,7 @@ func TestDev_InvalidManifests(t *testing.T) {
 		path string
 		echo string
 	}{
-		// Issues 17 and 31: an unknown key is reported at its object, and
+		// docs/decisions.md "Request bodies": an unknown key is reported at its object, and
 		// named only when it is a short plain name (a typo to fix).
 		{"unknown key of bot is rejected at bot, named", func(m map[string]any) { setPath(m, "bot.scopez", 1) }, `manifest.bot: unknown key "scopez"`, ""},
 		{"unknown key of bot that is not a plain name is rejected at bot, unnamed", func(m map[string]any) { setPath(m, "bot.<"+sentinel+">", 1) }, "manifest.bot", sentinel},
@@ -184,7 +184,7 @@ func TestDev_InvalidManifests(t *testing.T) {
 	}
 }
 
-// SPEC.md section 4.10: the developer API takes a developer token only.
+// docs/api.md "Developer API": the developer API takes a developer token only.
 func TestDev_TokenRequired(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
@@ -225,7 +225,7 @@ func TestDev_TokenRequired(t *testing.T) {
 
 }
 
-// SPEC.md 4.10 upload and publish answer installationId: the developer's
+// docs/api.md "Developer API" upload and publish answer installationId: the developer's
 // workspace's active installation of the Kit, null when there is none.
 func TestDev_VersionAnswerInstallationID(t *testing.T) {
 	t.Parallel()

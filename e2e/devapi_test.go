@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// SPEC.md 4.10: GET /dev/me.
+// docs/api.md "Developer API": GET /dev/me.
 func TestDevAPI_Me(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
@@ -50,7 +50,7 @@ func TestDevAPI_Me(t *testing.T) {
 	})
 }
 
-// SPEC.md 4.10 POST /dev/kits/validate, and reserved slugs at upload.
+// docs/api.md "Developer API" POST /dev/kits/validate, and reserved slugs at upload.
 func TestDevAPI_Validate(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
@@ -126,7 +126,7 @@ func TestDevAPI_Validate(t *testing.T) {
 	})
 }
 
-// SPEC.md 3 "Kit version": a directory Kit is published only when complete.
+// docs/api.md "Kit version": a directory Kit is published only when complete.
 func TestDevAPI_DirectoryPublish(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
@@ -148,7 +148,7 @@ func TestDevAPI_DirectoryPublish(t *testing.T) {
 	}
 }
 
-// SPEC.md 4.10 GET /dev/kits and GET /dev/kits/{kitId}.
+// docs/api.md "Developer API" GET /dev/kits and GET /dev/kits/{kitId}.
 func TestDevAPI_Kits(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
@@ -202,7 +202,7 @@ func TestDevAPI_Kits(t *testing.T) {
 	})
 }
 
-// SPEC.md 4.10 GET /dev/kits/{kitId}/logs and section 2 "Developer log entry".
+// docs/api.md "Developer API" GET /dev/kits/{kitId}/logs and "Developer log entry".
 func TestDevAPI_Logs(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)

@@ -31,7 +31,7 @@ func countEntries(es []map[string]any, event, level, status, errorCode string) i
 	return n
 }
 
-// SPEC.md 2 "Developer log entry", issue: token issues and refusals are
+// docs/api.md "Developer log entry": token issues and refusals are
 // audit entries of the Kit's log.
 func TestDevLog_TokenAudit(t *testing.T) {
 	t.Parallel()

@@ -1,6 +1,6 @@
 // Package e2e holds the end-to-end tests of kitd: they build the real
 // `kitd` binary, start it on a loopback port and speak HTTP to it, checking
-// the contract of SPEC.md, OPERATIONS.md and docs/decisions.md from the
+// the contract of docs/api.md, OPERATIONS.md and docs/decisions.md from the
 // outside. The package has no code of its own; everything is in *_test.go
 // files (harness_test.go has the process and HTTP helpers, fixtures_test.go
 // the builders of workspaces, Kits and installations). The one package

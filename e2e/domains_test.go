@@ -42,7 +42,7 @@ func findDomain(t *testing.T, s *Server, w *Workspace, kitID, name string) map[s
 	return nil
 }
 
-// SPEC.md 2 "Domain"; docs/decisions.md "Domains".
+// docs/api.md "Domain"; docs/decisions.md "Domains".
 func TestDomains_AddAndRemove(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
@@ -282,7 +282,7 @@ func TestDomains_Verify(t *testing.T) {
 	})
 }
 
-// SPEC.md 4.10 POST /dev/sandbox/dev-install; docs/decisions.md
+// docs/api.md "Developer API" POST /dev/sandbox/dev-install; docs/decisions.md
 // "Dev-install".
 func TestDevInstall(t *testing.T) {
 	t.Parallel()
@@ -421,7 +421,7 @@ func newSandbox(t *testing.T, s *Server) *Workspace {
 	return w
 }
 
-// SPEC.md 4.10 GET /dev/me token.lastUsedAt (minute granularity,
+// docs/api.md "Developer API" GET /dev/me token.lastUsedAt (minute granularity,
 // actors.LastUsedGranularity).
 func TestDevAPI_LastUsedAt(t *testing.T) {
 	t.Parallel()

@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// ARCHITECTURE.md: "A write is acknowledged only after its event is durable
-// in Pebble ... kill -9 at any moment loses nothing that was answered 2xx."
-// STYLE.md: tests that kill the process are the proof.
+// docs/architecture.md "Persistence": a write is acknowledged only after it is durable
+// in Pebble, so kill -9 at any moment loses nothing that was answered 2xx.
+// CONTRIBUTING.md "Style": tests that kill the process are the proof.
 //
 // Each round: 16 posters write into 4 conversations as fast as the server
 // answers; at a random moment between 1 and 3 s the server gets SIGKILL. After

@@ -100,7 +100,7 @@ func storedEvents(t *testing.T, dir, inst string) (queued []*kitpb.Event, inOutb
 	return queued, inOutbox
 }
 
-// issue 19, "Durable outbox": an event is recorded in the same synced
+// docs/deliveries.md "Outbox and sequencer": an event is recorded in the same synced
 // batch as the write that caused it, so kill -9 at any moment loses none,
 // and there is none for a write the restarted node does not hold. Posters
 // write into 4 conversations with a subscribed installation until SIGKILL;

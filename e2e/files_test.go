@@ -15,7 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Reactions and files: SPEC.md 4.4 and 4.5, the limits of section 8 and
+// Reactions and files: docs/api.md "Reactions", "Files" and "Limits", and
 // docs/files.md. Rows that need a user token go through userToken, which
 // skips until the authorization flow issues user tokens.
 

@@ -694,7 +694,7 @@ func want(t testing.TB, r *Resp, status int) {
 	}
 }
 
-// checkErrorBody checks the error body shape of SPEC.md section 7: exactly
+// checkErrorBody checks the error body shape of docs/api.md "Errors": exactly
 // code, message and correlationId, all non-empty strings.
 func checkErrorBody(t testing.TB, r *Resp) {
 	t.Helper()

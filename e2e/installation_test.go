@@ -4,7 +4,7 @@ import (
 	"testing"
 )
 
-// SPEC.md section 4.8 GET /installation.
+// docs/api.md "Users, runs and the installation" GET /installation.
 func TestInstallation(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)

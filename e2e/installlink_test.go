@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Install links: SPEC.md 2 "Kit detail" installLink; docs/decisions.md
+// Install links: docs/api.md "Kit detail" installLink; docs/decisions.md
 // "Install links".
 
 var (

@@ -18,7 +18,7 @@ import (
 	"github.com/kitd/kitd/e2e/jepsen"
 )
 
-// Issue 15's Jepsen-style checks (docs/cluster.md "Tests that will prove
+// The Jepsen-style checks (docs/cluster.md "Tests that prove
 // it"), against one node for now: the package e2e/jepsen takes a list of
 // node addresses, and a cluster test gives it every node's. Each run: 16
 // writers post through the nodes into 8 conversations, each post with its
@@ -194,7 +194,7 @@ func ackedAtLeast(t *testing.T, run *jepsen.Run, n int) {
 }
 
 // outageBound is the generous bound of one node's outage: a restart on a
-// busy 2-core machine. The 3 s target of issue 15 is for a cluster,
+// busy 2-core machine. The 3 s failover goal (docs/cluster.md "Goals") is for a cluster,
 // where another node takes over.
 const outageBound = 30 * time.Second
 

@@ -18,7 +18,7 @@ import (
 )
 
 // The Go client (kitclient) against a real kitd: every Web API method of
-// SPEC.md section 4 and kit.access at least once, through a transport that
+// docs/api.md "Endpoints" and kit.access at least once, through a transport that
 // puts each exchange through the suite's checks (OpenAPI conformance of the
 // client's requests and kitd's answers, secrets), as (*Server).request does.
 
@@ -176,7 +176,7 @@ func TestKitClient_EveryMethod(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The same key and content is the stored message (SPEC.md 3, "Idempotency record").
+		// The same key and content is the stored message (docs/api.md "Idempotency record").
 		key := "e2e-" + randHex(8)
 		once, err := bot.PostMessage(ctx, kitclient.PostMessage{ConversationID: ch.ID, Text: "once", IdempotencyKey: key})
 		if err != nil {

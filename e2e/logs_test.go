@@ -30,7 +30,7 @@ func requestLine(t *testing.T, s *Server, key, value string) map[string]any {
 	}
 }
 
-// One JSON line per request (issue 16, docs/decisions.md "Logs"): the
+// One JSON line per request (docs/decisions.md "Logs"): the
 // route's pattern, status, duration, installation, client address, node
 // and, for a failure, the correlation id of its error body; never the path
 // as sent.
@@ -101,7 +101,7 @@ func TestRequestLogLines(t *testing.T) {
 	})
 }
 
-// The node logs its lifecycle (issue 16): starting, ready, then on SIGTERM
+// The node logs its lifecycle (docs/decisions.md "Logs"): starting, ready, then on SIGTERM
 // draining and stopped, each naming the node; the lines buffered at the
 // stop are flushed before the process exits.
 func TestLifecycleLogLines(t *testing.T) {

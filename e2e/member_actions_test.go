@@ -10,7 +10,7 @@ import (
 	"github.com/kitd/kitd/kitverify"
 )
 
-// Member actions (issue 19 parts 4 and 5; OPERATIONS.md section 6;
+// Member actions (OPERATIONS.md section 6;
 // docs/deliveries.md "Member actions"): slash commands and block
 // interactions delivered signed to a Kit's endpoints on a local https
 // receiver, and the responseUrl of each.
@@ -37,7 +37,7 @@ func (m *memberKit) advance(t *testing.T, d time.Duration) {
 	m.skew += d
 }
 
-// memberServer starts a server with the limits of SPEC.md section 8 that
+// memberServer starts a server with the limits of docs/api.md "Limits" that
 // may reach rcv and the endpoints of also (more allowed hosts).
 func memberServer(t *testing.T, rcv *receiver, also ...string) *Server {
 	t.Helper()

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// checkMessage checks the Message shape of SPEC.md section 2 for a message
+// checkMessage checks the Message shape of docs/api.md "Message" for a message
 // the bot posted.
 func checkMessage(t testing.TB, m map[string]any, convID, botID, text string) {
 	t.Helper()
@@ -45,7 +45,7 @@ func dividers(n int) []any {
 	return out
 }
 
-// SPEC.md section 4.3 POST /messages.
+// docs/api.md "Messages" POST /messages.
 func TestMessages_Post(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
@@ -136,7 +136,7 @@ func TestMessages_Post(t *testing.T) {
 	})
 }
 
-// SPEC.md section 4.3: lists are newest first; GET /messages/{id}.
+// docs/api.md "Messages": lists are newest first; GET /messages/{id}.
 func TestMessages_ListAndGet(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
@@ -223,7 +223,7 @@ func TestMessages_ListAndGet(t *testing.T) {
 	})
 }
 
-// SPEC.md section 4.3 replies and docs/decisions.md threadParentId rule.
+// docs/api.md "Messages" replies and docs/decisions.md threadParentId rule.
 func TestMessages_Replies(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
@@ -294,7 +294,7 @@ func TestMessages_Replies(t *testing.T) {
 	})
 }
 
-// SPEC.md section 4.3 PATCH and DELETE, section 3 message states, and
+// docs/api.md "Messages" PATCH and DELETE, "Deleting a message", and
 // docs/decisions.md (403 for another author, 409 for a deleted message).
 func TestMessages_EditAndDelete(t *testing.T) {
 	t.Parallel()
@@ -434,7 +434,7 @@ func TestMessages_ArchivedConversation(t *testing.T) {
 	})
 }
 
-// SPEC.md sections 3 and 4.3 Idempotency-Key; docs/decisions.md scope.
+// docs/api.md "Idempotency record" and "Messages" Idempotency-Key; docs/decisions.md scope.
 func TestMessages_Idempotency(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
@@ -536,7 +536,7 @@ func TestMessages_Idempotency(t *testing.T) {
 }
 
 // Expiries, on a server of their own because they move the clock far
-// forward: the idempotency record is kept 24 hours (SPEC.md section 3), and a
+// forward: the idempotency record is kept 24 hours (docs/api.md "Idempotency record"), and a
 // developer token ends after its ttlSeconds (OPERATIONS.md section 2).
 func TestExpiries(t *testing.T) {
 	t.Parallel()

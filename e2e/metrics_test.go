@@ -17,7 +17,7 @@ func scrapeMetrics(t *testing.T, s *Server) map[string]*dto.MetricFamily {
 	return metricstest.Parse(t, r.Body)
 }
 
-// GET /metrics (issue 16, docs/decisions.md "Metrics"): the counters move
+// GET /metrics (docs/decisions.md "Metrics"): the counters move
 // by exactly the requests made, under the route's pattern and the status
 // answered, and only the operator token may read them.
 func TestMetricsEndpoint(t *testing.T) {

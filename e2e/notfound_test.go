@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// SPEC.md section 1: a 404 means "does not exist or is not visible to this
+// docs/api.md "Surfaces and conventions" (One 404): a 404 means "does not exist or is not visible to this
 // token", and the two are never distinguished. For every route with an id
 // in its path or body, a made-up id, an id of another workspace and (where
 // one exists) an id of the same workspace the caller cannot see get the

@@ -56,7 +56,7 @@ import (
 //     a duplicate actionId, a PNG without its magic number, a cursor of
 //     another list).
 //
-// Deviations of kitd from SPEC.md that the document does not follow are
+// Deviations of kitd from docs/api.md that the document does not follow are
 // listed in knownDeviations, one entry each with its reason; nothing else
 // is excused.
 

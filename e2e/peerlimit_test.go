@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// Issue 17 item 1: the unauthenticated routes (incoming webhooks and
+// docs/decisions.md "Per source address: the unauthenticated routes": the unauthenticated routes (incoming webhooks and
 // kit.access) have a bucket per source address that only failures spend:
 // webhook 404s (webhook_not_found) and failed kit.access attempts
 // (kit_access_failure). An address whose bucket is empty is refused, 429

@@ -24,7 +24,7 @@ func TestProcess_Healthz(t *testing.T) {
 
 // OPERATIONS.md section 2: every operator call carries the operator token;
 // any other credential gets 401 invalid_token (with WWW-Authenticate, as
-// SPEC.md section 5 asks of every 401).
+// docs/api.md "Authentication" asks of every 401).
 func TestProcess_OperatorAuth(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Issue 31 item 2 (OPERATIONS.md section 8): a request whose TCP peer is
+// docs/decisions.md "Client addresses behind proxies" (OPERATIONS.md section 8): a request whose TCP peer is
 // in --trusted-proxies is the client's its X-Forwarded-For names (the
 // rightmost entry not itself trusted): a storm from one forwarded client
 // empties that client's per-address bucket only, and the request lines

@@ -67,7 +67,7 @@ func allowed(capacity int, perSecond float64, elapsed time.Duration) int {
 	return capacity + int(math.Ceil(elapsed.Seconds()*perSecond))
 }
 
-// SPEC.md section 8 with --limits spec. Not parallel: the buckets refill in
+// docs/api.md "Limits" with --limits spec. Not parallel: the buckets refill in
 // real time too, so these run alone and tolerate the time they take. Each
 // burst may send several times a bucket's capacity: on a busy machine the
 // calls are slow enough for the refill to keep up with a capacity and a

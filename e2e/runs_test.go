@@ -164,7 +164,7 @@ func (e *toolsSetup) finished(t *testing.T, id, token string) map[string]any {
 	return run
 }
 
-// Issue 19, part 6: a member's tool call is a run, queued when answered,
+// docs/deliveries.md "Tool calls and runs": a member's tool call is a run, queued when answered,
 // then running while the Kit is called, then succeeded or failed.
 func TestToolRuns(t *testing.T) {
 	tk := newToolKit(t)

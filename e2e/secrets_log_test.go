@@ -13,7 +13,7 @@ import (
 )
 
 // No secret the suite was shown or sent ever appears in a server's output
-// (its log): every token and secret an answer carried (SPEC.md section 5's
+// (its log): every token and secret an answer carried (docs/api.md "Credentials"
 // formats, webhook URLs, session cookies), every bearer token a test sent,
 // and the operator tokens the servers were started with. The harness notes
 // them as the exchanges happen (request, launch); TestMain checks the
@@ -31,7 +31,7 @@ type secretSet struct {
 	seen map[string]struct{}
 }
 
-// secretPattern matches the secrets of SPEC.md section 5 (and kitd's
+// secretPattern matches the secrets of docs/api.md "Credentials" (and kitd's
 // sign-in choice and generated operator tokens) by their prefixes and 43
 // base64url characters.
 var secretPattern = regexp.MustCompile(`k(?:bot|usr|ref|code|cs|ss|dev|sic|op|resp)_[A-Za-z0-9_-]{43}`)

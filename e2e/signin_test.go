@@ -122,7 +122,7 @@ func choicePage(t testing.TB, r *Resp) (choice string, offered map[string]string
 	return string(m[1]), offered
 }
 
-// Issue 17 item 4: a member signs in with email and password alone, and
+// docs/decisions.md "Sign-in without a workspace": a member signs in with email and password alone, and
 // chooses a workspace by name when they fit several.
 func TestSignIn_WithoutWorkspace(t *testing.T) {
 	t.Parallel()
@@ -264,7 +264,7 @@ func TestSignIn_WithoutWorkspace(t *testing.T) {
 	})
 }
 
-// Issue 17 item 4: a wrong password, an unknown email and a wrong password
+// docs/decisions.md "Sign-in without a workspace": a wrong password, an unknown email and a wrong password
 // for an email of several workspaces cost the same, so the answer time
 // does not tell which emails exist. The medians of interleaved tries must
 // lie within a factor of each other: a sign-in that skips bcrypt for an

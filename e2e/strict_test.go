@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// SPEC.md 5 "Token type per method": a token type that cannot call a method
+// docs/api.md "Token type per method": a token type that cannot call a method
 // gets 403 forbidden, the user token on the developer API included.
 func TestStrict_DevAPITokenTypes(t *testing.T) {
 	t.Parallel()

@@ -18,7 +18,7 @@ import (
 	"github.com/kitd/kitd/http/tlscert/tlscerttest"
 )
 
-// Issue 31 item 1 (OPERATIONS.md section 8): with --tls-cert and
+// docs/decisions.md "HTTPS" (OPERATIONS.md section 8): with --tls-cert and
 // --tls-key, --listen serves HTTPS only, TLS 1.2 and 1.3; SIGHUP reads the
 // files again, a renewed certificate is served to new handshakes while
 // open connections go on, and a pair that fails to load keeps the one

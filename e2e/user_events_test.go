@@ -8,7 +8,7 @@ import (
 	"github.com/kitd/kitd/kitverify"
 )
 
-// issue 19 "Events", user.*: adding a member to the workspace and
+// docs/deliveries.md "Events", user.*: adding a member to the workspace and
 // deactivating one reach a Kit subscribed to user.joined and user.updated
 // whose bot has users:read, signed, in sequence, with data {user} exactly
 // as the bot reads the user through the Web API (its email with

@@ -4,7 +4,7 @@ import (
 	"testing"
 )
 
-// SPEC.md section 4.6.
+// docs/api.md "Users, runs and the installation".
 func TestUsers(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)

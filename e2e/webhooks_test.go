@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Incoming webhooks: SPEC.md 4.9, 3 ("Incoming webhook"), 7 and 8, and the
+// Incoming webhooks: docs/api.md "Incoming webhooks", "Incoming webhook states", "Errors" and "Limits", and the
 // operator routes of OPERATIONS.md section 2.
 
 var webhookScopes = append([]string{"incoming-webhook"}, baseScopes...)
@@ -269,7 +269,7 @@ func TestWebhooks_Post(t *testing.T) {
 	})
 }
 
-// SPEC.md 4.9 and 8: at most 64 KB of body. 64 KB passes when otherwise
+// docs/api.md "Incoming webhooks" and "Limits": at most 64 KB of body. 64 KB passes when otherwise
 // valid; one byte more is 413 payload_too_large, answered from the
 // Content-Length without reading the body.
 func TestWebhooks_BodyLimit(t *testing.T) {
@@ -338,7 +338,7 @@ func (b *slowBody) Close() error {
 	return nil
 }
 
-// SPEC.md 3 and 4.9: revoked, unknown, wrong secret and uninstalled answer
+// docs/api.md "Incoming webhook states" and "Incoming webhooks": revoked, unknown, wrong secret and uninstalled answer
 // the same 404: same status, body shape, code, message and headers.
 func TestWebhooks_SameNotFound(t *testing.T) {
 	t.Parallel()
@@ -397,7 +397,7 @@ func headerNames(h http.Header) string {
 	return strings.Join(names, ",")
 }
 
-// SPEC.md 3: a webhook whose channel was archived, or whose Kit bot was
+// docs/api.md "Incoming webhook states": a webhook whose channel was archived, or whose Kit bot was
 // removed from it, answers 410 gone, and stays so.
 func TestWebhooks_Disabled(t *testing.T) {
 	t.Parallel()
@@ -447,7 +447,7 @@ func TestWebhooks_Disabled(t *testing.T) {
 	})
 }
 
-// SPEC.md 8: 1 request/second sustained, burst 5, per webhook; 429 with
+// docs/api.md "Limits": 1 request/second sustained, burst 5, per webhook; 429 with
 // Retry-After posts nothing; the test clock brings it back.
 func TestWebhooks_RateLimit(t *testing.T) {
 	s := startServerOpts(t, ServerOpts{Limits: "spec"})

@@ -124,7 +124,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // randomKey is an Idempotency-Key of 128 random bits: 22 base64url
-// characters, inside SPEC.md's 1-255 printable ASCII.
+// characters, inside the 1-255 printable ASCII of docs/api.md "Field and size limits".
 func randomKey() string {
 	var b [16]byte
 	_, _ = crand.Read(b[:]) // never fails (crypto/rand)

@@ -1,5 +1,5 @@
 // Package kitclient is a Go client of kitd's Web API for Kit backends: every
-// method of SPEC.md section 4 (auth, conversations, messages, reactions,
+// method of docs/api.md "Endpoints" (auth, conversations, messages, reactions,
 // files, users, runs, installation), the code exchange of
 // POST /oauth/kit.access, and incoming-webhook posts.
 //
@@ -10,7 +10,7 @@
 //
 // # Errors
 //
-// An answer other than 2xx is an [*Error]: the SPEC.md section 7 error body
+// An answer other than 2xx is an [*Error]: the docs/api.md "Errors" error body
 // (code, message, correlationId), its HTTP status, the field path a
 // validation error names, and the rate-limit state the answer carried.
 //
@@ -28,7 +28,7 @@
 //     random key per call, the same on each of its retries), so a post that
 //     got through before its answer was lost is answered with the stored
 //     message instead of being posted twice. Other writes are never retried
-//     after a failure that may have left them half done (SPEC.md section 7:
+//     after a failure that may have left them half done (docs/api.md "Errors":
 //     retry writes only with an Idempotency-Key).
 //
 // The RateLimit and RateLimit-Policy headers of every answer say how many

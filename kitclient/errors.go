@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The error codes of SPEC.md section 7 a Kit backend meets.
+// The error codes of docs/api.md "Errors" a Kit backend meets.
 const (
 	CodeValidation          = "validation_error"
 	CodeInvalidToken        = "invalid_token"
@@ -24,7 +24,7 @@ const (
 	CodeInternal            = "internal_error"
 )
 
-// Error is an answer other than 2xx: the SPEC.md section 7 error body and
+// Error is an answer other than 2xx: the docs/api.md "Errors" error body and
 // what its headers said.
 type Error struct {
 	Status        int    // HTTP status

@@ -7,7 +7,7 @@ import (
 )
 
 // UploadFile stores content as a file of a conversation (POST /files; user
-// tokens only). mimeType is one of SPEC.md 4.5's (text/plain,
+// tokens only). mimeType is one of those of docs/api.md "Files" (text/plain,
 // text/markdown, application/json, application/pdf, image/png,
 // image/jpeg). An upload has no Idempotency-Key, so it is not retried after
 // a failure that may have stored it.

@@ -10,7 +10,7 @@ import (
 )
 
 // RateLimit is a bucket's state as an answer's RateLimit-Policy and
-// RateLimit headers give it (SPEC.md section 8, in the structured-field form
+// RateLimit headers give it (docs/api.md "Limits", in the structured-field form
 // of draft-ietf-httpapi-ratelimit-headers):
 //
 //	RateLimit-Policy: "write";q=50;w=60
@@ -84,7 +84,7 @@ func parseSFItem(v string) (name string, params map[string]int, ok bool) {
 	return name, params, true
 }
 
-// family is the bucket a call spends (SPEC.md section 8). Only the buckets
+// family is the bucket a call spends (docs/api.md "Limits"). Only the buckets
 // of the whole installation (or of one webhook) are paced: the client knows
 // them to be the same for every call of the family.
 type family string

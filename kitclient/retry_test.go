@@ -165,11 +165,11 @@ func TestPostMessageSendsOneKeyPerCall(t *testing.T) {
 	}
 	for _, k := range keys[:4] {
 		if len(k) < 1 || len(k) > 255 {
-			t.Errorf("key %q: SPEC.md allows 1-255 printable ASCII", k)
+			t.Errorf("key %q: the API allows 1-255 printable ASCII", k)
 		}
 		for _, r := range k {
 			if r < 0x21 || r > 0x7e {
-				t.Errorf("key %q: SPEC.md allows 1-255 printable ASCII", k)
+				t.Errorf("key %q: the API allows 1-255 printable ASCII", k)
 			}
 		}
 	}

@@ -2,7 +2,7 @@ package kitclient
 
 import "encoding/json"
 
-// The Web API's wire types (SPEC.md sections 2 and 4, docs/openapi/webapi.json).
+// The Web API's wire types (docs/api.md "Resources" and "Endpoints", docs/openapi/webapi.json).
 // Timestamps stay the ISO 8601 strings the server sent and nullable fields
 // are pointers, so that a value decoded and encoded again is what the server
 // said.
@@ -61,7 +61,7 @@ type WorkspaceRef struct {
 	Name string `json:"name"`
 }
 
-// Conversation is SPEC.md's Conversation.
+// Conversation is the Web API's Conversation.
 type Conversation struct {
 	ID         string  `json:"id"`
 	Kind       string  `json:"kind"`       // channel, dm, group
@@ -78,12 +78,12 @@ type Member struct {
 	JoinedAt string `json:"joinedAt"`
 }
 
-// Block is one Blocks element (SPEC.md "Blocks", docs/blocks.md), e.g.
+// Block is one Blocks element (docs/api.md "Blocks", docs/blocks.md), e.g.
 // Block{"type": "header", "text": "Deploy finished"}. The server validates
 // Blocks and answers a validation_error with the path of the first problem.
 type Block map[string]any
 
-// Message is SPEC.md's Message. Text and Blocks are null on a deleted
+// Message is the Web API's Message (docs/api.md "Message"). Text and Blocks are null on a deleted
 // message (a tombstone: DeletedAt set).
 type Message struct {
 	ID             string            `json:"id"`
@@ -111,10 +111,10 @@ type MessageReaction struct {
 	UserIDs  []string `json:"userIds"`
 }
 
-// Reaction is one of SPEC.md 4.4's reaction values.
+// Reaction is one of the reaction values of docs/api.md "Reactions".
 type Reaction string
 
-// The reactions of SPEC.md 4.4.
+// The reactions of docs/api.md "Reactions".
 const (
 	ThumbsUp  Reaction = "thumbs_up"
 	Heart     Reaction = "heart"
@@ -178,7 +178,7 @@ type uploadBody struct {
 	ContentBase64  string `json:"contentBase64"`
 }
 
-// File is SPEC.md's File.
+// File is the Web API's File.
 type File struct {
 	ID               string `json:"id"`
 	ConversationID   string `json:"conversationId"`
@@ -195,7 +195,7 @@ type FileContent struct {
 	MimeType string // the stored type (X-Service-Content-Type)
 }
 
-// User is SPEC.md's User.
+// User is the Web API's User.
 type User struct {
 	ID          string `json:"id"`
 	DisplayName string `json:"displayName"`
@@ -216,7 +216,7 @@ type Me struct {
 	Bot  *Bot  `json:"bot"`
 }
 
-// Run is a run of a Kit tool (GET /runs/{id}); SPEC.md does not show its
+// Run is a run of a Kit tool (GET /runs/{id}); the contract does not show its
 // fields: these are kitd's (docs/deliveries.md "Tool calls and runs").
 type Run struct {
 	ID              string          `json:"id"`
@@ -230,7 +230,7 @@ type Run struct {
 	ErrorCode       *string         `json:"errorCode"`
 }
 
-// Installation is SPEC.md's Installation.
+// Installation is the Web API's Installation.
 type Installation struct {
 	ID              string             `json:"id"`
 	Kit             InstalledKit       `json:"kit"`

@@ -5,7 +5,7 @@ import (
 	"net/http"
 )
 
-// Webhook posts to one incoming webhook (SPEC.md 4.9). Its URL is its
+// Webhook posts to one incoming webhook (docs/api.md "Incoming webhooks"). Its URL is its
 // credential: it never appears in an error. Safe for concurrent use.
 type Webhook struct {
 	url string

@@ -1,9 +1,9 @@
 // Package ratecheck judges a history of requests against the rate limits
-// of SPEC.md section 8, from the client's side: no bucket granted more
+// of docs/api.md "Limits", from the client's side: no bucket granted more
 // than its budget, and every 429's Retry-After was right (waiting that long
 // is enough, and a whole second less would not have been).
 //
-// It knows the limits as SPEC.md states them, not as kitd's
+// It knows the limits as docs/api.md states them, not as kitd's
 // internal/limits encodes them, so that it checks the code against the
 // contract and not against itself. It never sends a request: kitbench's
 // mixed scenario records the history, the checks read it afterwards.
@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// Budget is a token bucket of SPEC.md section 8: at most Capacity requests
+// Budget is a token bucket of docs/api.md "Limits": at most Capacity requests
 // at once, regaining Refill per Window continuously.
 type Budget struct {
 	Capacity int
@@ -33,7 +33,7 @@ func (b Budget) allowed(span time.Duration) int {
 	return b.Capacity + int(float64(b.Refill)*float64(span)/float64(b.Window))
 }
 
-// The buckets of SPEC.md section 8 that Kit backend traffic spends.
+// The buckets of docs/api.md "Limits" that Kit backend traffic spends.
 var (
 	// Reads: 100 requests/minute per installation.
 	Read = Budget{Capacity: 100, Refill: 100, Window: time.Minute}

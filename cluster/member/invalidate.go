@@ -20,8 +20,8 @@ const invalidateTimeout = 2 * time.Second
 
 // Invalidator makes every change of actors.Invalidator reach every
 // member before it is answered: a token revoked through one node is
-// refused through any other on the next request (issue 15, "Global
-// facts"). local is this node's own authenticator.
+// refused through any other on the next request (docs/cluster.md
+// "Goals"). local is this node's own authenticator.
 func (m *Member) Invalidator(local actors.Invalidator) actors.Invalidator {
 	m.local.Store(&local)
 	return broadcaster{m}

@@ -67,8 +67,8 @@ type Timing struct {
 }
 
 // LocalTiming is for clusters on one machine (tests, make cluster). With
-// it a kill -9 is seen by the others in about 1 s (the tuned row of
-// ../shared/design/CLUSTER.md's table), at the price of false suspicions
+// it a kill -9 is seen by the others in about 1 s (docs/decisions.md
+// "Cluster membership", timing), at the price of false suspicions
 // on pauses over about 0.5 s: harmless for a routing hint.
 func LocalTiming() Timing {
 	return Timing{

@@ -18,7 +18,7 @@ import (
 // developer API answer (a Kit detail with many versions) is far below it.
 const maxResponse = 16 << 20
 
-// Client calls the developer API ({base_url}/dev/..., SPEC.md 4.10) of one
+// Client calls the developer API ({base_url}/dev/..., docs/api.md "Developer API") of one
 // kitd with one developer token.
 type Client struct {
 	base  string // {base_url}, e.g. http://127.0.0.1:8080/api/v1, no trailing slash
@@ -31,7 +31,7 @@ func NewClient(base, token string, hc *http.Client) *Client {
 	return &Client{base: strings.TrimRight(base, "/"), token: token, http: hc}
 }
 
-// APIError is an answer other than 2xx: the SPEC.md section 7 error body and
+// APIError is an answer other than 2xx: the docs/api.md "Errors" error body and
 // the Retry-After seconds of a 429.
 type APIError struct {
 	Status        int
@@ -276,7 +276,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (st
 }
 
 // apiError reads the error body of a non-2xx answer. A body that is not the
-// SPEC.md error leaves Code empty, so the message says what came instead.
+// error body of docs/api.md "Errors" leaves Code empty, so the message says what came instead.
 func apiError(res *http.Response, data []byte) *APIError {
 	e := &APIError{Status: res.StatusCode}
 	var body struct {

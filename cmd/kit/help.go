@@ -16,7 +16,7 @@ func writeHelp(w io.Writer, args []string) {
 			return
 		}
 	}
-	fmt.Fprint(w, `kit: the Kit developer's command-line tool (the developer API, SPEC.md 4.10).
+	fmt.Fprint(w, `kit: the Kit developer's command-line tool (the developer API, docs/openapi/devapi.json).
 
 Commands:
 `)

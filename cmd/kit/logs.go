@@ -13,7 +13,7 @@ import (
 )
 
 const (
-	// maxLogLimit is the largest page the logs route gives (SPEC.md 4.10):
+	// maxLogLimit is the largest page the logs route gives (docs/api.md "Developer API"):
 	// later polls of --follow ask for it to need the fewest requests.
 	maxLogLimit = 100
 	// maxFollowPages bounds one poll of --follow: of more new entries than

@@ -1,7 +1,7 @@
 // Command kit is the command-line tool of Kit developers: it validates,
 // uploads and publishes manifests, shows Kits and their logs, verifies
 // domains and installs a Kit into the developer sandbox, all through the
-// developer API (SPEC.md 4.10). It is a client only: it never reads kitd's
+// developer API (docs/api.md "Developer API"). It is a client only: it never reads kitd's
 // data or imports the server's packages.
 //
 // Usage:
@@ -29,7 +29,7 @@
 // JSON instead of text (`logs --follow --json` prints one entry per line).
 //
 // Environment: KIT_DEV_TOKEN is the developer token (kdev_...); KIT_API_URL
-// is the API base ({base_url} of SPEC.md), e.g. http://127.0.0.1:8080/api/v1
+// is the API base ({base_url} of docs/api.md), e.g. http://127.0.0.1:8080/api/v1
 // for `kitd serve --public-url http://127.0.0.1:8080`; an origin without a
 // path gets /api/v1 added. Default: http://127.0.0.1:8080/api/v1.
 //

@@ -8,7 +8,7 @@ import (
 )
 
 // maxManifestFile bounds what is read of a manifest file: the server takes
-// at most 65536 characters (SPEC.md 8), at most 4 bytes each, and says so
+// at most 65536 characters (docs/api.md "Field and size limits"), at most 4 bytes each, and says so
 // itself when the text is too long; the bound only stops a wrong FILE (a
 // disk image) from being read whole.
 const maxManifestFile = 4 * 65536
@@ -51,7 +51,7 @@ func runValidate(ctx context.Context, e *env, pos []string) error {
 	}
 	v, err := c.Validate(ctx, text)
 	if err != nil {
-		return err // printed as the SPEC.md error: message, code, correlation id
+		return err // printed as the API's error body: message, code, correlation id
 	}
 	if e.json {
 		err = writeJSON(e.stdout, v)

@@ -1,8 +1,8 @@
 // Package openapi holds kitd's OpenAPI 3.1 descriptions of its public
 // surfaces, embedded so that the HTTP layer can serve them as they are:
-// webapi.json (SPEC.md 4.1-4.9: the Web API under {base_url}, the code
-// exchange and incoming webhooks on {hooks_url}) and devapi.json (SPEC.md
-// 4.10 and kitd's additions: the developer API under {base_url}/dev). The
+// webapi.json (docs/api.md "Endpoints": the Web API under {base_url}, the code
+// exchange and incoming webhooks on {hooks_url}) and devapi.json (docs/api.md
+// "Developer API" and kitd's additions: the developer API under {base_url}/dev). The
 // operator API and the app host are not described here.
 //
 // The JSON files are the source: edit them by hand. They cannot drift from

@@ -32,7 +32,7 @@ func TestDocumentsAreValid(t *testing.T) {
 			t.Errorf("%s: openapi = %q, want 3.1.x", name, doc.OpenAPI)
 		}
 		if doc.Info.Version != "1.0.0" {
-			t.Errorf("%s: info.version = %q, want 1.0.0 (SPEC.md section 9)", name, doc.Info.Version)
+			t.Errorf("%s: info.version = %q, want 1.0.0 (docs/api.md, Versioning)", name, doc.Info.Version)
 		}
 		if err := doc.Validate(context.Background()); err != nil {
 			t.Errorf("%s: %v", name, err)

@@ -1,5 +1,5 @@
 // Drives Debian's chromium through the home page and the API access page
-// of an installation (issue 18), at a phone's width: an admin signs in,
+// of an installation (docs/decisions.md "Home and API access pages"), at a phone's width: an admin signs in,
 // creates a bot token (with the keyboard) and a webhook, revokes both,
 // opens the home page and uninstalls the Kit after its confirmation; a
 // member who opens the page gets the 403 page. Run by

@@ -4,6 +4,6 @@
 // and reports what a correct cluster could not have answered. It also
 // checks slug claims and Idempotency-Key replays for linearizability with
 // porcupine, and has a loopback TCP proxy to fail links. It knows kitd only
-// through HTTP (SPEC.md) and never starts or signals a process: the tests
+// through HTTP (docs/api.md) and never starts or signals a process: the tests
 // in e2e/ do that and choose the faults.
 package jepsen

@@ -51,7 +51,7 @@ type Op struct {
 	RetryAfter string
 	Err        string // transport error or timeout
 	// Allowed: the answer is one a client may see (2xx, or a failure
-	// the issue allows: 503 unavailable with Retry-After, 502, 504, no
+	// docs/decisions.md "Jepsen-style checks" allows: 503 unavailable with Retry-After, 502, 504, no
 	// answer). Anything else is a finding.
 	Allowed bool
 

@@ -8,7 +8,7 @@ import (
 )
 
 // Linearizability: two registers of kitd are checked with porcupine
-// against a sequential model of what SPEC.md says they do. An operation
+// against a sequential model of what docs/api.md says they do. An operation
 // whose outcome is unknown (no answer, a 5xx) may have taken effect at any
 // time after its call, so it has no return (math.MaxInt64) and the models
 // let it happen or not: porcupine then searches both.
@@ -163,7 +163,7 @@ func (o PostOutput) String() string {
 // id "" after a post of unknown outcome until an answer names it.
 type keyState struct{ text, id string }
 
-// ReplayModel (SPEC.md section 3 "Idempotency record"): the first post of
+// ReplayModel (docs/api.md "Idempotency record"): the first post of
 // a key makes its message (201); the same key with the same content
 // returns that message (200); with other content, 409
 // idempotency_conflict.

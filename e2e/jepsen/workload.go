@@ -17,8 +17,8 @@ import (
 // Workload is the write load of a run: Writers clients posting to
 // Conversations through Nodes, each post with a text and an
 // Idempotency-Key of its own. A post whose outcome is unknown (no answer,
-// a timeout, a 5xx) is retried with the same key and text, as SPEC.md
-// section 7 lets a client do, until it is answered or refused; a retry
+// a timeout, a 5xx) is retried with the same key and text, as docs/api.md
+// "Errors" lets a client do, until it is answered or refused; a retry
 // goes to the next node.
 type Workload struct {
 	// Nodes are the base URLs of the nodes ("http://127.0.0.1:8080").

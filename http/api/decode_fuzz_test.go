@@ -15,8 +15,8 @@ import (
 )
 
 // fuzzSecret marks submitted bytes that no error may repeat: a fuzz input
-// containing it checks that refusals echo nothing of the body (SPEC.md:
-// bad input is never echoed).
+// containing it checks that refusals echo nothing of the body (docs/api.md
+// "Surfaces and conventions": bad input is never echoed).
 const fuzzSecret = "zqSECRETqz"
 
 // decodeSeeds are bodies from the unit test tables of this package, plus

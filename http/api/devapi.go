@@ -13,7 +13,7 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// The developer API's reads (SPEC.md 4.10): /dev/me, /dev/kits/validate,
+// The developer API's reads (docs/api.md "Developer API"): /dev/me, /dev/kits/validate,
 // /dev/kits, /dev/kits/{kitId} and its logs (docs/decisions.md "Developer
 // API"). Domains and dev-install are in devapi_domains.go.
 
@@ -203,7 +203,7 @@ func (s *Server) kitDetail(in call) (reply, error) {
 	}{d})
 }
 
-// logSources are the sources of the developer log (SPEC.md 2), listed in
+// logSources are the sources of the developer log (docs/api.md "Developer log entry"), listed in
 // every logs response.
 var logSources = []string{actors.LogSourceToolCall, actors.LogSourceAudit, actors.LogSourceDelivery}
 

@@ -16,8 +16,8 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// Domains of a Kit and the developer sandbox install (SPEC.md 2 "Domain",
-// 4.10; docs/decisions.md "Domains" and "Dev-install").
+// Domains of a Kit and the developer sandbox install (docs/api.md "Domain",
+// "Developer API"; docs/decisions.md "Domains" and "Dev-install").
 
 // DomainChecker looks for the proof that a Kit controls a domain; it is the
 // only part of the developer API that reaches outside kitd. *verify.Checker

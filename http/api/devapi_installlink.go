@@ -10,7 +10,7 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// Install links (SPEC.md 2 "Kit detail" installLink; docs/decisions.md
+// Install links (docs/api.md "Kit detail" installLink; docs/decisions.md
 // "Install links"): the developer makes one shareable URL per unlisted or
 // directory Kit, and an admin of any workspace who opens it sees the Kit's
 // consent summary and installs it. The secret is shown once, in the create

@@ -12,7 +12,7 @@ import (
 // through encoding/json's reflection. The output is byte for byte what
 // json.Marshal(viewMessage(m)) gives; encode_test.go holds it to that.
 
-// appendMessage appends the JSON of m (SPEC.md section 2, Message).
+// appendMessage appends the JSON of m (docs/api.md "Message", docs/openapi/webapi.json).
 func appendMessage(b []byte, m *kitpb.Message) []byte { return msgjson.AppendMessage(b, m) }
 
 // appendMessageBody appends {"message": m} to b.

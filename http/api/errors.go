@@ -15,7 +15,7 @@ type errorBody struct {
 	CorrelationID string      `json:"correlationId"`
 }
 
-// fail writes err as the SPEC.md error body. Errors that are not domain
+// fail writes err as the error body of docs/api.md "Errors". Errors that are not domain
 // errors are logged with their correlation id and answered as 500 without
 // detail.
 func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) { s.failRoute(ctx, nil, err) }

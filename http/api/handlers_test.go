@@ -208,7 +208,7 @@ func TestBodyRules(t *testing.T) {
 }
 
 // TestNoEcho sends a sentinel in every kind of bad input and checks that no
-// error body repeats it (SPEC.md 7: validation errors never echo values).
+// error body repeats it (docs/api.md "Errors": validation errors never echo values).
 func TestNoEcho(t *testing.T) {
 	h := ts
 	f := h.newFixture(t)

@@ -15,7 +15,7 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// Field limits of SPEC.md sections 4.9 and 8.
+// Field limits of docs/api.md "Incoming webhooks" and "Field and size limits".
 const maxHookText = 4000
 
 // hookDrainLimit is how much of an oversized webhook body is still read

@@ -8,7 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// SPEC.md 4.9: the webhook body is {text, blocks?}; text 1-4,000
+// docs/api.md "Incoming webhooks": the webhook body is {text, blocks?}; text 1-4,000
 // characters and not blank; other keys ignored.
 func TestHookBody(t *testing.T) {
 	for _, tc := range []struct {

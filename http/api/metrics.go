@@ -220,7 +220,7 @@ var statusLabels = func() (l [len(statuses) + 1]metrics.Labels) {
 	return l
 }()
 
-// webhookOutcomes name the answers of SPEC.md 4.9 (and of the front end's
+// webhookOutcomes name the answers of docs/api.md "Incoming webhooks" (and of the front end's
 // limits: 414, 431); outcome "error" counts every other (500).
 var webhookOutcomes = [...]struct {
 	name     string

@@ -11,7 +11,7 @@ import (
 	"github.com/kitd/kitd/internal/ids"
 )
 
-// TestNotFoundIsOneAnswerPerRoute: SPEC.md section 1, a 404 never tells
+// TestNotFoundIsOneAnswerPerRoute: docs/api.md "Surfaces and conventions", a 404 never tells
 // absent from not visible. For every route with an id in its path or body,
 // a made-up id, an id of another workspace and (where there is one) an id
 // of this workspace the caller cannot see get the same answer: status, code,

@@ -21,7 +21,7 @@ import (
 // routes is every route of every host: who may call it (tokens, scope), the
 // bucket it spends (family), the per-address bucket its failures spend
 // (peers), its body limit and its handler. serve does the
-// checks a row names, in the order of SPEC.md section 5, before the
+// checks a row names, in the order of docs/api.md "Authentication" (token, type, scope), before the
 // handler runs; the handler checks the rest (path ids, the idempotency key,
 // the body) in its own order. Rows are matched in order: a literal segment
 // is listed before a parameter that would also match it (/users/me before
@@ -29,7 +29,7 @@ import (
 var routes = [...]route{
 	// method, path, host, tokens, scope, family, peers, body, handler, page
 
-	// Web API (SPEC.md 4.1-4.8).
+	// Web API (docs/api.md "Endpoints").
 	{"GET", "/api/v1/auth/test", hostAPI, botOrUser, "", limits.Read, "", maxJSONBody, (*Server).authTest, nil},
 	{"POST", "/api/v1/auth/rotate", hostAPI, bot, "", limits.Write, "", maxJSONBody, (*Server).rotateBotToken, nil},
 	{"POST", "/api/v1/oauth/kit.access", hostAPI, noToken, "", "", limits.KitAccessFailure, maxJSONBody, (*Server).kitAccess, nil},
@@ -54,7 +54,7 @@ var routes = [...]route{
 	{"GET", "/api/v1/installation", hostAPI, botOrUser, "", limits.Read, "", maxJSONBody, (*Server).getInstallation, nil},
 	{"GET", "/api/v1/openapi.json", hostAPI, noToken, "", "", "", maxJSONBody, (*Server).webAPIDocument, nil},
 
-	// Developer API (SPEC.md 4.10; domains and install links:
+	// Developer API (docs/api.md "Developer API"; domains and install links:
 	// docs/decisions.md).
 	{"GET", "/api/v1/dev/me", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).devMe, nil},
 	{"GET", "/api/v1/dev/kits", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).listKits, nil},
@@ -74,7 +74,7 @@ var routes = [...]route{
 	{"POST", "/api/v1/dev/sandbox/dev-install", hostDev, developer, "", limits.Developer, "", maxJSONBody, (*Server).devInstall, nil},
 	{"GET", "/api/v1/dev/openapi.json", hostDev, noToken, "", "", "", maxJSONBody, (*Server).devAPIDocument, nil},
 
-	// Incoming webhooks (SPEC.md 4.9): the URL is the credential, and the
+	// Incoming webhooks (docs/api.md "Incoming webhooks"): the URL is the credential, and the
 	// webhook actor takes the bucket with the post.
 	// A responseUrl (docs/deliveries.md "Member actions"): listed before
 	// the webhook row, whose pattern it would also match.
@@ -119,7 +119,7 @@ var routes = [...]route{
 	{"GET", "/app/kits/install", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).InstallPage},
 	{"POST", "/app/kits/install", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).Install},
 	// The member's home page and the API access page of an installation
-	// (issue 18); {id} reaches the page as its app.PathParam.
+	// (docs/decisions.md "Home and API access pages"); {id} reaches the page as its app.PathParam.
 	{"POST", "/app/authorizations/revoke", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).RevokeAuthorization},
 	{"GET", "/app/installations/{id}", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).AccessPage},
 	{"POST", "/app/installations/{id}/channels", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).AddChannel},
@@ -145,7 +145,7 @@ var routes = [...]route{
 	// installation takes (docs/deliveries.md "Tool calls and runs").
 	{"POST", "/app/api/tools/invoke", hostMember, signedIn, "", "", "", maxJSONBody, (*Server).invokeTool, nil},
 
-	// Metrics in the Prometheus text format (issue 16; docs/decisions.md
+	// Metrics in the Prometheus text format (docs/decisions.md
 	// "Metrics"): the operator token, checked before the route is looked
 	// up as on the operator API.
 	{"GET", "/metrics", hostMetrics, operator, "", "", "", maxJSONBody, (*Server).metricsPage, nil},
@@ -502,7 +502,7 @@ func (s *Server) serveCall(ctx *fasthttp.RequestCtx, t *target, in call) {
 }
 
 // oneNotFound is err, or the one 404 of host's routes if err is a 404.
-// SPEC.md section 1: a 404 never tells absent from not visible, and the
+// docs/api.md "Surfaces and conventions": a 404 never tells absent from not visible, and the
 // handlers' own messages ("file not found", "conversation not found") came
 // from whichever check refused, which told the two apart (another
 // workspace's file was found, then hidden; a made-up id was not). Every

@@ -9,7 +9,7 @@ import (
 	"github.com/kitd/kitd/internal/limits"
 )
 
-// specRoutes is section 4 of SPEC.md transcribed by hand, one row per
+// specRoutes is docs/api.md "Endpoints" transcribed by hand, one row per
 // endpoint, then the routes other documents define. Every row of routes
 // must be here with the same tokens, scope and family, and every row here
 // must be in routes.
@@ -21,43 +21,43 @@ var specRoutes = []struct {
 	scope  string
 	family limits.Name
 }{
-	// SPEC.md 4.1
+	// docs/api.md "Auth"
 	{"auth.test takes a bot or user token, no scope, read", "GET", "/api/v1/auth/test", botOrUser, "", limits.Read},
 	{"rotate takes a bot token only, no scope, write", "POST", "/api/v1/auth/rotate", bot, "", limits.Write},
 	{"kit.access takes no token and has no bucket", "POST", "/api/v1/oauth/kit.access", noToken, "", ""},
-	// SPEC.md 4.2
+	// docs/api.md "Conversations"
 	{"listing conversations needs conversations:read, read", "GET", "/api/v1/conversations", botOrUser, "conversations:read", limits.Read},
 	{"a conversation needs conversations:read, read", "GET", "/api/v1/conversations/{id}", botOrUser, "conversations:read", limits.Read},
 	{"members need conversations:read, read", "GET", "/api/v1/conversations/{id}/members", botOrUser, "conversations:read", limits.Read},
-	// SPEC.md 4.3
+	// docs/api.md "Messages"
 	{"history needs messages:read, read", "GET", "/api/v1/conversations/{id}/messages", botOrUser, "messages:read", limits.Read},
 	{"a message needs messages:read, read", "GET", "/api/v1/messages/{id}", botOrUser, "messages:read", limits.Read},
 	{"replies need messages:read, read", "GET", "/api/v1/messages/{id}/replies", botOrUser, "messages:read", limits.Read},
 	{"posting needs messages:write, write (and the conversation's own bucket, in its actor)", "POST", "/api/v1/messages", botOrUser, "messages:write", limits.Write},
 	{"editing needs messages:write, write", "PATCH", "/api/v1/messages/{id}", botOrUser, "messages:write", limits.Write},
 	{"deleting needs messages:write, write", "DELETE", "/api/v1/messages/{id}", botOrUser, "messages:write", limits.Write},
-	// SPEC.md 4.4
+	// docs/api.md "Reactions"
 	{"adding a reaction takes a user token only, reactions:write, write", "POST", "/api/v1/reactions", user, "reactions:write", limits.Write},
 	{"removing a reaction takes a user token only, reactions:write, write", "DELETE", "/api/v1/reactions", user, "reactions:write", limits.Write},
-	// SPEC.md 4.5
+	// docs/api.md "Files"
 	{"uploading takes a user token only, files:write, files", "POST", "/api/v1/files", user, "files:write", limits.Files},
 	{"a file needs files:read, read", "GET", "/api/v1/files/{id}", botOrUser, "files:read", limits.Read},
 	{"a file's content needs files:read, files", "GET", "/api/v1/files/{id}/content", botOrUser, "files:read", limits.Files},
-	// SPEC.md 4.6
+	// docs/api.md "Users, runs and the installation"
 	{"listing users needs users:read, read", "GET", "/api/v1/users", botOrUser, "users:read", limits.Read},
 	{"users/me needs no scope, read", "GET", "/api/v1/users/me", botOrUser, "", limits.Read},
 	{"a user needs users:read, read", "GET", "/api/v1/users/{id}", botOrUser, "users:read", limits.Read},
-	// SPEC.md 4.7
-	// SPEC.md 4.8
+	// docs/api.md "Users, runs and the installation"
+	// docs/api.md "Users, runs and the installation"
 	{"a run: user tokens only, runs:read, read", "GET", "/api/v1/runs/{id}", user, "runs:read", limits.Read},
 	{"the installation needs no scope, read", "GET", "/api/v1/installation", botOrUser, "", limits.Read},
-	// docs/openapi (issue 16): the descriptions are public
+	// docs/openapi: the descriptions are public
 	{"the Web API's OpenAPI document takes no token and no bucket", "GET", "/api/v1/openapi.json", noToken, "", ""},
 	{"the developer API's OpenAPI document takes no token and no bucket", "GET", "/api/v1/dev/openapi.json", noToken, "", ""},
-	// SPEC.md 4.9
+	// docs/api.md "Incoming webhooks"
 	{"a webhook post takes no token (the URL is the credential), webhook bucket", "POST", "/hooks/v1/{installationId}/{webhookId}/{secret}", noToken, "", limits.Webhook},
 	{"a responseUrl post takes no token (the URL is the credential); the installation takes its response_url bucket", "POST", "/hooks/v1/responses/{installationId}/{token}", noToken, "", ""},
-	// SPEC.md 4.10
+	// docs/api.md "Developer API"
 	{"dev/me takes a developer token, developer bucket", "GET", "/api/v1/dev/me", developer, "", limits.Developer},
 	{"dev/kits takes a developer token, developer bucket", "GET", "/api/v1/dev/kits", developer, "", limits.Developer},
 	{"a Kit's detail takes a developer token, developer bucket", "GET", "/api/v1/dev/kits/{kitId}", developer, "", limits.Developer},
@@ -109,7 +109,7 @@ var specRoutes = []struct {
 	{"app: approve or deny", "POST", "/app/kits/authorize", noToken, "", ""},
 	{"app: the install page", "GET", "/app/kits/install", noToken, "", ""},
 	{"app: install", "POST", "/app/kits/install", noToken, "", ""},
-	// Issue 18: the home page's revocation and the API access page.
+	// docs/decisions.md "Home and API access pages": the home page's revocation and the API access page.
 	{"app: revoke an authorization", "POST", "/app/authorizations/revoke", noToken, "", ""},
 	{"app: the API access page", "GET", "/app/installations/{id}", noToken, "", ""},
 	{"app: add the Kit bot to a channel", "POST", "/app/installations/{id}/channels", noToken, "", ""},
@@ -129,7 +129,7 @@ var specRoutes = []struct {
 	{"member: an interaction (its bucket is the installation's, taken by the handler)", "POST", "/app/api/interactions", signedIn, "", ""},
 	{"member: a tool call", "POST", "/app/api/tools/invoke", signedIn, "", ""},
 
-	// Issue 16: metrics behind the operator token (docs/decisions.md "Metrics").
+	// Metrics behind the operator token (docs/decisions.md "Metrics").
 	{"metrics take the operator token, no bucket", "GET", "/metrics", operator, "", ""},
 
 	// OPERATIONS.md sections 1 and 8: probes without a credential, any method.
@@ -286,7 +286,7 @@ func TestResolveAllocatesNothing(t *testing.T) {
 }
 
 // The unauthenticated routes that a scanner could hammer spend a bucket per
-// source address when they fail (issue 17, docs/decisions.md "Rate
+// source address when they fail (docs/decisions.md "Rate
 // limits"), and only they; each bucket the table names says which answers
 // are failures and has a rate in the spec table.
 func TestPerAddressBuckets(t *testing.T) {

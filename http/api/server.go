@@ -1,7 +1,7 @@
 // Package api is kitd's HTTP front end: it parses and authenticates
 // requests, checks their shape, sends one typed message to the owning actor
 // (two at most: a rate bucket, then the owner) and turns the answer into the
-// JSON of SPEC.md and OPERATIONS.md. It holds no business rule beyond input
+// JSON of docs/api.md and OPERATIONS.md. It holds no business rule beyond input
 // shape and knows nothing about storage.
 package api
 

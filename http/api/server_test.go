@@ -204,7 +204,7 @@ func want(t testing.TB, r *response, status int) {
 	}
 }
 
-// wantError checks status and that the body is exactly the SPEC.md error
+// wantError checks status and that the body is exactly the docs/api.md "Errors"
 // body with code.
 func wantError(t testing.TB, r *response, status int, code string) {
 	t.Helper()

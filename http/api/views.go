@@ -8,7 +8,7 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// The JSON shapes of SPEC.md section 2. Records travel as protobuf; these
+// The JSON shapes of docs/api.md "Resources". Records travel as protobuf; these
 // views are the only place that decides how they look on the wire, but for
 // a message, which internal/msgjson writes by hand (encode_test.go holds
 // it to messageView).
@@ -219,7 +219,7 @@ func viewVersion(v *kitpb.KitVersion) versionView {
 	}
 }
 
-// kitView is a Kit of the developer API (SPEC.md 2 "Kit").
+// kitView is a Kit of the developer API (docs/api.md "Kit").
 type kitView struct {
 	KitID                  string  `json:"kitId"`
 	Slug                   string  `json:"slug"`
@@ -240,7 +240,7 @@ func viewKit(k *kitpb.Kit, installedHere bool) kitView {
 	}
 }
 
-// logEntryView is a developer log entry (SPEC.md 2 "Developer log entry").
+// logEntryView is a developer log entry (docs/api.md "Developer log entry").
 type logEntryView struct {
 	ID             string  `json:"id"`
 	At             string  `json:"at"`

@@ -14,7 +14,7 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// Field limits of SPEC.md sections 4.3 and 8.
+// Field limits of docs/api.md "Messages" and "Field and size limits".
 const (
 	maxTextLen        = 8000
 	maxIdempotencyKey = 255

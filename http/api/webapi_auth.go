@@ -12,7 +12,7 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// rotateBotToken: POST /auth/rotate (SPEC.md 4.1).
+// rotateBotToken: POST /auth/rotate (docs/api.md "Auth").
 func (s *Server) rotateBotToken(in call) (reply, error) {
 	if err := in.decodeOptional(&struct{}{}); err != nil {
 		return reply{}, err
@@ -35,7 +35,7 @@ func (s *Server) rotateBotToken(in call) (reply, error) {
 	}{secret, isoTime(r.PreviousExpiresAt)})
 }
 
-// codeVerifierShape is RFC 7636's code_verifier (SPEC.md 4.1).
+// codeVerifierShape is RFC 7636's code_verifier (docs/api.md "Auth").
 var codeVerifierShape = regexp.MustCompile(`^[A-Za-z0-9._~-]{43,128}$`)
 
 type kitAccessBody struct {
@@ -70,7 +70,7 @@ func (b *kitAccessBody) check() error {
 	return err
 }
 
-// kitAccess: POST /oauth/kit.access (SPEC.md 4.1). Order of checks: body
+// kitAccess: POST /oauth/kit.access (docs/api.md "Auth"). Order of checks: body
 // shape (400), client credentials (401 invalid_credentials), then the code
 // or refresh token (400 naming its field).
 func (s *Server) kitAccess(in call) (reply, error) {

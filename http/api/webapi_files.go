@@ -15,10 +15,10 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// Reactions and files (SPEC.md 4.4, 4.5; limits in section 8 and
+// Reactions and files (docs/api.md "Reactions", "Files"; limits in "Limits" and
 // docs/files.md).
 
-// reactionValues is the reaction enum of SPEC.md 4.4.
+// reactionValues is the reaction enum of docs/api.md "Reactions".
 var reactionValues = []string{"thumbs_up", "heart", "laugh", "celebrate", "eyes", "thinking", "thanks", "check"}
 
 // ---- reactions ----

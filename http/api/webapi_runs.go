@@ -11,7 +11,7 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// getRun is GET /runs/{id} (SPEC.md 4.7): a run of the token's
+// getRun is GET /runs/{id} (docs/api.md "Users, runs and the installation"): a run of the token's
 // installation as the token's member may see it. The route takes user
 // tokens only; a run the member may not see is the 404 of one that does
 // not exist.

@@ -16,8 +16,8 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// The API access page of an installation (issue 18): what SPEC.md puts "on
-// the Kit's API access page", for the workspace's admins and owners. Each
+// The API access page of an installation: what docs/api.md puts "on
+// the Kit's API access page" (bot tokens, webhooks, secrets), for the workspace's admins and owners. Each
 // form posts to its own path under the page and is answered with the page
 // again, saying what happened; a secret made by the post (a bot token, a
 // webhook URL, a client or signing secret) is on that answer only. The

@@ -184,7 +184,7 @@ var (
 	hookURLPattern  = regexp.MustCompile(`http://kit\.test/hooks/v1/[0-9a-f-]{36}/[0-9a-f-]{36}/[A-Za-z0-9_-]{43}`)
 )
 
-// Issue 18: who may open the API access page, and what the others see.
+// docs/decisions.md "Home and API access pages": who may open the API access page, and what the others see.
 func TestAccessPageWhoMayOpenIt(t *testing.T) {
 	f := newFixture(t)
 	other := newFixture(t)
@@ -224,7 +224,7 @@ func TestAccessPageWhoMayOpenIt(t *testing.T) {
 	})
 }
 
-// Issue 18: every form of the pages is CSRF-protected like the authorize
+// docs/decisions.md "Home and API access pages": every form of the pages is CSRF-protected like the authorize
 // page: a post without the session's token is the 403 csrf_rejected page
 // and changes nothing.
 func TestAccessFormsRefuseAWrongCSRFToken(t *testing.T) {
@@ -273,7 +273,7 @@ func TestAccessFormsRefuseAWrongCSRFToken(t *testing.T) {
 	})
 }
 
-// Issue 18: a secret made on the page is shown on the answer to its form
+// docs/decisions.md "Home and API access pages": a secret made on the page is shown on the answer to its form
 // only; the page lists bot tokens and webhooks, never their values.
 func TestAccessSecretsAreShownOnce(t *testing.T) {
 	f := newFixture(t)
@@ -328,7 +328,7 @@ func TestAccessSecretsAreShownOnce(t *testing.T) {
 	})
 }
 
-// Issue 18 and OPERATIONS.md 2: the page's refusals are the page again, at
+// docs/decisions.md "Home and API access pages" and OPERATIONS.md 2: the page's refusals are the page again, at
 // the refusal's status, in words, never echoing what was sent.
 func TestAccessFormRefusals(t *testing.T) {
 	f := newFixture(t)
@@ -380,7 +380,7 @@ func TestAccessFormRefusals(t *testing.T) {
 	})
 }
 
-// Issue 18: the browser tests find every input by its label, and a
+// docs/decisions.md "Home and API access pages": the browser tests find every input by its label, and a
 // keyboard or screen reader user needs one: each visible input and select
 // of each page has a <label for> naming it.
 func TestEveryInputHasALabel(t *testing.T) {
@@ -426,7 +426,7 @@ func TestEveryInputHasALabel(t *testing.T) {
 	}
 }
 
-// Issue 18: plain pages, nothing fetched from elsewhere, the one script
+// docs/decisions.md "Home and API access pages": plain pages, nothing fetched from elsewhere, the one script
 // allowed by its hash.
 func TestPagesLoadNothingFromElsewhere(t *testing.T) {
 	f := newFixture(t)
@@ -440,7 +440,7 @@ func TestPagesLoadNothingFromElsewhere(t *testing.T) {
 	}
 }
 
-// Issue 18 item 1: the home page names the workspace and each installed
+// docs/decisions.md "Home and API access pages": the home page names the workspace and each installed
 // Kit with its bot's scopes and channels; only admins and owners get the
 // way to the API access page.
 func TestHomePage(t *testing.T) {

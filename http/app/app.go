@@ -185,7 +185,7 @@ var pages = template.Must(template.New("").Parse(`
 
 `))
 
-// scopeInWords says what each scope of SPEC.md section 5 lets a Kit do.
+// scopeInWords says what each scope of docs/api.md "Scopes" lets a Kit do.
 var scopeInWords = map[string]string{
 	"conversations:read": "See the channels and conversations it can access, and their members",
 	"messages:read":      "Read the messages of those conversations",

@@ -10,7 +10,7 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// The member's home page (issue 18): the workspace, the Kits installed in
+// The member's home page (docs/decisions.md "Home and API access pages"): the workspace, the Kits installed in
 // it with their bot's scopes and channels, and the authorizations the
 // member gave each Kit for user tokens, each with a way to revoke it.
 // Admins and owners find each Kit's API access page from here.

@@ -1,6 +1,6 @@
 // Package blocks owns the shape and the limits of Blocks, the rich content a
-// message may carry next to its text (SPEC.md section 2 "Blocks" and section
-// 8): which block types and keys exist, their lengths, counts, enums and
+// message may carry next to its text (docs/api.md "Blocks" and
+// "Field and size limits", docs/blocks.md): which block types and keys exist, their lengths, counts, enums and
 // patterns, the safe mrkdwn subset, the message-wide limits, and the removal
 // of interactive elements when the sending Kit does not declare
 // interactivity. It never stores anything and knows nothing of HTTP; the
@@ -19,7 +19,7 @@ import (
 	"strconv"
 )
 
-// Message-wide limits (SPEC.md section 8).
+// Message-wide limits (docs/api.md "Field and size limits").
 const (
 	MaxBlocks      = 50    // blocks per message
 	MaxBytes       = 16384 // serialized size of the blocks array, in bytes

@@ -505,7 +505,7 @@ func echoed(in []byte, msg string) string {
 }
 
 // TestErrorsNameNoSubmittedKey: a key is input too, so no error names one
-// the schema does not (issue 17: "blocks[0]: unknown field").
+// the schema does not (docs/decisions.md "Request bodies").
 func TestErrorsNameNoSubmittedKey(t *testing.T) {
 	const key = "zzSentinelKey"
 	table := func(row string) string {

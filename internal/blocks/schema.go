@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// Limits of single elements: SPEC.md section 2, and docs/blocks.md where
-// SPEC.md is silent.
+// Limits of single elements: docs/api.md "Blocks", and docs/blocks.md where
+// the contract is silent.
 const (
 	maxOptions = 100 // options of a static_select
 	maxColumns = 6   // columns of a table
@@ -105,7 +105,7 @@ var (
 	fileRef  = simple(rFile)
 )
 
-// Block kinds (SPEC.md section 2).
+// Block kinds (docs/blocks.md "Block types").
 var blockKinds = [...]kindSpec{
 	{name: "header", fields: []field{typeField, blockIDField,
 		{name: "text", required: true, spec: text(1, 150)},

@@ -34,7 +34,7 @@ func Valid(s string) bool {
 	return err == nil
 }
 
-// Secret prefixes of SPEC.md section 5.
+// Secret prefixes of docs/api.md "Credentials".
 const (
 	BotToken       = "kbot_"
 	UserToken      = "kusr_"
@@ -46,7 +46,7 @@ const (
 	OperatorToken  = "kop_"
 	SessionCookie  = "ksess_"
 	// InstallLink is the secret of a Kit's install link (docs/decisions.md
-	// "Install links"); SPEC.md names the link, not its form.
+	// "Install links"); the contract names the link, not its form.
 	InstallLink = "kil_"
 	// SignInChoice is a pending workspace choice of a sign-in whose
 	// password matched in several workspaces (docs/decisions.md "Sign-in

@@ -16,10 +16,10 @@ import (
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// Code is a stable error code of SPEC.md section 7.
+// Code is a stable error code of docs/api.md "Errors".
 type Code string
 
-// The codes of SPEC.md section 7 that kitd answers.
+// The codes of docs/api.md "Errors" that kitd answers.
 const (
 	Validation          Code = "validation_error"
 	InvalidToken        Code = "invalid_token"
@@ -45,7 +45,7 @@ const (
 	Unauthenticated Code = "unauthenticated"
 )
 
-// kitd's own codes, for answers SPEC.md section 7 has no code for
+// kitd's own codes, for answers docs/api.md "Errors" has no code for
 // (docs/decisions.md "Request heads").
 const (
 	URITooLong     Code = "uri_too_long"
@@ -53,13 +53,13 @@ const (
 	// Unavailable: the node that owns the request's data could not be
 	// reached, or no leader of its partition is known yet (an election);
 	// the request did not run there, or its outcome is unknown and a retry
-	// is safe only as SPEC.md says for 5xx (docs/decisions.md
+	// is safe only as docs/api.md says for 5xx (docs/decisions.md
 	// "Unavailable").
 	Unavailable Code = "unavailable"
 )
 
-// statuses is the one table from codes to the HTTP statuses of SPEC.md
-// section 7.
+// statuses is the one table from codes to the HTTP statuses of docs/api.md
+// "Errors".
 var statuses = map[Code]int{
 	Validation:          400,
 	InvalidToken:        401,
@@ -91,7 +91,7 @@ var retryAfter = map[Code]int{
 }
 
 // Status is the HTTP status an answer with code c has: 200 for the empty
-// code (no error), 500 for a code SPEC.md does not list.
+// code (no error), 500 for a code docs/api.md does not list.
 func (c Code) Status() int {
 	if c == "" {
 		return 200

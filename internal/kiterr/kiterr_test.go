@@ -14,7 +14,7 @@ import (
 	"github.com/kitd/kitd/internal/limits"
 )
 
-// specStatus is SPEC.md section 7 plus the codes the spec lists without a
+// specStatus is docs/api.md "Errors" plus the codes the spec lists without a
 // condition, as docs/decisions.md and OPERATIONS.md give them a status.
 var specStatus = map[Code]int{
 	"validation_error":       400,
@@ -96,7 +96,7 @@ func TestStatuses(t *testing.T) {
 			}
 			want, known := specStatus[code]
 			if !known {
-				t.Fatalf("%s is not an error code of SPEC.md section 7", code)
+				t.Fatalf("%s is not an error code of docs/api.md, Errors", code)
 			}
 			if got != want {
 				t.Fatalf("statuses[%s] = %d, want %d", code, got, want)

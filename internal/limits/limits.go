@@ -1,10 +1,10 @@
-// Package limits owns every rate limit of SPEC.md section 8 and the token
+// Package limits owns every rate limit of docs/api.md "Limits" and the token
 // buckets that enforce them.
 //
 // It holds, in one place:
 //   - the stable [Name] of each bucket (used in `--limits FILE` overrides and
 //     in the RateLimit-Policy / RateLimit response headers);
-//   - the [Rate] of each bucket as SPEC.md section 8 sets it ([Spec]), and the
+//   - the [Rate] of each bucket as docs/api.md "Limits" sets it ([Spec]), and the
 //     `--limits off|spec|FILE` switch of OPERATIONS.md section 1 ([Load]);
 //   - the [Bucket] arithmetic and the [Decision] it yields, including the
 //     header values described in docs/decisions.md ("Rate limits").
@@ -34,7 +34,7 @@ import (
 // one.
 type Name string
 
-// The rate limits of SPEC.md section 8.
+// The rate limits of docs/api.md "Rate limits".
 const (
 	Read          Name = "read"           // Web API reads, per installation
 	Write         Name = "write"          // Web API writes, per installation
@@ -46,20 +46,20 @@ const (
 	Interactions  Name = "interactions"   // block interactions, per member and Kit
 	SlashCommands Name = "slash_commands" // slash commands, per member and command
 
-	// Not in SPEC.md section 8, which gives the unauthenticated routes no
+	// Not in docs/api.md "Limits", which gives the unauthenticated routes no
 	// bucket: failures there, per source address, counted by the front
 	// end node that answered them (docs/decisions.md, "Rate limits").
 	WebhookNotFound  Name = "webhook_not_found"  // 404s of the hooks host, per source address
 	KitAccessFailure Name = "kit_access_failure" // failed POST /oauth/kit.access, per source address
 )
 
-// Names lists every Name, in SPEC.md order, then kitd's own.
+// Names lists every Name, in the order of docs/api.md "Rate limits", then kitd's own.
 func Names() []Name {
 	return []Name{Read, Write, PostMessage, Files, Webhook, Developer, ResponseURL, Interactions, SlashCommands,
 		WebhookNotFound, KitAccessFailure}
 }
 
-// Limits of SPEC.md section 8 that are not token buckets. They are fixed by
+// Limits of docs/api.md "Limits" that are not token buckets. They are fixed by
 // the contract and not overridable by `--limits FILE`.
 const (
 	// ResponseURLUses is how many times one responseUrl token may be used.
@@ -72,7 +72,7 @@ const (
 	// EventsPerKit is the "50 per Kit" bound on event deliveries.
 	EventsPerKit = 50
 	// ToolResultBytes bounds the JSON of a tool run's result, which the
-	// run keeps (kitd's own: SPEC.md shows no Run field): the size of a
+	// run keeps (kitd's own: the contract shows no Run field): the size of a
 	// message's blocks and text together, far below the 1 MiB answer
 	// a call may read, so that runs stay small records.
 	ToolResultBytes = 64 << 10
@@ -147,7 +147,7 @@ func (r Rate) String() string {
 // off.
 type Table map[Name]Rate
 
-// Spec returns the rates of SPEC.md section 8 (a fresh map on each call).
+// Spec returns the rates of docs/api.md "Limits" (a fresh map on each call).
 func Spec() Table {
 	perMinute := func(n Name, k int) Rate { return Rate{Name: n, Capacity: k, Refill: k, Window: time.Minute} }
 	return Table{

@@ -297,7 +297,7 @@ func TestSpec(t *testing.T) {
 		ResponseURL:   {ResponseURL, 50, 50, time.Minute},
 		Interactions:  {Interactions, 30, 30, time.Minute},
 		SlashCommands: {SlashCommands, 10, 10, time.Minute},
-		// kitd's own, per source address (issue 17).
+		// kitd's own, per source address (docs/decisions.md "Rate limits").
 		WebhookNotFound:  {WebhookNotFound, 30, 2, time.Second},
 		KitAccessFailure: {KitAccessFailure, 20, 1, time.Second},
 	}

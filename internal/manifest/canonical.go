@@ -223,7 +223,7 @@ func (m *Manifest) UserScopes() []string {
 }
 
 // AllowsRedirect reports whether uri equals one of oauth.redirectUrls
-// exactly (SPEC.md 5: no prefix or normalized matching).
+// exactly (docs/api.md "The authorization code flow": no prefix or normalized matching).
 func (m *Manifest) AllowsRedirect(uri string) bool {
 	return m.OAuth != nil && slices.Contains(m.OAuth.RedirectURLs, uri)
 }

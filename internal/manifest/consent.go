@@ -14,7 +14,7 @@ type SummaryOptions struct {
 	Language         string // preferred language code of the viewer; "": en
 }
 
-// ConsentSummary is what a member is shown before consenting (SPEC.md 2
+// ConsentSummary is what a member is shown before consenting (docs/api.md
 // "Consent summary and diff"). Texts are in one language, picked by
 // SummaryOptions.Language (see pickLanguage). Lists are never nil.
 type ConsentSummary struct {
@@ -145,7 +145,7 @@ func (t Tool) access() ToolAccess {
 }
 
 // ConsentDiff is what a new version asks for beyond, or no longer asks for
-// compared with, an older one (SPEC.md 2 "Consent summary and diff"). Lists
+// compared with, an older one (docs/manifest.md "Consent summary", "Consent diff"). Lists
 // are sorted and never nil.
 type ConsentDiff struct {
 	AddedBotScopes    []string     `json:"addedBotScopes"`

@@ -1,5 +1,5 @@
 // Package manifest owns the shape and rules of a Kit manifest: the JSON
-// document that says what a Kit is and may do (SPEC.md section 2 "Manifest",
+// document that says what a Kit is and may do (docs/api.md "Manifest",
 // OPERATIONS.md section 4). It parses and strictly validates manifest text,
 // reports every problem by field path without echoing submitted values, and
 // derives the canonical form and hashes that versions and consent are keyed
@@ -68,12 +68,12 @@ type Bot struct {
 	Scopes      []string          // as written (order kept); never nil
 }
 
-// IncomingWebhooks enables incoming webhooks (SPEC.md 4.9).
+// IncomingWebhooks enables incoming webhooks (docs/api.md "Incoming webhooks").
 type IncomingWebhooks struct {
 	MaxPerInstallation int
 }
 
-// OAuth configures the authorization code flow (SPEC.md 5).
+// OAuth configures the authorization code flow (docs/api.md "The authorization code flow").
 type OAuth struct {
 	RedirectURLs []string // as written; a redirect_uri must equal one exactly
 	UserScopes   []string // as written; nil or empty: no user tokens
@@ -96,17 +96,17 @@ type Problems []Problem
 
 // Limits of the manifest and its fields.
 const (
-	MinTextLen  = 2     // characters of the manifest text (SPEC.md 8)
-	MaxTextLen  = 65536 // characters of the manifest text (SPEC.md 8)
+	MinTextLen  = 2     // characters of the manifest text (docs/api.md "Field and size limits")
+	MaxTextLen  = 65536 // characters of the manifest text (docs/api.md "Field and size limits")
 	MaxProblems = 100   // at most this many problems are returned
 
-	maxPathLen    = 200 // SPEC.md 4.10 validate response
+	maxPathLen    = 200 // docs/api.md "Developer API" validate response
 	maxMessageLen = 300
 	maxURLLen     = 2000
-	maxHostLen    = 253 // SPEC.md "Domain"
+	maxHostLen    = 253 // docs/api.md "Domain"
 	maxScopes     = 20  // ConsentSummary botScopes / userScopes
 	maxRedirects  = 10
-	maxWebhooks   = 20 // SPEC.md 8
+	maxWebhooks   = 20 // docs/api.md "Field and size limits"
 )
 
 // Distributions a manifest may name; the first is the default.

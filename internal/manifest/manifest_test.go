@@ -456,7 +456,7 @@ func TestDefaultDisplayNamePicksSmallestKeyWithoutEnglish(t *testing.T) {
 }
 
 // An unknown key is named when it is a short plain name, what a typo
-// looks like (issue 31), and otherwise not (SPEC.md: no input echoed
+// looks like, and otherwise not (docs/api.md: no input echoed
 // beyond what the developer needs).
 func TestUnknownKeyMessages(t *testing.T) {
 	for _, tc := range []struct {
@@ -569,7 +569,7 @@ func FuzzParse(f *testing.F) {
 		}
 		for _, p := range problems {
 			// A problem names where it is ("" is the whole document) and
-			// what it is, within the lengths of SPEC.md 4.10.
+			// what it is, within the lengths of docs/api.md "Developer API".
 			if p.Message == "" || len(p.Message) > maxMessageLen || len(p.Path) > maxPathLen || strings.HasPrefix(p.Path, ".") {
 				t.Fatalf("problem %+v", p)
 			}

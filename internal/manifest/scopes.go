@@ -2,7 +2,7 @@ package manifest
 
 import "slices"
 
-// knownScopes are the scopes SPEC.md section 5 names. The platform knows no
+// knownScopes are the scopes docs/api.md "Scopes" names. The platform knows no
 // others, so a manifest asking for any other scope is rejected rather than
 // silently granted nothing.
 var knownScopes = []string{
@@ -28,10 +28,10 @@ func KnownScope(s string) bool {
 func KnownScopes() []string { return slices.Clone(knownScopes) }
 
 // botOnlyScopes cannot be granted to a user token: an incoming webhook always
-// posts as the Kit bot (SPEC.md 4.9).
+// posts as the Kit bot (docs/api.md "Incoming webhooks").
 var botOnlyScopes = map[string]bool{"incoming-webhook": true}
 
-// userOnlyScopes are accepted on a bot but useless there in v1 (SPEC.md 9:
+// userOnlyScopes are accepted on a bot but useless there in v1 (docs/api.md "Versioning":
 // bots cannot add reactions or upload files; runs take user tokens only), so
 // they produce a warning, not a problem.
 var userOnlyScopes = map[string]bool{"reactions:write": true, "files:write": true, "runs:read": true}

@@ -7,10 +7,10 @@ import (
 	"strings"
 )
 
-// Version is a Kit version: MAJOR.MINOR.PATCH (SPEC.md section 9).
+// Version is a Kit version: MAJOR.MINOR.PATCH (docs/api.md "Versioning").
 type Version struct{ Major, Minor, Patch int }
 
-// Digit limits of the three parts (SPEC.md "Version"). They keep every
+// Digit limits of the three parts (docs/api.md "Versioning"). They keep every
 // version comparable as plain ints and short enough for URL paths.
 var versionDigits = [3]int{4, 5, 6}
 

@@ -10,7 +10,7 @@ import (
 // field order (bot, oauth, interactivity, endpoints, tools, model data
 // policy, distribution):
 //
-//   - bot scopes a bot token cannot use in v1 (SPEC.md 9; they need a user
+//   - bot scopes a bot token cannot use in v1 (docs/api.md "Versioning"; they need a user
 //     token);
 //   - endpoint URLs whose host cannot be a verified domain (an IP address, a
 //     single label such as localhost, or a special-use name such as

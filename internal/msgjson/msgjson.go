@@ -1,5 +1,5 @@
-// Package msgjson writes a message the way the API answers it (SPEC.md
-// section 2, Message): by hand, byte for byte what encoding/json gives for
+// Package msgjson writes a message the way the API answers it (docs/api.md
+// "Message"): by hand, byte for byte what encoding/json gives for
 // http/api's view of it, which http/api's tests hold it to. Messages are the
 // most frequent answer by far (every post, every page of history), and the
 // conversation actor keeps its newest messages in this form (actors,

@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// Proof is the "proof" object of a Domain (SPEC.md section 2): what the Kit
+// Proof is the "proof" object of a Domain (docs/api.md "Domain"): what the Kit
 // must publish for each method.
 type Proof struct {
 	DNS       DNSProof       `json:"dns"`

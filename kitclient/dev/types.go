@@ -1,5 +1,5 @@
 // Package dev holds the wire types of kitd's developer API ({base_url}/dev,
-// SPEC.md sections 2 and 4.10, docs/decisions.md "Developer API"): the
+// docs/api.md "Developer API", docs/decisions.md "Developer API"): the
 // request and answer shapes the `kit` CLI and other tools decode. It is
 // kitclient's sibling, apart because a Kit's backend never calls the
 // developer API; like kitclient it imports nothing of kitd, and nullable
@@ -25,7 +25,7 @@ type DevToken struct {
 	RevokedAt  *string `json:"revokedAt"`
 }
 
-// Kit is SPEC.md's Kit.
+// Kit is a Kit (docs/api.md "Kit").
 type Kit struct {
 	KitID                  string  `json:"kitId"`
 	Slug                   string  `json:"slug"`
@@ -43,7 +43,7 @@ type KitList struct {
 	Kits []Kit `json:"kits"`
 }
 
-// Version is SPEC.md's Version of a Kit.
+// Version is a version of a Kit (docs/api.md "Version").
 type Version struct {
 	ID           string  `json:"id"`
 	Version      string  `json:"version"`
@@ -63,7 +63,7 @@ type VersionResult struct {
 	InstallationID *string `json:"installationId"`
 }
 
-// Domain is SPEC.md's Domain of a Kit.
+// Domain is a domain of a Kit (docs/api.md "Domain").
 type Domain struct {
 	Domain     string      `json:"domain"`
 	Method     string      `json:"method"`
@@ -138,7 +138,7 @@ type InstallLinkResult struct {
 	} `json:"installLink"`
 }
 
-// LogEntry is SPEC.md's Developer log entry.
+// LogEntry is a line of a Kit's developer log (docs/api.md "Developer log entry").
 type LogEntry struct {
 	ID             string  `json:"id"`
 	At             string  `json:"at"`

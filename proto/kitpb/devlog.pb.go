@@ -1,4 +1,4 @@
-// The Kit developer log (SPEC.md 2, "Developer log entry"): one record per
+// The Kit developer log (docs/api.md "Resources", "Developer log entry"): one record per
 // entry, written once by the actor whose outcome it reports and read by
 // range scans (see actors/devlog.go).
 

@@ -1,4 +1,4 @@
-// Files and reactions (SPEC.md 4.4 and 4.5): the file record its
+// Files and reactions (docs/api.md "Reactions" and "Files"): the file record its
 // conversation owns, and the requests of the conversation actor about files
 // and reactions.
 

@@ -1,4 +1,4 @@
-// Incoming webhooks (SPEC.md 4.9): the webhook actor's record, the
+// Incoming webhooks (docs/api.md "Incoming webhooks"): the webhook actor's record, the
 // installation's note of each of its webhooks, and the requests between the
 // HTTP layer, the installation, the webhook and the conversation.
 

@@ -16,7 +16,7 @@ import (
 	"github.com/kitd/kitd/e2e/clusterview"
 )
 
-// The cluster comparison (-cluster N, issue 27): N nodes on loopback, each
+// The cluster comparison (-cluster N, bench/README.md): N nodes on loopback, each
 // on its own data directory, the first founding the cluster and the others
 // joining it by its gossip address, measured on the same request stream as
 // a node alone and the trivial server, with 64 connections spread over the

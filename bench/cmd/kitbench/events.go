@@ -26,7 +26,7 @@ import (
 	"github.com/kitd/kitd/bench/loadgen"
 )
 
-// The events scenario (issue 19, "Speed"): what events cost the write
+// The events scenario (docs/deliveries.md "Cost on the write path"): what events cost the write
 // path, and whether deliveries keep up. On a node of its own, started with
 // --delivery-allow and --delivery-ca for kitbench's own https receiver,
 // two Kits of two workspaces each have their bot in -conversations

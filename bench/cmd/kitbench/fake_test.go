@@ -36,7 +36,7 @@ type fakeKitd struct {
 	gets      int
 
 	// With --limits spec: each installation's read and write buckets, at
-	// the rates of SPEC.md section 8 unless a test bends them.
+	// the rates of docs/api.md "Limits" unless a test bends them.
 	limited bool
 	read    limits.Rate
 	write   limits.Rate

@@ -21,7 +21,7 @@
 //	                        https receiver) and of a Kit without one:
 //	                        CPU per post of both, events/s, post → event p99
 //	mixed-limits            Kit backends posting, editing and reading on a
-//	                        second node with the limits of SPEC.md section 8
+//	                        second node with the limits of docs/api.md "Limits"
 //	                        on; checks budgets and Retry-After
 //
 // -soak runs a bounded soak instead (bench/README.md). -cluster N also
@@ -176,7 +176,7 @@ func run(o options) (int, error) {
 		return 2, errors.New("-mixed must be >= 0, and -mixed-channels >= 1")
 	}
 	if o.pageLimit < 0 || o.pageLimit > 200 {
-		return 2, errors.New("-page-limit must be 0 (no paging scenario) to 200 (SPEC.md section 8)")
+		return 2, errors.New("-page-limit must be 0 (no paging scenario) to 200 (docs/api.md, Lists)")
 	}
 	o, err := clusterOptions(o)
 	if err != nil {
@@ -309,7 +309,7 @@ func run(o options) (int, error) {
 		return 1, fmt.Errorf("%d requests failed; see the report above", rep.TotalErrors)
 	}
 	if rep.LimitViolations > 0 {
-		return 1, fmt.Errorf("%d violations of the rate limits of SPEC.md section 8; see the report above", rep.LimitViolations)
+		return 1, fmt.Errorf("%d violations of the rate limits of docs/api.md; see the report above", rep.LimitViolations)
 	}
 	return 0, nil
 }
@@ -447,7 +447,7 @@ func settleAll(ctx context.Context, nodes []*benchNode) {
 	wg.Wait()
 }
 
-// runMixedScenario starts a second node with the limits of SPEC.md on,
+// runMixedScenario starts a second node with the limits of docs/api.md on,
 // sets up its installations, runs the mixed backends against the trivial
 // server and then against it, and judges kitd's history. It returns nil
 // (and says so) when it cannot start a node of its own (-addr).

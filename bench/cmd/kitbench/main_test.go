@@ -83,7 +83,7 @@ func fakeServe(args []string) int {
 		case "short-retry-after":
 			fk.shortRetry = true
 		case "generous":
-			fk.write.Capacity = 60 // 10 writes beyond SPEC.md's burst
+			fk.write.Capacity = 60 // 10 writes beyond the contract's burst
 		}
 	}
 	srv := &http.Server{Handler: fk}

@@ -17,7 +17,7 @@ import (
 )
 
 // The mixed scenario is Kit backend traffic on a node with the limits of
-// SPEC.md section 8 on: each installation's backend posts, edits and reads
+// docs/api.md "Limits" on: each installation's backend posts, edits and reads
 // as fast as its budget lets it, one request at a time, and honours every
 // 429's Retry-After. Afterwards package ratecheck judges the history: no
 // installation (and no conversation) got more than its budget, and every
@@ -288,7 +288,7 @@ type limitsReport struct {
 // maxViolationsShown bounds the violations kept in the report.
 const maxViolationsShown = 20
 
-// checkLimits judges a mixed run against SPEC.md section 8.
+// checkLimits judges a mixed run against docs/api.md "Rate limits".
 func checkLimits(calls []ratecheck.Call, installs int) *limitsReport {
 	budgets := map[string]ratecheck.Budget{
 		"read": ratecheck.Read, "write": ratecheck.Write, "post_message": ratecheck.PostMessage,

@@ -8,7 +8,7 @@ import (
 )
 
 // TestMixedScenarioJudgesLimits runs the mixed scenario against the fake
-// kitd with limits on: one that keeps SPEC.md's budgets and tells the
+// kitd with limits on: one that keeps the budgets of docs/api.md and tells the
 // right Retry-After passes; one whose Retry-After is a second short, and
 // one that grants 10 writes beyond the budget, fail with the rule they
 // broke.

@@ -165,7 +165,7 @@ func div(a, b float64) float64 {
 // trivial server of the same scenario.
 type clusterRatios struct {
 	// OfAlone is cluster ÷ node alone for every figure, CPU per request
-	// included (issue 27's goal: at most 2.5).
+	// included (docs/cluster.md "Goals": at most 2.5).
 	OfAlone ratios `json:"ofAlone"`
 	// OfTrivial is as Ratio, with the cluster in kitd's place: its CPU is
 	// trivial's CPU per request ÷ the cluster's.

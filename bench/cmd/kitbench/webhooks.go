@@ -14,7 +14,7 @@ import (
 )
 
 // webhooksPerKit is the most webhooks one installation may have
-// (incomingWebhooks.maxPerInstallation is 1-20, SPEC.md 8): the bench
+// (incomingWebhooks.maxPerInstallation is 1-20, docs/api.md "Limits"): the bench
 // installs as many Kits as it needs to reach its webhook count.
 const webhooksPerKit = 20
 

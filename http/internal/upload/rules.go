@@ -8,14 +8,14 @@ import (
 	"github.com/kitd/kitd/internal/kiterr"
 )
 
-// The rules of an upload's fields and of the file types (SPEC.md 4.5;
+// The rules of an upload's fields and of the file types (docs/api.md "Files";
 // docs/files.md).
 
 // maxFileName is the longest name of a file, in characters.
 const maxFileName = 120
 
-// maxFileBytes is the decoded size limit of each allowed mimeType (SPEC.md
-// leaves it open; docs/files.md). Above it: 413 payload_too_large.
+// maxFileBytes is the decoded size limit of each allowed mimeType (the
+// contract leaves it open; docs/files.md). Above it: 413 payload_too_large.
 var maxFileBytes = map[string]int{
 	"text/plain":       5_000_000,
 	"text/markdown":    5_000_000,

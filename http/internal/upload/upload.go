@@ -1,4 +1,4 @@
-// Package upload reads the body of a file upload (POST /files, SPEC.md 4.5)
+// Package upload reads the body of a file upload (POST /files, docs/api.md "Files")
 // as it arrives: the JSON around contentBase64 goes through the usual JSON
 // rules, and the base64 text is checked and decoded on the fly into the
 // chunks the conversation stores, so that an upload never holds its base64
