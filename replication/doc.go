@@ -13,7 +13,10 @@
 // One driver goroutine serves every group of the node (the multi-raft
 // shape of CockroachDB and TiKV). Each cycle it:
 //
-//  1. collects the Ready of every group that has one;
+//  1. collects the Ready of every group that has one, and sends at once
+//     the appends and heartbeats of the groups it leads whose term and
+//     vote the cycle leaves as they are (a leader may replicate what it
+//     is still writing; its own acknowledgement waits for its sync);
 //  2. writes, in ONE persistence batch, every group's snapshot (restored
 //     through StateMachine.Restore), new log entries and hard state, and
 //     then applies every group's committed entries into the same batch
@@ -22,7 +25,7 @@
 //  3. commits it with ONE WAL sync: awaited when raft needs it before the
 //     messages leave (new entries, term or vote), only queued when the
 //     cycle holds just commit indexes and applied records;
-//  4. sends every group's messages in one Transport.Send (snapshots stream
+//  4. sends every other message in one Transport.Send (snapshots stream
 //     on goroutines of their own from StateMachine.Snapshot);
 //  5. answers the proposals whose entries it applied, tells the consumer of
 //     leader changes (LeaderChanges), and calls Advance.

@@ -2,9 +2,15 @@ package replication_test
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	pb "go.etcd.io/raft/v3/raftpb"
 
 	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/replication/replicationtest"
 )
 
 // A cycle writes what a restart needs and no more: each key a cycle writes
@@ -73,5 +79,54 @@ func TestWhatACycleWrites(t *testing.T) {
 			}
 			tc.check(t, m, before, applied)
 		})
+	}
+}
+
+// A leader's appends leave before its own write is synced, so that its
+// fsync and its followers' overlap; its acknowledgement still waits for
+// the sync, so nothing commits on the followers' disks alone before it.
+func TestLeaderReplicatesWhileItWrites(t *testing.T) {
+	fss := map[uint64]*replicationtest.SyncCountingFS{}
+	c := newCluster(t, nil, nil)
+	for _, id := range []uint64{1, 2, 3} {
+		fss[id] = &replicationtest.SyncCountingFS{FS: vfs.NewMem()}
+		c.start(id, fss[id])
+	}
+	c.bootstrap(1, []uint64{1, 2, 3})
+	c.elect(1)
+	lead := c.leader(0)
+	c.awaitLeads(lead, 0)
+
+	var appends atomic.Int64
+	c.net.Drop(func(m replication.Message) bool {
+		if m.Msg.GetType() == pb.MsgApp && len(m.Msg.GetEntries()) > 0 {
+			appends.Add(1)
+		}
+		return false
+	})
+	fss[lead].Block()
+	defer fss[lead].Unblock()
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := proposeCtx()
+		defer cancel()
+		_, err := c.nodes[lead].node.Propose(ctx, 0, []byte("x"))
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for appends.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("no append reached the followers while the leader's sync was held")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the proposal returned (%v) before the leader's own sync", err)
+	default:
+	}
+	fss[lead].Unblock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -10,15 +10,31 @@ import (
 
 // SyncCountingFS counts the syncs of Pebble's WAL files (*.log): the
 // fsyncs a commit waits for. With SyncDelay, each takes that long, as on a
-// disk, so that a crash can find syncs in flight.
+// disk, so that a crash can find syncs in flight. Between Block and
+// Unblock, every sync waits.
 type SyncCountingFS struct {
 	vfs.FS
 	SyncDelay time.Duration
 	syncs     atomic.Uint64
+	gate      atomic.Pointer[chan struct{}]
 }
 
 // WALSyncs returns the WAL syncs so far.
 func (fs *SyncCountingFS) WALSyncs() uint64 { return fs.syncs.Load() }
+
+// Block makes every sync from now on wait for Unblock: a disk that does
+// not answer.
+func (fs *SyncCountingFS) Block() {
+	gate := make(chan struct{})
+	fs.gate.Store(&gate)
+}
+
+// Unblock lets the waiting syncs and every later one go.
+func (fs *SyncCountingFS) Unblock() {
+	if gate := fs.gate.Swap(nil); gate != nil {
+		close(*gate)
+	}
+}
 
 func (fs *SyncCountingFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.Create(name, c)
@@ -48,6 +64,9 @@ type countingFile struct {
 }
 
 func (f *countingFile) synced() {
+	if gate := f.fs.gate.Load(); gate != nil {
+		<-*gate
+	}
 	f.fs.syncs.Add(1)
 	if f.fs.SyncDelay > 0 {
 		time.Sleep(f.fs.SyncDelay) // the disk's latency, before the data is synced
