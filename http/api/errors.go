@@ -36,10 +36,9 @@ func (s *Server) failRoute(ctx *fasthttp.RequestCtx, rt *route, err error) {
 		s.stats.overLimit(l.Policy)
 		d := *l
 		d.Rate = s.limits[d.Policy]
-		ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(d.RetryAfter, 1)))
 		setRateHeaders(ctx, d)
 	}
-	if r := e.Code.RetryAfter(); r > 0 {
+	if r := e.RetryAfter(); r > 0 {
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(r))
 	}
 	if e.Code == kiterr.InvalidToken {

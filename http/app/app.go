@@ -18,6 +18,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -81,7 +82,7 @@ func ask[R proto.Message](s *Server, kind, identity string, msg proto.Message) (
 
 // NotFound is the page of a path the app host does not have.
 func (s *Server) NotFound(ctx *fasthttp.RequestCtx) {
-	s.errorPage(ctx, fasthttp.StatusNotFound, kiterr.NotFound, "There is no page at this address.")
+	s.errorPage(ctx, kiterr.NotFound, "There is no page at this address.")
 }
 
 // ScopeInWords says what a scope lets a Kit do, as the consent pages show
@@ -219,35 +220,72 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, status int, name string, data 
 	ctx.SetBody(buf.Bytes())
 }
 
-// errorPage answers an HTML error page. Internal errors are logged and
-// shown without detail.
-func (s *Server) errorPage(ctx *fasthttp.RequestCtx, status int, code kiterr.Code, message string) {
-	titles := map[int]string{400: "This request cannot be completed", 401: "Sign-in failed", 403: "Not allowed", 404: "Not found", 500: "Something went wrong"}
-	title := titles[status]
+// errorPage answers an HTML error page of code, at the status the API
+// answers code with (kiterr's one table).
+func (s *Server) errorPage(ctx *fasthttp.RequestCtx, code kiterr.Code, message string) {
+	status := code.Status()
+	title := pageTitles[status]
 	if title == "" {
 		title = "Error"
 	}
 	s.render(ctx, status, "error", struct{ Title, Message, Code string }{title, message, string(code)})
 }
 
-// failPage turns an actor error into an error page.
+// pageTitles heads the error pages by status.
+var pageTitles = map[int]string{
+	400: "This request cannot be completed", 401: "Sign-in failed", 403: "Not allowed", 404: "Not found",
+	409: "This cannot be done now", 410: "Gone", 429: "Too many requests", 500: "Something went wrong",
+	502: "The Kit did not answer", 503: "Try again in a moment",
+}
+
+// failPage turns an error into an error page with the status, the code
+// and the Retry-After the API answers the same error with, so that a
+// member and a Kit see one answer (during an election: 503 unavailable,
+// not 500). Errors that are not domain errors are logged and shown
+// without detail; so is an unavailable answer's cause.
 func (s *Server) failPage(ctx *fasthttp.RequestCtx, err error) {
 	var e *kiterr.Error
 	if !errors.As(err, &e) {
 		e = kiterr.New(kiterr.Internal, "")
 	}
-	switch e.Code {
+	if r := e.RetryAfter(); r > 0 {
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(r))
+	}
+	code := e.Code
+	if code.Status() == fasthttp.StatusInternalServerError {
+		code = kiterr.Internal // a code of no known status is one too
+	}
+	switch code {
 	case kiterr.Validation:
-		s.errorPage(ctx, 400, kiterr.Validation, "The authorization request is not valid: "+e.Message+".")
+		s.errorPage(ctx, e.Code, "The authorization request is not valid: "+e.Message+".")
 	case kiterr.NotFound:
-		s.errorPage(ctx, 400, kiterr.Validation, "This Kit is unknown or not installed in the workspace.")
-	case kiterr.Forbidden:
-		s.errorPage(ctx, 403, kiterr.Forbidden, e.Message+".")
-	default:
+		s.errorPage(ctx, e.Code, "What this page needs does not exist, or you cannot see it.")
+	case kiterr.Unavailable:
+		corr := s.correlationID()
+		if kiterr.Unexplained(err) {
+			s.log.Warn("app request unavailable", "correlationId", corr, "path", string(ctx.Path()), "err", err)
+		}
+		s.errorPage(ctx, e.Code, "This part of the service is moving to another server. Try again in a moment (correlation id "+corr+").")
+	case kiterr.RateLimited:
+		s.errorPage(ctx, e.Code, "Too many requests. Try again in "+strconv.Itoa(e.RetryAfter())+" seconds.")
+	case kiterr.Internal:
 		corr := s.correlationID()
 		s.log.Error("app request failed", "correlationId", corr, "path", string(ctx.Path()), "err", err)
-		s.errorPage(ctx, 500, kiterr.Internal, "Please try again later (correlation id "+corr+").")
+		s.errorPage(ctx, code, "Please try again later (correlation id "+corr+").")
+	default:
+		s.errorPage(ctx, e.Code, e.Message+".")
 	}
+}
+
+// authorizeFail is failPage for the authorize pages, where a Kit that is
+// unknown or not installed is a bad request (a 400 page, OPERATIONS.md
+// section 3), never a redirect.
+func (s *Server) authorizeFail(ctx *fasthttp.RequestCtx, err error) {
+	if kiterr.CodeOf(err) == kiterr.NotFound {
+		s.errorPage(ctx, kiterr.Validation, "This Kit is unknown or not installed in the workspace.")
+		return
+	}
+	s.failPage(ctx, err)
 }
 
 // ---- sessions and CSRF ----
@@ -310,7 +348,7 @@ func (s *Server) formSession(ctx *fasthttp.RequestCtx, f *fasthttp.Args) (*actor
 }
 
 func (s *Server) csrfRejected(ctx *fasthttp.RequestCtx) {
-	s.errorPage(ctx, fasthttp.StatusForbidden, kiterr.CSRFRejected, "The form could not be verified. Go back, reload the page and try again.")
+	s.errorPage(ctx, kiterr.CSRFRejected, "The form could not be verified. Go back, reload the page and try again.")
 }
 
 // redirect answers a redirect to loc as given: fasthttp's Redirect would
@@ -401,7 +439,7 @@ func (s *Server) AuthorizePage(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
 	req, err := s.parseAuthorize(func(k string) string { return string(args.Peek(k)) })
 	if err != nil {
-		s.failPage(ctx, err)
+		s.authorizeFail(ctx, err)
 		return
 	}
 	sess, secret := s.session(ctx)
@@ -412,7 +450,7 @@ func (s *Server) AuthorizePage(ctx *fasthttp.RequestCtx) {
 		// Check what can be checked without a member first, so that a bad
 		// request is a 400 page rather than a sign-in.
 		if _, err := ask[*kitpb.AuthorizeReply](s, actors.KindWorkspace, req.values["workspace"], req.message(nil)); err != nil {
-			s.failPage(ctx, err)
+			s.authorizeFail(ctx, err)
 			return
 		}
 		q := url.Values{"next": {req.query()}, "workspace": {req.values["workspace"]}}
@@ -421,7 +459,7 @@ func (s *Server) AuthorizePage(ctx *fasthttp.RequestCtx) {
 	}
 	r, err := ask[*kitpb.AuthorizeReply](s, actors.KindWorkspace, sess.WorkspaceID, req.message(sess))
 	if err != nil {
-		s.failPage(ctx, err)
+		s.authorizeFail(ctx, err)
 		return
 	}
 	type scope struct{ Name, Words string }
@@ -456,11 +494,11 @@ func (s *Server) Authorize(ctx *fasthttp.RequestCtx) {
 	}
 	req, err := s.parseAuthorize(func(k string) string { return string(f.Peek(k)) })
 	if err != nil {
-		s.failPage(ctx, err)
+		s.authorizeFail(ctx, err)
 		return
 	}
 	if sess.WorkspaceID != req.values["workspace"] {
-		s.errorPage(ctx, fasthttp.StatusForbidden, kiterr.Forbidden, "You are signed in to another workspace.")
+		s.errorPage(ctx, kiterr.Forbidden, "You are signed in to another workspace.")
 		return
 	}
 	target := func(extra url.Values) string {
@@ -485,18 +523,18 @@ func (s *Server) Authorize(ctx *fasthttp.RequestCtx) {
 		m := req.message(sess)
 		m.Issue, m.CodeHash = true, h[:]
 		if _, err := ask[*kitpb.AuthorizeReply](s, actors.KindWorkspace, sess.WorkspaceID, m); err != nil {
-			s.failPage(ctx, err)
+			s.authorizeFail(ctx, err)
 			return
 		}
 		redirect(ctx, target(url.Values{"code": {code}}), fasthttp.StatusFound)
 	case "deny":
 		// Denying needs no role, but redirect_uri is checked all the same.
 		if _, err := ask[*kitpb.AuthorizeReply](s, actors.KindWorkspace, sess.WorkspaceID, req.message(nil)); err != nil {
-			s.failPage(ctx, err)
+			s.authorizeFail(ctx, err)
 			return
 		}
 		redirect(ctx, target(url.Values{"error": {"access_denied"}}), fasthttp.StatusFound)
 	default:
-		s.errorPage(ctx, fasthttp.StatusBadRequest, kiterr.Validation, fmt.Sprintf("The form must say %q or %q.", "approve", "deny"))
+		s.errorPage(ctx, kiterr.Validation, fmt.Sprintf("The form must say %q or %q.", "approve", "deny"))
 	}
 }

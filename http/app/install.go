@@ -111,7 +111,7 @@ func (s *Server) installerOf(sess *actors.WebSession, kitName string) (*installe
 func (s *Server) installFail(ctx *fasthttp.RequestCtx, err error) {
 	switch kiterr.CodeOf(err) {
 	case kiterr.NotFound:
-		s.errorPage(ctx, fasthttp.StatusNotFound, kiterr.NotFound,
+		s.errorPage(ctx, kiterr.NotFound,
 			"This install link does not work. Its developer may have replaced or turned it off: ask them for the current link.")
 	default:
 		s.failPage(ctx, err) // forbidden: a 403 page with the message; others: 500
