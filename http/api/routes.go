@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -236,15 +237,53 @@ const maxParams = 3
 type span struct{ from, to int }
 
 // call is what a handler gets: the call, the principal of its bearer
-// token (nil on routes without one) and the path parameters in the order
-// of the pattern.
+// token (nil on routes without one) and the path parameters, which it
+// reads by name (param).
 type call struct {
 	ctx    *fasthttp.RequestCtx
 	p      *actors.Principal
 	member *actors.WebSession // member actions: the signed-in member
-	params [maxParams]string
-	body   int // the route's body limit
+	names  *[maxParams]string // the parameters' names, of the route's pattern
+	params [maxParams]string  // their values, in the same order
+	body   int                // the route's body limit
 }
+
+// param is the value of the path parameter {name} of the route's pattern,
+// as net/http's Request.PathValue reads one. A name the pattern lacks is a
+// mistake in the code, not in the request: it panics rather than read as
+// "", and TestHandlersReadTheirRoutesParameters finds it before a request
+// can.
+func (in call) param(name string) string {
+	if in.names != nil {
+		for i, n := range in.names {
+			if n == name && n != "" {
+				return in.params[i]
+			}
+		}
+	}
+	panic("api: the route has no path parameter {" + name + "}")
+}
+
+// paramNames is the names of the path parameters of each row of routes,
+// in the order of its pattern: the route table is their one source.
+var paramNames = func() (names [len(routes)][maxParams]string) {
+	for i, rt := range routes {
+		n := 0
+		for _, seg := range strings.Split(rt.path, "/") {
+			name, ok := strings.CutPrefix(seg, "{")
+			if !ok {
+				continue
+			}
+			name, ok = strings.CutSuffix(name, "}")
+			if !ok || name == "" || n == maxParams || slices.Contains(names[i][:n], name) {
+				panic("api: route " + rt.method + " " + rt.path + ": a malformed, repeated or extra parameter {" + name + "}")
+			}
+			names[i][n] = name
+			n++
+		}
+	}
+	return names
+}()
 
 // decode reads the route's JSON object body into v (decode).
 func (in call) decode(v any) error { return decode(in.ctx, v, in.body, false) }
@@ -470,12 +509,12 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, r *served) {
 
 // serve runs the route's handler and writes its reply or its error.
 func (s *Server) serve(ctx *fasthttp.RequestCtx, t *target, p *actors.Principal) {
-	s.serveCall(ctx, t, call{ctx: ctx, p: p, body: t.route.body})
+	s.serveCall(ctx, t, call{ctx: ctx, p: p, names: &paramNames[t.row], body: t.route.body})
 }
 
 // serveMember is serve for a member action of the session's member.
 func (s *Server) serveMember(ctx *fasthttp.RequestCtx, t *target, sess *actors.WebSession) {
-	s.serveCall(ctx, t, call{ctx: ctx, member: sess, body: t.route.body})
+	s.serveCall(ctx, t, call{ctx: ctx, member: sess, names: &paramNames[t.row], body: t.route.body})
 }
 
 func (s *Server) serveCall(ctx *fasthttp.RequestCtx, t *target, in call) {

@@ -65,7 +65,7 @@ func (s *Server) listConversations(in call) (reply, error) {
 }
 
 func (s *Server) getConversation(in call) (reply, error) {
-	id := in.params[0]
+	id := in.param("id")
 	if !ids.Valid(id) {
 		return reply{}, kiterr.Absent("conversation")
 	}
@@ -77,7 +77,7 @@ func (s *Server) getConversation(in call) (reply, error) {
 }
 
 func (s *Server) listMembers(in call) (reply, error) {
-	id := in.params[0]
+	id := in.param("id")
 	pg, err := parsePage(in.ctx, "members:"+id, maxLimit)
 	if err == nil && !ids.Valid(id) {
 		err = kiterr.Absent("conversation")
@@ -136,12 +136,12 @@ type messageBody struct {
 }
 
 func (s *Server) listMessages(in call) (reply, error) {
-	convID := in.params[0]
+	convID := in.param("id")
 	return s.messagePage(in, convID, "", "messages:"+convID)
 }
 
 func (s *Server) listReplies(in call) (reply, error) {
-	msgID := in.params[0]
+	msgID := in.param("id")
 	convID, err := actors.LocateMessage(s.env, msgID)
 	if err != nil {
 		return reply{}, err
@@ -186,7 +186,7 @@ func appendPage(b []byte, r *kitpb.MessagesReply, list string) []byte {
 }
 
 func (s *Server) getMessage(in call) (reply, error) {
-	id := in.params[0]
+	id := in.param("id")
 	convID, err := actors.LocateMessage(s.env, id)
 	if err != nil {
 		return reply{}, err
@@ -247,7 +247,7 @@ type editBody struct {
 }
 
 func (s *Server) editMessage(in call) (reply, error) {
-	id := in.params[0]
+	id := in.param("id")
 	var body editBody
 	err := in.decode(&body)
 	if err == nil {
@@ -271,7 +271,7 @@ func (s *Server) editMessage(in call) (reply, error) {
 }
 
 func (s *Server) deleteMessage(in call) (reply, error) {
-	id := in.params[0]
+	id := in.param("id")
 	convID, err := actors.LocateMessage(s.env, id)
 	if err != nil {
 		return reply{}, err
@@ -369,7 +369,7 @@ func (s *Server) usersMe(in call) (reply, error) {
 }
 
 func (s *Server) getUser(in call) (reply, error) {
-	id := in.params[0]
+	id := in.param("id")
 	if !ids.Valid(id) {
 		return reply{}, kiterr.Absent("user")
 	}
