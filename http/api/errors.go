@@ -64,7 +64,7 @@ func routeName(rt *route) string {
 // (RFC 6750 section 3: no error attribute then).
 func (s *Server) unauthenticated(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="kit"`)
-	s.writeJSON(ctx, fasthttp.StatusUnauthorized, errorBody{kiterr.InvalidToken, "a bearer token is required", s.correlate(ctx)})
+	s.writeJSON(ctx, kiterr.InvalidToken.Status(), errorBody{kiterr.InvalidToken, "a bearer token is required", s.correlate(ctx)})
 }
 
 // correlate mints the correlation id of a request's error body and keeps

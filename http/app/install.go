@@ -194,7 +194,7 @@ func (s *Server) Install(ctx *fasthttp.RequestCtx) {
 	}
 	if string(f.Peek("version")) != t.version.Version {
 		// A new version may ask for more: consent covers what was shown.
-		s.installConsent(ctx, fasthttp.StatusConflict, t, in, sess, secret,
+		s.installConsent(ctx, kiterr.Conflict.Status(), t, in, sess, secret,
 			"This Kit was updated since the page was shown. Review what it asks for now, then install.")
 		return
 	}

@@ -188,7 +188,7 @@ func comparePasswords(users []*kitpb.User, password []byte) []*kitpb.User {
 }
 
 func (s *Server) wrongCredentials(ctx *fasthttp.RequestCtx, next, workspace string) {
-	s.signInPage(ctx, next, workspace, fasthttp.StatusUnauthorized, "The email or password is wrong.")
+	s.signInPage(ctx, next, workspace, kiterr.InvalidCredentials.Status(), "The email or password is wrong.")
 }
 
 // offerChoice records the workspaces the password matched as a pending
@@ -232,7 +232,7 @@ func (s *Server) chooseWorkspace(ctx *fasthttp.RequestCtx, choice, workspace, ne
 		c, err = ask[*kitpb.SignInChoice](s, actors.KindWorkspace, owner, &kitpb.TakeSignInChoice{SecretHash: h[:], WorkspaceId: workspace})
 	}
 	if kiterr.CodeOf(err) == kiterr.NotFound {
-		s.signInPage(ctx, next, "", fasthttp.StatusUnauthorized, "This sign-in has expired or was used already. Sign in again.")
+		s.signInPage(ctx, next, "", kiterr.InvalidCredentials.Status(), "This sign-in has expired or was used already. Sign in again.")
 		return
 	}
 	if err != nil {
