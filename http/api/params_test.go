@@ -146,6 +146,20 @@ func TestHandlersReadTheirRoutesParameters(t *testing.T) {
 	})
 }
 
+// The router hands an app host page its one path parameter, {id}, as
+// app.PathParam (dispatch): a page row with another name or a second
+// parameter would lose it.
+func TestPagesTakeOneParameterNamedID(t *testing.T) {
+	for i, rt := range routes {
+		if rt.page == nil {
+			continue
+		}
+		if names := paramNames[i]; names[1] != "" || names[0] != "" && names[0] != "id" {
+			t.Errorf("%s %s: a page takes at most one path parameter, {id}", rt.method, rt.path)
+		}
+	}
+}
+
 func TestCallParam(t *testing.T) {
 	row := slices.IndexFunc(routes[:], func(rt route) bool {
 		return rt.method == "DELETE" && rt.path == "/ops/v1/conversations/{id}/members/{userId}"
