@@ -127,7 +127,7 @@ func (s *Server) failPage(ctx *fasthttp.RequestCtx, err error) {
 		if kiterr.Unexplained(err) {
 			s.log.Warn("app request unavailable", "correlationId", corr, "path", string(ctx.Path()), "err", err)
 		}
-		s.errorPage(ctx, e.Code, "This part of the service is moving to another server. Try again in a moment (correlation id "+corr+").")
+		s.errorPage(ctx, e.Code, "The server that holds this data cannot be reached right now. Try again in a moment (correlation id "+corr+").")
 	case kiterr.RateLimited:
 		s.errorPage(ctx, e.Code, "Too many requests. Try again in "+strconv.Itoa(e.RetryAfter())+" seconds.")
 	case kiterr.Internal:
