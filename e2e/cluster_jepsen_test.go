@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -212,6 +214,7 @@ func TestClusterJepsenNetworkPartition(t *testing.T) {
 		t.Logf("the cut node leads nothing %v after the cut", noLease.Sub(start).Round(time.Millisecond))
 		traffic := c.peerTraffic()
 		wantUnavailableReads(t, c.nodes[cut], env)
+		wantUnavailablePage(t, c.nodes[cut], env)
 		time.Sleep(time.Until(start.Add(cutFor))) // the rest of the cut: its length, not a wait for anything
 		c.wantCutOff(t, cut, traffic, c.peerTraffic())
 		healed = time.Now()
@@ -377,6 +380,22 @@ func wantUnavailableReads(t *testing.T, s *Server, env *jepsenEnv) {
 		}
 		wantError(t, r, 503, "unavailable")
 	}
+}
+
+// wantUnavailablePage signs in to env's workspace through s: the app host
+// answers what the API answers, a 503 unavailable page with Retry-After,
+// not a 500.
+func wantUnavailablePage(t *testing.T, s *Server, env *jepsenEnv) {
+	t.Helper()
+	w := env.in.W
+	b, _ := openSignIn(t, s, "?workspace="+w.ID)
+	r := s.page(t, "POST", "/app/signin", b.cookie, url.Values{
+		"email": {"nobody@example.com"}, "password": {"not-the-password"}, "workspace": {w.ID}, "next": {"/app/"}, "csrf": {b.csrf},
+	})
+	if r.Status != 503 || r.Header.Get("Retry-After") == "" || !strings.Contains(string(r.Body), "<code>unavailable</code>") {
+		t.Errorf("a sign-in through the cut node: want a 503 unavailable page with Retry-After%s", r)
+	}
+	noSession(t, r)
 }
 
 // Porcupine against a cluster of three: slug claims and Idempotency-Key

@@ -159,7 +159,7 @@ type kitDetailView struct {
 }
 
 func (s *Server) kitDetail(in call) (reply, error) {
-	kitID := in.params[0]
+	kitID := in.param("kitId")
 	if !ids.Valid(kitID) {
 		return reply{}, kiterr.Absent("kit")
 	}
@@ -210,7 +210,7 @@ var logSources = []string{actors.LogSourceToolCall, actors.LogSourceAudit, actor
 const maxLogLimit = 100
 
 func (s *Server) kitLogs(in call) (reply, error) {
-	kitID := in.params[0]
+	kitID := in.param("kitId")
 	if !ids.Valid(kitID) {
 		return reply{}, kiterr.Absent("kit")
 	}

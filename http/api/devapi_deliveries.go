@@ -77,7 +77,7 @@ func viewEndpoint(ep *kitpb.DeliveryEndpoint) endpointView {
 // ownInstallation checks that the installation exists and its Kit belongs
 // to the caller's workspace; anything else is 404, as an unknown id.
 func (s *Server) ownInstallation(in call) (string, error) {
-	instID := in.params[0]
+	instID := in.param("installationId")
 	if !ids.Valid(instID) {
 		return "", kiterr.Absent("installation")
 	}
@@ -96,7 +96,7 @@ func (s *Server) ownInstallation(in call) (string, error) {
 }
 
 func (s *Server) listDeliveries(in call) (reply, error) {
-	list := "deliveries:" + in.params[0]
+	list := "deliveries:" + in.param("installationId")
 	pg, err := parsePage(in.ctx, list, maxDeliveriesLimit)
 	var before uint64
 	if err == nil {
@@ -175,7 +175,7 @@ func (s *Server) redeliver(in call) (reply, error) {
 // triggerEvent queues a test event to the Kit's installation in the
 // caller's sandbox workspace: the dev-install (kit trigger).
 func (s *Server) triggerEvent(in call) (reply, error) {
-	kitID := in.params[0]
+	kitID := in.param("kitId")
 	if !ids.Valid(kitID) {
 		return reply{}, kiterr.Absent("kit")
 	}

@@ -58,7 +58,7 @@ func domainReply(status int, r *kitpb.DomainReply) (reply, error) {
 }
 
 func (s *Server) addDomain(in call) (reply, error) {
-	kitID := in.params[0]
+	kitID := in.param("kitId")
 	if !ids.Valid(kitID) {
 		return reply{}, kiterr.Absent("kit")
 	}
@@ -105,11 +105,11 @@ func (s *Server) addDomain(in call) (reply, error) {
 // domainOf is the Kit id and the domain of a request about one domain of
 // a Kit; a malformed Kit id or domain in the path names nothing (404).
 func domainOf(in call) (kitID, domain string, err error) {
-	kitID = in.params[0]
+	kitID = in.param("kitId")
 	if !ids.Valid(kitID) {
 		return "", "", kiterr.Absent("kit")
 	}
-	domain, ok := verify.NormalizeDomain(in.params[1])
+	domain, ok := verify.NormalizeDomain(in.param("domain"))
 	if !ok {
 		return "", "", kiterr.Absent("domain")
 	}

@@ -31,7 +31,7 @@ func installLinkReply(status int, v installLinkView) (reply, error) {
 // createInstallLink makes a new link, replacing the current one: the old
 // URL stops working when the kit actor commits the new one.
 func (s *Server) createInstallLink(in call) (reply, error) {
-	kitID := in.params[0]
+	kitID := in.param("kitId")
 	if !ids.Valid(kitID) {
 		return reply{}, kiterr.Absent("kit")
 	}
@@ -52,7 +52,7 @@ func (s *Server) createInstallLink(in call) (reply, error) {
 }
 
 func (s *Server) deleteInstallLink(in call) (reply, error) {
-	kitID := in.params[0]
+	kitID := in.param("kitId")
 	if !ids.Valid(kitID) {
 		return reply{}, kiterr.Absent("kit")
 	}

@@ -75,7 +75,7 @@ func (s *Server) registerVersion(workspaceID string, man *manifest.Manifest, tex
 }
 
 func (s *Server) publishVersion(in call) (reply, error) {
-	kitID, version := in.params[0], in.params[1]
+	kitID, version := in.param("kitId"), in.param("version")
 	if err := versionShape("version", version); err != nil {
 		return reply{}, err
 	}

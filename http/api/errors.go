@@ -36,10 +36,9 @@ func (s *Server) failRoute(ctx *fasthttp.RequestCtx, rt *route, err error) {
 		s.stats.overLimit(l.Policy)
 		d := *l
 		d.Rate = s.limits[d.Policy]
-		ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(d.RetryAfter, 1)))
 		setRateHeaders(ctx, d)
 	}
-	if r := e.Code.RetryAfter(); r > 0 {
+	if r := e.RetryAfter(); r > 0 {
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(r))
 	}
 	if e.Code == kiterr.InvalidToken {
@@ -65,7 +64,7 @@ func routeName(rt *route) string {
 // (RFC 6750 section 3: no error attribute then).
 func (s *Server) unauthenticated(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="kit"`)
-	s.writeJSON(ctx, fasthttp.StatusUnauthorized, errorBody{kiterr.InvalidToken, "a bearer token is required", s.correlate(ctx)})
+	s.writeJSON(ctx, kiterr.InvalidToken.Status(), errorBody{kiterr.InvalidToken, "a bearer token is required", s.correlate(ctx)})
 }
 
 // correlate mints the correlation id of a request's error body and keeps

@@ -45,7 +45,7 @@ func hookRequestConfig(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 // work (parse, hash, one request to an active webhook actor:
 // actors.WebhookTargets).
 func (s *Server) hookPost(in call) (reply, error) {
-	instID, webhookID, secret := in.params[0], in.params[1], in.params[2]
+	instID, webhookID, secret := in.param("installationId"), in.param("webhookId"), in.param("secret")
 	if !ids.Valid(instID) || !ids.Valid(webhookID) || secret == "" {
 		return reply{}, actors.ErrHookNotFound
 	}

@@ -1,12 +1,14 @@
 package api
 
 import (
+	"bytes"
 	"encoding/base64"
 	"strconv"
 	"strings"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/kiterr"
 )
 
@@ -66,4 +68,27 @@ func seqPosition(p page) (uint64, error) {
 		return 0, kiterr.Invalid("cursor", "is not a cursor of this list")
 	}
 	return n, nil
+}
+
+// decode reads a JSON object body into v. An empty body decodes as {} when
+// emptyOK. Type errors name the field path; nothing of the input is echoed.
+func decode(ctx *fasthttp.RequestCtx, v any, limit int, emptyOK bool) error {
+	body := ctx.PostBody()
+	if len(body) > limit {
+		return kiterr.New(kiterr.PayloadTooLarge, "request body is larger than "+strconv.Itoa(limit)+" bytes")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if emptyOK {
+			return nil
+		}
+		return kiterr.Invalid("", "request body is required")
+	}
+	ct := string(ctx.Request.Header.ContentType())
+	if mt, _, _ := strings.Cut(ct, ";"); !strings.EqualFold(strings.TrimSpace(mt), "application/json") {
+		return kiterr.New(kiterr.UnsupportedMedia, "Content-Type must be application/json")
+	}
+	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(body) {
+		return nil
+	}
+	return input.DecodeJSON(body, v)
 }

@@ -267,7 +267,7 @@ type responseBody struct {
 // for a body the token could not have carried either), and every way the
 // token cannot be used answers the hooks host's one 404.
 func (s *Server) responsePost(in call) (reply, error) {
-	instID, token := in.params[0], in.params[1]
+	instID, token := in.param("installationId"), in.param("token")
 	var body responseBody
 	err := in.decode(&body)
 	if err == nil {

@@ -74,7 +74,7 @@ func notBlankPtr(path string, v *string) error {
 }
 
 func (s *Server) opCreateUser(in call) (reply, error) {
-	wsID := in.params[0]
+	wsID := in.param("wsId")
 	if err := validID("workspace", wsID); err != nil {
 		return reply{}, err
 	}
@@ -153,7 +153,7 @@ func optionalEmail(v *string) error {
 }
 
 func (s *Server) opDeactivateUser(in call) (reply, error) {
-	userID := in.params[0]
+	userID := in.param("userId")
 	ws, err := s.ownerOf(userID, "user")
 	if err == nil {
 		_, err = ask[*kitpb.Ok](s, actors.KindWorkspace, ws, &kitpb.DeactivateUser{UserId: userID})
@@ -162,7 +162,7 @@ func (s *Server) opDeactivateUser(in call) (reply, error) {
 }
 
 func (s *Server) opCreateConversation(in call) (reply, error) {
-	wsID := in.params[0]
+	wsID := in.param("wsId")
 	if err := validID("workspace", wsID); err != nil {
 		return reply{}, err
 	}
@@ -242,7 +242,7 @@ func conversationShape(kind, visibility string, name, topic *string, members *[]
 }
 
 func (s *Server) opAddMember(in call) (reply, error) {
-	convID := in.params[0]
+	convID := in.param("id")
 	if err := validID("conversation", convID); err != nil {
 		return reply{}, err
 	}
@@ -264,7 +264,7 @@ func (s *Server) opAddMember(in call) (reply, error) {
 }
 
 func (s *Server) opRemoveMember(in call) (reply, error) {
-	convID, userID := in.params[0], in.params[1]
+	convID, userID := in.param("id"), in.param("userId")
 	if err := validID("member", convID, userID); err != nil {
 		return reply{}, err
 	}
@@ -273,7 +273,7 @@ func (s *Server) opRemoveMember(in call) (reply, error) {
 }
 
 func (s *Server) opArchive(in call) (reply, error) {
-	convID := in.params[0]
+	convID := in.param("id")
 	if err := validID("conversation", convID); err != nil {
 		return reply{}, err
 	}
@@ -288,7 +288,7 @@ func (s *Server) opArchive(in call) (reply, error) {
 }
 
 func (s *Server) opCreateSession(in call) (reply, error) {
-	userID := in.params[0]
+	userID := in.param("userId")
 	ws, err := s.ownerOf(userID, "user")
 	if err != nil {
 		return reply{}, err
@@ -306,7 +306,7 @@ func (s *Server) opCreateSession(in call) (reply, error) {
 }
 
 func (s *Server) opEndSession(in call) (reply, error) {
-	sessionID := in.params[0]
+	sessionID := in.param("sessionId")
 	ws, err := s.ownerOf(sessionID, "session")
 	if err == nil {
 		_, err = ask[*kitpb.Ok](s, actors.KindWorkspace, ws, &kitpb.EndSession{SessionId: sessionID})
@@ -315,7 +315,7 @@ func (s *Server) opEndSession(in call) (reply, error) {
 }
 
 func (s *Server) opCreateDeveloperToken(in call) (reply, error) {
-	userID := in.params[0]
+	userID := in.param("userId")
 	var body struct {
 		Name       *string `json:"name"`
 		TTLSeconds *int64  `json:"ttlSeconds"`
@@ -352,7 +352,7 @@ func (s *Server) opCreateDeveloperToken(in call) (reply, error) {
 }
 
 func (s *Server) opRevokeDeveloperToken(in call) (reply, error) {
-	tokenID := in.params[0]
+	tokenID := in.param("id")
 	ws, err := s.ownerOf(tokenID, "developer token")
 	if err == nil {
 		_, err = ask[*kitpb.Ok](s, actors.KindWorkspace, ws, &kitpb.RevokeCredential{TokenId: tokenID})

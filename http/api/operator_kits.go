@@ -14,7 +14,7 @@ import (
 // installations"): what the admin's install and API access pages do.
 
 func (s *Server) opInstall(in call) (reply, error) {
-	wsID := in.params[0]
+	wsID := in.param("wsId")
 	if err := validID("workspace", wsID); err != nil {
 		return reply{}, err
 	}
@@ -44,7 +44,7 @@ func (s *Server) opInstall(in call) (reply, error) {
 }
 
 func (s *Server) opUninstall(in call) (reply, error) {
-	instID := in.params[0]
+	instID := in.param("id")
 	if err := validID("installation", instID); err != nil {
 		return reply{}, err
 	}
@@ -60,7 +60,7 @@ func installationReply(r *kitpb.InstallationReply, err error) (reply, error) {
 }
 
 func (s *Server) opAddChannel(in call) (reply, error) {
-	instID := in.params[0]
+	instID := in.param("id")
 	if err := validID("installation", instID); err != nil {
 		return reply{}, err
 	}
@@ -79,7 +79,7 @@ func (s *Server) opAddChannel(in call) (reply, error) {
 }
 
 func (s *Server) opRemoveChannel(in call) (reply, error) {
-	instID, convID := in.params[0], in.params[1]
+	instID, convID := in.param("id"), in.param("conversationId")
 	if err := validID("channel", instID, convID); err != nil {
 		return reply{}, err
 	}
@@ -88,7 +88,7 @@ func (s *Server) opRemoveChannel(in call) (reply, error) {
 }
 
 func (s *Server) opCreateBotToken(in call) (reply, error) {
-	instID := in.params[0]
+	instID := in.param("id")
 	if err := validID("installation", instID); err != nil {
 		return reply{}, err
 	}
@@ -120,7 +120,7 @@ func (s *Server) opRevoke(in call) (reply, error) {
 // {conversationId, createdByUserId} → 201 {webhook, url}. The URL carries
 // the only copy of the secret; the installation stores its hash.
 func (s *Server) opCreateWebhook(in call) (reply, error) {
-	instID := in.params[0]
+	instID := in.param("id")
 	if err := validID("installation", instID); err != nil {
 		return reply{}, err
 	}
@@ -172,7 +172,7 @@ func (s *Server) opCreateWebhook(in call) (reply, error) {
 // opRevokeWebhook: DELETE /ops/v1/webhooks/{id}. The installation that
 // created the webhook is found through its locator record.
 func (s *Server) opRevokeWebhook(in call) (reply, error) {
-	webhookID := in.params[0]
+	webhookID := in.param("id")
 	if err := validID("webhook", webhookID); err != nil {
 		return reply{}, err
 	}
@@ -200,7 +200,7 @@ func (s *Server) opRotateSigningSecret(in call) (reply, error) {
 }
 
 func (s *Server) opRotateKitSecret(in call, which string) (reply, error) {
-	kitID := in.params[0]
+	kitID := in.param("kitId")
 	if err := validID("kit", kitID); err != nil {
 		return reply{}, err
 	}

@@ -6,9 +6,7 @@
 package api
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,7 +26,6 @@ import (
 	"github.com/kitd/kitd/deliveries"
 	"github.com/kitd/kitd/http/app"
 	"github.com/kitd/kitd/http/clientaddr"
-	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/http/internal/published"
 	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/ids"
@@ -332,55 +329,6 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 		return
 	}
 	s.fail(ctx, kiterr.Invalid("", "malformed HTTP request"))
-}
-
-func (s *Server) writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
-	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/json")
-	body, err := json.Marshal(v)
-	if err != nil {
-		s.log.Error("encode response", "err", err)
-		ctx.SetStatusCode(fasthttp.StatusInternalServerError)
-		body = []byte(`{"code":"internal_error","message":"internal error","correlationId":""}`)
-	}
-	ctx.SetBody(body)
-}
-
-// bodyBuffer lends the response's own pooled body buffer, empty, for a JSON
-// body to be appended to; writeBuffer hands it back as the answer. The hot
-// answers (messages) are built so, without allocating or copying a body.
-func bodyBuffer(ctx *fasthttp.RequestCtx) []byte {
-	return ctx.Response.SwapBody(nil)[:0]
-}
-
-// writeBuffer answers with a JSON body built in the buffer of bodyBuffer.
-func (s *Server) writeBuffer(ctx *fasthttp.RequestCtx, status int, body []byte) {
-	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/json")
-	ctx.Response.SwapBody(body)
-}
-
-// decode reads a JSON object body into v. An empty body decodes as {} when
-// emptyOK. Type errors name the field path; nothing of the input is echoed.
-func decode(ctx *fasthttp.RequestCtx, v any, limit int, emptyOK bool) error {
-	body := ctx.PostBody()
-	if len(body) > limit {
-		return kiterr.New(kiterr.PayloadTooLarge, "request body is larger than "+strconv.Itoa(limit)+" bytes")
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		if emptyOK {
-			return nil
-		}
-		return kiterr.Invalid("", "request body is required")
-	}
-	ct := string(ctx.Request.Header.ContentType())
-	if mt, _, _ := strings.Cut(ct, ";"); !strings.EqualFold(strings.TrimSpace(mt), "application/json") {
-		return kiterr.New(kiterr.UnsupportedMedia, "Content-Type must be application/json")
-	}
-	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(body) {
-		return nil
-	}
-	return input.DecodeJSON(body, v)
 }
 
 // ask sends msg to the actor and returns its reply as R.

@@ -163,3 +163,17 @@ func (s *Server) kitAccess(in call) (reply, error) {
 		Scopes         []string  `json:"scopes"`
 	}{"user", access, refresh, r.ExpiresIn, r.UserId, r.InstallationId, ws, nonNil(r.Scopes)})
 }
+
+func (s *Server) authTest(in call) (reply, error) {
+	return jsonReply(fasthttp.StatusOK, struct {
+		OK             bool     `json:"ok"`
+		TokenType      string   `json:"tokenType"`
+		WorkspaceID    string   `json:"workspaceId"`
+		InstallationID string   `json:"installationId"`
+		KitSlug        string   `json:"kitSlug"`
+		BotID          *string  `json:"botId"`
+		UserID         *string  `json:"userId"`
+		Scopes         []string `json:"scopes"`
+	}{true, in.p.TokenType, in.p.Caller.WorkspaceId, in.p.Caller.InstallationId, in.p.KitSlug,
+		optString(in.p.Caller.BotId), optString(in.p.Caller.UserId), nonNil(in.p.Scopes)})
+}

@@ -168,7 +168,7 @@ func (s *Server) fileOf(p *actors.Principal, id string) (*kitpb.File, error) {
 }
 
 func (s *Server) getFile(in call) (reply, error) {
-	id := in.params[0]
+	id := in.param("id")
 	f, err := s.fileOf(in.p, id)
 	if err != nil {
 		return reply{}, err
@@ -180,7 +180,7 @@ func (s *Server) getFile(in call) (reply, error) {
 // said the caller may see the file. They are always an attachment of type
 // application/octet-stream, so that a browser never renders them.
 func (s *Server) fileContent(in call) (reply, error) {
-	id := in.params[0]
+	id := in.param("id")
 	f, err := s.fileOf(in.p, id)
 	if err != nil {
 		return reply{}, err

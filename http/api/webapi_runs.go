@@ -16,7 +16,7 @@ import (
 // tokens only; a run the member may not see is the 404 of one that does
 // not exist.
 func (s *Server) getRun(in call) (reply, error) {
-	id := in.params[0]
+	id := in.param("id")
 	if !ids.Valid(id) {
 		return reply{}, kiterr.Absent("run")
 	}

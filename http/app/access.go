@@ -151,7 +151,7 @@ func (s *Server) openAccess(ctx *fasthttp.RequestCtx, sess *actors.WebSession, s
 		return nil
 	}
 	if !isAdmin(u.User) {
-		s.errorPage(ctx, fasthttp.StatusForbidden, kiterr.Forbidden,
+		s.errorPage(ctx, kiterr.Forbidden,
 			"Only an admin or owner of the workspace can open the API access page of "+inst.KitDisplayName+". Ask one of them for what you need.")
 		return nil
 	}
@@ -163,7 +163,7 @@ func isAdmin(u *kitpb.User) bool { return u.Active && (u.Role == "admin" || u.Ro
 // accessFail answers the error page of a request that found no page.
 func (s *Server) accessFail(ctx *fasthttp.RequestCtx, err error) {
 	if kiterr.CodeOf(err) == kiterr.NotFound {
-		s.errorPage(ctx, fasthttp.StatusNotFound, kiterr.NotFound,
+		s.errorPage(ctx, kiterr.NotFound,
 			"There is no installation at this address in your workspace. It may have been uninstalled.")
 		return
 	}

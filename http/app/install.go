@@ -111,7 +111,7 @@ func (s *Server) installerOf(sess *actors.WebSession, kitName string) (*installe
 func (s *Server) installFail(ctx *fasthttp.RequestCtx, err error) {
 	switch kiterr.CodeOf(err) {
 	case kiterr.NotFound:
-		s.errorPage(ctx, fasthttp.StatusNotFound, kiterr.NotFound,
+		s.errorPage(ctx, kiterr.NotFound,
 			"This install link does not work. Its developer may have replaced or turned it off: ask them for the current link.")
 	default:
 		s.failPage(ctx, err) // forbidden: a 403 page with the message; others: 500
@@ -194,7 +194,7 @@ func (s *Server) Install(ctx *fasthttp.RequestCtx) {
 	}
 	if string(f.Peek("version")) != t.version.Version {
 		// A new version may ask for more: consent covers what was shown.
-		s.installConsent(ctx, fasthttp.StatusConflict, t, in, sess, secret,
+		s.installConsent(ctx, kiterr.Conflict.Status(), t, in, sess, secret,
 			"This Kit was updated since the page was shown. Review what it asks for now, then install.")
 		return
 	}

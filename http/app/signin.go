@@ -1,6 +1,7 @@
 package app
 
 import (
+	"html/template"
 	"net/url"
 	"sort"
 
@@ -21,6 +22,33 @@ import (
 // the choice is a short-lived single-use record (actors.SignInChoiceOwner),
 // never the password again. docs/decisions.md "Sign-in without a
 // workspace" says why.
+
+var _ = template.Must(pages.New("signin").Parse(`
+{{define "signin"}}` + pageHead + `<h1>Sign in</h1>
+{{if .Problem}}<p class="error" role="alert">{{.Problem}}</p>{{end}}
+<form method="post" action="/app/signin">
+<input type="hidden" name="csrf" value="{{.CSRF}}">
+<input type="hidden" name="next" value="{{.Next}}">
+{{if .Workspace}}<input type="hidden" name="workspace" value="{{.Workspace}}">{{end}}
+<label for="email">Email</label>
+<input type="email" id="email" name="email" autocomplete="username" required>
+<label for="password">Password</label>
+<input type="password" id="password" name="password" autocomplete="current-password" required>
+<button type="submit" class="primary">Sign in</button>
+</form>
+` + pageFoot + `{{end}}
+
+{{define "choose"}}` + pageHead + `<h1>Choose a workspace</h1>
+<p>Your email and password fit more than one workspace. Which one do you want to sign in to?</p>
+<form method="post" action="/app/signin">
+<input type="hidden" name="csrf" value="{{.CSRF}}">
+<input type="hidden" name="next" value="{{.Next}}">
+<input type="hidden" name="choice" value="{{.Choice}}">
+<ul class="workspaces">{{range .Workspaces}}<li><button type="submit" name="workspace" value="{{.ID}}">{{.Name}}</button></li>
+{{end}}</ul>
+</form>
+` + pageFoot + `{{end}}
+`))
 
 // signInCompares is how many bcrypt comparisons a sign-in without a
 // workspace makes, whatever the email: an unknown email, a wrong password
@@ -160,7 +188,7 @@ func comparePasswords(users []*kitpb.User, password []byte) []*kitpb.User {
 }
 
 func (s *Server) wrongCredentials(ctx *fasthttp.RequestCtx, next, workspace string) {
-	s.signInPage(ctx, next, workspace, fasthttp.StatusUnauthorized, "The email or password is wrong.")
+	s.signInPage(ctx, next, workspace, kiterr.InvalidCredentials.Status(), "The email or password is wrong.")
 }
 
 // offerChoice records the workspaces the password matched as a pending
@@ -204,7 +232,7 @@ func (s *Server) chooseWorkspace(ctx *fasthttp.RequestCtx, choice, workspace, ne
 		c, err = ask[*kitpb.SignInChoice](s, actors.KindWorkspace, owner, &kitpb.TakeSignInChoice{SecretHash: h[:], WorkspaceId: workspace})
 	}
 	if kiterr.CodeOf(err) == kiterr.NotFound {
-		s.signInPage(ctx, next, "", fasthttp.StatusUnauthorized, "This sign-in has expired or was used already. Sign in again.")
+		s.signInPage(ctx, next, "", kiterr.InvalidCredentials.Status(), "This sign-in has expired or was used already. Sign in again.")
 		return
 	}
 	if err != nil {

@@ -126,6 +126,16 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s", e.Code, e.Message)
 }
 
+// RetryAfter is the Retry-After (seconds) an answer of e carries, 0 for
+// none: a refusing bucket's own (at least 1), else its code's. The API's
+// error bodies and the app host's error pages both take it from here.
+func (e *Error) RetryAfter() int {
+	if e.Limit != nil {
+		return max(e.Limit.RetryAfter, 1)
+	}
+	return e.Code.RetryAfter()
+}
+
 // New returns an error with code and message.
 func New(code Code, message string) *Error { return &Error{Code: code, Message: message} }
 

@@ -150,6 +150,26 @@ func TestCodeRetryAfter(t *testing.T) {
 	}
 }
 
+func TestErrorRetryAfter(t *testing.T) {
+	tests := []struct {
+		name string
+		err  *Error
+		want int
+	}{
+		{"a refusing bucket's wait is the answer's", &Error{Code: RateLimited, Limit: &limits.Decision{RetryAfter: 7}}, 7},
+		{"a refusing bucket asks for at least 1 s", &Error{Code: RateLimited, Limit: &limits.Decision{}}, 1},
+		{"without a bucket the code's wait is the answer's", New(Unavailable, "no leader"), 1},
+		{"other errors carry none", Absent("kit"), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.err.RetryAfter(); got != tt.want {
+				t.Fatalf("RetryAfter() = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestFailureRoundTrip(t *testing.T) {
 	limited := OverLimit(limits.Decision{Remaining: 0, RetryAfter: 0, ResetSeconds: 60, Policy: limits.Write})
 	tests := []struct {

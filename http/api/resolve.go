@@ -1,0 +1,108 @@
+package api
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+)
+
+// span is where a path parameter is in the path.
+type span struct{ from, to int }
+
+// target is where a request goes: its host, the row of its route (nil for
+// a path the host does not know) and its parameters within rest.
+type target struct {
+	host  host
+	route *route
+	row   int    // the index of route in routes
+	rest  []byte // the path after the host's prefix, without a trailing slash
+	at    [maxParams]span
+	n     int // parameters in at
+}
+
+// resolve finds the target of a request. It only reads the request.
+func resolve(ctx *fasthttp.RequestCtx) target {
+	path := ctx.Path()
+	var t target
+	switch {
+	case hasPrefix(path, "/api/v1/"):
+		t.host = hostAPI
+		if rest := path[len("/api/v1/"):]; hasPrefix(rest, "dev/") || string(rest) == "dev" {
+			t.host = hostDev
+		}
+	case hasPrefix(path, "/ops/v1/"):
+		t.host = hostOps
+	case hasPrefix(path, "/hooks/"):
+		t.host = hostHooks
+	case hasPrefix(path, "/app/api/"):
+		t.host = hostMember
+	case string(path) == "/app" || hasPrefix(path, "/app/"):
+		t.host = hostApp
+	case string(path) == "/healthz" || string(path) == "/livez" || string(path) == "/readyz":
+		t.host = hostHealth
+	case string(path) == "/metrics":
+		t.host = hostMetrics
+	case string(path) == "/":
+		t.host = hostRoot
+	default:
+		return t
+	}
+	if t.host == hostApp {
+		// /app//x is /app/x, and /app is /app/.
+		t.rest = path[len("/app"):]
+		if len(t.rest) > 0 {
+			t.rest = t.rest[1:]
+		}
+	} else {
+		t.rest = path[len(hostPrefix[t.host]):]
+	}
+	if n := len(t.rest); n > 0 && t.rest[n-1] == '/' {
+		t.rest = t.rest[:n-1]
+	}
+	method := ctx.Method()
+	for i := range routes {
+		rt := &routes[i]
+		if rt.host != t.host || string(method) != rt.method && rt.method != anyMethod {
+			continue
+		}
+		if n, ok := match(rt.path[len(hostPrefix[rt.host]):], t.rest, &t.at); ok {
+			t.route, t.row, t.n = rt, i, n
+			break
+		}
+	}
+	return t
+}
+
+func hasPrefix(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && string(b[:len(prefix)]) == prefix
+}
+
+// match reports whether rest fits pattern, segment by segment, and notes
+// where the parameters are. A parameter matches any one segment, an empty
+// one too (its handler then answers what an id that names nothing gets).
+func match(pattern string, rest []byte, at *[maxParams]span) (int, bool) {
+	if pattern == "" || len(rest) == 0 {
+		return 0, pattern == "" && len(rest) == 0
+	}
+	n, from := 0, 0
+	for pattern != "" {
+		if from > len(rest) {
+			return 0, false // fewer segments than the pattern
+		}
+		var p string
+		p, pattern, _ = strings.Cut(pattern, "/")
+		to := len(rest)
+		if k := bytes.IndexByte(rest[from:], '/'); k >= 0 {
+			to = from + k
+		}
+		if p[0] == '{' {
+			at[n] = span{from, to}
+			n++
+		} else if string(rest[from:to]) != p {
+			return 0, false
+		}
+		from = to + 1
+	}
+	return n, from == len(rest)+1
+}
