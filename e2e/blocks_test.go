@@ -98,7 +98,7 @@ func TestBlocks_Errors(t *testing.T) {
 		path   string
 	}{
 		{"an unknown block type", []any{map[string]any{"type": sentinel}}, "blocks[0].type"},
-		{"an unknown key, reported at its block and never named (issue 17)", []any{headerBlock, map[string]any{"type": "divider", sentinel: "red"}}, "blocks[1]"},
+		{"an unknown key, reported at its block and never named", []any{headerBlock, map[string]any{"type": "divider", sentinel: "red"}}, "blocks[1]"},
 		{"a header of 151 characters", []any{map[string]any{"type": "header", "text": long + sentinel}}, "blocks[0].text"},
 		{"an http link in mrkdwn", []any{map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn", "text": "<http://" + sentinel + ".example>"}}}, "blocks[0].text.text"},
 		{"an image of a file that does not exist", []any{map[string]any{"type": "image", "fileId": newUUID(), "alt": sentinel}}, "blocks[0].fileId"},

@@ -59,7 +59,7 @@ func TestDirectoryOfAnOlderBuildUpgrades(t *testing.T) {
 		{"a new message goes on after the older ones", func(t *testing.T) {
 			want(t, s.api(t, w.user, "POST", "/messages", map[string]any{"conversationId": w.conv, "text": "new"}, nil), 201)
 		}},
-		{"the log says the upgrade's steps and their keys (issue 31)", func(t *testing.T) {
+		{"the log says the upgrade's steps and their keys", func(t *testing.T) {
 			// The log is flushed within 100 ms (cmd/kitd/logging.go).
 			for _, line := range []string{`"msg":"upgrading the data layout","node":`, `"msg":"data layout step done","node":`, `"msg":"upgraded the data layout","node":`} {
 				deadline := time.Now().Add(10 * time.Second)

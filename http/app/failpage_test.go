@@ -14,7 +14,7 @@ import (
 
 // An error page answers an error as the API answers it: the status of
 // kiterr's table, the code, and the Retry-After. The statuses are written
-// out here, as SPEC.md section 7 and docs/decisions.md give them, so that
+// out here, as docs/api.md "Errors" and docs/decisions.md give them, so that
 // the pages cannot drift from the API's error bodies.
 func TestErrorPagesAnswerAsTheAPI(t *testing.T) {
 	s := newTestServer(t)

@@ -120,7 +120,7 @@ func TestCodeStatus(t *testing.T) {
 	}{
 		{"no code is a success", "", 200},
 		{"a listed code has its status", Conflict, 409},
-		{"a code SPEC.md does not list is 500", "no_such_code", 500},
+		{"a code the API does not list is 500", "no_such_code", 500},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

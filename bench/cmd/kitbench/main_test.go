@@ -195,7 +195,7 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		{"no duration", func(o *options) { o.duration = 0 }},
 		{"mixed installations without channels", func(o *options) { o.mixedChannels = 0 }},
 		{"negative mixed installations", func(o *options) { o.mixed = -1 }},
-		{"a page limit above SPEC.md's 200", func(o *options) { o.pageLimit = 201 }},
+		{"a page limit above the API's 200", func(o *options) { o.pageLimit = 201 }},
 		{"a negative page limit", func(o *options) { o.pageLimit = -1 }},
 		{"a cluster of one node", func(o *options) { o.cluster = 1 }},
 		{"a cluster and a running node", func(o *options) { o.cluster, o.addr, o.operatorToken = 3, "127.0.0.1:1", "x" }},
