@@ -233,7 +233,8 @@ func (c *conn) request(f frame) error {
 		return err
 	}
 	c.t.wg.Add(1)
-	go c.handle(ctx, cancel, h, f.id, msg, string(req.id))
+	requestID := string(req.id)
+	c.t.workers.run(func() { c.handle(ctx, cancel, h, f.id, msg, requestID) })
 	return nil
 }
 

@@ -145,6 +145,7 @@ type Transport struct {
 	handshaking map[net.Conn]struct{}
 
 	wg      sync.WaitGroup
+	workers workers // run request handlers
 	dropped atomic.Uint64
 	refused atomic.Uint64
 }
@@ -233,6 +234,7 @@ func (t *Transport) Close() error {
 		c.fail(ErrClosed)
 	}
 	t.wg.Wait()
+	t.workers.close()
 	return err
 }
 
