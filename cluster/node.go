@@ -478,3 +478,11 @@ func (n *Node) LocalProcesses() int {
 	}
 	return total
 }
+
+// MemberView is one member of the cluster as its operators see it (GET
+// /ops/v1/cluster): its name, state, HTTP address and the partitions it
+// leads and replicates.
+type MemberView struct {
+	Name, State, HTTPAddr string
+	Led, Replicated       []partition.ID
+}

@@ -415,20 +415,14 @@ func (m *Member) State() string {
 	return "alive"
 }
 
-// View is one member as GET /ops/v1/cluster shows it.
-type View struct {
-	Name, State, HTTPAddr string
-	Led, Replicated       []partition.ID
-}
-
 // Members lists every member this node knows of, itself included.
-func (m *Member) Members() []View {
-	var out []View
+func (m *Member) Members() []cluster.MemberView {
+	var out []cluster.MemberView
 	for _, mb := range m.ms.Members() {
 		if mb.State == membership.StateLeft {
 			continue // not a member any more
 		}
-		v := View{Name: mb.Name, State: mb.State.String(), HTTPAddr: mb.Meta.HTTPAddr}
+		v := cluster.MemberView{Name: mb.Name, State: mb.State.String(), HTTPAddr: mb.Meta.HTTPAddr}
 		led, repl := uint64(mb.Meta.Led), uint64(mb.Meta.Replicated)
 		if mb.Name == m.cfg.NodeName {
 			v.State = m.State()

@@ -22,7 +22,6 @@ import (
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
-	"github.com/kitd/kitd/cluster/member"
 	"github.com/kitd/kitd/deliveries"
 	"github.com/kitd/kitd/http/app"
 	"github.com/kitd/kitd/http/clientaddr"
@@ -112,7 +111,7 @@ type ToolRunner interface {
 type ClusterView interface {
 	// State is joining, alive or draining.
 	State() string
-	Members() []member.View
+	Members() []cluster.MemberView
 }
 
 // Server is the HTTP front end of one node.
