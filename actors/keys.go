@@ -98,31 +98,6 @@ var nodeKeyShapes = []struct{ constructor, shape string }{
 	{"layoutKey", "meta/layout"}, // the data layout the directory is at (upgrade.go), 8 bytes big-endian
 }
 
-// partitionPrefixLen is the length of p/<2 bytes>/.
-const partitionPrefixLen = 5
-
-// appendPartition appends the prefix of partition p's key range.
-func appendPartition(b []byte, p partition.ID) []byte {
-	return append(b, 'p', '/', byte(p>>8), byte(p), '/')
-}
-
-// PartitionRange is the key range [lower, upper) that holds every record
-// of partition p: what a replica of p holds, and what moves with it.
-func PartitionRange(p partition.ID) (lower, upper []byte) {
-	lower = appendPartition(nil, p)
-	return lower, persistence.PrefixEnd(lower)
-}
-
-// PartitionOfKey is the partition whose range holds k; false for a key of
-// the node itself (nodeKey), which no partition holds.
-func PartitionOfKey(k []byte) (partition.ID, bool) {
-	if len(k) < partitionPrefixLen || k[0] != 'p' || k[1] != '/' || k[4] != '/' {
-		return 0, false
-	}
-	p := partition.ID(k[2])<<8 | partition.ID(k[3])
-	return p, p < partition.Count
-}
-
 // key joins parts into a key of partition p in one allocation.
 // Constructors call it; nothing else may.
 func key(p partition.ID, parts ...string) []byte { return keyWithRoom(p, 0, parts...) }
@@ -130,11 +105,11 @@ func key(p partition.ID, parts ...string) []byte { return keyWithRoom(p, 0, part
 // keyWithRoom is key with capacity for room more bytes, which a
 // constructor appends (a position, a hash) without allocating again.
 func keyWithRoom(p partition.ID, room int, parts ...string) []byte {
-	n := partitionPrefixLen + room
+	n := partition.KeyPrefixLen + room
 	for _, part := range parts {
 		n += len(part) + 1
 	}
-	b := appendPartition(make([]byte, 0, n), p)
+	b := partition.AppendKeyPrefix(make([]byte, 0, n), p)
 	for i, part := range parts {
 		if i > 0 {
 			b = append(b, '/')
@@ -471,11 +446,11 @@ func KeyKind(k []byte) string {
 			return s.constructor
 		}
 	}
-	p, ok := PartitionOfKey(k)
+	p, ok := partition.OfKey(k)
 	if !ok {
 		return ""
 	}
-	kind, owner := unpartitionedKind(k[partitionPrefixLen:])
+	kind, owner := unpartitionedKind(k[partition.KeyPrefixLen:])
 	if owner != p && !writerPartitioned[kind] {
 		return ""
 	}
@@ -495,13 +470,13 @@ func unpartitionedKind(k []byte) (string, partition.ID) {
 
 // unpartitioned is k as layouts before 2 stored it; only their upgrade
 // steps use it.
-func unpartitioned(k []byte) []byte { return k[partitionPrefixLen:] }
+func unpartitioned(k []byte) []byte { return k[partition.KeyPrefixLen:] }
 
 // partitionedKey is the key that k, stored by a layout before 2, moves to:
 // k under the partition of its owner. ok is false for a key of the node
 // itself, which stays, and an error names a key no constructor built.
 func partitionedKey(k []byte) (moved []byte, ok bool, err error) {
-	if _, ok := PartitionOfKey(k); ok {
+	if _, ok := partition.OfKey(k); ok {
 		return nil, false, nil
 	}
 	for _, s := range nodeKeyShapes {
@@ -514,7 +489,7 @@ func partitionedKey(k []byte) (moved []byte, ok bool, err error) {
 		prefix, _, _ := strings.Cut(string(k), "/")
 		return nil, false, fmt.Errorf("a key under %q that no constructor builds", prefix)
 	}
-	return append(appendPartition(make([]byte, 0, partitionPrefixLen+len(k)), owner), k...), true, nil
+	return append(partition.AppendKeyPrefix(make([]byte, 0, partition.KeyPrefixLen+len(k)), owner), k...), true, nil
 }
 
 // matchShape reports whether k has shape (see keyShapes), and the

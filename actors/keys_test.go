@@ -106,7 +106,7 @@ func TestKeyPrefixes(t *testing.T) {
 		{"usersPrefix", usersPrefix("w"), userKey("w", "u")},
 		{"unpartitionedWorkspacesPrefix of a workspace", unpartitionedWorkspacesPrefix(), unpartitioned(workspaceKey("w"))},
 		{"unpartitionedWorkspacesPrefix of a user", unpartitionedWorkspacesPrefix(), unpartitioned(userKey("w", "u"))},
-		{"PartitionRange of a key", lowerOf(partition.Of("c")), messageKey("c", 1)},
+		{"partition.KeyRange of a key", lowerOf(partition.Of("c")), messageKey("c", 1)},
 		{"emailUsersPrefix", emailUsersPrefix("a@example.com"), emailUserKey("a@example.com", "u")},
 		{"installedKitsPrefix", installedKitsPrefix("w"), installedKitKey("w", "k")},
 		{"installationEventsPrefix", installationEventsPrefix("w"), installationEventsKey("w", "i")},
@@ -225,7 +225,9 @@ func sha256hex(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func under(p partition.ID, rest string) string { return string(appendPartition(nil, p)) + rest }
+func under(p partition.ID, rest string) string {
+	return string(partition.AppendKeyPrefix(nil, p)) + rest
+}
 
 func sha256sum(s string) []byte {
 	sum := sha256.Sum256([]byte(s))
@@ -233,7 +235,7 @@ func sha256sum(s string) []byte {
 }
 
 func lowerOf(p partition.ID) []byte {
-	lower, _ := PartitionRange(p)
+	lower, _ := partition.KeyRange(p)
 	return lower
 }
 
@@ -254,7 +256,7 @@ func TestKeysLieInTheRangeOfTheirOwnersPartition(t *testing.T) {
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			for p := range partition.ID(partition.Count) {
-				lower, upper := PartitionRange(p)
+				lower, upper := partition.KeyRange(p)
 				in := bytes.Compare(tc.key, lower) >= 0 && bytes.Compare(tc.key, upper) < 0
 				if in != (p == tc.owner) {
 					t.Errorf("%q in the range of partition %d: %v (owner %d)", tc.key, p, in, tc.owner)

@@ -66,7 +66,7 @@ func (e *Env) Partition(p partition.ID) PartitionReader {
 // outside every partition reads the store (no partition holds it, so
 // every node has its own).
 func (e *Env) partitionOf(k []byte) PartitionReader {
-	p, ok := PartitionOfKey(k)
+	p, ok := partition.OfKey(k)
 	if !ok {
 		return e.Store
 	}
@@ -95,7 +95,7 @@ func (r *partitionReader) local() bool { return r.env.Remote == nil || r.env.Rem
 // within refuses a key of another partition: a caller's bug, which
 // reading the wrong replica would hide.
 func (r *partitionReader) within(k []byte) error {
-	if p, ok := PartitionOfKey(k); !ok || p != r.p {
+	if p, ok := partition.OfKey(k); !ok || p != r.p {
 		return fmt.Errorf("actors: key %q read as partition %d's", k, r.p)
 	}
 	return nil
@@ -217,20 +217,20 @@ func (e *Env) catchUpFor(k []byte) error {
 	if !e.mayLag(k) {
 		return nil
 	}
-	p, _ := PartitionOfKey(k)
+	p, _ := partition.OfKey(k)
 	return e.Reads.CatchUp(p)
 }
 
 // mayLag reports whether a read of k's partition reads a replica here that
 // may lag its leader: in a cluster, one this node holds.
 func (e *Env) mayLag(k []byte) bool {
-	p, ok := PartitionOfKey(k)
+	p, ok := partition.OfKey(k)
 	return ok && e.Reads != nil && (e.Remote == nil || e.Remote.Holds(p))
 }
 
-// PartitionEnd is the end of partition p's range (PartitionRange).
+// PartitionEnd is the end of partition p's range (partition.KeyRange).
 func PartitionEnd(p partition.ID) []byte {
-	_, upper := PartitionRange(p)
+	_, upper := partition.KeyRange(p)
 	return upper
 }
 
@@ -241,7 +241,7 @@ func CheckReadRecords(q *kitpb.ReadRecords) error {
 	if q.Partition >= partition.Count {
 		return kiterr.Invalid("partition", "no such partition")
 	}
-	lo, hi := PartitionRange(partition.ID(q.Partition))
+	lo, hi := partition.KeyRange(partition.ID(q.Partition))
 	in := func(k []byte) bool { return bytes.Compare(k, lo) >= 0 && bytes.Compare(k, hi) < 0 }
 	if len(q.Keys) > 0 {
 		if len(q.Lower) > 0 || len(q.Upper) > 0 || q.Reverse || q.Limit > 0 {

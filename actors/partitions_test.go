@@ -28,7 +28,7 @@ func memStore(t *testing.T) *persistence.Store {
 
 // recordKey is a key of partition p.
 func recordKey(p partition.ID, name string) []byte {
-	lower, _ := actors.PartitionRange(p)
+	lower, _ := partition.KeyRange(p)
 	return append(slices.Clip(lower), name...)
 }
 
@@ -74,7 +74,7 @@ func (c *catchUp) CatchUp(p partition.ID) error {
 	if c.err != nil {
 		return c.err
 	}
-	lower, upper := actors.PartitionRange(p)
+	lower, upper := partition.KeyRange(p)
 	b := c.to.NewBatch()
 	err := c.from.Scan(lower, upper, false, func(k, v []byte) bool {
 		b.Set(bytes.Clone(k), bytes.Clone(v))
@@ -128,7 +128,7 @@ func TestPartitionReadsGoWhereThePartitionIs(t *testing.T) {
 			if ok, err := r.Has(recordKey(p, "z")); ok || err != nil {
 				t.Errorf("Has of no record = %v, %v", ok, err)
 			}
-			lower, upper := actors.PartitionRange(p)
+			lower, upper := partition.KeyRange(p)
 			for _, tc := range []struct {
 				name         string
 				lower, upper []byte
@@ -170,7 +170,7 @@ func TestRemoteScanPages(t *testing.T) {
 	write(t, remote, records, p)
 	h := &holder{held: map[partition.ID]bool{}, remote: remote}
 	env := &actors.Env{Store: local, Remote: h}
-	lower, upper := actors.PartitionRange(p)
+	lower, upper := partition.KeyRange(p)
 	for _, reverse := range []bool{false, true} {
 		h.calls = 0
 		got, err := scanAll(env.Partition(p), lower, upper, reverse, 0)
@@ -229,7 +229,7 @@ func TestHeldPartitionCatchesUpBeforeAScan(t *testing.T) {
 	write(t, leader, map[string]string{"a": "1", "b": "2"}, p)
 	c := &catchUp{from: leader, to: local}
 	env := &actors.Env{Store: local, Reads: c, Remote: &holder{held: map[partition.ID]bool{p: true}}}
-	lower, upper := actors.PartitionRange(p)
+	lower, upper := partition.KeyRange(p)
 	got, err := scanAll(env.Partition(p), lower, upper, false, 0)
 	if err != nil || len(got.keys) != 2 {
 		t.Errorf("Scan = %q, %v; want the leader's 2 records", got.keys, err)
@@ -254,11 +254,11 @@ func TestPartitionReaderRefusesAnotherPartitionsKeys(t *testing.T) {
 	if ok, err := r.Has(other); ok || err == nil {
 		t.Error("Has of another partition's key: no error")
 	}
-	lower, _ := actors.PartitionRange(1)
+	lower, _ := partition.KeyRange(1)
 	if err := r.Scan(lower, actors.PartitionEnd(2), false, func(_, _ []byte) bool { return true }); err == nil {
 		t.Error("Scan past the partition: no error")
 	}
-	lower2, upper2 := actors.PartitionRange(2)
+	lower2, upper2 := partition.KeyRange(2)
 	if err := r.Scan(lower2, upper2, false, func(_, _ []byte) bool { return true }); err == nil {
 		t.Error("Scan of another partition: no error")
 	}
@@ -267,7 +267,7 @@ func TestPartitionReaderRefusesAnotherPartitionsKeys(t *testing.T) {
 // What a member refuses to read for another: never a panic, never a read
 // outside the partition named.
 func TestReadRecordsRefusesMalformedRequests(t *testing.T) {
-	lower, upper := actors.PartitionRange(5)
+	lower, upper := partition.KeyRange(5)
 	inside := recordKey(5, "k")
 	for _, tc := range []struct {
 		name string
@@ -333,7 +333,7 @@ func TestPartitionAloneAllocatesNothing(t *testing.T) {
 // Whatever a member sends, ServeReadRecords answers only records of the
 // partition named, or refuses; never a panic.
 func FuzzServeReadRecords(f *testing.F) {
-	lower, upper := actors.PartitionRange(5)
+	lower, upper := partition.KeyRange(5)
 	for _, q := range []*kitpb.ReadRecords{
 		{Partition: 5, Keys: [][]byte{recordKey(5, "a")}},
 		{Partition: 5, Lower: lower, Upper: upper, Reverse: true, Limit: 1},
@@ -369,7 +369,7 @@ func FuzzServeReadRecords(f *testing.F) {
 			return
 		}
 		for _, k := range recs.Keys {
-			if p, ok := actors.PartitionOfKey(k); !ok || p != partition.ID(q.Partition) {
+			if p, ok := partition.OfKey(k); !ok || p != partition.ID(q.Partition) {
 				t.Fatalf("answered %q for partition %d", k, q.Partition)
 			}
 		}

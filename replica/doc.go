@@ -1,5 +1,5 @@
 // Package replica runs kitd's partitions as raft groups: group g holds
-// partition g's key range (actors.PartitionRange). It owns the two sides
+// partition g's key range (partition.KeyRange). It owns the two sides
 // that tie the actors to package replication:
 //
 //   - Records, the replication.StateMachine of kitd's records: an entry is

@@ -199,7 +199,7 @@ func appendedNothing(err error) bool {
 func partitions(repr []byte) (first partition.ID, single, seen bool, err error) {
 	single = true
 	err = persistence.Ops(repr, func(op persistence.Op) error {
-		p, ok := actors.PartitionOfKey(op.Key)
+		p, ok := partition.OfKey(op.Key)
 		if !ok {
 			return errNoPartition
 		}
@@ -217,7 +217,7 @@ func partitions(repr []byte) (first partition.ID, single, seen bool, err error) 
 func (l *Log) split(repr []byte) (map[partition.ID]*persistence.Batch, error) {
 	parts := make(map[partition.ID]*persistence.Batch, 2)
 	err := persistence.Ops(repr, func(op persistence.Op) error {
-		p, _ := actors.PartitionOfKey(op.Key) // checked by partitions
+		p, _ := partition.OfKey(op.Key) // checked by partitions
 		part := parts[p]
 		if part == nil {
 			part = l.store.NewBatch()

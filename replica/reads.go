@@ -4,7 +4,6 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 
-	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/replication"
 )
@@ -46,7 +45,7 @@ const unheldReadsLogged = 20
 // tests of a cluster want at zero) and logged with its stack, never with
 // the key (a credential's key is its hash).
 func (r *Replica) CheckRead(k []byte) {
-	p, ok := actors.PartitionOfKey(k)
+	p, ok := partition.OfKey(k)
 	if !ok || r.Holds(p) {
 		return
 	}

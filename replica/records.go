@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/replication"
@@ -32,7 +31,7 @@ func (r Records) Apply(g replication.GroupID, index uint64, data []byte, b *pers
 		return nil // a leader's barrier (Start)
 	}
 	err := persistence.Ops(data, func(op persistence.Op) error {
-		if p, ok := actors.PartitionOfKey(op.Key); !ok || p != partition.ID(g) {
+		if p, ok := partition.OfKey(op.Key); !ok || p != partition.ID(g) {
 			return fmt.Errorf("%w: entry %d of group %d", errOutsidePartition, index, g)
 		}
 		b.Add(op)
@@ -50,7 +49,7 @@ func (r Records) Apply(g replication.GroupID, index uint64, data []byte, b *pers
 // Snapshot writes partition g's records.
 func (r Records) Snapshot(g replication.GroupID, w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	lower, upper := actors.PartitionRange(partition.ID(g))
+	lower, upper := partition.KeyRange(partition.ID(g))
 	var werr error
 	var n [binary.MaxVarintLen64]byte
 	err := r.Store.Scan(lower, upper, false, func(k, v []byte) bool {
@@ -78,7 +77,7 @@ const maxSnapshotField = 16 << 20
 // Restore replaces partition g's records with a snapshot's.
 func (r Records) Restore(g replication.GroupID, rd io.Reader, b *persistence.Batch) error {
 	br := bufio.NewReaderSize(rd, 64<<10)
-	lower, upper := actors.PartitionRange(partition.ID(g))
+	lower, upper := partition.KeyRange(partition.ID(g))
 	b.DeleteRange(lower, upper)
 	for {
 		k, err := readField(br)
@@ -92,7 +91,7 @@ func (r Records) Restore(g replication.GroupID, rd io.Reader, b *persistence.Bat
 		if err != nil {
 			return fmt.Errorf("replica: restore group %d: %w", g, noEOF(err))
 		}
-		if p, ok := actors.PartitionOfKey(k); !ok || p != partition.ID(g) {
+		if p, ok := partition.OfKey(k); !ok || p != partition.ID(g) {
 			return fmt.Errorf("replica: restore group %d: %w", g, errOutsidePartition)
 		}
 		b.Set(k, v)

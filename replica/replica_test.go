@@ -14,7 +14,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/replication"
@@ -31,7 +30,7 @@ func openStore(t *testing.T, fs vfs.FS) *persistence.Store {
 
 // keyIn is a key of partition p (the prefix actors' constructors write).
 func keyIn(p partition.ID, name string) []byte {
-	lower, _ := actors.PartitionRange(p)
+	lower, _ := partition.KeyRange(p)
 	return append(lower, name...)
 }
 
@@ -45,7 +44,7 @@ func repr(store *persistence.Store, ops ...persistence.Op) []byte {
 
 func records(t *testing.T, s *persistence.Store, p partition.ID) map[string]string {
 	t.Helper()
-	lower, upper := actors.PartitionRange(p)
+	lower, upper := partition.KeyRange(p)
 	out := map[string]string{}
 	if err := s.Scan(lower, upper, false, func(k, v []byte) bool {
 		out[string(k)] = string(v)

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/replication"
@@ -287,7 +286,7 @@ func (r *Replica) ProposeHere(ctx context.Context, g replication.GroupID, data [
 		return fmt.Errorf("replica: no group %d", g)
 	}
 	if err := persistence.Ops(data, func(op persistence.Op) error {
-		if p, ok := actors.PartitionOfKey(op.Key); !ok || p != partition.ID(g) {
+		if p, ok := partition.OfKey(op.Key); !ok || p != partition.ID(g) {
 			return errOutsidePartition
 		}
 		return nil

@@ -64,8 +64,8 @@ func (m *Member) Backup(ctx context.Context, out io.Writer, h backup.Header, fil
 	}
 	// This node's own records that travel (the data layout), then the
 	// partitions, in key order.
-	first, _ := actors.PartitionRange(0)
-	_, last := actors.PartitionRange(partition.Count - 1)
+	first, _ := partition.KeyRange(0)
+	_, last := partition.KeyRange(partition.Count - 1)
 	if err := copyRecords(w, snap, nil, first); err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (m *Member) Backup(ctx context.Context, out io.Writer, h backup.Header, fil
 		// records deleted: the snapshot holds them only if it is held
 		// still.
 		if caught[p] && r.Holds(p) {
-			lower, upper := actors.PartitionRange(p)
+			lower, upper := partition.KeyRange(p)
 			err = copyRecords(w, snap, lower, upper)
 		} else {
 			err = m.backupRemote(ctx, w, id, p)
@@ -118,7 +118,7 @@ func (m *Member) backupRemote(ctx context.Context, w *backup.Writer, id string, 
 	}
 	for {
 		for j, k := range recs.Keys {
-			if kp, ok := actors.PartitionOfKey(k); !ok || kp != p {
+			if kp, ok := partition.OfKey(k); !ok || kp != p {
 				return fmt.Errorf("%s answered a record outside partition %d", addr, p)
 			}
 			if err := w.Record(k, recs.Values[j]); err != nil {
@@ -280,7 +280,7 @@ func (b *backupReads) page(key backupReadKey, after []byte, take func() (*persis
 // backupPage reads the records of p after the key after from snap: at
 // most actors.ReadPageBytes of them, and at least one.
 func backupPage(snap *persistence.Snapshot, p partition.ID, after []byte) (*kitpb.Records, error) {
-	lower, upper := actors.PartitionRange(p)
+	lower, upper := partition.KeyRange(p)
 	if len(after) > 0 {
 		if bytes.Compare(after, lower) < 0 || bytes.Compare(after, upper) >= 0 {
 			return nil, &peer.RefusedError{Reason: "BackupRead: after is outside its partition"}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 )
@@ -16,7 +15,7 @@ import (
 // TestBackupReadPages: the holder's side of BackupRead, one rule a row.
 func TestBackupReadPages(t *testing.T) {
 	const p = partition.ID(5)
-	lower, _ := actors.PartitionRange(p)
+	lower, _ := partition.KeyRange(p)
 	keyOf := func(i int) []byte { return fmt.Appendf(bytes.Clone(lower), "k%04d", i) }
 	setup := func(t *testing.T) (*persistence.Store, func() (*persistence.Snapshot, error)) {
 		store, err := persistence.Open("db", persistence.Options{FS: vfs.NewMem()})
@@ -29,7 +28,7 @@ func TestBackupReadPages(t *testing.T) {
 		for i := range 30 { // 3 MB: three pages at least
 			b.Set(keyOf(i), value)
 		}
-		next, _ := actors.PartitionRange(p + 1)
+		next, _ := partition.KeyRange(p + 1)
 		b.Set(append(next, 'x'), []byte("another partition's"))
 		if err := b.Commit(); err != nil {
 			t.Fatal(err)

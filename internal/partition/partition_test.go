@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"testing"
 	"time"
@@ -50,4 +51,37 @@ func mustTag(t *testing.T, id string) uint32 {
 		t.Fatalf("ParseMessage(%q) not ok", id)
 	}
 	return tag
+}
+
+func TestKeyRange(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		key  []byte
+		in   ID
+		ok   bool
+	}{
+		{"a key of partition 5 is in its range", append(AppendKeyPrefix(nil, 5), "msg/c/1"...), 5, true},
+		{"the prefix alone is in the range", AppendKeyPrefix(nil, 63), 63, true},
+		{"a key of the node itself is in no partition", []byte("meta/layout"), 0, false},
+		{"raft's keys are in no partition", []byte("r/\x00\x05/hs"), 0, false},
+		{"a partition beyond Count is none", AppendKeyPrefix(nil, Count), 0, false},
+		{"a key shorter than the prefix is none", []byte("p/\x00"), 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, ok := OfKey(tc.key)
+			if ok != tc.ok || ok && p != tc.in {
+				t.Fatalf("OfKey = %d, %v; want %d, %v", p, ok, tc.in, tc.ok)
+			}
+			if !ok {
+				return
+			}
+			lower, upper := KeyRange(p)
+			if bytes.Compare(tc.key, lower) < 0 || bytes.Compare(tc.key, upper) >= 0 {
+				t.Fatalf("%q outside [%q, %q)", tc.key, lower, upper)
+			}
+			if _, nextUpper := KeyRange(p + 1); p+1 < Count && bytes.Compare(upper, nextUpper) >= 0 {
+				t.Fatalf("range of %d overlaps the next", p)
+			}
+		})
+	}
 }
