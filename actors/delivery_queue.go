@@ -412,12 +412,17 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		e.HttpStatus = proto.Int32(m.HttpStatus)
 	}
 	k := queuedEventKey(a.id, m.Sequence)
-	ev, err := decodeQueued(rec)
-	if err != nil {
-		return nil, err
-	}
-	if ev.Message != nil {
-		ev.Message.ConversationId = "" // stored without it, as in the outbox
+	// A success of an event queued as a reference writes the outcome
+	// alone (putDelivered): no need to decode the event.
+	ev := &kitpb.Event{Sequence: m.Sequence}
+	if !m.Delivered || d.outboxPos == 0 {
+		var err error
+		if ev, err = decodeQueued(rec); err != nil {
+			return nil, err
+		}
+		if ev.Message != nil {
+			ev.Message.ConversationId = "" // stored without it, as in the outbox
+		}
 	}
 	d.attempts++
 	d.asked = false // a redelivery or test event that failed waits like any event
