@@ -86,12 +86,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		MemTableSize:  16 << 20,
 		EventListener: s.stats.listener(pl.l),
 	}
-	lsmShape(po)
 	// Pebble's fastest profile (MinLZ on amd64, Snappy on arm64) instead of
 	// its default, Snappy everywhere: flushes and compactions compress every
 	// byte the actors write, and Snappy's encoder alone was 4% of a webhook
 	// post's CPU (bench/README.md).
-	expOptions(po) // EXPERIMENT, not to commit
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionFastest })
 	var wal *walSyncFS
 	if opts.FS == nil {
@@ -106,28 +104,6 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s.db, s.wal = db, wal
 	return s, nil
-}
-
-// L0 thresholds (Pebble's defaults: 4 and 12). Every flush spans the
-// whole key space (each partition gets writes), so each compaction of L0
-// into the level below rewrites about all of that level: the fewer such
-// compactions for the same bytes, the less is rewritten. Most bytes an
-// event writes are deleted again within seconds (its outbox entry, its
-// taken and delivered records), so they cost little once flushed, but
-// they fill memtables and so bring flushes, and with them these
-// compactions, nearer. Compacting L0 at 8 sublevels instead of 4 halved
-// the bytes compacted per subscribed post (bench/README.md); a read that
-// misses the memtable looks at up to 8 L0 files instead of 4. Writes stop
-// at 24, keeping Pebble's ratio of the two.
-const (
-	l0CompactionThreshold = 8
-	l0StopWritesThreshold = 24
-)
-
-// lsmShape sets the thresholds that decide when L0 is compacted.
-func lsmShape(po *pebble.Options) {
-	po.L0CompactionThreshold = l0CompactionThreshold
-	po.L0StopWritesThreshold = l0StopWritesThreshold
 }
 
 // Close releases the database. Committed batches are already durable, so

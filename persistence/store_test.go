@@ -417,30 +417,3 @@ func TestReadCheckSeesEveryRead(t *testing.T) {
 		t.Errorf("a removed check saw %q", seen)
 	}
 }
-
-// The LSM's shape (lsmShape): L0 is compacted later than Pebble's default,
-// so that fewer compactions rewrite the level below for the same bytes
-// written (bench/README.md, issue 29), and Pebble accepts the shape.
-func TestLSMShape(t *testing.T) {
-	po := &pebble.Options{}
-	lsmShape(po)
-	po.EnsureDefaults()
-	for _, tc := range []struct {
-		name      string
-		got, want int
-	}{
-		{"L0 is compacted at 8 sublevels, not Pebble's 4", po.L0CompactionThreshold, 8},
-		{"writes stop at 24 sublevels, three times that", po.L0StopWritesThreshold, 24},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.got != tc.want {
-				t.Fatalf("got %d, want %d", tc.got, tc.want)
-			}
-		})
-	}
-	t.Run("Pebble accepts the shape", func(t *testing.T) {
-		if err := po.Validate(); err != nil {
-			t.Fatal(err)
-		}
-	})
-}
