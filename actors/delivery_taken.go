@@ -223,3 +223,21 @@ func (a *deliveryActor) queuedSeqs(lower, upper uint64) []uint64 {
 	slices.Sort(seqs)
 	return seqs
 }
+
+// TakenEvents reads a taken record (KeyKind "takenEventsKey") of a data
+// directory, for tools and tests: the sequence of its first event, and
+// the outbox entry of each of its events in sequence order, as source and
+// position.
+func TakenEvents(k, v []byte) (first uint64, sources []string, positions []uint64, err error) {
+	if len(k) < positionLen {
+		return 0, nil, nil, fmt.Errorf("taken record key %q: too short", k)
+	}
+	refs, err := decodeTaken(v)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	for _, r := range refs {
+		sources, positions = append(sources, r.source), append(positions, r.pos)
+	}
+	return decodeSeq(k[len(k)-positionLen:]), sources, positions, nil
+}
