@@ -38,6 +38,7 @@ type deliveryActor struct {
 	takes      bool // batch holds takes: commit before handing out events
 	flushQueue bool // a flushOutbox is on its way to the mailbox
 
+	tk        takenRecords            // what the sequencer took, by commit (delivery_taken.go)
 	q         deliveryQueue           // what waits to be delivered (delivery_queue.go)
 	durable   uint64                  // the last sequence a WAL sync covers for sure
 	ep        *kitpb.DeliveryEndpoint // the endpoint's health (delivery_endpoint.go)
@@ -121,16 +122,18 @@ func (a *deliveryActor) activate(identity string) error {
 	if _, err := load(a.env.Store, deliveryEndpointKey(a.id), a.ep); err != nil {
 		return err
 	}
-	if err := a.q.load(a.env.Store, a.id, a.ep.ResumedAt, nanos(a.env.Clock.Now())); err != nil {
+	// The delivered records first: a taken record's event that has one is
+	// no longer queued.
+	if err := a.loadDelivered(); err != nil {
+		return err
+	}
+	if err := a.q.load(a.env.Store, a.id, a.ep.ResumedAt, nanos(a.env.Clock.Now()), a.loadTaken); err != nil {
 		return err
 	}
 	for _, d := range a.q.state {
 		if d.outboxPos > a.taken[d.source] {
 			a.taken[d.source] = d.outboxPos
 		}
-	}
-	if err := a.loadDelivered(); err != nil {
-		return err
 	}
 	v, err := a.env.Store.Get(eventSequenceKey(a.id))
 	switch {
@@ -173,17 +176,18 @@ func (a *deliveryActor) takeOutbox() error {
 }
 
 // take queues the outbox record rec, at position pos of source, under the
-// next sequence. The queue record refers to the outbox entry rather than
-// copying it: the entry stays until the event's delivery ends, which
-// deletes both (docs/deliveries.md, "Outbox and sequencer").
+// next sequence. The event is queued as a reference to its outbox entry,
+// named by the commit's taken record (delivery_taken.go) rather than a
+// record of its own: the entry stays until the event's delivery ends
+// (docs/deliveries.md, "Outbox and sequencer").
 func (a *deliveryActor) take(source string, pos uint64, rec []byte) {
-	a.pending()
+	b := a.pending()
 	a.takes = true
 	a.last++
-	a.batch.Set(queuedEventKey(a.id, a.last), marshal(&kitpb.Event{Sequence: a.last, OutboxSource: source, OutboxPos: pos}))
 	a.taken[source] = pos
 	d := a.q.push(source, a.last, nanos(a.env.Clock.Now()))
 	d.outboxPos = pos
+	d.takenBy = a.tk.add(b, a.id, a.last, outboxRef{source, pos})
 	a.q.hold(d, withSequence(rec, a.last))
 }
 
@@ -201,6 +205,7 @@ func (a *deliveryActor) commit() error {
 	b, takes := a.batch, a.takes
 	a.batch, a.takes = batch{}, false
 	if takes {
+		a.tk.put(b, a.id)
 		b.Set(eventSequenceKey(a.id), persistence.AppendUint64(nil, a.last))
 	}
 	if err := b.Write(); err != nil {
@@ -248,24 +253,21 @@ func (a *deliveryActor) listQueued(m *kitpb.ListQueuedEvents) (proto.Message, er
 		return nil, err
 	}
 	reply := &kitpb.QueuedEventsReply{LastSequence: a.last}
-	prefix := queuedEventsPrefix(a.id)
-	lower := queuedEventKey(a.id, m.AfterSequence+1)
-	var decodeErr error
-	err := a.env.Store.Scan(lower, persistence.PrefixEnd(prefix), false, func(_, v []byte) bool {
+	for _, seq := range a.queuedSeqs(m.AfterSequence+1, 0) {
 		if m.Limit > 0 && len(reply.Events) == int(m.Limit) {
-			return false
+			break
 		}
-		var ev *kitpb.Event
-		if ev, decodeErr = a.decodeQueuedRecord(v); decodeErr != nil {
-			return false
+		rec, err := a.queuedRecordOf(seq, a.q.state[seq])
+		if err != nil {
+			return reply, err
+		}
+		ev, err := decodeQueued(rec)
+		if err != nil {
+			return reply, err
 		}
 		reply.Events = append(reply.Events, ev)
-		return true
-	})
-	if err == nil {
-		err = decodeErr
 	}
-	return reply, err
+	return reply, nil
 }
 
 // WakeDeliveries activates the delivery actor of every installation with

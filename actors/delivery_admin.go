@@ -145,12 +145,26 @@ func (a *deliveryActor) listDeliveries(m *kitpb.ListDeliveries) (proto.Message, 
 	}
 	limit := int(m.Limit)
 	var out []*kitpb.DeliveryState
+	// The queue is in memory, its events partly references to the outbox
+	// (taken records): highest first, one more than the page.
+	queued := a.queuedSeqs(0, m.BeforeSequence)
+	for i := len(queued) - 1; i >= 0 && len(out) <= limit; i-- {
+		seq := queued[i]
+		rec, err := a.queuedRecordOf(seq, a.q.state[seq])
+		if err != nil {
+			return nil, err
+		}
+		ev, err := decodeEvent(rec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &kitpb.DeliveryState{Event: ev, State: a.queuedState(seq)})
+	}
 	for _, r := range []struct {
 		prefix []byte
 		at     func(uint64) []byte
 		state  func(uint64) string
 	}{
-		{queuedEventsPrefix(a.id), func(s uint64) []byte { return queuedEventKey(a.id, s) }, a.queuedState},
 		{deliveredEventsPrefix(a.id), func(s uint64) []byte { return deliveredEventKey(a.id, s) }, func(uint64) string { return DeliverySucceeded }},
 		{deadEventsPrefix(a.id), func(s uint64) []byte { return deadEventKey(a.id, s) }, func(uint64) string { return DeliveryDead }},
 	} {
@@ -219,7 +233,7 @@ func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
 		ev.Redelivery, ev.NextAttemptAt, ev.FirstAttemptAt, ev.FinishedAt = true, 0, 0, 0
 		put(b, queuedEventKey(a.id, ev.Sequence), ev)
 		d := a.q.insert(queueOf(ev, a.id), ev.Sequence, nanos(a.env.Clock.Now()))
-		d.attempts, d.asked = ev.Attempts, true
+		d.attempts, d.asked, d.stored = ev.Attempts, true, true
 		reply.Sequences = append(reply.Sequences, ev.Sequence)
 	}
 	if m.EventId == "" {
@@ -271,12 +285,27 @@ func (a *deliveryActor) redeliverOne(b batch, id string, requeue func([]byte, *k
 			d.nextAt, d.firstAt, d.asked, d.rec = 0, 0, true, nil // its record changes
 			ev.NextAttemptAt, ev.FirstAttemptAt, ev.Redelivery = 0, 0, true
 			put(b, k, ev) // the event itself, as after a failed attempt
+			d.stored = true
+			a.unref(b, d)
 			a.dropOutboxEntry(b, d)
 			reply.Sequences = append(reply.Sequences, ev.Sequence)
 		}
 		return false
 	}
-	for _, prefix := range [][]byte{queuedEventsPrefix(a.id), deadEventsPrefix(a.id), deliveredEventsPrefix(a.id)} {
+	for _, seq := range a.queuedSeqs(0, 0) {
+		rec, err := a.queuedRecordOf(seq, a.q.state[seq])
+		if err != nil {
+			return false, err
+		}
+		ev, err := decodeEvent(rec)
+		if err != nil {
+			return false, err
+		}
+		if !match(queuedEventKey(a.id, seq), ev) {
+			return true, nil
+		}
+	}
+	for _, prefix := range [][]byte{deadEventsPrefix(a.id), deliveredEventsPrefix(a.id)} {
 		if err := a.scanEvents(prefix, match); err != nil {
 			return false, err
 		}
@@ -340,8 +369,9 @@ func (a *deliveryActor) queueTestEvent(m *kitpb.QueueTestEvent) (proto.Message, 
 		stored.Message.ConversationId = "" // as every queued message (queued restores it)
 	}
 	put(a.batch, queuedEventKey(a.id, a.last), stored)
-	a.q.push(queueOf(ev, a.id), a.last, nanos(a.env.Clock.Now()))
-	a.q.state[a.last].asked = true // a developer tests the endpoint: even while paused
+	d := a.q.push(queueOf(ev, a.id), a.last, nanos(a.env.Clock.Now()))
+	d.asked = true // a developer tests the endpoint: even while paused
+	d.stored = true
 	if err := a.commit(); err != nil {
 		return nil, err
 	}

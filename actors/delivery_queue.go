@@ -61,8 +61,16 @@ type delivery struct {
 	nextAt   int64 // service clock, unix nanoseconds
 	firstAt  int64
 	// outboxPos is the position in its source's outbox of the entry the
-	// queue record refers to; 0: the queue record holds the event itself.
+	// event is queued as (by its taken record or, before those, a queue
+	// record that refers to it); 0: the queue record holds the event
+	// itself.
 	outboxPos uint64
+	// takenBy is the taken record (its first sequence) that queues the
+	// event as a reference; 0: none (delivery_taken.go).
+	takenBy uint64
+	// stored: the queue holds a record of the event's own
+	// (queuedEventKey), to be deleted when it leaves.
+	stored bool
 	// rec is the queued record: from the notice that queued it until its
 	// first attempt (within heldBudget), so that a take need not read it
 	// back, and while in flight, so that the outcome need not read it
@@ -186,11 +194,19 @@ func (q *deliveryQueue) insert(source string, seq uint64, at int64) *delivery {
 	return d
 }
 
-// load reads the queue of inst: the stored records are in sequence order,
-// so each source's events too. An event that failed before the endpoint
-// last resumed (resumedAt) starts its 24 hours again, at once.
-func (q *deliveryQueue) load(store *persistence.Store, inst string, resumedAt, now int64) error {
+// load reads the queue of inst: its own records (queuedEventKey) and the
+// references of its taken records (taken, given the sequences that have a
+// record of their own), merged in sequence order, so each source's events
+// too. An event that failed before the endpoint last resumed (resumedAt)
+// starts its 24 hours again, at once.
+func (q *deliveryQueue) load(store *persistence.Store, inst string, resumedAt, now int64, taken func(stored map[uint64]bool) ([]takenRef, error)) error {
 	q.init()
+	type own struct {
+		seq uint64
+		ev  *kitpb.Event
+	}
+	var owns []own
+	stored := make(map[uint64]bool)
 	prefix := queuedEventsPrefix(inst)
 	var decodeErr error
 	err := store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
@@ -199,22 +215,45 @@ func (q *deliveryQueue) load(store *persistence.Store, inst string, resumedAt, n
 			return false
 		}
 		seq := decodeSeq(k[len(prefix):])
-		if ev.OutboxSource != "" {
-			// A reference: the source names the queue.
-			q.push(ev.OutboxSource, seq, now).outboxPos = ev.OutboxPos
-			return true
-		}
-		d := q.push(queueOf(ev, inst), seq, now)
-		d.attempts, d.nextAt, d.firstAt, d.asked = ev.Attempts, ev.NextAttemptAt, ev.FirstAttemptAt, ev.Redelivery || ev.Test
-		if d.firstAt != 0 && d.firstAt < resumedAt {
-			d.nextAt, d.firstAt = 0, 0
-		}
+		owns = append(owns, own{seq, ev})
+		stored[seq] = true
 		return true
 	})
 	if err == nil {
 		err = decodeErr
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	refs, err := taken(stored)
+	if err != nil {
+		return err
+	}
+	for len(owns) > 0 || len(refs) > 0 {
+		if len(owns) == 0 || len(refs) > 0 && refs[0].seq < owns[0].seq {
+			t := refs[0]
+			refs = refs[1:]
+			d := q.push(t.ref.source, t.seq, now)
+			d.outboxPos, d.takenBy = t.ref.pos, t.record
+			continue
+		}
+		seq, ev := owns[0].seq, owns[0].ev
+		owns = owns[1:]
+		if ev.OutboxSource != "" {
+			// A reference written before taken records: the source names
+			// the queue.
+			d := q.push(ev.OutboxSource, seq, now)
+			d.outboxPos, d.stored = ev.OutboxPos, true
+			continue
+		}
+		d := q.push(queueOf(ev, inst), seq, now)
+		d.stored = true
+		d.attempts, d.nextAt, d.firstAt, d.asked = ev.Attempts, ev.NextAttemptAt, ev.FirstAttemptAt, ev.Redelivery || ev.Test
+		if d.firstAt != 0 && d.firstAt < resumedAt {
+			d.nextAt, d.firstAt = 0, 0
+		}
+	}
+	return nil
 }
 
 // takeDeliveries hands the sender the events it may send now.
@@ -255,7 +294,7 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 				return nil, err
 			}
 			var err error
-			if rec, err = a.queuedRecord(seqs[0]); err != nil {
+			if rec, err = a.queuedRecordOf(seqs[0], d); err != nil {
 				return nil, err
 			}
 		}
@@ -321,15 +360,6 @@ func (a *deliveryActor) resolve(rec []byte) ([]byte, error) {
 	return append(ev, rec...), nil
 }
 
-// decodeQueuedRecord is decodeQueued of a stored queue record.
-func (a *deliveryActor) decodeQueuedRecord(v []byte) (*kitpb.Event, error) {
-	rec, err := a.resolve(v)
-	if err != nil {
-		return nil, err
-	}
-	return decodeQueued(rec)
-}
-
 // decodeEvent decodes a resolved record as stored: without the reference,
 // the message without its conversation.
 func decodeEvent(rec []byte) (*kitpb.Event, error) {
@@ -382,22 +412,31 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		e.HttpStatus = proto.Int32(m.HttpStatus)
 	}
 	k := queuedEventKey(a.id, m.Sequence)
-	ev, err := decodeQueued(rec)
-	if err != nil {
-		return nil, err
-	}
-	if ev.Message != nil {
-		ev.Message.ConversationId = "" // stored without it, as in the outbox
+	// A success of an event queued as a reference writes the outcome
+	// alone (putDelivered): no need to decode the event.
+	ev := &kitpb.Event{Sequence: m.Sequence}
+	if !m.Delivered || d.outboxPos == 0 {
+		var err error
+		if ev, err = decodeQueued(rec); err != nil {
+			return nil, err
+		}
+		if ev.Message != nil {
+			ev.Message.ConversationId = "" // stored without it, as in the outbox
+		}
 	}
 	d.attempts++
 	d.asked = false // a redelivery or test event that failed waits like any event
+	// Whatever the outcome, the event is no longer queued as a reference:
+	// its delivered record refers to the entry, or its dead letter or
+	// queue record holds the event.
+	a.unref(b, d)
 	ev.Attempts, ev.LastHttpStatus, ev.Redelivery = d.attempts, m.HttpStatus, false
 	var endpointLog *kitpb.DevLogEntry
 	switch {
 	case m.Delivered:
 		e.Status = "delivered"
 		ev.NextAttemptAt, ev.FinishedAt = 0, nanos(now)
-		b.Delete(k)
+		a.dropQueued(b, k, d)
 		a.putDelivered(b, ev, d)
 		endpointLog = a.endpointSucceeded(b, now)
 	default:
@@ -411,7 +450,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		if endpointLog = a.endpointFailed(b, now); !a.paused() && nanos(now)-d.firstAt >= int64(DeadAfter) {
 			e.Status = "dead_lettered"
 			ev.FinishedAt = nanos(now)
-			b.Delete(k)
+			a.dropQueued(b, k, d)
 			a.dropOutboxEntry(b, d)
 			put(b, deadEventKey(a.id, m.Sequence), ev)
 			break
@@ -423,6 +462,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		d.nextAt = nanos(now.Add(retryWait(d.attempts, m.JitterPermille)))
 		ev.NextAttemptAt, ev.FirstAttemptAt = d.nextAt, d.firstAt
 		put(b, k, ev) // the event itself from now on, with its state
+		d.stored = true
 		a.dropOutboxEntry(b, d)
 	}
 	if a.ep.KitId != "" {
@@ -444,6 +484,14 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		return a.takeDeliveries(&kitpb.TakeDeliveries{Max: m.TakeNext})
 	}
 	return &kitpb.Ok{}, nil
+}
+
+// dropQueued deletes in b the queue record k of d, if it has one.
+func (a *deliveryActor) dropQueued(b batch, k []byte, d *delivery) {
+	if d.stored {
+		b.Delete(k)
+		d.stored = false
+	}
 }
 
 // dropOutboxEntry deletes the outbox entry d's queue record referred to,

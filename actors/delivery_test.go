@@ -1,9 +1,11 @@
 package actors_test
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -198,10 +200,12 @@ func TestAttemptOutcomesAreWrittenBeforeTheNodeStops(t *testing.T) {
 }
 
 // The sequencer queues a reference to the outbox entry rather than a copy
-// of the event (docs/deliveries.md, "Outbox and sequencer"): the entry
-// stays until the event's delivery ends; a failed attempt turns the
-// reference into the event itself, with its state, and deletes the entry;
-// a success keeps the reference in its delivered record, with the entry.
+// of the event (docs/deliveries.md, "Outbox and sequencer"), named by its
+// commit's taken record, with no queue record of its own: the entry stays
+// until the event's delivery ends; a failed attempt writes the event
+// itself, with its state, as its queue record and deletes the entry; a
+// success keeps the reference in its delivered record, with the entry;
+// the taken record goes with the last of its events' references.
 func TestQueueRecordsReferToTheirOutboxEntries(t *testing.T) {
 	n := ownNode(t)
 	f, _ := deliveryFixture(t, n, 1)
@@ -213,6 +217,9 @@ func TestQueueRecordsReferToTheirOutboxEntries(t *testing.T) {
 	}
 	stored := func(seq uint64) *kitpb.Event {
 		v, err := n.store.Get(actors.QueuedEventKey(f.inst.Id, seq))
+		if errors.Is(err, persistence.ErrNotFound) {
+			return nil
+		}
 		noErr(t, err)
 		ev := &kitpb.Event{}
 		noErr(t, proto.Unmarshal(v, ev))
@@ -224,10 +231,21 @@ func TestQueueRecordsReferToTheirOutboxEntries(t *testing.T) {
 		noErr(t, n.store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, _ []byte) bool { count++; return true }))
 		return count
 	}
+	taken := func() (refs int) {
+		prefix := actors.TakenEventsPrefix(f.inst.Id)
+		noErr(t, n.store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, v []byte) bool {
+			refs += len(actors.DecodeTaken(t, v))
+			return true
+		}))
+		return refs
+	}
 	for _, ev := range evs {
-		if r := stored(ev.Sequence); r.OutboxSource != f.conv || r.OutboxPos == 0 || r.Message != nil || r.Id != "" {
-			t.Fatalf("queue record %d: %v, want a reference to the outbox entry alone", ev.Sequence, r)
+		if r := stored(ev.Sequence); r != nil {
+			t.Fatalf("queue record %d: %v, want none: the taken record names the outbox entry", ev.Sequence, r)
 		}
+	}
+	if got := taken(); got != 2 {
+		t.Fatalf("taken records name %d events, want a and b", got)
 	}
 	if got := outboxEntries(); got != 2 {
 		t.Fatalf("%d outbox entries, want the 2 the queue refers to", got)
@@ -238,7 +256,7 @@ func TestQueueRecordsReferToTheirOutboxEntries(t *testing.T) {
 	}
 	record(t, n, f.inst.Id, ev.Sequence, false)
 	queued(t, n, f.inst.Id) // flushes the outcome
-	if r := stored(ev.Sequence); r.OutboxSource != "" || r.Message.GetText() != "a" || r.Attempts != 1 {
+	if r := stored(ev.Sequence); r == nil || r.OutboxSource != "" || r.Message.GetText() != "a" || r.Attempts != 1 {
 		t.Fatalf("after a failed attempt the queue record is %v, want the event itself with 1 attempt", r)
 	}
 	if got := outboxEntries(); got != 1 {
@@ -251,6 +269,12 @@ func TestQueueRecordsReferToTheirOutboxEntries(t *testing.T) {
 	record(t, n, f.inst.Id, ev.Sequence, true)
 	if q := queued(t, n, f.inst.Id); len(q) != 0 || outboxEntries() != 1 {
 		t.Fatalf("after both were delivered: %d queued, %d outbox entries; want none queued, b's entry kept", len(q), outboxEntries())
+	}
+	if r := stored(ev.Sequence); r != nil {
+		t.Fatalf("b's queue record is %v after its delivery, want none", r)
+	}
+	if got := taken(); got != 0 {
+		t.Fatalf("taken records name %d events after both left the queue, want none left", got)
 	}
 	v, err := n.store.Get(actors.DeliveredEventKey(f.inst.Id, ev.Sequence))
 	noErr(t, err)
@@ -318,5 +342,152 @@ func TestDeliveredRecordsReferToTheirOutboxEntries(t *testing.T) {
 	ev := take(t, n, f.inst.Id).Events
 	if len(ev) != 1 || ev[0].Message.GetText() != fmt.Sprint(total-1) || !ev[0].Redelivery {
 		t.Fatalf("took %v, want the redelivered last post", ev)
+	}
+}
+
+// After a restart the queue is what the taken records and the queue's own
+// records say, under the same sequences and in order: one row per rule of
+// loadTaken and of the records written before taken records existed.
+func TestTakenRecordsSurviveARestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two nodes per row")
+	}
+	type state struct {
+		n    *testNode
+		f    *eventsFixture
+		a, b string // two conversations
+	}
+	// posted: with notices lost, a1 and a2 into a, b1 into b, then a
+	// restart whose activation takes all three in one commit: one taken
+	// record naming a1, a2, b1 under sequences 1-3 (a's before or after
+	// b's, by the outbox's key order of the two conversations).
+	posted := func(t *testing.T, fs vfs.FS) *state {
+		n, err := startNode(fs, nil)
+		noErr(t, err)
+		f, cs := deliveryFixture(t, n, 2)
+		actors.DropNotices(n.env)
+		n.post(t, f.user, cs[0], postReq{text: "a1"})
+		n.post(t, f.user, cs[0], postReq{text: "a2"})
+		n.post(t, f.user, cs[1], postReq{text: "b1"})
+		noErr(t, n.stop())
+		n, err = startNode(fs, n.clk)
+		noErr(t, err)
+		noErr(t, actors.WakeDeliveries(n.env))
+		if q := queued(t, n, f.inst.Id); len(q) != 3 {
+			t.Fatalf("queued %q, want a1, a2, b1", eventTexts(q))
+		}
+		return &state{n, f, cs[0], cs[1]}
+	}
+	seqOf := func(t *testing.T, s *state, text string) uint64 {
+		for _, ev := range queued(t, s.n, s.f.inst.Id) {
+			if ev.Message.GetText() == text {
+				return ev.Sequence
+			}
+		}
+		t.Fatalf("%s is not queued", text)
+		return 0
+	}
+	// deliver takes what may go and records each named one delivered, the
+	// others failed.
+	deliver := func(t *testing.T, s *state, delivered ...string) {
+		for _, ev := range take(t, s.n, s.f.inst.Id).Events {
+			record(t, s.n, s.f.inst.Id, ev.Sequence, slices.Contains(delivered, ev.Message.GetText()))
+		}
+		queued(t, s.n, s.f.inst.Id) // flushes the outcomes
+	}
+	write := func(t *testing.T, s *state, fn func(b *persistence.Batch)) {
+		b := s.n.store.NewBatch()
+		fn(b)
+		noErr(t, b.Commit())
+	}
+	for _, tc := range []struct {
+		name   string
+		before func(t *testing.T, s *state) // before the second restart
+		want   []string                     // queued after it, sorted
+	}{
+		{"events still referred to are queued again under their sequences", func(t *testing.T, s *state) {}, []string{"a1", "a2", "b1"}},
+		{"a delivered event is not queued again", func(t *testing.T, s *state) { deliver(t, s, "a1", "b1") }, []string{"a2"}},
+		{"a failed event is queued as its own record, before the reference behind it", func(t *testing.T, s *state) { deliver(t, s) }, []string{"a1", "a2", "b1"}},
+		{"an event delivered and pruned since is not queued again", func(t *testing.T, s *state) {
+			seq := seqOf(t, s, "b1")
+			deliver(t, s, "b1") // a1 fails: its record keeps a2's reference
+			// What pruning b1 would do: its delivered record and its outbox
+			// entry go.
+			v, err := s.n.store.Get(actors.DeliveredEventKey(s.f.inst.Id, seq))
+			noErr(t, err)
+			ref := &kitpb.Event{}
+			noErr(t, proto.Unmarshal(v, ref))
+			write(t, s, func(b *persistence.Batch) {
+				b.Delete(actors.DeliveredEventKey(s.f.inst.Id, seq))
+				b.Delete(actors.OutboxKey(s.f.inst.Id, ref.OutboxSource, ref.OutboxPos))
+			})
+		}, []string{"a1", "a2"}},
+		{"a queue record that refers to its outbox entry, as before taken records, is queued", func(t *testing.T, s *state) {
+			// The layout before taken records: a reference per event in the
+			// queue. Rewrite the taken record as such.
+			prefix := actors.TakenEventsPrefix(s.f.inst.Id)
+			write(t, s, func(b *persistence.Batch) {
+				noErr(t, s.n.store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
+					first := actors.DecodeSeq(k[len(prefix):])
+					for i, r := range actors.DecodeTaken(t, v) {
+						source, pos, _ := strings.Cut(r, "/")
+						p, err := strconv.ParseUint(pos, 10, 64)
+						noErr(t, err)
+						seq := first + uint64(i)
+						b.Set(actors.QueuedEventKey(s.f.inst.Id, seq), mustMarshal(t, &kitpb.Event{Sequence: seq, OutboxSource: source, OutboxPos: p}))
+					}
+					b.Delete(slices.Clone(k))
+					return true
+				}))
+			})
+		}, []string{"a1", "a2", "b1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			s := posted(t, fs)
+			seqs := map[string]uint64{}
+			for _, ev := range queued(t, s.n, s.f.inst.Id) {
+				seqs[ev.Message.GetText()] = ev.Sequence
+			}
+			tc.before(t, s)
+			noErr(t, s.n.stop())
+			n, err := startNode(fs, s.n.clk)
+			noErr(t, err)
+			t.Cleanup(func() { n.stop() })
+			s.n = n
+			q := queued(t, n, s.f.inst.Id) // in sequence order
+			if got := slices.Sorted(slices.Values(eventTexts(q))); !slices.Equal(got, tc.want) {
+				t.Fatalf("queued %q after the restart, want %q", got, tc.want)
+			}
+			for _, ev := range q {
+				if ev.Sequence != seqs[ev.Message.GetText()] {
+					t.Fatalf("%s has sequence %d after the restart, %d before", ev.Message.GetText(), ev.Sequence, seqs[ev.Message.GetText()])
+				}
+			}
+			// Everything left goes, each once, and leaves nothing queued
+			// or taken behind.
+			n.clk.Advance(actors.FirstRetryAfter * 2)
+			sent := map[string]int{}
+			for range 3 {
+				for _, ev := range take(t, n, s.f.inst.Id).Events {
+					sent[ev.Message.GetText()]++
+					record(t, n, s.f.inst.Id, ev.Sequence, true)
+				}
+			}
+			for _, text := range tc.want {
+				if sent[text] != 1 {
+					t.Fatalf("after the restart sent %v, want each of %q once", sent, tc.want)
+				}
+			}
+			if q := queued(t, n, s.f.inst.Id); len(q) != 0 {
+				t.Fatalf("%q still queued after every event was delivered", eventTexts(q))
+			}
+			for _, prefix := range [][]byte{actors.TakenEventsPrefix(s.f.inst.Id), actors.QueuedEventsPrefix(s.f.inst.Id)} {
+				noErr(t, n.store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+					t.Fatalf("record %q left after every event was delivered", k)
+					return false
+				}))
+			}
+		})
 	}
 }

@@ -1,5 +1,10 @@
 package actors
 
+import (
+	"fmt"
+	"testing"
+)
+
 // Key constructors for the tests of package actors_test that read or write
 // records by hand.
 var (
@@ -15,6 +20,10 @@ var (
 	ResponseURLsPrefix = responseURLsPrefix
 	InstallationKey    = installationKey
 	QueuedEventKey     = queuedEventKey
+	TakenEventsPrefix  = takenEventsPrefix
+	QueuedEventsPrefix = queuedEventsPrefix
+	OutboxKey          = outboxKey
+	DecodeSeq          = decodeSeq
 	DeliveredEventKey  = deliveredEventKey
 	OutboxSourcePrefix = outboxSourcePrefix
 )
@@ -28,3 +37,18 @@ func KeepNotices(env *Env) { env.testHookDropNotices.Store(false) }
 
 // RetryWait is the wait after the n-th failed attempt with the draw jitter.
 var RetryWait = retryWait
+
+// DecodeTaken reads a taken record: the outbox entries it names, as
+// source/position.
+func DecodeTaken(t testing.TB, v []byte) []string {
+	t.Helper()
+	refs, err := decodeTaken(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = fmt.Sprintf("%s/%d", r.source, r.pos)
+	}
+	return out
+}

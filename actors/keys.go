@@ -81,7 +81,8 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"devLogKey", "devlog/{id}/{id}"},                 // DevLogEntry, stored without its id; written once by the actor that decided what it reports, in that actor's partition (writerPartitioned), expired by range deletion (devlog.go)
 	{"outboxKey", "outbox/{id}/{id}/{pos}"},           // Event for an installation from an emitting actor, by that actor's position, in its partition (writerPartitioned); written by the emitter, referred to by its queue record until its delivery ends, then deleted by the installation's delivery actor (events.go, delivery.go)
 	{"eventSequenceKey", "dlv/{id}/seq"},              // the last sequence an installation's delivery actor gave out, 8 bytes big-endian
-	{"queuedEventKey", "dlv/{id}/q/{pos}"},            // a reference to the outbox entry with its sequence, or after a failed attempt the Event itself with its delivery state, until delivered or dead (delivery.go)
+	{"queuedEventKey", "dlv/{id}/q/{pos}"},            // the Event itself with its delivery state after a failed attempt, a redelivery or a test event, until delivered or dead; before taken records, also a reference to the outbox entry with its sequence (delivery.go)
+	{"takenEventsKey", "dlv/{id}/t/{pos}"},            // what one commit of the sequencer took: the outbox entries of the sequences from {pos} on, until none of them is queued as a reference (delivery_taken.go)
 	{"deadEventKey", "dlv/{id}/x/{pos}"},              // Event whose delivery failed for 24 hours (dead letter), by sequence
 	{"deliveredEventKey", "dlv/{id}/d/{pos}"},         // Event delivered, by sequence; the most recent KeepDelivered are kept for the list and redelivery
 	{"deliveryEndpointKey", "dlv/{id}/ep"},            // DeliveryEndpoint: the installation's endpoint failing or paused (delivery_endpoint.go)
@@ -407,6 +408,14 @@ func queuedEventKey(inst string, seq uint64) []byte {
 }
 
 func queuedEventsPrefix(inst string) []byte { return key(partition.Of(inst), "dlv", inst, "q", "") }
+
+// takenEventsKey is the record of the outbox entries one commit of the
+// sequencer took, the first under sequence first.
+func takenEventsKey(inst string, first uint64) []byte {
+	return persistence.AppendUint64(keyWithRoom(partition.Of(inst), positionLen, "dlv", inst, "t", ""), first)
+}
+
+func takenEventsPrefix(inst string) []byte { return key(partition.Of(inst), "dlv", inst, "t", "") }
 
 func deadEventKey(inst string, seq uint64) []byte {
 	return persistence.AppendUint64(keyWithRoom(partition.Of(inst), positionLen, "dlv", inst, "x", ""), seq)

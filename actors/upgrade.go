@@ -26,8 +26,9 @@ import (
 
 // layoutSteps[i] brings a directory from layout i to layout i+1.
 var layoutSteps = [...]layoutStep{
-	{"index the sign-in emails", indexSignInEmails},            // 0 → 1 (2026-11-23)
-	{"move every key under its partition", moveIntoPartitions}, // 1 → 2 (2026-11-23)
+	{"index the sign-in emails", indexSignInEmails},             // 0 → 1 (2026-11-23)
+	{"move every key under its partition", moveIntoPartitions},  // 1 → 2 (2026-11-23)
+	{"queue fresh events by taken records", takenRecordsLayout}, // 2 → 3 (2026-11-27)
 }
 
 // layoutStep is one step of an upgrade: what it does, for the log, and
@@ -186,3 +187,10 @@ func moveIntoPartitions(store *persistence.Store, progress func(keys int)) (int,
 	}
 	return moved + n, b.Commit()
 }
+
+// takenRecordsLayout marks a directory whose delivery actors may write
+// taken records (delivery_taken.go). It writes nothing: the queue records
+// of earlier layouts that refer to an outbox entry still load. The layout
+// is for older builds, which do not read taken records and would take
+// their events again under new sequences: they refuse the directory.
+func takenRecordsLayout(*persistence.Store, func(keys int)) (int, error) { return 0, nil }

@@ -91,6 +91,12 @@ func TestUpgradeIndexesSignInEmails(t *testing.T) {
 			t.Fatalf("the step ran again: %v", err)
 		}
 	})
+	t.Run("a build that does not read taken records refuses the directory", func(t *testing.T) {
+		// Layout 2 is the newest such a build knows.
+		if at, err := layoutOf(store); err != nil || at <= 2 {
+			t.Fatalf("layout %d (%v), want past 2", at, err)
+		}
+	})
 	t.Run("a directory from a newer build is refused", func(t *testing.T) {
 		b := store.NewBatch()
 		b.Set(layoutKey(), binary.BigEndian.AppendUint64(nil, uint64(len(layoutSteps))+1))

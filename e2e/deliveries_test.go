@@ -438,10 +438,33 @@ func TestDeliveriesInFlightAreCapped(t *testing.T) {
 // conversation's in order.
 func TestDeliveriesSurviveKill9(t *testing.T) {
 	t.Parallel()
+	deliveriesSurviveKill9(t, "")
+}
+
+// takenRecordsCommit is the last commit whose kitd queues an event by a
+// queue record of its own that refers to its outbox entry (data layout
+// 2), before taken records.
+const takenRecordsCommit = "fd9ea35"
+
+// A directory an older build left with events queued, one failed (its
+// queue record holds it) and others queued behind it as references: the
+// current build upgrades it and delivers every event, once acknowledged,
+// each conversation's in order.
+func TestDeliveriesOfAnOlderBuildsQueue(t *testing.T) {
+	t.Parallel()
+	deliveriesSurviveKill9(t, olderBuild(t, takenRecordsCommit))
+}
+
+// deliveriesSurviveKill9 runs TestDeliveriesSurviveKill9's scenario, the
+// first server from bin ("": the binary under test).
+func deliveriesSurviveKill9(t *testing.T, bin string) {
 	rcv := newReceiver(t)
 	rcv.answerWith(func(int) (int, time.Duration, bool) { return 503, 0, false })
 	dir := t.TempDir()
-	s, opts := deliveryServer(t, rcv, false, dir)
+	opts := ServerOpts{DataDir: dir, OpToken: "op_" + randToken(), Limits: "off", Bin: bin,
+		Args: []string{"--delivery-ca", rcv.caPath, "--delivery-allow", strings.TrimPrefix(rcv.srv.URL, "https://")}}
+	s := startServerOpts(t, opts)
+	opts.Bin = ""
 	e := newEventsSetup(t, s, rcv, 3)
 	posted := map[string][]string{}
 	for i := range 5 {

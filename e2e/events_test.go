@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -34,9 +35,11 @@ func (w *Workspace) eventsKit(t testing.TB, events []string, scopes ...string) *
 }
 
 // storedEvents reads a stopped server's data directory: the events queued
-// for inst in sequence order (a queue record that refers to its outbox
-// entry merged with it, as the delivery actor reads it), and the outbox
-// entries no queue record refers to, still to be taken.
+// for inst in sequence order (its queue records, and the events of its
+// taken records that are references still: without a queue record of
+// their own and with their outbox entry, merged with it, as the delivery
+// actor reads them), and the outbox entries no queued event refers to,
+// still to be taken.
 func storedEvents(t *testing.T, dir, inst string) (queued []*kitpb.Event, inOutbox []*kitpb.Event) {
 	t.Helper()
 	store, err := persistence.Open(dir, persistence.Options{})
@@ -48,16 +51,27 @@ func storedEvents(t *testing.T, dir, inst string) (queued []*kitpb.Event, inOutb
 		key, rec []byte
 		taken    bool
 	}
-	outbox := map[uint64][]*entry{} // by position (the key's last 8 bytes)
-	var refs [][]byte
+	outbox := map[uint64][]*entry{}   // by position (the key's last 8 bytes)
+	own := map[uint64][]byte{}        // queue records, by sequence
+	refs := map[uint64]*kitpb.Event{} // references of taken records, by sequence
 	err = store.Scan(nil, nil, false, func(k, v []byte) bool {
 		kind := actors.KeyKind(k)
-		if (kind != "queuedEventKey" && kind != "outboxKey") || !strings.Contains(string(k), "/"+inst+"/") {
+		if !strings.Contains(string(k), "/"+inst+"/") {
 			return true
 		}
-		if kind == "queuedEventKey" {
-			refs = append(refs, bytes.Clone(v))
-		} else {
+		switch kind {
+		case "queuedEventKey":
+			own[binary.BigEndian.Uint64(k[len(k)-8:])] = bytes.Clone(v)
+		case "takenEventsKey":
+			first, sources, positions, err := actors.TakenEvents(k, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range sources {
+				seq := first + uint64(i)
+				refs[seq] = &kitpb.Event{Sequence: seq, OutboxSource: sources[i], OutboxPos: positions[i]}
+			}
+		case "outboxKey":
 			pos := binary.BigEndian.Uint64(k[len(k)-8:])
 			outbox[pos] = append(outbox[pos], &entry{key: bytes.Clone(k), rec: bytes.Clone(v)})
 		}
@@ -73,15 +87,32 @@ func storedEvents(t *testing.T, dir, inst string) (queued []*kitpb.Event, inOutb
 		}
 		return ev
 	}
-	for _, rec := range refs {
+	entryOf := func(ref *kitpb.Event) *entry {
+		for _, e := range outbox[ref.OutboxPos] {
+			if strings.Contains(string(e.key), "/"+ref.OutboxSource+"/") {
+				return e
+			}
+		}
+		return nil
+	}
+	recs := map[uint64][]byte{} // the queue by sequence: own records, else references
+	for seq, ref := range refs {
+		if _, ok := own[seq]; !ok && entryOf(ref) != nil {
+			rec, err := proto.Marshal(ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs[seq] = rec
+		}
+	}
+	for seq, rec := range own {
+		recs[seq] = rec
+	}
+	for _, seq := range slices.Sorted(maps.Keys(recs)) {
+		rec := recs[seq]
 		ev := decode(rec)
 		if ev.OutboxSource != "" {
-			var found *entry
-			for _, e := range outbox[ev.OutboxPos] {
-				if strings.Contains(string(e.key), "/"+ev.OutboxSource+"/") {
-					found = e
-				}
-			}
+			found := entryOf(ev)
 			if found == nil || found.taken {
 				t.Fatalf("queued event %d refers to outbox entry %s/%d, which is missing or taken twice", ev.Sequence, ev.OutboxSource, ev.OutboxPos)
 			}
