@@ -17,6 +17,8 @@ package blocks
 import (
 	"bytes"
 	"strconv"
+
+	"github.com/kitd/kitd/internal/jsontext"
 )
 
 // Message-wide limits (SPEC.md section 8).
@@ -58,7 +60,7 @@ func Validate(raw []byte, p Policy) ([]byte, error) {
 	}
 	// 128 tokens hold most blocks; the list is reused from block to block
 	// and grows for larger ones.
-	v := validator{raw: raw, p: p, toks: make([]tok, 0, 128)}
+	v := validator{raw: raw, p: p, toks: make([]jsontext.Token, 0, 128)}
 	if err := v.run(); err != nil {
 		return nil, err
 	}
@@ -69,7 +71,7 @@ func Validate(raw []byte, p Policy) ([]byte, error) {
 // stack.
 type validator struct {
 	raw  []byte
-	toks []tok // the tokens of the current block
+	toks []jsontext.Token // the tokens of the current block
 	p    Policy
 
 	// The first problem: its reason, and its path from the inside out.
@@ -126,9 +128,9 @@ func (v *validator) run() *Error {
 		if count == MaxBlocks {
 			return &Error{Path: "blocks", Reason: "must have at most " + strconv.Itoa(MaxBlocks) + " blocks"}
 		}
-		toks, end, blockSpaced, serr := tokenizeValue(raw, i, v.toks[:0], maxDepth-1)
+		toks, end, blockSpaced, serr := jsontext.Tokenize(v.toks[:0], raw, i, maxDepth-1, jsontext.Strict)
 		if serr != nil {
-			return serr
+			return syntaxError(serr)
 		}
 		v.toks = toks
 		v.drop, v.skipKey = false, -1
@@ -178,11 +180,23 @@ func (v *validator) run() *Error {
 	return nil
 }
 
-func skipSpace(raw []byte, i int) int {
-	for i < len(raw) && isSpace(raw[i]) {
-		i++
+func skipSpace(raw []byte, i int) int { return jsontext.SkipSpace(raw, i) }
+
+// maxDepth bounds nesting, the blocks array included. The deepest valid
+// Blocks document has 6 levels (blocks, block, elements, select, options,
+// option); the margin only makes the error about depth rather than shape.
+const maxDepth = 32
+
+func syntaxErr(at int, what string) *Error {
+	return &Error{Path: "blocks", Reason: "is not valid JSON: " + what + " at byte " + strconv.Itoa(at)}
+}
+
+// syntaxError words the tokenizer's error as Blocks always have.
+func syntaxError(e *jsontext.SyntaxError) *Error {
+	if e.Code == jsontext.ErrDepth {
+		return syntaxErr(e.Offset, "nesting deeper than "+strconv.Itoa(maxDepth)+" levels")
 	}
-	return i
+	return syntaxErr(e.Offset, e.Code.String())
 }
 
 // fail records reason for the value being checked and returns false, so
@@ -230,20 +244,16 @@ func (v *validator) error() *Error {
 // when the string has no escapes; otherwise it is valid until the next call.
 func (v *validator) str(t int32) []byte {
 	tk := &v.toks[t]
-	if tk.flags&fEsc != 0 {
-		return v.unescaped(tk)
+	if tk.Flags&jsontext.Escaped != 0 {
+		v.scratch = jsontext.Unescape(v.scratch[:0], tk.Body(v.raw))
+		return v.scratch
 	}
-	return v.raw[tk.start+1 : tk.start+int32(tk.size)-1]
-}
-
-func (v *validator) unescaped(tk *tok) []byte {
-	v.scratch = unescape(v.scratch[:0], v.raw[tk.start+1:tk.end()-1])
-	return v.scratch
+	return tk.Body(v.raw)
 }
 
 // member returns the value token of key name in object t, or 0.
 func (v *validator) member(t int32, name string) int32 {
-	for j := t + 1; j < v.toks[t].next; j = v.toks[j+1].next {
+	for j := t + 1; j < v.toks[t].Next; j = v.toks[j+1].Next {
 		if string(v.str(j)) == name {
 			return j + 1
 		}
@@ -255,7 +265,7 @@ func (v *validator) member(t int32, name string) int32 {
 // (tokens do not outlive their block) and the hash of its decoded text.
 type idEntry struct {
 	start int32
-	size  uint16
+	end   int32 // after the closing quote
 	esc   bool
 	hash  uint32
 }
@@ -281,7 +291,7 @@ func hashOf(b []byte) uint32 {
 // entry describes string token t for an idSet.
 func (v *validator) entry(t int32) idEntry {
 	tk := &v.toks[t]
-	return idEntry{start: tk.start, size: tk.size, esc: tk.flags&fEsc != 0, hash: hashOf(v.str(t))}
+	return idEntry{start: tk.Start, end: tk.End, esc: tk.Flags&jsontext.Escaped != 0, hash: hashOf(v.str(t))}
 }
 
 // addUnique adds string token t to s and reports whether it was absent.
@@ -309,12 +319,12 @@ func (v *validator) find(s *idSet, e idEntry) int {
 
 // same reports whether two strings of the input decode to the same text.
 func (v *validator) same(a, b *idEntry) bool {
-	x, y := v.raw[a.start+1:a.start+int32(a.size)-1], v.raw[b.start+1:b.start+int32(b.size)-1]
+	x, y := v.raw[a.start+1:a.end-1], v.raw[b.start+1:b.end-1]
 	if !a.esc && !b.esc {
 		return bytes.Equal(x, y)
 	}
-	v.scratch = unescape(v.scratch[:0], x)
-	v.scratch2 = unescape(v.scratch2[:0], y)
+	v.scratch = jsontext.Unescape(v.scratch[:0], x)
+	v.scratch2 = jsontext.Unescape(v.scratch2[:0], y)
 	return bytes.Equal(v.scratch, v.scratch2)
 }
 
@@ -322,11 +332,11 @@ func (v *validator) same(a, b *idEntry) bool {
 // out the removed accessory.
 func (v *validator) emit(out []byte, t int32) []byte {
 	tk := &v.toks[t]
-	switch tk.kind {
-	case kObject:
+	switch tk.Kind {
+	case jsontext.Object:
 		out = append(out, '{')
 		first := true
-		for j := t + 1; j < tk.next; j = v.toks[j+1].next {
+		for j := t + 1; j < tk.Next; j = v.toks[j+1].Next {
 			if j == v.skipKey {
 				continue
 			}
@@ -335,14 +345,14 @@ func (v *validator) emit(out []byte, t int32) []byte {
 			}
 			first = false
 			k := &v.toks[j]
-			out = append(out, v.raw[k.start:k.end()]...)
+			out = append(out, v.raw[k.Start:k.End]...)
 			out = append(out, ':')
 			out = v.emit(out, j+1)
 		}
 		return append(out, '}')
-	case kArray:
+	case jsontext.Array:
 		out = append(out, '[')
-		for j := t + 1; j < tk.next; j = v.toks[j].next {
+		for j := t + 1; j < tk.Next; j = v.toks[j].Next {
 			if j != t+1 {
 				out = append(out, ',')
 			}
@@ -350,5 +360,5 @@ func (v *validator) emit(out []byte, t int32) []byte {
 		}
 		return append(out, ']')
 	}
-	return append(out, v.raw[tk.start:tk.end()]...)
+	return append(out, v.raw[tk.Start:tk.End]...)
 }

@@ -1,0 +1,221 @@
+package jsontext
+
+// Mode says which strings a reader accepts.
+type Mode uint8
+
+const (
+	// Lenient accepts every string encoding/json accepts: invalid UTF-8
+	// and lone surrogate escapes decode to U+FFFD.
+	Lenient Mode = iota
+	// Strict refuses invalid UTF-8 and lone surrogate escapes: text that
+	// is stored and shown as it was sent must mean what it says.
+	Strict
+)
+
+// Tokenize checks that raw holds one JSON value starting at offset i (white
+// space before it allowed), nested at most maxDepth containers deep, and
+// appends its tokens to toks. It returns the offset after the value and any
+// white space that follows it; spaced reports whether the value contains
+// or is followed by white space, i.e. whether copying it would not be
+// compact. Token indices are relative to toks[0], whatever toks held.
+func Tokenize(toks []Token, raw []byte, i, maxDepth int, mode Mode) (_ []Token, end int, spaced bool, _ *SyntaxError) {
+	const (
+		wantValue = iota
+		wantKey
+		wantNext // after a value: ',' or a closing bracket
+	)
+	// While a container is open its Next holds the index of the container
+	// around it (-1: none) and N counts its contents so far, so nesting
+	// costs no stack of its own.
+	cur, depth, n := int32(-1), 0, len(raw)
+	state := wantValue
+	for {
+		s := i
+		for i < n && IsSpace(raw[i]) {
+			i++
+		}
+		if i != s {
+			spaced = true
+		}
+		switch state {
+		case wantValue:
+			if i >= n {
+				return nil, 0, false, errAt(i, ErrEnd)
+			}
+			if cur >= 0 && toks[cur].Kind == Array {
+				toks[cur].N++
+			}
+			idx := int32(len(toks))
+			c := raw[i]
+			switch c {
+			case '{', '[':
+				if depth == maxDepth {
+					return nil, 0, false, errAt(i, ErrDepth)
+				}
+				k, closer := Object, byte('}')
+				if c == '[' {
+					k, closer = Array, ']'
+				}
+				toks = push(toks, int32(i), 0, cur, 0, k, 0)
+				i++
+				s = i
+				for i < n && IsSpace(raw[i]) {
+					i++
+				}
+				if i != s {
+					spaced = true
+				}
+				if i < n && raw[i] == closer {
+					toks[idx].End, toks[idx].Next = int32(i), idx+1
+					i++
+					state = wantNext
+					continue
+				}
+				cur = idx
+				depth++
+				if k == Object {
+					state = wantKey
+				}
+				continue
+			case '"':
+				var err *SyntaxError
+				if toks, i, err = pushString(toks, raw, i, idx, mode); err != nil {
+					return nil, 0, false, err
+				}
+			case 't', 'f', 'n':
+				lit, k := "null", Null
+				if c == 't' {
+					lit, k = "true", True
+				} else if c == 'f' {
+					lit, k = "false", False
+				}
+				if !HasLiteral(raw, i, lit) {
+					return nil, 0, false, errAt(i, ErrLiteral)
+				}
+				toks = push(toks, int32(i), int32(i+len(lit)), idx+1, 0, k, 0)
+				i += len(lit)
+			default:
+				end := ScanNumber(raw, i)
+				if end < 0 {
+					return nil, 0, false, errAt(i, ErrChar)
+				}
+				toks = push(toks, int32(i), int32(end), idx+1, 0, Number, 0)
+				i = end
+			}
+			state = wantNext
+		case wantKey:
+			if i >= n || raw[i] != '"' {
+				return nil, 0, false, errAt(i, ErrKey)
+			}
+			toks[cur].N++
+			var err *SyntaxError
+			if toks, i, err = pushString(toks, raw, i, int32(len(toks)), mode); err != nil {
+				return nil, 0, false, err
+			}
+			s = i
+			for i < n && IsSpace(raw[i]) {
+				i++
+			}
+			if i != s {
+				spaced = true
+			}
+			if i >= n || raw[i] != ':' {
+				return nil, 0, false, errAt(i, ErrColon)
+			}
+			i++
+			state = wantValue
+		case wantNext:
+			if cur < 0 {
+				return toks, i, spaced, nil
+			}
+			if i >= n {
+				return nil, 0, false, errAt(i, ErrEnd)
+			}
+			t := &toks[cur]
+			switch c := raw[i]; {
+			case c == ',':
+				if t.Kind == Object {
+					state = wantKey
+				} else {
+					state = wantValue
+				}
+			case c == '}' && t.Kind == Object, c == ']' && t.Kind == Array:
+				parent := t.Next
+				t.End, t.Next = int32(i), int32(len(toks))
+				cur = parent
+				depth--
+			default:
+				return nil, 0, false, errAt(i, ErrChar)
+			}
+			i++
+		}
+	}
+}
+
+// pushString appends the string token at raw[i], index idx.
+func pushString(toks []Token, raw []byte, i int, idx int32, mode Mode) ([]Token, int, *SyntaxError) {
+	end, stop := PlainString(raw, i)
+	if end != 0 {
+		return push(toks, int32(i), int32(end), idx+1, int32(end-i-2), String, 0), end, nil
+	}
+	end, chars, flags, err := scanString(raw, i, stop, mode)
+	if err != nil {
+		return nil, 0, err
+	}
+	return push(toks, int32(i), int32(end), idx+1, int32(chars), String, flags), end, nil
+}
+
+// push appends a token field by field: building a Token value and copying
+// it costs a store-forwarding stall per token, a third of the tokenizer's
+// time.
+func push(toks []Token, start, end, next, n int32, k Kind, flags uint8) []Token {
+	if len(toks) == cap(toks) {
+		toks = append(toks, Token{})[:len(toks)]
+	}
+	toks = toks[:len(toks)+1]
+	t := &toks[len(toks)-1]
+	t.Start, t.End, t.Next, t.N, t.Kind, t.Flags = start, end, next, n, k, flags
+	return toks
+}
+
+// ScanNumber returns the end of the JSON number at raw[i], or -1.
+func ScanNumber(raw []byte, i int) int {
+	n := len(raw)
+	if i < n && raw[i] == '-' {
+		i++
+	}
+	switch {
+	case i < n && raw[i] == '0':
+		i++
+	case i < n && raw[i] >= '1' && raw[i] <= '9':
+		for i < n && raw[i] >= '0' && raw[i] <= '9' {
+			i++
+		}
+	default:
+		return -1
+	}
+	if i < n && raw[i] == '.' {
+		i++
+		d := i
+		for i < n && raw[i] >= '0' && raw[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return -1
+		}
+	}
+	if i < n && (raw[i] == 'e' || raw[i] == 'E') {
+		i++
+		if i < n && (raw[i] == '+' || raw[i] == '-') {
+			i++
+		}
+		d := i
+		for i < n && raw[i] >= '0' && raw[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return -1
+		}
+	}
+	return i
+}
