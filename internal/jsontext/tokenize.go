@@ -188,19 +188,12 @@ func ScanNumber(raw []byte, i int) int {
 	case i < n && raw[i] == '0':
 		i++
 	case i < n && raw[i] >= '1' && raw[i] <= '9':
-		for i < n && raw[i] >= '0' && raw[i] <= '9' {
-			i++
-		}
+		i = digits(raw, i)
 	default:
 		return -1
 	}
 	if i < n && raw[i] == '.' {
-		i++
-		d := i
-		for i < n && raw[i] >= '0' && raw[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = digits(raw, i+1); i < 0 {
 			return -1
 		}
 	}
@@ -209,13 +202,22 @@ func ScanNumber(raw []byte, i int) int {
 		if i < n && (raw[i] == '+' || raw[i] == '-') {
 			i++
 		}
-		d := i
-		for i < n && raw[i] >= '0' && raw[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = digits(raw, i); i < 0 {
 			return -1
 		}
+	}
+	return i
+}
+
+// digits returns the end of the run of digits at raw[i], or -1 when there
+// is none.
+func digits(raw []byte, i int) int {
+	d := i
+	for i < len(raw) && raw[i] >= '0' && raw[i] <= '9' {
+		i++
+	}
+	if i == d {
+		return -1
 	}
 	return i
 }
