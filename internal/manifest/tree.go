@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 
 	"github.com/kitd/kitd/internal/jsontext"
 )
@@ -44,15 +45,27 @@ type member struct {
 // the two agree). Strings without escapes are substrings of the text;
 // strings with escapes are decoded as encoding/json decodes them.
 func parseTree(text string) (*node, error) {
-	raw := []byte(text)
-	toks, end, _, err := jsontext.Tokenize(nil, raw, 0, maxDepth, jsontext.Lenient)
-	if err != nil || end != len(raw) {
+	b := treeBufs.Get().(*bufs)
+	defer treeBufs.Put(b)
+	b.raw = append(b.raw[:0], text...)
+	toks, end, _, err := jsontext.Tokenize(b.toks[:0], b.raw, 0, maxDepth, jsontext.Lenient)
+	if err != nil || end != len(b.raw) {
 		return nil, errTree
 	}
-	t := tree{text: text, raw: raw, toks: toks}
+	b.toks = toks
+	t := tree{text: text, raw: b.raw, toks: toks}
 	n, _ := t.node(0)
 	return n, nil
 }
+
+// bufs are the bytes and tokens of one parse: the tree keeps neither (its
+// strings are substrings of the text or copies), so parses reuse them.
+type bufs struct {
+	raw  []byte
+	toks []jsontext.Token
+}
+
+var treeBufs = sync.Pool{New: func() any { return new(bufs) }}
 
 var errTree = errors.New("manifest: not valid JSON")
 
