@@ -7,7 +7,8 @@
 // caller maps *Error to a 400 validation_error and decides file visibility.
 //
 // Blocks are checked on every message write, so validation is one pass over
-// the raw bytes: each block is tokenized into a small reused token list,
+// the raw bytes: each block is tokenized by internal/jsontext (Strict: no
+// invalid UTF-8, no lone surrogate) into a small reused token list,
 // checked against the tables in schema.go, and copied to the output only
 // when it must change. A generic decode into maps would cost many times the
 // time and allocations of the rest of the request. docs/blocks.md is the
