@@ -136,8 +136,7 @@ func (s *keyScanner) value(t reflect.Type) bool {
 		}
 		return s.array(elem)
 	case '"':
-		_, ok := s.str()
-		return ok
+		return s.skipStr()
 	default:
 		return s.scalar()
 	}
@@ -302,7 +301,7 @@ func (s *keyScanner) skip() bool {
 	for s.i < len(s.b) {
 		switch c := s.b[s.i]; c {
 		case '"':
-			if _, ok := s.str(); !ok {
+			if !s.skipStr() {
 				return false
 			}
 			continue
@@ -336,6 +335,16 @@ func (s *keyScanner) str() ([]byte, bool) {
 		return s.b[start+1 : end-1], true
 	}
 	return jsontext.Unescape(nil, s.b[start+1:end-1]), true
+}
+
+// skipStr reads a string whose text is not needed: a value.
+func (s *keyScanner) skipStr() bool {
+	end, _, err := jsontext.ScanString(s.b, s.i, jsontext.Lenient)
+	if err != nil {
+		return false
+	}
+	s.i = end
+	return true
 }
 
 // scalar reads a number or literal; json.Unmarshal checks its form.
