@@ -68,7 +68,7 @@ func TestTokens(t *testing.T) {
 	for i, w := range []struct {
 		kind Kind
 		next int32
-		n    int32
+		n    uint16
 	}{{Object, 7, 2}, {String, 2, 1}, {Array, 5, 2}, {Number, 4, 0}, {String, 5, 0}, {String, 6, 1}, {Object, 7, 0}} {
 		if tk := toks[i]; tk.Kind != w.kind || tk.Next != w.next || tk.Kind != String && tk.N != w.n {
 			t.Errorf("token %d = %+v, want kind %d next %d n %d", i, tk, w.kind, w.next, w.n)
@@ -147,5 +147,18 @@ func TestPlainString(t *testing.T) {
 				t.Fatalf("end %d stop %d, want %d %d", end, stop, tt.end, tt.stop)
 			}
 		})
+	}
+}
+
+// TestCountsStopAtMaxN: a count or length past MaxN reads MaxN, never a
+// small number.
+func TestCountsStopAtMaxN(t *testing.T) {
+	long := `"` + strings.Repeat("a", MaxN+10) + `"`
+	many := "[" + strings.Repeat("1,", MaxN+10) + "1]"
+	for _, in := range []string{long, many} {
+		toks, _, _, err := Tokenize(nil, []byte(in), 0, 4, Strict)
+		if err != nil || toks[0].N != MaxN {
+			t.Fatalf("N = %d, %v", toks[0].N, err)
+		}
 	}
 }

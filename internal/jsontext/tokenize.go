@@ -37,13 +37,51 @@ func Tokenize(toks []Token, raw []byte, i, maxDepth int, mode Mode) (_ []Token, 
 		if i != s {
 			spaced = true
 		}
+		if state != wantNext && i < n && raw[i] == '"' {
+			// A key or a string value: one place, so that the common
+			// case costs no call beyond the scan itself.
+			if state == wantKey || cur >= 0 && toks[cur].Kind == Array {
+				count(&toks[cur])
+			}
+			idx := int32(len(toks))
+			end, stop := PlainString(raw, i)
+			if end != 0 {
+				toks = push(toks, int32(i), int32(end), idx+1, end-i-2, String, 0)
+			} else {
+				var chars int
+				var flags uint8
+				var err *SyntaxError
+				if end, chars, flags, err = scanString(raw, i, stop, mode); err != nil {
+					return nil, 0, false, err
+				}
+				toks = push(toks, int32(i), int32(end), idx+1, chars, String, flags)
+			}
+			i = end
+			if state == wantValue {
+				state = wantNext
+				continue
+			}
+			s = i
+			for i < n && IsSpace(raw[i]) {
+				i++
+			}
+			if i != s {
+				spaced = true
+			}
+			if i >= n || raw[i] != ':' {
+				return nil, 0, false, errAt(i, ErrColon)
+			}
+			i++
+			state = wantValue
+			continue
+		}
 		switch state {
 		case wantValue:
 			if i >= n {
 				return nil, 0, false, errAt(i, ErrEnd)
 			}
 			if cur >= 0 && toks[cur].Kind == Array {
-				toks[cur].N++
+				count(&toks[cur])
 			}
 			idx := int32(len(toks))
 			c := raw[i]
@@ -77,11 +115,6 @@ func Tokenize(toks []Token, raw []byte, i, maxDepth int, mode Mode) (_ []Token, 
 					state = wantKey
 				}
 				continue
-			case '"':
-				var err *SyntaxError
-				if toks, i, err = pushString(toks, raw, i, idx, mode); err != nil {
-					return nil, 0, false, err
-				}
 			case 't', 'f', 'n':
 				lit, k := "null", Null
 				if c == 't' {
@@ -103,27 +136,8 @@ func Tokenize(toks []Token, raw []byte, i, maxDepth int, mode Mode) (_ []Token, 
 				i = end
 			}
 			state = wantNext
-		case wantKey:
-			if i >= n || raw[i] != '"' {
-				return nil, 0, false, errAt(i, ErrKey)
-			}
-			toks[cur].N++
-			var err *SyntaxError
-			if toks, i, err = pushString(toks, raw, i, int32(len(toks)), mode); err != nil {
-				return nil, 0, false, err
-			}
-			s = i
-			for i < n && IsSpace(raw[i]) {
-				i++
-			}
-			if i != s {
-				spaced = true
-			}
-			if i >= n || raw[i] != ':' {
-				return nil, 0, false, errAt(i, ErrColon)
-			}
-			i++
-			state = wantValue
+		case wantKey: // not a string (above)
+			return nil, 0, false, errAt(i, ErrKey)
 		case wantNext:
 			if cur < 0 {
 				return toks, i, spaced, nil
@@ -152,30 +166,24 @@ func Tokenize(toks []Token, raw []byte, i, maxDepth int, mode Mode) (_ []Token, 
 	}
 }
 
-// pushString appends the string token at raw[i], index idx.
-func pushString(toks []Token, raw []byte, i int, idx int32, mode Mode) ([]Token, int, *SyntaxError) {
-	end, stop := PlainString(raw, i)
-	if end != 0 {
-		return push(toks, int32(i), int32(end), idx+1, int32(end-i-2), String, 0), end, nil
-	}
-	end, chars, flags, err := scanString(raw, i, stop, mode)
-	if err != nil {
-		return nil, 0, err
-	}
-	return push(toks, int32(i), int32(end), idx+1, int32(chars), String, flags), end, nil
-}
-
 // push appends a token field by field: building a Token value and copying
 // it costs a store-forwarding stall per token, a third of the tokenizer's
 // time.
-func push(toks []Token, start, end, next, n int32, k Kind, flags uint8) []Token {
+func push(toks []Token, start, end, next int32, n int, k Kind, flags uint8) []Token {
 	if len(toks) == cap(toks) {
 		toks = append(toks, Token{})[:len(toks)]
 	}
 	toks = toks[:len(toks)+1]
 	t := &toks[len(toks)-1]
-	t.Start, t.End, t.Next, t.N, t.Kind, t.Flags = start, end, next, n, k, flags
+	t.Start, t.End, t.Next, t.N, t.Kind, t.Flags = start, end, next, uint16(min(n, MaxN)), k, flags
 	return toks
+}
+
+// count adds one to an open container's count, up to MaxN.
+func count(t *Token) {
+	if t.N != MaxN {
+		t.N++
+	}
 }
 
 // ScanNumber returns the end of the JSON number at raw[i], or -1.
