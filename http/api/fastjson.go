@@ -128,14 +128,18 @@ func fastObject(body []byte, field func(key []byte) (str **string, blocks *json.
 }
 
 // plainString reads a JSON string at b[i] that needs no unescaping: printable
-// ASCII without backslash. It returns the contents and the index after the
-// closing quote.
+// ASCII without backslash (jsontext.Plain). It returns the contents and the
+// index after the closing quote. The strings of the fast path are short
+// (keys, ids, a line of text), where a byte loop that inlines beats
+// jsontext.PlainString's word-at-a-time scan.
 func plainString(b []byte, i int) (s []byte, next int, ok bool) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, 0, false
 	}
-	if end, _ := jsontext.PlainString(b, i); end != 0 {
-		return b[i+1 : end-1], end, true
+	for j := i + 1; j < len(b); j++ {
+		if c := b[j]; !jsontext.Plain(c) {
+			return b[i+1 : j], j + 1, c == '"'
+		}
 	}
 	return nil, 0, false
 }

@@ -20,6 +20,12 @@ var strClass = func() (t [256]bool) {
 	return t
 }()
 
+// Plain reports whether c stands in a string as itself, ending nothing and
+// starting no escape or multi-byte sequence: printable ASCII but '"' and
+// '\\'. A loop over Plain inlines where PlainString, which reads eight
+// bytes at a time, does not: the better choice for short strings.
+func Plain(c byte) bool { return !strClass[c] }
+
 // specialMask sets the high bit of the bytes of x that are in strClass. Only
 // the lowest set bit is exact (a borrow can mark a byte above a match), which
 // is all the callers use.
