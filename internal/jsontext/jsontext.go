@@ -10,9 +10,9 @@
 //   - Tokenize appends the tokens of one value to a flat list in document
 //     order (a container is followed by its contents; Next skips them), the
 //     readers that look at a whole value (Blocks, manifests) walk the list;
-//   - ScanString, PlainString, ScanNumber, SkipSpace and Unescape are the
-//     pieces for readers that walk the bytes beside something else (the
-//     strict walk follows a Go type; the fast path a fixed shape).
+//   - ScanString, PlainString, Plain, ScanNumber, SkipSpace and Unescape
+//     are the pieces for readers that walk the bytes beside something else
+//     (the strict walk follows a Go type; the fast path a fixed shape).
 //
 // What valid JSON is, is encoding/json's answer (RFC 8259), and a decoded
 // string is exactly what encoding/json decodes; Strict mode also refuses
