@@ -266,10 +266,13 @@ func (v *validator) member(t int32, name string) int32 {
 // (tokens do not outlive their block) and the hash of its decoded text.
 type idEntry struct {
 	start int32
-	end   int32 // after the closing quote
+	size  uint16 // quotes included
 	esc   bool
 	hash  uint32
 }
+
+// A string's size fits an idEntry: inputs are at most MaxBytes.
+const _ = uint16(MaxBytes)
 
 // idSet is a set of strings in a fixed array, large enough for the largest
 // bounded set (select options; block ids are at most 50, action ids 25, keys
@@ -292,7 +295,7 @@ func hashOf(b []byte) uint32 {
 // entry describes string token t for an idSet.
 func (v *validator) entry(t int32) idEntry {
 	tk := &v.toks[t]
-	return idEntry{start: tk.Start, end: tk.End, esc: tk.Flags&jsontext.Escaped != 0, hash: hashOf(v.str(t))}
+	return idEntry{start: tk.Start, size: uint16(tk.End - tk.Start), esc: tk.Flags&jsontext.Escaped != 0, hash: hashOf(v.str(t))}
 }
 
 // addUnique adds string token t to s and reports whether it was absent.
@@ -320,7 +323,7 @@ func (v *validator) find(s *idSet, e idEntry) int {
 
 // same reports whether two strings of the input decode to the same text.
 func (v *validator) same(a, b *idEntry) bool {
-	x, y := v.raw[a.start+1:a.end-1], v.raw[b.start+1:b.end-1]
+	x, y := v.raw[a.start+1:a.start+int32(a.size)-1], v.raw[b.start+1:b.start+int32(b.size)-1]
 	if !a.esc && !b.esc {
 		return bytes.Equal(x, y)
 	}
