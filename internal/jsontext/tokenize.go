@@ -37,45 +37,12 @@ func Tokenize(toks []Token, raw []byte, i, maxDepth int, mode Mode) (_ []Token, 
 		if i != s {
 			spaced = true
 		}
-		if state != wantNext && i < n && raw[i] == '"' {
-			// A key or a string value: one place, so that the common
-			// case costs no call beyond the scan itself.
-			if state == wantKey || cur >= 0 && toks[cur].Kind == Array {
-				count(&toks[cur])
-			}
-			idx := int32(len(toks))
-			end, stop := PlainString(raw, i)
-			if end != 0 {
-				toks = push(toks, int32(i), int32(end), idx+1, end-i-2, String, 0)
-			} else {
-				var chars int
-				var flags uint8
-				var err *SyntaxError
-				if end, chars, flags, err = scanString(raw, i, stop, mode); err != nil {
-					return nil, 0, false, err
-				}
-				toks = push(toks, int32(i), int32(end), idx+1, chars, String, flags)
-			}
-			i = end
-			if state == wantValue {
-				state = wantNext
-				continue
-			}
-			s = i
-			for i < n && IsSpace(raw[i]) {
-				i++
-			}
-			if i != s {
-				spaced = true
-			}
-			if i >= n || raw[i] != ':' {
-				return nil, 0, false, errAt(i, ErrColon)
-			}
-			i++
-			state = wantValue
-			continue
-		}
 		switch state {
+		case wantKey:
+			if i >= n || raw[i] != '"' {
+				return nil, 0, false, errAt(i, ErrKey)
+			}
+			count(&toks[cur])
 		case wantValue:
 			if i >= n {
 				return nil, 0, false, errAt(i, ErrEnd)
@@ -84,8 +51,9 @@ func Tokenize(toks []Token, raw []byte, i, maxDepth int, mode Mode) (_ []Token, 
 				count(&toks[cur])
 			}
 			idx := int32(len(toks))
-			c := raw[i]
-			switch c {
+			switch c := raw[i]; c {
+			case '"':
+				goto str
 			case '{', '[':
 				if depth == maxDepth {
 					return nil, 0, false, errAt(i, ErrDepth)
@@ -136,8 +104,7 @@ func Tokenize(toks []Token, raw []byte, i, maxDepth int, mode Mode) (_ []Token, 
 				i = end
 			}
 			state = wantNext
-		case wantKey: // not a string (above)
-			return nil, 0, false, errAt(i, ErrKey)
+			continue
 		case wantNext:
 			if cur < 0 {
 				return toks, i, spaced, nil
@@ -162,7 +129,41 @@ func Tokenize(toks []Token, raw []byte, i, maxDepth int, mode Mode) (_ []Token, 
 				return nil, 0, false, errAt(i, ErrChar)
 			}
 			i++
+			continue
 		}
+	str:
+		// A key or a string value, the most frequent tokens: one place,
+		// inline, so that they cost no call beyond the scan itself.
+		idx := int32(len(toks))
+		end, stop := PlainString(raw, i)
+		if end != 0 {
+			toks = push(toks, int32(i), int32(end), idx+1, end-i-2, String, 0)
+		} else {
+			var chars int
+			var flags uint8
+			var err *SyntaxError
+			if end, chars, flags, err = scanString(raw, i, stop, mode); err != nil {
+				return nil, 0, false, err
+			}
+			toks = push(toks, int32(i), int32(end), idx+1, chars, String, flags)
+		}
+		i = end
+		if state == wantValue {
+			state = wantNext
+			continue
+		}
+		s = i
+		for i < n && IsSpace(raw[i]) {
+			i++
+		}
+		if i != s {
+			spaced = true
+		}
+		if i >= n || raw[i] != ':' {
+			return nil, 0, false, errAt(i, ErrColon)
+		}
+		i++
+		state = wantValue
 	}
 }
 
