@@ -1,6 +1,10 @@
 package api
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/kitd/kitd/internal/jsontext"
+)
 
 // fastDecoder is a request body with a hand-written decoder for its common
 // form. decodeFast reports false for anything it does not fully understand;
@@ -65,36 +69,36 @@ func (b *hookPostBody) decodeFast(body []byte) bool {
 // twice.
 func fastObject(body []byte, field func(key []byte) (str **string, blocks *json.RawMessage, n int)) bool {
 	var seen uint32
-	i := skipSpace(body, 0)
+	i := jsontext.SkipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return false
 	}
-	i = skipSpace(body, i+1)
+	i = jsontext.SkipSpace(body, i+1)
 	if i < len(body) && body[i] == '}' {
-		return skipSpace(body, i+1) == len(body)
+		return jsontext.SkipSpace(body, i+1) == len(body)
 	}
 	for {
 		key, next, ok := plainString(body, i)
 		if !ok {
 			return false
 		}
-		i = skipSpace(body, next)
+		i = jsontext.SkipSpace(body, next)
 		if i >= len(body) || body[i] != ':' {
 			return false
 		}
-		i = skipSpace(body, i+1)
+		i = jsontext.SkipSpace(body, i+1)
 		dst, blocks, n := field(key)
 		switch {
 		case n < 0 || seen&(1<<n) != 0:
 			return false
 		case blocks != nil:
 			seen |= 1 << n
-			if !hasLiteral(body, i, "null") {
+			if !jsontext.HasLiteral(body, i, "null") {
 				return false
 			}
 			*blocks = json.RawMessage("null")
 			i += 4
-		case hasLiteral(body, i, "null"):
+		case jsontext.HasLiteral(body, i, "null"):
 			seen |= 1 << n
 			*dst = nil
 			i += 4
@@ -108,46 +112,33 @@ func fastObject(body []byte, field func(key []byte) (str **string, blocks *json.
 			*dst = &s
 			i = next
 		}
-		i = skipSpace(body, i)
+		i = jsontext.SkipSpace(body, i)
 		if i >= len(body) {
 			return false
 		}
 		switch body[i] {
 		case ',':
-			i = skipSpace(body, i+1)
+			i = jsontext.SkipSpace(body, i+1)
 		case '}':
-			return skipSpace(body, i+1) == len(body)
+			return jsontext.SkipSpace(body, i+1) == len(body)
 		default:
 			return false
 		}
 	}
 }
 
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-func hasLiteral(b []byte, i int, lit string) bool {
-	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
-}
-
 // plainString reads a JSON string at b[i] that needs no unescaping: printable
-// ASCII without backslash. It returns the contents and the index after the
-// closing quote.
+// ASCII without backslash (jsontext.Plain). It returns the contents and the
+// index after the closing quote. The strings of the fast path are short
+// (keys, ids, a line of text), where a byte loop that inlines beats
+// jsontext.PlainString's word-at-a-time scan.
 func plainString(b []byte, i int) (s []byte, next int, ok bool) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, 0, false
 	}
 	for j := i + 1; j < len(b); j++ {
-		c := b[j]
-		switch {
-		case c == '"':
-			return b[i+1 : j], j + 1, true
-		case c == '\\' || c < 0x20 || c >= 0x7f:
-			return nil, 0, false
+		if c := b[j]; !jsontext.Plain(c) {
+			return b[i+1 : j], j + 1, c == '"'
 		}
 	}
 	return nil, 0, false

@@ -53,27 +53,6 @@ func TestPostBodyDecodeFastMatchesDecodeJSON(t *testing.T) {
 	}
 }
 
-// FuzzPostBodyDecodeFast: whenever the fast path accepts a body, the value
-// equals what encoding/json makes of it.
-func FuzzPostBodyDecodeFast(f *testing.F) {
-	for _, s := range []string{`{"conversationId":"c","text":"t"}`, `{"text":null}`, `{}`, `{"blocks":null,"text":"x"}`, ` { "text" : "a" , "text" : "b" } `} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var fast postBody
-		if !fast.decodeFast(body) {
-			return
-		}
-		var want postBody
-		if err := input.DecodeJSON(body, &want); err != nil {
-			t.Fatalf("fast path accepted %q, input.DecodeJSON refuses: %v", body, err)
-		}
-		if !reflect.DeepEqual(fast, want) {
-			t.Fatalf("%q: fast %+v, input.DecodeJSON %+v", body, fast, want)
-		}
-	})
-}
-
 func TestHookPostBodyDecodeFastMatchesDecodeJSON(t *testing.T) {
 	tests := []struct {
 		name string
@@ -112,25 +91,4 @@ func TestHookPostBodyDecodeFastMatchesDecodeJSON(t *testing.T) {
 			}
 		})
 	}
-}
-
-// FuzzHookPostBodyDecodeFast: whenever the fast path accepts a webhook
-// body, the value equals what input.DecodeJSON makes of it.
-func FuzzHookPostBodyDecodeFast(f *testing.F) {
-	for _, s := range []string{`{"text":"t"}`, `{"text":null}`, `{}`, `{"blocks":null,"text":"x"}`, ` { "text" : "a" , "text" : "b" } `} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var fast hookPostBody
-		if !fast.decodeFast(body) {
-			return
-		}
-		var want hookPostBody
-		if err := input.DecodeJSON(body, &want); err != nil {
-			t.Fatalf("fast path accepted %q, input.DecodeJSON refuses: %v", body, err)
-		}
-		if !reflect.DeepEqual(fast, want) {
-			t.Fatalf("%q: fast %+v, input.DecodeJSON %+v", body, fast, want)
-		}
-	})
 }

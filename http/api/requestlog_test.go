@@ -253,31 +253,3 @@ func BenchmarkRequestLog(b *testing.B) {
 		})
 	}
 }
-
-// Both escapings of appendQuoted write what their model writes, byte for
-// byte: encoding/json for answers (appendString), slog's JSON handler for
-// request lines (appendJSONString).
-func FuzzJSONEscaping(f *testing.F) {
-	f.Add("plain")
-	f.Add("a\"b\\c\n\r\t\b\f\x00\x1f\x7f<>&\u2028\u2029\xff\xc3é")
-	f.Fuzz(func(t *testing.T, s string) {
-		std, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := appendString(nil, s); !bytes.Equal(got, std) {
-			t.Fatalf("appendString(%q) = %s, encoding/json %s", s, got, std)
-		}
-		var out bytes.Buffer
-		slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey || a.Key == slog.LevelKey {
-				return slog.Attr{}
-			}
-			return a
-		}})).Info("", "s", s)
-		want := strings.TrimSuffix(strings.TrimPrefix(out.String(), `{"msg":"","s":`), "}\n")
-		if got := appendJSONString(nil, s); string(got) != want {
-			t.Fatalf("appendJSONString(%q) = %s, slog %s", s, got, want)
-		}
-	})
-}

@@ -7,7 +7,8 @@
 // caller maps *Error to a 400 validation_error and decides file visibility.
 //
 // Blocks are checked on every message write, so validation is one pass over
-// the raw bytes: each block is tokenized into a small reused token list,
+// the raw bytes: each block is tokenized by internal/jsontext (Strict: no
+// invalid UTF-8, no lone surrogate) into a small reused token list,
 // checked against the tables in schema.go, and copied to the output only
 // when it must change. A generic decode into maps would cost many times the
 // time and allocations of the rest of the request. docs/blocks.md is the
@@ -17,6 +18,8 @@ package blocks
 import (
 	"bytes"
 	"strconv"
+
+	"github.com/kitd/kitd/internal/jsontext"
 )
 
 // Message-wide limits (docs/api.md "Field and size limits").
@@ -58,7 +61,7 @@ func Validate(raw []byte, p Policy) ([]byte, error) {
 	}
 	// 128 tokens hold most blocks; the list is reused from block to block
 	// and grows for larger ones.
-	v := validator{raw: raw, p: p, toks: make([]tok, 0, 128)}
+	v := validator{raw: raw, p: p, toks: make([]jsontext.Token, 0, 128)}
 	if err := v.run(); err != nil {
 		return nil, err
 	}
@@ -69,7 +72,7 @@ func Validate(raw []byte, p Policy) ([]byte, error) {
 // stack.
 type validator struct {
 	raw  []byte
-	toks []tok // the tokens of the current block
+	toks []jsontext.Token // the tokens of the current block
 	p    Policy
 
 	// The first problem: its reason, and its path from the inside out.
@@ -126,9 +129,9 @@ func (v *validator) run() *Error {
 		if count == MaxBlocks {
 			return &Error{Path: "blocks", Reason: "must have at most " + strconv.Itoa(MaxBlocks) + " blocks"}
 		}
-		toks, end, blockSpaced, serr := tokenizeValue(raw, i, v.toks[:0], maxDepth-1)
+		toks, end, blockSpaced, serr := jsontext.Tokenize(v.toks[:0], raw, i, maxDepth-1, jsontext.Strict)
 		if serr != nil {
-			return serr
+			return syntaxError(serr)
 		}
 		v.toks = toks
 		v.drop, v.skipKey = false, -1
@@ -178,11 +181,23 @@ func (v *validator) run() *Error {
 	return nil
 }
 
-func skipSpace(raw []byte, i int) int {
-	for i < len(raw) && isSpace(raw[i]) {
-		i++
+func skipSpace(raw []byte, i int) int { return jsontext.SkipSpace(raw, i) }
+
+// maxDepth bounds nesting, the blocks array included. The deepest valid
+// Blocks document has 6 levels (blocks, block, elements, select, options,
+// option); the margin only makes the error about depth rather than shape.
+const maxDepth = 32
+
+func syntaxErr(at int, what string) *Error {
+	return &Error{Path: "blocks", Reason: "is not valid JSON: " + what + " at byte " + strconv.Itoa(at)}
+}
+
+// syntaxError words the tokenizer's error as Blocks always have.
+func syntaxError(e *jsontext.SyntaxError) *Error {
+	if e.Code == jsontext.ErrDepth {
+		return syntaxErr(e.Offset, "nesting deeper than "+strconv.Itoa(maxDepth)+" levels")
 	}
-	return i
+	return syntaxErr(e.Offset, e.Code.String())
 }
 
 // fail records reason for the value being checked and returns false, so
@@ -230,20 +245,16 @@ func (v *validator) error() *Error {
 // when the string has no escapes; otherwise it is valid until the next call.
 func (v *validator) str(t int32) []byte {
 	tk := &v.toks[t]
-	if tk.flags&fEsc != 0 {
-		return v.unescaped(tk)
+	if tk.Flags&jsontext.Escaped != 0 {
+		v.scratch = jsontext.Unescape(v.scratch[:0], tk.Body(v.raw))
+		return v.scratch
 	}
-	return v.raw[tk.start+1 : tk.start+int32(tk.size)-1]
-}
-
-func (v *validator) unescaped(tk *tok) []byte {
-	v.scratch = unescape(v.scratch[:0], v.raw[tk.start+1:tk.end()-1])
-	return v.scratch
+	return tk.Body(v.raw)
 }
 
 // member returns the value token of key name in object t, or 0.
 func (v *validator) member(t int32, name string) int32 {
-	for j := t + 1; j < v.toks[t].next; j = v.toks[j+1].next {
+	for j := t + 1; j < v.toks[t].Next; j = v.toks[j+1].Next {
 		if string(v.str(j)) == name {
 			return j + 1
 		}
@@ -255,10 +266,13 @@ func (v *validator) member(t int32, name string) int32 {
 // (tokens do not outlive their block) and the hash of its decoded text.
 type idEntry struct {
 	start int32
-	size  uint16
+	size  uint16 // quotes included
 	esc   bool
 	hash  uint32
 }
+
+// A string's size fits an idEntry: inputs are at most MaxBytes.
+const _ = uint16(MaxBytes)
 
 // idSet is a set of strings in a fixed array, large enough for the largest
 // bounded set (select options; block ids are at most 50, action ids 25, keys
@@ -281,7 +295,7 @@ func hashOf(b []byte) uint32 {
 // entry describes string token t for an idSet.
 func (v *validator) entry(t int32) idEntry {
 	tk := &v.toks[t]
-	return idEntry{start: tk.start, size: tk.size, esc: tk.flags&fEsc != 0, hash: hashOf(v.str(t))}
+	return idEntry{start: tk.Start, size: uint16(tk.End - tk.Start), esc: tk.Flags&jsontext.Escaped != 0, hash: hashOf(v.str(t))}
 }
 
 // addUnique adds string token t to s and reports whether it was absent.
@@ -313,8 +327,8 @@ func (v *validator) same(a, b *idEntry) bool {
 	if !a.esc && !b.esc {
 		return bytes.Equal(x, y)
 	}
-	v.scratch = unescape(v.scratch[:0], x)
-	v.scratch2 = unescape(v.scratch2[:0], y)
+	v.scratch = jsontext.Unescape(v.scratch[:0], x)
+	v.scratch2 = jsontext.Unescape(v.scratch2[:0], y)
 	return bytes.Equal(v.scratch, v.scratch2)
 }
 
@@ -322,11 +336,11 @@ func (v *validator) same(a, b *idEntry) bool {
 // out the removed accessory.
 func (v *validator) emit(out []byte, t int32) []byte {
 	tk := &v.toks[t]
-	switch tk.kind {
-	case kObject:
+	switch tk.Kind {
+	case jsontext.Object:
 		out = append(out, '{')
 		first := true
-		for j := t + 1; j < tk.next; j = v.toks[j+1].next {
+		for j := t + 1; j < tk.Next; j = v.toks[j+1].Next {
 			if j == v.skipKey {
 				continue
 			}
@@ -335,14 +349,14 @@ func (v *validator) emit(out []byte, t int32) []byte {
 			}
 			first = false
 			k := &v.toks[j]
-			out = append(out, v.raw[k.start:k.end()]...)
+			out = append(out, v.raw[k.Start:k.End]...)
 			out = append(out, ':')
 			out = v.emit(out, j+1)
 		}
 		return append(out, '}')
-	case kArray:
+	case jsontext.Array:
 		out = append(out, '[')
-		for j := t + 1; j < tk.next; j = v.toks[j].next {
+		for j := t + 1; j < tk.Next; j = v.toks[j].Next {
 			if j != t+1 {
 				out = append(out, ',')
 			}
@@ -350,5 +364,5 @@ func (v *validator) emit(out []byte, t int32) []byte {
 		}
 		return append(out, ']')
 	}
-	return append(out, v.raw[tk.start:tk.end()]...)
+	return append(out, v.raw[tk.Start:tk.End]...)
 }

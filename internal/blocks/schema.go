@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/kitd/kitd/internal/jsontext"
 )
 
 // Limits of single elements: docs/api.md "Blocks", and docs/blocks.md where
@@ -270,7 +272,7 @@ func (v *validator) element(t int32, kinds []kindSpec, reason string) *kindSpec 
 
 // kindOf resolves the "type" of object t among kinds.
 func (v *validator) kindOf(t int32, kinds []kindSpec, reason string) *kindSpec {
-	if v.toks[t].kind != kObject {
+	if v.toks[t].Kind != jsontext.Object {
 		v.fail("must be an object")
 		return nil
 	}
@@ -279,7 +281,7 @@ func (v *validator) kindOf(t int32, kinds []kindSpec, reason string) *kindSpec {
 	case tt == 0:
 		v.failAt("type", "is required")
 		return nil
-	case v.toks[tt].kind != kString:
+	case v.toks[tt].Kind != jsontext.String:
 		v.failAt("type", "must be a string")
 		return nil
 	}
@@ -299,12 +301,12 @@ func (v *validator) kindOf(t int32, kinds []kindSpec, reason string) *kindSpec {
 // reported is the first in the input.
 func (v *validator) object(t int32, fields []field, p post) bool {
 	tk := &v.toks[t]
-	if tk.kind != kObject {
+	if tk.Kind != jsontext.Object {
 		return v.fail("must be an object")
 	}
 	var got vals
 	hint := 0 // clients tend to send keys in the table's order: try the next field first
-	for j := t + 1; j < tk.next; j = v.toks[j+1].next {
+	for j := t + 1; j < tk.Next; j = v.toks[j+1].Next {
 		name := v.str(j)
 		fi := -1
 		for x := range fields {
@@ -325,7 +327,7 @@ func (v *validator) object(t int32, fields []field, p post) bool {
 		switch {
 		case got[fi] != 0:
 			return v.failAt(f.name, "is a duplicate key")
-		case v.toks[val].kind == kNull:
+		case v.toks[val].Kind == jsontext.Null:
 			return v.failAt(f.name, "must not be null; omit the key instead")
 		}
 		got[fi] = val
@@ -379,7 +381,7 @@ func (v *validator) check(t int32, s *spec) bool {
 		}
 		return v.array(t, s.min, s.max, s.elem)
 	case rEnum:
-		if tk.kind != kString {
+		if tk.Kind != jsontext.String {
 			return v.fail("must be a string")
 		}
 		b := v.str(t)
@@ -390,18 +392,18 @@ func (v *validator) check(t int32, s *spec) bool {
 		}
 		return v.fail(s.reason)
 	case rNumber:
-		if tk.kind != kNumber {
+		if tk.Kind != jsontext.Number {
 			return v.fail("must be a number")
 		}
 		// JSON has no Inf or NaN, but a literal beyond the float64 range
 		// reads as Inf in every client.
-		f, err := strconv.ParseFloat(string(v.raw[tk.start:tk.end()]), 64)
+		f, err := strconv.ParseFloat(string(v.raw[tk.Start:tk.End]), 64)
 		if err != nil || math.IsInf(f, 0) {
 			return v.fail("must be a finite number")
 		}
 		return true
 	case rBool:
-		if tk.kind != kTrue && tk.kind != kFalse {
+		if tk.Kind != jsontext.True && tk.Kind != jsontext.False {
 			return v.fail("must be a boolean")
 		}
 		return true
@@ -421,7 +423,7 @@ func (v *validator) check(t int32, s *spec) bool {
 		return v.array(t, 1, s.max, option)
 	}
 	// The remaining rules take a string.
-	if tk.kind != kString {
+	if tk.Kind != jsontext.String {
 		return v.fail("must be a string")
 	}
 	b := v.str(t)
@@ -480,17 +482,17 @@ func (v *validator) check(t int32, s *spec) bool {
 
 func (v *validator) array(t int32, min, max int, elem *spec) bool {
 	tk := &v.toks[t]
-	if tk.kind != kArray {
+	if tk.Kind != jsontext.Array {
 		return v.fail("must be an array")
 	}
-	if int(tk.size) < min {
+	if int(tk.N) < min {
 		return v.fail("must have at least " + items(min))
 	}
-	if int(tk.size) > max {
+	if int(tk.N) > max {
 		return v.fail("must have at most " + items(max))
 	}
 	i := int32(0)
-	for j := t + 1; j < tk.next; j = v.toks[j].next {
+	for j := t + 1; j < tk.Next; j = v.toks[j].Next {
 		if !v.check(j, elem) {
 			return v.upIndex(i)
 		}
@@ -509,7 +511,7 @@ func items(n int) string {
 // text checks a string token as text of min..max characters (at most
 // MaxTextChars in any case), and as the mrkdwn subset when mrkdwn is set.
 func (v *validator) text(t int32, min, max int, mrkdwn bool) bool {
-	if v.toks[t].kind != kString {
+	if v.toks[t].Kind != jsontext.String {
 		return v.fail("must be a string")
 	}
 	b := v.str(t)
@@ -532,26 +534,26 @@ func (v *validator) textReason(t int32, b []byte, min, max int) string {
 	max = min2(max, MaxTextChars)
 	tk := &v.toks[t]
 	switch {
-	case tk.flags&fEsc != 0:
+	case tk.Flags&jsontext.Escaped != 0:
 		return checkText(b, min, max)
-	case tk.flags&fCtrl != 0:
+	case tk.Flags&jsontext.Control != 0:
 		return ctrlReason
 	}
-	return lengthReason(int(tk.chars), min, max)
+	return lengthReason(int(tk.N), min, max)
 }
 
 // rows checks the rows of a table against the declared columns, whichever
 // key comes first in the input.
 func (v *validator) rows(t int32) bool {
 	tk := &v.toks[t]
-	if tk.kind != kArray {
+	if tk.Kind != jsontext.Array {
 		return v.fail("must be an array")
 	}
-	if tk.size > maxRows {
+	if tk.N > maxRows {
 		return v.fail("must have at most " + strconv.Itoa(maxRows) + " rows")
 	}
 	i := int32(0)
-	for j := t + 1; j < tk.next; j = v.toks[j].next {
+	for j := t + 1; j < tk.Next; j = v.toks[j].Next {
 		if !v.row(j) {
 			return v.upIndex(i)
 		}
@@ -562,11 +564,11 @@ func (v *validator) rows(t int32) bool {
 
 func (v *validator) row(t int32) bool {
 	tk := &v.toks[t]
-	if tk.kind != kObject {
+	if tk.Kind != jsontext.Object {
 		return v.fail("must be an object")
 	}
 	var seen uint8
-	for j := t + 1; j < tk.next; j = v.toks[j+1].next {
+	for j := t + 1; j < tk.Next; j = v.toks[j+1].Next {
 		// A row's keys are column keys, which are input: a problem names
 		// the row and the column's index, never the key.
 		c := v.find(&v.keys, v.entry(j))
@@ -577,7 +579,7 @@ func (v *validator) row(t int32) bool {
 		switch {
 		case seen&(1<<c) != 0:
 			return v.fail("has a duplicate key (columns[" + strconv.Itoa(c) + "])")
-		case v.toks[j+1].kind != kString:
+		case v.toks[j+1].Kind != jsontext.String:
 			return v.fail(col + "must be a string")
 		}
 		seen |= 1 << c

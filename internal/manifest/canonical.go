@@ -8,7 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/kitd/kitd/internal/jsontext"
 )
 
 // Canonical returns the canonical JSON form of the manifest, which
@@ -381,80 +382,10 @@ func writeCanonical(b *bytes.Buffer, v any) {
 	}
 }
 
-// writeString escapes only what JSON requires: quote, backslash and control
-// characters, with the short escapes where JSON has them. Everything else,
-// including non-ASCII, is written as UTF-8, so "\u00e9" and "é" in the
-// submitted text give the same form.
+// writeString escapes only what JSON requires (jsontext.Minimal): quote,
+// backslash and control characters, with the short escapes where JSON has
+// them. Everything else, including non-ASCII, is written as UTF-8, so
+// "\u00e9" and "é" in the submitted text give the same form.
 func writeString(b *bytes.Buffer, s string) {
-	const hexDigits = "0123456789abcdef"
-	b.WriteByte('"')
-	if utf8.ValidString(s) {
-		// Copy runs of bytes that need no escape; a valid UTF-8 sequence
-		// is written as itself, as the loop below would.
-		start := 0
-		for i := 0; i < len(s); i++ {
-			c := s[i]
-			if c >= 0x20 && c != '"' && c != '\\' {
-				continue
-			}
-			b.WriteString(s[start:i])
-			switch c {
-			case '"':
-				b.WriteString(`\"`)
-			case '\\':
-				b.WriteString(`\\`)
-			case '\b':
-				b.WriteString(`\b`)
-			case '\f':
-				b.WriteString(`\f`)
-			case '\n':
-				b.WriteString(`\n`)
-			case '\r':
-				b.WriteString(`\r`)
-			case '\t':
-				b.WriteString(`\t`)
-			default:
-				b.WriteString(`\u00`)
-				b.WriteByte(hexDigits[c>>4])
-				b.WriteByte(hexDigits[c&0xf])
-			}
-			start = i + 1
-		}
-		b.WriteString(s[start:])
-		b.WriteByte('"')
-		return
-	}
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			b.WriteRune(r) // validated text is valid UTF-8
-			i += size
-			continue
-		}
-		switch {
-		case c == '"':
-			b.WriteString(`\"`)
-		case c == '\\':
-			b.WriteString(`\\`)
-		case c == '\b':
-			b.WriteString(`\b`)
-		case c == '\f':
-			b.WriteString(`\f`)
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c == '\r':
-			b.WriteString(`\r`)
-		case c == '\t':
-			b.WriteString(`\t`)
-		case c < 0x20:
-			b.WriteString(`\u00`)
-			b.WriteByte(hexDigits[c>>4])
-			b.WriteByte(hexDigits[c&0xf])
-		default:
-			b.WriteByte(c)
-		}
-		i++
-	}
-	b.WriteByte('"')
+	b.Write(jsontext.AppendString(b.AvailableBuffer(), s, jsontext.Minimal))
 }

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
+
+	"github.com/kitd/kitd/internal/jsontext"
 )
 
 // kind is the JSON type of a node.
@@ -35,241 +38,97 @@ type member struct {
 	val *node
 }
 
-// parseTree reads one JSON document with the strict scanner below. When the
-// scanner refuses the text, errTree is returned and Parse asks
-// encoding/json for the error offset; encoding/json is the reference for
-// what valid JSON is (FuzzTreeMatchesEncodingJSON checks the two agree).
+// parseTree reads one JSON document with the shared tokenizer
+// (internal/jsontext). When it refuses the text, errTree is returned and
+// Parse asks encoding/json for the error offset; encoding/json is the
+// reference for what valid JSON is (FuzzReadersAgree in http/api checks
+// the two agree). Strings without escapes are substrings of the text;
+// strings with escapes are decoded as encoding/json decodes them.
 func parseTree(text string) (*node, error) {
-	s := scanner{text: text}
-	s.space()
-	n, ok := s.value(0)
-	if !ok {
+	b := treeBufs.Get().(*bufs)
+	defer treeBufs.Put(b)
+	b.raw = append(b.raw[:0], text...)
+	toks, end, _, err := jsontext.Tokenize(b.toks[:0], b.raw, 0, maxDepth, jsontext.Lenient)
+	if err != nil || end != len(b.raw) {
 		return nil, errTree
 	}
-	s.space()
-	if s.pos != len(text) {
-		return nil, errTree
-	}
+	b.toks = toks
+	t := tree{text: text, raw: b.raw, toks: toks}
+	n, _ := t.node(0)
 	return n, nil
 }
+
+// bufs are the bytes and tokens of one parse: the tree keeps neither (its
+// strings are substrings of the text or copies), so parses reuse them.
+type bufs struct {
+	raw  []byte
+	toks []jsontext.Token
+}
+
+var treeBufs = sync.Pool{New: func() any { return new(bufs) }}
 
 var errTree = errors.New("manifest: not valid JSON")
 
 // maxDepth is encoding/json's nesting limit.
 const maxDepth = 10000
 
-// scanner is a strict recursive-descent JSON reader over valid UTF-8 text
-// (Parse checks UTF-8 first). Strings without escapes are substrings of
-// the text; strings with escapes are decoded by encoding/json, so both
-// spellings give exactly the value encoding/json would.
-type scanner struct {
+// tree builds nodes from the tokens of a document.
+type tree struct {
 	text string
-	pos  int
+	raw  []byte
+	toks []jsontext.Token
+	buf  []byte // decoded escapes
 }
 
-func (s *scanner) space() {
-	for s.pos < len(s.text) {
-		switch s.text[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
+// node builds the value at token i and returns it with the index of the
+// token after it.
+func (t *tree) node(i int32) (*node, int32) {
+	tk := &t.toks[i]
+	n := &node{off: int64(tk.Start)}
+	switch tk.Kind {
+	case jsontext.Object:
+		n.kind, n.end = kindObject, int64(tk.End)
+		if tk.N > 0 {
+			n.members = make([]member, 0, tk.N)
 		}
-	}
-}
-
-func (s *scanner) value(depth int) (*node, bool) {
-	if s.pos >= len(s.text) {
-		return nil, false
-	}
-	off := int64(s.pos)
-	switch c := s.text[s.pos]; {
-	case c == '{':
-		if depth >= maxDepth {
-			return nil, false
+		for j := i + 1; j < tk.Next; {
+			key := t.str(j)
+			v, next := t.node(j + 1)
+			n.members = append(n.members, member{key: key, off: int64(t.toks[j].Start), val: v})
+			j = next
 		}
-		s.pos++
-		n := &node{kind: kindObject, off: off}
-		s.space()
-		if s.pos < len(s.text) && s.text[s.pos] == '}' {
-			n.end = int64(s.pos)
-			s.pos++
-			return n, true
+	case jsontext.Array:
+		n.kind, n.end = kindArray, int64(tk.End)
+		if tk.N > 0 {
+			n.elems = make([]*node, 0, tk.N)
 		}
-		for {
-			s.space()
-			koff := int64(s.pos)
-			if s.pos >= len(s.text) || s.text[s.pos] != '"' {
-				return nil, false
-			}
-			key, ok := s.str()
-			if !ok {
-				return nil, false
-			}
-			s.space()
-			if s.pos >= len(s.text) || s.text[s.pos] != ':' {
-				return nil, false
-			}
-			s.pos++
-			s.space()
-			v, ok := s.value(depth + 1)
-			if !ok {
-				return nil, false
-			}
-			n.members = append(n.members, member{key: key, off: koff, val: v})
-			s.space()
-			if s.pos >= len(s.text) {
-				return nil, false
-			}
-			switch s.text[s.pos] {
-			case ',':
-				s.pos++
-			case '}':
-				n.end = int64(s.pos)
-				s.pos++
-				return n, true
-			default:
-				return nil, false
-			}
-		}
-	case c == '[':
-		if depth >= maxDepth {
-			return nil, false
-		}
-		s.pos++
-		n := &node{kind: kindArray, off: off}
-		s.space()
-		if s.pos < len(s.text) && s.text[s.pos] == ']' {
-			n.end = int64(s.pos)
-			s.pos++
-			return n, true
-		}
-		for {
-			s.space()
-			v, ok := s.value(depth + 1)
-			if !ok {
-				return nil, false
-			}
+		for j := i + 1; j < tk.Next; {
+			v, next := t.node(j)
 			n.elems = append(n.elems, v)
-			s.space()
-			if s.pos >= len(s.text) {
-				return nil, false
-			}
-			switch s.text[s.pos] {
-			case ',':
-				s.pos++
-			case ']':
-				n.end = int64(s.pos)
-				s.pos++
-				return n, true
-			default:
-				return nil, false
-			}
+			j = next
 		}
-	case c == '"':
-		str, ok := s.str()
-		return &node{kind: kindString, off: off, str: str}, ok
-	case c == '-' || c >= '0' && c <= '9':
-		lit, ok := s.number()
-		return &node{kind: kindNumber, off: off, str: lit}, ok
-	case strings.HasPrefix(s.text[s.pos:], "true"):
-		s.pos += 4
-		return &node{kind: kindBool, off: off, str: "true"}, true
-	case strings.HasPrefix(s.text[s.pos:], "false"):
-		s.pos += 5
-		return &node{kind: kindBool, off: off}, true
-	case strings.HasPrefix(s.text[s.pos:], "null"):
-		s.pos += 4
-		return &node{kind: kindNull, off: off}, true
+	case jsontext.String:
+		n.kind, n.str = kindString, t.str(i)
+	case jsontext.Number:
+		n.kind, n.str = kindNumber, t.text[tk.Start:tk.End]
+	case jsontext.True:
+		n.kind, n.str = kindBool, "true"
+	case jsontext.False:
+		n.kind = kindBool
+	default:
+		n.kind = kindNull
 	}
-	return nil, false
+	return n, tk.Next
 }
 
-// str reads a string literal starting at the quote.
-func (s *scanner) str() (string, bool) {
-	start := s.pos
-	s.pos++
-	escaped := false
-	for s.pos < len(s.text) {
-		c := s.text[s.pos]
-		switch {
-		case c == '"':
-			s.pos++
-			if !escaped {
-				return s.text[start+1 : s.pos-1], true
-			}
-			var out string
-			if err := json.Unmarshal([]byte(s.text[start:s.pos]), &out); err != nil {
-				return "", false
-			}
-			return out, true
-		case c == '\\':
-			escaped = true
-			if s.pos+1 >= len(s.text) {
-				return "", false
-			}
-			switch s.text[s.pos+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.pos += 2
-			case 'u':
-				if s.pos+6 > len(s.text) {
-					return "", false
-				}
-				for _, h := range []byte(s.text[s.pos+2 : s.pos+6]) {
-					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
-						return "", false
-					}
-				}
-				s.pos += 6
-			default:
-				return "", false
-			}
-		case c < 0x20:
-			return "", false
-		default:
-			s.pos++
-		}
+// str is the decoded text of string token i.
+func (t *tree) str(i int32) string {
+	tk := &t.toks[i]
+	if tk.Flags&jsontext.Escaped == 0 {
+		return t.text[tk.Start+1 : tk.End-1]
 	}
-	return "", false
-}
-
-// number reads a number literal (RFC 8259 grammar) and returns it as written.
-func (s *scanner) number() (string, bool) {
-	start := s.pos
-	t := s.text
-	digits := func() int {
-		n := 0
-		for s.pos < len(t) && t[s.pos] >= '0' && t[s.pos] <= '9' {
-			s.pos++
-			n++
-		}
-		return n
-	}
-	if t[s.pos] == '-' {
-		s.pos++
-	}
-	switch {
-	case s.pos < len(t) && t[s.pos] == '0':
-		s.pos++
-	case digits() == 0:
-		return "", false
-	}
-	if s.pos < len(t) && t[s.pos] == '.' {
-		s.pos++
-		if digits() == 0 {
-			return "", false
-		}
-	}
-	if s.pos < len(t) && (t[s.pos] == 'e' || t[s.pos] == 'E') {
-		s.pos++
-		if s.pos < len(t) && (t[s.pos] == '+' || t[s.pos] == '-') {
-			s.pos++
-		}
-		if digits() == 0 {
-			return "", false
-		}
-	}
-	return t[start:s.pos], true
+	t.buf = jsontext.Unescape(t.buf[:0], tk.Body(t.raw))
+	return string(t.buf)
 }
 
 // parseTreeDecoder reads one JSON document with encoding/json's Decoder.

@@ -64,11 +64,3 @@ func TestTreeMatchesEncodingJSON(t *testing.T) {
 		checkTree(t, readFile(t, name))
 	}
 }
-
-func FuzzTreeMatchesEncodingJSON(f *testing.F) {
-	for _, s := range treeSeeds {
-		f.Add(s)
-	}
-	f.Add(readFile(f, "full_reordered.json"))
-	f.Fuzz(checkTree)
-}

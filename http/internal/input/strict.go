@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kitd/kitd/internal/jsontext"
 	"github.com/kitd/kitd/internal/kiterr"
 )
 
@@ -135,8 +136,7 @@ func (s *keyScanner) value(t reflect.Type) bool {
 		}
 		return s.array(elem)
 	case '"':
-		_, ok := s.str()
-		return ok
+		return s.skipStr()
 	default:
 		return s.scalar()
 	}
@@ -301,7 +301,7 @@ func (s *keyScanner) skip() bool {
 	for s.i < len(s.b) {
 		switch c := s.b[s.i]; c {
 		case '"':
-			if _, ok := s.str(); !ok {
+			if !s.skipStr() {
 				return false
 			}
 			continue
@@ -319,32 +319,32 @@ func (s *keyScanner) skip() bool {
 }
 
 // str reads a string and returns its text: a slice of the body, or the
-// decoded text when it has escapes.
+// decoded text when it has escapes. It refuses exactly the strings
+// encoding/json refuses (jsontext's Lenient mode).
 func (s *keyScanner) str() ([]byte, bool) {
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
 		return nil, false
 	}
-	start, esc := s.i, false
-	for j := s.i + 1; j < len(s.b); j++ {
-		switch c := s.b[j]; {
-		case c == '\\':
-			esc = true
-			j++
-		case c == '"':
-			s.i = j + 1
-			if !esc {
-				return s.b[start+1 : j], true
-			}
-			var text string
-			if json.Unmarshal(s.b[start:s.i], &text) != nil {
-				return nil, false
-			}
-			return []byte(text), true
-		case c < 0x20:
-			return nil, false
-		}
+	start := s.i
+	end, flags, err := jsontext.ScanString(s.b, start, jsontext.Lenient)
+	if err != nil {
+		return nil, false
 	}
-	return nil, false
+	s.i = end
+	if flags&jsontext.Escaped == 0 {
+		return s.b[start+1 : end-1], true
+	}
+	return jsontext.Unescape(nil, s.b[start+1:end-1]), true
+}
+
+// skipStr reads a string whose text is not needed: a value.
+func (s *keyScanner) skipStr() bool {
+	end, _, err := jsontext.ScanString(s.b, s.i, jsontext.Lenient)
+	if err != nil {
+		return false
+	}
+	s.i = end
+	return true
 }
 
 // scalar reads a number or literal; json.Unmarshal checks its form.
@@ -362,16 +362,7 @@ func (s *keyScanner) scalar() bool {
 	return s.i > start
 }
 
-func (s *keyScanner) space() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
+func (s *keyScanner) space() { s.i = jsontext.SkipSpace(s.b, s.i) }
 
 // blankKeys returns a copy of body in which the keys starting at the
 // offsets of blank are spaces: a key that is no field of its struct is
