@@ -556,8 +556,8 @@ func (l *Log) startSegment(seq uint64) error {
 }
 
 // deleteReleased deletes the oldest segments while every entry they hold
-// is released, after BeforeDelete. The current segment is synced (the
-// resets and hard states that replace theirs are durable).
+// is released, after BeforeDelete, and after a sync of the current segment
+// (the resets, rewrites and hard states that replace theirs are durable).
 func (l *Log) deleteReleased() error {
 	n := 0
 	for n < len(l.segs)-1 && l.releasedAll(l.segs[n]) {
@@ -565,6 +565,13 @@ func (l *Log) deleteReleased() error {
 	}
 	if n == 0 {
 		return nil
+	}
+	if l.unsynced {
+		if err := l.f.SyncData(); err != nil {
+			l.err = fmt.Errorf("raftlog: sync: %w", err)
+			return l.err
+		}
+		l.unsynced = false
 	}
 	if l.opts.BeforeDelete != nil {
 		if err := l.opts.BeforeDelete(); err != nil {
@@ -606,6 +613,9 @@ func (l *Log) Pinning(keep int) []uint16 {
 	slices.Sort(gs)
 	return gs
 }
+
+// HardState returns the last hard state of group g written (nil if none).
+func (l *Log) HardState(g uint16) *pb.HardState { return l.hs[g] }
 
 // Segments returns how many segment files the log has.
 func (l *Log) Segments() int { return len(l.segs) }

@@ -347,3 +347,22 @@ func TestCrashKeepsWhatWasSynced(t *testing.T) {
 		}
 	}
 }
+
+// A segment goes only once the records that replaced its entries are
+// synced: a crash right after keeps them.
+func TestDeletionWaitsForTheSync(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	l, _ := open(t, mem, Options{SegmentSize: 100})
+	l.Append(1, ents(1, 1, 20))
+	write(t, l, true)
+	l.Append(2, ents(1, 1, 1)) // rolls
+	write(t, l, true)
+	l.Rewrite(1, ents(1, 20, 20))
+	write(t, l, false)
+	if err := l.Release(2, 1); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0, RNG: rand.New(rand.NewPCG(1, 1))})
+	_, got := open(t, crashed, Options{})
+	wantEntries(t, got[1], run{1, 20, 20})
+}

@@ -8,8 +8,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// SyncCountingFS counts the syncs of Pebble's WAL files (*.log): the
-// fsyncs a commit waits for. With SyncDelay, each takes that long, as on a
+// SyncCountingFS counts the syncs of Pebble's WAL files and of the raft
+// log's segments (both *.log): the fsyncs a commit waits for. With SyncDelay, each takes that long, as on a
 // disk, so that a crash can find syncs in flight.
 type SyncCountingFS struct {
 	vfs.FS
