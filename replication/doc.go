@@ -34,9 +34,10 @@
 // log keeps every entry past the compaction mark that is durable in the
 // store (it deletes a segment only after a store sync), so a crash that
 // loses the batch loses only what applying the log again rebuilds. A
-// cycle that restored a snapshot is the exception: it syncs its batch
-// first, and only then rewrites the group's raft log, which must never
-// drop entries the store may still need.
+// cycle that restored a snapshot is the exception: it commits the
+// restored state in a batch of its own, synced, and only then rewrites the
+// group's raft log, which must never drop entries the store may still
+// need.
 //
 // # What a crash does
 //

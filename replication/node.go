@@ -141,8 +141,9 @@ type Node struct {
 	spare    []event
 	valBuf   []byte
 	settled  []*proposal
-	restored []*group   // the groups that restored a snapshot this cycle
-	releases []released // the compactions of this cycle, for the raft log
+	restored []*group           // the groups that restored a snapshot this cycle
+	restores *persistence.Batch // their state, synced before the raft log's write
+	releases []released         // the compactions of this cycle, for the raft log
 }
 
 // released is a group's compaction: the raft log no longer needs its
@@ -581,43 +582,41 @@ func (n *Node) cycle() (bool, error) {
 // compaction marks) a crash may lose, and a restart applies the log again
 // past the durable applied index (StateMachine.Apply is idempotent), while
 // the raft log keeps every entry past the durable compaction mark
-// (raftlog's BeforeDelete syncs the store first). A cycle that restored a
-// snapshot syncs its batch first, and only then writes the restored
-// groups' new log: the raft log never drops a group's entries while the
-// store may still lose the snapshot that replaced them.
+// (raftlog's BeforeDelete syncs the store first). A cycle that restored
+// snapshots first commits their state (n.restores, synced) and only then
+// rewrites the restored groups' raft log: it never drops a group's
+// entries while the store may still lose the snapshot that replaced them.
+// A crash between the two leaves a log that does not continue the
+// snapshot, which loadGroups drops.
 func (n *Node) write(b *persistence.Batch, mustSync bool, groups uint64) error {
-	if b.Empty() && !mustSync && len(n.restored) == 0 {
+	if b.Empty() && !mustSync && n.restores == nil {
 		b.Close()
 		return n.rlog.Write(false)
 	}
 	n.stats.cycles.Add(1)
 	n.stats.groupsWritten.Add(groups)
+	if n.restores != nil {
+		rb := n.restores
+		n.restores = nil
+		n.stats.syncs.Add(1)
+		if err := rb.Commit(); err != nil {
+			return err
+		}
+		for _, g := range n.restored {
+			n.rlog.Rewrite(uint16(g.id), g.log.ents)
+			n.rlog.SetHardState(uint16(g.id), g.log.hs)
+		}
+		clear(n.restored)
+		n.restored = n.restored[:0]
+		mustSync = true
+	}
 	if mustSync {
 		n.stats.syncs.Add(1)
 	}
-	if len(n.restored) == 0 {
-		if err := n.rlog.Write(mustSync); err != nil {
-			return fmt.Errorf("replication: %w", err)
-		}
-		return b.Write()
-	}
-	n.stats.syncs.Add(2)
-	if err := n.rlog.Write(true); err != nil { // the other groups' records
+	if err := n.rlog.Write(mustSync); err != nil {
 		return fmt.Errorf("replication: %w", err)
 	}
-	if err := b.Commit(); err != nil {
-		return err
-	}
-	for _, g := range n.restored {
-		n.rlog.Rewrite(uint16(g.id), g.log.ents)
-		n.rlog.SetHardState(uint16(g.id), g.log.hs)
-	}
-	clear(n.restored)
-	n.restored = n.restored[:0]
-	if err := n.rlog.Write(true); err != nil {
-		return fmt.Errorf("replication: %w", err)
-	}
-	return nil
+	return b.Write()
 }
 
 // release tells the raft log of the cycle's compactions, written to the
@@ -648,7 +647,10 @@ func (n *Node) persist(b *persistence.Batch, r *groupReady) (bool, error) {
 	g, rd := r.g, &r.rd
 	wrote, restored := false, false
 	if !raft.IsEmptySnap(rd.Snapshot) {
-		if err := n.restore(b, g, rd.Snapshot); err != nil {
+		if n.restores == nil {
+			n.restores = n.store.NewBatch()
+		}
+		if err := n.restore(n.restores, g, rd.Snapshot); err != nil {
 			return false, err
 		}
 		n.restored = append(n.restored, g)
