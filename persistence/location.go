@@ -8,5 +8,7 @@ import "github.com/cockroachdb/pebble/v2/vfs"
 // test's crash of one is a crash of both.
 func (s *Store) Dir() string { return s.dir }
 
-// FS is the filesystem of Dir (vfs.Default for the real disk).
+// FS is the filesystem of Dir: for the real disk, vfs.Default with the
+// data syncs of its *.log files made as the WAL's are (walsync_linux.go):
+// the raft log's segments are such files.
 func (s *Store) FS() vfs.FS { return s.fs }
