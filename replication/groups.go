@@ -91,15 +91,15 @@ func (n *Node) Heard(g GroupID) (uint64, error) {
 // Forget deletes this node's replica of group g, which the group removed
 // (a replica moved elsewhere, or replaced while its node was down), with
 // its raft state and its records, in one synced batch, and then its raft
-// log. A removed replica
-// often never applies its own removal (its leader stops sending first), so
-// the caller must learn it from the group's leader: it reads Heard, then
-// asks the leader, and calls Forget with what Heard said only if the
-// answer leaves this node out. Forget refuses (ErrGroupSpoke) when the
-// group stepped a message since, or this node leads it: a leader adding
-// the node back would have spoken to it, and a replica whose entries a
-// leader counts must never lose them. A later message of the group, once
-// a leader adds the node back, joins it anew (Join) with a snapshot.
+// log. A removed replica often never applies its own removal (its leader
+// stops sending first), so the caller must learn it from the group's
+// leader: it reads Heard, then asks the leader, and calls Forget with what
+// Heard said only if the answer leaves this node out. Forget refuses
+// (ErrGroupSpoke) when the group stepped a message since, or this node
+// leads it: a leader adding the node back would have spoken to it, and a
+// replica whose entries a leader counts must never lose them. A later
+// message of the group, once a leader adds the node back, joins it anew
+// (Join) with a snapshot.
 func (n *Node) Forget(g GroupID, heard uint64) error {
 	var err error
 	if derr := n.do(func() { err = n.forget(g, heard) }); derr != nil {
@@ -127,8 +127,8 @@ func (n *Node) forget(id GroupID, heard uint64) error {
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("replication: forget group %d: %w", id, err)
 	}
-	// Only once the store forgot the group: the raft log's reset may not
-	// survive a crash the store's deletion did not.
+	// After the store's synced deletion: a reset durable first could
+	// leave, after a crash, the store's group without its log.
 	n.rlog.Reset(uint16(id), true)
 	if err := n.rlog.Write(true); err != nil {
 		return fmt.Errorf("replication: forget group %d: %w", id, err)

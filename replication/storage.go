@@ -220,6 +220,7 @@ func loadGroups(store *persistence.Store, rlog *raftlog.Log, replayed map[uint16
 	for g, s := range groups {
 		if legacy[g] {
 			s.trim()
+			rlog.Reset(uint16(g), true) // the store's view, whole
 			rlog.Rewrite(uint16(g), s.ents)
 			if !isEmpty(s.hs) {
 				rlog.SetHardState(uint16(g), s.hs)
