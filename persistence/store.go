@@ -97,7 +97,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.FS == nil {
 		if wal = withWALSync(vfs.Default); wal != nil {
 			po.FS = wal
-			s.fs = wal // FS: the raft log's segments (*.log) sync the same way
+			s.fs = wal          // FS: the raft log's segments (*.log) sync the same way
 			po.WithFSDefaults() // the disk-health checks a nil FS gets
 		}
 	}
