@@ -31,6 +31,8 @@ type Store struct {
 	wal   *walSyncFS // nil unless the WAL syncs through withWALSync
 	stats stats
 	check atomic.Pointer[func(key []byte)] // SetReadCheck
+	dir   string
+	fs    vfs.FS
 }
 
 // SetReadCheck has every Get, Has and Scan call check first with the key
@@ -67,7 +69,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 
 	pl := pebbleLogger{l: logger.With("component", "pebble")}
-	s := &Store{stats: newStats()}
+	s := &Store{stats: newStats(), dir: dir, fs: fs}
 	po := &pebble.Options{
 		// For the real disk, set below: the WAL syncs wrapped, then
 		// Pebble's disk-health checks around them.
@@ -95,6 +97,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.FS == nil {
 		if wal = withWALSync(vfs.Default); wal != nil {
 			po.FS = wal
+			s.fs = wal          // FS: the raft log's segments (*.log) sync the same way
 			po.WithFSDefaults() // the disk-health checks a nil FS gets
 		}
 	}

@@ -1,12 +1,13 @@
 // Package replication runs many raft groups on one node: the consensus
 // engine of kitd's cluster, one group per partition (docs/cluster.md,
 // "Replication: one raft group per partition"). It is built on
-// go.etcd.io/raft/v3's RawNode and owns the keys under r/ in the node's
-// Pebble store: each group's log, hard state, conf state, compaction mark
-// and applied index. It knows nothing of actors or of what an entry means:
-// a StateMachine turns entries into records, and a Transport carries
-// messages between nodes. It never talks HTTP and never reads the keys of
-// the state it replicates.
+// go.etcd.io/raft/v3's RawNode. It keeps each group's log and hard state
+// in the raft log (package raftlog, files of its own beside the store),
+// and owns the keys under r/ in the node's Pebble store: each group's
+// conf state, compaction mark and applied index. It knows nothing of
+// actors or of what an entry means: a StateMachine turns entries into
+// records, and a Transport carries messages between nodes. It never talks
+// HTTP and never reads the keys of the state it replicates.
 //
 // # The cycle
 //
@@ -17,36 +18,41 @@
 //     the appends and heartbeats of the groups it leads whose term and
 //     vote the cycle leaves as they are (a leader may replicate what it
 //     is still writing; its own acknowledgement waits for its sync);
-//  2. writes, in ONE persistence batch, every group's snapshot (restored
-//     through StateMachine.Restore), new log entries and hard state, and
-//     then applies every group's committed entries into the same batch
-//     (StateMachine.Apply, with each group's applied index and conf
-//     state);
-//  3. commits it with ONE WAL sync: awaited when raft needs it before the
-//     messages leave (new entries, term or vote), only queued when the
-//     cycle holds just commit indexes and applied records;
+//  2. appends every group's new entries and hard state to the raft log,
+//     and puts every group's snapshot (restored through
+//     StateMachine.Restore) and committed entries (StateMachine.Apply,
+//     with each group's applied index and conf state) in ONE persistence
+//     batch;
+//  3. writes the raft log with ONE fdatasync when raft needs it before
+//     the messages leave (new entries, term or vote), then the batch
+//     without a sync;
 //  4. sends every other message in one Transport.Send (snapshots stream
 //     on goroutines of their own from StateMachine.Snapshot);
 //  5. answers the proposals whose entries it applied, tells the consumer of
 //     leader changes (LeaderChanges), and calls Advance.
 //
-// Applying in the cycle's batch is what keeps one fsync per cycle: the
-// persistence package has no unsynced commit, and a second batch for the
-// applied records would ask for a second sync. The applied records are
-// thus as durable as the log of the same cycle; a later cycle's sync makes
-// a queued one durable.
+// The raft log apart from Pebble is what CockroachDB and TiKV did: its
+// entries in Pebble were memtable inserts, a second WAL write and their
+// flushes, a third of a replica's CPU. The batch needs no sync: the raft
+// log keeps every entry past the compaction mark that is durable in the
+// store (it deletes a segment only after a store sync), so a crash that
+// loses the batch loses only what applying the log again rebuilds. A
+// cycle that restored a snapshot is the exception: it commits the
+// restored state in a batch of its own, synced, and only then rewrites the
+// group's raft log, which must never drop entries the store may still
+// need.
 //
 // # What a crash does
 //
 // A Propose that returned is durable: its entry was synced to a quorum's
-// logs and its records were written on this node after a sync that
-// covered them. After a crash, a node reopens every group from r/ (Open),
-// and raft applies again the entries between the durable applied index and
-// the commit index: the one on disk at once, the rest once a leader tells
-// it. Neither is written every cycle (a hard state only with a new term or
-// vote, the applied index every CompactAfter/4 entries and with a
-// configuration or a compaction), so StateMachine.Apply must be
-// idempotent: applying again what lies past the applied index on disk
+// raft logs before this node applied it. After a crash, a node reopens
+// every group from r/ and the raft log (Open), and raft applies again the
+// entries between the durable applied index and the commit index: the one
+// on disk at once, the rest once a leader tells it. Neither is written
+// every cycle (a hard state only with a new term or vote, the applied
+// index every CompactAfter/4 entries and with a configuration or a
+// compaction, both in writes a crash may lose), so StateMachine.Apply must
+// be idempotent: applying again what lies past the applied index on disk
 // gives the same records.
 //
 // # Leadership and the lease
@@ -67,5 +73,6 @@
 //
 // Package replicationtest holds an in-memory Transport (that can cut, drop
 // and hold messages), a key-value StateMachine and a filesystem that counts
-// WAL syncs, for the tests of this package and of its consumers.
+// the syncs of Pebble's WAL and of the raft log, for the tests of this
+// package and of its consumers.
 package replication

@@ -99,12 +99,14 @@ func TestCrashKeepsEveryReturnedProposal(t *testing.T) {
 	}
 }
 
-// One WAL sync per cycle, whatever the number of groups that wrote in it:
-// the syncs Pebble makes (counted on the WAL files) are at most the
-// driver's cycles, while the cycles carry many groups each.
+// One sync per cycle, whatever the number of groups that wrote in it: the
+// syncs of the raft log's segments and of Pebble's WAL (counted on the
+// *.log files) are at most the driver's cycles, while the cycles carry
+// many groups each (a sync takes a disk's time, during which proposals
+// gather).
 func TestOneSyncPerCycle(t *testing.T) {
 	const groups, perGroup = 64, 20
-	fs := &replicationtest.SyncCountingFS{FS: vfs.NewMem()}
+	fs := &replicationtest.SyncCountingFS{FS: vfs.NewMem(), SyncDelay: time.Millisecond}
 	n := singleNode(t, testDir, persistence.Options{FS: fs}, groups)
 
 	syncs0, st0 := fs.WALSyncs(), n.Stats()

@@ -36,7 +36,9 @@ func (n *Node) Join(g GroupID) error {
 	return n.create(g, newLogStore())
 }
 
-// create writes a new group's initial state (synced) and starts it.
+// create writes a new group's initial state (synced) and starts it: its
+// hard state in the raft log first, then its marks in the store, which make
+// it exist (loadGroups drops the log of a group the store does not know).
 func (n *Node) create(g GroupID, s *logStore) error {
 	var err error
 	if derr := n.do(func() { err = n.addGroup(g, s) }); derr != nil {
@@ -53,10 +55,14 @@ func (n *Node) addGroup(id GroupID, s *logStore) error {
 	if err != nil {
 		return err
 	}
-	b := n.store.NewBatch()
+	n.rlog.Reset(uint16(id), true) // whatever a forgotten replica left
 	if !isEmpty(s.hs) {
-		b.Set(hardStateKey(id), appendHardState(nil, s.hs))
+		n.rlog.SetHardState(uint16(id), s.hs)
 	}
+	if err := n.rlog.Write(true); err != nil {
+		return fmt.Errorf("replication: %w", err)
+	}
+	b := n.store.NewBatch()
 	n.writeSnapshotMark(b, grp)
 	n.writeApplied(b, grp, true)
 	if err := b.Commit(); err != nil {
@@ -84,15 +90,16 @@ func (n *Node) Heard(g GroupID) (uint64, error) {
 
 // Forget deletes this node's replica of group g, which the group removed
 // (a replica moved elsewhere, or replaced while its node was down), with
-// its raft state and its records, in one synced batch. A removed replica
-// often never applies its own removal (its leader stops sending first), so
-// the caller must learn it from the group's leader: it reads Heard, then
-// asks the leader, and calls Forget with what Heard said only if the
-// answer leaves this node out. Forget refuses (ErrGroupSpoke) when the
-// group stepped a message since, or this node leads it: a leader adding
-// the node back would have spoken to it, and a replica whose entries a
-// leader counts must never lose them. A later message of the group, once
-// a leader adds the node back, joins it anew (Join) with a snapshot.
+// its raft state and its records, in one synced batch, and then its raft
+// log. A removed replica often never applies its own removal (its leader
+// stops sending first), so the caller must learn it from the group's
+// leader: it reads Heard, then asks the leader, and calls Forget with what
+// Heard said only if the answer leaves this node out. Forget refuses
+// (ErrGroupSpoke) when the group stepped a message since, or this node
+// leads it: a leader adding the node back would have spoken to it, and a
+// replica whose entries a leader counts must never lose them. A later
+// message of the group, once a leader adds the node back, joins it anew
+// (Join) with a snapshot.
 func (n *Node) Forget(g GroupID, heard uint64) error {
 	var err error
 	if derr := n.do(func() { err = n.forget(g, heard) }); derr != nil {
@@ -118,6 +125,12 @@ func (n *Node) forget(id GroupID, heard uint64) error {
 	}
 	b.Set(forgottenKey(), []byte{1})
 	if err := b.Commit(); err != nil {
+		return fmt.Errorf("replication: forget group %d: %w", id, err)
+	}
+	// After the store's synced deletion: a reset durable first could
+	// leave, after a crash, the store's group without its log.
+	n.rlog.Reset(uint16(id), true)
+	if err := n.rlog.Write(true); err != nil {
 		return fmt.Errorf("replication: forget group %d: %w", id, err)
 	}
 	table := maps.Clone(*n.groups.Load())

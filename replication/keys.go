@@ -11,10 +11,14 @@ import (
 // prefix r/ belongs to replication alone (actors/keys.go owns the others), so
 // a group's raft state is one key range, and all groups together another.
 //
-//	r/<g>/hs           hard state: term, vote, commit
 //	r/<g>/cs           conf state at the applied index (protobuf)
 //	r/<g>/applied      applied index, written with the applied records
 //	r/<g>/snap         index and term of the last entry removed from the log
+//
+// A group's log and hard state are in the raft log (package raftlog). A
+// store written before had them here, which Open moves there:
+//
+//	r/<g>/hs           hard state: term, vote, commit
 //	r/<g>/log/<index>  one entry: term, type, data
 const (
 	rootPrefix = "r/"

@@ -16,7 +16,10 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/replication/raftlog"
 )
 
 // Config configures a Node. Zero tick counts take the defaults below.
@@ -53,6 +56,14 @@ type Config struct {
 	// MaxSizePerMsg (default 1 MiB) bounds the entries of one append message.
 	MaxSizePerMsg uint64
 
+	// LogFS and LogDir hold the raft log (package raftlog); by default the
+	// store's filesystem and a directory raft inside the store's, which
+	// Pebble ignores. LogSegmentSize (default raftlog.DefaultSegmentSize)
+	// is for tests that roll segments.
+	LogFS          vfs.FS
+	LogDir         string
+	LogSegmentSize int64
+
 	Logger *slog.Logger
 }
 
@@ -85,6 +96,12 @@ func (c *Config) setDefaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.LogFS == nil {
+		c.LogFS = c.Store.FS()
+	}
+	if c.LogDir == "" {
+		c.LogDir = c.LogFS.PathJoin(c.Store.Dir(), "raft")
+	}
 	return nil
 }
 
@@ -96,6 +113,7 @@ type Node struct {
 	store  *persistence.Store
 	sm     StateMachine
 	tr     Transport
+	rlog   *raftlog.Log // every group's entries and hard state
 	log    *slog.Logger
 	start  time.Time
 	groups atomic.Pointer[map[GroupID]*group] // copied on write by the driver
@@ -118,14 +136,27 @@ type Node struct {
 	stats struct{ cycles, syncs, groupsWritten atomic.Uint64 }
 
 	// The driver's own, reused from cycle to cycle.
-	order   []*group // every group, by id
-	readies []groupReady
-	spare   []event
-	keyBuf  []byte
-	valBuf  []byte
-	settled []*proposal
-	durable *persistence.Durable // the last unsynced write, waited before the next
+	order    []*group // every group, by id
+	readies  []groupReady
+	spare    []event
+	valBuf   []byte
+	settled  []*proposal
+	restored []*group           // the groups that restored a snapshot this cycle
+	restores *persistence.Batch // their state, synced before the raft log's write
+	releases []released         // the compactions of this cycle, for the raft log
 }
+
+// released is a group's compaction: the raft log no longer needs its
+// entries up to index.
+type released struct {
+	g     GroupID
+	index uint64
+}
+
+// pinningSegments is how many old segments of the raft log may wait for
+// their groups to compact before the groups that keep the oldest (quiet
+// ones) have their live entries written again, so that it can go.
+const pinningSegments = 2
 
 // group is the driver's state of one raft group.
 type group struct {
@@ -133,9 +164,9 @@ type group struct {
 	rn  *raft.RawNode
 	log *logStore
 
-	// Keys written every cycle, built once.
-	hsKey, appliedKey []byte
-	appliedWritten    uint64 // the applied index last written
+	// Key written every few cycles, built once.
+	appliedKey     []byte
+	appliedWritten uint64 // the applied index last written
 
 	// From the last Ready; the driver's view.
 	lead, term uint64
@@ -189,9 +220,10 @@ type inboundSnap struct {
 // stamp is the lease clock at the time a heartbeat was sent.
 type stamp struct{ tick, nanos int64 }
 
-// Open starts a node on cfg.Store, reloading every group found in it:
-// hard state, conf state, log and applied index. Entries committed but not
-// applied before a crash are applied again in the first cycles.
+// Open starts a node on cfg.Store and its raft log, reloading every group
+// found in the store: conf state and applied index from the store, log and
+// hard state from the raft log. Entries committed but not applied before a
+// crash are applied again in the first cycles.
 func Open(cfg Config) (*Node, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
@@ -210,14 +242,28 @@ func Open(cfg Config) (*Node, error) {
 		leaders: newLeaderQueue(),
 	}
 	n.seq.Store(randomSeq())
-	stores, err := loadGroups(cfg.Store)
+	// What a crashed process left in Pebble's WAL is in the page cache,
+	// perhaps not on disk: the raft log is changed from it below.
+	if err := cfg.Store.Sync(); err != nil {
+		return nil, err
+	}
+	rlog, replayed, err := raftlog.Open(cfg.LogFS, cfg.LogDir, raftlog.Options{
+		SegmentSize: cfg.LogSegmentSize, BeforeDelete: cfg.Store.Sync,
+	})
 	if err != nil {
+		return nil, fmt.Errorf("replication: %w", err)
+	}
+	n.rlog = rlog
+	stores, err := loadGroups(cfg.Store, rlog, replayed)
+	if err != nil {
+		rlog.Close()
 		return nil, err
 	}
 	table := make(map[GroupID]*group, len(stores))
 	for id, s := range stores {
 		g, err := n.newGroup(id, s)
 		if err != nil {
+			rlog.Close()
 			return nil, err
 		}
 		table[id] = g
@@ -254,7 +300,7 @@ func (n *Node) newGroup(id GroupID, s *logStore) (*group, error) {
 	}
 	g := &group{
 		id: id, rn: rn, log: s,
-		hsKey: hardStateKey(id), appliedKey: appliedKey(id), appliedWritten: s.applied,
+		appliedKey: appliedKey(id), appliedWritten: s.applied,
 		term:    s.hs.GetTerm(),
 		waiters: make(map[uint64]*proposal),
 		acks:    make(map[uint64]stamp),
@@ -270,10 +316,11 @@ func (n *Node) Close() error {
 	n.halt(nil)
 	<-n.done
 	n.snaps.Wait()
-	if errors.Is(n.err, ErrStopped) {
-		return nil
+	err := n.rlog.Close()
+	if !errors.Is(n.err, ErrStopped) {
+		err = errors.Join(n.err, err)
 	}
-	return n.err
+	return err
 }
 
 // halt asks the driver to stop, keeping the first reason.
@@ -303,8 +350,8 @@ func (n *Node) LeaderChanges() <-chan LeaderChange { return n.leaders.out }
 
 // Stats counts the driver's work since Open.
 type Stats struct {
-	Cycles        uint64 // cycles that wrote to the store
-	Syncs         uint64 // WAL syncs those writes asked for: one per cycle
+	Cycles        uint64 // cycles that wrote to the store or the raft log
+	Syncs         uint64 // syncs those writes asked for: at most one per cycle but a snapshot's
 	GroupsWritten uint64 // sum over cycles of the groups whose state they wrote
 }
 
@@ -398,9 +445,6 @@ func (n *Node) run() {
 		}
 		g.leaseUntil.Store(0)
 	}
-	if n.durable != nil {
-		_ = n.durable.Wait()
-	}
 }
 
 func (n *Node) loop() error {
@@ -479,9 +523,9 @@ func (n *Node) step(e *event) {
 	}
 }
 
-// cycle handles the Ready of every group that has one: one batch, one WAL
-// sync, then the messages, then the replies. It reports whether there was
-// anything to do.
+// cycle handles the Ready of every group that has one: one write of the
+// raft log (one sync), one batch, then the messages, then the replies. It
+// reports whether there was anything to do.
 func (n *Node) cycle() (bool, error) {
 	rs := n.readies[:0]
 	for _, g := range n.order {
@@ -515,6 +559,9 @@ func (n *Node) cycle() (bool, error) {
 	if err := n.write(b, mustSync, written); err != nil {
 		return true, err
 	}
+	if err := n.release(); err != nil {
+		return true, err
+	}
 
 	n.send(rs)
 	for _, p := range n.settled {
@@ -530,68 +577,91 @@ func (n *Node) cycle() (bool, error) {
 	return true, nil
 }
 
-// write commits the cycle's batch. Raft needs a sync before the messages
-// go out when a group appended entries or changed term or vote; otherwise
-// (commit index and applied records only) the batch is applied with its sync
-// queued, not awaited: what it holds is committed by a quorum already, and a
-// crash before the sync is repaired by applying the log again. Either way a
-// cycle asks for one WAL sync.
+// write writes the cycle's raft log records, synced when raft needs them
+// on disk before the messages leave (new entries, term or vote), and then
+// the batch, unsynced: what it holds (applied records, applied index,
+// compaction marks) a crash may lose, and a restart applies the log again
+// past the durable applied index (StateMachine.Apply is idempotent), while
+// the raft log keeps every entry past the durable compaction mark
+// (raftlog's BeforeDelete syncs the store first). A cycle that restored
+// snapshots first commits their state (n.restores, synced) and only then
+// rewrites the restored groups' raft log: it never drops a group's
+// entries while the store may still lose the snapshot that replaced them.
+// A crash between the two leaves a log that does not continue the
+// snapshot, which loadGroups drops.
 func (n *Node) write(b *persistence.Batch, mustSync bool, groups uint64) error {
-	if b.Empty() {
-		return b.Commit()
+	if b.Empty() && !mustSync && n.restores == nil {
+		b.Close()
+		return n.rlog.Write(false)
 	}
 	n.stats.cycles.Add(1)
-	n.stats.syncs.Add(1)
 	n.stats.groupsWritten.Add(groups)
-	if mustSync {
-		if err := b.Commit(); err != nil {
+	if n.restores != nil {
+		rb := n.restores
+		n.restores = nil
+		n.stats.syncs.Add(1)
+		if err := rb.Commit(); err != nil {
 			return err
 		}
-		// The sync just awaited covered the previous unsynced write too.
-		return n.settleDurable()
+		for _, g := range n.restored {
+			n.rlog.Rewrite(uint16(g.id), g.log.ents)
+			n.rlog.SetHardState(uint16(g.id), g.log.hs)
+		}
+		clear(n.restored)
+		n.restored = n.restored[:0]
+		mustSync = true
 	}
-	if err := n.settleDurable(); err != nil {
-		return err
+	if mustSync {
+		n.stats.syncs.Add(1)
 	}
-	d, err := b.Apply()
-	if err != nil {
-		return err
+	if err := n.rlog.Write(mustSync); err != nil {
+		return fmt.Errorf("replication: %w", err)
 	}
-	n.durable = &d
+	return b.Write()
+}
+
+// release tells the raft log of the cycle's compactions, written to the
+// store now, and has the quiet groups that keep its oldest segment write
+// their live entries again (in the next cycle's write).
+func (n *Node) release() error {
+	for _, r := range n.releases {
+		if err := n.rlog.Release(uint16(r.g), r.index); err != nil {
+			return fmt.Errorf("replication: %w", err)
+		}
+	}
+	n.releases = n.releases[:0]
+	for _, id := range n.rlog.Pinning(pinningSegments) {
+		if g := n.lookup(GroupID(id)); g != nil {
+			n.rlog.Rewrite(id, g.log.ents)
+		} else {
+			n.rlog.Reset(id, true)
+		}
+	}
 	return nil
 }
 
-func (n *Node) settleDurable() error {
-	if n.durable == nil {
-		return nil
-	}
-	err := n.durable.Wait()
-	n.durable = nil
-	return err
-}
-
-// persist writes a group's snapshot, new entries and hard state into b and
-// its log store. It reports whether it wrote anything.
+// persist writes a group's snapshot into b, its new entries and hard state
+// into the raft log's buffer (for a group that restored a snapshot: into
+// n.restored, for write), and all into its log store. It reports whether
+// it wrote anything.
 func (n *Node) persist(b *persistence.Batch, r *groupReady) (bool, error) {
 	g, rd := r.g, &r.rd
-	wrote := false
+	wrote, restored := false, false
 	if !raft.IsEmptySnap(rd.Snapshot) {
-		if err := n.restore(b, g, rd.Snapshot); err != nil {
+		if n.restores == nil {
+			n.restores = n.store.NewBatch()
+		}
+		if err := n.restore(n.restores, g, rd.Snapshot); err != nil {
 			return false, err
 		}
-		wrote = true
+		n.restored = append(n.restored, g)
+		wrote, restored = true, true
 	}
 	g.inSnap = nil // raft took the snapshot it was given, or refused it
 	if len(rd.Entries) > 0 {
-		first := rd.Entries[0].GetIndex()
-		oldLast := g.log.append(rd.Entries)
-		if first <= oldLast {
-			b.DeleteRange(appendLogKey(nil, g.id, first), appendLogKey(nil, g.id, oldLast+1))
-		}
-		for _, e := range rd.Entries {
-			n.keyBuf = appendLogKey(n.keyBuf[:0], g.id, e.GetIndex())
-			n.valBuf = appendEntryValue(n.valBuf[:0], e)
-			b.Set(n.keyBuf, n.valBuf)
+		g.log.append(rd.Entries)
+		if !restored {
+			n.rlog.Append(uint16(g.id), rd.Entries)
 		}
 		n.place(g, rd.Entries)
 		wrote = true
@@ -603,9 +673,8 @@ func (n *Node) persist(b *persistence.Batch, r *groupReady) (bool, error) {
 		// entries were committed (loadGroups takes the applied index as
 		// commit when it is further), so a hard state that moved only its
 		// commit is not written: it would be a key a cycle in every group.
-		if votedAgain {
-			n.valBuf = appendHardState(n.valBuf[:0], hs)
-			b.Set(g.hsKey, n.valBuf)
+		if votedAgain && !restored {
+			n.rlog.SetHardState(uint16(g.id), hs)
 			wrote = true
 		}
 	}
@@ -624,8 +693,6 @@ func (n *Node) restore(b *persistence.Batch, g *group, snap *pb.Snapshot) error 
 	if err := n.sm.Restore(g.id, bytes.NewReader(in.data), b); err != nil {
 		return fmt.Errorf("replication: group %d: restore snapshot at %d: %w", g.id, meta.GetIndex(), err)
 	}
-	lower, upper := appendLogKey(nil, g.id, 0), appendLogKey(nil, g.id, g.log.lastIndex()+1)
-	b.DeleteRange(lower, upper)
 	g.log.restore(meta)
 	g.noteMembership(n.id)
 	n.writeSnapshotMark(b, g)
@@ -707,9 +774,9 @@ func (n *Node) apply(b *persistence.Batch, r *groupReady) error {
 	}
 	if compact {
 		to := g.log.applied - keep
-		b.DeleteRange(appendLogKey(nil, g.id, 0), appendLogKey(nil, g.id, to+1))
 		g.log.compact(to)
 		n.writeSnapshotMark(b, g)
+		n.releases = append(n.releases, released{g.id, to})
 	}
 	return nil
 }

@@ -10,11 +10,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/replication/raftlog"
 )
 
 // logStore is one group's raft.Storage: the live log (entries after the
 // last compaction) and the states raft restarts from, kept in memory and
-// mirrored in Pebble by the driver's batches. Only the driver goroutine
+// mirrored on disk by the driver: log and hard state in the raft log,
+// the rest in Pebble's batches. Only the driver goroutine
 // touches it (raft calls Storage from inside RawNode), so it has no lock.
 type logStore struct {
 	hs        *pb.HardState
@@ -182,10 +184,17 @@ func errCorrupt(what string, index uint64) error {
 	return fmt.Errorf("replication: corrupt %s record (index %d)", what, index)
 }
 
-// loadGroups reads every group found under r/: the inverse of what the
-// driver writes.
-func loadGroups(store *persistence.Store) (map[GroupID]*logStore, error) {
+// loadGroups reads every group found under r/ in the store, with its log
+// and hard state from the raft log: the inverse of what the driver writes.
+// A group exists if the store has its keys; what the raft log holds of
+// other groups (a crash between Forget's batch and its reset, or between
+// a new group's log and its batch) is dropped. A store written before the
+// raft log had a file of its own has the logs and hard states under r/:
+// they move to the raft log (a crash before their deletion moves them
+// again).
+func loadGroups(store *persistence.Store, rlog *raftlog.Log, replayed map[uint16]*raftlog.Replayed) (map[GroupID]*logStore, error) {
 	groups := make(map[GroupID]*logStore)
+	legacy := make(map[GroupID]bool) // groups with a log or hard state in the store
 	lower, upper := rootKeys()
 	var ferr error
 	err := store.Scan(lower, upper, false, func(k, v []byte) bool {
@@ -199,6 +208,9 @@ func loadGroups(store *persistence.Store) (map[GroupID]*logStore, error) {
 			s = newLogStore()
 			groups[g] = s
 		}
+		if kind == kindLog || kind == kindHardState {
+			legacy[g] = true
+		}
 		ferr = s.load(kind, index, v)
 		return ferr == nil
 	})
@@ -206,11 +218,71 @@ func loadGroups(store *persistence.Store) (map[GroupID]*logStore, error) {
 		return nil, err
 	}
 	for g, s := range groups {
+		if legacy[g] {
+			s.trim()
+			rlog.Reset(uint16(g), true) // the store's view, whole
+			rlog.Rewrite(uint16(g), s.ents)
+			if !isEmpty(s.hs) {
+				rlog.SetHardState(uint16(g), s.hs)
+			}
+			continue
+		}
+		r := replayed[uint16(g)]
+		if r == nil {
+			continue
+		}
+		if r.HardState != nil {
+			s.hs = r.HardState
+		}
+		if !s.takeLog(r.Entries) {
+			rlog.Reset(uint16(g), false)
+		}
+	}
+	for g := range replayed {
+		if groups[GroupID(g)] == nil {
+			rlog.Reset(g, true)
+		}
+	}
+	if err := rlog.Write(true); err != nil {
+		return nil, fmt.Errorf("replication: %w", err)
+	}
+	if len(legacy) > 0 {
+		b := store.NewBatch()
+		for g := range legacy {
+			b.DeleteRange(appendLogKey(nil, g, 0), persistence.PrefixEnd(append(groupPrefix(nil, g), sufLog...)))
+			b.Delete(hardStateKey(g))
+		}
+		if err := b.Commit(); err != nil {
+			return nil, fmt.Errorf("replication: move the raft logs out of the store: %w", err)
+		}
+	}
+	for g, s := range groups {
 		if err := s.check(); err != nil {
 			return nil, fmt.Errorf("replication: group %d: %w", g, err)
 		}
+		if err := rlog.Release(uint16(g), s.snapIndex); err != nil {
+			return nil, fmt.Errorf("replication: %w", err)
+		}
 	}
 	return groups, nil
+}
+
+// takeLog takes the raft log's entries of the group past its compaction
+// mark. It refuses (and reports false) a log that does not continue the
+// mark, or holds a term below the mark's: what a crash left between a
+// synced snapshot and the raft log's reset.
+func (s *logStore) takeLog(ents []*pb.Entry) bool {
+	for len(ents) > 0 && ents[0].GetIndex() <= s.snapIndex {
+		ents = ents[1:]
+	}
+	if len(ents) == 0 {
+		return true
+	}
+	if ents[0].GetIndex() != s.snapIndex+1 || ents[0].GetTerm() < s.snapTerm {
+		return false
+	}
+	s.ents = ents
+	return true
 }
 
 // load takes one record; keys come in order, so a group's log entries come
@@ -241,14 +313,18 @@ func (s *logStore) load(kind keyKind, index uint64, v []byte) error {
 	return err
 }
 
-// check drops entries the snapshot covers (a crash can leave them: the
-// range delete and the snapshot record are one batch, but entries may have
-// been loaded before the snap key was read) and verifies the log is
-// contiguous and consistent with the applied and commit indexes.
-func (s *logStore) check() error {
+// trim drops the entries of a log in the store that its compaction mark
+// covers (keys come in order: entries are loaded before the mark).
+func (s *logStore) trim() {
 	for len(s.ents) > 0 && s.ents[0].GetIndex() <= s.snapIndex {
 		s.ents = s.ents[1:]
 	}
+}
+
+// check verifies the log is contiguous and consistent with the applied and
+// commit indexes.
+func (s *logStore) check() error {
+	s.trim()
 	for i, e := range s.ents {
 		if e.GetIndex() != s.snapIndex+1+uint64(i) {
 			return fmt.Errorf("log gap at index %d", s.snapIndex+1+uint64(i))

@@ -115,3 +115,30 @@ func TestLogStore(t *testing.T) {
 		}
 	})
 }
+
+// The raft log's entries of a group are taken past its compaction mark,
+// and only if they continue it: a crash between a synced snapshot and the
+// raft log's reset leaves a log that does not.
+func TestTakeLog(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ents []*pb.Entry
+		ok   bool
+		last uint64
+	}{
+		{"entries that continue the mark are taken", entries(2, 6, 9), true, 9},
+		{"entries the mark covers are dropped", entries(1, 3, 8), true, 8},
+		{"no entries past the mark is an empty log", entries(1, 2, 5), true, 5},
+		{"a log that ends before the mark leaves it empty", entries(1, 2, 4), true, 5},
+		{"a log with a gap after the mark is refused", entries(2, 7, 9), false, 5},
+		{"a log with a term below the mark's is refused", entries(0, 6, 9), false, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newLogStore()
+			s.snapIndex, s.snapTerm, s.applied = 5, 1, 5
+			if ok := s.takeLog(tc.ents); ok != tc.ok || s.lastIndex() != tc.last {
+				t.Fatalf("takeLog = %v, last index %d; want %v, %d", ok, s.lastIndex(), tc.ok, tc.last)
+			}
+		})
+	}
+}

@@ -14,7 +14,8 @@ import (
 )
 
 // A cycle writes what a restart needs and no more: each key a cycle writes
-// in every group is a memtable insert per group and cycle.
+// in every group is a memtable insert per group and cycle, and a hard
+// state a record in the raft log.
 func TestWhatACycleWrites(t *testing.T) {
 	const compactAfter = 40 // the applied index is written every 10 entries
 	tweak := func(cfg *replication.Config) { cfg.CompactAfter = compactAfter }
@@ -32,11 +33,11 @@ func TestWhatACycleWrites(t *testing.T) {
 		check     func(t *testing.T, m *member, before, applied uint64)
 	}{
 		{"a commit that moves alone writes no hard state", 5, func(t *testing.T, m *member, _, _ uint64) {
-			hs, err := m.store.Get(replication.HardStateKey(0))
-			if err != nil {
-				t.Fatal(err)
+			hs, err := m.node.WrittenHardState(0)
+			if err != nil || hs == nil {
+				t.Fatalf("hard state %v, %v", hs, err)
 			}
-			if commit := binary.BigEndian.Uint64(hs[16:]); commit > 3 {
+			if commit := hs.GetCommit(); commit > 3 {
 				t.Fatalf("hard state on disk has commit %d: written after the election", commit)
 			}
 		}},

@@ -8,10 +8,10 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// SyncCountingFS counts the syncs of Pebble's WAL files (*.log): the
-// fsyncs a commit waits for. With SyncDelay, each takes that long, as on a
-// disk, so that a crash can find syncs in flight. Between Block and
-// Unblock, every sync waits.
+// SyncCountingFS counts the syncs of Pebble's WAL files and of the raft
+// log's segments (both *.log): the fsyncs a commit waits for. With
+// SyncDelay, each takes that long, as on a disk, so that a crash can find
+// syncs in flight. Between Block and Unblock, every sync waits.
 type SyncCountingFS struct {
 	vfs.FS
 	SyncDelay time.Duration
