@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -172,11 +173,11 @@ func TestMadeUpIdsLeaveNothing(t *testing.T) {
 			settled := func(processes, cached int) bool {
 				return n.node.LocalProcesses() <= processes && n.node.CachedPIDs() <= cached
 			}
-			waitFor(t, func() bool { return settled(n.node.LocalProcesses(), n.node.CachedPIDs()) })
+			eventually.Holds(eventually.Within, func() bool { return settled(n.node.LocalProcesses(), n.node.CachedPIDs()) })
 			// The pool of reply slots may grow by one per worker.
 			processes, cached, heap := n.node.LocalProcesses()+workers, n.node.CachedPIDs(), liveHeap()
 			send(t, requests, p.ask)
-			waitFor(t, func() bool { return settled(processes, cached) }) // the last actors stop asynchronously
+			eventually.Holds(eventually.Within, func() bool { return settled(processes, cached) }) // the last actors stop asynchronously
 			if got := n.node.LocalProcesses(); got > processes {
 				t.Errorf("%d requests left %d more processes than reply slots", requests, got-processes)
 			}
@@ -189,15 +190,6 @@ func TestMadeUpIdsLeaveNothing(t *testing.T) {
 				t.Errorf("%d requests left %d bytes on the heap (%d a request)", requests, grown, grown/requests)
 			}
 		})
-	}
-}
-
-// waitFor polls cond until it holds or a deadline generous for a loaded
-// machine passes; the caller then checks what it needs.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); !cond() && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

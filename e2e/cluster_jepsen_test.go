@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/e2e/jepsen"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/partition"
 )
 
@@ -207,7 +208,7 @@ func TestClusterJepsenNetworkPartition(t *testing.T) {
 		c.cutOff(cut)
 		c.waitSettledAfterLoss(t, c.names[cut])
 		t.Logf("the other two lead every partition %v after the cut", time.Since(start).Round(time.Millisecond))
-		waitFor(t, "the cut node to lead nothing", func() bool { return c.leadsNothing(t, cut) })
+		eventually.True(t, "the cut node to lead nothing", func() bool { return c.leadsNothing(t, cut) })
 		noLease = time.Now()
 		t.Logf("the cut node leads nothing %v after the cut", noLease.Sub(start).Round(time.Millisecond))
 		traffic := c.peerTraffic()

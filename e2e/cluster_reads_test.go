@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/metrics/metricstest"
 	"github.com/kitd/kitd/internal/partition"
 )
@@ -53,7 +54,7 @@ func TestClusterReadsPartitionsANodeLacks(t *testing.T) {
 		want(t, s.api(t, ein.Token, "POST", "/messages", postBody(ch.ID, text), nil), 201)
 		texts = append(texts, text)
 	}
-	waitFor(t, "the events of posts through every node", func() bool {
+	eventually.True(t, "the events of posts through every node", func() bool {
 		var got []string
 		for _, d := range rcv.received() {
 			if d.ok {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/metrics/metricstest"
 	"github.com/kitd/kitd/kitverify"
 )
@@ -113,18 +114,6 @@ func (r *receiver) received() []delivered {
 	return slices.Clone(r.got)
 }
 
-// waitFor polls until ok holds, for at most 30 s (a busy machine).
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // deliveryServer starts a server that may deliver to rcv (or, with
 // refuse, a server that is not told about it).
 func deliveryServer(t *testing.T, rcv *receiver, refuse bool, dir string) (*Server, ServerOpts) {
@@ -208,7 +197,7 @@ func TestDeliveriesAreSignedOrderedAndGapless(t *testing.T) {
 	}
 	wg.Wait()
 	total := perConv * len(e.convs)
-	waitFor(t, "every event", func() bool { return len(rcv.received()) >= total })
+	eventually.True(t, "every event", func() bool { return len(rcv.received()) >= total })
 
 	got := rcv.received()
 	if len(got) != total {
@@ -253,7 +242,7 @@ func TestDeliveriesAreSignedOrderedAndGapless(t *testing.T) {
 	want(t, r, 201)
 	newSecret := r.Str("signingSecret")
 	e.in.post(t, e.convs[0], "after the rotation")
-	waitFor(t, "the event after the rotation", func() bool { return len(rcv.received()) > total })
+	eventually.True(t, "the event after the rotation", func() bool { return len(rcv.received()) > total })
 	last := rcv.received()[total]
 	for _, secret := range []string{newSecret, e.secret} {
 		if err := kitverify.Verify(last.header.Get(kitverify.Header), last.body, time.Now(), secret); err != nil {
@@ -293,13 +282,13 @@ func TestDeliveryRetries(t *testing.T) {
 			s, _ := deliveryServer(t, rcv, false, "")
 			e := newEventsSetup(t, s, rcv, 1)
 			e.in.post(t, e.convs[0], "retried")
-			waitFor(t, "the first attempt's log entry", func() bool { return len(deliveryLog(t, s, e)) >= 1 })
+			eventually.True(t, "the first attempt's log entry", func() bool { return len(deliveryLog(t, s, e)) >= 1 })
 			if n := len(rcv.received()); n != 1 {
 				t.Fatalf("%d attempts before the retry is due", n)
 			}
 			advance(t, s, 9*time.Second) // under the first wait (10 s less 20%)
 			advance(t, s, 4*time.Second)
-			waitFor(t, "the retry", func() bool { return len(rcv.received()) >= 2 })
+			eventually.True(t, "the retry", func() bool { return len(rcv.received()) >= 2 })
 			retry := rcv.received()[1]
 			if retry.header.Get("Service-Retry-Num") != "1" || retry.header.Get("Service-Retry-Reason") != tc.reason {
 				t.Fatalf("retry headers Service-Retry-Num %q, Service-Retry-Reason %q; want 1, %s",
@@ -311,7 +300,7 @@ func TestDeliveryRetries(t *testing.T) {
 			if jstr(retry.event, "eventId") != jstr(rcv.received()[0].event, "eventId") {
 				t.Fatal("the retry carries another eventId")
 			}
-			waitFor(t, "the retry's log entry", func() bool { return len(deliveryLog(t, s, e)) >= 2 })
+			eventually.True(t, "the retry's log entry", func() bool { return len(deliveryLog(t, s, e)) >= 2 })
 			log := deliveryLog(t, s, e)
 			first, second := log[0], log[1]
 			if jstr(first, "level") != "error" || jstr(first, "errorCode") != tc.reason || first.(map[string]any)["attempt"] != 1.0 ||
@@ -348,7 +337,7 @@ func TestDeliveryMetricsMove(t *testing.T) {
 		return metricstest.Value(scrapeMetrics(t, s), family, labels...) - metricstest.Value(before, family, labels...)
 	}
 	e.in.post(t, e.convs[0], "counted")
-	waitFor(t, "the failed attempt's count", func() bool {
+	eventually.True(t, "the failed attempt's count", func() bool {
 		return moved("kitd_delivery_attempts_total", "outcome", "retry_scheduled") == 1
 	})
 	for _, c := range []struct {
@@ -367,10 +356,10 @@ func TestDeliveryMetricsMove(t *testing.T) {
 		}
 	}
 	advance(t, s, 13*time.Second) // past the first wait (10 s and at most 20%)
-	waitFor(t, "the retry's count", func() bool {
+	eventually.True(t, "the retry's count", func() bool {
 		return moved("kitd_delivery_attempts_total", "outcome", "delivered") == 1
 	})
-	waitFor(t, "an empty backlog", func() bool { return moved("kitd_delivery_backlog_events") == 0 })
+	eventually.True(t, "an empty backlog", func() bool { return moved("kitd_delivery_backlog_events") == 0 })
 	if got := moved("kitd_delivery_attempt_duration_seconds"); got != 2 {
 		t.Errorf("%v attempts observed, want 2", got)
 	}
@@ -384,7 +373,7 @@ func TestDeliveryToAPrivateAddressIsRefused(t *testing.T) {
 	s, _ := deliveryServer(t, rcv, true, "")
 	e := newEventsSetup(t, s, rcv, 1)
 	e.in.post(t, e.convs[0], "to loopback")
-	waitFor(t, "the refused attempt's log entry", func() bool { return len(deliveryLog(t, s, e)) >= 1 })
+	eventually.True(t, "the refused attempt's log entry", func() bool { return len(deliveryLog(t, s, e)) >= 1 })
 	if n := len(rcv.received()); n != 0 {
 		t.Fatalf("the receiver on loopback got %d requests", n)
 	}
@@ -401,7 +390,7 @@ func TestDeliveryNeedsASigningSecret(t *testing.T) {
 	s, _ := deliveryServer(t, rcv, false, "")
 	e := newEventsSetupSigned(t, s, rcv, 1, false)
 	e.in.post(t, e.convs[0], "unsigned")
-	waitFor(t, "the failed attempt's log entry", func() bool { return len(deliveryLog(t, s, e)) >= 1 })
+	eventually.True(t, "the failed attempt's log entry", func() bool { return len(deliveryLog(t, s, e)) >= 1 })
 	if n := len(rcv.received()); n != 0 {
 		t.Fatalf("the receiver got %d unsigned requests", n)
 	}
@@ -427,7 +416,7 @@ func TestDeliveriesInFlightAreCapped(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	waitFor(t, "every event", func() bool { return len(rcv.received()) >= 2*len(e.convs) })
+	eventually.True(t, "every event", func() bool { return len(rcv.received()) >= 2*len(e.convs) })
 	if m := rcv.maxHeld.Load(); m > 10 || m < 2 {
 		t.Fatalf("the receiver held %d requests at once, want 2 to 10", m)
 	}
@@ -450,7 +439,7 @@ func TestDeliveriesSurviveKill9(t *testing.T) {
 			posted[c] = append(posted[c], jstr(msg, "id"))
 		}
 	}
-	waitFor(t, "a failed attempt per conversation", func() bool { return len(rcv.received()) >= len(e.convs) })
+	eventually.True(t, "a failed attempt per conversation", func() bool { return len(rcv.received()) >= len(e.convs) })
 	s.kill()
 
 	rcv.answerWith(func(int) (int, time.Duration, bool) { return 200, 0, false })
@@ -472,7 +461,7 @@ func TestDeliveriesSurviveKill9(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, "every event after the restart", func() bool {
+	eventually.True(t, "every event after the restart", func() bool {
 		n := 0
 		for _, ids := range kept() {
 			n += len(ids)

@@ -16,6 +16,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/kitd/kitd/e2e/jepsen"
+	"github.com/kitd/kitd/internal/eventually"
 )
 
 // Issue 15's Jepsen-style checks (docs/cluster.md "Tests that will prove
@@ -190,7 +191,7 @@ func (env *jepsenEnv) check(t *testing.T, ctx context.Context, ops []jepsen.Op) 
 // ackedAtLeast waits until the run has n acknowledged posts.
 func ackedAtLeast(t *testing.T, run *jepsen.Run, n int) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%d acknowledged posts (have %d)", n, run.Acked()), func() bool { return run.Acked() >= n })
+	eventually.True(t, fmt.Sprintf("%d acknowledged posts (have %d)", n, run.Acked()), func() bool { return run.Acked() >= n })
 }
 
 // outageBound is the generous bound of one node's outage: a restart on a

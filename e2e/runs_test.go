@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/kitverify"
 )
 
@@ -154,7 +155,7 @@ func (e *toolsSetup) call(conv, tool string, args any) map[string]any {
 func (e *toolsSetup) finished(t *testing.T, id, token string) map[string]any {
 	t.Helper()
 	var run map[string]any
-	waitFor(t, "run "+id+" to finish", func() bool {
+	eventually.True(t, "run "+id+" to finish", func() bool {
 		r := e.s.api(t, token, "GET", "/runs/"+id, nil, nil)
 		want(t, r, 200)
 		run = jobj(r.JSON, "run")
@@ -294,7 +295,7 @@ func TestToolRuns(t *testing.T) {
 		// An event posted after the run: once it arrived, any event the run
 		// had caused would have too.
 		e.in.post(t, e.conv, "after the run")
-		waitFor(t, "the event of the later post", func() bool {
+		eventually.True(t, "the event of the later post", func() bool {
 			return slices.ContainsFunc(tk.all(), func(d delivered) bool { return bytes.Contains(d.body, []byte("after the run")) })
 		})
 		for _, d := range tk.all() {
@@ -339,7 +340,7 @@ func TestToolRunInterruptedByKill9(t *testing.T) {
 	r := e.invoke(t, e.call(e.conv, "lookup", map[string]any{}))
 	want(t, r, 202)
 	id := r.Str("run.id")
-	waitFor(t, "the tool call", func() bool { return len(tk.calls()) == 1 })
+	eventually.True(t, "the tool call", func() bool { return len(tk.calls()) == 1 })
 	e.s.kill()
 
 	e.s = startServerOpts(t, e.opts)
