@@ -62,7 +62,7 @@ func (k *toolKit) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	status, answer, wait := (*k.answer.Load())(d.event)
-	time.Sleep(wait) // the Kit's own slowness, part of what is tested
+	slowly(req, wait) // the Kit's own slowness, part of what is tested
 	w.WriteHeader(status)
 	_, _ = io.WriteString(w, answer)
 }
@@ -99,9 +99,9 @@ type toolsSetup struct {
 
 func newToolsSetup(t *testing.T, tk *toolKit) *toolsSetup {
 	t.Helper()
-	opts := ServerOpts{DataDir: t.TempDir(), OpToken: "op_" + randToken(), Limits: "off", Args: []string{
+	opts := ServerOpts{DataDir: t.TempDir(), OpToken: "op_" + randToken(), Limits: "off", Args: append([]string{
 		"--delivery-ca", tk.caPath, "--delivery-allow", strings.TrimPrefix(tk.srv.URL, "https://"),
-	}}
+	}, kitTimeoutArgs...)}
 	s := startServerOpts(t, opts)
 	e := &toolsSetup{s: s, opts: opts, w: newWorkspace(t, s)}
 	w := e.w
@@ -229,7 +229,7 @@ func TestToolRuns(t *testing.T) {
 		wait            time.Duration
 	}{
 		{"a 500 answer fails the run with http_error", "http_error", 500, 500, `{"result":1}`, 0},
-		{"no answer within 3 s fails the run with http_timeout", "http_timeout", 0, 200, `{"result":1}`, 3500 * time.Millisecond},
+		{"no answer within the timeout fails the run with http_timeout", "http_timeout", 0, 200, `{"result":1}`, tooLate},
 		{"a 2xx answer without result fails the run with invalid_answer", "invalid_answer", 200, 200, `{"answer":1}`, 0},
 		{"a 2xx answer that is no JSON object fails the run with invalid_answer", "invalid_answer", 200, 200, `[1]`, 0},
 	}
