@@ -97,7 +97,6 @@ func TestClusterJepsenKill9(t *testing.T) {
 // every partition.
 func (c *testCluster) waitSettledAfterLoss(t *testing.T, lost string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	var ask *Server
 	for _, s := range c.live() {
 		if c.names[c.index(s)] != lost {
@@ -105,28 +104,24 @@ func (c *testCluster) waitSettledAfterLoss(t *testing.T, lost string) {
 			break
 		}
 	}
-	var last string
-	for {
+	eventually.NoError(t, "the live nodes take every partition over", func() error {
 		v, err := c.view(t, ask)
-		if err == nil {
-			led := map[int]bool{}
-			for _, m := range v.Members {
-				if m.State == "alive" && m.Name != lost {
-					for _, p := range m.Led {
-						led[p] = true
-					}
+		if err != nil {
+			return err
+		}
+		led := map[int]bool{}
+		for _, m := range v.Members {
+			if m.State == "alive" && m.Name != lost {
+				for _, p := range m.Led {
+					led[p] = true
 				}
 			}
-			if len(led) == 64 {
-				return
-			}
-			last = fmt.Sprintf("%s sees %d partitions led by the others; members %+v", v.Node, len(led), v.Members)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the live nodes did not take every partition over in 30 s: %s", last)
+		if len(led) != 64 {
+			return fmt.Errorf("%s sees %d partitions led by the others; members %+v", v.Node, len(led), v.Members)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // SIGSTOP of the busiest leader for 3 s, well past its leases (under a
