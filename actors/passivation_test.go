@@ -38,10 +38,7 @@ func TestAbsentEntitiesLeaveNoActor(t *testing.T) {
 				_, err := try[*kitpb.ConversationReply](n, p.kind, ids.New(), p.msg())
 				wantCode(t, err, kiterr.NotFound)
 			}
-			deadline := time.Now().Add(15 * time.Second) // stopping is asynchronous; slow under load
-			for time.Now().Before(deadline) && n.node.LocalProcesses() > before+20 {
-				time.Sleep(20 * time.Millisecond)
-			}
+			eventually.Holds(eventually.Within, func() bool { return n.node.LocalProcesses() <= before+20 }) // stopping is asynchronous
 			if after := n.node.LocalProcesses(); after > before+20 {
 				t.Fatalf("300 requests for unknown ids left %d more processes", after-before)
 			}
@@ -71,10 +68,7 @@ func TestAbsentEntitiesLeaveNoActor(t *testing.T) {
 				_, err := tc.req()
 				wantCode(t, err, kiterr.NotFound)
 			}
-			deadline := time.Now().Add(15 * time.Second) // stopping is asynchronous; slow under load
-			for time.Now().Before(deadline) && n.node.LocalProcesses() > before+20 {
-				time.Sleep(20 * time.Millisecond)
-			}
+			eventually.Holds(eventually.Within, func() bool { return n.node.LocalProcesses() <= before+20 }) // stopping is asynchronous
 			if after := n.node.LocalProcesses(); after > before+20 {
 				t.Fatalf("200 requests for unknown ids left %d more processes", after-before)
 			}
@@ -109,12 +103,9 @@ func TestIdleActorsPassivate(t *testing.T) {
 		}
 	})
 	t.Run("an actor nobody asks passivates within two IdleTimeouts", func(t *testing.T) {
-		deadline := time.Now().Add(2*idle + time.Second) // plus scheduling slack on a loaded machine
-		for n.node.LocalProcesses() >= active {
-			if time.Now().After(deadline) {
-				t.Fatalf("still %d processes after %v idle", n.node.LocalProcesses(), 2*idle)
-			}
-			time.Sleep(10 * time.Millisecond)
+		// The rule's deadline, plus scheduling slack on a loaded machine.
+		if !eventually.Holds(2*idle+time.Second, func() bool { return n.node.LocalProcesses() < active }) {
+			t.Fatalf("still %d processes after %v idle", n.node.LocalProcesses(), 2*idle)
 		}
 		get() // and it activates again from storage
 	})
