@@ -28,6 +28,9 @@ func TestMixedScenarioJudgesLimits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if raceEnabled {
+				tc.duration *= 3
+			}
 			args := ""
 			if tc.fake != "" {
 				args = "--fake-limits " + tc.fake
