@@ -28,9 +28,7 @@ func TestMixedScenarioJudgesLimits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if raceEnabled {
-				tc.duration *= 3
-			}
+			tc.duration *= raceSlowdown
 			args := ""
 			if tc.fake != "" {
 				args = "--fake-limits " + tc.fake

@@ -2,4 +2,4 @@
 
 package main
 
-const raceEnabled = false
+const raceSlowdown = 1
