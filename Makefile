@@ -1,11 +1,12 @@
-# kitd: `make run` starts one node with a demo workspace; `make test` runs every test.
+# kitd: `make run` starts one node with a demo workspace; `make test` runs
+# every test (tiers: unit, race, e2e, faults).
 GO      ?= go
 BIN     := bin/kitd
 DATA    ?= ./data
 PKGS    := ./...
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: run cluster build test unit e2e fuzz lint lint-openapi proto bench clean tools
+.PHONY: run cluster build test unit race e2e faults fuzz lint lint-openapi proto bench clean tools
 
 run: build
 	$(BIN) serve --data $(DATA) --demo
@@ -19,25 +20,48 @@ build:
 	$(GO) build -o $(BIN) ./cmd/kitd
 	$(GO) build -o bin/kit ./cmd/kit
 
-# Every test: unit tests next to the code, then end-to-end tests against a
-# real bin/kitd on loopback ports.
-# The actors' tests run twice: committing to the store, and through one
-# raft group per partition (replica.Log), as a node of a cluster commits.
+# The tiers (README.md, "Tests"): `make unit` the tests next to the code,
+# in seconds to a minute; `make race` the same under the race detector;
+# `make e2e` the end-to-end suite against a real bin/kitd on loopback
+# ports, less its fault runs; `make faults` those (Jepsen histories, kill
+# -9, pauses, partitions: minutes). `make test` is every one of them but
+# race, the unit, end-to-end and fault tiers at once (-j: the end-to-end
+# tests wait on HTTP far more than they compute).
+# The actors' unit tests run twice: committing to the store, and through
+# one raft group per partition (replica.Log), as a node of a cluster
+# commits.
 test: build
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(MAKE) --no-print-directory -j3 -O unit e2e faults
+
+# Every package but the end-to-end suite (e2e/jepsen, e2e/clusterview are
+# unit tests of its checkers).
+UNIT_PKGS = $$($(GO) list $(PKGS) | grep -v '/e2e$$')
+
+unit:
+	$(GO) test -count=1 -timeout 20m $(UNIT_PKGS)
 	KITD_TEST_REPLICATED=1 $(GO) test -count=1 ./actors/
+
+race:
+	$(GO) test -count=1 -race -timeout 30m $(UNIT_PKGS)
+
+# The fault runs of e2e/: the Jepsen histories (e2e/jepsen_test.go,
+# e2e/cluster_jepsen_test.go) and the durability tests under kill -9
+# (e2e/durability_test.go). A new fault test joins them by its name.
+FAULTS := ^(TestJepsen|TestClusterJepsen|TestClusterStartJoinLeaveUnderLoad|TestDurability)
+E2E_ENV = KITD_BIN=$(CURDIR)/$(BIN) KIT_CLI_BIN=$(CURDIR)/bin/kit
+
+e2e: build
+	$(E2E_ENV) $(GO) test -count=1 -timeout 20m -skip '$(FAULTS)' ./e2e/
+
+faults: build
+	$(E2E_ENV) $(GO) test -count=1 -timeout 20m -run '$(FAULTS)' ./e2e/
 
 # Every fuzz target (found by .ci/fuzz) for FUZZTIME each, one after
 # another. `make test` runs only their seed corpora, as ordinary tests.
 FUZZTIME ?= 10s
+FUZZFLAGS ?=
 fuzz:
-	GO=$(GO) FUZZTIME=$(FUZZTIME) .ci/fuzz
-
-unit:
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /e2e)
-
-e2e: build
-	KITD_BIN=$(CURDIR)/$(BIN) KIT_CLI_BIN=$(CURDIR)/bin/kit $(GO) test -count=1 -timeout 15m ./e2e/
+	GO=$(GO) FUZZTIME=$(FUZZTIME) FUZZFLAGS='$(FUZZFLAGS)' .ci/fuzz
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -1,10 +1,12 @@
 package actors_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/metrics"
@@ -37,17 +39,12 @@ func TestActorActivity(t *testing.T) {
 	}
 	waitPassivations := func(t *testing.T, want float64) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second) // stopping is asynchronous; slow under load
-		for {
-			_, pass, _ := actorCounts(t, n.env, actors.KindWorkspace)
-			if pass >= want {
-				return
+		eventually.NoError(t, "the passivations", func() error { // stopping is asynchronous
+			if _, pass, _ := actorCounts(t, n.env, actors.KindWorkspace); pass < want {
+				return fmt.Errorf("%v, want %v", pass, want)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("passivations %v, want %v", pass, want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 
 	t.Run("an actor's activation counts once for its kind, however often it is asked", func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -263,13 +264,7 @@ func TestDeliveryEndpointPause(t *testing.T) {
 		f, _ := paused(t)
 		n.mustUpload(t, f.ws.id, eventsManifest(f.slug, "1.0.1", allScopes, []string{"message.posted"}), false)
 		n.install(t, f.ws.id, f.kitID, "1.0.1")
-		deadline := time.Now().Add(10 * time.Second)
-		for len(take(t, n, f.inst.Id).Events) != 2 {
-			if time.Now().After(deadline) {
-				t.Fatal("still paused after a new version")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		eventually.True(t, "the events resume after a new version", func() bool { return len(take(t, n, f.inst.Id).Events) == 2 })
 	})
 }
 

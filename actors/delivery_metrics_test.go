@@ -8,6 +8,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/metrics"
 	"github.com/kitd/kitd/internal/metrics/metricstest"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -25,7 +26,7 @@ func scrape(t *testing.T, n *testNode) map[string]*dto.MetricFamily {
 func metricIs(t *testing.T, n *testNode, want float64, family string, labels ...string) {
 	t.Helper()
 	var got float64
-	waitFor(t, func() bool {
+	eventually.Holds(eventually.Within, func() bool {
 		got = metricstest.Value(scrape(t, n), family, labels...)
 		return got == want
 	})

@@ -7,11 +7,11 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/history"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/msgjson"
@@ -345,10 +345,8 @@ func TestWindowsGoWithTheLeaseAndTheLead(t *testing.T) {
 
 	p := partition.Of(conv)
 	n.node.Release(p)
-	for deadline := time.Now().Add(10 * time.Second); budget.Stats().Bytes != 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the lead released, %d bytes still kept", budget.Stats().Bytes)
-		}
+	if !eventually.Holds(eventually.Within, func() bool { return budget.Stats().Bytes == 0 }) {
+		t.Fatalf("the lead released, %d bytes still kept", budget.Stats().Bytes)
 	}
 	n.node.Host(p)
 	misses := budget.Stats().Misses

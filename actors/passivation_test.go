@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -37,10 +38,7 @@ func TestAbsentEntitiesLeaveNoActor(t *testing.T) {
 				_, err := try[*kitpb.ConversationReply](n, p.kind, ids.New(), p.msg())
 				wantCode(t, err, kiterr.NotFound)
 			}
-			deadline := time.Now().Add(15 * time.Second) // stopping is asynchronous; slow under load
-			for time.Now().Before(deadline) && n.node.LocalProcesses() > before+20 {
-				time.Sleep(20 * time.Millisecond)
-			}
+			eventually.Holds(eventually.Within, func() bool { return n.node.LocalProcesses() <= before+20 }) // stopping is asynchronous
 			if after := n.node.LocalProcesses(); after > before+20 {
 				t.Fatalf("300 requests for unknown ids left %d more processes", after-before)
 			}
@@ -70,10 +68,7 @@ func TestAbsentEntitiesLeaveNoActor(t *testing.T) {
 				_, err := tc.req()
 				wantCode(t, err, kiterr.NotFound)
 			}
-			deadline := time.Now().Add(15 * time.Second) // stopping is asynchronous; slow under load
-			for time.Now().Before(deadline) && n.node.LocalProcesses() > before+20 {
-				time.Sleep(20 * time.Millisecond)
-			}
+			eventually.Holds(eventually.Within, func() bool { return n.node.LocalProcesses() <= before+20 }) // stopping is asynchronous
 			if after := n.node.LocalProcesses(); after > before+20 {
 				t.Fatalf("200 requests for unknown ids left %d more processes", after-before)
 			}
@@ -108,12 +103,9 @@ func TestIdleActorsPassivate(t *testing.T) {
 		}
 	})
 	t.Run("an actor nobody asks passivates within two IdleTimeouts", func(t *testing.T) {
-		deadline := time.Now().Add(2*idle + time.Second) // plus scheduling slack on a loaded machine
-		for n.node.LocalProcesses() >= active {
-			if time.Now().After(deadline) {
-				t.Fatalf("still %d processes after %v idle", n.node.LocalProcesses(), 2*idle)
-			}
-			time.Sleep(10 * time.Millisecond)
+		// The rule's deadline, plus scheduling slack on a loaded machine.
+		if !eventually.Holds(2*idle+time.Second, func() bool { return n.node.LocalProcesses() < active }) {
+			t.Fatalf("still %d processes after %v idle", n.node.LocalProcesses(), 2*idle)
 		}
 		get() // and it activates again from storage
 	})
@@ -172,11 +164,11 @@ func TestMadeUpIdsLeaveNothing(t *testing.T) {
 			settled := func(processes, cached int) bool {
 				return n.node.LocalProcesses() <= processes && n.node.CachedPIDs() <= cached
 			}
-			waitFor(t, func() bool { return settled(n.node.LocalProcesses(), n.node.CachedPIDs()) })
+			eventually.Holds(eventually.Within, func() bool { return settled(n.node.LocalProcesses(), n.node.CachedPIDs()) })
 			// The pool of reply slots may grow by one per worker.
 			processes, cached, heap := n.node.LocalProcesses()+workers, n.node.CachedPIDs(), liveHeap()
 			send(t, requests, p.ask)
-			waitFor(t, func() bool { return settled(processes, cached) }) // the last actors stop asynchronously
+			eventually.Holds(eventually.Within, func() bool { return settled(processes, cached) }) // the last actors stop asynchronously
 			if got := n.node.LocalProcesses(); got > processes {
 				t.Errorf("%d requests left %d more processes than reply slots", requests, got-processes)
 			}
@@ -189,15 +181,6 @@ func TestMadeUpIdsLeaveNothing(t *testing.T) {
 				t.Errorf("%d requests left %d bytes on the heap (%d a request)", requests, grown, grown/requests)
 			}
 		})
-	}
-}
-
-// waitFor polls cond until it holds or a deadline generous for a loaded
-// machine passes; the caller then checks what it needs.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); !cond() && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -128,11 +129,7 @@ func TestWebhookDeveloperLog(t *testing.T) {
 	// Refusal entries are written without waiting on their sync: give the
 	// (already applied) writes a moment to be visible.
 	var got []logLine
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if got = devLog(t, n, f.kitID); len(got) >= len(want) || time.Now().After(deadline) {
-			break
-		}
-	}
+	eventually.Holds(eventually.Within, func() bool { got = devLog(t, n, f.kitID); return len(got) >= len(want) })
 	if len(got) != len(want) {
 		t.Fatalf("log has %d entries, want %d:\n got %v\nwant %v", len(got), len(want), got, want)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kitd/kitd/cluster/peer"
 	"github.com/kitd/kitd/cluster/peer/peertest"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/partition"
@@ -352,9 +353,9 @@ func TestLostReplyRunsOnce(t *testing.T) {
 		}
 		done <- err
 	}()
-	eventually(t, "the first run to start", func() bool { return b.runs.Load() == 1 })
+	eventually.True(t, "the first run to start", func() bool { return b.runs.Load() == 1 })
 	px.Cut() // the first reply has nowhere to go
-	eventually(t, "the retry to reach B", func() bool { return b.served.Load() == 2 })
+	eventually.True(t, "the retry to reach B", func() bool { return b.served.Load() == 2 })
 	close(b.release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -646,18 +647,6 @@ func wantRuns(t *testing.T, got, want int) {
 	t.Helper()
 	if got != want {
 		t.Fatalf("%d runs, want %d", got, want)
-	}
-}
-
-// eventually polls cond until it holds or a generous deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 

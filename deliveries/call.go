@@ -75,10 +75,10 @@ func (s *Sender) call(ctx context.Context, c Call) (Answer, error) {
 	return s.post(ctx, u, c, sec.Secrets)
 }
 
-// post makes the request of c, signed with secrets, within Timeout or
+// post makes the request of c, signed with secrets, within the timeout or
 // ctx's deadline, whichever comes first.
 func (s *Sender) post(ctx context.Context, u *url.URL, c Call, secrets []string) (Answer, error) {
-	deadline := time.Now().Add(Timeout)
+	deadline := time.Now().Add(s.cfg.Timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}

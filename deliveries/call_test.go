@@ -48,6 +48,7 @@ func TestCallRules(t *testing.T) {
 	s := New(Config{Clock: clock.System(), RootCAs: roots, Allow: []string{"127.0.0.1"}})
 	refusing := New(Config{Clock: clock.System(), RootCAs: roots})
 	untrusting := New(Config{Clock: clock.System(), Allow: []string{"127.0.0.1"}})
+	impatient := New(Config{Clock: clock.System(), RootCAs: roots, Allow: []string{"127.0.0.1"}, Timeout: 100 * time.Millisecond})
 	soon, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 
@@ -71,6 +72,8 @@ func TestCallRules(t *testing.T) {
 		{"a loopback address not allowed is refused", refusing, nil, srv.URL + "/ok", []string{secret}, "", ReasonConnection, 0},
 		{"a certificate the roots do not trust is a TLS error", untrusting, nil, srv.URL + "/ok", []string{secret}, "", ReasonTLS, 0},
 		{"no answer by the caller's deadline is a timeout", s, soon, srv.URL + "/slow", []string{secret}, "", ReasonTimeout, 0},
+		{"no answer within Config.Timeout is a timeout", impatient, nil, srv.URL + "/slow", []string{secret}, "", ReasonTimeout, 0},
+		{"an answer within Config.Timeout counts", impatient, nil, srv.URL + "/ok", []string{secret}, `{"text":"done"}`, "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u, err := url.Parse(tc.url)

@@ -48,6 +48,10 @@ type Config struct {
 	// Encode is the body of an event (http/api.EventBody).
 	Encode func(ev *kitpb.Event, installationID string) ([]byte, error)
 	Logger *slog.Logger
+	// Timeout replaces the 3 s of Timeout when positive
+	// (--delivery-timeout; tests only): a test of a Kit too slow to
+	// answer then waits a fraction of a second, not 3.
+	Timeout time.Duration
 }
 
 // Sender delivers queued events. It is told by the delivery actors
@@ -73,6 +77,9 @@ type Sender struct {
 func New(cfg Config) *Sender {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = Timeout
 	}
 	return &Sender{
 		cfg: cfg, https: newKitClients(cfg.RootCAs, cfg.Allow, idleAfter),
@@ -373,7 +380,7 @@ func retryHeaders(ev *kitpb.Event) (num, reason string) {
 }
 
 // send posts the event and classifies the outcome: errorCode "" is a 2xx
-// within Timeout.
+// within the timeout (Config.Timeout).
 func (s *Sender) send(inst string, t target, ev *kitpb.Event) (status int32, errorCode string) {
 	if t.endpoint.Scheme != "https" {
 		return 0, ReasonConnection
@@ -384,7 +391,7 @@ func (s *Sender) send(inst string, t target, ev *kitpb.Event) (status int32, err
 		return 0, ReasonConnection
 	}
 	now := s.cfg.Clock.Now()
-	r := kitRequest{url: t.endpoint, body: body, secrets: t.secrets, installationID: inst, deadline: time.Now().Add(Timeout)}
+	r := kitRequest{url: t.endpoint, body: body, secrets: t.secrets, installationID: inst, deadline: time.Now().Add(s.cfg.Timeout)}
 	r.retryNum, r.retryReason = retryHeaders(ev)
 	code, _, err := s.https.post(now, r, false)
 	var ce *CallError

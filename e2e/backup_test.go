@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/partition"
 )
 
@@ -254,15 +255,11 @@ func TestBackupAndRestoreOfAClusterUnderLoad(t *testing.T) {
 		}()
 	}
 	waitPosts := func(n int) {
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		eventually.True(t, fmt.Sprintf("%d posts answered", n), func() bool {
 			mu.Lock()
-			got := len(posts)
-			mu.Unlock()
-			if got >= n {
-				return
-			}
-		}
-		t.Fatalf("fewer than %d posts answered in 30 s", n)
+			defer mu.Unlock()
+			return len(posts) >= n
+		})
 	}
 	waitPosts(60)
 	start := time.Now()

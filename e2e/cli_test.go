@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kitd/kitd/internal/eventually"
 )
 
 // The `kit` command-line tool (cmd/kit), run as a built binary against a real
@@ -537,12 +539,8 @@ func (l *lockedBuffer) String() string {
 // waitOutput waits until out contains s.
 func waitOutput(t testing.TB, out *lockedBuffer, s string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(out.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in 20 s; output:\n%s", s, out)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !eventually.Holds(eventually.Within, func() bool { return strings.Contains(out.String(), s) }) {
+		t.Fatalf("no %q in %v; output:\n%s", s, eventually.Within, out)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kitd/kitd/e2e/clusterview"
 	"github.com/kitd/kitd/e2e/jepsen"
+	"github.com/kitd/kitd/internal/eventually"
 )
 
 // A cluster of real kitd processes on loopback: the first node founds it,
@@ -43,18 +45,16 @@ func (s *Server) gossipAddr(t testing.TB) string {
 // gossip, 2 for node-to-node.
 func (s *Server) clusterAddr(t testing.TB, which int) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var m [][]byte
+	if !eventually.Holds(eventually.Within, func() bool {
 		s.out.mu.Lock()
-		m := clusterLine.FindSubmatch(s.out.buf)
-		s.out.mu.Unlock()
-		if m != nil {
-			return string(m[which])
-		}
-		time.Sleep(10 * time.Millisecond)
+		defer s.out.mu.Unlock()
+		m = clusterLine.FindSubmatch(s.out.buf)
+		return m != nil
+	}) {
+		t.Fatalf("kitd printed no cluster line; output:\n%s", s.tail(4<<10))
 	}
-	t.Fatalf("kitd printed no cluster line; output:\n%s", s.tail(4<<10))
-	return ""
+	return string(m[which])
 }
 
 // startCluster starts n nodes, and waits until every partition has
@@ -222,16 +222,12 @@ func (c *testCluster) view(t testing.TB, s *Server) (clusterView, error) {
 // each leads at least one.
 func (c *testCluster) waitSettled(t *testing.T, want int) {
 	t.Helper()
-	var last string
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		last = c.settled(t, want)
-		if last == "" {
-			return
+	eventually.NoErrorWithin(t, 60*time.Second, "the cluster settles", func() error {
+		if why := c.settled(t, want); why != "" {
+			return errors.New(why)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("the cluster did not settle in 60 s: %s", last)
+		return nil
+	})
 }
 
 func (c *testCluster) settled(t *testing.T, want int) string {
@@ -259,26 +255,22 @@ func (c *testCluster) waitStable(t *testing.T) {
 	t.Helper()
 	var last string
 	since := time.Now()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	eventually.TrueWithin(t, 30*time.Second, "the leaderships stay put for a second", func() bool {
 		v, err := c.view(t, c.nodes[0])
 		if err != nil {
 			last, since = "", time.Now()
-			continue
+			return false
 		}
 		var led []string
 		for _, m := range v.Members {
 			led = append(led, fmt.Sprint(m.Name, m.Led))
 		}
-		now := strings.Join(led, ";")
-		if now != last {
+		if now := strings.Join(led, ";"); now != last {
 			last, since = now, time.Now()
-			continue
+			return false
 		}
-		if time.Since(since) >= time.Second {
-			return
-		}
-	}
-	t.Fatalf("the leaderships did not stay put for a second within 30 s")
+		return time.Since(since) >= time.Second
+	})
 }
 
 // live lists the nodes that run.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/e2e/jepsen"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/partition"
 )
 
@@ -97,7 +99,6 @@ func TestClusterJepsenKill9(t *testing.T) {
 // every partition.
 func (c *testCluster) waitSettledAfterLoss(t *testing.T, lost string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	var ask *Server
 	for _, s := range c.live() {
 		if c.names[c.index(s)] != lost {
@@ -105,28 +106,24 @@ func (c *testCluster) waitSettledAfterLoss(t *testing.T, lost string) {
 			break
 		}
 	}
-	var last string
-	for {
+	eventually.NoError(t, "the live nodes take every partition over", func() error {
 		v, err := c.view(t, ask)
-		if err == nil {
-			led := map[int]bool{}
-			for _, m := range v.Members {
-				if m.State == "alive" && m.Name != lost {
-					for _, p := range m.Led {
-						led[p] = true
-					}
+		if err != nil {
+			return err
+		}
+		led := map[int]bool{}
+		for _, m := range v.Members {
+			if m.State == "alive" && m.Name != lost {
+				for _, p := range m.Led {
+					led[p] = true
 				}
 			}
-			if len(led) == 64 {
-				return
-			}
-			last = fmt.Sprintf("%s sees %d partitions led by the others; members %+v", v.Node, len(led), v.Members)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the live nodes did not take every partition over in 30 s: %s", last)
+		if len(led) != 64 {
+			return fmt.Errorf("%s sees %d partitions led by the others; members %+v", v.Node, len(led), v.Members)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // SIGSTOP of the busiest leader for 3 s, well past its leases (under a
@@ -209,7 +206,7 @@ func TestClusterJepsenNetworkPartition(t *testing.T) {
 		c.cutOff(cut)
 		c.waitSettledAfterLoss(t, c.names[cut])
 		t.Logf("the other two lead every partition %v after the cut", time.Since(start).Round(time.Millisecond))
-		waitFor(t, "the cut node to lead nothing", func() bool { return c.leadsNothing(t, cut) })
+		eventually.True(t, "the cut node to lead nothing", func() bool { return c.leadsNothing(t, cut) })
 		noLease = time.Now()
 		t.Logf("the cut node leads nothing %v after the cut", noLease.Sub(start).Round(time.Millisecond))
 		traffic := c.peerTraffic()
@@ -487,54 +484,131 @@ func TestClusterStartJoinLeaveUnderLoad(t *testing.T) {
 // bot of in a member), then reads each through every live node of c: a
 // stale route shows on the partitions it concerns, which a run's eight
 // conversations may miss. An answer but 200 fails the test, a 503 once
-// it kept up for within.
+// it kept up for within. Conversation ids fall in random partitions, so
+// filling all 64 takes about 300 creations: several creators and readers
+// at once make that seconds, not minutes, on a loaded machine.
 func everyPartitionServedByEveryNode(t *testing.T, c *testCluster, in *Install, within time.Duration) {
 	t.Helper()
+	const workers = 8
 	via := c.live()[0]
-	chans := map[partition.ID]string{}
-	for len(chans) < partition.Count {
-		r := retryUnavailable(t, within, func() (*Resp, error) {
-			return via.request("POST", "/ops/v1/workspaces/"+in.W.ID+"/conversations", c.op,
-				map[string]any{"kind": "channel", "visibility": "public", "name": "p-" + randHex(4), "memberIds": []string{}}, nil)
-		})
-		want(t, r, 201)
-		id := r.Str("conversation.id")
-		if _, ok := chans[partition.Of(id)]; ok {
-			continue
-		}
-		want(t, retryUnavailable(t, within, func() (*Resp, error) {
-			return via.request("POST", "/ops/v1/installations/"+in.ID+"/channels", c.op, map[string]any{"conversationId": id}, nil)
-		}), 200)
-		chans[partition.Of(id)] = id
+	var mu sync.Mutex
+	chans := map[partition.ID]string{} // claimed by the creator that found it
+	full := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(chans) == partition.Count
 	}
-	for _, s := range c.live() {
-		for p, id := range chans {
-			r := retryUnavailable(t, within, func() (*Resp, error) {
-				return s.request("GET", "/api/v1/conversations/"+id+"/messages?limit=1", in.Token, nil, nil)
+	claim := func(id string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, ok := chans[partition.Of(id)]; ok {
+			return false
+		}
+		chans[partition.Of(id)] = id
+		return true
+	}
+	create := func() error {
+		for !full() {
+			r, err := untilAvailable(within, func() (*Resp, error) {
+				return via.request("POST", "/ops/v1/workspaces/"+in.W.ID+"/conversations", c.op,
+					map[string]any{"kind": "channel", "visibility": "public", "name": "p-" + randHex(4), "memberIds": []string{}}, nil)
 			})
-			if r.Status != 200 {
-				t.Errorf("partition %d read through %s:%s", p, s.Addr, r)
+			if err == nil && r.Status != 201 {
+				err = fmt.Errorf("a channel: %s", r)
+			}
+			if err != nil {
+				return err
+			}
+			id := r.Str("conversation.id")
+			if !claim(id) {
+				continue
+			}
+			r, err = untilAvailable(within, func() (*Resp, error) {
+				return via.request("POST", "/ops/v1/installations/"+in.ID+"/channels", c.op, map[string]any{"conversationId": id}, nil)
+			})
+			if err == nil && r.Status != 200 {
+				err = fmt.Errorf("the bot into %s: %s", id, r)
+			}
+			if err != nil {
+				return err
 			}
 		}
+		return nil
 	}
+	if err := inParallel(workers, create); err != nil {
+		t.Fatal(err)
+	}
+	type read struct {
+		s  *Server
+		p  partition.ID
+		id string
+	}
+	reads := make(chan read, partition.Count*len(c.live()))
+	for _, s := range c.live() {
+		for p, id := range chans {
+			reads <- read{s, p, id}
+		}
+	}
+	close(reads)
+	err := inParallel(workers, func() error {
+		for rd := range reads {
+			r, err := untilAvailable(within, func() (*Resp, error) {
+				return rd.s.request("GET", "/api/v1/conversations/"+rd.id+"/messages?limit=1", in.Token, nil, nil)
+			})
+			if err == nil && r.Status != 200 {
+				err = fmt.Errorf("partition %d read through %s:%s", rd.p, rd.s.Addr, r)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+// inParallel runs do in n goroutines and returns the first error.
+func inParallel(n int, do func() error) error {
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- do() }()
+	}
+	var first error
+	for range n {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // retryUnavailable calls do until it answers something but 503, or within
 // passed; it returns the last answer.
 func retryUnavailable(t *testing.T, within time.Duration, do func() (*Resp, error)) *Resp {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		r, err := do()
-		switch {
-		case err == nil && r.Status != 503:
-			return r
-		case time.Now().After(deadline):
-			if err != nil {
-				t.Fatalf("no answer for %v: %v", within, err)
-			}
-			return r
-		}
-		time.Sleep(50 * time.Millisecond)
+	r, err := untilAvailable(within, do)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return r
+}
+
+// untilAvailable is retryUnavailable for any goroutine: it returns the
+// error of a request that had no answer within.
+func untilAvailable(within time.Duration, do func() (*Resp, error)) (*Resp, error) {
+	var r *Resp
+	var reqErr error
+	_ = eventually.Poll(within, func() error {
+		r, reqErr = do()
+		if reqErr == nil && r.Status != 503 {
+			return nil
+		}
+		return errors.New("unavailable")
+	})
+	if reqErr != nil {
+		return nil, fmt.Errorf("no answer for %v: %w", within, reqErr)
+	}
+	return r, nil
 }

@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/metrics/metricstest"
 	"github.com/kitd/kitd/internal/partition"
 )
@@ -53,7 +55,7 @@ func TestClusterReadsPartitionsANodeLacks(t *testing.T) {
 		want(t, s.api(t, ein.Token, "POST", "/messages", postBody(ch.ID, text), nil), 201)
 		texts = append(texts, text)
 	}
-	waitFor(t, "the events of posts through every node", func() bool {
+	eventually.True(t, "the events of posts through every node", func() bool {
 		var got []string
 		for _, d := range rcv.received() {
 			if d.ok {
@@ -129,18 +131,18 @@ func TestClusterReadsPartitionsANodeLacks(t *testing.T) {
 // partitions each node lacks; at least one node must lack some.
 func (c *testCluster) waitReplicas(t *testing.T, want, replicas int) map[string][]int {
 	t.Helper()
-	var last, seen string
+	var seen string
+	var lacking map[string][]int
 	since := time.Now()
-	for deadline := time.Now().Add(120 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	eventually.NoErrorWithin(t, 120*time.Second, "the cluster settles", func() error {
 		v, err := c.view(t, c.nodes[0])
 		if err != nil {
-			last = err.Error()
-			continue
+			return err
 		}
 		alive, led, held := 0, map[int]int{}, map[int]int{}
-		lacking := map[string][]int{}
+		lacking = map[string][]int{}
 		var leads []string
-		last = ""
+		last := ""
 		for _, m := range v.Members {
 			if m.State != "alive" {
 				continue
@@ -171,20 +173,19 @@ func (c *testCluster) waitReplicas(t *testing.T, want, replicas int) map[string]
 		}
 		if now := fmt.Sprint(leads, lacking); last != "" || now != seen {
 			seen, since = now, time.Now()
-			continue
 		}
-		if time.Since(since) >= 2*time.Second {
-			if len(lacking) == 0 {
-				t.Fatal("every node holds every partition")
-			}
-			return lacking
+		switch {
+		case last != "":
+			return errors.New(last)
+		case time.Since(since) < 2*time.Second:
+			return errors.New("the leaderships kept moving")
 		}
+		return nil
+	})
+	if len(lacking) == 0 {
+		t.Fatal("every node holds every partition")
 	}
-	if last == "" {
-		last = "the leaderships kept moving"
-	}
-	t.Fatalf("the cluster did not settle in 120 s: %s", last)
-	return nil
+	return lacking
 }
 
 // writeClusterRecords is writeRecords without the events (the test above

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/metrics/metricstest"
 	"github.com/kitd/kitd/internal/partition"
 )
@@ -57,9 +58,8 @@ func (c *testCluster) waitLiveReplicas(t *testing.T, want int) {
 // nodes' /metrics is want.
 func (c *testCluster) waitMetricSum(t *testing.T, what string, want int, family string, labels ...string) {
 	t.Helper()
-	var got float64
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		got = 0
+	eventually.NoErrorWithin(t, 60*time.Second, what, func() error {
+		got := 0.0
 		for _, s := range c.live() {
 			r, err := s.request("GET", "/metrics", c.op, nil, nil)
 			if err != nil || r.Status != 200 {
@@ -67,11 +67,11 @@ func (c *testCluster) waitMetricSum(t *testing.T, what string, want int, family 
 			}
 			got += metricstest.Value(metricstest.Parse(t, r.Body), family, labels...)
 		}
-		if got == float64(want) {
-			return
+		if got != float64(want) {
+			return fmt.Errorf("%v, want %d", got, want)
 		}
-	}
-	t.Fatalf("%s: %v after 60 s, want %d", what, got, want)
+		return nil
+	})
 }
 
 // metricSum is family's value summed over the live nodes now.

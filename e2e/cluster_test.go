@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/metrics/metricstest"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/kitverify"
@@ -224,7 +225,7 @@ func TestClusterSignsDeliveriesAfterTheKitsLeaderStops(t *testing.T) {
 	c.waitSettled(t, 3)
 	e := newEventsSetup(t, c.nodes[0], rcv, 1)
 	e.in.post(t, e.convs[0], "before")
-	waitFor(t, "the first delivery", func() bool { return len(rcv.received()) >= 1 })
+	eventually.True(t, "the first delivery", func() bool { return len(rcv.received()) >= 1 })
 
 	v, err := c.view(t, c.nodes[0])
 	if err != nil {
@@ -246,7 +247,7 @@ func TestClusterSignsDeliveriesAfterTheKitsLeaderStops(t *testing.T) {
 		return through.request("POST", "/api/v1/messages", e.in.Token, postBody(e.convs[0], "after"), nil)
 	})
 	want(t, r, 201)
-	waitFor(t, "the delivery after the leader stopped", func() bool { return len(rcv.received()) >= 2 })
+	eventually.True(t, "the delivery after the leader stopped", func() bool { return len(rcv.received()) >= 2 })
 	for _, d := range rcv.received() {
 		if err := kitverify.Verify(d.header.Get(kitverify.Header), d.body, time.Now(), e.secret); err != nil {
 			t.Fatalf("delivery %s: signature %q: %v", d.body, d.header.Get(kitverify.Header), err)

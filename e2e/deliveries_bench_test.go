@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kitd/kitd/internal/eventually"
 )
 
 // BenchmarkDeliveries (docs/deliveries.md "Cost on the write path"): 64 posters write into 64
@@ -38,10 +40,7 @@ func BenchmarkDeliveries(b *testing.B) {
 	}
 	wg.Wait()
 	total := per * len(e.convs)
-	deadline := time.Now().Add(2 * time.Minute)
-	for len(rcv.received()) < total && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.Holds(2*time.Minute, func() bool { return len(rcv.received()) >= total })
 	elapsed := time.Since(start)
 	b.StopTimer()
 	var lat []time.Duration

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/kitverify"
 )
 
@@ -41,9 +42,9 @@ func TestDeliveriesListAndRedeliver(t *testing.T) {
 	s, _ := deliveryServer(t, rcv, false, "")
 	e := newEventsSetup(t, s, rcv, 1)
 	e.in.post(t, e.convs[0], "once")
-	waitFor(t, "the delivery", func() bool { return len(rcv.received()) == 1 })
+	eventually.True(t, "the delivery", func() bool { return len(rcv.received()) == 1 })
 	var first map[string]any
-	waitFor(t, "the delivery in the list", func() bool {
+	eventually.True(t, "the delivery in the list", func() bool {
 		first, _ = jget(deliveries(t, s, e).JSON, "deliveries.0").(map[string]any)
 		return jstr(first, "state") == "succeeded"
 	})
@@ -63,7 +64,7 @@ func TestDeliveriesListAndRedeliver(t *testing.T) {
 		if r.Get("redelivered") != 1.0 {
 			t.Fatalf("redelivered%s", r)
 		}
-		waitFor(t, "the redelivery", func() bool { return len(rcv.received()) == 2 })
+		eventually.True(t, "the redelivery", func() bool { return len(rcv.received()) == 2 })
 		got := rcv.received()[1]
 		if jstr(got.event, "eventId") != jstr(first, "eventId") || got.event["sequence"] != first["sequence"] ||
 			got.header.Get("Service-Retry-Num") != "1" || got.header.Get("Service-Retry-Reason") != "redelivery" {
@@ -95,8 +96,8 @@ func pausedEndpoint(t *testing.T, convs int) (s *Server, e *eventsSetup, rcv *re
 	rcv.answerWith(func(int) (int, time.Duration, bool) { return 500, 0, false })
 	e.in.post(t, e.convs[0], "failing")
 	for n := 1; ; n++ {
-		waitFor(t, fmt.Sprintf("attempt %d", n), func() bool { return len(rcv.received()) == n })
-		waitFor(t, fmt.Sprintf("attempt %d recorded", n), func() bool { return len(deliveryLog(t, s, e)) >= n })
+		eventually.True(t, fmt.Sprintf("attempt %d", n), func() bool { return len(rcv.received()) == n })
+		eventually.True(t, fmt.Sprintf("attempt %d recorded", n), func() bool { return len(deliveryLog(t, s, e)) >= n })
 		if deliveries(t, s, e).Str("endpoint.state") == "paused" {
 			if n != 6 {
 				t.Fatalf("paused after %d attempts, want 6 (25 hours)", n)
@@ -125,11 +126,11 @@ func TestDeliveryEndpointPause(t *testing.T) {
 		}
 		// A new event waits; the clock passing sends nothing.
 		e.in.post(t, e.convs[1], "while paused")
-		waitFor(t, "the new event queued", func() bool { return deliveries(t, s, e).Str("deliveries.0.state") == "queued" })
+		eventually.True(t, "the new event queued", func() bool { return deliveries(t, s, e).Str("deliveries.0.state") == "queued" })
 		advance(t, s, 5*time.Hour)
 		rcv.answerWith(func(int) (int, time.Duration, bool) { return 200, 0, false })
 		want(t, s.api(t, e.w.Dev, "POST", "/dev/installations/"+e.in.ID+"/deliveries/redeliver", map[string]any{"eventId": jstr(ev, "eventId")}, nil), 202)
-		waitFor(t, "the redelivery and the event that waited", func() bool { return len(rcv.received()) >= 8 })
+		eventually.True(t, "the redelivery and the event that waited", func() bool { return len(rcv.received()) >= 8 })
 		got := rcv.received()
 		if len(got) != 8 {
 			t.Fatalf("%d requests after the pause, want the redelivery and the waiting event", len(got)-6)
@@ -140,7 +141,7 @@ func TestDeliveryEndpointPause(t *testing.T) {
 		if jstr(got[7].event, "data.message.text") != "while paused" {
 			t.Fatalf("then %s, want the event that waited", got[7].body)
 		}
-		waitFor(t, "endpoint.resumed in the log", func() bool { return len(deliveryLogEvents(t, s, e)) == 2 })
+		eventually.True(t, "endpoint.resumed in the log", func() bool { return len(deliveryLogEvents(t, s, e)) == 2 })
 		if got := deliveryLogEvents(t, s, e); got[1] != "endpoint.resumed" {
 			t.Fatalf("developer log %q", got)
 		}
@@ -157,12 +158,12 @@ func TestDeliveryEndpointPause(t *testing.T) {
 		m["endpoints"] = map[string]any{"events": rcv.srv.URL + "/events"}
 		want(t, e.w.uploadVersion(t, m, true), 201)
 		want(t, s.ops(t, "POST", "/ops/v1/workspaces/"+e.w.ID+"/installations", map[string]any{"kitId": e.kit.ID}), 201)
-		waitFor(t, "the retry after the new version", func() bool { return len(rcv.received()) >= 7 })
+		eventually.True(t, "the retry after the new version", func() bool { return len(rcv.received()) >= 7 })
 		got := rcv.received()[6]
 		if jstr(got.event, "eventId") != jstr(ev, "eventId") || got.header.Get("Service-Retry-Reason") != "http_error" {
 			t.Fatalf("after the new version %s %v", got.body, got.header)
 		}
-		waitFor(t, "endpoint.resumed in the log", func() bool {
+		eventually.True(t, "endpoint.resumed in the log", func() bool {
 			l := deliveryLogEvents(t, s, e)
 			return len(l) == 2 && l[1] == "endpoint.resumed"
 		})
@@ -191,7 +192,7 @@ func TestCLI_TriggerAndDeliveries(t *testing.T) {
 
 	run = kit(t, s, sb.Dev, "trigger", "reaction.added")
 	wantExit(t, run, 0)
-	waitFor(t, "the test event", func() bool { return len(rcv.received()) == 1 })
+	eventually.True(t, "the test event", func() bool { return len(rcv.received()) == 1 })
 	got := rcv.received()[0]
 	if got.event["test"] != true || jstr(got.event, "type") != "reaction.added" || jstr(got.event, "installationId") != inst ||
 		jstr(got.event, "data.reaction.reaction") == "" {
@@ -203,7 +204,7 @@ func TestCLI_TriggerAndDeliveries(t *testing.T) {
 	if !strings.Contains(run.stdout, jstr(got.event, "eventId")) {
 		t.Fatalf("kit trigger does not name the event%s", run)
 	}
-	waitFor(t, "the attempt in the developer log", func() bool {
+	eventually.True(t, "the attempt in the developer log", func() bool {
 		logs := kit(t, s, sb.Dev, "logs", jstr(installed, "kitId"), "--source", "delivery")
 		return strings.Contains(logs.stdout, "event.delivery status=delivered")
 	})
@@ -215,7 +216,7 @@ func TestCLI_TriggerAndDeliveries(t *testing.T) {
 	}
 	run = kit(t, s, sb.Dev, "deliveries", "redeliver", inst, jstr(got.event, "eventId"))
 	wantExit(t, run, 0)
-	waitFor(t, "the redelivered test event", func() bool { return len(rcv.received()) == 2 })
+	eventually.True(t, "the redelivered test event", func() bool { return len(rcv.received()) == 2 })
 	if h := rcv.received()[1].header; h.Get("Service-Retry-Reason") != "redelivery" {
 		t.Fatalf("redelivery headers %v", h)
 	}
@@ -225,7 +226,7 @@ func TestCLI_TriggerAndDeliveries(t *testing.T) {
 	if r.Str("installationId") != inst || r.Get("sequence") != 2.0 {
 		t.Fatalf("test event%s", r)
 	}
-	waitFor(t, "the second test event", func() bool { return len(rcv.received()) == 3 })
+	eventually.True(t, "the second test event", func() bool { return len(rcv.received()) == 3 })
 	if ev := rcv.received()[2].event; jstr(ev, "data.message.text") == "" || ev["test"] != true {
 		t.Fatalf("a message.posted test event carries %s", rcv.received()[2].body)
 	}

@@ -6,7 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/kitd/kitd/internal/eventually"
 )
 
 // README's promise: `make run` on a fresh data directory prints a demo
@@ -17,15 +18,11 @@ func TestDemoCommandsWork(t *testing.T) {
 	t.Parallel()
 	s := startServerOpts(t, ServerOpts{Args: []string{"--demo"}})
 	var out string
-	for deadline := time.Now().Add(15 * time.Second); ; {
+	if !eventually.Holds(eventually.Within, func() bool {
 		out = s.out.tail(64 << 10)
-		if strings.Contains(out, "bin/kit kits show") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no demo commands printed%s", s.tail(4<<10))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return strings.Contains(out, "bin/kit kits show")
+	}) {
+		t.Fatalf("no demo commands printed%s", s.tail(4<<10))
 	}
 	// A curl command may continue on the next line after a backslash.
 	joined := strings.ReplaceAll(out, "\\\n", " ")

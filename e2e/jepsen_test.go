@@ -16,6 +16,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/kitd/kitd/e2e/jepsen"
+	"github.com/kitd/kitd/internal/eventually"
 )
 
 // The Jepsen-style checks (docs/cluster.md "Tests that prove
@@ -190,7 +191,12 @@ func (env *jepsenEnv) check(t *testing.T, ctx context.Context, ops []jepsen.Op) 
 // ackedAtLeast waits until the run has n acknowledged posts.
 func ackedAtLeast(t *testing.T, run *jepsen.Run, n int) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%d acknowledged posts (have %d)", n, run.Acked()), func() bool { return run.Acked() >= n })
+	eventually.NoError(t, fmt.Sprintf("%d acknowledged posts", n), func() error {
+		if got := run.Acked(); got < n {
+			return fmt.Errorf("%d so far", got)
+		}
+		return nil
+	})
 }
 
 // outageBound is the generous bound of one node's outage: a restart on a

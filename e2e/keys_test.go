@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/persistence"
 )
 
@@ -157,11 +158,11 @@ func writeRecords(t *testing.T, s *Server, rcv *receiver) written {
 			}
 		}
 		ein.post(t, c.ID, "an event that dies")
-		waitFor(t, "a failed delivery", deliveryStatus("retry_scheduled"))
+		eventually.True(t, "a failed delivery", deliveryStatus("retry_scheduled"))
 		ein.post(t, c2.ID, "an event delivered")
-		waitFor(t, "a delivery", deliveryStatus("delivered"))
+		eventually.True(t, "a delivery", deliveryStatus("delivered"))
 		advance(t, s, 25*time.Hour)
-		waitFor(t, "a dead letter", deliveryStatus("dead_lettered"))
+		eventually.True(t, "a dead letter", deliveryStatus("dead_lettered"))
 		ein.post(t, c.ID, "an event that waits")
 
 		// A member's tool call: a run (runKey), committed before the 202.

@@ -6,28 +6,30 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/kitd/kitd/internal/eventually"
 )
 
 // requestLine waits for the JSON line of a request whose field key is
 // value in s's log, and returns it.
 func requestLine(t *testing.T, s *Server, key, value string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second) // the log is flushed every 100 ms
-	for {
+	var found map[string]any
+	if !eventually.Holds(eventually.Within, func() bool { // the log is flushed every 100 ms
 		sc := bufio.NewScanner(bytes.NewReader(s.errOut.all()))
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
 			var line map[string]any
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line["msg"] == "request" && line[key] == value {
-				return line
+				found = line
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no request line with %s %q in the log:\n%s", key, value, s.errOut.tail(4<<10))
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("no request line with %s %q in the log:\n%s", key, value, s.errOut.tail(4<<10))
 	}
+	return found
 }
 
 // One JSON line per request (docs/decisions.md "Logs"): the
@@ -73,27 +75,23 @@ func TestRequestLogLines(t *testing.T) {
 	t.Run("a success has its line too, without a correlationId", func(t *testing.T) {
 		text := "logged-" + randHex(8)
 		env.In.post(t, env.Chan.ID, text)
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			var lines []map[string]any
+		var first map[string]any
+		if !eventually.Holds(eventually.Within, func() bool {
 			sc := bufio.NewScanner(bytes.NewReader(s.errOut.all()))
 			sc.Buffer(nil, 1<<20)
 			for sc.Scan() {
 				var line map[string]any
 				if json.Unmarshal(sc.Bytes(), &line) == nil && line["route"] == "POST /api/v1/messages" && line["status"] == float64(201) {
-					lines = append(lines, line)
+					first = line
+					return true
 				}
 			}
-			if len(lines) > 0 {
-				if _, ok := lines[0]["correlationId"]; ok || lines[0]["installation"] != env.In.ID {
-					t.Errorf("line %v", lines[0])
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no line of the post:\n%s", s.errOut.tail(4<<10))
-			}
-			time.Sleep(20 * time.Millisecond)
+			return false
+		}) {
+			t.Fatalf("no line of the post:\n%s", s.errOut.tail(4<<10))
+		}
+		if _, ok := first["correlationId"]; ok || first["installation"] != env.In.ID {
+			t.Errorf("line %v", first)
 		}
 		if strings.Contains(string(s.errOut.all()), text) {
 			t.Fatal("a message's text is in the log")

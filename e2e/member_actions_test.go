@@ -45,9 +45,9 @@ func memberServer(t *testing.T, rcv *receiver, also ...string) *Server {
 	for _, a := range also {
 		allow = append(allow, strings.TrimPrefix(a, "https://"))
 	}
-	return startServerOpts(t, ServerOpts{OpToken: "op_" + randToken(), Args: []string{
+	return startServerOpts(t, ServerOpts{OpToken: "op_" + randToken(), Args: append([]string{
 		"--delivery-ca", rcv.caPath, "--delivery-allow", strings.Join(allow, ","),
-	}})
+	}, kitTimeoutArgs...)})
 }
 
 // newMemberKit registers and installs a Kit of a fresh workspace whose
@@ -267,8 +267,8 @@ func TestSlashCommands(t *testing.T) {
 		{"the Kit answering 500 is 502 kit_unavailable", func() {
 			rcv.answerWith(func(int) (int, time.Duration, bool) { return 500, 0, false })
 		}, "http_error"},
-		{"the Kit answering after 3.5 s is 502 kit_unavailable", func() {
-			rcv.answerWith(func(int) (int, time.Duration, bool) { return 200, 3500 * time.Millisecond, false })
+		{"the Kit answering after the timeout is 502 kit_unavailable", func() {
+			rcv.answerWith(func(int) (int, time.Duration, bool) { return 200, tooLate, false })
 		}, "http_timeout"},
 		{"a 2xx that is not a message is 502 kit_unavailable", func() {
 			rcv.replyWith([]byte(`{"text":`))

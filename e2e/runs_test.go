@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/kitverify"
 )
 
@@ -61,7 +62,7 @@ func (k *toolKit) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	status, answer, wait := (*k.answer.Load())(d.event)
-	time.Sleep(wait) // the Kit's own slowness, part of what is tested
+	slowly(req, wait) // the Kit's own slowness, part of what is tested
 	w.WriteHeader(status)
 	_, _ = io.WriteString(w, answer)
 }
@@ -98,9 +99,9 @@ type toolsSetup struct {
 
 func newToolsSetup(t *testing.T, tk *toolKit) *toolsSetup {
 	t.Helper()
-	opts := ServerOpts{DataDir: t.TempDir(), OpToken: "op_" + randToken(), Limits: "off", Args: []string{
+	opts := ServerOpts{DataDir: t.TempDir(), OpToken: "op_" + randToken(), Limits: "off", Args: append([]string{
 		"--delivery-ca", tk.caPath, "--delivery-allow", strings.TrimPrefix(tk.srv.URL, "https://"),
-	}}
+	}, kitTimeoutArgs...)}
 	s := startServerOpts(t, opts)
 	e := &toolsSetup{s: s, opts: opts, w: newWorkspace(t, s)}
 	w := e.w
@@ -154,7 +155,7 @@ func (e *toolsSetup) call(conv, tool string, args any) map[string]any {
 func (e *toolsSetup) finished(t *testing.T, id, token string) map[string]any {
 	t.Helper()
 	var run map[string]any
-	waitFor(t, "run "+id+" to finish", func() bool {
+	eventually.True(t, "run "+id+" to finish", func() bool {
 		r := e.s.api(t, token, "GET", "/runs/"+id, nil, nil)
 		want(t, r, 200)
 		run = jobj(r.JSON, "run")
@@ -228,7 +229,7 @@ func TestToolRuns(t *testing.T) {
 		wait            time.Duration
 	}{
 		{"a 500 answer fails the run with http_error", "http_error", 500, 500, `{"result":1}`, 0},
-		{"no answer within 3 s fails the run with http_timeout", "http_timeout", 0, 200, `{"result":1}`, 3500 * time.Millisecond},
+		{"no answer within the timeout fails the run with http_timeout", "http_timeout", 0, 200, `{"result":1}`, tooLate},
 		{"a 2xx answer without result fails the run with invalid_answer", "invalid_answer", 200, 200, `{"answer":1}`, 0},
 		{"a 2xx answer that is no JSON object fails the run with invalid_answer", "invalid_answer", 200, 200, `[1]`, 0},
 	}
@@ -294,7 +295,7 @@ func TestToolRuns(t *testing.T) {
 		// An event posted after the run: once it arrived, any event the run
 		// had caused would have too.
 		e.in.post(t, e.conv, "after the run")
-		waitFor(t, "the event of the later post", func() bool {
+		eventually.True(t, "the event of the later post", func() bool {
 			return slices.ContainsFunc(tk.all(), func(d delivered) bool { return bytes.Contains(d.body, []byte("after the run")) })
 		})
 		for _, d := range tk.all() {
@@ -339,7 +340,7 @@ func TestToolRunInterruptedByKill9(t *testing.T) {
 	r := e.invoke(t, e.call(e.conv, "lookup", map[string]any{}))
 	want(t, r, 202)
 	id := r.Str("run.id")
-	waitFor(t, "the tool call", func() bool { return len(tk.calls()) == 1 })
+	eventually.True(t, "the tool call", func() bool { return len(tk.calls()) == 1 })
 	e.s.kill()
 
 	e.s = startServerOpts(t, e.opts)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/http/tlscert/tlscerttest"
+	"github.com/kitd/kitd/internal/eventually"
 )
 
 // docs/decisions.md "HTTPS" (OPERATIONS.md section 8): with --tls-cert and
@@ -101,7 +102,7 @@ func TestTLS_ServesHTTPSAndReloadsOnSIGHUP(t *testing.T) {
 	s, certFile, keyFile := tlsServer(t, a, b, c)
 	roots := tlscerttest.Pool(a, b, c)
 	// The line after the listening line says HTTPS.
-	waitFor(t, "a line saying HTTPS", func() bool { return bytes.Contains(s.out.all(), []byte("kitd TLS: HTTPS only")) })
+	eventually.True(t, "a line saying HTTPS", func() bool { return bytes.Contains(s.out.all(), []byte("kitd TLS: HTTPS only")) })
 
 	// HTTPS, the Web API with a token included, TLS 1.2 at least.
 	want(t, s.do(t, "GET", "/healthz", "", nil, nil), 200)
@@ -135,7 +136,7 @@ func TestTLS_ServesHTTPSAndReloadsOnSIGHUP(t *testing.T) {
 	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a new handshake presents the renewed certificate", func() bool { return served(t, s, roots).Equal(b.Cert) })
+	eventually.True(t, "a new handshake presents the renewed certificate", func() bool { return served(t, s, roots).Equal(b.Cert) })
 	if st := before.get(t, "/healthz"); st != 200 {
 		t.Fatalf("GET /healthz on the connection opened before the reload: %d", st)
 	}
@@ -154,7 +155,7 @@ func TestTLS_ServesHTTPSAndReloadsOnSIGHUP(t *testing.T) {
 		if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the log says the reload failed", func() bool {
+		eventually.True(t, "the log says the reload failed", func() bool {
 			return bytes.Count(s.errOut.all(), []byte("tls certificate reload failed")) > i
 		})
 		if got := served(t, s, roots); !got.Equal(b.Cert) {

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/persistence"
 )
 
@@ -62,13 +62,7 @@ func TestDirectoryOfAnOlderBuildUpgrades(t *testing.T) {
 		{"the log says the upgrade's steps and their keys", func(t *testing.T) {
 			// The log is flushed within 100 ms (cmd/kitd/logging.go).
 			for _, line := range []string{`"msg":"upgrading the data layout","node":`, `"msg":"data layout step done","node":`, `"msg":"upgraded the data layout","node":`} {
-				deadline := time.Now().Add(10 * time.Second)
-				for !strings.Contains(string(s.errOut.all()), line) {
-					if time.Now().After(deadline) {
-						t.Fatalf("no %s line in the log", line)
-					}
-					time.Sleep(20 * time.Millisecond)
-				}
+				eventually.True(t, "a "+line+" line in the log", func() bool { return strings.Contains(string(s.errOut.all()), line) })
 			}
 		}},
 	} {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/kitverify"
 )
 
@@ -33,7 +34,7 @@ func TestUserEventsAreDelivered(t *testing.T) {
 
 	u := w.user(t, "member")
 	want(t, s.ops(t, "DELETE", "/ops/v1/users/"+u.ID, nil), 200)
-	waitFor(t, "two user events", func() bool { return len(rcv.received()) >= 2 })
+	eventually.True(t, "two user events", func() bool { return len(rcv.received()) >= 2 })
 
 	r = s.api(t, in.Token, "GET", "/users/"+u.ID, nil, nil)
 	want(t, r, 200)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/replication"
@@ -138,7 +139,7 @@ func TestGrowFromOneNodeToThree(t *testing.T) {
 	a, b, c := all[0], all[1], all[2]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	waitFor(t, "every group on three voters and the leaderships spread", func() error {
+	eventually.NoError(t, "every group on three voters and the leaderships spread", func() error {
 		for g := range replication.GroupID(partition.Count) {
 			lead := leaderOf(all, partition.ID(g))
 			if lead == nil {
@@ -162,7 +163,7 @@ func TestGrowFromOneNodeToThree(t *testing.T) {
 	for p := range partition.ID(partition.Count) {
 		commitVia(t, all, p, "k", "v1")
 	}
-	waitFor(t, "every write on every store", func() error {
+	eventually.NoError(t, "every write on every store", func() error {
 		for id, s := range stores {
 			for p := range partition.ID(partition.Count) {
 				if v, err := s.Get(keyIn(p, "k")); err != nil || string(v) != "v1" {
@@ -184,7 +185,7 @@ func TestGrowFromOneNodeToThree(t *testing.T) {
 	if len(spread) != 2 {
 		t.Fatalf("no two partitions led by b and c: %v", spread)
 	}
-	waitFor(t, "a commit over partitions b and c lead, through a", func() error {
+	eventually.NoError(t, "a commit over partitions b and c lead, through a", func() error {
 		batch := stores[a.ID()].NewBatch()
 		for _, p := range spread {
 			batch.Set(keyIn(p, "multi"), []byte("m"))
@@ -192,7 +193,7 @@ func TestGrowFromOneNodeToThree(t *testing.T) {
 		defer batch.Close()
 		return a.Log.Commit(batch.Repr())
 	})
-	waitFor(t, "both parts on every store", func() error {
+	eventually.NoError(t, "both parts on every store", func() error {
 		for id, s := range stores {
 			for _, p := range spread {
 				if v, err := s.Get(keyIn(p, "multi")); err != nil || string(v) != "m" {
@@ -216,7 +217,7 @@ func TestGrowFromOneNodeToThree(t *testing.T) {
 	if led, _ := c.Partitions(); led != 0 {
 		t.Fatalf("c still leads %b after handing over", led)
 	}
-	waitFor(t, "every group led by a or b", func() error {
+	eventually.NoError(t, "every group led by a or b", func() error {
 		for p := range partition.ID(partition.Count) {
 			if l := leaderOf([]*Replica{a, b}, p); l == nil {
 				return fmt.Errorf("partition %d", p)
@@ -236,7 +237,7 @@ func TestGrowFromOneNodeToThree(t *testing.T) {
 			rest = append(rest, r)
 		}
 	}
-	waitFor(t, "a new leader of partition 0", func() error {
+	eventually.NoError(t, "a new leader of partition 0", func() error {
 		if l := leaderOf(rest, 0); l == nil {
 			return errors.New("none yet")
 		}
@@ -343,12 +344,12 @@ func TestJoiningNodeTakesItsShareOfReplicas(t *testing.T) {
 		}
 		return nil
 	}
-	waitFor(t, "three nodes, every group on all three", func() error { return onTop(3) })
+	eventually.NoError(t, "three nodes, every group on all three", func() error { return onTop(3) })
 	for p := range partition.ID(partition.Count) {
 		commitVia(t, all, p, "k", "v")
 	}
 	all = append(all, start(false))
-	waitFor(t, "every group on the three nodes that rank highest for it", func() error { return onTop(4) })
+	eventually.NoError(t, "every group on the three nodes that rank highest for it", func() error { return onTop(4) })
 	_, held := all[3].Partitions()
 	t.Logf("the fourth node holds %d groups", count(held))
 
@@ -358,7 +359,7 @@ func TestJoiningNodeTakesItsShareOfReplicas(t *testing.T) {
 	for _, r := range all {
 		r.cfg.Store.SetReadCheck(nil)
 	}
-	waitFor(t, "every replica its group removed forgotten", func() error {
+	eventually.NoError(t, "every replica its group removed forgotten", func() error {
 		for _, r := range all {
 			groups := r.node.Groups()
 			for p := range partition.ID(partition.Count) {
@@ -404,7 +405,7 @@ func TestDownVoterLeavesItsGroups(t *testing.T) {
 	gone := all[2]
 	n.setDown(gone.ID(), true)
 	waitVoters(t, all[:2], 2, gone.ID())
-	waitFor(t, "the node away forgets every replica", func() error {
+	eventually.NoError(t, "the node away forgets every replica", func() error {
 		if gs := gone.node.Groups(); len(gs) != 0 {
 			return fmt.Errorf("it has %d groups", len(gs))
 		}
@@ -420,7 +421,7 @@ func TestDownVoterLeavesItsGroups(t *testing.T) {
 	n.setDown(gone.ID(), false)
 	waitVoters(t, all, 3, 0)
 	stores[gone.ID()].SetReadCheck(nil) // the test reads what it may not hold yet
-	waitFor(t, "the node back holds what was written while it was away", func() error {
+	eventually.NoError(t, "the node back holds what was written while it was away", func() error {
 		for p := range partition.ID(partition.Count) {
 			if v, err := stores[gone.ID()].Get(keyIn(p, "away")); err != nil || string(v) != "v" {
 				return fmt.Errorf("partition %d: %q %v", p, v, err)
@@ -437,7 +438,7 @@ func TestDownVoterLeavesItsGroups(t *testing.T) {
 // none of them without.
 func waitVoters(t *testing.T, rs []*Replica, want int, without uint64) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("every group on %d voters", want), func() error {
+	eventually.NoError(t, fmt.Sprintf("every group on %d voters", want), func() error {
 		for g := range replication.GroupID(partition.Count) {
 			lead := leaderOf(rs, partition.ID(g))
 			if lead == nil {
@@ -464,7 +465,7 @@ func leaderOf(rs []*Replica, p partition.ID) *Replica {
 
 func commitVia(t *testing.T, rs []*Replica, p partition.ID, k, v string) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("a commit to partition %d", p), func() error {
+	eventually.NoError(t, fmt.Sprintf("a commit to partition %d", p), func() error {
 		l := leaderOf(rs, p)
 		if l == nil {
 			return errors.New("no leader")
@@ -484,22 +485,6 @@ func count(set uint64) int {
 	return c
 }
 
-// waitFor polls until check passes, for at most 30 s.
-func waitFor(t *testing.T, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // A leader hands a partition over (balancing, draining) without refusing
 // a write: raft drops every proposal while a transfer is under way, so the
 // partition is released first, and its writers (the activations) finish
@@ -510,7 +495,7 @@ func TestHandOverRefusesNoWrite(t *testing.T) {
 		t.Skip("runs three nodes")
 	}
 	_, all, _ := growThree(t, 0)
-	waitFor(t, "the leaderships spread", func() error {
+	eventually.NoError(t, "the leaderships spread", func() error {
 		for _, r := range all {
 			if led, _ := r.Partitions(); count(led) < 10 {
 				return fmt.Errorf("node %d leads %d groups", r.ID(), count(led))
@@ -520,7 +505,7 @@ func TestHandOverRefusesNoWrite(t *testing.T) {
 	})
 	var a, b *Replica
 	var p partition.ID
-	waitFor(t, "a partition led by one node, with another voter caught up", func() error {
+	eventually.NoError(t, "a partition led by one node, with another voter caught up", func() error {
 		for q := range partition.ID(partition.Count) {
 			lead := leaderOf(all, q)
 			if lead == nil {
@@ -564,7 +549,7 @@ func TestHandOverRefusesNoWrite(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "writes going", func() error {
+	eventually.NoError(t, "writes going", func() error {
 		if commits.Load() < 20 {
 			return errors.New("few commits")
 		}

@@ -10,13 +10,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kitd/kitd/internal/eventually"
 )
 
 // Deadlines are generous: the machine is busy and shared. Nothing below
 // waits a fixed time; every wait polls for its condition.
 const (
 	convergeWithin = 20 * time.Second
-	pollEvery      = 5 * time.Millisecond
 )
 
 // testLog collects a node's log; a failed test prints it.
@@ -96,7 +97,7 @@ func startCluster(t *testing.T, n int, opts ...nodeOpt) []*testNode {
 	for i := 1; i < n; i++ {
 		nodes = append(nodes, startNode(t, fmt.Sprint("n", i), append(opts, joining(nodes[0].Addr()))...))
 	}
-	waitFor(t, "every node sees every node alive", func() bool {
+	eventually.TrueWithin(t, convergeWithin, "every node sees every node alive", func() bool {
 		for _, a := range nodes {
 			for _, b := range nodes {
 				if mb, ok := a.member(b.name); !ok || mb.State != StateAlive || mb.Meta != b.Local() {
@@ -116,19 +117,6 @@ func (m *Membership) member(name string) (Member, bool) {
 		}
 	}
 	return Member{}, false
-}
-
-// waitFor polls cond until it holds or convergeWithin passes.
-func waitFor(t *testing.T, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > convergeWithin {
-			t.Fatalf("not within %v: %s", convergeWithin, what)
-		}
-		time.Sleep(pollEvery)
-	}
-	return time.Since(start)
 }
 
 // collect reads a node's events into a list from now on.
@@ -187,7 +175,7 @@ func TestMetaUpdatePropagates(t *testing.T) {
 	if want.SystemID == "ffffffffffffffffffffffffffffffff" || want.State != StateDraining {
 		t.Fatalf("local meta after update = %+v", want)
 	}
-	waitFor(t, "n0 and n2 see n1's new meta, and n0's consumer gets it", func() bool {
+	eventually.TrueWithin(t, convergeWithin, "n0 and n2 see n1's new meta, and n0's consumer gets it", func() bool {
 		a, _ := nodes[0].member("n1")
 		c, _ := nodes[2].member("n1")
 		return a.Meta == want && c.Meta == want && a.State == StateDraining &&
@@ -210,7 +198,7 @@ func TestLeaveIsSeenAsLeft(t *testing.T) {
 	if err := nodes[2].Leave(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "n0 and n1 see n2 left", func() bool {
+	eventually.TrueWithin(t, convergeWithin, "n0 and n1 see n2 left", func() bool {
 		a, _ := nodes[0].member("n2")
 		b, _ := nodes[1].member("n2")
 		return a.State == StateLeft && b.State == StateLeft && events.saw(EventLeave, "n2", nil)
@@ -233,7 +221,8 @@ func crash(t *testing.T, victim *testNode, survivors []*testNode) (time.Duration
 	t.Helper()
 	suspected := false
 	victim.Shutdown()
-	took := waitFor(t, victim.name+" is dead for every survivor", func() bool {
+	start := time.Now()
+	eventually.TrueWithin(t, convergeWithin, victim.name+" is dead for every survivor", func() bool {
 		dead := 0
 		for _, s := range survivors {
 			switch mb, _ := s.member(victim.name); mb.State {
@@ -245,7 +234,7 @@ func crash(t *testing.T, victim *testNode, survivors []*testNode) (time.Duration
 		}
 		return dead == len(survivors)
 	})
-	return took, suspected
+	return time.Since(start), suspected
 }
 
 func TestCrashIsSuspectedThenDead(t *testing.T) {
@@ -259,7 +248,7 @@ func TestCrashIsSuspectedThenDead(t *testing.T) {
 	if !suspected {
 		t.Fatal("no survivor listed the crashed node suspect before dead")
 	}
-	waitFor(t, "n0's consumer is told n2 failed", func() bool { return events.saw(EventFail, "n2", nil) })
+	eventually.TrueWithin(t, convergeWithin, "n0's consumer is told n2 failed", func() bool { return events.saw(EventFail, "n2", nil) })
 	if events.saw(EventLeave, "n2", nil) {
 		t.Fatal("n0's consumer was told n2 left; it crashed")
 	}
@@ -309,7 +298,7 @@ func TestRestartRejoinsWithANewLife(t *testing.T) {
 			}
 			old.Shutdown()
 			if tc.awaitDead {
-				waitFor(t, "n2 is dead for n0", func() bool { mb, _ := nodes[0].member("n2"); return mb.State == StateDead })
+				eventually.TrueWithin(t, convergeWithin, "n2 is dead for n0", func() bool { mb, _ := nodes[0].member("n2"); return mb.State == StateDead })
 			}
 			start := time.Now()
 			again := startNode(t, "n2", withBind(bind), withTiming(tm), joining(nodes[0].Addr()))
@@ -317,7 +306,7 @@ func TestRestartRejoinsWithANewLife(t *testing.T) {
 			if newID == oldID {
 				t.Fatal("a restarted node kept its SystemID")
 			}
-			waitFor(t, "n0 and n1 see n2's new life alive at its new address, and it sees them", func() bool {
+			eventually.TrueWithin(t, convergeWithin, "n0 and n1 see n2's new life alive at its new address, and it sees them", func() bool {
 				for _, s := range nodes[:2] {
 					mb, _ := s.member("n2")
 					if mb.State != StateAlive || mb.Meta.SystemID != newID || mb.Addr != again.Addr() {

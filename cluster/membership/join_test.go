@@ -2,6 +2,8 @@ package membership
 
 import (
 	"testing"
+
+	"github.com/kitd/kitd/internal/eventually"
 )
 
 // freeAddr returns a loopback gossip address no node holds now: one that
@@ -23,12 +25,12 @@ func TestJoinWithSeedsDown(t *testing.T) {
 		if got := first.Members(); len(got) != 1 || got[0].Name != "first" || got[0].State != StateAlive {
 			t.Fatalf("a node with its seeds down lists %v", got)
 		}
-		waitFor(t, "the node retried its seeds", func() bool { return first.joinAttempts.Load() >= 2 })
+		eventually.TrueWithin(t, convergeWithin, "the node retried its seeds", func() bool { return first.joinAttempts.Load() >= 2 })
 		if first.Joined() {
 			t.Fatal("a node that joined only itself counts itself joined")
 		}
 		second := startNode(t, "second", withBind(seed)) // the seed comes back, joining nobody
-		waitFor(t, "the two found each other", func() bool {
+		eventually.TrueWithin(t, convergeWithin, "the two found each other", func() bool {
 			a, _ := first.member("second")
 			b, _ := second.member("first")
 			return a.State == StateAlive && b.State == StateAlive && first.Joined()
@@ -37,10 +39,10 @@ func TestJoinWithSeedsDown(t *testing.T) {
 	t.Run("a node joined by another stops retrying its seeds", func(t *testing.T) {
 		lonely := startNode(t, "lonely", joining(freeAddr(t)))
 		other := startNode(t, "other", joining(lonely.Addr()))
-		waitFor(t, "lonely sees other", func() bool { mb, _ := lonely.member("other"); return mb.State == StateAlive })
-		waitFor(t, "lonely counts itself joined", lonely.Joined)
+		eventually.TrueWithin(t, convergeWithin, "lonely sees other", func() bool { mb, _ := lonely.member("other"); return mb.State == StateAlive })
+		eventually.TrueWithin(t, convergeWithin, "lonely counts itself joined", lonely.Joined)
 		attempts := lonely.joinAttempts.Load()
-		waitFor(t, "other sees lonely", func() bool { mb, _ := other.member("lonely"); return mb.State == StateAlive })
+		eventually.TrueWithin(t, convergeWithin, "other sees lonely", func() bool { mb, _ := other.member("lonely"); return mb.State == StateAlive })
 		if !other.Joined() || lonely.joinAttempts.Load() > attempts+1 {
 			t.Fatalf("joined %v; lonely kept trying its seed: %d tries, then %d", other.Joined(), attempts, lonely.joinAttempts.Load())
 		}

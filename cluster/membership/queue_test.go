@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/kitd/kitd/internal/eventually"
 )
 
 func TestStalledConsumerDoesNotStopGossip(t *testing.T) {
@@ -16,7 +18,7 @@ func TestStalledConsumerDoesNotStopGossip(t *testing.T) {
 		}
 	}
 	n3 := startNode(t, "n3", joining(nodes[0].Addr()))
-	waitFor(t, "every node sees n1's last update and n3, n0 included", func() bool {
+	eventually.TrueWithin(t, convergeWithin, "every node sees n1's last update and n3, n0 included", func() bool {
 		for _, n := range append(nodes, n3) {
 			a, _ := n.member("n1")
 			b, _ := n.member("n3")
@@ -28,7 +30,7 @@ func TestStalledConsumerDoesNotStopGossip(t *testing.T) {
 	})
 	// Polled, not checked once: a busy machine may make anyone briefly
 	// suspect; a node whose gossip is stuck would stay so, then dead.
-	waitFor(t, "n1 and n2 see n0 alive while its consumer is stalled", func() bool {
+	eventually.TrueWithin(t, convergeWithin, "n1 and n2 see n0 alive while its consumer is stalled", func() bool {
 		a, _ := nodes[1].member("n0")
 		b, _ := nodes[2].member("n0")
 		return a.State == StateAlive && b.State == StateAlive

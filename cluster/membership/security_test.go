@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/kitd/kitd/internal/eventually"
 )
 
 func TestWrongKeyCannotJoin(t *testing.T) {
@@ -25,7 +27,7 @@ func TestWrongKeyCannotJoin(t *testing.T) {
 			stranger := startNode(t, "stranger", withKey(tc.key), joining(nodes[0].Addr()))
 			// Start succeeded (a refused join looks like a seed that is
 			// down); the node retries. Three refused tries are the proof.
-			waitFor(t, "the stranger tried to join three times", func() bool { return stranger.joinAttempts.Load() >= 3 })
+			eventually.TrueWithin(t, convergeWithin, "the stranger tried to join three times", func() bool { return stranger.joinAttempts.Load() >= 3 })
 			if stranger.Joined() {
 				t.Fatal("the stranger counts itself joined")
 			}
@@ -83,11 +85,11 @@ func TestGarbageOnTheGossipPortChangesNothing(t *testing.T) {
 			if err := nodes[1].UpdateMeta(func(m *Meta) { m.Led, m.Replicated = 1, 1 }); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "n0 sees n1's update made after the garbage", func() bool {
+			eventually.TrueWithin(t, convergeWithin, "n0 sees n1's update made after the garbage", func() bool {
 				mb, _ := nodes[0].member("n1")
 				return mb.Meta.Led == 1
 			})
-			waitFor(t, "n0 lists the same members, all alive", func() bool {
+			eventually.TrueWithin(t, convergeWithin, "n0 lists the same members, all alive", func() bool {
 				after := nodes[0].Members()
 				if len(after) != len(before) {
 					return false
@@ -140,7 +142,7 @@ func TestAPeerThatIsNotKitdIsIgnored(t *testing.T) {
 			if _, err := raw.Join([]string{nodes[0].Addr()}); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the raw peer sees both nodes", func() bool { return raw.NumMembers() == 3 })
+			eventually.TrueWithin(t, convergeWithin, "the raw peer sees both nodes", func() bool { return raw.NumMembers() == 3 })
 			for _, n := range raw.Members() {
 				if n.Name != name {
 					if err := raw.SendReliable(n, tc.msg); err != nil {
@@ -148,7 +150,7 @@ func TestAPeerThatIsNotKitdIsIgnored(t *testing.T) {
 					}
 				}
 			}
-			waitFor(t, "n0 logged the peer's meta and message as ignored", func() bool {
+			eventually.TrueWithin(t, convergeWithin, "n0 logged the peer's meta and message as ignored", func() bool {
 				return nodes[0].log.contains(`msg="membership: ignoring a member's meta" node=n0 member=`+name) &&
 					nodes[0].log.count("ignoring an unknown gossip message") == i+1
 			})
@@ -160,7 +162,7 @@ func TestAPeerThatIsNotKitdIsIgnored(t *testing.T) {
 					t.Fatalf("%s lists the raw peer", n.name)
 				}
 			}
-			waitFor(t, "n0 and n1 see each other alive", func() bool {
+			eventually.TrueWithin(t, convergeWithin, "n0 and n1 see each other alive", func() bool {
 				a, _ := nodes[0].member("n1")
 				b, _ := nodes[1].member("n0")
 				return a.State == StateAlive && b.State == StateAlive

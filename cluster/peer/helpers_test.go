@@ -69,18 +69,6 @@ func ctxFor(t testing.TB) context.Context {
 	return ctx
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // mustCall calls GetUser{userID} on addr and checks the echo.
 func mustCall(t testing.TB, from *node, addr, wantFrom, userID string) {
 	t.Helper()

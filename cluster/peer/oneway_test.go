@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/cluster/peer/peertest"
+	"github.com/kitd/kitd/internal/eventually"
 )
 
 // TestOneWayBatchesArriveInOrder: batches to one peer arrive whole and in
@@ -29,7 +30,7 @@ func TestOneWayBatchesArriveInOrder(t *testing.T) {
 	})
 	a := start(t, "a", nil)
 	// The first Send starts the connection and may be dropped.
-	eventually(t, "a connection", func() bool { return a.Send(b.Addr()) == nil })
+	eventually.True(t, "a connection", func() bool { return a.Send(b.Addr()) == nil })
 	const batches, per = 500, 4
 	for i := range batches {
 		payloads := make([][]byte, per)
@@ -40,7 +41,7 @@ func TestOneWayBatchesArriveInOrder(t *testing.T) {
 			t.Fatalf("send %d: %v", i, err)
 		}
 	}
-	eventually(t, "every batch", func() bool {
+	eventually.True(t, "every batch", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) == batches*per
@@ -63,7 +64,7 @@ func TestSendNeverBlocks(t *testing.T) {
 	// A write to the stopped peer never times out here: only the queue's
 	// bound can stop the loop below.
 	a := start(t, "a", func(c *Config) { c.QueueBytes = 256 << 10; c.WriteTimeout = time.Hour })
-	eventually(t, "a connection", func() bool { return a.Send(p.Addr()) == nil })
+	eventually.True(t, "a connection", func() bool { return a.Send(p.Addr()) == nil })
 	p.Pause()
 	defer p.Unpause()
 	payload := make([]byte, 64<<10)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kitd/kitd/cluster/peer/peertest"
+	"github.com/kitd/kitd/internal/eventually"
 )
 
 // TestStreamArrivesWhole: many chunks, a small window, a slow reader: the
@@ -106,7 +107,7 @@ func TestStreamBackPressure(t *testing.T) {
 		}
 		done <- w.Close()
 	}()
-	eventually(t, "a full window", func() bool { return written.Load() >= window })
+	eventually.True(t, "a full window", func() bool { return written.Load() >= window })
 	close(gate)
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -190,7 +191,7 @@ func TestRefusedHandshakeIsLogged(t *testing.T) {
 	b := start(t, "b", nil)
 	x := start(t, "x", func(c *Config) { c.ClusterKey = bytes.Repeat([]byte{7}, 32) })
 	x.Call(ctxFor(t), b.Addr(), &kitpb.GetUser{}, "r")
-	eventually(t, "a log line", func() bool { return strings.Contains(b.log.String(), "handshake refused") })
+	eventually.True(t, "a log line", func() bool { return strings.Contains(b.log.String(), "handshake refused") })
 	if b.Stats().Refused == 0 {
 		t.Fatal("not counted")
 	}

@@ -6,27 +6,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/cluster/peer"
 	"github.com/kitd/kitd/cluster/raftnet"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/loglimit"
 	"github.com/kitd/kitd/replication"
 )
-
-// eventually polls cond until it holds or a generous deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(time.Millisecond) // polling: what is awaited crosses the wire
-	}
-}
 
 func snapMsg(to uint64) replication.Message {
 	return replication.Message{Group: 7, Msg: &pb.Message{
@@ -130,7 +119,7 @@ func TestReceiveRefusesAndCounts(t *testing.T) {
 			if err := tc.send(t, snd.endpoint, addr); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, tc.name, func() bool { return tc.want(rcv.net.Stats()) })
+			eventually.True(t, tc.name, func() bool { return tc.want(rcv.net.Stats()) })
 			mu.Lock()
 			defer mu.Unlock()
 			if len(heard) != len(tc.heard) || (len(heard) > 0 && heard[0] != tc.heard[0]) {
@@ -152,7 +141,7 @@ func TestRefusalsLogAtABoundedRate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "every batch refused", func() bool { return rcv.net.Stats().Refused == n })
+	eventually.True(t, "every batch refused", func() bool { return rcv.net.Stats().Refused == n })
 	if lines := strings.Count(rcv.log.String(), "raftnet: batch refused"); lines != loglimit.Burst {
 		t.Fatalf("%d lines for %d refusals, want %d", lines, n, loglimit.Burst)
 	}
@@ -183,7 +172,7 @@ func TestBeforeBindAndAttach(t *testing.T) {
 			snd.dir.Set(2, rcv.peer.Addr())
 			connect(t, snd, rcv.peer.Addr())
 			snd.net.Send([]replication.Message{appendTo(2, 10)})
-			eventually(t, "the batch", func() bool { return rcv.net.Stats().Undelivered == 1 })
+			eventually.True(t, "the batch", func() bool { return rcv.net.Stats().Undelivered == 1 })
 			return rcv.net.Stats()
 		}, func(st raftnet.Stats) bool { return st.Undelivered == 1 && st.Received == 0 }},
 	} {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kitd/kitd/cluster/peer"
 	"github.com/kitd/kitd/cluster/raftnet"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/replication"
 )
 
@@ -214,7 +215,7 @@ func TestLargeCycleIsSplit(t *testing.T) {
 	if st := snd.net.Stats(); st.Sent != n || st.Dropped != 0 {
 		t.Fatalf("sender: %+v", st)
 	}
-	eventually(t, "every message", func() bool { return rcv.net.Stats().UnknownGroup == n })
+	eventually.True(t, "every message", func() bool { return rcv.net.Stats().UnknownGroup == n })
 	mu.Lock()
 	defer mu.Unlock()
 	if batches < n/2 || largest > maxBatch {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/kitd/kitd/kitclient/dev"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +15,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kitd/kitd/internal/eventually"
+	"github.com/kitd/kitd/kitclient/dev"
 )
 
 // fakeAPI is a developer API answering canned bodies per "METHOD /path" and
@@ -430,12 +432,12 @@ func TestFollow(t *testing.T) {
 			if tt.limit > 0 && tt.limit < len(first) {
 				first = first[len(first)-tt.limit:]
 			}
-			waitFor(t, func() bool { return len(events(out.String())) == len(first) })
+			eventually.True(t, "the first polls printed", func() bool { return len(events(out.String())) == len(first) })
 			log.mu.Lock()
 			log.fail = tt.fail
 			log.mu.Unlock()
 			log.add(tt.later...)
-			waitFor(t, func() bool { return len(events(out.String())) >= len(tt.want) })
+			eventually.True(t, "every event printed", func() bool { return len(events(out.String())) >= len(tt.want) })
 			time.Sleep(30 * time.Millisecond) // a few more polls must add nothing
 			cancel()
 			if code := <-done; code != 0 {
@@ -458,15 +460,4 @@ func TestFollow(t *testing.T) {
 			t.Errorf("exit %d, stderr %q", code, errOut)
 		}
 	})
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5 s")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }

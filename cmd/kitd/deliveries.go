@@ -103,7 +103,7 @@ func readKey(path string) ([]byte, error) {
 
 // sender builds the delivery sender of the --delivery-* flags.
 func sender(cfg config, env *actors.Env, logger *slog.Logger) (*deliveries.Sender, error) {
-	dc := deliveries.Config{Node: env.Node, Clock: env.Clock, Encode: api.EventBody, Logger: logger}
+	dc := deliveries.Config{Node: env.Node, Clock: env.Clock, Encode: api.EventBody, Logger: logger, Timeout: cfg.deliveryTimeout}
 	for _, h := range strings.Split(cfg.deliveryAllow, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			dc.Allow = append(dc.Allow, h)

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 )
 
 // lookupOf is an environment of vars alone.
@@ -51,6 +52,7 @@ func TestEveryFlagHasItsVariable(t *testing.T) {
 		{"verify-ca", "KIT_VERIFY_CA", "/tmp/ca.pem", ""},
 		{"delivery-allow", "KIT_DELIVERY_ALLOW", "127.0.0.1", ""},
 		{"delivery-ca", "KIT_DELIVERY_CA", "/tmp/ca.pem", ""},
+		{"delivery-timeout", "KIT_DELIVERY_TIMEOUT", "500ms", ""},
 		{"tls-cert", "KIT_TLS_CERT", "/tmp/cert.pem", ""},
 		{"tls-key", "KIT_TLS_KEY", "/tmp/key.pem", ""},
 		{"trusted-proxies", "KIT_TRUSTED_PROXIES", "10.0.0.0/8,192.0.2.1", ""},
@@ -138,6 +140,9 @@ func TestEnvironmentRules(t *testing.T) {
 		{"--pprof refuses a public address", []string{"--pprof", "192.0.2.1:6060"}, nil, nil, "--pprof must be a loopback address"},
 		{"KIT_PPROF refuses a name other than localhost", nil, map[string]string{"KIT_PPROF": "kitd.example:6060"}, nil, "--pprof must be a loopback address"},
 		{"--log-format defaults to the terminal's choice", nil, nil, func(c config) bool { return c.logFormat == "" }, ""},
+		{"--delivery-timeout defaults to the contract's 3 s", nil, nil, func(c config) bool { return c.deliveryTimeout == 3*time.Second }, ""},
+		{"--delivery-timeout takes a shorter one for tests", []string{"--delivery-timeout", "250ms"}, nil, func(c config) bool { return c.deliveryTimeout == 250*time.Millisecond }, ""},
+		{"--delivery-timeout refuses 0", []string{"--delivery-timeout", "0s"}, nil, nil, "--delivery-timeout must be more than 0"},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			c, err := parseFlagsEnv(tc.args, lookupOf(tc.vars), nil)

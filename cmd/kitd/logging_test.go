@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kitd/kitd/internal/eventually"
 )
 
 // syncBuffer is a bytes.Buffer the flush timer and the test may share.
@@ -83,13 +85,7 @@ func TestLogIsFlushedOnATimer(t *testing.T) {
 	fw := newFlushWriter(&out, logBufferSize, 10*time.Millisecond)
 	defer fw.Close()
 	slog.New(slog.NewJSONHandler(fw, nil)).Info("hello")
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), "hello") {
-		if time.Now().After(deadline) {
-			t.Fatal("the line was never flushed")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually.True(t, "the line flushed", func() bool { return strings.Contains(out.String(), "hello") })
 }
 
 // A library's chatter below warn is dropped; its warnings are not.

@@ -114,6 +114,10 @@ type config struct {
 	tlsKey        string
 	proxies       *clientaddr.Trusted
 	cacheBytes    int64
+
+	// deliveryTimeout: the 3 s within which a Kit must answer
+	// (deliveries.Timeout), shorter only for tests.
+	deliveryTimeout time.Duration
 }
 
 // repeated is a flag that may be given several times.
@@ -163,6 +167,7 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 	fs.StringVar(&c.verifyCA, "verify-ca", env("KIT_VERIFY_CA", ""), "PEM file of extra roots trusted by domain verification fetches")
 	fs.StringVar(&c.deliveryAllow, "delivery-allow", env("KIT_DELIVERY_ALLOW", ""), "comma-separated host or host:port that deliveries may reach on loopback or private addresses (tests only)")
 	fs.StringVar(&c.deliveryCA, "delivery-ca", env("KIT_DELIVERY_CA", ""), "PEM file of extra roots trusted for deliveries")
+	deliveryTimeout := fs.String("delivery-timeout", env("KIT_DELIVERY_TIMEOUT", deliveries.Timeout.String()), "how long a Kit has to answer an event or a call with a 2xx (tests only: the contract says 3s)")
 	fs.StringVar(&c.tlsCert, "tls-cert", env("KIT_TLS_CERT", ""), "PEM certificate (and chain): with --tls-key, --listen serves HTTPS only; read again on SIGHUP")
 	fs.StringVar(&c.tlsKey, "tls-key", env("KIT_TLS_KEY", ""), "PEM private key of --tls-cert; read again on SIGHUP")
 	proxies := fs.String("trusted-proxies", env("KIT_TRUSTED_PROXIES", ""), "comma-separated CIDRs of proxies whose X-Forwarded-For names the client (per-address limits, request lines)")
@@ -195,6 +200,9 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 	if c.forgetAfter, err = time.ParseDuration(*forgetAfter); err != nil {
 		return c, fmt.Errorf("--forget-after: %w", err)
 	}
+	if c.deliveryTimeout, err = time.ParseDuration(*deliveryTimeout); err != nil {
+		return c, fmt.Errorf("--delivery-timeout: %w", err)
+	}
 	if c.replicas, err = strconv.Atoi(*replicas); err != nil {
 		return c, fmt.Errorf("--replicas: %w", err)
 	}
@@ -208,6 +216,8 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 		return c, errors.New("--join, --cluster-key, --peer-listen and --peer-advertise need --cluster-bind (the gossip address)")
 	case c.replicas < 0:
 		return c, errors.New("--replicas must be 0 (every node) or more")
+	case c.deliveryTimeout <= 0:
+		return c, errors.New("--delivery-timeout must be more than 0")
 	case c.downTimeout < time.Second:
 		return c, errors.New("--down-timeout must be at least 1s: a member is gone only after gossip's failure detector says so")
 	case c.forgetAfter < time.Second:

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -606,7 +607,11 @@ func TestByteBudget(t *testing.T) {
 			b := newByteBudget(10)
 			all := b.acquire(10)
 			large := acquire(b, 8)
-			time.Sleep(10 * time.Millisecond) // large queues first
+			eventually.True(t, "the large waiter in line", func() bool { // large queues first
+				b.mu.Lock()
+				defer b.mu.Unlock()
+				return len(b.waiting) == 1
+			})
 			small := acquire(b, 1)
 			b.release(2)
 			if done(small) || done(large) {

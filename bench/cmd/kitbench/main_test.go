@@ -125,8 +125,9 @@ func TestRunEndToEndWithFakeKitd(t *testing.T) {
 }
 
 func runEndToEnd(t *testing.T, trivial string) {
+	const duration = raceSlowdown * 200 * time.Millisecond
 	rep, data, code, err := runReport(t, options{
-		kitd: os.Args[0], concurrency: 3, duration: 200 * time.Millisecond, warmup: 20 * time.Millisecond,
+		kitd: os.Args[0], concurrency: 3, duration: duration, warmup: 20 * time.Millisecond,
 		timeout: 5 * time.Second, conversations: 20, seed: 60, limit: 50, pageLimit: 25, rounds: 2,
 		settle: time.Second, trivial: trivial,
 	})
@@ -141,8 +142,8 @@ func runEndToEnd(t *testing.T, trivial string) {
 		if s.Name != names[i] || s.Trivial == nil || s.Kitd == nil {
 			t.Fatalf("scenario %d: %+v", i, s)
 		}
-		if s.Trivial.ElapsedSec != 0.2 || s.Kitd.ElapsedSec != 0.2 {
-			t.Errorf("%s: measured %vs and %vs, want 0.2s each", s.Name, s.Trivial.ElapsedSec, s.Kitd.ElapsedSec)
+		if s.Trivial.ElapsedSec != duration.Seconds() || s.Kitd.ElapsedSec != duration.Seconds() {
+			t.Errorf("%s: measured %vs and %vs, want %v each", s.Name, s.Trivial.ElapsedSec, s.Kitd.ElapsedSec, duration)
 		}
 		if s.Trivial.Requests == 0 || s.Kitd.Requests == 0 || s.Ratio.RPS <= 0 || s.Ratio.P99 <= 0 {
 			t.Errorf("%s: %+v %+v %+v", s.Name, s.Trivial, s.Kitd, s.Ratio)

@@ -18,16 +18,18 @@ func TestMixedScenarioJudgesLimits(t *testing.T) {
 		name string
 		fake string
 		// duration leaves a busy machine time for the burst, a 429, its
-		// Retry-After and the retry (2 s for the write bucket).
+		// Retry-After and the retry (2 s for the write bucket): 3 s was
+		// too short at a low priority on a loaded machine.
 		duration time.Duration
 		want     string // in the first violation; "" = the checks pass
 	}{
 		{"a server that keeps the budgets and tells the right Retry-After passes", "", 4 * time.Second, ""},
-		{"a Retry-After a second too short is caught", "short-retry-after", 3 * time.Second, "refused again"},
-		{"more writes than the budget is caught", "generous", 3 * time.Second, "bucket write/"},
+		{"a Retry-After a second too short is caught", "short-retry-after", 6 * time.Second, "refused again"},
+		{"more writes than the budget is caught", "generous", 6 * time.Second, "bucket write/"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			tc.duration *= raceSlowdown
 			args := ""
 			if tc.fake != "" {
 				args = "--fake-limits " + tc.fake
