@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kitd/kitd/actors"
@@ -23,6 +24,7 @@ import (
 type groups struct {
 	replica *replica.Replica
 	member  *member.Member
+	wakes   *wakes
 }
 
 // startGroups starts the raft groups the flags ask for and makes the
@@ -30,7 +32,7 @@ type groups struct {
 func startGroups(cfg config, store *persistence.Store, env *actors.Env, httpAddr string, logger *slog.Logger) (groups, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	hosts := wakingHosts{Node: env.Node, env: env, log: logger}
+	hosts := wakingHosts{Node: env.Node, env: env, log: logger, wakes: new(wakes)}
 	switch {
 	case cfg.clusterBind != "":
 		peerListen := cfg.peerListen
@@ -59,14 +61,14 @@ func startGroups(cfg config, store *persistence.Store, env *actors.Env, httpAddr
 		env.Reads = m
 		env.Remote = m
 		env.Invalidator = m.Invalidator(env.Invalidator)
-		return groups{member: m}, nil
+		return groups{member: m, wakes: hosts.wakes}, nil
 	case cfg.replicate:
 		r, err := replica.Start(ctx, replica.Config{Store: store, Hosts: hosts, Logger: logger})
 		if err != nil {
 			return groups{}, err
 		}
 		env.Commits = r.Log
-		return groups{replica: r}, nil
+		return groups{replica: r, wakes: hosts.wakes}, nil
 	}
 	return groups{}, nil
 }
@@ -91,8 +93,13 @@ func (g groups) replicas() *replica.Replica {
 	return nil
 }
 
-// Close stops the groups; the actors must be stopped first.
+// Close stops the groups; the actors must be stopped first. It returns
+// once no wake of deliveries reads the store any more, so the store may
+// close after it.
 func (g groups) Close() error {
+	if g.wakes != nil {
+		g.wakes.stop()
+	}
 	var err error
 	if g.member != nil {
 		err = g.member.Close()
@@ -108,15 +115,43 @@ func (g groups) Close() error {
 // previous leader queued.
 type wakingHosts struct {
 	*cluster.Node
-	env *actors.Env
-	log *slog.Logger
+	env   *actors.Env
+	log   *slog.Logger
+	wakes *wakes
 }
 
 func (h wakingHosts) Host(p partition.ID) {
 	h.Node.Host(p)
-	go func() {
+	h.wakes.start(func() {
 		if err := actors.WakeDeliveriesIn(h.env, p); err != nil {
 			h.log.Warn("wake deliveries", "partition", p, "err", err)
 		}
-	}()
+	})
+}
+
+// wakes runs the wakes of deliveries, which scan the store, on goroutines
+// that stop lets finish: a wake still scanning when the store closed made
+// Pebble panic on SIGTERM.
+type wakes struct {
+	mu      sync.Mutex
+	stopped bool
+	running sync.WaitGroup
+}
+
+// start runs wake on a goroutine of its own, unless stop was called.
+func (w *wakes) start(wake func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	w.running.Go(wake)
+}
+
+// stop starts no more wakes and waits for those running.
+func (w *wakes) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	w.mu.Unlock()
+	w.running.Wait()
 }
