@@ -233,11 +233,22 @@ func TestSendAllocatesNothing(t *testing.T) {
 	c := newCluster(t, []uint64{1, 2, 3}, options{}, nil)
 	snd := c.members[1]
 	msgs := []replication.Message{appendTo(2, 256), appendTo(3, 256), appendTo(2, 64), appendTo(3, 64)}
-	allocs := testing.AllocsPerRun(1000, func() { snd.net.Send(msgs) })
-	if st := snd.net.Stats(); st.Sent == 0 || st.Dropped != 0 {
-		t.Fatalf("%+v", st)
+	// On a loaded machine a measure can catch the connections' buffers
+	// still growing, or a redial: a Send that allocates does so in every
+	// attempt, so one clean attempt of three is the rule holding.
+	var allocs float64
+	for range 3 {
+		allocs = testing.AllocsPerRun(1000, func() { snd.net.Send(msgs) })
+		if st := snd.net.Stats(); st.Sent == 0 || st.Dropped != 0 {
+			t.Fatalf("%+v", st)
+		}
+		if allocs == 0 {
+			return
+		}
+		sent := snd.net.Stats().Sent
+		eventually.True(t, "the peers received what was sent", func() bool {
+			return c.members[2].net.Stats().UnknownGroup+c.members[3].net.Stats().UnknownGroup == sent
+		})
 	}
-	if allocs != 0 {
-		t.Fatalf("%.1f allocations per Send", allocs)
-	}
+	t.Fatalf("%.1f allocations per Send", allocs)
 }
