@@ -113,20 +113,8 @@ func Start(cfg Config, kinds ...*Kind) (*Node, error) {
 	return n, nil
 }
 
-// Stop stops every activation and waits for each to have stopped, then
-// the actor system: an activation writes what it holds back (a delivery
-// actor's outcomes waiting for their flush) when it stops, and the store
-// closes after Stop. The system's shutdown alone stops nobody.
+// Stop stops every local actor.
 func (n *Node) Stop() {
-	n.pidsMu.Lock()
-	stopping := make([]*actor.PID, 0, len(n.pids))
-	for _, a := range n.pids {
-		stopping = append(stopping, a.pid)
-	}
-	n.pidsMu.Unlock()
-	for _, pid := range stopping {
-		_ = n.system.Root.StopFuture(pid).Wait() // one that stopped meanwhile completes at once
-	}
 	n.system.Shutdown()
 }
 
