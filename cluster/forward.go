@@ -112,10 +112,16 @@ func (f *forwarder) requestID() string {
 // leader: one hop, and one more when that node answers that the partition
 // moved to a leader of a newer term. It never runs the request here.
 func (n *Node) forward(kind, identity string, msg proto.Message, notHosted error) (proto.Message, error) {
-	f := n.fwd.Load()
-	if f == nil {
+	if n.fwd.Load() == nil {
 		return nil, fmt.Errorf("%w: %w", notHosted, errNoLeader)
 	}
+	return n.toLeader(kind, identity, msg, false)
+}
+
+// toLeader takes msg to the actor on its partition's leader: a request,
+// answered, or a notice (tell), handed to the actor there.
+func (n *Node) toLeader(kind, identity string, msg proto.Message, tell bool) (proto.Message, error) {
+	f := n.fwd.Load()
 	p := partition.Of(identity)
 	to, ok := f.Router.Leader(p)
 	// This node leads p but does not serve it: it is applying the first
@@ -124,7 +130,7 @@ func (n *Node) forward(kind, identity string, msg proto.Message, notHosted error
 	// a few cycles; a request waits for them rather than fail at once.
 	for deadline := time.Now().Add(selfWait); ok && to.Addr == f.Self && time.Now().Before(deadline); {
 		time.Sleep(selfPoll)
-		res, err := n.local(kind, identity, msg)
+		res, err := n.here(kind, identity, msg, tell)
 		if !errors.Is(err, ErrNotHosted) {
 			return res, err
 		}
@@ -138,7 +144,7 @@ func (n *Node) forward(kind, identity string, msg proto.Message, notHosted error
 	if err != nil {
 		return nil, fmt.Errorf("request %s/%s: %w", kind, identity, err)
 	}
-	env := &kitpb.Forward{Kind: kind, Identity: identity,
+	env := &kitpb.Forward{Kind: kind, Identity: identity, Tell: tell,
 		RequestType: string(msg.ProtoReflect().Descriptor().FullName()), Request: payload}
 	id := f.requestID()
 	ctx, cancel := context.WithTimeout(context.Background(), n.timeout)
@@ -198,23 +204,40 @@ func (f *forwarder) awaitOther(p partition.ID, addr string) (Leader, bool) {
 	return next, ok && next.Addr != addr && next.Addr != f.Self
 }
 
-// tell hands a notice to the actor on the partition's leader, without
-// waiting for the actor: one hop, lost when it cannot be made (a notice's
-// loss is made good by its receiver).
-func (n *Node) tell(kind, identity string, msg proto.Message) {
-	f := n.fwd.Load()
-	to, ok := f.Router.Leader(partition.Of(identity))
-	if !ok || to.Addr == f.Self {
-		return
+// here runs msg on this node's activation: a request is asked and
+// answered, a notice handed over (ok).
+func (n *Node) here(kind, identity string, msg proto.Message, tell bool) (proto.Message, error) {
+	if !tell {
+		return n.local(kind, identity, msg)
 	}
-	payload, err := proto.Marshal(msg)
+	pid, err := n.pid(kind, identity)
 	if err != nil {
-		return
+		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.timeout)
-	defer cancel()
-	_, _ = f.Peers.Call(ctx, to.Addr, &kitpb.Forward{Kind: kind, Identity: identity, Tell: true,
-		RequestType: string(msg.ProtoReflect().Descriptor().FullName()), Request: payload}, f.requestID())
+	if pid == nil {
+		return nil, errUnavailable
+	}
+	n.system.Root.Send(pid, msg)
+	return handedOver, nil
+}
+
+// handedOver answers a notice handed to its actor. Shared: only read.
+var handedOver = &kitpb.Ok{}
+
+// tell hands a notice to the actor on its partition's leader, without
+// waiting for the actor. It follows the partition through an election or
+// a move as a request does, again and again until the request timeout:
+// a notice sent as its partition changes leader (a member draining, a
+// node that died) is the one most likely to be lost, and its receiver
+// learns of a lost notice only from the next one.
+func (n *Node) tell(kind, identity string, msg proto.Message) {
+	for deadline := time.Now().Add(n.timeout); ; {
+		_, err := n.toLeader(kind, identity, msg, true)
+		if err == nil || !time.Now().Before(deadline) {
+			return
+		}
+		time.Sleep(movedPoll)
+	}
 }
 
 // call makes one forwarded call, again with the same request id when the
@@ -268,16 +291,9 @@ func (n *Node) ServePeer(ctx context.Context, from string, msg proto.Message, re
 	if err != nil {
 		return nil, err
 	}
-	if fw.Tell {
-		// Here only, like a request: a notice never travels twice.
-		if pid, err := n.pid(fw.Kind, fw.Identity); pid != nil && err == nil {
-			n.system.Root.Send(pid, req)
-		}
-		return &kitpb.Ok{}, nil
-	}
-	return f.replies.do(ctx, requestID, func() (proto.Message, error) {
+	run := func() (proto.Message, error) {
 		p := partition.Of(fw.Identity)
-		res, err := n.local(fw.Kind, fw.Identity, req)
+		res, err := n.here(fw.Kind, fw.Identity, req, fw.Tell)
 		// This node leads p but does not serve it for a moment (it is
 		// applying the first entry of its term, its lease lapsed on a busy
 		// machine, it hands p over), or p's group is electing a leader.
@@ -297,7 +313,12 @@ func (n *Node) ServePeer(ctx context.Context, from string, msg proto.Message, re
 			n.log.Warn("forwarded request unavailable", "from", from, "kind", fw.Kind, "err", err)
 		}
 		return res, err
-	})
+	}
+	if fw.Tell {
+		// A notice carries no request id: a copy of it changes nothing.
+		return run()
+	}
+	return f.replies.do(ctx, requestID, run)
 }
 
 // awaitsLeader reports whether this node's table names it p's leader, or

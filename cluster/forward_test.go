@@ -36,6 +36,7 @@ type member struct {
 	table  *RoutingTable
 	served atomic.Int64 // forwarded requests that reached ServePeer here
 	runs   atomic.Int64 // requests the test actor ran here
+	told   atomic.Int64 // notices the test actor took here
 	// release unblocks the test actor's "block" requests.
 	release chan struct{}
 }
@@ -54,6 +55,8 @@ func (a forwardActor) Receive(ctx actor.Context) {
 			<-a.m.release
 		}
 		ctx.Respond(&kitpb.UserReply{User: &kitpb.User{Id: r.UserId, DisplayName: a.m.name}})
+	case *kitpb.WakeDelivery:
+		a.m.told.Add(1)
 	case *kitpb.DeactivateUser:
 		ctx.Respond(kiterr.ToFailure(kiterr.Invalid("userId", "is not a member")))
 	case *kitpb.GetWorkspace:
@@ -297,6 +300,64 @@ func TestForwarding(t *testing.T) {
 			tt.run(t, p, identitiesOf(p, 1)[0], a, b, c)
 		})
 	}
+}
+
+// A notice (Send) sent while its partition changes leader follows it as
+// a request does, until the request timeout: the receiver of a lost notice
+// learns of it only from the next one, and a drained member's last notices
+// went nowhere.
+func TestNoticesFollowTheirPartition(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, p partition.ID, a, b, c *member)
+	}{
+		{"a notice sent while no leader is known reaches the leader the table names later", func(t *testing.T, p partition.ID, a, b, c *member) {
+			a.table.Forget(p)
+			later(func() { a.table.Set(p, b.peers.Addr(), 2) })
+		}},
+		{"a notice whose leader cannot be reached goes to the node the table names next", func(t *testing.T, p partition.ID, a, b, c *member) {
+			a.table.Set(p, closedAddr(t), 1)
+			later(func() { a.table.Set(p, b.peers.Addr(), 2) })
+		}},
+		{"a notice that reaches a node no longer hosting its partition goes on to the leader", func(t *testing.T, p partition.ID, a, b, c *member) {
+			a.table.Set(p, c.peers.Addr(), 1)
+			c.table.Set(p, b.peers.Addr(), 2)
+		}},
+		{"a notice for this node's partition waits for it to be hosted", func(t *testing.T, p partition.ID, a, b, c *member) {
+			b.n.Release(p)
+			a.table.Set(p, a.peers.Addr(), 2)
+			later(func() { a.n.Host(p) })
+		}},
+	}
+	ms := startMembers(t, 3)
+	a, b, c := ms[0], ms[1], ms[2]
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := partition.ID(20 + i)
+			leadOnly(p, b, ms)
+			for _, m := range ms {
+				m.told.Store(0)
+				t.Cleanup(func() { m.n.Host(p) })
+			}
+			tt.run(t, p, a, b, c)
+			if !a.n.Send("fwd", identitiesOf(p, 1)[0], &kitpb.WakeDelivery{}) {
+				t.Fatal("Send did not take the notice")
+			}
+			eventually.True(t, "the notice to reach the leader", func() bool { return a.told.Load()+b.told.Load() == 1 })
+			if c.told.Load() != 0 {
+				t.Fatal("a node that does not host the partition took the notice")
+			}
+		})
+	}
+}
+
+// later runs fn a moment after the test's Send: gossip's word, or a
+// leader's first entry, coming in after the notice left.
+func later(fn func()) {
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		fn()
+	}()
 }
 
 // Domain errors of the leader's actor reach the caller as a local request's

@@ -92,11 +92,7 @@ func (n *Node) Release(p partition.ID) {
 		}
 	}
 	n.pidsMu.Unlock()
-	for _, pid := range stopping {
-		// An activation that stopped on its own meanwhile has no process:
-		// its future completes at once.
-		_ = n.system.Root.StopFuture(pid).Wait()
-	}
+	n.stopAll(stopping)
 }
 
 // Activations counts the activations this node hosts in partition p.

@@ -246,3 +246,40 @@ func TestActivationStartedAcrossARelease(t *testing.T) {
 		t.Fatal("the request hung: the activation's stop waited on the lock its refusal held")
 	}
 }
+
+// stopCounter counts the Stopping its activations handle, slowly, as an
+// activation writing what it holds back does.
+type stopCounter struct{ stopped *atomic.Int32 }
+
+func (s stopCounter) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Stopping:
+		time.Sleep(20 * time.Millisecond)
+		s.stopped.Add(1)
+	case *kitpb.GetUser:
+		ctx.Respond(&kitpb.UserReply{User: &kitpb.User{Id: m.UserId}})
+	}
+}
+
+// Stop returns once every activation has handled its Stopping: the store
+// closes after it, and an activation writes what it holds back then.
+func TestStopWaitsForEveryActivationToStop(t *testing.T) {
+	var stopped atomic.Int32
+	n, err := Start(Config{RequestTimeout: 10 * time.Second}, &Kind{Name: "echo", New: func(string) actor.Actor {
+		return stopCounter{&stopped}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const activations = 5
+	for i := range activations {
+		id := fmt.Sprint("stopping-", i)
+		if _, err := Call[*kitpb.UserReply](n, "echo", id, &kitpb.GetUser{UserId: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.Stop()
+	if got := stopped.Load(); got != activations {
+		t.Fatalf("%d of %d activations had stopped when Stop returned", got, activations)
+	}
+}

@@ -113,9 +113,33 @@ func Start(cfg Config, kinds ...*Kind) (*Node, error) {
 	return n, nil
 }
 
-// Stop stops every local actor.
+// Stop stops every activation and waits for them to have stopped, then
+// the actor system: an activation writes what it holds back (a delivery
+// actor's outcomes waiting for their flush) when it stops, and the store
+// closes after Stop. The system's shutdown alone stops nobody.
 func (n *Node) Stop() {
+	n.pidsMu.Lock()
+	stopping := make([]*actor.PID, 0, len(n.pids))
+	for _, a := range n.pids {
+		stopping = append(stopping, a.pid)
+	}
+	n.pidsMu.Unlock()
+	n.stopAll(stopping)
 	n.system.Shutdown()
+}
+
+// stopAll stops the activations and waits for them, together: each has
+// its own deadline (protoactor's, for a stop), so one whose Stopping
+// cannot finish holds the others up no longer than that. One that stopped
+// meanwhile has no process: its future completes at once.
+func (n *Node) stopAll(pids []*actor.PID) {
+	futures := make([]*actor.Future, len(pids))
+	for i, pid := range pids {
+		futures[i] = n.system.Root.StopFuture(pid)
+	}
+	for _, f := range futures {
+		_ = f.Wait()
+	}
 }
 
 // errUnavailable reports an actor that could not be reached in time.
