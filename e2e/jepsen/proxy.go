@@ -237,12 +237,14 @@ func (p *Proxy) copy(dst, src net.Conn, host string) bool {
 			if !p.gate(host) {
 				return false
 			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return false
-			}
+			// Counted before the write, so that a reader that has the
+			// bytes finds them counted.
 			p.mu.Lock()
 			p.passed[host] += int64(n)
 			p.mu.Unlock()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return false
+			}
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) || !p.gate(host) {
