@@ -27,9 +27,11 @@ type deliveryActor struct {
 	last uint64 // the last sequence given out
 
 	// taken is, by source, the last outbox position taken in this
-	// activation. Sources write positions in increasing order (outbox.add),
-	// so a notice at or below it names an event taken already: by the
-	// activation's scan, which may run before the notices of what it took.
+	// activation; every entry of the source at or below it was taken.
+	// Sources write positions in increasing order (outbox.add), so a
+	// notice at or below it names an event taken already: by the
+	// activation's scan, which may run before the notices of what it took,
+	// or by the read of a gap (takeNotice).
 	taken map[string]uint64
 	// batch is what was written since the last flush (none: nil Batch):
 	// what notices took, and the outcomes of attempts, which share one
@@ -65,8 +67,11 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		if a.life.loadErr != nil {
 			return // the outbox keeps the event; the next activation takes it
 		}
-		if m.Pos > a.taken[m.Source] {
-			a.take(m.Source, m.Pos, m.Event)
+		if err := a.takeNotice(m); err != nil {
+			if a.env.Logger != nil {
+				a.env.Logger.Error("take outbox entries", "installation", a.id, "err", err)
+			}
+			ctx.Stop(ctx.Self()) // the next activation takes the outbox whole
 		}
 		a.flushLater(ctx)
 		return
@@ -173,6 +178,32 @@ func (a *deliveryActor) takeOutbox() error {
 		}
 	}
 	return a.commit()
+}
+
+// takeNotice takes the event a notice names, after the entries of its
+// source it has not taken yet: those of a notice that was lost, or that
+// travels behind this one (notices between nodes go apart). The notice
+// says that its source wrote nothing for this installation between After
+// and its position, so only a notice whose After lies past what was
+// taken costs a read of the outbox, of that range alone.
+func (a *deliveryActor) takeNotice(m *kitpb.OutboxNotice) error {
+	taken := a.taken[m.Source]
+	if m.Pos <= taken {
+		return nil
+	}
+	if m.After > taken {
+		lower, upper := outboxKey(a.id, m.Source, taken+1), outboxKey(a.id, m.Source, m.Pos)
+		err := a.env.Partition(partition.Of(m.Source)).Scan(lower, upper, false, func(k, v []byte) bool {
+			_, pos := outboxSource(k)
+			a.take(m.Source, pos, v)
+			return true
+		})
+		if err != nil {
+			return fmt.Errorf("read the outbox of %s before position %d: %w", m.Source, m.Pos, err)
+		}
+	}
+	a.take(m.Source, m.Pos, m.Event)
+	return nil
 }
 
 // take queues the outbox record rec, at position pos of source, under the

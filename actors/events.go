@@ -132,15 +132,19 @@ func withSequence(rec []byte, seq uint64) []byte {
 // outboxNotice is a notice for a delivery actor, kept until the batch that
 // wrote its event is applied.
 type outboxNotice struct {
-	inst string
-	pos  uint64
-	rec  []byte
+	inst       string
+	after, pos uint64
+	rec        []byte
 }
 
 // outbox is what an emitting actor keeps to write its events.
 type outbox struct {
-	source  string // the emitting actor's identity
-	pos     uint64 // the last position written
+	source string // the emitting actor's identity
+	pos    uint64 // the last position written
+	// last is, by installation, the position of the last entry written
+	// for it, or 0 when none is left from earlier activations (resume):
+	// what a notice vouches nothing lies between it and its own.
+	last    map[string]uint64
 	notices []outboxNotice
 }
 
@@ -151,7 +155,22 @@ type outbox struct {
 func (o *outbox) add(b batch, inst string, rec []byte, at int64) {
 	o.pos = max(o.pos+1, uint64(max(at, 0)))
 	b.Set(outboxKey(inst, o.source, o.pos), rec)
-	o.notices = append(o.notices, outboxNotice{inst: inst, pos: o.pos, rec: rec})
+	// An installation not resumed vouches for nothing: the delivery
+	// actor reads what lies before the entry. (A batch that fails leaves
+	// last past positions never written, which vouches for no less.)
+	after, known := o.last[inst]
+	if !known {
+		after = o.pos - 1
+	}
+	o.remember(inst, o.pos)
+	o.notices = append(o.notices, outboxNotice{inst: inst, after: after, pos: o.pos, rec: rec})
+}
+
+func (o *outbox) remember(inst string, pos uint64) {
+	if o.last == nil {
+		o.last = make(map[string]uint64)
+	}
+	o.last[inst] = pos
 }
 
 // applied sends the notices of a batch once it is applied (or committed).
@@ -163,7 +182,7 @@ func (o *outbox) applied(env *Env) {
 		if env.testHookDropNotices.Load() {
 			continue
 		}
-		env.Node.Send(KindDelivery, n.inst, &kitpb.OutboxNotice{Source: o.source, Pos: n.pos, Event: n.rec})
+		env.Node.Send(KindDelivery, n.inst, &kitpb.OutboxNotice{Source: o.source, Pos: n.pos, After: n.after, Event: n.rec})
 		o.notices[i] = outboxNotice{}
 	}
 	o.notices = o.notices[:0]
@@ -179,14 +198,20 @@ func (o *outbox) failed() {
 // installations insts, so that new events follow them.
 func (o *outbox) resume(store *persistence.Store, insts []string) error {
 	for _, inst := range insts {
+		if _, known := o.last[inst]; known {
+			continue // this activation wrote it, or resumed it already
+		}
 		prefix := outboxSourcePrefix(inst, o.source)
+		var last uint64 // none left: every earlier entry was delivered
 		err := store.Scan(prefix, persistence.PrefixEnd(prefix), true, func(k, _ []byte) bool {
-			o.pos = max(o.pos, decodeSeq(k[len(prefix):]))
+			last = decodeSeq(k[len(prefix):])
 			return false
 		})
 		if err != nil {
 			return err
 		}
+		o.pos = max(o.pos, last)
+		o.remember(inst, last)
 	}
 	return nil
 }

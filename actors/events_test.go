@@ -1,6 +1,7 @@
 package actors_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -271,6 +273,70 @@ func TestEventsOfLostNoticesAreSequencedAfterARestart(t *testing.T) {
 	n.post(t, f.user, f.conv, postReq{text: "d"})
 	if evs := queued(t, n, f.inst.Id); len(evs) != 4 || evs[3].Sequence != 4 || evs[3].Message.Text != "d" {
 		t.Fatalf("after a new post: %d events", len(evs))
+	}
+}
+
+// A notice says what its source wrote before it (OutboxNotice.After), so
+// that the delivery actor takes, in the order written, the events of
+// notices lost or still on their way, rather than leave them in the
+// outbox until its next activation and send them out of order then.
+func TestNoticesTakeWhatTheirSourceWroteBefore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	tests := []struct {
+		name string
+		// run posts b and c after a, and may send what their notices
+		// would have said itself (send).
+		run func(t *testing.T, n *testNode, f *eventsFixture, send func(i int))
+	}{
+		{"a lost notice's event is taken with the next notice of its source, before it", func(t *testing.T, n *testNode, f *eventsFixture, _ func(int)) {
+			actors.DropNotices(n.env)
+			n.post(t, f.user, f.conv, postReq{text: "b"})
+			actors.KeepNotices(n.env)
+			n.post(t, f.user, f.conv, postReq{text: "c"})
+		}},
+		{"a notice that comes before an earlier one takes both in order, and the earlier one changes nothing", func(t *testing.T, n *testNode, f *eventsFixture, send func(int)) {
+			actors.DropNotices(n.env)
+			n.post(t, f.user, f.conv, postReq{text: "b"})
+			n.post(t, f.user, f.conv, postReq{text: "c"})
+			actors.KeepNotices(n.env)
+			send(1) // c
+			send(0) // b
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := ownNode(t)
+			f := newEventsFixture(t, n, []string{"message.posted"})
+			n.post(t, f.user, f.conv, postReq{text: "a"})
+			// send sends the notice of the i-th entry after a's, as its
+			// source would have.
+			send := func(i int) {
+				var pos []uint64
+				var recs [][]byte
+				prefix := actors.OutboxSourcePrefix(f.inst.Id, f.conv)
+				noErr(t, n.store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
+					pos = append(pos, actors.DecodeSeq(k[len(prefix):]))
+					recs = append(recs, bytes.Clone(v))
+					return true
+				}))
+				n.node.Send(actors.KindDelivery, f.inst.Id, &kitpb.OutboxNotice{Source: f.conv, Pos: pos[i+1], After: pos[i], Event: recs[i+1]})
+			}
+			tt.run(t, n, f, send)
+			var texts []string
+			var last uint64
+			for _, e := range queued(t, n, f.inst.Id)[f.baseline:] {
+				if e.Sequence <= last {
+					t.Fatalf("sequence %d after %d", e.Sequence, last)
+				}
+				last = e.Sequence
+				texts = append(texts, e.Message.GetText())
+			}
+			if !slices.Equal(texts, []string{"a", "b", "c"}) {
+				t.Fatalf("queued %q, want a, b, c", texts)
+			}
+		})
 	}
 }
 

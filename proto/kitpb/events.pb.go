@@ -317,10 +317,16 @@ func (x *EventReaction) GetUserId() string {
 // sender after the write was applied; a lost one is found by the delivery
 // actor's scan of its outbox).
 type OutboxNotice struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Source        string                 `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
-	Pos           uint64                 `protobuf:"varint,2,opt,name=pos,proto3" json:"pos,omitempty"`
-	Event         []byte                 `protobuf:"bytes,3,opt,name=event,proto3" json:"event,omitempty"` // the outbox record itself, so that taking it reads nothing
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Source string                 `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	Pos    uint64                 `protobuf:"varint,2,opt,name=pos,proto3" json:"pos,omitempty"`
+	Event  []byte                 `protobuf:"bytes,3,opt,name=event,proto3" json:"event,omitempty"` // the outbox record itself, so that taking it reads nothing
+	// The position of the source's previous entry for the same
+	// installation, as the source knows it; 0 when it does not (its first
+	// event since it was activated). A delivery actor that took another
+	// position last missed a notice, or has this one before an earlier one
+	// (notices between nodes travel apart), and reads the outbox between.
+	After         uint64 `protobuf:"varint,4,opt,name=after,proto3" json:"after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -374,6 +380,13 @@ func (x *OutboxNotice) GetEvent() []byte {
 		return x.Event
 	}
 	return nil
+}
+
+func (x *OutboxNotice) GetAfter() uint64 {
+	if x != nil {
+		return x.After
+	}
+	return 0
 }
 
 // WakeDelivery asks an installation's delivery actor to take what its
@@ -1347,11 +1360,12 @@ const file_events_proto_rawDesc = "" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x1a\n" +
 	"\breaction\x18\x02 \x01(\tR\breaction\x12\x17\n" +
-	"\auser_id\x18\x03 \x01(\tR\x06userId\"N\n" +
+	"\auser_id\x18\x03 \x01(\tR\x06userId\"d\n" +
 	"\fOutboxNotice\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12\x10\n" +
 	"\x03pos\x18\x02 \x01(\x04R\x03pos\x12\x14\n" +
-	"\x05event\x18\x03 \x01(\fR\x05event\"\x0e\n" +
+	"\x05event\x18\x03 \x01(\fR\x05event\x12\x14\n" +
+	"\x05after\x18\x04 \x01(\x04R\x05after\"\x0e\n" +
 	"\fWakeDelivery\"O\n" +
 	"\x10ListQueuedEvents\x12%\n" +
 	"\x0eafter_sequence\x18\x01 \x01(\x04R\rafterSequence\x12\x14\n" +
