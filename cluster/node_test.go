@@ -16,7 +16,8 @@ import (
 )
 
 // echo answers GetUser with the user id it was asked for after the delay
-// named by the id ("slow" waits longer than the test's request timeout), and
+// named by the id ("slow" waits longer than impatientNode's request
+// timeout), and
 // answers DeactivateUser with a domain failure. GetWorkspace finds nothing:
 // echo answers not found and stops, as kitd's actors do for an entity that
 // does not exist.
@@ -46,7 +47,7 @@ func testNode(t *testing.T) *Node {
 	t.Helper()
 	nodeOnce.Do(func() {
 		var err error
-		node, err = Start(Config{RequestTimeout: 150 * time.Millisecond},
+		node, err = Start(Config{RequestTimeout: 10 * time.Second},
 			&Kind{Name: "echo", New: func(string) actor.Actor { return echo{} }})
 		if err != nil {
 			t.Fatal(err)
@@ -55,8 +56,22 @@ func testNode(t *testing.T) *Node {
 	return node
 }
 
+// impatientNode is a node of the test's own whose requests time out
+// before "slow" answers. The shared node's timeout is long: a request on a
+// busy machine may wait past a short one.
+func impatientNode(t *testing.T) *Node {
+	t.Helper()
+	n, err := Start(Config{RequestTimeout: 150 * time.Millisecond},
+		&Kind{Name: "echo", New: func(string) actor.Actor { return echo{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	return n
+}
+
 func TestRequest(t *testing.T) {
-	n := testNode(t)
+	n, impatient := testNode(t), impatientNode(t)
 	tests := []struct {
 		name string
 		run  func(t *testing.T)
@@ -80,7 +95,7 @@ func TestRequest(t *testing.T) {
 			}
 		}},
 		{"an actor that answers too late times out", func(t *testing.T) {
-			_, err := Call[*kitpb.UserReply](n, "echo", "b", &kitpb.GetUser{UserId: "slow"})
+			_, err := Call[*kitpb.UserReply](impatient, "echo", "b", &kitpb.GetUser{UserId: "slow"})
 			if !errors.Is(err, errTimeout) {
 				t.Fatalf("got %v, want a timeout", err)
 			}
@@ -90,7 +105,7 @@ func TestRequest(t *testing.T) {
 			deadline := time.Now().Add(500 * time.Millisecond)
 			for i := 0; time.Now().Before(deadline); i++ {
 				want := "fast-" + string(rune('a'+i%26))
-				r, err := Call[*kitpb.UserReply](n, "echo", "b", &kitpb.GetUser{UserId: want})
+				r, err := Call[*kitpb.UserReply](impatient, "echo", "b", &kitpb.GetUser{UserId: want})
 				if err != nil {
 					continue // queued behind the slow one: a timeout is fine
 				}
