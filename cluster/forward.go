@@ -229,16 +229,21 @@ var handedOver = &kitpb.Ok{}
 // a move as a request does, again and again until the request timeout:
 // a notice sent as its partition changes leader (a member draining, a
 // node that died) is the one most likely to be lost, and its receiver
-// learns of a lost notice only from the next one.
+// learns of a lost notice only from the next one. The waits between tries
+// double, so that the notices of a long election do not keep the node busy.
 func (n *Node) tell(kind, identity string, msg proto.Message) {
-	for deadline := time.Now().Add(n.timeout); ; {
+	wait := movedPoll
+	for deadline := time.Now().Add(n.timeout); ; wait = min(2*wait, tellBackoffMax) {
 		_, err := n.toLeader(kind, identity, msg, true)
-		if err == nil || !time.Now().Before(deadline) {
+		if err == nil || !time.Now().Add(wait).Before(deadline) {
 			return
 		}
-		time.Sleep(movedPoll)
+		time.Sleep(wait)
 	}
 }
+
+// tellBackoffMax bounds the wait between two tries of a notice.
+const tellBackoffMax = time.Second
 
 // call makes one forwarded call, again with the same request id when the
 // connection broke while it was in flight: the receiver answers a request
