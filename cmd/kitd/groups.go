@@ -11,7 +11,7 @@ import (
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
-	"github.com/kitd/kitd/cluster/member"
+	"github.com/kitd/kitd/server/member"
 	"github.com/kitd/kitd/http/api"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
