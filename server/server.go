@@ -71,7 +71,7 @@ type Config struct {
 	TrustedProxies *clientaddr.Trusted
 
 	Build      Build
-	Logger     *slog.Logger
+	Logger     *slog.Logger    // nil: none
 	RequestLog *api.RequestLog // nil: no request lines
 	// Fatal is called when the store can no longer promise durability;
 	// it must not return (cmd/kitd flushes the log and exits).
@@ -108,6 +108,9 @@ type Server struct {
 // Start assembles the node and serves HTTP on Config.ListenAddr. On an
 // error, what it started is stopped again.
 func Start(cfg Config) (_ *Server, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger, fresh: isFresh(cfg.DataDir), served: make(chan error, 1)}
 	defer func() {
 		if err != nil {
