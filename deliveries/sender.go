@@ -36,7 +36,7 @@ const (
 	retryPoll = 200 * time.Millisecond
 )
 
-// Config is what the sender needs from cmd/kitd.
+// Config is what the sender needs from package server.
 type Config struct {
 	Node  *cluster.Node
 	Clock clock.Clock

@@ -88,17 +88,6 @@ func TestLogIsFlushedOnATimer(t *testing.T) {
 	eventually.True(t, "the line flushed", func() bool { return strings.Contains(out.String(), "hello") })
 }
 
-// A library's chatter below warn is dropped; its warnings are not.
-func TestQuieter(t *testing.T) {
-	var out bytes.Buffer
-	l := quieter(slog.New(slog.NewTextHandler(&out, nil)).With("node", "n1"), slog.LevelWarn)
-	l.Info("chatter")
-	l.Warn("trouble")
-	if s := out.String(); strings.Contains(s, "chatter") || !strings.Contains(s, "trouble") || !strings.Contains(s, "node=n1") {
-		t.Fatalf("logged %q", s)
-	}
-}
-
 // The front end's request lines follow the logger: written in its format
 // while info is on, none at all (nil) above it.
 func TestRequestLogFollowsTheLogger(t *testing.T) {

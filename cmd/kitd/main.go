@@ -1,23 +1,22 @@
 // Command kitd is the Kit integration platform server. `kitd serve` starts
-// one node: flags and environment are read here once and passed down; this
-// package only wires the layers together.
+// one node: flags and environment are read here once and handed to package
+// server, which assembles the node. This package keeps the process's part
+// only: flags, variables, subcommands (serve, restore, version), signals,
+// the log's output and the Go runtime's settings.
 package main
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"net"
 	"net/http"
 	_ "net/http/pprof" // served only with --pprof
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -25,18 +24,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kitd/kitd/actors"
-	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/deliveries"
-	"github.com/kitd/kitd/http/api"
 	"github.com/kitd/kitd/http/clientaddr"
-	"github.com/kitd/kitd/internal/clock"
-	"github.com/kitd/kitd/internal/history"
-	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/limits"
-	"github.com/kitd/kitd/internal/metrics"
-	"github.com/kitd/kitd/internal/verify"
 	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/server"
 )
 
 func main() {
@@ -282,34 +274,6 @@ func dialable(addr string) bool {
 	return err == nil && n > 0 && n <= 65535
 }
 
-// domainChecker builds the domain verification checker of the --verify-*
-// flags.
-func domainChecker(cfg config) (*verify.Checker, error) {
-	vc := verify.Config{DNSServer: cfg.verifyDNS, Resolve: map[string]string{}}
-	for _, r := range cfg.verifyResolve {
-		hostport, addr, err := verify.ParseResolve(r)
-		if err != nil {
-			return nil, fmt.Errorf("--verify-resolve: %w", err)
-		}
-		vc.Resolve[hostport] = addr
-	}
-	if cfg.verifyCA != "" {
-		pem, err := os.ReadFile(cfg.verifyCA)
-		if err != nil {
-			return nil, fmt.Errorf("--verify-ca: %w", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--verify-ca: %s holds no PEM certificate", cfg.verifyCA)
-		}
-		vc.RootCAs = pool
-	}
-	return verify.New(vc), nil
-}
-
 // shutdownGrace bounds how long a stopping node waits for open requests.
 const shutdownGrace = 5 * time.Second
 
@@ -351,6 +315,9 @@ func tuneGC(cfg config) {
 	}
 }
 
+// serve runs `kitd serve`: the process's part (the runtime, the log,
+// the signals, what stdout announces) around a node that package server
+// assembles.
 func serve(cfg config, stdout io.Writer) error {
 	tuneGC(cfg)
 	node := nodeName(cfg)
@@ -380,152 +347,69 @@ func serve(cfg config, stdout io.Writer) error {
 	if cfg.pprof != "" {
 		go func() { logger.Warn("pprof stopped", "err", http.ListenAndServe(cfg.pprof, nil)) }()
 	}
-	fresh := isFresh(cfg.dataDir)
-	store, err := persistence.Open(cfg.dataDir, persistence.Options{Logger: logger})
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	if err := actors.Upgrade(store, logger); err != nil {
-		return err
-	}
-	opToken, err := operatorToken(cfg)
-	if err != nil {
-		return err
-	}
-
-	var clk clock.Clock = clock.System()
-	var testClock *clock.Test
-	if cfg.testClock {
-		testClock = clock.NewTest()
-		clk = testClock
-	}
-	env := &actors.Env{Store: store, Clock: clk, Logger: logger, Limits: table, Fatal: func(err error) {
-		logger.Error("storage can no longer promise durability; stopping", "err", err)
-		logOut.Close()
-		os.Exit(1)
-	}}
-	env.History = history.NewBudget(history.Options{Bytes: cfg.cacheBytes})
-	keys, err := sealingKeys(cfg.dataDir, cfg.clusterKey)
-	if err != nil {
-		return err
-	}
-	env.SealKey, env.OpenKeys = keys.seal, keys.open
-	auth := actors.NewAuthenticator(env)
-	env.Invalidator = auth
-	clusterNode, err := cluster.Start(cluster.Config{Logger: quieter(logger, slog.LevelWarn)}, actors.Kinds(env)...)
-	if err != nil {
-		return err
-	}
-	env.Node = clusterNode
-	send, err := sender(cfg, env, logger)
-	if err != nil {
-		clusterNode.Stop()
-		return err
-	}
-	env.Deliveries = send
-	defer send.Close()
-	// The cluster publishes where this node serves HTTP: listen first.
-	ln, err := net.Listen("tcp", cfg.listen)
-	if err != nil {
-		clusterNode.Stop()
-		return fmt.Errorf("listen: %w", err)
-	}
-	publicURL := cfg.publicURL
-	if publicURL == "" {
-		publicURL = "http://" + ln.Addr().String()
-		if certs != nil {
-			publicURL = "https://" + ln.Addr().String()
-		}
-	}
-	groups, err := startGroups(cfg, store, env, ln.Addr().String(), quieter(logger, slog.LevelWarn))
-	if err != nil {
-		clusterNode.Stop()
-		ln.Close()
-		return err
-	}
-	// The actors stop before the groups they commit through.
-	defer func() {
-		clusterNode.Stop()
-		if err := groups.Close(); err != nil {
-			logger.Error("replication stopped on an error", "err", err)
-		}
-	}()
-	if groups.member == nil && groups.replica == nil {
-		// Events a previous process recorded but did not sequence or send
-		// yet. With groups, each partition's are woken as it is hosted.
-		if err := actors.WakeDeliveries(env); err != nil {
-			return fmt.Errorf("wake deliveries: %w", err)
-		}
-	}
-
-	domains, err := domainChecker(cfg)
-	if err != nil {
-		return err
-	}
-	reg := new(metrics.Registry)
-	reg.Register(store.Collect)
-	reg.Register(env.Collect)
-	reg.Register(send.Collect)
-	reg.Register(metrics.Runtime())
 	b := buildOf(debug.ReadBuildInfo())
-	reg.Register(metrics.BuildInfo(b.version, b.commitLabel(), b.goVersion))
-	if r := groups.replicas(); r != nil {
-		reg.Register(r.Collect)
-	}
-	srv := api.New(api.Config{
-		Node: clusterNode, Env: env, Auth: auth, Limits: table, OperatorToken: opToken, MetricsToken: cfg.metricsToken,
-		TestClock: testClock, PublicURL: publicURL, Logger: logger, RequestLog: requests, Domains: domains, Metrics: reg,
-		NodeName: nodeName(cfg), HTTPAddr: ln.Addr().String(), Cluster: groups.view(),
-		Tools: deliveries.NewTools(send), Kits: send, TrustedProxies: cfg.proxies,
-		Backup: backups(store, keys, groups),
+	s, err := server.Start(server.Config{
+		ListenAddr: cfg.listen, DataDir: cfg.dataDir, PublicURL: cfg.publicURL, OperatorToken: cfg.operatorToken,
+		TestClock: cfg.testClock, Limits: table, NodeName: node, MetricsToken: cfg.metricsToken, CacheBytes: cfg.cacheBytes, Demo: cfg.demo,
+		ClusterBind: cfg.clusterBind, Join: commaList(cfg.join), ClusterKey: cfg.clusterKey, PeerListen: cfg.peerListen,
+		PeerAdvertise: cfg.peerAdvertise, DownTimeout: cfg.downTimeout, ForgetAfter: cfg.forgetAfter, Replicas: cfg.replicas, Replicate: cfg.replicate,
+		VerifyDNS: cfg.verifyDNS, VerifyResolve: cfg.verifyResolve, VerifyCA: cfg.verifyCA,
+		DeliveryAllow: commaList(cfg.deliveryAllow), DeliveryCA: cfg.deliveryCA, DeliveryTimeout: cfg.deliveryTimeout,
+		TLS: certs, TrustedProxies: cfg.proxies,
+		Build:  server.Build{Version: b.version, Commit: b.commitLabel(), GoVersion: b.goVersion},
+		Logger: logger, RequestLog: requests,
+		Fatal: func(err error) {
+			logger.Error("storage can no longer promise durability; stopping", "err", err)
+			logOut.Close()
+			os.Exit(1)
+		},
 	})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
 	// Signals are caught before the node says it listens: a SIGTERM sent
 	// as soon as it does must drain it, not kill it.
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
-	served := make(chan error, 1)
-	httpLn, stopReloads := serveTLS(ln, certs, logger)
+	stopReloads := reloadTLSOnHangup(certs, logger)
 	defer stopReloads()
-	go func() { served <- srv.Serve(httpLn) }()
-	fmt.Fprintf(stdout, "kitd listening on %s\n", ln.Addr())
+	fmt.Fprintf(stdout, "kitd listening on %s\n", s.Addr())
 	if certs != nil {
 		// A line of its own: parsers of the line above read an address.
 		fmt.Fprintf(stdout, "kitd TLS: HTTPS only (TLS 1.2, 1.3), certificate %s, read again on SIGHUP\n", cfg.tlsCert)
 	}
-	if m := groups.member; m != nil {
+	if m := s.Member(); m != nil {
 		advertised := ""
 		if a := m.AdvertisedPeerAddr(); a != m.PeerAddr() {
 			advertised = " (advertised as " + a + ")"
 		}
 		fmt.Fprintf(stdout, "kitd cluster: gossip on %s, node-to-node on %s%s\n", m.GossipAddr(), m.PeerAddr(), advertised)
 	}
-	logger.Info("ready", "addr", ln.Addr().String(), "publicUrl", publicURL)
-
-	if cfg.demo && fresh {
-		if err := createDemo(publicURL, opToken, stdout); err != nil {
-			logger.Error("demo workspace", "err", err)
-		}
-	}
+	logger.Info("ready", "addr", s.Addr().String(), "publicUrl", s.PublicURL())
+	s.Demo(stdout)
 
 	select {
 	case sig := <-stop:
 		logger.Info("draining", "signal", sig.String())
-	case err := <-served:
+	case err := <-s.Err():
 		return err
 	}
-	// Every acknowledged write is already durable; shutting down only stops
-	// taking new requests and lets open ones finish. A member of a cluster
-	// first hands its leaderships over, so that no group waits for an
-	// election (it still answers meanwhile, forwarding).
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	if m := groups.member; m != nil {
-		if err := m.Drain(ctx); err != nil {
-			logger.Warn("drain", "err", err)
+	return s.Drain(ctx)
+}
+
+// commaList splits a comma-separated flag, dropping empty items; nil for
+// none.
+func commaList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
 		}
 	}
-	return srv.Shutdown(ctx)
+	return out
 }
 
 // nodeName is the name every log line carries: --node-name, else this
@@ -539,29 +423,4 @@ func nodeName(cfg config) string {
 		return h
 	}
 	return cfg.listen
-}
-
-// isFresh reports whether dir holds no data yet.
-func isFresh(dir string) bool {
-	entries, err := os.ReadDir(dir)
-	return err != nil || len(entries) == 0
-}
-
-// operatorToken returns the configured token, or the one generated on the
-// first start and kept in <data>/operator-token.
-func operatorToken(cfg config) (string, error) {
-	if cfg.operatorToken != "" {
-		return cfg.operatorToken, nil
-	}
-	path := filepath.Join(cfg.dataDir, "operator-token")
-	if b, err := os.ReadFile(path); err == nil {
-		return strings.TrimSpace(string(b)), nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("read operator token: %w", err)
-	}
-	token := ids.NewSecret(ids.OperatorToken)
-	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("write operator token: %w", err)
-	}
-	return token, nil
 }

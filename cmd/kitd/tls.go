@@ -1,10 +1,8 @@
 package main
 
 import (
-	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -27,12 +25,12 @@ func loadTLS(cfg config, logger *slog.Logger) (*tlscert.Holder, error) {
 	return certs, nil
 }
 
-// serveTLS puts TLS over ln when certs is set, and reads the pair again on
-// each SIGHUP until the returned stop is called. SIGHUP is caught only
-// then: without TLS it ends the process, as it always did.
-func serveTLS(ln net.Listener, certs *tlscert.Holder, logger *slog.Logger) (net.Listener, func()) {
+// reloadTLSOnHangup reads the pair of certs again on each SIGHUP until
+// the returned stop is called (package server serves it). SIGHUP is
+// caught only then: without TLS it ends the process, as it always did.
+func reloadTLSOnHangup(certs *tlscert.Holder, logger *slog.Logger) (stop func()) {
 	if certs == nil {
-		return ln, func() {}
+		return func() {}
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -47,7 +45,7 @@ func serveTLS(ln net.Listener, certs *tlscert.Holder, logger *slog.Logger) (net.
 			}
 		}
 	}()
-	return tls.NewListener(ln, certs.Config()), func() { signal.Stop(hup); close(done) }
+	return func() { signal.Stop(hup); close(done) }
 }
 
 // reloadTLS reads the pair again; one that fails to load leaves the

@@ -107,7 +107,7 @@ type ToolRunner interface {
 }
 
 // ClusterView is what the front end shows of the cluster
-// (cluster/member.Member).
+// (server/member.Member).
 type ClusterView interface {
 	// State is joining, alive or draining.
 	State() string

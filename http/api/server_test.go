@@ -23,7 +23,7 @@ import (
 	"github.com/kitd/kitd/persistence"
 )
 
-// The handler tests run a real Server, wired as cmd/kitd serve wires it,
+// The handler tests run a real Server, wired as package server wires it,
 // on a real single-node cluster over an in-memory Pebble store, and talk
 // to it through fasthttp's in-memory listener. One server serves the whole
 // test binary; tests keep apart by creating their own workspaces.

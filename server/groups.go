@@ -1,21 +1,20 @@
-package main
+package server
 
 import (
 	"context"
 	"errors"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
-	"github.com/kitd/kitd/cluster/member"
 	"github.com/kitd/kitd/http/api"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/replica"
+	"github.com/kitd/kitd/server/member"
 )
 
 // groups is how this node commits: straight to its store (neither set),
@@ -27,32 +26,26 @@ type groups struct {
 	wakes   *wakes
 }
 
-// startGroups starts the raft groups the flags ask for and makes the
-// actors commit through them.
-func startGroups(cfg config, store *persistence.Store, env *actors.Env, httpAddr string, logger *slog.Logger) (groups, error) {
+// startGroups starts the raft groups cfg asks for and makes the actors
+// commit through them.
+func startGroups(cfg Config, store *persistence.Store, env *actors.Env, httpAddr string, logger *slog.Logger) (groups, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	hosts := wakingHosts{Node: env.Node, env: env, log: logger, wakes: new(wakes)}
 	switch {
-	case cfg.clusterBind != "":
-		peerListen := cfg.peerListen
+	case cfg.ClusterBind != "":
+		peerListen := cfg.PeerListen
 		if peerListen == "" {
-			host, _, err := net.SplitHostPort(cfg.clusterBind)
+			host, _, err := net.SplitHostPort(cfg.ClusterBind)
 			if err != nil {
 				return groups{}, err
 			}
 			peerListen = net.JoinHostPort(host, "0")
 		}
-		var join []string
-		for _, a := range strings.Split(cfg.join, ",") {
-			if a = strings.TrimSpace(a); a != "" {
-				join = append(join, a)
-			}
-		}
 		m, err := member.Start(ctx, member.Config{
-			NodeName: nodeName(cfg), GossipBind: cfg.clusterBind, Join: join, ClusterKey: cfg.clusterKey,
-			PeerListen: peerListen, PeerAdvertise: cfg.peerAdvertise, HTTPAddr: httpAddr, Store: store, Node: env.Node, Hosts: hosts, Logger: logger,
-			DownTimeout: cfg.downTimeout, ForgetAfter: cfg.forgetAfter, Replicas: cfg.replicas,
+			NodeName: cfg.NodeName, GossipBind: cfg.ClusterBind, Join: cfg.Join, ClusterKey: cfg.ClusterKey,
+			PeerListen: peerListen, PeerAdvertise: cfg.PeerAdvertise, HTTPAddr: httpAddr, Store: store, Node: env.Node, Hosts: hosts, Logger: logger,
+			DownTimeout: cfg.DownTimeout, ForgetAfter: cfg.ForgetAfter, Replicas: cfg.Replicas,
 		})
 		if err != nil {
 			return groups{}, err
@@ -62,7 +55,7 @@ func startGroups(cfg config, store *persistence.Store, env *actors.Env, httpAddr
 		env.Remote = m
 		env.Invalidator = m.Invalidator(env.Invalidator)
 		return groups{member: m, wakes: hosts.wakes}, nil
-	case cfg.replicate:
+	case cfg.Replicate:
 		r, err := replica.Start(ctx, replica.Config{Store: store, Hosts: hosts, Logger: logger})
 		if err != nil {
 			return groups{}, err

@@ -27,8 +27,9 @@ import (
 	"github.com/kitd/kitd/replication"
 )
 
-// Config is what a member needs; cmd/kitd reads it from the flags of
-// OPERATIONS.md section 7 and README.
+// Config is what a member needs; package server fills it from its own
+// Config, which cmd/kitd reads from the flags of OPERATIONS.md section 7
+// and README.
 type Config struct {
 	NodeName   string   // --node-name
 	GossipBind string   // --cluster-bind

@@ -1,15 +1,13 @@
-package main
+package server
 
 import (
 	"bytes"
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/deliveries"
@@ -101,16 +99,11 @@ func readKey(path string) ([]byte, error) {
 	return b, nil
 }
 
-// sender builds the delivery sender of the --delivery-* flags.
-func sender(cfg config, env *actors.Env, logger *slog.Logger) (*deliveries.Sender, error) {
-	dc := deliveries.Config{Node: env.Node, Clock: env.Clock, Encode: api.EventBody, Logger: logger, Timeout: cfg.deliveryTimeout}
-	for _, h := range strings.Split(cfg.deliveryAllow, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			dc.Allow = append(dc.Allow, h)
-		}
-	}
-	if cfg.deliveryCA != "" {
-		roots, err := deliveries.LoadRoots(cfg.deliveryCA)
+// sender builds the delivery sender of Config's Delivery fields.
+func sender(cfg Config, env *actors.Env) (*deliveries.Sender, error) {
+	dc := deliveries.Config{Node: env.Node, Clock: env.Clock, Encode: api.EventBody, Logger: cfg.Logger, Timeout: cfg.DeliveryTimeout, Allow: cfg.DeliveryAllow}
+	if cfg.DeliveryCA != "" {
+		roots, err := deliveries.LoadRoots(cfg.DeliveryCA)
 		if err != nil {
 			return nil, fmt.Errorf("--delivery-ca: %w", err)
 		}
