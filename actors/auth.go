@@ -55,7 +55,7 @@ type Authenticator struct {
 	// changed holds the credentials ("c" + hash) and web sessions ("s" +
 	// id) that were revoked, rotated or ended lately, with when. In a
 	// cluster the change reaches every node before it is answered
-	// (cluster/member), but a node's replica of the credential may apply
+	// (server/member), but a node's replica of the credential may apply
 	// it a moment later: a load of one of them first catches the replica
 	// up with its leader (Env.Reads). Kept for changedTTL.
 	changed map[string]int64

@@ -303,7 +303,7 @@ func (a *deliveryActor) listQueued(m *kitpb.ListQueuedEvents) (proto.Message, er
 
 // WakeDeliveries activates the delivery actor of every installation with
 // delivery records (events queued, to be sent) or whose outbox holds events
-// (their notices were lost with the previous process). cmd/kitd calls it
+// (their notices were lost with the previous process). Package server calls it
 // once the node has joined.
 func WakeDeliveries(env *Env) error {
 	for p := range partition.ID(partition.Count) {

@@ -14,7 +14,7 @@ import (
 )
 
 // The node's side of every actor: storage, clock, limits and the callbacks
-// of the node, configured once by cmd/kitd.
+// of the node, configured once by package server.
 
 // Invalidator is told when something a node may have cached about
 // credentials changes; the change is committed before it is called.
@@ -58,7 +58,7 @@ type Env struct {
 	// SealKey (32 bytes) seals the signing secrets that deliveries are
 	// signed with; nil: they are not kept, and nothing can be signed. In a
 	// cluster it is ClusterSealKey, the same on every member, since the
-	// sealed secret is replicated to them all (cmd/kitd sealingKeys).
+	// sealed secret is replicated to them all (server sealingKeys).
 	SealKey []byte
 	// OpenKeys open a sealed signing secret, tried in turn: SealKey first,
 	// then older keys (the node's own <data>/secret-key, which sealed them
@@ -68,7 +68,7 @@ type Env struct {
 	// nobody sends them.
 	Deliveries DeliveryNotifier
 	// Reads, when set, catches this node's replica of a partition up
-	// with its leader (cluster/member): a read of another partition's
+	// with its leader (server/member): a read of another partition's
 	// record that finds nothing asks it first. nil: every partition is
 	// this node's alone.
 	Reads ReadBarrier

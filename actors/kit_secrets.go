@@ -196,7 +196,7 @@ func ClusterSealKey(clusterKey string) ([]byte, error) {
 // seal encrypts a signing secret under SealKey (AES-256-GCM, random nonce
 // first). Signing needs the secret itself, so unlike every other secret
 // it cannot be kept as a hash alone; the key lives outside the store
-// (cmd/kitd), so a copy of the store alone does not give it away. An
+// (package server), so a copy of the store alone does not give it away. An
 // empty secret seals to nothing.
 func (env *Env) seal(secret string) ([]byte, error) {
 	if secret == "" {
