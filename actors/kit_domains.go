@@ -7,9 +7,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/internal/domainproof"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/partition"
-	"github.com/kitd/kitd/internal/verify"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -181,7 +181,7 @@ func VerifiedDomainNames(ds []*kitpb.KitDomain) []string {
 func UnverifiedHosts(hosts, verifiedDomains []string) []string {
 	out := []string{}
 	for _, h := range hosts {
-		if !slices.ContainsFunc(verifiedDomains, func(d string) bool { return verify.Covers(d, h) }) {
+		if !slices.ContainsFunc(verifiedDomains, func(d string) bool { return domainproof.Covers(d, h) }) {
 			out = append(out, h)
 		}
 	}

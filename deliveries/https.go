@@ -14,8 +14,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/kitd/kitd/internal/domainproof"
 	"github.com/kitd/kitd/internal/ids"
-	"github.com/kitd/kitd/internal/verify"
 	"github.com/kitd/kitd/kitverify"
 )
 
@@ -35,7 +35,7 @@ type kitClients struct {
 }
 
 func newKitClients(roots *x509.CertPool, allow []string, idleAfter time.Duration) *kitClients {
-	return &kitClients{public: kitClient(roots, verify.DialPublicOnly, idleAfter), allowed: kitClient(roots, nil, idleAfter), allow: allow}
+	return &kitClients{public: kitClient(roots, domainproof.DialPublicOnly, idleAfter), allowed: kitClient(roots, nil, idleAfter), allow: allow}
 }
 
 // kitClient is a client whose dials pass control, which sees the address

@@ -10,15 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kitd/kitd/internal/verify/verifytest"
+	"github.com/kitd/kitd/internal/domainproof/domainprooftest"
 )
 
 // domainServer is a kitd whose domain verification asks dns for TXT
 // records and fetches the well-known documents of wellKnownHost from wk.
-func domainServer(t *testing.T, wellKnownHost string) (*Server, ServerOpts, *verifytest.DNSServer, *verifytest.WellKnownServer) {
+func domainServer(t *testing.T, wellKnownHost string) (*Server, ServerOpts, *domainprooftest.DNSServer, *domainprooftest.WellKnownServer) {
 	t.Helper()
-	dns := verifytest.NewDNSServer(t)
-	wk := verifytest.NewWellKnownServer(t, wellKnownHost)
+	dns := domainprooftest.NewDNSServer(t)
+	wk := domainprooftest.NewWellKnownServer(t, wellKnownHost)
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(ca, wk.CertPEM(), 0o600); err != nil {
 		t.Fatal(err)

@@ -21,11 +21,11 @@ import (
 	"github.com/kitd/kitd/http/clientaddr"
 	"github.com/kitd/kitd/http/tlscert"
 	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/internal/domainproof"
 	"github.com/kitd/kitd/internal/history"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/metrics"
-	"github.com/kitd/kitd/internal/verify"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/server/member"
 )
@@ -260,10 +260,10 @@ func (s *Server) Close() {
 
 // domainChecker builds the domain verification checker of the Verify
 // fields.
-func domainChecker(cfg Config) (*verify.Checker, error) {
-	vc := verify.Config{DNSServer: cfg.VerifyDNS, Resolve: map[string]string{}}
+func domainChecker(cfg Config) (*domainproof.Checker, error) {
+	vc := domainproof.Config{DNSServer: cfg.VerifyDNS, Resolve: map[string]string{}}
 	for _, r := range cfg.VerifyResolve {
-		hostport, addr, err := verify.ParseResolve(r)
+		hostport, addr, err := domainproof.ParseResolve(r)
 		if err != nil {
 			return nil, fmt.Errorf("--verify-resolve: %w", err)
 		}
@@ -283,7 +283,7 @@ func domainChecker(cfg Config) (*verify.Checker, error) {
 		}
 		vc.RootCAs = pool
 	}
-	return verify.New(vc), nil
+	return domainproof.New(vc), nil
 }
 
 // isFresh reports whether dir holds no data yet.

@@ -9,10 +9,10 @@ import (
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/http/internal/input"
+	"github.com/kitd/kitd/internal/domainproof"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/manifest"
-	"github.com/kitd/kitd/internal/verify"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -20,7 +20,7 @@ import (
 // "Developer API"; docs/decisions.md "Domains" and "Dev-install").
 
 // DomainChecker looks for the proof that a Kit controls a domain; it is the
-// only part of the developer API that reaches outside kitd. *verify.Checker
+// only part of the developer API that reaches outside kitd. *domainproof.Checker
 // is the real one.
 type DomainChecker interface {
 	CheckDNS(ctx context.Context, kitID, domain, challenge string) error
@@ -36,18 +36,18 @@ const maxDevInstallURL = 2000
 var domainMethods = []string{actors.DomainMethodDNS, actors.DomainMethodWellKnown}
 
 type domainView struct {
-	Domain     string       `json:"domain"`
-	Method     string       `json:"method"`
-	Verified   bool         `json:"verified"`
-	VerifiedAt *string      `json:"verifiedAt"`
-	Challenge  string       `json:"challenge"`
-	Proof      verify.Proof `json:"proof"`
+	Domain     string            `json:"domain"`
+	Method     string            `json:"method"`
+	Verified   bool              `json:"verified"`
+	VerifiedAt *string           `json:"verifiedAt"`
+	Challenge  string            `json:"challenge"`
+	Proof      domainproof.Proof `json:"proof"`
 }
 
 func viewDomain(kitID string, d *kitpb.KitDomain) domainView {
 	return domainView{
 		Domain: d.Domain, Method: d.Method, Verified: d.Verified, VerifiedAt: optTime(d.VerifiedAt),
-		Challenge: d.Challenge, Proof: verify.ProofFor(kitID, d.Domain, d.Challenge),
+		Challenge: d.Challenge, Proof: domainproof.ProofFor(kitID, d.Domain, d.Challenge),
 	}
 }
 
@@ -73,7 +73,7 @@ func (s *Server) addDomain(in call) (reply, error) {
 	var domain string
 	if err == nil {
 		var ok bool
-		if domain, ok = verify.NormalizeDomain(*body.Domain); !ok {
+		if domain, ok = domainproof.NormalizeDomain(*body.Domain); !ok {
 			err = kiterr.Invalid("domain", "must be a DNS name of at least two labels (letters, digits, hyphens)")
 		}
 	}
@@ -85,7 +85,7 @@ func (s *Server) addDomain(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	challenge, err := verify.NewChallenge()
+	challenge, err := domainproof.NewChallenge()
 	if err != nil {
 		return reply{}, err
 	}
@@ -109,7 +109,7 @@ func domainOf(in call) (kitID, domain string, err error) {
 	if !ids.Valid(kitID) {
 		return "", "", kiterr.Absent("kit")
 	}
-	domain, ok := verify.NormalizeDomain(in.param("domain"))
+	domain, ok := domainproof.NormalizeDomain(in.param("domain"))
 	if !ok {
 		return "", "", kiterr.Absent("domain")
 	}

@@ -27,11 +27,11 @@ import (
 	"github.com/kitd/kitd/http/clientaddr"
 	"github.com/kitd/kitd/http/internal/published"
 	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/internal/domainproof"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/metrics"
-	"github.com/kitd/kitd/internal/verify"
 )
 
 // Body limits (docs/decisions.md).
@@ -82,7 +82,7 @@ type Config struct {
 	// Metrics is the node's registry, which GET /metrics gathers; the
 	// front end adds its own families. nil: a registry of its own.
 	Metrics *metrics.Registry
-	// Domains checks domain proofs; nil: verify.New with the system
+	// Domains checks domain proofs; nil: domainproof.New with the system
 	// resolver and roots.
 	Domains DomainChecker
 	// Cluster is this node's view of its cluster; nil: a node alone.
@@ -203,7 +203,7 @@ func New(cfg Config) *Server {
 		Published: s.published, CorrelationID: s.correlationID,
 	})
 	if s.domains == nil {
-		s.domains = verify.New(verify.Config{})
+		s.domains = domainproof.New(domainproof.Config{})
 	}
 	s.srv = &fasthttp.Server{
 		Handler:            s.handle,

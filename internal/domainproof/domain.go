@@ -1,4 +1,4 @@
-package verify
+package domainproof
 
 import (
 	"net/netip"

@@ -1,4 +1,4 @@
-// Package verifytest holds the servers that stand in for a Kit's DNS zone and
+// Package domainprooftest holds the servers that stand in for a Kit's DNS zone and
 // HTTPS origin in tests of domain verification: a UDP DNS server answering
 // TXT queries from a map, and a TLS server with its own CA serving the
 // well-known proof file. Both live on loopback ports and close themselves
@@ -6,8 +6,8 @@
 //
 // It is for tests only (including e2e, which starts kitd with
 // `--verify-dns`, `--verify-resolve` and `--verify-ca` pointed here); it never
-// checks a proof itself, that is package verify's job.
-package verifytest
+// checks a proof itself, that is package domainproof's job.
+package domainprooftest
 
 import (
 	"errors"
@@ -44,7 +44,7 @@ func NewDNSServer(t testing.TB) *DNSServer {
 	t.Helper()
 	conn, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("verifytest: listen for DNS: %v", err)
+		t.Fatalf("domainprooftest: listen for DNS: %v", err)
 	}
 	s := &DNSServer{conn: conn, done: make(chan struct{}), txt: map[string][]string{}}
 	go s.serve()
@@ -55,7 +55,7 @@ func NewDNSServer(t testing.TB) *DNSServer {
 	return s
 }
 
-// Addr is the server's "127.0.0.1:port", for verify.Config.DNSServer or
+// Addr is the server's "127.0.0.1:port", for domainproof.Config.DNSServer or
 // `kitd serve --verify-dns`.
 func (s *DNSServer) Addr() string { return s.conn.LocalAddr().String() }
 

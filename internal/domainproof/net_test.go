@@ -1,4 +1,4 @@
-package verify_test
+package domainproof_test
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kitd/kitd/internal/verify"
-	"github.com/kitd/kitd/internal/verify/verifytest"
+	"github.com/kitd/kitd/internal/domainproof"
+	"github.com/kitd/kitd/internal/domainproof/domainprooftest"
 )
 
 const domain = "kit.example.com"
@@ -28,20 +28,20 @@ func TestCheckDNSThroughADNSServer(t *testing.T) {
 		{"a TXT record with the value proves the domain", map[string][]string{host: {value}}, nil},
 		{"the value among several TXT records proves the domain",
 			map[string][]string{host: {"v=spf1 -all", value, "google-site-verification=x"}}, nil},
-		{"an absent name is a missing proof", nil, verify.ErrProofNotFound},
-		{"a wrong value is a missing proof", map[string][]string{host: {"kit-verification=other"}}, verify.ErrProofNotFound},
+		{"an absent name is a missing proof", nil, domainproof.ErrProofNotFound},
+		{"a wrong value is a missing proof", map[string][]string{host: {"kit-verification=other"}}, domainproof.ErrProofNotFound},
 		{"the value in another case is a missing proof",
-			map[string][]string{host: {"kit-verification=" + strings.ToUpper(challenge)}}, verify.ErrProofNotFound},
-		{"the value on the domain itself is a missing proof", map[string][]string{domain: {value}}, verify.ErrProofNotFound},
+			map[string][]string{host: {"kit-verification=" + strings.ToUpper(challenge)}}, domainproof.ErrProofNotFound},
+		{"the value on the domain itself is a missing proof", map[string][]string{domain: {value}}, domainproof.ErrProofNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dns := verifytest.NewDNSServer(t)
+			dns := domainprooftest.NewDNSServer(t)
 			for name, values := range tt.records {
 				dns.SetTXT(name, values...)
 			}
-			c := verify.New(verify.Config{DNSServer: dns.Addr(), Timeout: 2 * time.Second})
+			c := domainproof.New(domainproof.Config{DNSServer: dns.Addr(), Timeout: 2 * time.Second})
 			checkErr(t, c.CheckDNS(context.Background(), kitID, domain, challenge), tt.wantErr)
 		})
 	}
@@ -49,8 +49,8 @@ func TestCheckDNSThroughADNSServer(t *testing.T) {
 
 func TestCheckDNSAbsentNameKeepsNotFoundCause(t *testing.T) {
 	t.Parallel()
-	dns := verifytest.NewDNSServer(t)
-	c := verify.New(verify.Config{DNSServer: dns.Addr(), Timeout: 2 * time.Second})
+	dns := domainprooftest.NewDNSServer(t)
+	c := domainproof.New(domainproof.Config{DNSServer: dns.Addr(), Timeout: 2 * time.Second})
 	err := c.CheckDNS(context.Background(), kitID, domain, challenge)
 	var dnsErr *net.DNSError
 	if !errors.As(err, &dnsErr) || !dnsErr.IsNotFound {
@@ -66,10 +66,10 @@ func TestCheckDNSLookupIsBoundedByTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { silent.Close() })
-	c := verify.New(verify.Config{DNSServer: silent.LocalAddr().String(), Timeout: 200 * time.Millisecond})
+	c := domainproof.New(domainproof.Config{DNSServer: silent.LocalAddr().String(), Timeout: 200 * time.Millisecond})
 	start := time.Now()
 	err = c.CheckDNS(context.Background(), kitID, domain, challenge)
-	if !errors.Is(err, verify.ErrProofNotFound) {
+	if !errors.Is(err, domainproof.ErrProofNotFound) {
 		t.Errorf("err = %v, want ErrProofNotFound", err)
 	}
 	if d := time.Since(start); d > 2*time.Second {
@@ -85,7 +85,7 @@ func TestCheckWellKnownThroughAnHTTPSServer(t *testing.T) {
 		certFor   string // the server certificate's name; "" = domain
 		untrusted bool   // RootCAs nil: the system roots only
 		timeout   time.Duration
-		setup     func(s *verifytest.WellKnownServer)
+		setup     func(s *domainprooftest.WellKnownServer)
 		wantErr   error
 		wantReqs  int // requests the server must have seen; -1 = any
 	}{
@@ -96,36 +96,36 @@ func TestCheckWellKnownThroughAnHTTPSServer(t *testing.T) {
 		{name: "a body of exactly 4 KiB is read",
 			setup: set(200, padded(good, 4096)), wantReqs: 1},
 		{name: "a wrong token is refused",
-			setup: set(200, `{"kitId":"`+kitID+`","token":"other"}`), wantErr: verify.ErrProofNotFound, wantReqs: 1},
+			setup: set(200, `{"kitId":"`+kitID+`","token":"other"}`), wantErr: domainproof.ErrProofNotFound, wantReqs: 1},
 		{name: "a wrong kitId is refused",
-			setup: set(200, `{"kitId":"00000000-0000-0000-0000-000000000000","token":"`+challenge+`"}`), wantErr: verify.ErrProofNotFound, wantReqs: 1},
+			setup: set(200, `{"kitId":"00000000-0000-0000-0000-000000000000","token":"`+challenge+`"}`), wantErr: domainproof.ErrProofNotFound, wantReqs: 1},
 		{name: "404 is refused even with the proof as body",
-			setup: set(404, good), wantErr: verify.ErrProofNotFound, wantReqs: 1},
+			setup: set(404, good), wantErr: domainproof.ErrProofNotFound, wantReqs: 1},
 		{name: "a status other than 200 is refused",
-			setup: set(201, good), wantErr: verify.ErrProofNotFound, wantReqs: 1},
+			setup: set(201, good), wantErr: domainproof.ErrProofNotFound, wantReqs: 1},
 		{name: "a redirect is not followed",
-			setup: func(s *verifytest.WellKnownServer) {
+			setup: func(s *domainprooftest.WellKnownServer) {
 				s.Set(200, good)
 				s.SetRedirect("/moved")
 			},
-			wantErr: verify.ErrProofNotFound, wantReqs: 1},
+			wantErr: domainproof.ErrProofNotFound, wantReqs: 1},
 		{name: "a body over 4 KiB is refused",
-			setup: set(200, padded(good, 4097)), wantErr: verify.ErrProofNotFound, wantReqs: 1},
+			setup: set(200, padded(good, 4097)), wantErr: domainproof.ErrProofNotFound, wantReqs: 1},
 		{name: "a body that is not JSON is refused",
-			setup: set(200, "kit-verification="+challenge), wantErr: verify.ErrProofNotFound, wantReqs: 1},
+			setup: set(200, "kit-verification="+challenge), wantErr: domainproof.ErrProofNotFound, wantReqs: 1},
 		{name: "a JSON array is refused",
-			setup: set(200, "["+good+"]"), wantErr: verify.ErrProofNotFound, wantReqs: 1},
+			setup: set(200, "["+good+"]"), wantErr: domainproof.ErrProofNotFound, wantReqs: 1},
 		{name: "a certificate from an untrusted CA is refused",
 			untrusted: true, setup: set(200, good), wantErr: x509.UnknownAuthorityError{}, wantReqs: 0},
 		{name: "a certificate for another name is refused",
 			certFor: "other.example.com", setup: set(200, good), wantErr: x509.HostnameError{}, wantReqs: 0},
 		{name: "an answer slower than Timeout is refused",
 			timeout: 200 * time.Millisecond,
-			setup: func(s *verifytest.WellKnownServer) {
+			setup: func(s *domainprooftest.WellKnownServer) {
 				s.Set(200, good)
 				s.SetDelay(10 * time.Second)
 			},
-			wantErr: verify.ErrProofNotFound, wantReqs: -1},
+			wantErr: domainproof.ErrProofNotFound, wantReqs: -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,9 +134,9 @@ func TestCheckWellKnownThroughAnHTTPSServer(t *testing.T) {
 			if certFor == "" {
 				certFor = domain
 			}
-			s := verifytest.NewWellKnownServer(t, certFor)
+			s := domainprooftest.NewWellKnownServer(t, certFor)
 			tt.setup(s)
-			cfg := verify.Config{Resolve: resolveTo(t, s), RootCAs: s.CAPool(), Timeout: tt.timeout}
+			cfg := domainproof.Config{Resolve: resolveTo(t, s), RootCAs: s.CAPool(), Timeout: tt.timeout}
 			if tt.untrusted {
 				cfg.RootCAs = nil
 			}
@@ -144,7 +144,7 @@ func TestCheckWellKnownThroughAnHTTPSServer(t *testing.T) {
 				cfg.Timeout = 3 * time.Second
 			}
 			start := time.Now()
-			err := verify.New(cfg).CheckWellKnown(context.Background(), kitID, domain, challenge)
+			err := domainproof.New(cfg).CheckWellKnown(context.Background(), kitID, domain, challenge)
 			checkErrAs(t, err, tt.wantErr)
 			if tt.wantReqs >= 0 && s.Requests() != tt.wantReqs {
 				t.Errorf("server saw %d requests, want %d", s.Requests(), tt.wantReqs)
@@ -162,16 +162,16 @@ func TestFetcherRefusesWhatIsNotAnHTTPSFetch(t *testing.T) {
 		t.Errorf("plain server got %s %s", r.Method, r.URL)
 	}))
 	t.Cleanup(plain.Close)
-	s := verifytest.NewWellKnownServer(t, domain)
+	s := domainprooftest.NewWellKnownServer(t, domain)
 	s.Set(200, "{}")
-	c := verify.New(verify.Config{
+	c := domainproof.New(domainproof.Config{
 		Resolve: map[string]string{"plain.example.com:80": plain.Listener.Addr().String(), domain + ":443": s.Addr()},
 		RootCAs: s.CAPool(),
 		Timeout: 2 * time.Second,
 	})
 	for _, url := range []string{
-		"http://plain.example.com" + verify.WellKnownPath,
-		"https://user:pw@" + domain + verify.WellKnownPath,
+		"http://plain.example.com" + domainproof.WellKnownPath,
+		"https://user:pw@" + domain + domainproof.WellKnownPath,
 		"https:///no-host",
 	} {
 		if _, _, err := c.Fetcher.Fetch(context.Background(), url, 4096); err == nil {
@@ -185,10 +185,10 @@ func TestFetcherRefusesWhatIsNotAnHTTPSFetch(t *testing.T) {
 
 func TestFetcherReadsAtMostMaxBytes(t *testing.T) {
 	t.Parallel()
-	s := verifytest.NewWellKnownServer(t, domain)
+	s := domainprooftest.NewWellKnownServer(t, domain)
 	s.Set(200, "0123456789")
-	c := verify.New(verify.Config{Resolve: resolveTo(t, s), RootCAs: s.CAPool(), Timeout: 2 * time.Second})
-	url := "https://" + domain + verify.WellKnownPath
+	c := domainproof.New(domainproof.Config{Resolve: resolveTo(t, s), RootCAs: s.CAPool(), Timeout: 2 * time.Second})
+	url := "https://" + domain + domainproof.WellKnownPath
 	if status, body, err := c.Fetcher.Fetch(context.Background(), url, 10); err != nil || status != 200 || string(body) != "0123456789" {
 		t.Errorf("Fetch with max 10 of 10 bytes = %d, %q, %v; want 200 and the body", status, body, err)
 	}
@@ -199,16 +199,16 @@ func TestFetcherReadsAtMostMaxBytes(t *testing.T) {
 
 func TestFetcherDialsOnlyPublicAddressesUnlessResolved(t *testing.T) {
 	t.Parallel()
-	s := verifytest.NewWellKnownServer(t, domain)
+	s := domainprooftest.NewWellKnownServer(t, domain)
 	s.Set(200, "{}")
-	url := "https://" + s.Addr() + verify.WellKnownPath // the certificate names 127.0.0.1 too
+	url := "https://" + s.Addr() + domainproof.WellKnownPath // the certificate names 127.0.0.1 too
 
-	direct := verify.New(verify.Config{RootCAs: s.CAPool(), Timeout: 2 * time.Second})
-	if _, _, err := direct.Fetcher.Fetch(context.Background(), url, 4096); !errors.Is(err, verify.ErrNotPublic) {
+	direct := domainproof.New(domainproof.Config{RootCAs: s.CAPool(), Timeout: 2 * time.Second})
+	if _, _, err := direct.Fetcher.Fetch(context.Background(), url, 4096); !errors.Is(err, domainproof.ErrNotPublic) {
 		t.Errorf("fetch of a loopback address: err = %v, want ErrNotPublic", err)
 	}
 	// The same fetch through a Resolve entry is the operator's choice.
-	resolved := verify.New(verify.Config{Resolve: map[string]string{s.Addr(): s.Addr()}, RootCAs: s.CAPool(), Timeout: 2 * time.Second})
+	resolved := domainproof.New(domainproof.Config{Resolve: map[string]string{s.Addr(): s.Addr()}, RootCAs: s.CAPool(), Timeout: 2 * time.Second})
 	if status, _, err := resolved.Fetcher.Fetch(context.Background(), url, 4096); err != nil || status != 200 {
 		t.Errorf("fetch through Resolve: %d, %v; want 200", status, err)
 	}
@@ -234,11 +234,11 @@ func TestDialGuardRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			err := verify.DialPublicOnly("tcp", tt.addr, nil)
+			err := domainproof.DialPublicOnly("tcp", tt.addr, nil)
 			if tt.public && err != nil {
 				t.Errorf("dial %s refused: %v", tt.addr, err)
 			}
-			if !tt.public && !errors.Is(err, verify.ErrNotPublic) {
+			if !tt.public && !errors.Is(err, domainproof.ErrNotPublic) {
 				t.Errorf("dial %s: err = %v, want ErrNotPublic", tt.addr, err)
 			}
 		})
@@ -266,7 +266,7 @@ func TestParseResolveRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			key, to, err := verify.ParseResolve(tt.in)
+			key, to, err := domainproof.ParseResolve(tt.in)
 			if (err == nil) != tt.ok || key != tt.wantKey || to != tt.wantTo {
 				t.Errorf("ParseResolve(%q) = %q, %q, %v; want %q, %q, ok=%v", tt.in, key, to, err, tt.wantKey, tt.wantTo, tt.ok)
 			}
@@ -274,15 +274,15 @@ func TestParseResolveRules(t *testing.T) {
 	}
 }
 
-func set(status int, body string) func(*verifytest.WellKnownServer) {
-	return func(s *verifytest.WellKnownServer) { s.Set(status, body) }
+func set(status int, body string) func(*domainprooftest.WellKnownServer) {
+	return func(s *domainprooftest.WellKnownServer) { s.Set(status, body) }
 }
 
 // resolveTo sends https://kit.example.com/ to s, through the flag syntax
 // kitd is started with.
-func resolveTo(t *testing.T, s *verifytest.WellKnownServer) map[string]string {
+func resolveTo(t *testing.T, s *domainprooftest.WellKnownServer) map[string]string {
 	t.Helper()
-	key, addr, err := verify.ParseResolve(s.ResolveFlag(domain))
+	key, addr, err := domainproof.ParseResolve(s.ResolveFlag(domain))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,12 +295,12 @@ func checkErrAs(t *testing.T, err, want error) {
 	t.Helper()
 	switch w := want.(type) {
 	case x509.UnknownAuthorityError:
-		checkErr(t, err, verify.ErrProofNotFound)
+		checkErr(t, err, domainproof.ErrProofNotFound)
 		if !errors.As(err, &w) {
 			t.Errorf("err = %v, want an x509.UnknownAuthorityError in the chain", err)
 		}
 	case x509.HostnameError:
-		checkErr(t, err, verify.ErrProofNotFound)
+		checkErr(t, err, domainproof.ErrProofNotFound)
 		if !errors.As(err, &w) {
 			t.Errorf("err = %v, want an x509.HostnameError in the chain", err)
 		}

@@ -1,4 +1,4 @@
-package verifytest
+package domainprooftest
 
 import (
 	"crypto/ecdsa"
@@ -18,12 +18,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kitd/kitd/internal/verify"
+	"github.com/kitd/kitd/internal/domainproof"
 )
 
 // WellKnownServer is an HTTPS server on 127.0.0.1 whose certificate, for the
 // hostnames it was made with (and 127.0.0.1, ::1), is signed by its own CA.
-// It answers verify.WellKnownPath with a settable status and body (404 and no
+// It answers domainproof.WellKnownPath with a settable status and body (404 and no
 // body until Set), and any other path with 404. It is safe for concurrent
 // use.
 type WellKnownServer struct {
@@ -70,7 +70,7 @@ func NewWellKnownServer(t testing.TB, hostnames ...string) *WellKnownServer {
 // Addr is the server's "127.0.0.1:port".
 func (s *WellKnownServer) Addr() string { return s.srv.Listener.Addr().String() }
 
-// ResolveFlag returns the `--verify-resolve` value (see verify.ParseResolve)
+// ResolveFlag returns the `--verify-resolve` value (see domainproof.ParseResolve)
 // that sends https://host/ to this server.
 func (s *WellKnownServer) ResolveFlag(host string) string {
 	return net.JoinHostPort(host, "443") + "=" + s.Addr()
@@ -79,7 +79,7 @@ func (s *WellKnownServer) ResolveFlag(host string) string {
 // CertPEM is the CA certificate in PEM, for `kitd serve --verify-ca FILE`.
 func (s *WellKnownServer) CertPEM() []byte { return s.caPEM }
 
-// CAPool holds the CA certificate, for verify.Config.RootCAs.
+// CAPool holds the CA certificate, for domainproof.Config.RootCAs.
 func (s *WellKnownServer) CAPool() *x509.CertPool { return s.pool }
 
 // Set makes the well-known path answer status with body.
@@ -127,7 +127,7 @@ func (s *WellKnownServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	wellKnown := r.URL.Path == verify.WellKnownPath
+	wellKnown := r.URL.Path == domainproof.WellKnownPath
 	switch {
 	case wellKnown && redirect != "":
 		http.Redirect(w, r, redirect, http.StatusFound)
@@ -146,7 +146,7 @@ func newCA(t testing.TB) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
 	notBefore, notAfter := validity()
 	tmpl := &x509.Certificate{
 		SerialNumber:          newSerial(t),
-		Subject:               pkix.Name{CommonName: "verifytest CA"},
+		Subject:               pkix.Name{CommonName: "domainprooftest CA"},
 		NotBefore:             notBefore,
 		NotAfter:              notAfter,
 		IsCA:                  true,
@@ -155,11 +155,11 @@ func newCA(t testing.TB) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatalf("verifytest: make CA certificate: %v", err)
+		t.Fatalf("domainprooftest: make CA certificate: %v", err)
 	}
 	ca, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatalf("verifytest: parse CA certificate: %v", err)
+		t.Fatalf("domainprooftest: parse CA certificate: %v", err)
 	}
 	return ca, key, der
 }
@@ -170,7 +170,7 @@ func newLeaf(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, hostna
 	notBefore, notAfter := validity()
 	tmpl := &x509.Certificate{
 		SerialNumber: newSerial(t),
-		Subject:      pkix.Name{CommonName: "verifytest server"},
+		Subject:      pkix.Name{CommonName: "domainprooftest server"},
 		NotBefore:    notBefore,
 		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
@@ -180,7 +180,7 @@ func newLeaf(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, hostna
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
-		t.Fatalf("verifytest: make server certificate for %v: %v", hostnames, err)
+		t.Fatalf("domainprooftest: make server certificate for %v: %v", hostnames, err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
@@ -195,7 +195,7 @@ func newKey(t testing.TB) *ecdsa.PrivateKey {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatalf("verifytest: make key: %v", err)
+		t.Fatalf("domainprooftest: make key: %v", err)
 	}
 	return key
 }
@@ -204,7 +204,7 @@ func newSerial(t testing.TB) *big.Int {
 	t.Helper()
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
-		t.Fatalf("verifytest: make serial number: %v", err)
+		t.Fatalf("domainprooftest: make serial number: %v", err)
 	}
 	return n
 }

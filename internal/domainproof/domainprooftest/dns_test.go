@@ -1,4 +1,4 @@
-package verifytest_test
+package domainprooftest_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 
-	"github.com/kitd/kitd/internal/verify/verifytest"
+	"github.com/kitd/kitd/internal/domainproof/domainprooftest"
 )
 
 func TestDNSServerAnswers(t *testing.T) {
@@ -33,7 +33,7 @@ func TestDNSServerAnswers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := verifytest.NewDNSServer(t)
+			s := domainprooftest.NewDNSServer(t)
 			s.SetTXT("a.example.com", "old")
 			for name, values := range tt.set {
 				s.SetTXT(name, values...)
@@ -68,7 +68,7 @@ func TestDNSServerRcodes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := verifytest.NewDNSServer(t)
+			s := domainprooftest.NewDNSServer(t)
 			s.SetTXT("a.example.com", "x", "y")
 			h, answers := exchange(t, s, tt.qname, tt.qtype)
 			// Go's resolver takes an empty answer that is neither
@@ -81,7 +81,7 @@ func TestDNSServerRcodes(t *testing.T) {
 }
 
 // exchange sends one query to s and returns the answer's header and records.
-func exchange(t *testing.T, s *verifytest.DNSServer, name string, typ dnsmessage.Type) (dnsmessage.Header, []dnsmessage.Resource) {
+func exchange(t *testing.T, s *domainprooftest.DNSServer, name string, typ dnsmessage.Type) (dnsmessage.Header, []dnsmessage.Resource) {
 	t.Helper()
 	q := dnsmessage.Message{
 		Header:    dnsmessage.Header{ID: 7, RecursionDesired: true},
@@ -117,7 +117,7 @@ func exchange(t *testing.T, s *verifytest.DNSServer, name string, typ dnsmessage
 	return m.Header, m.Answers
 }
 
-func resolver(s *verifytest.DNSServer) *net.Resolver {
+func resolver(s *domainprooftest.DNSServer) *net.Resolver {
 	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, s.Addr())

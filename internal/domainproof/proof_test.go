@@ -1,4 +1,4 @@
-package verify_test
+package domainproof_test
 
 import (
 	"encoding/base64"
@@ -6,12 +6,12 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/kitd/kitd/internal/verify"
+	"github.com/kitd/kitd/internal/domainproof"
 )
 
 func TestProofForHasTheSpecShape(t *testing.T) {
 	t.Parallel()
-	got, err := json.Marshal(verify.ProofFor("kit-1", "example.com", "abc"))
+	got, err := json.Marshal(domainproof.ProofFor("kit-1", "example.com", "abc"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestNewChallengeIs256BitBase64URL(t *testing.T) {
 	alphabet := regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
 	seen := map[string]bool{}
 	for range 100 {
-		c, err := verify.NewChallenge()
+		c, err := domainproof.NewChallenge()
 		if err != nil {
 			t.Fatal(err)
 		}

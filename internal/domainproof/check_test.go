@@ -1,4 +1,4 @@
-package verify_test
+package domainproof_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kitd/kitd/internal/verify"
+	"github.com/kitd/kitd/internal/domainproof"
 )
 
 // fakeResolver and fakeFetcher record what the Checker asks and answer
@@ -66,13 +66,13 @@ func TestCheckDNSAsksForTheChallengeHost(t *testing.T) {
 			"an invalid domain is refused without a lookup",
 			"kit.example.com/x",
 			fakeResolver{txts: []string{"kit-verification=" + challenge}},
-			nil, verify.ErrProofNotFound,
+			nil, domainproof.ErrProofNotFound,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := &verify.Checker{Resolver: &tt.res, Fetcher: &fakeFetcher{}}
+			c := &domainproof.Checker{Resolver: &tt.res, Fetcher: &fakeFetcher{}}
 			err := c.CheckDNS(context.Background(), kitID, tt.domain, challenge)
 			if strings.Join(tt.res.asked, ",") != strings.Join(tt.wantAsked, ",") {
 				t.Errorf("looked up %q, want %q", tt.res.asked, tt.wantAsked)
@@ -96,22 +96,22 @@ func TestCheckWellKnownRulesOnTheFetchedAnswer(t *testing.T) {
 		{"200 with the kitId and token proves the domain", "kit.example.com", fakeFetcher{status: 200, body: good}, nil},
 		{"a fetch failure is a missing proof that keeps its cause", "kit.example.com", fakeFetcher{err: errServFail}, errServFail},
 		{"a body over 4 KiB is refused even when the Fetcher returns it", "kit.example.com",
-			fakeFetcher{status: 200, body: padded(good, 4097)}, verify.ErrProofNotFound},
+			fakeFetcher{status: 200, body: padded(good, 4097)}, domainproof.ErrProofNotFound},
 		{"keys are matched with their exact case", "kit.example.com",
-			fakeFetcher{status: 200, body: `{"KITID":"` + kitID + `","TOKEN":"` + challenge + `"}`}, verify.ErrProofNotFound},
+			fakeFetcher{status: 200, body: `{"KITID":"` + kitID + `","TOKEN":"` + challenge + `"}`}, domainproof.ErrProofNotFound},
 		{"a missing token is refused", "kit.example.com",
-			fakeFetcher{status: 200, body: `{"kitId":"` + kitID + `"}`}, verify.ErrProofNotFound},
+			fakeFetcher{status: 200, body: `{"kitId":"` + kitID + `"}`}, domainproof.ErrProofNotFound},
 		{"a token that is not a string is refused", "kit.example.com",
-			fakeFetcher{status: 200, body: `{"kitId":"` + kitID + `","token":["` + challenge + `"]}`}, verify.ErrProofNotFound},
-		{"JSON null is refused", "kit.example.com", fakeFetcher{status: 200, body: `null`}, verify.ErrProofNotFound},
-		{"an invalid domain is refused without a fetch", "kit.example.com@evil.net", fakeFetcher{status: 200, body: good}, verify.ErrProofNotFound},
+			fakeFetcher{status: 200, body: `{"kitId":"` + kitID + `","token":["` + challenge + `"]}`}, domainproof.ErrProofNotFound},
+		{"JSON null is refused", "kit.example.com", fakeFetcher{status: 200, body: `null`}, domainproof.ErrProofNotFound},
+		{"an invalid domain is refused without a fetch", "kit.example.com@evil.net", fakeFetcher{status: 200, body: good}, domainproof.ErrProofNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := &verify.Checker{Resolver: &fakeResolver{}, Fetcher: &tt.fetch}
+			c := &domainproof.Checker{Resolver: &fakeResolver{}, Fetcher: &tt.fetch}
 			checkErr(t, c.CheckWellKnown(context.Background(), kitID, tt.domain, challenge), tt.wantErr)
-			if _, ok := verify.NormalizeDomain(tt.domain); !ok && len(tt.fetch.asked) > 0 {
+			if _, ok := domainproof.NormalizeDomain(tt.domain); !ok && len(tt.fetch.asked) > 0 {
 				t.Errorf("fetched %q for an invalid domain", tt.fetch.asked)
 			}
 		})
@@ -121,7 +121,7 @@ func TestCheckWellKnownRulesOnTheFetchedAnswer(t *testing.T) {
 func TestCheckWellKnownFetchesTheProofURLWithA4KiBLimit(t *testing.T) {
 	t.Parallel()
 	f := &fakeFetcher{status: 200, body: `{"kitId":"` + kitID + `","token":"` + challenge + `"}`}
-	c := &verify.Checker{Resolver: &fakeResolver{}, Fetcher: f}
+	c := &domainproof.Checker{Resolver: &fakeResolver{}, Fetcher: f}
 	if err := c.CheckWellKnown(context.Background(), kitID, "Kit.Example.com", challenge); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func checkErr(t *testing.T, err, want error) {
 	switch {
 	case want == nil && err != nil:
 		t.Errorf("err = %v, want nil", err)
-	case want != nil && !errors.Is(err, verify.ErrProofNotFound):
+	case want != nil && !errors.Is(err, domainproof.ErrProofNotFound):
 		t.Errorf("err = %v, want one wrapping ErrProofNotFound", err)
 	case want != nil && !errors.Is(err, want):
 		t.Errorf("err = %v, want one wrapping %v", err, want)

@@ -1,4 +1,4 @@
-// Package verify owns the proof that a Kit controls a domain
+// Package domainproof owns the proof that a Kit controls a domain
 // (docs/decisions.md "Domains"): the domain name rules, which hosts a
 // verified domain covers, the challenge and the proof it asks for, and the
 // two checks of that proof, a DNS TXT record and an HTTPS well-known file.
@@ -7,8 +7,8 @@
 // the kit actor records the outcome and the HTTP layer maps
 // [ErrProofNotFound] to 409. DNS and HTTPS go through the [Resolver] and
 // [Fetcher] interfaces, so tests hand in fakes or point [New] at the servers
-// of package verifytest.
-package verify
+// of package domainprooftest.
+package domainproof
 
 import (
 	"context"

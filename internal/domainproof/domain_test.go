@@ -1,10 +1,10 @@
-package verify_test
+package domainproof_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/kitd/kitd/internal/verify"
+	"github.com/kitd/kitd/internal/domainproof"
 )
 
 func TestNormalizeDomainRules(t *testing.T) {
@@ -47,7 +47,7 @@ func TestNormalizeDomainRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, ok := verify.NormalizeDomain(tt.in)
+			got, ok := domainproof.NormalizeDomain(tt.in)
 			if got != tt.want || ok != tt.ok {
 				t.Errorf("NormalizeDomain(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
 			}
@@ -79,7 +79,7 @@ func TestCoversRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := verify.Covers(tt.domain, tt.host); got != tt.want {
+			if got := domainproof.Covers(tt.domain, tt.host); got != tt.want {
 				t.Errorf("Covers(%q, %q) = %v, want %v", tt.domain, tt.host, got, tt.want)
 			}
 		})
