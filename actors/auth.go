@@ -55,7 +55,7 @@ type Authenticator struct {
 	// changed holds the credentials ("c" + hash) and web sessions ("s" +
 	// id) that were revoked, rotated or ended lately, with when. In a
 	// cluster the change reaches every node before it is answered
-	// (server/member), but a node's replica of the credential may apply
+	// (server/clusternode), but a node's replica of the credential may apply
 	// it a moment later: a load of one of them first catches the replica
 	// up with its leader (Env.Reads). Kept for changedTTL.
 	changed map[string]int64
@@ -137,7 +137,7 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 	switch cred.Kind {
 	case CallerDeveloper:
 		// A developer token acts as its member: it ends with the member.
-		u, err := cluster.Call[*kitpb.UserReply](a.env.Node, KindWorkspace, cred.WorkspaceId, &kitpb.GetUser{UserId: cred.UserId})
+		u, err := cluster.Call[*kitpb.UserReply](a.env.Host, KindWorkspace, cred.WorkspaceId, &kitpb.GetUser{UserId: cred.UserId})
 		if kiterr.CodeOf(err) == kiterr.NotFound || (err == nil && !u.User.Active) {
 			return nil, errInvalidToken
 		}
@@ -163,7 +163,7 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 	default:
 		return nil, errInvalidToken
 	}
-	inst, err := cluster.Call[*kitpb.InstallationReply](a.env.Node, KindInstallation, cred.InstallationId, &kitpb.GetInstallation{})
+	inst, err := cluster.Call[*kitpb.InstallationReply](a.env.Host, KindInstallation, cred.InstallationId, &kitpb.GetInstallation{})
 	if kiterr.CodeOf(err) == kiterr.NotFound {
 		return nil, errInvalidToken
 	}
@@ -268,11 +268,11 @@ func (a *Authenticator) Revoke(token string) error {
 	}
 	switch cred.Kind {
 	case CallerBot, CallerUser, credRefresh, credCode:
-		_, err = cluster.Call[*kitpb.Ok](a.env.Node, KindInstallation, cred.InstallationId, &kitpb.RevokeCredential{SecretHash: hash[:]})
+		_, err = cluster.Call[*kitpb.Ok](a.env.Host, KindInstallation, cred.InstallationId, &kitpb.RevokeCredential{SecretHash: hash[:]})
 	case CallerDeveloper:
-		_, err = cluster.Call[*kitpb.Ok](a.env.Node, KindWorkspace, cred.WorkspaceId, &kitpb.RevokeCredential{SecretHash: hash[:]})
+		_, err = cluster.Call[*kitpb.Ok](a.env.Host, KindWorkspace, cred.WorkspaceId, &kitpb.RevokeCredential{SecretHash: hash[:]})
 	case credSession:
-		_, err = cluster.Call[*kitpb.Ok](a.env.Node, KindWorkspace, cred.WorkspaceId, &kitpb.EndSession{SessionId: cred.TokenId})
+		_, err = cluster.Call[*kitpb.Ok](a.env.Host, KindWorkspace, cred.WorkspaceId, &kitpb.EndSession{SessionId: cred.TokenId})
 	default:
 		return kiterr.Absent("token")
 	}

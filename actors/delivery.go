@@ -59,7 +59,7 @@ type flushOutbox struct{}
 
 func (a *deliveryActor) Receive(ctx actorContext) {
 	defer a.publish()
-	// Notices and wakes come without a sender (cluster.Node.Send): they are
+	// Notices and wakes come without a sender (cluster.Host.Send): they are
 	// not requests, but they are activity.
 	switch m := ctx.Message().(type) {
 	case *kitpb.OutboxNotice:
@@ -318,7 +318,7 @@ func WakeDeliveries(env *Env) error {
 // installations that have events to sequence or send: what a node that
 // starts to lead p must do (the previous leader's queues are its state now).
 func WakeDeliveriesIn(env *Env, p partition.ID) error {
-	wake := func(inst string) { env.Node.Send(KindDelivery, inst, &kitpb.WakeDelivery{}) }
+	wake := func(inst string) { env.Host.Send(KindDelivery, inst, &kitpb.WakeDelivery{}) }
 	if err := eachInstallation(env.Store, deliveriesPrefix(p), deliveryInstallation, deliveryPrefix, wake); err != nil {
 		return err
 	}

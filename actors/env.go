@@ -46,8 +46,8 @@ type Env struct {
 	Logger *slog.Logger
 	// Limits is nil when rate limits are off.
 	Limits limits.Table
-	// Node is set once the node has joined; actors use it to ask each other.
-	Node        *cluster.Node
+	// Host is set once the node has joined; actors use it to ask each other.
+	Host        *cluster.Host
 	Invalidator Invalidator
 	// Fatal is called when storage can no longer promise durability; it
 	// must stop the node.
@@ -68,7 +68,7 @@ type Env struct {
 	// nobody sends them.
 	Deliveries DeliveryNotifier
 	// Reads, when set, catches this node's replica of a partition up
-	// with its leader (server/member): a read of another partition's
+	// with its leader (server/clusternode): a read of another partition's
 	// record that finds nothing asks it first. nil: every partition is
 	// this node's alone.
 	Reads ReadBarrier

@@ -182,7 +182,7 @@ func (o *outbox) applied(env *Env) {
 		if env.testHookDropNotices.Load() {
 			continue
 		}
-		env.Node.Send(KindDelivery, n.inst, &kitpb.OutboxNotice{Source: o.source, Pos: n.pos, After: n.after, Event: n.rec})
+		env.Host.Send(KindDelivery, n.inst, &kitpb.OutboxNotice{Source: o.source, Pos: n.pos, After: n.after, Event: n.rec})
 		o.notices[i] = outboxNotice{}
 	}
 	o.notices = o.notices[:0]

@@ -36,7 +36,7 @@ type testNode struct {
 	env   *actors.Env
 	clk   *clock.Test
 	auth  *actors.Authenticator
-	node  *cluster.Node
+	node  *cluster.Host
 	store *persistence.Store
 	rep   *replica.Replica // nil unless KITD_TEST_REPLICATED=1
 }
@@ -74,7 +74,7 @@ func startNodeAt(fs vfs.FS, dir string, clk *clock.Test) (*testNode, error) {
 		store.Close()
 		return nil, err
 	}
-	env.Node = cn
+	env.Host = cn
 	n := &testNode{env: env, clk: clk, auth: auth, node: cn, store: store}
 	if replicated {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

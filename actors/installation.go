@@ -169,7 +169,7 @@ func (a *installationActor) apply(m *kitpb.ApplyInstall) (proto.Message, error) 
 		// A new version resumes a paused endpoint (docs/deliveries.md). A
 		// crash before the notice arrives leaves it paused until a
 		// redelivery succeeds.
-		a.env.Node.Send(KindDelivery, a.id, &kitpb.ResumeDeliveries{KitId: next.KitId})
+		a.env.Host.Send(KindDelivery, a.id, &kitpb.ResumeDeliveries{KitId: next.KitId})
 	}
 	return &kitpb.InstallationReply{Installation: next}, nil
 }
@@ -179,7 +179,7 @@ func (a *installationActor) apply(m *kitpb.ApplyInstall) (proto.Message, error) 
 // leaves channels ahead of the record, which the retried call repairs.
 func (a *installationActor) setBotEvents(mask uint32) error {
 	for _, conv := range a.inst.ChannelIds {
-		if _, err := cluster.Call[*kitpb.Ok](a.env.Node, KindConversation, conv,
+		if _, err := cluster.Call[*kitpb.Ok](a.env.Host, KindConversation, conv,
 			&kitpb.SetBotEvents{BotId: a.inst.BotId, Events: mask}); err != nil {
 			return err
 		}
@@ -233,7 +233,7 @@ func (a *installationActor) uninstall() (proto.Message, error) {
 	if err := a.setBotEvents(0); err != nil {
 		return nil, err
 	}
-	if _, err := cluster.Call[*kitpb.Ok](a.env.Node, KindWorkspace, a.inst.WorkspaceId,
+	if _, err := cluster.Call[*kitpb.Ok](a.env.Host, KindWorkspace, a.inst.WorkspaceId,
 		&kitpb.ForgetInstallationEvents{InstallationId: a.id}); err != nil {
 		return nil, err
 	}
@@ -249,7 +249,7 @@ func (a *installationActor) uninstall() (proto.Message, error) {
 // installation's workspace; one of another workspace is not_found, as if
 // absent.
 func (a *installationActor) checkWorkspaceConversation(id string) error {
-	r, err := cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, id,
+	r, err := cluster.Call[*kitpb.ConversationReply](a.env.Host, KindConversation, id,
 		&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerOperator}})
 	if err != nil {
 		return err
@@ -269,7 +269,7 @@ func (a *installationActor) addChannel(conversationID, event string) (proto.Mess
 	if err := a.checkWorkspaceConversation(conversationID); err != nil {
 		return nil, err
 	}
-	if _, err := cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, conversationID,
+	if _, err := cluster.Call[*kitpb.ConversationReply](a.env.Host, KindConversation, conversationID,
 		&kitpb.AddBot{BotId: a.inst.BotId, InstallationId: a.id, Events: a.inst.Events}); err != nil {
 		return nil, err
 	}
@@ -290,7 +290,7 @@ func (a *installationActor) removeChannel(m *kitpb.RemoveChannel) (proto.Message
 	if err := a.endWebhooks(m.ConversationId, WebhookDisabled, DisabledBotRemoved); err != nil {
 		return nil, err
 	}
-	if _, err := cluster.Call[*kitpb.Ok](a.env.Node, KindConversation, m.ConversationId,
+	if _, err := cluster.Call[*kitpb.Ok](a.env.Host, KindConversation, m.ConversationId,
 		&kitpb.RemoveBot{BotId: a.inst.BotId}); err != nil {
 		return nil, err
 	}

@@ -202,7 +202,7 @@ func (a *installationActor) finishMemberAction(m *kitpb.FinishMemberAction) (pro
 	code := m.ErrorCode
 	var posted *kitpb.Message
 	if code == "" && m.Post {
-		r, err := cluster.Call[*kitpb.MessageReply](a.env.Node, KindConversation, m.ConversationId,
+		r, err := cluster.Call[*kitpb.MessageReply](a.env.Host, KindConversation, m.ConversationId,
 			&kitpb.PostMessage{Caller: a.botCaller(), Text: m.Text, Blocks: m.Blocks})
 		switch {
 		case err == nil:
@@ -262,7 +262,7 @@ func (a *installationActor) useResponseURL(m *kitpb.UseResponseURL) (proto.Messa
 	if m.ReplaceOriginal && rec.MessageId != "" {
 		req = &kitpb.EditMessage{Caller: a.botCaller(), MessageId: rec.MessageId, Text: m.Text, Blocks: m.Blocks}
 	}
-	if _, err := cluster.Call[*kitpb.MessageReply](a.env.Node, KindConversation, rec.ConversationId, req); err != nil {
+	if _, err := cluster.Call[*kitpb.MessageReply](a.env.Host, KindConversation, rec.ConversationId, req); err != nil {
 		return nil, err
 	}
 	rec.Uses++

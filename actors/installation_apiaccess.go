@@ -124,7 +124,7 @@ func (a *installationActor) listWebhooks() (proto.Message, error) {
 	}
 	reply := &kitpb.WebhooksReply{}
 	for _, r := range refs {
-		h, err := cluster.Call[*kitpb.WebhookReply](a.env.Node, KindWebhook, r.WebhookId, &kitpb.GetWebhook{})
+		h, err := cluster.Call[*kitpb.WebhookReply](a.env.Host, KindWebhook, r.WebhookId, &kitpb.GetWebhook{})
 		if kiterr.CodeOf(err) == kiterr.NotFound {
 			continue // stored by no webhook actor: a crash before its URL was shown
 		}

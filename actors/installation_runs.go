@@ -93,7 +93,7 @@ func (a *installationActor) invokeTool(m *kitpb.InvokeTool) (proto.Message, erro
 	if !slices.Contains(a.inst.ChannelIds, m.ConversationId) {
 		return nil, kiterr.Absent("conversation")
 	}
-	if _, err := cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, m.ConversationId,
+	if _, err := cluster.Call[*kitpb.ConversationReply](a.env.Host, KindConversation, m.ConversationId,
 		&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerUser, WorkspaceId: m.WorkspaceId, UserId: m.UserId}}); err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func (a *installationActor) tools() (*installedTools, error) {
 // installedManifest reads the manifest of the installed version from the
 // installation's Kit.
 func (a *installationActor) installedManifest() (*manifest.Manifest, error) {
-	kit, err := cluster.Call[*kitpb.KitReply](a.env.Node, KindKit, a.inst.KitId, &kitpb.GetKit{})
+	kit, err := cluster.Call[*kitpb.KitReply](a.env.Host, KindKit, a.inst.KitId, &kitpb.GetKit{})
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +239,7 @@ func (a *installationActor) getRun(m *kitpb.GetRun) (proto.Message, error) {
 	if run.Audience != AudienceAny {
 		return nil, kiterr.Absent("run")
 	}
-	_, err = cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, run.ConversationId,
+	_, err = cluster.Call[*kitpb.ConversationReply](a.env.Host, KindConversation, run.ConversationId,
 		&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerUser, WorkspaceId: a.inst.WorkspaceId, UserId: m.UserId}})
 	if kiterr.CodeOf(err) == kiterr.NotFound {
 		return nil, kiterr.Absent("run")

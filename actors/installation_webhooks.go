@@ -57,7 +57,7 @@ func (a *installationActor) createWebhook(m *kitpb.CreateWebhook) (proto.Message
 	if err := a.checkWorkspaceConversation(m.ConversationId); err != nil {
 		return nil, err
 	}
-	_, err := cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, m.ConversationId,
+	_, err := cluster.Call[*kitpb.ConversationReply](a.env.Host, KindConversation, m.ConversationId,
 		&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerUser, WorkspaceId: c.WorkspaceId, UserId: c.Id}})
 	if kiterr.CodeOf(err) == kiterr.NotFound {
 		return nil, kiterr.New(kiterr.Forbidden, "createdByUserId: the creator must be a member of the channel")
@@ -77,7 +77,7 @@ func (a *installationActor) createWebhook(m *kitpb.CreateWebhook) (proto.Message
 		return nil, err
 	}
 	now := nanos(a.env.Clock.Now())
-	opened, err := cluster.Call[*kitpb.WebhookReply](a.env.Node, KindWebhook, m.WebhookId, &kitpb.OpenWebhook{Webhook: &kitpb.Webhook{
+	opened, err := cluster.Call[*kitpb.WebhookReply](a.env.Host, KindWebhook, m.WebhookId, &kitpb.OpenWebhook{Webhook: &kitpb.Webhook{
 		InstallationId: a.id, WorkspaceId: a.inst.WorkspaceId, KitId: a.inst.KitId,
 		ConversationId: m.ConversationId, BotId: a.inst.BotId, SecretHash: m.SecretHash,
 		CreatedByUserId: c.Id, CreatedAt: now,
@@ -106,7 +106,7 @@ func (a *installationActor) revokeWebhook(m *kitpb.RevokeWebhook) (proto.Message
 	if !found {
 		return nil, kiterr.Absent("webhook")
 	}
-	if _, err := cluster.Call[*kitpb.WebhookReply](a.env.Node, KindWebhook, m.WebhookId,
+	if _, err := cluster.Call[*kitpb.WebhookReply](a.env.Host, KindWebhook, m.WebhookId,
 		&kitpb.EndWebhook{State: WebhookRevoked}); err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (a *installationActor) activeWebhooks() (int, error) {
 	}
 	n := 0
 	for _, r := range refs {
-		h, err := cluster.Call[*kitpb.WebhookReply](a.env.Node, KindWebhook, r.WebhookId, &kitpb.GetWebhook{})
+		h, err := cluster.Call[*kitpb.WebhookReply](a.env.Host, KindWebhook, r.WebhookId, &kitpb.GetWebhook{})
 		if kiterr.CodeOf(err) == kiterr.NotFound {
 			continue
 		}
@@ -160,7 +160,7 @@ func (a *installationActor) endWebhooks(conversationID, state, reason string) er
 		if conversationID != "" && r.ConversationId != conversationID {
 			continue
 		}
-		_, err := cluster.Call[*kitpb.WebhookReply](a.env.Node, KindWebhook, r.WebhookId, &kitpb.EndWebhook{State: state, Reason: reason})
+		_, err := cluster.Call[*kitpb.WebhookReply](a.env.Host, KindWebhook, r.WebhookId, &kitpb.EndWebhook{State: state, Reason: reason})
 		if err != nil && kiterr.CodeOf(err) != kiterr.NotFound {
 			return fmt.Errorf("end webhook %s of %s: %w", r.WebhookId, a.id, err)
 		}

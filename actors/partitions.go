@@ -35,7 +35,7 @@ type PartitionReader interface {
 }
 
 // RemoteReader reads partitions this node holds no replica of
-// (server/member asks a node that does).
+// (server/clusternode asks a node that does).
 type RemoteReader interface {
 	// Holds reports whether this node has a replica of p.
 	Holds(p partition.ID) bool

@@ -121,7 +121,7 @@ type idleCheck struct{}
 
 // forwardTo is a handler's answer that passes the request on: receive
 // sends msg to the actor the route names, with the original sender
-// (cluster.Node.Forward), and that actor answers instead. It travels as
+// (cluster.Host.Forward), and that actor answers instead. It travels as
 // the handler's error so that handlers keep one signature.
 type forwardTo struct {
 	route *cluster.Route
@@ -195,7 +195,7 @@ func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx act
 		fw, forwarded := err.(*forwardTo) // returned as is by handlers, never wrapped
 		switch {
 		case forwarded:
-			env.Node.Forward(ctx, fw.route, fw.msg)
+			env.Host.Forward(ctx, fw.route, fw.msg)
 		case err != nil:
 			logUnavailable(env, life.identity, err)
 			d.respond(ctx, kiterr.ToFailure(err))

@@ -78,7 +78,7 @@ func (a *slugActor) checkSlug(m *kitpb.CheckSlug) (proto.Message, error) {
 	}
 	// The slug is claimed before the Kit's first version is stored: a
 	// failed first upload leaves a claim without a Kit.
-	kit, err := cluster.Call[*kitpb.KitReply](a.env.Node, KindKit, a.owner.KitId, &kitpb.GetKit{WorkspaceId: m.WorkspaceId})
+	kit, err := cluster.Call[*kitpb.KitReply](a.env.Host, KindKit, a.owner.KitId, &kitpb.GetKit{WorkspaceId: m.WorkspaceId})
 	if kiterr.CodeOf(err) == kiterr.NotFound {
 		return r, nil
 	}

@@ -295,7 +295,7 @@ func (a *workspaceActor) endSession(m *kitpb.EndSession) (proto.Message, error) 
 // install installs a Kit version here, or updates the existing
 // installation to it.
 func (a *workspaceActor) install(m *kitpb.Install) (proto.Message, error) {
-	kit, err := cluster.Call[*kitpb.KitReply](a.env.Node, KindKit, m.KitId, &kitpb.GetKit{WorkspaceId: a.id})
+	kit, err := cluster.Call[*kitpb.KitReply](a.env.Host, KindKit, m.KitId, &kitpb.GetKit{WorkspaceId: a.id})
 	if err != nil {
 		if kiterr.CodeOf(err) == kiterr.NotFound {
 			return nil, kiterr.Absent("kit")
@@ -308,7 +308,7 @@ func (a *workspaceActor) install(m *kitpb.Install) (proto.Message, error) {
 	}
 	instID, existing := a.kits[m.KitId]
 	if existing {
-		cur, err := cluster.Call[*kitpb.InstallationReply](a.env.Node, KindInstallation, instID, &kitpb.GetInstallation{})
+		cur, err := cluster.Call[*kitpb.InstallationReply](a.env.Host, KindInstallation, instID, &kitpb.GetInstallation{})
 		if err != nil {
 			return nil, err
 		}
@@ -336,7 +336,7 @@ func (a *workspaceActor) install(m *kitpb.Install) (proto.Message, error) {
 	} else {
 		b.Close()
 	}
-	return cluster.Call[*kitpb.InstallationReply](a.env.Node, KindInstallation, instID, &kitpb.ApplyInstall{
+	return cluster.Call[*kitpb.InstallationReply](a.env.Host, KindInstallation, instID, &kitpb.ApplyInstall{
 		WorkspaceId: a.id, WorkspaceName: a.ws.Name, Kit: kit.Kit, Version: version,
 	})
 }
@@ -384,5 +384,5 @@ func (a *workspaceActor) createConversation(m *kitpb.CreateConversation) (proto.
 		}
 	}
 	m.WorkspaceId = a.id
-	return cluster.Call[*kitpb.ConversationReply](a.env.Node, KindConversation, m.ConversationId, m)
+	return cluster.Call[*kitpb.ConversationReply](a.env.Host, KindConversation, m.ConversationId, m)
 }

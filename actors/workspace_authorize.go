@@ -42,7 +42,7 @@ func (a *workspaceActor) authorize(m *kitpb.Authorize) (proto.Message, error) {
 	if !installed {
 		return nil, kiterr.Absent("kit")
 	}
-	inst, err := cluster.Call[*kitpb.InstallationReply](a.env.Node, KindInstallation, instID, &kitpb.GetInstallation{})
+	inst, err := cluster.Call[*kitpb.InstallationReply](a.env.Host, KindInstallation, instID, &kitpb.GetInstallation{})
 	if kiterr.CodeOf(err) == kiterr.NotFound || (err == nil && inst.Installation.Uninstalled) {
 		return nil, kiterr.Absent("kit")
 	}
@@ -50,7 +50,7 @@ func (a *workspaceActor) authorize(m *kitpb.Authorize) (proto.Message, error) {
 		return nil, err
 	}
 	in := inst.Installation
-	kit, err := cluster.Call[*kitpb.KitReply](a.env.Node, KindKit, m.KitId, &kitpb.GetKit{WorkspaceId: a.id})
+	kit, err := cluster.Call[*kitpb.KitReply](a.env.Host, KindKit, m.KitId, &kitpb.GetKit{WorkspaceId: a.id})
 	if kiterr.CodeOf(err) == kiterr.NotFound {
 		return nil, kiterr.Absent("kit")
 	}
@@ -91,7 +91,7 @@ func (a *workspaceActor) authorize(m *kitpb.Authorize) (proto.Message, error) {
 		return nil, kiterr.Invalid("token_type", "must be bot or user")
 	}
 	if m.Issue {
-		if _, err := cluster.Call[*kitpb.Ok](a.env.Node, KindInstallation, instID, &kitpb.IssueCode{
+		if _, err := cluster.Call[*kitpb.Ok](a.env.Host, KindInstallation, instID, &kitpb.IssueCode{
 			CodeHash: m.CodeHash, TokenType: m.TokenType, UserId: u.Id, SessionId: m.SessionId,
 			RedirectUri: m.RedirectUri, CodeChallenge: m.CodeChallenge, GrantId: ids.New(),
 		}); err != nil {

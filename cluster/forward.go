@@ -61,7 +61,7 @@ type forwarder struct {
 // EnableForwarding makes Request send a request whose partition this node
 // does not host to the partition's leader, and ServePeer answer forwarded
 // requests. Until it is called, both answer unavailable.
-func (n *Node) EnableForwarding(f Forwarding) error {
+func (n *Host) EnableForwarding(f Forwarding) error {
 	if f.Router == nil || f.Peers == nil {
 		return errors.New("cluster: forwarding needs a router and a transport")
 	}
@@ -111,7 +111,7 @@ func (f *forwarder) requestID() string {
 // forward sends a request for a partition this node does not host to its
 // leader: one hop, and one more when that node answers that the partition
 // moved to a leader of a newer term. It never runs the request here.
-func (n *Node) forward(kind, identity string, msg proto.Message, notHosted error) (proto.Message, error) {
+func (n *Host) forward(kind, identity string, msg proto.Message, notHosted error) (proto.Message, error) {
 	if n.fwd.Load() == nil {
 		return nil, fmt.Errorf("%w: %w", notHosted, errNoLeader)
 	}
@@ -120,7 +120,7 @@ func (n *Node) forward(kind, identity string, msg proto.Message, notHosted error
 
 // toLeader takes msg to the actor on its partition's leader: a request,
 // answered, or a notice (tell), handed to the actor there.
-func (n *Node) toLeader(kind, identity string, msg proto.Message, tell bool) (proto.Message, error) {
+func (n *Host) toLeader(kind, identity string, msg proto.Message, tell bool) (proto.Message, error) {
 	f := n.fwd.Load()
 	p := partition.Of(identity)
 	to, ok := f.Router.Leader(p)
@@ -206,7 +206,7 @@ func (f *forwarder) awaitOther(p partition.ID, addr string) (Leader, bool) {
 
 // here runs msg on this node's activation: a request is asked and
 // answered, a notice handed over (ok).
-func (n *Node) here(kind, identity string, msg proto.Message, tell bool) (proto.Message, error) {
+func (n *Host) here(kind, identity string, msg proto.Message, tell bool) (proto.Message, error) {
 	if !tell {
 		return n.local(kind, identity, msg)
 	}
@@ -231,7 +231,7 @@ var handedOver = &kitpb.Ok{}
 // node that died) is the one most likely to be lost, and its receiver
 // learns of a lost notice only from the next one. The waits between tries
 // double, so that the notices of a long election do not keep the node busy.
-func (n *Node) tell(kind, identity string, msg proto.Message) {
+func (n *Host) tell(kind, identity string, msg proto.Message) {
 	wait := movedPoll
 	for deadline := time.Now().Add(n.timeout); ; wait = min(2*wait, tellBackoffMax) {
 		_, err := n.toLeader(kind, identity, msg, true)
@@ -283,7 +283,7 @@ func (f *forwarder) call(ctx context.Context, addr string, env *kitpb.Forward, i
 // its cache, without running again. A Forward it cannot run (an unknown
 // kind or message type, a request that does not decode) is refused
 // (peer.RefusedError).
-func (n *Node) ServePeer(ctx context.Context, from string, msg proto.Message, requestID string) (proto.Message, error) {
+func (n *Host) ServePeer(ctx context.Context, from string, msg proto.Message, requestID string) (proto.Message, error) {
 	fw, ok := msg.(*kitpb.Forward)
 	if !ok {
 		return nil, &peer.RefusedError{Reason: "not a forwarded request: " + string(msg.ProtoReflect().Descriptor().FullName())}
@@ -346,7 +346,7 @@ func (f *forwarder) moved(p partition.ID) *kitpb.Moved {
 // kinds this node runs and kitd's own message types, or the refusal the
 // transport counts, logs and answers (a member sends one only by a bug or
 // in a rolling upgrade: a kind or message this version does not know).
-func (n *Node) decodeForward(fw *kitpb.Forward) (proto.Message, error) {
+func (n *Host) decodeForward(fw *kitpb.Forward) (proto.Message, error) {
 	if _, ok := n.kinds[fw.Kind]; !ok {
 		return nil, &peer.RefusedError{Reason: "forward: unknown kind"}
 	}

@@ -19,7 +19,7 @@ func BenchmarkRequest(b *testing.B) {
 	id := identitiesOf(p, 1)[0]
 	for _, bm := range []struct {
 		name string
-		from *member
+		from *peerNode
 	}{{"local", leader}, {"forwarded", a}} {
 		b.Run(bm.name, func(b *testing.B) {
 			req := &kitpb.GetUser{UserId: "u"}

@@ -27,11 +27,11 @@ import (
 
 var testClusterKey = []byte("0123456789abcdef0123456789abcdef")
 
-// member is one node of a test cluster: a cluster.Node with its own peer
+// peerNode is one node of a test cluster: a cluster.Host with its own peer
 // transport over loopback mTLS, and its routing table.
-type member struct {
+type peerNode struct {
 	name   string
-	n      *Node
+	n      *Host
 	peers  *peer.Transport
 	table  *RoutingTable
 	served atomic.Int64 // forwarded requests that reached ServePeer here
@@ -45,7 +45,7 @@ type member struct {
 // ran it; "block" waits for the member's release first. DeactivateUser is a
 // conflict with a path, GetWorkspace not found, CreateWorkspace over a rate
 // limit: domain errors that must survive a forward.
-type forwardActor struct{ m *member }
+type forwardActor struct{ m *peerNode }
 
 func (a forwardActor) Receive(ctx actor.Context) {
 	switch r := ctx.Message().(type) {
@@ -68,11 +68,11 @@ func (a forwardActor) Receive(ctx actor.Context) {
 
 // startMembers starts count members that know each other's transports but
 // no leaders: each test sets the tables and what each node hosts.
-func startMembers(t testing.TB, count int) []*member {
+func startMembers(t testing.TB, count int) []*peerNode {
 	t.Helper()
-	ms := make([]*member, count)
+	ms := make([]*peerNode, count)
 	for i := range ms {
-		m := &member{name: string(rune('A' + i)), table: NewRoutingTable(), release: make(chan struct{})}
+		m := &peerNode{name: string(rune('A' + i)), table: NewRoutingTable(), release: make(chan struct{})}
 		n, err := Start(Config{RequestTimeout: 20 * time.Second},
 			&Kind{Name: "fwd", New: func(string) actor.Actor { return forwardActor{m} }})
 		if err != nil {
@@ -106,7 +106,7 @@ func startMembers(t testing.TB, count int) []*member {
 }
 
 // forwardingPair starts two members: B leads p, and A forwards to it.
-func forwardingPair(t testing.TB, p partition.ID) (a, b *member) {
+func forwardingPair(t testing.TB, p partition.ID) (a, b *peerNode) {
 	ms := startMembers(t, 2)
 	a, b = ms[0], ms[1]
 	a.n.Release(p)
@@ -115,7 +115,7 @@ func forwardingPair(t testing.TB, p partition.ID) (a, b *member) {
 }
 
 // leadOnly makes leader the only member that hosts p.
-func leadOnly(p partition.ID, leader *member, ms []*member) {
+func leadOnly(p partition.ID, leader *peerNode, ms []*peerNode) {
 	for _, m := range ms {
 		if m != leader {
 			m.n.Release(p)
@@ -123,7 +123,7 @@ func leadOnly(p partition.ID, leader *member, ms []*member) {
 	}
 }
 
-func getUser(m *member, identity, user string) (*kitpb.UserReply, error) {
+func getUser(m *peerNode, identity, user string) (*kitpb.UserReply, error) {
 	return Call[*kitpb.UserReply](m.n, "fwd", identity, &kitpb.GetUser{UserId: user})
 }
 
@@ -137,10 +137,10 @@ func wantUnavailable(t *testing.T, err error) {
 func TestForwarding(t *testing.T) {
 	tests := []struct {
 		name string
-		run  func(t *testing.T, p partition.ID, id string, a, b, c *member)
+		run  func(t *testing.T, p partition.ID, id string, a, b, c *peerNode)
 	}{
-		{"a request for a partition led elsewhere gets the leader's reply", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
-			leadOnly(p, b, []*member{a, b, c})
+		{"a request for a partition led elsewhere gets the leader's reply", func(t *testing.T, p partition.ID, id string, a, b, c *peerNode) {
+			leadOnly(p, b, []*peerNode{a, b, c})
 			a.table.Set(p, b.peers.Addr(), 1)
 			r, err := getUser(a, id, "u1")
 			if err != nil || r.User.Id != "u1" || r.User.DisplayName != "B" {
@@ -150,8 +150,8 @@ func TestForwarding(t *testing.T) {
 				t.Fatalf("runs on A %d, served by B %d: want 0 and 1", a.runs.Load(), b.served.Load())
 			}
 		}},
-		{"a stale entry costs one more hop: Moved with a newer term reaches the new leader", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
-			leadOnly(p, b, []*member{a, b, c})
+		{"a stale entry costs one more hop: Moved with a newer term reaches the new leader", func(t *testing.T, p partition.ID, id string, a, b, c *peerNode) {
+			leadOnly(p, b, []*peerNode{a, b, c})
 			a.table.Set(p, c.peers.Addr(), 1) // C led p in term 1 and released it
 			c.table.Set(p, b.peers.Addr(), 2)
 			r, err := getUser(a, id, "u2")
@@ -168,8 +168,8 @@ func TestForwarding(t *testing.T) {
 				t.Fatalf("second request: %v, served by C %d: want it straight to B", err, c.served.Load())
 			}
 		}},
-		{"Moved twice is unavailable: never more than one retry", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
-			leadOnly(p, nil, []*member{a, b, c}) // an election: nobody hosts p
+		{"Moved twice is unavailable: never more than one retry", func(t *testing.T, p partition.ID, id string, a, b, c *peerNode) {
+			leadOnly(p, nil, []*peerNode{a, b, c}) // an election: nobody hosts p
 			a.table.Set(p, b.peers.Addr(), 1)
 			b.table.Set(p, c.peers.Addr(), 2)
 			c.table.Set(p, b.peers.Addr(), 3)
@@ -179,8 +179,8 @@ func TestForwarding(t *testing.T) {
 				t.Fatalf("%d hops, want 2", got)
 			}
 		}},
-		{"Moved naming a leader of no newer term is unavailable: no hop", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
-			leadOnly(p, nil, []*member{a, b, c})
+		{"Moved naming a leader of no newer term is unavailable: no hop", func(t *testing.T, p partition.ID, id string, a, b, c *peerNode) {
+			leadOnly(p, nil, []*peerNode{a, b, c})
 			a.table.Set(p, b.peers.Addr(), 4)
 			b.table.Set(p, c.peers.Addr(), 4)
 			_, err := getUser(a, id, "u")
@@ -189,8 +189,8 @@ func TestForwarding(t *testing.T) {
 				t.Fatalf("served by B %d, C %d: want 1, 0", b.served.Load(), c.served.Load())
 			}
 		}},
-		{"a forwarded request that finds its partition not hosted answers Moved and is never forwarded again", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
-			leadOnly(p, b, []*member{a, b, c})
+		{"a forwarded request that finds its partition not hosted answers Moved and is never forwarded again", func(t *testing.T, p partition.ID, id string, a, b, c *peerNode) {
+			leadOnly(p, b, []*peerNode{a, b, c})
 			c.table.Set(p, b.peers.Addr(), 5)
 			res, err := a.peers.Call(context.Background(), c.peers.Addr(), forwardOf(t, id, &kitpb.GetUser{UserId: "u"}), "direct-1")
 			m, ok := res.(*kitpb.Moved)
@@ -201,8 +201,8 @@ func TestForwarding(t *testing.T) {
 				t.Fatalf("served by B %d, runs on C %d: want 0, 0", b.served.Load(), c.runs.Load())
 			}
 		}},
-		{"a Moved naming no leader waits for the table to name another node, then hops there", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
-			leadOnly(p, c, []*member{a, b, c})
+		{"a Moved naming no leader waits for the table to name another node, then hops there", func(t *testing.T, p partition.ID, id string, a, b, c *peerNode) {
+			leadOnly(p, c, []*peerNode{a, b, c})
 			a.table.Set(p, b.peers.Addr(), 0) // gossip's word: B leads, no term
 			// B left p's group and knows no leader; gossip names C a
 			// moment later.
@@ -218,8 +218,8 @@ func TestForwarding(t *testing.T) {
 				t.Fatalf("served by B %d, C %d: want 1, 1", b.served.Load(), c.served.Load())
 			}
 		}},
-		{"a leader that serves its partition a moment later answers the forwarded request then, not Moved", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
-			leadOnly(p, nil, []*member{a, b, c})
+		{"a leader that serves its partition a moment later answers the forwarded request then, not Moved", func(t *testing.T, p partition.ID, id string, a, b, c *peerNode) {
+			leadOnly(p, nil, []*peerNode{a, b, c})
 			a.table.Set(p, b.peers.Addr(), 1)
 			b.table.Set(p, b.peers.Addr(), 1) // B leads p, but its lease lapsed for a moment
 			go func() {
@@ -234,8 +234,8 @@ func TestForwarding(t *testing.T) {
 				t.Fatalf("served by B %d, want 1: the request waited there", b.served.Load())
 			}
 		}},
-		{"no known leader is unavailable, nothing sent", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
-			leadOnly(p, b, []*member{a, b, c})
+		{"no known leader is unavailable, nothing sent", func(t *testing.T, p partition.ID, id string, a, b, c *peerNode) {
+			leadOnly(p, b, []*peerNode{a, b, c})
 			a.table.Set(p, b.peers.Addr(), 1)
 			a.table.Forget(p)
 			_, err := getUser(a, id, "u")
@@ -244,14 +244,14 @@ func TestForwarding(t *testing.T) {
 				t.Fatal("a request was sent")
 			}
 		}},
-		{"a leader that cannot be reached is unavailable", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
-			leadOnly(p, b, []*member{a, b, c})
+		{"a leader that cannot be reached is unavailable", func(t *testing.T, p partition.ID, id string, a, b, c *peerNode) {
+			leadOnly(p, b, []*peerNode{a, b, c})
 			a.table.Set(p, closedAddr(t), 1)
 			_, err := getUser(a, id, "u")
 			wantUnavailable(t, err)
 		}},
-		{"a leader that cannot be reached: the request goes to the node the table names next (nothing was sent)", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
-			leadOnly(p, b, []*member{a, b, c})
+		{"a leader that cannot be reached: the request goes to the node the table names next (nothing was sent)", func(t *testing.T, p partition.ID, id string, a, b, c *peerNode) {
+			leadOnly(p, b, []*peerNode{a, b, c})
 			a.table.Set(p, closedAddr(t), 1) // it died; gossip says so a moment later
 			go func() {
 				time.Sleep(100 * time.Millisecond)
@@ -262,8 +262,8 @@ func TestForwarding(t *testing.T) {
 				t.Fatalf("got %v, %v; want the reply of B", r, err)
 			}
 		}},
-		{"a table that names this node, which does not host p, is unavailable without a hop", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
-			leadOnly(p, b, []*member{a, b, c})
+		{"a table that names this node, which does not host p, is unavailable without a hop", func(t *testing.T, p partition.ID, id string, a, b, c *peerNode) {
+			leadOnly(p, b, []*peerNode{a, b, c})
 			a.table.Set(p, a.peers.Addr(), 1)
 			_, err := getUser(a, id, "u")
 			wantUnavailable(t, err)
@@ -271,8 +271,8 @@ func TestForwarding(t *testing.T) {
 				t.Fatal("the node sent the request to itself")
 			}
 		}},
-		{"a table that names this node, which hosts p a moment later, waits for it and answers here", func(t *testing.T, p partition.ID, id string, a, b, c *member) {
-			leadOnly(p, b, []*member{a, b, c})
+		{"a table that names this node, which hosts p a moment later, waits for it and answers here", func(t *testing.T, p partition.ID, id string, a, b, c *peerNode) {
+			leadOnly(p, b, []*peerNode{a, b, c})
 			a.table.Set(p, a.peers.Addr(), 1)
 			go func() {
 				time.Sleep(100 * time.Millisecond) // the first entry of its term being applied
@@ -309,21 +309,21 @@ func TestForwarding(t *testing.T) {
 func TestNoticesFollowTheirPartition(t *testing.T) {
 	tests := []struct {
 		name string
-		run  func(t *testing.T, p partition.ID, a, b, c *member)
+		run  func(t *testing.T, p partition.ID, a, b, c *peerNode)
 	}{
-		{"a notice sent while no leader is known reaches the leader the table names later", func(t *testing.T, p partition.ID, a, b, c *member) {
+		{"a notice sent while no leader is known reaches the leader the table names later", func(t *testing.T, p partition.ID, a, b, c *peerNode) {
 			a.table.Forget(p)
 			later(func() { a.table.Set(p, b.peers.Addr(), 2) })
 		}},
-		{"a notice whose leader cannot be reached goes to the node the table names next", func(t *testing.T, p partition.ID, a, b, c *member) {
+		{"a notice whose leader cannot be reached goes to the node the table names next", func(t *testing.T, p partition.ID, a, b, c *peerNode) {
 			a.table.Set(p, closedAddr(t), 1)
 			later(func() { a.table.Set(p, b.peers.Addr(), 2) })
 		}},
-		{"a notice that reaches a node no longer hosting its partition goes on to the leader", func(t *testing.T, p partition.ID, a, b, c *member) {
+		{"a notice that reaches a node no longer hosting its partition goes on to the leader", func(t *testing.T, p partition.ID, a, b, c *peerNode) {
 			a.table.Set(p, c.peers.Addr(), 1)
 			c.table.Set(p, b.peers.Addr(), 2)
 		}},
-		{"a notice for this node's partition waits for it to be hosted", func(t *testing.T, p partition.ID, a, b, c *member) {
+		{"a notice for this node's partition waits for it to be hosted", func(t *testing.T, p partition.ID, a, b, c *peerNode) {
 			b.n.Release(p)
 			a.table.Set(p, a.peers.Addr(), 2)
 			later(func() { a.n.Host(p) })

@@ -65,11 +65,11 @@ func (h *hosting) hosted(identity string) (partition.ID, error) {
 // may have been replaced as leader, and its activations' memory may be
 // stale, so it answers ErrNotHosted until its group says otherwise. It
 // must be called before the node serves.
-func (n *Node) SetLease(valid func(partition.ID) bool) { n.lease = valid }
+func (n *Host) SetLease(valid func(partition.ID) bool) { n.lease = valid }
 
 // Host lets this node activate the identities of partition p, as it does
 // once it leads p.
-func (n *Node) Host(p partition.ID) {
+func (n *Host) Host(p partition.ID) {
 	n.pidsMu.Lock()
 	n.set(p, true)
 	n.pidsMu.Unlock()
@@ -81,7 +81,7 @@ func (n *Node) Host(p partition.ID) {
 // leader may have made stale. Requests in flight to the stopped
 // activations come back as dead letters and are asked again (Request),
 // which then finds p not hosted.
-func (n *Node) Release(p partition.ID) {
+func (n *Host) Release(p partition.ID) {
 	n.pidsMu.Lock()
 	n.set(p, false)
 	var stopping []*actor.PID
@@ -96,7 +96,7 @@ func (n *Node) Release(p partition.ID) {
 }
 
 // Activations counts the activations this node hosts in partition p.
-func (n *Node) Activations(p partition.ID) int {
+func (n *Host) Activations(p partition.ID) int {
 	n.pidsMu.RLock()
 	defer n.pidsMu.RUnlock()
 	c := 0
@@ -109,7 +109,7 @@ func (n *Node) Activations(p partition.ID) int {
 }
 
 // HostedPartitions lists the partitions this node hosts, in order.
-func (n *Node) HostedPartitions() []partition.ID {
+func (n *Host) HostedPartitions() []partition.ID {
 	var out []partition.ID
 	for p := range partition.ID(partition.Count) {
 		if n.hosts(p) {
@@ -120,7 +120,7 @@ func (n *Node) HostedPartitions() []partition.ID {
 }
 
 // ActivationCount counts the node's activations.
-func (n *Node) ActivationCount() int {
+func (n *Host) ActivationCount() int {
 	n.pidsMu.RLock()
 	defer n.pidsMu.RUnlock()
 	return len(n.pids)

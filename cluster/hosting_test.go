@@ -18,7 +18,7 @@ import (
 // hostingNode is a node of its own: Release stops activations that other
 // tests of the package would ask, and requests racing a stop wait out dead
 // letters longer than the shared node's short timeout.
-func hostingNode(t *testing.T) *Node {
+func hostingNode(t *testing.T) *Host {
 	t.Helper()
 	n, err := Start(Config{RequestTimeout: 10 * time.Second}, &Kind{Name: "echo", New: func(string) actor.Actor { return echo{} }})
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // another member leads goes there (EnableForwarding), on a goroutine of its
 // own. A message that reaches an activation after it stopped is dropped
 // all the same.
-func (n *Node) Send(kind, identity string, msg proto.Message) bool {
+func (n *Host) Send(kind, identity string, msg proto.Message) bool {
 	pid, err := n.pid(kind, identity)
 	if errors.Is(err, ErrNotHosted) && n.fwd.Load() != nil {
 		go n.tell(kind, identity, msg)

@@ -38,7 +38,7 @@ const (
 
 // Config is what the sender needs from package server.
 type Config struct {
-	Node  *cluster.Node
+	Node  *cluster.Host
 	Clock clock.Clock
 	// Allow lists host or host:port values whose deliveries may reach
 	// loopback or private addresses (--delivery-allow; tests only).

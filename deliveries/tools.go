@@ -19,7 +19,7 @@ import (
 // installation decides and stores every status; Tools only speaks HTTP.
 type Tools struct {
 	sender *Sender
-	node   *cluster.Node
+	node   *cluster.Host
 	logger *slog.Logger
 }
 

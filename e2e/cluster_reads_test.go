@@ -190,7 +190,7 @@ func (c *testCluster) waitReplicas(t *testing.T, want, replicas int) map[string]
 
 // writeClusterRecords is writeRecords without the events (the test above
 // has its own) and without posting through the webhook: a webhook's post
-// is handed from its actor to its conversation's (cluster.Node.Forward),
+// is handed from its actor to its conversation's (cluster.Host.Forward),
 // which fails while another node leads the conversation (docs/cluster.md,
 // "Forwarding": not forwarded yet).
 func writeClusterRecords(t *testing.T, s *Server) written {

@@ -89,7 +89,7 @@ func (e netEnd) SendSnapshot(m replication.Message, state io.Reader) error {
 
 // members is what gossip would say: every replica not down, with the
 // groups it leads.
-func (n *net) members() []Member {
+func (n *net) members() []LiveNode {
 	n.mu.Lock()
 	var reps []*Replica
 	for _, id := range n.order {
@@ -98,14 +98,14 @@ func (n *net) members() []Member {
 		}
 	}
 	n.mu.Unlock()
-	var out []Member
+	var out []LiveNode
 	for _, r := range reps {
 		led, _ := r.Partitions()
 		c := 0
 		for ; led != 0; led &= led - 1 {
 			c++
 		}
-		out = append(out, Member{RaftID: r.ID(), Led: c})
+		out = append(out, LiveNode{RaftID: r.ID(), Led: c})
 	}
 	return out
 }
@@ -277,7 +277,7 @@ func newGrowing(t *testing.T, downTimeout time.Duration, replicas int) (*net, fu
 			t.Fatal(err)
 		}
 		cfg := Config{Store: s, Hosts: &hosts{hosted: map[partition.ID]bool{}}, TickInterval: 10 * time.Millisecond,
-			Transport: netEnd{n, id}, Found: found, Members: n.members, GrowInterval: 20 * time.Millisecond, DownTimeout: downTimeout,
+			Transport: netEnd{n, id}, Found: found, LiveNodes: n.members, GrowInterval: 20 * time.Millisecond, DownTimeout: downTimeout,
 			Replicas: replicas,
 			Remote: func(ctx context.Context, to uint64, g replication.GroupID, data []byte) error {
 				r := n.to(to)

@@ -33,7 +33,7 @@ import (
 // One change per group per round: raft takes one configuration change at
 // a time.
 func (r *Replica) grow() {
-	members := r.cfg.Members()
+	members := r.cfg.LiveNodes()
 	// How many groups each node leads: gossip's word for the others,
 	// this node's own count for itself, both kept up to date with the
 	// round's transfers, so that one round does not overshoot.
@@ -76,7 +76,7 @@ func (r *Replica) everyGrowInterval(round func()) {
 // downFor returns the nodes gossip has not called alive for DownTimeout,
 // from what this node saw of them while it ran grow: the voters a leader
 // removes from its groups. A node that is back in time is forgotten.
-func (r *Replica) downFor(members []Member) map[uint64]bool {
+func (r *Replica) downFor(members []LiveNode) map[uint64]bool {
 	alive := make(map[uint64]bool, len(members))
 	for _, m := range members {
 		alive[m.RaftID] = true
@@ -105,7 +105,7 @@ func (r *Replica) downFor(members []Member) map[uint64]bool {
 }
 
 // growGroup makes at most one change to group g.
-func (r *Replica) growGroup(g replication.GroupID, members []Member, led map[uint64]int, down map[uint64]bool) {
+func (r *Replica) growGroup(g replication.GroupID, members []LiveNode, led map[uint64]int, down map[uint64]bool) {
 	st, err := r.node.Status(g)
 	if err != nil || st.Leader != r.id {
 		return
@@ -184,7 +184,7 @@ func (r *Replica) growGroup(g replication.GroupID, members []Member, led map[uin
 // removes the lowest-ranked, or hands the lead first when that is this
 // node. Only while every voter is alive: one that is gone is the down
 // timeout's to remove, and its absence must not move replicas at once.
-func (r *Replica) rebalance(ctx context.Context, g replication.GroupID, st replication.Status, members []Member, want int) bool {
+func (r *Replica) rebalance(ctx context.Context, g replication.GroupID, st replication.Status, members []LiveNode, want int) bool {
 	alive := make(map[uint64]bool, len(members))
 	for _, m := range members {
 		alive[m.RaftID] = true
@@ -238,7 +238,7 @@ func (r *Replica) rebalance(ctx context.Context, g replication.GroupID, st repli
 const caughtUp = 100
 
 // pick is the alive node outside have that ranks highest for group g.
-func pick(g replication.GroupID, members []Member, have []uint64) uint64 {
+func pick(g replication.GroupID, members []LiveNode, have []uint64) uint64 {
 	for _, id := range rank(g, members) {
 		if !slices.Contains(have, id) {
 			return id
@@ -249,7 +249,7 @@ func pick(g replication.GroupID, members []Member, have []uint64) uint64 {
 
 // rank orders the members by rendezvous hashing for group g, highest
 // first: every leader computes the same order.
-func rank(g replication.GroupID, members []Member) []uint64 {
+func rank(g replication.GroupID, members []LiveNode) []uint64 {
 	score := func(id uint64) uint64 {
 		h := fnv.New64a()
 		var b [10]byte

@@ -282,7 +282,7 @@ func TestLogCommitFailsWithItsGroup(t *testing.T) {
 // hosts records the switch.
 type hosts struct {
 	// gate stands for the activations: a writer holds it shared while it
-	// commits, and Release waits for it, as cluster.Node.Release waits
+	// commits, and Release waits for it, as cluster.Host.Release waits
 	// for the activations of the partition to stop.
 	gate   sync.RWMutex
 	mu     sync.Mutex

@@ -15,7 +15,7 @@ import (
 	"github.com/kitd/kitd/replication"
 )
 
-// Hosts is the switch of where activations run (cluster.Node).
+// Hosts is the switch of where activations run (cluster.Host).
 type Hosts interface {
 	Host(p partition.ID)
 	Release(p partition.ID)
@@ -41,9 +41,9 @@ type Config struct {
 	// voter; a node that joins a cluster creates none, and each group's
 	// leader adds it (grow). A node alone (no Transport) always founds.
 	Found bool
-	// Members lists the nodes alive now: their raft ids and how many
+	// LiveNodes lists the nodes alive now: their raft ids and how many
 	// groups each leads (from gossip). nil: the node is alone.
-	Members func() []Member
+	LiveNodes func() []LiveNode
 	// Replicas is how many voters a group should have when that many
 	// nodes are alive, placed on the nodes that rank highest for it
 	// (rebalance); 0: every node alive. kitd's default is 3 (--replicas):
@@ -95,8 +95,8 @@ type Config struct {
 // snapshot of one partition instead.
 const logKept = 256
 
-// Member is a node alive in the cluster, as gossip last said.
-type Member struct {
+// LiveNode is a node alive in the cluster, as gossip last said.
+type LiveNode struct {
 	RaftID uint64
 	Led    int // how many groups it leads
 }
@@ -226,7 +226,7 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 			return nil, err
 		}
 	}
-	if cfg.Members != nil {
+	if cfg.LiveNodes != nil {
 		go r.everyGrowInterval(r.grow)
 	}
 	if cfg.AskMembers != nil && cfg.LeaderOf != nil {

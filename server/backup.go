@@ -27,7 +27,7 @@ func backups(store *persistence.Store, keys sealKeys, g groups, build Build) api
 	header := func() backup.Header {
 		return backup.Header{Kitd: build.String(), CreatedAt: time.Now().UTC(), Partitions: partition.Count}
 	}
-	if m := g.member; m != nil {
+	if m := g.clusterNode; m != nil {
 		return func(ctx context.Context, out io.Writer) error {
 			return m.Backup(ctx, out, header(), files)
 		}

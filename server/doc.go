@@ -2,7 +2,7 @@
 // read: it opens the store, upgrades it, builds the actors' environment
 // and the sealing keys, starts the actors' node, the delivery sender, the
 // raft groups a node alone or a cluster member commits through
-// (server/member for a member), the metrics registry and the HTTP front
+// (server/clusternode for a member), the metrics registry and the HTTP front
 // end, and serves. The returned Server drains and stops them in the one
 // order that loses nothing (Drain, Close).
 //

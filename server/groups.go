@@ -14,15 +14,15 @@ import (
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/replica"
-	"github.com/kitd/kitd/server/member"
+	"github.com/kitd/kitd/server/clusternode"
 )
 
 // groups is how this node commits: straight to its store (neither set),
-// through raft groups of its own (--replicate), or as a member of a
+// through raft groups of its own (--replicate), or as a node of a
 // cluster (--cluster-bind).
 type groups struct {
 	replica *replica.Replica
-	member  *member.Member
+	clusterNode *clusternode.Node
 	wakes   *wakes
 }
 
@@ -31,7 +31,7 @@ type groups struct {
 func startGroups(cfg Config, store *persistence.Store, env *actors.Env, httpAddr string, logger *slog.Logger) (groups, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	hosts := wakingHosts{Node: env.Node, env: env, log: logger, wakes: new(wakes)}
+	hosts := wakingHosts{hosts: env.Host, env: env, log: logger, wakes: new(wakes)}
 	switch {
 	case cfg.ClusterBind != "":
 		peerListen := cfg.PeerListen
@@ -42,9 +42,9 @@ func startGroups(cfg Config, store *persistence.Store, env *actors.Env, httpAddr
 			}
 			peerListen = net.JoinHostPort(host, "0")
 		}
-		m, err := member.Start(ctx, member.Config{
+		m, err := clusternode.Start(ctx, clusternode.Config{
 			NodeName: cfg.NodeName, GossipBind: cfg.ClusterBind, Join: cfg.Join, ClusterKey: cfg.ClusterKey,
-			PeerListen: peerListen, PeerAdvertise: cfg.PeerAdvertise, HTTPAddr: httpAddr, Store: store, Node: env.Node, Hosts: hosts, Logger: logger,
+			PeerListen: peerListen, PeerAdvertise: cfg.PeerAdvertise, HTTPAddr: httpAddr, Store: store, Node: env.Host, Hosts: hosts, Logger: logger,
 			DownTimeout: cfg.DownTimeout, ForgetAfter: cfg.ForgetAfter, Replicas: cfg.Replicas,
 		})
 		if err != nil {
@@ -54,7 +54,7 @@ func startGroups(cfg Config, store *persistence.Store, env *actors.Env, httpAddr
 		env.Reads = m
 		env.Remote = m
 		env.Invalidator = m.Invalidator(env.Invalidator)
-		return groups{member: m, wakes: hosts.wakes}, nil
+		return groups{clusterNode: m, wakes: hosts.wakes}, nil
 	case cfg.Replicate:
 		r, err := replica.Start(ctx, replica.Config{Store: store, Hosts: hosts, Logger: logger})
 		if err != nil {
@@ -68,18 +68,18 @@ func startGroups(cfg Config, store *persistence.Store, env *actors.Env, httpAddr
 
 // view is what the front end shows of the cluster: nil for a node alone.
 func (g groups) view() api.ClusterView {
-	if g.member == nil {
+	if g.clusterNode == nil {
 		return nil
 	}
-	return g.member
+	return g.clusterNode
 }
 
 // replicas is this node's raft groups, nil for a node that commits
 // straight to its store.
 func (g groups) replicas() *replica.Replica {
 	switch {
-	case g.member != nil:
-		return g.member.Replica()
+	case g.clusterNode != nil:
+		return g.clusterNode.Replica()
 	case g.replica != nil:
 		return g.replica
 	}
@@ -94,8 +94,8 @@ func (g groups) Close() error {
 		g.wakes.stop()
 	}
 	var err error
-	if g.member != nil {
-		err = g.member.Close()
+	if g.clusterNode != nil {
+		err = g.clusterNode.Close()
 	}
 	if g.replica != nil {
 		err = errors.Join(err, g.replica.Close())
@@ -107,14 +107,16 @@ func (g groups) Close() error {
 // deliveries: the node that starts to lead a partition sends what the
 // previous leader queued.
 type wakingHosts struct {
-	*cluster.Node
+	hosts *cluster.Host
 	env   *actors.Env
 	log   *slog.Logger
 	wakes *wakes
 }
 
+func (h wakingHosts) Release(p partition.ID) { h.hosts.Release(p) }
+
 func (h wakingHosts) Host(p partition.ID) {
-	h.Node.Host(p)
+	h.hosts.Host(p)
 	h.wakes.start(func() {
 		if err := actors.WakeDeliveriesIn(h.env, p); err != nil {
 			h.log.Warn("wake deliveries", "partition", p, "err", err)

@@ -27,7 +27,7 @@ import (
 	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/metrics"
 	"github.com/kitd/kitd/persistence"
-	"github.com/kitd/kitd/server/member"
+	"github.com/kitd/kitd/server/clusternode"
 )
 
 // Config is a node's configuration, its values already read (cmd/kitd
@@ -95,7 +95,7 @@ type Server struct {
 	log       *slog.Logger
 	fresh     bool // the data directory held nothing before Start
 	store     *persistence.Store
-	node      *cluster.Node
+	node      *cluster.Host
 	send      *deliveries.Sender
 	groups    groups
 	ln        net.Listener
@@ -147,7 +147,7 @@ func Start(cfg Config) (_ *Server, err error) {
 	if s.node, err = cluster.Start(cluster.Config{Logger: quieter(s.log, slog.LevelWarn)}, actors.Kinds(env)...); err != nil {
 		return nil, err
 	}
-	env.Node = s.node
+	env.Host = s.node
 	if s.send, err = sender(cfg, env); err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func Start(cfg Config) (_ *Server, err error) {
 	if s.groups, err = startGroups(cfg, s.store, env, s.ln.Addr().String(), quieter(s.log, slog.LevelWarn)); err != nil {
 		return nil, err
 	}
-	if s.groups.member == nil && s.groups.replica == nil {
+	if s.groups.clusterNode == nil && s.groups.replica == nil {
 		// Events a previous process recorded but did not sequence or send
 		// yet. With groups, each partition's are woken as it is hosted.
 		if err := actors.WakeDeliveries(env); err != nil {
@@ -207,8 +207,8 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // PublicURL is the origin of {base_url}, {hooks_url} and {app_url}.
 func (s *Server) PublicURL() string { return s.publicURL }
 
-// Member is this node's membership of a cluster; nil for a node alone.
-func (s *Server) Member() *member.Member { return s.groups.member }
+// ClusterNode is this node's membership of a cluster; nil for a node alone.
+func (s *Server) ClusterNode() *clusternode.Node { return s.groups.clusterNode }
 
 // Err reports why serving HTTP stopped, unless Drain stopped it.
 func (s *Server) Err() <-chan error { return s.served }
@@ -231,7 +231,7 @@ func (s *Server) Demo(out io.Writer) {
 // first hands its leaderships over, so that no group waits for an
 // election (it still answers meanwhile, forwarding).
 func (s *Server) Drain(ctx context.Context) error {
-	if m := s.groups.member; m != nil {
+	if m := s.groups.clusterNode; m != nil {
 		if err := m.Drain(ctx); err != nil {
 			s.log.Warn("drain", "err", err)
 		}

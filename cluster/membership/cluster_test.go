@@ -100,7 +100,7 @@ func startCluster(t *testing.T, n int, opts ...nodeOpt) []*testNode {
 	eventually.TrueWithin(t, convergeWithin, "every node sees every node alive", func() bool {
 		for _, a := range nodes {
 			for _, b := range nodes {
-				if mb, ok := a.member(b.name); !ok || mb.State != StateAlive || mb.Meta != b.Local() {
+				if mb, ok := a.node(b.name); !ok || mb.State != StateAlive || mb.Meta != b.Local() {
 					return false
 				}
 			}
@@ -110,13 +110,13 @@ func startCluster(t *testing.T, n int, opts ...nodeOpt) []*testNode {
 	return nodes
 }
 
-func (m *Membership) member(name string) (Member, bool) {
-	for _, mb := range m.Members() {
+func (m *Membership) node(name string) (Node, bool) {
+	for _, mb := range m.Nodes() {
 		if mb.Name == name {
 			return mb, true
 		}
 	}
-	return Member{}, false
+	return Node{}, false
 }
 
 // collect reads a node's events into a list from now on.
@@ -138,11 +138,11 @@ func collect(m *Membership) *collector {
 }
 
 // saw reports whether an event of kind about name was delivered.
-func (c *collector) saw(kind EventKind, name string, match func(Member) bool) bool {
+func (c *collector) saw(kind EventKind, name string, match func(Node) bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, ev := range c.events {
-		if ev.Kind == kind && ev.Member.Name == name && (match == nil || match(ev.Member)) {
+		if ev.Kind == kind && ev.Node.Name == name && (match == nil || match(ev.Node)) {
 			return true
 		}
 	}
@@ -152,10 +152,10 @@ func (c *collector) saw(kind EventKind, name string, match func(Member) bool) bo
 func TestThreeNodesSeeEachOtherAlive(t *testing.T) {
 	nodes := startCluster(t, 3)
 	for _, n := range nodes {
-		if got := len(n.Members()); got != 3 {
+		if got := len(n.Nodes()); got != 3 {
 			t.Fatalf("%s lists %d members, want 3", n.name, got)
 		}
-		if mb, _ := nodes[0].member(n.name); mb.Addr != n.Addr() {
+		if mb, _ := nodes[0].node(n.name); mb.Addr != n.Addr() {
 			t.Fatalf("n0 has %s at %s, want %s", n.name, mb.Addr, n.Addr())
 		}
 	}
@@ -176,10 +176,10 @@ func TestMetaUpdatePropagates(t *testing.T) {
 		t.Fatalf("local meta after update = %+v", want)
 	}
 	eventually.TrueWithin(t, convergeWithin, "n0 and n2 see n1's new meta, and n0's consumer gets it", func() bool {
-		a, _ := nodes[0].member("n1")
-		c, _ := nodes[2].member("n1")
+		a, _ := nodes[0].node("n1")
+		c, _ := nodes[2].node("n1")
 		return a.Meta == want && c.Meta == want && a.State == StateDraining &&
-			events.saw(EventUpdate, "n1", func(m Member) bool { return m.Meta == want })
+			events.saw(EventUpdate, "n1", func(m Node) bool { return m.Meta == want })
 	})
 	t.Run("an invalid meta publishes nothing", func(t *testing.T) {
 		err := nodes[1].UpdateMeta(func(m *Meta) { m.State = StateDead })
@@ -199,8 +199,8 @@ func TestLeaveIsSeenAsLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually.TrueWithin(t, convergeWithin, "n0 and n1 see n2 left", func() bool {
-		a, _ := nodes[0].member("n2")
-		b, _ := nodes[1].member("n2")
+		a, _ := nodes[0].node("n2")
+		b, _ := nodes[1].node("n2")
 		return a.State == StateLeft && b.State == StateLeft && events.saw(EventLeave, "n2", nil)
 	})
 	t.Logf("a graceful leave was seen by both others %v after Leave began", time.Since(start))
@@ -225,7 +225,7 @@ func crash(t *testing.T, victim *testNode, survivors []*testNode) (time.Duration
 	eventually.TrueWithin(t, convergeWithin, victim.name+" is dead for every survivor", func() bool {
 		dead := 0
 		for _, s := range survivors {
-			switch mb, _ := s.member(victim.name); mb.State {
+			switch mb, _ := s.node(victim.name); mb.State {
 			case StateSuspect:
 				suspected = true
 			case StateDead:
@@ -298,7 +298,7 @@ func TestRestartRejoinsWithANewLife(t *testing.T) {
 			}
 			old.Shutdown()
 			if tc.awaitDead {
-				eventually.TrueWithin(t, convergeWithin, "n2 is dead for n0", func() bool { mb, _ := nodes[0].member("n2"); return mb.State == StateDead })
+				eventually.TrueWithin(t, convergeWithin, "n2 is dead for n0", func() bool { mb, _ := nodes[0].node("n2"); return mb.State == StateDead })
 			}
 			start := time.Now()
 			again := startNode(t, "n2", withBind(bind), withTiming(tm), joining(nodes[0].Addr()))
@@ -308,15 +308,15 @@ func TestRestartRejoinsWithANewLife(t *testing.T) {
 			}
 			eventually.TrueWithin(t, convergeWithin, "n0 and n1 see n2's new life alive at its new address, and it sees them", func() bool {
 				for _, s := range nodes[:2] {
-					mb, _ := s.member("n2")
+					mb, _ := s.node("n2")
 					if mb.State != StateAlive || mb.Meta.SystemID != newID || mb.Addr != again.Addr() {
 						return false
 					}
-					if mb, _ := again.member(s.name); mb.State != StateAlive {
+					if mb, _ := again.node(s.name); mb.State != StateAlive {
 						return false
 					}
 				}
-				return events.saw(EventJoin, "n2", func(m Member) bool { return m.Meta.SystemID == newID })
+				return events.saw(EventJoin, "n2", func(m Node) bool { return m.Meta.SystemID == newID })
 			})
 			t.Logf("%s: seen alive by both others %v after its start", tc.name, time.Since(start))
 		})

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Config is what Start needs. server/member fills it from the flags of
+// Config is what Start needs. server/clusternode fills it from the flags of
 // OPERATIONS.md sections 1 and 7.
 type Config struct {
 	// NodeName names the node for its whole life, across restarts

@@ -171,7 +171,7 @@ func (m *Membership) drain(spare []notice) []notice {
 func (m *Membership) apply(n *notice) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e := m.members[n.name]
+	e := m.nodes[n.name]
 	switch n.kind {
 	case noteJoin, noteUpdate:
 		meta, err := decodeMeta(n.meta)
@@ -187,11 +187,11 @@ func (m *Membership) apply(n *notice) {
 		}
 		if e == nil {
 			e = &entry{}
-			m.members[n.name] = e
+			m.nodes[n.name] = e
 		}
-		e.Member = Member{Name: n.name, Addr: n.addr, State: meta.State, Meta: meta}
+		e.Node = Node{Name: n.name, Addr: n.addr, State: meta.State, Meta: meta}
 		e.suspect = false
-		m.pending.add(Event{Kind: kind, Member: e.Member})
+		m.pending.add(Event{Kind: kind, Node: e.Node})
 	case noteLeave:
 		if e == nil || !e.State.published() {
 			return // a node never accepted, or already gone
@@ -202,7 +202,7 @@ func (m *Membership) apply(n *notice) {
 		if n.name == m.name || e.goodbye == e.Meta.SystemID {
 			e.State, kind = StateLeft, EventLeave // memberlist never finds itself dead
 		}
-		m.pending.add(Event{Kind: kind, Member: e.Member})
+		m.pending.add(Event{Kind: kind, Node: e.Node})
 	case noteSuspect:
 		if e != nil && e.State.published() {
 			e.suspect = true
@@ -212,7 +212,7 @@ func (m *Membership) apply(n *notice) {
 			e.suspect = false
 		}
 	case noteGoodbye:
-		for _, e := range m.members {
+		for _, e := range m.nodes {
 			if e.Meta.SystemID != n.systemID {
 				continue
 			}
@@ -221,7 +221,7 @@ func (m *Membership) apply(n *notice) {
 				// The leave overtook the goodbye (gossip and the
 				// goodbye's TCP stream race): it was a leave after all.
 				e.State = StateLeft
-				m.pending.add(Event{Kind: EventLeave, Member: e.Member})
+				m.pending.add(Event{Kind: EventLeave, Node: e.Node})
 			}
 		}
 	}
@@ -235,7 +235,7 @@ type outbox struct {
 }
 
 func (o *outbox) add(ev Event) {
-	name := ev.Member.Name
+	name := ev.Node.Name
 	if prev, ok := o.latest[name]; ok {
 		if prev.Kind == EventJoin && ev.Kind == EventUpdate {
 			ev.Kind = EventJoin // the consumer has not seen the join yet

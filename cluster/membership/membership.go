@@ -20,9 +20,9 @@ import (
 	"github.com/hashicorp/memberlist"
 )
 
-// Member is one node as this node sees it: a copy, never shared with
+// Node is one node as this node sees it: a copy, never shared with
 // memberlist or with other callers.
-type Member struct {
+type Node struct {
 	Name string
 	// Addr is the gossip address, host:port.
 	Addr  string
@@ -57,8 +57,8 @@ func (k EventKind) String() string {
 
 // Event is a change of one member, with the member as it is after it.
 type Event struct {
-	Kind   EventKind
-	Member Member
+	Kind EventKind
+	Node Node
 }
 
 // ErrStopped: Leave or Shutdown was called already.
@@ -83,8 +83,8 @@ type Membership struct {
 
 	notes notices // memberlist's callbacks, waiting for run
 
-	mu      sync.RWMutex
-	members map[string]*entry // applied by run only
+	mu    sync.RWMutex
+	nodes map[string]*entry // applied by run only
 
 	events  chan Event
 	pending outbox // run's events not yet taken by the consumer
@@ -105,7 +105,7 @@ type Membership struct {
 }
 
 type entry struct {
-	Member
+	Node
 	suspect bool
 	// goodbye is the SystemID of the life that said goodbye, so that its
 	// leave reads as "left", not "dead".
@@ -136,7 +136,7 @@ func Start(cfg Config) (*Membership, error) {
 		name:     cfg.NodeName,
 		timing:   timing,
 		log:      logger,
-		members:  make(map[string]*entry),
+		nodes:    make(map[string]*entry),
 		events:   make(chan Event),
 		stopping: make(chan struct{}),
 	}
@@ -294,21 +294,21 @@ func (m *Membership) joinLoop() {
 	}
 }
 
-// Members returns every node this node knows of, itself included, sorted
+// Nodes returns every node this node knows of, itself included, sorted
 // by name. Dead and left nodes stay listed under their last address until
 // their name comes back.
-func (m *Membership) Members() []Member {
+func (m *Membership) Nodes() []Node {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]Member, 0, len(m.members))
-	for _, e := range m.members {
-		mb := e.Member
+	out := make([]Node, 0, len(m.nodes))
+	for _, e := range m.nodes {
+		mb := e.Node
 		if e.suspect && mb.State.published() {
 			mb.State = StateSuspect
 		}
 		out = append(out, mb)
 	}
-	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 

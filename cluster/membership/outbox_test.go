@@ -7,7 +7,7 @@ import (
 
 func TestOutboxCoalesces(t *testing.T) {
 	ev := func(k EventKind, name string, state State) Event {
-		return Event{Kind: k, Member: Member{Name: name, State: state}}
+		return Event{Kind: k, Node: Node{Name: name, State: state}}
 	}
 	for _, tc := range []struct {
 		name string
@@ -50,7 +50,7 @@ func TestOutboxCoalesces(t *testing.T) {
 func TestOutboxIsBoundedByNodes(t *testing.T) {
 	var o outbox
 	for i := range 10_000 {
-		o.add(Event{Kind: EventUpdate, Member: Member{Name: fmt.Sprint("n", i%3)}})
+		o.add(Event{Kind: EventUpdate, Node: Node{Name: fmt.Sprint("n", i%3)}})
 	}
 	if len(o.order) != 3 || len(o.latest) != 3 {
 		t.Fatalf("10000 events of 3 nodes left %d queued", len(o.order))

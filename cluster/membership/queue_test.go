@@ -20,8 +20,8 @@ func TestStalledConsumerDoesNotStopGossip(t *testing.T) {
 	n3 := startNode(t, "n3", joining(nodes[0].Addr()))
 	eventually.TrueWithin(t, convergeWithin, "every node sees n1's last update and n3, n0 included", func() bool {
 		for _, n := range append(nodes, n3) {
-			a, _ := n.member("n1")
-			b, _ := n.member("n3")
+			a, _ := n.node("n1")
+			b, _ := n.node("n3")
 			if a.Meta.Led != updates || b.State != StateAlive {
 				return false
 			}
@@ -31,8 +31,8 @@ func TestStalledConsumerDoesNotStopGossip(t *testing.T) {
 	// Polled, not checked once: a busy machine may make anyone briefly
 	// suspect; a node whose gossip is stuck would stay so, then dead.
 	eventually.TrueWithin(t, convergeWithin, "n1 and n2 see n0 alive while its consumer is stalled", func() bool {
-		a, _ := nodes[1].member("n0")
-		b, _ := nodes[2].member("n0")
+		a, _ := nodes[1].node("n0")
+		b, _ := nodes[2].node("n0")
 		return a.State == StateAlive && b.State == StateAlive
 	})
 	// What waited for the consumer is one event per node, each node's
@@ -42,10 +42,10 @@ func TestStalledConsumerDoesNotStopGossip(t *testing.T) {
 	for len(got) < 4 {
 		select {
 		case ev := <-nodes[0].Events():
-			if _, dup := got[ev.Member.Name]; dup {
-				t.Fatalf("a second event for %s before the other nodes': %v", ev.Member.Name, ev)
+			if _, dup := got[ev.Node.Name]; dup {
+				t.Fatalf("a second event for %s before the other nodes': %v", ev.Node.Name, ev)
 			}
-			got[ev.Member.Name] = ev
+			got[ev.Node.Name] = ev
 		case <-timeout:
 			t.Fatalf("the stalled consumer got %v", got)
 		}
@@ -55,7 +55,7 @@ func TestStalledConsumerDoesNotStopGossip(t *testing.T) {
 			t.Fatalf("n%d: %v, want a join", i, ev)
 		}
 	}
-	if ev := got["n1"]; ev.Member.Meta.Led != updates {
-		t.Fatalf("n1's event carries Led %d, want the last update's %d", ev.Member.Meta.Led, updates)
+	if ev := got["n1"]; ev.Node.Meta.Led != updates {
+		t.Fatalf("n1's event carries Led %d, want the last update's %d", ev.Node.Meta.Led, updates)
 	}
 }

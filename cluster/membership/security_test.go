@@ -32,12 +32,12 @@ func TestWrongKeyCannotJoin(t *testing.T) {
 			if stranger.Joined() {
 				t.Fatal("the stranger counts itself joined")
 			}
-			if got := stranger.Members(); len(got) != 1 || got[0].Name != "stranger" {
+			if got := stranger.Nodes(); len(got) != 1 || got[0].Name != "stranger" {
 				t.Fatalf("the stranger sees %v", got)
 			}
 			for _, n := range nodes {
-				if _, ok := n.member("stranger"); ok || len(n.Members()) != 2 {
-					t.Fatalf("%s lists %v", n.name, n.Members())
+				if _, ok := n.node("stranger"); ok || len(n.Nodes()) != 2 {
+					t.Fatalf("%s lists %v", n.name, n.Nodes())
 				}
 			}
 			if !stranger.log.contains("no seed answered") {
@@ -57,7 +57,7 @@ func TestGarbageOnTheGossipPortChangesNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			nodes := startCluster(t, 3, tc.opts...)
-			before := nodes[0].Members()
+			before := nodes[0].Nodes()
 			target := nodes[0].Addr()
 			junk := make([]byte, 512)
 			udp, err := net.Dial("udp", target)
@@ -87,11 +87,11 @@ func TestGarbageOnTheGossipPortChangesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			eventually.TrueWithin(t, convergeWithin, "n0 sees n1's update made after the garbage", func() bool {
-				mb, _ := nodes[0].member("n1")
+				mb, _ := nodes[0].node("n1")
 				return mb.Meta.Led == 1
 			})
 			eventually.TrueWithin(t, convergeWithin, "n0 lists the same members, all alive", func() bool {
-				after := nodes[0].Members()
+				after := nodes[0].Nodes()
 				if len(after) != len(before) {
 					return false
 				}
@@ -168,13 +168,13 @@ func TestAPeerThatIsNotKitdIsIgnored(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, n := range nodes {
-				if _, ok := n.member(name); ok {
+				if _, ok := n.node(name); ok {
 					t.Fatalf("%s lists the raw peer", n.name)
 				}
 			}
 			eventually.TrueWithin(t, convergeWithin, "n0 and n1 see each other alive", func() bool {
-				a, _ := nodes[0].member("n1")
-				b, _ := nodes[1].member("n0")
+				a, _ := nodes[0].node("n1")
+				b, _ := nodes[1].node("n0")
 				return a.State == StateAlive && b.State == StateAlive
 			})
 			if events.saw(EventJoin, name, nil) || events.saw(EventFail, name, nil) || events.saw(EventLeave, name, nil) {

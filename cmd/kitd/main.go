@@ -379,7 +379,7 @@ func serve(cfg config, stdout io.Writer) error {
 		// A line of its own: parsers of the line above read an address.
 		fmt.Fprintf(stdout, "kitd TLS: HTTPS only (TLS 1.2, 1.3), certificate %s, read again on SIGHUP\n", cfg.tlsCert)
 	}
-	if m := s.Member(); m != nil {
+	if m := s.ClusterNode(); m != nil {
 		advertised := ""
 		if a := m.AdvertisedPeerAddr(); a != m.PeerAddr() {
 			advertised = " (advertised as " + a + ")"

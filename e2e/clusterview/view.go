@@ -8,13 +8,13 @@ import "fmt"
 
 // View is one node's answer to GET /ops/v1/cluster.
 type View struct {
-	Node       string   `json:"node"`
-	Partitions int      `json:"partitions"`
-	Members    []Member `json:"members"`
+	Node       string `json:"node"`
+	Partitions int    `json:"partitions"`
+	Members    []Node `json:"members"`
 }
 
-// Member is a member as the node sees it.
-type Member struct {
+// Node is a member as the node sees it.
+type Node struct {
 	Name     string `json:"name"`
 	State    string `json:"state"`
 	HTTPAddr string `json:"httpAddr"`

@@ -27,7 +27,7 @@ func view(partitions int, members ...string) *View {
 	}
 	for _, m := range members {
 		f := strings.Split(m, ":")
-		v.Members = append(v.Members, Member{Name: f[0], State: f[1], Led: span(f[2]), Replicated: span(f[3])})
+		v.Members = append(v.Members, Node{Name: f[0], State: f[1], Led: span(f[2]), Replicated: span(f[3])})
 	}
 	return v
 }

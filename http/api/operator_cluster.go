@@ -10,12 +10,12 @@ import (
 // cluster: the one member, alive, hosting every partition.
 
 type clusterView struct {
-	Node       string          `json:"node"`
-	Partitions int             `json:"partitions"`
-	Members    []clusterMember `json:"members"`
+	Node       string        `json:"node"`
+	Partitions int           `json:"partitions"`
+	Members    []clusterNode `json:"members"`
 }
 
-type clusterMember struct {
+type clusterNode struct {
 	Name     string `json:"name"`
 	State    string `json:"state"`
 	HTTPAddr string `json:"httpAddr"`
@@ -36,13 +36,13 @@ func (s *Server) opCluster(call) (reply, error) {
 		}
 		return jsonReply(fasthttp.StatusOK, clusterView{
 			Node: s.nodeName, Partitions: partition.Count,
-			Members: []clusterMember{{Name: s.nodeName, State: "alive", HTTPAddr: s.httpAddr, Led: led, Replicated: led,
+			Members: []clusterNode{{Name: s.nodeName, State: "alive", HTTPAddr: s.httpAddr, Led: led, Replicated: led,
 				Activations: s.node.ActivationCount()}},
 		})
 	}
 	v := clusterView{Node: s.nodeName, Partitions: partition.Count}
-	for _, m := range s.cluster.Members() {
-		cm := clusterMember{Name: m.Name, State: m.State, HTTPAddr: m.HTTPAddr, Led: m.Led, Replicated: m.Replicated}
+	for _, m := range s.cluster.Nodes() {
+		cm := clusterNode{Name: m.Name, State: m.State, HTTPAddr: m.HTTPAddr, Led: m.Led, Replicated: m.Replicated}
 		if m.Name == s.nodeName {
 			cm.Activations = s.node.ActivationCount()
 		}

@@ -60,7 +60,7 @@ const knownWebhooks = 1 << 14
 
 // Config wires the front end to its node.
 type Config struct {
-	Node   *cluster.Node
+	Node   *cluster.Host
 	Env    *actors.Env
 	Auth   *actors.Authenticator
 	Limits limits.Table // nil: limits off
@@ -107,16 +107,16 @@ type ToolRunner interface {
 }
 
 // ClusterView is what the front end shows of the cluster
-// (server/member.Member).
+// (server/clusternode.Node).
 type ClusterView interface {
 	// State is joining, alive or draining.
 	State() string
-	Members() []cluster.MemberView
+	Nodes() []cluster.NodeView
 }
 
 // Server is the HTTP front end of one node.
 type Server struct {
-	node         *cluster.Node
+	node         *cluster.Host
 	env          *actors.Env
 	auth         *actors.Authenticator
 	limits       limits.Table

@@ -34,7 +34,7 @@ type testServer struct {
 	env     *actors.Env
 	auth    *actors.Authenticator
 	clk     *clock.Test
-	node    *cluster.Node
+	node    *cluster.Host
 	store   *persistence.Store
 	srv     *Server
 	ln      *fasthttputil.InmemoryListener
@@ -63,7 +63,7 @@ func startServer() (*testServer, error) {
 		store.Close()
 		return nil, err
 	}
-	h.env.Node = h.node
+	h.env.Host = h.node
 	h.srv = New(Config{
 		Node: h.node, Env: h.env, Auth: h.auth, Limits: table, OperatorToken: h.opToken, MetricsToken: h.metricsToken,
 		TestClock: h.clk, PublicURL: "http://kit.test", Logger: discardLogger(),

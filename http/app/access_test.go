@@ -51,7 +51,7 @@ func testServer(t *testing.T) *Server {
 			node.err = err
 			return
 		}
-		env.Node = n
+		env.Host = n
 		node.srv = New(Config{Node: n, Env: env, Auth: auth, PublicURL: "http://kit.test", Logger: log,
 			CorrelationID: func() string { return "corr" }})
 	})

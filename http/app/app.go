@@ -29,7 +29,7 @@ import (
 
 // Config wires the app host to its node.
 type Config struct {
-	Node      *cluster.Node
+	Node      *cluster.Host
 	Env       *actors.Env
 	Auth      *actors.Authenticator
 	PublicURL string
@@ -43,7 +43,7 @@ type Config struct {
 
 // Server serves the pages of the app host; http/api routes to them.
 type Server struct {
-	node          *cluster.Node
+	node          *cluster.Host
 	env           *actors.Env
 	auth          *actors.Authenticator
 	publicURL     string

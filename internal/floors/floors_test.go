@@ -111,7 +111,7 @@ func TestTheRuleOfTheFloors(t *testing.T) {
 		{"an import from a floor below is allowed", map[string][]string{"actors": {"persistence", "internal/kiterr"}}, false},
 		{"an import from the same floor is allowed", map[string][]string{"cluster/raftnet": {"cluster"}}, false},
 		{"a helper package takes its parent's floor", map[string][]string{"replication/replicationtest": {"replication", "persistence"}}, false},
-		{"an import from a floor above is refused", map[string][]string{"http/api": {"server/member"}}, true},
+		{"an import from a floor above is refused", map[string][]string{"http/api": {"server/clusternode"}}, true},
 		{"placement importing the assembly is refused", map[string][]string{"cluster": {"server"}}, true},
 		{"storage importing consensus is refused", map[string][]string{"persistence": {"replication"}}, true},
 		{"a package on no floor is refused", map[string][]string{"newthing": nil}, true},

@@ -2,7 +2,7 @@
 // `kitd restore` reads back into a data directory (README, "Backup and
 // restore"). It knows the file's framing and how to restore one; which
 // records and files go into a backup is its makers' business (Node here
-// for a node alone, server/member for a cluster).
+// for a node alone, server/clusternode for a cluster).
 //
 // # The file
 //

@@ -533,7 +533,7 @@ func (x *Records) GetMore() bool {
 
 // BackupRead asks a member that holds a replica of a partition for a page
 // of its records for a backup (GET /ops/v1/backup through another member,
-// server/member/backup.go). The first page (no after) has the member
+// server/clusternode/backup.go). The first page (no after) has the member
 // catch up with the partition's leader and take a snapshot of its store,
 // kept under backup (the asking node's id of this backup) until the last
 // page: every page comes from that one snapshot. after is the last key of

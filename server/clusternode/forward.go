@@ -1,4 +1,4 @@
-package member
+package clusternode
 
 import (
 	"sync/atomic"
@@ -16,7 +16,7 @@ import (
 // (docs/cluster.md, "Forwarding"). During an election it waits up to
 // leaderWait for one, so that a request meets a short failover with a
 // delay rather than a 503.
-type router struct{ m *Member }
+type router struct{ m *Node }
 
 // learnedLeaders are the leaders that Moved answers taught, of partitions
 // this node holds no replica of (so hears nothing of their elections):

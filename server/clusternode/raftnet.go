@@ -1,4 +1,4 @@
-package member
+package clusternode
 
 import (
 	"sync/atomic"
@@ -18,7 +18,7 @@ type raftNet struct {
 	joining [partition.Count]atomic.Bool
 }
 
-func newRaftNet(m *Member) (*raftNet, error) {
+func newRaftNet(m *Node) (*raftNet, error) {
 	rn := &raftNet{}
 	t, err := raftnet.New(raftnet.Config{
 		NodeID: m.id, Directory: directory{m}, OnUnknownGroup: rn.join, Logger: m.cfg.Logger,
@@ -51,6 +51,6 @@ func (rn *raftNet) deliverTo(r *replica.Replica) {
 }
 
 // directory finds a member's node-to-node address by its raft id.
-type directory struct{ m *Member }
+type directory struct{ m *Node }
 
 func (d directory) Addr(id uint64) (string, bool) { return d.m.addr(id) }

@@ -40,10 +40,10 @@ func (echo) Receive(ctx actor.Context) {
 
 var (
 	nodeOnce sync.Once
-	node     *Node
+	node     *Host
 )
 
-func testNode(t *testing.T) *Node {
+func testNode(t *testing.T) *Host {
 	t.Helper()
 	nodeOnce.Do(func() {
 		var err error
@@ -59,7 +59,7 @@ func testNode(t *testing.T) *Node {
 // impatientNode is a node of the test's own whose requests time out
 // before "slow" answers. The shared node's timeout is long: a request on a
 // busy machine may wait past a short one.
-func impatientNode(t *testing.T) *Node {
+func impatientNode(t *testing.T) *Host {
 	t.Helper()
 	n, err := Start(Config{RequestTimeout: 150 * time.Millisecond},
 		&Kind{Name: "echo", New: func(string) actor.Actor { return echo{} }})

@@ -1,4 +1,4 @@
-package member
+package clusternode
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package member
+package clusternode
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ import (
 const backupReadIdle = time.Minute
 
 // Backup writes a backup of the whole cluster to out.
-func (m *Member) Backup(ctx context.Context, out io.Writer, h backup.Header, files []backup.File) error {
+func (m *Node) Backup(ctx context.Context, out io.Writer, h backup.Header, files []backup.File) error {
 	r := m.rep
 	var caught [partition.Count]bool
 	for p := range partition.ID(partition.Count) {
@@ -110,7 +110,7 @@ func copyRecords(w *backup.Writer, snap *persistence.Snapshot, lower, upper []by
 // handed a partition a moment ago holds no lease yet, and its followers
 // cannot catch up. The later pages must come from the same snapshot, so
 // a failure there fails the backup.
-func (m *Member) backupRemote(ctx context.Context, w *backup.Writer, id string, p partition.ID) error {
+func (m *Node) backupRemote(ctx context.Context, w *backup.Writer, id string, p partition.ID) error {
 	q := &kitpb.BackupRead{Backup: id, Partition: uint32(p)}
 	addr, recs, err := m.firstBackupPage(ctx, q)
 	if err != nil {
@@ -137,7 +137,7 @@ func (m *Member) backupRemote(ctx context.Context, w *backup.Writer, id string, 
 
 // firstBackupPage asks q's first page of the holders of its partition
 // until one answers.
-func (m *Member) firstBackupPage(ctx context.Context, q *kitpb.BackupRead) (string, *kitpb.Records, error) {
+func (m *Node) firstBackupPage(ctx context.Context, q *kitpb.BackupRead) (string, *kitpb.Records, error) {
 	deadline := time.Now().Add(catchUpTimeout)
 	wait := 20 * time.Millisecond
 	last := errors.New("no node holds it")
@@ -164,7 +164,7 @@ func (m *Member) firstBackupPage(ctx context.Context, q *kitpb.BackupRead) (stri
 	}
 }
 
-func (m *Member) backupPage(ctx context.Context, addr string, q *kitpb.BackupRead) (*kitpb.Records, error) {
+func (m *Node) backupPage(ctx context.Context, addr string, q *kitpb.BackupRead) (*kitpb.Records, error) {
 	cctx, cancel := context.WithTimeout(ctx, catchUpTimeout+readTimeout)
 	defer cancel()
 	res, err := m.pt.Call(cctx, addr, q, m.reqs.next())
@@ -197,7 +197,7 @@ type backupRead struct {
 }
 
 // serveBackupRead answers a page of a BackupRead.
-func (m *Member) serveBackupRead(ctx context.Context, from string, q *kitpb.BackupRead) (*kitpb.Records, error) {
+func (m *Node) serveBackupRead(ctx context.Context, from string, q *kitpb.BackupRead) (*kitpb.Records, error) {
 	p := partition.ID(q.GetPartition())
 	if int(p) >= partition.Count || q.GetBackup() == "" {
 		return nil, &peer.RefusedError{Reason: fmt.Sprintf("BackupRead from %s: no partition %d or no backup id", from, p)}

@@ -1,4 +1,4 @@
-package member
+package clusternode
 
 import (
 	"context"
@@ -22,12 +22,12 @@ const invalidateTimeout = 2 * time.Second
 // member before it is answered: a token revoked through one node is
 // refused through any other on the next request (docs/cluster.md
 // "Goals"). local is this node's own authenticator.
-func (m *Member) Invalidator(local actors.Invalidator) actors.Invalidator {
+func (m *Node) Invalidator(local actors.Invalidator) actors.Invalidator {
 	m.local.Store(&local)
 	return broadcaster{m}
 }
 
-type broadcaster struct{ m *Member }
+type broadcaster struct{ m *Node }
 
 func (b broadcaster) InstallationChanged(id string) { b.send("installation", []byte(id)) }
 func (b broadcaster) CredentialRevoked(hash []byte) { b.send("credential", hash) }
@@ -45,7 +45,7 @@ func (b broadcaster) send(kind string, id []byte) {
 	ctx, cancel := context.WithTimeout(context.Background(), invalidateTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
-	for _, mb := range m.ms.Members() {
+	for _, mb := range m.ms.Nodes() {
 		if mb.Name == m.cfg.NodeName || mb.Meta.PeerAddr == "" || mb.State == membership.StateDead || mb.State == membership.StateLeft {
 			continue
 		}
@@ -61,7 +61,7 @@ func (b broadcaster) send(kind string, id []byte) {
 }
 
 // invalidateHere applies a change to this node's authenticator.
-func (m *Member) invalidateHere(kind string, id []byte) error {
+func (m *Node) invalidateHere(kind string, id []byte) error {
 	l := m.local.Load()
 	if l == nil {
 		return nil

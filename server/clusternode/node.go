@@ -1,4 +1,4 @@
-package member
+package clusternode
 
 import (
 	"context"
@@ -43,7 +43,7 @@ type Config struct {
 	HTTPAddr      string // where this node serves HTTP, published to the others
 
 	Store *persistence.Store
-	Node  *cluster.Node // this node's activations
+	Node  *cluster.Host // this node's activations
 	// Hosts is the switch of where activations run; nil: Node.
 	Hosts  replica.Hosts
 	Logger *slog.Logger
@@ -64,8 +64,8 @@ type Config struct {
 	Replicas int
 }
 
-// Member is this process's membership of a cluster.
-type Member struct {
+// Node is this process's membership of a cluster.
+type Node struct {
 	cfg Config
 	log *slog.Logger
 	id  uint64 // raft id
@@ -95,7 +95,7 @@ type Member struct {
 // start: it creates every group and leads them until others join; the
 // others take a fair share of replicas and leaderships as they come
 // (replica.Config.Found, replica/grow.go).
-func Start(ctx context.Context, cfg Config) (*Member, error) {
+func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -106,7 +106,7 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Member{cfg: cfg, log: cfg.Logger.With("component", "member"), id: id, stop: make(chan struct{})}
+	m := &Node{cfg: cfg, log: cfg.Logger.With("component", "member"), id: id, stop: make(chan struct{})}
 	m.reqs.prefix = randomPrefix()
 	empty := map[uint64]string{}
 	m.dir.Store(&empty)
@@ -147,7 +147,7 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 	}
 	m.rep, err = replica.Start(ctx, replica.Config{
 		Store: cfg.Store, Hosts: hosts, Logger: cfg.Logger, TickInterval: cfg.TickInterval,
-		Transport: m.rn, Found: len(cfg.Join) == 0, Members: m.alive, Remote: m.remotePropose,
+		Transport: m.rn, Found: len(cfg.Join) == 0, LiveNodes: m.alive, Remote: m.remotePropose,
 		ReadIndex: m.readIndex, DownTimeout: cfg.DownTimeout, Replicas: cfg.Replicas, LeaderOf: m.leaderOf,
 		AskMembers: m.askMembers, ForgetAfter: cfg.ForgetAfter, Live: m.isMember,
 	})
@@ -165,26 +165,26 @@ func Start(ctx context.Context, cfg Config) (*Member, error) {
 	return m, nil
 }
 
-// leaseValid is the lease check of cluster.Node.SetLease: no lease until
+// leaseValid is the lease check of cluster.Host.SetLease: no lease until
 // the groups run.
-func (m *Member) leaseValid(p partition.ID) bool {
+func (m *Node) leaseValid(p partition.ID) bool {
 	r := m.started.Load()
 	return r != nil && r.LeaseValid(p)
 }
 
 // Log is what the actors commit through.
-func (m *Member) Log() *replica.Log { return m.rep.Log }
+func (m *Node) Log() *replica.Log { return m.rep.Log }
 
 // Replica is this node's replicas.
-func (m *Member) Replica() *replica.Replica { return m.rep }
+func (m *Node) Replica() *replica.Replica { return m.rep }
 
 // GossipAddr and PeerAddr are where this node listens for gossip and for
 // node-to-node traffic.
-func (m *Member) GossipAddr() string { return m.ms.Addr() }
-func (m *Member) PeerAddr() string   { return m.pt.Addr() }
+func (m *Node) GossipAddr() string { return m.ms.Addr() }
+func (m *Node) PeerAddr() string   { return m.pt.Addr() }
 
 // AdvertisedPeerAddr is the node-to-node address the others dial.
-func (m *Member) AdvertisedPeerAddr() string {
+func (m *Node) AdvertisedPeerAddr() string {
 	if m.cfg.PeerAdvertise != "" {
 		return m.cfg.PeerAdvertise
 	}
@@ -193,33 +193,33 @@ func (m *Member) AdvertisedPeerAddr() string {
 
 // alive lists the members replica may place replicas on: alive in gossip,
 // running raft groups.
-func (m *Member) alive() []replica.Member {
-	var out []replica.Member
-	for _, mb := range m.ms.Members() {
+func (m *Node) alive() []replica.LiveNode {
+	var out []replica.LiveNode
+	for _, mb := range m.ms.Nodes() {
 		if mb.State == membership.StateAlive && mb.Meta.RaftID != 0 {
-			out = append(out, replica.Member{RaftID: mb.Meta.RaftID, Led: bits.OnesCount64(uint64(mb.Meta.Led))})
+			out = append(out, replica.LiveNode{RaftID: mb.Meta.RaftID, Led: bits.OnesCount64(uint64(mb.Meta.Led))})
 		}
 	}
 	return out
 }
 
 // addr is the node-to-node address of the node with raft id.
-func (m *Member) addr(id uint64) (string, bool) {
+func (m *Node) addr(id uint64) (string, bool) {
 	a, ok := (*m.dir.Load())[id]
 	return a, ok
 }
 
 // isMember reports whether gossip counts the node with raft id a member
 // now: joining, alive, draining or suspect; not dead, not gone.
-func (m *Member) isMember(id uint64) bool { return (*m.members.Load())[id] }
+func (m *Node) isMember(id uint64) bool { return (*m.members.Load())[id] }
 
 // refreshDirectory rebuilds raft id → address, and who is a member, from
 // gossip. Dead and left members keep their address (raft drops what it
 // cannot deliver; a restarted node republishes its address), but routes
 // leave them at once (replica.Config.Live).
-func (m *Member) refreshDirectory() {
+func (m *Node) refreshDirectory() {
 	d, live := map[uint64]string{}, map[uint64]bool{}
-	for _, mb := range m.ms.Members() {
+	for _, mb := range m.ms.Nodes() {
 		if mb.Meta.RaftID != 0 && mb.Meta.PeerAddr != "" {
 			d[mb.Meta.RaftID] = mb.Meta.PeerAddr
 		}
@@ -232,7 +232,7 @@ func (m *Member) refreshDirectory() {
 }
 
 // watch keeps the directory current with gossip's events.
-func (m *Member) watch() {
+func (m *Node) watch() {
 	defer m.done.Done()
 	events := m.ms.Events()
 	for {
@@ -250,7 +250,7 @@ func (m *Member) watch() {
 
 // publish tells the others, through gossip, this node's state and the
 // partitions it leads and replicates, whenever they change.
-func (m *Member) publish() {
+func (m *Node) publish() {
 	defer m.done.Done()
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
@@ -285,7 +285,7 @@ func (m *Member) publish() {
 }
 
 // remotePropose asks the leader of g (raft id to) to propose data.
-func (m *Member) remotePropose(ctx context.Context, to uint64, g replication.GroupID, data []byte) error {
+func (m *Node) remotePropose(ctx context.Context, to uint64, g replication.GroupID, data []byte) error {
 	a, ok := m.addr(to)
 	if !ok {
 		return &replication.NotLeaderError{Group: g}
@@ -311,20 +311,20 @@ func (m *Member) remotePropose(ctx context.Context, to uint64, g replication.Gro
 }
 
 // readIndex asks the leader of g (raft id to) for its commit index.
-func (m *Member) readIndex(ctx context.Context, to uint64, g replication.GroupID) (uint64, error) {
+func (m *Node) readIndex(ctx context.Context, to uint64, g replication.GroupID) (uint64, error) {
 	reply, err := askLeader[*kitpb.ReadIndexReply](ctx, m, to, g, &kitpb.ReadIndex{Group: uint32(g)})
 	return reply.GetIndex(), err
 }
 
 // askMembers asks the leader of g (raft id to) for the group's members.
-func (m *Member) askMembers(ctx context.Context, to uint64, g replication.GroupID) ([]uint64, error) {
+func (m *Node) askMembers(ctx context.Context, to uint64, g replication.GroupID) ([]uint64, error) {
 	reply, err := askLeader[*kitpb.GroupMembersReply](ctx, m, to, g, &kitpb.GroupMembers{Group: uint32(g)})
 	return reply.GetMembers(), err
 }
 
 // askLeader sends req to the leader of g (raft id to) and returns its
 // reply of type R.
-func askLeader[R proto.Message](ctx context.Context, m *Member, to uint64, g replication.GroupID, req proto.Message) (R, error) {
+func askLeader[R proto.Message](ctx context.Context, m *Node, to uint64, g replication.GroupID, req proto.Message) (R, error) {
 	var zero R
 	a, ok := m.addr(to)
 	if !ok {
@@ -345,7 +345,7 @@ func askLeader[R proto.Message](ctx context.Context, m *Member, to uint64, g rep
 const catchUpTimeout = 10 * time.Second
 
 // CatchUp is replica.CatchUp within the time of a request (actors.Env.Reads).
-func (m *Member) CatchUp(p partition.ID) error {
+func (m *Node) CatchUp(p partition.ID) error {
 	r := m.started.Load()
 	if r == nil {
 		return kiterr.New(kiterr.Unavailable, "the node is starting")
@@ -359,7 +359,7 @@ func (m *Member) CatchUp(p partition.ID) error {
 }
 
 // handle runs the requests other members send this node.
-func (m *Member) handle(ctx context.Context, from string, msg proto.Message, requestID string) (proto.Message, error) {
+func (m *Node) handle(ctx context.Context, from string, msg proto.Message, requestID string) (proto.Message, error) {
 	switch r := msg.(type) {
 	case *kitpb.Forward:
 		return m.cfg.Node.ServePeer(ctx, from, r, requestID)
@@ -406,7 +406,7 @@ func registry() *peer.Registry {
 }
 
 // State is this node's state as OPERATIONS.md section 7 names it.
-func (m *Member) State() string {
+func (m *Node) State() string {
 	switch {
 	case m.draining.Load():
 		return "draining"
@@ -417,13 +417,13 @@ func (m *Member) State() string {
 }
 
 // Members lists every member this node knows of, itself included.
-func (m *Member) Members() []cluster.MemberView {
-	var out []cluster.MemberView
-	for _, mb := range m.ms.Members() {
+func (m *Node) Nodes() []cluster.NodeView {
+	var out []cluster.NodeView
+	for _, mb := range m.ms.Nodes() {
 		if mb.State == membership.StateLeft {
 			continue // not a member any more
 		}
-		v := cluster.MemberView{Name: mb.Name, State: mb.State.String(), HTTPAddr: mb.Meta.HTTPAddr}
+		v := cluster.NodeView{Name: mb.Name, State: mb.State.String(), HTTPAddr: mb.Meta.HTTPAddr}
 		led, repl := uint64(mb.Meta.Led), uint64(mb.Meta.Replicated)
 		if mb.Name == m.cfg.NodeName {
 			v.State = m.State()
@@ -449,7 +449,7 @@ func list(set uint64) []partition.ID {
 // gossip: a node stopped by SIGTERM leaves no group waiting for an
 // election. It gives up at ctx's end (the others then elect, as after a
 // crash).
-func (m *Member) Drain(ctx context.Context) error {
+func (m *Node) Drain(ctx context.Context) error {
 	m.draining.Store(true)
 	err := m.rep.HandOver(ctx)
 	lctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -459,7 +459,7 @@ func (m *Member) Drain(ctx context.Context) error {
 
 // Close stops this node's groups, gossip and transport. Everything a
 // commit returned is durable already.
-func (m *Member) Close() error {
+func (m *Node) Close() error {
 	close(m.stop)
 	m.backups.close()
 	err := m.rep.Close()

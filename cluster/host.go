@@ -43,8 +43,10 @@ type Kind struct {
 	Opts []actor.PropsOption // mailbox, dispatcher
 }
 
-// Node is this process's member of the cluster.
-type Node struct {
+// Host runs this process's activations: it places an identity's
+// activation here when this node hosts its partition, and carries the
+// request to the partition's leader when another node does.
+type Host struct {
 	system  *actor.ActorSystem
 	kinds   map[string]*Kind
 	timeout time.Duration
@@ -91,7 +93,7 @@ type activation struct {
 }
 
 // Start starts the node's actor system with the given kinds.
-func Start(cfg Config, kinds ...*Kind) (*Node, error) {
+func Start(cfg Config, kinds ...*Kind) (*Host, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -101,7 +103,7 @@ func Start(cfg Config, kinds ...*Kind) (*Node, error) {
 	logger := cfg.Logger
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	shrinkRegistry(system)
-	n := &Node{system: system, kinds: make(map[string]*Kind, len(kinds)), timeout: cfg.RequestTimeout, log: logger,
+	n := &Host{system: system, kinds: make(map[string]*Kind, len(kinds)), timeout: cfg.RequestTimeout, log: logger,
 		replies: newReplyPool(system), pids: make(map[pidKey]activation), starting: make(map[pidKey]chan struct{})}
 	n.hostAll()
 	for _, k := range kinds {
@@ -117,7 +119,7 @@ func Start(cfg Config, kinds ...*Kind) (*Node, error) {
 // the actor system: an activation writes what it holds back (a delivery
 // actor's outcomes waiting for their flush) when it stops, and the store
 // closes after Stop. The system's shutdown alone stops nobody.
-func (n *Node) Stop() {
+func (n *Host) Stop() {
 	n.pidsMu.Lock()
 	stopping := make([]*actor.PID, 0, len(n.pids))
 	for _, a := range n.pids {
@@ -132,7 +134,7 @@ func (n *Node) Stop() {
 // its own deadline (protoactor's, for a stop), so one whose Stopping
 // cannot finish holds the others up no longer than that. One that stopped
 // meanwhile has no process: its future completes at once.
-func (n *Node) stopAll(pids []*actor.PID) {
+func (n *Host) stopAll(pids []*actor.PID) {
 	futures := make([]*actor.Future, len(pids))
 	for i, pid := range pids {
 		futures[i] = n.system.Root.StopFuture(pid)
@@ -150,7 +152,7 @@ var errUnavailable = errors.New("cluster: actor unavailable")
 // identity's partition is not hosted here, the request goes to its leader
 // (EnableForwarding); without forwarding, or when no leader can be
 // reached, the error is ErrNotHosted or kiterr.Unavailable (503).
-func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message, error) {
+func (n *Host) Request(kind, identity string, msg proto.Message) (proto.Message, error) {
 	res, err := n.local(kind, identity, msg)
 	if err != nil && errors.Is(err, ErrNotHosted) {
 		return n.forward(kind, identity, msg, err)
@@ -163,7 +165,7 @@ func (n *Node) Request(kind, identity string, msg proto.Message) (proto.Message,
 // protoactor's Cluster.Request builds a throttle (and a goroutine) per call,
 // and Cluster.Get skips the PID cache; resolving the PID through the cache
 // and asking it through a reused reply slot keeps the request path lean.
-func (n *Node) local(kind, identity string, msg proto.Message) (proto.Message, error) {
+func (n *Host) local(kind, identity string, msg proto.Message) (proto.Message, error) {
 	for attempt := 0; attempt < lookupAttempts; attempt++ {
 		if attempt > 0 {
 			time.Sleep(lookupBackoff(attempt))
@@ -229,7 +231,7 @@ type Pending interface {
 var errTimeout = errors.New("cluster: request timed out")
 
 // ask sends msg to pid and waits for the one reply.
-func (n *Node) ask(pid *actor.PID, msg proto.Message) (any, error) {
+func (n *Host) ask(pid *actor.PID, msg proto.Message) (any, error) {
 	slot := n.replies.get()
 	n.system.Root.RequestWithCustomSender(pid, msg, slot.pid)
 	// On the synchronized dispatcher an idle actor handles the request in
@@ -274,7 +276,7 @@ const stoppedCheck = 20 * time.Millisecond
 // registry without answering into slot. An activation answers before it
 // stops, so once it is gone an empty slot stays empty: the request was
 // dropped.
-func (n *Node) stoppedWithout(pid *actor.PID, slot *replySlot) bool {
+func (n *Host) stoppedWithout(pid *actor.PID, slot *replySlot) bool {
 	if pid.Address != n.system.Address() {
 		return false
 	}
@@ -286,7 +288,7 @@ func (n *Node) stoppedWithout(pid *actor.PID, slot *replySlot) bool {
 
 // pid resolves an identity to its activation, activating it on a miss;
 // ErrNotHosted when its partition is not hosted here.
-func (n *Node) pid(kind, identity string) (*actor.PID, error) {
+func (n *Host) pid(kind, identity string) (*actor.PID, error) {
 	k := pidKey{kind, identity}
 	n.pidsMu.RLock()
 	a, ok := n.pids[k]
@@ -329,7 +331,7 @@ func (n *Node) pid(kind, identity string) (*actor.PID, error) {
 // activation (pid waits for a concurrent activation rather than spawn a
 // second one): a request whose target stopped must be able to tell it from
 // the activation that follows it under the same identity (stoppedWithout).
-func (n *Node) activate(kind, identity string) *actor.PID {
+func (n *Host) activate(kind, identity string) *actor.PID {
 	k, ok := n.kinds[kind]
 	if !ok {
 		return nil
@@ -349,7 +351,7 @@ func (n *Node) activate(kind, identity string) *actor.PID {
 // node's bookkeeping of its stop.
 type placed struct {
 	actor.Actor
-	n   *Node
+	n   *Host
 	key pidKey
 }
 
@@ -370,7 +372,7 @@ func (p *placed) Receive(ctx actor.Context) {
 // takes the lock: either the check sees it gone, or forgetStopped runs
 // after the insert. Release takes the same lock: an activation of a
 // partition released meanwhile is stopped instead.
-func (n *Node) remember(k pidKey, p partition.ID, pid *actor.PID, started chan struct{}) error {
+func (n *Host) remember(k pidKey, p partition.ID, pid *actor.PID, started chan struct{}) error {
 	n.pidsMu.Lock()
 	delete(n.starting, k)
 	close(started)
@@ -395,7 +397,7 @@ func (n *Node) remember(k pidKey, p partition.ID, pid *actor.PID, started chan s
 
 // forgetStopped removes the entry of an activation that stopped, unless
 // a newer activation of the identity replaced it.
-func (n *Node) forgetStopped(kind, identity string, pid *actor.PID) {
+func (n *Host) forgetStopped(kind, identity string, pid *actor.PID) {
 	k := pidKey{kind, identity}
 	n.pidsMu.Lock()
 	if cached, ok := n.pids[k]; ok && cached.pid.Id == pid.Id && cached.pid.Address == pid.Address {
@@ -423,7 +425,7 @@ type Route struct {
 // gone comes back to the requester as a dead letter, which Request answers
 // by asking again; from then on Forward checks its targets and looks up
 // again one that is gone.
-func (n *Node) Forward(from actor.Context, to *Route, msg proto.Message) {
+func (n *Host) Forward(from actor.Context, to *Route, msg proto.Message) {
 	var err error
 	if to.pid == nil {
 		to.pid, err = n.pid(to.Kind, to.Identity)
@@ -466,13 +468,13 @@ func (n *Node) Forward(from actor.Context, to *Route, msg proto.Message) {
 
 // suspectDead reports whether a request came back as a dead letter within
 // suspectDeadFor. Until the first one it costs no clock read.
-func (n *Node) suspectDead() bool {
+func (n *Host) suspectDead() bool {
 	last := n.lastDeadLetter.Load()
 	return last != 0 && time.Now().UnixNano()-last < int64(suspectDeadFor)
 }
 
 // Call is Request with the reply asserted to type R.
-func Call[R proto.Message](n *Node, kind, identity string, msg proto.Message) (R, error) {
+func Call[R proto.Message](n *Host, kind, identity string, msg proto.Message) (R, error) {
 	var zero R
 	res, err := n.Request(kind, identity, msg)
 	if err != nil {
@@ -487,7 +489,7 @@ func Call[R proto.Message](n *Node, kind, identity string, msg proto.Message) (R
 
 // CachedPIDs counts the entries of the node's PID cache. Tests use it to
 // see that stopped actors leave it.
-func (n *Node) CachedPIDs() int {
+func (n *Host) CachedPIDs() int {
 	n.pidsMu.RLock()
 	defer n.pidsMu.RUnlock()
 	return len(n.pids)
@@ -495,7 +497,7 @@ func (n *Node) CachedPIDs() int {
 
 // LocalProcesses counts the processes registered on this node (actors,
 // reply slots, the system's own). Tests use it to see that actors go away.
-func (n *Node) LocalProcesses() int {
+func (n *Host) LocalProcesses() int {
 	total := 0
 	for _, bucket := range n.system.ProcessRegistry.LocalPIDs.LocalPIDs {
 		total += bucket.Count()
@@ -503,10 +505,10 @@ func (n *Node) LocalProcesses() int {
 	return total
 }
 
-// MemberView is one member of the cluster as its operators see it (GET
+// NodeView is one member of the cluster as its operators see it (GET
 // /ops/v1/cluster): its name, state, HTTP address and the partitions it
 // leads and replicates.
-type MemberView struct {
+type NodeView struct {
 	Name, State, HTTPAddr string
 	Led, Replicated       []partition.ID
 }

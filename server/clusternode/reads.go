@@ -1,4 +1,4 @@
-package member
+package clusternode
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // without a round trip more), as gossip publishes who leads and holds
 // what.
 
-var _ actors.RemoteReader = (*Member)(nil)
+var _ actors.RemoteReader = (*Node)(nil)
 
 // readTimeout bounds one remote read, as a request is bounded.
 const readTimeout = 5 * time.Second
@@ -33,7 +33,7 @@ const readAttempts = 3
 // leader gossip counts a member: one whose leader left or died reads
 // nothing here until it follows the next (a replica its group removed
 // may name a departed leader for as long as it stays).
-func (m *Member) Holds(p partition.ID) bool {
+func (m *Node) Holds(p partition.ID) bool {
 	r := m.started.Load()
 	if r == nil || !r.Holds(p) {
 		return false
@@ -43,7 +43,7 @@ func (m *Member) Holds(p partition.ID) bool {
 }
 
 // ReadRecords asks a node that holds q's partition.
-func (m *Member) ReadRecords(q *kitpb.ReadRecords) (*kitpb.Records, error) {
+func (m *Node) ReadRecords(q *kitpb.ReadRecords) (*kitpb.Records, error) {
 	p := partition.ID(q.Partition)
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
@@ -70,10 +70,10 @@ func (m *Member) ReadRecords(q *kitpb.ReadRecords) (*kitpb.Records, error) {
 
 // holders lists the node-to-node addresses of at most n other nodes that
 // hold p: its leaders first, as gossip last said.
-func (m *Member) holders(p partition.ID, n int) []string {
+func (m *Node) holders(p partition.ID, n int) []string {
 	var leaders, others []string
 	bit := membership.Partitions(1) << uint(p)
-	for _, mb := range m.ms.Members() {
+	for _, mb := range m.ms.Nodes() {
 		if mb.Meta.RaftID == m.id || mb.Meta.PeerAddr == "" ||
 			mb.State != membership.StateAlive && mb.State != membership.StateDraining {
 			continue
@@ -91,9 +91,9 @@ func (m *Member) holders(p partition.ID, n int) []string {
 
 // leaderOf is the raft id of p's leader as gossip last said; 0: none
 // (replica.Config.LeaderOf).
-func (m *Member) leaderOf(p partition.ID) uint64 {
+func (m *Node) leaderOf(p partition.ID) uint64 {
 	bit := membership.Partitions(1) << uint(p)
-	for _, mb := range m.ms.Members() {
+	for _, mb := range m.ms.Nodes() {
 		if mb.Meta.RaftID != m.id && mb.Meta.Led&bit != 0 &&
 			(mb.State == membership.StateAlive || mb.State == membership.StateDraining) {
 			return mb.Meta.RaftID
@@ -106,7 +106,7 @@ func (m *Member) leaderOf(p partition.ID) uint64 {
 // caught up with the leader first: what was answered 2xx through any node
 // before the call is in the answer. A request that breaks
 // actors.CheckReadRecords is refused, never read.
-func (m *Member) serveRead(ctx context.Context, from string, q *kitpb.ReadRecords) (*kitpb.Records, error) {
+func (m *Node) serveRead(ctx context.Context, from string, q *kitpb.ReadRecords) (*kitpb.Records, error) {
 	if err := actors.CheckReadRecords(q); err != nil {
 		return nil, &peer.RefusedError{Reason: fmt.Sprintf("ReadRecords from %s: %v", from, err)}
 	}
