@@ -192,6 +192,7 @@ func (a *deliveryActor) takeNotice(m *kitpb.OutboxNotice) error {
 		return nil
 	}
 	if m.After > taken {
+		a.env.deliveryStats.gapReads.Inc()
 		lower, upper := outboxKey(a.id, m.Source, taken+1), outboxKey(a.id, m.Source, m.Pos)
 		err := a.env.Partition(partition.Of(m.Source)).Scan(lower, upper, false, func(k, v []byte) bool {
 			_, pos := outboxSource(k)

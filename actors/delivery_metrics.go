@@ -16,6 +16,10 @@ import (
 // however many installations there are.
 type deliveryStats struct {
 	outcomes [len(attemptOutcomes)]metrics.Counter
+	// gapReads counts the notices whose source wrote entries the
+	// delivery actor had not taken (takeNotice): notices lost or
+	// overtaken on their way.
+	gapReads metrics.Counter
 
 	mu   sync.Mutex
 	live map[*deliveryGauge]struct{}
@@ -75,6 +79,9 @@ func (s *deliveryStats) collect(w *metrics.Writer, now time.Time) {
 	for i, o := range attemptOutcomes {
 		w.Uint("kitd_delivery_attempts_total", metrics.Label("outcome", o), s.outcomes[i].Load())
 	}
+
+	w.Family("kitd_delivery_outbox_gap_reads_total", "Notices that came before an earlier one of their source, or after one that was lost, so that the delivery actor read the outbox to take what it missed first.", metrics.TypeCounter)
+	w.Uint("kitd_delivery_outbox_gap_reads_total", "", s.gapReads.Load())
 
 	backlog, ages := metrics.NewHistogram(backlogBuckets), metrics.NewHistogram(ageBuckets)
 	var total, paused uint64

@@ -336,6 +336,7 @@ func TestNoticesTakeWhatTheirSourceWroteBefore(t *testing.T) {
 			if !slices.Equal(texts, []string{"a", "b", "c"}) {
 				t.Fatalf("queued %q, want a, b, c", texts)
 			}
+			metricIs(t, n, 1, "kitd_delivery_outbox_gap_reads_total") // one read, and none in order
 		})
 	}
 }
