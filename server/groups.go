@@ -21,9 +21,9 @@ import (
 // through raft groups of its own (--replicate), or as a node of a
 // cluster (--cluster-bind).
 type groups struct {
-	replica *replica.Replica
+	replica     *replica.Replica
 	clusterNode *clusternode.Node
-	wakes   *wakes
+	wakes       *wakes
 }
 
 // startGroups starts the raft groups cfg asks for and makes the actors
