@@ -202,7 +202,7 @@ func TestLog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.WriteAt([]byte{0xff}, headerLen+5); err != nil {
+			if _, err := f.WriteAt([]byte{0xff}, segHeaderLen+headerLen+5); err != nil {
 				t.Fatal(err)
 			}
 			f.Close()
