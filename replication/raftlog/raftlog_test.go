@@ -516,7 +516,7 @@ func TestRecycling(t *testing.T) {
 			write(t, l, true)
 			l.Close()
 			// The segment is no longer the last.
-			l, got = open(t, fs, Options{})
+			_, got = open(t, fs, Options{})
 			if e := got[1].Entries; len(e) == 0 || e[len(e)-1].GetIndex() != 101 {
 				t.Fatalf("entries %v: want them up to 101", e)
 			}
