@@ -34,9 +34,11 @@
 // Open replays the segments in order. A record that is short, zero or fails
 // its checksum ends the data. In the last segment, that is the tail of a
 // write a crash tore, never synced, so never acknowledged (or the recycled
-// file's old content): Open closes the segment there with an end record. In
-// an older segment, data that ends before its end record is corruption
-// (ErrCorrupt). Open never appends to an old segment: it starts a new one,
+// file's old content; a header of another seq: the segment's first write
+// did not land, it holds nothing): Open closes the segment there with an
+// end record, synced. In an older segment, data that ends before its end
+// record, or a header not its own, is corruption (ErrCorrupt). Open
+// appends no record to an old segment but that end: it starts a new one,
 // and so does a Write that would grow the current one past the segment
 // size. Each segment starts with the hard state of every group, so an old
 // segment is needed only for its entries: once every group released
