@@ -25,8 +25,21 @@ const (
 
 var benchPayload = make([]byte, 256) // about one message's records
 
-func BenchmarkProposeSingleNode(b *testing.B) {
-	n := singleNode(b, b.TempDir(), persistence.Options{}, benchGroups)
+func BenchmarkProposeSingleNode(b *testing.B) { benchmarkPropose(b) }
+
+// The same past the raft log's first segments: small segments and
+// compactions, so that segments roll and go (and their files are reused)
+// all through the run, as in a node that has run a while (64 MiB
+// segments: the run above writes less than one).
+func BenchmarkProposeSingleNodeRolling(b *testing.B) {
+	benchmarkPropose(b, func(cfg *replication.Config) {
+		cfg.LogSegmentSize = 2 << 20
+		cfg.CompactAfter = 50
+	})
+}
+
+func benchmarkPropose(b *testing.B, tweaks ...func(*replication.Config)) {
+	n := singleNode(b, b.TempDir(), persistence.Options{}, benchGroups, tweaks...)
 
 	var next atomic.Uint32
 	st0 := n.Stats()

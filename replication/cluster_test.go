@@ -286,18 +286,23 @@ func isNotLeader(err error) (*replication.NotLeaderError, bool) {
 }
 
 // singleNode opens a store and node 1 alone on it, with groups
-// single-voter groups that it leads; both are closed with the test.
-func singleNode(tb testing.TB, dir string, opts persistence.Options, groups int) *replication.Node {
+// single-voter groups that it leads (tweaks change its configuration);
+// both are closed with the test.
+func singleNode(tb testing.TB, dir string, opts persistence.Options, groups int, tweaks ...func(*replication.Config)) *replication.Node {
 	tb.Helper()
 	store, err := persistence.Open(dir, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tick := make(chan time.Time)
-	n, err := replication.Open(replication.Config{
+	cfg := replication.Config{
 		NodeID: 1, Store: store, Transport: replicationtest.NewNetwork().Transport(1),
 		StateMachine: replicationtest.KV{Store: store}, Ticker: tick,
-	})
+	}
+	for _, tweak := range tweaks {
+		tweak(&cfg)
+	}
+	n, err := replication.Open(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

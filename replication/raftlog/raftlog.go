@@ -5,8 +5,14 @@
 // gave their raft logs a store of their own for the same reason): a cycle
 // appends its records in one write and one fdatasync.
 //
-// Records (little-endian): length of the body (4 bytes), CRC32C of the body
-// (4), then the body: kind (1), group (2), payload. Kinds:
+// A segment starts with a header (little-endian): magic "krl\xff" (4
+// bytes; read as the length of a record of the first format, more than
+// any segment holds), format version (4, today 1), the segment's seq (8,
+// the number in its name), CRC32C of those 16 bytes (4). Records follow:
+// length of the body (4 bytes), checksum (4), then the body: kind (1),
+// group (2), payload. The checksum is the CRC32C of the segment's seq (8),
+// the length and the body, so that a record a file held in an earlier
+// life (below) fails it. Kinds:
 //
 //   - entries: flags (1; bit 0: drop the group's earlier entries first),
 //     first index (8), count (uvarint), then per entry term (uvarint),
@@ -15,20 +21,39 @@
 //   - hard state: term, vote, commit (8 each).
 //   - reset: flags (1; bit 0: drop the hard state too). Every entry of the
 //     group recorded before it is dropped.
+//   - end (group 0, no payload): the segment is closed. Written, and
+//     synced, before the next segment is written.
+//
+// Segment files are recycled, as Pebble recycles its WAL files: up to two
+// deleted segments are kept, renamed <seq>.free, and a new segment is
+// such a file renamed and written over from its start, so that a sync
+// writes into blocks the file has and commits no change of its size or
+// extents. What follows the new records is the file's earlier content:
+// records of another seq, which end the data as a torn tail does.
 //
 // Open replays the segments in order. A record that is short, zero or fails
-// its checksum ends the last segment: the tail of a write a crash tore,
-// never synced, so never acknowledged; Open cuts it off. The same in an
-// older segment is corruption. Open never appends to an old segment: it
-// starts a new one, and so does a Write that would grow the current one
-// past the segment size. Each segment starts with the hard state of every
-// group, so an old segment is needed only for its entries: once every
-// group released (Release) or reset the entries it holds, it is deleted,
-// oldest first, after the BeforeDelete hook made durable whatever made
-// them unneeded.
+// its checksum ends the data. In the last segment, that is the tail of a
+// write a crash tore, never synced, so never acknowledged (or the recycled
+// file's old content; a header of another seq: the segment's first write
+// did not land, it holds nothing): Open closes the segment there with an
+// end record, synced. In an older segment, data that ends before its end
+// record, or a header not its own, is corruption (ErrCorrupt). Open
+// appends no record to an old segment but that end: it starts a new one,
+// and so does a Write that would grow the current one past the segment
+// size. Each segment starts with the hard state of every group, so an old
+// segment is needed only for its entries: once every group released
+// (Release) or reset the entries it holds, it is deleted (or kept for
+// reuse), oldest first, after the BeforeDelete hook made durable whatever
+// made them unneeded.
+//
+// Segments of the first format (no header, the checksum of the body alone,
+// no end record) replay as they always did: a torn tail of the last is cut
+// off, a bad record in an older one is corruption. They are deleted, never
+// recycled, so that no record of that format is ever read as a current one.
 package raftlog
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -48,22 +73,34 @@ const (
 	kindEntries   byte = 1
 	kindHardState byte = 2
 	kindReset     byte = 3
+	kindEnd       byte = 4
 )
 
 const (
-	headerLen = 8     // length, CRC
-	bodyFixed = 1 + 2 // kind, group
+	headerLen    = 8     // a record's length, checksum
+	bodyFixed    = 1 + 2 // kind, group
+	segHeaderLen = 20    // magic, version, seq, CRC
+	version      = 1     // of the segment format with a header
 
 	flagReset  = 1 // entries: drop the group's earlier entries
 	flagDropHS = 1 // reset: drop the hard state too
 
-	segSuffix = ".log"
+	segSuffix  = ".log"
+	freeSuffix = ".free" // a deleted segment's file, kept for reuse
+
+	// recycled is how many deleted segments' files are kept for reuse: as
+	// Pebble keeps WAL files, enough for the segments a release deletes at
+	// once, few enough not to hold much disk.
+	recycled = 2
 
 	// DefaultSegmentSize is the size past which a Write starts a segment.
 	DefaultSegmentSize = 64 << 20
 )
 
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
+var (
+	crcTable = crc32.MakeTable(crc32.Castagnoli)
+	segMagic = []byte{'k', 'r', 'l', 0xff}
+)
 
 // ErrCorrupt reports a record that does not decode in a segment that is
 // not the last.
@@ -78,6 +115,9 @@ type Options struct {
 	// durable the state that made their entries unneeded (the caller's
 	// compaction marks). Nil: nothing to do.
 	BeforeDelete func() error
+	// NoRecycle deletes old segments' files instead of keeping some for
+	// the next segments (a benchmark's baseline).
+	NoRecycle bool
 }
 
 // Replayed is what the log holds of one group.
@@ -96,6 +136,8 @@ type Log struct {
 	segs []*segment // oldest first; the last is the current one
 	f    vfs.File   // the current segment
 	size int64      // bytes written to f
+	seed uint32     // the current segment's checksum seed (seedOf)
+	free []uint64   // the seqs of the files kept for reuse
 
 	buf      []byte // records not written yet
 	ops      []op   // their effects, applied once written
@@ -109,8 +151,9 @@ type Log struct {
 // segment is one file and, per group, the highest index of an entry it
 // holds that no later reset dropped.
 type segment struct {
-	seq  uint64
-	last map[uint16]uint64
+	seq        uint64
+	last       map[uint16]uint64
+	recyclable bool // of the format with a header
 }
 
 // op is the effect of a buffered record (or of a Release made while
@@ -124,10 +167,13 @@ type op struct {
 	release bool
 }
 
-func segName(seq uint64) string { return fmt.Sprintf("%020d%s", seq, segSuffix) }
+func segName(seq uint64) string  { return fmt.Sprintf("%020d%s", seq, segSuffix) }
+func freeName(seq uint64) string { return fmt.Sprintf("%020d%s", seq, freeSuffix) }
 
-func parseSegName(name string) (uint64, bool) {
-	s, ok := strings.CutSuffix(name, segSuffix)
+func parseSegName(name string) (uint64, bool) { return parseName(name, segSuffix) }
+
+func parseName(name, suffix string) (uint64, bool) {
+	s, ok := strings.CutSuffix(name, suffix)
 	if !ok || len(s) != 20 {
 		return 0, false
 	}
@@ -151,38 +197,45 @@ func Open(fs vfs.FS, dir string, opts Options) (*Log, map[uint16]*Replayed, erro
 	if err != nil {
 		return nil, nil, fmt.Errorf("raftlog: list %s: %w", dir, err)
 	}
-	var seqs []uint64
+	var seqs, free []uint64
 	for _, name := range names {
 		if seq, ok := parseSegName(name); ok {
 			seqs = append(seqs, seq)
+		} else if seq, ok := parseName(name, freeSuffix); ok {
+			free = append(free, seq)
 		}
 	}
 	slices.Sort(seqs)
+	slices.Sort(free)
 
 	l := &Log{fs: fs, dir: dir, opts: opts, hs: map[uint16]*pb.HardState{}, released: map[uint16]uint64{}}
 	groups := map[uint16]*Replayed{}
 	for i, seq := range seqs {
-		seg := &segment{seq: seq, last: map[uint16]uint64{}}
-		l.segs = append(l.segs, seg)
-		data, err := l.readSegment(seq)
-		if err != nil {
+		if err := l.replaySegment(seq, i == len(seqs)-1, groups); err != nil {
 			return nil, nil, err
-		}
-		valid, err := l.replay(data, groups)
-		if err != nil && i < len(seqs)-1 {
-			return nil, nil, fmt.Errorf("raftlog: segment %s at offset %d: %w", segName(seq), valid, err)
-		}
-		if valid < len(data) {
-			// A torn tail: cut it, so that the segment reads whole once it
-			// is no longer the last.
-			if err := l.rewrite(seq, data[:valid]); err != nil {
-				return nil, nil, err
-			}
 		}
 	}
 	next := uint64(1)
 	if len(seqs) > 0 {
 		next = seqs[len(seqs)-1] + 1
+	}
+	if len(free) > 0 {
+		next = max(next, free[len(free)-1]+1) // a seq is never used twice
+	}
+	keep := recycled
+	if opts.NoRecycle {
+		keep = 0
+	}
+	for i, seq := range slices.Backward(free) {
+		// A file kept twice (a crash kept both names of a rename) is
+		// the segment's.
+		if len(l.free) < keep && !slices.Contains(seqs, seq) {
+			l.free = append(l.free, seq)
+			continue
+		}
+		if err := fs.Remove(l.freePath(free[i])); err != nil {
+			return nil, nil, fmt.Errorf("raftlog: delete %s: %w", freeName(seq), err)
+		}
 	}
 	if err := l.startSegment(next); err != nil {
 		return nil, nil, err
@@ -193,7 +246,79 @@ func Open(fs vfs.FS, dir string, opts Options) (*Log, map[uint16]*Replayed, erro
 	return l, groups, nil
 }
 
-func (l *Log) path(seq uint64) string { return l.fs.PathJoin(l.dir, segName(seq)) }
+func (l *Log) path(seq uint64) string     { return l.fs.PathJoin(l.dir, segName(seq)) }
+func (l *Log) freePath(seq uint64) string { return l.fs.PathJoin(l.dir, freeName(seq)) }
+
+// replaySegment replays segment seq into groups and leaves it closed, so
+// that it reads whole once it is no longer the last.
+func (l *Log) replaySegment(seq uint64, last bool, groups map[uint16]*Replayed) error {
+	seg := &segment{seq: seq, last: map[uint16]uint64{}}
+	l.segs = append(l.segs, seg)
+	data, err := l.readSegment(seq)
+	if err != nil {
+		return err
+	}
+	if !bytes.HasPrefix(data, segMagic) {
+		// The first format (or the first write of a new file, torn).
+		valid, _, err := l.replay(data, 0, 0, false, groups)
+		if err != nil && !last {
+			return fmt.Errorf("raftlog: segment %s at offset %d: %w", segName(seq), valid, err)
+		}
+		if valid < len(data) {
+			// A torn tail: cut it.
+			return l.rewrite(seq, data[:valid])
+		}
+		return nil
+	}
+	seg.recyclable = true
+	headed := len(data) >= segHeaderLen &&
+		crc32.Checksum(data[:segHeaderLen-4], crcTable) == binary.LittleEndian.Uint32(data[segHeaderLen-4:])
+	if headed {
+		if v := binary.LittleEndian.Uint32(data[4:]); v != version {
+			return fmt.Errorf("raftlog: segment %s: format version %d unknown", segName(seq), v)
+		}
+		headed = binary.LittleEndian.Uint64(data[8:]) == seq
+	}
+	if !headed {
+		// The first write of the segment did not land: the file holds
+		// nothing of its own (a recycled file holds its earlier life's).
+		if !last {
+			return fmt.Errorf("raftlog: segment %s: %w: header", segName(seq), ErrCorrupt)
+		}
+		return l.closeSegment(seq, 0)
+	}
+	valid, ended, err := l.replay(data, segHeaderLen, seedOf(seq), true, groups)
+	switch {
+	case ended:
+		return nil
+	case !last:
+		if err == nil {
+			err = fmt.Errorf("%w: no end record", ErrCorrupt)
+		}
+		return fmt.Errorf("raftlog: segment %s at offset %d: %w", segName(seq), valid, err)
+	}
+	return l.closeSegment(seq, valid)
+}
+
+// closeSegment writes an end record at offset off of segment seq (the
+// header first, at 0, if off is within it), over whatever a crash left
+// there, and syncs it.
+func (l *Log) closeSegment(seq uint64, off int) error {
+	var b []byte
+	if off < segHeaderLen {
+		off, b = 0, appendSegHeader(b, seq)
+	}
+	b = appendRecord(b, seedOf(seq), kindEnd, 0, nil)
+	f, err := l.fs.OpenReadWrite(l.path(seq), vfs.WriteCategoryUnspecified)
+	if err == nil {
+		_, err = f.WriteAt(b, int64(off))
+		err = errors.Join(err, f.SyncData(), f.Close())
+	}
+	if err != nil {
+		return fmt.Errorf("raftlog: close %s: %w", segName(seq), err)
+	}
+	return nil
+}
 
 func (l *Log) readSegment(seq uint64) ([]byte, error) {
 	f, err := l.fs.Open(l.path(seq))
@@ -239,30 +364,41 @@ func syncDir(fs vfs.FS, dir string) error {
 	return errors.Join(d.Sync(), d.Close())
 }
 
-// replay applies the records of one segment (the last of l.segs) to
-// groups. It returns the length of the records it read whole, and why it
-// stopped short of the end, if it did.
-func (l *Log) replay(data []byte, groups map[uint16]*Replayed) (int, error) {
-	off := 0
+// replay applies the records of one segment (the last of l.segs) from
+// offset off to groups; seeded: checksums of the format with a header. It
+// returns the offset past the records it read whole (past the end record,
+// if it read one), whether it read the end record, and why it stopped
+// short of it, if it did.
+func (l *Log) replay(data []byte, off int, seed uint32, seeded bool, groups map[uint16]*Replayed) (int, bool, error) {
 	for off < len(data) {
 		if len(data)-off < headerLen {
-			return off, fmt.Errorf("%w: short header", ErrCorrupt)
+			return off, false, fmt.Errorf("%w: short header", ErrCorrupt)
 		}
 		n := int(binary.LittleEndian.Uint32(data[off:]))
 		sum := binary.LittleEndian.Uint32(data[off+4:])
 		if n < bodyFixed || n > len(data)-off-headerLen {
-			return off, fmt.Errorf("%w: length %d", ErrCorrupt, n)
+			return off, false, fmt.Errorf("%w: length %d", ErrCorrupt, n)
 		}
 		body := data[off+headerLen : off+headerLen+n]
-		if crc32.Checksum(body, crcTable) != sum {
-			return off, fmt.Errorf("%w: checksum", ErrCorrupt)
+		want := crc32.Checksum(body, crcTable)
+		if seeded {
+			want = recordSum(seed, data[off:off+4], body)
+		}
+		if want != sum {
+			return off, false, fmt.Errorf("%w: checksum", ErrCorrupt)
+		}
+		if seeded && body[0] == kindEnd {
+			if n != bodyFixed {
+				return off, false, fmt.Errorf("%w: end record of %d bytes", ErrCorrupt, n)
+			}
+			return off + headerLen + n, true, nil
 		}
 		if err := l.replayRecord(body, groups); err != nil {
-			return off, err
+			return off, false, err
 		}
 		off += headerLen + n
 	}
-	return off, nil
+	return off, false, nil
 }
 
 func (l *Log) replayRecord(body []byte, groups map[uint16]*Replayed) error {
@@ -355,17 +491,58 @@ func decodeEntries(p []byte) (byte, []*pb.Entry, error) {
 	return flags, ents, nil
 }
 
-// record appends a record's header and body to the buffer; fill appends
-// the payload.
+// record appends a record to the buffer, for the current segment; fill
+// appends the payload.
 func (l *Log) record(kind byte, g uint16, fill func([]byte) []byte) {
-	start := len(l.buf)
-	l.buf = append(l.buf, make([]byte, headerLen)...)
-	l.buf = append(l.buf, kind)
-	l.buf = binary.LittleEndian.AppendUint16(l.buf, g)
-	l.buf = fill(l.buf)
-	body := l.buf[start+headerLen:]
-	binary.LittleEndian.PutUint32(l.buf[start:], uint32(len(body)))
-	binary.LittleEndian.PutUint32(l.buf[start+4:], crc32.Checksum(body, crcTable))
+	l.buf = appendRecord(l.buf, l.seed, kind, g, fill)
+}
+
+// appendRecord appends a record of a segment whose checksum seed is seed;
+// fill (if not nil) appends the payload.
+func appendRecord(b []byte, seed uint32, kind byte, g uint16, fill func([]byte) []byte) []byte {
+	start := len(b)
+	b = append(b, make([]byte, headerLen)...)
+	b = append(b, kind)
+	b = binary.LittleEndian.AppendUint16(b, g)
+	if fill != nil {
+		b = fill(b)
+	}
+	seal(b[start:], seed)
+	return b
+}
+
+// seal sets the length and checksum of the record rec.
+func seal(rec []byte, seed uint32) {
+	binary.LittleEndian.PutUint32(rec, uint32(len(rec)-headerLen))
+	binary.LittleEndian.PutUint32(rec[4:], recordSum(seed, rec[:4], rec[headerLen:]))
+}
+
+// reseal checksums the records in b again, for a segment whose seed is
+// seed.
+func reseal(b []byte, seed uint32) {
+	for len(b) > 0 {
+		n := headerLen + int(binary.LittleEndian.Uint32(b))
+		seal(b[:n], seed)
+		b = b[n:]
+	}
+}
+
+// seedOf is the checksum of segment seq's seq: a record's checksum goes on
+// from it over the record's length and body.
+func seedOf(seq uint64) uint32 {
+	return crc32.Checksum(binary.LittleEndian.AppendUint64(nil, seq), crcTable)
+}
+
+func recordSum(seed uint32, length, body []byte) uint32 {
+	return crc32.Update(crc32.Update(seed, crcTable, length), crcTable, body)
+}
+
+func appendSegHeader(b []byte, seq uint64) []byte {
+	start := len(b)
+	b = append(b, segMagic...)
+	b = binary.LittleEndian.AppendUint32(b, version)
+	b = binary.LittleEndian.AppendUint64(b, seq)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], crcTable))
 }
 
 // Append buffers a run of group g's entries (contiguous indexes): on
@@ -481,7 +658,7 @@ func (l *Log) Write(sync bool) error {
 		return l.err
 	}
 	if len(l.buf) > 0 {
-		if l.size > 0 && l.size+int64(len(l.buf)) > l.opts.SegmentSize {
+		if l.size > segHeaderLen && l.size+int64(len(l.buf)) > l.opts.SegmentSize {
 			if l.err = l.roll(); l.err != nil {
 				return l.err
 			}
@@ -510,30 +687,45 @@ func (l *Log) Write(sync bool) error {
 	return l.deleteReleased()
 }
 
-// roll closes the current segment (synced) and starts the next. The new
-// segment's first records are the hard states, so that no older one is
-// needed for them.
+// roll closes the current segment with an end record, synced before
+// anything of the next is written (an older segment without one is
+// corrupt), and starts the next. The new segment's first records are the
+// hard states, so that no older one is needed for them.
 func (l *Log) roll() error {
-	if l.unsynced {
-		if err := l.f.SyncData(); err != nil {
-			return fmt.Errorf("raftlog: sync: %w", err)
-		}
-		l.unsynced = false
+	pending := l.buf
+	l.buf = appendRecord(nil, l.seed, kindEnd, 0, nil)
+	_, err := l.f.Write(l.buf)
+	if err == nil {
+		err = l.f.SyncData()
 	}
+	if err != nil {
+		return fmt.Errorf("raftlog: close segment: %w", err)
+	}
+	l.unsynced = false
 	if err := l.f.Close(); err != nil {
 		return fmt.Errorf("raftlog: close segment: %w", err)
 	}
-	pending := l.buf
-	l.buf = nil
-	err := l.startSegment(l.segs[len(l.segs)-1].seq + 1)
+	l.buf = l.buf[:0]
+	err = l.startSegment(l.segs[len(l.segs)-1].seq + 1)
+	reseal(pending, l.seed) // checksummed for the old segment
 	l.buf = append(l.buf, pending...)
 	return err
 }
 
-// startSegment creates segment seq and buffers the hard state of every
-// group as its first records.
+// startSegment creates segment seq, from a file kept for reuse if there
+// is one, and buffers its header and the hard state of every group as its
+// first records.
 func (l *Log) startSegment(seq uint64) error {
-	f, err := l.fs.Create(l.path(seq), vfs.WriteCategoryUnspecified)
+	var f vfs.File
+	var err error
+	if n := len(l.free); n > 0 {
+		// Written over from its start: what follows the new records is
+		// the file's earlier segment, whose seq fails their checksums.
+		f, err = l.fs.ReuseForWrite(l.freePath(l.free[n-1]), l.path(seq), vfs.WriteCategoryUnspecified)
+		l.free = l.free[:n-1]
+	} else {
+		f, err = l.fs.Create(l.path(seq), vfs.WriteCategoryUnspecified)
+	}
 	if err != nil {
 		return fmt.Errorf("raftlog: create %s: %w", segName(seq), err)
 	}
@@ -541,8 +733,9 @@ func (l *Log) startSegment(seq uint64) error {
 		f.Close()
 		return fmt.Errorf("raftlog: create %s: %w", segName(seq), err)
 	}
-	l.f, l.size = f, 0
-	l.segs = append(l.segs, &segment{seq: seq, last: map[uint16]uint64{}})
+	l.f, l.size, l.seed = f, 0, seedOf(seq)
+	l.segs = append(l.segs, &segment{seq: seq, last: map[uint16]uint64{}, recyclable: true})
+	l.buf = appendSegHeader(l.buf, seq)
 	gs := make([]uint16, 0, len(l.hs))
 	for g := range l.hs {
 		gs = append(gs, g)
@@ -579,11 +772,30 @@ func (l *Log) deleteReleased() error {
 		}
 	}
 	for _, s := range l.segs[:n] {
-		if err := l.fs.Remove(l.path(s.seq)); err != nil {
-			return fmt.Errorf("raftlog: delete %s: %w", segName(s.seq), err)
+		if err := l.drop(s); err != nil {
+			return err
 		}
 	}
 	l.segs = slices.Delete(l.segs, 0, n)
+	return nil
+}
+
+// drop deletes an old segment, or keeps its file for reuse: a segment of
+// the format with a header while fewer than recycled are kept. Neither
+// syncs the directory: a crash may bring the segment back, whole, and
+// replay its released entries as before; the reuse syncs it before
+// writing over the file.
+func (l *Log) drop(s *segment) error {
+	if s.recyclable && !l.opts.NoRecycle && len(l.free) < recycled {
+		if err := l.fs.Rename(l.path(s.seq), l.freePath(s.seq)); err != nil {
+			return fmt.Errorf("raftlog: keep %s for reuse: %w", segName(s.seq), err)
+		}
+		l.free = append(l.free, s.seq)
+		return nil
+	}
+	if err := l.fs.Remove(l.path(s.seq)); err != nil {
+		return fmt.Errorf("raftlog: delete %s: %w", segName(s.seq), err)
+	}
 	return nil
 }
 

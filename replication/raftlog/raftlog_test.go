@@ -1,8 +1,13 @@
 package raftlog
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
+	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -202,7 +207,7 @@ func TestLog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.WriteAt([]byte{0xff}, headerLen+5); err != nil {
+			if _, err := f.WriteAt([]byte{0xff}, segHeaderLen+headerLen+5); err != nil {
 				t.Fatal(err)
 			}
 			f.Close()
@@ -365,4 +370,372 @@ func TestDeletionWaitsForTheSync(t *testing.T) {
 	crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0, RNG: rand.New(rand.NewPCG(1, 1))})
 	_, got := open(t, crashed, Options{})
 	wantEntries(t, got[1], run{1, 20, 20})
+}
+
+// files returns the names in dir with the suffix, sorted.
+func files(t *testing.T, fs vfs.FS, suffix string) []string {
+	t.Helper()
+	names, err := fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range names {
+		if _, ok := parseName(n, suffix); ok {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func readFile(t *testing.T, fs vfs.FS, name string) []byte {
+	t.Helper()
+	f, err := fs.Open(fs.PathJoin(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func writeAt(t *testing.T, fs vfs.FS, name string, b []byte, off int64) {
+	t.Helper()
+	f, err := fs.OpenReadWrite(fs.PathJoin(dir, name), vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(f.Sync(), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// churn has group 1 write entries from..to, one a synced write, releasing
+// each: segments roll and go, and their files are reused.
+func churn(t *testing.T, l *Log, from, to uint64) {
+	t.Helper()
+	for i := from; i <= to; i++ {
+		l.Append(1, ents(1, i, i))
+		write(t, l, true)
+		if err := l.Release(1, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// createCounter counts the files created.
+type createCounter struct {
+	vfs.FS
+	n int
+}
+
+func (c *createCounter) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	c.n++
+	return c.FS.Create(name, cat)
+}
+
+// olderSegments writes group 1's entries 1..15 over a few segments, and
+// returns the names of the segments, closed.
+func olderSegments(t *testing.T, fs vfs.FS) []string {
+	t.Helper()
+	l, _ := open(t, fs, Options{SegmentSize: 128})
+	for i := uint64(1); i <= 15; i++ {
+		l.Append(1, ents(1, i, i))
+		write(t, l, true)
+	}
+	l.Close()
+	segs := segments(t, fs)
+	if len(segs) < 3 {
+		t.Fatalf("segments %v: want 3 or more", segs)
+	}
+	return segs
+}
+
+func TestRecycling(t *testing.T) {
+	const segSize = 256
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, fs vfs.FS)
+	}{
+		{"deleted segments' files are the next segments", func(t *testing.T, fs vfs.FS) {
+			c := &createCounter{FS: fs}
+			l, _ := open(t, c, Options{SegmentSize: segSize})
+			churn(t, l, 1, 200)
+			if c.n > 1+recycled {
+				t.Fatalf("%d files created for %d segments, want at most %d", c.n, l.segs[len(l.segs)-1].seq, 1+recycled)
+			}
+			if free := files(t, fs, freeSuffix); len(free) > recycled {
+				t.Fatalf("%d files kept, want at most %d", len(free), recycled)
+			}
+			l.Close()
+			_, got := open(t, fs, Options{})
+			if e := got[1].Entries; len(e) == 0 || e[len(e)-1].GetIndex() != 200 {
+				t.Fatalf("entries %v: want them up to 200", e)
+			}
+		}},
+		{"a recycled file's records after the new tail are not replayed", func(t *testing.T, fs vfs.FS) {
+			l, _ := open(t, fs, Options{SegmentSize: segSize})
+			churn(t, l, 1, 100)
+			// Group 2's entry is a record of the same size as group 1's,
+			// so the tail ends where a record of the earlier life starts.
+			l.Append(2, ents(5, 1, 1))
+			write(t, l, true)
+			st, err := fs.Stat(l.path(l.segs[len(l.segs)-1].seq))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Size() <= l.size {
+				t.Fatalf("the current segment's file (%d bytes) holds nothing past its %d bytes: not recycled", st.Size(), l.size)
+			}
+			l.Close()
+			_, got := open(t, fs, Options{})
+			if e := got[1].Entries; len(e) == 0 || e[len(e)-1].GetIndex() != 100 {
+				t.Fatalf("group 1's entries %v: want them up to 100", e)
+			}
+			wantEntries(t, got[2], run{5, 1, 1})
+		}},
+		{"a torn tail in a recycled last segment is cut, and the segment then reads whole", func(t *testing.T, fs vfs.FS) {
+			l, _ := open(t, fs, Options{SegmentSize: segSize})
+			churn(t, l, 1, 100)
+			last, size := segName(l.segs[len(l.segs)-1].seq), l.size
+			l.Close()
+			// A record header promising more than the write left.
+			writeAt(t, fs, last, []byte{200, 0, 0, 0, 1, 2, 3, 4, 1, 1}, size)
+			l, got := open(t, fs, Options{})
+			if e := got[1].Entries; len(e) == 0 || e[len(e)-1].GetIndex() != 100 {
+				t.Fatalf("entries %v: want them up to 100", e)
+			}
+			l.Append(1, ents(1, 101, 101))
+			write(t, l, true)
+			l.Close()
+			// The segment is no longer the last.
+			_, got = open(t, fs, Options{})
+			if e := got[1].Entries; len(e) == 0 || e[len(e)-1].GetIndex() != 101 {
+				t.Fatalf("entries %v: want them up to 101", e)
+			}
+		}},
+		{"a garbled record before the end record of an older segment is corruption", func(t *testing.T, fs vfs.FS) {
+			segs := olderSegments(t, fs)
+			writeAt(t, fs, segs[1], []byte{0xff}, segHeaderLen+headerLen+5)
+			if _, _, err := Open(fs, dir, Options{}); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Open = %v, want ErrCorrupt", err)
+			}
+		}},
+		{"a record of another segment before the end record of an older segment is corruption", func(t *testing.T, fs vfs.FS) {
+			segs := olderSegments(t, fs)
+			// The first entry record of the second segment, at the place of
+			// the first one's: whole, but of another seq.
+			rec := readFile(t, fs, segs[1])[segHeaderLen:]
+			rec = rec[:headerLen+int(binary.LittleEndian.Uint32(rec))]
+			writeAt(t, fs, segs[0], rec, segHeaderLen)
+			if _, _, err := Open(fs, dir, Options{}); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Open = %v, want ErrCorrupt", err)
+			}
+		}},
+		{"an older segment without its end record is corruption", func(t *testing.T, fs vfs.FS) {
+			segs := olderSegments(t, fs)
+			data := readFile(t, fs, segs[0])
+			end := appendRecord(nil, 0, kindEnd, 0, nil)
+			f, err := fs.Create(fs.PathJoin(dir, segs[0]), vfs.WriteCategoryUnspecified)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write(data[:len(data)-len(end)]); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if _, _, err := Open(fs, dir, Options{}); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Open = %v, want ErrCorrupt", err)
+			}
+		}},
+		{"segments of the first format replay, and are deleted, never recycled", func(t *testing.T, fs vfs.FS) {
+			// Written by the build before the header (SegmentSize 200).
+			src := "testdata/format0"
+			names, err := os.ReadDir(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fs.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var old []string
+			for _, n := range names {
+				b, err := os.ReadFile(filepath.Join(src, n.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				f, err := fs.Create(fs.PathJoin(dir, n.Name()), vfs.WriteCategoryUnspecified)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := f.Write(b); err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+				old = append(old, n.Name())
+			}
+			appendBytes(t, fs, old[len(old)-1], []byte{200, 0, 0, 0, 1, 2, 3, 4, 1, 1}) // a torn tail
+			check := func(got map[uint16]*Replayed, last uint64) {
+				t.Helper()
+				wantEntries(t, got[1], run{2, 1, 12}, run{1, 13, last})
+				wantEntries(t, got[2], run{1, 1, 3})
+				if !proto.Equal(got[1].HardState, hardState(2, 1, 3)) || !proto.Equal(got[2].HardState, hardState(1, 2, 0)) {
+					t.Fatalf("hard states %v, %v", got[1].HardState, got[2].HardState)
+				}
+			}
+			l, got := open(t, fs, Options{SegmentSize: 200})
+			check(got, 12)
+			l.Append(1, ents(1, 13, 13))
+			write(t, l, true)
+			l.Close()
+			l, got = open(t, fs, Options{SegmentSize: 200})
+			check(got, 13)
+			churn(t, l, 14, 60)
+			if err := l.Release(2, 3); err != nil {
+				t.Fatal(err)
+			}
+			churn(t, l, 61, 80)
+			segs := segments(t, fs)
+			for _, n := range old {
+				if slices.Contains(segs, n) {
+					t.Fatalf("segment %s of the first format kept once released", n)
+				}
+			}
+			for _, n := range files(t, fs, freeSuffix) {
+				if !bytes.HasPrefix(readFile(t, fs, n), segMagic) {
+					t.Fatalf("a file of the first format, %s, kept for reuse", n)
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, vfs.NewMem()) })
+	}
+}
+
+// stepFS calls step after every change it makes to the files: a crash may
+// come between any two.
+type stepFS struct {
+	vfs.FS
+	step func()
+}
+
+type stepFile struct {
+	vfs.File
+	step func()
+}
+
+func (s stepFS) wrap(f vfs.File, err error) (vfs.File, error) {
+	s.step()
+	if err != nil {
+		return nil, err
+	}
+	return stepFile{f, s.step}, nil
+}
+
+func (s stepFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	return s.wrap(s.FS.Create(name, cat))
+}
+
+func (s stepFS) ReuseForWrite(old, name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	return s.wrap(s.FS.ReuseForWrite(old, name, cat))
+}
+
+func (s stepFS) OpenReadWrite(name string, cat vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	return s.wrap(s.FS.OpenReadWrite(name, cat, opts...))
+}
+
+func (s stepFS) OpenDir(name string) (vfs.File, error) { return s.wrap(s.FS.OpenDir(name)) }
+
+func (s stepFS) Rename(old, name string) error {
+	defer s.step()
+	return s.FS.Rename(old, name)
+}
+
+func (s stepFS) Remove(name string) error {
+	defer s.step()
+	return s.FS.Remove(name)
+}
+
+func (f stepFile) Write(p []byte) (int, error) {
+	defer f.step()
+	return f.File.Write(p)
+}
+
+func (f stepFile) WriteAt(p []byte, off int64) (int, error) {
+	defer f.step()
+	return f.File.WriteAt(p, off)
+}
+
+func (f stepFile) Sync() error {
+	defer f.step()
+	return f.File.Sync()
+}
+
+func (f stepFile) SyncData() error {
+	defer f.step()
+	return f.File.SyncData()
+}
+
+// A crash at any step of a write, a roll, a reuse or a deletion loses no
+// entry a Write with sync returned, and leaves a log that opens again
+// after it opened once.
+func TestCrashAtEveryStep(t *testing.T) {
+	type crash struct {
+		fs              *vfs.MemFS
+		synced, written uint64
+	}
+	mem := vfs.NewCrashableMem()
+	var crashes []crash
+	var synced, written uint64
+	rng := rand.New(rand.NewPCG(1, 2))
+	step := func() {
+		for _, keep := range []int{0, 50, 100} {
+			fs := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: keep, RNG: rng})
+			crashes = append(crashes, crash{fs, synced, written})
+		}
+	}
+	l, _ := open(t, stepFS{mem, step}, Options{SegmentSize: 200})
+	for i := uint64(1); i <= 60; i++ {
+		l.Append(1, ents(1, i, i))
+		written = i
+		sync := i%2 == 0
+		write(t, l, sync)
+		if sync {
+			synced = i
+			if err := l.Release(1, i-4); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := len(files(t, mem, freeSuffix)); n == 0 {
+		t.Fatal("no file kept for reuse")
+	}
+	for i, c := range crashes {
+		for round := range 2 {
+			l, got, err := Open(c.fs, dir, Options{SegmentSize: 200})
+			if err != nil {
+				t.Fatalf("crash %d, open %d: %v", i, round, err)
+			}
+			var e []*pb.Entry
+			if got[1] != nil {
+				e = got[1].Entries
+			}
+			n := uint64(0)
+			if len(e) > 0 {
+				n = e[len(e)-1].GetIndex()
+				wantEntries(t, got[1], run{1, e[0].GetIndex(), n})
+			}
+			if n < c.synced || n > c.written {
+				t.Fatalf("crash %d, open %d: entries up to %d; %d were synced, %d written", i, round, n, c.synced, c.written)
+			}
+			l.Close()
+		}
+	}
 }
