@@ -47,7 +47,7 @@ func TestRaftLogMovesOutOfPebble(t *testing.T) {
 }
 
 // raftLogKeys counts the keys r/<g>/log/<index> and r/<g>/hs in the store
-// of dir (replication/keys.go).
+// of dir (multiraft/keys.go).
 func raftLogKeys(t *testing.T, dir string) int {
 	t.Helper()
 	if _, err := os.Stat(dir); err != nil {

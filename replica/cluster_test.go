@@ -17,8 +17,8 @@ import (
 
 	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/persistence"
-	"github.com/kitd/kitd/replication"
 )
 
 // net is an in-memory transport between the replicas of a test: a
@@ -54,7 +54,7 @@ func (n *net) to(id uint64) *Replica {
 	return n.reps[id]
 }
 
-func (e netEnd) Send(msgs []replication.Message) {
+func (e netEnd) Send(msgs []multiraft.Message) {
 	if e.n.to(e.from) == nil {
 		return
 	}
@@ -63,14 +63,14 @@ func (e netEnd) Send(msgs []replication.Message) {
 		if r == nil {
 			continue
 		}
-		if errors.Is(r.node.Step(m), replication.ErrUnknownGroup) {
+		if errors.Is(r.node.Step(m), multiraft.ErrUnknownGroup) {
 			r.JoinGroup(m.Group)
 			_ = r.node.Step(m)
 		}
 	}
 }
 
-func (e netEnd) SendSnapshot(m replication.Message, state io.Reader) error {
+func (e netEnd) SendSnapshot(m multiraft.Message, state io.Reader) error {
 	r := e.n.to(m.Msg.GetTo())
 	if r == nil {
 		return errors.New("down")
@@ -79,7 +79,7 @@ func (e netEnd) SendSnapshot(m replication.Message, state io.Reader) error {
 	if err != nil {
 		return err
 	}
-	if err := r.node.ReceiveSnapshot(m, bytes.NewReader(data)); errors.Is(err, replication.ErrUnknownGroup) {
+	if err := r.node.ReceiveSnapshot(m, bytes.NewReader(data)); errors.Is(err, multiraft.ErrUnknownGroup) {
 		r.JoinGroup(m.Group)
 		return r.node.ReceiveSnapshot(m, bytes.NewReader(data))
 	} else {
@@ -140,7 +140,7 @@ func TestGrowFromOneNodeToThree(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	eventually.NoError(t, "every group on three voters and the leaderships spread", func() error {
-		for g := range replication.GroupID(partition.Count) {
+		for g := range multiraft.GroupID(partition.Count) {
 			lead := leaderOf(all, partition.ID(g))
 			if lead == nil {
 				return fmt.Errorf("group %d has no leader", g)
@@ -272,14 +272,14 @@ func newGrowing(t *testing.T, downTimeout time.Duration, replicas int) (*net, fu
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		s := openStore(t, vfs.NewMem())
-		id, err := replication.NodeID(s)
+		id, err := multiraft.NodeID(s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg := Config{Store: s, Hosts: &hosts{hosted: map[partition.ID]bool{}}, TickInterval: 10 * time.Millisecond,
 			Transport: netEnd{n, id}, Found: found, LiveNodes: n.members, GrowInterval: 20 * time.Millisecond, DownTimeout: downTimeout,
 			Replicas: replicas,
-			Remote: func(ctx context.Context, to uint64, g replication.GroupID, data []byte) error {
+			Remote: func(ctx context.Context, to uint64, g multiraft.GroupID, data []byte) error {
 				r := n.to(to)
 				if r == nil {
 					return errors.New("down")
@@ -287,7 +287,7 @@ func newGrowing(t *testing.T, downTimeout time.Duration, replicas int) (*net, fu
 				return r.ProposeHere(ctx, g, data)
 			},
 			LeaderOf: n.leaderOf, ForgetAfter: 100 * time.Millisecond,
-			AskMembers: func(_ context.Context, to uint64, g replication.GroupID) ([]uint64, error) {
+			AskMembers: func(_ context.Context, to uint64, g multiraft.GroupID) ([]uint64, error) {
 				r := n.to(to)
 				if r == nil {
 					return nil, errors.New("down")
@@ -325,7 +325,7 @@ func TestJoiningNodeTakesItsShareOfReplicas(t *testing.T) {
 		if len(members) != want {
 			return fmt.Errorf("%d members", len(members))
 		}
-		for g := range replication.GroupID(partition.Count) {
+		for g := range multiraft.GroupID(partition.Count) {
 			lead := leaderOf(all, partition.ID(g))
 			if lead == nil {
 				return fmt.Errorf("group %d has no leader", g)
@@ -363,7 +363,7 @@ func TestJoiningNodeTakesItsShareOfReplicas(t *testing.T) {
 		for _, r := range all {
 			groups := r.node.Groups()
 			for p := range partition.ID(partition.Count) {
-				g := replication.GroupID(p)
+				g := multiraft.GroupID(p)
 				st, err := leaderOf(all, p).node.Status(g)
 				if err != nil {
 					return err
@@ -411,7 +411,7 @@ func TestDownVoterLeavesItsGroups(t *testing.T) {
 		}
 		return nil
 	})
-	if marked, err := replication.Forgotten(stores[gone.ID()]); err != nil || !marked {
+	if marked, err := multiraft.Forgotten(stores[gone.ID()]); err != nil || !marked {
 		t.Fatalf("store not marked: %v %v", marked, err)
 	}
 	for p := range partition.ID(partition.Count) {
@@ -439,7 +439,7 @@ func TestDownVoterLeavesItsGroups(t *testing.T) {
 func waitVoters(t *testing.T, rs []*Replica, want int, without uint64) {
 	t.Helper()
 	eventually.NoError(t, fmt.Sprintf("every group on %d voters", want), func() error {
-		for g := range replication.GroupID(partition.Count) {
+		for g := range multiraft.GroupID(partition.Count) {
 			lead := leaderOf(rs, partition.ID(g))
 			if lead == nil {
 				return fmt.Errorf("group %d has no leader", g)
@@ -456,7 +456,7 @@ func waitVoters(t *testing.T, rs []*Replica, want int, without uint64) {
 // leaderOf is the replica among rs that leads p and knows it.
 func leaderOf(rs []*Replica, p partition.ID) *Replica {
 	for _, r := range rs {
-		if st, err := r.node.Status(replication.GroupID(p)); err == nil && st.Leader == r.ID() {
+		if st, err := r.node.Status(multiraft.GroupID(p)); err == nil && st.Leader == r.ID() {
 			return r
 		}
 	}
@@ -511,7 +511,7 @@ func TestHandOverRefusesNoWrite(t *testing.T) {
 			if lead == nil {
 				continue
 			}
-			st, err := lead.node.Status(replication.GroupID(q))
+			st, err := lead.node.Status(multiraft.GroupID(q))
 			if err != nil || len(st.Voters) != 3 || !lead.hosts.(*hosts).isHosted(q) {
 				continue
 			}
@@ -555,8 +555,8 @@ func TestHandOverRefusesNoWrite(t *testing.T) {
 		}
 		return nil
 	})
-	var nl *replication.NotLeaderError
-	switch err := a.handOver(replication.GroupID(p), b.ID()); {
+	var nl *multiraft.NotLeaderError
+	switch err := a.handOver(multiraft.GroupID(p), b.ID()); {
 	case errors.As(err, &nl):
 		// The balancer handed it over first, the same way; the writers
 		// were going all along.

@@ -1,8 +1,8 @@
 // Package replica runs kitd's partitions as raft groups: group g holds
 // partition g's key range (partition.KeyRange). It owns the two sides
-// that tie the actors to package replication:
+// that tie the actors to package multiraft:
 //
-//   - Records, the replication.StateMachine of kitd's records: an entry is
+//   - Records, the multiraft.StateMachine of kitd's records: an entry is
 //     a batch of writes of one partition in Pebble's batch encoding, and
 //     applying it writes them; a snapshot is the partition's range.
 //   - Log, the actors' Committer: it splits an actor's batch by partition

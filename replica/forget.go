@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/internal/partition"
-	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/multiraft"
 )
 
 // A replica its group removed (placement moved it, or a leader replaced it
@@ -15,7 +15,7 @@ import (
 // forgotten. For a replica this node has not held (Holds: a member that
 // hears a leader) for ForgetAfter, it asks the group's leader, at most
 // once every ForgetAfter, who the group's members are, and forgets the
-// replica when the answer leaves this node out (replication.Node.Forget,
+// replica when the answer leaves this node out (multiraft.Node.Forget,
 // which refuses if the group spoke to this node since the question).
 // docs/cluster.md, "A removed replica is forgotten".
 
@@ -30,7 +30,7 @@ const askTimeout = 2 * time.Second
 // asked about.
 type forgetter struct {
 	r    *Replica
-	next map[replication.GroupID]time.Time
+	next map[multiraft.GroupID]time.Time
 }
 
 // forgetRemoved is one round, every GrowInterval beside grow's, on every
@@ -63,7 +63,7 @@ func (f *forgetter) forgetRemoved() {
 
 // forgetIfRemoved forgets g's replica here if g's leader says the group
 // does not have this node.
-func (r *Replica) forgetIfRemoved(g replication.GroupID) {
+func (r *Replica) forgetIfRemoved(g multiraft.GroupID) {
 	heard, err := r.node.Heard(g)
 	if err != nil {
 		return
@@ -85,15 +85,15 @@ func (r *Replica) forgetIfRemoved(g replication.GroupID) {
 	case err == nil:
 		r.forgotten.Add(1)
 		r.logger.Info("forgot a replica its group removed", "group", g, "leader", to)
-	case !errors.Is(err, replication.ErrGroupSpoke) && !errors.Is(err, replication.ErrUnknownGroup):
+	case !errors.Is(err, multiraft.ErrGroupSpoke) && !errors.Is(err, multiraft.ErrUnknownGroup):
 		r.logger.Warn("forget a replica its group removed", "group", g, "err", err)
 	}
 }
 
 // GroupMembers is the raft ids of group g's voters and learners, as this
 // node, its leader with a lease, applied its configuration: the other end
-// of Config.AskMembers. Any other node answers *replication.NotLeaderError.
-func (r *Replica) GroupMembers(g replication.GroupID) ([]uint64, error) {
+// of Config.AskMembers. Any other node answers *multiraft.NotLeaderError.
+func (r *Replica) GroupMembers(g multiraft.GroupID) ([]uint64, error) {
 	st, err := r.leaderStatus(g)
 	if err != nil {
 		return nil, err

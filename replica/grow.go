@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/internal/partition"
-	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/multiraft"
 )
 
 // grow is each leader's part of placement, with no coordinator: every
@@ -52,7 +52,7 @@ func (r *Replica) grow() {
 	led[r.id] = len(leading)
 	down := r.downFor(members)
 	for _, p := range leading {
-		r.growGroup(replication.GroupID(p), members, led, down)
+		r.growGroup(multiraft.GroupID(p), members, led, down)
 	}
 }
 
@@ -105,7 +105,7 @@ func (r *Replica) downFor(members []LiveNode) map[uint64]bool {
 }
 
 // growGroup makes at most one change to group g.
-func (r *Replica) growGroup(g replication.GroupID, members []LiveNode, led map[uint64]int, down map[uint64]bool) {
+func (r *Replica) growGroup(g multiraft.GroupID, members []LiveNode, led map[uint64]int, down map[uint64]bool) {
 	st, err := r.node.Status(g)
 	if err != nil || st.Leader != r.id {
 		return
@@ -184,7 +184,7 @@ func (r *Replica) growGroup(g replication.GroupID, members []LiveNode, led map[u
 // removes the lowest-ranked, or hands the lead first when that is this
 // node. Only while every voter is alive: one that is gone is the down
 // timeout's to remove, and its absence must not move replicas at once.
-func (r *Replica) rebalance(ctx context.Context, g replication.GroupID, st replication.Status, members []LiveNode, want int) bool {
+func (r *Replica) rebalance(ctx context.Context, g multiraft.GroupID, st multiraft.Status, members []LiveNode, want int) bool {
 	alive := make(map[uint64]bool, len(members))
 	for _, m := range members {
 		alive[m.RaftID] = true
@@ -238,7 +238,7 @@ func (r *Replica) rebalance(ctx context.Context, g replication.GroupID, st repli
 const caughtUp = 100
 
 // pick is the alive node outside have that ranks highest for group g.
-func pick(g replication.GroupID, members []LiveNode, have []uint64) uint64 {
+func pick(g multiraft.GroupID, members []LiveNode, have []uint64) uint64 {
 	for _, id := range rank(g, members) {
 		if !slices.Contains(have, id) {
 			return id
@@ -249,7 +249,7 @@ func pick(g replication.GroupID, members []LiveNode, have []uint64) uint64 {
 
 // rank orders the members by rendezvous hashing for group g, highest
 // first: every leader computes the same order.
-func rank(g replication.GroupID, members []LiveNode) []uint64 {
+func rank(g multiraft.GroupID, members []LiveNode) []uint64 {
 	score := func(id uint64) uint64 {
 		h := fnv.New64a()
 		var b [10]byte
@@ -279,7 +279,7 @@ func (r *Replica) HandOver(ctx context.Context) error {
 			if led&(1<<uint(p)) == 0 {
 				continue
 			}
-			g := replication.GroupID(p)
+			g := multiraft.GroupID(p)
 			st, err := r.node.Status(g)
 			if err != nil || st.Leader != r.id {
 				continue
@@ -311,13 +311,13 @@ func (r *Replica) HandOver(ctx context.Context) error {
 // milliseconds; a reader that must find what another node just wrote
 // catches up first.
 func (r *Replica) CatchUp(ctx context.Context, p partition.ID) error {
-	g := replication.GroupID(p)
+	g := multiraft.GroupID(p)
 	if r.cfg.Transport == nil || (r.leads(g) && r.LeaseValid(p)) {
 		return nil
 	}
 	to, term := r.Leader(p)
 	if to == 0 || to == r.id {
-		return &replication.NotLeaderError{Group: g, Leader: to, Term: term}
+		return &multiraft.NotLeaderError{Group: g, Leader: to, Term: term}
 	}
 	index, err := r.cfg.ReadIndex(ctx, to, g)
 	if err != nil {
@@ -341,7 +341,7 @@ func (r *Replica) CatchUp(ctx context.Context, p partition.ID) error {
 
 // CommitIndex is the commit index of g, which this node must lead under a
 // lease: the other end of Config.ReadIndex.
-func (r *Replica) CommitIndex(g replication.GroupID) (uint64, error) {
+func (r *Replica) CommitIndex(g multiraft.GroupID) (uint64, error) {
 	st, err := r.leaderStatus(g)
 	if err != nil {
 		return 0, err
@@ -351,17 +351,17 @@ func (r *Replica) CommitIndex(g replication.GroupID) (uint64, error) {
 
 // leaderStatus is g's status on this node, which must lead g and hold its
 // lease: what it says of the group is then the group's latest. Another
-// node answers *replication.NotLeaderError.
-func (r *Replica) leaderStatus(g replication.GroupID) (replication.Status, error) {
+// node answers *multiraft.NotLeaderError.
+func (r *Replica) leaderStatus(g multiraft.GroupID) (multiraft.Status, error) {
 	if int(g) >= partition.Count {
-		return replication.Status{}, fmt.Errorf("replica: no group %d", g)
+		return multiraft.Status{}, fmt.Errorf("replica: no group %d", g)
 	}
 	st, err := r.node.Status(g)
 	if err != nil {
-		return replication.Status{}, err
+		return multiraft.Status{}, err
 	}
 	if st.Leader != r.id || !st.LeaseValid {
-		return replication.Status{}, &replication.NotLeaderError{Group: g, Leader: st.Leader, Term: st.Term}
+		return multiraft.Status{}, &multiraft.NotLeaderError{Group: g, Leader: st.Leader, Term: st.Term}
 	}
 	return st, nil
 }

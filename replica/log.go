@@ -9,14 +9,14 @@ import (
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/persistence"
-	"github.com/kitd/kitd/replication"
 )
 
 // proposer is what Log needs of the node's groups.
 type proposer interface {
-	Propose(ctx context.Context, g replication.GroupID, data []byte) (uint64, error)
-	ProposeAll(ctx context.Context, props []replication.Proposal) error
+	Propose(ctx context.Context, g multiraft.GroupID, data []byte) (uint64, error)
+	ProposeAll(ctx context.Context, props []multiraft.Proposal) error
 }
 
 // Log commits the actors' batches through the groups of the partitions
@@ -27,8 +27,8 @@ type Log struct {
 	timeout time.Duration
 	// leads says whether this node leads a group; remote proposes an entry
 	// through the group's leader elsewhere. Both nil: every group is here.
-	leads  func(replication.GroupID) bool
-	remote func(ctx context.Context, g replication.GroupID, data []byte) error
+	leads  func(multiraft.GroupID) bool
+	remote func(ctx context.Context, g multiraft.GroupID, data []byte) error
 
 	stats logStats
 }
@@ -55,7 +55,7 @@ var errNotCommitted = kiterr.New(kiterr.Unavailable, "the write could not be con
 // Commit proposes b's writes and returns once they are applied. Almost
 // every batch writes one partition: it is proposed as it is, with no copy
 // but the entry's. A batch that spans partitions becomes one entry per
-// partition, proposed together (replication.ProposeAll).
+// partition, proposed together (multiraft.ProposeAll).
 func (l *Log) Commit(repr []byte) error {
 	first, single, writes, err := partitions(repr)
 	if err != nil || !writes {
@@ -71,7 +71,7 @@ func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	defer cancel()
 	if single {
-		g := replication.GroupID(first)
+		g := multiraft.GroupID(first)
 		if l.remote == nil {
 			_, err = l.groups.Propose(ctx, g, repr)
 		} else {
@@ -96,11 +96,11 @@ func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
 	// partition, so its record comes after the index entries that point to
 	// it (docs/cluster.md, "Global indexes"): a commit that fails between
 	// leaves pointers to an absent record, never a record its indexes miss.
-	var here []replication.Proposal
+	var here []multiraft.Proposal
 	for p, part := range parts {
-		g := replication.GroupID(p)
+		g := multiraft.GroupID(p)
 		if l.remote == nil || l.leads(g) {
-			here = append(here, replication.Proposal{Group: g, Data: part.Repr()})
+			here = append(here, multiraft.Proposal{Group: g, Data: part.Repr()})
 			continue
 		}
 		if err := l.proposeToLeader(ctx, g, part.Repr()); err != nil {
@@ -123,8 +123,8 @@ func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
 // lead is handed over, or this node just stopped leading), once the others
 // are applied; err is ProposeAll's. When any part's outcome is unknown,
 // none goes again.
-func (l *Log) sendRefusedAgain(ctx context.Context, here []replication.Proposal, err error) error {
-	var pe *replication.ProposalsError
+func (l *Log) sendRefusedAgain(ctx context.Context, here []multiraft.Proposal, err error) error {
+	var pe *multiraft.ProposalsError
 	if l.remote == nil || !errors.As(err, &pe) || len(pe.Errs) != len(here) {
 		return err
 	}
@@ -157,7 +157,7 @@ const (
 // until ctx ends: a client hears 503 only when no leader took the entry in
 // a request's time. The remote end refuses for good an entry of a
 // partition whose activations may still run here (Replica.propose).
-func (l *Log) proposeToLeader(ctx context.Context, g replication.GroupID, data []byte) error {
+func (l *Log) proposeToLeader(ctx context.Context, g multiraft.GroupID, data []byte) error {
 	wait := firstRefusalWait
 	var t *time.Timer
 	for {
@@ -190,8 +190,8 @@ func (l *Log) proposeToLeader(ctx context.Context, g replication.GroupID, data [
 // appendedNothing reports whether err says a proposal never entered a
 // log, so that sending it again cannot apply it twice.
 func appendedNothing(err error) bool {
-	var nl *replication.NotLeaderError
-	return errors.As(err, &nl) || errors.Is(err, replication.ErrProposalDropped)
+	var nl *multiraft.NotLeaderError
+	return errors.As(err, &nl) || errors.Is(err, multiraft.ErrProposalDropped)
 }
 
 // partitions reports the partition of repr's first write, whether every

@@ -6,7 +6,7 @@ import (
 
 	"github.com/kitd/kitd/internal/metrics"
 	"github.com/kitd/kitd/internal/partition"
-	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/multiraft"
 )
 
 // logStats are Log's counters: every actor commit goes through them, so
@@ -82,7 +82,7 @@ func (r *Replica) followers(led uint64) (lag, voters, learners uint64) {
 		if led&(1<<uint(p)) == 0 {
 			continue
 		}
-		st, err := r.node.Status(replication.GroupID(p))
+		st, err := r.node.Status(multiraft.GroupID(p))
 		if err != nil || st.Leader != r.id {
 			continue
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kitd/kitd/internal/metrics"
 	"github.com/kitd/kitd/internal/partition"
-	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/multiraft"
 )
 
 // gather is what Collect writes.
@@ -38,7 +38,7 @@ func TestReplicationMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A commit that fails counts as failed.
-	failing := newLog(&fakeGroups{err: replication.ErrLeadershipLost}, s, time.Second)
+	failing := newLog(&fakeGroups{err: multiraft.ErrLeadershipLost}, s, time.Second)
 	b = s.NewBatch()
 	b.Set(keyIn(3, "k"), nil)
 	_ = failing.Commit(b.Repr())

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/kitd/kitd/internal/partition"
-	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/multiraft"
 )
 
 // Reads of partitions this node holds no replica of go to a node that
@@ -26,7 +26,7 @@ func (r *Replica) Holds(p partition.ID) bool {
 // group, as the configuration it applied says, whether or not it hears a
 // leader now: during an election it learns the next leader itself.
 func (r *Replica) InGroup(p partition.ID) bool {
-	return int(p) < partition.Count && r.node.Holds(replication.GroupID(p))
+	return int(p) < partition.Count && r.node.Holds(multiraft.GroupID(p))
 }
 
 // unheldReads counts the reads CheckRead found, and bounds what it logs.

@@ -8,16 +8,16 @@ import (
 	"io"
 
 	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/persistence"
-	"github.com/kitd/kitd/replication"
 )
 
-// Records is the replication.StateMachine of kitd's records.
+// Records is the multiraft.StateMachine of kitd's records.
 type Records struct {
 	Store *persistence.Store
 }
 
-var _ replication.StateMachine = Records{}
+var _ multiraft.StateMachine = Records{}
 
 // errOutsidePartition reports a write of an entry or a snapshot outside
 // its group's partition: a bug, so it stops the node rather than spread.
@@ -25,8 +25,8 @@ var errOutsidePartition = errors.New("replica: write outside its group's partiti
 
 // Apply writes the entry's writes. Set, Delete and DeleteRange of the same
 // keys give the same records when applied again, which a restart asks of
-// it (replication.StateMachine).
-func (r Records) Apply(g replication.GroupID, index uint64, data []byte, b *persistence.Batch) error {
+// it (multiraft.StateMachine).
+func (r Records) Apply(g multiraft.GroupID, index uint64, data []byte, b *persistence.Batch) error {
 	if len(data) == 0 {
 		return nil // a leader's barrier (Start)
 	}
@@ -47,7 +47,7 @@ func (r Records) Apply(g replication.GroupID, index uint64, data []byte, b *pers
 // length and the key, then a uvarint length and the value.
 
 // Snapshot writes partition g's records.
-func (r Records) Snapshot(g replication.GroupID, w io.Writer) error {
+func (r Records) Snapshot(g multiraft.GroupID, w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	lower, upper := partition.KeyRange(partition.ID(g))
 	var werr error
@@ -75,7 +75,7 @@ func (r Records) Snapshot(g replication.GroupID, w io.Writer) error {
 const maxSnapshotField = 16 << 20
 
 // Restore replaces partition g's records with a snapshot's.
-func (r Records) Restore(g replication.GroupID, rd io.Reader, b *persistence.Batch) error {
+func (r Records) Restore(g multiraft.GroupID, rd io.Reader, b *persistence.Batch) error {
 	br := bufio.NewReaderSize(rd, 64<<10)
 	lower, upper := partition.KeyRange(partition.ID(g))
 	b.DeleteRange(lower, upper)

@@ -15,8 +15,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/persistence"
-	"github.com/kitd/kitd/replication"
 )
 
 func openStore(t *testing.T, fs vfs.FS) *persistence.Store {
@@ -162,36 +162,36 @@ func TestRestoreRefusesABadSnapshot(t *testing.T) {
 // but the first answers[g] to g's, in turn.
 type fakeGroups struct {
 	mu      sync.Mutex
-	calls   [][]replication.Proposal
+	calls   [][]multiraft.Proposal
 	err     error
-	answers map[replication.GroupID][]error
+	answers map[multiraft.GroupID][]error
 }
 
-func (f *fakeGroups) Propose(_ context.Context, g replication.GroupID, data []byte) (uint64, error) {
+func (f *fakeGroups) Propose(_ context.Context, g multiraft.GroupID, data []byte) (uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, []replication.Proposal{{Group: g, Data: slices.Clone(data)}})
+	f.calls = append(f.calls, []multiraft.Proposal{{Group: g, Data: slices.Clone(data)}})
 	return 1, f.answer(g)
 }
 
-func (f *fakeGroups) ProposeAll(_ context.Context, props []replication.Proposal) error {
+func (f *fakeGroups) ProposeAll(_ context.Context, props []multiraft.Proposal) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var call []replication.Proposal
+	var call []multiraft.Proposal
 	errs, failed := make([]error, len(props)), false
 	for i, p := range props {
-		call = append(call, replication.Proposal{Group: p.Group, Data: slices.Clone(p.Data)})
+		call = append(call, multiraft.Proposal{Group: p.Group, Data: slices.Clone(p.Data)})
 		errs[i] = f.answer(p.Group)
 		failed = failed || errs[i] != nil
 	}
 	f.calls = append(f.calls, call)
 	if failed {
-		return &replication.ProposalsError{Errs: errs}
+		return &multiraft.ProposalsError{Errs: errs}
 	}
 	return nil
 }
 
-func (f *fakeGroups) answer(g replication.GroupID) error {
+func (f *fakeGroups) answer(g multiraft.GroupID) error {
 	if a := f.answers[g]; len(a) > 0 {
 		f.answers[g] = a[1:]
 		return a[0]
@@ -216,7 +216,7 @@ func TestLogCommit(t *testing.T) {
 	s := openStore(t, vfs.NewMem())
 	defer s.Close()
 	type entry struct {
-		group replication.GroupID
+		group multiraft.GroupID
 		ops   []string
 	}
 	op := func(kind persistence.OpKind, p partition.ID, k, v string) persistence.Op {
@@ -271,10 +271,10 @@ func TestLogCommit(t *testing.T) {
 func TestLogCommitFailsWithItsGroup(t *testing.T) {
 	s := openStore(t, vfs.NewMem())
 	defer s.Close()
-	f := &fakeGroups{err: replication.ErrLeadershipLost}
+	f := &fakeGroups{err: multiraft.ErrLeadershipLost}
 	b := s.NewBatch()
 	b.Set(keyIn(1, "a"), nil)
-	if err := (newLog(f, s, time.Second)).Commit(b.Repr()); !errors.Is(err, replication.ErrLeadershipLost) {
+	if err := (newLog(f, s, time.Second)).Commit(b.Repr()); !errors.Is(err, multiraft.ErrLeadershipLost) {
 		t.Errorf("err = %v, want ErrLeadershipLost", err)
 	}
 }
@@ -373,8 +373,8 @@ func TestUncommittedWriteSaysSoInItsOwnWords(t *testing.T) {
 	s := openStore(t, vfs.NewMem())
 	defer s.Close()
 	l := newLog(&fakeGroups{}, s, time.Second)
-	l.leads = func(replication.GroupID) bool { return false }
-	l.remote = func(context.Context, replication.GroupID, []byte) error {
+	l.leads = func(multiraft.GroupID) bool { return false }
+	l.remote = func(context.Context, multiraft.GroupID, []byte) error {
 		return kiterr.New(kiterr.Unavailable, "replication: group 1: not the leader (leader 7, term 4)")
 	}
 	b := s.NewBatch()
@@ -390,8 +390,8 @@ func TestUncommittedWriteSaysSoInItsOwnWords(t *testing.T) {
 // An entry for a group led elsewhere is sent again while its leader
 // refuses it with nothing appended, and only then.
 func TestRemoteProposalRefusedIsSentAgain(t *testing.T) {
-	refused := &replication.NotLeaderError{Group: 1, Leader: 7, Term: 4}
-	dropped := fmt.Errorf("%w: transfer", replication.ErrProposalDropped)
+	refused := &multiraft.NotLeaderError{Group: 1, Leader: 7, Term: 4}
+	dropped := fmt.Errorf("%w: transfer", multiraft.ErrProposalDropped)
 	for _, tc := range []struct {
 		name      string
 		answers   []error // the remote's answers, in turn; then nil
@@ -403,7 +403,7 @@ func TestRemoteProposalRefusedIsSentAgain(t *testing.T) {
 	}{
 		{"a refusal naming another leader is sent again", []error{refused}, 0, time.Second, 2, 0, false},
 		{"a proposal dropped during a transfer is sent again", []error{dropped, dropped}, 0, time.Second, 3, 0, false},
-		{"an outcome not known is never sent again", []error{replication.ErrLeadershipLost}, 0, time.Second, 1, 0, true},
+		{"an outcome not known is never sent again", []error{multiraft.ErrLeadershipLost}, 0, time.Second, 1, 0, true},
 		{"an error of the leader's own is never sent again", []error{kiterr.New(kiterr.Internal, "disk")}, 0, time.Second, 1, 0, true},
 		{"leadership that came here is proposed here", []error{refused, refused}, 1, time.Second, 1, 1, false},
 		{"refusals for the whole request's time answer 503", slices.Repeat([]error{refused}, 1000), 0, 100 * time.Millisecond, -1, 0, true},
@@ -414,8 +414,8 @@ func TestRemoteProposalRefusedIsSentAgain(t *testing.T) {
 			groups := &fakeGroups{}
 			l := newLog(groups, s, tc.timeout)
 			var sends int
-			l.leads = func(replication.GroupID) bool { return tc.leadAfter > 0 && sends >= tc.leadAfter }
-			l.remote = func(context.Context, replication.GroupID, []byte) error {
+			l.leads = func(multiraft.GroupID) bool { return tc.leadAfter > 0 && sends >= tc.leadAfter }
+			l.remote = func(context.Context, multiraft.GroupID, []byte) error {
 				sends++
 				if sends <= len(tc.answers) {
 					return tc.answers[sends-1]
@@ -449,8 +449,8 @@ func TestRemoteProposalRefusedIsSentAgain(t *testing.T) {
 // unknown does not. (Replica.propose refuses a partition whose activations
 // may still run here: TestNoEntryLeavesWhileItsActivationsMayRunHere.)
 func TestPartRefusedHereIsSentAgain(t *testing.T) {
-	dropped := fmt.Errorf("%w: transfer", replication.ErrProposalDropped)
-	lost := &replication.NotLeaderError{Group: 2, Leader: 7, Term: 4}
+	dropped := fmt.Errorf("%w: transfer", multiraft.ErrProposalDropped)
+	lost := &multiraft.NotLeaderError{Group: 2, Leader: 7, Term: 4}
 	for _, tc := range []struct {
 		name    string
 		parts   []partition.ID // the batch writes one key in each
@@ -464,12 +464,12 @@ func TestPartRefusedHereIsSentAgain(t *testing.T) {
 		{"a batch of one partition, dropped, goes to the next leader", []partition.ID{2}, []error{dropped}, 1, 1, false},
 		{"a part of several whose lead was lost goes to the next leader", []partition.ID{1, 2}, []error{lost}, 1, 1, false},
 		{"a batch of one partition whose lead was lost goes to the next leader", []partition.ID{2}, []error{lost}, 1, 1, false},
-		{"a part of several whose outcome is unknown is not sent again", []partition.ID{1, 2}, []error{replication.ErrLeadershipLost}, 1, 0, true},
+		{"a part of several whose outcome is unknown is not sent again", []partition.ID{1, 2}, []error{multiraft.ErrLeadershipLost}, 1, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := openStore(t, vfs.NewMem())
 			defer s.Close()
-			groups := &fakeGroups{answers: map[replication.GroupID][]error{2: tc.answers}}
+			groups := &fakeGroups{answers: map[multiraft.GroupID][]error{2: tc.answers}}
 			l := newLog(groups, s, time.Second)
 			here := func() (n int) {
 				for _, call := range groups.calls {
@@ -481,9 +481,9 @@ func TestPartRefusedHereIsSentAgain(t *testing.T) {
 				}
 				return n
 			}
-			l.leads = func(g replication.GroupID) bool { return g != 2 || here() < tc.leads2 }
+			l.leads = func(g multiraft.GroupID) bool { return g != 2 || here() < tc.leads2 }
 			var sends int
-			l.remote = func(_ context.Context, g replication.GroupID, _ []byte) error {
+			l.remote = func(_ context.Context, g multiraft.GroupID, _ []byte) error {
 				if g != 2 {
 					t.Errorf("sent group %d elsewhere", g)
 				}
@@ -533,13 +533,13 @@ func TestFounds(t *testing.T) {
 // it may be an activation's own write, and the new leader may have loaded
 // that activation's state already.
 func TestNoEntryLeavesWhileItsActivationsMayRunHere(t *testing.T) {
-	const g = replication.GroupID(3)
+	const g = multiraft.GroupID(3)
 	p := partition.ID(g)
 	h := &hosts{hosted: map[partition.ID]bool{}}
 	r := &Replica{id: 1, hosts: h}
 	r.leaders[p] = leader{id: 2, term: 5}
 	var sends int
-	r.cfg.Remote = func(context.Context, uint64, replication.GroupID, []byte) error {
+	r.cfg.Remote = func(context.Context, uint64, multiraft.GroupID, []byte) error {
 		sends++
 		return nil
 	}
@@ -578,7 +578,7 @@ func TestNoEntryLeavesWhileItsActivationsMayRunHere(t *testing.T) {
 // The leader a refusing node names gets the next entry, while this node
 // still knows only an older term.
 func TestARefusalNamesWhereTheNextEntryGoes(t *testing.T) {
-	const g = replication.GroupID(3)
+	const g = multiraft.GroupID(3)
 	for _, tc := range []struct {
 		name  string
 		known leader // what this node's replica heard
@@ -594,10 +594,10 @@ func TestARefusalNamesWhereTheNextEntryGoes(t *testing.T) {
 			var sent []uint64
 			r := &Replica{id: 1}
 			r.leaders[g] = tc.known
-			r.cfg.Remote = func(_ context.Context, to uint64, _ replication.GroupID, _ []byte) error {
+			r.cfg.Remote = func(_ context.Context, to uint64, _ multiraft.GroupID, _ []byte) error {
 				sent = append(sent, to)
 				if len(sent) == 1 {
-					return &replication.NotLeaderError{Group: g, Leader: tc.named.id, Term: tc.named.term}
+					return &multiraft.NotLeaderError{Group: g, Leader: tc.named.id, Term: tc.named.term}
 				}
 				return nil
 			}

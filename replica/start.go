@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/persistence"
-	"github.com/kitd/kitd/replication"
 )
 
 // Hosts is the switch of where activations run (cluster.Host).
@@ -35,7 +35,7 @@ type Config struct {
 
 	// Transport carries raft messages to the other nodes; nil: the node
 	// is alone, and every group has it as its only voter.
-	Transport replication.Transport
+	Transport multiraft.Transport
 	// Found: this node founds a cluster. On its first start (a store
 	// without groups) it creates every group with itself as the only
 	// voter; a node that joins a cluster creates none, and each group's
@@ -60,14 +60,14 @@ type Config struct {
 	// Remote asks node to (its raft id) to propose data to group g, which
 	// it leads (Replica.ProposeHere there): how a batch that spans
 	// partitions reaches the groups other nodes lead. A
-	// *replication.NotLeaderError or an error wrapping
-	// replication.ErrProposalDropped says nothing was appended, and the
+	// *multiraft.NotLeaderError or an error wrapping
+	// multiraft.ErrProposalDropped says nothing was appended, and the
 	// entry may be sent again. Required with Transport.
-	Remote func(ctx context.Context, to uint64, g replication.GroupID, data []byte) error
+	Remote func(ctx context.Context, to uint64, g multiraft.GroupID, data []byte) error
 	// ReadIndex asks node to for the commit index of group g, which it
 	// leads (Replica.CommitIndex there): how CatchUp learns how far to
 	// wait. Required with Transport.
-	ReadIndex func(ctx context.Context, to uint64, g replication.GroupID) (uint64, error)
+	ReadIndex func(ctx context.Context, to uint64, g multiraft.GroupID) (uint64, error)
 	// LeaderOf is the raft id of p's leader as gossip last said (0: none):
 	// how an entry reaches the leader of a group this node holds no
 	// replica of, and so hears nothing of. nil: every group is held here.
@@ -79,7 +79,7 @@ type Config struct {
 	// AskMembers asks node to for the members of group g, which it leads
 	// (Replica.GroupMembers there): how a replica its group removed learns
 	// it, and is forgotten. nil: replicas are never forgotten.
-	AskMembers func(ctx context.Context, to uint64, g replication.GroupID) ([]uint64, error)
+	AskMembers func(ctx context.Context, to uint64, g multiraft.GroupID) ([]uint64, error)
 	// ForgetAfter is how long a replica is not held (a member hearing a
 	// leader) before its group's leader is asked whether it was removed;
 	// 0: 30 s.
@@ -87,7 +87,7 @@ type Config struct {
 }
 
 // logKept is how many applied entries a group's log keeps for followers
-// that lag (replication.Config.CompactAfter). raft holds the live log in
+// that lag (multiraft.Config.CompactAfter). raft holds the live log in
 // memory on every replica: 64 groups of up to twice this many entries of
 // about a kilobyte. With replication's default (1,000) a follower under
 // load kept about 60 MB of entries, which made the garbage collector the
@@ -107,7 +107,7 @@ type Replica struct {
 	Log *Log
 
 	cfg    Config
-	node   *replication.Node
+	node   *multiraft.Node
 	id     uint64
 	ticker *time.Ticker
 	hosts  Hosts
@@ -183,7 +183,7 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 	for p := range partition.ID(partition.Count) {
 		cfg.Hosts.Release(p)
 	}
-	id, err := replication.NodeID(cfg.Store)
+	id, err := multiraft.NodeID(cfg.Store)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +196,7 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 	for p := range r.leaders {
 		r.leaders[p].at = started // no leader heard of since the start
 	}
-	r.node, err = replication.Open(replication.Config{
+	r.node, err = multiraft.Open(multiraft.Config{
 		NodeID: id, Store: cfg.Store, Transport: tr, StateMachine: Records{Store: cfg.Store},
 		Ticker: r.ticker.C, TickInterval: cfg.TickInterval, Logger: cfg.Logger,
 		CompactAfter: logKept,
@@ -215,7 +215,7 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 	// A node alone leads every group, whether it creates them now or
 	// restarts; the first node of a cluster creates and leads them only
 	// on its first start: restarted, it is one replica among others.
-	forgot, err := replication.Forgotten(cfg.Store)
+	forgot, err := multiraft.Forgotten(cfg.Store)
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -230,7 +230,7 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 		go r.everyGrowInterval(r.grow)
 	}
 	if cfg.AskMembers != nil && cfg.LeaderOf != nil {
-		f := &forgetter{r: r, next: map[replication.GroupID]time.Time{}}
+		f := &forgetter{r: r, next: map[multiraft.GroupID]time.Time{}}
 		go r.everyGrowInterval(f.forgetRemoved)
 	}
 	return r, nil
@@ -245,7 +245,7 @@ func founds(alone, found, forgot bool, groups int) bool {
 }
 
 // leads reports whether this node leads g and may host it.
-func (r *Replica) leads(g replication.GroupID) bool {
+func (r *Replica) leads(g multiraft.GroupID) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.leading[g] != 0
@@ -260,7 +260,7 @@ func (r *Replica) leads(g replication.GroupID) bool {
 var errActivationsHere = errors.New("replica: the partition's activations may still run here; its writes go to no other leader")
 
 // propose sends an entry to g's leader elsewhere.
-func (r *Replica) propose(ctx context.Context, g replication.GroupID, data []byte) error {
+func (r *Replica) propose(ctx context.Context, g multiraft.GroupID, data []byte) error {
 	if r.activationsMayRun(partition.ID(g)) {
 		return errActivationsHere
 	}
@@ -269,10 +269,10 @@ func (r *Replica) propose(ctx context.Context, g replication.GroupID, data []byt
 		to = rf.id
 	}
 	if to == 0 || to == r.id {
-		return &replication.NotLeaderError{Group: g, Leader: to, Term: term}
+		return &multiraft.NotLeaderError{Group: g, Leader: to, Term: term}
 	}
 	err := r.cfg.Remote(ctx, to, g, data)
-	var nl *replication.NotLeaderError
+	var nl *multiraft.NotLeaderError
 	if errors.As(err, &nl) && nl.Leader != 0 && nl.Leader != to {
 		r.refusals[g].Store(&refusal{leader: leader{id: nl.Leader, term: nl.Term}, at: time.Now()})
 	}
@@ -281,7 +281,7 @@ func (r *Replica) propose(ctx context.Context, g replication.GroupID, data []byt
 
 // ProposeHere proposes data to g, which this node must lead, and returns
 // once it is applied: the other end of Config.Remote.
-func (r *Replica) ProposeHere(ctx context.Context, g replication.GroupID, data []byte) error {
+func (r *Replica) ProposeHere(ctx context.Context, g multiraft.GroupID, data []byte) error {
 	if int(g) >= partition.Count {
 		return fmt.Errorf("replica: no group %d", g)
 	}
@@ -301,7 +301,7 @@ func (r *Replica) ProposeHere(ctx context.Context, g replication.GroupID, data [
 func (r *Replica) ID() uint64 { return r.id }
 
 // Node is this node's raft groups, for the transport to deliver to.
-func (r *Replica) Node() *replication.Node { return r.node }
+func (r *Replica) Node() *multiraft.Node { return r.node }
 
 // Leader is the node that leads partition p as this node last heard
 // (0: none known), with its term.
@@ -369,7 +369,7 @@ func (r *Replica) LeaseValid(p partition.ID) bool {
 	if r.cfg.Transport == nil {
 		return true // alone: no other node can lead
 	}
-	return r.node.LeaseValid(replication.GroupID(p))
+	return r.node.LeaseValid(multiraft.GroupID(p))
 }
 
 // Partitions returns the sets of partitions this node leads and holds a
@@ -393,11 +393,11 @@ func (r *Replica) Partitions() (led, replicated uint64) {
 // JoinGroup creates an empty replica of g for its leader to fill: the
 // transport calls it for a message of a group this node lacks, which
 // means a leader added this node to the group.
-func (r *Replica) JoinGroup(g replication.GroupID) {
+func (r *Replica) JoinGroup(g multiraft.GroupID) {
 	if int(g) >= partition.Count {
 		return
 	}
-	if err := r.node.Join(g); err != nil && !errors.Is(err, replication.ErrGroupExists) {
+	if err := r.node.Join(g); err != nil && !errors.Is(err, multiraft.ErrGroupExists) {
 		r.logger.Warn("join group", "group", g, "err", err)
 	}
 }
@@ -405,12 +405,12 @@ func (r *Replica) JoinGroup(g replication.GroupID) {
 // lead creates the missing groups, stands for leader of every group, and
 // waits until every partition is hosted here.
 func (r *Replica) lead(ctx context.Context) error {
-	have := make(map[replication.GroupID]bool, partition.Count)
+	have := make(map[multiraft.GroupID]bool, partition.Count)
 	for _, g := range r.node.Groups() {
 		have[g] = true
 	}
 	for p := range partition.ID(partition.Count) {
-		g := replication.GroupID(p)
+		g := multiraft.GroupID(p)
 		if !have[g] {
 			if err := r.node.Bootstrap(g, []uint64{r.id}); err != nil {
 				return fmt.Errorf("replica: create group %d: %w", g, err)
@@ -449,7 +449,7 @@ func (r *Replica) hostedCount() int {
 func (r *Replica) follow() {
 	changes := r.node.LeaderChanges()
 	for {
-		var lc replication.LeaderChange
+		var lc multiraft.LeaderChange
 		select {
 		case lc = <-changes:
 		case <-r.stop:
@@ -487,7 +487,7 @@ func (r *Replica) follow() {
 func (r *Replica) host(p partition.ID, term uint64) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := r.node.Propose(ctx, replication.GroupID(p), nil)
+		_, err := r.node.Propose(ctx, multiraft.GroupID(p), nil)
 		cancel()
 		r.mu.Lock()
 		current := r.leading[p] == term
@@ -499,7 +499,7 @@ func (r *Replica) host(p partition.ID, term uint64) {
 		switch {
 		case err == nil && current:
 			return
-		case !current || errors.Is(err, replication.ErrStopped):
+		case !current || errors.Is(err, multiraft.ErrStopped):
 			return
 		}
 		r.logger.Warn("no barrier entry in a new term yet", "partition", p, "term", term, "err", err)
@@ -515,7 +515,7 @@ func (r *Replica) host(p partition.ID, term uint64) {
 // more than an election timeout later (raft gives a transfer up after
 // one), the transfer failed, and it hosts the partition again: it led
 // throughout, so its store is current.
-func (r *Replica) handOver(g replication.GroupID, to uint64) error {
+func (r *Replica) handOver(g multiraft.GroupID, to uint64) error {
 	p := partition.ID(g)
 	r.mu.Lock()
 	term, release := r.leading[p], r.unhost(p)
@@ -579,7 +579,7 @@ func (r *Replica) Close() error {
 // this node as its only voter, so raft has nobody to send to.
 type alone struct{}
 
-func (alone) Send([]replication.Message) {}
-func (alone) SendSnapshot(replication.Message, io.Reader) error {
+func (alone) Send([]multiraft.Message) {}
+func (alone) SendSnapshot(multiraft.Message, io.Reader) error {
 	return errors.New("replica: no peers")
 }

@@ -8,9 +8,9 @@ import (
 
 	"github.com/kitd/kitd/http/api"
 	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/persistence/backup"
-	"github.com/kitd/kitd/replication"
 )
 
 // backups makes the backups of GET /ops/v1/backup: a node alone (with
@@ -33,7 +33,7 @@ func backups(store *persistence.Store, keys sealKeys, g groups, build Build) api
 		}
 	}
 	return func(_ context.Context, out io.Writer) error {
-		return backup.Node(out, store, header(), files, replication.NodeLocal)
+		return backup.Node(out, store, header(), files, multiraft.NodeLocal)
 	}
 }
 

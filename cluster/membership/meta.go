@@ -80,7 +80,7 @@ type Meta struct {
 	// a replica of (led included).
 	Led        Partitions
 	Replicated Partitions
-	// RaftID is the node's id in its raft groups (replication.NodeID):
+	// RaftID is the node's id in its raft groups (multiraft.NodeID):
 	// kept across restarts, unlike SystemID. 0: the node runs no groups.
 	RaftID uint64
 }

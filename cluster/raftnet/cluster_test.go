@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/cluster/raftnet"
-	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/multiraft"
 )
 
 // One group on three nodes, their raft messages and snapshots carried by
@@ -58,7 +58,7 @@ func bigValue(i int) string { return strings.Repeat(string(rune('a'+i%26)), 3000
 func learnerCatchesUp(byHook bool) func(t *testing.T) {
 	return func(t *testing.T) {
 		c := newCluster(t, []uint64{1, 2, 3}, options{chunk: chunk},
-			func(cfg *replication.Config) { cfg.CompactAfter = 4 })
+			func(cfg *multiraft.Config) { cfg.CompactAfter = 4 })
 		c.bootstrap(0, 1, 2, 3)
 		voters := c.all()
 		for i := range 20 {
@@ -67,14 +67,14 @@ func learnerCatchesUp(byHook bool) func(t *testing.T) {
 		if byHook {
 			joined := make(chan error, 1)
 			c.o.edit = func(cfg *raftnet.Config) {
-				node := func() *replication.Node { return c.members[4].node }
-				cfg.OnUnknownGroup = func(g replication.GroupID, from uint64) {
+				node := func() *multiraft.Node { return c.members[4].node }
+				cfg.OnUnknownGroup = func(g multiraft.GroupID, from uint64) {
 					// Off the read loop: Join waits for the driver. Every
 					// message until then calls the hook again, and a Join
 					// after the first finds the group there.
 					go func() {
 						err := node().Join(g)
-						if errors.Is(err, replication.ErrGroupExists) {
+						if errors.Is(err, multiraft.ErrGroupExists) {
 							return
 						}
 						select {

@@ -1,5 +1,5 @@
 // Package raftnet carries the raft messages and snapshots of a node's
-// groups (package replication) between kitd nodes, over their node-to-node
+// groups (package multiraft) between kitd nodes, over their node-to-node
 // connections (package cluster/peer). It owns the wire format of a raft
 // batch and of a snapshot stream's header (wire.go), the mapping from raft
 // node ids to peer addresses (Directory, fed by the cluster from gossip
@@ -17,7 +17,7 @@
 // it.
 //
 // Receiving: HandleBatch and HandleStream are the peer transport's
-// handlers. They decode and hand each message to replication.Node.Step,
+// handlers. They decode and hand each message to multiraft.Node.Step,
 // and each snapshot to Node.ReceiveSnapshot. A message for a group this
 // node does not hold goes to Config.OnUnknownGroup (the cluster joins a
 // group it is being added to from there) and is counted. Input no member

@@ -14,9 +14,9 @@ import (
 	"github.com/kitd/kitd/cluster/peer"
 	"github.com/kitd/kitd/cluster/peer/peertest"
 	"github.com/kitd/kitd/cluster/raftnet"
+	"github.com/kitd/kitd/multiraft"
+	"github.com/kitd/kitd/multiraft/multirafttest"
 	"github.com/kitd/kitd/persistence"
-	"github.com/kitd/kitd/replication"
-	"github.com/kitd/kitd/replication/replicationtest"
 )
 
 var testKey = []byte("raftnet test cluster key, 32 b..")
@@ -92,8 +92,8 @@ func connect(t testing.TB, a *endpoint, addr string) {
 type member struct {
 	*endpoint
 	store *persistence.Store
-	node  *replication.Node
-	kv    replicationtest.KV
+	node  *multiraft.Node
+	kv    multirafttest.KV
 	tick  chan time.Time
 }
 
@@ -101,12 +101,12 @@ type member struct {
 type cluster struct {
 	t       testing.TB
 	o       options
-	tweak   func(*replication.Config)
+	tweak   func(*multiraft.Config)
 	members map[uint64]*member
 	ids     []uint64
 }
 
-func newCluster(t testing.TB, ids []uint64, o options, tweak func(*replication.Config)) *cluster {
+func newCluster(t testing.TB, ids []uint64, o options, tweak func(*multiraft.Config)) *cluster {
 	c := &cluster{t: t, o: o, tweak: tweak, members: make(map[uint64]*member)}
 	for _, id := range ids {
 		c.start(id)
@@ -127,16 +127,16 @@ func (c *cluster) start(id uint64) *member {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	m.store, m.kv = store, replicationtest.KV{Store: store}
-	cfg := replication.Config{NodeID: id, Store: store, Transport: m.net, StateMachine: m.kv, Ticker: m.tick}
+	m.store, m.kv = store, multirafttest.KV{Store: store}
+	cfg := multiraft.Config{NodeID: id, Store: store, Transport: m.net, StateMachine: m.kv, Ticker: m.tick}
 	if c.tweak != nil {
 		c.tweak(&cfg)
 	}
-	if m.node, err = replication.Open(cfg); err != nil {
+	if m.node, err = multiraft.Open(cfg); err != nil {
 		c.t.Fatal(err)
 	}
 	m.net.Attach(m.node)
-	go func(n *replication.Node) {
+	go func(n *multiraft.Node) {
 		for range n.LeaderChanges() {
 		}
 	}(m.node)
@@ -225,7 +225,7 @@ func (c *cluster) tickOne(ms ...*member) {
 	c.settle()
 }
 
-func (c *cluster) bootstrap(g replication.GroupID, voters ...uint64) {
+func (c *cluster) bootstrap(g multiraft.GroupID, voters ...uint64) {
 	c.t.Helper()
 	for _, id := range voters {
 		if err := c.members[id].node.Bootstrap(g, voters); err != nil {
@@ -235,7 +235,7 @@ func (c *cluster) bootstrap(g replication.GroupID, voters ...uint64) {
 }
 
 // leader returns the node every one of ms agrees leads g, or 0.
-func leader(g replication.GroupID, ms ...*member) uint64 {
+func leader(g multiraft.GroupID, ms ...*member) uint64 {
 	var lead uint64
 	for _, m := range ms {
 		st, err := m.node.Status(g)
@@ -251,7 +251,7 @@ func leader(g replication.GroupID, ms ...*member) uint64 {
 }
 
 // elect ticks ms until they agree on a leader of g among them.
-func (c *cluster) elect(g replication.GroupID, ms ...*member) uint64 {
+func (c *cluster) elect(g multiraft.GroupID, ms ...*member) uint64 {
 	c.t.Helper()
 	for range 200 {
 		if lead := leader(g, ms...); lead != 0 {
@@ -265,18 +265,18 @@ func (c *cluster) elect(g replication.GroupID, ms ...*member) uint64 {
 
 // propose proposes data to g on its leader among ms, electing one again
 // if leadership moved.
-func (c *cluster) propose(g replication.GroupID, data string, ms ...*member) {
+func (c *cluster) propose(g multiraft.GroupID, data string, ms ...*member) {
 	c.t.Helper()
 	for range 10 {
 		lead := c.elect(g, ms...)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_, err := c.members[lead].node.Propose(ctx, g, []byte(data))
 		cancel()
-		var nl *replication.NotLeaderError
+		var nl *multiraft.NotLeaderError
 		switch {
 		case err == nil:
 			return
-		case errors.As(err, &nl), errors.Is(err, replication.ErrLeadershipLost), errors.Is(err, replication.ErrProposalDropped):
+		case errors.As(err, &nl), errors.Is(err, multiraft.ErrLeadershipLost), errors.Is(err, multiraft.ErrProposalDropped):
 			continue
 		default:
 			c.t.Fatalf("propose to group %d on %d: %v", g, lead, err)
@@ -287,7 +287,7 @@ func (c *cluster) propose(g replication.GroupID, data string, ms ...*member) {
 
 // waitEqual ticks every member until ms hold the same records of g, and
 // returns them.
-func (c *cluster) waitEqual(g replication.GroupID, ms ...*member) map[uint64]string {
+func (c *cluster) waitEqual(g multiraft.GroupID, ms ...*member) map[uint64]string {
 	c.t.Helper()
 	var diff string
 	for range 300 {

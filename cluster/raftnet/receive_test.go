@@ -14,11 +14,11 @@ import (
 	"github.com/kitd/kitd/cluster/raftnet"
 	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/loglimit"
-	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/multiraft"
 )
 
-func snapMsg(to uint64) replication.Message {
-	return replication.Message{Group: 7, Msg: &pb.Message{
+func snapMsg(to uint64) multiraft.Message {
+	return multiraft.Message{Group: 7, Msg: &pb.Message{
 		Type: pb.MsgSnap.Enum(), From: proto.Uint64(1), To: proto.Uint64(to), Term: proto.Uint64(1),
 		Snapshot: &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: proto.Uint64(10), Term: proto.Uint64(1)}},
 	}}
@@ -30,7 +30,7 @@ func snapMsg(to uint64) replication.Message {
 // node holding no group; node 1 sends.
 func TestReceiveRefusesAndCounts(t *testing.T) {
 	type unknown struct {
-		g    replication.GroupID
+		g    multiraft.GroupID
 		from uint64
 	}
 	for _, tc := range []struct {
@@ -51,19 +51,19 @@ func TestReceiveRefusesAndCounts(t *testing.T) {
 		{"a message for another node is refused", false,
 			func(t *testing.T, snd *endpoint, addr string) error {
 				snd.dir.Set(9, addr) // node 1 believes node 9 listens there
-				snd.net.Send([]replication.Message{appendTo(9, 10)})
+				snd.net.Send([]multiraft.Message{appendTo(9, 10)})
 				return nil
 			},
 			func(st raftnet.Stats) bool { return st.Refused == 1 && st.UnknownGroup == 0 }, nil},
 		{"a message for an unknown group is dropped and counted", false,
 			func(t *testing.T, snd *endpoint, addr string) error {
-				snd.net.Send([]replication.Message{appendTo(2, 10)})
+				snd.net.Send([]multiraft.Message{appendTo(2, 10)})
 				return nil
 			},
 			func(st raftnet.Stats) bool { return st.UnknownGroup == 1 && st.Refused == 0 }, nil},
 		{"a message for an unknown group goes to OnUnknownGroup", true,
 			func(t *testing.T, snd *endpoint, addr string) error {
-				snd.net.Send([]replication.Message{appendTo(2, 10)})
+				snd.net.Send([]multiraft.Message{appendTo(2, 10)})
 				return nil
 			},
 			func(st raftnet.Stats) bool { return st.UnknownGroup == 1 }, []unknown{{1, 1}}},
@@ -106,7 +106,7 @@ func TestReceiveRefusesAndCounts(t *testing.T) {
 			o := options{}
 			if tc.hook {
 				o.edit = func(c *raftnet.Config) {
-					c.OnUnknownGroup = func(g replication.GroupID, from uint64) {
+					c.OnUnknownGroup = func(g multiraft.GroupID, from uint64) {
 						mu.Lock()
 						defer mu.Unlock()
 						heard = append(heard, unknown{g, from})
@@ -161,7 +161,7 @@ func TestBeforeBindAndAttach(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tr.Send([]replication.Message{appendTo(2, 10)})
+			tr.Send([]multiraft.Message{appendTo(2, 10)})
 			if err := tr.SendSnapshot(snapMsg(2), strings.NewReader("state")); !errors.Is(err, peer.ErrUnavailable) {
 				t.Errorf("SendSnapshot before Bind: %v", err)
 			}
@@ -171,7 +171,7 @@ func TestBeforeBindAndAttach(t *testing.T) {
 			snd, rcv := newEndpoint(t, 1, options{}), newEndpoint(t, 2, options{})
 			snd.dir.Set(2, rcv.peer.Addr())
 			connect(t, snd, rcv.peer.Addr())
-			snd.net.Send([]replication.Message{appendTo(2, 10)})
+			snd.net.Send([]multiraft.Message{appendTo(2, 10)})
 			eventually.True(t, "the batch", func() bool { return rcv.net.Stats().Undelivered == 1 })
 			return rcv.net.Stats()
 		}, func(st raftnet.Stats) bool { return st.Undelivered == 1 && st.Received == 0 }},

@@ -13,7 +13,7 @@ import (
 	"github.com/kitd/kitd/cluster/peer"
 	"github.com/kitd/kitd/cluster/raftnet"
 	"github.com/kitd/kitd/internal/eventually"
-	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/multiraft"
 )
 
 // sendBound is what one Send may take at most. Send never waits on the
@@ -23,8 +23,8 @@ import (
 // that waited on the network would wait for.
 const sendBound = 5 * time.Second
 
-func appendTo(to uint64, size int) replication.Message {
-	return replication.Message{Group: 1, Msg: &pb.Message{
+func appendTo(to uint64, size int) multiraft.Message {
+	return multiraft.Message{Group: 1, Msg: &pb.Message{
 		Type: pb.MsgApp.Enum(), From: proto.Uint64(1), To: proto.Uint64(to), Term: proto.Uint64(1),
 		Entries: []*pb.Entry{{Term: proto.Uint64(1), Index: proto.Uint64(1), Data: make([]byte, size)}},
 	}}
@@ -172,7 +172,7 @@ func TestSendNeverBlocks(t *testing.T) {
 					stall()
 				}
 				start := time.Now()
-				snd.net.Send([]replication.Message{appendTo(2, tc.size)})
+				snd.net.Send([]multiraft.Message{appendTo(2, tc.size)})
 				slowest = max(slowest, time.Since(start))
 			}
 			if slowest > sendBound {
@@ -207,7 +207,7 @@ func TestLargeCycleIsSplit(t *testing.T) {
 	}, nil)
 	snd, rcv := c.members[1], c.members[2]
 	const n = 20
-	msgs := make([]replication.Message, n)
+	msgs := make([]multiraft.Message, n)
 	for i := range msgs {
 		msgs[i] = appendTo(2, 1<<20)
 	}
@@ -232,7 +232,7 @@ func TestSendAllocatesNothing(t *testing.T) {
 	}
 	c := newCluster(t, []uint64{1, 2, 3}, options{}, nil)
 	snd := c.members[1]
-	msgs := []replication.Message{appendTo(2, 256), appendTo(3, 256), appendTo(2, 64), appendTo(3, 64)}
+	msgs := []multiraft.Message{appendTo(2, 256), appendTo(3, 256), appendTo(2, 64), appendTo(3, 64)}
 	// On a loaded machine a measure can catch the connections' buffers
 	// still growing, or a redial: a Send that allocates does so in every
 	// attempt, so one clean attempt of three is the rule holding.

@@ -13,7 +13,7 @@ import (
 	"github.com/kitd/kitd/cluster/peer"
 	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/loglimit"
-	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/multiraft"
 )
 
 // Config is what a Transport needs. NodeID and Directory are required.
@@ -26,7 +26,7 @@ type Config struct {
 	// it is being added to from there. It runs on a peer connection's read
 	// loop and must not block. Nil: such messages are dropped (and counted
 	// either way).
-	OnUnknownGroup func(g replication.GroupID, from uint64)
+	OnUnknownGroup func(g multiraft.GroupID, from uint64)
 
 	// MaxBatch bounds the bytes of one batch (4 MiB): a cycle's messages
 	// to one node go in as many batches as it takes. It must stay under the
@@ -45,11 +45,11 @@ type Config struct {
 	Clock  clock.Clock // of the log rate limit; default clock.System()
 }
 
-// Transport is replication.Transport over a peer.Transport, and the
-// handlers that deliver what peers send to this node's replication.Node.
+// Transport is multiraft.Transport over a peer.Transport, and the
+// handlers that deliver what peers send to this node's multiraft.Node.
 // The two halves are bound after construction, because each needs the
 // other first: Config.OneWay and Config.Stream of the peer transport are
-// HandleBatch and HandleStream; the replication.Node is opened with this
+// HandleBatch and HandleStream; the multiraft.Node is opened with this
 // Transport; then Bind(peerTransport) and Attach(node). Until then, sends
 // and receipts are dropped and counted.
 type Transport struct {
@@ -57,7 +57,7 @@ type Transport struct {
 	warn *loglimit.Limiter // refusals, at a bounded rate
 
 	peer atomic.Pointer[peer.Transport]
-	node atomic.Pointer[replication.Node]
+	node atomic.Pointer[multiraft.Node]
 
 	ctx    context.Context // ends at Close: snapshot streams in flight abort
 	cancel context.CancelFunc
@@ -135,7 +135,7 @@ func New(cfg Config) (*Transport, error) {
 func (t *Transport) Bind(p *peer.Transport) { t.peer.Store(p) }
 
 // Attach makes n the node that receives the messages peers send.
-func (t *Transport) Attach(n *replication.Node) { t.node.Store(n) }
+func (t *Transport) Attach(n *multiraft.Node) { t.node.Store(n) }
 
 // Close aborts the snapshot streams this node is sending. The peer
 // transport is its owner's to close (that ends the streams it receives).
@@ -160,7 +160,7 @@ func (t *Transport) Stats() Stats {
 // Directory does not know, or that the peer transport cannot queue (no
 // connection yet, its queue full), is dropped and counted, and raft sends
 // again.
-func (t *Transport) Send(msgs []replication.Message) {
+func (t *Transport) Send(msgs []multiraft.Message) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.peer.Load()
@@ -241,7 +241,7 @@ func (t *Transport) queue(p *peer.Transport, addr string, batch []byte, n uint64
 // m.Msg.To through the peer transport's stream, in chunks of at most
 // ChunkSize bytes, and returns once the receiver has handed it to its node
 // (nil), or why not.
-func (t *Transport) SendSnapshot(m replication.Message, state io.Reader) (err error) {
+func (t *Transport) SendSnapshot(m multiraft.Message, state io.Reader) (err error) {
 	defer func() {
 		if err != nil {
 			t.stats.snapsFailed.Add(1)
@@ -300,7 +300,7 @@ func (t *Transport) SendSnapshot(m replication.Message, state io.Reader) (err er
 // Node.Step does not block, so neither does this.
 func (t *Transport) HandleBatch(from string, payloads [][]byte) {
 	n := t.node.Load()
-	var msgs []replication.Message
+	var msgs []multiraft.Message
 	for _, p := range payloads {
 		var err error
 		if msgs, err = decodeBatch(p, t.cfg.NodeID, msgs[:0]); err != nil {
@@ -313,7 +313,7 @@ func (t *Transport) HandleBatch(from string, payloads [][]byte) {
 	}
 }
 
-func (t *Transport) deliver(n *replication.Node, m replication.Message) {
+func (t *Transport) deliver(n *multiraft.Node, m multiraft.Message) {
 	if n == nil {
 		t.stats.undelivered.Add(1)
 		return
@@ -321,14 +321,14 @@ func (t *Transport) deliver(n *replication.Node, m replication.Message) {
 	switch err := n.Step(m); {
 	case err == nil:
 		t.stats.received.Add(1)
-	case errors.Is(err, replication.ErrUnknownGroup):
+	case errors.Is(err, multiraft.ErrUnknownGroup):
 		t.unknownGroup(m)
 	default:
 		t.stats.undelivered.Add(1)
 	}
 }
 
-func (t *Transport) unknownGroup(m replication.Message) {
+func (t *Transport) unknownGroup(m multiraft.Message) {
 	t.stats.unknownGroup.Add(1)
 	if h := t.cfg.OnUnknownGroup; h != nil {
 		h(m.Group, m.Msg.GetFrom())
@@ -361,7 +361,7 @@ func (t *Transport) HandleStream(_ context.Context, from string, header []byte, 
 	switch {
 	case err == nil:
 		t.stats.snapsReceived.Add(1)
-	case errors.Is(err, replication.ErrUnknownGroup):
+	case errors.Is(err, multiraft.ErrUnknownGroup):
 		t.stats.snapsRefused.Add(1)
 		t.unknownGroup(m)
 	default:

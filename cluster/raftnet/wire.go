@@ -10,7 +10,7 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/multiraft"
 )
 
 // The wire format (docs/cluster.md, "Only members talk to members").
@@ -20,7 +20,7 @@ import (
 //
 //	version byte (batchV1)
 //	then, until the end, for each message:
-//	  group    uvarint (at most 65535: a replication.GroupID)
+//	  group    uvarint (at most 65535: a multiraft.GroupID)
 //	  length   uvarint
 //	  message  length bytes: a raftpb.Message, protobuf encoded
 //
@@ -47,7 +47,7 @@ var (
 )
 
 // appendMessage appends one message of a batch to b.
-func appendMessage(b []byte, g replication.GroupID, m *pb.Message) ([]byte, error) {
+func appendMessage(b []byte, g multiraft.GroupID, m *pb.Message) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(g))
 	size := proto.Size(m)
 	b = binary.AppendUvarint(b, uint64(size))
@@ -60,7 +60,7 @@ var unmarshal = proto.UnmarshalOptions{DiscardUnknown: true}
 // decodeBatch appends to out the messages of batch b for node to. It
 // refuses the whole batch, appending nothing, when any part of it is
 // malformed or not acceptable from the network (checkMessage).
-func decodeBatch(b []byte, to uint64, out []replication.Message) ([]replication.Message, error) {
+func decodeBatch(b []byte, to uint64, out []multiraft.Message) ([]multiraft.Message, error) {
 	if len(b) == 0 || b[0] != batchV1 {
 		return out, errVersion
 	}
@@ -87,7 +87,7 @@ func decodeBatch(b []byte, to uint64, out []replication.Message) ([]replication.
 		if err := checkMessage(m, to); err != nil {
 			return out[:start], err
 		}
-		out = append(out, replication.Message{Group: replication.GroupID(g), Msg: m})
+		out = append(out, multiraft.Message{Group: multiraft.GroupID(g), Msg: m})
 	}
 	return out, nil
 }
@@ -108,33 +108,33 @@ func checkMessage(m *pb.Message, to uint64) error {
 }
 
 // appendSnapshotHeader appends the header of m's snapshot stream to b.
-func appendSnapshotHeader(b []byte, m replication.Message) ([]byte, error) {
+func appendSnapshotHeader(b []byte, m multiraft.Message) ([]byte, error) {
 	b = append(b, snapshotV1)
 	b = binary.AppendUvarint(b, uint64(m.Group))
 	return proto.MarshalOptions{}.MarshalAppend(b, m.Msg)
 }
 
 // decodeSnapshotHeader decodes the header of a snapshot stream for node to.
-func decodeSnapshotHeader(b []byte, to uint64) (replication.Message, error) {
+func decodeSnapshotHeader(b []byte, to uint64) (multiraft.Message, error) {
 	if len(b) == 0 || b[0] != snapshotV1 {
-		return replication.Message{}, errVersion
+		return multiraft.Message{}, errVersion
 	}
 	g, k := binary.Uvarint(b[1:])
 	if k <= 0 {
-		return replication.Message{}, fmt.Errorf("group: %w", errTruncated)
+		return multiraft.Message{}, fmt.Errorf("group: %w", errTruncated)
 	}
 	if g > math.MaxUint16 {
-		return replication.Message{}, errGroupRange
+		return multiraft.Message{}, errGroupRange
 	}
 	m := &pb.Message{}
 	if err := unmarshal.Unmarshal(b[1+k:], m); err != nil {
-		return replication.Message{}, fmt.Errorf("message: %w", err)
+		return multiraft.Message{}, fmt.Errorf("message: %w", err)
 	}
 	if m.GetTo() != to {
-		return replication.Message{}, errNotForMe
+		return multiraft.Message{}, errNotForMe
 	}
 	if m.GetType() != pb.MsgSnap || m.GetSnapshot().GetMetadata() == nil {
-		return replication.Message{}, fmt.Errorf("%w: %v in a snapshot stream", errType, m.GetType())
+		return multiraft.Message{}, fmt.Errorf("%w: %v in a snapshot stream", errType, m.GetType())
 	}
-	return replication.Message{Group: replication.GroupID(g), Msg: m}, nil
+	return multiraft.Message{Group: multiraft.GroupID(g), Msg: m}, nil
 }

@@ -8,7 +8,7 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/multiraft"
 )
 
 func msg(typ pb.MessageType, from, to uint64) *pb.Message {
@@ -24,7 +24,7 @@ func appendMsg(from, to uint64, data ...string) *pb.Message {
 	return m
 }
 
-func batch(t testing.TB, msgs ...replication.Message) []byte {
+func batch(t testing.TB, msgs ...multiraft.Message) []byte {
 	t.Helper()
 	b := []byte{batchV1}
 	for _, m := range msgs {
@@ -39,7 +39,7 @@ func batch(t testing.TB, msgs ...replication.Message) []byte {
 // TestBatchRoundTrip: every message of a batch arrives with its group,
 // equal to what was sent.
 func TestBatchRoundTrip(t *testing.T) {
-	sent := []replication.Message{
+	sent := []multiraft.Message{
 		{Group: 0, Msg: appendMsg(1, 2, "a", "bb")},
 		{Group: 63, Msg: msg(pb.MsgHeartbeat, 1, 2)},
 		{Group: 65535, Msg: msg(pb.MsgVote, 3, 2)},
@@ -65,7 +65,7 @@ func TestBatchRoundTrip(t *testing.T) {
 // TestDecodeBatchRefuses: one row per rule of what a batch must not hold.
 // The whole batch is refused: nothing of it is delivered.
 func TestDecodeBatchRefuses(t *testing.T) {
-	good := batch(t, replication.Message{Group: 1, Msg: msg(pb.MsgHeartbeat, 1, 2)})
+	good := batch(t, multiraft.Message{Group: 1, Msg: msg(pb.MsgHeartbeat, 1, 2)})
 	encoded, _ := proto.Marshal(msg(pb.MsgHeartbeat, 1, 2))
 	withGroup := func(g uint64) []byte {
 		b := binary.AppendUvarint([]byte{batchV1}, g)
@@ -85,16 +85,16 @@ func TestDecodeBatchRefuses(t *testing.T) {
 		{"a length past the end", good[:len(good)-1], errTruncated},
 		{"a truncated length", []byte{batchV1, 0x01, 0x80}, errTruncated},
 		{"a message that does not decode", []byte{batchV1, 0x01, 0x02, 0xff, 0xff}, nil},
-		{"a message for another node", batch(t, replication.Message{Group: 1, Msg: msg(pb.MsgHeartbeat, 1, 3)}), errNotForMe},
-		{"a message without a destination", batch(t, replication.Message{Group: 1, Msg: &pb.Message{Type: pb.MsgApp.Enum()}}), errNotForMe},
-		{"a local message (MsgHup)", batch(t, replication.Message{Group: 1, Msg: msg(pb.MsgHup, 1, 2)}), errType},
-		{"a local message (MsgStorageAppend)", batch(t, replication.Message{Group: 1, Msg: msg(pb.MsgStorageAppend, 1, 2)}), errType},
-		{"a proposal (forwarding is off)", batch(t, replication.Message{Group: 1, Msg: msg(pb.MsgProp, 1, 2)}), errType},
-		{"a snapshot outside a stream", batch(t, replication.Message{Group: 1, Msg: msg(pb.MsgSnap, 1, 2)}), errType},
-		{"one bad message among good ones", append(append([]byte(nil), good...), batch(t, replication.Message{Group: 1, Msg: msg(pb.MsgHeartbeat, 1, 9)})[1:]...), errNotForMe},
+		{"a message for another node", batch(t, multiraft.Message{Group: 1, Msg: msg(pb.MsgHeartbeat, 1, 3)}), errNotForMe},
+		{"a message without a destination", batch(t, multiraft.Message{Group: 1, Msg: &pb.Message{Type: pb.MsgApp.Enum()}}), errNotForMe},
+		{"a local message (MsgHup)", batch(t, multiraft.Message{Group: 1, Msg: msg(pb.MsgHup, 1, 2)}), errType},
+		{"a local message (MsgStorageAppend)", batch(t, multiraft.Message{Group: 1, Msg: msg(pb.MsgStorageAppend, 1, 2)}), errType},
+		{"a proposal (forwarding is off)", batch(t, multiraft.Message{Group: 1, Msg: msg(pb.MsgProp, 1, 2)}), errType},
+		{"a snapshot outside a stream", batch(t, multiraft.Message{Group: 1, Msg: msg(pb.MsgSnap, 1, 2)}), errType},
+		{"one bad message among good ones", append(append([]byte(nil), good...), batch(t, multiraft.Message{Group: 1, Msg: msg(pb.MsgHeartbeat, 1, 9)})[1:]...), errNotForMe},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			prior := []replication.Message{{Group: 5}}
+			prior := []multiraft.Message{{Group: 5}}
 			out, err := decodeBatch(tc.batch, 2, prior)
 			if err == nil {
 				t.Fatalf("accepted: %v", out)
@@ -114,8 +114,8 @@ func TestDecodeBatchRefuses(t *testing.T) {
 func TestDecodeSnapshotHeader(t *testing.T) {
 	snap := msg(pb.MsgSnap, 1, 2)
 	snap.Snapshot = &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: proto.Uint64(40), Term: proto.Uint64(3)}}
-	header := func(g replication.GroupID, m *pb.Message) []byte {
-		b, err := appendSnapshotHeader(nil, replication.Message{Group: g, Msg: m})
+	header := func(g multiraft.GroupID, m *pb.Message) []byte {
+		b, err := appendSnapshotHeader(nil, multiraft.Message{Group: g, Msg: m})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func TestDecodeSnapshotHeader(t *testing.T) {
 // seed corpus (testdata/fuzz/FuzzDecodeBatch) holds a valid batch of each
 // common message type and the refused shapes of TestDecodeBatchRefuses.
 func FuzzDecodeBatch(f *testing.F) {
-	f.Add(batch(f, replication.Message{Group: 3, Msg: appendMsg(1, 2, "x")}))
+	f.Add(batch(f, multiraft.Message{Group: 3, Msg: appendMsg(1, 2, "x")}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := decodeBatch(data, 2, nil)
 		if err != nil {

@@ -29,7 +29,7 @@ var floors = []struct {
 		"internal/history", "internal/loglimit",
 	}},
 	{"storage", []string{"persistence"}},
-	{"consensus and node-to-node transport", []string{"replication", "cluster/peer", "cluster/membership"}},
+	{"consensus and node-to-node transport", []string{"multiraft", "cluster/peer", "cluster/membership"}},
 	{"placement and raft's transport", []string{"cluster", "cluster/raftnet"}},
 	{"actors", []string{"actors"}},
 	{"replicas and deliveries", []string{"replica", "deliveries"}},
@@ -110,10 +110,10 @@ func TestTheRuleOfTheFloors(t *testing.T) {
 	}{
 		{"an import from a floor below is allowed", map[string][]string{"actors": {"persistence", "internal/kiterr"}}, false},
 		{"an import from the same floor is allowed", map[string][]string{"cluster/raftnet": {"cluster"}}, false},
-		{"a helper package takes its parent's floor", map[string][]string{"replication/replicationtest": {"replication", "persistence"}}, false},
+		{"a helper package takes its parent's floor", map[string][]string{"multiraft/multirafttest": {"multiraft", "persistence"}}, false},
 		{"an import from a floor above is refused", map[string][]string{"http/api": {"server/clusternode"}}, true},
 		{"placement importing the assembly is refused", map[string][]string{"cluster": {"server"}}, true},
-		{"storage importing consensus is refused", map[string][]string{"persistence": {"replication"}}, true},
+		{"storage importing consensus is refused", map[string][]string{"persistence": {"multiraft"}}, true},
 		{"a package on no floor is refused", map[string][]string{"newthing": nil}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

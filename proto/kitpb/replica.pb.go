@@ -137,7 +137,7 @@ func (x *ProposeRefused) GetTerm() uint64 {
 
 // GroupMembers asks a raft group's leader which nodes the group's
 // configuration has: a node whose replica of the group hears no leader
-// asks before it forgets the replica (replication.Node.Forget). Only a
+// asks before it forgets the replica (multiraft.Node.Forget). Only a
 // leader that holds its lease answers; any other member refuses it.
 type GroupMembers struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`

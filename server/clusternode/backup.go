@@ -13,10 +13,10 @@ import (
 	"github.com/kitd/kitd/cluster/peer"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/persistence/backup"
 	"github.com/kitd/kitd/proto/kitpb"
-	"github.com/kitd/kitd/replication"
 )
 
 // A backup of a cluster (GET /ops/v1/backup through any member) holds
@@ -95,7 +95,7 @@ func (m *Node) Backup(ctx context.Context, out io.Writer, h backup.Header, files
 func copyRecords(w *backup.Writer, snap *persistence.Snapshot, lower, upper []byte) error {
 	var werr error
 	err := snap.Scan(lower, upper, false, func(k, v []byte) bool {
-		if replication.NodeLocal(k) {
+		if multiraft.NodeLocal(k) {
 			return true
 		}
 		werr = w.Record(k, v)

@@ -21,10 +21,10 @@ import (
 	"github.com/kitd/kitd/cluster/peer"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 	"github.com/kitd/kitd/replica"
-	"github.com/kitd/kitd/replication"
 )
 
 // Config is what a member needs; package server fills it from its own
@@ -102,7 +102,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.ClusterKey == "" {
 		return nil, errors.New("member: a cluster needs --cluster-key: its members authenticate each other with it")
 	}
-	id, err := replication.NodeID(cfg.Store)
+	id, err := multiraft.NodeID(cfg.Store)
 	if err != nil {
 		return nil, err
 	}
@@ -285,10 +285,10 @@ func (m *Node) publish() {
 }
 
 // remotePropose asks the leader of g (raft id to) to propose data.
-func (m *Node) remotePropose(ctx context.Context, to uint64, g replication.GroupID, data []byte) error {
+func (m *Node) remotePropose(ctx context.Context, to uint64, g multiraft.GroupID, data []byte) error {
 	a, ok := m.addr(to)
 	if !ok {
-		return &replication.NotLeaderError{Group: g}
+		return &multiraft.NotLeaderError{Group: g}
 	}
 	id := m.reqs.next()
 	req := &kitpb.ProposeEntry{Group: uint32(g), Data: data}
@@ -301,30 +301,30 @@ func (m *Node) remotePropose(ctx context.Context, to uint64, g replication.Group
 		}
 		if errors.Is(err, peer.ErrUnavailable) {
 			// Nothing was sent: the entry may go again (replica.Config.Remote).
-			return fmt.Errorf("%w: %w", replication.ErrProposalDropped, err)
+			return fmt.Errorf("%w: %w", multiraft.ErrProposalDropped, err)
 		}
 		if refused, ok := res.(*kitpb.ProposeRefused); ok {
-			return &replication.NotLeaderError{Group: g, Leader: refused.GetLeader(), Term: refused.GetTerm()}
+			return &multiraft.NotLeaderError{Group: g, Leader: refused.GetLeader(), Term: refused.GetTerm()}
 		}
 		return err
 	}
 }
 
 // readIndex asks the leader of g (raft id to) for its commit index.
-func (m *Node) readIndex(ctx context.Context, to uint64, g replication.GroupID) (uint64, error) {
+func (m *Node) readIndex(ctx context.Context, to uint64, g multiraft.GroupID) (uint64, error) {
 	reply, err := askLeader[*kitpb.ReadIndexReply](ctx, m, to, g, &kitpb.ReadIndex{Group: uint32(g)})
 	return reply.GetIndex(), err
 }
 
 // askMembers asks the leader of g (raft id to) for the group's members.
-func (m *Node) askMembers(ctx context.Context, to uint64, g replication.GroupID) ([]uint64, error) {
+func (m *Node) askMembers(ctx context.Context, to uint64, g multiraft.GroupID) ([]uint64, error) {
 	reply, err := askLeader[*kitpb.GroupMembersReply](ctx, m, to, g, &kitpb.GroupMembers{Group: uint32(g)})
 	return reply.GetMembers(), err
 }
 
 // askLeader sends req to the leader of g (raft id to) and returns its
 // reply of type R.
-func askLeader[R proto.Message](ctx context.Context, m *Node, to uint64, g replication.GroupID, req proto.Message) (R, error) {
+func askLeader[R proto.Message](ctx context.Context, m *Node, to uint64, g multiraft.GroupID, req proto.Message) (R, error) {
 	var zero R
 	a, ok := m.addr(to)
 	if !ok {
@@ -364,13 +364,13 @@ func (m *Node) handle(ctx context.Context, from string, msg proto.Message, reque
 	case *kitpb.Forward:
 		return m.cfg.Node.ServePeer(ctx, from, r, requestID)
 	case *kitpb.ReadIndex:
-		index, err := m.rep.CommitIndex(replication.GroupID(r.GetGroup()))
+		index, err := m.rep.CommitIndex(multiraft.GroupID(r.GetGroup()))
 		if err != nil {
 			return nil, kiterr.New(kiterr.Unavailable, err.Error())
 		}
 		return &kitpb.ReadIndexReply{Index: index}, nil
 	case *kitpb.GroupMembers:
-		members, err := m.rep.GroupMembers(replication.GroupID(r.GetGroup()))
+		members, err := m.rep.GroupMembers(multiraft.GroupID(r.GetGroup()))
 		if err != nil {
 			return nil, kiterr.New(kiterr.Unavailable, err.Error())
 		}
@@ -385,14 +385,14 @@ func (m *Node) handle(ctx context.Context, from string, msg proto.Message, reque
 	case *kitpb.BackupRead:
 		return m.serveBackupRead(ctx, from, r)
 	case *kitpb.ProposeEntry:
-		err := m.rep.ProposeHere(ctx, replication.GroupID(r.GetGroup()), r.GetData())
-		var nl *replication.NotLeaderError
+		err := m.rep.ProposeHere(ctx, multiraft.GroupID(r.GetGroup()), r.GetData())
+		var nl *multiraft.NotLeaderError
 		switch {
 		case err == nil:
 			return &kitpb.Ok{}, nil
 		case errors.As(err, &nl):
 			return &kitpb.ProposeRefused{Leader: nl.Leader, Term: nl.Term}, nil
-		case errors.Is(err, replication.ErrProposalDropped), errors.Is(err, replication.ErrUnknownGroup):
+		case errors.Is(err, multiraft.ErrProposalDropped), errors.Is(err, multiraft.ErrUnknownGroup):
 			return &kitpb.ProposeRefused{}, nil
 		}
 		return nil, err

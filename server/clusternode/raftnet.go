@@ -5,8 +5,8 @@ import (
 
 	"github.com/kitd/kitd/cluster/raftnet"
 	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/replica"
-	"github.com/kitd/kitd/replication"
 )
 
 // raftNet is the raft transport of this member (cluster/raftnet), and the
@@ -33,7 +33,7 @@ func newRaftNet(m *Node) (*raftNet, error) {
 // join runs on a connection's read loop, so it must not wait for the
 // driver: the join runs on a goroutine of its own, one per group at a
 // time, and raft sends again once the group exists.
-func (rn *raftNet) join(g replication.GroupID, _ uint64) {
+func (rn *raftNet) join(g multiraft.GroupID, _ uint64) {
 	r := rn.rep.Load()
 	if r == nil || int(g) >= partition.Count || !rn.joining[g].CompareAndSwap(false, true) {
 		return

@@ -1,4 +1,4 @@
-package replication_test
+package multiraft_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/multiraft"
 )
 
 // Three nodes, 64 groups: every group elects one leader, and what its
@@ -19,14 +19,14 @@ func TestGroupsElectAndReplicate(t *testing.T) {
 	c.elect(groups)
 	leaders := map[uint64]int{}
 	for g := range groups {
-		leaders[c.leader(replication.GroupID(g))]++
+		leaders[c.leader(multiraft.GroupID(g))]++
 		for i := range 3 {
-			c.propose(replication.GroupID(g), string(rune('a'+i))+"-"+string(rune('A'+g%26)))
+			c.propose(multiraft.GroupID(g), string(rune('a'+i))+"-"+string(rune('A'+g%26)))
 		}
 	}
 	t.Logf("leaderships per node: %v", leaders)
 	for g := range groups {
-		recs := c.waitEqual(replication.GroupID(g))
+		recs := c.waitEqual(multiraft.GroupID(g))
 		if len(recs) != 3 {
 			t.Fatalf("group %d: %d records, want 3", g, len(recs))
 		}
@@ -52,7 +52,7 @@ func TestProposeOnFollowerNamesLeader(t *testing.T) {
 			t.Fatalf("node %d: %+v, want leader %d", m.id, nl, lead)
 		}
 	}
-	if _, err := c.nodes[lead].node.Propose(context.Background(), 7, []byte("x")); err != replication.ErrUnknownGroup {
+	if _, err := c.nodes[lead].node.Propose(context.Background(), 7, []byte("x")); err != multiraft.ErrUnknownGroup {
 		t.Fatalf("unknown group: err = %v", err)
 	}
 }
@@ -66,7 +66,7 @@ func TestReplicatesThroughLossyNetwork(t *testing.T) {
 	c.elect(groups)
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(7, 7))
-	c.net.Drop(func(replication.Message) bool {
+	c.net.Drop(func(multiraft.Message) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return rng.IntN(3) == 0
@@ -76,10 +76,10 @@ func TestReplicatesThroughLossyNetwork(t *testing.T) {
 	var wg sync.WaitGroup
 	var failed atomic.Int32
 	for g := range groups {
-		lead := c.nodes[c.leader(replication.GroupID(g))]
+		lead := c.nodes[c.leader(multiraft.GroupID(g))]
 		for i := range proposals {
 			wg.Go(func() {
-				if _, err := lead.node.Propose(ctx, replication.GroupID(g), []byte{byte(i)}); err != nil {
+				if _, err := lead.node.Propose(ctx, multiraft.GroupID(g), []byte{byte(i)}); err != nil {
 					failed.Add(1)
 				}
 			})
@@ -97,7 +97,7 @@ func TestReplicatesThroughLossyNetwork(t *testing.T) {
 	}
 	c.net.Heal()
 	for g := range groups {
-		recs := c.waitEqual(replication.GroupID(g))
+		recs := c.waitEqual(multiraft.GroupID(g))
 		if got := len(recs) + int(failed.Load()); got < proposals {
 			t.Fatalf("group %d: %d records", g, len(recs))
 		}

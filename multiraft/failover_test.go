@@ -1,4 +1,4 @@
-package replication_test
+package multiraft_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/multiraft"
 )
 
 // A leader cut off from its followers: its lease ends before another node
@@ -55,7 +55,7 @@ func TestIsolatedLeaderLosesLeaseBeforeNewLeader(t *testing.T) {
 	if leaseEnd < 0 || elected < 0 || leaseEnd >= elected {
 		t.Fatalf("lease ended at tick %d, new leader at tick %d: the lease must end first", leaseEnd, elected)
 	}
-	if !errors.Is(perr, replication.ErrLeadershipLost) {
+	if !errors.Is(perr, multiraft.ErrLeadershipLost) {
 		t.Fatalf("pending proposal of the old leader: err = %v, want ErrLeadershipLost", perr)
 	}
 
@@ -116,44 +116,44 @@ func TestRestartKeepsStateAndCatchesUp(t *testing.T) {
 	c.elect(groups)
 	for g := range groups {
 		for range 5 {
-			c.propose(replication.GroupID(g), "before")
+			c.propose(multiraft.GroupID(g), "before")
 		}
-		c.waitEqual(replication.GroupID(g))
+		c.waitEqual(multiraft.GroupID(g))
 	}
-	before := map[replication.GroupID]replication.Status{}
+	before := map[multiraft.GroupID]multiraft.Status{}
 	for g := range groups {
-		before[replication.GroupID(g)], _ = c.nodes[3].node.Status(replication.GroupID(g))
+		before[multiraft.GroupID(g)], _ = c.nodes[3].node.Status(multiraft.GroupID(g))
 	}
 	fs := c.nodes[3].fs
 	c.stop(3)
 	c.elect(groups)
 	for g := range groups {
-		c.propose(replication.GroupID(g), "while down")
+		c.propose(multiraft.GroupID(g), "while down")
 	}
 
 	m := c.start(3, fs)
 	for g := range groups {
-		st, err := m.node.Status(replication.GroupID(g))
+		st, err := m.node.Status(multiraft.GroupID(g))
 		if err != nil {
 			t.Fatal(err)
 		}
-		was := before[replication.GroupID(g)]
+		was := before[multiraft.GroupID(g)]
 		// The commit index on disk is the one of the last term or vote: the
 		// leader tells the rest (below).
 		if st.Term < was.Term || len(st.Voters) != 3 {
 			t.Fatalf("group %d after restart: %+v, before: %+v", g, st, was)
 		}
-		recs, _ := m.kv.Records(replication.GroupID(g))
+		recs, _ := m.kv.Records(multiraft.GroupID(g))
 		if len(recs) != 5 {
 			t.Fatalf("group %d after restart: %d records, want 5", g, len(recs))
 		}
 	}
 	for g := range groups {
-		if recs := c.waitEqual(replication.GroupID(g)); len(recs) != 6 {
+		if recs := c.waitEqual(multiraft.GroupID(g)); len(recs) != 6 {
 			t.Fatalf("group %d: %d records after catching up, want 6", g, len(recs))
 		}
-		if st, _ := m.node.Status(replication.GroupID(g)); st.Commit < before[replication.GroupID(g)].Commit+1 {
-			t.Fatalf("group %d after catching up: commit %d, want past %d", g, st.Commit, before[replication.GroupID(g)].Commit)
+		if st, _ := m.node.Status(multiraft.GroupID(g)); st.Commit < before[multiraft.GroupID(g)].Commit+1 {
+			t.Fatalf("group %d after catching up: commit %d, want past %d", g, st.Commit, before[multiraft.GroupID(g)].Commit)
 		}
 	}
 }
@@ -196,7 +196,7 @@ func TestLeaseBoundedInTime(t *testing.T) {
 		{"a lease within its time is valid", time.Hour, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster(t, []uint64{1, 2, 3}, func(cfg *replication.Config) { cfg.TickInterval = tc.interval })
+			c := newCluster(t, []uint64{1, 2, 3}, func(cfg *multiraft.Config) { cfg.TickInterval = tc.interval })
 			c.bootstrap(1, []uint64{1, 2, 3})
 			c.elect(1)
 			c.tick(2)

@@ -1,17 +1,17 @@
-package replication_test
+package multiraft_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/multiraft"
 )
 
 // The raft log's old segments go once the groups compacted their entries,
 // a quiet group's too (its live entries are written again), and what
 // remains reopens whole.
 func TestRaftLogSegmentsGo(t *testing.T) {
-	c := newCluster(t, []uint64{1}, func(cfg *replication.Config) {
+	c := newCluster(t, []uint64{1}, func(cfg *multiraft.Config) {
 		cfg.CompactAfter = 10
 		cfg.LogSegmentSize = 4 << 10
 	})

@@ -1,4 +1,4 @@
-package replication
+package multiraft
 
 import (
 	"encoding/binary"
@@ -9,8 +9,8 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/multiraft/raftlog"
 	"github.com/kitd/kitd/persistence"
-	"github.com/kitd/kitd/replication/raftlog"
 )
 
 // logStore is one group's raft.Storage: the live log (entries after the

@@ -1,8 +1,8 @@
-// Package replicationtest holds what tests of package replication and of
+// Package multirafttest holds what tests of package multiraft and of
 // its consumers need: an in-memory network that can cut, drop and hold
 // messages, a key-value state machine, and a filesystem that counts WAL
 // syncs.
-package replicationtest
+package multirafttest
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/multiraft"
 )
 
 // Network connects nodes in memory. Every message is copied, as a wire
@@ -22,11 +22,11 @@ type Network struct {
 	ChunkSize int
 
 	mu    sync.Mutex
-	nodes map[uint64]*replication.Node
+	nodes map[uint64]*multiraft.Node
 	cut   map[[2]uint64]bool // from, to
-	held  map[uint64][]replication.Message
+	held  map[uint64][]multiraft.Message
 	hold  map[uint64]bool
-	drop  func(replication.Message) bool
+	drop  func(multiraft.Message) bool
 
 	delivered atomic.Uint64
 	chunks    atomic.Uint64
@@ -37,18 +37,18 @@ type Network struct {
 func NewNetwork() *Network {
 	return &Network{
 		ChunkSize: 1 << 20,
-		nodes:     make(map[uint64]*replication.Node),
+		nodes:     make(map[uint64]*multiraft.Node),
 		cut:       make(map[[2]uint64]bool),
-		held:      make(map[uint64][]replication.Message),
+		held:      make(map[uint64][]multiraft.Message),
 		hold:      make(map[uint64]bool),
 	}
 }
 
 // Transport returns node id's side of the network.
-func (nw *Network) Transport(id uint64) replication.Transport { return endpoint{nw, id} }
+func (nw *Network) Transport(id uint64) multiraft.Transport { return endpoint{nw, id} }
 
 // Attach routes messages for id to n (replacing a previous node of that id).
-func (nw *Network) Attach(id uint64, n *replication.Node) {
+func (nw *Network) Attach(id uint64, n *multiraft.Node) {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	nw.nodes[id] = n
@@ -80,7 +80,7 @@ func (nw *Network) Heal() {
 }
 
 // Drop discards every message for which fn returns true (nil: none).
-func (nw *Network) Drop(fn func(replication.Message) bool) {
+func (nw *Network) Drop(fn func(multiraft.Message) bool) {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	nw.drop = fn
@@ -124,7 +124,7 @@ func (nw *Network) Chunks() (count uint64, largest int) {
 }
 
 // route says where a message from from goes: the node, or nil if it is lost.
-func (nw *Network) route(from uint64, m replication.Message) *replication.Node {
+func (nw *Network) route(from uint64, m multiraft.Message) *multiraft.Node {
 	to := m.Msg.GetTo()
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
@@ -138,8 +138,8 @@ func (nw *Network) route(from uint64, m replication.Message) *replication.Node {
 	return nw.nodes[to]
 }
 
-func copyMessage(m replication.Message) replication.Message {
-	return replication.Message{Group: m.Group, Msg: proto.CloneOf(m.Msg)}
+func copyMessage(m multiraft.Message) multiraft.Message {
+	return multiraft.Message{Group: m.Group, Msg: proto.CloneOf(m.Msg)}
 }
 
 type endpoint struct {
@@ -147,7 +147,7 @@ type endpoint struct {
 	from uint64
 }
 
-func (e endpoint) Send(msgs []replication.Message) {
+func (e endpoint) Send(msgs []multiraft.Message) {
 	for _, m := range msgs {
 		if n := e.nw.route(e.from, m); n != nil && n.Step(copyMessage(m)) == nil {
 			e.nw.delivered.Add(1)
@@ -155,11 +155,11 @@ func (e endpoint) Send(msgs []replication.Message) {
 	}
 }
 
-var errUnreachable = errors.New("replicationtest: unreachable")
+var errUnreachable = errors.New("multirafttest: unreachable")
 
 // SendSnapshot streams the state in chunks of at most ChunkSize bytes
 // through a pipe to the receiver's ReceiveSnapshot.
-func (e endpoint) SendSnapshot(m replication.Message, state io.Reader) error {
+func (e endpoint) SendSnapshot(m multiraft.Message, state io.Reader) error {
 	n := e.nw.route(e.from, m)
 	if n == nil {
 		return errUnreachable

@@ -1,4 +1,4 @@
-package replicationtest
+package multirafttest
 
 import (
 	"strings"

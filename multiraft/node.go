@@ -1,4 +1,4 @@
-package replication
+package multiraft
 
 import (
 	"bytes"
@@ -18,8 +18,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/kitd/kitd/multiraft/raftlog"
 	"github.com/kitd/kitd/persistence"
-	"github.com/kitd/kitd/replication/raftlog"
 )
 
 // Config configures a Node. Zero tick counts take the defaults below.

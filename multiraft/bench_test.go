@@ -1,4 +1,4 @@
-package replication_test
+package multiraft_test
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/persistence"
-	"github.com/kitd/kitd/replication"
 )
 
 // What replication costs a single node: one node on the real disk, 64
@@ -16,7 +16,7 @@ import (
 // bytes committed straight to persistence from as many goroutines (today's
 // path). Compare ns/op of the two (bench/README.md, docs/cluster.md).
 //
-//	go test -run '^$' -bench 'Propose|PlainCommit' -benchtime 3s -count 3 ./replication/
+//	go test -run '^$' -bench 'Propose|PlainCommit' -benchtime 3s -count 3 ./multiraft/
 
 const (
 	benchGroups      = 64
@@ -32,13 +32,13 @@ func BenchmarkProposeSingleNode(b *testing.B) { benchmarkPropose(b) }
 // all through the run, as in a node that has run a while (64 MiB
 // segments: the run above writes less than one).
 func BenchmarkProposeSingleNodeRolling(b *testing.B) {
-	benchmarkPropose(b, func(cfg *replication.Config) {
+	benchmarkPropose(b, func(cfg *multiraft.Config) {
 		cfg.LogSegmentSize = 2 << 20
 		cfg.CompactAfter = 50
 	})
 }
 
-func benchmarkPropose(b *testing.B, tweaks ...func(*replication.Config)) {
+func benchmarkPropose(b *testing.B, tweaks ...func(*multiraft.Config)) {
 	n := singleNode(b, b.TempDir(), persistence.Options{}, benchGroups, tweaks...)
 
 	var next atomic.Uint32
@@ -50,7 +50,7 @@ func benchmarkPropose(b *testing.B, tweaks ...func(*replication.Config)) {
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
 		for pb.Next() {
-			g := replication.GroupID(next.Add(1) % benchGroups)
+			g := multiraft.GroupID(next.Add(1) % benchGroups)
 			if _, err := n.Propose(ctx, g, benchPayload); err != nil {
 				b.Error(err)
 				return

@@ -71,8 +71,8 @@
 // proposal fails with ErrLeadershipLost: its outcome is unknown, and a
 // retry must be made harmless by a request id in the data.
 //
-// Package replicationtest holds an in-memory Transport (that can cut, drop
+// Package multirafttest holds an in-memory Transport (that can cut, drop
 // and hold messages), a key-value StateMachine and a filesystem that counts
 // the syncs of Pebble's WAL and of the raft log, for the tests of this
 // package and of its consumers.
-package replication
+package multiraft

@@ -1,4 +1,4 @@
-package replication_test
+package multiraft_test
 
 import (
 	"context"
@@ -10,44 +10,44 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/kitd/kitd/multiraft"
+	"github.com/kitd/kitd/multiraft/multirafttest"
 	"github.com/kitd/kitd/persistence"
-	"github.com/kitd/kitd/replication"
-	"github.com/kitd/kitd/replication/replicationtest"
 )
 
 // A test cluster: nodes on in-memory filesystems, joined by a
-// replicationtest.Network, whose clocks the test moves by hand.
+// multirafttest.Network, whose clocks the test moves by hand.
 type cluster struct {
 	t     *testing.T
-	net   *replicationtest.Network
+	net   *multirafttest.Network
 	nodes map[uint64]*member
 	ids   []uint64
-	tweak func(*replication.Config)
+	tweak func(*multiraft.Config)
 }
 
 type member struct {
 	id    uint64
 	fs    vfs.FS
 	store *persistence.Store
-	node  *replication.Node
-	kv    replicationtest.KV
+	node  *multiraft.Node
+	kv    multirafttest.KV
 	tick  chan time.Time
 
 	mu      sync.Mutex
-	changes []replication.LeaderChange // what LeaderChanges delivered
+	changes []multiraft.LeaderChange // what LeaderChanges delivered
 }
 
-func (m *member) leaderChanges() []replication.LeaderChange {
+func (m *member) leaderChanges() []multiraft.LeaderChange {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]replication.LeaderChange(nil), m.changes...)
+	return append([]multiraft.LeaderChange(nil), m.changes...)
 }
 
 const testDir = "db"
 
-func newCluster(t *testing.T, ids []uint64, tweak func(*replication.Config)) *cluster {
+func newCluster(t *testing.T, ids []uint64, tweak func(*multiraft.Config)) *cluster {
 	t.Helper()
-	c := &cluster{t: t, net: replicationtest.NewNetwork(), nodes: make(map[uint64]*member), tweak: tweak}
+	c := &cluster{t: t, net: multirafttest.NewNetwork(), nodes: make(map[uint64]*member), tweak: tweak}
 	for _, id := range ids {
 		c.start(id, vfs.NewMem())
 	}
@@ -66,17 +66,17 @@ func (c *cluster) start(id uint64, fs vfs.FS) *member {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	m := &member{id: id, fs: fs, store: store, kv: replicationtest.KV{Store: store}, tick: make(chan time.Time)}
-	cfg := replication.Config{
+	m := &member{id: id, fs: fs, store: store, kv: multirafttest.KV{Store: store}, tick: make(chan time.Time)}
+	cfg := multiraft.Config{
 		NodeID: id, Store: store, Transport: c.net.Transport(id), StateMachine: m.kv, Ticker: m.tick,
 	}
 	if c.tweak != nil {
 		c.tweak(&cfg)
 	}
-	if m.node, err = replication.Open(cfg); err != nil {
+	if m.node, err = multiraft.Open(cfg); err != nil {
 		c.t.Fatal(err)
 	}
-	go func(n *replication.Node) {
+	go func(n *multiraft.Node) {
 		for lc := range n.LeaderChanges() {
 			m.mu.Lock()
 			m.changes = append(m.changes, lc)
@@ -121,7 +121,7 @@ func (c *cluster) bootstrap(groups int, voters []uint64) {
 	c.t.Helper()
 	for _, id := range voters {
 		for g := 0; g < groups; g++ {
-			if err := c.nodes[id].node.Bootstrap(replication.GroupID(g), voters); err != nil {
+			if err := c.nodes[id].node.Bootstrap(multiraft.GroupID(g), voters); err != nil {
 				c.t.Fatal(err)
 			}
 		}
@@ -161,7 +161,7 @@ func (c *cluster) tick(n int) {
 }
 
 // leader returns the node every live member agrees leads g, or 0.
-func (c *cluster) leader(g replication.GroupID) uint64 {
+func (c *cluster) leader(g multiraft.GroupID) uint64 {
 	c.t.Helper()
 	var lead uint64
 	for _, m := range c.live() {
@@ -188,7 +188,7 @@ func (c *cluster) elect(groups int) {
 	for range 100 {
 		all := true
 		for g := 0; g < groups && all; g++ {
-			all = c.leader(replication.GroupID(g)) != 0
+			all = c.leader(multiraft.GroupID(g)) != 0
 		}
 		if all {
 			return
@@ -202,7 +202,7 @@ func (c *cluster) elect(groups int) {
 // leads once a campaign's votes are persisted (two driver cycles with
 // PreVote), and the driver learns it from the next cycle's Ready, so a test
 // that proposes right after Campaign must wait for that; no tick is needed.
-func (c *cluster) awaitLeads(id uint64, groups ...replication.GroupID) {
+func (c *cluster) awaitLeads(id uint64, groups ...multiraft.GroupID) {
 	c.t.Helper()
 	m := c.nodes[id]
 	for _, g := range groups {
@@ -228,7 +228,7 @@ func (c *cluster) awaitLeads(id uint64, groups ...replication.GroupID) {
 }
 
 // propose proposes data to g on its leader.
-func (c *cluster) propose(g replication.GroupID, data string) uint64 {
+func (c *cluster) propose(g multiraft.GroupID, data string) uint64 {
 	c.t.Helper()
 	lead := c.leader(g)
 	if lead == 0 {
@@ -245,7 +245,7 @@ func (c *cluster) propose(g replication.GroupID, data string) uint64 {
 
 // waitEqual waits until every live node holds the same records of g as want
 // (nil: as the leader), ticking so that lagging nodes are caught up.
-func (c *cluster) waitEqual(g replication.GroupID, members ...*member) map[uint64]string {
+func (c *cluster) waitEqual(g multiraft.GroupID, members ...*member) map[uint64]string {
 	c.t.Helper()
 	if len(members) == 0 {
 		members = c.live()
@@ -262,7 +262,7 @@ func (c *cluster) waitEqual(g replication.GroupID, members ...*member) map[uint6
 	return nil
 }
 
-func sameRecords(g replication.GroupID, members []*member) error {
+func sameRecords(g multiraft.GroupID, members []*member) error {
 	var want map[uint64]string
 	for i, m := range members {
 		got, err := m.kv.Records(g)
@@ -280,29 +280,29 @@ func sameRecords(g replication.GroupID, members []*member) error {
 	return nil
 }
 
-func isNotLeader(err error) (*replication.NotLeaderError, bool) {
-	var nl *replication.NotLeaderError
+func isNotLeader(err error) (*multiraft.NotLeaderError, bool) {
+	var nl *multiraft.NotLeaderError
 	return nl, errors.As(err, &nl)
 }
 
 // singleNode opens a store and node 1 alone on it, with groups
 // single-voter groups that it leads (tweaks change its configuration);
 // both are closed with the test.
-func singleNode(tb testing.TB, dir string, opts persistence.Options, groups int, tweaks ...func(*replication.Config)) *replication.Node {
+func singleNode(tb testing.TB, dir string, opts persistence.Options, groups int, tweaks ...func(*multiraft.Config)) *multiraft.Node {
 	tb.Helper()
 	store, err := persistence.Open(dir, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tick := make(chan time.Time)
-	cfg := replication.Config{
-		NodeID: 1, Store: store, Transport: replicationtest.NewNetwork().Transport(1),
-		StateMachine: replicationtest.KV{Store: store}, Ticker: tick,
+	cfg := multiraft.Config{
+		NodeID: 1, Store: store, Transport: multirafttest.NewNetwork().Transport(1),
+		StateMachine: multirafttest.KV{Store: store}, Ticker: tick,
 	}
 	for _, tweak := range tweaks {
 		tweak(&cfg)
 	}
-	n, err := replication.Open(cfg)
+	n, err := multiraft.Open(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func singleNode(tb testing.TB, dir string, opts persistence.Options, groups int,
 		}
 	})
 	for g := range groups {
-		if err := n.Bootstrap(replication.GroupID(g), []uint64{1}); err != nil {
+		if err := n.Bootstrap(multiraft.GroupID(g), []uint64{1}); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -323,7 +323,7 @@ func singleNode(tb testing.TB, dir string, opts persistence.Options, groups int,
 		}
 		led := 0
 		for g := range groups {
-			if n.LeaseValid(replication.GroupID(g)) {
+			if n.LeaseValid(multiraft.GroupID(g)) {
 				led++
 			}
 		}

@@ -1,4 +1,4 @@
-package replication_test
+package multiraft_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/multiraft"
 )
 
 // The answers of Propose when the entry cannot be placed or waited for.
@@ -26,7 +26,7 @@ func TestProposalErrors(t *testing.T) {
 				_, err := lead.node.Propose(context.Background(), 0, []byte("x"))
 				return err
 			},
-			replication.ErrProposalDropped,
+			multiraft.ErrProposalDropped,
 		},
 		{
 			"a configuration change while another is pending is dropped",
@@ -54,7 +54,7 @@ func TestProposalErrors(t *testing.T) {
 				}
 				return err
 			},
-			replication.ErrProposalDropped,
+			multiraft.ErrProposalDropped,
 		},
 		{
 			"a proposal whose context ends returns the context's error",
@@ -77,7 +77,7 @@ func TestProposalErrors(t *testing.T) {
 				_, err := n.Propose(context.Background(), 0, []byte("x"))
 				return err
 			},
-			replication.ErrStopped,
+			multiraft.ErrStopped,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,12 +110,12 @@ func TestCampaignLeadsAtOnce(t *testing.T) {
 	if err := m.node.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	for g, want := range map[replication.GroupID]uint64{0: 0, 1: 1} {
+	for g, want := range map[multiraft.GroupID]uint64{0: 0, 1: 1} {
 		if st, err := m.node.Status(g); err != nil || st.Leader != want {
 			t.Errorf("group %d: leader %d (%v), want %d", g, st.Leader, err, want)
 		}
 	}
-	if err := m.node.Campaign(7); !errors.Is(err, replication.ErrUnknownGroup) {
+	if err := m.node.Campaign(7); !errors.Is(err, multiraft.ErrUnknownGroup) {
 		t.Errorf("campaign for a group the node lacks: %v, want ErrUnknownGroup", err)
 	}
 }
@@ -126,18 +126,18 @@ func TestProposeAll(t *testing.T) {
 	c := newCluster(t, []uint64{1}, nil)
 	c.bootstrap(3, []uint64{1})
 	m := c.nodes[1]
-	for g := range replication.GroupID(2) {
+	for g := range multiraft.GroupID(2) {
 		if err := m.node.Campaign(g); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c.awaitLeads(1, 0, 1)
 	ctx := context.Background()
-	props := []replication.Proposal{{Group: 0, Data: []byte("a")}, {Group: 1, Data: []byte("b")}}
+	props := []multiraft.Proposal{{Group: 0, Data: []byte("a")}, {Group: 1, Data: []byte("b")}}
 	if err := m.node.ProposeAll(ctx, props); err != nil {
 		t.Fatal(err)
 	}
-	for g, want := range map[replication.GroupID]string{0: "a", 1: "b"} {
+	for g, want := range map[multiraft.GroupID]string{0: "a", 1: "b"} {
 		recs, err := m.kv.Records(g)
 		if err != nil {
 			t.Fatal(err)
@@ -151,13 +151,13 @@ func TestProposeAll(t *testing.T) {
 		}
 	}
 	// Group 2 has no leader: it never campaigned.
-	err := m.node.ProposeAll(ctx, []replication.Proposal{{Group: 0, Data: []byte("c")}, {Group: 2, Data: []byte("d")}})
-	var nl *replication.NotLeaderError
+	err := m.node.ProposeAll(ctx, []multiraft.Proposal{{Group: 0, Data: []byte("c")}, {Group: 2, Data: []byte("d")}})
+	var nl *multiraft.NotLeaderError
 	if !errors.As(err, &nl) || nl.Group != 2 {
 		t.Errorf("err = %v, want NotLeaderError for group 2", err)
 	}
 	// The error says which entry failed: a caller may send it again.
-	var pe *replication.ProposalsError
+	var pe *multiraft.ProposalsError
 	if !errors.As(err, &pe) || len(pe.Errs) != 2 || pe.Errs[0] != nil || !errors.As(pe.Errs[1], &nl) {
 		t.Errorf("err = %#v, want the second entry's refusal only", err)
 	}

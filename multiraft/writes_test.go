@@ -1,4 +1,4 @@
-package replication_test
+package multiraft_test
 
 import (
 	"encoding/binary"
@@ -9,8 +9,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	pb "go.etcd.io/raft/v3/raftpb"
 
-	"github.com/kitd/kitd/replication"
-	"github.com/kitd/kitd/replication/replicationtest"
+	"github.com/kitd/kitd/multiraft"
+	"github.com/kitd/kitd/multiraft/multirafttest"
 )
 
 // A cycle writes what a restart needs and no more: each key a cycle writes
@@ -18,7 +18,7 @@ import (
 // state a record in the raft log.
 func TestWhatACycleWrites(t *testing.T) {
 	const compactAfter = 40 // the applied index is written every 10 entries
-	tweak := func(cfg *replication.Config) { cfg.CompactAfter = compactAfter }
+	tweak := func(cfg *multiraft.Config) { cfg.CompactAfter = compactAfter }
 	uint64At := func(t *testing.T, m *member, key []byte, offset int) uint64 {
 		t.Helper()
 		v, err := m.store.Get(key)
@@ -42,21 +42,21 @@ func TestWhatACycleWrites(t *testing.T) {
 			}
 		}},
 		{"the applied index is not written every cycle", 5, func(t *testing.T, m *member, before, _ uint64) {
-			if got := uint64At(t, m, replication.AppliedKey(0), 0); got != before {
+			if got := uint64At(t, m, multiraft.AppliedKey(0), 0); got != before {
 				t.Fatalf("applied index on disk %d after 5 entries, want still %d", got, before)
 			}
 		}},
 		{"the applied index on disk trails by less than a quarter of CompactAfter", 25, func(t *testing.T, m *member, _, applied uint64) {
-			if got := uint64At(t, m, replication.AppliedKey(0), 0); applied-got >= compactAfter/4 {
+			if got := uint64At(t, m, multiraft.AppliedKey(0), 0); applied-got >= compactAfter/4 {
 				t.Fatalf("applied index on disk %d, applied %d", got, applied)
 			}
 		}},
 		{"a compaction writes the applied index with it", 2*compactAfter + 3, func(t *testing.T, m *member, _, applied uint64) {
-			snap := uint64At(t, m, replication.SnapshotKey(0), 0)
+			snap := uint64At(t, m, multiraft.SnapshotKey(0), 0)
 			if snap <= 1 {
 				t.Fatalf("no compaction after %d entries (snapshot mark %d)", applied, snap)
 			}
-			if got := uint64At(t, m, replication.AppliedKey(0), 0); got < snap+compactAfter {
+			if got := uint64At(t, m, multiraft.AppliedKey(0), 0); got < snap+compactAfter {
 				t.Fatalf("applied index on disk %d, log compacted to %d: the log must keep %d entries past it", got, snap, compactAfter)
 			}
 		}},
@@ -70,7 +70,7 @@ func TestWhatACycleWrites(t *testing.T) {
 			if err := m.node.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			before := uint64At(t, m, replication.AppliedKey(0), 0)
+			before := uint64At(t, m, multiraft.AppliedKey(0), 0)
 			var applied uint64
 			for range tc.proposals {
 				applied = c.propose(0, "e")
@@ -87,10 +87,10 @@ func TestWhatACycleWrites(t *testing.T) {
 // fsync and its followers' overlap; its acknowledgement still waits for
 // the sync, so nothing commits on the followers' disks alone before it.
 func TestLeaderReplicatesWhileItWrites(t *testing.T) {
-	fss := map[uint64]*replicationtest.SyncCountingFS{}
+	fss := map[uint64]*multirafttest.SyncCountingFS{}
 	c := newCluster(t, nil, nil)
 	for _, id := range []uint64{1, 2, 3} {
-		fss[id] = &replicationtest.SyncCountingFS{FS: vfs.NewMem()}
+		fss[id] = &multirafttest.SyncCountingFS{FS: vfs.NewMem()}
 		c.start(id, fss[id])
 	}
 	c.bootstrap(1, []uint64{1, 2, 3})
@@ -99,7 +99,7 @@ func TestLeaderReplicatesWhileItWrites(t *testing.T) {
 	c.awaitLeads(lead, 0)
 
 	var appends atomic.Int64
-	c.net.Drop(func(m replication.Message) bool {
+	c.net.Drop(func(m multiraft.Message) bool {
 		if m.Msg.GetType() == pb.MsgApp && len(m.Msg.GetEntries()) > 0 {
 			appends.Add(1)
 		}

@@ -1,4 +1,4 @@
-package replicationtest
+package multirafttest
 
 import (
 	"bufio"
@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/persistence"
-	"github.com/kitd/kitd/replication"
 )
 
 // KV is a state machine that records every applied entry of a group at
@@ -17,23 +17,23 @@ type KV struct {
 	Store *persistence.Store
 }
 
-func kvPrefix(g replication.GroupID) []byte {
+func kvPrefix(g multiraft.GroupID) []byte {
 	return binary.BigEndian.AppendUint16([]byte("kv/"), uint16(g))
 }
 
-func kvKey(g replication.GroupID, index uint64) []byte {
+func kvKey(g multiraft.GroupID, index uint64) []byte {
 	return persistence.AppendUint64(append(kvPrefix(g), '/'), index)
 }
 
 // Apply records data at its index.
-func (kv KV) Apply(g replication.GroupID, index uint64, data []byte, b *persistence.Batch) error {
+func (kv KV) Apply(g multiraft.GroupID, index uint64, data []byte, b *persistence.Batch) error {
 	b.Set(kvKey(g, index), data)
 	return nil
 }
 
 // Snapshot writes every record of g as (key length, key, value length,
 // value) frames, from one scan.
-func (kv KV) Snapshot(g replication.GroupID, w io.Writer) error {
+func (kv KV) Snapshot(g multiraft.GroupID, w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	var werr error
 	p := kvPrefix(g)
@@ -56,7 +56,7 @@ func (kv KV) Snapshot(g replication.GroupID, w io.Writer) error {
 }
 
 // Restore replaces g's records with those of a snapshot.
-func (kv KV) Restore(g replication.GroupID, r io.Reader, b *persistence.Batch) error {
+func (kv KV) Restore(g multiraft.GroupID, r io.Reader, b *persistence.Batch) error {
 	p := kvPrefix(g)
 	b.DeleteRange(p, persistence.PrefixEnd(p))
 	br := bufio.NewReader(r)
@@ -89,7 +89,7 @@ func readFrame(r io.Reader) ([]byte, error) {
 }
 
 // Records returns g's records: index → data.
-func (kv KV) Records(g replication.GroupID) (map[uint64]string, error) {
+func (kv KV) Records(g multiraft.GroupID) (map[uint64]string, error) {
 	out := make(map[uint64]string)
 	p := append(kvPrefix(g), '/')
 	err := kv.Store.Scan(p, persistence.PrefixEnd(p), false, func(k, v []byte) bool {

@@ -1,4 +1,4 @@
-package replication_test
+package multiraft_test
 
 import (
 	"context"
@@ -9,13 +9,13 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/kitd/kitd/multiraft"
+	"github.com/kitd/kitd/multiraft/multirafttest"
 	"github.com/kitd/kitd/persistence"
-	"github.com/kitd/kitd/replication"
-	"github.com/kitd/kitd/replication/replicationtest"
 )
 
 type acked struct {
-	g     replication.GroupID
+	g     multiraft.GroupID
 	index uint64
 	data  string
 }
@@ -35,7 +35,7 @@ func TestCrashKeepsEveryReturnedProposal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			const groups = 8
 			mem := vfs.NewCrashableMem()
-			fs := &replicationtest.SyncCountingFS{FS: mem, SyncDelay: time.Millisecond}
+			fs := &multirafttest.SyncCountingFS{FS: mem, SyncDelay: time.Millisecond}
 			c := newCluster(t, nil, nil)
 			m := c.start(1, fs)
 			c.bootstrap(groups, []uint64{1})
@@ -47,7 +47,7 @@ func TestCrashKeepsEveryReturnedProposal(t *testing.T) {
 			var wg sync.WaitGroup
 			for w := range 16 {
 				wg.Go(func() {
-					g := replication.GroupID(w % groups)
+					g := multiraft.GroupID(w % groups)
 					for i := 0; ctx.Err() == nil; i++ {
 						data := string(rune('a'+w)) + "-" + string(rune('0'+i%10))
 						idx, err := m.node.Propose(ctx, g, []byte(data))
@@ -83,11 +83,11 @@ func TestCrashKeepsEveryReturnedProposal(t *testing.T) {
 			r := c.start(1, crashed)
 			c.elect(groups)
 			for g := range groups {
-				c.propose(replication.GroupID(g), "after") // applies everything before it
+				c.propose(multiraft.GroupID(g), "after") // applies everything before it
 			}
-			recs := map[replication.GroupID]map[uint64]string{}
+			recs := map[multiraft.GroupID]map[uint64]string{}
 			for g := range groups {
-				recs[replication.GroupID(g)], _ = r.kv.Records(replication.GroupID(g))
+				recs[multiraft.GroupID(g)], _ = r.kv.Records(multiraft.GroupID(g))
 			}
 			for _, a := range returned {
 				if got := recs[a.g][a.index]; got != a.data {
@@ -106,7 +106,7 @@ func TestCrashKeepsEveryReturnedProposal(t *testing.T) {
 // gather).
 func TestOneSyncPerCycle(t *testing.T) {
 	const groups, perGroup = 64, 20
-	fs := &replicationtest.SyncCountingFS{FS: vfs.NewMem(), SyncDelay: time.Millisecond}
+	fs := &multirafttest.SyncCountingFS{FS: vfs.NewMem(), SyncDelay: time.Millisecond}
 	n := singleNode(t, testDir, persistence.Options{FS: fs}, groups)
 
 	syncs0, st0 := fs.WALSyncs(), n.Stats()
@@ -114,7 +114,7 @@ func TestOneSyncPerCycle(t *testing.T) {
 	for g := range groups {
 		wg.Go(func() {
 			for range perGroup {
-				if _, err := n.Propose(context.Background(), replication.GroupID(g), []byte("x")); err != nil {
+				if _, err := n.Propose(context.Background(), multiraft.GroupID(g), []byte("x")); err != nil {
 					t.Error(err)
 					return
 				}
@@ -158,7 +158,7 @@ func TestOpenAppliesCommittedEntriesAgain(t *testing.T) {
 	}
 	b := store.NewBatch()
 	b.DeleteRange([]byte("kv/"), []byte("kv0"))
-	b.Set(replication.AppliedKey(0), persistence.AppendUint64(nil, 1))
+	b.Set(multiraft.AppliedKey(0), persistence.AppendUint64(nil, 1))
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // shared: compare cpu-µs/op (user and system, getrusage), not ns/op
 // (bench/README.md).
 //
-//	go test -run '^$' -bench WriteSync -benchtime 20000x -count 5 ./replication/raftlog/
+//	go test -run '^$' -bench WriteSync -benchtime 20000x -count 5 ./multiraft/raftlog/
 func BenchmarkWriteSync(b *testing.B) {
 	for _, bc := range []struct {
 		name      string

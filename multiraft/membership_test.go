@@ -1,4 +1,4 @@
-package replication_test
+package multiraft_test
 
 import (
 	"errors"
@@ -8,12 +8,12 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/kitd/kitd/replication"
+	"github.com/kitd/kitd/multiraft"
 )
 
 // snapshotConfig makes the log short and the chunks small, so that a
 // replica behind the log gets a snapshot streamed in several chunks.
-func snapshotConfig(cfg *replication.Config) { cfg.CompactAfter = 4 }
+func snapshotConfig(cfg *multiraft.Config) { cfg.CompactAfter = 4 }
 
 const chunk = 4 << 10
 
@@ -156,7 +156,7 @@ func TestForget(t *testing.T) {
 	c.propose(1, "one")
 	lead := c.nodes[c.leader(0)]
 	gone := c.nodes[lead.id%3+1]
-	forget := func(m *member, g replication.GroupID, between func()) error {
+	forget := func(m *member, g multiraft.GroupID, between func()) error {
 		t.Helper()
 		heard, err := m.node.Heard(g)
 		if err != nil {
@@ -165,10 +165,10 @@ func TestForget(t *testing.T) {
 		between()
 		return m.node.Forget(g, heard)
 	}
-	if err := forget(lead, 0, func() {}); !errors.Is(err, replication.ErrGroupSpoke) {
+	if err := forget(lead, 0, func() {}); !errors.Is(err, multiraft.ErrGroupSpoke) {
 		t.Errorf("forget on the leader: %v, want ErrGroupSpoke", err)
 	}
-	if err := forget(gone, 0, func() { c.propose(0, "spoken"); c.settle() }); !errors.Is(err, replication.ErrGroupSpoke) {
+	if err := forget(gone, 0, func() { c.propose(0, "spoken"); c.settle() }); !errors.Is(err, multiraft.ErrGroupSpoke) {
 		t.Errorf("forget after the group spoke: %v, want ErrGroupSpoke", err)
 	}
 	c.waitEqual(0)
@@ -178,7 +178,7 @@ func TestForget(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.settle()
-	if marked, err := replication.Forgotten(gone.store); err != nil || marked {
+	if marked, err := multiraft.Forgotten(gone.store); err != nil || marked {
 		t.Fatalf("marked forgotten before any Forget: %v %v", marked, err)
 	}
 	if err := forget(gone, 0, func() {}); err != nil {
@@ -187,7 +187,7 @@ func TestForget(t *testing.T) {
 
 	check := func(when string) {
 		t.Helper()
-		if gs := gone.node.Groups(); !slices.Equal(gs, []replication.GroupID{1}) {
+		if gs := gone.node.Groups(); !slices.Equal(gs, []multiraft.GroupID{1}) {
 			t.Errorf("%s: groups %v, want [1]", when, gs)
 		}
 		if recs, _ := gone.kv.Records(0); len(recs) != 0 {
@@ -196,10 +196,10 @@ func TestForget(t *testing.T) {
 		if recs, _ := gone.kv.Records(1); len(recs) == 0 {
 			t.Errorf("%s: group 1's records went too", when)
 		}
-		if _, err := gone.node.Heard(0); !errors.Is(err, replication.ErrUnknownGroup) {
+		if _, err := gone.node.Heard(0); !errors.Is(err, multiraft.ErrUnknownGroup) {
 			t.Errorf("%s: Heard(0) = %v, want ErrUnknownGroup", when, err)
 		}
-		if marked, err := replication.Forgotten(gone.store); err != nil || !marked {
+		if marked, err := multiraft.Forgotten(gone.store); err != nil || !marked {
 			t.Errorf("%s: Forgotten = %v %v, want true", when, marked, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package replication
+package multiraft
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package replication_test
+package multiraft_test
 
 import (
 	"testing"
@@ -7,8 +7,8 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/persistence"
-	"github.com/kitd/kitd/replication"
 )
 
 // A store written when the raft log lived in Pebble (r/<g>/log/, r/<g>/hs)
@@ -36,7 +36,7 @@ func TestOpenMovesTheLogOutOfTheStore(t *testing.T) {
 					{Index: proto.Uint64(3), Term: proto.Uint64(2), Type: pb.EntryNormal.Enum()},
 				}
 				hs := &pb.HardState{Term: proto.Uint64(2), Vote: proto.Uint64(1), Commit: proto.Uint64(3)}
-				replication.WriteLegacyGroup(b, 0, []uint64{1}, hs, ents)
+				multiraft.WriteLegacyGroup(b, 0, []uint64{1}, hs, ents)
 				if err := b.Commit(); err != nil {
 					t.Fatal(err)
 				}
@@ -59,7 +59,7 @@ func TestOpenMovesTheLogOutOfTheStore(t *testing.T) {
 			if st.Term != 2 || st.Commit != 3 {
 				t.Fatalf("term %d, commit %d after the move; want the hard state's 2, 3", st.Term, st.Commit)
 			}
-			if n := replication.LegacyKeys(m.store, 0); n != 0 {
+			if n := multiraft.LegacyKeys(m.store, 0); n != 0 {
 				t.Fatalf("%d log and hard state keys left in the store", n)
 			}
 			c.elect(1)
