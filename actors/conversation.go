@@ -140,16 +140,15 @@ func (a *conversationActor) handle(msg proto.Message) (proto.Message, error) {
 	case *kitpb.ListMessages:
 		return a.list(m)
 	}
-	if reply, ok, err := a.handleFiles(msg); ok {
-		return reply, err
-	}
-	if reply, ok, err := a.handleWebhooks(msg); ok {
-		return reply, err
-	}
-	if reply, ok, err := a.handleMemberActions(msg); ok {
-		return reply, err
-	}
-	return nil, unknownRequest(KindConversation, msg)
+	return askConcerns(a, KindConversation, msg, conversationConcerns[:])
+}
+
+// conversationConcerns take the requests the switch of handle leaves, one
+// concern (and file) each.
+var conversationConcerns = [...]concern[*conversationActor]{
+	(*conversationActor).handleFiles,
+	(*conversationActor).handleWebhooks,
+	(*conversationActor).handleMemberActions,
 }
 
 // visible: bots see channels they were added to, members see their
@@ -446,17 +445,35 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 	}
 	// Posts are the hot path: apply now, and let the reply wait for the
 	// sync while the next post is applied (see durability).
+	if err := a.applyPost(b, msg, seq); err != nil {
+		return nil, fmt.Errorf("post into %s: %w", a.id, err)
+	}
+	return &kitpb.MessageReply{Message: msg}, nil
+}
+
+// applyPost applies the batch b of a post of msg at seq (applyLater), and
+// keeps the post in the conversation's memory once it is applied.
+func (a *conversationActor) applyPost(b batch, msg *kitpb.Message, seq uint64) error {
+	if err := a.applyLater(b); err != nil {
+		a.window.Drop()
+		return err
+	}
+	a.lastSeq = seq
+	a.keepPosted(msg)
+	return nil
+}
+
+// applyLater applies b and sends the notices of the events it wrote; the
+// reply waits for b's sync (see durability) while the actor goes on.
+func (a *conversationActor) applyLater(b batch) error {
 	w, err := b.Apply()
 	if err != nil {
 		a.outbox.failed()
-		a.window.Drop()
-		return nil, fmt.Errorf("post into %s: %w", a.id, err)
+		return err
 	}
 	a.sync.applied(w)
 	a.outbox.applied(a.env)
-	a.lastSeq = seq
-	a.keepPosted(msg)
-	return &kitpb.MessageReply{Message: msg}, nil
+	return nil
 }
 
 // checkBlocks validates blocks under the caller's policy and returns the

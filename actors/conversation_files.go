@@ -80,13 +80,9 @@ func (a *conversationActor) uploadFile(m *kitpb.UploadFile) (proto.Message, erro
 	}
 	// A large batch takes a while to sync: the actor goes on meanwhile and
 	// the reply waits for durability (see durability).
-	w, err := b.Apply()
-	if err != nil {
-		a.outbox.failed()
+	if err := a.applyLater(b); err != nil {
 		return nil, fmt.Errorf("upload file into %s: %w", a.id, err)
 	}
-	a.sync.applied(w)
-	a.outbox.applied(a.env)
 	return &kitpb.FileReply{File: f}, nil
 }
 

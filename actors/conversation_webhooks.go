@@ -88,16 +88,9 @@ func (a *conversationActor) postAsWebhook(m *kitpb.PostAsWebhook) (proto.Message
 	if m.Log != nil && m.KitId != "" {
 		a.env.putLog(b, partition.OfTag(a.tag), m.KitId, m.Log)
 	}
-	w, err := b.Apply()
-	if err != nil {
-		a.outbox.failed()
-		a.window.Drop()
+	if err := a.applyPost(b, msg, seq); err != nil {
 		return nil, fmt.Errorf("webhook post into %s: %w", a.id, err)
 	}
-	a.sync.applied(w)
-	a.outbox.applied(a.env)
-	a.lastSeq = seq
-	a.keepPosted(msg)
 	if m.WebhookId != "" {
 		return &kitpb.HookPostReply{Limit: m.Limit}, nil
 	}

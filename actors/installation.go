@@ -91,22 +91,17 @@ func (a *installationActor) handle(msg proto.Message) (proto.Message, error) {
 	case *kitpb.RevokeCredential:
 		return a.revoke(m)
 	}
-	if reply, ok, err := a.handleAPIAccess(msg); ok {
-		return reply, err
-	}
-	if reply, ok, err := a.handleWebhooks(msg); ok {
-		return reply, err
-	}
-	if reply, ok, err := a.handleGrants(msg); ok {
-		return reply, err
-	}
-	if reply, ok, err := a.handleRuns(msg); ok {
-		return reply, err
-	}
-	if reply, ok, err := a.handleMemberActions(msg); ok {
-		return reply, err
-	}
-	return nil, unknownRequest(KindInstallation, msg)
+	return askConcerns(a, KindInstallation, msg, installationConcerns[:])
+}
+
+// installationConcerns take the requests the switch of handle leaves, one
+// concern (and file) each.
+var installationConcerns = [...]concern[*installationActor]{
+	(*installationActor).handleAPIAccess,
+	(*installationActor).handleWebhooks,
+	(*installationActor).handleGrants,
+	(*installationActor).handleRuns,
+	(*installationActor).handleMemberActions,
 }
 
 // apply installs the version, or updates this installation to it. Scopes

@@ -76,16 +76,15 @@ func (a *kitActor) handle(msg proto.Message) (proto.Message, error) {
 	case *kitpb.GetKitDetail:
 		return a.kitDetail(m)
 	}
-	if reply, ok, err := a.handleSecrets(msg); ok {
-		return reply, err
-	}
-	if reply, ok, err := a.handleDomains(msg); ok {
-		return reply, err
-	}
-	if reply, ok, err := a.handleInstallLink(msg); ok {
-		return reply, err
-	}
-	return nil, unknownRequest(KindKit, msg)
+	return askConcerns(a, KindKit, msg, kitConcerns[:])
+}
+
+// kitConcerns take the requests the switch of handle leaves, one
+// concern (and file) each.
+var kitConcerns = [...]concern[*kitActor]{
+	(*kitActor).handleSecrets,
+	(*kitActor).handleDomains,
+	(*kitActor).handleInstallLink,
 }
 
 func (a *kitActor) version(v string) *kitpb.KitVersion {

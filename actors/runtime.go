@@ -221,3 +221,18 @@ func logUnavailable(env *Env, identity string, err error) {
 func unknownRequest(kind string, msg proto.Message) error {
 	return fmt.Errorf("%s: unexpected request %T", kind, msg)
 }
+
+// concern takes the requests of one concern of an actor, kept in a file of
+// its own; ok is false for a request that is not one of them.
+type concern[A any] func(a A, msg proto.Message) (reply proto.Message, ok bool, err error)
+
+// askConcerns asks each concern in turn to take msg, and answers that the
+// actor kind does not understand it when none does.
+func askConcerns[A any](a A, kind string, msg proto.Message, concerns []concern[A]) (proto.Message, error) {
+	for _, c := range concerns {
+		if reply, ok, err := c(a, msg); ok {
+			return reply, err
+		}
+	}
+	return nil, unknownRequest(kind, msg)
+}

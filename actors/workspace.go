@@ -122,16 +122,15 @@ func (a *workspaceActor) handle(msg proto.Message) (proto.Message, error) {
 	case *kitpb.ForgetInstallationEvents:
 		return a.forgetInstallationEvents(m)
 	}
-	if reply, ok, err := a.handleSignIn(msg); ok {
-		return reply, err
-	}
-	if reply, ok, err := a.handleAuthorize(msg); ok {
-		return reply, err
-	}
-	if reply, ok, err := a.handleDeveloperTokens(msg); ok {
-		return reply, err
-	}
-	return nil, unknownRequest(KindWorkspace, msg)
+	return askConcerns(a, KindWorkspace, msg, workspaceConcerns[:])
+}
+
+// workspaceConcerns take the requests the switch of handle leaves, one
+// concern (and file) each.
+var workspaceConcerns = [...]concern[*workspaceActor]{
+	(*workspaceActor).handleSignIn,
+	(*workspaceActor).handleAuthorize,
+	(*workspaceActor).handleDeveloperTokens,
 }
 
 func (a *workspaceActor) create(m *kitpb.CreateWorkspace) (proto.Message, error) {
