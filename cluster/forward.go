@@ -235,7 +235,7 @@ func (n *Host) tell(kind, identity string, msg proto.Message) {
 	wait := movedPoll
 	for deadline := time.Now().Add(n.timeout); ; wait = min(2*wait, tellBackoffMax) {
 		_, err := n.toLeader(kind, identity, msg, true)
-		if err == nil || !time.Now().Add(wait).Before(deadline) {
+		if err == nil || n.stopped.Load() || !time.Now().Add(wait).Before(deadline) {
 			return
 		}
 		time.Sleep(wait)

@@ -68,6 +68,9 @@ type Host struct {
 	incarnations atomic.Uint64 // makes each activation's process name unique
 
 	hosting // the partitions whose activations this node may host
+	// stopped is set by Stop: the node hosts nothing again, and its
+	// notices stop trying (tell).
+	stopped atomic.Bool
 	// lease, when set, says whether this node's lead of a partition is
 	// under a lease (SetLease).
 	lease func(partition.ID) bool
@@ -118,12 +121,20 @@ func Start(cfg Config, kinds ...*Kind) (*Host, error) {
 // Stop stops every activation and waits for them to have stopped, then
 // the actor system: an activation writes what it holds back (a delivery
 // actor's outcomes waiting for their flush) when it stops, and the store
-// closes after Stop. The system's shutdown alone stops nobody.
+// closes after Stop. The system's shutdown alone stops nobody (it waits
+// for an activation still starting, which remember then stops: its
+// partition is no longer hosted). From Stop on, the node hosts no
+// partition, so no activation starts and reads a store that closed.
 func (n *Host) Stop() {
 	n.pidsMu.Lock()
+	n.stopped.Store(true)
+	for p := range partition.ID(partition.Count) {
+		n.set(p, false)
+	}
 	stopping := make([]*actor.PID, 0, len(n.pids))
-	for _, a := range n.pids {
+	for k, a := range n.pids {
 		stopping = append(stopping, a.pid)
+		delete(n.pids, k)
 	}
 	n.pidsMu.Unlock()
 	n.stopAll(stopping)
@@ -375,8 +386,8 @@ func (p *placed) Receive(ctx actor.Context) {
 func (n *Host) remember(k pidKey, p partition.ID, pid *actor.PID, started chan struct{}) error {
 	n.pidsMu.Lock()
 	delete(n.starting, k)
-	close(started)
 	if pid == nil {
+		close(started)
 		n.pidsMu.Unlock()
 		return nil
 	}
@@ -386,11 +397,13 @@ func (n *Host) remember(k pidKey, p partition.ID, pid *actor.PID, started chan s
 		// here and now, and a stopped activation forgets itself
 		// (forgetStopped), which takes the lock.
 		n.system.Root.Stop(pid)
+		close(started)
 		return fmt.Errorf("%w (partition %d)", ErrNotHosted, p)
 	}
 	if _, alive := n.system.ProcessRegistry.GetLocal(pid.Id); alive {
 		n.pids[k] = activation{pid, p}
 	}
+	close(started)
 	n.pidsMu.Unlock()
 	return nil
 }

@@ -71,7 +71,9 @@ func (n *Host) SetLease(valid func(partition.ID) bool) { n.lease = valid }
 // once it leads p.
 func (n *Host) Host(p partition.ID) {
 	n.pidsMu.Lock()
-	n.set(p, true)
+	if !n.stopped.Load() { // a group may still elect this node as it stops
+		n.set(p, true)
+	}
 	n.pidsMu.Unlock()
 }
 

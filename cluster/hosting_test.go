@@ -11,6 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -247,12 +248,24 @@ func TestActivationStartedAcrossARelease(t *testing.T) {
 	}
 }
 
-// stopCounter counts the Stopping its activations handle, slowly, as an
-// activation writing what it holds back does.
-type stopCounter struct{ stopped *atomic.Int32 }
+// stopCounter counts the activations it starts and the Stopping they
+// handle, slowly, as an activation writing what it holds back does. An
+// activation whose Started finds startedBlock waits on it first, as one
+// loading its state does.
+type stopCounter struct {
+	started, stopped *atomic.Int32
+	loading          chan struct{} // closed when a Started begins; nil: none
+	startedBlock     chan struct{}
+}
 
 func (s stopCounter) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		s.started.Add(1)
+		if s.startedBlock != nil {
+			close(s.loading)
+			<-s.startedBlock
+		}
 	case *actor.Stopping:
 		time.Sleep(20 * time.Millisecond)
 		s.stopped.Add(1)
@@ -261,25 +274,77 @@ func (s stopCounter) Receive(ctx actor.Context) {
 	}
 }
 
-// Stop returns once every activation has handled its Stopping: the store
-// closes after it, and an activation writes what it holds back then.
-func TestStopWaitsForEveryActivationToStop(t *testing.T) {
-	var stopped atomic.Int32
-	n, err := Start(Config{RequestTimeout: 10 * time.Second}, &Kind{Name: "echo", New: func(string) actor.Actor {
-		return stopCounter{&stopped}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const activations = 5
-	for i := range activations {
-		id := fmt.Sprint("stopping-", i)
-		if _, err := Call[*kitpb.UserReply](n, "echo", id, &kitpb.GetUser{UserId: id}); err != nil {
+// Stop returns once every activation has handled its Stopping, and none
+// starts after it: the store closes after Stop, and an activation writes
+// what it holds back as it stops, or reads its state as it starts.
+func TestStop(t *testing.T) {
+	type counts struct{ started, stopped atomic.Int32 }
+	start := func(t *testing.T, c *counts, loading, block chan struct{}) *Host {
+		n, err := Start(Config{RequestTimeout: 10 * time.Second}, &Kind{Name: "echo", New: func(id string) actor.Actor {
+			if id == "loading" {
+				return stopCounter{&c.started, &c.stopped, loading, block}
+			}
+			return stopCounter{started: &c.started, stopped: &c.stopped}
+		}})
+		if err != nil {
 			t.Fatal(err)
 		}
+		return n
 	}
-	n.Stop()
-	if got := stopped.Load(); got != activations {
-		t.Fatalf("%d of %d activations had stopped when Stop returned", got, activations)
+	ask := func(n *Host, id string) error {
+		_, err := Call[*kitpb.UserReply](n, "echo", id, &kitpb.GetUser{UserId: id})
+		return err
+	}
+	tests := []struct {
+		name string
+		run  func(t *testing.T, n *Host, c *counts, loading, block chan struct{})
+	}{
+		{"Stop returns once every activation has stopped", func(t *testing.T, n *Host, c *counts, _, _ chan struct{}) {
+			const activations = 5
+			for i := range activations {
+				if err := ask(n, fmt.Sprint("stopping-", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n.Stop()
+			if got := c.stopped.Load(); got != activations {
+				t.Fatalf("%d of %d activations had stopped when Stop returned", got, activations)
+			}
+		}},
+		{"an activation starting as Stop begins has stopped when Stop returns", func(t *testing.T, n *Host, c *counts, loading, block chan struct{}) {
+			go ask(n, "loading")
+			<-loading
+			stopped := make(chan struct{})
+			go func() {
+				n.Stop()
+				close(stopped)
+			}()
+			// Stop has taken the starting activation (it waits for it)
+			// once it no longer hosts anything.
+			eventually.True(t, "Stop to begin", func() bool { return n.stopped.Load() })
+			close(block)
+			<-stopped
+			if got := c.stopped.Load(); got != 1 {
+				t.Fatalf("%d activations had stopped when Stop returned, want the starting one", got)
+			}
+		}},
+		{"no activation starts after Stop, and hosting again is refused", func(t *testing.T, n *Host, c *counts, _, _ chan struct{}) {
+			n.Stop()
+			n.Host(partition.Of("after"))
+			if err := ask(n, "after"); err == nil {
+				t.Fatal("a request after Stop was answered")
+			}
+			if got := c.started.Load(); got != 0 {
+				t.Fatalf("%d activations started after Stop", got)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c counts
+			loading, block := make(chan struct{}), make(chan struct{})
+			n := start(t, &c, loading, block)
+			tt.run(t, n, &c, loading, block)
+		})
 	}
 }
