@@ -63,6 +63,7 @@ func withField(body map[string]any, key string, v any) map[string]any {
 var pngBytes = []byte{0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R'}
 
 func TestBotTokensCannotReactOrUpload(t *testing.T) {
+	t.Parallel()
 	s := sharedServer(t)
 	e := newFilesEnv(t, s)
 	msg := e.In.post(t, e.Chan.ID, "react to me")
@@ -106,6 +107,7 @@ func TestBotTokensCannotReactOrUpload(t *testing.T) {
 }
 
 func TestUploadRulesE2E(t *testing.T) {
+	t.Parallel()
 	s := sharedServer(t)
 	e := newFilesEnv(t, s)
 	member := userToken(t, e.In, e.W.Mem.ID)
@@ -150,6 +152,7 @@ func TestUploadRulesE2E(t *testing.T) {
 }
 
 func TestFileVisibilityE2E(t *testing.T) {
+	t.Parallel()
 	s := sharedServer(t)
 	e := newFilesEnv(t, s)
 	member := userToken(t, e.In, e.W.Mem.ID)
@@ -208,6 +211,7 @@ func TestFileVisibilityE2E(t *testing.T) {
 }
 
 func TestReactionsE2E(t *testing.T) {
+	t.Parallel()
 	s := sharedServer(t)
 	e := newFilesEnv(t, s)
 	member := userToken(t, e.In, e.W.Mem.ID)
@@ -255,6 +259,7 @@ func TestReactionsE2E(t *testing.T) {
 
 // TestFileSurvivesSIGKILL: an upload answered 201 is on disk, bytes and all.
 func TestFileSurvivesSIGKILL(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	opts := ServerOpts{DataDir: dir, OpToken: "op_" + randToken(), Limits: "off"}
 	s := startServerOpts(t, opts)
@@ -306,6 +311,7 @@ func TestFilesFamilyLimit(t *testing.T) {
 // (docs/files.md, "Files: memory"), and the connection stays as usable as
 // when bodies were read whole first.
 func TestUploadBodiesE2E(t *testing.T) {
+	t.Parallel()
 	s := sharedServer(t)
 	e := newFilesEnv(t, s)
 	member := userToken(t, e.In, e.W.Mem.ID)

@@ -14,6 +14,7 @@ import (
 // same data directory; a change shows in the next page at once; /metrics
 // counts the pages answered from memory.
 func TestMessages_HistoryFromMemory(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	opts := ServerOpts{DataDir: dir, OpToken: "op_" + randToken(), Limits: "off"}
 	s := startServerOpts(t, opts)
@@ -107,6 +108,7 @@ func equalBodies(a, b [][]byte) bool {
 // conversations keeps no more than the bound (the least recently read
 // are emptied), and their pages stay what they were.
 func TestMessages_HistoryMemoryIsBounded(t *testing.T) {
+	t.Parallel()
 	const bound = 16 << 10
 	s := startServerOpts(t, ServerOpts{Limits: "off", Args: []string{"--cache-bytes", "16KiB"}})
 	env := newBotEnv(t, s)

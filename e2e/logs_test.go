@@ -37,6 +37,7 @@ func requestLine(t *testing.T, s *Server, key, value string) map[string]any {
 // and, for a failure, the correlation id of its error body; never the path
 // as sent.
 func TestRequestLogLines(t *testing.T) {
+	t.Parallel()
 	s := startServerOpts(t, ServerOpts{})
 	env := newBotEnv(t, s)
 
@@ -103,6 +104,7 @@ func TestRequestLogLines(t *testing.T) {
 // draining and stopped, each naming the node; the lines buffered at the
 // stop are flushed before the process exits.
 func TestLifecycleLogLines(t *testing.T) {
+	t.Parallel()
 	s := startServerOpts(t, ServerOpts{})
 	if !s.stopClean(t) {
 		t.Fatal("the server did not stop cleanly")

@@ -21,6 +21,7 @@ func scrapeMetrics(t *testing.T, s *Server) map[string]*dto.MetricFamily {
 // by exactly the requests made, under the route's pattern and the status
 // answered, and only the operator token may read them.
 func TestMetricsEndpoint(t *testing.T) {
+	t.Parallel()
 	s := startServerOpts(t, ServerOpts{})
 	env := newBotEnv(t, s)
 

@@ -168,6 +168,7 @@ func (e *toolsSetup) finished(t *testing.T, id, token string) map[string]any {
 // docs/deliveries.md "Tool calls and runs": a member's tool call is a run, queued when answered,
 // then running while the Kit is called, then succeeded or failed.
 func TestToolRuns(t *testing.T) {
+	t.Parallel()
 	tk := newToolKit(t)
 	e := newToolsSetup(t, tk)
 	s, w := e.s, e.w
@@ -334,6 +335,7 @@ func toolLogEntry(t *testing.T, e *toolsSetup) map[string]any {
 // A kill -9 while a run's call is in flight leaves nobody to report its
 // outcome: after the restart the run is failed as interrupted, logged.
 func TestToolRunInterruptedByKill9(t *testing.T) {
+	t.Parallel()
 	tk := newToolKit(t)
 	e := newToolsSetup(t, tk)
 	tk.answerWith(func(map[string]any) (int, string, time.Duration) { return 200, `{"result":1}`, 2500 * time.Millisecond })
@@ -357,6 +359,7 @@ func TestToolRunInterruptedByKill9(t *testing.T) {
 
 // The refusals of POST /app/api/tools/invoke: none records a run.
 func TestToolInvokeRefusals(t *testing.T) {
+	t.Parallel()
 	tk := newToolKit(t)
 	e := newToolsSetup(t, tk)
 	good := e.call(e.conv, "lookup", map[string]any{})
