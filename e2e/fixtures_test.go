@@ -2,9 +2,14 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/kitd/kitd/internal/eventually"
 )
 
 // The scopes a Kit asks for unless a test says otherwise.
@@ -77,12 +82,32 @@ type Conv struct {
 // newSlug is a globally unique Kit slug for this run.
 func newSlug() string { return "e2e-" + randHex(8) }
 
+// setup makes one request of a test's set-up. A node of a cluster may
+// answer 503 while a partition changes leader, a legitimate answer that a
+// client retries: a set-up retries it, for up to 30 s (a create that
+// answered 503 after all may then exist twice, which a set-up does not
+// mind). A node alone is asked once: no 503 is expected of it.
+func (s *Server) setup(t testing.TB, method, token, path string, body any) *Resp {
+	t.Helper()
+	if !slices.Contains(s.Args, "--cluster-bind") {
+		return s.do(t, method, path, token, body, nil)
+	}
+	var r *Resp
+	_ = eventually.Poll(30*time.Second, func() error {
+		if r = s.do(t, method, path, token, body, nil); r.Status == 503 {
+			return errors.New("unavailable")
+		}
+		return nil
+	})
+	return r
+}
+
 // newWorkspace creates a workspace, its owner, an admin, a member, a guest and
 // a developer token of the owner.
 func newWorkspace(t testing.TB, s *Server) *Workspace {
 	t.Helper()
 	name := "ws-" + randHex(4)
-	r := s.ops(t, "POST", "/ops/v1/workspaces", map[string]any{"name": name})
+	r := s.setup(t, "POST", s.OpToken, "/ops/v1/workspaces", map[string]any{"name": name})
 	want(t, r, 201)
 	w := &Workspace{S: s, ID: r.Str("workspace.id"), Name: name}
 	if !isUUID(w.ID) {
@@ -106,7 +131,7 @@ func (w *Workspace) user(t testing.TB, role string) User {
 	}
 	// No password: sign-in is not needed before the credentials issue, and
 	// each password costs a bcrypt hash inside the workspace actor.
-	r := w.S.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/users", map[string]any{
+	r := w.S.setup(t, "POST", w.S.OpToken, "/ops/v1/workspaces/"+w.ID+"/users", map[string]any{
 		"displayName": u.DisplayName, "email": u.Email, "role": role,
 	})
 	want(t, r, 201)
@@ -120,7 +145,7 @@ func (w *Workspace) user(t testing.TB, role string) User {
 // devToken creates a developer token for userID.
 func (w *Workspace) devToken(t testing.TB, userID string) (token, id string) {
 	t.Helper()
-	r := w.S.ops(t, "POST", "/ops/v1/users/"+userID+"/developer-tokens", map[string]any{"name": "e2e"})
+	r := w.S.setup(t, "POST", w.S.OpToken, "/ops/v1/users/"+userID+"/developer-tokens", map[string]any{"name": "e2e"})
 	want(t, r, 201)
 	return r.Str("token"), r.Str("id")
 }
@@ -137,7 +162,7 @@ func (w *Workspace) channel(t testing.TB, visibility string, members ...string) 
 		members = []string{}
 	}
 	c := Conv{Name: "ch-" + randHex(4), Visibility: visibility, Members: members}
-	r := w.S.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/conversations", map[string]any{
+	r := w.S.setup(t, "POST", w.S.OpToken, "/ops/v1/workspaces/"+w.ID+"/conversations", map[string]any{
 		"kind": "channel", "visibility": visibility, "name": c.Name, "topic": "topic of " + c.Name, "memberIds": members,
 	})
 	want(t, r, 201)
@@ -183,9 +208,9 @@ func manifestString(m map[string]any) string {
 // token of the workspace and returns the response.
 func (w *Workspace) uploadVersion(t testing.TB, m map[string]any, publish bool) *Resp {
 	t.Helper()
-	return w.S.api(t, w.Dev, "POST", "/dev/kits/versions", map[string]any{
+	return w.S.setup(t, "POST", w.Dev, "/api/v1/dev/kits/versions", map[string]any{
 		"manifest": manifestString(m), "publish": publish,
-	}, nil)
+	})
 }
 
 // kit registers and publishes a new private Kit of the workspace.
@@ -207,7 +232,7 @@ func (w *Workspace) kit(t testing.TB, scopes ...string) *Kit {
 // creates a bot token.
 func (w *Workspace) install(t testing.TB, k *Kit, channels ...string) *Install {
 	t.Helper()
-	r := w.S.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/installations", map[string]any{"kitId": k.ID})
+	r := w.S.setup(t, "POST", w.S.OpToken, "/ops/v1/workspaces/"+w.ID+"/installations", map[string]any{"kitId": k.ID})
 	want(t, r, 201)
 	in := &Install{W: w, Kit: k, ID: r.Str("installation.id"), BotID: r.Str("installation.botId"), Resp: r}
 	if !isUUID(in.ID) || !isUUID(in.BotID) {
@@ -222,14 +247,14 @@ func (w *Workspace) install(t testing.TB, k *Kit, channels ...string) *Install {
 
 func (in *Install) addChannel(t testing.TB, conversationID string) {
 	t.Helper()
-	r := in.W.S.ops(t, "POST", "/ops/v1/installations/"+in.ID+"/channels", map[string]any{"conversationId": conversationID})
+	r := in.W.S.setup(t, "POST", in.W.S.OpToken, "/ops/v1/installations/"+in.ID+"/channels", map[string]any{"conversationId": conversationID})
 	want(t, r, 200)
 }
 
 // newToken creates another bot token for the installation.
 func (in *Install) newToken(t testing.TB) string {
 	t.Helper()
-	r := in.W.S.ops(t, "POST", "/ops/v1/installations/"+in.ID+"/bot-tokens", nil)
+	r := in.W.S.setup(t, "POST", in.W.S.OpToken, "/ops/v1/installations/"+in.ID+"/bot-tokens", nil)
 	want(t, r, 201)
 	tok := r.Str("token")
 	if tok == "" {
