@@ -32,15 +32,17 @@
 // records of another seq, which end the data as a torn tail does.
 //
 // With Options.Preallocate, a segment also starts life in a file whose
-// blocks are written: when the log takes its last kept file (or has none
-// and creates one), a goroutine prepares a spare, zeros of the segment size
-// written, synced, then renamed <seq>.free (from <seq>.free.tmp, which Open
-// deletes: a crash never leaves a file half prepared under the name of a
-// kept one), and the directory synced. The writer takes it at a roll, and
-// leaves a segment whose file it created (and so grows) for it as soon as
-// it is ready: a fresh node pays for growing files only while its first
-// spare is written. A spare's seq comes from the same count as the
-// segments', so no name is used twice.
+// blocks are written. When no file is kept for the next segment, a
+// goroutine prepares a spare: zeros of the segment size written, synced,
+// renamed <seq>.free (from <seq>.free.tmp, which Open deletes: a crash
+// never leaves a file half prepared under the name of a kept one), the
+// directory synced. It starts at once if the current segment's file was
+// created (it grows), and the writer leaves that segment for the spare as
+// soon as it is ready: a fresh node pays for growing files only while its
+// first spare is written. Otherwise it starts once the current segment is
+// half written, so that a node that writes little writes one spare, not
+// two. A spare's seq comes from the same count as the segments', so no
+// name is used twice.
 //
 // Open replays the segments in order. A record that is short, zero or fails
 // its checksum ends the data. In the last segment, that is the tail of a
@@ -710,6 +712,7 @@ func (l *Log) Write(sync bool) error {
 			return l.err
 		}
 		l.size += int64(len(l.buf))
+		l.prepareSpare()
 		l.buf = l.buf[:0]
 		l.unsynced = true
 		for _, o := range l.ops {
@@ -752,9 +755,6 @@ func (l *Log) roll() error {
 	err = l.startSegment()
 	reseal(pending, l.seed) // checksummed for the old segment
 	l.buf = append(l.buf, pending...)
-	if err == nil {
-		l.prepareSpare()
-	}
 	return err
 }
 
@@ -788,9 +788,11 @@ func (l *Log) takeSpare() {
 }
 
 // prepareSpare starts the preparation of a spare if the option is on, no
-// file is kept for the next segment and none is being prepared.
+// file is kept for the next segment and none is being prepared: at once
+// for a segment whose file grows, for another once it is half written, so
+// that a node that writes little writes one spare, not two.
 func (l *Log) prepareSpare() {
-	if !l.opts.Preallocate || len(l.free) > 0 || l.spare != nil {
+	if !l.opts.Preallocate || len(l.free) > 0 || l.spare != nil || !l.grows && l.size < l.opts.SegmentSize/2 {
 		return
 	}
 	sp := &spare{seq: l.next, stop: make(chan struct{}), done: make(chan struct{})}

@@ -890,6 +890,25 @@ func TestPreallocate(t *testing.T) {
 			_, got := open(t, mem, Options{})
 			wantEntries(t, got[1], run{1, 1, 2})
 		}},
+		{"the next spare waits until the segment in a spare's file is half written", func(t *testing.T, mem *vfs.MemFS) {
+			l, _ := open(t, mem, Options{SegmentSize: 4 << 10, Preallocate: true})
+			waitSpare(t, l)
+			i := uint64(1)
+			for ; l.grows; i++ { // the first write rolls onto the spare
+				l.Append(1, ents(1, i, i))
+				write(t, l, true)
+			}
+			for ; l.size < l.opts.SegmentSize/2; i++ {
+				if l.spare != nil {
+					t.Fatalf("a spare being prepared with the segment at %d bytes of %d", l.size, l.opts.SegmentSize)
+				}
+				l.Append(1, ents(1, i, i))
+				write(t, l, true)
+			}
+			if l.spare == nil {
+				t.Fatalf("no spare being prepared with the segment at %d bytes of %d", l.size, l.opts.SegmentSize)
+			}
+		}},
 		{"a spare prepared before a Close is the next Open's segment", func(t *testing.T, mem *vfs.MemFS) {
 			l, _ := open(t, mem, pre)
 			spare := freeName(l.spare.seq)
@@ -904,15 +923,18 @@ func TestPreallocate(t *testing.T) {
 		{"a preparation cut by a crash is never a kept file, and its seq is not used again", func(t *testing.T, mem *vfs.MemFS) {
 			// Three writes of zeros, the last short.
 			const size = 2*zeroChunk + 4096
+			var mu sync.Mutex // the writer's steps and the preparation's
 			var crashes []*vfs.MemFS
 			rng := rand.New(rand.NewPCG(1, 3))
 			step := func() {
+				mu.Lock()
+				defer mu.Unlock()
 				for _, keep := range []int{0, 50, 100} {
 					crashes = append(crashes, mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: keep, RNG: rng}))
 				}
 			}
 			l, _ := open(t, stepFS{mem, step}, Options{SegmentSize: size, Preallocate: true})
-			waitSpare(t, l) // the steps after Open are the preparation's alone
+			waitSpare(t, l)
 			l.Close()
 			for i, fs := range crashes {
 				wantWhole(t, fs, size)
