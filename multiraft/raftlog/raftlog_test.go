@@ -892,12 +892,15 @@ func TestPreallocate(t *testing.T) {
 		}},
 		{"the next spare waits until the segment in a spare's file is half written", func(t *testing.T, mem *vfs.MemFS) {
 			l, _ := open(t, mem, Options{SegmentSize: 4 << 10, Preallocate: true})
+			l.Append(1, ents(1, 1, 1))
+			write(t, l, true)
 			waitSpare(t, l)
-			i := uint64(1)
-			for ; l.grows; i++ { // the first write rolls onto the spare
-				l.Append(1, ents(1, i, i))
-				write(t, l, true)
+			l.Append(1, ents(1, 2, 2)) // rolls onto the spare
+			write(t, l, true)
+			if l.grows {
+				t.Fatal("the spare not taken")
 			}
+			i := uint64(3)
 			for ; l.size < l.opts.SegmentSize/2; i++ {
 				if l.spare != nil {
 					t.Fatalf("a spare being prepared with the segment at %d bytes of %d", l.size, l.opts.SegmentSize)
