@@ -137,8 +137,9 @@ type Options struct {
 	// the next segments (a benchmark's baseline).
 	NoRecycle bool
 	// Preallocate prepares, on a goroutine of the log's own, a spare file
-	// of SegmentSize zeros whenever the log has no file to reuse, so that
-	// a segment's syncs write into blocks its file has (package comment).
+	// of SegmentSize zeros when the log keeps no file for its next segment,
+	// so that a segment's syncs write into blocks its file has (package
+	// comment).
 	// It costs SegmentSize of disk, and that much written, a spare: off
 	// for a filesystem in memory.
 	Preallocate bool
@@ -169,6 +170,9 @@ type Log struct {
 	// on: it is left for a kept file as soon as there is one.
 	grows bool
 	spare *spare // a preparation in flight, nil if none
+	// spareFailed: the current segment's preparation failed (a full disk?);
+	// the next segment's tries again, not every write.
+	spareFailed bool
 
 	buf      []byte // records not written yet
 	ops      []op   // their effects, applied once written
@@ -770,7 +774,8 @@ func (l *Log) spareReady() bool {
 
 // takeSpare adds the spare to the kept files if its preparation ended
 // well. One that failed left no file: the log goes on without it, and the
-// next roll tries again.
+// next segment tries again. (Nothing reports the error: the log works
+// without a spare, and a full disk fails its writes soon enough.)
 func (l *Log) takeSpare() {
 	sp := l.spare
 	if sp == nil {
@@ -782,9 +787,11 @@ func (l *Log) takeSpare() {
 		return
 	}
 	l.spare = nil
-	if sp.err == nil {
-		l.free = append(l.free, sp.seq)
+	if sp.err != nil {
+		l.spareFailed = true
+		return
 	}
+	l.free = append(l.free, sp.seq)
 }
 
 // prepareSpare starts the preparation of a spare if the option is on, no
@@ -792,7 +799,8 @@ func (l *Log) takeSpare() {
 // for a segment whose file grows, for another once it is half written, so
 // that a node that writes little writes one spare, not two.
 func (l *Log) prepareSpare() {
-	if !l.opts.Preallocate || len(l.free) > 0 || l.spare != nil || !l.grows && l.size < l.opts.SegmentSize/2 {
+	if !l.opts.Preallocate || len(l.free) > 0 || l.spare != nil || l.spareFailed ||
+		!l.grows && l.size < l.opts.SegmentSize/2 {
 		return
 	}
 	sp := &spare{seq: l.next, stop: make(chan struct{}), done: make(chan struct{})}
@@ -884,6 +892,7 @@ func (l *Log) startSegment() error {
 	}
 	l.f, l.size, l.seed = f, 0, seedOf(seq)
 	l.grows = !reused && l.opts.Preallocate
+	l.spareFailed = false
 	l.segs = append(l.segs, &segment{seq: seq, last: map[uint16]uint64{}, recyclable: true})
 	l.buf = appendSegHeader(l.buf, seq)
 	gs := make([]uint16, 0, len(l.hs))

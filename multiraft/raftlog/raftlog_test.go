@@ -828,6 +828,21 @@ func (f gateFile) Write(p []byte) (int, error) {
 	return f.File.Write(p)
 }
 
+// failTmpFS fails every write to a file being prepared.
+type failTmpFS struct{ vfs.FS }
+
+type failFile struct{ vfs.File }
+
+func (f failTmpFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	file, err := f.FS.Create(name, cat)
+	if err != nil || !strings.HasSuffix(name, tmpSuffix) {
+		return file, err
+	}
+	return failFile{file}, nil
+}
+
+func (failFile) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
 // maxSeq is the highest seq a name in dir starts with.
 func maxSeq(t *testing.T, fs vfs.FS) uint64 {
 	t.Helper()
@@ -987,6 +1002,24 @@ func TestPreallocate(t *testing.T) {
 			}
 			if slices.ContainsFunc(names, func(n string) bool { return strings.HasSuffix(n, tmpSuffix) || strings.HasSuffix(n, freeSuffix) }) {
 				t.Fatalf("files %v after Close: want no spare, whole or not", names)
+			}
+		}},
+		{"a failed preparation is tried again at the next segment, not at every write", func(t *testing.T, mem *vfs.MemFS) {
+			c := &createCounter{FS: failTmpFS{mem}}
+			l, _ := open(t, c, pre)
+			failed := l.segs[len(l.segs)-1].seq
+			for i := uint64(1); i <= 200 && c.created(tmpSuffix) < 2; i++ {
+				if sp := l.spare; sp != nil {
+					<-sp.done
+				}
+				l.Append(1, ents(1, i, i))
+				write(t, l, true)
+				if c.created(tmpSuffix) > 1 && l.segs[len(l.segs)-1].seq == failed {
+					t.Fatalf("a failed preparation tried again in the same segment, at write %d", i)
+				}
+			}
+			if c.created(tmpSuffix) < 2 {
+				t.Fatal("a failed preparation never tried again")
 			}
 		}},
 		{"the option off prepares nothing", func(t *testing.T, mem *vfs.MemFS) {
