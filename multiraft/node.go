@@ -247,8 +247,11 @@ func Open(cfg Config) (*Node, error) {
 	if err := cfg.Store.Sync(); err != nil {
 		return nil, err
 	}
+	// Spare segments on a disk (one that reports its usage), not as 64 MiB
+	// of zeros a node in a test's memory.
+	_, noDisk := cfg.LogFS.GetDiskUsage(cfg.Store.Dir())
 	rlog, replayed, err := raftlog.Open(cfg.LogFS, cfg.LogDir, raftlog.Options{
-		SegmentSize: cfg.LogSegmentSize, BeforeDelete: cfg.Store.Sync,
+		SegmentSize: cfg.LogSegmentSize, BeforeDelete: cfg.Store.Sync, Preallocate: noDisk == nil,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("replication: %w", err)

@@ -31,6 +31,19 @@
 // extents. What follows the new records is the file's earlier content:
 // records of another seq, which end the data as a torn tail does.
 //
+// With Options.Preallocate, a segment also starts life in a file whose
+// blocks are written. When no file is kept for the next segment, a
+// goroutine prepares a spare: zeros of the segment size written, synced,
+// renamed <seq>.free (from <seq>.free.tmp, which Open deletes: a crash
+// never leaves a file half prepared under the name of a kept one), the
+// directory synced. It starts at once if the current segment's file was
+// created (it grows), and the writer leaves that segment for the spare as
+// soon as it is ready: a fresh node pays for growing files only while its
+// first spare is written. Otherwise it starts once the current segment is
+// half written, so that a node that writes little writes one spare, not
+// two. A spare's seq comes from the same count as the segments', so no
+// name is used twice.
+//
 // Open replays the segments in order. A record that is short, zero or fails
 // its checksum ends the data. In the last segment, that is the tail of a
 // write a crash tore, never synced, so never acknowledged (or the recycled
@@ -59,6 +72,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,7 +100,11 @@ const (
 	flagDropHS = 1 // reset: drop the hard state too
 
 	segSuffix  = ".log"
-	freeSuffix = ".free" // a deleted segment's file, kept for reuse
+	freeSuffix = ".free" // a deleted segment's file, or a spare, kept for reuse
+	tmpSuffix  = ".tmp"  // a file being written, to be renamed: Open deletes it
+
+	// zeroChunk is how many zeros a spare's preparation writes at once.
+	zeroChunk = 1 << 20
 
 	// recycled is how many deleted segments' files are kept for reuse: as
 	// Pebble keeps WAL files, enough for the segments a release deletes at
@@ -118,6 +136,13 @@ type Options struct {
 	// NoRecycle deletes old segments' files instead of keeping some for
 	// the next segments (a benchmark's baseline).
 	NoRecycle bool
+	// Preallocate prepares, on a goroutine of the log's own, a spare file
+	// of SegmentSize zeros when the log keeps no file for its next segment,
+	// so that a segment's syncs write into blocks its file has (package
+	// comment).
+	// It costs SegmentSize of disk, and that much written, a spare: off
+	// for a filesystem in memory.
+	Preallocate bool
 }
 
 // Replayed is what the log holds of one group.
@@ -127,7 +152,9 @@ type Replayed struct {
 }
 
 // Log is the open log. It is not safe for concurrent use: one goroutine
-// (the replication driver) appends, writes and releases.
+// (the replication driver) appends, writes and releases. A spare's
+// preparation shares nothing with it but the spare: the writer polls its
+// done channel and only then reads its result.
 type Log struct {
 	fs   vfs.FS
 	dir  string
@@ -138,6 +165,14 @@ type Log struct {
 	size int64      // bytes written to f
 	seed uint32     // the current segment's checksum seed (seedOf)
 	free []uint64   // the seqs of the files kept for reuse
+	next uint64     // the seq of the next file named: past every seq on disk
+	// grows: the current segment's file was created, and Preallocate is
+	// on: it is left for a kept file as soon as there is one.
+	grows bool
+	spare *spare // a preparation in flight, nil if none
+	// spareFailed: the current segment's preparation failed (a full disk?);
+	// the next segment's tries again, not every write.
+	spareFailed bool
 
 	buf      []byte // records not written yet
 	ops      []op   // their effects, applied once written
@@ -165,6 +200,14 @@ type op struct {
 	reset   bool   // entries: flagReset; reset: flagDropHS
 	hs      *pb.HardState
 	release bool
+}
+
+// spare is a preparation of a spare file, on its own goroutine.
+type spare struct {
+	seq  uint64
+	stop chan struct{} // closed: give up, and delete the file
+	done chan struct{} // closed when it ended; err is then set
+	err  error
 }
 
 func segName(seq uint64) string  { return fmt.Sprintf("%020d%s", seq, segSuffix) }
@@ -198,29 +241,33 @@ func Open(fs vfs.FS, dir string, opts Options) (*Log, map[uint16]*Replayed, erro
 		return nil, nil, fmt.Errorf("raftlog: list %s: %w", dir, err)
 	}
 	var seqs, free []uint64
+	next := uint64(1) // a seq is never used twice
 	for _, name := range names {
 		if seq, ok := parseSegName(name); ok {
 			seqs = append(seqs, seq)
+			next = max(next, seq+1)
 		} else if seq, ok := parseName(name, freeSuffix); ok {
 			free = append(free, seq)
+			next = max(next, seq+1)
+		} else if strings.HasSuffix(name, tmpSuffix) {
+			// A spare's preparation, or a rewrite, a crash cut short.
+			if seq, ok := parseName(name, freeSuffix+tmpSuffix); ok {
+				next = max(next, seq+1)
+			}
+			if err := fs.Remove(fs.PathJoin(dir, name)); err != nil {
+				return nil, nil, fmt.Errorf("raftlog: delete %s: %w", name, err)
+			}
 		}
 	}
 	slices.Sort(seqs)
 	slices.Sort(free)
 
-	l := &Log{fs: fs, dir: dir, opts: opts, hs: map[uint16]*pb.HardState{}, released: map[uint16]uint64{}}
+	l := &Log{fs: fs, dir: dir, opts: opts, next: next, hs: map[uint16]*pb.HardState{}, released: map[uint16]uint64{}}
 	groups := map[uint16]*Replayed{}
 	for i, seq := range seqs {
 		if err := l.replaySegment(seq, i == len(seqs)-1, groups); err != nil {
 			return nil, nil, err
 		}
-	}
-	next := uint64(1)
-	if len(seqs) > 0 {
-		next = seqs[len(seqs)-1] + 1
-	}
-	if len(free) > 0 {
-		next = max(next, free[len(free)-1]+1) // a seq is never used twice
 	}
 	keep := recycled
 	if opts.NoRecycle {
@@ -237,12 +284,13 @@ func Open(fs vfs.FS, dir string, opts Options) (*Log, map[uint16]*Replayed, erro
 			return nil, nil, fmt.Errorf("raftlog: delete %s: %w", freeName(seq), err)
 		}
 	}
-	if err := l.startSegment(next); err != nil {
+	if err := l.startSegment(); err != nil {
 		return nil, nil, err
 	}
 	if err := l.Write(true); err != nil {
 		return nil, nil, err
 	}
+	l.prepareSpare()
 	return l, groups, nil
 }
 
@@ -658,7 +706,7 @@ func (l *Log) Write(sync bool) error {
 		return l.err
 	}
 	if len(l.buf) > 0 {
-		if l.size > segHeaderLen && l.size+int64(len(l.buf)) > l.opts.SegmentSize {
+		if l.size > segHeaderLen && (l.size+int64(len(l.buf)) > l.opts.SegmentSize || l.spareReady()) {
 			if l.err = l.roll(); l.err != nil {
 				return l.err
 			}
@@ -668,6 +716,7 @@ func (l *Log) Write(sync bool) error {
 			return l.err
 		}
 		l.size += int64(len(l.buf))
+		l.prepareSpare()
 		l.buf = l.buf[:0]
 		l.unsynced = true
 		for _, o := range l.ops {
@@ -706,18 +755,126 @@ func (l *Log) roll() error {
 		return fmt.Errorf("raftlog: close segment: %w", err)
 	}
 	l.buf = l.buf[:0]
-	err = l.startSegment(l.segs[len(l.segs)-1].seq + 1)
+	l.takeSpare()
+	err = l.startSegment()
 	reseal(pending, l.seed) // checksummed for the old segment
 	l.buf = append(l.buf, pending...)
 	return err
 }
 
-// startSegment creates segment seq, from a file kept for reuse if there
-// is one, and buffers its header and the hard state of every group as its
-// first records.
-func (l *Log) startSegment(seq uint64) error {
+// spareReady reports whether the current segment's file grows and a kept
+// file is there to take its place.
+func (l *Log) spareReady() bool {
+	if !l.grows {
+		return false
+	}
+	l.takeSpare()
+	return len(l.free) > 0
+}
+
+// takeSpare adds the spare to the kept files if its preparation ended
+// well. One that failed left no file: the log goes on without it, and the
+// next segment tries again. (Nothing reports the error: the log works
+// without a spare, and a full disk fails its writes soon enough.)
+func (l *Log) takeSpare() {
+	sp := l.spare
+	if sp == nil {
+		return
+	}
+	select {
+	case <-sp.done:
+	default:
+		return
+	}
+	l.spare = nil
+	if sp.err != nil {
+		l.spareFailed = true
+		return
+	}
+	l.free = append(l.free, sp.seq)
+}
+
+// prepareSpare starts the preparation of a spare if the option is on, no
+// file is kept for the next segment and none is being prepared: at once
+// for a segment whose file grows, for another once it is half written, so
+// that a node that writes little writes one spare, not two.
+func (l *Log) prepareSpare() {
+	if !l.opts.Preallocate || len(l.free) > 0 || l.spare != nil || l.spareFailed ||
+		!l.grows && l.size < l.opts.SegmentSize/2 {
+		return
+	}
+	sp := &spare{seq: l.next, stop: make(chan struct{}), done: make(chan struct{})}
+	l.next++
+	l.spare = sp
+	go func() {
+		defer close(sp.done)
+		sp.err = writeSpare(l.fs, l.dir, sp.seq, l.opts.SegmentSize, sp.stop)
+	}()
+}
+
+var errStopped = errors.New("raftlog: spare preparation stopped")
+
+// writeSpare writes size zeros to spare seq's temporary file, syncs it and
+// renames it <seq>.free: a crash leaves the whole file under that name or
+// none. Stopped, or failing before the rename, it deletes the file.
+func writeSpare(fs vfs.FS, dir string, seq uint64, size int64, stop <-chan struct{}) error {
+	name := fs.PathJoin(dir, freeName(seq))
+	tmp := name + tmpSuffix
+	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return fmt.Errorf("raftlog: prepare %s: %w", freeName(seq), err)
+	}
+	err = fillZeros(f, size, stop)
+	if err == nil {
+		err = f.SyncData() // the data before the name
+	}
+	err = errors.Join(err, f.Close())
+	if err == nil {
+		err = fs.Rename(tmp, name)
+	}
+	if err != nil {
+		if rmErr := fs.Remove(tmp); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+			err = errors.Join(err, rmErr)
+		}
+		if errors.Is(err, errStopped) {
+			return err
+		}
+		return fmt.Errorf("raftlog: prepare %s: %w", freeName(seq), err)
+	}
+	if err := syncDir(fs, dir); err != nil {
+		// The file is whole, under its name: the next Open keeps it.
+		return fmt.Errorf("raftlog: prepare %s: %w", freeName(seq), err)
+	}
+	return nil
+}
+
+func fillZeros(f vfs.File, size int64, stop <-chan struct{}) error {
+	zeros := make([]byte, min(size, zeroChunk))
+	for off := int64(0); off < size; {
+		select {
+		case <-stop:
+			return errStopped
+		default:
+		}
+		b := zeros[:min(int64(len(zeros)), size-off)]
+		clear(b) // vfs.File.Write may modify its argument
+		if _, err := f.Write(b); err != nil {
+			return err
+		}
+		off += int64(len(b))
+	}
+	return nil
+}
+
+// startSegment creates the next segment, from a file kept for reuse if
+// there is one, and buffers its header and the hard state of every group
+// as its first records.
+func (l *Log) startSegment() error {
+	seq := l.next
+	l.next++
 	var f vfs.File
 	var err error
+	reused := len(l.free) > 0
 	if n := len(l.free); n > 0 {
 		// Written over from its start: what follows the new records is
 		// the file's earlier segment, whose seq fails their checksums.
@@ -734,6 +891,8 @@ func (l *Log) startSegment(seq uint64) error {
 		return fmt.Errorf("raftlog: create %s: %w", segName(seq), err)
 	}
 	l.f, l.size, l.seed = f, 0, seedOf(seq)
+	l.grows = !reused && l.opts.Preallocate
+	l.spareFailed = false
 	l.segs = append(l.segs, &segment{seq: seq, last: map[uint16]uint64{}, recyclable: true})
 	l.buf = appendSegHeader(l.buf, seq)
 	gs := make([]uint16, 0, len(l.hs))
@@ -832,9 +991,15 @@ func (l *Log) HardState(g uint16) *pb.HardState { return l.hs[g] }
 // Segments returns how many segment files the log has.
 func (l *Log) Segments() int { return len(l.segs) }
 
-// Close closes the current segment. It adds no durability: what a Write
-// with sync returned is durable already.
+// Close stops a spare's preparation in flight, and waits for it (it
+// deletes its file, or finished it), and closes the current segment. It
+// adds no durability: what a Write with sync returned is durable already.
 func (l *Log) Close() error {
+	if sp := l.spare; sp != nil {
+		close(sp.stop)
+		<-sp.done
+		l.spare = nil
+	}
 	if l.f == nil {
 		return nil
 	}

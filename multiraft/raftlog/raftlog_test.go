@@ -9,7 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -430,15 +434,34 @@ func churn(t *testing.T, l *Log, from, to uint64) {
 	}
 }
 
-// createCounter counts the files created.
+// createCounter counts the files created, and keeps their names (a
+// spare's preparation creates from its own goroutine).
 type createCounter struct {
 	vfs.FS
-	n int
+	mu    sync.Mutex
+	n     int
+	names []string
 }
 
 func (c *createCounter) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	c.mu.Lock()
 	c.n++
+	c.names = append(c.names, c.FS.PathBase(name))
+	c.mu.Unlock()
 	return c.FS.Create(name, cat)
+}
+
+// created returns how many files with the suffix were created.
+func (c *createCounter) created(suffix string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, name := range c.names {
+		if strings.HasSuffix(name, suffix) {
+			n++
+		}
+	}
+	return n
 }
 
 // olderSegments writes group 1's entries 1..15 over a few segments, and
@@ -737,5 +760,284 @@ func TestCrashAtEveryStep(t *testing.T) {
 			}
 			l.Close()
 		}
+	}
+}
+
+// waitSpare waits for the spare being prepared.
+func waitSpare(t *testing.T, l *Log) {
+	t.Helper()
+	sp := l.spare
+	if sp == nil {
+		t.Fatal("no spare being prepared")
+	}
+	select {
+	case <-sp.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the spare's preparation did not end in 10 s")
+	}
+	if sp.err != nil {
+		t.Fatal(sp.err)
+	}
+}
+
+// wantWhole fails unless every file kept for reuse is a deleted segment's
+// or a whole spare: size zeros.
+func wantWhole(t *testing.T, fs vfs.FS, size int64) {
+	t.Helper()
+	if _, err := fs.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return // a crash before the directory's entry was synced
+	}
+	for _, name := range files(t, fs, freeSuffix) {
+		b := readFile(t, fs, name)
+		if bytes.HasPrefix(b, segMagic) {
+			continue
+		}
+		if int64(len(b)) != size || slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) {
+			t.Fatalf("%s kept for reuse: %d bytes, want %d zeros", name, len(b), size)
+		}
+	}
+}
+
+// gateFS holds the first write to a file being prepared until gate is
+// closed, and says when it is held.
+type gateFS struct {
+	vfs.FS
+	held chan struct{} // buffered
+	gate chan struct{}
+}
+
+type gateFile struct {
+	vfs.File
+	fs gateFS
+}
+
+func (g gateFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := g.FS.Create(name, cat)
+	if err != nil || !strings.HasSuffix(name, tmpSuffix) {
+		return f, err
+	}
+	return gateFile{f, g}, nil
+}
+
+func (f gateFile) Write(p []byte) (int, error) {
+	select {
+	case f.fs.held <- struct{}{}:
+	default:
+	}
+	<-f.fs.gate
+	return f.File.Write(p)
+}
+
+// failTmpFS fails every write to a file being prepared.
+type failTmpFS struct{ vfs.FS }
+
+type failFile struct{ vfs.File }
+
+func (f failTmpFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	file, err := f.FS.Create(name, cat)
+	if err != nil || !strings.HasSuffix(name, tmpSuffix) {
+		return file, err
+	}
+	return failFile{file}, nil
+}
+
+func (failFile) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// maxSeq is the highest seq a name in dir starts with.
+func maxSeq(t *testing.T, fs vfs.FS) uint64 {
+	t.Helper()
+	names, err := fs.List(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0 // a crash before the directory's entry was synced
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top uint64
+	for _, n := range names {
+		if len(n) > 20 {
+			if seq, err := strconv.ParseUint(n[:20], 10, 64); err == nil {
+				top = max(top, seq)
+			}
+		}
+	}
+	return top
+}
+
+func TestPreallocate(t *testing.T) {
+	const segSize = 512
+	pre := Options{SegmentSize: segSize, Preallocate: true}
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, mem *vfs.MemFS)
+	}{
+		{"a roll takes the spare prepared: no segment file is created", func(t *testing.T, mem *vfs.MemFS) {
+			c := &createCounter{FS: mem}
+			l, _ := open(t, c, pre)
+			for i := uint64(1); i <= 100; i++ {
+				if l.spare != nil {
+					waitSpare(t, l)
+				}
+				l.Append(1, ents(1, i, i))
+				write(t, l, true)
+			}
+			if n := l.segs[len(l.segs)-1].seq; n < 4 {
+				t.Fatalf("the log is at segment %d: it rolled too few times to tell", n)
+			}
+			if n := c.created(segSuffix); n != 1 {
+				t.Fatalf("%d segment files created, want the first one only", n)
+			}
+			l.Close()
+			_, got := open(t, mem, Options{})
+			wantEntries(t, got[1], run{1, 1, 100})
+		}},
+		{"a segment whose file grows is left for the spare once it is ready", func(t *testing.T, mem *vfs.MemFS) {
+			l, _ := open(t, mem, pre)
+			l.Append(1, ents(1, 1, 1))
+			write(t, l, true)
+			waitSpare(t, l)
+			l.Append(1, ents(1, 2, 2))
+			write(t, l, true)
+			if len(l.segs) != 2 || l.grows {
+				t.Fatalf("%d segments, the current one grows: %v; want the spare as the second", len(l.segs), l.grows)
+			}
+			l.Close()
+			_, got := open(t, mem, Options{})
+			wantEntries(t, got[1], run{1, 1, 2})
+		}},
+		{"the next spare waits until the segment in a spare's file is half written", func(t *testing.T, mem *vfs.MemFS) {
+			l, _ := open(t, mem, Options{SegmentSize: 4 << 10, Preallocate: true})
+			l.Append(1, ents(1, 1, 1))
+			write(t, l, true)
+			waitSpare(t, l)
+			l.Append(1, ents(1, 2, 2)) // rolls onto the spare
+			write(t, l, true)
+			if l.grows {
+				t.Fatal("the spare not taken")
+			}
+			i := uint64(3)
+			for ; l.size < l.opts.SegmentSize/2; i++ {
+				if l.spare != nil {
+					t.Fatalf("a spare being prepared with the segment at %d bytes of %d", l.size, l.opts.SegmentSize)
+				}
+				l.Append(1, ents(1, i, i))
+				write(t, l, true)
+			}
+			if l.spare == nil {
+				t.Fatalf("no spare being prepared with the segment at %d bytes of %d", l.size, l.opts.SegmentSize)
+			}
+		}},
+		{"a spare prepared before a Close is the next Open's segment", func(t *testing.T, mem *vfs.MemFS) {
+			l, _ := open(t, mem, pre)
+			spare := freeName(l.spare.seq)
+			waitSpare(t, l)
+			l.Close()
+			c := &createCounter{FS: mem}
+			open(t, c, Options{SegmentSize: segSize})
+			if n := c.created(segSuffix); n != 0 || slices.Contains(files(t, mem, freeSuffix), spare) {
+				t.Fatalf("%d segment files created, %s kept: want the spare taken", n, spare)
+			}
+		}},
+		{"a preparation cut by a crash is never a kept file, and its seq is not used again", func(t *testing.T, mem *vfs.MemFS) {
+			// Three writes of zeros, the last short.
+			const size = 2*zeroChunk + 4096
+			var mu sync.Mutex // the writer's steps and the preparation's
+			var crashes []*vfs.MemFS
+			rng := rand.New(rand.NewPCG(1, 3))
+			step := func() {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, keep := range []int{0, 50, 100} {
+					crashes = append(crashes, mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: keep, RNG: rng}))
+				}
+			}
+			l, _ := open(t, stepFS{mem, step}, Options{SegmentSize: size, Preallocate: true})
+			waitSpare(t, l)
+			l.Close()
+			for i, fs := range crashes {
+				wantWhole(t, fs, size)
+				top := maxSeq(t, fs)
+				l, _, err := Open(fs, dir, Options{SegmentSize: size})
+				if err != nil {
+					t.Fatalf("crash %d: %v", i, err)
+				}
+				if tmp := files(t, fs, freeSuffix+tmpSuffix); len(tmp) > 0 {
+					t.Fatalf("crash %d: %v left after Open", i, tmp)
+				}
+				if seq := l.segs[len(l.segs)-1].seq; seq <= top {
+					t.Fatalf("crash %d: new segment %d, a file named %d was on disk", i, seq, top)
+				}
+				l.Close()
+			}
+		}},
+		{"Close stops a preparation in flight and leaves no file of it", func(t *testing.T, mem *vfs.MemFS) {
+			g := gateFS{FS: mem, held: make(chan struct{}, 1), gate: make(chan struct{})}
+			l, _ := open(t, g, Options{SegmentSize: 3 * zeroChunk, Preallocate: true})
+			select {
+			case <-g.held:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no spare being written after 10 s")
+			}
+			sp := l.spare
+			closed := make(chan error, 1)
+			go func() { closed <- l.Close() }()
+			select {
+			case <-sp.stop: // Close asked it to stop
+				close(g.gate)
+			case <-time.After(10 * time.Second):
+				close(g.gate)
+				t.Fatal("Close did not stop the preparation in 10 s")
+			}
+			if err := <-closed; err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-sp.done:
+			default:
+				t.Fatal("the preparation runs on after Close returned")
+			}
+			names, err := mem.List(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.ContainsFunc(names, func(n string) bool { return strings.HasSuffix(n, tmpSuffix) || strings.HasSuffix(n, freeSuffix) }) {
+				t.Fatalf("files %v after Close: want no spare, whole or not", names)
+			}
+		}},
+		{"a failed preparation is tried again at the next segment, not at every write", func(t *testing.T, mem *vfs.MemFS) {
+			c := &createCounter{FS: failTmpFS{mem}}
+			l, _ := open(t, c, pre)
+			failed := l.segs[len(l.segs)-1].seq
+			for i := uint64(1); i <= 200 && c.created(tmpSuffix) < 2; i++ {
+				if sp := l.spare; sp != nil {
+					<-sp.done
+				}
+				l.Append(1, ents(1, i, i))
+				write(t, l, true)
+				if c.created(tmpSuffix) > 1 && l.segs[len(l.segs)-1].seq == failed {
+					t.Fatalf("a failed preparation tried again in the same segment, at write %d", i)
+				}
+			}
+			if c.created(tmpSuffix) < 2 {
+				t.Fatal("a failed preparation never tried again")
+			}
+		}},
+		{"the option off prepares nothing", func(t *testing.T, mem *vfs.MemFS) {
+			c := &createCounter{FS: mem}
+			l, _ := open(t, c, Options{SegmentSize: segSize})
+			for i := uint64(1); i <= 100; i++ {
+				if l.spare != nil {
+					t.Fatal("a spare being prepared with the option off")
+				}
+				l.Append(1, ents(1, i, i))
+				write(t, l, true)
+			}
+			l.Close()
+			if n := c.created(tmpSuffix); n != 0 || len(files(t, mem, freeSuffix)) != 0 {
+				t.Fatalf("%d files prepared, %d kept, with the option off", n, len(files(t, mem, freeSuffix)))
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, vfs.NewCrashableMem()) })
 	}
 }
