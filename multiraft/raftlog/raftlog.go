@@ -36,12 +36,13 @@
 // goroutine prepares a spare: zeros of the segment size written, synced,
 // renamed <seq>.free (from <seq>.free.tmp, which Open deletes: a crash
 // never leaves a file half prepared under the name of a kept one), the
-// directory synced. It starts at once if the current segment's file was
-// created (it grows), and the writer leaves that segment for the spare as
-// soon as it is ready: a fresh node pays for growing files only while its
-// first spare is written. Otherwise it starts once the current segment is
-// half written, so that a node that writes little writes one spare, not
-// two. A spare's seq comes from the same count as the segments', so no
+// directory synced. It starts once a sixteenth of the current segment is
+// written if the segment's file was created (it grows: a node that writes
+// little never writes a spare), and the writer leaves that segment for the
+// spare as soon as it is ready: a fresh node pays for growing files only
+// until its first spare is written. Otherwise it starts once the current
+// segment is half written, so that a node that writes little writes one
+// spare, not two. A spare's seq comes from the same count as the segments', so no
 // name is used twice.
 //
 // Open replays the segments in order. A record that is short, zero or fails
@@ -795,11 +796,15 @@ func (l *Log) takeSpare() {
 }
 
 // prepareSpare starts the preparation of a spare if the option is on, no
-// file is kept for the next segment and none is being prepared: at once
-// for a segment whose file grows, for another once it is half written, so
-// that a node that writes little writes one spare, not two.
+// file is kept for the next segment and none is being prepared: for a
+// segment whose file grows, once it holds a sixteenth of the segment
+// size, so that a node that writes little (one a test starts, a node
+// alone on --replicate that is hardly used) never writes a segment of
+// zeros; for another once it is half written, so that a node that writes
+// little writes one spare, not two.
 func (l *Log) prepareSpare() {
 	if !l.opts.Preallocate || len(l.free) > 0 || l.spare != nil || l.spareFailed ||
+		l.grows && l.size < l.opts.SegmentSize/16 ||
 		!l.grows && l.size < l.opts.SegmentSize/2 {
 		return
 	}

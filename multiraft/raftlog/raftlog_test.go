@@ -764,6 +764,23 @@ func TestCrashAtEveryStep(t *testing.T) {
 }
 
 // waitSpare waits for the spare being prepared.
+// writeUntilSpare writes entries of group 1 from index i on, the first
+// large enough to fill a sixteenth of the segment, until a spare is being
+// prepared, and returns the next index.
+func writeUntilSpare(t *testing.T, l *Log, i uint64) uint64 {
+	t.Helper()
+	for ; l.spare == nil; i++ {
+		if l.size >= l.opts.SegmentSize {
+			t.Fatal("a segment's worth written and no spare being prepared")
+		}
+		e := ents(1, i, i)
+		e[0].Data = make([]byte, max(2, l.opts.SegmentSize/16-l.size))
+		l.Append(1, e)
+		write(t, l, true)
+	}
+	return i
+}
+
 func waitSpare(t *testing.T, l *Log) {
 	t.Helper()
 	sp := l.spare
@@ -891,6 +908,21 @@ func TestPreallocate(t *testing.T) {
 			_, got := open(t, mem, Options{})
 			wantEntries(t, got[1], run{1, 1, 100})
 		}},
+		{"a log that wrote less than a sixteenth of a segment prepares no spare", func(t *testing.T, mem *vfs.MemFS) {
+			l, _ := open(t, mem, Options{SegmentSize: 64 << 10, Preallocate: true})
+			defer l.Close()
+			i := uint64(1)
+			for ; l.size < l.opts.SegmentSize/16; i++ {
+				if l.spare != nil {
+					t.Fatalf("a spare being prepared with the segment at %d bytes of %d", l.size, l.opts.SegmentSize)
+				}
+				l.Append(1, ents(1, i, i))
+				write(t, l, true)
+			}
+			if l.spare == nil {
+				t.Fatalf("no spare being prepared with the segment at %d bytes of %d", l.size, l.opts.SegmentSize)
+			}
+		}},
 		{"a segment whose file grows is left for the spare once it is ready", func(t *testing.T, mem *vfs.MemFS) {
 			l, _ := open(t, mem, pre)
 			l.Append(1, ents(1, 1, 1))
@@ -907,16 +939,14 @@ func TestPreallocate(t *testing.T) {
 		}},
 		{"the next spare waits until the segment in a spare's file is half written", func(t *testing.T, mem *vfs.MemFS) {
 			l, _ := open(t, mem, Options{SegmentSize: 4 << 10, Preallocate: true})
-			l.Append(1, ents(1, 1, 1))
-			write(t, l, true)
+			i := writeUntilSpare(t, l, 1)
 			waitSpare(t, l)
-			l.Append(1, ents(1, 2, 2)) // rolls onto the spare
+			l.Append(1, ents(1, i, i)) // rolls onto the spare
 			write(t, l, true)
 			if l.grows {
 				t.Fatal("the spare not taken")
 			}
-			i := uint64(3)
-			for ; l.size < l.opts.SegmentSize/2; i++ {
+			for i++; l.size < l.opts.SegmentSize/2; i++ {
 				if l.spare != nil {
 					t.Fatalf("a spare being prepared with the segment at %d bytes of %d", l.size, l.opts.SegmentSize)
 				}
@@ -929,6 +959,7 @@ func TestPreallocate(t *testing.T) {
 		}},
 		{"a spare prepared before a Close is the next Open's segment", func(t *testing.T, mem *vfs.MemFS) {
 			l, _ := open(t, mem, pre)
+			writeUntilSpare(t, l, 1)
 			spare := freeName(l.spare.seq)
 			waitSpare(t, l)
 			l.Close()
@@ -952,6 +983,7 @@ func TestPreallocate(t *testing.T) {
 				}
 			}
 			l, _ := open(t, stepFS{mem, step}, Options{SegmentSize: size, Preallocate: true})
+			writeUntilSpare(t, l, 1)
 			waitSpare(t, l)
 			l.Close()
 			for i, fs := range crashes {
@@ -973,6 +1005,7 @@ func TestPreallocate(t *testing.T) {
 		{"Close stops a preparation in flight and leaves no file of it", func(t *testing.T, mem *vfs.MemFS) {
 			g := gateFS{FS: mem, held: make(chan struct{}, 1), gate: make(chan struct{})}
 			l, _ := open(t, g, Options{SegmentSize: 3 * zeroChunk, Preallocate: true})
+			writeUntilSpare(t, l, 1)
 			select {
 			case <-g.held:
 			case <-time.After(10 * time.Second):
