@@ -14,11 +14,7 @@ func setupDevInstall(fs *flag.FlagSet) runner {
 		if *tunnel == "" {
 			return usagef("--url is required")
 		}
-		c, err := e.client()
-		if err != nil {
-			return err
-		}
-		text, err := readManifest(e, pos[0])
+		c, text, err := withManifest(e, pos[0])
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,17 @@ import (
 // disk image) from being read whole.
 const maxManifestFile = 4 * 65536
 
+// withManifest is what a command that sends a manifest needs first: the
+// client, and the manifest text of FILE (readManifest).
+func withManifest(e *env, file string) (*Client, string, error) {
+	c, err := e.client()
+	if err != nil {
+		return nil, "", err
+	}
+	text, err := readManifest(e, file)
+	return c, text, err
+}
+
 // readManifest reads the manifest text of FILE ("-" = standard input). The
 // text is sent as is: the server parses it, so its problems name the paths
 // of the file the developer wrote.
@@ -41,11 +52,7 @@ func readManifest(e *env, file string) (string, error) {
 // runValidate is `kit manifest validate FILE`: exit status 1 when the
 // manifest is not valid, so scripts and CI can gate on it.
 func runValidate(ctx context.Context, e *env, pos []string) error {
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	text, err := readManifest(e, pos[0])
+	c, text, err := withManifest(e, pos[0])
 	if err != nil {
 		return err
 	}

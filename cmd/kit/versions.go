@@ -9,11 +9,7 @@ import (
 func setupUpload(fs *flag.FlagSet) runner {
 	publish := fs.Bool("publish", false, "publish the version as it is registered")
 	return func(ctx context.Context, e *env, pos []string) error {
-		c, err := e.client()
-		if err != nil {
-			return err
-		}
-		text, err := readManifest(e, pos[0])
+		c, text, err := withManifest(e, pos[0])
 		if err != nil {
 			return err
 		}
