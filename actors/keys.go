@@ -403,31 +403,45 @@ func outboxSource(k []byte) (source string, pos uint64) {
 
 func eventSequenceKey(inst string) []byte { return key(partition.Of(inst), "dlv", inst, "seq") }
 
-func queuedEventKey(inst string, seq uint64) []byte {
-	return persistence.AppendUint64(keyWithRoom(partition.Of(inst), positionLen, "dlv", inst, "q", ""), seq)
+// The records of an installation's deliveries by sequence, one range per
+// state: queued (q), taken by a commit of the sequencer (t: under the
+// sequence of its first event), dead letters (x), delivered (d).
+const (
+	queuedEvents    = "q"
+	takenEvents     = "t"
+	deadEvents      = "x"
+	deliveredEvents = "d"
+)
+
+// deliveryRecordKey is inst's record of state at sequence seq.
+func deliveryRecordKey(inst, state string, seq uint64) []byte {
+	return persistence.AppendUint64(keyWithRoom(partition.Of(inst), positionLen, "dlv", inst, state, ""), seq)
 }
 
-func queuedEventsPrefix(inst string) []byte { return key(partition.Of(inst), "dlv", inst, "q", "") }
+// deliveryRecordsPrefix covers inst's records of state.
+func deliveryRecordsPrefix(inst, state string) []byte {
+	return key(partition.Of(inst), "dlv", inst, state, "")
+}
+
+func queuedEventKey(inst string, seq uint64) []byte {
+	return deliveryRecordKey(inst, queuedEvents, seq)
+}
+func queuedEventsPrefix(inst string) []byte { return deliveryRecordsPrefix(inst, queuedEvents) }
 
 // takenEventsKey is the record of the outbox entries one commit of the
 // sequencer took, the first under sequence first.
 func takenEventsKey(inst string, first uint64) []byte {
-	return persistence.AppendUint64(keyWithRoom(partition.Of(inst), positionLen, "dlv", inst, "t", ""), first)
+	return deliveryRecordKey(inst, takenEvents, first)
 }
+func takenEventsPrefix(inst string) []byte { return deliveryRecordsPrefix(inst, takenEvents) }
 
-func takenEventsPrefix(inst string) []byte { return key(partition.Of(inst), "dlv", inst, "t", "") }
-
-func deadEventKey(inst string, seq uint64) []byte {
-	return persistence.AppendUint64(keyWithRoom(partition.Of(inst), positionLen, "dlv", inst, "x", ""), seq)
-}
-
-func deadEventsPrefix(inst string) []byte { return key(partition.Of(inst), "dlv", inst, "x", "") }
+func deadEventKey(inst string, seq uint64) []byte { return deliveryRecordKey(inst, deadEvents, seq) }
+func deadEventsPrefix(inst string) []byte         { return deliveryRecordsPrefix(inst, deadEvents) }
 
 func deliveredEventKey(inst string, seq uint64) []byte {
-	return persistence.AppendUint64(keyWithRoom(partition.Of(inst), positionLen, "dlv", inst, "d", ""), seq)
+	return deliveryRecordKey(inst, deliveredEvents, seq)
 }
-
-func deliveredEventsPrefix(inst string) []byte { return key(partition.Of(inst), "dlv", inst, "d", "") }
+func deliveredEventsPrefix(inst string) []byte { return deliveryRecordsPrefix(inst, deliveredEvents) }
 
 func deliveryEndpointKey(inst string) []byte { return key(partition.Of(inst), "dlv", inst, "ep") }
 
