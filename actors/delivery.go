@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -68,10 +69,7 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 			return // the outbox keeps the event; the next activation takes it
 		}
 		if err := a.takeNotice(m); err != nil {
-			if a.env.Logger != nil {
-				a.env.Logger.Error("take outbox entries", "installation", a.id, "err", err)
-			}
-			ctx.Stop(ctx.Self()) // the next activation takes the outbox whole
+			a.activateAgainLater(ctx, "take outbox entries", err)
 		}
 		a.flushLater(ctx)
 		return
@@ -94,9 +92,31 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		a.unpublish()
 	}
 	receive(a, &a.life, a.env, ctx)
+	if _, started := ctx.Message().(*actor.Started); started && a.life.loadErr != nil {
+		a.activateAgainLater(ctx, "load deliveries", a.life.loadErr)
+		return
+	}
 	if a.batch.Batch != nil {
 		a.flushLater(ctx) // an attempt's outcome
 	}
+}
+
+// reactivateAfter is how long a delivery actor that could not read its
+// state waits before it starts again.
+const reactivateAfter = 500 * time.Millisecond
+
+// activateAgainLater stops the actor, which could not read its state or
+// the outbox (in a cluster, a partition without a leader for a moment
+// fails the catch-up of a read), and wakes it again a moment later: the
+// outbox keeps what it did not take, and the next activation takes it,
+// but the notice that started this one is spent and no other may come.
+func (a *deliveryActor) activateAgainLater(ctx actorContext, what string, err error) {
+	if a.env.Logger != nil {
+		a.env.Logger.Warn(what, "installation", a.life.identity, "err", err, "retryIn", reactivateAfter)
+	}
+	ctx.Stop(ctx.Self())
+	host, id := a.env.Host, a.life.identity
+	time.AfterFunc(reactivateAfter, func() { host.Send(KindDelivery, id, &kitpb.WakeDelivery{}) })
 }
 
 // flushLater has what the mailbox holds now handled before the pending

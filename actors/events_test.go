@@ -3,16 +3,20 @@ package actors_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -231,6 +235,58 @@ func TestEventSequencesHaveNoGapsUnderConcurrentWrites(t *testing.T) {
 			t.Fatalf("conversation %s: event %q, want %q", e.ConversationId, e.Message.Text, want)
 		}
 		next[e.ConversationId]++
+	}
+}
+
+// flakyReads is a cluster's read barrier that fails the catch-up of one
+// partition while fails is above zero, as one without a leader does.
+type flakyReads struct {
+	p     partition.ID
+	fails atomic.Int32
+}
+
+func (r *flakyReads) CatchUp(p partition.ID) error {
+	if p == r.p && r.fails.Add(-1) >= 0 {
+		return errors.New("no leader")
+	}
+	return nil
+}
+
+// A delivery actor that cannot read the outbox as it activates (in a
+// cluster, one partition without a leader for a moment) stops and starts
+// again a moment later, so that the event whose notice started it is
+// taken: no other notice may come to start it.
+func TestDeliveryActorThatCannotLoadStartsAgain(t *testing.T) {
+	n := ownNode(t)
+	reads := &flakyReads{}
+	n.env.Reads = reads // before any actor reads through it
+	f := newEventsFixture(t, n, []string{"message.posted"})
+	used := []partition.ID{partition.Of(f.inst.Id), partition.Of(f.conv), partition.Of(f.ws.id), partition.Of(f.kitID)}
+	for _, u := range f.ws.users {
+		used = append(used, partition.Of(u))
+	}
+	for slices.Contains(used, reads.p) {
+		reads.p++ // a partition the post does not read
+	}
+	takenRefs := func() int {
+		refs := 0
+		prefix := actors.TakenEventsPrefix(f.inst.Id)
+		noErr(t, n.store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, v []byte) bool {
+			refs += len(actors.DecodeTaken(t, v))
+			return true
+		}))
+		return refs
+	}
+	n.post(t, f.user, f.conv, postReq{text: "a"})
+	eventually.True(t, "a taken", func() bool { return takenRefs() == 1 })
+	p := partition.Of(f.inst.Id)
+	n.node.Release(p) // the delivery actor stops
+	n.node.Host(p)
+	reads.fails.Store(3)
+	n.post(t, f.user, f.conv, postReq{text: "b"})
+	eventually.True(t, "b taken by an activation after three that failed", func() bool { return takenRefs() == 2 })
+	if left := reads.fails.Load(); left > 0 {
+		t.Fatalf("%d failed catch-ups left: the actor was not activated again", left)
 	}
 }
 
