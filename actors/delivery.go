@@ -194,10 +194,21 @@ func (a *deliveryActor) takeOutbox() error {
 			return true
 		})
 		if err != nil {
+			a.discard()
 			return err
 		}
 	}
 	return a.commit()
+}
+
+// discard drops what was taken and not committed: an activation takes the
+// outbox in one write or not at all, and the next one takes the same
+// entries again under the same sequences.
+func (a *deliveryActor) discard() {
+	if a.batch.Batch != nil {
+		a.batch.Close()
+	}
+	a.batch, a.takes = batch{}, false
 }
 
 // takeNotice takes the event a notice names, after the entries of its
