@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,6 +40,7 @@ func BenchmarkCallParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.SetParallelism(8)
 	b.ResetTimer()
+	cpu := cpuTime()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if _, err := cli.Call(ctx, srv.Addr(), msg, "r"); err != nil {
@@ -47,6 +49,17 @@ func BenchmarkCallParallel(b *testing.B) {
 			}
 		}
 	})
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
+}
+
+// cpuTime is the process's CPU time (user and system), both ends of the
+// connection together: on a shared machine, steadier than wall time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchPair is two transports with a connection up between them, and a
