@@ -10,6 +10,7 @@ import (
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/manifest"
+	"github.com/kitd/kitd/kitclient/dev"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -23,22 +24,10 @@ func (s *Server) devMe(in call) (reply, error) {
 		return reply{}, err
 	}
 	c := r.Credential
-	type tokenView struct {
-		ID         string  `json:"id"`
-		Name       string  `json:"name"`
-		CreatedAt  string  `json:"createdAt"`
-		ExpiresAt  string  `json:"expiresAt"`
-		LastUsedAt *string `json:"lastUsedAt"` // minute granularity (actors.LastUsedGranularity)
-		RevokedAt  *string `json:"revokedAt"`
-	}
-	return jsonReply(fasthttp.StatusOK, struct {
-		WorkspaceID string    `json:"workspaceId"`
-		UserID      string    `json:"userId"`
-		Sandbox     bool      `json:"sandbox"`
-		Token       tokenView `json:"token"`
-	}{c.WorkspaceId, c.UserId, r.Sandbox, tokenView{
+	return jsonReply(fasthttp.StatusOK, dev.Me{WorkspaceID: c.WorkspaceId, UserID: c.UserId, Sandbox: r.Sandbox, Token: dev.DevToken{
 		ID: c.TokenId, Name: c.Name, CreatedAt: isoTime(c.CreatedAt), ExpiresAt: isoTime(c.ExpiresAt),
-		LastUsedAt: optTime(c.LastUsedAt), RevokedAt: optTime(c.RevokedAt),
+		LastUsedAt: optTime(c.LastUsedAt), // minute granularity (actors.LastUsedGranularity)
+		RevokedAt:  optTime(c.RevokedAt),
 	}})
 }
 
@@ -129,9 +118,7 @@ func (s *Server) listKits(in call) (reply, error) {
 		}
 		kits = append(kits, viewKit(r.Kit, here))
 	}
-	return jsonReply(fasthttp.StatusOK, struct {
-		Kits []kitView `json:"kits"`
-	}{kits})
+	return jsonReply(fasthttp.StatusOK, dev.KitList{Kits: kits})
 }
 
 type secretMetaView struct {
@@ -255,9 +242,5 @@ func (s *Server) kitLogs(in call) (reply, error) {
 	if len(entries) > 0 {
 		next = cursorFor(list, entries[len(entries)-1].Id, more)
 	}
-	return jsonReply(fasthttp.StatusOK, struct {
-		Entries    []logEntryView `json:"entries"`
-		NextCursor *string        `json:"nextCursor"`
-		Sources    []string       `json:"sources"`
-	}{out, next, logSources})
+	return jsonReply(fasthttp.StatusOK, dev.LogPage{Entries: out, NextCursor: next, Sources: logSources})
 }
