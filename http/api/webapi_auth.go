@@ -135,27 +135,19 @@ func (s *Server) kitAccess(in call) (reply, error) {
 		return reply{}, err
 	}
 	in.ctx.Response.Header.Set("Cache-Control", "no-store")
-	ws := kitclient.WorkspaceRef{ID: r.WorkspaceId, Name: r.WorkspaceName}
-	if r.TokenType == actors.CallerBot {
-		return jsonReply(fasthttp.StatusOK, struct {
-			TokenType      string                 `json:"tokenType"`
-			AccessToken    string                 `json:"accessToken"`
-			BotID          string                 `json:"botId"`
-			InstallationID string                 `json:"installationId"`
-			Workspace      kitclient.WorkspaceRef `json:"workspace"`
-			Scopes         []string               `json:"scopes"`
-		}{"bot", bot, r.BotId, r.InstallationId, ws, nonNil(r.Scopes)})
+	// kitclient.Grant leaves out the members of the other kind of grant:
+	// a bot grant always has its bot id, a user grant its user id, refresh
+	// token and lifetime, so exactly those are left out.
+	g := kitclient.Grant{
+		InstallationID: r.InstallationId, Workspace: kitclient.WorkspaceRef{ID: r.WorkspaceId, Name: r.WorkspaceName},
+		Scopes: nonNil(r.Scopes),
 	}
-	return jsonReply(fasthttp.StatusOK, struct {
-		TokenType      string                 `json:"tokenType"`
-		AccessToken    string                 `json:"accessToken"`
-		RefreshToken   string                 `json:"refreshToken"`
-		ExpiresIn      int64                  `json:"expiresIn"`
-		UserID         string                 `json:"userId"`
-		InstallationID string                 `json:"installationId"`
-		Workspace      kitclient.WorkspaceRef `json:"workspace"`
-		Scopes         []string               `json:"scopes"`
-	}{"user", access, refresh, r.ExpiresIn, r.UserId, r.InstallationId, ws, nonNil(r.Scopes)})
+	if r.TokenType == actors.CallerBot {
+		g.TokenType, g.AccessToken, g.BotID = "bot", bot, r.BotId
+	} else {
+		g.TokenType, g.AccessToken, g.RefreshToken, g.ExpiresIn, g.UserID = "user", access, refresh, int(r.ExpiresIn), r.UserId
+	}
+	return jsonReply(fasthttp.StatusOK, g)
 }
 
 func (s *Server) authTest(in call) (reply, error) {
