@@ -261,12 +261,8 @@ func (a *workspaceActor) createSession(m *kitpb.CreateSession) (proto.Message, e
 
 func (a *workspaceActor) endSession(m *kitpb.EndSession) (proto.Message, error) {
 	s := &kitpb.Session{}
-	found, err := load(a.env.Store, sessionKey(a.id, m.SessionId), s)
-	if err != nil {
+	if err := loadExisting(a.env.Store, sessionKey(a.id, m.SessionId), s, "session"); err != nil {
 		return nil, err
-	}
-	if !found {
-		return nil, kiterr.Absent("session")
 	}
 	if s.EndedAt != 0 {
 		return &kitpb.Ok{}, nil
