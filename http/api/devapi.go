@@ -31,17 +31,6 @@ func (s *Server) devMe(in call) (reply, error) {
 	}})
 }
 
-type validateResponse struct {
-	Valid           bool                     `json:"valid"`
-	Problems        manifest.Problems        `json:"problems"`
-	Warnings        manifest.Problems        `json:"warnings"`
-	Consent         *manifest.ConsentSummary `json:"consent"`
-	Hosts           []string                 `json:"hosts"`
-	UnverifiedHosts []string                 `json:"unverifiedHosts"`
-	Diff            *manifest.ConsentDiff    `json:"diff"`
-	ExistingKitID   *string                  `json:"existingKitId"`
-}
-
 // validateManifest checks a manifest as an upload would, without changing
 // anything: the schema, the slug (reserved, another workspace's), the
 // consent summary and the consent difference to the latest published
@@ -57,7 +46,7 @@ func (s *Server) validateManifest(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	res := validateResponse{Problems: manifest.Problems{}, Warnings: manifest.Problems{}, Hosts: []string{}, UnverifiedHosts: []string{}}
+	res := dev.Validation{Problems: manifest.Problems{}, Warnings: manifest.Problems{}, Hosts: []string{}, UnverifiedHosts: []string{}}
 	man, problems := manifest.Parse(*body.Manifest)
 	if len(problems) > 0 {
 		res.Problems = problems

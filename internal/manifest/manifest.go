@@ -24,6 +24,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/kitd/kitd/kitclient/dev"
 )
 
 // Manifest is a validated Kit manifest. Parse only returns manifests that
@@ -86,10 +88,8 @@ type Interactivity struct {
 
 // Problem is one validation problem. Path names the field ("bot.scopes[2]";
 // "" is the document itself); Message never contains the submitted value.
-type Problem struct {
-	Path    string `json:"path"`
-	Message string `json:"message"`
-}
+// It is the developer API's type, as the consent summary is (consent.go).
+type Problem = dev.Problem
 
 // Problems lists problems in document order.
 type Problems []Problem
