@@ -3,7 +3,11 @@ package actors
 import (
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/proto/kitpb"
 )
 
 // Rate buckets live in the actor that counts them: they are in memory only,
@@ -50,6 +54,20 @@ func (s *bucketSet) giveBack(name limits.Name, key string, now time.Time) {
 	if b := s.buckets[bucketKey(name, key)]; b != nil {
 		b.Return(r, now)
 	}
+}
+
+// answer replies to TakeToken and ReturnToken, the requests every actor
+// that keeps buckets takes alike; ok is false for any other message.
+func (s *bucketSet) answer(msg proto.Message, clk clock.Clock) (reply proto.Message, ok bool) {
+	switch m := msg.(type) {
+	case *kitpb.TakeToken:
+		d, _ := s.take(limits.Name(m.Bucket), m.Key, clk.Now())
+		return d.Wire(), true
+	case *kitpb.ReturnToken:
+		s.giveBack(limits.Name(m.Bucket), m.Key, clk.Now())
+		return &kitpb.Ok{}, true
+	}
+	return nil, false
 }
 
 func bucketKey(name limits.Name, key string) string { return string(name) + "\x00" + key }

@@ -638,12 +638,8 @@ func (a *conversationActor) putMessage(b batch, msg *kitpb.Message) []byte {
 
 func (a *conversationActor) messageBySeq(seq uint64) (*kitpb.Message, error) {
 	msg := &kitpb.Message{}
-	found, err := load(a.env.Store, messageKey(a.id, seq), msg)
-	if err != nil {
-		return nil, fmt.Errorf("load message %d of %s: %w", seq, a.id, err)
-	}
-	if !found {
-		return nil, kiterr.Absent("message")
+	if err := loadExisting(a.env.Store, messageKey(a.id, seq), msg, "message"); err != nil {
+		return nil, err
 	}
 	msg.ConversationId = a.id
 	return msg, nil

@@ -114,12 +114,8 @@ func (a *conversationActor) getFile(m *kitpb.GetFile) (proto.Message, error) {
 
 func (a *conversationActor) fileByID(id string) (*kitpb.File, error) {
 	f := &kitpb.File{}
-	found, err := load(a.env.Store, fileKey(a.id, id), f)
-	if err != nil {
-		return nil, fmt.Errorf("load file %s: %w", id, err)
-	}
-	if !found {
-		return nil, kiterr.Absent("file")
+	if err := loadExisting(a.env.Store, fileKey(a.id, id), f, "file"); err != nil {
+		return nil, err
 	}
 	return f, nil
 }

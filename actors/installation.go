@@ -10,7 +10,6 @@ import (
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
-	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/manifest"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -73,13 +72,10 @@ func (a *installationActor) handle(msg proto.Message) (proto.Message, error) {
 	if a.inst.Uninstalled {
 		return nil, kiterr.Absent("installation")
 	}
+	if reply, ok := a.buckets.answer(msg, a.env.Clock); ok {
+		return reply, nil
+	}
 	switch m := msg.(type) {
-	case *kitpb.TakeToken:
-		d, _ := a.buckets.take(limits.Name(m.Bucket), m.Key, a.env.Clock.Now())
-		return d.Wire(), nil
-	case *kitpb.ReturnToken:
-		a.buckets.giveBack(limits.Name(m.Bucket), m.Key, a.env.Clock.Now())
-		return &kitpb.Ok{}, nil
 	case *kitpb.Uninstall:
 		return a.uninstall()
 	case *kitpb.AddChannel:

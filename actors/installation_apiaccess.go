@@ -170,12 +170,8 @@ func (a *installationActor) listUserGrants(m *kitpb.ListUserGrants) (proto.Messa
 // and refresh token of it, at once.
 func (a *installationActor) revokeUserGrant(m *kitpb.RevokeUserGrant) (proto.Message, error) {
 	g := &kitpb.UserGrant{}
-	found, err := load(a.env.Store, userGrantKey(a.id, m.UserId, m.GrantId), g)
-	if err != nil {
+	if err := loadExisting(a.env.Store, userGrantKey(a.id, m.UserId, m.GrantId), g, "authorization"); err != nil {
 		return nil, err
-	}
-	if !found {
-		return nil, kiterr.Absent("authorization")
 	}
 	if g.RevokedAt != 0 {
 		return &kitpb.Ok{}, nil

@@ -159,12 +159,8 @@ func (a *installationActor) loadRun(id string) (*kitpb.Run, error) {
 		return nil, kiterr.Absent("run")
 	}
 	run := &kitpb.Run{}
-	found, err := load(a.env.Store, runKey(a.id, id), run)
-	if err != nil {
+	if err := loadExisting(a.env.Store, runKey(a.id, id), run, "run"); err != nil {
 		return nil, err
-	}
-	if !found {
-		return nil, kiterr.Absent("run")
 	}
 	return run, nil
 }

@@ -99,12 +99,8 @@ func (a *installationActor) createWebhook(m *kitpb.CreateWebhook) (proto.Message
 
 func (a *installationActor) revokeWebhook(m *kitpb.RevokeWebhook) (proto.Message, error) {
 	ref := &kitpb.WebhookRef{}
-	found, err := load(a.env.Store, webhookRefKey(a.id, m.WebhookId), ref)
-	if err != nil {
-		return nil, fmt.Errorf("load webhook %s of %s: %w", m.WebhookId, a.id, err)
-	}
-	if !found {
-		return nil, kiterr.Absent("webhook")
+	if err := loadExisting(a.env.Store, webhookRefKey(a.id, m.WebhookId), ref, "webhook"); err != nil {
+		return nil, err
 	}
 	if _, err := cluster.Call[*kitpb.WebhookReply](a.env.Host, KindWebhook, m.WebhookId,
 		&kitpb.EndWebhook{State: WebhookRevoked}); err != nil {

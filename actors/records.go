@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/persistence"
 )
 
@@ -20,6 +21,19 @@ type getter interface {
 }
 
 // load reads the record at k into m; found is false when it is absent.
+// loadExisting is load of a record a request names: a missing one is the
+// 404 of what (kiterr.Absent), a storage error says which key failed.
+func loadExisting(r getter, k []byte, m proto.Message, what string) error {
+	found, err := load(r, k, m)
+	if err != nil {
+		return fmt.Errorf("load %s %q: %w", what, k, err)
+	}
+	if !found {
+		return kiterr.Absent(what)
+	}
+	return nil
+}
+
 func load(r getter, k []byte, m proto.Message) (found bool, err error) {
 	v, err := r.Get(k)
 	if errors.Is(err, persistence.ErrNotFound) {

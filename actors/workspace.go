@@ -11,7 +11,6 @@ import (
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
-	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -82,6 +81,9 @@ func (a *workspaceActor) handle(msg proto.Message) (proto.Message, error) {
 	if _, ok := msg.(*kitpb.CreateWorkspace); !ok && a.ws == nil {
 		return nil, kiterr.Absent("workspace")
 	}
+	if reply, ok := a.buckets.answer(msg, a.env.Clock); ok {
+		return reply, nil
+	}
 	switch m := msg.(type) {
 	case *kitpb.CreateWorkspace:
 		return a.create(m)
@@ -107,12 +109,6 @@ func (a *workspaceActor) handle(msg proto.Message) (proto.Message, error) {
 		return a.createDeveloperToken(m)
 	case *kitpb.RevokeCredential:
 		return a.revokeDeveloperToken(m)
-	case *kitpb.TakeToken:
-		d, _ := a.buckets.take(limits.Name(m.Bucket), m.Key, a.env.Clock.Now())
-		return d.Wire(), nil
-	case *kitpb.ReturnToken:
-		a.buckets.giveBack(limits.Name(m.Bucket), m.Key, a.env.Clock.Now())
-		return &kitpb.Ok{}, nil
 	case *kitpb.Install:
 		return a.install(m)
 	case *kitpb.ListInstallations:
@@ -265,12 +261,8 @@ func (a *workspaceActor) createSession(m *kitpb.CreateSession) (proto.Message, e
 
 func (a *workspaceActor) endSession(m *kitpb.EndSession) (proto.Message, error) {
 	s := &kitpb.Session{}
-	found, err := load(a.env.Store, sessionKey(a.id, m.SessionId), s)
-	if err != nil {
+	if err := loadExisting(a.env.Store, sessionKey(a.id, m.SessionId), s, "session"); err != nil {
 		return nil, err
-	}
-	if !found {
-		return nil, kiterr.Absent("session")
 	}
 	if s.EndedAt != 0 {
 		return &kitpb.Ok{}, nil

@@ -56,14 +56,18 @@ func (e *Error) Error() string {
 // every MaxWait.
 const maxHeaderInt = 1 << 31
 
+// ErrorBody is the body of every answer other than 2xx, of the Web API and
+// the developer API alike (docs/api.md "Errors").
+type ErrorBody struct {
+	Code          string `json:"code"`
+	Message       string `json:"message"`
+	CorrelationID string `json:"correlationId"`
+}
+
 // newError reads the error body of a non-2xx answer.
 func newError(res *http.Response, body []byte, rl *RateLimit) *Error {
 	e := &Error{Status: res.StatusCode, RateLimit: rl, RequiredScope: res.Header.Get("X-Service-Required-Scope")}
-	var wire struct {
-		Code          string `json:"code"`
-		Message       string `json:"message"`
-		CorrelationID string `json:"correlationId"`
-	}
+	var wire ErrorBody
 	if json.Unmarshal(body, &wire) == nil && wire.Code != "" {
 		e.Code, e.Message, e.CorrelationID = wire.Code, wire.Message, wire.CorrelationID
 	}

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kitd/kitd/kitclient/dev"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/kitd/kitd/kitclient"
+	"github.com/kitd/kitd/kitclient/dev"
 )
 
 // maxResponse bounds what the client reads of one answer: the largest
@@ -279,11 +281,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (st
 // error body of docs/api.md "Errors" leaves Code empty, so the message says what came instead.
 func apiError(res *http.Response, data []byte) *APIError {
 	e := &APIError{Status: res.StatusCode}
-	var body struct {
-		Code          string `json:"code"`
-		Message       string `json:"message"`
-		CorrelationID string `json:"correlationId"`
-	}
+	var body kitclient.ErrorBody
 	if json.Unmarshal(data, &body) == nil && body.Code != "" {
 		e.Code, e.Message, e.CorrelationID = body.Code, body.Message, body.CorrelationID
 	}

@@ -129,16 +129,8 @@ func formatValidation(w io.Writer, v *dev.Validation) error {
 	switch {
 	case v.Diff != nil:
 		row(tw)
-		rows := diffRows(v.Diff)
-		if len(rows) == 0 {
-			row(tw, "Consent: no changes since the latest published version")
-		} else {
-			row(tw, "Consent changes since the latest published version:")
-			row(tw, "  CHANGE", "KIND", "NAME", "DETAIL")
-			for _, r := range rows {
-				row(tw, "  "+r[0], r[1], r[2], r[3])
-			}
-		}
+		subTable(tw, diffRows(v.Diff), "Consent: no changes since the latest published version",
+			"Consent changes since the latest published version:", "CHANGE", "KIND", "NAME", "DETAIL")
 		if v.Diff.Wider {
 			row(tw, "wider: yes (installers will be asked to consent again)")
 		} else {
@@ -146,18 +138,23 @@ func formatValidation(w io.Writer, v *dev.Validation) error {
 		}
 	case v.Valid && v.Consent != nil:
 		row(tw)
-		rows := consentRows(v.Consent)
-		if len(rows) == 0 {
-			row(tw, "Consent: nothing published yet; installers are asked for nothing")
-		} else {
-			row(tw, "Consent (nothing published yet; installers are asked for all of it):")
-			row(tw, "  KIND", "NAME", "DETAIL")
-			for _, r := range rows {
-				row(tw, "  "+r[0], r[1], r[2])
-			}
-		}
+		subTable(tw, consentRows(v.Consent), "Consent: nothing published yet; installers are asked for nothing",
+			"Consent (nothing published yet; installers are asked for all of it):", "KIND", "NAME", "DETAIL")
 	}
 	return tw.Flush()
+}
+
+// subTable prints rows under title and the header, indented; without rows
+// it prints the line none instead.
+func subTable(w io.Writer, rows [][]string, none, title string, header ...string) {
+	if len(rows) == 0 {
+		row(w, none)
+		return
+	}
+	row(w, title)
+	for _, r := range append([][]string{header}, rows...) {
+		row(w, append([]string{"  " + r[0]}, r[1:]...)...)
+	}
 }
 
 func problemTable(w io.Writer, title string, ps []dev.Problem) {
@@ -198,11 +195,11 @@ func toolChange(c dev.ToolChange) string {
 }
 
 // diffRows is the consent diff as table rows: change, kind, name, detail.
-func diffRows(d *dev.ConsentDiff) [][4]string {
-	var rows [][4]string
+func diffRows(d *dev.ConsentDiff) [][]string {
+	var rows [][]string
 	names := func(change, kind string, items []string) {
 		for _, n := range items {
-			rows = append(rows, [4]string{change, kind, n, ""})
+			rows = append(rows, []string{change, kind, n, ""})
 		}
 	}
 	names("added", "bot scope", d.AddedBotScopes)
@@ -210,43 +207,43 @@ func diffRows(d *dev.ConsentDiff) [][4]string {
 	names("added", "user scope", d.AddedUserScopes)
 	names("removed", "user scope", d.RemovedUserScopes)
 	for _, t := range d.AddedTools {
-		rows = append(rows, [4]string{"added", "tool", t.Name, toolAccess(t.ToolAccess)})
+		rows = append(rows, []string{"added", "tool", t.Name, toolAccess(t.ToolAccess)})
 	}
 	names("removed", "tool", d.RemovedTools)
 	for _, t := range d.ChangedTools {
-		rows = append(rows, [4]string{"changed", "tool", t.Name, toolChange(t)})
+		rows = append(rows, []string{"changed", "tool", t.Name, toolChange(t)})
 	}
 	names("added", "event", d.AddedEvents)
 	names("removed", "event", d.RemovedEvents)
 	names("added", "command", d.AddedCommands)
 	names("removed", "command", d.RemovedCommands)
 	if d.ExternalAuth != "" && d.ExternalAuth != "unchanged" {
-		rows = append(rows, [4]string{d.ExternalAuth, "external auth", "", ""})
+		rows = append(rows, []string{d.ExternalAuth, "external auth", "", ""})
 	}
 	if p := d.ModelDataPolicy; p != nil {
-		rows = append(rows, [4]string{"changed", "model data policy", "", p.From + " -> " + p.To})
+		rows = append(rows, []string{"changed", "model data policy", "", p.From + " -> " + p.To})
 	}
 	return rows
 }
 
 // consentRows is what a first version asks for: kind, name, detail.
-func consentRows(c *dev.ConsentSummary) [][3]string {
-	var rows [][3]string
+func consentRows(c *dev.ConsentSummary) [][]string {
+	var rows [][]string
 	for _, s := range c.BotScopes {
-		rows = append(rows, [3]string{"bot scope", s, ""})
+		rows = append(rows, []string{"bot scope", s, ""})
 	}
 	for _, s := range c.UserScopes {
-		rows = append(rows, [3]string{"user scope", s, ""})
+		rows = append(rows, []string{"user scope", s, ""})
 	}
 	for _, t := range c.Tools {
-		rows = append(rows, [3]string{"tool", t.Name, toolAccess(t.ToolAccess)})
+		rows = append(rows, []string{"tool", t.Name, toolAccess(t.ToolAccess)})
 	}
 	if a := c.ExternalAuth; a != nil {
-		rows = append(rows, [3]string{"external auth", a.DisplayName,
+		rows = append(rows, []string{"external auth", a.DisplayName,
 			"required=" + listOrNone(a.RequiredScopes) + " optional=" + listOrNone(a.OptionalScopes)})
 	}
 	if c.RequestedModelDataPolicy != "" && c.RequestedModelDataPolicy != "none" {
-		rows = append(rows, [3]string{"model data policy", "", c.RequestedModelDataPolicy})
+		rows = append(rows, []string{"model data policy", "", c.RequestedModelDataPolicy})
 	}
 	return rows
 }

@@ -1,6 +1,7 @@
 package jepsen
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,9 @@ import (
 type Developer struct {
 	Workspace, Token string
 }
+
+// defaultTimeout bounds one operation of a run that sets no Timeout.
+const defaultTimeout = 10 * time.Second
 
 // SlugRun races slug claims: for each slug in turn, every claimer uploads
 // a first version naming it Claims times, while every observer validates
@@ -37,15 +41,7 @@ type SlugRun struct {
 
 // Record runs the claims and returns every operation.
 func (r *SlugRun) Record(ctx context.Context) []porcupine.Operation {
-	if r.Claims == 0 {
-		r.Claims = 2
-	}
-	if r.Checks == 0 {
-		r.Checks = 3
-	}
-	if r.Timeout == 0 {
-		r.Timeout = 10 * time.Second
-	}
+	r.Claims, r.Checks, r.Timeout = cmp.Or(r.Claims, 2), cmp.Or(r.Checks, 3), cmp.Or(r.Timeout, defaultTimeout)
 	rec := newRecorder()
 	for _, slug := range r.Slugs {
 		type actor struct {
@@ -132,15 +128,7 @@ type ReplayRun struct {
 
 // Record runs the posts and returns every operation.
 func (r *ReplayRun) Record(ctx context.Context) []porcupine.Operation {
-	if r.Keys == 0 {
-		r.Keys = 12
-	}
-	if r.Concurrency == 0 {
-		r.Concurrency = 8
-	}
-	if r.Timeout == 0 {
-		r.Timeout = 10 * time.Second
-	}
+	r.Keys, r.Concurrency, r.Timeout = cmp.Or(r.Keys, 12), cmp.Or(r.Concurrency, 8), cmp.Or(r.Timeout, defaultTimeout)
 	rec := newRecorder()
 	run := time.Now().UnixNano()
 	for k := range r.Keys {

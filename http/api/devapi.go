@@ -10,6 +10,7 @@ import (
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/manifest"
+	"github.com/kitd/kitd/kitclient/dev"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -23,34 +24,11 @@ func (s *Server) devMe(in call) (reply, error) {
 		return reply{}, err
 	}
 	c := r.Credential
-	type tokenView struct {
-		ID         string  `json:"id"`
-		Name       string  `json:"name"`
-		CreatedAt  string  `json:"createdAt"`
-		ExpiresAt  string  `json:"expiresAt"`
-		LastUsedAt *string `json:"lastUsedAt"` // minute granularity (actors.LastUsedGranularity)
-		RevokedAt  *string `json:"revokedAt"`
-	}
-	return jsonReply(fasthttp.StatusOK, struct {
-		WorkspaceID string    `json:"workspaceId"`
-		UserID      string    `json:"userId"`
-		Sandbox     bool      `json:"sandbox"`
-		Token       tokenView `json:"token"`
-	}{c.WorkspaceId, c.UserId, r.Sandbox, tokenView{
+	return jsonReply(fasthttp.StatusOK, dev.Me{WorkspaceID: c.WorkspaceId, UserID: c.UserId, Sandbox: r.Sandbox, Token: dev.DevToken{
 		ID: c.TokenId, Name: c.Name, CreatedAt: isoTime(c.CreatedAt), ExpiresAt: isoTime(c.ExpiresAt),
-		LastUsedAt: optTime(c.LastUsedAt), RevokedAt: optTime(c.RevokedAt),
+		LastUsedAt: optTime(c.LastUsedAt), // minute granularity (actors.LastUsedGranularity)
+		RevokedAt:  optTime(c.RevokedAt),
 	}})
-}
-
-type validateResponse struct {
-	Valid           bool                     `json:"valid"`
-	Problems        manifest.Problems        `json:"problems"`
-	Warnings        manifest.Problems        `json:"warnings"`
-	Consent         *manifest.ConsentSummary `json:"consent"`
-	Hosts           []string                 `json:"hosts"`
-	UnverifiedHosts []string                 `json:"unverifiedHosts"`
-	Diff            *manifest.ConsentDiff    `json:"diff"`
-	ExistingKitID   *string                  `json:"existingKitId"`
 }
 
 // validateManifest checks a manifest as an upload would, without changing
@@ -68,7 +46,7 @@ func (s *Server) validateManifest(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	res := validateResponse{Problems: manifest.Problems{}, Warnings: manifest.Problems{}, Hosts: []string{}, UnverifiedHosts: []string{}}
+	res := dev.Validation{Problems: manifest.Problems{}, Warnings: manifest.Problems{}, Hosts: []string{}, UnverifiedHosts: []string{}}
 	man, problems := manifest.Parse(*body.Manifest)
 	if len(problems) > 0 {
 		res.Problems = problems
@@ -129,9 +107,7 @@ func (s *Server) listKits(in call) (reply, error) {
 		}
 		kits = append(kits, viewKit(r.Kit, here))
 	}
-	return jsonReply(fasthttp.StatusOK, struct {
-		Kits []kitView `json:"kits"`
-	}{kits})
+	return jsonReply(fasthttp.StatusOK, dev.KitList{Kits: kits})
 }
 
 type secretMetaView struct {
@@ -255,9 +231,5 @@ func (s *Server) kitLogs(in call) (reply, error) {
 	if len(entries) > 0 {
 		next = cursorFor(list, entries[len(entries)-1].Id, more)
 	}
-	return jsonReply(fasthttp.StatusOK, struct {
-		Entries    []logEntryView `json:"entries"`
-		NextCursor *string        `json:"nextCursor"`
-		Sources    []string       `json:"sources"`
-	}{out, next, logSources})
+	return jsonReply(fasthttp.StatusOK, dev.LogPage{Entries: out, NextCursor: next, Sources: logSources})
 }

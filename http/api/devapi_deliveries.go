@@ -10,6 +10,7 @@ import (
 	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/kitclient/dev"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -20,39 +21,17 @@ import (
 
 const maxDeliveriesLimit = 100
 
-type deliveryView struct {
-	EventID        string  `json:"eventId"`
-	Sequence       uint64  `json:"sequence"`
-	Type           string  `json:"type"`
-	ConversationID *string `json:"conversationId"`
-	OccurredAt     string  `json:"occurredAt"`
-	State          string  `json:"state"`
-	Attempts       int32   `json:"attempts"`
-	LastHTTPStatus *int32  `json:"lastHttpStatus"`
-	LastErrorCode  *string `json:"lastErrorCode"`
-	NextAttemptAt  *string `json:"nextAttemptAt"`
-	FinishedAt     *string `json:"finishedAt"`
-	Redelivery     bool    `json:"redelivery"`
-	Test           bool    `json:"test"`
-}
-
-type endpointView struct {
-	State        string  `json:"state"` // healthy, failing, paused
-	FailingSince *string `json:"failingSince"`
-	PausedAt     *string `json:"pausedAt"`
-}
-
-func viewDelivery(d *kitpb.DeliveryState) deliveryView {
+func viewDelivery(d *kitpb.DeliveryState) dev.Delivery {
 	ev := d.Event
-	v := deliveryView{
+	v := dev.Delivery{
 		EventID: ev.Id, Sequence: ev.Sequence, Type: ev.Type, OccurredAt: isoTime(ev.OccurredAt),
-		State: d.State, Attempts: ev.Attempts, FinishedAt: optTime(ev.FinishedAt), Redelivery: ev.Redelivery, Test: ev.Test,
+		State: d.State, Attempts: int(ev.Attempts), FinishedAt: optTime(ev.FinishedAt), Redelivery: ev.Redelivery, Test: ev.Test,
 	}
 	if ev.ConversationId != "" && !ev.Test {
 		v.ConversationID = &ev.ConversationId
 	}
 	if ev.LastHttpStatus != 0 {
-		v.LastHTTPStatus = &ev.LastHttpStatus
+		v.LastHTTPStatus = optInt(&ev.LastHttpStatus)
 	}
 	if ev.RetryReason != "" {
 		v.LastErrorCode = &ev.RetryReason
@@ -63,8 +42,8 @@ func viewDelivery(d *kitpb.DeliveryState) deliveryView {
 	return v
 }
 
-func viewEndpoint(ep *kitpb.DeliveryEndpoint) endpointView {
-	v := endpointView{State: "healthy", FailingSince: optTime(ep.GetFailingSince()), PausedAt: optTime(ep.GetPausedAt())}
+func viewEndpoint(ep *kitpb.DeliveryEndpoint) dev.DeliveryEndpoint {
+	v := dev.DeliveryEndpoint{State: "healthy", FailingSince: optTime(ep.GetFailingSince()), PausedAt: optTime(ep.GetPausedAt())}
 	switch {
 	case ep.GetPausedAt() != 0:
 		v.State = "paused"
@@ -113,7 +92,7 @@ func (s *Server) listDeliveries(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	out := make([]deliveryView, len(r.Deliveries))
+	out := make([]dev.Delivery, len(r.Deliveries))
 	for i, d := range r.Deliveries {
 		out[i] = viewDelivery(d)
 	}
@@ -121,11 +100,7 @@ func (s *Server) listDeliveries(in call) (reply, error) {
 	if len(out) > 0 {
 		next = cursorFor(list, strconv.FormatUint(out[len(out)-1].Sequence, 10), r.More)
 	}
-	return jsonReply(fasthttp.StatusOK, struct {
-		Deliveries []deliveryView `json:"deliveries"`
-		NextCursor *string        `json:"nextCursor"`
-		Endpoint   endpointView   `json:"endpoint"`
-	}{out, next, viewEndpoint(r.Endpoint)})
+	return jsonReply(fasthttp.StatusOK, dev.DeliveryPage{Deliveries: out, NextCursor: next, Endpoint: viewEndpoint(r.Endpoint)})
 }
 
 func (s *Server) redeliver(in call) (reply, error) {
@@ -166,10 +141,7 @@ func (s *Server) redeliver(in call) (reply, error) {
 	if seqs == nil {
 		seqs = []uint64{}
 	}
-	return jsonReply(fasthttp.StatusAccepted, struct {
-		Redelivered int      `json:"redelivered"`
-		Sequences   []uint64 `json:"sequences"`
-	}{len(seqs), seqs})
+	return jsonReply(fasthttp.StatusAccepted, dev.Redelivered{Redelivered: len(seqs), Sequences: seqs})
 }
 
 // triggerEvent queues a test event to the Kit's installation in the
@@ -210,10 +182,5 @@ func (s *Server) triggerEvent(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return jsonReply(fasthttp.StatusAccepted, struct {
-		EventID        string `json:"eventId"`
-		Sequence       uint64 `json:"sequence"`
-		Type           string `json:"type"`
-		InstallationID string `json:"installationId"`
-	}{ev.Id, ev.Sequence, ev.Type, instID})
+	return jsonReply(fasthttp.StatusAccepted, dev.TestEvent{EventID: ev.Id, Sequence: ev.Sequence, Type: ev.Type, InstallationID: instID})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/manifest"
+	"github.com/kitd/kitd/kitclient/dev"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -17,13 +18,6 @@ const (
 	minManifestLen = 2
 	maxManifestLen = 65536
 )
-
-type versionResponse struct {
-	KitID          string      `json:"kitId"`
-	Created        bool        `json:"created"`
-	Version        versionView `json:"version"`
-	InstallationID *string     `json:"installationId"`
-}
 
 func (s *Server) uploadVersion(in call) (reply, error) {
 	var body struct {
@@ -96,7 +90,7 @@ func (s *Server) versionReply(status int, workspaceID string, r *kitpb.VersionRe
 	if err != nil {
 		return reply{}, err
 	}
-	return jsonReply(status, versionResponse{KitID: r.Kit.Id, Created: r.Created, Version: viewVersion(r.Version), InstallationID: optString(inst)})
+	return jsonReply(status, dev.VersionResult{KitID: r.Kit.Id, Created: r.Created, Version: viewVersion(r.Version), InstallationID: optString(inst)})
 }
 
 func versionShape(path, v string) error {

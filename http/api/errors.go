@@ -7,13 +7,12 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/kitclient"
 )
 
-type errorBody struct {
-	Code          kiterr.Code `json:"code"`
-	Message       string      `json:"message"`
-	CorrelationID string      `json:"correlationId"`
-}
+// errorBody is the error body of docs/api.md "Errors", the public client's
+// type.
+type errorBody = kitclient.ErrorBody
 
 // fail writes err as the error body of docs/api.md "Errors". Errors that are not domain
 // errors are logged with their correlation id and answered as 500 without
@@ -44,7 +43,7 @@ func (s *Server) failRoute(ctx *fasthttp.RequestCtx, rt *route, err error) {
 	if e.Code == kiterr.InvalidToken {
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="kit", error="invalid_token"`)
 	}
-	s.writeJSON(ctx, e.Code.Status(), errorBody{e.Code, e.Message, corr})
+	s.writeJSON(ctx, e.Code.Status(), errorBody{Code: string(e.Code), Message: e.Message, CorrelationID: corr})
 }
 
 // routeName names a request in the log by its route's pattern, never by
@@ -64,7 +63,7 @@ func routeName(rt *route) string {
 // (RFC 6750 section 3: no error attribute then).
 func (s *Server) unauthenticated(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="kit"`)
-	s.writeJSON(ctx, kiterr.InvalidToken.Status(), errorBody{kiterr.InvalidToken, "a bearer token is required", s.correlate(ctx)})
+	s.writeJSON(ctx, kiterr.InvalidToken.Status(), errorBody{Code: string(kiterr.InvalidToken), Message: "a bearer token is required", CorrelationID: s.correlate(ctx)})
 }
 
 // correlate mints the correlation id of a request's error body and keeps

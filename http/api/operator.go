@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/valyala/fasthttp"
 
@@ -43,6 +44,16 @@ func (s *Server) ownerOf(id, what string) (string, error) {
 		return "", kiterr.Absent(what)
 	}
 	return owner, err
+}
+
+// okFromOwner asks the workspace that owns id (ownerOf) for msg and
+// answers {"ok":true}.
+func (s *Server) okFromOwner(id, what string, msg proto.Message) (reply, error) {
+	ws, err := s.ownerOf(id, what)
+	if err == nil {
+		_, err = ask[*kitpb.Ok](s, actors.KindWorkspace, ws, msg)
+	}
+	return okOr(err)
 }
 
 func (s *Server) opCreateWorkspace(in call) (reply, error) {
@@ -154,11 +165,7 @@ func optionalEmail(v *string) error {
 
 func (s *Server) opDeactivateUser(in call) (reply, error) {
 	userID := in.param("userId")
-	ws, err := s.ownerOf(userID, "user")
-	if err == nil {
-		_, err = ask[*kitpb.Ok](s, actors.KindWorkspace, ws, &kitpb.DeactivateUser{UserId: userID})
-	}
-	return okOr(err)
+	return s.okFromOwner(userID, "user", &kitpb.DeactivateUser{UserId: userID})
 }
 
 func (s *Server) opCreateConversation(in call) (reply, error) {
@@ -307,11 +314,7 @@ func (s *Server) opCreateSession(in call) (reply, error) {
 
 func (s *Server) opEndSession(in call) (reply, error) {
 	sessionID := in.param("sessionId")
-	ws, err := s.ownerOf(sessionID, "session")
-	if err == nil {
-		_, err = ask[*kitpb.Ok](s, actors.KindWorkspace, ws, &kitpb.EndSession{SessionId: sessionID})
-	}
-	return okOr(err)
+	return s.okFromOwner(sessionID, "session", &kitpb.EndSession{SessionId: sessionID})
 }
 
 func (s *Server) opCreateDeveloperToken(in call) (reply, error) {
@@ -353,11 +356,7 @@ func (s *Server) opCreateDeveloperToken(in call) (reply, error) {
 
 func (s *Server) opRevokeDeveloperToken(in call) (reply, error) {
 	tokenID := in.param("id")
-	ws, err := s.ownerOf(tokenID, "developer token")
-	if err == nil {
-		_, err = ask[*kitpb.Ok](s, actors.KindWorkspace, ws, &kitpb.RevokeCredential{TokenId: tokenID})
-	}
-	return okOr(err)
+	return s.okFromOwner(tokenID, "developer token", &kitpb.RevokeCredential{TokenId: tokenID})
 }
 
 func (s *Server) opAdvanceClock(in call) (reply, error) {

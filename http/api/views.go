@@ -5,13 +5,18 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/internal/msgjson"
+	"github.com/kitd/kitd/kitclient"
+	"github.com/kitd/kitd/kitclient/dev"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
-// The JSON shapes of docs/api.md "Resources". Records travel as protobuf; these
-// views are the only place that decides how they look on the wire, but for
-// a message, which internal/msgjson writes by hand (encode_test.go holds
-// it to messageView).
+// The JSON shapes of docs/api.md "Resources". Records travel as protobuf;
+// these views decide how they look on the wire, but for a message, which
+// internal/msgjson writes by hand (encode_test.go holds it to messageView).
+// A view is the public client's own type (kitclient, kitclient/dev) where
+// that type says the same bytes, so the client decodes exactly what the
+// server writes and the shape is written once; the server may depend on
+// its client's wire types, never the other way round.
 
 // timeFormat is ISO 8601 in UTC with milliseconds.
 const timeFormat = msgjson.TimeFormat
@@ -33,15 +38,7 @@ func optString(s string) *string {
 	return &s
 }
 
-type conversationView struct {
-	ID         string  `json:"id"`
-	Kind       string  `json:"kind"`
-	Visibility string  `json:"visibility"`
-	Name       *string `json:"name"`
-	Topic      *string `json:"topic"`
-	Archived   bool    `json:"archived"`
-	CreatedAt  string  `json:"createdAt"`
-}
+type conversationView = kitclient.Conversation
 
 // conversationBody is the answer {conversation}.
 type conversationBody struct {
@@ -55,15 +52,9 @@ func viewConversation(c *kitpb.Conversation) conversationView {
 	}
 }
 
-type memberView struct {
-	UserID   string `json:"userId"`
-	JoinedAt string `json:"joinedAt"`
-}
+type memberView = kitclient.Member
 
-type authorView struct {
-	Kind string `json:"kind"`
-	ID   string `json:"id"`
-}
+type authorView = kitclient.Author
 
 type messageView struct {
 	ID             string          `json:"id"`
@@ -79,11 +70,7 @@ type messageView struct {
 }
 
 // reactionView is one reaction value on a message (docs/decisions.md).
-type reactionView struct {
-	Reaction string   `json:"reaction"`
-	Count    int      `json:"count"`
-	UserIDs  []string `json:"userIds"`
-}
+type reactionView = kitclient.MessageReaction
 
 var jsonNull = json.RawMessage("null")
 
@@ -103,7 +90,7 @@ func viewMessage(m *kitpb.Message) messageView {
 			v.Blocks = m.Blocks
 		}
 		for _, r := range m.Reactions {
-			v.Reactions = append(v.Reactions, reactionView{Reaction: r.Reaction, Count: len(r.UserIds), UserIDs: r.UserIds})
+			v.Reactions = append(v.Reactions, reactionView{Reaction: kitclient.Reaction(r.Reaction), Count: len(r.UserIds), UserIDs: r.UserIds})
 		}
 	}
 	return v
@@ -117,15 +104,7 @@ func viewMessages(ms []*kitpb.Message) []messageView {
 	return out
 }
 
-type fileView struct {
-	ID               string `json:"id"`
-	ConversationID   string `json:"conversationId"`
-	Name             string `json:"name"`
-	MimeType         string `json:"mimeType"`
-	SizeBytes        int64  `json:"sizeBytes"`
-	UploadedByUserID string `json:"uploadedByUserId"`
-	CreatedAt        string `json:"createdAt"`
-}
+type fileView = kitclient.File
 
 func viewFile(f *kitpb.File) fileView {
 	return fileView{
@@ -134,41 +113,19 @@ func viewFile(f *kitpb.File) fileView {
 	}
 }
 
-type userView struct {
-	ID          string  `json:"id"`
-	DisplayName string  `json:"displayName"`
-	Role        string  `json:"role"`
-	Email       *string `json:"email,omitempty"`
-}
+// userView leaves email out when empty: without users:read.email, or for
+// a user without one.
+type userView = kitclient.User
 
 func viewUser(u *kitpb.User, withEmail bool) userView {
 	v := userView{ID: u.Id, DisplayName: u.DisplayName, Role: u.Role}
-	if withEmail && u.Email != "" {
-		email := u.Email
-		v.Email = &email
+	if withEmail {
+		v.Email = u.Email
 	}
 	return v
 }
 
-type installationView struct {
-	ID  string `json:"id"`
-	Kit struct {
-		Slug        string `json:"slug"`
-		Version     string `json:"version"`
-		DisplayName string `json:"displayName"`
-	} `json:"kit"`
-	Workspace struct {
-		ID   string `json:"id"`
-		Name string `json:"name"`
-	} `json:"workspace"`
-	BotID  *string `json:"botId"`
-	Scopes struct {
-		Bot  []string `json:"bot"`
-		User []string `json:"user"`
-	} `json:"scopes"`
-	ChannelIDs      []string `json:"channelIds"`
-	ModelDataPolicy string   `json:"modelDataPolicy"`
-}
+type installationView = kitclient.Installation
 
 // installationBody is the answer {installation}.
 type installationBody struct {
@@ -200,16 +157,7 @@ type workspaceView struct {
 	Sandbox bool   `json:"sandbox"`
 }
 
-type versionView struct {
-	ID           string  `json:"id"`
-	Version      string  `json:"version"`
-	Published    bool    `json:"published"`
-	PublishedAt  *string `json:"publishedAt"`
-	CreatedAt    string  `json:"createdAt"`
-	ConsentHash  string  `json:"consentHash"`
-	ManifestHash string  `json:"manifestHash"`
-	Distribution string  `json:"distribution"`
-}
+type versionView = dev.Version
 
 func viewVersion(v *kitpb.KitVersion) versionView {
 	return versionView{
@@ -220,17 +168,7 @@ func viewVersion(v *kitpb.KitVersion) versionView {
 }
 
 // kitView is a Kit of the developer API (docs/api.md "Kit").
-type kitView struct {
-	KitID                  string  `json:"kitId"`
-	Slug                   string  `json:"slug"`
-	DisplayName            string  `json:"displayName"`
-	Distribution           string  `json:"distribution"`
-	State                  string  `json:"state"`
-	CreatedAt              string  `json:"createdAt"`
-	LatestVersion          *string `json:"latestVersion"`
-	LatestPublishedVersion *string `json:"latestPublishedVersion"`
-	InstalledHere          bool    `json:"installedHere"`
-}
+type kitView = dev.Kit
 
 func viewKit(k *kitpb.Kit, installedHere bool) kitView {
 	return kitView{
@@ -241,24 +179,21 @@ func viewKit(k *kitpb.Kit, installedHere bool) kitView {
 }
 
 // logEntryView is a developer log entry (docs/api.md "Developer log entry").
-type logEntryView struct {
-	ID             string  `json:"id"`
-	At             string  `json:"at"`
-	Source         string  `json:"source"`
-	Level          string  `json:"level"`
-	Event          string  `json:"event"`
-	InstallationID *string `json:"installationId"`
-	Status         *string `json:"status"`
-	ErrorCode      *string `json:"errorCode"`
-	DurationMs     *int64  `json:"durationMs"`
-	HTTPStatus     *int32  `json:"httpStatus"`
-	Attempt        *int32  `json:"attempt"`
-}
+type logEntryView = dev.LogEntry
 
 func viewLogEntry(e *kitpb.DevLogEntry) logEntryView {
 	return logEntryView{
 		ID: e.Id, At: isoTime(e.At), Source: e.Source, Level: e.Level, Event: e.Event,
 		InstallationID: optString(e.InstallationId), Status: optString(e.Status), ErrorCode: optString(e.ErrorCode),
-		DurationMs: e.DurationMs, HTTPStatus: e.HttpStatus, Attempt: e.Attempt,
+		DurationMs: e.DurationMs, HTTPStatus: optInt(e.HttpStatus), Attempt: optInt(e.Attempt),
 	}
+}
+
+// optInt is p as an int, nil for nil.
+func optInt(p *int32) *int {
+	if p == nil {
+		return nil
+	}
+	v := int(*p)
+	return &v
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/kitclient"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -29,10 +30,7 @@ func (s *Server) rotateBotToken(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return jsonReply(fasthttp.StatusOK, struct {
-		Token                  string `json:"token"`
-		PreviousTokenExpiresAt string `json:"previousTokenExpiresAt"`
-	}{secret, isoTime(r.PreviousExpiresAt)})
+	return jsonReply(fasthttp.StatusOK, kitclient.Rotation{Token: secret, PreviousTokenExpiresAt: isoTime(r.PreviousExpiresAt)})
 }
 
 // codeVerifierShape is RFC 7636's code_verifier (docs/api.md "Auth").
@@ -137,43 +135,23 @@ func (s *Server) kitAccess(in call) (reply, error) {
 		return reply{}, err
 	}
 	in.ctx.Response.Header.Set("Cache-Control", "no-store")
-	type workspace struct {
-		ID   string `json:"id"`
-		Name string `json:"name"`
+	// kitclient.Grant leaves out the members of the other kind of grant:
+	// a bot grant always has its bot id, a user grant its user id, refresh
+	// token and lifetime, so exactly those are left out.
+	g := kitclient.Grant{
+		InstallationID: r.InstallationId, Workspace: kitclient.WorkspaceRef{ID: r.WorkspaceId, Name: r.WorkspaceName},
+		Scopes: nonNil(r.Scopes),
 	}
-	ws := workspace{r.WorkspaceId, r.WorkspaceName}
 	if r.TokenType == actors.CallerBot {
-		return jsonReply(fasthttp.StatusOK, struct {
-			TokenType      string    `json:"tokenType"`
-			AccessToken    string    `json:"accessToken"`
-			BotID          string    `json:"botId"`
-			InstallationID string    `json:"installationId"`
-			Workspace      workspace `json:"workspace"`
-			Scopes         []string  `json:"scopes"`
-		}{"bot", bot, r.BotId, r.InstallationId, ws, nonNil(r.Scopes)})
+		g.TokenType, g.AccessToken, g.BotID = "bot", bot, r.BotId
+	} else {
+		g.TokenType, g.AccessToken, g.RefreshToken, g.ExpiresIn, g.UserID = "user", access, refresh, int(r.ExpiresIn), r.UserId
 	}
-	return jsonReply(fasthttp.StatusOK, struct {
-		TokenType      string    `json:"tokenType"`
-		AccessToken    string    `json:"accessToken"`
-		RefreshToken   string    `json:"refreshToken"`
-		ExpiresIn      int64     `json:"expiresIn"`
-		UserID         string    `json:"userId"`
-		InstallationID string    `json:"installationId"`
-		Workspace      workspace `json:"workspace"`
-		Scopes         []string  `json:"scopes"`
-	}{"user", access, refresh, r.ExpiresIn, r.UserId, r.InstallationId, ws, nonNil(r.Scopes)})
+	return jsonReply(fasthttp.StatusOK, g)
 }
 
 func (s *Server) authTest(in call) (reply, error) {
-	return jsonReply(fasthttp.StatusOK, struct {
-		OK             bool     `json:"ok"`
-		TokenType      string   `json:"tokenType"`
-		WorkspaceID    string   `json:"workspaceId"`
-		InstallationID string   `json:"installationId"`
-		KitSlug        string   `json:"kitSlug"`
-		BotID          *string  `json:"botId"`
-		UserID         *string  `json:"userId"`
-		Scopes         []string `json:"scopes"`
-	}{true, in.p.TokenType, in.p.Caller.WorkspaceId, in.p.Caller.InstallationId, in.p.KitSlug,
-		optString(in.p.Caller.BotId), optString(in.p.Caller.UserId), nonNil(in.p.Scopes)})
+	return jsonReply(fasthttp.StatusOK, kitclient.AuthTest{OK: true, TokenType: in.p.TokenType,
+		WorkspaceID: in.p.Caller.WorkspaceId, InstallationID: in.p.Caller.InstallationId, KitSlug: in.p.KitSlug,
+		BotID: optString(in.p.Caller.BotId), UserID: optString(in.p.Caller.UserId), Scopes: nonNil(in.p.Scopes)})
 }

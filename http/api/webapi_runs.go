@@ -1,13 +1,12 @@
 package api
 
 import (
-	"encoding/json"
-
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/kitclient"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -28,18 +27,9 @@ func (s *Server) getRun(in call) (reply, error) {
 	return jsonReply(fasthttp.StatusOK, runBody{viewRun(r.Run)})
 }
 
-// runView is a Run (docs/deliveries.md "Tool calls and runs").
-type runView struct {
-	ID              string          `json:"id"`
-	Status          string          `json:"status"`
-	Tool            string          `json:"tool"`
-	RequesterUserID string          `json:"requesterUserId"`
-	ConversationID  string          `json:"conversationId"`
-	CreatedAt       string          `json:"createdAt"`
-	FinishedAt      *string         `json:"finishedAt"`
-	Result          json.RawMessage `json:"result"` // null unless succeeded
-	ErrorCode       *string         `json:"errorCode"`
-}
+// runView is a Run (docs/deliveries.md "Tool calls and runs"); its result
+// is null unless it succeeded.
+type runView = kitclient.Run
 
 // runBody is the answer {run}.
 type runBody struct {

@@ -192,6 +192,11 @@ type outcome struct {
 // shown is a secret shown once.
 type shown struct{ Title, Label, Value, Note string }
 
+// newShown is a secret shown once, titled and labelled name.
+func newShown(name, value, note string) *shown {
+	return &shown{Title: name, Label: name, Value: value, Note: note}
+}
+
 // channel is a conversation as the pages name it.
 type channel struct{ ID, Name string }
 
@@ -476,18 +481,22 @@ func (s *Server) CreateBotToken(ctx *fasthttp.RequestCtx) {
 	secret := ids.NewSecret(ids.BotToken)
 	hash := ids.Hash(secret)
 	_, err := ask[*kitpb.CredentialReply](s, actors.KindInstallation, a.inst.Id, &kitpb.CreateBotToken{SecretHash: hash[:]})
-	s.settle(ctx, a, err, nil, outcome{shown: &shown{
-		Title: "New bot token", Label: "New bot token", Value: secret,
-		Note: "Use it as Authorization: Bearer in the Kit's backend.",
-	}})
+	s.settle(ctx, a, err, nil, outcome{shown: newShown("New bot token", secret, "Use it as Authorization: Bearer in the Kit's backend.")})
 }
 
 // RevokeBotToken is POST /app/installations/{id}/bot-tokens/revoke: by the
 // token's id, as listed (operator: POST /ops/v1/tokens/revoke, by value).
 func (s *Server) RevokeBotToken(ctx *fasthttp.RequestCtx) {
-	s.byID(ctx, "token", "a bot token of the list", func(id string) proto.Message { return &kitpb.RevokeCredential{TokenId: id} },
-		problems{kiterr.Validation: "Choose a bot token from the list.", kiterr.NotFound: "That bot token is not one of this installation's. " + goneNow},
-		outcome{notice: "The bot token was revoked: calls with it now fail."})
+	s.revokeListed(ctx, "token", "bot token", func(id string) proto.Message { return &kitpb.RevokeCredential{TokenId: id} },
+		"The bot token was revoked: calls with it now fail.")
+}
+
+// revokeListed revokes one of the installation's listed things (a bot
+// token, a webhook), chosen by id in form field field; what names it.
+func (s *Server) revokeListed(ctx *fasthttp.RequestCtx, field, what string, request func(id string) proto.Message, notice string) {
+	s.byID(ctx, field, "a "+what+" of the list", request,
+		problems{kiterr.Validation: "Choose a " + what + " from the list.", kiterr.NotFound: "That " + what + " is not one of this installation's. " + goneNow},
+		outcome{notice: notice})
 }
 
 // CreateWebhook is POST /app/installations/{id}/webhooks, created by the
@@ -512,18 +521,15 @@ func (s *Server) CreateWebhook(ctx *fasthttp.RequestCtx) {
 		kiterr.Forbidden:    "You can create a webhook only for a channel you are a member of.",
 		kiterr.MissingScope: "This Kit does not ask for incoming webhooks, so none can be made for it.",
 		kiterr.Conflict:     "No webhook was made: this Kit allows " + max + " active webhooks and has that many (revoke one first), or the channel was archived.",
-	}, outcome{shown: &shown{
-		Title: "New webhook URL", Label: "New webhook URL", Value: actors.WebhookURL(s.publicURL, a.inst.Id, webhookID, secret),
-		Note: "Anyone with the URL can post into the channel as the Kit bot: keep it secret.",
-	}})
+	}, outcome{shown: newShown("New webhook URL", actors.WebhookURL(s.publicURL, a.inst.Id, webhookID, secret),
+		"Anyone with the URL can post into the channel as the Kit bot: keep it secret.")})
 }
 
 // RevokeWebhook is POST /app/installations/{id}/webhooks/revoke (operator:
 // DELETE /ops/v1/webhooks/{id}).
 func (s *Server) RevokeWebhook(ctx *fasthttp.RequestCtx) {
-	s.byID(ctx, "webhook", "a webhook of the list", func(id string) proto.Message { return &kitpb.RevokeWebhook{WebhookId: id} },
-		problems{kiterr.Validation: "Choose a webhook from the list.", kiterr.NotFound: "That webhook is not one of this installation's. " + goneNow},
-		outcome{notice: "The webhook was revoked: its URL no longer works."})
+	s.revokeListed(ctx, "webhook", "webhook", func(id string) proto.Message { return &kitpb.RevokeWebhook{WebhookId: id} },
+		"The webhook was revoked: its URL no longer works.")
 }
 
 // ClientSecret is POST /app/installations/{id}/client-secret (operator:
@@ -552,10 +558,11 @@ func (s *Server) rotateKitSecret(ctx *fasthttp.RequestCtx, which string) {
 	if err == nil {
 		r, err = ask[*kitpb.KitSecretReply](s, actors.KindKit, a.inst.KitId, rotate)
 	}
-	o := outcome{shown: &shown{Title: "New client secret", Label: "New client secret", Value: secret}}
+	name := "New client secret"
 	if which == actors.SecretSigning {
-		o.shown.Title, o.shown.Label = "New signing secret", "New signing secret"
+		name = "New signing secret"
 	}
+	o := outcome{shown: newShown(name, secret, "")}
 	if err == nil && r.Secret.PreviousExpiresAt != 0 {
 		o.shown.Note = "The previous one keeps working until " + when(r.Secret.PreviousExpiresAt) + "."
 	}

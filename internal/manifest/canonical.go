@@ -34,21 +34,13 @@ func (m *Manifest) Canonical() []byte {
 		"distribution":     m.distribution(),
 	}
 	if m.Bot != nil {
-		b := obj{"scopes": strs(m.Bot.Scopes)}
-		if len(m.Bot.DisplayName) > 0 {
-			b["displayName"] = langObj(m.Bot.DisplayName)
-		}
-		doc["bot"] = b
+		doc["bot"] = obj{"scopes": strs(m.Bot.Scopes)}.with(len(m.Bot.DisplayName) > 0, "displayName", langObj(m.Bot.DisplayName))
 	}
 	if m.IncomingWebhooks != nil {
 		doc["incomingWebhooks"] = obj{"maxPerInstallation": m.IncomingWebhooks.MaxPerInstallation}
 	}
 	if m.OAuth != nil {
-		o := obj{"redirectUrls": strs(m.OAuth.RedirectURLs)}
-		if len(m.OAuth.UserScopes) > 0 {
-			o["userScopes"] = strs(m.OAuth.UserScopes)
-		}
-		doc["oauth"] = o
+		doc["oauth"] = obj{"redirectUrls": strs(m.OAuth.RedirectURLs)}.with(len(m.OAuth.UserScopes) > 0, "userScopes", strs(m.OAuth.UserScopes))
 	}
 	if m.Interactivity != nil {
 		doc["interactivity"] = obj{"url": m.Interactivity.URL}
@@ -63,34 +55,18 @@ func (m *Manifest) Canonical() []byte {
 		doc["sample"] = true
 	}
 	if len(m.Tools) > 0 {
-		tools := make([]any, len(m.Tools))
-		for i, t := range m.Tools {
-			tools[i] = toolObj(t)
-		}
-		doc["tools"] = tools
+		doc["tools"] = objs(m.Tools, toolObj)
 	}
 	if len(m.Events) > 0 {
 		doc["events"] = strs(m.Events)
 	}
 	if len(m.Commands) > 0 {
-		cmds := make([]any, len(m.Commands))
-		for i, c := range m.Commands {
-			o := obj{"name": c.Name, "description": langObj(c.Description)}
-			if len(c.Usage) > 0 {
-				o["usage"] = langObj(c.Usage)
-			}
-			cmds[i] = o
-		}
-		doc["commands"] = cmds
+		doc["commands"] = objs(m.Commands, func(c Command) obj {
+			return obj{"name": c.Name, "description": langObj(c.Description)}.with(len(c.Usage) > 0, "usage", langObj(c.Usage))
+		})
 	}
 	if a := m.ExternalAuth; a != nil {
-		doc["externalAuth"] = obj{
-			"displayName":    langObj(a.DisplayName),
-			"authorizeUrl":   a.AuthorizeURL,
-			"tokenUrl":       a.TokenURL,
-			"requiredScopes": strs(a.RequiredScopes),
-			"optionalScopes": strs(a.OptionalScopes),
-		}
+		doc["externalAuth"] = externalAuthObj(a, slices.Clone)
 	}
 	if p := m.modelDataPolicy(); p != modelDataPolicies[0] {
 		doc["modelDataPolicy"] = p
@@ -102,6 +78,18 @@ func (m *Manifest) Canonical() []byte {
 	b.Grow(4096)
 	writeCanonical(&b, doc)
 	return b.Bytes()
+}
+
+// externalAuthObj is the externalAuth object, its scope lists put in
+// order by order (the consent form sorts them: order grants nothing).
+func externalAuthObj(a *ExternalAuth, order func([]string) []string) obj {
+	return obj{
+		"displayName":    langObj(a.DisplayName),
+		"authorizeUrl":   a.AuthorizeURL,
+		"tokenUrl":       a.TokenURL,
+		"requiredScopes": strs(order(a.RequiredScopes)),
+		"optionalScopes": strs(order(a.OptionalScopes)),
+	}
 }
 
 func toolObj(t Tool) obj {
@@ -172,11 +160,7 @@ func (m *Manifest) consentDoc() obj {
 	if len(m.Tools) > 0 {
 		tools := slices.Clone(m.Tools)
 		slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
-		list := make([]any, len(tools))
-		for i, t := range tools {
-			list[i] = toolObj(t)
-		}
-		doc["tools"] = list
+		doc["tools"] = objs(tools, toolObj)
 	}
 	if len(m.Events) > 0 {
 		doc["events"] = strs(sortedCopy(m.Events))
@@ -185,13 +169,7 @@ func (m *Manifest) consentDoc() obj {
 		doc["commands"] = strs(sortedCopy(m.commandNames()))
 	}
 	if a := m.ExternalAuth; a != nil {
-		doc["externalAuth"] = obj{
-			"displayName":    langObj(a.DisplayName),
-			"authorizeUrl":   a.AuthorizeURL,
-			"tokenUrl":       a.TokenURL,
-			"requiredScopes": strs(sortedCopy(a.RequiredScopes)),
-			"optionalScopes": strs(sortedCopy(a.OptionalScopes)),
-		}
+		doc["externalAuth"] = externalAuthObj(a, sortedCopy)
 	}
 	if p := m.modelDataPolicy(); p != modelDataPolicies[0] {
 		doc["modelDataPolicy"] = p
@@ -317,6 +295,24 @@ func (m *Manifest) distribution() string {
 // string, int or bool.
 type obj map[string]any
 
+// with sets o[k] to v when present: the canonical form leaves an empty
+// optional member out.
+func (o obj) with(present bool, k string, v any) obj {
+	if present {
+		o[k] = v
+	}
+	return o
+}
+
+// objs is the array of the objects f makes of xs.
+func objs[T any](xs []T, f func(T) obj) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
+}
+
 func langObj(t map[string]string) obj {
 	o := make(obj, len(t))
 	for k, v := range t {
@@ -352,25 +348,13 @@ func writeCanonical(b *bytes.Buffer, v any) {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeString(b, k)
+		writeSeq(b, '{', '}', len(keys), func(i int) {
+			writeString(b, keys[i])
 			b.WriteByte(':')
-			writeCanonical(b, v[k])
-		}
-		b.WriteByte('}')
+			writeCanonical(b, v[keys[i]])
+		})
 	case []any:
-		b.WriteByte('[')
-		for i, e := range v {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeCanonical(b, e)
-		}
-		b.WriteByte(']')
+		writeSeq(b, '[', ']', len(v), func(i int) { writeCanonical(b, v[i]) })
 	case string:
 		writeString(b, v)
 	case int:
@@ -380,6 +364,19 @@ func writeCanonical(b *bytes.Buffer, v any) {
 	default:
 		panic("manifest: canonical form of unexpected type")
 	}
+}
+
+// writeSeq writes the n members of an object or array between start and
+// end, comma-separated, each by member.
+func writeSeq(b *bytes.Buffer, start, end byte, n int, member func(i int)) {
+	b.WriteByte(start)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		member(i)
+	}
+	b.WriteByte(end)
 }
 
 // writeString escapes only what JSON requires (jsontext.Minimal): quote,

@@ -3,7 +3,13 @@ package manifest
 import (
 	"slices"
 	"strings"
+
+	"github.com/kitd/kitd/kitclient/dev"
 )
+
+// The consent summary and diff are answers of the developer API: their
+// types are the public client's (kitclient/dev, which imports nothing of
+// kitd), so the shape a client decodes is written once.
 
 // SummaryOptions carry what only the server knows about a consent summary.
 type SummaryOptions struct {
@@ -16,50 +22,19 @@ type SummaryOptions struct {
 
 // ConsentSummary is what a member is shown before consenting (docs/api.md
 // "Consent summary and diff"). Texts are in one language, picked by
-// SummaryOptions.Language (see pickLanguage). Lists are never nil.
-type ConsentSummary struct {
-	Slug                     string               `json:"slug"`
-	Version                  string               `json:"version"`
-	Official                 bool                 `json:"official"`
-	DisplayName              string               `json:"displayName"`
-	Description              string               `json:"description"`
-	DeveloperName            string               `json:"developerName"`
-	PrivacyPolicyURL         string               `json:"privacyPolicyUrl"`
-	IconURL                  *string              `json:"iconUrl"` // null without an icon
-	Categories               []string             `json:"categories"`
-	Sample                   bool                 `json:"sample"`
-	ExternalAuth             *ExternalAuthSummary `json:"externalAuth"` // null without external auth
-	BotScopes                []string             `json:"botScopes"`
-	Tools                    []ToolSummary        `json:"tools"`
-	RequestedModelDataPolicy string               `json:"requestedModelDataPolicy"`
-	ConsentHash              string               `json:"consentHash"`
-	Available                bool                 `json:"available"`
-	Installed                bool                 `json:"installed"`
-	OwnedByWorkspace         *bool                `json:"ownedByWorkspace,omitempty"`
-	UserScopes               []string             `json:"userScopes,omitempty"` // left out when the Kit asks for none
-}
+// SummaryOptions.Language (see pickLanguage). Lists are never nil; the
+// icon URL and external auth are null when the Kit has none, and
+// userScopes is left out when it asks for none.
+type ConsentSummary = dev.ConsentSummary
 
 // ExternalAuthSummary is the external auth part of a ConsentSummary.
-type ExternalAuthSummary struct {
-	DisplayName    string   `json:"displayName"`
-	RequiredScopes []string `json:"requiredScopes"`
-	OptionalScopes []string `json:"optionalScopes"`
-}
+type ExternalAuthSummary = dev.ExternalAuth
 
 // ToolSummary is one tool of a ConsentSummary.
-type ToolSummary struct {
-	Name        string `json:"name"`
-	DisplayName string `json:"displayName"`
-	Description string `json:"description"`
-	ToolAccess
-}
+type ToolSummary = dev.ToolSummary
 
 // ToolAccess is what a tool may do: the part of a tool ConsentDiff compares.
-type ToolAccess struct {
-	Access    string `json:"access"`
-	DataClass string `json:"dataClass"`
-	Audience  string `json:"audience"`
-}
+type ToolAccess = dev.ToolAccess
 
 // ConsentSummary returns the consent summary of the manifest. Scopes, tools
 // and categories are in the order written.
@@ -146,47 +121,20 @@ func (t Tool) access() ToolAccess {
 
 // ConsentDiff is what a new version asks for beyond, or no longer asks for
 // compared with, an older one (docs/manifest.md "Consent summary", "Consent diff"). Lists
-// are sorted and never nil.
-type ConsentDiff struct {
-	AddedBotScopes    []string     `json:"addedBotScopes"`
-	RemovedBotScopes  []string     `json:"removedBotScopes"`
-	AddedUserScopes   []string     `json:"addedUserScopes"`
-	RemovedUserScopes []string     `json:"removedUserScopes"`
-	AddedTools        []ToolGrant  `json:"addedTools"`
-	RemovedTools      []string     `json:"removedTools"`
-	ChangedTools      []ToolChange `json:"changedTools"`
-	AddedEvents       []string     `json:"addedEvents"`
-	RemovedEvents     []string     `json:"removedEvents"`
-	AddedCommands     []string     `json:"addedCommands"`
-	RemovedCommands   []string     `json:"removedCommands"`
-	// ExternalAuth is unchanged, added, removed, widened or narrowed.
-	ExternalAuth string `json:"externalAuth"`
-	// ModelDataPolicy is null unless the policy changed.
-	ModelDataPolicy *PolicyChange `json:"modelDataPolicy"`
-	// Wider is true when the new version asks for anything more.
-	Wider bool `json:"wider"`
-}
+// are sorted and never nil. ExternalAuth is one of the Auth* changes,
+// ModelDataPolicy is null unless the policy changed, and Wider is true
+// when the new version asks for anything more.
+type ConsentDiff = dev.ConsentDiff
 
 // ToolGrant is an added tool.
-type ToolGrant struct {
-	Name string `json:"name"`
-	ToolAccess
-}
+type ToolGrant = dev.ToolGrant
 
 // ToolChange is a tool whose access, data class or audience changed. Wider
 // is true when any of the three widened (even if another narrowed).
-type ToolChange struct {
-	Name  string     `json:"name"`
-	From  ToolAccess `json:"from"`
-	To    ToolAccess `json:"to"`
-	Wider bool       `json:"wider"`
-}
+type ToolChange = dev.ToolChange
 
 // PolicyChange is a changed model data policy.
-type PolicyChange struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-}
+type PolicyChange = dev.PolicyChange
 
 // External auth changes (ConsentDiff.ExternalAuth).
 const (

@@ -24,6 +24,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/kitd/kitd/kitclient/dev"
 )
 
 // Manifest is a validated Kit manifest. Parse only returns manifests that
@@ -86,10 +88,8 @@ type Interactivity struct {
 
 // Problem is one validation problem. Path names the field ("bot.scopes[2]";
 // "" is the document itself); Message never contains the submitted value.
-type Problem struct {
-	Path    string `json:"path"`
-	Message string `json:"message"`
-}
+// It is the developer API's type, as the consent summary is (consent.go).
+type Problem = dev.Problem
 
 // Problems lists problems in document order.
 type Problems []Problem
@@ -750,123 +750,135 @@ func (c *checker) uniqueName(p string, n *node, re *regexp.Regexp, patternMsg, w
 	return s
 }
 
-// tools checks tools[]: objects with every key required, unique names.
-func (c *checker) tools(path string, n *node) []Tool {
-	if !c.array(path, n, MaxTools, "tools") {
+// nameRule is what the name of a listed object must be: unique in its
+// list, and matching re (else the problem is msg).
+type nameRule struct {
+	what string // tool, command
+	re   *regexp.Regexp
+	msg  string
+}
+
+// namedObjects checks an array (list) of at most max objects, each with a
+// required name by rule, then the keys of fields, which names the element
+// it fills and where its name goes.
+func namedObjects[T any](c *checker, path string, n *node, max int, list string, rule nameRule, fields func(v *T) (*string, []field)) []T {
+	if !c.array(path, n, max, list) {
 		return nil
 	}
-	out := make([]Tool, 0, len(n.elems))
+	out := make([]T, 0, len(n.elems))
 	seen := make(map[string]bool, len(n.elems))
 	for i, e := range n.elems {
-		var t Tool
-		c.object(index(path, i), e, []field{
-			{"name", true, func(p string, n *node) {
-				t.Name = c.uniqueName(p, n, toolNameRe, "must be 1-64 characters from a-z, 0-9 and _, starting with a letter", "tool", seen)
-			}},
+		var v T
+		name, rest := fields(&v)
+		c.object(index(path, i), e, append([]field{{"name", true, func(p string, n *node) {
+			*name = c.uniqueName(p, n, rule.re, rule.msg, rule.what, seen)
+		}}}, rest...))
+		out = append(out, v)
+	}
+	return out
+}
+
+// tools checks tools[]: objects with every key required, unique names.
+func (c *checker) tools(path string, n *node) []Tool {
+	rule := nameRule{"tool", toolNameRe, "must be 1-64 characters from a-z, 0-9 and _, starting with a letter"}
+	return namedObjects(c, path, n, MaxTools, "tools", rule, func(t *Tool) (*string, []field) {
+		return &t.Name, []field{
 			{"displayName", true, func(p string, n *node) { t.DisplayName, _ = c.langMap(p, n, 80, false) }},
 			{"description", true, func(p string, n *node) { t.Description, _ = c.langMap(p, n, 1000, true) }},
 			{"access", true, func(p string, n *node) { t.Access, _ = c.enum(p, n, toolAccess) }},
 			{"dataClass", true, func(p string, n *node) { t.DataClass, _ = c.enum(p, n, toolDataClass) }},
 			{"audience", true, func(p string, n *node) { t.Audience, _ = c.enum(p, n, toolAudience) }},
-		})
-		out = append(out, t)
-	}
-	return out
+		}
+	})
 }
 
 // events checks events[]: known kinds, each listed once. It returns the
 // entries with "" for wrong ones, and their nodes.
 func (c *checker) events(path string, n *node) ([]string, []*node) {
-	if !c.array(path, n, len(eventKinds), "event kinds") {
-		return nil, nil
-	}
-	out := make([]string, len(n.elems))
-	seen := make(map[string]bool, len(n.elems))
-	for i, e := range n.elems {
-		p := index(path, i)
-		s, ok := c.str(p, e)
-		_, known := eventNeeds(s)
-		switch {
-		case !ok:
-		case !known:
-			c.add(e.off, p, "unknown event kind")
-		case seen[s]:
-			c.add(e.off, p, "event kind is listed more than once")
-		default:
-			seen[s] = true
-			out[i] = s
+	out, ok := c.uniqueStrings(path, n, len(eventKinds), "event kinds", "event kind", func(s string) string {
+		if _, known := eventNeeds(s); !known {
+			return "unknown event kind"
 		}
+		return ""
+	})
+	if !ok {
+		return nil, nil
 	}
 	return out, n.elems
 }
 
 // commands checks commands[]: unique names, a description, an optional usage.
 func (c *checker) commands(path string, n *node) []Command {
-	if !c.array(path, n, MaxCommands, "commands") {
-		return nil
-	}
-	out := make([]Command, 0, len(n.elems))
-	seen := make(map[string]bool, len(n.elems))
-	for i, e := range n.elems {
-		var cmd Command
-		c.object(index(path, i), e, []field{
-			{"name", true, func(p string, n *node) {
-				cmd.Name = c.uniqueName(p, n, commandNameRe, "must be / and 1-32 characters from a-z, 0-9, _ and -, starting with a letter", "command", seen)
-			}},
+	rule := nameRule{"command", commandNameRe, "must be / and 1-32 characters from a-z, 0-9, _ and -, starting with a letter"}
+	return namedObjects(c, path, n, MaxCommands, "commands", rule, func(cmd *Command) (*string, []field) {
+		return &cmd.Name, []field{
 			{"description", true, func(p string, n *node) { cmd.Description, _ = c.langMap(p, n, 200, false) }},
 			{"usage", false, func(p string, n *node) { cmd.Usage, _ = c.langMap(p, n, 100, false) }},
-		})
-		out = append(out, cmd)
-	}
-	return out
+		}
+	})
 }
 
 // categories checks categories: known categories, each listed once.
 func (c *checker) categories(path string, n *node) []string {
-	if !c.array(path, n, MaxCategories, "categories") {
-		return nil
-	}
-	out := make([]string, 0, len(n.elems))
-	for i, e := range n.elems {
-		p := index(path, i)
-		s, ok := c.str(p, e)
-		switch {
-		case !ok:
-		case !slices.Contains(categories, s):
-			c.add(e.off, p, "unknown category")
-		case slices.Contains(out, s):
-			c.add(e.off, p, "category is listed more than once")
-		default:
-			out = append(out, s)
+	out, _ := c.uniqueStrings(path, n, MaxCategories, "categories", "category", func(s string) string {
+		if !slices.Contains(categories, s) {
+			return "unknown category"
 		}
-	}
-	return out
+		return ""
+	})
+	return kept(out)
 }
 
 // providerScopes checks a list of a provider's scopes: 1-200 printable ASCII
 // characters without spaces, each listed once, and none of them in
 // required (optional scopes repeat no required one).
 func (c *checker) providerScopes(path string, n *node, required []string) []string {
-	if !c.array(path, n, MaxProviderScopes, "scopes") {
+	out, ok := c.uniqueStrings(path, n, MaxProviderScopes, "scopes", "scope", func(s string) string {
+		switch {
+		case !providerScopeRe.MatchString(s):
+			return "must be 1-200 printable ASCII characters without spaces"
+		case slices.Contains(required, s):
+			return "is already a required scope"
+		}
+		return ""
+	})
+	if !ok {
 		return []string{}
 	}
-	out := make([]string, 0, len(n.elems))
+	return kept(out)
+}
+
+// uniqueStrings checks an array (list) of at most max strings, each without
+// a problem (what problem says of it, "" for none) and listed once. It
+// returns an entry per element, "" for a wrong one, and whether n was such
+// an array. A wrong entry is never taken for the first of a repeated pair,
+// so the order of the checks does not change a message.
+func (c *checker) uniqueStrings(path string, n *node, max int, list, what string, problem func(string) string) ([]string, bool) {
+	if !c.array(path, n, max, list) {
+		return nil, false
+	}
+	out := make([]string, len(n.elems))
 	for i, e := range n.elems {
 		p := index(path, i)
 		s, ok := c.str(p, e)
-		switch {
-		case !ok:
-		case !providerScopeRe.MatchString(s):
-			c.add(e.off, p, "must be 1-200 printable ASCII characters without spaces")
-		case slices.Contains(out, s):
-			c.add(e.off, p, "scope is listed more than once")
-		case slices.Contains(required, s):
-			c.add(e.off, p, "is already a required scope")
-		default:
-			out = append(out, s)
+		if !ok {
+			continue
+		}
+		if msg := problem(s); msg != "" {
+			c.add(e.off, p, msg)
+		} else if slices.Contains(out[:i], s) {
+			c.add(e.off, p, what+" is listed more than once")
+		} else {
+			out[i] = s
 		}
 	}
-	return out
+	return out, true
+}
+
+// kept drops the wrong ("") entries of a uniqueStrings answer; it is
+// never nil.
+func kept(s []string) []string {
+	return slices.DeleteFunc(s, func(v string) bool { return v == "" })
 }
 
 // shapePath writes array indexes of a path as "[]".

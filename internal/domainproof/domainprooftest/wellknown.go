@@ -143,16 +143,9 @@ func (s *WellKnownServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 func newCA(t testing.TB) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
 	t.Helper()
 	key := newKey(t)
-	notBefore, notAfter := validity()
-	tmpl := &x509.Certificate{
-		SerialNumber:          newSerial(t),
-		Subject:               pkix.Name{CommonName: "domainprooftest CA"},
-		NotBefore:             notBefore,
-		NotAfter:              notAfter,
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
+	tmpl := certTemplate(t, "domainprooftest CA")
+	tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatalf("domainprooftest: make CA certificate: %v", err)
@@ -167,17 +160,10 @@ func newCA(t testing.TB) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
 func newLeaf(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, hostnames []string) tls.Certificate {
 	t.Helper()
 	key := newKey(t)
-	notBefore, notAfter := validity()
-	tmpl := &x509.Certificate{
-		SerialNumber: newSerial(t),
-		Subject:      pkix.Name{CommonName: "domainprooftest server"},
-		NotBefore:    notBefore,
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     hostnames,
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
+	tmpl := certTemplate(t, "domainprooftest server")
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	tmpl.DNSNames, tmpl.IPAddresses = hostnames, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
 		t.Fatalf("domainprooftest: make server certificate for %v: %v", hostnames, err)
@@ -185,10 +171,18 @@ func newLeaf(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, hostna
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
-// validity is a fixed, wide window rather than one from time.Now: tests may
-// run kitd on a test clock, while TLS checks use real time.
-func validity() (notBefore, notAfter time.Time) {
-	return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+// certTemplate is what the CA and the server certificate share: a random
+// serial, the common name, and a fixed, wide validity rather than one from
+// time.Now (tests may run kitd on a test clock, while TLS checks use real
+// time).
+func certTemplate(t testing.TB, commonName string) *x509.Certificate {
+	t.Helper()
+	return &x509.Certificate{
+		SerialNumber: newSerial(t),
+		Subject:      pkix.Name{CommonName: commonName},
+		NotBefore:    time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC),
+		NotAfter:     time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC),
+	}
 }
 
 func newKey(t testing.TB) *ecdsa.PrivateKey {
