@@ -61,7 +61,7 @@ type forwarder struct {
 // EnableForwarding makes Request send a request whose partition this node
 // does not host to the partition's leader, and ServePeer answer forwarded
 // requests. Until it is called, both answer unavailable.
-func (n *Host) EnableForwarding(f Forwarding) error {
+func (h *Host) EnableForwarding(f Forwarding) error {
 	if f.Router == nil || f.Peers == nil {
 		return errors.New("cluster: forwarding needs a router and a transport")
 	}
@@ -81,7 +81,7 @@ func (n *Host) EnableForwarding(f Forwarding) error {
 	if _, err := rand.Read(b[:]); err != nil {
 		return err
 	}
-	n.fwd.Store(&forwarder{
+	h.fwd.Store(&forwarder{
 		Forwarding: f,
 		prefix:     strconv.FormatUint(binary.LittleEndian.Uint64(b[:]), 16) + "-",
 		replies:    newReplyCache(f.ReplyEntries, f.ReplyBytes, f.ReplyFor, time.Now),
@@ -111,17 +111,17 @@ func (f *forwarder) requestID() string {
 // forward sends a request for a partition this node does not host to its
 // leader: one hop, and one more when that node answers that the partition
 // moved to a leader of a newer term. It never runs the request here.
-func (n *Host) forward(kind, identity string, msg proto.Message, notHosted error) (proto.Message, error) {
-	if n.fwd.Load() == nil {
+func (h *Host) forward(kind, identity string, msg proto.Message, notHosted error) (proto.Message, error) {
+	if h.fwd.Load() == nil {
 		return nil, fmt.Errorf("%w: %w", notHosted, errNoLeader)
 	}
-	return n.toLeader(kind, identity, msg, false)
+	return h.toLeader(kind, identity, msg, false)
 }
 
 // toLeader takes msg to the actor on its partition's leader: a request,
 // answered, or a notice (tell), handed to the actor there.
-func (n *Host) toLeader(kind, identity string, msg proto.Message, tell bool) (proto.Message, error) {
-	f := n.fwd.Load()
+func (h *Host) toLeader(kind, identity string, msg proto.Message, tell bool) (proto.Message, error) {
+	f := h.fwd.Load()
 	p := partition.Of(identity)
 	to, ok := f.Router.Leader(p)
 	// This node leads p but does not serve it: it is applying the first
@@ -130,7 +130,7 @@ func (n *Host) toLeader(kind, identity string, msg proto.Message, tell bool) (pr
 	// a few cycles; a request waits for them rather than fail at once.
 	for deadline := time.Now().Add(selfWait); ok && to.Addr == f.Self && time.Now().Before(deadline); {
 		time.Sleep(selfPoll)
-		res, err := n.here(kind, identity, msg, tell)
+		res, err := h.here(kind, identity, msg, tell)
 		if !errors.Is(err, ErrNotHosted) {
 			return res, err
 		}
@@ -147,7 +147,7 @@ func (n *Host) toLeader(kind, identity string, msg proto.Message, tell bool) (pr
 	env := &kitpb.Forward{Kind: kind, Identity: identity, Tell: tell,
 		RequestType: string(msg.ProtoReflect().Descriptor().FullName()), Request: payload}
 	id := f.requestID()
-	ctx, cancel := context.WithTimeout(context.Background(), n.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
 	defer cancel()
 	for hop := 0; ; hop++ {
 		res, err := f.call(ctx, to.Addr, env, id)
@@ -206,18 +206,18 @@ func (f *forwarder) awaitOther(p partition.ID, addr string) (Leader, bool) {
 
 // here runs msg on this node's activation: a request is asked and
 // answered, a notice handed over (ok).
-func (n *Host) here(kind, identity string, msg proto.Message, tell bool) (proto.Message, error) {
+func (h *Host) here(kind, identity string, msg proto.Message, tell bool) (proto.Message, error) {
 	if !tell {
-		return n.local(kind, identity, msg)
+		return h.local(kind, identity, msg)
 	}
-	pid, err := n.pid(kind, identity)
+	pid, err := h.pid(kind, identity)
 	if err != nil {
 		return nil, err
 	}
 	if pid == nil {
 		return nil, errUnavailable
 	}
-	n.system.Root.Send(pid, msg)
+	h.system.Root.Send(pid, msg)
 	return handedOver, nil
 }
 
@@ -231,11 +231,11 @@ var handedOver = &kitpb.Ok{}
 // node that died) is the one most likely to be lost, and its receiver
 // learns of a lost notice only from the next one. The waits between tries
 // double, so that the notices of a long election do not keep the node busy.
-func (n *Host) tell(kind, identity string, msg proto.Message) {
+func (h *Host) tell(kind, identity string, msg proto.Message) {
 	wait := movedPoll
-	for deadline := time.Now().Add(n.timeout); ; wait = min(2*wait, tellBackoffMax) {
-		_, err := n.toLeader(kind, identity, msg, true)
-		if err == nil || n.stopped.Load() || !time.Now().Add(wait).Before(deadline) {
+	for deadline := time.Now().Add(h.timeout); ; wait = min(2*wait, tellBackoffMax) {
+		_, err := h.toLeader(kind, identity, msg, true)
+		if err == nil || h.stopped.Load() || !time.Now().Add(wait).Before(deadline) {
 			return
 		}
 		time.Sleep(wait)
@@ -283,22 +283,22 @@ func (f *forwarder) call(ctx context.Context, addr string, env *kitpb.Forward, i
 // its cache, without running again. A Forward it cannot run (an unknown
 // kind or message type, a request that does not decode) is refused
 // (peer.RefusedError).
-func (n *Host) ServePeer(ctx context.Context, from string, msg proto.Message, requestID string) (proto.Message, error) {
+func (h *Host) ServePeer(ctx context.Context, from string, msg proto.Message, requestID string) (proto.Message, error) {
 	fw, ok := msg.(*kitpb.Forward)
 	if !ok {
 		return nil, &peer.RefusedError{Reason: "not a forwarded request: " + string(msg.ProtoReflect().Descriptor().FullName())}
 	}
-	f := n.fwd.Load()
+	f := h.fwd.Load()
 	if f == nil {
 		return nil, errNotServing
 	}
-	req, err := n.decodeForward(fw)
+	req, err := h.decodeForward(fw)
 	if err != nil {
 		return nil, err
 	}
 	run := func() (proto.Message, error) {
 		p := partition.Of(fw.Identity)
-		res, err := n.here(fw.Kind, fw.Identity, req, fw.Tell)
+		res, err := h.here(fw.Kind, fw.Identity, req, fw.Tell)
 		// This node leads p but does not serve it for a moment (it is
 		// applying the first entry of its term, its lease lapsed on a busy
 		// machine, it hands p over), or p's group is electing a leader.
@@ -308,14 +308,14 @@ func (n *Host) ServePeer(ctx context.Context, from string, msg proto.Message, re
 		// Moved after the wait names the new leader.
 		for deadline := time.Now().Add(selfWait); errors.Is(err, ErrNotHosted) && f.awaitsLeader(p) && time.Now().Before(deadline); {
 			time.Sleep(selfPoll)
-			res, err = n.local(fw.Kind, fw.Identity, req)
+			res, err = h.local(fw.Kind, fw.Identity, req)
 		}
 		if errors.Is(err, ErrNotHosted) {
 			return f.moved(p), nil
 		}
 		if kiterr.Unexplained(err) {
 			// Only e crosses to the sender, whose log names the request.
-			n.log.Warn("forwarded request unavailable", "from", from, "kind", fw.Kind, "err", err)
+			h.log.Warn("forwarded request unavailable", "from", from, "kind", fw.Kind, "err", err)
 		}
 		return res, err
 	}
@@ -346,8 +346,8 @@ func (f *forwarder) moved(p partition.ID) *kitpb.Moved {
 // kinds this node runs and kitd's own message types, or the refusal the
 // transport counts, logs and answers (a member sends one only by a bug or
 // in a rolling upgrade: a kind or message this version does not know).
-func (n *Host) decodeForward(fw *kitpb.Forward) (proto.Message, error) {
-	if _, ok := n.kinds[fw.Kind]; !ok {
+func (h *Host) decodeForward(fw *kitpb.Forward) (proto.Message, error) {
+	if _, ok := h.kinds[fw.Kind]; !ok {
 		return nil, &peer.RefusedError{Reason: "forward: unknown kind"}
 	}
 	mt, ok := requestTypes()[fw.RequestType]

@@ -125,30 +125,30 @@ func Start(cfg Config, kinds ...*Kind) (*Host, error) {
 // for an activation still starting, which remember then stops: its
 // partition is no longer hosted). From Stop on, the node hosts no
 // partition, so no activation starts and reads a store that closed.
-func (n *Host) Stop() {
-	n.pidsMu.Lock()
-	n.stopped.Store(true)
+func (h *Host) Stop() {
+	h.pidsMu.Lock()
+	h.stopped.Store(true)
 	for p := range partition.ID(partition.Count) {
-		n.set(p, false)
+		h.set(p, false)
 	}
-	stopping := make([]*actor.PID, 0, len(n.pids))
-	for k, a := range n.pids {
+	stopping := make([]*actor.PID, 0, len(h.pids))
+	for k, a := range h.pids {
 		stopping = append(stopping, a.pid)
-		delete(n.pids, k)
+		delete(h.pids, k)
 	}
-	n.pidsMu.Unlock()
-	n.stopAll(stopping)
-	n.system.Shutdown()
+	h.pidsMu.Unlock()
+	h.stopAll(stopping)
+	h.system.Shutdown()
 }
 
 // stopAll stops the activations and waits for them, together: each has
 // its own deadline (protoactor's, for a stop), so one whose Stopping
 // cannot finish holds the others up no longer than that. One that stopped
 // meanwhile has no process: its future completes at once.
-func (n *Host) stopAll(pids []*actor.PID) {
+func (h *Host) stopAll(pids []*actor.PID) {
 	futures := make([]*actor.Future, len(pids))
 	for i, pid := range pids {
-		futures[i] = n.system.Root.StopFuture(pid)
+		futures[i] = h.system.Root.StopFuture(pid)
 	}
 	for _, f := range futures {
 		_ = f.Wait()
@@ -163,10 +163,10 @@ var errUnavailable = errors.New("cluster: actor unavailable")
 // identity's partition is not hosted here, the request goes to its leader
 // (EnableForwarding); without forwarding, or when no leader can be
 // reached, the error is ErrNotHosted or kiterr.Unavailable (503).
-func (n *Host) Request(kind, identity string, msg proto.Message) (proto.Message, error) {
-	res, err := n.local(kind, identity, msg)
+func (h *Host) Request(kind, identity string, msg proto.Message) (proto.Message, error) {
+	res, err := h.local(kind, identity, msg)
 	if err != nil && errors.Is(err, ErrNotHosted) {
-		return n.forward(kind, identity, msg, err)
+		return h.forward(kind, identity, msg, err)
 	}
 	return res, err
 }
@@ -176,19 +176,19 @@ func (n *Host) Request(kind, identity string, msg proto.Message) (proto.Message,
 // protoactor's Cluster.Request builds a throttle (and a goroutine) per call,
 // and Cluster.Get skips the PID cache; resolving the PID through the cache
 // and asking it through a reused reply slot keeps the request path lean.
-func (n *Host) local(kind, identity string, msg proto.Message) (proto.Message, error) {
+func (h *Host) local(kind, identity string, msg proto.Message) (proto.Message, error) {
 	for attempt := 0; attempt < lookupAttempts; attempt++ {
 		if attempt > 0 {
 			time.Sleep(lookupBackoff(attempt))
 		}
-		pid, err := n.pid(kind, identity)
+		pid, err := h.pid(kind, identity)
 		if err != nil {
 			return nil, fmt.Errorf("request %s/%s: %w", kind, identity, err)
 		}
 		if pid == nil {
 			continue
 		}
-		res, err := n.ask(pid, msg)
+		res, err := h.ask(pid, msg)
 		if p, ok := res.(Pending); ok && err == nil {
 			res, err = p.Await()
 		}
@@ -202,9 +202,9 @@ func (n *Host) local(kind, identity string, msg proto.Message) (proto.Message, e
 			// targets for a while (see lastDeadLetter).
 			// Only a gone activation leaves the map: forgetting a live one
 			// would let a second activation of the identity start.
-			n.lastDeadLetter.Store(time.Now().UnixNano())
-			if _, alive := n.system.ProcessRegistry.GetLocal(pid.Id); !alive {
-				n.forgetStopped(kind, identity, pid)
+			h.lastDeadLetter.Store(time.Now().UnixNano())
+			if _, alive := h.system.ProcessRegistry.GetLocal(pid.Id); !alive {
+				h.forgetStopped(kind, identity, pid)
 			}
 			continue
 		case *kitpb.Failure:
@@ -242,32 +242,32 @@ type Pending interface {
 var errTimeout = errors.New("cluster: request timed out")
 
 // ask sends msg to pid and waits for the one reply.
-func (n *Host) ask(pid *actor.PID, msg proto.Message) (any, error) {
-	slot := n.replies.get()
-	n.system.Root.RequestWithCustomSender(pid, msg, slot.pid)
+func (h *Host) ask(pid *actor.PID, msg proto.Message) (any, error) {
+	slot := h.replies.get()
+	h.system.Root.RequestWithCustomSender(pid, msg, slot.pid)
 	// On the synchronized dispatcher an idle actor handles the request in
 	// this goroutine, so the reply is usually here already: no timer then.
 	select {
 	case res := <-slot.ch:
-		n.replies.put(slot)
+		h.replies.put(slot)
 		return res, nil
 	default:
 	}
-	deadline := time.Now().Add(n.timeout)
-	timer := time.NewTimer(min(n.timeout, stoppedCheck))
+	deadline := time.Now().Add(h.timeout)
+	timer := time.NewTimer(min(h.timeout, stoppedCheck))
 	for {
 		select {
 		case res := <-slot.ch:
 			timer.Stop()
-			n.replies.put(slot)
+			h.replies.put(slot)
 			return res, nil
 		case now := <-timer.C:
-			if n.stoppedWithout(pid, slot) {
-				n.replies.retire(slot)
+			if h.stoppedWithout(pid, slot) {
+				h.replies.retire(slot)
 				return &actor.DeadLetterResponse{Target: pid}, nil
 			}
 			if !now.Before(deadline) {
-				n.replies.retire(slot)
+				h.replies.retire(slot)
 				return nil, errTimeout
 			}
 			timer.Reset(min(deadline.Sub(now), stoppedCheck))
@@ -287,11 +287,11 @@ const stoppedCheck = 20 * time.Millisecond
 // registry without answering into slot. An activation answers before it
 // stops, so once it is gone an empty slot stays empty: the request was
 // dropped.
-func (n *Host) stoppedWithout(pid *actor.PID, slot *replySlot) bool {
-	if pid.Address != n.system.Address() {
+func (h *Host) stoppedWithout(pid *actor.PID, slot *replySlot) bool {
+	if pid.Address != h.system.Address() {
 		return false
 	}
-	if _, alive := n.system.ProcessRegistry.GetLocal(pid.Id); alive {
+	if _, alive := h.system.ProcessRegistry.GetLocal(pid.Id); alive {
 		return false
 	}
 	return len(slot.ch) == 0
@@ -299,40 +299,40 @@ func (n *Host) stoppedWithout(pid *actor.PID, slot *replySlot) bool {
 
 // pid resolves an identity to its activation, activating it on a miss;
 // ErrNotHosted when its partition is not hosted here.
-func (n *Host) pid(kind, identity string) (*actor.PID, error) {
+func (h *Host) pid(kind, identity string) (*actor.PID, error) {
 	k := pidKey{kind, identity}
-	n.pidsMu.RLock()
-	a, ok := n.pids[k]
-	n.pidsMu.RUnlock()
+	h.pidsMu.RLock()
+	a, ok := h.pids[k]
+	h.pidsMu.RUnlock()
 	if ok {
-		if n.lease != nil && !n.lease(a.p) {
+		if h.lease != nil && !h.lease(a.p) {
 			return nil, errNoLease
 		}
 		return a.pid, nil
 	}
-	p, err := n.hosted(identity)
+	p, err := h.hosted(identity)
 	if err != nil {
 		return nil, err
 	}
-	if n.lease != nil && !n.lease(p) {
+	if h.lease != nil && !h.lease(p) {
 		return nil, errNoLease
 	}
 	for {
-		n.pidsMu.Lock()
-		if a, ok := n.pids[k]; ok {
-			n.pidsMu.Unlock()
+		h.pidsMu.Lock()
+		if a, ok := h.pids[k]; ok {
+			h.pidsMu.Unlock()
 			return a.pid, nil
 		}
-		wait, busy := n.starting[k]
+		wait, busy := h.starting[k]
 		if !busy {
 			done := make(chan struct{})
-			n.starting[k] = done
-			n.pidsMu.Unlock()
-			pid := n.activate(kind, identity)
-			err = n.remember(k, p, pid, done)
+			h.starting[k] = done
+			h.pidsMu.Unlock()
+			pid := h.activate(kind, identity)
+			err = h.remember(k, p, pid, done)
 			return pid, err
 		}
-		n.pidsMu.Unlock()
+		h.pidsMu.Unlock()
 		<-wait
 	}
 }
@@ -342,16 +342,16 @@ func (n *Host) pid(kind, identity string) (*actor.PID, error) {
 // activation (pid waits for a concurrent activation rather than spawn a
 // second one): a request whose target stopped must be able to tell it from
 // the activation that follows it under the same identity (stoppedWithout).
-func (n *Host) activate(kind, identity string) *actor.PID {
-	k, ok := n.kinds[kind]
+func (h *Host) activate(kind, identity string) *actor.PID {
+	k, ok := h.kinds[kind]
 	if !ok {
 		return nil
 	}
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return &placed{Actor: k.New(identity), n: n, key: pidKey{kind, identity}}
+		return &placed{Actor: k.New(identity), n: h, key: pidKey{kind, identity}}
 	}, k.Opts...)
-	name := kind + "/" + identity + "/" + strconv.FormatUint(n.incarnations.Add(1), 36)
-	pid, err := n.system.Root.SpawnNamed(props, name)
+	name := kind + "/" + identity + "/" + strconv.FormatUint(h.incarnations.Add(1), 36)
+	pid, err := h.system.Root.SpawnNamed(props, name)
 	if err != nil {
 		return nil
 	}
@@ -383,40 +383,40 @@ func (p *placed) Receive(ctx actor.Context) {
 // takes the lock: either the check sees it gone, or forgetStopped runs
 // after the insert. Release takes the same lock: an activation of a
 // partition released meanwhile is stopped instead.
-func (n *Host) remember(k pidKey, p partition.ID, pid *actor.PID, started chan struct{}) error {
-	n.pidsMu.Lock()
-	delete(n.starting, k)
+func (h *Host) remember(k pidKey, p partition.ID, pid *actor.PID, started chan struct{}) error {
+	h.pidsMu.Lock()
+	delete(h.starting, k)
 	if pid == nil {
 		close(started)
-		n.pidsMu.Unlock()
+		h.pidsMu.Unlock()
 		return nil
 	}
-	if !n.hosts(p) {
-		n.pidsMu.Unlock()
+	if !h.hosts(p) {
+		h.pidsMu.Unlock()
 		// Stopped outside the lock: the inline mailbox may run the stop
 		// here and now, and a stopped activation forgets itself
 		// (forgetStopped), which takes the lock.
-		n.system.Root.Stop(pid)
+		h.system.Root.Stop(pid)
 		close(started)
 		return fmt.Errorf("%w (partition %d)", ErrNotHosted, p)
 	}
-	if _, alive := n.system.ProcessRegistry.GetLocal(pid.Id); alive {
-		n.pids[k] = activation{pid, p}
+	if _, alive := h.system.ProcessRegistry.GetLocal(pid.Id); alive {
+		h.pids[k] = activation{pid, p}
 	}
 	close(started)
-	n.pidsMu.Unlock()
+	h.pidsMu.Unlock()
 	return nil
 }
 
 // forgetStopped removes the entry of an activation that stopped, unless
 // a newer activation of the identity replaced it.
-func (n *Host) forgetStopped(kind, identity string, pid *actor.PID) {
+func (h *Host) forgetStopped(kind, identity string, pid *actor.PID) {
 	k := pidKey{kind, identity}
-	n.pidsMu.Lock()
-	if cached, ok := n.pids[k]; ok && cached.pid.Id == pid.Id && cached.pid.Address == pid.Address {
-		delete(n.pids, k)
+	h.pidsMu.Lock()
+	if cached, ok := h.pids[k]; ok && cached.pid.Id == pid.Id && cached.pid.Address == pid.Address {
+		delete(h.pids, k)
 	}
-	n.pidsMu.Unlock()
+	h.pidsMu.Unlock()
 }
 
 // suspectDeadFor is how long after a dead letter Forward checks its
@@ -438,34 +438,34 @@ type Route struct {
 // gone comes back to the requester as a dead letter, which Request answers
 // by asking again; from then on Forward checks its targets and looks up
 // again one that is gone.
-func (n *Host) Forward(from actor.Context, to *Route, msg proto.Message) {
+func (h *Host) Forward(from actor.Context, to *Route, msg proto.Message) {
 	var err error
 	if to.pid == nil {
-		to.pid, err = n.pid(to.Kind, to.Identity)
+		to.pid, err = h.pid(to.Kind, to.Identity)
 	}
-	if to.pid != nil && n.suspectDead() {
+	if to.pid != nil && h.suspectDead() {
 		// A registry lookup per forward would cost 3% of a webhook post,
 		// so it is done only after a dead letter.
-		if _, alive := n.system.ProcessRegistry.GetLocal(to.pid.Id); !alive {
-			n.forgetStopped(to.Kind, to.Identity, to.pid)
-			to.pid, err = n.pid(to.Kind, to.Identity)
+		if _, alive := h.system.ProcessRegistry.GetLocal(to.pid.Id); !alive {
+			h.forgetStopped(to.Kind, to.Identity, to.pid)
+			to.pid, err = h.pid(to.Kind, to.Identity)
 		}
 	}
 	if to.pid == nil && err == nil {
 		err = errUnavailable
 	}
-	if errors.Is(err, ErrNotHosted) && n.fwd.Load() != nil {
+	if errors.Is(err, ErrNotHosted) && h.fwd.Load() != nil {
 		// The target's leader is another node. The request goes there
 		// from a goroutine, so the actor never waits on the network, and
 		// the leader's answer goes to the original requester as the
 		// target's own would.
 		requester, notHosted := from.Sender(), err
 		go func() {
-			res, err := n.forward(to.Kind, to.Identity, msg, notHosted)
+			res, err := h.forward(to.Kind, to.Identity, msg, notHosted)
 			if err != nil {
 				res = kiterr.ToFailure(fmt.Errorf("forward to %s/%s: %w", to.Kind, to.Identity, err))
 			}
-			n.system.Root.Send(requester, res)
+			h.system.Root.Send(requester, res)
 		}()
 		return
 	}
@@ -481,8 +481,8 @@ func (n *Host) Forward(from actor.Context, to *Route, msg proto.Message) {
 
 // suspectDead reports whether a request came back as a dead letter within
 // suspectDeadFor. Until the first one it costs no clock read.
-func (n *Host) suspectDead() bool {
-	last := n.lastDeadLetter.Load()
+func (h *Host) suspectDead() bool {
+	last := h.lastDeadLetter.Load()
 	return last != 0 && time.Now().UnixNano()-last < int64(suspectDeadFor)
 }
 
@@ -502,17 +502,17 @@ func Call[R proto.Message](n *Host, kind, identity string, msg proto.Message) (R
 
 // CachedPIDs counts the entries of the node's PID cache. Tests use it to
 // see that stopped actors leave it.
-func (n *Host) CachedPIDs() int {
-	n.pidsMu.RLock()
-	defer n.pidsMu.RUnlock()
-	return len(n.pids)
+func (h *Host) CachedPIDs() int {
+	h.pidsMu.RLock()
+	defer h.pidsMu.RUnlock()
+	return len(h.pids)
 }
 
 // LocalProcesses counts the processes registered on this node (actors,
 // reply slots, the system's own). Tests use it to see that actors go away.
-func (n *Host) LocalProcesses() int {
+func (h *Host) LocalProcesses() int {
 	total := 0
-	for _, bucket := range n.system.ProcessRegistry.LocalPIDs.LocalPIDs {
+	for _, bucket := range h.system.ProcessRegistry.LocalPIDs.LocalPIDs {
 		total += bucket.Count()
 	}
 	return total

@@ -65,16 +65,16 @@ func (h *hosting) hosted(identity string) (partition.ID, error) {
 // may have been replaced as leader, and its activations' memory may be
 // stale, so it answers ErrNotHosted until its group says otherwise. It
 // must be called before the node serves.
-func (n *Host) SetLease(valid func(partition.ID) bool) { n.lease = valid }
+func (h *Host) SetLease(valid func(partition.ID) bool) { h.lease = valid }
 
 // Host lets this node activate the identities of partition p, as it does
 // once it leads p.
-func (n *Host) Host(p partition.ID) {
-	n.pidsMu.Lock()
-	if !n.stopped.Load() { // a group may still elect this node as it stops
-		n.set(p, true)
+func (h *Host) Host(p partition.ID) {
+	h.pidsMu.Lock()
+	if !h.stopped.Load() { // a group may still elect this node as it stops
+		h.set(p, true)
 	}
-	n.pidsMu.Unlock()
+	h.pidsMu.Unlock()
 }
 
 // Release stops every activation of partition p and refuses new ones with
@@ -83,26 +83,26 @@ func (n *Host) Host(p partition.ID) {
 // leader may have made stale. Requests in flight to the stopped
 // activations come back as dead letters and are asked again (Request),
 // which then finds p not hosted.
-func (n *Host) Release(p partition.ID) {
-	n.pidsMu.Lock()
-	n.set(p, false)
+func (h *Host) Release(p partition.ID) {
+	h.pidsMu.Lock()
+	h.set(p, false)
 	var stopping []*actor.PID
-	for k, a := range n.pids {
+	for k, a := range h.pids {
 		if a.p == p {
 			stopping = append(stopping, a.pid)
-			delete(n.pids, k)
+			delete(h.pids, k)
 		}
 	}
-	n.pidsMu.Unlock()
-	n.stopAll(stopping)
+	h.pidsMu.Unlock()
+	h.stopAll(stopping)
 }
 
 // Activations counts the activations this node hosts in partition p.
-func (n *Host) Activations(p partition.ID) int {
-	n.pidsMu.RLock()
-	defer n.pidsMu.RUnlock()
+func (h *Host) Activations(p partition.ID) int {
+	h.pidsMu.RLock()
+	defer h.pidsMu.RUnlock()
 	c := 0
-	for _, a := range n.pids {
+	for _, a := range h.pids {
 		if a.p == p {
 			c++
 		}
@@ -111,10 +111,10 @@ func (n *Host) Activations(p partition.ID) int {
 }
 
 // HostedPartitions lists the partitions this node hosts, in order.
-func (n *Host) HostedPartitions() []partition.ID {
+func (h *Host) HostedPartitions() []partition.ID {
 	var out []partition.ID
 	for p := range partition.ID(partition.Count) {
-		if n.hosts(p) {
+		if h.hosts(p) {
 			out = append(out, p)
 		}
 	}
@@ -122,8 +122,8 @@ func (n *Host) HostedPartitions() []partition.ID {
 }
 
 // ActivationCount counts the node's activations.
-func (n *Host) ActivationCount() int {
-	n.pidsMu.RLock()
-	defer n.pidsMu.RUnlock()
-	return len(n.pids)
+func (h *Host) ActivationCount() int {
+	h.pidsMu.RLock()
+	defer h.pidsMu.RUnlock()
+	return len(h.pids)
 }

@@ -13,15 +13,15 @@ import (
 // another member leads goes there (EnableForwarding), on a goroutine of its
 // own. A message that reaches an activation after it stopped is dropped
 // all the same.
-func (n *Host) Send(kind, identity string, msg proto.Message) bool {
-	pid, err := n.pid(kind, identity)
-	if errors.Is(err, ErrNotHosted) && n.fwd.Load() != nil {
-		go n.tell(kind, identity, msg)
+func (h *Host) Send(kind, identity string, msg proto.Message) bool {
+	pid, err := h.pid(kind, identity)
+	if errors.Is(err, ErrNotHosted) && h.fwd.Load() != nil {
+		go h.tell(kind, identity, msg)
 		return true
 	}
 	if pid == nil || err != nil {
 		return false
 	}
-	n.system.Root.Send(pid, msg)
+	h.system.Root.Send(pid, msg)
 	return true
 }
