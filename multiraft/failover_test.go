@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/multiraft"
 )
 
@@ -24,16 +25,31 @@ func TestIsolatedLeaderLosesLeaseBeforeNewLeader(t *testing.T) {
 	}
 
 	c.net.Isolate(old.id)
+	appended := func() uint64 {
+		st, err := old.node.Status(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Match[old.id]
+	}
+	before := appended()
 	done := make(chan error, 1)
 	go func() {
 		_, err := old.node.Propose(context.Background(), 0, []byte("lost"))
 		done <- err
 	}()
+	// In its leader's log before the clock moves: a proposal that came
+	// after the step-down would fail as sent to a follower instead.
+	eventually.True(t, "the proposal in the isolated leader's log", func() bool { return appended() > before })
 
 	leaseEnd, elected := -1, -1
 	var newLeader uint64
 	var perr error
-	for k := 1; k <= 60 && (leaseEnd < 0 || elected < 0 || perr == nil); k++ {
+	steppedDown := func() bool {
+		st, err := old.node.Status(0)
+		return err == nil && st.Leader != old.id
+	}
+	for k := 1; k <= 60 && (leaseEnd < 0 || elected < 0 || !steppedDown()); k++ {
 		c.tickOne(c.live()...)
 		if leaseEnd < 0 && !old.node.LeaseValid(0) {
 			leaseEnd = k
@@ -46,10 +62,14 @@ func TestIsolatedLeaderLosesLeaseBeforeNewLeader(t *testing.T) {
 				}
 			}
 		}
-		select {
-		case perr = <-done:
-		default:
-		}
+	}
+	// The proposal fails when the old leader steps down (its check of a
+	// quorum, on a tick of its own: possibly after the new leader's
+	// election); its caller hears of it on a goroutine of its own.
+	select {
+	case perr = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the isolated leader's pending proposal never returned")
 	}
 	t.Logf("after isolation: lease ended at tick %d, new leader %d elected at tick %d", leaseEnd, newLeader, elected)
 	if leaseEnd < 0 || elected < 0 || leaseEnd >= elected {
