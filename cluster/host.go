@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -121,10 +123,11 @@ func Start(cfg Config, kinds ...*Kind) (*Host, error) {
 // Stop stops every activation and waits for them to have stopped, then
 // the actor system: an activation writes what it holds back (a delivery
 // actor's outcomes waiting for their flush) when it stops, and the store
-// closes after Stop. The system's shutdown alone stops nobody (it waits
-// for an activation still starting, which remember then stops: its
-// partition is no longer hosted). From Stop on, the node hosts no
-// partition, so no activation starts and reads a store that closed.
+// closes after Stop. The system's shutdown alone stops nobody. An
+// activation still starting is waited for too: remember stops it (its
+// partition is no longer hosted) and only then says it started. From
+// Stop on, the node hosts no partition and pid starts nothing, so no
+// activation reads a store that closed.
 func (h *Host) Stop() {
 	h.pidsMu.Lock()
 	h.stopped.Store(true)
@@ -136,8 +139,12 @@ func (h *Host) Stop() {
 		stopping = append(stopping, a.pid)
 		delete(h.pids, k)
 	}
+	starting := slices.Collect(maps.Values(h.starting))
 	h.pidsMu.Unlock()
 	h.stopAll(stopping)
+	for _, started := range starting {
+		<-started
+	}
 	h.system.Shutdown()
 }
 
@@ -323,6 +330,10 @@ func (h *Host) pid(kind, identity string) (*actor.PID, error) {
 			h.pidsMu.Unlock()
 			return a.pid, nil
 		}
+		if h.stopped.Load() {
+			h.pidsMu.Unlock() // Stop waits only for what started before it
+			return nil, fmt.Errorf("%w (partition %d): the node stopped", ErrNotHosted, p)
+		}
 		wait, busy := h.starting[k]
 		if !busy {
 			done := make(chan struct{})
@@ -395,8 +406,9 @@ func (h *Host) remember(k pidKey, p partition.ID, pid *actor.PID, started chan s
 		h.pidsMu.Unlock()
 		// Stopped outside the lock: the inline mailbox may run the stop
 		// here and now, and a stopped activation forgets itself
-		// (forgetStopped), which takes the lock.
-		h.system.Root.Stop(pid)
+		// (forgetStopped), which takes the lock. Waited for, so that a
+		// Stop that began meanwhile returns after it (started).
+		_ = h.system.Root.StopFuture(pid).Wait()
 		close(started)
 		return fmt.Errorf("%w (partition %d)", ErrNotHosted, p)
 	}
