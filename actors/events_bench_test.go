@@ -90,20 +90,30 @@ func BenchmarkPostEventsDelivered(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = n.stop() })
 	n.env.Limits = nil
-	s := &benchSender{n: n, pumps: make(map[string]chan struct{})}
+	s := &benchSender{n: n, pumps: make(map[string]chan struct{}), kits: make(map[string]string)}
 	n.env.Deliveries = s
 	w := n.workspace(b, 1)
 	convs := make([]string, 1000)
 	for i := range convs {
 		convs[i] = n.channel(b, w.id, w.users[0])
 	}
-	v := n.mustUpload(b, w.id, eventsManifest(newSlug(), "1.0.0", chatScopes, []string{"message.posted"}), false)
-	inst := n.install(b, w.id, v.Kit.Id, "")
-	s.kit = v.Kit.Id
+	// The posts are a Kit's subscribed to nothing; the events go to
+	// benchInstallations others, each with its bot in 1/8 of the
+	// channels, as kitbench -event-installations 8 spreads them.
+	poster := n.mustUpload(b, w.id, eventsManifest(newSlug(), "1.0.0", chatScopes, nil), false)
+	pinst := n.install(b, w.id, poster.Kit.Id, "")
 	for _, c := range convs {
-		n.addChannel(b, inst.Id, c)
+		n.addChannel(b, pinst.Id, c)
 	}
-	p, err := n.auth.Authenticate([]byte(n.botToken(b, inst.Id)))
+	for k := range benchInstallations {
+		v := n.mustUpload(b, w.id, eventsManifest(newSlug(), "1.0.0", chatScopes, []string{"message.posted"}), false)
+		inst := n.install(b, w.id, v.Kit.Id, "")
+		s.kits[inst.Id] = v.Kit.Id
+		for i := k; i < len(convs); i += benchInstallations {
+			n.addChannel(b, inst.Id, convs[i])
+		}
+	}
+	p, err := n.auth.Authenticate([]byte(n.botToken(b, pinst.Id)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -124,11 +134,14 @@ func BenchmarkPostEventsDelivered(b *testing.B) {
 	s.close()
 }
 
+// benchInstallations: kitbench's -event-installations of the cost goals.
+const benchInstallations = 8
+
 // benchSender is deliveries.Sender's pump and chains without HTTP: every
 // attempt succeeds at once.
 type benchSender struct {
 	n         *testNode
-	kit       string
+	kits      map[string]string // by installation
 	delivered atomic.Int64
 	mu        sync.Mutex
 	pumps     map[string]chan struct{}
@@ -179,7 +192,7 @@ func (s *benchSender) pump(inst string, wake chan struct{}) {
 func (s *benchSender) chain(inst string, ev *kitpb.Event, wake chan struct{}) {
 	for ev != nil {
 		r, err := try[*kitpb.DeliveriesReply](s.n, actors.KindDelivery, inst, &kitpb.RecordAttempt{
-			Sequence: ev.Sequence, Delivered: true, HttpStatus: 200, KitId: s.kit, TakeNext: actors.MaxInFlightPerInstallation,
+			Sequence: ev.Sequence, Delivered: true, HttpStatus: 200, KitId: s.kits[inst], TakeNext: actors.MaxInFlightPerInstallation,
 		})
 		s.delivered.Add(1)
 		ev = nil
