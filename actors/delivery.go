@@ -38,8 +38,9 @@ type deliveryActor struct {
 	// what notices took, and the outcomes of attempts, which share one
 	// write (docs/deliveries.md, "Cost").
 	batch      batch
-	takes      bool // batch holds takes: commit before handing out events
-	flushQueue bool // a flushOutbox is on its way to the mailbox
+	takes      bool        // batch holds takes: commit before handing out events
+	flushQueue bool        // a flushOutbox is on its way (flushTimer)
+	flushTimer *time.Timer // sends flushOutbox (flushLater)
 
 	tk        takenRecords            // what the sequencer took, by commit (delivery_taken.go)
 	q         deliveryQueue           // what waits to be delivered (delivery_queue.go)
@@ -70,6 +71,11 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		}
 		if err := a.takeNotice(m); err != nil {
 			a.activateAgainLater(ctx, "take outbox entries", err)
+			return
+		}
+		if a.takes && a.env.Deliveries != nil {
+			// The sender's take writes the takes (takeDeliveries).
+			a.env.Deliveries.EventsQueued(a.id)
 		}
 		a.flushLater(ctx)
 		return
@@ -88,6 +94,9 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		return
 	case *actor.Stopping:
 		// What waits for a flush is written, as the flush would have.
+		if a.flushTimer != nil {
+			a.flushTimer.Stop()
+		}
 		a.flush(ctx)
 		a.unpublish()
 	}
@@ -119,13 +128,28 @@ func (a *deliveryActor) activateAgainLater(ctx actorContext, what string, err er
 	time.AfterFunc(reactivateAfter, func() { host.Send(KindDelivery, id, &kitpb.WakeDelivery{}) })
 }
 
-// flushLater has what the mailbox holds now handled before the pending
-// writes are committed, so that they share one write.
+// flushAfter is how long the takes of notices and the outcomes of
+// attempts may wait for a write: the sender's next take writes them all
+// at once (takeDeliveries), usually well before; this bounds how much a
+// crash may undo, which it may undo anyway until the next WAL sync.
+const flushAfter = 20 * time.Millisecond
+
+// flushLater has the pending writes committed within flushAfter, so that
+// the takes and outcomes in between share one write: a flush at the end
+// of the mailbox's burst had been one write a notice and one an outcome,
+// since a mailbox run inline on its sender rarely holds more than one
+// message.
 func (a *deliveryActor) flushLater(ctx actorContext) {
-	if !a.flushQueue {
-		a.flushQueue = true
-		ctx.Send(ctx.Self(), flushOutbox{})
+	if a.flushQueue {
+		return
 	}
+	a.flushQueue = true
+	if a.flushTimer == nil {
+		root, self := ctx.ActorSystem().Root, ctx.Self()
+		a.flushTimer = time.AfterFunc(a.env.deliveryFlushAfter(), func() { root.Send(self, flushOutbox{}) })
+		return
+	}
+	a.flushTimer.Reset(a.env.deliveryFlushAfter())
 }
 
 // pending is the batch of writes waiting for the next flush.
@@ -260,24 +284,50 @@ func (a *deliveryActor) take(source string, pos uint64, rec []byte) {
 // WAL anyway, and a crash before the next sync undoes all of it at once,
 // leaving the outbox entries to be taken again under the same sequences
 // and the attempts to be made again. (Before an event leaves the node,
-// takeDeliveries makes sure its sequence is durable.)
+// takeDeliveries makes sure its sequence is durable: commitDurable.)
 func (a *deliveryActor) commit() error {
 	if a.batch.Batch == nil {
 		return nil
 	}
+	b := a.seal()
+	if err := b.Write(); err != nil {
+		return fmt.Errorf("queue events of %s: %w", a.id, err)
+	}
+	return nil
+}
+
+// commitDurable commits and waits until every sequence given out is
+// durable: one synced write when something waits to be written (the takes
+// of notices, outcomes), else a WAL sync. A failed sync leaves nothing to
+// trust (Env.Fatal).
+func (a *deliveryActor) commitDurable() error {
+	var err error
+	switch {
+	case a.batch.Batch != nil && a.env.Commits == nil:
+		err = a.seal().Commit()
+	default:
+		if err = a.commit(); err == nil {
+			err = a.env.Store.Sync()
+		}
+	}
+	if err != nil {
+		a.env.Fatal(err)
+		return fmt.Errorf("queue events of %s: %w", a.id, err)
+	}
+	a.durable = a.last
+	return nil
+}
+
+// seal takes the pending batch with what the sequencer must write with
+// its takes: the taken record and the last sequence.
+func (a *deliveryActor) seal() batch {
 	b, takes := a.batch, a.takes
 	a.batch, a.takes = batch{}, false
 	if takes {
 		a.tk.put(b, a.id)
 		b.Set(eventSequenceKey(a.id), persistence.AppendUint64(nil, a.last))
 	}
-	if err := b.Write(); err != nil {
-		return fmt.Errorf("queue events of %s: %w", a.id, err)
-	}
-	if takes && a.env.Deliveries != nil {
-		a.env.Deliveries.EventsQueued(a.id)
-	}
-	return nil
+	return b
 }
 
 // flush commits; a failure stops the actor, whose next activation starts

@@ -375,6 +375,9 @@ func (a *deliveryActor) queueTestEvent(m *kitpb.QueueTestEvent) (proto.Message, 
 	if err := a.commit(); err != nil {
 		return nil, err
 	}
+	if a.env.Deliveries != nil {
+		a.env.Deliveries.EventsQueued(a.id)
+	}
 	return ev, nil
 }
 

@@ -258,25 +258,20 @@ func (q *deliveryQueue) load(store *persistence.Store, inst string, resumedAt, n
 
 // takeDeliveries hands the sender the events it may send now.
 func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, error) {
-	// Events taken since the last flush are written before they may go;
-	// outcomes alone wait for the flush.
-	if a.takes {
-		if err := a.commit(); err != nil {
-			return nil, err
-		}
-	}
 	now := nanos(a.env.Clock.Now())
 	reply := &kitpb.DeliveriesReply{}
+	var heads []*delivery
+	var seqs []uint64
 	var newest uint64
-	for _, seqs := range a.q.bySource {
+	for _, queue := range a.q.bySource {
 		// Full: no need to look further. NextDue is for a pump with nothing
 		// in flight, and what is in flight wakes the pump when it ends. A
 		// backlog over many conversations thus costs a few lookups a take,
 		// not one per conversation.
-		if a.q.inFlight >= MaxInFlightPerInstallation || len(reply.Events) >= int(m.Max) {
+		if a.q.inFlight+len(heads) >= MaxInFlightPerInstallation || len(heads) >= int(m.Max) {
 			break
 		}
-		d := a.q.state[seqs[0]]
+		d := a.q.state[queue[0]]
 		switch {
 		case d.inFlight, a.paused() && !d.asked:
 			continue
@@ -286,6 +281,23 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 			}
 			continue
 		}
+		heads, seqs = append(heads, d), append(seqs, queue[0])
+		newest = max(newest, queue[0])
+	}
+	// No event leaves the node before its sequence is durable: a crash
+	// could otherwise give the sequence to another event. The takes of
+	// notices wait for this write (deliveryActor.take): what notices took
+	// since the last take, and the outcomes recorded meanwhile, go in one
+	// synced write. Only sequencing needs the sync: what an attempt's
+	// record or a redelivery wrote may be lost (the event is sent again),
+	// and a sync for each would cost one per delivered event. A backlog's
+	// heads were mostly synced long ago.
+	if newest > a.durable {
+		if err := a.commitDurable(); err != nil {
+			return nil, err
+		}
+	}
+	for i, d := range heads {
 		rec := d.rec
 		if rec == nil {
 			// The store must hold what outcomes wrote (a failed attempt's
@@ -294,7 +306,7 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 				return nil, err
 			}
 			var err error
-			if rec, err = a.queuedRecordOf(seqs[0], d); err != nil {
+			if rec, err = a.queuedRecordOf(seqs[i], d); err != nil {
 				return nil, err
 			}
 		}
@@ -306,19 +318,6 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 		d.inFlight, d.rec = true, rec
 		a.q.inFlight++
 		reply.Events = append(reply.Events, ev)
-		newest = max(newest, seqs[0])
-	}
-	// No event leaves the node before its sequence is durable: a crash
-	// could otherwise give the sequence to another event. Only sequencing
-	// needs it: what an attempt's record or a redelivery wrote may be lost
-	// (the event is sent again), and a sync for each would cost one per
-	// delivered event. A backlog's heads were mostly synced long ago.
-	if newest > a.durable {
-		if err := a.env.Store.Sync(); err != nil {
-			a.env.Fatal(err)
-			return nil, err
-		}
-		a.durable = a.last
 	}
 	reply.InFlight = int32(a.q.inFlight)
 	return reply, nil

@@ -491,3 +491,59 @@ func TestTakenRecordsSurviveARestart(t *testing.T) {
 		})
 	}
 }
+
+// The takes of notices are written by the take that hands their events
+// out, in one synced write with the outcomes recorded meanwhile, rather
+// than one write a notice: nothing is written before the take, one taken
+// record names every event after it, and a crash right after the take
+// finds the events under the sequences they were sent with.
+func TestTakesAreWrittenByTheTakeThatHandsThemOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two nodes")
+	}
+	fs := vfs.NewCrashableMem()
+	n, err := startNode(fs, nil)
+	noErr(t, err)
+	n.env.DeliveryFlushAfter = time.Hour // no flush but the take's
+	f, cs := deliveryFixture(t, n, 4)
+	queued(t, n, f.inst.Id) // the delivery actor is active: only notices reach it
+	takenRecords := func() (records, refs int) {
+		prefix := actors.TakenEventsPrefix(f.inst.Id)
+		noErr(t, n.store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, v []byte) bool {
+			records++
+			refs += len(actors.DecodeTaken(t, v))
+			return true
+		}))
+		return records, refs
+	}
+	for _, c := range cs {
+		n.post(t, f.user, c, postReq{text: c})
+	}
+	if records, _ := takenRecords(); records != 0 {
+		t.Fatalf("%d taken records before the take, want none: the take writes them", records)
+	}
+	sent := map[uint64]string{}
+	for _, ev := range take(t, n, f.inst.Id).Events {
+		sent[ev.Sequence] = ev.Id
+	}
+	if len(sent) != len(cs) {
+		t.Fatalf("took %d events, want %d", len(sent), len(cs))
+	}
+	if records, refs := takenRecords(); records != 1 || refs != len(cs) {
+		t.Fatalf("%d taken records naming %d events after the take, want one naming %d", records, refs, len(cs))
+	}
+
+	cut := fs.CrashClone(vfs.CrashCloneCfg{})
+	noErr(t, n.stop())
+	after, err := startNode(cut, n.clk)
+	noErr(t, err)
+	t.Cleanup(func() { after.stop() })
+	noErr(t, actors.WakeDeliveries(after.env))
+	got := map[uint64]string{}
+	for _, e := range queued(t, after, f.inst.Id) {
+		got[e.Sequence] = e.Id
+	}
+	if !maps.Equal(got, sent) {
+		t.Fatalf("after a crash the queue is %v, want the events as sent: %v", got, sent)
+	}
+}
