@@ -366,10 +366,7 @@ func (a *deliveryActor) listQueued(m *kitpb.ListQueuedEvents) (proto.Message, er
 		return nil, err
 	}
 	reply := &kitpb.QueuedEventsReply{LastSequence: a.last}
-	for _, seq := range a.queuedSeqs(m.AfterSequence+1, 0) {
-		if m.Limit > 0 && len(reply.Events) == int(m.Limit) {
-			break
-		}
+	for _, seq := range a.queuedSeqs(m.AfterSequence+1, 0, int(m.Limit), false) {
 		rec, err := a.queuedRecordOf(seq, a.q.state[seq])
 		if err != nil {
 			return reply, err
