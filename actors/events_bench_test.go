@@ -1,6 +1,7 @@
 package actors_test
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -84,6 +85,14 @@ func cpuTime() time.Duration {
 //
 //	go test ./actors/ -run '^$' -bench PostEventsDelivered -benchtime 100000x -count 3
 func BenchmarkPostEventsDelivered(b *testing.B) {
+	for _, installations := range []int{8, 1} {
+		b.Run(fmt.Sprintf("installations=%d", installations), func(b *testing.B) {
+			benchmarkPostEventsDelivered(b, installations)
+		})
+	}
+}
+
+func benchmarkPostEventsDelivered(b *testing.B, installations int) {
 	n, err := startNodeAt(vfs.Default, b.TempDir(), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -98,18 +107,20 @@ func BenchmarkPostEventsDelivered(b *testing.B) {
 		convs[i] = n.channel(b, w.id, w.users[0])
 	}
 	// The posts are a Kit's subscribed to nothing; the events go to
-	// benchInstallations others, each with its bot in 1/8 of the
-	// channels, as kitbench -event-installations 8 spreads them.
+	// installations others, each with its bot in its share of the
+	// channels, as kitbench -event-installations spreads them (8 for the
+	// cost goals; with 1, the 10 in flight cap delivery below the rate of
+	// the posts, and the backlog is read back).
 	poster := n.mustUpload(b, w.id, eventsManifest(newSlug(), "1.0.0", chatScopes, nil), false)
 	pinst := n.install(b, w.id, poster.Kit.Id, "")
 	for _, c := range convs {
 		n.addChannel(b, pinst.Id, c)
 	}
-	for k := range benchInstallations {
+	for k := range installations {
 		v := n.mustUpload(b, w.id, eventsManifest(newSlug(), "1.0.0", chatScopes, []string{"message.posted"}), false)
 		inst := n.install(b, w.id, v.Kit.Id, "")
 		s.kits[inst.Id] = v.Kit.Id
-		for i := k; i < len(convs); i += benchInstallations {
+		for i := k; i < len(convs); i += installations {
 			n.addChannel(b, inst.Id, convs[i])
 		}
 	}
@@ -133,9 +144,6 @@ func BenchmarkPostEventsDelivered(b *testing.B) {
 	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
 	s.close()
 }
-
-// benchInstallations: kitbench's -event-installations of the cost goals.
-const benchInstallations = 8
 
 // benchSender is deliveries.Sender's pump and chains without HTTP: every
 // attempt succeeds at once.
