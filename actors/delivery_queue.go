@@ -305,9 +305,15 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 			if err := a.commit(); err != nil {
 				return nil, err
 			}
-			var err error
-			if rec, err = a.queuedRecordOf(seqs[i], d); err != nil {
+			if err := a.readAhead(d); err != nil {
 				return nil, err
+			}
+			if rec = d.rec; rec == nil {
+				a.env.deliveryStats.queueReads.Inc()
+				var err error
+				if rec, err = a.queuedRecordOf(seqs[i], d); err != nil {
+					return nil, err
+				}
 			}
 		}
 		ev, err := decodeQueued(rec)
@@ -321,6 +327,60 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 	}
 	reply.InFlight = int32(a.q.inFlight)
 	return reply, nil
+}
+
+// readAheadEvents is how many events of a conversation one read of its
+// outbox takes into memory (readAhead).
+const readAheadEvents = 16
+
+// readAhead reads head, the head of its conversation's queue whose record
+// is not held, and the next events of that queue, up to readAheadEvents
+// references, in one scan of the conversation's outbox, and holds their
+// records. A backlog past heldBudget (an endpoint that was down) or after a
+// restart is thus read a range of each conversation at a time: a point
+// read for each event had cost a seek, and the memtable's range
+// deletions (pruned delivered records) fragmented again for each. The
+// records held go past heldBudget by at most readAheadEvents records of
+// each conversation with a head going out.
+func (a *deliveryActor) readAhead(head *delivery) error {
+	if head.stored || head.outboxPos == 0 {
+		return nil // a record of its own: a retry, read alone
+	}
+	var want []*delivery
+	var seqs []uint64
+	for _, seq := range a.q.bySource[head.source] {
+		d := a.q.state[seq]
+		if d.stored || d.outboxPos == 0 || d.rec != nil || d.inFlight {
+			continue
+		}
+		want, seqs = append(want, d), append(seqs, seq)
+		if len(want) == readAheadEvents {
+			break
+		}
+	}
+	if len(want) == 0 || want[0] != head {
+		return nil
+	}
+	a.env.deliveryStats.queueReads.Inc()
+	lower := outboxKey(a.id, head.source, head.outboxPos)
+	upper := outboxKey(a.id, head.source, want[len(want)-1].outboxPos+1)
+	i := 0
+	err := a.env.Partition(partition.Of(head.source)).Scan(lower, upper, false, func(k, v []byte) bool {
+		pos := decodeSeq(k[len(k)-positionLen:])
+		for i < len(want) && want[i].outboxPos < pos {
+			i++ // its entry is missing: its own read says so
+		}
+		if i < len(want) && want[i].outboxPos == pos {
+			want[i].rec = withSequence(v, seqs[i])
+			a.q.held += len(want[i].rec)
+			i++
+		}
+		return i < len(want)
+	})
+	if err != nil {
+		return fmt.Errorf("read the outbox of %s from position %d: %w", head.source, head.outboxPos, err)
+	}
+	return nil
 }
 
 // queuedRecord reads the record of the queued event seq, the outbox

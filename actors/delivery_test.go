@@ -547,3 +547,45 @@ func TestTakesAreWrittenByTheTakeThatHandsThemOut(t *testing.T) {
 		t.Fatalf("after a crash the queue is %v, want the events as sent: %v", got, sent)
 	}
 }
+
+// A backlog not held in memory (here: queued before a restart) is read a
+// range of each conversation at a time, up to 16 events a read, and
+// delivered in order.
+func TestABacklogIsReadAConversationAtATime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two nodes")
+	}
+	fs := vfs.NewMem()
+	n, err := startNode(fs, nil)
+	noErr(t, err)
+	f, _ := deliveryFixture(t, n, 1)
+	const events = 20
+	for i := range events {
+		n.post(t, f.user, f.conv, postReq{text: fmt.Sprint(i)})
+	}
+	if q := queued(t, n, f.inst.Id); len(q) != events {
+		t.Fatalf("queued %d events, want %d", len(q), events)
+	}
+	noErr(t, n.stop())
+	n, err = startNode(fs, n.clk)
+	noErr(t, err)
+	t.Cleanup(func() { n.stop() })
+	noErr(t, actors.WakeDeliveries(n.env))
+
+	var got []string
+	r := take(t, n, f.inst.Id)
+	for len(r.Events) > 0 {
+		ev := r.Events[0]
+		got = append(got, ev.Message.GetText())
+		r = ask[*kitpb.DeliveriesReply](t, n, actors.KindDelivery, f.inst.Id, &kitpb.RecordAttempt{Sequence: ev.Sequence, Delivered: true, TakeNext: 10})
+	}
+	if len(got) != events {
+		t.Fatalf("delivered %q, want the %d events", got, events)
+	}
+	for i, text := range got {
+		if text != fmt.Sprint(i) {
+			t.Fatalf("delivered %q, want 0 to %d in order", got, events-1)
+		}
+	}
+	metricIs(t, n, 2, "kitd_delivery_queue_reads_total") // 16, then 4
+}
