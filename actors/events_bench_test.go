@@ -11,6 +11,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/metrics"
+	"github.com/kitd/kitd/internal/metrics/metricstest"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -130,6 +132,7 @@ func benchmarkPostEventsDelivered(b *testing.B, installations int) {
 	}
 	caller := p.Caller
 	b.SetParallelism(32)
+	before := storeCounts(b, n)
 	start := cpuTime()
 	roundRobin(b, len(convs), func(i int) error {
 		_, err := try[*kitpb.MessageReply](n, actors.KindConversation, convs[i], &kitpb.PostMessage{
@@ -142,7 +145,24 @@ func benchmarkPostEventsDelivered(b *testing.B, installations int) {
 		time.Sleep(time.Millisecond)
 	}
 	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+	after := storeCounts(b, n)
+	for i, unit := range []string{"writes/op", "fsyncs/op", "wal-B/op"} {
+		b.ReportMetric((after[i]-before[i])/float64(b.N), unit)
+	}
 	s.close()
+}
+
+// storeCounts are the store's committed batches, WAL syncs and WAL bytes
+// so far.
+func storeCounts(b *testing.B, n *testNode) [3]float64 {
+	var w metrics.Writer
+	n.store.Collect(&w)
+	mfs := metricstest.Parse(b, w.Bytes())
+	return [3]float64{
+		float64(mfs["kitd_pebble_batch_bytes"].GetMetric()[0].GetHistogram().GetSampleCount()),
+		metricstest.Value(mfs, "kitd_pebble_wal_syncs_total"),
+		metricstest.Value(mfs, "kitd_pebble_wal_bytes_written_total"),
+	}
 }
 
 // benchSender is deliveries.Sender's pump and chains without HTTP: every
