@@ -37,8 +37,15 @@ type deliveryActor struct {
 	// batch is what was written since the last flush (none: nil Batch):
 	// what notices took, and the outcomes of attempts, which share one
 	// write (docs/deliveries.md, "Cost").
-	batch      batch
-	takes      bool        // batch holds takes: commit before handing out events
+	batch batch
+	takes bool // batch holds takes: commit before handing out events
+	// newHead: a notice's take queued an event at the head of its
+	// conversation's queue, which a take may hand out now. An event
+	// behind others goes when they are done, which the record of their
+	// attempts (take_next) or the end of the chain that made them (a
+	// wake-up of the pump) sees to, and so do the attempts in flight when
+	// all 10 are: only a new head with a slot free wakes the sender.
+	newHead    bool
 	flushQueue bool        // a flushOutbox is on its way (flushTimer)
 	flushTimer *time.Timer // sends flushOutbox (flushLater)
 
@@ -73,10 +80,11 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 			a.activateAgainLater(ctx, "take outbox entries", err)
 			return
 		}
-		if a.takes && a.env.Deliveries != nil {
+		if a.newHead && a.q.inFlight < MaxInFlightPerInstallation && !a.paused() && a.env.Deliveries != nil {
 			// The sender's take writes the takes (takeDeliveries).
 			a.env.Deliveries.EventsQueued(a.id)
 		}
+		a.newHead = false
 		a.flushLater(ctx)
 		return
 	case flushOutbox:
@@ -199,6 +207,7 @@ func (a *deliveryActor) activate(identity string) error {
 	if a.q.waiting() > 0 && a.env.Deliveries != nil {
 		a.env.Deliveries.EventsQueued(a.id) // after a restart
 	}
+	a.newHead = false
 	return nil
 }
 
@@ -273,6 +282,7 @@ func (a *deliveryActor) take(source string, pos uint64, rec []byte) {
 	a.last++
 	a.taken[source] = pos
 	d := a.q.push(source, a.last, nanos(a.env.Clock.Now()))
+	a.newHead = a.newHead || len(a.q.bySource[source]) == 1
 	d.outboxPos = pos
 	d.takenBy = a.tk.add(b, a.id, a.last, outboxRef{source, pos})
 	a.q.hold(d, withSequence(rec, a.last))

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -588,4 +590,37 @@ func TestABacklogIsReadAConversationAtATime(t *testing.T) {
 		}
 	}
 	metricIs(t, n, 2, "kitd_delivery_queue_reads_total") // 16, then 4
+}
+
+// wakes counts the sender's wake-ups (actors.DeliveryNotifier).
+type wakes struct{ n atomic.Int64 }
+
+func (w *wakes) EventsQueued(string) { w.n.Add(1) }
+
+// A notice wakes the sender only when a take may hand its event out now:
+// an event behind its conversation's head goes when the head is done,
+// with the record of the head's attempt.
+func TestNoticesWakeTheSenderForANewHeadOnly(t *testing.T) {
+	n := ownNode(t)
+	w := &wakes{}
+	n.env.Deliveries = w
+	f, _ := deliveryFixture(t, n, 1)
+	queued(t, n, f.inst.Id) // the delivery actor is active: only notices reach it
+	w.n.Store(0)
+
+	n.post(t, f.user, f.conv, postReq{text: "a"})
+	eventually.Holds(eventually.Within, func() bool { return w.n.Load() == 1 })
+	if got := w.n.Load(); got != 1 {
+		t.Fatalf("%d wake-ups for the conversation's head, want 1", got)
+	}
+	a := take(t, n, f.inst.Id).Events[0]
+	n.post(t, f.user, f.conv, postReq{text: "b"})
+	eventually.Holds(eventually.Within, func() bool { return len(queued(t, n, f.inst.Id)) == 2 })
+	if got := w.n.Load(); got != 1 {
+		t.Fatalf("%d wake-ups after an event behind a head in flight, want still 1", got)
+	}
+	r := ask[*kitpb.DeliveriesReply](t, n, actors.KindDelivery, f.inst.Id, &kitpb.RecordAttempt{Sequence: a.Sequence, Delivered: true, TakeNext: 10})
+	if got := eventTexts(r.Events); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("the record of a's attempt handed out %q, want b", got)
+	}
 }
