@@ -37,9 +37,17 @@ type deliveryActor struct {
 	// batch is what was written since the last flush (none: nil Batch):
 	// what notices took, and the outcomes of attempts, which share one
 	// write (docs/deliveries.md, "Cost").
-	batch      batch
-	takes      bool // batch holds takes: commit before handing out events
-	flushQueue bool // a flushOutbox is on its way to the mailbox
+	batch batch
+	takes bool // batch holds takes: commit before handing out events
+	// newHead: a notice's take queued an event at the head of its
+	// conversation's queue, which a take may hand out now. An event
+	// behind others goes when they are done, which the record of their
+	// attempts (take_next) or the end of the chain that made them (a
+	// wake-up of the pump) sees to, and so do the attempts in flight when
+	// all 10 are: only a new head with a slot free wakes the sender.
+	newHead    bool
+	flushQueue bool        // a flushOutbox is on its way (flushTimer)
+	flushTimer *time.Timer // sends flushOutbox (flushLater)
 
 	tk        takenRecords            // what the sequencer took, by commit (delivery_taken.go)
 	q         deliveryQueue           // what waits to be delivered (delivery_queue.go)
@@ -70,7 +78,13 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		}
 		if err := a.takeNotice(m); err != nil {
 			a.activateAgainLater(ctx, "take outbox entries", err)
+			return
 		}
+		if a.newHead && a.q.inFlight < MaxInFlightPerInstallation && !a.paused() && a.env.Deliveries != nil {
+			// The sender's take writes the takes (takeDeliveries).
+			a.env.Deliveries.EventsQueued(a.id)
+		}
+		a.newHead = false
 		a.flushLater(ctx)
 		return
 	case flushOutbox:
@@ -88,6 +102,9 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		return
 	case *actor.Stopping:
 		// What waits for a flush is written, as the flush would have.
+		if a.flushTimer != nil {
+			a.flushTimer.Stop()
+		}
 		a.flush(ctx)
 		a.unpublish()
 	}
@@ -119,13 +136,28 @@ func (a *deliveryActor) activateAgainLater(ctx actorContext, what string, err er
 	time.AfterFunc(reactivateAfter, func() { host.Send(KindDelivery, id, &kitpb.WakeDelivery{}) })
 }
 
-// flushLater has what the mailbox holds now handled before the pending
-// writes are committed, so that they share one write.
+// flushAfter is how long the takes of notices and the outcomes of
+// attempts may wait for a write: the sender's next take writes them all
+// at once (takeDeliveries), usually well before; this bounds how much a
+// crash may undo, which it may undo anyway until the next WAL sync.
+const flushAfter = 20 * time.Millisecond
+
+// flushLater has the pending writes committed within flushAfter, so that
+// the takes and outcomes in between share one write: a flush at the end
+// of the mailbox's burst had been one write a notice and one an outcome,
+// since a mailbox run inline on its sender rarely holds more than one
+// message.
 func (a *deliveryActor) flushLater(ctx actorContext) {
-	if !a.flushQueue {
-		a.flushQueue = true
-		ctx.Send(ctx.Self(), flushOutbox{})
+	if a.flushQueue {
+		return
 	}
+	a.flushQueue = true
+	if a.flushTimer == nil {
+		root, self := ctx.ActorSystem().Root, ctx.Self()
+		a.flushTimer = time.AfterFunc(a.env.deliveryFlushAfter(), func() { root.Send(self, flushOutbox{}) })
+		return
+	}
+	a.flushTimer.Reset(a.env.deliveryFlushAfter())
 }
 
 // pending is the batch of writes waiting for the next flush.
@@ -175,6 +207,7 @@ func (a *deliveryActor) activate(identity string) error {
 	if a.q.waiting() > 0 && a.env.Deliveries != nil {
 		a.env.Deliveries.EventsQueued(a.id) // after a restart
 	}
+	a.newHead = false
 	return nil
 }
 
@@ -249,6 +282,7 @@ func (a *deliveryActor) take(source string, pos uint64, rec []byte) {
 	a.last++
 	a.taken[source] = pos
 	d := a.q.push(source, a.last, nanos(a.env.Clock.Now()))
+	a.newHead = a.newHead || len(a.q.bySource[source]) == 1
 	d.outboxPos = pos
 	d.takenBy = a.tk.add(b, a.id, a.last, outboxRef{source, pos})
 	a.q.hold(d, withSequence(rec, a.last))
@@ -260,24 +294,50 @@ func (a *deliveryActor) take(source string, pos uint64, rec []byte) {
 // WAL anyway, and a crash before the next sync undoes all of it at once,
 // leaving the outbox entries to be taken again under the same sequences
 // and the attempts to be made again. (Before an event leaves the node,
-// takeDeliveries makes sure its sequence is durable.)
+// takeDeliveries makes sure its sequence is durable: commitDurable.)
 func (a *deliveryActor) commit() error {
 	if a.batch.Batch == nil {
 		return nil
 	}
+	b := a.seal()
+	if err := b.Write(); err != nil {
+		return fmt.Errorf("queue events of %s: %w", a.id, err)
+	}
+	return nil
+}
+
+// commitDurable commits and waits until every sequence given out is
+// durable: one synced write when something waits to be written (the takes
+// of notices, outcomes), else a WAL sync. A failed sync leaves nothing to
+// trust (Env.Fatal).
+func (a *deliveryActor) commitDurable() error {
+	var err error
+	switch {
+	case a.batch.Batch != nil && a.env.Commits == nil:
+		err = a.seal().Commit()
+	default:
+		if err = a.commit(); err == nil {
+			err = a.env.Store.Sync()
+		}
+	}
+	if err != nil {
+		a.env.Fatal(err)
+		return fmt.Errorf("queue events of %s: %w", a.id, err)
+	}
+	a.durable = a.last
+	return nil
+}
+
+// seal takes the pending batch with what the sequencer must write with
+// its takes: the taken record and the last sequence.
+func (a *deliveryActor) seal() batch {
 	b, takes := a.batch, a.takes
 	a.batch, a.takes = batch{}, false
 	if takes {
 		a.tk.put(b, a.id)
 		b.Set(eventSequenceKey(a.id), persistence.AppendUint64(nil, a.last))
 	}
-	if err := b.Write(); err != nil {
-		return fmt.Errorf("queue events of %s: %w", a.id, err)
-	}
-	if takes && a.env.Deliveries != nil {
-		a.env.Deliveries.EventsQueued(a.id)
-	}
-	return nil
+	return b
 }
 
 // flush commits; a failure stops the actor, whose next activation starts
@@ -316,10 +376,7 @@ func (a *deliveryActor) listQueued(m *kitpb.ListQueuedEvents) (proto.Message, er
 		return nil, err
 	}
 	reply := &kitpb.QueuedEventsReply{LastSequence: a.last}
-	for _, seq := range a.queuedSeqs(m.AfterSequence+1, 0) {
-		if m.Limit > 0 && len(reply.Events) == int(m.Limit) {
-			break
-		}
+	for _, seq := range a.queuedSeqs(m.AfterSequence+1, 0, int(m.Limit), false) {
 		rec, err := a.queuedRecordOf(seq, a.q.state[seq])
 		if err != nil {
 			return reply, err

@@ -147,7 +147,7 @@ func (a *deliveryActor) listDeliveries(m *kitpb.ListDeliveries) (proto.Message, 
 	var out []*kitpb.DeliveryState
 	// The queue is in memory, its events partly references to the outbox
 	// (taken records): highest first, one more than the page.
-	queued := a.queuedSeqs(0, m.BeforeSequence)
+	queued := a.queuedSeqs(0, m.BeforeSequence, limit+1, true)
 	for i := len(queued) - 1; i >= 0 && len(out) <= limit; i-- {
 		seq := queued[i]
 		rec, err := a.queuedRecordOf(seq, a.q.state[seq])
@@ -292,7 +292,7 @@ func (a *deliveryActor) redeliverOne(b batch, id string, requeue func([]byte, *k
 		}
 		return false
 	}
-	for _, seq := range a.queuedSeqs(0, 0) {
+	for _, seq := range a.queuedSeqs(0, 0, 0, false) {
 		rec, err := a.queuedRecordOf(seq, a.q.state[seq])
 		if err != nil {
 			return false, err
@@ -374,6 +374,9 @@ func (a *deliveryActor) queueTestEvent(m *kitpb.QueueTestEvent) (proto.Message, 
 	d.stored = true
 	if err := a.commit(); err != nil {
 		return nil, err
+	}
+	if a.env.Deliveries != nil {
+		a.env.Deliveries.EventsQueued(a.id)
 	}
 	return ev, nil
 }

@@ -20,6 +20,10 @@ type deliveryStats struct {
 	// delivery actor had not taken (takeNotice): notices lost or
 	// overtaken on their way.
 	gapReads metrics.Counter
+	// queueReads counts the reads of queued events' records from the
+	// store for a take: records not held in memory (heldBudget), read a
+	// conversation's range at a time (readAhead) or one by one (a retry's).
+	queueReads metrics.Counter
 
 	mu   sync.Mutex
 	live map[*deliveryGauge]struct{}
@@ -82,6 +86,9 @@ func (s *deliveryStats) collect(w *metrics.Writer, now time.Time) {
 
 	w.Family("kitd_delivery_outbox_gap_reads_total", "Notices that came before an earlier one of their source, or after one that was lost, so that the delivery actor read the outbox to take what it missed first.", metrics.TypeCounter)
 	w.Uint("kitd_delivery_outbox_gap_reads_total", "", s.gapReads.Load())
+
+	w.Family("kitd_delivery_queue_reads_total", "Reads from the store of waiting events for their attempt: a backlog past what a delivery actor keeps in memory (4 MiB an installation), a restart, or a retry. One read takes up to 16 events of a conversation.", metrics.TypeCounter)
+	w.Uint("kitd_delivery_queue_reads_total", "", s.queueReads.Load())
 
 	backlog, ages := metrics.NewHistogram(backlogBuckets), metrics.NewHistogram(ageBuckets)
 	var total, paused uint64

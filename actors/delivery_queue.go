@@ -258,25 +258,20 @@ func (q *deliveryQueue) load(store *persistence.Store, inst string, resumedAt, n
 
 // takeDeliveries hands the sender the events it may send now.
 func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, error) {
-	// Events taken since the last flush are written before they may go;
-	// outcomes alone wait for the flush.
-	if a.takes {
-		if err := a.commit(); err != nil {
-			return nil, err
-		}
-	}
 	now := nanos(a.env.Clock.Now())
 	reply := &kitpb.DeliveriesReply{}
+	var heads []*delivery
+	var seqs []uint64
 	var newest uint64
-	for _, seqs := range a.q.bySource {
+	for _, queue := range a.q.bySource {
 		// Full: no need to look further. NextDue is for a pump with nothing
 		// in flight, and what is in flight wakes the pump when it ends. A
 		// backlog over many conversations thus costs a few lookups a take,
 		// not one per conversation.
-		if a.q.inFlight >= MaxInFlightPerInstallation || len(reply.Events) >= int(m.Max) {
+		if a.q.inFlight+len(heads) >= MaxInFlightPerInstallation || len(heads) >= int(m.Max) {
 			break
 		}
-		d := a.q.state[seqs[0]]
+		d := a.q.state[queue[0]]
 		switch {
 		case d.inFlight, a.paused() && !d.asked:
 			continue
@@ -286,6 +281,23 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 			}
 			continue
 		}
+		heads, seqs = append(heads, d), append(seqs, queue[0])
+		newest = max(newest, queue[0])
+	}
+	// No event leaves the node before its sequence is durable: a crash
+	// could otherwise give the sequence to another event. The takes of
+	// notices wait for this write (deliveryActor.take): what notices took
+	// since the last take, and the outcomes recorded meanwhile, go in one
+	// synced write. Only sequencing needs the sync: what an attempt's
+	// record or a redelivery wrote may be lost (the event is sent again),
+	// and a sync for each would cost one per delivered event. A backlog's
+	// heads were mostly synced long ago.
+	if newest > a.durable {
+		if err := a.commitDurable(); err != nil {
+			return nil, err
+		}
+	}
+	for i, d := range heads {
 		rec := d.rec
 		if rec == nil {
 			// The store must hold what outcomes wrote (a failed attempt's
@@ -293,9 +305,15 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 			if err := a.commit(); err != nil {
 				return nil, err
 			}
-			var err error
-			if rec, err = a.queuedRecordOf(seqs[0], d); err != nil {
+			if err := a.readAhead(d); err != nil {
 				return nil, err
+			}
+			if rec = d.rec; rec == nil {
+				a.env.deliveryStats.queueReads.Inc()
+				var err error
+				if rec, err = a.queuedRecordOf(seqs[i], d); err != nil {
+					return nil, err
+				}
 			}
 		}
 		ev, err := decodeQueued(rec)
@@ -306,22 +324,63 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 		d.inFlight, d.rec = true, rec
 		a.q.inFlight++
 		reply.Events = append(reply.Events, ev)
-		newest = max(newest, seqs[0])
-	}
-	// No event leaves the node before its sequence is durable: a crash
-	// could otherwise give the sequence to another event. Only sequencing
-	// needs it: what an attempt's record or a redelivery wrote may be lost
-	// (the event is sent again), and a sync for each would cost one per
-	// delivered event. A backlog's heads were mostly synced long ago.
-	if newest > a.durable {
-		if err := a.env.Store.Sync(); err != nil {
-			a.env.Fatal(err)
-			return nil, err
-		}
-		a.durable = a.last
 	}
 	reply.InFlight = int32(a.q.inFlight)
 	return reply, nil
+}
+
+// readAheadEvents is how many events of a conversation one read of its
+// outbox takes into memory (readAhead).
+const readAheadEvents = 16
+
+// readAhead reads head, the head of its conversation's queue whose record
+// is not held, and the next events of that queue, up to readAheadEvents
+// references, in one scan of the conversation's outbox, and holds their
+// records. A backlog past heldBudget (an endpoint that was down) or after a
+// restart is thus read a range of each conversation at a time: a point
+// read for each event had cost a seek, and the memtable's range
+// deletions (pruned delivered records) fragmented again for each. The
+// records held go past heldBudget by at most readAheadEvents records of
+// each conversation with a head going out.
+func (a *deliveryActor) readAhead(head *delivery) error {
+	if head.stored || head.outboxPos == 0 {
+		return nil // a record of its own: a retry, read alone
+	}
+	var want []*delivery
+	var seqs []uint64
+	for _, seq := range a.q.bySource[head.source] {
+		d := a.q.state[seq]
+		if d.stored || d.outboxPos == 0 || d.rec != nil || d.inFlight {
+			continue
+		}
+		want, seqs = append(want, d), append(seqs, seq)
+		if len(want) == readAheadEvents {
+			break
+		}
+	}
+	if len(want) == 0 || want[0] != head {
+		return nil
+	}
+	a.env.deliveryStats.queueReads.Inc()
+	lower := outboxKey(a.id, head.source, head.outboxPos)
+	upper := outboxKey(a.id, head.source, want[len(want)-1].outboxPos+1)
+	i := 0
+	err := a.env.Partition(partition.Of(head.source)).Scan(lower, upper, false, func(k, v []byte) bool {
+		pos := decodeSeq(k[len(k)-positionLen:])
+		for i < len(want) && want[i].outboxPos < pos {
+			i++ // its entry is missing: its own read says so
+		}
+		if i < len(want) && want[i].outboxPos == pos {
+			want[i].rec = withSequence(v, seqs[i])
+			a.q.held += len(want[i].rec)
+			i++
+		}
+		return i < len(want)
+	})
+	if err != nil {
+		return fmt.Errorf("read the outbox of %s from position %d: %w", head.source, head.outboxPos, err)
+	}
+	return nil
 }
 
 // queuedRecord reads the record of the queued event seq, the outbox

@@ -1,6 +1,9 @@
 package actors
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // A delivery actor keeps the records of waiting events in memory, within
 // heldBudget, and stops counting a record once it leaves for its attempt
@@ -81,6 +84,36 @@ func TestOldestWaitingEvent(t *testing.T) {
 			}
 			if len(q.order)-q.head > 2*len(q.state)+65 {
 				t.Fatalf("%d entries kept for %d waiting events", len(q.order)-q.head, len(q.state))
+			}
+		})
+	}
+}
+
+// A listing's page of the queue is the n sequences it shows, in order,
+// whatever order the queue's map walks them in.
+func TestQueuedSequencesOfAPage(t *testing.T) {
+	var q deliveryQueue
+	for _, seq := range []uint64{9, 2, 7, 4, 11, 1, 5, 12, 3} {
+		q.push("c", seq, 0)
+	}
+	for _, tc := range []struct {
+		name         string
+		lower, upper uint64
+		n            int
+		highest      bool
+		want         []uint64
+	}{
+		{"all of them, in order", 0, 0, 0, false, []uint64{1, 2, 3, 4, 5, 7, 9, 11, 12}},
+		{"the lowest n after a sequence", 4, 0, 3, false, []uint64{4, 5, 7}},
+		{"the highest n below a cursor", 0, 11, 3, true, []uint64{5, 7, 9}},
+		{"the highest n of all", 0, 0, 2, true, []uint64{11, 12}},
+		{"fewer than n in the range", 10, 0, 5, false, []uint64{11, 12}},
+		{"none in the range", 13, 0, 5, true, nil},
+		{"n of one", 0, 5, 1, true, []uint64{4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := q.seqs(tc.lower, tc.upper, tc.n, tc.highest); !slices.Equal(got, tc.want) {
+				t.Fatalf("seqs(%d, %d, %d, %v) = %v, want %v", tc.lower, tc.upper, tc.n, tc.highest, got, tc.want)
 			}
 		})
 	}

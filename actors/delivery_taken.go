@@ -212,16 +212,50 @@ func (a *deliveryActor) queuedRecordOf(seq uint64, d *delivery) ([]byte, error) 
 }
 
 // queuedSeqs are the sequences queued in [lower, upper) (upper 0: no
-// bound), in order.
-func (a *deliveryActor) queuedSeqs(lower, upper uint64) []uint64 {
-	var seqs []uint64
-	for s := range a.q.state {
-		if s >= lower && (upper == 0 || s < upper) {
-			seqs = append(seqs, s)
+// bound), in order: all of them (n 0), or the n lowest, or with highest
+// the n highest (q.seqs).
+func (a *deliveryActor) queuedSeqs(lower, upper uint64, n int, highest bool) []uint64 {
+	return a.q.seqs(lower, upper, n, highest)
+}
+
+// seqs is queuedSeqs. A page of a listing keeps n sequences while it
+// walks the queue instead of sorting all of it: a listing had sorted an
+// endpoint's whole backlog on every call.
+func (q *deliveryQueue) seqs(lower, upper uint64, n int, highest bool) []uint64 {
+	var out []uint64
+	// With n, out is a heap whose root is the sequence to drop first for
+	// a better one: the lowest kept of the highest, or the highest of the
+	// lowest.
+	before := func(x, y uint64) bool { return (x < y) == highest }
+	for s := range q.state {
+		switch {
+		case s < lower || upper != 0 && s >= upper:
+		case n <= 0 || len(out) < n:
+			out = append(out, s)
+			if n > 0 {
+				for i := len(out) - 1; i > 0 && before(out[i], out[(i-1)/2]); i = (i - 1) / 2 {
+					out[i], out[(i-1)/2] = out[(i-1)/2], out[i]
+				}
+			}
+		case before(out[0], s):
+			out[0] = s
+			for i := 0; ; {
+				m := i
+				for _, c := range [2]int{2*i + 1, 2*i + 2} {
+					if c < len(out) && before(out[c], out[m]) {
+						m = c
+					}
+				}
+				if m == i {
+					break
+				}
+				out[i], out[m] = out[m], out[i]
+				i = m
+			}
 		}
 	}
-	slices.Sort(seqs)
-	return seqs
+	slices.Sort(out)
+	return out
 }
 
 // TakenEvents reads a taken record (KeyKind "takenEventsKey") of a data

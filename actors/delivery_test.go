@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -489,5 +491,136 @@ func TestTakenRecordsSurviveARestart(t *testing.T) {
 				}))
 			}
 		})
+	}
+}
+
+// The takes of notices are written by the take that hands their events
+// out, in one synced write with the outcomes recorded meanwhile, rather
+// than one write a notice: nothing is written before the take, one taken
+// record names every event after it, and a crash right after the take
+// finds the events under the sequences they were sent with.
+func TestTakesAreWrittenByTheTakeThatHandsThemOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two nodes")
+	}
+	fs := vfs.NewCrashableMem()
+	n, err := startNode(fs, nil)
+	noErr(t, err)
+	n.env.DeliveryFlushAfter = time.Hour // no flush but the take's
+	f, cs := deliveryFixture(t, n, 4)
+	queued(t, n, f.inst.Id) // the delivery actor is active: only notices reach it
+	takenRecords := func() (records, refs int) {
+		prefix := actors.TakenEventsPrefix(f.inst.Id)
+		noErr(t, n.store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, v []byte) bool {
+			records++
+			refs += len(actors.DecodeTaken(t, v))
+			return true
+		}))
+		return records, refs
+	}
+	for _, c := range cs {
+		n.post(t, f.user, c, postReq{text: c})
+	}
+	if records, _ := takenRecords(); records != 0 {
+		t.Fatalf("%d taken records before the take, want none: the take writes them", records)
+	}
+	sent := map[uint64]string{}
+	for _, ev := range take(t, n, f.inst.Id).Events {
+		sent[ev.Sequence] = ev.Id
+	}
+	if len(sent) != len(cs) {
+		t.Fatalf("took %d events, want %d", len(sent), len(cs))
+	}
+	if records, refs := takenRecords(); records != 1 || refs != len(cs) {
+		t.Fatalf("%d taken records naming %d events after the take, want one naming %d", records, refs, len(cs))
+	}
+
+	cut := fs.CrashClone(vfs.CrashCloneCfg{})
+	noErr(t, n.stop())
+	after, err := startNode(cut, n.clk)
+	noErr(t, err)
+	t.Cleanup(func() { after.stop() })
+	noErr(t, actors.WakeDeliveries(after.env))
+	got := map[uint64]string{}
+	for _, e := range queued(t, after, f.inst.Id) {
+		got[e.Sequence] = e.Id
+	}
+	if !maps.Equal(got, sent) {
+		t.Fatalf("after a crash the queue is %v, want the events as sent: %v", got, sent)
+	}
+}
+
+// A backlog not held in memory (here: queued before a restart) is read a
+// range of each conversation at a time, up to 16 events a read, and
+// delivered in order.
+func TestABacklogIsReadAConversationAtATime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two nodes")
+	}
+	fs := vfs.NewMem()
+	n, err := startNode(fs, nil)
+	noErr(t, err)
+	f, _ := deliveryFixture(t, n, 1)
+	const events = 20
+	for i := range events {
+		n.post(t, f.user, f.conv, postReq{text: fmt.Sprint(i)})
+	}
+	if q := queued(t, n, f.inst.Id); len(q) != events {
+		t.Fatalf("queued %d events, want %d", len(q), events)
+	}
+	noErr(t, n.stop())
+	n, err = startNode(fs, n.clk)
+	noErr(t, err)
+	t.Cleanup(func() { n.stop() })
+	noErr(t, actors.WakeDeliveries(n.env))
+
+	var got []string
+	r := take(t, n, f.inst.Id)
+	for len(r.Events) > 0 {
+		ev := r.Events[0]
+		got = append(got, ev.Message.GetText())
+		r = ask[*kitpb.DeliveriesReply](t, n, actors.KindDelivery, f.inst.Id, &kitpb.RecordAttempt{Sequence: ev.Sequence, Delivered: true, TakeNext: 10})
+	}
+	if len(got) != events {
+		t.Fatalf("delivered %q, want the %d events", got, events)
+	}
+	for i, text := range got {
+		if text != fmt.Sprint(i) {
+			t.Fatalf("delivered %q, want 0 to %d in order", got, events-1)
+		}
+	}
+	metricIs(t, n, 2, "kitd_delivery_queue_reads_total") // 16, then 4
+}
+
+// wakes counts the sender's wake-ups (actors.DeliveryNotifier).
+type wakes struct{ n atomic.Int64 }
+
+func (w *wakes) EventsQueued(string) { w.n.Add(1) }
+
+// A notice wakes the sender only when a take may hand its event out now:
+// an event behind its conversation's head goes when the head is done,
+// with the record of the head's attempt.
+func TestNoticesWakeTheSenderForANewHeadOnly(t *testing.T) {
+	n := ownNode(t)
+	w := &wakes{}
+	n.env.Deliveries = w
+	f, _ := deliveryFixture(t, n, 1)
+	queued(t, n, f.inst.Id) // the delivery actor is active: only notices reach it
+	w.n.Store(0)
+
+	n.post(t, f.user, f.conv, postReq{text: "a"})
+	eventually.Holds(eventually.Within, func() bool { return w.n.Load() == 1 })
+	if got := w.n.Load(); got != 1 {
+		t.Fatalf("%d wake-ups for the conversation's head, want 1", got)
+	}
+	a := take(t, n, f.inst.Id).Events[0]
+	n.post(t, f.user, f.conv, postReq{text: "b"})
+	eventually.Holds(eventually.Within, func() bool { return len(queued(t, n, f.inst.Id)) == 2 })
+	if got := w.n.Load(); got != 1 {
+		t.Fatalf("%d wake-ups after an event behind a head in flight, want still 1", got)
+	}
+	r := ask[*kitpb.DeliveriesReply](t, n, actors.KindDelivery, f.inst.Id, &kitpb.RecordAttempt{Sequence: a.Sequence, Delivered: true, TakeNext: 10})
+	if got := eventTexts(r.Events); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("the record of a's attempt handed out %q, want b", got)
 	}
 }

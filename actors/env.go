@@ -55,6 +55,10 @@ type Env struct {
 	// IdleTimeout passivates actors nobody asked anything for about this
 	// long; 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// DeliveryFlushAfter bounds how long a delivery actor's takes and
+	// outcomes wait for a write when no take of the sender writes them
+	// first; 0 means flushAfter (tests only).
+	DeliveryFlushAfter time.Duration
 	// SealKey (32 bytes) seals the signing secrets that deliveries are
 	// signed with; nil: they are not kept, and nothing can be signed. In a
 	// cluster it is ClusterSealKey, the same on every member, since the
@@ -92,6 +96,13 @@ type Env struct {
 	// testHookDropNotices, set by tests, loses every outbox notice: a
 	// crash between a write and its notice.
 	testHookDropNotices atomic.Bool
+}
+
+func (e *Env) deliveryFlushAfter() time.Duration {
+	if e.DeliveryFlushAfter > 0 {
+		return e.DeliveryFlushAfter
+	}
+	return flushAfter
 }
 
 func (e *Env) idleTimeout() time.Duration {
