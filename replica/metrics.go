@@ -61,6 +61,8 @@ func (r *Replica) Collect(w *metrics.Writer) {
 	st := r.node.Stats()
 	w.Family("kitd_raft_cycles_total", "Driver cycles that wrote groups' entries and state (one synced batch each).", metrics.TypeCounter)
 	w.Uint("kitd_raft_cycles_total", "", st.Cycles)
+	w.Family("kitd_raft_syncs_total", "Syncs of the raft log (and of the store, for a restored snapshot) those cycles asked for: the fdatasyncs replication costs.", metrics.TypeCounter)
+	w.Uint("kitd_raft_syncs_total", "", st.Syncs)
 	w.Family("kitd_raft_groups_written_total", "Sum over cycles of the groups each wrote: divided by cycles, how many groups share an fsync.", metrics.TypeCounter)
 	w.Uint("kitd_raft_groups_written_total", "", st.GroupsWritten)
 

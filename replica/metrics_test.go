@@ -58,6 +58,7 @@ func TestReplicationMetrics(t *testing.T) {
 		{"it did not fail", `kitd_raft_commits_failed_total`, "0"},
 		{"no entry went through another node", `kitd_raft_remote_proposals_total`, "0"},
 		{"the driver wrote in cycles", `kitd_raft_cycles_total`, "[1-9][0-9]*"},
+		{"the commit's cycle synced the raft log", `kitd_raft_syncs_total`, "[1-9][0-9]*"},
 	} {
 		t.Run(rule.name, func(t *testing.T) {
 			line := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(rule.series) + ` ` + rule.value + `$`)

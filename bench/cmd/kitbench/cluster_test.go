@@ -99,7 +99,8 @@ func TestStartKitdReadsGossipAddress(t *testing.T) {
 }
 
 // TestRunClusterWithKitd runs -cluster 2 on real kitd nodes (KITD_BIN; the
-// fake kitd has no cluster): the cluster row, its CPU and ratios, and a
+// fake kitd has no cluster): the cluster row, its CPU, system calls,
+// fdatasyncs (from each node's /metrics) and ratios, and a
 // profile of every node.
 //
 //	make build && KITD_BIN=$PWD/bin/kitd go test ./bench/cmd/kitbench/ -run TestRunClusterWithKitd
@@ -123,6 +124,16 @@ func TestRunClusterWithKitd(t *testing.T) {
 	if s.Name != "post-10-conversations" || s.Cluster == nil || s.Cluster.Server != "cluster of 2" || s.Cluster.Requests == 0 ||
 		s.Cluster.CPUMicrosPerRequest <= 0 || s.ClusterRatio == nil || s.ClusterRatio.OfAlone.CPU <= 0 {
 		t.Fatalf("report %s", data)
+	}
+	if f := s.Cluster.IO; f == nil || f.WriteCalls <= 0 || f.BytesWritten <= 0 || f.Syncs == nil || *f.Syncs <= 0 {
+		t.Errorf("cluster io %+v: want system calls and fdatasyncs per post", f)
+	}
+	if f := s.Kitd.IO; f == nil || f.Syncs == nil || *f.Syncs <= 0 {
+		t.Errorf("node alone io %+v: want its WAL syncs per post", f)
+	}
+	if p := s.Cluster.Processes; len(p) != 2 || p[0].Name != "n1" || p[1].Name != "n2" || p[0].Syncs == nil ||
+		p[0].Counters["kitd_raft_cycles_total"] == 0 {
+		t.Errorf("cluster processes %+v: want each node's counts", p)
 	}
 	if n := strings.Count(s.Cluster.Addr, ","); n != 1 {
 		t.Errorf("cluster load went to %q, want both nodes", s.Cluster.Addr)

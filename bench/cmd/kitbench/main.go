@@ -328,6 +328,23 @@ type target struct {
 	names []string
 }
 
+// watched is what a window samples of the target: its kitd nodes, with
+// their /metrics, or else its processes.
+func (tg target) watched() []watched {
+	if len(tg.nodes) == 0 {
+		out := make([]watched, len(tg.pids))
+		for i, pid := range tg.pids {
+			out[i] = watched{name: tg.server, pid: pid}
+		}
+		return out
+	}
+	out := make([]watched, len(tg.nodes))
+	for i, n := range tg.nodes {
+		out[i] = watched{name: tg.names[i], pid: n.pid(), addr: n.addr, token: n.token}
+	}
+	return out
+}
+
 // runScenario runs one scenario against the trivial server and kitd (and,
 // when the scenario has a stream for it, the cluster) in alternating
 // rounds and merges each server's rounds.
@@ -352,6 +369,9 @@ func runScenario(ctx context.Context, o options, node *benchNode, triv *trivialS
 	for ti := range cpuOK {
 		cpuOK[ti] = true
 	}
+	// usage is each server's processes' system calls and syncs over the
+	// measured windows.
+	usage := make([][]procUsage, len(targets))
 	slice := o.duration / time.Duration(o.rounds)
 	for round := 0; round < o.rounds; round++ {
 		warmup := o.warmup
@@ -378,7 +398,7 @@ func runScenario(ctx context.Context, o options, node *benchNode, triv *trivialS
 				load = fmt.Sprintf("%.0f requests/s over %d connections", o.rate, o.concurrency)
 			}
 			logf("%s on %s%s: %s, %v + %v warm-up", sd.sc.Name, tg.server, roundNote, load, slice, warmup)
-			window := measureCPU(ctx, tg.pids, warmup, slice)
+			window := measureWindow(ctx, tg.watched(), warmup, slice)
 			profiled := func() {}
 			if o.clusterPprof != "" {
 				profiled = profileCPU(ctx, o.clusterPprof, tg.nodes, tg.names, suffix, warmup, slice)
@@ -408,6 +428,7 @@ func runScenario(ctx context.Context, o options, node *benchNode, triv *trivialS
 			profiled()
 			cpu[ti] += used
 			cpuOK[ti] = cpuOK[ti] && ok
+			usage[ti] = addUsage(usage[ti], window.usage())
 			st := statsOf(tg.server, res)
 			logf("  %.0f req/s, p50 %s, p99 %s, p99.9 %s, %d errors", st.RPS, fmtDur(st.P50Ms), fmtDur(st.P99Ms), fmtDur(st.P999Ms), st.Errors)
 			if merged[ti] == nil {
@@ -423,6 +444,7 @@ func runScenario(ctx context.Context, o options, node *benchNode, triv *trivialS
 		if cpuOK[i] && st.Requests > 0 {
 			st.CPUMicrosPerRequest = float64(cpu[i]) / float64(time.Microsecond) / float64(st.Requests)
 		}
+		st.setIO(usage[i])
 		stats[i] = st
 	}
 	sr.Trivial, sr.Kitd = stats[0], stats[1]

@@ -298,6 +298,16 @@ type scriptedSampler struct {
 	read     int
 	waits    []time.Duration     // the durations asked for, in order
 	fire     chan chan time.Time // one per timer, handed to the test
+	// ios and scrapes, when set, are the /proc/<pid>/io readings and the
+	// nodes' /metrics counters, in order; a reading past the end, a
+	// !ok one or a nil scrape fails.
+	ios     []ioReading
+	scrapes []map[string]uint64
+}
+
+type ioReading struct {
+	c  ioCounters
+	ok bool
 }
 
 func newScriptedSampler(readings ...time.Duration) *scriptedSampler {
@@ -312,6 +322,22 @@ func (s *scriptedSampler) sampler() cpuSampler {
 			}
 			s.read++
 			return s.readings[s.read-1], true
+		},
+		procIO: func(int) (ioCounters, bool) {
+			if len(s.ios) == 0 {
+				return ioCounters{}, false
+			}
+			r := s.ios[0]
+			s.ios = s.ios[1:]
+			return r.c, r.ok
+		},
+		metrics: func(context.Context, string, string) (map[string]uint64, bool) {
+			if len(s.scrapes) == 0 {
+				return nil, false
+			}
+			m := s.scrapes[0]
+			s.scrapes = s.scrapes[1:]
+			return m, m != nil
 		},
 		after: func(d time.Duration) <-chan time.Time {
 			s.waits = append(s.waits, d)

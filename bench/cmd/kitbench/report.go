@@ -38,8 +38,16 @@ type runStats struct {
 	// system, from /proc) over the measured windows per request served; 0
 	// when it could not be measured (no /proc, or a trivial server inside
 	// kitbench). It moves less with the neighbours' load than req/s.
-	CPUMicrosPerRequest float64          `json:"cpuMicrosPerRequest,omitempty"`
-	FirstErrors         []loadgen.Sample `json:"firstErrors,omitempty"`
+	CPUMicrosPerRequest float64 `json:"cpuMicrosPerRequest,omitempty"`
+	// IO is the read and write system calls, bytes and fdatasyncs per
+	// request over the measured windows, of every process of the server
+	// together (syscalls.go); nil when any could not be read. Like the
+	// CPU, they move less with the neighbours' load than req/s.
+	IO *ioFigures `json:"io,omitempty"`
+	// Processes are each process's counts (a cluster: each node's), with
+	// its own figures per request.
+	Processes   []processIO      `json:"processes,omitempty"`
+	FirstErrors []loadgen.Sample `json:"firstErrors,omitempty"`
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -246,6 +254,9 @@ func printTable(w io.Writer, r *report) {
 	fmt.Fprintf(w, "kitd: %s (limits off, except where a scenario says on); trivial: %s; all share the same CPUs\n\n", r.Kitd, where)
 	writeMarkdown(w, r)
 	fmt.Fprintln(w)
+	if writeIOTable(w, r) {
+		fmt.Fprintln(w)
+	}
 	for _, s := range r.Scenarios {
 		fmt.Fprintf(w, "  %-24s %s\n", s.Name, s.Description)
 	}
@@ -308,6 +319,58 @@ func printCluster(w io.Writer, s *scenarioReport) {
 		s.Name, cl.Server, cl.CPUMicrosPerRequest, c.OfAlone.CPU, alone.CPUMicrosPerRequest)
 	fmt.Fprintf(w, "  %.0f posts/s = %.3f of a node alone's %.0f (goal ≥ 0.40), %.3f of trivial's; p50 %s, p99 %s (goal ≤ 15ms)\n",
 		cl.RPS, c.OfAlone.RPS, alone.RPS, c.OfTrivial.RPS, fmtDur(cl.P50Ms), fmtDur(cl.P99Ms))
+	if cl.IO != nil || alone.IO != nil {
+		fmt.Fprintf(w, "  per post, every node together: %s;\n  a node alone: %s\n", ioPhrase(cl.IO), ioPhrase(alone.IO))
+	}
+}
+
+// writeIOTable writes, when any run has them, the system calls, bytes
+// written and fdatasyncs per request of each scenario and server (every
+// process of a server together) as a Markdown table, and says whether
+// it wrote one.
+func writeIOTable(w io.Writer, r *report) bool {
+	some := false
+	for _, s := range r.Scenarios {
+		for _, st := range s.runs() {
+			some = some || st.IO != nil
+		}
+	}
+	if !some {
+		return false
+	}
+	fmt.Fprintln(w, "| scenario | server | read calls/req | write calls/req | bytes written/req | fdatasyncs/req | req/fdatasync |")
+	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|")
+	for _, s := range r.Scenarios {
+		name := "`" + s.Name + "`"
+		for _, st := range s.runs() {
+			f := st.IO
+			if f == nil {
+				fmt.Fprintf(w, "| %s | %s | - | - | - | - | - |\n", name, st.Server)
+			} else {
+				fmt.Fprintf(w, "| %s | %s | %.2f | %.2f | %.0f | %s | %s |\n", name, st.Server, f.ReadCalls, f.WriteCalls,
+					f.BytesWritten, optional("%.4f", f.Syncs), optional("%.1f", f.PerSync))
+			}
+			name = ""
+		}
+	}
+	return true
+}
+
+// optional formats *v, or "-" when there is none.
+func optional(format string, v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf(format, *v)
+}
+
+// ioPhrase says f in words: "-" when there is none.
+func ioPhrase(f *ioFigures) string {
+	if f == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f read + %.2f write calls, %.0f B written, %s fdatasyncs (%s posts a sync)",
+		f.ReadCalls, f.WriteCalls, f.BytesWritten, optional("%.4f", f.Syncs), optional("%.1f", f.PerSync))
 }
 
 // errorCell lists the non-2xx answers by code, most frequent first, with

@@ -70,29 +70,54 @@ func settle(ctx context.Context, pid int, max time.Duration) time.Duration {
 }
 
 // cpuWindow measures a process's CPU time over loadgen.Run's measured
-// window, which starts after the warm-up: start it right before Run.
+// window, which starts after the warm-up: start it right before Run. It
+// also measures each process's system calls and, of a kitd node, its
+// fdatasyncs (syscalls.go).
 type cpuWindow struct {
 	done chan struct{}
 	used time.Duration
 	ok   bool
+	// procs is each process's usage, one entry per process watched, with
+	// nothing measured where a reading failed.
+	procs []procUsage
 }
 
-// cpuSampler is what a CPU window needs of the system: a process's CPU time
-// and a timer. Tests script both, so that what they check does not depend
-// on how busy the machine is.
+// watched is a process a window samples: for a kitd node, with the
+// address and operator token of its /metrics.
+type watched struct {
+	name  string
+	pid   int
+	addr  string // "": not a kitd node
+	token string
+}
+
+// cpuSampler is what a window needs of the system: a process's CPU time
+// and /proc/<pid>/io counters, a kitd node's counters, and a timer. Tests
+// script them, so that what they check does not depend on how busy the
+// machine is. A nil procIO or metrics measures nothing of its kind.
 type cpuSampler struct {
 	cpuTime func(pid int) (time.Duration, bool)
+	procIO  func(pid int) (ioCounters, bool)
+	metrics func(ctx context.Context, addr, token string) (map[string]uint64, bool)
 	after   func(time.Duration) <-chan time.Time
 }
 
-// procSampler reads /proc and the wall clock.
-func procSampler() cpuSampler { return cpuSampler{cpuTime: cpuTime, after: time.After} }
+// procSampler reads /proc, the nodes' /metrics and the wall clock.
+func procSampler() cpuSampler {
+	return cpuSampler{cpuTime: cpuTime, procIO: procIO, metrics: nodeMetrics, after: time.After}
+}
 
 // measureCPU samples the CPU time of the processes pids, summed, warmup
 // and warmup+window from now. No pids, a pid of 0, or a system without
 // /proc measures nothing.
 func measureCPU(ctx context.Context, pids []int, warmup, window time.Duration) *cpuWindow {
 	return procSampler().measure(ctx, pids, warmup, window)
+}
+
+// measureWindow is measureCPU of the processes procs, which also samples
+// their system calls and the kitd nodes' sync counters.
+func measureWindow(ctx context.Context, procs []watched, warmup, window time.Duration) *cpuWindow {
+	return procSampler().measureProcs(ctx, procs, warmup, window)
 }
 
 // total is the CPU time of every process of pids together; ok is false when
@@ -109,8 +134,40 @@ func (c cpuSampler) total(pids []int) (time.Duration, bool) {
 	return sum, len(pids) > 0
 }
 
+// sample reads every process's /proc/<pid>/io, then every kitd node's
+// counters.
+func (c cpuSampler) sample(ctx context.Context, procs []watched) []procSample {
+	out := make([]procSample, len(procs))
+	for i, p := range procs {
+		if c.procIO != nil {
+			out[i].io, out[i].ioOK = c.procIO(p.pid)
+		}
+	}
+	for i, p := range procs {
+		if c.metrics != nil && p.addr != "" {
+			if m, ok := c.metrics(ctx, p.addr, p.token); ok {
+				out[i].counters = m
+			}
+		}
+	}
+	return out
+}
+
 func (c cpuSampler) measure(ctx context.Context, pids []int, warmup, window time.Duration) *cpuWindow {
-	w := &cpuWindow{done: make(chan struct{})}
+	procs := make([]watched, len(pids))
+	for i, pid := range pids {
+		procs[i] = watched{pid: pid}
+	}
+	return c.measureProcs(ctx, procs, warmup, window)
+}
+
+func (c cpuSampler) measureProcs(ctx context.Context, procs []watched, warmup, window time.Duration) *cpuWindow {
+	w := &cpuWindow{done: make(chan struct{}), procs: make([]procUsage, len(procs))}
+	pids := make([]int, len(procs))
+	for i, p := range procs {
+		pids[i] = p.pid
+		w.procs[i] = procUsage{name: p.name, pid: p.pid, node: p.addr != ""}
+	}
 	if len(pids) == 0 || slices.Contains(pids, 0) {
 		close(w.done)
 		return w
@@ -130,11 +187,16 @@ func (c cpuSampler) measure(ctx context.Context, pids []int, warmup, window time
 			return
 		}
 		from, ok1 := c.total(pids)
+		fromS := c.sample(ctx, procs)
 		if !wait(c.after(window)) {
 			return
 		}
 		to, ok2 := c.total(pids)
+		toS := c.sample(ctx, procs)
 		w.used, w.ok = to-from, ok1 && ok2
+		for i, p := range procs {
+			w.procs[i] = usageOf(p, fromS[i], toS[i])
+		}
 	}()
 	return w
 }
@@ -143,4 +205,10 @@ func (c cpuSampler) measure(ctx context.Context, pids []int, warmup, window time
 func (w *cpuWindow) result() (time.Duration, bool) {
 	<-w.done
 	return w.used, w.ok
+}
+
+// usage waits for the window's end and returns each process's usage.
+func (w *cpuWindow) usage() []procUsage {
+	<-w.done
+	return w.procs
 }
