@@ -84,11 +84,9 @@ func (s *deliveryStats) collect(w *metrics.Writer, now time.Time) {
 		w.Uint("kitd_delivery_attempts_total", metrics.Label("outcome", o), s.outcomes[i].Load())
 	}
 
-	w.Family("kitd_delivery_outbox_gap_reads_total", "Notices that came before an earlier one of their source, or after one that was lost, so that the delivery actor read the outbox to take what it missed first.", metrics.TypeCounter)
-	w.Uint("kitd_delivery_outbox_gap_reads_total", "", s.gapReads.Load())
+	w.Counter("kitd_delivery_outbox_gap_reads_total", "Notices that came before an earlier one of their source, or after one that was lost, so that the delivery actor read the outbox to take what it missed first.", s.gapReads.Load())
 
-	w.Family("kitd_delivery_queue_reads_total", "Reads from the store of waiting events for their attempt: a backlog past what a delivery actor keeps in memory (4 MiB an installation), a restart, or a retry. One read takes up to 16 events of a conversation.", metrics.TypeCounter)
-	w.Uint("kitd_delivery_queue_reads_total", "", s.queueReads.Load())
+	w.Counter("kitd_delivery_queue_reads_total", "Reads from the store of waiting events for their attempt: a backlog past what a delivery actor keeps in memory (4 MiB an installation), a restart, or a retry. One read takes up to 16 events of a conversation.", s.queueReads.Load())
 
 	backlog, ages := metrics.NewHistogram(backlogBuckets), metrics.NewHistogram(ageBuckets)
 	var total, paused uint64
@@ -111,16 +109,14 @@ func (s *deliveryStats) collect(w *metrics.Writer, now time.Time) {
 		}
 	}
 	s.mu.Unlock()
-	w.Family("kitd_delivery_backlog_events", "Events not yet delivered nor dead-lettered, over the installations whose delivery actor is live on this node (an installation with events waiting stays live).", metrics.TypeGauge)
-	w.Uint("kitd_delivery_backlog_events", "", total)
+	w.Gauge("kitd_delivery_backlog_events", "Events not yet delivered nor dead-lettered, over the installations whose delivery actor is live on this node (an installation with events waiting stays live).", total)
 	w.Family("kitd_delivery_installation_backlog_events", "Installations with events waiting, by how many wait.", metrics.TypeHistogram)
 	w.Histogram("kitd_delivery_installation_backlog_events", "", backlog.Snapshot())
 	w.Family("kitd_delivery_installation_oldest_event_age_seconds", "Installations with events waiting, by how long the oldest has waited since it was queued (since its actor's activation, after a restart).", metrics.TypeHistogram)
 	w.Histogram("kitd_delivery_installation_oldest_event_age_seconds", "", ages.Snapshot())
 	w.Family("kitd_delivery_oldest_event_age_seconds", "The longest any waiting event has waited, over every installation.", metrics.TypeGauge)
 	w.Sample("kitd_delivery_oldest_event_age_seconds", "", float64(oldest)/1e9)
-	w.Family("kitd_delivery_endpoints_paused", "Installations whose events endpoint is paused (failing 24 hours straight), of those live on this node.", metrics.TypeGauge)
-	w.Uint("kitd_delivery_endpoints_paused", "", paused)
+	w.Gauge("kitd_delivery_endpoints_paused", "Installations whose events endpoint is paused (failing 24 hours straight), of those live on this node.", paused)
 }
 
 // publish tells the metrics what the queue holds now: after each message

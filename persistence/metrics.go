@@ -67,8 +67,7 @@ func (s *Store) Collect(w *metrics.Writer) {
 	if fsync, ok := fsyncLatency(m.LogWriter.FsyncLatency); ok {
 		w.Family("kitd_pebble_wal_fsync_duration_seconds", "WAL fsyncs (one covers every batch committed with it), folded from Pebble's buckets.", metrics.TypeHistogram)
 		w.Histogram("kitd_pebble_wal_fsync_duration_seconds", "", fsync)
-		w.Family("kitd_pebble_wal_syncs_total", "WAL fsyncs.", metrics.TypeCounter)
-		w.Uint("kitd_pebble_wal_syncs_total", "", fsync.Count())
+		w.Counter("kitd_pebble_wal_syncs_total", "WAL fsyncs.", fsync.Count())
 	}
 	counter(w, "kitd_pebble_wal_bytes_written_total", "Bytes written to the WAL.", float64(m.WAL.BytesWritten))
 	gauge(w, "kitd_pebble_compaction_debt_bytes", "Estimated bytes compactions need to rewrite to bring the LSM back into shape.", float64(m.Compact.EstimatedDebt))

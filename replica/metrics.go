@@ -39,42 +39,29 @@ func (r *Replica) Collect(w *metrics.Writer) {
 	w.Uint("kitd_raft_partitions", metrics.Label("role", "leader"), uint64(bits.OnesCount64(led)))
 	w.Uint("kitd_raft_partitions", metrics.Label("role", "replica"), uint64(bits.OnesCount64(replicated)))
 
-	w.Family("kitd_raft_groups", "Groups this node has a replica of, held or not: one its group removed counts until it is forgotten.", metrics.TypeGauge)
-	w.Uint("kitd_raft_groups", "", uint64(len(r.node.Groups())))
-	w.Family("kitd_raft_replicas_forgotten_total", "Replicas this node deleted, with their records, after their group's leader said the group had removed it.", metrics.TypeCounter)
-	w.Uint("kitd_raft_replicas_forgotten_total", "", r.forgotten.Load())
+	w.Gauge("kitd_raft_groups", "Groups this node has a replica of, held or not: one its group removed counts until it is forgotten.", uint64(len(r.node.Groups())))
+	w.Counter("kitd_raft_replicas_forgotten_total", "Replicas this node deleted, with their records, after their group's leader said the group had removed it.", r.forgotten.Load())
 
-	w.Family("kitd_reads_unheld_total", "Reads of a partition this node holds no replica of that did not go to a node holding it: a bug, logged.", metrics.TypeCounter)
-	w.Uint("kitd_reads_unheld_total", "", r.unheld.count.Load())
+	w.Counter("kitd_reads_unheld_total", "Reads of a partition this node holds no replica of that did not go to a node holding it: a bug, logged.", r.unheld.count.Load())
 
-	w.Family("kitd_raft_leadership_changes_total", "Times a partition's leadership came to or left this node.", metrics.TypeCounter)
-	w.Uint("kitd_raft_leadership_changes_total", "", r.changes.Load())
+	w.Counter("kitd_raft_leadership_changes_total", "Times a partition's leadership came to or left this node.", r.changes.Load())
 
 	lag, voters, learners := r.followers(led)
-	w.Family("kitd_raft_follower_lag_entries", "Of the groups this node leads, the most entries a voter lacks of the commit index.", metrics.TypeGauge)
-	w.Uint("kitd_raft_follower_lag_entries", "", lag)
-	w.Family("kitd_raft_voters", "Voters of the groups this node leads, summed: 3 a group while every replica is in place.", metrics.TypeGauge)
-	w.Uint("kitd_raft_voters", "", voters)
-	w.Family("kitd_raft_learners", "Learners (replicas being filled before they vote) in the groups this node leads.", metrics.TypeGauge)
-	w.Uint("kitd_raft_learners", "", learners)
+	w.Gauge("kitd_raft_follower_lag_entries", "Of the groups this node leads, the most entries a voter lacks of the commit index.", lag)
+	w.Gauge("kitd_raft_voters", "Voters of the groups this node leads, summed: 3 a group while every replica is in place.", voters)
+	w.Gauge("kitd_raft_learners", "Learners (replicas being filled before they vote) in the groups this node leads.", learners)
 
 	st := r.node.Stats()
-	w.Family("kitd_raft_cycles_total", "Driver cycles that wrote groups' entries and state (one synced batch each).", metrics.TypeCounter)
-	w.Uint("kitd_raft_cycles_total", "", st.Cycles)
-	w.Family("kitd_raft_syncs_total", "Syncs of the raft log (and of the store, for a restored snapshot) those cycles asked for: the fdatasyncs replication costs.", metrics.TypeCounter)
-	w.Uint("kitd_raft_syncs_total", "", st.Syncs)
-	w.Family("kitd_raft_groups_written_total", "Sum over cycles of the groups each wrote: divided by cycles, how many groups share an fsync.", metrics.TypeCounter)
-	w.Uint("kitd_raft_groups_written_total", "", st.GroupsWritten)
+	w.Counter("kitd_raft_cycles_total", "Driver cycles that wrote groups' entries and state (one synced batch each).", st.Cycles)
+	w.Counter("kitd_raft_syncs_total", "Syncs of the raft log (and of the store, for a restored snapshot) those cycles asked for: the fdatasyncs replication costs.", st.Syncs)
+	w.Counter("kitd_raft_groups_written_total", "Sum over cycles of the groups each wrote: divided by cycles, how many groups share an fsync.", st.GroupsWritten)
 
 	s := &r.Log.stats
 	w.Family("kitd_raft_commit_duration_seconds", "Actor commits through raft, from the proposal to applied on this node.", metrics.TypeHistogram)
 	w.Histogram("kitd_raft_commit_duration_seconds", "", s.duration.Snapshot())
-	w.Family("kitd_raft_commits_failed_total", "Actor commits answered 503 unavailable: not confirmed by a quorum in time.", metrics.TypeCounter)
-	w.Uint("kitd_raft_commits_failed_total", "", s.failed.Load())
-	w.Family("kitd_raft_remote_proposals_total", "Entries this node proposed through another node's leader (an index entry of a partition led elsewhere).", metrics.TypeCounter)
-	w.Uint("kitd_raft_remote_proposals_total", "", s.remote.Load())
-	w.Family("kitd_raft_remote_proposals_refused_total", "Of those, sends that the node asked refused with nothing appended (it no longer led, or leadership was moving): the entry went again.", metrics.TypeCounter)
-	w.Uint("kitd_raft_remote_proposals_refused_total", "", s.refused.Load())
+	w.Counter("kitd_raft_commits_failed_total", "Actor commits answered 503 unavailable: not confirmed by a quorum in time.", s.failed.Load())
+	w.Counter("kitd_raft_remote_proposals_total", "Entries this node proposed through another node's leader (an index entry of a partition led elsewhere).", s.remote.Load())
+	w.Counter("kitd_raft_remote_proposals_refused_total", "Of those, sends that the node asked refused with nothing appended (it no longer led, or leadership was moving): the entry went again.", s.refused.Load())
 }
 
 // followers is, over the groups in led, the largest lag of a voter behind

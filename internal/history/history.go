@@ -117,18 +117,12 @@ func (b *Budget) Stats() Stats {
 // a node with the cache off shows it).
 func (b *Budget) Collect(w *metrics.Writer) {
 	s := b.Stats()
-	w.Family("kitd_history_cache_bytes", "Bytes the conversations keep in memory of their newest messages (--cache-bytes bounds them).", metrics.TypeGauge)
-	w.Uint("kitd_history_cache_bytes", "", uint64(max(s.Bytes, 0)))
-	w.Family("kitd_history_cache_limit_bytes", "The bound of kitd_history_cache_bytes (--cache-bytes; 0: nothing is kept).", metrics.TypeGauge)
-	w.Uint("kitd_history_cache_limit_bytes", "", uint64(s.Limit))
-	w.Family("kitd_history_cache_windows", "Conversations keeping messages in memory.", metrics.TypeGauge)
-	w.Uint("kitd_history_cache_windows", "", uint64(s.Windows))
-	w.Family("kitd_history_cache_hits_total", "History pages answered from memory.", metrics.TypeCounter)
-	w.Uint("kitd_history_cache_hits_total", "", s.Hits)
-	w.Family("kitd_history_cache_misses_total", "History pages read from the store: older than what memory keeps, or kept nothing yet.", metrics.TypeCounter)
-	w.Uint("kitd_history_cache_misses_total", "", s.Misses)
-	w.Family("kitd_history_cache_evictions_total", "Windows emptied to stay within --cache-bytes, least recently used first.", metrics.TypeCounter)
-	w.Uint("kitd_history_cache_evictions_total", "", s.Evictions)
+	w.Gauge("kitd_history_cache_bytes", "Bytes the conversations keep in memory of their newest messages (--cache-bytes bounds them).", uint64(max(s.Bytes, 0)))
+	w.Gauge("kitd_history_cache_limit_bytes", "The bound of kitd_history_cache_bytes (--cache-bytes; 0: nothing is kept).", uint64(s.Limit))
+	w.Gauge("kitd_history_cache_windows", "Conversations keeping messages in memory.", uint64(s.Windows))
+	w.Counter("kitd_history_cache_hits_total", "History pages answered from memory.", s.Hits)
+	w.Counter("kitd_history_cache_misses_total", "History pages read from the store: older than what memory keeps, or kept nothing yet.", s.Misses)
+	w.Counter("kitd_history_cache_evictions_total", "Windows emptied to stay within --cache-bytes, least recently used first.", s.Evictions)
 }
 
 // used marks w the most recently used window, then empties the least

@@ -81,6 +81,19 @@ func (w *Writer) Uint(name string, l Labels, v uint64) {
 	w.Sample(name, l, float64(v))
 }
 
+// Counter writes a family of one unlabelled counter: its HELP and TYPE
+// lines and its count.
+func (w *Writer) Counter(name, help string, v uint64) {
+	w.Family(name, help, TypeCounter)
+	w.Uint(name, "", v)
+}
+
+// Gauge writes a family of one unlabelled gauge.
+func (w *Writer) Gauge(name, help string, v uint64) {
+	w.Family(name, help, TypeGauge)
+	w.Uint(name, "", v)
+}
+
 // Histogram writes the samples of one histogram series of the current
 // family (name without the _bucket, _sum and _count suffixes).
 func (w *Writer) Histogram(name string, l Labels, s HistogramSnapshot) {

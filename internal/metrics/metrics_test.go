@@ -38,6 +38,18 @@ func TestExposition(t *testing.T) {
 				t.Fatalf("got %v", m)
 			}
 		}},
+		{"a family of one counter and one of one gauge are typed as such", func(w *Writer) {
+			w.Counter("kitd_c_total", "c.", 7)
+			w.Gauge("kitd_g", "g.", 3)
+		}, func(t *testing.T, mfs map[string]*dto.MetricFamily) {
+			c, g := mfs["kitd_c_total"], mfs["kitd_g"]
+			if c.GetType() != dto.MetricType_COUNTER || c.GetMetric()[0].GetCounter().GetValue() != 7 || c.GetHelp() != "c." {
+				t.Errorf("counter: %v", c)
+			}
+			if g.GetType() != dto.MetricType_GAUGE || g.GetMetric()[0].GetGauge().GetValue() != 3 || g.GetHelp() != "g." {
+				t.Errorf("gauge: %v", g)
+			}
+		}},
 		{"a label value is escaped and reads back as it was", func(w *Writer) {
 			w.Family("kitd_y", "y.", TypeGauge)
 			w.Sample("kitd_y", Label("v", "a\"b\\c\nd"), 1.5)
