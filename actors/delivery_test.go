@@ -535,16 +535,7 @@ func TestTakesAreWrittenByTheTakeThatHandsThemOut(t *testing.T) {
 		t.Fatalf("%d taken records naming %d events after the take, want one naming %d", records, refs, len(cs))
 	}
 
-	cut := fs.CrashClone(vfs.CrashCloneCfg{})
-	noErr(t, n.stop())
-	after, err := startNode(cut, n.clk)
-	noErr(t, err)
-	t.Cleanup(func() { after.stop() })
-	noErr(t, actors.WakeDeliveries(after.env))
-	got := map[uint64]string{}
-	for _, e := range queued(t, after, f.inst.Id) {
-		got[e.Sequence] = e.Id
-	}
+	got := queuedAfterCrash(t, n, fs, f.inst.Id)
 	if !maps.Equal(got, sent) {
 		t.Fatalf("after a crash the queue is %v, want the events as sent: %v", got, sent)
 	}

@@ -425,18 +425,26 @@ func TestEventsLeaveOnlyOnceTheirSequenceIsDurable(t *testing.T) {
 	if len(sent) != 1 || sent[0].Id != test.Id || sent[0].Sequence != 1 {
 		t.Fatalf("sent %v, want the test event with sequence 1", sent)
 	}
+	got := queuedAfterCrash(t, n, fs, f.inst.Id)
+	if got[1] != test.Id || len(got) != 2 {
+		t.Fatalf("after the cut, sequence 1 is event %q of %d; want the test event %q, as sent, and the post's after it", got[1], len(got), test.Id)
+	}
+}
+
+// queuedAfterCrash stops n, starts a node on what a crash at this moment
+// would have left of fs (nothing unsynced), wakes its deliveries, and
+// returns inst's queue there: event ids by sequence.
+func queuedAfterCrash(t *testing.T, n *testNode, fs *vfs.MemFS, inst string) map[uint64]string {
+	t.Helper()
 	cut := fs.CrashClone(vfs.CrashCloneCfg{})
 	noErr(t, n.stop())
-
 	after, err := startNode(cut, n.clk)
 	noErr(t, err)
 	t.Cleanup(func() { after.stop() })
 	noErr(t, actors.WakeDeliveries(after.env))
 	got := map[uint64]string{}
-	for _, e := range queued(t, after, f.inst.Id) {
+	for _, e := range queued(t, after, inst) {
 		got[e.Sequence] = e.Id
 	}
-	if got[1] != test.Id || len(got) != 2 {
-		t.Fatalf("after the cut, sequence 1 is event %q of %d; want the test event %q, as sent, and the post's after it", got[1], len(got), test.Id)
-	}
+	return got
 }
