@@ -93,18 +93,26 @@ func decodeBatch(b []byte, to uint64, out []multiraft.Message) ([]multiraft.Mess
 }
 
 // checkMessage refuses what no member sends to node to: a message for
-// another node, one of raft's local messages (a node's messages to
-// itself), a proposal (kitd's groups never forward them) and a snapshot
-// outside a snapshot stream.
+// another node, a type raft does not define (raft indexes tables by it),
+// one of raft's local messages (a node's messages to itself), a proposal
+// (kitd's groups never forward them) and a snapshot outside a snapshot
+// stream.
 func checkMessage(m *pb.Message, to uint64) error {
 	if m.GetTo() != to {
 		return errNotForMe
 	}
 	switch t := m.GetType(); {
-	case raft.IsLocalMsg(t), t == pb.MsgProp, t == pb.MsgSnap:
+	case !knownType(t), raft.IsLocalMsg(t), t == pb.MsgProp, t == pb.MsgSnap:
 		return fmt.Errorf("%w: %v", errType, t)
 	}
 	return nil
+}
+
+// knownType reports whether raft defines message type t. Protobuf keeps
+// an enum's unknown values, negative ones too.
+func knownType(t pb.MessageType) bool {
+	_, ok := pb.MessageType_name[int32(t)]
+	return ok
 }
 
 // appendSnapshotHeader appends the header of m's snapshot stream to b.

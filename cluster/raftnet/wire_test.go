@@ -87,6 +87,8 @@ func TestDecodeBatchRefuses(t *testing.T) {
 		{"a message that does not decode", []byte{batchV1, 0x01, 0x02, 0xff, 0xff}, nil},
 		{"a message for another node", batch(t, multiraft.Message{Group: 1, Msg: msg(pb.MsgHeartbeat, 1, 3)}), errNotForMe},
 		{"a message without a destination", batch(t, multiraft.Message{Group: 1, Msg: &pb.Message{Type: pb.MsgApp.Enum()}}), errNotForMe},
+		{"a negative message type", batch(t, multiraft.Message{Group: 1, Msg: msg(pb.MessageType(-2090414693), 1, 2)}), errType},
+		{"a message type raft does not define", batch(t, multiraft.Message{Group: 1, Msg: msg(pb.MessageType(1000), 1, 2)}), errType},
 		{"a local message (MsgHup)", batch(t, multiraft.Message{Group: 1, Msg: msg(pb.MsgHup, 1, 2)}), errType},
 		{"a local message (MsgStorageAppend)", batch(t, multiraft.Message{Group: 1, Msg: msg(pb.MsgStorageAppend, 1, 2)}), errType},
 		{"a proposal (forwarding is off)", batch(t, multiraft.Message{Group: 1, Msg: msg(pb.MsgProp, 1, 2)}), errType},
