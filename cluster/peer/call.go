@@ -234,7 +234,7 @@ func (c *conn) request(f frame) error {
 	}
 	c.t.wg.Add(1)
 	requestID := string(req.id)
-	c.t.workers.run(func() { c.handle(ctx, cancel, h, f.id, msg, requestID) })
+	c.t.workers.Run(func() { c.handle(ctx, cancel, h, f.id, msg, requestID) })
 	return nil
 }
 

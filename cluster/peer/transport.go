@@ -16,6 +16,7 @@ import (
 
 	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/loglimit"
+	"github.com/kitd/kitd/internal/workers"
 )
 
 // Handler runs a request from the member named from. requestID is the
@@ -145,7 +146,7 @@ type Transport struct {
 	handshaking map[net.Conn]struct{}
 
 	wg      sync.WaitGroup
-	workers workers // run request handlers
+	workers workers.Pool // run request handlers
 	dropped atomic.Uint64
 	refused atomic.Uint64
 }
@@ -234,7 +235,7 @@ func (t *Transport) Close() error {
 		c.fail(ErrClosed)
 	}
 	t.wg.Wait()
-	t.workers.close()
+	t.workers.Close()
 	return err
 }
 

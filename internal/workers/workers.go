@@ -1,4 +1,9 @@
-package peer
+// Package workers runs jobs on goroutines kept between them. A new
+// goroutine starts with a small stack and grows it, copying it each time,
+// on every job that goes deep (protobuf's reflection, an actor call, an
+// HTTPS client); a kept one grew it once. It owns the pool and nothing of
+// what the jobs do.
+package workers
 
 import (
 	"slices"
@@ -6,18 +11,17 @@ import (
 	"time"
 )
 
-// workers runs request handlers on goroutines kept between requests. A new
-// goroutine starts with a small stack and grows it, copying it each time,
-// on every forwarded request that goes down to protobuf's reflection and
-// an actor; a kept one grew it once. There is no bound on how many run: a
-// handler may wait on anything (a raft commit, another node), so a request
-// never waits for a free worker. The zero value is ready to use.
-type workers struct {
+// Pool runs jobs on workers, goroutines kept between jobs. There is no
+// bound on how many run: a job may wait on anything (a raft commit,
+// another node, a Kit's endpoint), so a job never waits for a free
+// worker. The zero value is ready to use.
+type Pool struct {
 	mu     sync.Mutex
 	idle   []*worker // the most recently used last: its stack is warm
 	closed bool
-	// idleFor, when set, replaces workerIdleFor (tests).
-	idleFor time.Duration
+	// IdleFor, when set, is how long a worker waits for its next job
+	// before it ends (default 10 s). Set it before the first Run.
+	IdleFor time.Duration
 	live    int // workers started and not gone: what tests count
 }
 
@@ -34,8 +38,8 @@ const (
 	maxIdleWorkers = 256
 )
 
-// run runs job on an idle worker, or on a new one when none is idle.
-func (p *workers) run(job func()) {
+// Run runs job on an idle worker, or on a new one when none is idle.
+func (p *Pool) Run(job func()) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -56,10 +60,10 @@ func (p *workers) run(job func()) {
 	go p.loop(w)
 }
 
-func (p *workers) loop(w *worker) {
+func (p *Pool) loop(w *worker) {
 	idleFor := workerIdleFor
-	if p.idleFor > 0 {
-		idleFor = p.idleFor
+	if p.IdleFor > 0 {
+		idleFor = p.IdleFor
 	}
 	timer := time.NewTimer(idleFor)
 	defer timer.Stop()
@@ -84,7 +88,7 @@ func (p *workers) loop(w *worker) {
 
 // park puts w among the idle workers; it reports false when w must end
 // instead (the transport closed, or enough are idle).
-func (p *workers) park(w *worker) bool {
+func (p *Pool) park(w *worker) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed || len(p.idle) >= maxIdleWorkers {
@@ -96,7 +100,7 @@ func (p *workers) park(w *worker) bool {
 }
 
 // leave takes an idle w out for good; false when run took it first.
-func (p *workers) leave(w *worker) bool {
+func (p *Pool) leave(w *worker) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	i := slices.Index(p.idle, w)
@@ -108,15 +112,15 @@ func (p *workers) leave(w *worker) bool {
 	return true
 }
 
-func (p *workers) gone() {
+func (p *Pool) gone() {
 	p.mu.Lock()
 	p.live--
 	p.mu.Unlock()
 }
 
-// close ends the idle workers; jobs run after it get goroutines of their
+// Close ends the idle workers; jobs run after it get goroutines of their
 // own.
-func (p *workers) close() {
+func (p *Pool) Close() {
 	p.mu.Lock()
 	idle := p.idle
 	p.idle, p.closed = nil, true
@@ -126,8 +130,8 @@ func (p *workers) close() {
 	}
 }
 
-// running counts the workers that have not ended.
-func (p *workers) running() int {
+// Running counts the workers that have not ended.
+func (p *Pool) Running() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.live
