@@ -20,6 +20,7 @@ import (
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/manifest"
+	"github.com/kitd/kitd/internal/workers"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -71,6 +72,10 @@ type Sender struct {
 	done      chan struct{} // closed by Close
 	stats     senderStats
 	wg        sync.WaitGroup
+	// workers run the pumps and the chains of attempts: a goroutine of
+	// its own for each grew its stack anew, through the HTTPS client and
+	// an actor call, at every event of a quiet installation.
+	workers workers.Pool
 }
 
 // New builds a sender; it sends nothing until told.
@@ -121,7 +126,7 @@ func (s *Sender) EventsQueued(installationID string) {
 	wake := make(chan struct{}, 1)
 	s.pumps[installationID] = wake
 	s.wg.Add(1)
-	go s.pump(installationID, wake)
+	s.workers.Run(func() { s.pump(installationID, wake) })
 }
 
 // Close stops the pumps after their attempts in flight.
@@ -133,12 +138,13 @@ func (s *Sender) Close() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.workers.Close()
 	s.https.public.CloseIdleConnections()
 	s.https.allowed.CloseIdleConnections()
 }
 
 // pump sends the installation's events until nothing waits: it takes what
-// the actor allows, sends each in its own goroutine, and when all of them
+// the actor allows, sends each on a worker of its own, and when all of them
 // are in flight or waiting for a retry, waits for a wake-up (an attempt
 // done, an event queued) or, with a retry waiting, for the next poll.
 func (s *Sender) pump(inst string, wake chan struct{}) {
@@ -156,8 +162,11 @@ func (s *Sender) pump(inst string, wake chan struct{}) {
 			s.start(inst, t, err, r.Events, &inFlight, wake)
 			continue
 		}
-		if r.InFlight == 0 && r.NextDue == 0 && s.retire(inst, wake) {
-			return
+		if r.InFlight == 0 && r.NextDue == 0 {
+			if s.retire(inst, wake) {
+				return
+			}
+			continue // retire took a wake-up that came meanwhile: take again
 		}
 		var poll <-chan time.Time
 		if r.NextDue != 0 {
@@ -182,7 +191,7 @@ const chainLength = 100
 func (s *Sender) start(inst string, t target, terr error, evs []*kitpb.Event, inFlight *sync.WaitGroup, wake chan struct{}) {
 	for _, ev := range evs {
 		inFlight.Add(1)
-		go s.chain(inst, t, terr, ev, inFlight, wake)
+		s.workers.Run(func() { s.chain(inst, t, terr, ev, inFlight, wake) })
 	}
 }
 
