@@ -227,12 +227,19 @@ func (c *cluster) awaitLeads(id uint64, groups ...multiraft.GroupID) {
 	}
 }
 
-// propose proposes data to g on its leader.
+// propose proposes data to g on its leader, once every live node agrees
+// on it: a replica just added learns its leader from the leader's first
+// append, which may still be on its way.
 func (c *cluster) propose(g multiraft.GroupID, data string) uint64 {
 	c.t.Helper()
-	lead := c.leader(g)
-	if lead == 0 {
-		c.t.Fatalf("group %d has no leader", g)
+	var lead uint64
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if lead = c.leader(g); lead != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("group %d has no leader all live nodes agree on after 10 s", g)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
