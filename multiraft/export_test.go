@@ -22,6 +22,13 @@ func (n *Node) WrittenHardState(g GroupID) (hs *pb.HardState, err error) {
 	return hs, err
 }
 
+// Queued returns how many events wait for the driver to take them.
+func (n *Node) Queued() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.inbox)
+}
+
 // WriteLegacyGroup writes group g as a store written before the raft log
 // had files of its own held it: compaction mark (1, 1), applied index 1,
 // voters, and the log and hard state under r/.

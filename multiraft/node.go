@@ -543,7 +543,7 @@ func (n *Node) cycle() (bool, error) {
 	n.sendAhead(rs)
 
 	b := n.store.NewBatch()
-	mustSync, written := false, uint64(0)
+	mustSync, written, appliesSynced := false, uint64(0), true
 	for i := range rs {
 		wrote, err := n.persist(b, &rs[i])
 		if err != nil {
@@ -553,13 +553,14 @@ func (n *Node) cycle() (bool, error) {
 			written++
 		}
 		mustSync = mustSync || rs[i].rd.MustSync || !raft.IsEmptySnap(rs[i].rd.Snapshot)
+		appliesSynced = appliesSynced && rs[i].appliesSynced()
 	}
 	for i := range rs {
 		if err := n.apply(b, &rs[i]); err != nil {
 			return true, err
 		}
 	}
-	if err := n.write(b, mustSync, written); err != nil {
+	if err := n.write(b, mustSync, written, appliesSynced && n.restores == nil); err != nil {
 		return true, err
 	}
 	if err := n.release(); err != nil {
@@ -567,11 +568,7 @@ func (n *Node) cycle() (bool, error) {
 	}
 
 	n.send(rs)
-	for _, p := range n.settled {
-		p.finish(p.index, nil)
-	}
-	clear(n.settled)
-	n.settled = n.settled[:0]
+	n.answer()
 	for i := range rs {
 		n.observe(&rs[i])
 		rs[i].g.rn.Advance(rs[i].rd)
@@ -580,19 +577,45 @@ func (n *Node) cycle() (bool, error) {
 	return true, nil
 }
 
+// appliesSynced reports whether every entry the Ready applies was in the
+// raft log on disk before this cycle: none is among the entries it
+// appends. A leader's always are (it counts its own acknowledgement only
+// after its sync); a follower's may not be, when one message brought
+// entries and a commit index that covers them.
+func (r *groupReady) appliesSynced() bool {
+	applied, appended := r.rd.CommittedEntries, r.rd.Entries
+	return len(applied) == 0 || len(appended) == 0 ||
+		applied[len(applied)-1].GetIndex() < appended[0].GetIndex()
+}
+
+// answer returns the proposals the cycle applied to their callers.
+func (n *Node) answer() {
+	for _, p := range n.settled {
+		p.finish(p.index, nil)
+	}
+	clear(n.settled)
+	n.settled = n.settled[:0]
+}
+
 // write writes the cycle's raft log records, synced when raft needs them
-// on disk before the messages leave (new entries, term or vote), and then
-// the batch, unsynced: what it holds (applied records, applied index,
+// on disk before the messages leave (new entries, term or vote), and the
+// batch, unsynced: what it holds (applied records, applied index,
 // compaction marks) a crash may lose, and a restart applies the log again
 // past the durable applied index (StateMachine.Apply is idempotent), while
 // the raft log keeps every entry past the durable compaction mark
-// (raftlog's BeforeDelete syncs the store first). A cycle that restored
-// snapshots first commits their state (n.restores, synced) and only then
-// rewrites the restored groups' raft log: it never drops a group's
-// entries while the store may still lose the snapshot that replaced them.
-// A crash between the two leaves a log that does not continue the
-// snapshot, which loadGroups drops.
-func (n *Node) write(b *persistence.Batch, mustSync bool, groups uint64) error {
+// (raftlog's BeforeDelete syncs the store first).
+//
+// When every entry the batch applies was synced in an earlier cycle
+// (appliesSynced), the batch goes first and the proposals it applied are
+// answered before the raft log's sync: they wait for their own entry's
+// sync, not for the next one's as well. Otherwise the batch waits for the
+// sync, so that the store never holds an applied index past the durable
+// log. A cycle that restored snapshots first commits their state
+// (n.restores, synced) and only then rewrites the restored groups' raft
+// log: it never drops a group's entries while the store may still lose the
+// snapshot that replaced them. A crash between the two leaves a log that
+// does not continue the snapshot, which loadGroups drops.
+func (n *Node) write(b *persistence.Batch, mustSync bool, groups uint64, appliesSynced bool) error {
 	if b.Empty() && !mustSync && n.restores == nil {
 		b.Close()
 		return n.rlog.Write(false)
@@ -617,8 +640,17 @@ func (n *Node) write(b *persistence.Batch, mustSync bool, groups uint64) error {
 	if mustSync {
 		n.stats.syncs.Add(1)
 	}
+	if appliesSynced {
+		if err := b.Write(); err != nil {
+			return err
+		}
+		n.answer()
+	}
 	if err := n.rlog.Write(mustSync); err != nil {
 		return fmt.Errorf("replication: %w", err)
+	}
+	if appliesSynced {
+		return nil
 	}
 	return b.Write()
 }

@@ -131,3 +131,65 @@ func TestLeaderReplicatesWhileItWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A proposal applied in a cycle that also appends new entries is answered
+// when its records are written, not after that cycle's sync: its own entry
+// was synced a cycle before, so waiting for the next one only added a sync
+// to every answer under load.
+func TestAnAppliedProposalDoesNotWaitForTheNextSync(t *testing.T) {
+	fs := &multirafttest.SyncCountingFS{FS: vfs.NewMem()}
+	c := newCluster(t, nil, nil)
+	m := c.start(1, fs)
+	c.bootstrap(1, []uint64{1})
+	c.elect(1)
+	c.awaitLeads(1, 0)
+
+	propose := func(data string) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			ctx, cancel := proposeCtx()
+			defer cancel()
+			_, err := m.node.Propose(ctx, 0, []byte(data))
+			done <- err
+		}()
+		return done
+	}
+	until := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting until %s", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	fs.Block()
+	defer fs.Unblock()
+	first := propose("first")
+	until("the first entry's sync waits", func() bool { return fs.Waiting() == 1 })
+	second := propose("second")
+	until("the second proposal waits for the driver", func() bool { return m.node.Queued() == 1 })
+	synced := fs.WALSyncs()
+	fs.Release() // the first entry is synced; the cycle that applies it appends the second
+	until("the second entry's sync waits", func() bool { return fs.WALSyncs() == synced+1 && fs.Waiting() == 1 })
+
+	select {
+	case err := <-first:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second): // before the proposal's own deadline
+		t.Fatal("the first proposal waited for the second entry's sync")
+	}
+	select {
+	case err := <-second:
+		t.Fatalf("the second proposal returned (%v) before its entry was synced", err)
+	default:
+	}
+	fs.Unblock()
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -16,6 +16,7 @@ type SyncCountingFS struct {
 	vfs.FS
 	SyncDelay time.Duration
 	syncs     atomic.Uint64
+	waiting   atomic.Int64
 	gate      atomic.Pointer[chan struct{}]
 }
 
@@ -27,6 +28,17 @@ func (fs *SyncCountingFS) WALSyncs() uint64 { return fs.syncs.Load() }
 func (fs *SyncCountingFS) Block() {
 	gate := make(chan struct{})
 	fs.gate.Store(&gate)
+}
+
+// Waiting returns how many syncs wait for Unblock or Release.
+func (fs *SyncCountingFS) Waiting() int64 { return fs.waiting.Load() }
+
+// Release lets the waiting syncs go and holds every later one.
+func (fs *SyncCountingFS) Release() {
+	gate := make(chan struct{})
+	if old := fs.gate.Swap(&gate); old != nil {
+		close(*old)
+	}
 }
 
 // Unblock lets the waiting syncs and every later one go.
@@ -65,7 +77,9 @@ type countingFile struct {
 
 func (f *countingFile) synced() {
 	if gate := f.fs.gate.Load(); gate != nil {
+		f.fs.waiting.Add(1)
 		<-*gate
+		f.fs.waiting.Add(-1)
 	}
 	f.fs.syncs.Add(1)
 	if f.fs.SyncDelay > 0 {
