@@ -18,9 +18,10 @@ import (
 // lacks some partitions, and reads them through a node that holds them
 // (actors.Env.Partition, docs/cluster.md "Reads of other partitions").
 // The broad scenario of TestStoredKeysHaveAConstructor runs through each
-// node in turn (writeClusterRecords: messages, a thread, an
-// Idempotency-Key, a reaction, a file, a webhook, an install link, the
-// OAuth code exchange, tokens, the developer log); events posted through
+// node in turn (writeRecords: messages, a thread, an Idempotency-Key, a
+// reaction, a file, a webhook and a post through it, whose conversation
+// another node may lead, an install link, the OAuth code exchange,
+// tokens, the developer log); events posted through
 // each node are delivered; the replicas the joins moved away are
 // forgotten; then every node reads what every node wrote and gives the same answers, and
 // no node read a partition it lacks outside the read path
@@ -37,7 +38,7 @@ func TestClusterReadsPartitionsANodeLacks(t *testing.T) {
 
 	var ws []written
 	for _, s := range c.nodes {
-		ws = append(ws, writeClusterRecords(t, s))
+		ws = append(ws, writeRecords(t, s, nil))
 	}
 
 	// Events of posts through every node reach the Kit's endpoint.
@@ -186,43 +187,4 @@ func (c *testCluster) waitReplicas(t *testing.T, want, replicas int) map[string]
 		t.Fatal("every node holds every partition")
 	}
 	return lacking
-}
-
-// writeClusterRecords is writeRecords without the events (the test above
-// has its own) and without posting through the webhook: a webhook's post
-// is handed from its actor to its conversation's (cluster.Host.Forward),
-// which fails while another node leads the conversation (docs/cluster.md,
-// "Forwarding": not forwarded yet).
-func writeClusterRecords(t *testing.T, s *Server) written {
-	t.Helper()
-	w := newWorkspace(t, s)
-	c := w.channel(t, "public", w.members()...)
-	member(t, s, w.ID, "Signs in", "reads-"+randHex(6)+"@example.com", "pw "+randHex(6))
-
-	scopes := append([]string{"incoming-webhook"}, fileScopes...)
-	k := w.webhookKit(t, 2, scopes...)
-	want(t, s.api(t, w.Dev, "POST", "/dev/kits/"+k.ID+"/domains", map[string]any{"domain": "reads.example.com"}, nil), 201)
-	want(t, s.ops(t, "POST", "/ops/v1/kits/"+k.ID+"/signing-secret", nil), 201)
-	in := w.install(t, k, c.ID)
-	newInstallLink(t, w, w.unlistedKit(t))
-
-	g := authorizeGrant(t, in, w.Mem.ID)
-	user := g.access()
-
-	parent := in.post(t, c.ID, "parent")
-	want(t, in.api(t, "POST", "/messages", map[string]any{"conversationId": c.ID, "text": "reply", "threadParentId": jstr(parent, "id")}), 201)
-	r := s.api(t, in.Token, "POST", "/messages", map[string]any{"conversationId": c.ID, "text": "once"}, map[string]string{"Idempotency-Key": "reads-" + randHex(4)})
-	want(t, r, 201)
-	want(t, s.api(t, user, "POST", "/reactions", map[string]any{"messageId": jstr(parent, "id"), "reaction": "heart"}, nil), 200)
-	r = s.api(t, user, "POST", "/files", uploadBody(c.ID, "text/plain", []byte("stored in one chunk")), nil)
-	want(t, r, 201)
-	file := r.Str("file.id")
-	h := in.hook(t, c.ID)
-
-	r = s.api(t, w.Dev, "GET", "/dev/kits/"+k.ID+"/logs", nil, nil)
-	want(t, r, 200)
-	if len(jarr(r.JSON, "entries")) == 0 {
-		t.Fatalf("the developer log is empty%s", r)
-	}
-	return written{conv: c.ID, message: jstr(parent, "id"), file: file, user: user, hook: h}
 }
