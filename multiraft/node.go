@@ -527,8 +527,9 @@ func (n *Node) step(e *event) {
 }
 
 // cycle handles the Ready of every group that has one: one write of the
-// raft log (one sync), one batch, then the messages, then the replies. It
-// reports whether there was anything to do.
+// raft log (one sync) and one batch (write says in which order, and when
+// the replies go), then the messages. It reports whether there was
+// anything to do.
 func (n *Node) cycle() (bool, error) {
 	rs := n.readies[:0]
 	for _, g := range n.order {
