@@ -193,3 +193,61 @@ func TestAnAppliedProposalDoesNotWaitForTheNextSync(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A follower that applies an entry in the cycle that appends it writes the
+// entry's records only after the raft log's sync: the store must never
+// hold an applied entry the log could still lose.
+func TestAFollowerAppliesAnEntryItAppendsAfterItsSync(t *testing.T) {
+	fss := map[uint64]*multirafttest.SyncCountingFS{}
+	c := newCluster(t, nil, nil)
+	for _, id := range []uint64{1, 2, 3} {
+		fss[id] = &multirafttest.SyncCountingFS{FS: vfs.NewMem()}
+		c.start(id, fss[id])
+	}
+	c.bootstrap(1, []uint64{1, 2, 3})
+	c.elect(1)
+	lead := c.leader(0)
+	c.awaitLeads(lead, 0)
+	follower := lead%3 + 1
+
+	// The entry commits on the leader and the other follower alone.
+	c.net.Drop(func(m multiraft.Message) bool { return m.Msg.GetTo() == follower })
+	idx := c.propose(0, "x")
+
+	// Then the leader sends it to the follower with a commit index that
+	// covers it: one Ready appends and applies it.
+	var appendCommitted atomic.Bool
+	c.net.Drop(func(m multiraft.Message) bool {
+		if m.Msg.GetTo() == follower && m.Msg.GetType() == pb.MsgApp && m.Msg.GetCommit() >= idx {
+			for _, e := range m.Msg.GetEntries() {
+				if e.GetIndex() == idx {
+					appendCommitted.Store(true)
+				}
+			}
+		}
+		return false
+	})
+	fs := fss[follower]
+	fs.Block()
+	defer fs.Unblock()
+	deadline := time.Now().Add(10 * time.Second)
+	for fs.Waiting() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the follower never synced the entry")
+		}
+		c.nodes[lead].tick <- time.Time{}
+		time.Sleep(time.Millisecond)
+	}
+	if !appendCommitted.Load() {
+		t.Fatal("the follower's sync is not the one of an append that commits its entry")
+	}
+	recs, err := c.nodes[follower].kv.Records(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := recs[idx]; ok {
+		t.Fatal("the follower wrote the entry's records before the entry was synced")
+	}
+	fs.Unblock()
+	c.waitEqual(0)
+}
