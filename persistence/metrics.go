@@ -73,6 +73,31 @@ func (s *Store) Collect(w *metrics.Writer) {
 	gauge(w, "kitd_pebble_compaction_debt_bytes", "Estimated bytes compactions need to rewrite to bring the LSM back into shape.", float64(m.Compact.EstimatedDebt))
 	gauge(w, "kitd_pebble_compactions_in_progress", "Compactions running.", float64(m.Compact.NumInProgress))
 	counter(w, "kitd_pebble_compactions_total", "Compactions completed.", float64(m.Compact.Count))
+	w.Family("kitd_pebble_compactions_by_kind_total", "Compactions completed, by what picked them: tombstone_density rewrites tables for their deletions.", metrics.TypeCounter)
+	for _, k := range []struct {
+		kind string
+		n    int64
+	}{
+		{"default", m.Compact.DefaultCount},
+		{"delete_only", m.Compact.DeleteOnlyCount},
+		{"elision_only", m.Compact.ElisionOnlyCount},
+		{"copy", m.Compact.CopyCount},
+		{"move", m.Compact.MoveCount},
+		{"read", m.Compact.ReadCount},
+		{"tombstone_density", m.Compact.TombstoneDensityCount},
+		{"rewrite", m.Compact.RewriteCount},
+		{"multi_level", m.Compact.MultiLevelCount},
+		{"blob_file_rewrite", m.Compact.BlobFileRewriteCount},
+	} {
+		w.Sample("kitd_pebble_compactions_by_kind_total", metrics.Label("kind", k.kind), float64(k.n))
+	}
+	var flushed, compacted uint64
+	for _, l := range m.Levels {
+		flushed += l.TableBytesFlushed
+		compacted += l.TableBytesCompacted
+	}
+	counter(w, "kitd_pebble_flush_bytes_written_total", "Bytes flushes wrote into tables.", float64(flushed))
+	counter(w, "kitd_pebble_compaction_bytes_written_total", "Bytes compactions wrote into tables; with the flushes' and the WAL's, the store's write amplification.", float64(compacted))
 	counter(w, "kitd_pebble_flushes_total", "Memtable flushes completed.", float64(m.Flush.Count))
 	gauge(w, "kitd_pebble_l0_sublevels", "Sublevels of L0; writes stall when they pile up.", float64(m.Levels[0].Sublevels))
 	gauge(w, "kitd_pebble_read_amplification", "Sublevels of L0 plus non-empty levels below.", float64(m.ReadAmp()))

@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"context"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -73,5 +74,46 @@ func TestStoreMetrics(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Flushes and compactions are counted with the bytes they write, and
+// compactions by the kind that picked them: the store's write
+// amplification, and what drives it (docs/decisions.md "Metrics").
+func TestStoreCompactionMetrics(t *testing.T) {
+	s := openMem(t)
+	for _, v := range []string{"1", "2"} { // two overlapping tables in L0
+		setAll(t, s, "a", v, "b", v)
+		if err := s.db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Merging the two takes a compaction that rewrites them (Pebble may
+	// have started one of its own already).
+	if err := s.db.Compact(context.Background(), []byte("a"), []byte("c"), false); err != nil {
+		t.Fatal(err)
+	}
+	after := scrape(t, s)
+
+	value := metricstest.Value
+	if got := value(after, "kitd_pebble_flush_bytes_written_total"); got <= 0 {
+		t.Errorf("two flushes wrote %v bytes", got)
+	}
+	if got := value(after, "kitd_pebble_compaction_bytes_written_total"); got <= 0 {
+		t.Errorf("a compaction of two tables wrote %v bytes", got)
+	}
+	if got, total := value(after, "kitd_pebble_compactions_by_kind_total", "kind", "default"), value(after, "kitd_pebble_compactions_total"); got < 1 || total < got {
+		t.Errorf("default compactions %v of %v, want the manual one", got, total)
+	}
+	kinds := map[string]bool{}
+	for _, m := range after["kitd_pebble_compactions_by_kind_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			kinds[l.GetValue()] = true
+		}
+	}
+	for _, kind := range []string{"default", "delete_only", "elision_only", "copy", "move", "read", "tombstone_density", "rewrite", "multi_level", "blob_file_rewrite"} {
+		if !kinds[kind] {
+			t.Errorf("no series for kind %q", kind)
+		}
 	}
 }
