@@ -87,16 +87,7 @@ func TestWhatACycleWrites(t *testing.T) {
 // fsync and its followers' overlap; its acknowledgement still waits for
 // the sync, so nothing commits on the followers' disks alone before it.
 func TestLeaderReplicatesWhileItWrites(t *testing.T) {
-	fss := map[uint64]*multirafttest.SyncCountingFS{}
-	c := newCluster(t, nil, nil)
-	for _, id := range []uint64{1, 2, 3} {
-		fss[id] = &multirafttest.SyncCountingFS{FS: vfs.NewMem()}
-		c.start(id, fss[id])
-	}
-	c.bootstrap(1, []uint64{1, 2, 3})
-	c.elect(1)
-	lead := c.leader(0)
-	c.awaitLeads(lead, 0)
+	c, fss, lead := threeWithSyncCounting(t)
 
 	var appends atomic.Int64
 	c.net.Drop(func(m multiraft.Message) bool {
@@ -198,16 +189,7 @@ func TestAnAppliedProposalDoesNotWaitForTheNextSync(t *testing.T) {
 // entry's records only after the raft log's sync: the store must never
 // hold an applied entry the log could still lose.
 func TestAFollowerAppliesAnEntryItAppendsAfterItsSync(t *testing.T) {
-	fss := map[uint64]*multirafttest.SyncCountingFS{}
-	c := newCluster(t, nil, nil)
-	for _, id := range []uint64{1, 2, 3} {
-		fss[id] = &multirafttest.SyncCountingFS{FS: vfs.NewMem()}
-		c.start(id, fss[id])
-	}
-	c.bootstrap(1, []uint64{1, 2, 3})
-	c.elect(1)
-	lead := c.leader(0)
-	c.awaitLeads(lead, 0)
+	c, fss, lead := threeWithSyncCounting(t)
 	follower := lead%3 + 1
 
 	// The entry commits on the leader and the other follower alone.
@@ -250,4 +232,21 @@ func TestAFollowerAppliesAnEntryItAppendsAfterItsSync(t *testing.T) {
 	}
 	fs.Unblock()
 	c.waitEqual(0)
+}
+
+// threeWithSyncCounting is a cluster of three nodes, each on a
+// SyncCountingFS, with group 0 led by the one it returns.
+func threeWithSyncCounting(t *testing.T) (*cluster, map[uint64]*multirafttest.SyncCountingFS, uint64) {
+	t.Helper()
+	fss := map[uint64]*multirafttest.SyncCountingFS{}
+	c := newCluster(t, nil, nil)
+	for _, id := range []uint64{1, 2, 3} {
+		fss[id] = &multirafttest.SyncCountingFS{FS: vfs.NewMem()}
+		c.start(id, fss[id])
+	}
+	c.bootstrap(1, []uint64{1, 2, 3})
+	c.elect(1)
+	lead := c.leader(0)
+	c.awaitLeads(lead, 0)
+	return c, fss, lead
 }
