@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/multiraft/multirafttest"
 	"github.com/kitd/kitd/persistence"
@@ -233,14 +234,10 @@ func (c *cluster) awaitLeads(id uint64, groups ...multiraft.GroupID) {
 func (c *cluster) propose(g multiraft.GroupID, data string) uint64 {
 	c.t.Helper()
 	var lead uint64
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		if lead = c.leader(g); lead != 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("group %d has no leader all live nodes agree on after 10 s", g)
-		}
-	}
+	eventually.True(c.t, fmt.Sprintf("a leader of group %d every live node agrees on", g), func() bool {
+		lead = c.leader(g)
+		return lead != 0
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	idx, err := c.nodes[lead].node.Propose(ctx, g, []byte(data))

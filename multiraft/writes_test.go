@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	pb "go.etcd.io/raft/v3/raftpb"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/multiraft/multirafttest"
 )
@@ -145,26 +146,15 @@ func TestAnAppliedProposalDoesNotWaitForTheNextSync(t *testing.T) {
 		}()
 		return done
 	}
-	until := func(what string, ok func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting until %s", what)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-
 	fs.Block()
 	defer fs.Unblock()
 	first := propose("first")
-	until("the first entry's sync waits", func() bool { return fs.Waiting() == 1 })
+	eventually.True(t, "the first entry's sync waits", func() bool { return fs.Waiting() == 1 })
 	second := propose("second")
-	until("the second proposal waits for the driver", func() bool { return m.node.Queued() == 1 })
+	eventually.True(t, "the second proposal waits for the driver", func() bool { return m.node.Queued() == 1 })
 	synced := fs.WALSyncs()
 	fs.Release() // the first entry is synced; the cycle that applies it appends the second
-	until("the second entry's sync waits", func() bool { return fs.WALSyncs() == synced+1 && fs.Waiting() == 1 })
+	eventually.True(t, "the second entry's sync waits", func() bool { return fs.WALSyncs() == synced+1 && fs.Waiting() == 1 })
 
 	select {
 	case err := <-first:
@@ -212,14 +202,13 @@ func TestAFollowerAppliesAnEntryItAppendsAfterItsSync(t *testing.T) {
 	fs := fss[follower]
 	fs.Block()
 	defer fs.Unblock()
-	deadline := time.Now().Add(10 * time.Second)
-	for fs.Waiting() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the follower never synced the entry")
+	eventually.True(t, "the follower's sync of the entry, the leader ticking", func() bool {
+		if fs.Waiting() > 0 {
+			return true
 		}
 		c.nodes[lead].tick <- time.Time{}
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	})
 	if !appendCommitted.Load() {
 		t.Fatal("the follower's sync is not the one of an append that commits its entry")
 	}
