@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +31,37 @@ func TestDurability(t *testing.T) {
 func TestDurabilityReplicated(t *testing.T) {
 	for round := 1; round <= 2; round++ {
 		t.Run(fmt.Sprintf("round %d", round), func(t *testing.T) { durabilityRound(t, round, []string{"--replicate"}) })
+	}
+}
+
+// A directory that ran with raft groups is served only with them
+// (docs/cluster.md, "A node alone"): its records are the groups' applied
+// state, and a write made straight to them would be undone when the
+// groups apply their logs again. Started without --replicate, kitd says so
+// and exits before it serves; started with it again, it serves every
+// message it had.
+func TestADirectoryThatRanGroupsIsServedOnlyWithThem(t *testing.T) {
+	opts := ServerOpts{DataDir: t.TempDir(), OpToken: "op_" + randToken(), Limits: "off", Args: []string{"--replicate"}}
+	s := startServerOpts(t, opts)
+	w := newWorkspace(t, s)
+	conv := w.channel(t, "public", w.Owner.ID, w.Mem.ID).ID
+	in := w.install(t, w.kit(t, baseScopes...), conv)
+	posted := s.api(t, in.Token, "POST", "/messages", postBody(conv, "committed through a group"), nil)
+	want(t, posted, 201)
+	s.stopClean(t)
+
+	alone := opts
+	alone.Args = nil
+	if s2, err := launch(alone); err == nil {
+		s2.stop(startupTimeout)
+		t.Fatal("kitd served without --replicate a directory that ran with it")
+	} else if !strings.Contains(err.Error(), "ran with raft groups") {
+		t.Fatalf("kitd did not say why it refused:\n%v", err)
+	}
+
+	s3 := startServerOpts(t, opts)
+	if got, wantKeys := historyKeys(t, s3, in.Token, conv), []string{posted.Str("message.id") + "\x00committed through a group"}; !equalStrings(got, wantKeys) {
+		t.Fatalf("after the refused start the conversation holds %q, want %q", got, wantKeys)
 	}
 }
 

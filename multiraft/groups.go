@@ -163,6 +163,31 @@ func Forgotten(store *persistence.Store) (bool, error) {
 	return false, fmt.Errorf("replication: forgotten mark: %w", err)
 }
 
+// RanGroups reports whether this store's node ever ran raft groups: it
+// has a raft id, or a group's state. Such a store's records are the
+// groups' applied state, behind what their logs hold, so only the groups
+// may write to it: a write straight to it would be undone when the groups
+// apply their logs again, and would never reach the other replicas.
+func RanGroups(store *persistence.Store) (bool, error) {
+	ok, err := store.Has(nodeIDKey())
+	if err != nil {
+		return false, fmt.Errorf("replication: node id: %w", err)
+	}
+	if ok {
+		return true, nil
+	}
+	found := false
+	lower, upper := rootKeys()
+	err = store.Scan(lower, upper, false, func(_, _ []byte) bool {
+		found = true
+		return false
+	})
+	if err != nil {
+		return false, fmt.Errorf("replication: group state: %w", err)
+	}
+	return found, nil
+}
+
 func isEmpty(hs *pb.HardState) bool {
 	return hs.GetTerm() == 0 && hs.GetVote() == 0 && hs.GetCommit() == 0
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/http/api"
 	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/replica"
 	"github.com/kitd/kitd/server/clusternode"
@@ -64,6 +66,28 @@ func startGroups(cfg Config, store *persistence.Store, env *actors.Env, httpAddr
 		return groups{replica: r, wakes: hosts.wakes}, nil
 	}
 	return groups{}, nil
+}
+
+// refuseGroupsUnasked refuses to commit straight to a store that ran raft
+// groups (multiraft.RanGroups): its records are the groups' applied state,
+// and their logs may hold entries to apply again over them, so a write
+// made without the groups would be undone by the next start with them,
+// and in a cluster would never reach the other replicas. A backup restored
+// into a new directory leaves the groups behind (docs/cluster.md,
+// "Backups") and runs alone.
+func refuseGroupsUnasked(cfg Config, store *persistence.Store) error {
+	if cfg.ClusterBind != "" || cfg.Replicate {
+		return nil
+	}
+	ran, err := multiraft.RanGroups(store)
+	if err != nil {
+		return err
+	}
+	if ran {
+		return fmt.Errorf("%s ran with raft groups (--replicate or --cluster-bind): start it the same way, "+
+			"or restore a backup of it into a new directory to run that without them", cfg.DataDir)
+	}
+	return nil
 }
 
 // view is what the front end shows of the cluster: nil for a node alone.

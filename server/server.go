@@ -123,6 +123,9 @@ func Start(cfg Config) (_ *Server, err error) {
 	if s.store, err = persistence.Open(cfg.DataDir, persistence.Options{Logger: s.log}); err != nil {
 		return nil, err
 	}
+	if err := refuseGroupsUnasked(cfg, s.store); err != nil {
+		return nil, err
+	}
 	if err := actors.Upgrade(s.store, s.log); err != nil {
 		return nil, err
 	}
