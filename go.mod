@@ -14,7 +14,7 @@ require (
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.71.0
 	github.com/valyala/fasthttp v1.74.0
-	go.etcd.io/raft/v3 v3.7.0
+	go.etcd.io/raft/v3 v3.6.0
 	golang.org/x/crypto v0.58.0
 	golang.org/x/net v0.60.0
 	google.golang.org/protobuf v1.36.12
@@ -40,6 +40,7 @@ require (
 	github.com/go-openapi/jsonpointer v0.22.5 // indirect
 	github.com/go-openapi/swag/jsonname v0.25.5 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
+	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/golang/snappy v0.0.5-0.20231225225746-43d5d4cd4e0e // indirect
 	github.com/google/btree v1.1.3 // indirect
 	github.com/gorilla/mux v1.8.0 // indirect

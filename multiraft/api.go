@@ -46,7 +46,7 @@ type StateMachine interface {
 // Message is one raft message of one group, as the Transport carries it.
 type Message struct {
 	Group GroupID
-	Msg   *pb.Message
+	Msg   pb.Message
 }
 
 // Transport moves messages between nodes. Raft tolerates loss,
@@ -55,7 +55,8 @@ type Message struct {
 type Transport interface {
 	// Send hands the messages of one cycle to the network. It must not
 	// block on the network (the driver of every group waits for it); it may
-	// drop. The messages are the transport's to keep.
+	// drop. The messages are the transport's to keep, but not the slice:
+	// the driver reuses it once Send returns.
 	Send(msgs []Message)
 
 	// SendSnapshot streams m (a MsgSnap) and the group's state read from

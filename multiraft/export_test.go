@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/persistence"
 )
@@ -32,14 +31,14 @@ func (n *Node) Queued() int {
 // WriteLegacyGroup writes group g as a store written before the raft log
 // had files of its own held it: compaction mark (1, 1), applied index 1,
 // voters, and the log and hard state under r/.
-func WriteLegacyGroup(b *persistence.Batch, g GroupID, voters []uint64, hs *pb.HardState, ents []*pb.Entry) {
+func WriteLegacyGroup(b *persistence.Batch, g GroupID, voters []uint64, hs *pb.HardState, ents []pb.Entry) {
 	b.Set(snapshotKey(g), binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, 1), 1))
 	b.Set(appliedKey(g), binary.BigEndian.AppendUint64(nil, 1))
-	cs, _ := proto.Marshal(&pb.ConfState{Voters: voters})
+	cs, _ := (&pb.ConfState{Voters: voters}).Marshal()
 	b.Set(confStateKey(g), cs)
 	b.Set(hardStateKey(g), appendHardState(nil, hs))
 	for _, e := range ents {
-		b.Set(appendLogKey(nil, g, e.GetIndex()), appendEntryValue(nil, e))
+		b.Set(appendLogKey(nil, g, e.Index), appendEntryValue(nil, &e))
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/persistence"
 )
@@ -24,7 +23,7 @@ func (n *Node) Bootstrap(g GroupID, voters []uint64) error {
 		return fmt.Errorf("replication: bootstrap group %d: no voters", g)
 	}
 	s := newLogStore()
-	s.hs = &pb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)}
+	s.hs = &pb.HardState{Term: 1, Commit: 1}
 	s.cs = &pb.ConfState{Voters: append([]uint64(nil), voters...)}
 	s.snapIndex, s.snapTerm, s.applied = 1, 1, 1
 	return n.create(g, s)
@@ -189,7 +188,7 @@ func RanGroups(store *persistence.Store) (bool, error) {
 }
 
 func isEmpty(hs *pb.HardState) bool {
-	return hs.GetTerm() == 0 && hs.GetVote() == 0 && hs.GetCommit() == 0
+	return hs.Term == 0 && hs.Vote == 0 && hs.Commit == 0
 }
 
 // NodeID is the raft id of the node whose store this is: made at random

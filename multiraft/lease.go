@@ -36,15 +36,15 @@ func (n *Node) stampNow() []byte {
 
 // acknowledged records the stamp a follower echoed.
 func (n *Node) acknowledged(g *group, m *pb.Message) {
-	ctx := m.GetContext()
+	ctx := m.Context
 	if len(ctx) != 16 {
 		return
 	}
 	s := stamp{tick: int64(binary.BigEndian.Uint64(ctx)), nanos: int64(binary.BigEndian.Uint64(ctx[8:]))}
-	if old, ok := g.acks[m.GetFrom()]; ok && old.tick >= s.tick {
+	if old, ok := g.acks[m.From]; ok && old.tick >= s.tick {
 		return
 	}
-	g.acks[m.GetFrom()] = s
+	g.acks[m.From] = s
 	n.renewLease(g, n.ticks.Load())
 }
 
@@ -57,8 +57,8 @@ func (n *Node) renewLease(g *group, now int64) {
 		return
 	}
 	self := stamp{tick: now, nanos: int64(time.Since(n.start))}
-	q := n.quorumStamp(g, g.log.cs.GetVoters(), self)
-	if out := g.log.cs.GetVotersOutgoing(); len(out) > 0 {
+	q := n.quorumStamp(g, g.log.cs.Voters, self)
+	if out := g.log.cs.VotersOutgoing; len(out) > 0 {
 		if o := n.quorumStamp(g, out, self); o.tick < q.tick {
 			q = o
 		}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/persistence"
@@ -31,11 +30,11 @@ func TestOpenMovesTheLogOutOfTheStore(t *testing.T) {
 				}
 				b := store.NewBatch()
 				// Two empty entries of the leader of term 2, committed.
-				ents := []*pb.Entry{
-					{Index: proto.Uint64(2), Term: proto.Uint64(2), Type: pb.EntryNormal.Enum()},
-					{Index: proto.Uint64(3), Term: proto.Uint64(2), Type: pb.EntryNormal.Enum()},
+				ents := []pb.Entry{
+					{Index: 2, Term: 2, Type: pb.EntryNormal},
+					{Index: 3, Term: 2, Type: pb.EntryNormal},
 				}
-				hs := &pb.HardState{Term: proto.Uint64(2), Vote: proto.Uint64(1), Commit: proto.Uint64(3)}
+				hs := &pb.HardState{Term: 2, Vote: 1, Commit: 3}
 				multiraft.WriteLegacyGroup(b, 0, []uint64{1}, hs, ents)
 				if err := b.Commit(); err != nil {
 					t.Fatal(err)

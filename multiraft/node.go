@@ -14,7 +14,6 @@ import (
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -139,6 +138,7 @@ type Node struct {
 	order    []*group // every group, by id
 	readies  []groupReady
 	spare    []event
+	outgoing []Message // a cycle's messages, handed to Transport.Send
 	valBuf   []byte
 	settled  []*proposal
 	restored []*group           // the groups that restored a snapshot this cycle
@@ -194,8 +194,8 @@ type group struct {
 // noteMembership sets member from the configuration applied.
 func (g *group) noteMembership(self uint64) {
 	cs := g.log.cs
-	g.member.Store(slices.Contains(cs.GetVoters(), self) || slices.Contains(cs.GetLearners(), self) ||
-		slices.Contains(cs.GetVotersOutgoing(), self) || slices.Contains(cs.GetLearnersNext(), self))
+	g.member.Store(slices.Contains(cs.Voters, self) || slices.Contains(cs.Learners, self) ||
+		slices.Contains(cs.VotersOutgoing, self) || slices.Contains(cs.LearnersNext, self))
 }
 
 type groupReady struct {
@@ -206,7 +206,7 @@ type groupReady struct {
 // event is one input to the driver.
 type event struct {
 	g    GroupID
-	msg  *pb.Message
+	msg  pb.Message
 	snap []byte // the state streamed with a MsgSnap
 	prop *proposal
 	fn   func() // runs on the driver
@@ -304,7 +304,7 @@ func (n *Node) newGroup(id GroupID, s *logStore) (*group, error) {
 	g := &group{
 		id: id, rn: rn, log: s,
 		appliedKey: appliedKey(id), appliedWritten: s.applied,
-		term:    s.hs.GetTerm(),
+		term:    s.hs.Term,
 		waiters: make(map[uint64]*proposal),
 		acks:    make(map[uint64]stamp),
 	}
@@ -404,7 +404,7 @@ func (n *Node) Step(m Message) error {
 	if n.lookup(m.Group) == nil {
 		return ErrUnknownGroup
 	}
-	if m.Msg.GetType() == pb.MsgSnap {
+	if m.Msg.Type == pb.MsgSnap {
 		return errors.New("replication: a snapshot comes through ReceiveSnapshot")
 	}
 	return n.enqueue(event{g: m.Group, msg: m.Msg})
@@ -514,15 +514,15 @@ func (n *Node) step(e *event) {
 		return
 	}
 	g.heard.Add(1)
-	m := e.msg
+	m := &e.msg
 	if e.snap != nil {
-		g.inSnap = &inboundSnap{index: m.GetSnapshot().GetMetadata().GetIndex(), data: e.snap}
+		g.inSnap = &inboundSnap{index: m.Snapshot.Metadata.Index, data: e.snap}
 	}
-	if m.GetType() == pb.MsgHeartbeatResp && g.state == raft.StateLeader && m.GetTerm() == g.term {
+	if m.Type == pb.MsgHeartbeatResp && g.state == raft.StateLeader && m.Term == g.term {
 		n.acknowledged(g, m)
 	}
-	if err := g.rn.Step(m); err != nil {
-		n.log.Debug("step", "group", g.id, "type", m.GetType(), "from", m.GetFrom(), "err", err)
+	if err := g.rn.Step(*m); err != nil {
+		n.log.Debug("step", "group", g.id, "type", m.Type, "from", m.From, "err", err)
 	}
 }
 
@@ -586,7 +586,7 @@ func (n *Node) cycle() (bool, error) {
 func (r *groupReady) appliesSynced() bool {
 	applied, appended := r.rd.CommittedEntries, r.rd.Entries
 	return len(applied) == 0 || len(appended) == 0 ||
-		applied[len(applied)-1].GetIndex() < appended[0].GetIndex()
+		applied[len(applied)-1].Index < appended[0].Index
 }
 
 // answer returns the proposals the cycle applied to their callers.
@@ -687,7 +687,7 @@ func (n *Node) persist(b *persistence.Batch, r *groupReady) (bool, error) {
 		if n.restores == nil {
 			n.restores = n.store.NewBatch()
 		}
-		if err := n.restore(n.restores, g, rd.Snapshot); err != nil {
+		if err := n.restore(n.restores, g, &rd.Snapshot); err != nil {
 			return false, err
 		}
 		n.restored = append(n.restored, g)
@@ -703,14 +703,14 @@ func (n *Node) persist(b *persistence.Batch, r *groupReady) (bool, error) {
 		wrote = true
 	}
 	if hs := rd.HardState; !raft.IsEmptyHardState(hs) {
-		votedAgain := hs.GetTerm() != g.log.hs.GetTerm() || hs.GetVote() != g.log.hs.GetVote()
-		g.log.hs = hs
+		votedAgain := hs.Term != g.log.hs.Term || hs.Vote != g.log.hs.Vote
+		g.log.hs = &hs
 		// A commit index raft can learn again from its leader, and applied
 		// entries were committed (loadGroups takes the applied index as
 		// commit when it is further), so a hard state that moved only its
 		// commit is not written: it would be a key a cycle in every group.
 		if votedAgain && !restored {
-			n.rlog.SetHardState(uint16(g.id), hs)
+			n.rlog.SetHardState(uint16(g.id), &hs)
 			wrote = true
 		}
 	}
@@ -720,16 +720,16 @@ func (n *Node) persist(b *persistence.Batch, r *groupReady) (bool, error) {
 // restore installs a snapshot the group accepted: the state machine's
 // records, then the raft state at its index.
 func (n *Node) restore(b *persistence.Batch, g *group, snap *pb.Snapshot) error {
-	meta := snap.GetMetadata()
+	meta := snap.Metadata
 	in := g.inSnap
 	g.inSnap = nil
-	if in == nil || in.index != meta.GetIndex() {
-		return fmt.Errorf("replication: group %d: snapshot at %d accepted without its state", g.id, meta.GetIndex())
+	if in == nil || in.index != meta.Index {
+		return fmt.Errorf("replication: group %d: snapshot at %d accepted without its state", g.id, meta.Index)
 	}
 	if err := n.sm.Restore(g.id, bytes.NewReader(in.data), b); err != nil {
-		return fmt.Errorf("replication: group %d: restore snapshot at %d: %w", g.id, meta.GetIndex(), err)
+		return fmt.Errorf("replication: group %d: restore snapshot at %d: %w", g.id, meta.Index, err)
 	}
-	g.log.restore(meta)
+	g.log.restore(&meta)
 	g.noteMembership(n.id)
 	n.writeSnapshotMark(b, g)
 	n.writeApplied(b, g, true)
@@ -747,7 +747,7 @@ func (n *Node) writeApplied(b *persistence.Batch, g *group, confChanged bool) {
 	b.Set(g.appliedKey, n.valBuf)
 	g.appliedWritten = g.log.applied
 	if confChanged {
-		v, err := proto.Marshal(g.log.cs)
+		v, err := g.log.cs.Marshal()
 		if err != nil {
 			panic(fmt.Sprintf("replication: marshal conf state: %v", err)) // a valid message always marshals
 		}
@@ -769,13 +769,13 @@ func (n *Node) apply(b *persistence.Batch, r *groupReady) error {
 	}
 	confChanged := false
 	for _, e := range ents {
-		idx := e.GetIndex()
-		switch e.GetType() {
+		idx := e.Index
+		switch e.Type {
 		case pb.EntryNormal:
-			if len(e.GetData()) == 0 {
+			if len(e.Data) == 0 {
 				break // a new leader's empty entry
 			}
-			h, payload, ok := splitHeader(e.GetData())
+			h, payload, ok := splitHeader(e.Data)
 			if !ok {
 				return fmt.Errorf("replication: group %d: entry %d has no header", g.id, idx)
 			}
@@ -784,14 +784,14 @@ func (n *Node) apply(b *persistence.Batch, r *groupReady) error {
 			}
 			n.settle(g, h, idx)
 		case pb.EntryConfChange, pb.EntryConfChangeV2:
-			cc, err := decodeConfChange(e)
+			cc, err := decodeConfChange(&e)
 			if err != nil {
 				return fmt.Errorf("replication: group %d: entry %d: %w", g.id, idx, err)
 			}
 			g.log.cs = g.rn.ApplyConfChange(cc)
 			g.noteMembership(n.id)
 			confChanged = true
-			if h, _, ok := splitHeader(cc.AsV2().GetContext()); ok {
+			if h, _, ok := splitHeader(cc.AsV2().Context); ok {
 				n.settle(g, h, idx)
 			}
 		}
@@ -818,15 +818,15 @@ func (n *Node) apply(b *persistence.Batch, r *groupReady) error {
 }
 
 func decodeConfChange(e *pb.Entry) (pb.ConfChangeI, error) {
-	if e.GetType() == pb.EntryConfChange {
+	if e.Type == pb.EntryConfChange {
 		var cc pb.ConfChange
-		if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+		if err := cc.Unmarshal(e.Data); err != nil {
 			return nil, err
 		}
 		return &cc, nil
 	}
 	var cc pb.ConfChangeV2
-	if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+	if err := cc.Unmarshal(e.Data); err != nil {
 		return nil, err
 	}
 	return &cc, nil
@@ -836,12 +836,12 @@ func decodeConfChange(e *pb.Entry) (pb.ConfChangeI, error) {
 // heartbeats with the lease clock, and streams snapshots on goroutines of
 // their own.
 func (n *Node) send(rs []groupReady) {
-	var msgs []Message
+	msgs := n.outgoing[:0]
 	var hb []byte
 	for i := range rs {
 		g := rs[i].g
 		for _, m := range rs[i].rd.Messages {
-			switch m.GetType() {
+			switch m.Type {
 			case pb.MsgSnap:
 				n.sendSnapshot(g, m)
 				continue
@@ -854,9 +854,17 @@ func (n *Node) send(rs []groupReady) {
 			msgs = append(msgs, Message{Group: g.id, Msg: m})
 		}
 	}
+	n.transmit(msgs)
+}
+
+// transmit hands msgs to the transport and keeps the slice for the next
+// cycle, holding nothing of them.
+func (n *Node) transmit(msgs []Message) {
 	if len(msgs) > 0 {
 		n.tr.Send(msgs)
 	}
+	clear(msgs)
+	n.outgoing = msgs[:0]
 }
 
 // sendAhead sends, before the cycle's write, the appends and heartbeats of
@@ -868,17 +876,17 @@ func (n *Node) send(rs []groupReady) {
 // overlap instead of following each other. Everything else a follower or
 // candidate sends (acknowledgements, votes) waits for the write.
 func (n *Node) sendAhead(rs []groupReady) {
-	var msgs []Message
+	msgs := n.outgoing[:0]
 	var hb []byte
 	for i := range rs {
 		g, rd := rs[i].g, &rs[i].rd
-		if hs := rd.HardState; hs.GetTerm() != g.log.hs.GetTerm() && !raft.IsEmptyHardState(hs) ||
-			hs.GetVote() != g.log.hs.GetVote() && !raft.IsEmptyHardState(hs) {
+		if hs := rd.HardState; hs.Term != g.log.hs.Term && !raft.IsEmptyHardState(hs) ||
+			hs.Vote != g.log.hs.Vote && !raft.IsEmptyHardState(hs) {
 			continue
 		}
 		later := rd.Messages[:0] // raft keeps no reference to an accepted Ready's messages
 		for _, m := range rd.Messages {
-			switch m.GetType() {
+			switch m.Type {
 			case pb.MsgApp:
 			case pb.MsgHeartbeat:
 				if hb == nil {
@@ -894,12 +902,10 @@ func (n *Node) sendAhead(rs []groupReady) {
 		clear(rd.Messages[len(later):])
 		rd.Messages = later
 	}
-	if len(msgs) > 0 {
-		n.tr.Send(msgs)
-	}
+	n.transmit(msgs)
 }
 
-func (n *Node) sendSnapshot(g *group, m *pb.Message) {
+func (n *Node) sendSnapshot(g *group, m pb.Message) {
 	n.snaps.Add(1)
 	go func() {
 		defer n.snaps.Done()
@@ -914,10 +920,10 @@ func (n *Node) sendSnapshot(g *group, m *pb.Message) {
 		<-read                              // Close waits for the scan of the store too
 		status := raft.SnapshotFinish
 		if err != nil {
-			n.log.Info("snapshot not sent", "group", g.id, "to", m.GetTo(), "err", err)
+			n.log.Info("snapshot not sent", "group", g.id, "to", m.To, "err", err)
 			status = raft.SnapshotFailure
 		}
-		_ = n.enqueue(event{fn: func() { g.rn.ReportSnapshot(m.GetTo(), status) }})
+		_ = n.enqueue(event{fn: func() { g.rn.ReportSnapshot(m.To, status) }})
 	}()
 }
 
@@ -926,8 +932,8 @@ func (n *Node) sendSnapshot(g *group, m *pb.Message) {
 func (n *Node) observe(r *groupReady) {
 	g, rd := r.g, &r.rd
 	term := g.term
-	if rd.HardState != nil && rd.HardState.GetTerm() != 0 {
-		term = rd.HardState.GetTerm()
+	if rd.HardState.Term != 0 {
+		term = rd.HardState.Term
 	}
 	lead, state := g.lead, g.state
 	if rd.SoftState != nil {

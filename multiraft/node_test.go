@@ -5,22 +5,21 @@ import (
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 )
 
 // A cycle's batch may be written before its sync only if every entry it
 // applies was synced in an earlier cycle.
 func TestAppliesSynced(t *testing.T) {
-	ents := func(from, to uint64) []*pb.Entry {
-		var es []*pb.Entry
+	ents := func(from, to uint64) []pb.Entry {
+		var es []pb.Entry
 		for i := from; i <= to; i++ {
-			es = append(es, &pb.Entry{Index: proto.Uint64(i)})
+			es = append(es, pb.Entry{Index: i})
 		}
 		return es
 	}
 	for _, tc := range []struct {
 		name              string
-		applied, appended []*pb.Entry
+		applied, appended []pb.Entry
 		want              bool
 	}{
 		{"nothing to apply", nil, ents(4, 5), true},

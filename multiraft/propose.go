@@ -10,7 +10,6 @@ import (
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"go.etcd.io/raft/v3/tracker"
-	"google.golang.org/protobuf/proto"
 )
 
 // An entry proposed by a node starts with a header naming its proposer and
@@ -194,24 +193,24 @@ func (n *Node) propose(p *proposal) {
 // proposal raft accepted but did not append (a configuration change while
 // another is pending becomes an empty entry) is dropped here, so its caller
 // does not wait for an entry that will never come.
-func (n *Node) place(g *group, ents []*pb.Entry) {
+func (n *Node) place(g *group, ents []pb.Entry) {
 	if len(g.unplaced) == 0 {
 		return
 	}
 	for _, e := range ents {
 		var h header
 		var ok bool
-		switch e.GetType() {
+		switch e.Type {
 		case pb.EntryNormal:
-			h, _, ok = splitHeader(e.GetData())
+			h, _, ok = splitHeader(e.Data)
 		default:
-			if cc, err := decodeConfChange(e); err == nil {
-				h, _, ok = splitHeader(cc.AsV2().GetContext())
+			if cc, err := decodeConfChange(&e); err == nil {
+				h, _, ok = splitHeader(cc.AsV2().Context)
 			}
 		}
 		if ok && h.node == n.id {
 			if p := g.waiters[h.seq]; p != nil {
-				p.index = e.GetIndex()
+				p.index = e.Index
 			}
 		}
 	}
@@ -259,7 +258,7 @@ func (n *Node) RemoveReplica(ctx context.Context, g GroupID, id uint64) error {
 func (n *Node) changeConf(ctx context.Context, g GroupID, typ pb.ConfChangeType, id uint64) error {
 	p := proposalPool.Get().(*proposal)
 	p.g, p.seq = g, n.seq.Add(1)
-	p.cc = &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: typ.Enum(), NodeId: proto.Uint64(id)}}}
+	p.cc = &pb.ConfChangeV2{Changes: []pb.ConfChangeSingle{{Type: typ, NodeID: id}}}
 	_, err := n.wait(ctx, p)
 	return err
 }
@@ -303,11 +302,11 @@ func (n *Node) Status(g GroupID) (Status, error) {
 			Group:    g,
 			ID:       n.id,
 			Leader:   s.Lead,
-			Term:     s.HardState.GetTerm(),
-			Commit:   s.HardState.GetCommit(),
+			Term:     s.HardState.Term,
+			Commit:   s.HardState.Commit,
 			Applied:  grp.log.applied,
-			Voters:   slices.Concat(cs.GetVoters(), cs.GetVotersOutgoing()),
-			Learners: slices.Concat(cs.GetLearners(), cs.GetLearnersNext()),
+			Voters:   slices.Concat(cs.Voters, cs.VotersOutgoing),
+			Learners: slices.Concat(cs.Learners, cs.LearnersNext),
 		}
 		if grp.state == raft.StateLeader {
 			st.Match = make(map[uint64]uint64)

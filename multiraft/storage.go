@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/multiraft/raftlog"
 	"github.com/kitd/kitd/persistence"
@@ -21,9 +21,9 @@ import (
 type logStore struct {
 	hs        *pb.HardState
 	cs        *pb.ConfState
-	snapIndex uint64      // index of the last entry removed from the log
-	snapTerm  uint64      // its term
-	ents      []*pb.Entry // ents[i].Index == snapIndex+1+i
+	snapIndex uint64     // index of the last entry removed from the log
+	snapTerm  uint64     // its term
+	ents      []pb.Entry // ents[i].Index == snapIndex+1+i
 	applied   uint64
 }
 
@@ -33,8 +33,18 @@ func newLogStore() *logStore {
 	return &logStore{hs: &pb.HardState{}, cs: &pb.ConfState{}}
 }
 
-func (s *logStore) InitialState() (*pb.HardState, *pb.ConfState, error) {
-	return s.hs, s.cs, nil
+func (s *logStore) InitialState() (pb.HardState, pb.ConfState, error) {
+	return *s.hs, cloneConfState(s.cs), nil
+}
+
+// cloneConfState copies cs, whose slices raft and the driver must not
+// share.
+func cloneConfState(cs *pb.ConfState) pb.ConfState {
+	return pb.ConfState{
+		Voters: slices.Clone(cs.Voters), Learners: slices.Clone(cs.Learners),
+		VotersOutgoing: slices.Clone(cs.VotersOutgoing), LearnersNext: slices.Clone(cs.LearnersNext),
+		AutoLeave: cs.AutoLeave,
+	}
 }
 
 func (s *logStore) FirstIndex() (uint64, error) { return s.snapIndex + 1, nil }
@@ -52,12 +62,12 @@ func (s *logStore) Term(i uint64) (uint64, error) {
 	case i > s.lastIndex():
 		return 0, raft.ErrUnavailable
 	}
-	return s.ents[i-s.snapIndex-1].GetTerm(), nil
+	return s.ents[i-s.snapIndex-1].Term, nil
 }
 
 // Entries returns a fresh slice (raft may append to it) holding at least
 // one entry, then as many as fit in maxSize.
-func (s *logStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
+func (s *logStore) Entries(lo, hi, maxSize uint64) ([]pb.Entry, error) {
 	if lo <= s.snapIndex {
 		return nil, raft.ErrCompacted
 	}
@@ -67,13 +77,13 @@ func (s *logStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 	src := s.ents[lo-s.snapIndex-1 : hi-s.snapIndex-1]
 	n, size := 0, uint64(0)
 	for n < len(src) {
-		size += uint64(len(src[n].GetData())) + entryOverhead
+		size += uint64(len(src[n].Data)) + entryOverhead
 		if n > 0 && size > maxSize {
 			break
 		}
 		n++
 	}
-	return append([]*pb.Entry(nil), src[:n]...), nil
+	return append([]pb.Entry(nil), src[:n]...), nil
 }
 
 // entryOverhead approximates an entry's encoded size beyond its data (term,
@@ -84,27 +94,27 @@ const entryOverhead = 24
 // state, which the StateMachine streams when the message is sent (its state
 // is then at least this new; the receiver re-applies the entries in
 // between, which Apply's idempotence allows).
-func (s *logStore) Snapshot() (*pb.Snapshot, error) {
+func (s *logStore) Snapshot() (pb.Snapshot, error) {
 	term, err := s.Term(s.applied)
 	if err != nil {
-		return nil, fmt.Errorf("replication: snapshot at %d: %w", s.applied, err)
+		return pb.Snapshot{}, fmt.Errorf("replication: snapshot at %d: %w", s.applied, err)
 	}
-	return &pb.Snapshot{Metadata: &pb.SnapshotMetadata{
-		Index:     proto.Uint64(s.applied),
-		Term:      proto.Uint64(term),
-		ConfState: proto.CloneOf(s.cs),
+	return pb.Snapshot{Metadata: pb.SnapshotMetadata{
+		Index:     s.applied,
+		Term:      term,
+		ConfState: cloneConfState(s.cs),
 	}}, nil
 }
 
 // append adds entries from a Ready, replacing any conflicting tail. It
 // returns the index of the old last entry so the caller can delete the
 // replaced range on disk.
-func (s *logStore) append(ents []*pb.Entry) (oldLast uint64) {
+func (s *logStore) append(ents []pb.Entry) (oldLast uint64) {
 	oldLast = s.lastIndex()
 	if len(ents) == 0 {
 		return oldLast
 	}
-	first := ents[0].GetIndex()
+	first := ents[0].Index
 	if first <= s.snapIndex {
 		// Raft never sends entries below its own snapshot; skip any defensively.
 		skip := s.snapIndex + 1 - first
@@ -123,43 +133,43 @@ func (s *logStore) compact(index uint64) {
 		return
 	}
 	term, _ := s.Term(index)
-	s.ents = append([]*pb.Entry(nil), s.ents[index-s.snapIndex:]...)
+	s.ents = append([]pb.Entry(nil), s.ents[index-s.snapIndex:]...)
 	s.snapIndex, s.snapTerm = index, term
 }
 
 // restore replaces everything with the state of a snapshot.
 func (s *logStore) restore(meta *pb.SnapshotMetadata) {
 	s.ents = nil
-	s.snapIndex, s.snapTerm = meta.GetIndex(), meta.GetTerm()
-	s.applied = meta.GetIndex()
-	s.cs = proto.CloneOf(meta.GetConfState())
+	s.snapIndex, s.snapTerm = meta.Index, meta.Term
+	s.applied = meta.Index
+	s.cs = new(cloneConfState(&meta.ConfState))
 }
 
 // Encodings of the records. An entry's index is in its key; its value is
 // term (8 bytes), type (1 byte), data.
 
 func appendEntryValue(dst []byte, e *pb.Entry) []byte {
-	dst = binary.BigEndian.AppendUint64(dst, e.GetTerm())
-	dst = append(dst, byte(e.GetType()))
-	return append(dst, e.GetData()...)
+	dst = binary.BigEndian.AppendUint64(dst, e.Term)
+	dst = append(dst, byte(e.Type))
+	return append(dst, e.Data...)
 }
 
-func decodeEntry(index uint64, v []byte) (*pb.Entry, error) {
+func decodeEntry(index uint64, v []byte) (pb.Entry, error) {
 	if len(v) < 9 {
-		return nil, errCorrupt("log entry", index)
+		return pb.Entry{}, errCorrupt("log entry", index)
 	}
-	return &pb.Entry{
-		Index: proto.Uint64(index),
-		Term:  proto.Uint64(binary.BigEndian.Uint64(v)),
-		Type:  pb.EntryType(v[8]).Enum(),
+	return pb.Entry{
+		Index: index,
+		Term:  binary.BigEndian.Uint64(v),
+		Type:  pb.EntryType(v[8]),
 		Data:  append([]byte(nil), v[9:]...),
 	}, nil
 }
 
 func appendHardState(dst []byte, hs *pb.HardState) []byte {
-	dst = binary.BigEndian.AppendUint64(dst, hs.GetTerm())
-	dst = binary.BigEndian.AppendUint64(dst, hs.GetVote())
-	return binary.BigEndian.AppendUint64(dst, hs.GetCommit())
+	dst = binary.BigEndian.AppendUint64(dst, hs.Term)
+	dst = binary.BigEndian.AppendUint64(dst, hs.Vote)
+	return binary.BigEndian.AppendUint64(dst, hs.Commit)
 }
 
 func decodeHardState(v []byte) (*pb.HardState, error) {
@@ -167,9 +177,9 @@ func decodeHardState(v []byte) (*pb.HardState, error) {
 		return nil, errCorrupt("hard state", 0)
 	}
 	return &pb.HardState{
-		Term:   proto.Uint64(binary.BigEndian.Uint64(v)),
-		Vote:   proto.Uint64(binary.BigEndian.Uint64(v[8:])),
-		Commit: proto.Uint64(binary.BigEndian.Uint64(v[16:])),
+		Term:   binary.BigEndian.Uint64(v),
+		Vote:   binary.BigEndian.Uint64(v[8:]),
+		Commit: binary.BigEndian.Uint64(v[16:]),
 	}, nil
 }
 
@@ -271,14 +281,14 @@ func loadGroups(store *persistence.Store, rlog *raftlog.Log, replayed map[uint16
 // mark. It refuses (and reports false) a log that does not continue the
 // mark, or holds a term below the mark's: what a crash left between a
 // synced snapshot and the raft log's reset.
-func (s *logStore) takeLog(ents []*pb.Entry) bool {
-	for len(ents) > 0 && ents[0].GetIndex() <= s.snapIndex {
+func (s *logStore) takeLog(ents []pb.Entry) bool {
+	for len(ents) > 0 && ents[0].Index <= s.snapIndex {
 		ents = ents[1:]
 	}
 	if len(ents) == 0 {
 		return true
 	}
-	if ents[0].GetIndex() != s.snapIndex+1 || ents[0].GetTerm() < s.snapTerm {
+	if ents[0].Index != s.snapIndex+1 || ents[0].Term < s.snapTerm {
 		return false
 	}
 	s.ents = ents
@@ -294,7 +304,7 @@ func (s *logStore) load(kind keyKind, index uint64, v []byte) error {
 		s.hs, err = decodeHardState(v)
 	case kindConfState:
 		cs := &pb.ConfState{}
-		if err = proto.Unmarshal(v, cs); err == nil {
+		if err = cs.Unmarshal(v); err == nil {
 			s.cs = cs
 		}
 	case kindApplied:
@@ -305,7 +315,7 @@ func (s *logStore) load(kind keyKind, index uint64, v []byte) error {
 		}
 		s.snapIndex, s.snapTerm = binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:])
 	case kindLog:
-		var e *pb.Entry
+		var e pb.Entry
 		if e, err = decodeEntry(index, v); err == nil {
 			s.ents = append(s.ents, e)
 		}
@@ -316,7 +326,7 @@ func (s *logStore) load(kind keyKind, index uint64, v []byte) error {
 // trim drops the entries of a log in the store that its compaction mark
 // covers (keys come in order: entries are loaded before the mark).
 func (s *logStore) trim() {
-	for len(s.ents) > 0 && s.ents[0].GetIndex() <= s.snapIndex {
+	for len(s.ents) > 0 && s.ents[0].Index <= s.snapIndex {
 		s.ents = s.ents[1:]
 	}
 }
@@ -326,20 +336,21 @@ func (s *logStore) trim() {
 func (s *logStore) check() error {
 	s.trim()
 	for i, e := range s.ents {
-		if e.GetIndex() != s.snapIndex+1+uint64(i) {
+		if e.Index != s.snapIndex+1+uint64(i) {
 			return fmt.Errorf("log gap at index %d", s.snapIndex+1+uint64(i))
 		}
 	}
-	if c := s.hs.GetCommit(); c < s.applied && s.applied <= s.lastIndex() {
+	if c := s.hs.Commit; c < s.applied && s.applied <= s.lastIndex() {
 		// The commit index is written only with a new term or vote
 		// (Node.persist); what was applied was committed.
-		s.hs = proto.CloneOf(s.hs)
-		s.hs.Commit = proto.Uint64(s.applied)
+		hs := *s.hs
+		hs.Commit = s.applied
+		s.hs = &hs
 	}
 	if s.applied < s.snapIndex || s.applied > s.lastIndex() {
 		return fmt.Errorf("applied index %d outside the log [%d, %d]", s.applied, s.snapIndex, s.lastIndex())
 	}
-	if c := s.hs.GetCommit(); c > s.lastIndex() {
+	if c := s.hs.Commit; c > s.lastIndex() {
 		return fmt.Errorf("commit index %d beyond the log's end %d", c, s.lastIndex())
 	}
 	return nil

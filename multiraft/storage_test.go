@@ -1,18 +1,18 @@
 package multiraft
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 )
 
-func entries(term uint64, from, to uint64) []*pb.Entry {
-	var out []*pb.Entry
+func entries(term uint64, from, to uint64) []pb.Entry {
+	var out []pb.Entry
 	for i := from; i <= to; i++ {
-		out = append(out, &pb.Entry{Index: proto.Uint64(i), Term: proto.Uint64(term), Type: pb.EntryNormal.Enum(), Data: []byte{byte(i)}})
+		out = append(out, pb.Entry{Index: i, Term: term, Type: pb.EntryNormal, Data: []byte{byte(i)}})
 	}
 	return out
 }
@@ -96,18 +96,18 @@ func TestLogStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m := snap.GetMetadata(); m.GetIndex() != 9 || m.GetTerm() != 2 || len(m.GetConfState().GetVoters()) != 2 {
+		if m := snap.Metadata; m.Index != 9 || m.Term != 2 || len(m.ConfState.Voters) != 2 {
 			t.Fatalf("snapshot metadata %v", m)
 		}
 	})
 	t.Run("records round-trip", func(t *testing.T) {
 		e := entries(7, 42, 42)[0]
-		got, err := decodeEntry(42, appendEntryValue(nil, e))
-		if err != nil || !proto.Equal(got, e) {
+		got, err := decodeEntry(42, appendEntryValue(nil, &e))
+		if err != nil || got.Index != e.Index || got.Term != e.Term || got.Type != e.Type || !bytes.Equal(got.Data, e.Data) {
 			t.Fatalf("entry %v, %v; want %v", got, err, e)
 		}
-		hs := &pb.HardState{Term: proto.Uint64(3), Vote: proto.Uint64(2), Commit: proto.Uint64(9)}
-		if got, err := decodeHardState(appendHardState(nil, hs)); err != nil || !proto.Equal(got, hs) {
+		hs := &pb.HardState{Term: 3, Vote: 2, Commit: 9}
+		if got, err := decodeHardState(appendHardState(nil, hs)); err != nil || *got != *hs {
 			t.Fatalf("hard state %v, %v; want %v", got, err, hs)
 		}
 		if _, err := decodeEntry(1, []byte{1}); err == nil {
@@ -122,7 +122,7 @@ func TestLogStore(t *testing.T) {
 func TestTakeLog(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		ents []*pb.Entry
+		ents []pb.Entry
 		ok   bool
 		last uint64
 	}{

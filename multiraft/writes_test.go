@@ -38,7 +38,7 @@ func TestWhatACycleWrites(t *testing.T) {
 			if err != nil || hs == nil {
 				t.Fatalf("hard state %v, %v", hs, err)
 			}
-			if commit := hs.GetCommit(); commit > 3 {
+			if commit := hs.Commit; commit > 3 {
 				t.Fatalf("hard state on disk has commit %d: written after the election", commit)
 			}
 		}},
@@ -92,7 +92,7 @@ func TestLeaderReplicatesWhileItWrites(t *testing.T) {
 
 	var appends atomic.Int64
 	c.net.Drop(func(m multiraft.Message) bool {
-		if m.Msg.GetType() == pb.MsgApp && len(m.Msg.GetEntries()) > 0 {
+		if m.Msg.Type == pb.MsgApp && len(m.Msg.Entries) > 0 {
 			appends.Add(1)
 		}
 		return false
@@ -183,16 +183,16 @@ func TestAFollowerAppliesAnEntryItAppendsAfterItsSync(t *testing.T) {
 	follower := lead%3 + 1
 
 	// The entry commits on the leader and the other follower alone.
-	c.net.Drop(func(m multiraft.Message) bool { return m.Msg.GetTo() == follower })
+	c.net.Drop(func(m multiraft.Message) bool { return m.Msg.To == follower })
 	idx := c.propose(0, "x")
 
 	// Then the leader sends it to the follower with a commit index that
 	// covers it: one Ready appends and applies it.
 	var appendCommitted atomic.Bool
 	c.net.Drop(func(m multiraft.Message) bool {
-		if m.Msg.GetTo() == follower && m.Msg.GetType() == pb.MsgApp && m.Msg.GetCommit() >= idx {
-			for _, e := range m.Msg.GetEntries() {
-				if e.GetIndex() == idx {
+		if m.Msg.To == follower && m.Msg.Type == pb.MsgApp && m.Msg.Commit >= idx {
+			for _, e := range m.Msg.Entries {
+				if e.Index == idx {
 					appendCommitted.Store(true)
 				}
 			}

@@ -59,7 +59,7 @@ func (e netEnd) Send(msgs []multiraft.Message) {
 		return
 	}
 	for _, m := range msgs {
-		r := e.n.to(m.Msg.GetTo())
+		r := e.n.to(m.Msg.To)
 		if r == nil {
 			continue
 		}
@@ -71,7 +71,7 @@ func (e netEnd) Send(msgs []multiraft.Message) {
 }
 
 func (e netEnd) SendSnapshot(m multiraft.Message, state io.Reader) error {
-	r := e.n.to(m.Msg.GetTo())
+	r := e.n.to(m.Msg.To)
 	if r == nil {
 		return errors.New("down")
 	}

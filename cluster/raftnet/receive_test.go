@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/cluster/peer"
 	"github.com/kitd/kitd/cluster/raftnet"
@@ -18,9 +17,9 @@ import (
 )
 
 func snapMsg(to uint64) multiraft.Message {
-	return multiraft.Message{Group: 7, Msg: &pb.Message{
-		Type: pb.MsgSnap.Enum(), From: proto.Uint64(1), To: proto.Uint64(to), Term: proto.Uint64(1),
-		Snapshot: &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: proto.Uint64(10), Term: proto.Uint64(1)}},
+	return multiraft.Message{Group: 7, Msg: pb.Message{
+		Type: pb.MsgSnap, From: 1, To: to, Term: 1,
+		Snapshot: &pb.Snapshot{Metadata: pb.SnapshotMetadata{Index: 10, Term: 1}},
 	}}
 }
 

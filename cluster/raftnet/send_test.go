@@ -8,7 +8,6 @@ import (
 	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/cluster/peer"
 	"github.com/kitd/kitd/cluster/raftnet"
@@ -24,9 +23,9 @@ import (
 const sendBound = 5 * time.Second
 
 func appendTo(to uint64, size int) multiraft.Message {
-	return multiraft.Message{Group: 1, Msg: &pb.Message{
-		Type: pb.MsgApp.Enum(), From: proto.Uint64(1), To: proto.Uint64(to), Term: proto.Uint64(1),
-		Entries: []*pb.Entry{{Term: proto.Uint64(1), Index: proto.Uint64(1), Data: make([]byte, size)}},
+	return multiraft.Message{Group: 1, Msg: pb.Message{
+		Type: pb.MsgApp, From: 1, To: to, Term: 1,
+		Entries: []pb.Entry{{Term: 1, Index: 1, Data: make([]byte, size)}},
 	}}
 }
 

@@ -67,6 +67,11 @@ type Transport struct {
 	mu    sync.Mutex
 	dests []dest
 
+	// decoded keeps HandleBatch's slices of decoded messages (*[]Message)
+	// from batch to batch: a message is a large value, and every peer
+	// connection's read loop decodes batch after batch.
+	decoded sync.Pool
+
 	stats stats
 }
 
@@ -165,9 +170,10 @@ func (t *Transport) Send(msgs []multiraft.Message) {
 	defer t.mu.Unlock()
 	p := t.peer.Load()
 	ds := t.dests[:0]
-	for _, m := range msgs {
+	for i := range msgs {
+		m := &msgs[i]
 		var d *dest
-		ds, d = t.dest(ds, m.Msg.GetTo())
+		ds, d = t.dest(ds, m.Msg.To)
 		if d.addr == "" {
 			t.stats.unreachable.Add(1)
 			continue
@@ -177,7 +183,7 @@ func (t *Transport) Send(msgs []multiraft.Message) {
 		}
 		mark := len(d.buf)
 		var err error
-		if d.buf, err = appendMessage(d.buf, m.Group, m.Msg); err != nil {
+		if d.buf, err = appendMessage(d.buf, m.Group, &m.Msg); err != nil {
 			// A message raft built always encodes; say so if one did not.
 			t.warn.Warn("raftnet: message not encoded", "group", m.Group, "to", d.to, "err", err)
 			t.stats.dropped.Add(1)
@@ -253,7 +259,7 @@ func (t *Transport) SendSnapshot(m multiraft.Message, state io.Reader) (err erro
 	if p == nil {
 		return fmt.Errorf("raftnet: snapshot of group %d: %w", m.Group, peer.ErrUnavailable)
 	}
-	to := m.Msg.GetTo()
+	to := m.Msg.To
 	addr, ok := t.cfg.Directory.Addr(to)
 	if !ok {
 		t.stats.unreachable.Add(1)
@@ -300,25 +306,32 @@ func (t *Transport) SendSnapshot(m multiraft.Message, state io.Reader) (err erro
 // Node.Step does not block, so neither does this.
 func (t *Transport) HandleBatch(from string, payloads [][]byte) {
 	n := t.node.Load()
-	var msgs []multiraft.Message
+	kept, _ := t.decoded.Get().(*[]multiraft.Message)
+	if kept == nil {
+		kept = new([]multiraft.Message)
+	}
+	msgs := *kept
 	for _, p := range payloads {
 		var err error
 		if msgs, err = decodeBatch(p, t.cfg.NodeID, msgs[:0]); err != nil {
 			t.refuse("raftnet: batch refused", from, err)
 			continue
 		}
-		for _, m := range msgs {
-			t.deliver(n, m)
+		for i := range msgs {
+			t.deliver(n, &msgs[i])
 		}
 	}
+	clear(msgs[:cap(msgs)]) // the pool holds no entries
+	*kept = msgs[:0]
+	t.decoded.Put(kept)
 }
 
-func (t *Transport) deliver(n *multiraft.Node, m multiraft.Message) {
+func (t *Transport) deliver(n *multiraft.Node, m *multiraft.Message) {
 	if n == nil {
 		t.stats.undelivered.Add(1)
 		return
 	}
-	switch err := n.Step(m); {
+	switch err := n.Step(*m); {
 	case err == nil:
 		t.stats.received.Add(1)
 	case errors.Is(err, multiraft.ErrUnknownGroup):
@@ -328,10 +341,10 @@ func (t *Transport) deliver(n *multiraft.Node, m multiraft.Message) {
 	}
 }
 
-func (t *Transport) unknownGroup(m multiraft.Message) {
+func (t *Transport) unknownGroup(m *multiraft.Message) {
 	t.stats.unknownGroup.Add(1)
 	if h := t.cfg.OnUnknownGroup; h != nil {
-		h(m.Group, m.Msg.GetFrom())
+		h(m.Group, m.Msg.From)
 	}
 }
 
@@ -363,7 +376,7 @@ func (t *Transport) HandleStream(_ context.Context, from string, header []byte, 
 		t.stats.snapsReceived.Add(1)
 	case errors.Is(err, multiraft.ErrUnknownGroup):
 		t.stats.snapsRefused.Add(1)
-		t.unknownGroup(m)
+		t.unknownGroup(&m)
 	default:
 		t.stats.snapsRefused.Add(1)
 	}

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/multiraft"
 )
@@ -49,13 +49,19 @@ var (
 // appendMessage appends one message of a batch to b.
 func appendMessage(b []byte, g multiraft.GroupID, m *pb.Message) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(g))
-	size := proto.Size(m)
-	b = binary.AppendUvarint(b, uint64(size))
-	// Size just cached every nested size: Marshal need not compute them again.
-	return proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, m)
+	return appendEncoded(binary.AppendUvarint(b, uint64(m.Size())), m)
 }
 
-var unmarshal = proto.UnmarshalOptions{DiscardUnknown: true}
+// appendEncoded appends m's protobuf encoding to b (raftpb's generated
+// code, which skips the fields it does not know when it decodes).
+func appendEncoded(b []byte, m *pb.Message) ([]byte, error) {
+	size := m.Size()
+	b = slices.Grow(b, size)
+	if _, err := m.MarshalToSizedBuffer(b[len(b) : len(b)+size]); err != nil {
+		return nil, err
+	}
+	return b[:len(b)+size], nil
+}
 
 // decodeBatch appends to out the messages of batch b for node to. It
 // refuses the whole batch, appending nothing, when any part of it is
@@ -79,15 +85,15 @@ func decodeBatch(b []byte, to uint64, out []multiraft.Message) ([]multiraft.Mess
 			return out[:start], fmt.Errorf("message length: %w", errTruncated)
 		}
 		rest = rest[k:]
-		m := &pb.Message{}
-		if err := unmarshal.Unmarshal(rest[:size], m); err != nil {
+		out = append(out, multiraft.Message{Group: multiraft.GroupID(g)})
+		m := &out[len(out)-1].Msg
+		if err := m.Unmarshal(rest[:size]); err != nil {
 			return out[:start], fmt.Errorf("message: %w", err)
 		}
 		rest = rest[size:]
 		if err := checkMessage(m, to); err != nil {
 			return out[:start], err
 		}
-		out = append(out, multiraft.Message{Group: multiraft.GroupID(g), Msg: m})
 	}
 	return out, nil
 }
@@ -98,10 +104,10 @@ func decodeBatch(b []byte, to uint64, out []multiraft.Message) ([]multiraft.Mess
 // (kitd's groups never forward them) and a snapshot outside a snapshot
 // stream.
 func checkMessage(m *pb.Message, to uint64) error {
-	if m.GetTo() != to {
+	if m.To != to {
 		return errNotForMe
 	}
-	switch t := m.GetType(); {
+	switch t := m.Type; {
 	case !knownType(t), raft.IsLocalMsg(t), t == pb.MsgProp, t == pb.MsgSnap:
 		return fmt.Errorf("%w: %v", errType, t)
 	}
@@ -119,7 +125,7 @@ func knownType(t pb.MessageType) bool {
 func appendSnapshotHeader(b []byte, m multiraft.Message) ([]byte, error) {
 	b = append(b, snapshotV1)
 	b = binary.AppendUvarint(b, uint64(m.Group))
-	return proto.MarshalOptions{}.MarshalAppend(b, m.Msg)
+	return appendEncoded(b, &m.Msg)
 }
 
 // decodeSnapshotHeader decodes the header of a snapshot stream for node to.
@@ -134,15 +140,15 @@ func decodeSnapshotHeader(b []byte, to uint64) (multiraft.Message, error) {
 	if g > math.MaxUint16 {
 		return multiraft.Message{}, errGroupRange
 	}
-	m := &pb.Message{}
-	if err := unmarshal.Unmarshal(b[1+k:], m); err != nil {
+	var m pb.Message
+	if err := m.Unmarshal(b[1+k:]); err != nil {
 		return multiraft.Message{}, fmt.Errorf("message: %w", err)
 	}
-	if m.GetTo() != to {
+	if m.To != to {
 		return multiraft.Message{}, errNotForMe
 	}
-	if m.GetType() != pb.MsgSnap || m.GetSnapshot().GetMetadata() == nil {
-		return multiraft.Message{}, fmt.Errorf("%w: %v in a snapshot stream", errType, m.GetType())
+	if m.Type != pb.MsgSnap || m.Snapshot == nil {
+		return multiraft.Message{}, fmt.Errorf("%w: %v in a snapshot stream", errType, m.Type)
 	}
 	return multiraft.Message{Group: multiraft.GroupID(g), Msg: m}, nil
 }

@@ -6,20 +6,33 @@ import (
 	"testing"
 
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/multiraft"
 )
 
-func msg(typ pb.MessageType, from, to uint64) *pb.Message {
-	return &pb.Message{Type: typ.Enum(), From: proto.Uint64(from), To: proto.Uint64(to), Term: proto.Uint64(3)}
+func msg(typ pb.MessageType, from, to uint64) pb.Message {
+	return pb.Message{Type: typ, From: from, To: to, Term: 3}
 }
 
-func appendMsg(from, to uint64, data ...string) *pb.Message {
+// sameMessage reports whether a and b encode alike.
+func sameMessage(t testing.TB, a, b pb.Message) bool {
+	t.Helper()
+	ea, err := a.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eb, err := b.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(ea) == string(eb)
+}
+
+func appendMsg(from, to uint64, data ...string) pb.Message {
 	m := msg(pb.MsgApp, from, to)
-	m.Index, m.LogTerm, m.Commit = proto.Uint64(7), proto.Uint64(2), proto.Uint64(6)
+	m.Index, m.LogTerm, m.Commit = 7, 2, 6
 	for i, d := range data {
-		m.Entries = append(m.Entries, &pb.Entry{Term: proto.Uint64(3), Index: proto.Uint64(uint64(8 + i)), Data: []byte(d)})
+		m.Entries = append(m.Entries, pb.Entry{Term: 3, Index: uint64(8 + i), Data: []byte(d)})
 	}
 	return m
 }
@@ -29,7 +42,7 @@ func batch(t testing.TB, msgs ...multiraft.Message) []byte {
 	b := []byte{batchV1}
 	for _, m := range msgs {
 		var err error
-		if b, err = appendMessage(b, m.Group, m.Msg); err != nil {
+		if b, err = appendMessage(b, m.Group, &m.Msg); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,7 +65,7 @@ func TestBatchRoundTrip(t *testing.T) {
 		t.Fatalf("%d messages, want %d", len(got), len(sent))
 	}
 	for i := range sent {
-		if got[i].Group != sent[i].Group || !proto.Equal(got[i].Msg, sent[i].Msg) {
+		if got[i].Group != sent[i].Group || !sameMessage(t, got[i].Msg, sent[i].Msg) {
 			t.Fatalf("message %d: got %v %v, want %v %v", i, got[i].Group, got[i].Msg, sent[i].Group, sent[i].Msg)
 		}
 	}
@@ -66,7 +79,8 @@ func TestBatchRoundTrip(t *testing.T) {
 // The whole batch is refused: nothing of it is delivered.
 func TestDecodeBatchRefuses(t *testing.T) {
 	good := batch(t, multiraft.Message{Group: 1, Msg: msg(pb.MsgHeartbeat, 1, 2)})
-	encoded, _ := proto.Marshal(msg(pb.MsgHeartbeat, 1, 2))
+	hb := msg(pb.MsgHeartbeat, 1, 2)
+	encoded, _ := hb.Marshal()
 	withGroup := func(g uint64) []byte {
 		b := binary.AppendUvarint([]byte{batchV1}, g)
 		b = binary.AppendUvarint(b, uint64(len(encoded)))
@@ -86,7 +100,7 @@ func TestDecodeBatchRefuses(t *testing.T) {
 		{"a truncated length", []byte{batchV1, 0x01, 0x80}, errTruncated},
 		{"a message that does not decode", []byte{batchV1, 0x01, 0x02, 0xff, 0xff}, nil},
 		{"a message for another node", batch(t, multiraft.Message{Group: 1, Msg: msg(pb.MsgHeartbeat, 1, 3)}), errNotForMe},
-		{"a message without a destination", batch(t, multiraft.Message{Group: 1, Msg: &pb.Message{Type: pb.MsgApp.Enum()}}), errNotForMe},
+		{"a message without a destination", batch(t, multiraft.Message{Group: 1, Msg: pb.Message{Type: pb.MsgApp}}), errNotForMe},
 		{"a negative message type", batch(t, multiraft.Message{Group: 1, Msg: msg(pb.MessageType(-2090414693), 1, 2)}), errType},
 		{"a message type raft does not define", batch(t, multiraft.Message{Group: 1, Msg: msg(pb.MessageType(1000), 1, 2)}), errType},
 		{"a local message (MsgHup)", batch(t, multiraft.Message{Group: 1, Msg: msg(pb.MsgHup, 1, 2)}), errType},
@@ -115,8 +129,8 @@ func TestDecodeBatchRefuses(t *testing.T) {
 // node, or the stream is refused.
 func TestDecodeSnapshotHeader(t *testing.T) {
 	snap := msg(pb.MsgSnap, 1, 2)
-	snap.Snapshot = &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: proto.Uint64(40), Term: proto.Uint64(3)}}
-	header := func(g multiraft.GroupID, m *pb.Message) []byte {
+	snap.Snapshot = &pb.Snapshot{Metadata: pb.SnapshotMetadata{Index: 40, Term: 3}}
+	header := func(g multiraft.GroupID, m pb.Message) []byte {
 		b, err := appendSnapshotHeader(nil, multiraft.Message{Group: g, Msg: m})
 		if err != nil {
 			t.Fatal(err)
@@ -124,11 +138,11 @@ func TestDecodeSnapshotHeader(t *testing.T) {
 		return b
 	}
 	m, err := decodeSnapshotHeader(header(9, snap), 2)
-	if err != nil || m.Group != 9 || !proto.Equal(m.Msg, snap) {
+	if err != nil || m.Group != 9 || !sameMessage(t, m.Msg, snap) {
 		t.Fatalf("round trip: %v %v", m, err)
 	}
-	toOther := proto.CloneOf(snap)
-	toOther.To = proto.Uint64(3)
+	toOther := snap
+	toOther.To = 3
 	for _, tc := range []struct {
 		name   string
 		header []byte
@@ -141,7 +155,7 @@ func TestDecodeSnapshotHeader(t *testing.T) {
 		{"a message that does not decode", []byte{snapshotV1, 0x09, 0xff}, nil},
 		{"a snapshot for another node", header(9, toOther), errNotForMe},
 		{"not a snapshot", header(9, msg(pb.MsgApp, 1, 2)), errType},
-		{"a snapshot without metadata", header(9, msg(pb.MsgSnap, 1, 2)), errType},
+		{"a snapshot message without its snapshot", header(9, msg(pb.MsgSnap, 1, 2)), errType},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := decodeSnapshotHeader(tc.header, 2)
@@ -177,10 +191,10 @@ func FuzzDecodeBatch(f *testing.F) {
 			t.Fatalf("%d messages, then %d", len(got), len(again))
 		}
 		for i := range got {
-			if got[i].Msg.GetTo() != 2 {
-				t.Fatalf("accepted a message to %d", got[i].Msg.GetTo())
+			if got[i].Msg.To != 2 {
+				t.Fatalf("accepted a message to %d", got[i].Msg.To)
 			}
-			if again[i].Group != got[i].Group || !proto.Equal(again[i].Msg, got[i].Msg) {
+			if again[i].Group != got[i].Group || !sameMessage(t, again[i].Msg, got[i].Msg) {
 				t.Fatalf("message %d changed in a round trip", i)
 			}
 		}

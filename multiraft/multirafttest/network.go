@@ -6,11 +6,10 @@ package multirafttest
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
-
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/multiraft"
 )
@@ -125,7 +124,7 @@ func (nw *Network) Chunks() (count uint64, largest int) {
 
 // route says where a message from from goes: the node, or nil if it is lost.
 func (nw *Network) route(from uint64, m multiraft.Message) *multiraft.Node {
-	to := m.Msg.GetTo()
+	to := m.Msg.To
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	if nw.cut[[2]uint64{from, to}] || (nw.drop != nil && nw.drop(m)) {
@@ -138,8 +137,18 @@ func (nw *Network) route(from uint64, m multiraft.Message) *multiraft.Node {
 	return nw.nodes[to]
 }
 
+// copyMessage copies m deeply, as the wire would: the receiver must share
+// no slice with the sender.
 func copyMessage(m multiraft.Message) multiraft.Message {
-	return multiraft.Message{Group: m.Group, Msg: proto.CloneOf(m.Msg)}
+	b, err := m.Msg.Marshal()
+	if err != nil {
+		panic(fmt.Sprintf("multirafttest: encode a message: %v", err)) // a message raft built always encodes
+	}
+	c := multiraft.Message{Group: m.Group}
+	if err := c.Msg.Unmarshal(b); err != nil {
+		panic(fmt.Sprintf("multirafttest: decode a message: %v", err))
+	}
+	return c
 }
 
 type endpoint struct {

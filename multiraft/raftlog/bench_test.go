@@ -7,7 +7,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 )
 
 // What a replication cycle costs the raft log: a run of entries and a
@@ -33,15 +32,15 @@ func BenchmarkWriteSync(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer l.Close()
-			batch := make([]*pb.Entry, perOp)
+			batch := make([]pb.Entry, perOp)
 			index := uint64(0)
 			cycle := func() {
 				for i := range batch {
 					index++
-					batch[i] = &pb.Entry{Index: proto.Uint64(index), Term: proto.Uint64(1), Data: make([]byte, size)}
+					batch[i] = pb.Entry{Index: index, Term: 1, Data: make([]byte, size)}
 				}
 				l.Append(1, batch)
-				l.SetHardState(1, &pb.HardState{Term: proto.Uint64(1), Vote: proto.Uint64(1), Commit: proto.Uint64(index)})
+				l.SetHardState(1, &pb.HardState{Term: 1, Vote: 1, Commit: index})
 				if err := l.Write(true); err != nil {
 					b.Fatal(err)
 				}
@@ -91,16 +90,16 @@ func BenchmarkWriteSyncFresh(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			batch := make([]*pb.Entry, perOp)
+			batch := make([]pb.Entry, perOp)
 			index := uint64(0)
 			b.ResetTimer()
 			for range b.N {
 				for i := range batch {
 					index++
-					batch[i] = &pb.Entry{Index: proto.Uint64(index), Term: proto.Uint64(1), Data: make([]byte, size)}
+					batch[i] = pb.Entry{Index: index, Term: 1, Data: make([]byte, size)}
 				}
 				l.Append(1, batch)
-				l.SetHardState(1, &pb.HardState{Term: proto.Uint64(1), Vote: proto.Uint64(1), Commit: proto.Uint64(index)})
+				l.SetHardState(1, &pb.HardState{Term: 1, Vote: 1, Commit: index})
 				if err := l.Write(true); err != nil {
 					b.Fatal(err)
 				}

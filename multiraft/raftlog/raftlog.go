@@ -80,7 +80,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 )
 
 // Record kinds.
@@ -148,7 +147,7 @@ type Options struct {
 
 // Replayed is what the log holds of one group.
 type Replayed struct {
-	Entries   []*pb.Entry   // contiguous, oldest first
+	Entries   []pb.Entry    // contiguous, oldest first
 	HardState *pb.HardState // nil if none was recorded
 }
 
@@ -467,15 +466,15 @@ func (l *Log) replayRecord(body []byte, groups map[uint16]*Replayed) error {
 			r.Entries = nil
 		}
 		r.Entries = spliceEntries(r.Entries, ents)
-		l.apply(op{kind: kindEntries, g: g, index: ents[len(ents)-1].GetIndex(), reset: flags&flagReset != 0})
+		l.apply(op{kind: kindEntries, g: g, index: ents[len(ents)-1].Index, reset: flags&flagReset != 0})
 	case kindHardState:
 		if len(p) != 24 {
 			return fmt.Errorf("%w: hard state of %d bytes", ErrCorrupt, len(p))
 		}
 		r.HardState = &pb.HardState{
-			Term:   proto.Uint64(binary.LittleEndian.Uint64(p)),
-			Vote:   proto.Uint64(binary.LittleEndian.Uint64(p[8:])),
-			Commit: proto.Uint64(binary.LittleEndian.Uint64(p[16:])),
+			Term:   binary.LittleEndian.Uint64(p),
+			Vote:   binary.LittleEndian.Uint64(p[8:]),
+			Commit: binary.LittleEndian.Uint64(p[16:]),
 		}
 		l.apply(op{kind: kindHardState, g: g, hs: r.HardState})
 	case kindReset:
@@ -496,15 +495,15 @@ func (l *Log) replayRecord(body []byte, groups map[uint16]*Replayed) error {
 // spliceEntries truncates have at the first index of ents and appends
 // them; ents that do not touch have (a gap, or a start before it) replace
 // it.
-func spliceEntries(have, ents []*pb.Entry) []*pb.Entry {
-	first := ents[0].GetIndex()
-	if len(have) == 0 || first < have[0].GetIndex() || first > have[len(have)-1].GetIndex()+1 {
+func spliceEntries(have, ents []pb.Entry) []pb.Entry {
+	first := ents[0].Index
+	if len(have) == 0 || first < have[0].Index || first > have[len(have)-1].Index+1 {
 		return ents
 	}
-	return append(have[:first-have[0].GetIndex()], ents...)
+	return append(have[:first-have[0].Index], ents...)
 }
 
-func decodeEntries(p []byte) (byte, []*pb.Entry, error) {
+func decodeEntries(p []byte) (byte, []pb.Entry, error) {
 	bad := func(what string) error { return fmt.Errorf("%w: entries: %s", ErrCorrupt, what) }
 	if len(p) < 9 {
 		return 0, nil, bad("short")
@@ -516,7 +515,7 @@ func decodeEntries(p []byte) (byte, []*pb.Entry, error) {
 		return 0, nil, bad("count")
 	}
 	p = p[n:]
-	ents := make([]*pb.Entry, 0, count)
+	ents := make([]pb.Entry, 0, count)
 	for i := range count {
 		term, n := binary.Uvarint(p)
 		if n <= 0 || len(p) < n+1 {
@@ -528,8 +527,8 @@ func decodeEntries(p []byte) (byte, []*pb.Entry, error) {
 		if n <= 0 || size > uint64(len(p)-n) {
 			return 0, nil, bad("data")
 		}
-		ents = append(ents, &pb.Entry{
-			Index: proto.Uint64(first + i), Term: proto.Uint64(term), Type: typ.Enum(),
+		ents = append(ents, pb.Entry{
+			Index: first + i, Term: term, Type: typ,
 			Data: slices.Clone(p[n : n+int(size)]), // not the whole segment's bytes
 		})
 		p = p[n+int(size):]
@@ -596,12 +595,12 @@ func appendSegHeader(b []byte, seq uint64) []byte {
 
 // Append buffers a run of group g's entries (contiguous indexes): on
 // replay they replace the group's entries from the first one on.
-func (l *Log) Append(g uint16, ents []*pb.Entry) { l.appendEntries(g, ents, false) }
+func (l *Log) Append(g uint16, ents []pb.Entry) { l.appendEntries(g, ents, false) }
 
 // Rewrite buffers all of group g's entries: on replay, they replace every
 // entry the group had before. One record, so no crash keeps the reset
 // without the entries.
-func (l *Log) Rewrite(g uint16, ents []*pb.Entry) {
+func (l *Log) Rewrite(g uint16, ents []pb.Entry) {
 	if len(ents) == 0 {
 		l.Reset(g, false)
 		return
@@ -609,7 +608,7 @@ func (l *Log) Rewrite(g uint16, ents []*pb.Entry) {
 	l.appendEntries(g, ents, true)
 }
 
-func (l *Log) appendEntries(g uint16, ents []*pb.Entry, reset bool) {
+func (l *Log) appendEntries(g uint16, ents []pb.Entry, reset bool) {
 	if len(ents) == 0 {
 		return
 	}
@@ -619,30 +618,30 @@ func (l *Log) appendEntries(g uint16, ents []*pb.Entry, reset bool) {
 	}
 	l.record(kindEntries, g, func(b []byte) []byte {
 		b = append(b, flags)
-		b = binary.LittleEndian.AppendUint64(b, ents[0].GetIndex())
+		b = binary.LittleEndian.AppendUint64(b, ents[0].Index)
 		b = binary.AppendUvarint(b, uint64(len(ents)))
 		for _, e := range ents {
-			b = binary.AppendUvarint(b, e.GetTerm())
-			b = append(b, byte(e.GetType()))
-			b = binary.AppendUvarint(b, uint64(len(e.GetData())))
-			b = append(b, e.GetData()...)
+			b = binary.AppendUvarint(b, e.Term)
+			b = append(b, byte(e.Type))
+			b = binary.AppendUvarint(b, uint64(len(e.Data)))
+			b = append(b, e.Data...)
 		}
 		return b
 	})
-	l.ops = append(l.ops, op{kind: kindEntries, g: g, index: ents[len(ents)-1].GetIndex(), reset: reset})
+	l.ops = append(l.ops, op{kind: kindEntries, g: g, index: ents[len(ents)-1].Index, reset: reset})
 }
 
 // SetHardState buffers group g's hard state.
 func (l *Log) SetHardState(g uint16, hs *pb.HardState) {
-	hs = proto.CloneOf(hs)
+	hs = new(*hs)
 	l.record(kindHardState, g, func(b []byte) []byte { return appendHardState(b, hs) })
 	l.ops = append(l.ops, op{kind: kindHardState, g: g, hs: hs})
 }
 
 func appendHardState(b []byte, hs *pb.HardState) []byte {
-	b = binary.LittleEndian.AppendUint64(b, hs.GetTerm())
-	b = binary.LittleEndian.AppendUint64(b, hs.GetVote())
-	return binary.LittleEndian.AppendUint64(b, hs.GetCommit())
+	b = binary.LittleEndian.AppendUint64(b, hs.Term)
+	b = binary.LittleEndian.AppendUint64(b, hs.Vote)
+	return binary.LittleEndian.AppendUint64(b, hs.Commit)
 }
 
 // Reset buffers the end of every entry group g has (a snapshot replaced

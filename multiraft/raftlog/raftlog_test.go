@@ -17,21 +17,30 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 )
 
 const dir = "raft"
 
-func ents(term, from, to uint64) []*pb.Entry {
-	var out []*pb.Entry
+func ents(term, from, to uint64) []pb.Entry {
+	var out []pb.Entry
 	for i := from; i <= to; i++ {
-		out = append(out, &pb.Entry{Index: proto.Uint64(i), Term: proto.Uint64(term), Type: pb.EntryNormal.Enum(), Data: []byte{byte(i), byte(term)}})
+		out = append(out, pb.Entry{Index: i, Term: term, Type: pb.EntryNormal, Data: []byte{byte(i), byte(term)}})
 	}
 	return out
 }
 
 func hardState(term, vote, commit uint64) *pb.HardState {
-	return &pb.HardState{Term: proto.Uint64(term), Vote: proto.Uint64(vote), Commit: proto.Uint64(commit)}
+	return &pb.HardState{Term: term, Vote: vote, Commit: commit}
+}
+
+func sameEntry(a, b pb.Entry) bool {
+	return a.Index == b.Index && a.Term == b.Term && a.Type == b.Type && bytes.Equal(a.Data, b.Data)
+}
+
+// sameHardState reports whether a and b are both absent or hold the same
+// state.
+func sameHardState(a, b *pb.HardState) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
 func open(t *testing.T, fs vfs.FS, opts Options) (*Log, map[uint16]*Replayed) {
@@ -57,15 +66,15 @@ type run struct{ term, from, to uint64 }
 
 func wantEntries(t *testing.T, got *Replayed, runs ...run) {
 	t.Helper()
-	var want []*pb.Entry
+	var want []pb.Entry
 	for _, r := range runs {
 		want = append(want, ents(r.term, r.from, r.to)...)
 	}
-	var have []*pb.Entry
+	var have []pb.Entry
 	if got != nil {
 		have = got.Entries
 	}
-	if !slices.EqualFunc(have, want, func(a, b *pb.Entry) bool { return proto.Equal(a, b) }) {
+	if !slices.EqualFunc(have, want, sameEntry) {
 		t.Fatalf("entries %v, want %v", have, want)
 	}
 }
@@ -122,7 +131,7 @@ func TestLog(t *testing.T) {
 			_, got := open(t, fs, Options{})
 			wantEntries(t, got[1], run{1, 1, 5})
 			wantEntries(t, got[2], run{1, 1, 1})
-			if !proto.Equal(got[1].HardState, hardState(1, 7, 4)) || got[2].HardState != nil {
+			if !sameHardState(got[1].HardState, hardState(1, 7, 4)) || got[2].HardState != nil {
 				t.Fatalf("hard states %v, %v", got[1].HardState, got[2].HardState)
 			}
 		}},
@@ -148,7 +157,7 @@ func TestLog(t *testing.T) {
 			_, got := open(t, fs, Options{})
 			wantEntries(t, got[1], run{2, 9, 10})
 			wantEntries(t, got[2], run{1, 1, 2})
-			if !proto.Equal(got[1].HardState, hardState(1, 1, 5)) {
+			if !sameHardState(got[1].HardState, hardState(1, 1, 5)) {
 				t.Fatalf("hard state %v", got[1].HardState)
 			}
 		}},
@@ -236,10 +245,10 @@ func TestLog(t *testing.T) {
 			}
 			l.Close()
 			_, got := open(t, fs, Options{})
-			if !proto.Equal(got[1].HardState, hardState(3, 1, 0)) || !proto.Equal(got[2].HardState, hardState(4, 2, 0)) {
+			if !sameHardState(got[1].HardState, hardState(3, 1, 0)) || !sameHardState(got[2].HardState, hardState(4, 2, 0)) {
 				t.Fatalf("hard states %v, %v after the old segments went", got[1].HardState, got[2].HardState)
 			}
-			if e := got[1].Entries; len(e) == 0 || e[len(e)-1].GetIndex() != 20 {
+			if e := got[1].Entries; len(e) == 0 || e[len(e)-1].Index != 20 {
 				t.Fatalf("entries %v: want the current segment's, up to 20", e)
 			}
 		}},
@@ -499,7 +508,7 @@ func TestRecycling(t *testing.T) {
 			}
 			l.Close()
 			_, got := open(t, fs, Options{})
-			if e := got[1].Entries; len(e) == 0 || e[len(e)-1].GetIndex() != 200 {
+			if e := got[1].Entries; len(e) == 0 || e[len(e)-1].Index != 200 {
 				t.Fatalf("entries %v: want them up to 200", e)
 			}
 		}},
@@ -519,7 +528,7 @@ func TestRecycling(t *testing.T) {
 			}
 			l.Close()
 			_, got := open(t, fs, Options{})
-			if e := got[1].Entries; len(e) == 0 || e[len(e)-1].GetIndex() != 100 {
+			if e := got[1].Entries; len(e) == 0 || e[len(e)-1].Index != 100 {
 				t.Fatalf("group 1's entries %v: want them up to 100", e)
 			}
 			wantEntries(t, got[2], run{5, 1, 1})
@@ -532,7 +541,7 @@ func TestRecycling(t *testing.T) {
 			// A record header promising more than the write left.
 			writeAt(t, fs, last, []byte{200, 0, 0, 0, 1, 2, 3, 4, 1, 1}, size)
 			l, got := open(t, fs, Options{})
-			if e := got[1].Entries; len(e) == 0 || e[len(e)-1].GetIndex() != 100 {
+			if e := got[1].Entries; len(e) == 0 || e[len(e)-1].Index != 100 {
 				t.Fatalf("entries %v: want them up to 100", e)
 			}
 			l.Append(1, ents(1, 101, 101))
@@ -540,7 +549,7 @@ func TestRecycling(t *testing.T) {
 			l.Close()
 			// The segment is no longer the last.
 			_, got = open(t, fs, Options{})
-			if e := got[1].Entries; len(e) == 0 || e[len(e)-1].GetIndex() != 101 {
+			if e := got[1].Entries; len(e) == 0 || e[len(e)-1].Index != 101 {
 				t.Fatalf("entries %v: want them up to 101", e)
 			}
 		}},
@@ -609,7 +618,7 @@ func TestRecycling(t *testing.T) {
 				t.Helper()
 				wantEntries(t, got[1], run{2, 1, 12}, run{1, 13, last})
 				wantEntries(t, got[2], run{1, 1, 3})
-				if !proto.Equal(got[1].HardState, hardState(2, 1, 3)) || !proto.Equal(got[2].HardState, hardState(1, 2, 0)) {
+				if !sameHardState(got[1].HardState, hardState(2, 1, 3)) || !sameHardState(got[2].HardState, hardState(1, 2, 0)) {
 					t.Fatalf("hard states %v, %v", got[1].HardState, got[2].HardState)
 				}
 			}
@@ -746,14 +755,14 @@ func TestCrashAtEveryStep(t *testing.T) {
 			if err != nil {
 				t.Fatalf("crash %d, open %d: %v", i, round, err)
 			}
-			var e []*pb.Entry
+			var e []pb.Entry
 			if got[1] != nil {
 				e = got[1].Entries
 			}
 			n := uint64(0)
 			if len(e) > 0 {
-				n = e[len(e)-1].GetIndex()
-				wantEntries(t, got[1], run{1, e[0].GetIndex(), n})
+				n = e[len(e)-1].Index
+				wantEntries(t, got[1], run{1, e[0].Index, n})
 			}
 			if n < c.synced || n > c.written {
 				t.Fatalf("crash %d, open %d: entries up to %d; %d were synced, %d written", i, round, n, c.synced, c.written)
