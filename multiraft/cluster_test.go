@@ -207,19 +207,13 @@ func (c *cluster) awaitLeads(id uint64, groups ...multiraft.GroupID) {
 	c.t.Helper()
 	m := c.nodes[id]
 	for _, g := range groups {
-		for deadline := time.Now().Add(10 * time.Second); ; {
+		eventually.NoError(c.t, fmt.Sprintf("node %d leads group %d", id, g), func() error {
 			st, err := m.node.Status(g)
-			if err != nil {
-				c.t.Fatal(err)
+			if err == nil && st.Leader != id {
+				err = fmt.Errorf("the leader is %d", st.Leader)
 			}
-			if st.Leader == id {
-				break
-			}
-			if time.Now().After(deadline) {
-				c.t.Fatalf("node %d does not lead group %d after 10 s", id, g)
-			}
-			time.Sleep(time.Millisecond)
-		}
+			return err
+		})
 	}
 	// Status reads raft's view; the cycle after it hands the driver the
 	// Ready that says so.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/multiraft/multirafttest"
 	"github.com/kitd/kitd/persistence"
@@ -60,18 +61,11 @@ func TestCrashKeepsEveryReturnedProposal(t *testing.T) {
 					}
 				})
 			}
-			for deadline := time.Now().Add(30 * time.Second); ; {
+			eventually.True(t, "400 proposals returned", func() bool {
 				mu.Lock()
-				n := len(done)
-				mu.Unlock()
-				if n >= 400 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("only %d proposals returned in 30 s", n)
-				}
-				time.Sleep(time.Millisecond) // waiting for load, not for a result
-			}
+				defer mu.Unlock()
+				return len(done) >= 400
+			})
 			mu.Lock()
 			returned := append([]acked(nil), done...)
 			mu.Unlock()

@@ -185,8 +185,7 @@ func proposeCtx() (context.Context, context.CancelFunc) {
 // stepsDown polls what m's consumer heard: that m stopped leading group 0
 // (a change naming another leader or none) after it had led it.
 func stepsDown(m *member) bool {
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	return eventually.Holds(eventually.Within, func() bool {
 		led := false
 		for _, lc := range m.leaderChanges() {
 			if lc.Group != 0 {
@@ -198,9 +197,8 @@ func stepsDown(m *member) bool {
 				return true
 			}
 		}
-		time.Sleep(time.Millisecond)
-	}
-	return false
+		return false
+	})
 }
 
 // With TickInterval, the lease is also bounded in monotonic time: a node

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/multiraft"
 )
 
@@ -37,11 +38,8 @@ func TestProposalErrors(t *testing.T) {
 				held := c.net.Held(followers[0])
 				first := make(chan error, 1)
 				go func() { first <- lead.node.AddLearner(context.Background(), 0, 4) }()
-				for deadline := time.Now().Add(5 * time.Second); c.net.Held(followers[0]) == held; {
-					if time.Now().After(deadline) {
-						return errors.New("the first change never reached the log")
-					}
-					time.Sleep(time.Millisecond) // polling the leader's driver
+				if !eventually.Holds(eventually.Within, func() bool { return c.net.Held(followers[0]) != held }) {
+					return errors.New("the first change never reached the log")
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()

@@ -106,13 +106,9 @@ func TestLeaderReplicatesWhileItWrites(t *testing.T) {
 		_, err := c.nodes[lead].node.Propose(ctx, 0, []byte("x"))
 		done <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for appends.Load() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("no append reached the followers while the leader's sync was held")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually.True(t, "an append reached the followers while the leader's sync was held", func() bool {
+		return appends.Load() >= 2
+	})
 	select {
 	case err := <-done:
 		t.Fatalf("the proposal returned (%v) before the leader's own sync", err)
