@@ -34,6 +34,7 @@ type notice struct {
 	addr     string
 	meta     []byte
 	systemID string // of noteGoodbye
+	left     bool   // of noteLeave: memberlist says the member itself announced it
 }
 
 // notices is an unbounded queue between memberlist's callbacks and run.
@@ -105,8 +106,11 @@ func (d *delegate) NotifyJoin(n *memberlist.Node) { d.note(noteJoin, n) }
 func (d *delegate) NotifyUpdate(n *memberlist.Node) { d.note(noteUpdate, n) }
 
 // NotifyLeave implements memberlist.EventDelegate; memberlist calls it for
-// a death and a goodbye alike.
-func (d *delegate) NotifyLeave(n *memberlist.Node) { d.note(noteLeave, n) }
+// a death and a leave alike, and says which in the node's state: Left
+// when the member itself announced its death (memberlist's Leave).
+func (d *delegate) NotifyLeave(n *memberlist.Node) {
+	d.notes.push(notice{kind: noteLeave, name: n.Name, addr: n.Address(), left: n.State == memberlist.StateLeft})
+}
 
 // NotifyMerge implements memberlist.MergeDelegate: peers is a seed's
 // view, sent in answer to a join before the seed merged this node's
@@ -199,7 +203,7 @@ func (m *Membership) apply(n *notice) {
 		e.suspect = false
 		e.State, e.Addr = StateDead, n.addr
 		kind := EventFail
-		if n.name == m.name || e.goodbye == e.Meta.SystemID {
+		if n.name == m.name || n.left || e.goodbye == e.Meta.SystemID {
 			e.State, kind = StateLeft, EventLeave // memberlist never finds itself dead
 		}
 		m.pending.add(Event{Kind: kind, Node: e.Node})
