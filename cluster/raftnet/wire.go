@@ -48,14 +48,15 @@ var (
 
 // appendMessage appends one message of a batch to b.
 func appendMessage(b []byte, g multiraft.GroupID, m *pb.Message) ([]byte, error) {
+	size := m.Size()
 	b = binary.AppendUvarint(b, uint64(g))
-	return appendEncoded(binary.AppendUvarint(b, uint64(m.Size())), m)
+	return appendEncoded(binary.AppendUvarint(b, uint64(size)), m, size)
 }
 
-// appendEncoded appends m's protobuf encoding to b (raftpb's generated
-// code, which skips the fields it does not know when it decodes).
-func appendEncoded(b []byte, m *pb.Message) ([]byte, error) {
-	size := m.Size()
+// appendEncoded appends m's protobuf encoding, size bytes (m.Size()), to b
+// (raftpb's generated code, which skips the fields it does not know when
+// it decodes).
+func appendEncoded(b []byte, m *pb.Message, size int) ([]byte, error) {
 	b = slices.Grow(b, size)
 	if _, err := m.MarshalToSizedBuffer(b[len(b) : len(b)+size]); err != nil {
 		return nil, err
@@ -125,7 +126,7 @@ func knownType(t pb.MessageType) bool {
 func appendSnapshotHeader(b []byte, m multiraft.Message) ([]byte, error) {
 	b = append(b, snapshotV1)
 	b = binary.AppendUvarint(b, uint64(m.Group))
-	return appendEncoded(b, &m.Msg)
+	return appendEncoded(b, &m.Msg, m.Msg.Size())
 }
 
 // decodeSnapshotHeader decodes the header of a snapshot stream for node to.
