@@ -704,13 +704,13 @@ func (n *Node) persist(b *persistence.Batch, r *groupReady) (bool, error) {
 	}
 	if hs := rd.HardState; !raft.IsEmptyHardState(hs) {
 		votedAgain := hs.Term != g.log.hs.Term || hs.Vote != g.log.hs.Vote
-		g.log.hs = &hs
+		*g.log.hs = hs // in place: a new one would be an allocation a cycle in every group
 		// A commit index raft can learn again from its leader, and applied
 		// entries were committed (loadGroups takes the applied index as
 		// commit when it is further), so a hard state that moved only its
 		// commit is not written: it would be a key a cycle in every group.
 		if votedAgain && !restored {
-			n.rlog.SetHardState(uint16(g.id), &hs)
+			n.rlog.SetHardState(uint16(g.id), g.log.hs)
 			wrote = true
 		}
 	}

@@ -19,7 +19,7 @@ import (
 // the rest in Pebble's batches. Only the driver goroutine
 // touches it (raft calls Storage from inside RawNode), so it has no lock.
 type logStore struct {
-	hs        *pb.HardState
+	hs        *pb.HardState // its own, never shared: the driver updates it in place
 	cs        *pb.ConfState
 	snapIndex uint64     // index of the last entry removed from the log
 	snapTerm  uint64     // its term
@@ -242,7 +242,7 @@ func loadGroups(store *persistence.Store, rlog *raftlog.Log, replayed map[uint16
 			continue
 		}
 		if r.HardState != nil {
-			s.hs = r.HardState
+			s.hs = new(*r.HardState) // the group's own: the driver updates it in place
 		}
 		if !s.takeLog(r.Entries) {
 			rlog.Reset(uint16(g), false)
