@@ -2,12 +2,10 @@ package multiraft_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kitd/kitd/multiraft"
-	"github.com/kitd/kitd/multiraft/multirafttest"
 	"github.com/kitd/kitd/persistence"
 )
 
@@ -38,30 +36,9 @@ func TestRanGroups(t *testing.T) {
 			})
 		}, true},
 		{"a store with a group's state ran groups", func(t *testing.T, fs vfs.FS) {
-			withStore(t, fs, func(s *persistence.Store) {
-				tick := make(chan time.Time)
-				n, err := multiraft.Open(multiraft.Config{
-					NodeID: 1, Store: s, Transport: multirafttest.NewNetwork().Transport(1),
-					StateMachine: multirafttest.KV{Store: s}, Ticker: tick,
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer n.Close()
-				if err := n.Bootstrap(0, []uint64{1}); err != nil {
-					t.Fatal(err)
-				}
-				for range 100 {
-					if n.LeaseValid(0) {
-						return
-					}
-					tick <- time.Time{}
-					if err := n.Flush(); err != nil {
-						t.Fatal(err)
-					}
-				}
-				t.Fatal("the group elected no leader in 100 ticks")
-			})
+			// singleNode elects the group; its node and store close when
+			// this subtest ends.
+			t.Run("one group elected", func(t *testing.T) { singleNode(t, testDir, persistence.Options{FS: fs}, 1) })
 		}, true},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
