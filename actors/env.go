@@ -25,7 +25,41 @@ type Invalidator interface {
 	UserChanged(userID string)
 	// SessionEnded: the web session ended; user tokens it authorized end.
 	SessionEnded(sessionID string)
+	// SigningSecretsChanged: the Kit's signing secret was rotated (or
+	// made); what is signed from now on is signed with the new set.
+	SigningSecretsChanged(kitID string)
 }
+
+// TargetCache is what a node's deliveries keep of where and how an
+// installation's events go (deliveries.Sender).
+type TargetCache interface {
+	InstallationChanged(installationID string)
+	SigningSecretsChanged(kitID string)
+}
+
+// Caches is a node's own Invalidator: it tells each cache the change
+// concerns. In a cluster every member's is told (clusternode).
+type Caches struct {
+	Auth    *Authenticator
+	Targets TargetCache // nil until the node's sender runs
+}
+
+func (c *Caches) InstallationChanged(id string) {
+	c.Auth.InstallationChanged(id)
+	if c.Targets != nil {
+		c.Targets.InstallationChanged(id)
+	}
+}
+
+func (c *Caches) SigningSecretsChanged(kitID string) {
+	if c.Targets != nil {
+		c.Targets.SigningSecretsChanged(kitID)
+	}
+}
+
+func (c *Caches) CredentialRevoked(hash []byte) { c.Auth.CredentialRevoked(hash) }
+func (c *Caches) UserChanged(id string)         { c.Auth.UserChanged(id) }
+func (c *Caches) SessionEnded(id string)        { c.Auth.SessionEnded(id) }
 
 // ReadBarrier catches a partition's replica on this node up with
 // everything committed in it before the call.

@@ -68,7 +68,7 @@ func startNodeAt(fs vfs.FS, dir string, clk *clock.Test) (*testNode, error) {
 	// A failed sync leaves nothing to trust: stop the whole test binary.
 	env.Fatal = func(err error) { panic(fmt.Sprintf("actors: storage failed: %v", err)) }
 	auth := actors.NewAuthenticator(env)
-	env.Invalidator = auth
+	env.Invalidator = &actors.Caches{Auth: auth}
 	cn, err := cluster.Start(cluster.Config{}, actors.Kinds(env)...)
 	if err != nil {
 		store.Close()

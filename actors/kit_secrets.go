@@ -118,6 +118,7 @@ func (a *kitActor) rotateSecret(m *kitpb.RotateKitSecret) (proto.Message, error)
 	}
 	if m.Which == SecretSigning {
 		a.signing = next
+		a.env.Invalidator.SigningSecretsChanged(a.id)
 	}
 	return &kitpb.KitSecretReply{Secret: next}, nil
 }

@@ -6,10 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"time"
-
-	"github.com/kitd/kitd/actors"
-	"github.com/kitd/kitd/cluster"
-	"github.com/kitd/kitd/proto/kitpb"
 )
 
 // MaxAnswer bounds the body of a Kit's answer to a call that kitd reads.
@@ -65,14 +61,14 @@ func (s *Sender) call(ctx context.Context, c Call) (Answer, error) {
 	if err != nil || u.Scheme != "https" {
 		return Answer{}, &CallError{Reason: ReasonConnection, err: errNotHTTPS}
 	}
-	sec, err := cluster.Call[*kitpb.SigningSecretsReply](s.cfg.Node, actors.KindKit, c.KitID, &kitpb.GetSigningSecrets{})
+	secrets, err := s.signingSecrets(c.KitID)
+	if errors.Is(err, errNoSecret) {
+		return Answer{}, &CallError{Reason: targetErrorCode(err), err: err}
+	}
 	if err != nil {
 		return Answer{}, err
 	}
-	if len(sec.Secrets) == 0 {
-		return Answer{}, &CallError{Reason: targetErrorCode(errNoSecret), err: errNoSecret}
-	}
-	return s.post(ctx, u, c, sec.Secrets)
+	return s.post(ctx, u, c, secrets)
 }
 
 // post makes the request of c, signed with secrets, within the timeout or

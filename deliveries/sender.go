@@ -67,6 +67,8 @@ type Sender struct {
 	// <kit id>@<version>: a version's manifest never changes, and parsing
 	// it for every batch of deliveries cost more than the batch's lookups.
 	endpoints map[string]*url.URL
+	installs  lookups[installed]       // by installation
+	signing   lookups[[]string]        // by Kit: its signing secrets
 	kits      map[string]chan struct{} // by Kit: its in-flight slots
 	closed    bool
 	done      chan struct{} // closed by Close
@@ -85,6 +87,9 @@ func New(cfg Config) *Sender {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = Timeout
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System()
 	}
 	return &Sender{
 		cfg: cfg, https: newKitClients(cfg.RootCAs, cfg.Allow, idleAfter),
@@ -184,7 +189,8 @@ func (s *Sender) pump(inst string, wake chan struct{}) {
 // chainLength bounds how many events one goroutine sends one after
 // another, taking the next as it records an attempt (Sender.chain), before
 // it hands back to the pump, which looks up the target again: a rotated
-// signing secret or a new version's endpoint is thus used soon.
+// signing secret or a new version's endpoint, which invalidation dropped
+// from what the sender keeps, is thus used soon.
 const chainLength = 100
 
 // start sends each event in its own goroutine.
@@ -264,24 +270,64 @@ func targetErrorCode(err error) string {
 }
 
 func (s *Sender) target(inst string) (target, error) {
-	in, err := cluster.Call[*kitpb.InstallationReply](s.cfg.Node, actors.KindInstallation, inst, &kitpb.GetInstallation{})
+	in, err := s.installed(inst)
 	if err != nil {
 		return target{}, err
 	}
-	t := target{kitID: in.Installation.KitId}
-	if t.endpoint, err = s.endpoint(t.kitID, in.Installation.KitVersion); err != nil {
+	t := target{kitID: in.kitID}
+	if t.endpoint, err = s.endpoint(in.kitID, in.version); err != nil {
 		return t, err
 	}
-	sec, err := cluster.Call[*kitpb.SigningSecretsReply](s.cfg.Node, actors.KindKit, t.kitID, &kitpb.GetSigningSecrets{})
-	if err != nil {
-		return t, err
-	}
-	if t.secrets = sec.Secrets; len(t.secrets) == 0 {
-		// An unsigned request would be refused by any receiver that checks.
-		return t, errNoSecret
-	}
-	return t, nil
+	t.secrets, err = s.signingSecrets(in.kitID)
+	return t, err
 }
+
+// installed is the Kit and the version of it an installation runs.
+type installed struct{ kitID, version string }
+
+func (s *Sender) installed(inst string) (installed, error) {
+	now := s.cfg.Clock.Now()
+	in, gen, ok := s.installs.get(inst, now)
+	if ok {
+		return in, nil
+	}
+	r, err := cluster.Call[*kitpb.InstallationReply](s.cfg.Node, actors.KindInstallation, inst, &kitpb.GetInstallation{})
+	if err != nil {
+		return installed{}, err
+	}
+	in = installed{kitID: r.Installation.KitId, version: r.Installation.KitVersion}
+	s.installs.put(inst, in, gen, now)
+	return in, nil
+}
+
+// signingSecrets are the secrets the Kit's requests are signed with, or
+// errNoSecret: an unsigned request would be refused by any receiver that
+// checks. A Kit without one is asked again each time, so its first
+// secret is used at once.
+func (s *Sender) signingSecrets(kitID string) ([]string, error) {
+	now := s.cfg.Clock.Now()
+	secrets, gen, ok := s.signing.get(kitID, now)
+	if ok {
+		return secrets, nil
+	}
+	r, err := cluster.Call[*kitpb.SigningSecretsReply](s.cfg.Node, actors.KindKit, kitID, &kitpb.GetSigningSecrets{})
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Secrets) == 0 {
+		return nil, errNoSecret
+	}
+	s.signing.put(kitID, r.Secrets, gen, now)
+	return r.Secrets, nil
+}
+
+// InstallationChanged drops what the sender kept of the installation: its
+// next take looks up the Kit version it runs now (actors.TargetCache).
+func (s *Sender) InstallationChanged(installationID string) { s.installs.forget(installationID) }
+
+// SigningSecretsChanged drops the Kit's signing secrets: what is signed
+// next is signed with the rotated set (actors.TargetCache).
+func (s *Sender) SigningSecretsChanged(kitID string) { s.signing.forget(kitID) }
 
 // endpoint is the events endpoint of version of the Kit kitID.
 func (s *Sender) endpoint(kitID, version string) (*url.URL, error) {

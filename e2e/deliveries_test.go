@@ -43,6 +43,7 @@ type delivered struct {
 	header http.Header
 	body   []byte
 	event  map[string]any
+	path   string
 	ok     bool      // answered 2xx in time
 	at     time.Time // when it arrived
 }
@@ -105,7 +106,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.n++
 	n := r.n
 	status, wait, hangUp := (*r.answer.Load())(n)
-	d := delivered{header: req.Header.Clone(), body: body, ok: status/100 == 2 && wait < kitTimeout && !hangUp, at: time.Now()}
+	d := delivered{header: req.Header.Clone(), body: body, path: req.URL.Path, ok: status/100 == 2 && wait < kitTimeout && !hangUp, at: time.Now()}
 	_ = json.Unmarshal(body, &d.event)
 	r.got = append(r.got, d)
 	r.mu.Unlock()
@@ -277,6 +278,31 @@ func TestDeliveriesAreSignedOrderedAndGapless(t *testing.T) {
 	}
 	if n := strings.Count(last.header.Get(kitverify.Header), "v1="); n != 2 {
 		t.Errorf("%d v1 values during the overlap, want 2", n)
+	}
+}
+
+// An installation moved to a version with another events endpoint has its
+// next event sent there, though the sender keeps what it looked up of the
+// installation (it is told of the change).
+func TestAnUpgradedInstallationsNextEventGoesToTheNewEndpoint(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	s, _ := deliveryServer(t, rcv, false, "")
+	e := newEventsSetup(t, s, rcv, 1)
+	e.in.post(t, e.convs[0], "to 1.0.0")
+	eventually.True(t, "the first event", func() bool { return len(rcv.received()) == 1 })
+
+	m := manifest(e.kit.Slug, "1.0.1", baseScopes)
+	m["events"] = []string{"message.posted"}
+	m["endpoints"] = map[string]any{"events": rcv.srv.URL + "/events-v2"}
+	want(t, e.w.uploadVersion(t, m, true), 201)
+	want(t, s.ops(t, "POST", "/ops/v1/workspaces/"+e.w.ID+"/installations", map[string]any{"kitId": e.kit.ID}), 201)
+	e.in.post(t, e.convs[0], "to 1.0.1")
+	eventually.True(t, "the second event", func() bool { return len(rcv.received()) == 2 })
+	for i, want := range []string{"/events", "/events-v2"} {
+		if got := rcv.received()[i]; got.path != want {
+			t.Errorf("event %q went to %s, want %s", jstr(got.event, "data.message.text"), got.path, want)
+		}
 	}
 }
 

@@ -146,7 +146,8 @@ func Start(cfg Config) (_ *Server, err error) {
 	}
 	env.SealKey, env.OpenKeys = keys.seal, keys.open
 	auth := actors.NewAuthenticator(env)
-	env.Invalidator = auth
+	caches := &actors.Caches{Auth: auth}
+	env.Invalidator = caches
 	if s.node, err = cluster.Start(cluster.Config{Logger: quieter(s.log, slog.LevelWarn)}, actors.Kinds(env)...); err != nil {
 		return nil, err
 	}
@@ -154,7 +155,7 @@ func Start(cfg Config) (_ *Server, err error) {
 	if s.send, err = sender(cfg, env); err != nil {
 		return nil, err
 	}
-	env.Deliveries = s.send
+	env.Deliveries, caches.Targets = s.send, s.send
 	// The cluster publishes where this node serves HTTP: listen first.
 	if s.ln, err = net.Listen("tcp", cfg.ListenAddr); err != nil {
 		return nil, fmt.Errorf("listen: %w", err)

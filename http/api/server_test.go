@@ -57,7 +57,7 @@ func startServer() (*testServer, error) {
 	h.env = &actors.Env{Store: store, Clock: h.clk, Logger: discardLogger(), Limits: table,
 		Fatal: func(err error) { panic(fmt.Sprintf("api test: storage failed: %v", err)) }}
 	h.auth = actors.NewAuthenticator(h.env)
-	h.env.Invalidator = h.auth
+	h.env.Invalidator = &actors.Caches{Auth: h.auth}
 	h.node, err = cluster.Start(cluster.Config{}, actors.Kinds(h.env)...)
 	if err != nil {
 		store.Close()

@@ -45,7 +45,7 @@ func testServer(t *testing.T) *Server {
 		env := &actors.Env{Store: store, Clock: clock.NewTest(), Logger: log, Limits: limits.Spec(), SealKey: make([]byte, 32), OpenKeys: [][]byte{make([]byte, 32)},
 			Fatal: func(err error) { panic(fmt.Sprintf("app test: storage failed: %v", err)) }}
 		auth := actors.NewAuthenticator(env)
-		env.Invalidator = auth
+		env.Invalidator = &actors.Caches{Auth: auth}
 		n, err := cluster.Start(cluster.Config{}, actors.Kinds(env)...)
 		if err != nil {
 			node.err = err

@@ -232,8 +232,8 @@ func (x *GroupMembersReply) GetMembers() []uint64 {
 // Invalidate tells another member that something it may have cached about
 // credentials ended or changed (actors.Invalidator): sent to every member
 // before the change is answered. kind is one of installation, credential,
-// user, session; id the installation, user or session id, or the
-// credential's hash.
+// user, session, signing; id the installation, user, session or Kit id,
+// or the credential's hash.
 type Invalidate struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`

@@ -33,6 +33,9 @@ func (b broadcaster) InstallationChanged(id string) { b.send("installation", []b
 func (b broadcaster) CredentialRevoked(hash []byte) { b.send("credential", hash) }
 func (b broadcaster) UserChanged(id string)         { b.send("user", []byte(id)) }
 func (b broadcaster) SessionEnded(id string)        { b.send("session", []byte(id)) }
+func (b broadcaster) SigningSecretsChanged(kitID string) {
+	b.send("signing", []byte(kitID))
+}
 
 // send applies the change here, then tells every other member that may
 // serve requests, at once, and waits for them all.
@@ -78,6 +81,8 @@ func (m *Node) invalidateHere(kind string, id []byte) error {
 		local.UserChanged(string(id))
 	case "session":
 		local.SessionEnded(string(id))
+	case "signing":
+		local.SigningSecretsChanged(string(id))
 	default:
 		return fmt.Errorf("member: unknown invalidation %q", kind)
 	}
