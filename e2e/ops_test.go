@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
@@ -147,6 +148,30 @@ func TestOps_PeopleAndPlaces(t *testing.T) {
 		want(t, r, 200)
 		if r.Get("ok") != true {
 			t.Errorf("want {ok:true}%s", r)
+		}
+	})
+
+	// ttlSeconds is a whole number of seconds from 60 to 365 days; each
+	// refusal names the field, says what is wrong and echoes nothing.
+	t.Run("developer token ttlSeconds is checked", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, ttl, says string
+		}{
+			{"below a minute", "59", "from 60"},
+			{"past a year", "31536001", "from 60"},
+			{"a fraction", "73575.5", "must be an integer"},
+			{"an exponent", "7357e2", "must be an integer"},
+			{"past any integer", "73579999999999999999", "out of range"},
+			{"past any number", "7357e700", "must be an integer"},
+			{"a string", `"7357"`, "must be of type number"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := s.ops(t, "POST", "/ops/v1/users/"+w.Owner.ID+"/developer-tokens", map[string]any{"name": "ttl", "ttlSeconds": json.RawMessage(tc.ttl)})
+				wantValidation(t, r, "ttlSeconds", "7357")
+				if !strings.Contains(r.Str("message"), tc.says) {
+					t.Errorf("message %q, want it to say %q", r.Str("message"), tc.says)
+				}
+			})
 		}
 	})
 }

@@ -59,6 +59,19 @@ func TestDecodeJSON(t *testing.T) {
 			}{}
 		}, "memberIds", "must be of type string"},
 		{"a nested type error names the full path", `{"inner":{"count":"` + sentinel + `"}}`, func() any { return &nested{} }, "inner.count", "must be of type number"},
+		{"a fraction where an integer belongs says so", `{"inner":{"count":1.7357}}`, func() any { return &nested{} }, "inner.count", "must be an integer"},
+		{"an exponent where an integer belongs says so", `{"inner":{"count":7357e3}}`, func() any { return &nested{} }, "inner.count", "must be an integer"},
+		{"an integer past the field's range is out of range", `{"inner":{"count":73579999999999999999}}`, func() any { return &nested{} }, "inner.count", "is out of range"},
+		{"a number past float64 is out of range", `{"seconds":7357e700}`, func() any {
+			return &struct {
+				Seconds *float64 `json:"seconds"`
+			}{}
+		}, "seconds", "is out of range"},
+		{"a negative number where a count belongs says so", `{"n":-7357}`, func() any {
+			return &struct {
+				N *uint32 `json:"n"`
+			}{}
+		}, "n", "must not be negative"},
 		{"an array body is not an object", `["` + sentinel + `"]`, func() any { return &postBody{} }, "", "must be a JSON object"},
 		{"a string body is not an object", `"` + sentinel + `"`, func() any { return &postBody{} }, "", "must be a JSON object"},
 		{"a number body is not an object", `42`, func() any { return &postBody{} }, "", "must be a JSON object"},
@@ -78,7 +91,7 @@ func TestDecodeJSON(t *testing.T) {
 			if !strings.Contains(msg, tt.wantMsg) {
 				t.Fatalf("message %q, want it to contain %q", msg, tt.wantMsg)
 			}
-			if strings.Contains(err.Error(), sentinel) || strings.Contains(err.Error(), "SENTINEL") {
+			if strings.Contains(err.Error(), sentinel) || strings.Contains(err.Error(), "SENTINEL") || strings.Contains(err.Error(), "7357") {
 				t.Fatalf("error echoes the input: %q", err.Error())
 			}
 		})

@@ -104,6 +104,9 @@ func DecodeJSON(body []byte, v any) error {
 		if typeErr.Field == "" {
 			return kiterr.Invalid("", "request body must be a JSON object")
 		}
+		if problem := numberProblem(typeErr); problem != "" {
+			return kiterr.Invalid(typeErr.Field, problem)
+		}
 		return kiterr.Invalid(typeErr.Field, "must be of type "+jsonType(typeErr.Type.Kind().String()))
 	}
 	var syntaxErr *json.SyntaxError
@@ -111,6 +114,31 @@ func DecodeJSON(body []byte, v any) error {
 		return MalformedJSON(syntaxErr.Offset)
 	}
 	return kiterr.Invalid("", "malformed JSON")
+}
+
+// numberProblem says what is wrong with a number that a numeric field
+// cannot hold, or "" when the value is no number: "must be of type
+// number" would mislead for 1.5 where an integer belongs, or for 1e700.
+// The number itself is never echoed.
+func numberProblem(e *json.UnmarshalTypeError) string {
+	lit, ok := strings.CutPrefix(e.Value, "number ")
+	if !ok {
+		return ""
+	}
+	switch e.Type.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if strings.ContainsAny(lit, ".eE") {
+			return "must be an integer, without a fraction or an exponent"
+		}
+		if strings.HasPrefix(lit, "-") && e.Type.Kind() >= reflect.Uint && e.Type.Kind() <= reflect.Uint64 {
+			return "must not be negative"
+		}
+		return "is out of range"
+	case reflect.Float32, reflect.Float64:
+		return "is out of range"
+	}
+	return ""
 }
 
 func jsonType(kind string) string {
