@@ -162,12 +162,14 @@ func (s *Sender) pump(inst string, wake chan struct{}) {
 			s.cfg.Logger.Warn("take deliveries", "installation", inst, "err", err)
 			r = &kitpb.DeliveriesReply{NextDue: 1}
 		}
-		if len(r.Events) > 0 {
+		switch {
+		case len(r.Events) > 0:
+			// The take handed out all that may go now (it stops early only
+			// when every slot is taken): another would find nothing until a
+			// notice or an attempt's end, and each of those wakes the pump.
 			t, err := s.target(inst)
 			s.start(inst, t, err, r.Events, &inFlight, wake)
-			continue
-		}
-		if r.InFlight == 0 && r.NextDue == 0 {
+		case r.InFlight == 0 && r.NextDue == 0:
 			if s.retire(inst, wake) {
 				return
 			}

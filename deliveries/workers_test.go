@@ -2,6 +2,7 @@ package deliveries
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -16,6 +18,8 @@ import (
 // fakeQueue is a delivery actor that hands out the events pushed to it, one
 // a take, and passes on the attempts recorded.
 type fakeQueue struct {
+	takes    atomic.Int32
+	inFlight int32 // handed out and not recorded
 	events   chan *kitpb.Event
 	recorded chan *kitpb.RecordAttempt
 	// hold, when set, keeps the record of an attempt from being answered
@@ -29,18 +33,22 @@ type fakeQueue struct {
 func (q *fakeQueue) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *kitpb.TakeDeliveries:
+		q.takes.Add(1)
 		r := &kitpb.DeliveriesReply{}
 		select {
 		case ev := <-q.events:
 			r.Events = []*kitpb.Event{ev}
+			q.inFlight++
 		default:
 			if f := q.onEmptyTake; f != nil {
 				q.onEmptyTake = nil
 				f()
 			}
 		}
+		r.InFlight = q.inFlight
 		ctx.Respond(r)
 	case *kitpb.RecordAttempt:
+		q.inFlight--
 		q.recorded <- m
 		if q.hold != nil {
 			<-q.hold
@@ -103,6 +111,28 @@ func TestAnEventQueuedAsThePumpRetiresIsSent(t *testing.T) {
 	}
 	s.EventsQueued("inst")
 	q.recordedAttempt(t, 1)
+}
+
+// A quiet installation's event costs the pump two takes: the one that
+// hands it out, and the one after its attempt that finds nothing and
+// retires the pump. A take right after the first found nothing either:
+// what it handed out was all that could go.
+func TestAQuietInstallationsEventCostsTwoTakes(t *testing.T) {
+	q := newFakeQueue()
+	s := startSender(t, q)
+	for i := uint64(1); i <= 3; i++ {
+		q.events <- &kitpb.Event{Sequence: i}
+		s.EventsQueued("inst")
+		q.recordedAttempt(t, i)
+		eventually.True(t, "the pump retired", func() bool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return len(s.pumps) == 0
+		})
+		if n := q.takes.Load(); n != int32(2*i) {
+			t.Fatalf("%d takes for %d events, want %d", n, i, 2*i)
+		}
+	}
 }
 
 // The pumps and the chains of attempts run on kept goroutines: a quiet
