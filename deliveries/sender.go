@@ -62,7 +62,7 @@ type Sender struct {
 	https *kitClients
 
 	mu    sync.Mutex
-	pumps map[string]chan struct{} // by installation: a pending wake-up
+	pumps map[string]*pump // by installation
 	// endpoints are the events endpoints of the Kit versions seen, by
 	// <kit id>@<version>: a version's manifest never changes, and parsing
 	// it for every batch of deliveries cost more than the batch's lookups.
@@ -93,7 +93,7 @@ func New(cfg Config) *Sender {
 	}
 	return &Sender{
 		cfg: cfg, https: newKitClients(cfg.RootCAs, cfg.Allow, idleAfter),
-		pumps: make(map[string]chan struct{}), kits: make(map[string]chan struct{}), done: make(chan struct{}),
+		pumps: make(map[string]*pump), kits: make(map[string]chan struct{}), done: make(chan struct{}),
 		endpoints: make(map[string]*url.URL), stats: newSenderStats(),
 	}
 }
@@ -121,17 +121,34 @@ func (s *Sender) EventsQueued(installationID string) {
 	if s.closed {
 		return
 	}
-	if wake, ok := s.pumps[installationID]; ok {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
+	if p, ok := s.pumps[installationID]; ok {
+		p.notices++
+		p.wakeUp()
 		return
 	}
-	wake := make(chan struct{}, 1)
-	s.pumps[installationID] = wake
+	p := &pump{wake: make(chan struct{}, 1), notices: 1}
+	s.pumps[installationID] = p
 	s.wg.Add(1)
-	s.workers.Run(func() { s.pump(installationID, wake) })
+	s.workers.Run(func() { s.pump(installationID, p) })
+}
+
+// pump is the state of one installation's pump.
+type pump struct {
+	wake     chan struct{} // a pending wake-up
+	inFlight sync.WaitGroup
+	// Guarded by Sender.mu. notices counts the EventsQueued calls since
+	// the pump started. idle says that the record of an attempt found
+	// nothing in flight, due later or to hand out, when notices stood at
+	// idleAt: if they still do, a take would find nothing either.
+	notices, idleAt uint64
+	idle            bool
+}
+
+func (p *pump) wakeUp() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Close stops the pumps after their attempts in flight.
@@ -152,11 +169,13 @@ func (s *Sender) Close() {
 // the actor allows, sends each on a worker of its own, and when all of them
 // are in flight or waiting for a retry, waits for a wake-up (an attempt
 // done, an event queued) or, with a retry waiting, for the next poll.
-func (s *Sender) pump(inst string, wake chan struct{}) {
+func (s *Sender) pump(inst string, p *pump) {
 	defer s.wg.Done()
-	var inFlight sync.WaitGroup
-	defer inFlight.Wait()
+	defer p.inFlight.Wait()
 	for {
+		if s.retireIdle(inst, p) {
+			return
+		}
 		r, err := cluster.Call[*kitpb.DeliveriesReply](s.cfg.Node, actors.KindDelivery, inst, &kitpb.TakeDeliveries{Max: actors.MaxInFlightPerInstallation})
 		if err != nil {
 			s.cfg.Logger.Warn("take deliveries", "installation", inst, "err", err)
@@ -168,9 +187,9 @@ func (s *Sender) pump(inst string, wake chan struct{}) {
 			// when every slot is taken): another would find nothing until a
 			// notice or an attempt's end, and each of those wakes the pump.
 			t, err := s.target(inst)
-			s.start(inst, t, err, r.Events, &inFlight, wake)
+			s.start(inst, t, err, r.Events, p)
 		case r.InFlight == 0 && r.NextDue == 0:
-			if s.retire(inst, wake) {
+			if s.retire(inst, p) {
 				return
 			}
 			continue // retire took a wake-up that came meanwhile: take again
@@ -180,7 +199,7 @@ func (s *Sender) pump(inst string, wake chan struct{}) {
 			poll = time.After(retryPoll)
 		}
 		select {
-		case <-wake:
+		case <-p.wake:
 		case <-poll:
 		case <-s.done:
 			return
@@ -196,30 +215,39 @@ func (s *Sender) pump(inst string, wake chan struct{}) {
 const chainLength = 100
 
 // start sends each event in its own goroutine.
-func (s *Sender) start(inst string, t target, terr error, evs []*kitpb.Event, inFlight *sync.WaitGroup, wake chan struct{}) {
+func (s *Sender) start(inst string, t target, terr error, evs []*kitpb.Event, p *pump) {
 	for _, ev := range evs {
-		inFlight.Add(1)
-		s.workers.Run(func() { s.chain(inst, t, terr, ev, inFlight, wake) })
+		p.inFlight.Add(1)
+		s.workers.Run(func() { s.chain(inst, t, terr, ev, p) })
 	}
 }
 
 // chain sends ev and, while the actor hands back more with the record of
 // each attempt, those: a freed slot is filled in the same round trip to
-// the actor, and the pump is woken only when the chain ends.
-func (s *Sender) chain(inst string, t target, terr error, ev *kitpb.Event, inFlight *sync.WaitGroup, wake chan struct{}) {
-	defer inFlight.Done()
+// the actor, and the pump is woken only when the chain ends. A chain
+// whose last record found the installation idle tells the pump, which
+// then retires without asking the actor again.
+func (s *Sender) chain(inst string, t target, terr error, ev *kitpb.Event, p *pump) {
+	defer p.inFlight.Done()
 	for n := 1; ev != nil; n++ {
-		next := s.deliver(inst, t, terr, ev, terr == nil && n < chainLength && !s.isClosed())
+		takeNext := terr == nil && n < chainLength && !s.isClosed()
+		s.mu.Lock()
+		notices := p.notices // before the record: a notice after it counts
+		s.mu.Unlock()
+		r := s.deliver(inst, t, terr, ev, takeNext)
 		ev = nil
-		if len(next) > 0 {
-			s.start(inst, t, terr, next[1:], inFlight, wake)
-			ev = next[0]
+		switch {
+		case r == nil:
+		case len(r.Events) > 0:
+			s.start(inst, t, terr, r.Events[1:], p)
+			ev = r.Events[0]
+		case r.InFlight == 0 && r.NextDue == 0:
+			s.mu.Lock()
+			p.idle, p.idleAt = true, notices
+			s.mu.Unlock()
 		}
 	}
-	select {
-	case wake <- struct{}{}:
-	default:
-	}
+	p.wakeUp()
 }
 
 func (s *Sender) isClosed() bool {
@@ -232,15 +260,32 @@ func (s *Sender) isClosed() bool {
 }
 
 // retire ends the pump unless a wake-up came meanwhile.
-func (s *Sender) retire(inst string, wake chan struct{}) bool {
+func (s *Sender) retire(inst string, p *pump) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	select {
-	case <-wake:
+	case <-p.wake:
 		return false
 	default:
 	}
-	if s.pumps[inst] == wake {
+	if s.pumps[inst] == p {
+		delete(s.pumps, inst)
+	}
+	return true
+}
+
+// retireIdle ends the pump when an attempt's record found the
+// installation idle and no notice came since; else it forgets the record's
+// word, which a take is about to replace.
+func (s *Sender) retireIdle(inst string, p *pump) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	idle := p.idle && p.idleAt == p.notices
+	p.idle = false
+	if !idle {
+		return false
+	}
+	if s.pumps[inst] == p {
 		delete(s.pumps, inst)
 	}
 	return true
@@ -366,8 +411,8 @@ func (s *Sender) endpoint(kitID, version string) (*url.URL, error) {
 }
 
 // deliver makes one attempt and records it; with takeNext, it returns the
-// events the actor hands back to send now.
-func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, takeNext bool) []*kitpb.Event {
+// actor's answer: the events to send now, and what is in flight or due.
+func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, takeNext bool) *kitpb.DeliveriesReply {
 	rec := &kitpb.RecordAttempt{Sequence: ev.Sequence, KitId: t.kitID, JitterPermille: actors.Jitter()}
 	if terr == nil {
 		release := s.kitSlot(t.kitID)
@@ -393,8 +438,8 @@ func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, tak
 		s.cfg.Logger.Warn("record delivery", "installation", inst, "err", err)
 		return nil
 	}
-	if r, ok := res.(*kitpb.DeliveriesReply); ok {
-		return r.Events
+	if r, ok := res.(*kitpb.DeliveriesReply); ok && takeNext {
+		return r
 	}
 	return nil
 }

@@ -1,6 +1,9 @@
 package deliveries
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,6 +31,9 @@ type fakeQueue struct {
 	// onEmptyTake, when set, runs once, as a take finds nothing, before it
 	// is answered.
 	onEmptyTake func()
+	// onRecord, when set, runs once, as an attempt is recorded, before it
+	// is answered.
+	onRecord func()
 }
 
 func (q *fakeQueue) Receive(ctx actor.Context) {
@@ -53,7 +59,11 @@ func (q *fakeQueue) Receive(ctx actor.Context) {
 		if q.hold != nil {
 			<-q.hold
 		}
-		ctx.Respond(&kitpb.DeliveriesReply{})
+		if f := q.onRecord; f != nil {
+			q.onRecord = nil
+			f()
+		}
+		ctx.Respond(&kitpb.DeliveriesReply{InFlight: q.inFlight})
 	}
 }
 
@@ -99,6 +109,20 @@ func (q *fakeQueue) recordedAttempt(t *testing.T, seq uint64) {
 	}
 }
 
+// deliveredAttempt waits for the record of the attempt at sequence seq,
+// which must have been delivered.
+func (q *fakeQueue) deliveredAttempt(t *testing.T, seq uint64) {
+	t.Helper()
+	select {
+	case rec := <-q.recorded:
+		if rec.Sequence != seq || !rec.Delivered {
+			t.Fatalf("attempt recorded as sequence %d, delivered %v (%q); want sequence %d, delivered", rec.Sequence, rec.Delivered, rec.ErrorCode, seq)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("attempt %d not recorded after 10 s", seq)
+	}
+}
+
 // An event queued while the pump finds nothing and retires is sent: the
 // wake-up that retire takes makes the pump take again, where it used to
 // wait for another wake-up, which a quiet installation may never send.
@@ -113,26 +137,100 @@ func TestAnEventQueuedAsThePumpRetiresIsSent(t *testing.T) {
 	q.recordedAttempt(t, 1)
 }
 
-// A quiet installation's event costs the pump two takes: the one that
-// hands it out, and the one after its attempt that finds nothing and
-// retires the pump. A take right after the first found nothing either:
-// what it handed out was all that could go.
-func TestAQuietInstallationsEventCostsTwoTakes(t *testing.T) {
-	q := newFakeQueue()
-	s := startSender(t, q)
-	for i := uint64(1); i <= 3; i++ {
-		q.events <- &kitpb.Event{Sequence: i}
-		s.EventsQueued("inst")
-		q.recordedAttempt(t, i)
-		eventually.True(t, "the pump retired", func() bool {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			return len(s.pumps) == 0
+// A quiet installation's event costs the pump one take, the one that
+// hands it out: what it handed out was all that could go, and the record
+// of the attempt says when nothing is left, so the pump retires without
+// asking again. A notice that comes after the record was sent still makes
+// it take: its event is sent.
+func TestAQuietInstallationsEventCostsOneTake(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// noticeAtRecord queues an event and its notice as the actor
+		// records the attempt, before it answers.
+		noticeAtRecord bool
+		// takes is how many the pump made; 0: as many as the order of
+		// the notice's wake-up and the record's answer makes it, 2 or 3.
+		takes int32
+	}{
+		{name: "the record finds the installation idle: no take after it", takes: 1},
+		{name: "a notice after the record was sent: a take, which sends its event", noticeAtRecord: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newFakeQueue()
+			s := startSender(t, q)
+			reachable(t, s, "inst")
+			if tc.noticeAtRecord {
+				q.onRecord = func() {
+					q.events <- &kitpb.Event{Sequence: 2}
+					s.EventsQueued("inst")
+				}
+			}
+			q.events <- &kitpb.Event{Sequence: 1}
+			s.EventsQueued("inst")
+			q.deliveredAttempt(t, 1)
+			if tc.noticeAtRecord {
+				q.deliveredAttempt(t, 2)
+			}
+			eventually.True(t, "the pump retired", func() bool {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				return len(s.pumps) == 0
+			})
+			if n := q.takes.Load(); tc.takes != 0 && n != tc.takes {
+				t.Fatalf("%d takes, want %d", n, tc.takes)
+			}
 		})
-		if n := q.takes.Load(); n != int32(2*i) {
-			t.Fatalf("%d takes for %d events, want %d", n, i, 2*i)
-		}
 	}
+}
+
+// The pump retires on an attempt's word only while no notice came after
+// the record was sent: one that did may name an event the record did not
+// see.
+func TestRetireIdle(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		idle            bool
+		idleAt, notices uint64
+		retires         bool
+	}{
+		{"a record found it idle, no notice since: retire", true, 3, 3, true},
+		{"a record found it idle, a notice since: take", true, 3, 4, false},
+		{"no record found it idle: take", false, 3, 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Config{})
+			p := &pump{wake: make(chan struct{}, 1), idle: tc.idle, idleAt: tc.idleAt, notices: tc.notices}
+			s.pumps["inst"] = p
+			if got := s.retireIdle("inst", p); got != tc.retires {
+				t.Fatalf("retired %v, want %v", got, tc.retires)
+			}
+			if _, kept := s.pumps["inst"]; kept == tc.retires {
+				t.Fatalf("pump kept %v after retiring %v", kept, tc.retires)
+			}
+			if p.idle {
+				t.Fatal("the record's word was kept past the decision")
+			}
+		})
+	}
+}
+
+// reachable gives installation inst of s a target that takes its events:
+// a TLS server that answers 200, and the installation, the Kit and the
+// version's endpoint as the sender keeps them.
+func reachable(t *testing.T, s *Sender, inst string) {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(srv.Close)
+	u, err := url.Parse(srv.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.https = newKitClients(srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs, []string{u.Host}, idleAfter)
+	s.cfg.Encode = func(*kitpb.Event, string) ([]byte, error) { return []byte(`{}`), nil }
+	now := s.cfg.Clock.Now()
+	s.installs.put(inst, installed{kitID: "k1", version: "1.0.0"}, 0, now)
+	s.signing.put("k1", []string{"kss_test"}, 0, now)
+	s.endpoints["k1@1.0.0"] = u
 }
 
 // The pumps and the chains of attempts run on kept goroutines: a quiet
