@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/multiraft"
 )
@@ -59,7 +60,7 @@ func (r *Replica) grow() {
 // everyGrowInterval runs round every GrowInterval until the replica
 // closes, except while it drains.
 func (r *Replica) everyGrowInterval(round func()) {
-	t := time.NewTicker(r.cfg.GrowInterval)
+	t := clock.AlignedTicker(r.cfg.GrowInterval)
 	defer t.Stop()
 	for {
 		select {

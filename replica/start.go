@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/persistence"
@@ -188,7 +189,7 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 		return nil, err
 	}
 	r := &Replica{
-		cfg: cfg, id: id, ticker: time.NewTicker(cfg.TickInterval), hosts: cfg.Hosts,
+		cfg: cfg, id: id, ticker: clock.AlignedTicker(cfg.TickInterval), hosts: cfg.Hosts,
 		logger: cfg.Logger.With("component", "replica"), stop: make(chan struct{}),
 		missing: map[uint64]time.Time{},
 	}

@@ -110,3 +110,24 @@ func TestClockInterface(t *testing.T) {
 		}
 	}
 }
+
+func TestUntilNextTick(t *testing.T) {
+	const d = 100 * time.Millisecond
+	at := func(ms int64) time.Time { return time.UnixMilli(1_700_000_000_000 + ms) }
+	for _, tc := range []struct {
+		name string
+		now  time.Time
+		want time.Duration
+	}{
+		{"just past a multiple waits nearly a period", at(1), 99 * time.Millisecond},
+		{"midway waits half", at(50), 50 * time.Millisecond},
+		{"just before a multiple waits for it", at(99), time.Millisecond},
+		{"on a multiple waits a whole period, never zero", at(0), d},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := untilNextTick(tc.now, d); got != tc.want {
+				t.Fatalf("untilNextTick = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

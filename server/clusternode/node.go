@@ -19,6 +19,7 @@ import (
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/cluster/membership"
 	"github.com/kitd/kitd/cluster/peer"
+	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/multiraft"
@@ -252,7 +253,7 @@ func (m *Node) watch() {
 // partitions it leads and replicates, whenever they change.
 func (m *Node) publish() {
 	defer m.done.Done()
-	t := time.NewTicker(100 * time.Millisecond)
+	t := clock.AlignedTicker(100 * time.Millisecond)
 	defer t.Stop()
 	var last membership.Meta
 	for {
