@@ -9,6 +9,10 @@
 //
 // Times returned by both clocks are in UTC and carry no monotonic reading, so
 // they compare, serialize and persist the same way.
+//
+// Background work that runs on real time, not on what the service clock
+// decides (raft's ticks, gossip of a node's state), ticks on
+// [AlignedTicker], together on every member of a cluster.
 package clock
 
 import (
