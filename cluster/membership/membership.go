@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/kitd/kitd/internal/clock"
 )
 
 // Node is one node as this node sees it: a copy, never shared with
@@ -176,6 +178,12 @@ func Start(cfg Config) (*Membership, error) {
 	mc.Delegate, mc.Events, mc.Merge, mc.Ping = d, d, d, d
 	mc.Logger = log.New(&logWriter{m: m}, "", 0)
 
+	// memberlist starts its probe and gossip timers in Create: started on
+	// a multiple of the probe interval (of which the gossip interval and
+	// raft's tick are divisors), they fire with the other members' and
+	// with the node's own ticks (clock.AlignedTicker), not at moments of
+	// their own that wake an idle process again.
+	time.Sleep(clock.UntilNextTick(time.Now(), timing.ProbeInterval))
 	if m.ml, err = memberlist.Create(mc); err != nil {
 		return nil, fmt.Errorf("membership: start gossip on %s: %w", cfg.BindAddr, err)
 	}

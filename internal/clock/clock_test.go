@@ -125,8 +125,8 @@ func TestUntilNextTick(t *testing.T) {
 		{"on a multiple waits a whole period, never zero", at(0), d},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := untilNextTick(tc.now, d); got != tc.want {
-				t.Fatalf("untilNextTick = %v, want %v", got, tc.want)
+			if got := UntilNextTick(tc.now, d); got != tc.want {
+				t.Fatalf("UntilNextTick = %v, want %v", got, tc.want)
 			}
 		})
 	}

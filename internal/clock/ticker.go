@@ -11,12 +11,14 @@ import "time"
 // waking an idle process again. It waits for the next multiple first, at
 // most d.
 func AlignedTicker(d time.Duration) *time.Ticker {
-	time.Sleep(untilNextTick(time.Now(), d))
+	time.Sleep(UntilNextTick(time.Now(), d))
 	return time.NewTicker(d)
 }
 
-// untilNextTick is the time from now to the next multiple of d on the
-// wall clock, in (0, d].
-func untilNextTick(now time.Time, d time.Duration) time.Duration {
+// UntilNextTick is the time from now to the next multiple of d on the
+// wall clock, in (0, d]: what to wait before starting timers of period d
+// that are to tick with the other members' (memberlist's, which kitd does
+// not create).
+func UntilNextTick(now time.Time, d time.Duration) time.Duration {
 	return d - time.Duration(now.UnixNano()%int64(d))
 }
