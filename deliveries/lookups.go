@@ -34,6 +34,20 @@ type lookup[V any] struct {
 // next lookup.
 const minSweep = 1024
 
+// of returns the value kept for id, else what read returns, which is kept
+// when read says so and no invalidation came while it read.
+func (l *lookups[V]) of(id string, now time.Time, read func() (v V, keep bool, err error)) (V, error) {
+	v, gen, ok := l.get(id, now)
+	if ok {
+		return v, nil
+	}
+	v, keep, err := read()
+	if err == nil && keep {
+		l.put(id, v, gen, now)
+	}
+	return v, err
+}
+
 // get returns the value kept for id, or the generation to store a value
 // read now with (put).
 func (l *lookups[V]) get(id string, now time.Time) (v V, gen uint64, ok bool) {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kitd/kitd/actors"
@@ -122,11 +123,12 @@ func (s *Sender) EventsQueued(installationID string) {
 		return
 	}
 	if p, ok := s.pumps[installationID]; ok {
-		p.notices++
+		p.notices.Add(1)
 		p.wakeUp()
 		return
 	}
-	p := &pump{wake: make(chan struct{}, 1), notices: 1}
+	p := &pump{wake: make(chan struct{}, 1)}
+	p.notices.Store(1)
 	s.pumps[installationID] = p
 	s.wg.Add(1)
 	s.workers.Run(func() { s.pump(installationID, p) })
@@ -136,12 +138,14 @@ func (s *Sender) EventsQueued(installationID string) {
 type pump struct {
 	wake     chan struct{} // a pending wake-up
 	inFlight sync.WaitGroup
-	// Guarded by Sender.mu. notices counts the EventsQueued calls since
-	// the pump started. idle says that the record of an attempt found
+	// notices counts the EventsQueued calls since the pump started; a
+	// chain reads it before each record, without the sender's lock.
+	notices atomic.Uint64
+	// Guarded by Sender.mu: idle says that the record of an attempt found
 	// nothing in flight, due later or to hand out, when notices stood at
 	// idleAt: if they still do, a take would find nothing either.
-	notices, idleAt uint64
-	idle            bool
+	idleAt uint64
+	idle   bool
 }
 
 func (p *pump) wakeUp() {
@@ -231,9 +235,7 @@ func (s *Sender) chain(inst string, t target, terr error, ev *kitpb.Event, p *pu
 	defer p.inFlight.Done()
 	for n := 1; ev != nil; n++ {
 		takeNext := terr == nil && n < chainLength && !s.isClosed()
-		s.mu.Lock()
-		notices := p.notices // before the record: a notice after it counts
-		s.mu.Unlock()
+		notices := p.notices.Load() // before the record: a notice after it counts
 		r := s.deliver(inst, t, terr, ev, takeNext)
 		ev = nil
 		switch {
@@ -280,7 +282,7 @@ func (s *Sender) retire(inst string, p *pump) bool {
 func (s *Sender) retireIdle(inst string, p *pump) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	idle := p.idle && p.idleAt == p.notices
+	idle := p.idle && p.idleAt == p.notices.Load()
 	p.idle = false
 	if !idle {
 		return false
@@ -333,18 +335,13 @@ func (s *Sender) target(inst string) (target, error) {
 type installed struct{ kitID, version string }
 
 func (s *Sender) installed(inst string) (installed, error) {
-	now := s.cfg.Clock.Now()
-	in, gen, ok := s.installs.get(inst, now)
-	if ok {
-		return in, nil
-	}
-	r, err := cluster.Call[*kitpb.InstallationReply](s.cfg.Node, actors.KindInstallation, inst, &kitpb.GetInstallation{})
-	if err != nil {
-		return installed{}, err
-	}
-	in = installed{kitID: r.Installation.KitId, version: r.Installation.KitVersion}
-	s.installs.put(inst, in, gen, now)
-	return in, nil
+	return s.installs.of(inst, s.cfg.Clock.Now(), func() (installed, bool, error) {
+		r, err := cluster.Call[*kitpb.InstallationReply](s.cfg.Node, actors.KindInstallation, inst, &kitpb.GetInstallation{})
+		if err != nil {
+			return installed{}, false, err
+		}
+		return installed{kitID: r.Installation.KitId, version: r.Installation.KitVersion}, true, nil
+	})
 }
 
 // signingSecrets are the secrets the Kit's requests are signed with, or
@@ -352,20 +349,17 @@ func (s *Sender) installed(inst string) (installed, error) {
 // checks. A Kit without one is asked again each time, so its first
 // secret is used at once.
 func (s *Sender) signingSecrets(kitID string) ([]string, error) {
-	now := s.cfg.Clock.Now()
-	secrets, gen, ok := s.signing.get(kitID, now)
-	if ok {
-		return secrets, nil
+	secrets, err := s.signing.of(kitID, s.cfg.Clock.Now(), func() ([]string, bool, error) {
+		r, err := cluster.Call[*kitpb.SigningSecretsReply](s.cfg.Node, actors.KindKit, kitID, &kitpb.GetSigningSecrets{})
+		if err != nil {
+			return nil, false, err
+		}
+		return r.Secrets, len(r.Secrets) > 0, nil
+	})
+	if err == nil && len(secrets) == 0 {
+		err = errNoSecret
 	}
-	r, err := cluster.Call[*kitpb.SigningSecretsReply](s.cfg.Node, actors.KindKit, kitID, &kitpb.GetSigningSecrets{})
-	if err != nil {
-		return nil, err
-	}
-	if len(r.Secrets) == 0 {
-		return nil, errNoSecret
-	}
-	s.signing.put(kitID, r.Secrets, gen, now)
-	return r.Secrets, nil
+	return secrets, err
 }
 
 // InstallationChanged drops what the sender kept of the installation: its

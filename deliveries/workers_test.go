@@ -199,7 +199,8 @@ func TestRetireIdle(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := New(Config{})
-			p := &pump{wake: make(chan struct{}, 1), idle: tc.idle, idleAt: tc.idleAt, notices: tc.notices}
+			p := &pump{wake: make(chan struct{}, 1), idle: tc.idle, idleAt: tc.idleAt}
+			p.notices.Store(tc.notices)
 			s.pumps["inst"] = p
 			if got := s.retireIdle("inst", p); got != tc.retires {
 				t.Fatalf("retired %v, want %v", got, tc.retires)
