@@ -28,9 +28,10 @@ import (
 const minClusterNodes = 2
 
 // clusterOptions checks -cluster against the other flags and narrows the
-// run to the write load over -conversations channels, the one scenario
-// the comparison runs (its set-up then creates no webhooks, pages, seeded
-// messages, second or third node).
+// run to one of the two scenarios a cluster runs: the write load over
+// -conversations channels (the default), or, when -only names it, the
+// events scenario on a cluster of its own (its set-up then creates no
+// webhooks, pages, seeded messages or mixed node).
 func clusterOptions(o options) (options, error) {
 	if o.cluster == 0 {
 		if o.clusterPprof != "" {
@@ -46,8 +47,12 @@ func clusterOptions(o options) (options, error) {
 	case o.soak > 0:
 		return o, errors.New("-cluster and -soak do not go together")
 	}
-	o.only = fmt.Sprintf("post-%d-conversations", o.conversations)
-	o.seed, o.webhooks, o.pageLimit, o.mixed, o.events = 0, 0, 0, 0, false
+	o.seed, o.webhooks, o.pageLimit, o.mixed = 0, 0, 0, 0
+	if o.only == eventsScenarioName(o.conversations) {
+		o.events = true
+		return o, nil
+	}
+	o.only, o.events = fmt.Sprintf("post-%d-conversations", o.conversations), false
 	return o, nil
 }
 
@@ -58,13 +63,14 @@ type benchCluster struct {
 }
 
 // startCluster starts o.cluster nodes named n1..nN with a random cluster
-// key, each joining the first, and waits until the cluster has settled.
-func startCluster(ctx context.Context, nodes *nodeSet, o options) (*benchCluster, error) {
+// key and extra flags, each joining the first, and waits until the
+// cluster has settled.
+func startCluster(ctx context.Context, nodes *nodeSet, o options, extra ...string) (*benchCluster, error) {
 	key := randomToken()
 	c := &benchCluster{}
 	for i := range o.cluster {
 		name := "n" + strconv.Itoa(i+1)
-		args := []string{"--node-name", name, "--cluster-key", key, "--cluster-bind", "127.0.0.1:0"}
+		args := append([]string{"--node-name", name, "--cluster-key", key, "--cluster-bind", "127.0.0.1:0"}, extra...)
 		if i > 0 {
 			args = append(args, "--join", c.nodes[0].proc.Gossip)
 		}

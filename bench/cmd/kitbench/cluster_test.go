@@ -12,17 +12,37 @@ import (
 	"github.com/kitd/kitd/bench/loadgen"
 )
 
-func TestClusterOptionsNarrowTheRunToTheWriteLoad(t *testing.T) {
-	o, err := clusterOptions(options{cluster: 3, conversations: 1000, only: "get-history", seed: 200,
-		webhooks: 1000, pageLimit: 20, mixed: 20, events: true})
-	if err != nil {
-		t.Fatal(err)
+func TestClusterOptionsNarrowTheRun(t *testing.T) {
+	full := options{conversations: 1000, seed: 200, webhooks: 1000, pageLimit: 20, mixed: 20, events: true}
+	with := func(cluster int, only string) options {
+		o := full
+		o.cluster, o.only = cluster, only
+		return o
 	}
-	if o.only != "post-1000-conversations" || o.seed != 0 || o.webhooks != 0 || o.pageLimit != 0 || o.mixed != 0 || o.events {
-		t.Fatalf("options %+v: want only post-1000-conversations and no other set-up", o)
-	}
-	if o, err := clusterOptions(options{conversations: 1000, seed: 200, only: "get"}); err != nil || o.only != "get" || o.seed != 200 {
-		t.Fatalf("without -cluster the options changed: %+v, %v", o, err)
+	for _, tc := range []struct {
+		name       string
+		in         options
+		wantOnly   string
+		wantEvents bool
+		wantSetUp  bool // seeded messages, webhooks, pages and the mixed node kept
+	}{
+		{"a cluster runs the write load by default", with(3, ""), "post-1000-conversations", false, false},
+		{"a cluster runs the write load instead of another scenario", with(3, "get-history"), "post-1000-conversations", false, false},
+		{"a cluster runs the events scenario when -only names it", with(3, "events-1000-conversations"), "events-1000-conversations", true, false},
+		{"an events scenario of other conversations is not it", with(3, "events-10-conversations"), "post-1000-conversations", false, false},
+		{"without -cluster nothing changes", with(0, "get"), "get", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := clusterOptions(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			setUp := o.seed != 0 && o.webhooks != 0 && o.pageLimit != 0 && o.mixed != 0
+			noSetUp := o.seed == 0 && o.webhooks == 0 && o.pageLimit == 0 && o.mixed == 0
+			if o.only != tc.wantOnly || o.events != tc.wantEvents || tc.wantSetUp && !setUp || !tc.wantSetUp && !noSetUp {
+				t.Fatalf("options %+v: want only %q, events %v, set-up kept %v", o, tc.wantOnly, tc.wantEvents, tc.wantSetUp)
+			}
+		})
 	}
 }
 
@@ -142,5 +162,36 @@ func TestRunClusterWithKitd(t *testing.T) {
 		if fi, err := os.Stat(filepath.Join(prof, name+".pprof")); err != nil || fi.Size() == 0 {
 			t.Errorf("profile of %s: %v", name, err)
 		}
+	}
+}
+
+// TestRunClusterEventsWithKitd runs the events scenario on a cluster of 2
+// real kitd nodes (KITD_BIN): every event arrives, and both sides' CPU is
+// both nodes'.
+//
+//	make build && KITD_BIN=$PWD/bin/kitd go test ./bench/cmd/kitbench/ -run TestRunClusterEventsWithKitd
+func TestRunClusterEventsWithKitd(t *testing.T) {
+	bin := os.Getenv("KITD_BIN")
+	if bin == "" {
+		t.Skip("KITD_BIN not set")
+	}
+	rep, data, code, err := runReport(t, options{
+		kitd: bin, cluster: 2, only: "events-10-conversations", events: true, eventInstallations: 2,
+		concurrency: 4, duration: time.Second, warmup: 200 * time.Millisecond,
+		timeout: 10 * time.Second, conversations: 10, rounds: 1, settle: time.Second, trivial: trivialProcess,
+	})
+	if err != nil || code != 0 {
+		t.Fatalf("run: code %d, %v", code, err)
+	}
+	if len(rep.Scenarios) != 1 || rep.Scenarios[0].Events == nil {
+		t.Fatalf("report %s", data)
+	}
+	s := rep.Scenarios[0]
+	if e := s.Events; e.Nodes != 2 || e.Posts == 0 || e.Missing != 0 || e.Plain.CPUMicrosPerRequest <= 0 ||
+		s.Kitd.CPUMicrosPerRequest <= 0 || s.Cluster != nil {
+		t.Fatalf("report %s", data)
+	}
+	if n := strings.Count(s.Kitd.Addr, ","); n != 1 {
+		t.Errorf("subscribed load went to %q, want both nodes", s.Kitd.Addr)
 	}
 }

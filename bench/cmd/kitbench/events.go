@@ -36,7 +36,53 @@ import (
 // side's CPU counts from its warm-up's start until the node is idle again
 // after it (for the subscribed side, once every event arrived), so the
 // deliveries' work is charged to the posts that caused them; it is divided
-// by every post answered 2xx, warm-up included.
+// by every post answered 2xx, warm-up included. With -cluster N the node
+// is a cluster of N nodes of its own, every node started with those flags,
+// the connections spread over them round-robin, and the CPU is all its
+// nodes'.
+
+// eventsScenarioName is the events scenario's name, over conversations
+// channels.
+func eventsScenarioName(conversations int) string {
+	return fmt.Sprintf("events-%d-conversations", conversations)
+}
+
+// eventsNodes are the nodes the events scenario runs on: one, or a
+// cluster's.
+type eventsNodes []*benchNode
+
+// addrs are the nodes' HTTP addresses, for the connections to spread over.
+func (ns eventsNodes) addrs() []string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = n.addr
+	}
+	return out
+}
+
+// check fails when a node has exited.
+func (ns eventsNodes) check() error {
+	for _, n := range ns {
+		if err := n.check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cpuTime is the CPU time of all the nodes so far; ok is false when one
+// could not be read.
+func (ns eventsNodes) cpuTime() (time.Duration, bool) {
+	var sum time.Duration
+	for _, n := range ns {
+		t, ok := cpuTime(n.pid())
+		if !ok {
+			return 0, false
+		}
+		sum += t
+	}
+	return sum, true
+}
 
 // eventsReport is the events scenario's own figures.
 type eventsReport struct {
@@ -49,6 +95,8 @@ type eventsReport struct {
 	// Installations are the subscribed installations the conversations
 	// are spread over (-event-installations).
 	Installations int `json:"installations"`
+	// Nodes are the nodes both sides ran on (-cluster; 1: a node alone).
+	Nodes int `json:"nodes"`
 	// Posts are the subscribed side's posts answered 2xx, warm-up
 	// included; Events those whose event arrived; Missing the rest.
 	Posts   uint64 `json:"posts"`
@@ -66,8 +114,12 @@ type eventsReport struct {
 }
 
 func (e *eventsReport) print(w io.Writer, s *scenarioReport) {
-	fmt.Fprintf(w, "%s (%d subscribed installations): CPU per post %.1f µs with a subscriber, %.1f µs without: %.2fx (goal ≤ 2.0x)\n",
-		s.Name, max(e.Installations, 1), s.Kitd.CPUMicrosPerRequest, e.Plain.CPUMicrosPerRequest, e.CPURatio)
+	on := ""
+	if e.Nodes > 1 {
+		on = fmt.Sprintf(" on a cluster of %d, all nodes' CPU", e.Nodes)
+	}
+	fmt.Fprintf(w, "%s (%d subscribed installations)%s: CPU per post %.1f µs with a subscriber, %.1f µs without: %.2fx (goal ≤ 2.0x)\n",
+		s.Name, max(e.Installations, 1), on, s.Kitd.CPUMicrosPerRequest, e.Plain.CPUMicrosPerRequest, e.CPURatio)
 	fmt.Fprintf(w, "  %d of %d events delivered (%d missing): %.0f events/s while posting %.0f posts/s; post 2xx → event arrival p50 %s, p99 %s\n",
 		e.Events, e.Posts, e.Missing, e.EventsPerSec, e.PostsPerSec, fmtDur(e.ArrivalP50Ms), fmtDur(e.ArrivalP99Ms))
 	if e.Missing > 0 {
@@ -91,10 +143,22 @@ func runEventsScenario(ctx context.Context, o options, nodes *nodeSet, sd scenar
 		return nil, err
 	}
 	defer rcv.close()
-	node, err := nodes.start(ctx, "off", []string{"--delivery-allow", rcv.addr, "--delivery-ca", rcv.caPath})
-	if err != nil {
-		return nil, err
+	delivery := []string{"--delivery-allow", rcv.addr, "--delivery-ca", rcv.caPath}
+	var ns eventsNodes
+	if o.cluster > 0 {
+		cl, err := startCluster(ctx, nodes, o, delivery...)
+		if err != nil {
+			return nil, err
+		}
+		ns = cl.nodes
+	} else {
+		node, err := nodes.start(ctx, "off", delivery)
+		if err != nil {
+			return nil, err
+		}
+		ns = eventsNodes{node}
 	}
+	node := ns[0] // the set-up goes through the first: any node serves any request
 	plainFx, err := node.setup(ctx, setupConfig{Conversations: o.conversations, Slug: "bench-plain"})
 	if err != nil {
 		return nil, fmt.Errorf("setup of %s: %w", sd.sc.Name, err)
@@ -125,7 +189,7 @@ func runEventsScenario(ctx context.Context, o options, nodes *nodeSet, sd scenar
 			warmup = min(o.warmup, 200*time.Millisecond)
 		}
 		for _, s := range sides {
-			if err := node.check(); err != nil {
+			if err := ns.check(); err != nil {
 				return nil, err
 			}
 			load := fmt.Sprintf("%d connections", o.concurrency)
@@ -133,8 +197,8 @@ func runEventsScenario(ctx context.Context, o options, nodes *nodeSet, sd scenar
 				load = fmt.Sprintf("%.0f posts/s over %d connections", o.rate, o.concurrency)
 			}
 			logf("%s on %s (round %d/%d): %s, %v + %v warm-up", sd.sc.Name, s.name, round+1, o.rounds, load, slice, warmup)
-			cfg := loadgen.Config{Addr: node.addr, Concurrency: o.concurrency, Duration: slice, Warmup: warmup, Timeout: o.timeout}
-			if err := s.run(ctx, node, rcv, sd.sc.Name, cfg, o.rate); err != nil {
+			cfg := loadgen.Config{Addrs: ns.addrs(), Concurrency: o.concurrency, Duration: slice, Warmup: warmup, Timeout: o.timeout}
+			if err := s.run(ctx, ns, rcv, sd.sc.Name, cfg, o.rate); err != nil {
 				return nil, err
 			}
 		}
@@ -142,7 +206,7 @@ func runEventsScenario(ctx context.Context, o options, nodes *nodeSet, sd scenar
 	plain, sub := sides[0], sides[1]
 	sr := &scenarioReport{Name: sd.sc.Name, Description: sd.desc, Kitd: statsOf(sub.name, sub.res)}
 	ev := &eventsReport{
-		Plain: statsOf(plain.name, plain.res), Installations: o.eventInstallations,
+		Plain: statsOf(plain.name, plain.res), Installations: o.eventInstallations, Nodes: len(ns),
 		Posts: sub.posts, Events: sub.arrived, Missing: sub.posts - min(sub.arrived, sub.posts),
 		PostsPerSec:  float64(sub.posts) / sub.loadFor.Seconds(),
 		EventsPerSec: float64(sub.arrived) / sub.spanFor.Seconds(),
@@ -228,19 +292,19 @@ type eventsSide struct {
 	arrival loadgen.Histogram
 }
 
-// run runs one round of the side on an idle node: the load (closed loops,
+// run runs one round of the side on idle nodes: the load (closed loops,
 // or posts due at rate a second when rate > 0), then (with events) the
-// wait for them, then the node's return to idle; the node's CPU counts
-// over all of it.
-func (s *eventsSide) run(ctx context.Context, node *benchNode, rcv *eventReceiver, name string, cfg loadgen.Config, rate float64) error {
-	node.settle(ctx)
+// wait for them, then the nodes' return to idle; their CPU counts over
+// all of it.
+func (s *eventsSide) run(ctx context.Context, ns eventsNodes, rcv *eventReceiver, name string, cfg loadgen.Config, rate float64) error {
+	settleAll(ctx, ns)
 	arr := newArrivals()
 	rcv.tracker.Store(arr)
 	sc := postScenario(name, s.fx.BotToken, s.fx.Conversations)
 	sc.Answered = arr.answered
 	var live loadgen.Live
 	cfg.Live = &live
-	cpu0, ok0 := cpuTime(node.pid())
+	cpu0, ok0 := ns.cpuTime()
 	start := time.Now()
 	prog := startProgress(os.Stderr, name+" on "+s.name, &live, cfg.Warmup+cfg.Duration)
 	var res *loadgen.Result
@@ -259,8 +323,8 @@ func (s *eventsSide) run(ctx context.Context, node *benchNode, rcv *eventReceive
 	if s.events {
 		arr.wait(ctx, posts, drainTimeout)
 	}
-	node.settle(ctx)
-	cpu1, ok1 := cpuTime(node.pid())
+	settleAll(ctx, ns)
+	cpu1, ok1 := ns.cpuTime()
 	s.cpu += cpu1 - cpu0
 	s.cpuOK = s.cpuOK && ok0 && ok1
 	s.posts += posts

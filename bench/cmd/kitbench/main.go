@@ -27,7 +27,9 @@
 // -soak runs a bounded soak instead (bench/README.md). -cluster N also
 // starts N nodes as a cluster and runs post-1000-conversations on it too,
 // the connections spread over its nodes, reporting the CPU per post of
-// all its processes against the node alone's (cluster.go).
+// all its processes against the node alone's (cluster.go); with -only
+// events-1000-conversations it runs the events scenario on a cluster of
+// its own instead, every node's CPU counted.
 //
 // Each scenario first runs the identical request stream against a trivial
 // server in its own process (GET answers {"ok":true}; POST answers 201 with
@@ -248,7 +250,7 @@ func run(o options) (int, error) {
 		return 2, err
 	}
 	var cl *benchCluster
-	if o.cluster > 0 {
+	if o.cluster > 0 && !o.events { // the events scenario starts a cluster of its own
 		if cl, err = startCluster(ctx, nodes, o); err != nil {
 			return 1, err
 		}
@@ -586,8 +588,12 @@ func buildScenarios(fx *fixture, o options) []scenarioDef {
 		if o.eventInstallations > 1 {
 			subscribers = fmt.Sprintf("%d Kits (installations) subscribed, each in 1/%d of the channels with its own endpoint,", o.eventInstallations, o.eventInstallations)
 		}
-		defs = append(defs, scenarioDef{sc: loadgen.Scenario{Name: fmt.Sprintf("events-%d-conversations", len(fx.Conversations))}, events: true,
-			desc: fmt.Sprintf("events, on a node of its own: POST /api/v1/messages round-robin over %d channels of %s to message.posted, delivered to kitbench's https receiver (200 at once), against the same without a subscriber", len(fx.Conversations), subscribers)})
+		where := "a node of its own"
+		if o.cluster > 0 {
+			where = fmt.Sprintf("a cluster of %d nodes of its own, the connections spread over them", o.cluster)
+		}
+		defs = append(defs, scenarioDef{sc: loadgen.Scenario{Name: eventsScenarioName(len(fx.Conversations))}, events: true,
+			desc: fmt.Sprintf("events, on %s: POST /api/v1/messages round-robin over %d channels of %s to message.posted, delivered to kitbench's https receiver (200 at once), against the same without a subscriber", where, len(fx.Conversations), subscribers)})
 	}
 	if o.mixed > 0 {
 		defs = append(defs, scenarioDef{sc: loadgen.Scenario{Name: "mixed-limits"}, mixed: true,
