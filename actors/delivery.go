@@ -289,7 +289,7 @@ func (a *deliveryActor) take(source string, pos uint64, rec []byte) {
 }
 
 // commit writes what was taken (the queue's references and the last
-// sequence together) and the outcomes of attempts. It does
+// sequence together) and the outcomes of attempts. On a node alone it does
 // not wait for a WAL sync of its own: the posts that keep coming sync the
 // WAL anyway, and a crash before the next sync undoes all of it at once,
 // leaving the outbox entries to be taken again under the same sequences
@@ -308,17 +308,19 @@ func (a *deliveryActor) commit() error {
 
 // commitDurable commits and waits until every sequence given out is
 // durable: one synced write when something waits to be written (the takes
-// of notices, outcomes), else a WAL sync. A failed sync leaves nothing to
-// trust (Env.Fatal).
+// of notices, outcomes), else a WAL sync. Through the raft groups every
+// commit is durable on a quorum when it returns, the pending one included:
+// a sync of the node's own WAL would add nothing. A failed sync leaves
+// nothing to trust (Env.Fatal).
 func (a *deliveryActor) commitDurable() error {
 	var err error
 	switch {
-	case a.batch.Batch != nil && a.env.Commits == nil:
+	case a.env.Commits != nil:
+		err = a.commit()
+	case a.batch.Batch != nil:
 		err = a.seal().Commit()
 	default:
-		if err = a.commit(); err == nil {
-			err = a.env.Store.Sync()
-		}
+		err = a.env.Store.Sync()
 	}
 	if err != nil {
 		a.env.Fatal(err)

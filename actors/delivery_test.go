@@ -16,6 +16,7 @@ import (
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/eventually"
+	"github.com/kitd/kitd/multiraft/multirafttest"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -538,6 +539,32 @@ func TestTakesAreWrittenByTheTakeThatHandsThemOut(t *testing.T) {
 	got := queuedAfterCrash(t, n, fs, f.inst.Id)
 	if !maps.Equal(got, sent) {
 		t.Fatalf("after a crash the queue is %v, want the events as sent: %v", got, sent)
+	}
+}
+
+// Through the raft groups a commit returns once a quorum holds it on disk:
+// a take that hands out events sequenced since the last commit waits for
+// that commit alone, not for a sync of the node's own WAL as well.
+func TestATakeThroughTheGroupsSyncsNoWALOfItsOwn(t *testing.T) {
+	if !replicated {
+		t.Skip("the actors' batches go through the raft groups with KITD_TEST_REPLICATED=1")
+	}
+	fs := &multirafttest.SyncCountingFS{FS: vfs.NewMem(), Except: "/raft/"}
+	n, err := startNode(fs, nil)
+	noErr(t, err)
+	t.Cleanup(func() { _ = n.stop() })
+	n.env.DeliveryFlushAfter = time.Hour // no commit but the take's
+	f, cs := deliveryFixture(t, n, 4)
+	queued(t, n, f.inst.Id) // the delivery actor is active: only notices reach it
+	for _, c := range cs {
+		n.post(t, f.user, c, postReq{text: c})
+	}
+	before := fs.WALSyncs()
+	if got := len(take(t, n, f.inst.Id).Events); got != len(cs) {
+		t.Fatalf("took %d events, want %d", got, len(cs))
+	}
+	if syncs := fs.WALSyncs() - before; syncs != 0 {
+		t.Fatalf("the take synced the node's WAL %d times, want none: its commit through the groups is durable", syncs)
 	}
 }
 

@@ -15,9 +15,13 @@ import (
 type SyncCountingFS struct {
 	vfs.FS
 	SyncDelay time.Duration
-	syncs     atomic.Uint64
-	waiting   atomic.Int64
-	gate      atomic.Pointer[chan struct{}]
+	// Except, when set, leaves out the files whose path holds it: neither
+	// counted nor delayed nor blocked (the raft log's directory, to count
+	// Pebble's WAL alone).
+	Except  string
+	syncs   atomic.Uint64
+	waiting atomic.Int64
+	gate    atomic.Pointer[chan struct{}]
 }
 
 // WALSyncs returns the WAL syncs so far.
@@ -64,7 +68,7 @@ func (fs *SyncCountingFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, op
 }
 
 func (fs *SyncCountingFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
-	if err != nil || !strings.HasSuffix(name, ".log") {
+	if err != nil || !strings.HasSuffix(name, ".log") || fs.Except != "" && strings.Contains(name, fs.Except) {
 		return f, err
 	}
 	return &countingFile{File: f, fs: fs}, nil
