@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/kitd/kitd/actors"
@@ -91,21 +92,22 @@ func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
 			part.Close()
 		}
 	}()
-	// The parts of groups other nodes lead go first, one at a time; the
+	// The parts of groups other nodes lead go first, all at once; the
 	// parts led here, together, last. The actor that commits leads its own
 	// partition, so its record comes after the index entries that point to
 	// it (docs/cluster.md, "Global indexes"): a commit that fails between
 	// leaves pointers to an absent record, never a record its indexes miss.
-	var here []multiraft.Proposal
+	var here, elsewhere []multiraft.Proposal
 	for p, part := range parts {
 		g := multiraft.GroupID(p)
 		if l.remote == nil || l.leads(g) {
 			here = append(here, multiraft.Proposal{Group: g, Data: part.Repr()})
-			continue
+		} else {
+			elsewhere = append(elsewhere, multiraft.Proposal{Group: g, Data: part.Repr()})
 		}
-		if err := l.proposeToLeader(ctx, g, part.Repr()); err != nil {
-			return fmt.Errorf("replica: commit to partition %d through its leader: %w: %w", p, errNotCommitted, err)
-		}
+	}
+	if err := l.proposeElsewhere(ctx, elsewhere); err != nil {
+		return err
 	}
 	if len(here) == 0 {
 		return nil
@@ -113,6 +115,31 @@ func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
 	if err := l.groups.ProposeAll(ctx, here); err != nil {
 		if err = l.sendRefusedAgain(ctx, here, err); err != nil {
 			return fmt.Errorf("replica: commit to %d partitions: %w: %w", len(here), errNotCommitted, err)
+		}
+	}
+	return nil
+}
+
+// proposeElsewhere proposes each of parts through its group's leader,
+// all at once, and returns when every one is applied or one failed. One
+// at a time, a batch that writes many partitions (a delivery actor
+// pruning what it delivered deletes outbox entries of up to every
+// partition) had waited for a round trip and a raft cycle of each in turn;
+// together, the leaders' cycles take them in a few entries and syncs.
+func (l *Log) proposeElsewhere(ctx context.Context, parts []multiraft.Proposal) error {
+	errs := make([]error, len(parts))
+	if len(parts) == 1 { // the usual case needs no goroutine
+		errs[0] = l.proposeToLeader(ctx, parts[0].Group, parts[0].Data)
+	} else {
+		var wg sync.WaitGroup
+		for i, p := range parts {
+			wg.Go(func() { errs[i] = l.proposeToLeader(ctx, p.Group, p.Data) })
+		}
+		wg.Wait()
+	}
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("replica: commit to partition %d through its leader: %w: %w", parts[i].Group, errNotCommitted, err)
 		}
 	}
 	return nil

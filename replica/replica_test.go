@@ -443,6 +443,49 @@ func TestRemoteProposalRefusedIsSentAgain(t *testing.T) {
 	}
 }
 
+// The parts of a batch that other nodes lead are proposed all at once,
+// and the parts led here only after every one of them is applied.
+func TestPartsLedElsewhereGoTogetherBeforeThoseLedHere(t *testing.T) {
+	s := openStore(t, vfs.NewMem())
+	defer s.Close()
+	groups := &fakeGroups{}
+	l := newLog(groups, s, time.Minute)
+	l.leads = func(g multiraft.GroupID) bool { return g == 9 }
+	elsewhere := []partition.ID{1, 2, 3, 4}
+	var mu sync.Mutex
+	arrived, together := 0, make(chan struct{})
+	l.remote = func(ctx context.Context, _ multiraft.GroupID, _ []byte) error {
+		mu.Lock()
+		if arrived++; arrived == len(elsewhere) {
+			close(together)
+		}
+		mu.Unlock()
+		select {
+		case <-together:
+		case <-time.After(10 * time.Second):
+			return errors.New("the parts led elsewhere went one at a time")
+		}
+		groups.mu.Lock()
+		defer groups.mu.Unlock()
+		if len(groups.calls) != 0 {
+			return errors.New("the parts led here went before those led elsewhere were applied")
+		}
+		return nil
+	}
+	b := s.NewBatch()
+	for _, p := range append(slices.Clone(elsewhere), 9) {
+		b.Set(keyIn(p, "a"), nil)
+	}
+	err := l.Commit(b.Repr())
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups.calls) != 1 || len(groups.calls[0]) != 1 || groups.calls[0][0].Group != 9 {
+		t.Fatalf("proposals here %v, want the part of group 9 alone", groups.calls)
+	}
+}
+
 // A part led here that entered no log (raft dropped it while that
 // partition's lead is handed over, or this node just stopped leading) goes
 // again, through whichever node leads by then; a part whose outcome is
