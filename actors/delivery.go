@@ -217,9 +217,13 @@ func (a *deliveryActor) activate(identity string) error {
 // notices named: those of a crash, or of a notice that reached an
 // activation as it stopped.
 func (a *deliveryActor) takeOutbox() error {
-	for p := range partition.ID(partition.Count) {
-		prefix := outboxPrefix(p, a.id)
-		err := a.env.Partition(p).Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
+	readers, err := a.env.everyPartition()
+	if err != nil {
+		return err
+	}
+	for p, r := range readers {
+		prefix := outboxPrefix(partition.ID(p), a.id)
+		err := r.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
 			// Entries the queue refers to were taken (q.load set taken).
 			if source, pos := outboxSource(k); pos > a.taken[source] {
 				a.take(source, pos, v) // take copies it

@@ -378,8 +378,12 @@ func memberSignedIn(env *Env, cred *kitpb.Credential, now int64) (sessionEnds in
 // limit+1 of every partition.
 func ReadDevLog(env *Env, kitID, before string, limit int, keep func(*kitpb.DevLogEntry) bool) (entries []*kitpb.DevLogEntry, more bool, err error) {
 	now := env.Clock.Now()
-	for p := range partition.ID(partition.Count) {
-		got, err := readDevLogOf(env, p, kitID, before, now, limit+1, keep)
+	readers, err := env.everyPartition()
+	if err != nil {
+		return nil, false, err
+	}
+	for p, r := range readers {
+		got, err := readDevLogOf(r, partition.ID(p), kitID, before, now, limit+1, keep)
 		if err != nil {
 			return nil, false, err
 		}
@@ -393,15 +397,15 @@ func ReadDevLog(env *Env, kitID, before string, limit int, keep func(*kitpb.DevL
 }
 
 // readDevLogOf reads up to limit entries of the Kit that actors of
-// partition p wrote, on ReadDevLog's terms.
-func readDevLogOf(env *Env, p partition.ID, kitID, before string, now time.Time, limit int, keep func(*kitpb.DevLogEntry) bool) (entries []*kitpb.DevLogEntry, err error) {
+// partition p wrote, through r, on ReadDevLog's terms.
+func readDevLogOf(r PartitionReader, p partition.ID, kitID, before string, now time.Time, limit int, keep func(*kitpb.DevLogEntry) bool) (entries []*kitpb.DevLogEntry, err error) {
 	prefix := devLogPrefix(p, kitID)
 	lower, upper := devLogCutoff(p, kitID, now), persistence.PrefixEnd(prefix)
 	if before != "" {
 		upper = devLogKey(p, kitID, before)
 	}
 	var decodeErr error
-	err = env.Partition(p).Scan(lower, upper, true, func(k, v []byte) bool {
+	err = r.Scan(lower, upper, true, func(k, v []byte) bool {
 		e := &kitpb.DevLogEntry{}
 		if decodeErr = proto.Unmarshal(v, e); decodeErr != nil {
 			return false
