@@ -121,7 +121,7 @@ func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
 }
 
 // proposeElsewhere proposes each of parts through its group's leader,
-// all at once, and returns when every one is applied or one failed. One
+// all at once, and returns once each is applied or has failed. One
 // at a time, a batch that writes many partitions (a delivery actor
 // pruning what it delivered deletes outbox entries of up to every
 // partition) had waited for a round trip and a raft cycle of each in turn;
