@@ -136,7 +136,7 @@ func main() {
 	flag.DurationVar(&o.soak, "soak", 0, "soak for this long (bare -soak: "+defaultSoak.String()+", at most "+maxSoak.String()+") instead of benchmarking: record kitd's RSS, goroutines, open files and Pebble size, fail if any grows without bound")
 	flag.DurationVar(&o.soakEvery, "soak-every", 5*time.Second, "soak: time between samples")
 	flag.StringVar(&o.soakOut, "soak-out", "soak", "soak: write the samples to this path plus .csv and .json")
-	flag.IntVar(&o.cluster, "cluster", 0, "also start a cluster of this many nodes (at least 2) on loopback and run post-<conversations>-conversations on it, the connections spread over its nodes, beside the node alone and the trivial server: CPU per post of all its processes and the ratios cluster÷alone")
+	flag.IntVar(&o.cluster, "cluster", 0, "also start a cluster of this many nodes (at least 2) on loopback and run post-<conversations>-conversations on it, the connections spread over its nodes, beside the node alone and the trivial server: CPU per post of all its processes and the ratios cluster÷alone; with -only events-<conversations>-conversations, the events scenario on a cluster of its own instead")
 	flag.StringVar(&o.clusterPprof, "cluster-pprof", "", "with -cluster: start every node with --pprof and save each one's CPU profile of the measured window into this directory (alone.pprof, n1.pprof, ...)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: kitbench [flags]\n\nLoad kitd and a trivial fasthttp server with the same requests; report req/s, p50, p99 and kitd÷trivial ratios.\n\n")
