@@ -60,6 +60,16 @@ type deliveryActor struct {
 
 	gauge   *deliveryGauge // what the metrics read of the queue (delivery_metrics.go)
 	stopped bool
+
+	// Through the raft groups (delivery_commits.go): the commit in
+	// flight, the one replies wait for after it, and what binds a reply
+	// to either.
+	inflight, next *commitGroup
+	dur            durability
+	broken         error // a commit failed: the actor stops
+	stopping       bool  // stopIfBroken stopped it
+	root           *actor.RootContext
+	self           *actor.PID
 }
 
 // flushOutbox commits what the notices and attempts before it wrote: all
@@ -68,12 +78,14 @@ type flushOutbox struct{}
 
 func (a *deliveryActor) Receive(ctx actorContext) {
 	defer a.publish()
+	defer a.stopIfBroken(ctx)
+	a.rememberSelf(ctx)
 	// Notices and wakes come without a sender (cluster.Host.Send): they are
 	// not requests, but they are activity.
 	switch m := ctx.Message().(type) {
 	case *kitpb.OutboxNotice:
 		a.life.asked++
-		if a.life.loadErr != nil {
+		if a.life.loadErr != nil || a.broken != nil {
 			return // the outbox keeps the event; the next activation takes it
 		}
 		if err := a.takeNotice(m); err != nil {
@@ -89,7 +101,14 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		return
 	case flushOutbox:
 		a.flushQueue = false
+		if a.replicated() {
+			a.flushInBackground(ctx)
+			return
+		}
 		a.flush(ctx)
+		return
+	case committed:
+		a.ended(ctx, m.g)
 		return
 	case *kitpb.WakeDelivery:
 		a.life.asked++ // activation took the outbox already
@@ -108,13 +127,23 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		a.flush(ctx)
 		a.unpublish()
 	}
-	receive(a, &a.life, a.env, ctx)
+	a.dur.inflight = nil // a take binds its reply (takeDeliveries)
+	receiveDurable(a, &a.life, a.env, &a.dur, ctx)
 	if _, started := ctx.Message().(*actor.Started); started && a.life.loadErr != nil {
 		a.activateAgainLater(ctx, "load deliveries", a.life.loadErr)
 		return
 	}
 	if a.batch.Batch != nil {
 		a.flushLater(ctx) // an attempt's outcome
+	}
+}
+
+// stopIfBroken stops an actor one of whose commits failed
+// (delivery_commits.go), to start again from the store.
+func (a *deliveryActor) stopIfBroken(ctx actorContext) {
+	if a.broken != nil && !a.stopping {
+		a.stopping = true
+		a.activateAgainLater(ctx, "commit deliveries", a.broken)
 	}
 }
 
@@ -299,7 +328,12 @@ func (a *deliveryActor) take(source string, pos uint64, rec []byte) {
 // leaving the outbox entries to be taken again under the same sequences
 // and the attempts to be made again. (Before an event leaves the node,
 // takeDeliveries makes sure its sequence is durable: commitDurable.)
+// Through the raft groups it waits for the commit in flight, then commits
+// (settle): what calls it reads the actor's writes back.
 func (a *deliveryActor) commit() error {
+	if a.replicated() {
+		return a.settle()
+	}
 	if a.batch.Batch == nil {
 		return nil
 	}
@@ -311,16 +345,13 @@ func (a *deliveryActor) commit() error {
 }
 
 // commitDurable commits and waits until every sequence given out is
-// durable: one synced write when something waits to be written (the takes
-// of notices, outcomes), else a WAL sync. Through the raft groups every
-// commit is durable on a quorum when it returns, the pending one included:
-// a sync of the node's own WAL would add nothing. A failed sync leaves
-// nothing to trust (Env.Fatal).
+// durable, on a node alone: one synced write when something waits to be
+// written (the takes of notices, outcomes), else a WAL sync. A failed sync
+// leaves nothing to trust (Env.Fatal). Through the raft groups a take's
+// reply waits for a commit instead (durableBy).
 func (a *deliveryActor) commitDurable() error {
 	var err error
 	switch {
-	case a.env.Commits != nil:
-		err = a.commit()
 	case a.batch.Batch != nil:
 		err = a.seal().Commit()
 	default:
@@ -358,6 +389,9 @@ func (a *deliveryActor) flush(ctx actorContext) {
 }
 
 func (a *deliveryActor) handle(msg proto.Message) (proto.Message, error) {
+	if a.broken != nil {
+		return nil, fmt.Errorf("deliveries of %s: %w", a.id, a.broken)
+	}
 	switch m := msg.(type) {
 	case *kitpb.ListQueuedEvents:
 		return a.listQueued(m)

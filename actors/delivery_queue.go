@@ -292,7 +292,11 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 	// record or a redelivery wrote may be lost (the event is sent again),
 	// and a sync for each would cost one per delivered event. A backlog's
 	// heads were mostly synced long ago.
-	if newest > a.durable {
+	switch {
+	case newest <= a.durable:
+	case a.replicated():
+		a.dur.inflight = a.durableBy(newest)
+	default:
 		if err := a.commitDurable(); err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/persistence"
 )
 
@@ -16,10 +17,20 @@ import (
 // leaves at once as a pendingReply, which cluster.Request awaits before it
 // returns the reply: the requester's own goroutine waits for the sync, so a
 // write costs no extra goroutine and no extra hand-off. A reply to a remote
-// sender (none yet: one node) is sent by a goroutine once the sync is done.
+// sender is sent by a goroutine once the sync is done.
 type durability struct {
-	inflight *syncGroup // the latest applied write, until it is known durable
+	inflight awaitable // the latest applied write, until it is known durable
 	fatal    func(error)
+}
+
+// awaitable is a write that replies bound to it wait for: a sync of the
+// node's WAL (syncGroup), or a delivery actor's commit through the raft
+// groups (commitGroup).
+type awaitable interface {
+	// await returns once the write is durable, or why it is not.
+	await() error
+	// isDurable says, without waiting, that await would return nil.
+	isDurable() bool
 }
 
 // syncGroup is one applied write whose sync is in flight. The first waiter
@@ -45,11 +56,13 @@ func (g *syncGroup) await() error {
 	return g.err
 }
 
+func (g *syncGroup) isDurable() bool { return g.durable.Load() }
+
 // pendingReply is a reply that may be acted on only once its actor's
 // applied writes are durable (cluster.Pending).
 type pendingReply struct {
 	msg any
-	g   *syncGroup
+	g   awaitable
 }
 
 func (p *pendingReply) Await() (any, error) {
@@ -73,7 +86,7 @@ func (d *durability) respond(ctx actor.Context, reply any) {
 		return
 	}
 	g := d.inflight
-	if g.durable.Load() {
+	if g.isDurable() {
 		d.inflight = nil
 		ctx.Respond(reply)
 		return
@@ -82,9 +95,10 @@ func (d *durability) respond(ctx actor.Context, reply any) {
 	if sender.Address != ctx.Self().Address {
 		root := ctx.ActorSystem().Root
 		go func() {
-			if g.await() == nil {
-				root.Send(sender, reply)
+			if err := g.await(); err != nil {
+				reply = kiterr.ToFailure(err)
 			}
+			root.Send(sender, reply)
 		}()
 		return
 	}

@@ -1,0 +1,193 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Commits through the raft groups (docs/deliveries.md, "Commits through
+// the groups"). On a cluster every write of the delivery actor is a raft
+// round of its partition's group, tens of milliseconds at full load. An
+// actor that waited for each took its installation's chains of attempts
+// one commit at a time: notices sequence fresh events between commits, so
+// nearly every chain's take found a head that no commit covered and
+// committed again. So the actor goes on while its commit is in flight, and
+// a reply that hands out events waits, in its requester's goroutine
+// (durability), for the commit that makes their sequences durable: the
+// one in flight, or the next one, which starts when it ends and takes
+// everything written meanwhile. A round of ten chains thus waits for at
+// most two commits, whatever their number.
+//
+// One commit at a time keeps the groups' order of the actor's writes: a
+// batch is proposed only once the one before it is applied, so a taken
+// record is never deleted before it is written, and a failed commit leaves
+// nothing after it committed. A failure stops the actor, whose next
+// activation reads what the store holds; the replies waiting for it, or
+// for the next commit, which is then never proposed, fail, and the sender
+// makes those attempts again once the events are taken again.
+//
+// A node alone commits to its store directly and waits for nothing but a
+// WAL sync (commitDurable): none of this applies.
+
+// commitGroup is one commit of the delivery actor through the groups,
+// in flight or next. It is an awaitable: replies bound to it leave once it
+// committed.
+type commitGroup struct {
+	last uint64        // the last sequence it makes durable, once sealed
+	done chan struct{} // closed once it committed or failed
+	err  error         // why it failed; set before done is closed
+}
+
+func newCommitGroup() *commitGroup { return &commitGroup{done: make(chan struct{})} }
+
+func (g *commitGroup) finish(err error) {
+	g.err = err
+	close(g.done)
+}
+
+func (g *commitGroup) await() error {
+	<-g.done
+	return g.err
+}
+
+func (g *commitGroup) isDurable() bool {
+	select {
+	case <-g.done:
+		return g.err == nil
+	default:
+		return false
+	}
+}
+
+// committed tells the actor that its commit g ended.
+type committed struct{ g *commitGroup }
+
+// errEarlierCommitFailed is what replies waiting for a commit that was
+// never proposed hear.
+var errEarlierCommitFailed = errors.New("an earlier commit of the installation's deliveries failed")
+
+// replicated says whether the actor's writes commit through the groups.
+func (a *deliveryActor) replicated() bool { return a.env.Commits != nil }
+
+// durableBy returns what a reply handing out sequences up to seq must
+// wait for: the commit in flight when it covers seq, else the next one,
+// started now when none is in flight.
+func (a *deliveryActor) durableBy(seq uint64) awaitable {
+	if g := a.inflight; g != nil {
+		if seq <= g.last {
+			return g
+		}
+		if a.next == nil {
+			a.next = newCommitGroup()
+		}
+		return a.next
+	}
+	if a.next == nil {
+		a.next = newCommitGroup()
+	}
+	g := a.next
+	a.startCommit()
+	return g
+}
+
+// startCommit proposes what is pending, as the next commit, in the
+// background; the actor hears of its end (committed).
+func (a *deliveryActor) startCommit() {
+	g := a.next
+	a.next = nil
+	if g == nil {
+		g = newCommitGroup()
+	}
+	a.pending()
+	b := a.seal()
+	g.last = a.last
+	a.inflight = g
+	root, self, c := a.root, a.self, a.env.Commits
+	go func() {
+		g.finish(b.through(c))
+		root.Send(self, committed{g})
+	}()
+}
+
+// ended takes the end of commit g: the next one starts when replies wait
+// for it, and what is pending otherwise waits for the flush.
+func (a *deliveryActor) ended(ctx actorContext, g *commitGroup) {
+	if g != a.inflight {
+		return // settle waited for it
+	}
+	a.inflight = nil
+	if g.err != nil {
+		a.fail(g.err)
+		return
+	}
+	a.durable = max(a.durable, g.last)
+	switch {
+	case a.next != nil:
+		a.startCommit()
+	case a.batch.Batch != nil:
+		a.flushLater(ctx)
+	}
+}
+
+// flushInBackground is the flush through the groups: the commit in
+// flight, when there is one, starts the next on its end.
+func (a *deliveryActor) flushInBackground(ctx actorContext) {
+	switch {
+	case a.inflight != nil:
+	case a.batch.Batch != nil:
+		a.startCommit()
+	}
+}
+
+// settle commits what is pending and returns once every write of the
+// actor is committed and applied, so that it reads its own writes.
+func (a *deliveryActor) settle() error {
+	if g := a.inflight; g != nil {
+		a.inflight = nil
+		if err := g.await(); err != nil {
+			a.fail(err)
+			return fmt.Errorf("queue events of %s: %w", a.id, err)
+		}
+		a.durable = max(a.durable, g.last)
+	}
+	g := a.next
+	a.next = nil
+	var err error
+	if a.batch.Batch != nil {
+		last := a.last
+		if err = a.seal().Write(); err == nil {
+			a.durable = max(a.durable, last)
+		}
+	}
+	if g != nil {
+		g.finish(err)
+	}
+	if err != nil {
+		a.fail(err)
+		return fmt.Errorf("queue events of %s: %w", a.id, err)
+	}
+	return nil
+}
+
+// fail leaves the actor broken after a commit failed: what was pending is
+// dropped, replies waiting for the next commit fail, and the actor answers
+// nothing more until it stops (Receive) and its next activation reads the
+// store.
+func (a *deliveryActor) fail(err error) {
+	if a.broken == nil {
+		a.broken = err
+	}
+	a.discard()
+	if g := a.next; g != nil {
+		a.next = nil
+		g.finish(fmt.Errorf("%w: %w", errEarlierCommitFailed, err))
+	}
+}
+
+// rememberSelf keeps what a commit in the background needs to tell the
+// actor of its end.
+func (a *deliveryActor) rememberSelf(ctx actorContext) {
+	if a.self == nil {
+		a.root, a.self = ctx.ActorSystem().Root, ctx.Self()
+	}
+}
