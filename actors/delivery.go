@@ -51,7 +51,7 @@ type deliveryActor struct {
 
 	tk        takenRecords            // what the sequencer took, by commit (delivery_taken.go)
 	q         deliveryQueue           // what waits to be delivered (delivery_queue.go)
-	durable   uint64                  // the last sequence a WAL sync covers for sure
+	durable   uint64                  // the last sequence a commit made durable for sure
 	ep        *kitpb.DeliveryEndpoint // the endpoint's health (delivery_endpoint.go)
 	delivered []uint64                // sequences of the delivered records kept, sorted (keepRecent)
 	// deliveredRefs are, by sequence, the outbox entries that delivered
@@ -61,7 +61,7 @@ type deliveryActor struct {
 	gauge   *deliveryGauge // what the metrics read of the queue (delivery_metrics.go)
 	stopped bool
 
-	// Through the raft groups (delivery_commits.go): the commit in
+	// Commits in the background (delivery_commits.go): the one in
 	// flight, the one replies wait for after it, and what binds a reply
 	// to either.
 	inflight, next *commitGroup
@@ -101,11 +101,7 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		return
 	case flushOutbox:
 		a.flushQueue = false
-		if a.replicated() {
-			a.flushInBackground(ctx)
-			return
-		}
-		a.flush(ctx)
+		a.flush()
 		return
 	case committed:
 		a.ended(ctx, m.g)
@@ -120,11 +116,11 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		}
 		return
 	case *actor.Stopping:
-		// What waits for a flush is written, as the flush would have.
+		// What waits for a flush is written, after the commit in flight.
 		if a.flushTimer != nil {
 			a.flushTimer.Stop()
 		}
-		a.flush(ctx)
+		_ = a.settle() // a failure wakes the actor again (stopIfBroken)
 		a.unpublish()
 	}
 	a.dur.inflight = nil // a take binds its reply (takeDeliveries)
@@ -264,7 +260,7 @@ func (a *deliveryActor) takeOutbox() error {
 			return err
 		}
 	}
-	return a.commit()
+	return a.settle()
 }
 
 // discard drops what was taken and not committed: an activation takes the
@@ -321,50 +317,6 @@ func (a *deliveryActor) take(source string, pos uint64, rec []byte) {
 	a.q.hold(d, withSequence(rec, a.last))
 }
 
-// commit writes what was taken (the queue's references and the last
-// sequence together) and the outcomes of attempts. On a node alone it does
-// not wait for a WAL sync of its own: the posts that keep coming sync the
-// WAL anyway, and a crash before the next sync undoes all of it at once,
-// leaving the outbox entries to be taken again under the same sequences
-// and the attempts to be made again. (Before an event leaves the node,
-// takeDeliveries makes sure its sequence is durable: commitDurable.)
-// Through the raft groups it waits for the commit in flight, then commits
-// (settle): what calls it reads the actor's writes back.
-func (a *deliveryActor) commit() error {
-	if a.replicated() {
-		return a.settle()
-	}
-	if a.batch.Batch == nil {
-		return nil
-	}
-	b := a.seal()
-	if err := b.Write(); err != nil {
-		return fmt.Errorf("queue events of %s: %w", a.id, err)
-	}
-	return nil
-}
-
-// commitDurable commits and waits until every sequence given out is
-// durable, on a node alone: one synced write when something waits to be
-// written (the takes of notices, outcomes), else a WAL sync. A failed sync
-// leaves nothing to trust (Env.Fatal). Through the raft groups a take's
-// reply waits for a commit instead (durableBy).
-func (a *deliveryActor) commitDurable() error {
-	var err error
-	switch {
-	case a.batch.Batch != nil:
-		err = a.seal().Commit()
-	default:
-		err = a.env.Store.Sync()
-	}
-	if err != nil {
-		a.env.Fatal(err)
-		return fmt.Errorf("queue events of %s: %w", a.id, err)
-	}
-	a.durable = a.last
-	return nil
-}
-
 // seal takes the pending batch with what the sequencer must write with
 // its takes: the taken record and the last sequence.
 func (a *deliveryActor) seal() batch {
@@ -375,17 +327,6 @@ func (a *deliveryActor) seal() batch {
 		b.Set(eventSequenceKey(a.id), persistence.AppendUint64(nil, a.last))
 	}
 	return b
-}
-
-// flush commits; a failure stops the actor, whose next activation starts
-// again from what is stored (the outbox still holds the events).
-func (a *deliveryActor) flush(ctx actorContext) {
-	if err := a.commit(); err != nil {
-		if a.env.Logger != nil {
-			a.env.Logger.Error("sequence events", "installation", a.id, "err", err)
-		}
-		ctx.Stop(ctx.Self())
-	}
 }
 
 func (a *deliveryActor) handle(msg proto.Message) (proto.Message, error) {
@@ -412,7 +353,7 @@ func (a *deliveryActor) handle(msg proto.Message) (proto.Message, error) {
 // listQueued answers queued events after a sequence, in order.
 func (a *deliveryActor) listQueued(m *kitpb.ListQueuedEvents) (proto.Message, error) {
 	// What notices took must be visible to the reader first.
-	if err := a.commit(); err != nil {
+	if err := a.settle(); err != nil {
 		return nil, err
 	}
 	reply := &kitpb.QueuedEventsReply{LastSequence: a.last}

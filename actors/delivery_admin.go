@@ -140,7 +140,7 @@ func (a *deliveryActor) forgetDelivered(b batch, seq uint64) {
 // listDeliveries answers the deliveries below m.BeforeSequence, highest
 // sequence first: the queue, the delivered and the dead records merged.
 func (a *deliveryActor) listDeliveries(m *kitpb.ListDeliveries) (proto.Message, error) {
-	if err := a.commit(); err != nil {
+	if err := a.settle(); err != nil {
 		return nil, err
 	}
 	limit := int(m.Limit)
@@ -223,7 +223,7 @@ func (a *deliveryActor) queuedState(seq uint64) string {
 // queue before the newer events waiting there, is sent even while the
 // endpoint is paused, and starts a new 24 hours before it can die.
 func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
-	if err := a.commit(); err != nil {
+	if err := a.settle(); err != nil {
 		return nil, err
 	}
 	b := a.env.newBatch()
@@ -372,7 +372,7 @@ func (a *deliveryActor) queueTestEvent(m *kitpb.QueueTestEvent) (proto.Message, 
 	d := a.q.push(queueOf(ev, a.id), a.last, nanos(a.env.Clock.Now()))
 	d.asked = true // a developer tests the endpoint: even while paused
 	d.stored = true
-	if err := a.commit(); err != nil {
+	if err := a.settle(); err != nil {
 		return nil, err
 	}
 	if a.env.Deliveries != nil {

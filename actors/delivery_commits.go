@@ -5,9 +5,10 @@ import (
 	"fmt"
 )
 
-// Commits through the raft groups (docs/deliveries.md, "Commits through
-// the groups"). On a cluster every write of the delivery actor is a raft
-// round of its partition's group, tens of milliseconds at full load. An
+// Commits that do not block the actor (docs/deliveries.md, "Commits in
+// the background"). No event leaves the node before its sequence is
+// durable: a synced write on a node alone, a raft round of its
+// partition's group on a cluster (tens of milliseconds at full load). An
 // actor that waited for each took its installation's chains of attempts
 // one commit at a time: notices sequence fresh events between commits, so
 // nearly every chain's take found a head that no commit covered and
@@ -18,16 +19,14 @@ import (
 // everything written meanwhile. A round of ten chains thus waits for at
 // most two commits, whatever their number.
 //
-// One commit at a time keeps the groups' order of the actor's writes: a
-// batch is proposed only once the one before it is applied, so a taken
-// record is never deleted before it is written, and a failed commit leaves
-// nothing after it committed. A failure stops the actor, whose next
+// One commit at a time keeps the order of the actor's writes: a batch is
+// written only once the one before it is, so a taken record is never
+// deleted before it is written, and a failed commit leaves nothing after
+// it committed. A failure through the groups stops the actor, whose next
 // activation reads what the store holds; the replies waiting for it, or
 // for the next commit, which is then never proposed, fail, and the sender
-// makes those attempts again once the events are taken again.
-//
-// A node alone commits to its store directly and waits for nothing but a
-// WAL sync (commitDurable): none of this applies.
+// makes those attempts again once the events are taken again. A failed
+// sync of a node alone leaves nothing to trust (Env.Fatal).
 
 // commitGroup is one commit of the delivery actor through the groups,
 // in flight or next. It is an awaitable: replies bound to it leave once it
@@ -90,8 +89,8 @@ func (a *deliveryActor) durableBy(seq uint64) awaitable {
 	return g
 }
 
-// startCommit proposes what is pending, as the next commit, in the
-// background; the actor hears of its end (committed).
+// startCommit commits what is pending, durably, as the next commit, in
+// the background; the actor hears of its end (committed).
 func (a *deliveryActor) startCommit() {
 	g := a.next
 	a.next = nil
@@ -99,12 +98,22 @@ func (a *deliveryActor) startCommit() {
 		g = newCommitGroup()
 	}
 	a.pending()
+	if !a.replicated() {
+		// Takes a flush wrote without a sync may be all there is to make
+		// durable: the last sequence, written again, has the commit sync
+		// the WAL, which covers them.
+		a.takes = true
+	}
 	b := a.seal()
 	g.last = a.last
 	a.inflight = g
-	root, self, c := a.root, a.self, a.env.Commits
+	root, self, env := a.root, a.self, a.env
 	go func() {
-		g.finish(b.through(c))
+		err := b.Commit()
+		if err != nil && env.Commits == nil {
+			env.Fatal(err)
+		}
+		g.finish(err)
 		root.Send(self, committed{g})
 	}()
 }
@@ -129,18 +138,35 @@ func (a *deliveryActor) ended(ctx actorContext, g *commitGroup) {
 	}
 }
 
-// flushInBackground is the flush through the groups: the commit in
-// flight, when there is one, starts the next on its end.
-func (a *deliveryActor) flushInBackground(ctx actorContext) {
+// flush writes what is pending, within flushAfter of a notice's take or
+// an attempt's outcome. The commit in flight, when there is one, starts
+// the next or asks for a flush again on its end. A node alone writes
+// inline, without a sync of its own (settle); through the groups every
+// write is a raft round, in the background. A failure stops the actor
+// (stopIfBroken), whose next activation starts again from what is stored:
+// the outbox still holds the events.
+func (a *deliveryActor) flush() {
 	switch {
 	case a.inflight != nil:
-	case a.batch.Batch != nil:
-		a.startCommit()
+	case a.replicated():
+		if a.batch.Batch != nil {
+			a.startCommit()
+		}
+	default:
+		_ = a.settle()
 	}
 }
 
-// settle commits what is pending and returns once every write of the
-// actor is committed and applied, so that it reads its own writes.
+// settle writes what was taken (the queue's references and the last
+// sequence together) and the outcomes of attempts, and returns once every
+// write of the actor is applied, so that it reads its own writes: it
+// waits for the commit in flight, then writes inline. On a node alone that
+// write waits for no WAL sync of its own unless replies wait for the next
+// commit: the posts that keep coming sync the WAL anyway, and a crash
+// before the next sync undoes all of it at once, leaving the outbox
+// entries to be taken again under the same sequences and the attempts to
+// be made again. (No event leaves the node before its sequence is
+// durable: durableBy.)
 func (a *deliveryActor) settle() error {
 	if g := a.inflight; g != nil {
 		a.inflight = nil
@@ -153,11 +179,16 @@ func (a *deliveryActor) settle() error {
 	g := a.next
 	a.next = nil
 	var err error
-	if a.batch.Batch != nil {
-		last := a.last
-		if err = a.seal().Write(); err == nil {
+	switch last := a.last; {
+	case a.batch.Batch == nil:
+	case g != nil || a.replicated():
+		if err = a.seal().Commit(); err == nil {
 			a.durable = max(a.durable, last)
+		} else if !a.replicated() {
+			a.env.Fatal(err)
 		}
+	default:
+		err = a.seal().Write()
 	}
 	if g != nil {
 		g.finish(err)

@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/eventually"
+	"github.com/kitd/kitd/multiraft/multirafttest"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -233,5 +236,48 @@ func TestAFailedCommitStartsTheActorAgainFromTheStore(t *testing.T) {
 	// within a conversation.
 	if !slices.Equal(seqs, []uint64{1, 2}) || !slices.Equal(texts, []string{"a", "b"}) {
 		t.Fatalf("taken again as %v under sequences %v, want a and b under 1 and 2", texts, seqs)
+	}
+}
+
+// On a node alone a take's reply waits for the WAL sync that makes its
+// sequences durable, in the background as through the groups: the actor
+// answers meanwhile.
+func TestATakeWaitsForItsWALSyncAndTheActorGoesOn(t *testing.T) {
+	if replicated {
+		t.Skip("a node alone's commits: without KITD_TEST_REPLICATED")
+	}
+	if testing.Short() {
+		t.Skip("starts a node")
+	}
+	fs := &multirafttest.SyncCountingFS{FS: vfs.NewMem()}
+	n, err := startNode(fs, nil)
+	noErr(t, err)
+	t.Cleanup(func() { _ = n.stop() })
+	n.env.DeliveryFlushAfter = time.Hour // no commit but the take's
+	f, _ := deliveryFixture(t, n, 1)
+	queued(t, n, f.inst.Id)
+	n.post(t, f.user, f.conv, postReq{text: "a"})
+	metricIs(t, n, 1, "kitd_delivery_backlog_events")
+
+	fs.Block()
+	t.Cleanup(fs.Unblock) // before the node stops
+	first := takeAsync(n, f.inst.Id)
+	eventually.True(t, "the take's WAL sync waits", func() bool { return fs.Waiting() > 0 })
+	answered := make(chan error, 1)
+	go func() {
+		_, err := try[*kitpb.Ok](n, actors.KindDelivery, f.inst.Id, &kitpb.RecordAttempt{Sequence: 1 << 40, Delivered: true})
+		answered <- err
+	}()
+	noErr(t, waitFor(t, "a request answered while a WAL sync is in flight", answered))
+	select {
+	case <-first:
+		t.Fatal("a take's reply left before the WAL sync of its sequence")
+	default:
+	}
+	fs.Unblock()
+	r := waitFor(t, "the take", first)
+	noErr(t, r.err)
+	if got := eventTexts(r.r.Events); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("the take handed out %q, want the post's event", got)
 	}
 }

@@ -79,7 +79,9 @@ func (a *deliveryActor) resumeForNewVersion(ctx actorContext, m *kitpb.ResumeDel
 		a.ep.KitId = m.KitId
 	}
 	// Pending outcomes wrote the endpoint's older state: they go first.
-	a.flush(ctx)
+	if a.settle() != nil {
+		return // the actor stops (stopIfBroken)
+	}
 	b := a.env.newBatch()
 	e := a.resume(a.env.Clock.Now())
 	put(b, deliveryEndpointKey(a.id), a.ep)

@@ -288,25 +288,20 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 	// could otherwise give the sequence to another event. The takes of
 	// notices wait for this write (deliveryActor.take): what notices took
 	// since the last take, and the outcomes recorded meanwhile, go in one
-	// synced write. Only sequencing needs the sync: what an attempt's
-	// record or a redelivery wrote may be lost (the event is sent again),
-	// and a sync for each would cost one per delivered event. A backlog's
-	// heads were mostly synced long ago.
-	switch {
-	case newest <= a.durable:
-	case a.replicated():
+	// durable commit, in the background, which the reply waits for
+	// (durableBy). Only sequencing needs it: what an attempt's record or a
+	// redelivery wrote may be lost (the event is sent again), and a sync
+	// for each would cost one per delivered event. A backlog's heads were
+	// mostly durable long ago.
+	if newest > a.durable {
 		a.dur.inflight = a.durableBy(newest)
-	default:
-		if err := a.commitDurable(); err != nil {
-			return nil, err
-		}
 	}
 	for i, d := range heads {
 		rec := d.rec
 		if rec == nil {
 			// The store must hold what outcomes wrote (a failed attempt's
 			// state) before the record is read back.
-			if err := a.commit(); err != nil {
+			if err := a.settle(); err != nil {
 				return nil, err
 			}
 			if err := a.readAhead(d); err != nil {
