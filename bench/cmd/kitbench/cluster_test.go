@@ -175,8 +175,9 @@ func TestRunClusterEventsWithKitd(t *testing.T) {
 	if bin == "" {
 		t.Skip("KITD_BIN not set")
 	}
+	prof := t.TempDir()
 	rep, data, code, err := runReport(t, options{
-		kitd: bin, cluster: 2, only: "events-10-conversations", events: true, eventInstallations: 2,
+		kitd: bin, cluster: 2, clusterPprof: prof, only: "events-10-conversations", events: true, eventInstallations: 2,
 		concurrency: 4, duration: time.Second, warmup: 200 * time.Millisecond,
 		timeout: 10 * time.Second, conversations: 10, rounds: 1, settle: time.Second, trivial: trivialProcess,
 	})
@@ -193,5 +194,11 @@ func TestRunClusterEventsWithKitd(t *testing.T) {
 	}
 	if n := strings.Count(s.Kitd.Addr, ","); n != 1 {
 		t.Errorf("subscribed load went to %q, want both nodes", s.Kitd.Addr)
+	}
+	// Each side's window, profiled on every node.
+	for _, name := range []string{"n1-plain-round1", "n2-plain-round1", "n1-subscribed-round1", "n2-subscribed-round1"} {
+		if fi, err := os.Stat(filepath.Join(prof, name+".pprof")); err != nil || fi.Size() == 0 {
+			t.Errorf("profile of %s: %v", name, err)
+		}
 	}
 }

@@ -145,12 +145,13 @@ func runEventsScenario(ctx context.Context, o options, nodes *nodeSet, sd scenar
 	defer rcv.close()
 	delivery := []string{"--delivery-allow", rcv.addr, "--delivery-ca", rcv.caPath}
 	var ns eventsNodes
+	var names []string // the nodes' names, for their profiles (-cluster-pprof)
 	if o.cluster > 0 {
 		cl, err := startCluster(ctx, nodes, o, delivery...)
 		if err != nil {
 			return nil, err
 		}
-		ns = cl.nodes
+		ns, names = cl.nodes, cl.names
 	} else {
 		node, err := nodes.start(ctx, "off", delivery)
 		if err != nil {
@@ -179,8 +180,8 @@ func runEventsScenario(ctx context.Context, o options, nodes *nodeSet, sd scenar
 	}
 
 	sides := []*eventsSide{
-		{name: "kitd, no subscriber", fx: plainFx, cpuOK: true},
-		{name: "kitd, subscribed", fx: subFx, events: true, cpuOK: true},
+		{name: "kitd, no subscriber", tag: "plain", fx: plainFx, cpuOK: true},
+		{name: "kitd, subscribed", tag: "subscribed", fx: subFx, events: true, cpuOK: true},
 	}
 	slice := o.duration / time.Duration(o.rounds)
 	for round := range o.rounds {
@@ -198,7 +199,12 @@ func runEventsScenario(ctx context.Context, o options, nodes *nodeSet, sd scenar
 			}
 			logf("%s on %s (round %d/%d): %s, %v + %v warm-up", sd.sc.Name, s.name, round+1, o.rounds, load, slice, warmup)
 			cfg := loadgen.Config{Addrs: ns.addrs(), Concurrency: o.concurrency, Duration: slice, Warmup: warmup, Timeout: o.timeout}
-			if err := s.run(ctx, ns, rcv, sd.sc.Name, cfg, o.rate); err != nil {
+			var profile func() (wait func())
+			if o.clusterPprof != "" {
+				suffix := fmt.Sprintf("-%s-round%d", s.tag, round+1)
+				profile = func() func() { return profileCPU(ctx, o.clusterPprof, ns, names, suffix, warmup, slice) }
+			}
+			if err := s.run(ctx, ns, rcv, sd.sc.Name, cfg, o.rate, profile); err != nil {
 				return nil, err
 			}
 		}
@@ -280,6 +286,7 @@ func spreadOver(convs []string, n int) [][]string {
 // channels, over the rounds.
 type eventsSide struct {
 	name    string
+	tag     string // names its profiles (-cluster-pprof)
 	fx      *fixture
 	events  bool // its Kit subscribes: wait for the events after each run
 	res     *loadgen.Result
@@ -295,9 +302,15 @@ type eventsSide struct {
 // run runs one round of the side on idle nodes: the load (closed loops,
 // or posts due at rate a second when rate > 0), then (with events) the
 // wait for them, then the nodes' return to idle; their CPU counts over
-// all of it.
-func (s *eventsSide) run(ctx context.Context, ns eventsNodes, rcv *eventReceiver, name string, cfg loadgen.Config, rate float64) error {
+// all of it. profile, when not nil, starts the nodes' CPU profiles of the
+// load's window once they are idle, and returns what waits for them.
+func (s *eventsSide) run(ctx context.Context, ns eventsNodes, rcv *eventReceiver, name string, cfg loadgen.Config, rate float64, profile func() (wait func())) error {
 	settleAll(ctx, ns)
+	profiled := func() {}
+	if profile != nil {
+		profiled = profile()
+	}
+	defer profiled()
 	arr := newArrivals()
 	rcv.tracker.Store(arr)
 	sc := postScenario(name, s.fx.BotToken, s.fx.Conversations)

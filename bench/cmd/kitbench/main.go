@@ -137,7 +137,7 @@ func main() {
 	flag.DurationVar(&o.soakEvery, "soak-every", 5*time.Second, "soak: time between samples")
 	flag.StringVar(&o.soakOut, "soak-out", "soak", "soak: write the samples to this path plus .csv and .json")
 	flag.IntVar(&o.cluster, "cluster", 0, "also start a cluster of this many nodes (at least 2) on loopback and run post-<conversations>-conversations on it, the connections spread over its nodes, beside the node alone and the trivial server: CPU per post of all its processes and the ratios cluster÷alone; with -only events-<conversations>-conversations, the events scenario on a cluster of its own instead")
-	flag.StringVar(&o.clusterPprof, "cluster-pprof", "", "with -cluster: start every node with --pprof and save each one's CPU profile of the measured window into this directory (alone.pprof, n1.pprof, ...)")
+	flag.StringVar(&o.clusterPprof, "cluster-pprof", "", "with -cluster: start every node with --pprof and save each one's CPU profile of the measured window into this directory (alone.pprof, n1.pprof, ...; for the events scenario n1-subscribed-round1.pprof, ...)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: kitbench [flags]\n\nLoad kitd and a trivial fasthttp server with the same requests; report req/s, p50, p99 and kitd÷trivial ratios.\n\n")
 		flag.PrintDefaults()
@@ -294,7 +294,7 @@ func run(o options) (int, error) {
 
 	printTable(os.Stdout, rep)
 	if o.clusterPprof != "" {
-		logf("CPU profiles of the measured windows in %s (go tool pprof -top %s)", o.clusterPprof, filepath.Join(o.clusterPprof, "n1.pprof"))
+		logf("CPU profiles of the measured windows in %s, one a node and window (go tool pprof -top %s)", o.clusterPprof, filepath.Join(o.clusterPprof, "<file>"))
 	}
 	if o.jsonPath != "" {
 		if err := writeJSON(o.jsonPath, rep); err != nil {
