@@ -28,9 +28,8 @@ import (
 // makes those attempts again once the events are taken again. A failed
 // sync of a node alone leaves nothing to trust (Env.Fatal).
 
-// commitGroup is one commit of the delivery actor through the groups,
-// in flight or next. It is an awaitable: replies bound to it leave once it
-// committed.
+// commitGroup is one durable commit of the delivery actor, in flight or
+// next. It is an awaitable: replies bound to it leave once it committed.
 type commitGroup struct {
 	last uint64        // the last sequence it makes durable, once sealed
 	done chan struct{} // closed once it committed or failed
@@ -97,25 +96,36 @@ func (a *deliveryActor) startCommit() {
 	if g == nil {
 		g = newCommitGroup()
 	}
-	a.pending()
-	if !a.replicated() {
-		// Takes a flush wrote without a sync may be all there is to make
-		// durable: the last sequence, written again, has the commit sync
-		// the WAL, which covers them.
-		a.takes = true
-	}
-	b := a.seal()
+	b := a.sealDurable()
 	g.last = a.last
 	a.inflight = g
 	root, self, env := a.root, a.self, a.env
 	go func() {
-		err := b.Commit()
-		if err != nil && env.Commits == nil {
-			env.Fatal(err)
-		}
-		g.finish(err)
+		g.finish(commitDurably(env, b))
 		root.Send(self, committed{g})
 	}()
+}
+
+// sealDurable seals what is pending for a durable commit. On a node alone
+// takes that a flush wrote without a sync may be all there is to make
+// durable: the last sequence, written again, has the commit sync the WAL,
+// which covers them.
+func (a *deliveryActor) sealDurable() batch {
+	a.pending()
+	if !a.replicated() {
+		a.takes = true
+	}
+	return a.seal()
+}
+
+// commitDurably commits b durably: through the groups, or with a WAL sync,
+// whose failure leaves nothing to trust on a node alone (Env.Fatal).
+func commitDurably(env *Env, b batch) error {
+	err := b.Commit()
+	if err != nil && env.Commits == nil {
+		env.Fatal(err)
+	}
+	return err
 }
 
 // ended takes the end of commit g: the next one starts when replies wait
@@ -180,12 +190,14 @@ func (a *deliveryActor) settle() error {
 	a.next = nil
 	var err error
 	switch last := a.last; {
+	case g != nil:
+		if err = commitDurably(a.env, a.sealDurable()); err == nil {
+			a.durable = max(a.durable, last)
+		}
 	case a.batch.Batch == nil:
-	case g != nil || a.replicated():
+	case a.replicated():
 		if err = a.seal().Commit(); err == nil {
 			a.durable = max(a.durable, last)
-		} else if !a.replicated() {
-			a.env.Fatal(err)
 		}
 	default:
 		err = a.seal().Write()

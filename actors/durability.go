@@ -24,8 +24,8 @@ type durability struct {
 }
 
 // awaitable is a write that replies bound to it wait for: a sync of the
-// node's WAL (syncGroup), or a delivery actor's commit through the raft
-// groups (commitGroup).
+// node's WAL (syncGroup), or a delivery actor's durable commit in the
+// background (commitGroup).
 type awaitable interface {
 	// await returns once the write is durable, or why it is not.
 	await() error
