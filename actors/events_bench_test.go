@@ -146,22 +146,24 @@ func benchmarkPostEventsDelivered(b *testing.B, installations int) {
 	}
 	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
 	after := storeCounts(b, n)
-	for i, unit := range []string{"writes/op", "fsyncs/op", "wal-B/op"} {
+	for i, unit := range []string{"writes/op", "fsyncs/op", "wal-B/op", "flush-B/op", "compact-B/op"} {
 		b.ReportMetric((after[i]-before[i])/float64(b.N), unit)
 	}
 	s.close()
 }
 
-// storeCounts are the store's committed batches, WAL syncs and WAL bytes
-// so far.
-func storeCounts(b *testing.B, n *testNode) [3]float64 {
+// storeCounts are the store's committed batches, WAL syncs, WAL bytes and
+// the bytes its flushes and compactions wrote so far.
+func storeCounts(b *testing.B, n *testNode) [5]float64 {
 	var w metrics.Writer
 	n.store.Collect(&w)
 	mfs := metricstest.Parse(b, w.Bytes())
-	return [3]float64{
+	return [5]float64{
 		float64(mfs["kitd_pebble_batch_bytes"].GetMetric()[0].GetHistogram().GetSampleCount()),
 		metricstest.Value(mfs, "kitd_pebble_wal_syncs_total"),
 		metricstest.Value(mfs, "kitd_pebble_wal_bytes_written_total"),
+		metricstest.Value(mfs, "kitd_pebble_flush_bytes_written_total"),
+		metricstest.Value(mfs, "kitd_pebble_compaction_bytes_written_total"),
 	}
 }
 

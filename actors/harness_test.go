@@ -79,7 +79,7 @@ func startNodeAt(fs vfs.FS, dir string, clk *clock.Test) (*testNode, error) {
 	if replicated {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		n.rep, err = replica.Start(ctx, replica.Config{Store: store, Hosts: cn})
+		n.rep, err = replica.Start(ctx, replica.Config{Store: store, Hosts: cn, CurrentKey: actors.CurrentKey})
 		if err != nil {
 			cn.Stop()
 			store.Close()

@@ -1,11 +1,14 @@
 package actors
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/google/uuid"
 
 	"github.com/kitd/kitd/internal/manifest"
 	"github.com/kitd/kitd/internal/partition"
@@ -36,9 +39,10 @@ import (
 // keyShapes is the layout, one row per constructor, after the partition
 // prefix: literal bytes, and fields in braces. {id} is a non-empty part
 // without '/'; {pos} a position, 8 bytes big-endian (so a scan is in
-// order); {hash} a raw SHA-256, 32 bytes; {hex64} the same in hex; {hex8} a
-// message-id tag; {version} a sortable version, 0001.00002.000003; {rest}
-// everything to the end. The first field names the partition.
+// order); {uuid} an id's 16 bytes (uuidLen); {hash} a raw SHA-256, 32
+// bytes; {hex64} the same in hex; {hex8} a message-id tag; {version} a
+// sortable version, 0001.00002.000003; {rest} everything to the end. The
+// first field names the partition.
 var keyShapes = []struct{ constructor, shape string }{
 	{"workspaceKey", "ws/{id}"},                       // Workspace
 	{"userKey", "ws/{id}/u/{id}"},                     // User (ids are UUIDv7: the scan is creation order)
@@ -79,7 +83,7 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"emailUserKey", "email/{hex64}/{id}"},            // workspace id of an active user who can sign in with this email (SHA-256 of the lower-case email; written with the user by its workspace)
 	{"locatorKey", "loc/{id}"},                        // Locator: which actor owns an id (messages and files have none, but those written before their ids carried a tag)
 	{"devLogKey", "devlog/{id}/{id}"},                 // DevLogEntry, stored without its id; written once by the actor that decided what it reports, in that actor's partition (writerPartitioned), expired by range deletion (devlog.go)
-	{"outboxKey", "outbox/{id}/{id}/{pos}"},           // Event for an installation from an emitting actor, by that actor's position, in its partition (writerPartitioned); written by the emitter, referred to by its queue record until its delivery ends, then deleted by the installation's delivery actor (events.go, delivery.go)
+	{"outboxKey", "ob/{uuid}{uuid}{pos}"},             // Event for an installation from an emitting actor, by that actor's position, in its partition (writerPartitioned); written by the emitter, referred to by its queue record until its delivery ends, then deleted by the installation's delivery actor (events.go, delivery.go)
 	{"eventSequenceKey", "dlv/{id}/seq"},              // the last sequence an installation's delivery actor gave out, 8 bytes big-endian
 	{"queuedEventKey", "dlv/{id}/q/{pos}"},            // the Event itself with its delivery state after a failed attempt, a redelivery or a test event, until delivered or dead; before taken records, also a reference to the outbox entry with its sequence (delivery.go)
 	{"takenEventsKey", "dlv/{id}/t/{pos}"},            // what one commit of the sequencer took: the outbox entries of the sequences from {pos} on, until none of them is queued as a reference (delivery_taken.go)
@@ -369,36 +373,133 @@ func devLogPrefix(writer partition.ID, kit string) []byte { return devLogKey(wri
 // partition (writerPartitioned), so that it commits in the batch of the
 // write that caused it. The installation comes first so that its delivery
 // actor finds its outbox with one scan a partition; within a source,
-// positions keep the order in which the source wrote.
+// positions keep the order in which the source wrote. Both ids are their
+// 16 bytes, not their 36 characters: every event writes this key and
+// deletes it, and those deletions are most of what Pebble compacts on the
+// events path (layout 4, upgrade.go; docs/deliveries.md "Cost on the write
+// path").
 func outboxKey(inst, source string, pos uint64) []byte {
-	return persistence.AppendUint64(keyWithRoom(partition.Of(source), positionLen, "outbox", inst, source, ""), pos)
+	return persistence.AppendUint64(outboxSourcePrefix(inst, source), pos)
 }
 
+// outboxKind starts every outbox key after its partition.
+const outboxKind = "ob/"
+
 // outboxPrefix covers what the sources of partition p wrote for inst.
-func outboxPrefix(p partition.ID, inst string) []byte { return key(p, "outbox", inst, "") }
+func outboxPrefix(p partition.ID, inst string) []byte {
+	return appendUUID(outboxesPrefixWithRoom(p, uuidLen), inst)
+}
 
 // outboxSourcePrefix is the prefix of what one source wrote for inst.
 func outboxSourcePrefix(inst, source string) []byte {
-	return key(partition.Of(source), "outbox", inst, source, "")
+	k := outboxesPrefixWithRoom(partition.Of(source), 2*uuidLen+positionLen)
+	return appendUUID(appendUUID(k, inst), source)
 }
 
 // outboxesPrefix covers every outbox entry that sources of partition p
 // wrote: a restarting node scans it for the installations with events to
 // take.
-func outboxesPrefix(p partition.ID) []byte { return key(p, "outbox", "") }
+func outboxesPrefix(p partition.ID) []byte { return outboxesPrefixWithRoom(p, 0) }
+
+func outboxesPrefixWithRoom(p partition.ID, room int) []byte {
+	b := make([]byte, 0, partition.KeyPrefixLen+len(outboxKind)+room)
+	return append(partition.AppendKeyPrefix(b, p), outboxKind...)
+}
 
 // outboxInstallation is the installation of an outbox key.
 func outboxInstallation(k []byte) string {
-	rest := k[len(outboxesPrefix(0)):]
-	return string(rest[:partLen(rest)])
+	return uuidString(k[partition.KeyPrefixLen+len(outboxKind):])
 }
 
 // outboxSource is the source and position of an outbox key.
 func outboxSource(k []byte) (source string, pos uint64) {
-	rest := k[len(outboxesPrefix(0)):]
-	rest = rest[partLen(rest)+1:]
-	n := partLen(rest)
-	return string(rest[:n]), decodeSeq(rest[n+1:])
+	rest := k[partition.KeyPrefixLen+len(outboxKind)+uuidLen:]
+	return uuidString(rest), decodeSeq(rest[uuidLen:])
+}
+
+// uuidLen is the length of an id in a key that holds its bytes.
+const uuidLen = 16
+
+// appendUUID appends the 16 bytes of id, a UUID in its canonical form,
+// which every id of the package is (ids.New): another is a bug, never
+// input, since these keys are built only for records the actors wrote.
+func appendUUID(dst []byte, id string) []byte {
+	u, ok := canonicalUUID(id)
+	if !ok {
+		panic(fmt.Sprintf("actors: a key of an id that is no canonical UUID: %q", id))
+	}
+	return append(dst, u[:]...)
+}
+
+// canonicalUUID is id's bytes, when id is a UUID in the form uuidString
+// gives back: 36 characters, lower-case hex digits and four dashes.
+func canonicalUUID(id string) (u uuid.UUID, ok bool) {
+	if len(id) != 36 {
+		return u, false
+	}
+	for i, c := range []byte(id) {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return u, false
+			}
+		default:
+			if !isHex(c) {
+				return u, false
+			}
+		}
+	}
+	u, err := uuid.Parse(id)
+	return u, err == nil
+}
+
+// uuidString is the canonical form of the id whose 16 bytes b starts
+// with.
+func uuidString(b []byte) string {
+	u, _ := uuid.FromBytes(b[:uuidLen])
+	return u.String()
+}
+
+// Outbox keys of layouts before 4, with ids as text: only the upgrade
+// step that rewrites them and CurrentKey read them.
+
+// textOutboxKind starts an outbox key of layouts before 4 after its
+// partition.
+const textOutboxKind = "outbox/"
+
+// textOutboxesPrefix covers the outbox entries of partition p as layouts
+// before 4 stored them.
+func textOutboxesPrefix(p partition.ID) []byte { return key(p, "outbox", "") }
+
+// textOutboxKeyNow is the key that k, an outbox key with its ids as text,
+// is stored under now; ok is false when k is no such key. It allocates
+// only for one.
+func textOutboxKeyNow(k []byte) (now []byte, ok bool) {
+	if _, partitioned := partition.OfKey(k); !partitioned || !bytes.HasPrefix(k[partition.KeyPrefixLen:], []byte(textOutboxKind)) {
+		return nil, false
+	}
+	rest := k[partition.KeyPrefixLen+len(textOutboxKind):]
+	inst := rest[:partLen(rest)]
+	rest = rest[min(len(inst)+1, len(rest)):]
+	source := rest[:partLen(rest)]
+	rest = rest[min(len(source)+1, len(rest)):]
+	_, instOK := canonicalUUID(string(inst))
+	_, sourceOK := canonicalUUID(string(source))
+	if !instOK || !sourceOK || len(rest) != positionLen {
+		return nil, false
+	}
+	return persistence.AppendUint64(outboxSourcePrefix(string(inst), string(source)), decodeSeq(rest)), true
+}
+
+// CurrentKey is the key this build stores k under, for a k that an older
+// layout wrote and that reaches the store after the node's upgrade: in a
+// raft entry or a snapshot of a build before layout 4, applied again or
+// sent by a node not yet upgraded. Any other k is returned as it is.
+func CurrentKey(k []byte) []byte {
+	if now, ok := textOutboxKeyNow(k); ok {
+		return now
+	}
+	return k
 }
 
 func eventSequenceKey(inst string) []byte { return key(partition.Of(inst), "dlv", inst, "seq") }
@@ -552,6 +653,8 @@ func fieldPartition(field string, b []byte) partition.ID {
 	case "hex8":
 		tag, _ := strconv.ParseUint(string(b), 16, 32)
 		return partition.OfTag(uint32(tag))
+	case "uuid":
+		return partition.Of(uuidString(b))
 	}
 	return partition.Of(string(b))
 }
@@ -564,6 +667,8 @@ func fieldLen(field string, k []byte) int {
 		return partLen(k)
 	case "pos":
 		return fixedLen(k, positionLen, nil)
+	case "uuid":
+		return fixedLen(k, uuidLen, nil)
 	case "hash":
 		return fixedLen(k, 32, nil)
 	case "hex64":

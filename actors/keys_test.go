@@ -14,9 +14,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/manifest"
 	"github.com/kitd/kitd/internal/partition"
+	"github.com/kitd/kitd/persistence"
 )
 
 // Every constructor, with the bytes it must build: existing data
@@ -65,7 +68,7 @@ func TestKeyLayout(t *testing.T) {
 		{"devLogKey", devLogKey(9, "k", "e"), under(9, "devlog/k/e")},
 		{"emailUserKey", emailUserKey("a@example.com", "u"), under(partition.OfHash(sha256sum("a@example.com")), "email/"+sha256hex("a@example.com")+"/u")},
 		{"layoutKey", layoutKey(), "meta/layout"},
-		{"outboxKey", outboxKey("i", "c", seq), under(partition.Of("c"), "outbox/i/c/"+pos(seq))},
+		{"outboxKey", outboxKey(instID, convID, seq), under(partition.Of(convID), "ob/"+string(idBytes(instID))+string(idBytes(convID))+pos(seq))},
 		{"eventSequenceKey", eventSequenceKey("i"), under(partition.Of("i"), "dlv/i/seq")},
 		{"queuedEventKey", queuedEventKey("i", seq), under(partition.Of("i"), "dlv/i/q/"+pos(seq))},
 		{"deadEventKey", deadEventKey("i", seq), under(partition.Of("i"), "dlv/i/x/"+pos(seq))},
@@ -125,9 +128,10 @@ func TestKeyPrefixes(t *testing.T) {
 		{"domainsPrefix", domainsPrefix("k"), domainKey("k", "d")},
 		{"workspaceKitsPrefix", workspaceKitsPrefix("w"), workspaceKitKey("w", "k")},
 		{"devLogPrefix", devLogPrefix(9, "k"), devLogKey(9, "k", "e")},
-		{"outboxPrefix", outboxPrefix(partition.Of("c"), "i"), outboxKey("i", "c", 1)},
-		{"outboxSourcePrefix", outboxSourcePrefix("i", "c"), outboxKey("i", "c", 1)},
-		{"outboxesPrefix", outboxesPrefix(partition.Of("c")), outboxKey("i", "c", 1)},
+		{"outboxPrefix", outboxPrefix(partition.Of(convID), instID), outboxKey(instID, convID, 1)},
+		{"outboxSourcePrefix", outboxSourcePrefix(instID, convID), outboxKey(instID, convID, 1)},
+		{"outboxesPrefix", outboxesPrefix(partition.Of(convID)), outboxKey(instID, convID, 1)},
+		{"textOutboxesPrefix", textOutboxesPrefix(partition.Of(convID)), textOutboxKey(instID, convID, 1)},
 		{"queuedEventsPrefix", queuedEventsPrefix("i"), queuedEventKey("i", 1)},
 		{"deliveriesPrefix", deliveriesPrefix(partition.Of("i")), deadEventKey("i", 1)},
 		{"deliveryPrefix", deliveryPrefix("i"), eventSequenceKey("i")},
@@ -311,10 +315,82 @@ func TestPartitionedKeyOfAnOlderLayout(t *testing.T) {
 	}
 }
 
+// Ids of the keys that hold an id's bytes; a slash in their bytes
+// (0x2f) shows that a decoder takes them by length.
+const (
+	instID = "2f2f2f2f-0000-7000-8000-00000000002f"
+	convID = "0192f2c1-7a4b-7c3d-9e8f-a1b2c3d4e5f6"
+)
+
+func idBytes(id string) []byte {
+	u := uuid.MustParse(id)
+	return u[:]
+}
+
+// textOutboxKey is an outbox key as layouts before 4 wrote it.
+func textOutboxKey(inst, source string, pos uint64) []byte {
+	return persistence.AppendUint64(key(partition.Of(source), "outbox", inst, source, ""), pos)
+}
+
+// The outbox key's parts read back as they were built.
+func TestOutboxKeyReadsBack(t *testing.T) {
+	seq := uint64('/')<<56 | '/'
+	k := outboxKey(instID, convID, seq)
+	if got := outboxInstallation(k); got != instID {
+		t.Errorf("installation %q, want %q", got, instID)
+	}
+	if source, pos := outboxSource(k); source != convID || pos != seq {
+		t.Errorf("source %q at %d, want %q at %d", source, pos, convID, seq)
+	}
+}
+
+// What CurrentKey makes of the keys an older build's raft entry or
+// snapshot may carry after this node's upgrade.
+func TestCurrentKey(t *testing.T) {
+	upper := "2F2F2F2F-0000-7000-8000-00000000002F"
+	for _, tc := range []struct {
+		rule string
+		k    []byte
+		want []byte
+	}{
+		{"an outbox key with text ids gets its ids' bytes", textOutboxKey(instID, convID, 9), outboxKey(instID, convID, 9)},
+		{"an outbox key of today stays", outboxKey(instID, convID, 9), outboxKey(instID, convID, 9)},
+		{"a message key stays", messageKey(convID, 9), messageKey(convID, 9)},
+		{"a delivery record stays", deliveredEventKey(instID, 9), deliveredEventKey(instID, 9)},
+		{"the node's own key stays", layoutKey(), layoutKey()},
+		{"an empty key stays", []byte{}, []byte{}},
+		{"a text outbox key of an id in upper case stays (no build wrote one)", textOutboxKey(upper, convID, 9), textOutboxKey(upper, convID, 9)},
+		{"a text outbox key without its position stays", key(partition.Of(convID), "outbox", instID, convID), key(partition.Of(convID), "outbox", instID, convID)},
+		{"a text outbox key with a short position stays", key(partition.Of(convID), "outbox", instID, convID, "1234567"), key(partition.Of(convID), "outbox", instID, convID, "1234567")},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			if got := CurrentKey(tc.k); !bytes.Equal(got, tc.want) {
+				t.Errorf("CurrentKey(%q) = %q, want %q", tc.k, got, tc.want)
+			}
+		})
+	}
+}
+
+// Every replica runs CurrentKey on every key it applies: a key it leaves
+// as it is costs no allocation.
+func TestCurrentKeyOfATodaysKeyAllocatesNothing(t *testing.T) {
+	k := messageKey(convID, 7)
+	if n := testing.AllocsPerRun(100, func() { CurrentKey(k) }); n != 0 {
+		t.Fatalf("CurrentKey allocates %v times, want 0", n)
+	}
+}
+
 // A post builds its message key: one allocation, the key itself.
 func TestMessageKeyAllocatesOnce(t *testing.T) {
 	conv := ids.New()
 	if n := testing.AllocsPerRun(100, func() { messageKey(conv, 7) }); n != 1 {
 		t.Fatalf("messageKey allocates %v times, want 1", n)
+	}
+}
+
+// An event builds its outbox key: one allocation, the key itself.
+func TestOutboxKeyAllocatesOnce(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { outboxKey(instID, convID, 7) }); n != 1 {
+		t.Fatalf("outboxKey allocates %v times, want 1", n)
 	}
 }

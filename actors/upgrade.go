@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -26,9 +27,10 @@ import (
 
 // layoutSteps[i] brings a directory from layout i to layout i+1.
 var layoutSteps = [...]layoutStep{
-	{"index the sign-in emails", indexSignInEmails},             // 0 → 1 (2026-11-23)
-	{"move every key under its partition", moveIntoPartitions},  // 1 → 2 (2026-11-23)
-	{"queue fresh events by taken records", takenRecordsLayout}, // 2 → 3 (2026-11-27)
+	{"index the sign-in emails", indexSignInEmails},               // 0 → 1 (2026-11-23)
+	{"move every key under its partition", moveIntoPartitions},    // 1 → 2 (2026-11-23)
+	{"queue fresh events by taken records", takenRecordsLayout},   // 2 → 3 (2026-11-27)
+	{"key outbox entries by their ids' bytes", outboxKeysOfBytes}, // 3 → 4 (2026-11-28)
 }
 
 // layoutStep is one step of an upgrade: what it does, for the log, and
@@ -194,3 +196,46 @@ func moveIntoPartitions(store *persistence.Store, progress func(keys int)) (int,
 // is for older builds, which do not read taken records and would take
 // their events again under new sequences: they refuse the directory.
 func takenRecordsLayout(*persistence.Store, func(keys int)) (int, error) { return 0, nil }
+
+// outboxKeysOfBytes rewrites every outbox entry under its key of layout 4,
+// which holds the ids' 16 bytes instead of their text (keys.go,
+// outboxKey). Queue and taken records refer to an entry by source and
+// position, not by key, so they stay as they are. Each batch moves its
+// entries whole, so an upgrade cut short by a crash resumes where it
+// stopped. An entry whose key cannot be rewritten stops the upgrade: its
+// event would otherwise be lost to its delivery actor.
+func outboxKeysOfBytes(store *persistence.Store, progress func(keys int)) (int, error) {
+	const perBatch = 32 << 20 // bytes: bounds the batch an upgrade holds in memory
+	b, size, n, moved := store.NewBatch(), 0, 0, 0
+	var moveErr error
+	for p := range partition.ID(partition.Count) {
+		prefix := textOutboxesPrefix(p)
+		err := store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
+			to, ok := textOutboxKeyNow(k)
+			if !ok {
+				moveErr = fmt.Errorf("an outbox key %q that layout 4 has no key for", k)
+				return false
+			}
+			b.Set(to, v)
+			b.Delete(k)
+			n++
+			if size += 2*len(k) + len(v); size >= perBatch {
+				if moveErr = b.Commit(); moveErr != nil {
+					return false
+				}
+				moved += n
+				progress(moved)
+				b, size, n = store.NewBatch(), 0, 0
+			}
+			return true
+		})
+		if err == nil {
+			err = moveErr
+		}
+		if err != nil {
+			b.Close()
+			return moved, err
+		}
+	}
+	return moved + n, b.Commit()
+}

@@ -190,6 +190,80 @@ func TestUpgradeRefusesAKeyItCannotPlace(t *testing.T) {
 	}
 }
 
+// A directory of layout 3 has every outbox entry rewritten under its key
+// of layout 4, in whichever partition it lies, with its value, and nothing
+// left where it was; a rewrite cut short resumes.
+func TestUpgradeKeysOutboxEntriesByTheirIDsBytes(t *testing.T) {
+	store := openMemStore(t)
+	inst, other := ids.New(), ids.New()
+	entries := []struct {
+		inst, source string
+		pos          uint64
+	}{{inst, ids.New(), 1}, {inst, ids.New(), 2}, {other, ids.New(), 1 << 60}, {inst, convID, '/'}}
+	b := store.NewBatch()
+	for i, e := range entries {
+		if i == 0 {
+			b.Set(outboxKey(e.inst, e.source, e.pos), []byte{byte(i)}) // rewritten already by an upgrade that stopped
+			continue
+		}
+		b.Set(textOutboxKey(e.inst, e.source, e.pos), []byte{byte(i)})
+	}
+	b.Set(messageKey(convID, 1), []byte("a message stays"))
+	b.Set(layoutKey(), binary.BigEndian.AppendUint64(nil, 3))
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := Upgrade(store, discardLog()); err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range entries {
+		if v, err := store.Get(outboxKey(e.inst, e.source, e.pos)); err != nil || !bytes.Equal(v, []byte{byte(i)}) {
+			t.Errorf("entry %d = %v (%v), want its value under its new key", i, v, err)
+		}
+		if _, err := store.Get(textOutboxKey(e.inst, e.source, e.pos)); !errors.Is(err, persistence.ErrNotFound) {
+			t.Errorf("entry %d is still under its text key (%v)", i, err)
+		}
+	}
+	if v, err := store.Get(messageKey(convID, 1)); err != nil || string(v) != "a message stays" {
+		t.Errorf("the message = %q (%v)", v, err)
+	}
+	if err := store.Scan(nil, nil, false, func(k, _ []byte) bool {
+		if KeyKind(k) == "" {
+			t.Errorf("after the upgrade, %q is built by no constructor", k)
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if at, _ := layoutOf(store); at != 4 {
+		t.Errorf("layout %d, want 4", at)
+	}
+}
+
+// An outbox entry whose key layout 4 has no form for stops the upgrade
+// at layout 3, with the entry where it was: its event is not dropped.
+func TestUpgradeRefusesAnOutboxKeyItCannotRewrite(t *testing.T) {
+	store := openMemStore(t)
+	bad := textOutboxKey("not-a-uuid", convID, 1)
+	b := store.NewBatch()
+	b.Set(bad, []byte("v"))
+	b.Set(layoutKey(), binary.BigEndian.AppendUint64(nil, 3))
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	err := Upgrade(store, discardLog())
+	if err == nil {
+		t.Fatal("upgraded a directory with an outbox key it cannot rewrite")
+	}
+	if at, _ := layoutOf(store); at != 3 {
+		t.Fatalf("layout %d after a failed step, want 3", at)
+	}
+	if v, err := store.Get(bad); err != nil || string(v) != "v" {
+		t.Fatalf("the entry = %q (%v), want it kept", v, err)
+	}
+}
+
 func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // The upgrade at start logs its progress (docs/decisions.md "Logs"): that it starts, each

@@ -15,6 +15,16 @@ import (
 // Records is the multiraft.StateMachine of kitd's records.
 type Records struct {
 	Store *persistence.Store
+	// CurrentKey is Config.CurrentKey; nil: every key as it is.
+	CurrentKey func(key []byte) []byte
+}
+
+// current is the key this build stores k under.
+func (r Records) current(k []byte) []byte {
+	if r.CurrentKey == nil {
+		return k
+	}
+	return r.CurrentKey(k)
 }
 
 var _ multiraft.StateMachine = Records{}
@@ -33,6 +43,9 @@ func (r Records) Apply(g multiraft.GroupID, index uint64, data []byte, b *persis
 	err := persistence.Ops(data, func(op persistence.Op) error {
 		if p, ok := partition.OfKey(op.Key); !ok || p != partition.ID(g) {
 			return fmt.Errorf("%w: entry %d of group %d", errOutsidePartition, index, g)
+		}
+		if op.Kind != persistence.OpDeleteRange {
+			op.Key = r.current(op.Key)
 		}
 		b.Add(op)
 		return nil
@@ -94,7 +107,7 @@ func (r Records) Restore(g multiraft.GroupID, rd io.Reader, b *persistence.Batch
 		if p, ok := partition.OfKey(k); !ok || p != partition.ID(g) {
 			return fmt.Errorf("replica: restore group %d: %w", g, errOutsidePartition)
 		}
-		b.Set(k, v)
+		b.Set(r.current(k), v)
 	}
 }
 

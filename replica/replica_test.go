@@ -135,6 +135,66 @@ func TestSnapshotRestoresOnePartition(t *testing.T) {
 	}
 }
 
+// An entry or a snapshot of a build before the node's upgrade may carry
+// keys of an older layout: each set and delete lands on the key this
+// build stores it under (Config.CurrentKey), a range deletion as it is.
+func TestOlderLayoutsKeysLandWhereThisBuildStoresThem(t *testing.T) {
+	old, now := keyIn(5, "old-layout"), keyIn(5, "this-layout")
+	current := func(k []byte) []byte {
+		if bytes.Equal(k, old) {
+			return now
+		}
+		return k
+	}
+	s := openStore(t, vfs.NewMem())
+	defer s.Close()
+	r := Records{Store: s, CurrentKey: current}
+	apply := func(ops ...persistence.Op) {
+		t.Helper()
+		b := s.NewBatch()
+		if err := r.Apply(5, 1, repr(s, ops...), b); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(rule string, recs map[string]string) {
+		t.Helper()
+		if got := records(t, s, 5); fmt.Sprint(got) != fmt.Sprint(recs) {
+			t.Errorf("%s: records %q, want %q", rule, got, recs)
+		}
+	}
+	apply(persistence.Op{Kind: persistence.OpSet, Key: old, Value: []byte("v")}, persistence.Op{Kind: persistence.OpSet, Key: keyIn(5, "x"), Value: []byte("x")})
+	want("a set of an older key", map[string]string{string(now): "v", string(keyIn(5, "x")): "x"})
+	apply(persistence.Op{Kind: persistence.OpDelete, Key: old})
+	want("a delete of an older key", map[string]string{string(keyIn(5, "x")): "x"})
+	// "p" lies between the older key and the newer one: only the range
+	// as it is covers it.
+	apply(persistence.Op{Kind: persistence.OpSet, Key: keyIn(5, "p"), Value: []byte("p")}, persistence.Op{Kind: persistence.OpDeleteRange, Key: old, Value: keyIn(5, "q")})
+	want("a range deletion as it is", map[string]string{string(keyIn(5, "x")): "x"})
+
+	src := openStore(t, vfs.NewMem())
+	defer src.Close()
+	b := src.NewBatch()
+	b.Set(old, []byte("snap"))
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var snap bytes.Buffer
+	if err := (Records{Store: src}).Snapshot(5, &snap); err != nil {
+		t.Fatal(err)
+	}
+	b = s.NewBatch()
+	if err := r.Restore(5, &snap, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	want("a snapshot's older key", map[string]string{string(now): "snap"})
+}
+
 func TestRestoreRefusesABadSnapshot(t *testing.T) {
 	s := openStore(t, vfs.NewMem())
 	defer s.Close()

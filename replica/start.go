@@ -27,6 +27,13 @@ type Config struct {
 	Store  *persistence.Store
 	Hosts  Hosts
 	Logger *slog.Logger
+	// CurrentKey maps a key that an older data layout wrote to the key
+	// this build stores it under (actors.CurrentKey), for the entries and
+	// snapshots of builds before this node's upgrade, which it may still
+	// apply: a restart applies its log again, and a node not yet upgraded
+	// sends what it wrote. The mapping keeps the key's partition. nil:
+	// every key as it is.
+	CurrentKey func(key []byte) []byte
 	// TickInterval is raft's tick (default 100 ms): elections take 10 to
 	// 20 ticks, heartbeats go every tick.
 	TickInterval time.Duration
@@ -198,7 +205,7 @@ func Start(ctx context.Context, cfg Config) (*Replica, error) {
 		r.leaders[p].at = started // no leader heard of since the start
 	}
 	r.node, err = multiraft.Open(multiraft.Config{
-		NodeID: id, Store: cfg.Store, Transport: tr, StateMachine: Records{Store: cfg.Store},
+		NodeID: id, Store: cfg.Store, Transport: tr, StateMachine: Records{Store: cfg.Store, CurrentKey: cfg.CurrentKey},
 		Ticker: r.ticker.C, TickInterval: cfg.TickInterval, Logger: cfg.Logger,
 		CompactAfter: logKept,
 	})

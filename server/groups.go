@@ -58,7 +58,7 @@ func startGroups(cfg Config, store *persistence.Store, env *actors.Env, httpAddr
 		env.Invalidator = m.Invalidator(env.Invalidator)
 		return groups{clusterNode: m, wakes: hosts.wakes}, nil
 	case cfg.Replicate:
-		r, err := replica.Start(ctx, replica.Config{Store: store, Hosts: hosts, Logger: logger})
+		r, err := replica.Start(ctx, replica.Config{Store: store, Hosts: hosts, Logger: logger, CurrentKey: actors.CurrentKey})
 		if err != nil {
 			return groups{}, err
 		}

@@ -150,7 +150,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		Store: cfg.Store, Hosts: hosts, Logger: cfg.Logger, TickInterval: cfg.TickInterval,
 		Transport: m.rn, Found: len(cfg.Join) == 0, LiveNodes: m.alive, Remote: m.remotePropose,
 		ReadIndex: m.readIndex, DownTimeout: cfg.DownTimeout, Replicas: cfg.Replicas, LeaderOf: m.leaderOf,
-		AskMembers: m.askMembers, ForgetAfter: cfg.ForgetAfter, Live: m.isMember,
+		AskMembers: m.askMembers, ForgetAfter: cfg.ForgetAfter, Live: m.isMember, CurrentKey: actors.CurrentKey,
 	})
 	if err != nil {
 		m.ms.Shutdown()
