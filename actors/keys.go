@@ -417,6 +417,14 @@ func outboxSource(k []byte) (source string, pos uint64) {
 	return uuidString(rest), decodeSeq(rest[uuidLen:])
 }
 
+// OutboxEntry reads an outbox key (KeyKind "outboxKey") of a data
+// directory, for tools and tests: the installation the entry is for, the
+// source that wrote it and its position there.
+func OutboxEntry(k []byte) (inst, source string, pos uint64) {
+	source, pos = outboxSource(k)
+	return outboxInstallation(k), source, pos
+}
+
 // uuidLen is the length of an id in a key that holds its bytes.
 const uuidLen = 16
 

@@ -48,14 +48,21 @@ func storedEvents(t *testing.T, dir, inst string) (queued []*kitpb.Event, inOutb
 	}
 	defer store.Close()
 	type entry struct {
-		key, rec []byte
-		taken    bool
+		source string
+		rec    []byte
+		taken  bool
 	}
-	outbox := map[uint64][]*entry{}   // by position (the key's last 8 bytes)
+	outbox := map[uint64][]*entry{}   // by position
 	own := map[uint64][]byte{}        // queue records, by sequence
 	refs := map[uint64]*kitpb.Event{} // references of taken records, by sequence
 	err = store.Scan(nil, nil, false, func(k, v []byte) bool {
 		kind := actors.KeyKind(k)
+		if kind == "outboxKey" {
+			if entryInst, source, pos := actors.OutboxEntry(k); entryInst == inst {
+				outbox[pos] = append(outbox[pos], &entry{source: source, rec: bytes.Clone(v)})
+			}
+			return true
+		}
 		if !strings.Contains(string(k), "/"+inst+"/") {
 			return true
 		}
@@ -71,9 +78,6 @@ func storedEvents(t *testing.T, dir, inst string) (queued []*kitpb.Event, inOutb
 				seq := first + uint64(i)
 				refs[seq] = &kitpb.Event{Sequence: seq, OutboxSource: sources[i], OutboxPos: positions[i]}
 			}
-		case "outboxKey":
-			pos := binary.BigEndian.Uint64(k[len(k)-8:])
-			outbox[pos] = append(outbox[pos], &entry{key: bytes.Clone(k), rec: bytes.Clone(v)})
 		}
 		return true
 	})
@@ -89,7 +93,7 @@ func storedEvents(t *testing.T, dir, inst string) (queued []*kitpb.Event, inOutb
 	}
 	entryOf := func(ref *kitpb.Event) *entry {
 		for _, e := range outbox[ref.OutboxPos] {
-			if strings.Contains(string(e.key), "/"+ref.OutboxSource+"/") {
+			if e.source == ref.OutboxSource {
 				return e
 			}
 		}
