@@ -92,11 +92,7 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 			a.activateAgainLater(ctx, "take outbox entries", err)
 			return
 		}
-		if a.newHead && a.q.inFlight < MaxInFlightPerInstallation && !a.paused() && a.env.Deliveries != nil {
-			// The sender's take writes the takes (takeDeliveries).
-			a.env.Deliveries.EventsQueued(a.id)
-		}
-		a.newHead = false
+		a.wakeSenderForNewHead()
 		a.flushLater(ctx)
 		return
 	case flushOutbox:
@@ -107,7 +103,20 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		a.ended(ctx, m.g)
 		return
 	case *kitpb.WakeDelivery:
-		a.life.asked++ // activation took the outbox already
+		a.life.asked++
+		if a.life.loadErr != nil || a.broken != nil {
+			return
+		}
+		// The outbox again, though the activation took it: a node that
+		// starts to lead a partition wakes the installations with entries
+		// there (WakeDeliveriesIn), and those may be entries the activation
+		// could not see yet, which the partition's log applied again after
+		// a restart. What was taken is passed over (a.taken).
+		if err := a.takeOutbox(); err != nil {
+			a.activateAgainLater(ctx, "take outbox entries", err)
+			return
+		}
+		a.wakeSenderForNewHead()
 		return
 	case *kitpb.ResumeDeliveries:
 		a.life.asked++
@@ -132,6 +141,16 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 	if a.batch.Batch != nil {
 		a.flushLater(ctx) // an attempt's outcome
 	}
+}
+
+// wakeSenderForNewHead tells the sender when a take queued an event at the
+// head of its conversation's queue with a slot free (newHead). The
+// sender's take writes the takes (takeDeliveries).
+func (a *deliveryActor) wakeSenderForNewHead() {
+	if a.newHead && a.q.inFlight < MaxInFlightPerInstallation && !a.paused() && a.env.Deliveries != nil {
+		a.env.Deliveries.EventsQueued(a.id)
+	}
+	a.newHead = false
 }
 
 // stopIfBroken stops an actor one of whose commits failed

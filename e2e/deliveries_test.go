@@ -16,9 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/metrics/metricstest"
 	"github.com/kitd/kitd/kitverify"
+	"github.com/kitd/kitd/multiraft"
+	"github.com/kitd/kitd/persistence"
 )
 
 // receiver is a Kit's events endpoint on loopback: an https server whose
@@ -482,6 +485,15 @@ func TestDeliveriesSurviveKill9(t *testing.T) {
 	deliveriesSurviveKill9(t, "")
 }
 
+// The same with --replicate: the restart applies the partitions' logs
+// again as this node comes to lead each, after delivery actors were
+// activated by the partitions that came first, and the wake of each
+// partition's installations takes what it applied.
+func TestDeliveriesSurviveKill9Replicated(t *testing.T) {
+	t.Parallel()
+	deliveriesSurviveKill9(t, "", "--replicate")
+}
+
 // takenRecordsCommit is the last commit whose kitd queues an event by a
 // queue record of its own that refers to its outbox entry (data layout
 // 2), before taken records.
@@ -496,14 +508,45 @@ func TestDeliveriesOfAnOlderBuildsQueue(t *testing.T) {
 	deliveriesSurviveKill9(t, olderBuild(t, takenRecordsCommit))
 }
 
+// textOutboxKeysCommit is the last commit whose kitd keys outbox entries
+// by their ids' text (data layout 3), before keys of their bytes.
+const textOutboxKeysCommit = "0be2a24"
+
+// A build of layout 3 with --replicate, killed with events queued: the
+// restart applies again the raft entries it wrote past its last durable
+// applied index, outbox entries of text keys among them, after the
+// upgrade rewrote the store's. Each lands under the key the current build
+// uses (actors.CurrentKey): every event is delivered, and the directory
+// holds no key of an older layout afterwards.
+func TestDeliveriesOfAnOlderReplicatedBuildsQueue(t *testing.T) {
+	t.Parallel()
+	s := deliveriesSurviveKill9(t, olderBuild(t, textOutboxKeysCommit), "--replicate")
+	s.stopClean(t)
+	store, err := persistence.Open(s.DataDir, persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	err = store.Scan(nil, nil, false, func(k, _ []byte) bool {
+		if actors.KeyKind(k) == "" && !multiraft.NodeLocal(k) {
+			t.Errorf("after the upgrade, %q is built by no constructor", k)
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // deliveriesSurviveKill9 runs TestDeliveriesSurviveKill9's scenario, the
-// first server from bin ("": the binary under test).
-func deliveriesSurviveKill9(t *testing.T, bin string) {
+// first server from bin ("": the binary under test), both with args, and
+// returns the second.
+func deliveriesSurviveKill9(t *testing.T, bin string, args ...string) *Server {
 	rcv := newReceiver(t)
 	rcv.answerWith(func(int) (int, time.Duration, bool) { return 503, 0, false })
 	dir := t.TempDir()
 	opts := ServerOpts{DataDir: dir, OpToken: "op_" + randToken(), Limits: "off", Bin: bin,
-		Args: []string{"--delivery-ca", rcv.caPath, "--delivery-allow", strings.TrimPrefix(rcv.srv.URL, "https://")}}
+		Args: append([]string{"--delivery-ca", rcv.caPath, "--delivery-allow", strings.TrimPrefix(rcv.srv.URL, "https://")}, args...)}
 	s := startServerOpts(t, opts)
 	opts.Bin = ""
 	e := newEventsSetup(t, s, rcv, 3)
@@ -549,4 +592,5 @@ func deliveriesSurviveKill9(t *testing.T, bin string) {
 			t.Errorf("conversation %s: received %q, want %q", c, got[c], want)
 		}
 	}
+	return s2
 }
