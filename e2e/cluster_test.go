@@ -254,3 +254,40 @@ func TestClusterSignsDeliveriesAfterTheKitsLeaderStops(t *testing.T) {
 		}
 	}
 }
+
+// kill -9 of the node that holds an installation's delivery actor, with
+// its events failing and others queued behind them: the node that leads
+// the installation's partition next delivers every event acknowledged,
+// each conversation's in order (docs/deliveries.md "What a crash does").
+func TestClusterDeliveriesSurviveKill9(t *testing.T) {
+	rcv := newReceiver(t)
+	rcv.answerWith(func(int) (int, time.Duration, bool) { return 503, 0, false })
+	c := newTestCluster()
+	for range 3 {
+		c.add(t, "--delivery-ca", rcv.caPath, "--delivery-allow", strings.TrimPrefix(rcv.srv.URL, "https://"))
+	}
+	c.waitSettled(t, 3)
+	e := newEventsSetup(t, c.nodes[0], rcv, 3)
+	posted := map[string][]string{}
+	for i := range 5 {
+		for _, conv := range e.convs {
+			msg := e.in.post(t, conv, fmt.Sprint(i))
+			posted[conv] = append(posted[conv], jstr(msg, "id"))
+		}
+	}
+	eventually.True(t, "a failed attempt per conversation", func() bool { return len(rcv.received()) >= len(e.convs) })
+
+	holder := c.index(c.nodes[0])
+	for p, name := range c.leaders(t) {
+		if p == partition.Of(e.in.ID) {
+			holder = slices.Index(c.names, name)
+		}
+	}
+	c.nodes[holder].kill()
+	c.waitSettledAfterLoss(t, c.names[holder])
+	rcv.answerWith(func(int) (int, time.Duration, bool) { return 200, 0, false })
+	for _, s := range c.live() {
+		advance(t, s, time.Minute) // past every retry's wait
+	}
+	wantEveryEventInOrder(t, rcv, posted, "every event after the kill")
+}

@@ -563,8 +563,20 @@ func deliveriesSurviveKill9(t *testing.T, bin string, args ...string) *Server {
 	rcv.answerWith(func(int) (int, time.Duration, bool) { return 200, 0, false })
 	s2 := startServerOpts(t, opts)
 	advance(t, s2, time.Minute)
-	total := 5 * len(e.convs)
-	// The receiver dedups by eventId and keeps what it acknowledged.
+	wantEveryEventInOrder(t, rcv, posted, "every event after the restart")
+	return s2
+}
+
+// wantEveryEventInOrder waits until rcv acknowledged an event for every
+// message of posted (by conversation, in order), and checks that each
+// conversation's arrived in that order. The receiver dedups by eventId
+// and keeps what it acknowledged.
+func wantEveryEventInOrder(t *testing.T, rcv *receiver, posted map[string][]string, what string) {
+	t.Helper()
+	total := 0
+	for _, ids := range posted {
+		total += len(ids)
+	}
 	kept := func() map[string][]string {
 		out := map[string][]string{}
 		seen := map[string]bool{}
@@ -579,7 +591,7 @@ func deliveriesSurviveKill9(t *testing.T, bin string, args ...string) *Server {
 		}
 		return out
 	}
-	eventually.True(t, "every event after the restart", func() bool {
+	eventually.True(t, what, func() bool {
 		n := 0
 		for _, ids := range kept() {
 			n += len(ids)
@@ -592,5 +604,4 @@ func deliveriesSurviveKill9(t *testing.T, bin string, args ...string) *Server {
 			t.Errorf("conversation %s: received %q, want %q", c, got[c], want)
 		}
 	}
-	return s2
 }
