@@ -152,12 +152,9 @@ func indexSignInEmails(store *persistence.Store, progress func(keys int)) (int, 
 }
 
 // moveIntoPartitions moves every key of an older layout under its
-// partition (keys.go, partitionedKey). Each batch moves its keys whole (the
-// new key set and the old one deleted together), so an upgrade cut short
-// by a crash resumes where it stopped.
+// partition (keys.go, partitionedKey).
 func moveIntoPartitions(store *persistence.Store, progress func(keys int)) (int, error) {
-	const perBatch = 32 << 20 // bytes: bounds the batch an upgrade holds in memory
-	b, size, n, moved := store.NewBatch(), 0, 0, 0
+	m := newKeyMover(store, progress)
 	var moveErr error
 	err := store.Scan(nil, nil, false, func(k, v []byte) bool {
 		to, ok, err := partitionedKey(k)
@@ -165,29 +162,57 @@ func moveIntoPartitions(store *persistence.Store, progress func(keys int)) (int,
 			moveErr = err
 			return false
 		}
-		if !ok {
-			return true
+		if ok {
+			moveErr = m.move(k, to, v)
 		}
-		b.Set(to, v)
-		b.Delete(k)
-		n++
-		if size += 2*len(k) + len(v); size >= perBatch {
-			if moveErr = b.Commit(); moveErr != nil {
-				return false
-			}
-			moved += n
-			progress(moved)
-			b, size, n = store.NewBatch(), 0, 0
-		}
-		return true
+		return moveErr == nil
 	})
-	if err == nil {
-		err = moveErr
+	return m.end(errors.Join(err, moveErr))
+}
+
+// keyMover moves keys in batches of at most keyMoverBatch bytes, each
+// whole (the new keys set and the old ones deleted together), so that an
+// upgrade cut short by a crash resumes where it stopped.
+type keyMover struct {
+	store    *persistence.Store
+	progress func(keys int)
+	b        *persistence.Batch
+	size, n  int // the batch's bytes and keys
+	moved    int // keys in the batches committed
+}
+
+// keyMoverBatch bounds the batch an upgrade holds in memory.
+const keyMoverBatch = 32 << 20
+
+func newKeyMover(store *persistence.Store, progress func(keys int)) *keyMover {
+	return &keyMover{store: store, progress: progress, b: store.NewBatch()}
+}
+
+// move moves from's value v to the key to.
+func (m *keyMover) move(from, to, v []byte) error {
+	m.b.Set(to, v)
+	m.b.Delete(from)
+	m.n++
+	if m.size += len(from) + len(to) + len(v); m.size < keyMoverBatch {
+		return nil
 	}
+	if err := m.b.Commit(); err != nil {
+		return err
+	}
+	m.moved += m.n
+	m.progress(m.moved)
+	m.b, m.size, m.n = m.store.NewBatch(), 0, 0
+	return nil
+}
+
+// end commits what is left, unless the scan that moved keys failed with
+// err, and returns the keys moved.
+func (m *keyMover) end(err error) (int, error) {
 	if err != nil {
-		return moved, err
+		m.b.Close()
+		return m.moved, err
 	}
-	return moved + n, b.Commit()
+	return m.moved + m.n, m.b.Commit()
 }
 
 // takenRecordsLayout marks a directory whose delivery actors may write
@@ -199,43 +224,27 @@ func takenRecordsLayout(*persistence.Store, func(keys int)) (int, error) { retur
 
 // outboxKeysOfBytes rewrites every outbox entry under its key of layout 4,
 // which holds the ids' 16 bytes instead of their text (keys.go,
-// outboxKey). Queue and taken records refer to an entry by source and
-// position, not by key, so they stay as they are. Each batch moves its
-// entries whole, so an upgrade cut short by a crash resumes where it
-// stopped. An entry whose key cannot be rewritten stops the upgrade: its
+// outboxKey), batch by batch as keyMover does. Queue and taken records
+// refer to an entry by source and position, not by key, so they stay as
+// they are. An entry whose key cannot be rewritten stops the upgrade: its
 // event would otherwise be lost to its delivery actor.
 func outboxKeysOfBytes(store *persistence.Store, progress func(keys int)) (int, error) {
-	const perBatch = 32 << 20 // bytes: bounds the batch an upgrade holds in memory
-	b, size, n, moved := store.NewBatch(), 0, 0, 0
-	var moveErr error
+	m := newKeyMover(store, progress)
 	for p := range partition.ID(partition.Count) {
 		prefix := textOutboxesPrefix(p)
+		var moveErr error
 		err := store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
 			to, ok := textOutboxKeyNow(k)
 			if !ok {
 				moveErr = fmt.Errorf("an outbox key %q that layout 4 has no key for", k)
 				return false
 			}
-			b.Set(to, v)
-			b.Delete(k)
-			n++
-			if size += 2*len(k) + len(v); size >= perBatch {
-				if moveErr = b.Commit(); moveErr != nil {
-					return false
-				}
-				moved += n
-				progress(moved)
-				b, size, n = store.NewBatch(), 0, 0
-			}
-			return true
+			moveErr = m.move(k, to, v)
+			return moveErr == nil
 		})
-		if err == nil {
-			err = moveErr
-		}
-		if err != nil {
-			b.Close()
-			return moved, err
+		if err = errors.Join(err, moveErr); err != nil {
+			return m.end(err)
 		}
 	}
-	return moved + n, b.Commit()
+	return m.end(nil)
 }
