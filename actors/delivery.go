@@ -103,20 +103,7 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		a.ended(ctx, m.g)
 		return
 	case *kitpb.WakeDelivery:
-		a.life.asked++
-		if a.life.loadErr != nil || a.broken != nil {
-			return
-		}
-		// The outbox again, though the activation took it: a node that
-		// starts to lead a partition wakes the installations with entries
-		// there (WakeDeliveriesIn), and those may be entries the activation
-		// could not see yet, which the partition's log applied again after
-		// a restart. What was taken is passed over (a.taken).
-		if err := a.takeOutbox(); err != nil {
-			a.activateAgainLater(ctx, "take outbox entries", err)
-			return
-		}
-		a.wakeSenderForNewHead()
+		a.life.asked++ // activation took the outbox already
 		return
 	case *kitpb.ResumeDeliveries:
 		a.life.asked++

@@ -336,34 +336,6 @@ func TestEventsOfLostNoticesAreSequencedAfterARestart(t *testing.T) {
 	}
 }
 
-// A node that starts to lead a partition wakes the installations with
-// entries in its outbox (WakeDeliveriesIn). An entry there may be one that
-// the partition's log applied again after a restart, later than an
-// installation's delivery actor was activated and took the outbox: the
-// wake makes the active actor take the outbox again, or the event would
-// wait for its conversation's next post.
-func TestAWakeTakesTheOutboxAgain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a node")
-	}
-	n, err := startNode(vfs.NewMem(), nil)
-	noErr(t, err)
-	t.Cleanup(func() { n.stop() })
-	f := newEventsFixture(t, n, []string{"message.posted"})
-	n.post(t, f.user, f.conv, postReq{text: "a"})
-	if got := types(queued(t, n, f.inst.Id)); len(got) != 1 {
-		t.Fatalf("%q queued, want the first post's event", got)
-	}
-	actors.DropNotices(n.env) // as if the entry appeared with no notice
-	n.post(t, f.user, f.conv, postReq{text: "b"})
-	actors.KeepNotices(n.env)
-	noErr(t, actors.WakeDeliveries(n.env))
-	eventually.True(t, "the entry taken by the active actor", func() bool {
-		evs := queued(t, n, f.inst.Id)
-		return len(evs) == 2 && evs[1].Sequence == 2 && evs[1].Message.GetText() == "b"
-	})
-}
-
 // A notice says what its source wrote before it (OutboxNotice.After), so
 // that the delivery actor takes, in the order written, the events of
 // notices lost or still on their way, rather than leave them in the

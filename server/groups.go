@@ -33,7 +33,7 @@ type groups struct {
 func startGroups(cfg Config, store *persistence.Store, env *actors.Env, httpAddr string, logger *slog.Logger) (groups, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	hosts := wakingHosts{hosts: env.Host, env: env, log: logger, wakes: new(wakes)}
+	hosts := wakingHosts{hosts: env.Host, env: env, log: logger, wakes: newWakes()}
 	switch {
 	case cfg.ClusterBind != "":
 		peerListen := cfg.PeerListen
@@ -56,6 +56,7 @@ func startGroups(cfg Config, store *persistence.Store, env *actors.Env, httpAddr
 		env.Reads = m
 		env.Remote = m
 		env.Invalidator = m.Invalidator(env.Invalidator)
+		hosts.wakes.open()
 		return groups{clusterNode: m, wakes: hosts.wakes}, nil
 	case cfg.Replicate:
 		r, err := replica.Start(ctx, replica.Config{Store: store, Hosts: hosts, Logger: logger, CurrentKey: actors.CurrentKey})
@@ -63,6 +64,7 @@ func startGroups(cfg Config, store *persistence.Store, env *actors.Env, httpAddr
 			return groups{}, err
 		}
 		env.Commits = r.Log
+		hosts.wakes.open()
 		return groups{replica: r, wakes: hosts.wakes}, nil
 	}
 	return groups{}, nil
@@ -150,27 +152,54 @@ func (h wakingHosts) Host(p partition.ID) {
 
 // wakes runs the wakes of deliveries, which scan the store, on goroutines
 // that stop lets finish: a wake still scanning when the store closed made
-// Pebble panic on SIGTERM.
+// Pebble panic on SIGTERM. A wake waits until the actors commit through
+// the groups (open): the groups host partitions while they start, and a
+// delivery actor a wake activated before then read the partitions not yet
+// applied again and committed straight to the store.
 type wakes struct {
 	mu      sync.Mutex
 	stopped bool
 	running sync.WaitGroup
+	ready   chan struct{} // closed by open
+	halt    chan struct{} // closed by stop
+	opened  sync.Once
 }
 
-// start runs wake on a goroutine of its own, unless stop was called.
+func newWakes() *wakes { return &wakes{ready: make(chan struct{}), halt: make(chan struct{})} }
+
+// open lets the wakes run: the actors commit through the groups now.
+func (w *wakes) open() { w.opened.Do(func() { close(w.ready) }) }
+
+// start runs wake on a goroutine of its own once the wakes are open,
+// unless stop was called.
 func (w *wakes) start(wake func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.stopped {
 		return
 	}
-	w.running.Go(wake)
+	w.running.Go(func() {
+		select {
+		case <-w.ready:
+		case <-w.halt:
+			return
+		}
+		select {
+		case <-w.halt: // stop came first
+		default:
+			wake()
+		}
+	})
 }
 
-// stop starts no more wakes and waits for those running.
+// stop starts no more wakes, drops those not open yet, and waits for
+// those running.
 func (w *wakes) stop() {
 	w.mu.Lock()
-	w.stopped = true
+	if !w.stopped {
+		w.stopped = true
+		close(w.halt)
+	}
 	w.mu.Unlock()
 	w.running.Wait()
 }
