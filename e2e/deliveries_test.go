@@ -485,10 +485,10 @@ func TestDeliveriesSurviveKill9(t *testing.T) {
 	deliveriesSurviveKill9(t, "")
 }
 
-// The same with --replicate: the restart applies the partitions' logs
-// again as this node comes to lead each, after delivery actors were
-// activated by the partitions that came first, and the wake of each
-// partition's installations takes what it applied.
+// The same with --replicate: the restart applies each partition's log
+// again as this node comes to host it, and the wakes of deliveries wait
+// until every actor commits through the groups, so that no delivery actor
+// takes the outbox before all of it is back (server/groups.go, wakes).
 func TestDeliveriesSurviveKill9Replicated(t *testing.T) {
 	t.Parallel()
 	deliveriesSurviveKill9(t, "", "--replicate")
