@@ -445,20 +445,33 @@ func canonicalUUID(id string) (u uuid.UUID, ok bool) {
 	if len(id) != 36 {
 		return u, false
 	}
-	for i, c := range []byte(id) {
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
+	for i, j := 0, 0; i < len(id); {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if id[i] != '-' {
 				return u, false
 			}
-		default:
-			if !isHex(c) {
-				return u, false
-			}
+			i++
+			continue
 		}
+		hi, lo := hexValue(id[i]), hexValue(id[i+1])
+		if hi > 15 || lo > 15 {
+			return u, false
+		}
+		u[j] = hi<<4 | lo
+		i, j = i+2, j+1
 	}
-	u, err := uuid.Parse(id)
-	return u, err == nil
+	return u, true
+}
+
+// hexValue is the value of a lower-case hex digit, or 16 for another byte.
+func hexValue(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return 16
 }
 
 // uuidString is the canonical form of the id whose 16 bytes b starts

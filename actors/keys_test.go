@@ -332,6 +332,34 @@ func textOutboxKey(inst, source string, pos uint64) []byte {
 	return persistence.AppendUint64(key(partition.Of(source), "outbox", inst, source, ""), pos)
 }
 
+// Keys hold the bytes of an id only in the form that reads back the same.
+func TestCanonicalUUID(t *testing.T) {
+	for _, tc := range []struct {
+		rule string
+		id   string
+		ok   bool
+	}{
+		{"a UUID in lower case", instID, true},
+		{"a fresh id", ids.New(), true},
+		{"upper case is another spelling", strings.ToUpper(convID), false},
+		{"a dash out of place", "0192f2c17-a4b-7c3d-9e8f-a1b2c3d4e5f6", false},
+		{"a digit that is no hex", "0192f2c1-7a4b-7c3d-9e8f-a1b2c3d4e5fg", false},
+		{"braces", "{0192f2c1-7a4b-7c3d-9e8f-a1b2c3d4e5}", false},
+		{"too short", convID[:35], false},
+		{"empty", "", false},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			u, ok := canonicalUUID(tc.id)
+			if ok != tc.ok {
+				t.Fatalf("canonicalUUID(%q) ok = %v, want %v", tc.id, ok, tc.ok)
+			}
+			if ok && u.String() != tc.id {
+				t.Fatalf("canonicalUUID(%q) reads back as %q", tc.id, u.String())
+			}
+		})
+	}
+}
+
 // The outbox key's parts read back as they were built.
 func TestOutboxKeyReadsBack(t *testing.T) {
 	seq := uint64('/')<<56 | '/'

@@ -268,13 +268,7 @@ func TestClusterDeliveriesSurviveKill9(t *testing.T) {
 	}
 	c.waitSettled(t, 3)
 	e := newEventsSetup(t, c.nodes[0], rcv, 3)
-	posted := map[string][]string{}
-	for i := range 5 {
-		for _, conv := range e.convs {
-			msg := e.in.post(t, conv, fmt.Sprint(i))
-			posted[conv] = append(posted[conv], jstr(msg, "id"))
-		}
-	}
+	posted := e.postRounds(t, 5)
 	eventually.True(t, "a failed attempt per conversation", func() bool { return len(rcv.received()) >= len(e.convs) })
 
 	holder := c.index(c.nodes[0])

@@ -550,13 +550,7 @@ func deliveriesSurviveKill9(t *testing.T, bin string, args ...string) *Server {
 	s := startServerOpts(t, opts)
 	opts.Bin = ""
 	e := newEventsSetup(t, s, rcv, 3)
-	posted := map[string][]string{}
-	for i := range 5 {
-		for _, c := range e.convs {
-			msg := e.in.post(t, c, fmt.Sprint(i))
-			posted[c] = append(posted[c], jstr(msg, "id"))
-		}
-	}
+	posted := e.postRounds(t, 5)
 	eventually.True(t, "a failed attempt per conversation", func() bool { return len(rcv.received()) >= len(e.convs) })
 	s.kill()
 
@@ -565,6 +559,20 @@ func deliveriesSurviveKill9(t *testing.T, bin string, args ...string) *Server {
 	advance(t, s2, time.Minute)
 	wantEveryEventInOrder(t, rcv, posted, "every event after the restart")
 	return s2
+}
+
+// postRounds posts rounds messages into each of e's conversations, one
+// round after another, and returns their ids by conversation, in order.
+func (e *eventsSetup) postRounds(t *testing.T, rounds int) map[string][]string {
+	t.Helper()
+	posted := map[string][]string{}
+	for i := range rounds {
+		for _, c := range e.convs {
+			msg := e.in.post(t, c, fmt.Sprint(i))
+			posted[c] = append(posted[c], jstr(msg, "id"))
+		}
+	}
+	return posted
 }
 
 // wantEveryEventInOrder waits until rcv acknowledged an event for every

@@ -50,6 +50,7 @@ func startGroups(cfg Config, store *persistence.Store, env *actors.Env, httpAddr
 			DownTimeout: cfg.DownTimeout, ForgetAfter: cfg.ForgetAfter, Replicas: cfg.Replicas,
 		})
 		if err != nil {
+			hosts.wakes.stop()
 			return groups{}, err
 		}
 		env.Commits = m.Log()
@@ -61,6 +62,7 @@ func startGroups(cfg Config, store *persistence.Store, env *actors.Env, httpAddr
 	case cfg.Replicate:
 		r, err := replica.Start(ctx, replica.Config{Store: store, Hosts: hosts, Logger: logger, CurrentKey: actors.CurrentKey})
 		if err != nil {
+			hosts.wakes.stop()
 			return groups{}, err
 		}
 		env.Commits = r.Log
@@ -157,8 +159,7 @@ func (h wakingHosts) Host(p partition.ID) {
 // delivery actor a wake activated before then read the partitions not yet
 // applied again and committed straight to the store.
 type wakes struct {
-	mu      sync.Mutex
-	stopped bool
+	mu      sync.Mutex // orders start against stop
 	running sync.WaitGroup
 	ready   chan struct{} // closed by open
 	halt    chan struct{} // closed by stop
@@ -175,7 +176,7 @@ func (w *wakes) open() { w.opened.Do(func() { close(w.ready) }) }
 func (w *wakes) start(wake func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.stopped {
+	if w.halted() {
 		return
 	}
 	w.running.Go(func() {
@@ -184,20 +185,26 @@ func (w *wakes) start(wake func()) {
 		case <-w.halt:
 			return
 		}
-		select {
-		case <-w.halt: // stop came first
-		default:
+		if !w.halted() { // stop may have come with open
 			wake()
 		}
 	})
+}
+
+func (w *wakes) halted() bool {
+	select {
+	case <-w.halt:
+		return true
+	default:
+		return false
+	}
 }
 
 // stop starts no more wakes, drops those not open yet, and waits for
 // those running.
 func (w *wakes) stop() {
 	w.mu.Lock()
-	if !w.stopped {
-		w.stopped = true
+	if !w.halted() {
 		close(w.halt)
 	}
 	w.mu.Unlock()
