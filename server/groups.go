@@ -57,6 +57,7 @@ func startGroups(cfg Config, store *persistence.Store, env *actors.Env, httpAddr
 		env.Reads = m
 		env.Remote = m
 		env.Invalidator = m.Invalidator(env.Invalidator)
+		m.Open()
 		hosts.wakes.open()
 		return groups{clusterNode: m, wakes: hosts.wakes}, nil
 	case cfg.Replicate:

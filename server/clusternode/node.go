@@ -84,6 +84,7 @@ type Node struct {
 
 	local   atomic.Pointer[actors.Invalidator] // this node's authenticator
 	started atomic.Pointer[replica.Replica]    // rep, once Start returned it
+	opened  atomic.Bool                        // Open: the actors commit through Log
 	backups backupReads                        // snapshots of other members' backups
 
 	draining atomic.Bool
@@ -92,10 +93,11 @@ type Node struct {
 }
 
 // Start joins (or founds) the cluster and returns once this node's raft
-// groups run. A node started without Join founds the cluster on its first
-// start: it creates every group and leads them until others join; the
-// others take a fair share of replicas and leaderships as they come
-// (replica.Config.Found, replica/grow.go).
+// groups run; it serves their partitions once opened (Open). A node
+// started without Join founds the cluster on its first start: it creates
+// every group and leads them until others join; the others take a fair
+// share of replicas and leaderships as they come (replica.Config.Found,
+// replica/grow.go).
 func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -167,11 +169,22 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 }
 
 // leaseValid is the lease check of cluster.Host.SetLease: no lease until
-// the groups run.
+// the groups run and the node is open.
 func (m *Node) leaseValid(p partition.ID) bool {
+	if !m.opened.Load() {
+		return false
+	}
 	r := m.started.Load()
 	return r != nil && r.LeaseValid(p)
 }
+
+// Open lets this node serve the partitions it leads, once the actors
+// commit through Log. Start cannot: the actors learn Log only after it
+// returns, and a request a peer forwards before then would reach an
+// actor that commits straight to the store, outside the groups, and
+// never to the other replicas. Until Open, requests for those partitions
+// wait as during an election (cluster.Host's forward).
+func (m *Node) Open() { m.opened.Store(true) }
 
 // Log is what the actors commit through.
 func (m *Node) Log() *replica.Log { return m.rep.Log }
