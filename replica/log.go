@@ -25,7 +25,7 @@ type proposer interface {
 type Log struct {
 	groups  proposer
 	store   *persistence.Store // builds the parts of a batch that spans partitions
-	timeout time.Duration
+	timeout *deadlines
 	// leads says whether this node leads a group; remote proposes an entry
 	// through the group's leader elsewhere. Both nil: every group is here.
 	leads  func(multiraft.GroupID) bool
@@ -38,7 +38,7 @@ var _ actors.Committer = (*Log)(nil)
 
 // newLog is a Log that proposes every entry to groups, here.
 func newLog(groups proposer, store *persistence.Store, timeout time.Duration) *Log {
-	return &Log{groups: groups, store: store, timeout: timeout, stats: newLogStats()}
+	return &Log{groups: groups, store: store, timeout: newDeadlines(timeout), stats: newLogStats()}
 }
 
 // errNoPartition reports a write to a key of no partition: actors write
@@ -63,14 +63,12 @@ func (l *Log) Commit(repr []byte) error {
 		return err // a batch of no writes commits nothing
 	}
 	start := time.Now()
-	err = l.commit(repr, first, single)
+	err = l.commit(l.timeout.after(start), repr, first, single)
 	l.stats.observe(start, err)
 	return err
 }
 
-func (l *Log) commit(repr []byte, first partition.ID, single bool) (err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
-	defer cancel()
+func (l *Log) commit(ctx context.Context, repr []byte, first partition.ID, single bool) (err error) {
 	if single {
 		g := multiraft.GroupID(first)
 		if l.remote == nil {
