@@ -37,8 +37,10 @@ type Config struct {
 	// TickInterval is raft's tick (default 100 ms): elections take 10 to
 	// 20 ticks, heartbeats go every tick.
 	TickInterval time.Duration
-	// CommitTimeout bounds one commit (default 5 s): past it the actor's
-	// request fails, with an outcome the caller must treat as unknown.
+	// CommitTimeout bounds one commit (default 5 s, and up to a 32nd
+	// more: commits that begin together share one timer, deadlines.go):
+	// past it the actor's request fails, with an outcome the caller must
+	// treat as unknown.
 	CommitTimeout time.Duration
 
 	// Transport carries raft messages to the other nodes; nil: the node
