@@ -132,16 +132,28 @@ func (c *cluster) bootstrap(groups int, voters []uint64) {
 // settle lets every node handle what it was sent until no message moves.
 func (c *cluster) settle() {
 	c.t.Helper()
-	for range 1000 {
+	// A snapshot streams on goroutines of its own, in real time: settled
+	// means none is on its way either, which a loaded machine makes wait.
+	deadline := time.Now().Add(30 * time.Second)
+	for rounds := 0; rounds < 1000 && time.Now().Before(deadline); {
 		before := c.net.Delivered()
 		for _, m := range c.live() {
 			if err := m.node.Flush(); err != nil {
 				c.t.Fatal(err)
 			}
 		}
+		var sending int64 // counted after the cycles that may start one
+		for _, m := range c.live() {
+			sending += m.node.SnapshotsSending()
+		}
+		if sending > 0 {
+			time.Sleep(time.Millisecond)
+			continue
+		}
 		if c.net.Delivered() == before {
 			return
 		}
+		rounds++
 	}
 	c.t.Fatal("the cluster never settled")
 }

@@ -129,6 +129,9 @@ type Node struct {
 	stopOnce sync.Once
 	err      error // why the driver stopped; read after done is closed
 	snaps    sync.WaitGroup
+	// sending counts the snapshots on their way until their outcome is
+	// queued for the driver: a test settles only once it is zero.
+	sending atomic.Int64
 
 	leaders *leaderQueue
 
@@ -907,8 +910,10 @@ func (n *Node) sendAhead(rs []groupReady) {
 
 func (n *Node) sendSnapshot(g *group, m pb.Message) {
 	n.snaps.Add(1)
+	n.sending.Add(1)
 	go func() {
 		defer n.snaps.Done()
+		defer n.sending.Add(-1) // after the outcome is queued
 		pr, pw := io.Pipe()
 		read := make(chan struct{})
 		go func() {
