@@ -21,10 +21,6 @@ func (n *Node) WrittenHardState(g GroupID) (hs *pb.HardState, err error) {
 	return hs, err
 }
 
-// SnapshotsSending counts the snapshots this node is sending whose
-// outcome the driver has not been given yet.
-func (n *Node) SnapshotsSending() int64 { return n.sending.Load() }
-
 // Queued returns how many events wait for the driver to take them.
 func (n *Node) Queued() int {
 	n.mu.Lock()

@@ -209,7 +209,11 @@ func (c *cluster) settle() {
 				c.t.Fatal(err)
 			}
 		}
-		if s, k := counts(); s == sent && k == taken && sent == taken {
+		var sending int64 // a snapshot streams outside the counts
+		for _, m := range c.all() {
+			sending += m.node.SnapshotsSending()
+		}
+		if s, k := counts(); s == sent && k == taken && sent == taken && sending == 0 {
 			return
 		}
 		time.Sleep(time.Millisecond) // polling: the messages are on the wire
