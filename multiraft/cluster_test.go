@@ -144,7 +144,7 @@ func (c *cluster) settle() {
 		}
 		var sending int64 // counted after the cycles that may start one
 		for _, m := range c.live() {
-			sending += m.node.SnapshotsSending()
+			sending += m.node.Stats().SnapshotsSending
 		}
 		if sending > 0 {
 			time.Sleep(time.Millisecond)

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	pb "go.etcd.io/raft/v3/raftpb"
 
 	"github.com/kitd/kitd/multiraft"
 )
@@ -218,5 +220,39 @@ func TestForget(t *testing.T) {
 	c.propose(0, "added back")
 	if recs := c.waitEqual(0); len(recs) != 3 {
 		t.Fatalf("%d records after the return, want 3", len(recs))
+	}
+}
+
+// Each snapshot a leader streams is counted by its outcome: one its
+// follower could not take counts as failed, and raft sends another, which
+// counts as sent.
+func TestSnapshotsAreCountedByOutcome(t *testing.T) {
+	c := newCluster(t, []uint64{1, 2, 3}, snapshotConfig)
+	c.bootstrap(1, []uint64{1, 2, 3})
+	c.elect(1)
+	for i := range 8 {
+		c.propose(0, bigValue(i))
+	}
+	lead := c.nodes[c.leader(0)]
+	var dropped atomic.Int32
+	c.net.Drop(func(m multiraft.Message) bool {
+		return m.Msg.Type == pb.MsgSnap && dropped.CompareAndSwap(0, 1)
+	})
+	n4 := c.start(4, vfs.NewMem())
+	if err := n4.node.Join(0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := proposeCtx()
+	defer cancel()
+	if err := lead.node.AddLearner(ctx, 0, 4); err != nil {
+		t.Fatal(err)
+	}
+	c.waitEqual(0)
+	st := lead.node.Stats()
+	if dropped.Load() != 1 {
+		t.Fatal("no snapshot was sent to drop")
+	}
+	if st.SnapshotsFailed != 1 || st.SnapshotsSent != 1 || st.SnapshotsSending != 0 {
+		t.Errorf("snapshots failed %d, sent %d, sending %d; want 1, 1, 0", st.SnapshotsFailed, st.SnapshotsSent, st.SnapshotsSending)
 	}
 }

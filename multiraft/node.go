@@ -130,12 +130,17 @@ type Node struct {
 	err      error // why the driver stopped; read after done is closed
 	snaps    sync.WaitGroup
 	// sending counts the snapshots on their way until their outcome is
-	// queued for the driver: a test settles only once it is zero.
+	// queued for the driver (Stats): a test settles only once it is zero,
+	// since they stream on goroutines of their own, which Flush does not
+	// wait for.
 	sending atomic.Int64
 
 	leaders *leaderQueue
 
-	stats struct{ cycles, syncs, groupsWritten atomic.Uint64 }
+	stats struct {
+		cycles, syncs, groupsWritten   atomic.Uint64
+		snapshotsSent, snapshotsFailed atomic.Uint64
+	}
 
 	// The driver's own, reused from cycle to cycle.
 	order    []*group // every group, by id
@@ -359,6 +364,10 @@ type Stats struct {
 	Cycles        uint64 // cycles that wrote to the store or the raft log
 	Syncs         uint64 // syncs those writes asked for: at most one per cycle but a snapshot's
 	GroupsWritten uint64 // sum over cycles of the groups whose state they wrote
+
+	SnapshotsSending int64  // snapshots on their way to a follower now
+	SnapshotsSent    uint64 // snapshots a follower took
+	SnapshotsFailed  uint64 // snapshots that did not reach their follower (raft sends another)
 }
 
 // Stats returns the counters.
@@ -367,6 +376,10 @@ func (n *Node) Stats() Stats {
 		Cycles:        n.stats.cycles.Load(),
 		Syncs:         n.stats.syncs.Load(),
 		GroupsWritten: n.stats.groupsWritten.Load(),
+
+		SnapshotsSending: n.sending.Load(),
+		SnapshotsSent:    n.stats.snapshotsSent.Load(),
+		SnapshotsFailed:  n.stats.snapshotsFailed.Load(),
 	}
 }
 
@@ -927,6 +940,9 @@ func (n *Node) sendSnapshot(g *group, m pb.Message) {
 		if err != nil {
 			n.log.Info("snapshot not sent", "group", g.id, "to", m.To, "err", err)
 			status = raft.SnapshotFailure
+			n.stats.snapshotsFailed.Add(1)
+		} else {
+			n.stats.snapshotsSent.Add(1)
 		}
 		_ = n.enqueue(event{fn: func() { g.rn.ReportSnapshot(m.To, status) }})
 	}()

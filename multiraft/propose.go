@@ -342,11 +342,6 @@ func (n *Node) Groups() []GroupID {
 	return out
 }
 
-// SnapshotsSending counts the snapshots this node is sending whose
-// outcome the driver has not been given yet: they stream on goroutines
-// of their own, which Flush does not wait for. Tests use it to settle.
-func (n *Node) SnapshotsSending() int64 { return n.sending.Load() }
-
 // Flush returns once the driver has handled every event queued before it
 // and the cycle that followed them. Tests use it to let a node catch up.
 func (n *Node) Flush() error {

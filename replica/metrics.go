@@ -55,6 +55,10 @@ func (r *Replica) Collect(w *metrics.Writer) {
 	w.Counter("kitd_raft_cycles_total", "Driver cycles that wrote groups' entries and state (one synced batch each).", st.Cycles)
 	w.Counter("kitd_raft_syncs_total", "Syncs of the raft log (and of the store, for a restored snapshot) those cycles asked for: the fdatasyncs replication costs.", st.Syncs)
 	w.Counter("kitd_raft_groups_written_total", "Sum over cycles of the groups each wrote: divided by cycles, how many groups share an fsync.", st.GroupsWritten)
+	w.Gauge("kitd_raft_snapshots_sending", "Snapshots this node is streaming to followers that lag past its log (a new replica fills this way).", uint64(max(st.SnapshotsSending, 0)))
+	w.Family("kitd_raft_snapshots_total", "Snapshots this node streamed to a follower, by outcome: a failed one is sent again.", metrics.TypeCounter)
+	w.Uint("kitd_raft_snapshots_total", metrics.Label("outcome", "sent"), st.SnapshotsSent)
+	w.Uint("kitd_raft_snapshots_total", metrics.Label("outcome", "failed"), st.SnapshotsFailed)
 
 	s := &r.Log.stats
 	w.Family("kitd_raft_commit_duration_seconds", "Actor commits through raft, from the proposal to applied on this node.", metrics.TypeHistogram)

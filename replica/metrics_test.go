@@ -59,6 +59,9 @@ func TestReplicationMetrics(t *testing.T) {
 		{"no entry went through another node", `kitd_raft_remote_proposals_total`, "0"},
 		{"the driver wrote in cycles", `kitd_raft_cycles_total`, "[1-9][0-9]*"},
 		{"the commit's cycle synced the raft log", `kitd_raft_syncs_total`, "[1-9][0-9]*"},
+		{"a node alone streams no snapshot", `kitd_raft_snapshots_sending`, "0"},
+		{"snapshots are counted by outcome: sent", `kitd_raft_snapshots_total{outcome="sent"}`, "0"},
+		{"snapshots are counted by outcome: failed", `kitd_raft_snapshots_total{outcome="failed"}`, "0"},
 	} {
 		t.Run(rule.name, func(t *testing.T) {
 			line := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(rule.series) + ` ` + rule.value + `$`)

@@ -211,7 +211,7 @@ func (c *cluster) settle() {
 		}
 		var sending int64 // a snapshot streams outside the counts
 		for _, m := range c.all() {
-			sending += m.node.SnapshotsSending()
+			sending += m.node.Stats().SnapshotsSending
 		}
 		if s, k := counts(); s == sent && k == taken && sent == taken && sending == 0 {
 			return
