@@ -23,9 +23,9 @@ type proposer interface {
 // Log commits the actors' batches through the groups of the partitions
 // they write (actors.Committer).
 type Log struct {
-	groups  proposer
-	store   *persistence.Store // builds the parts of a batch that spans partitions
-	timeout *deadlines
+	groups    proposer
+	store     *persistence.Store // builds the parts of a batch that spans partitions
+	deadlines *deadlines         // of its commits, CommitTimeout after they begin
 	// leads says whether this node leads a group; remote proposes an entry
 	// through the group's leader elsewhere. Both nil: every group is here.
 	leads  func(multiraft.GroupID) bool
@@ -38,7 +38,7 @@ var _ actors.Committer = (*Log)(nil)
 
 // newLog is a Log that proposes every entry to groups, here.
 func newLog(groups proposer, store *persistence.Store, timeout time.Duration) *Log {
-	return &Log{groups: groups, store: store, timeout: newDeadlines(timeout), stats: newLogStats()}
+	return &Log{groups: groups, store: store, deadlines: newDeadlines(timeout), stats: newLogStats()}
 }
 
 // errNoPartition reports a write to a key of no partition: actors write
@@ -63,7 +63,7 @@ func (l *Log) Commit(repr []byte) error {
 		return err // a batch of no writes commits nothing
 	}
 	start := time.Now()
-	err = l.commit(l.timeout.after(start), repr, first, single)
+	err = l.commit(l.deadlines.after(start), repr, first, single)
 	l.stats.observe(start, err)
 	return err
 }
