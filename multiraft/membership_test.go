@@ -19,6 +19,22 @@ func snapshotConfig(cfg *multiraft.Config) { cfg.CompactAfter = 4 }
 
 const chunk = 4 << 10
 
+// addLearner starts node id on a store of its own and has lead add it to
+// group 0 as a learner.
+func (c *cluster) addLearner(lead *member, id uint64) *member {
+	c.t.Helper()
+	m := c.start(id, vfs.NewMem())
+	if err := m.node.Join(0); err != nil {
+		c.t.Fatal(err)
+	}
+	ctx, cancel := proposeCtx()
+	defer cancel()
+	if err := lead.node.AddLearner(ctx, 0, id); err != nil {
+		c.t.Fatal(err)
+	}
+	return m
+}
+
 func bigValue(i int) string { return strings.Repeat(string(rune('a'+i%26)), 3000) }
 
 // A new node joins as a learner: it receives the state as a snapshot in
@@ -34,15 +50,9 @@ func TestLearnerCatchesUpThenIsPromoted(t *testing.T) {
 	}
 	lead := c.nodes[c.leader(0)]
 
-	n4 := c.start(4, vfs.NewMem())
-	if err := n4.node.Join(0); err != nil {
-		t.Fatal(err)
-	}
+	n4 := c.addLearner(lead, 4)
 	ctx, cancel := proposeCtx()
 	defer cancel()
-	if err := lead.node.AddLearner(ctx, 0, 4); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := lead.node.Propose(ctx, 0, []byte("after the learner")); err != nil { // the learner may not know the leader yet
 		t.Fatal(err)
 	}
@@ -238,15 +248,7 @@ func TestSnapshotsAreCountedByOutcome(t *testing.T) {
 	c.net.Drop(func(m multiraft.Message) bool {
 		return m.Msg.Type == pb.MsgSnap && dropped.CompareAndSwap(0, 1)
 	})
-	n4 := c.start(4, vfs.NewMem())
-	if err := n4.node.Join(0); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := proposeCtx()
-	defer cancel()
-	if err := lead.node.AddLearner(ctx, 0, 4); err != nil {
-		t.Fatal(err)
-	}
+	c.addLearner(lead, 4)
 	c.waitEqual(0)
 	st := lead.node.Stats()
 	if dropped.Load() != 1 {
