@@ -27,7 +27,9 @@
 //     the messages leave (new entries, term or vote), then the batch
 //     without a sync;
 //  4. sends every other message in one Transport.Send (snapshots stream
-//     on goroutines of their own from StateMachine.Snapshot);
+//     on goroutines of their own from StateMachine.Snapshot), less the
+//     appends that would only tell a follower the commit index, which it
+//     learns from the next append or heartbeat (appends.go);
 //  5. answers the proposals whose entries it applied, tells the consumer of
 //     leader changes (LeaderChanges), and calls Advance.
 //

@@ -185,6 +185,13 @@ type group struct {
 	acks     map[uint64]stamp     // per voter: the newest heartbeat it answered
 	inSnap   *inboundSnap
 
+	// Per follower, the highest commit index an append carried (sent or
+	// not); the newest configuration entry in the log, and the followers
+	// sent a commit index that covers it (appends.go).
+	carried   map[uint64]uint64
+	confIndex uint64
+	confTold  map[uint64]bool
+
 	leaseUntil      atomic.Int64 // tick before which the lease holds; 0 when not leading
 	leaseUntilNanos atomic.Int64 // the same in nanoseconds since Open
 
@@ -315,6 +322,10 @@ func (n *Node) newGroup(id GroupID, s *logStore) (*group, error) {
 		term:    s.hs.Term,
 		waiters: make(map[uint64]*proposal),
 		acks:    make(map[uint64]stamp),
+		// Any entry loaded may be a configuration change not yet committed.
+		carried:   make(map[uint64]uint64),
+		confIndex: s.lastIndex(),
+		confTold:  make(map[uint64]bool),
 	}
 	g.noteMembership(n.id)
 	return g, nil
@@ -716,6 +727,7 @@ func (n *Node) persist(b *persistence.Batch, r *groupReady) (bool, error) {
 			n.rlog.Append(uint16(g.id), rd.Entries)
 		}
 		n.place(g, rd.Entries)
+		g.noteConfEntries(rd.Entries)
 		wrote = true
 	}
 	if hs := rd.HardState; !raft.IsEmptyHardState(hs) {
@@ -866,6 +878,10 @@ func (n *Node) send(rs []groupReady) {
 					hb = n.stampNow()
 				}
 				m.Context = hb
+			case pb.MsgApp:
+				if g.onlyCommit(&m) {
+					continue
+				}
 			}
 			msgs = append(msgs, Message{Group: g.id, Msg: m})
 		}
@@ -904,6 +920,9 @@ func (n *Node) sendAhead(rs []groupReady) {
 		for _, m := range rd.Messages {
 			switch m.Type {
 			case pb.MsgApp:
+				if g.onlyCommit(&m) {
+					continue
+				}
 			case pb.MsgHeartbeat:
 				if hb == nil {
 					hb = n.stampNow()

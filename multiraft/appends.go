@@ -1,0 +1,67 @@
+package multiraft
+
+import (
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
+)
+
+// Appends that carry only a commit index. As soon as a leader's commit
+// index rises, raft sends every follower an append with no entries to say
+// so, and each follower answers it: under load that is half of a leader's
+// appends and half of their answers, each a step, an encoding and a
+// decoding on both sides. A follower gets the same number with the
+// group's next append or heartbeat (every tick), and needs it only to
+// apply, which nothing waits on for long: the leader answers writes and
+// reads, a new leader applies an entry of its own term before it hosts,
+// and a catch-up asks the leader and waits. So such an append is not
+// sent, raft being built for lost messages, except where it does more
+// than tell the commit index:
+//   - to a follower not known to hold every entry sent to it, when the
+//     append tells no higher commit index: raft sends it so after a
+//     heartbeat's answer, to have the follower answer and so recover
+//     entries lost on the way;
+//   - to a follower being probed, or whose window of appends in flight is
+//     full;
+//   - the first to tell a follower that a configuration change is
+//     committed: a replica the change removes hears of the group no more
+//     once its leader applies it, and must apply it itself to know.
+
+// onlyCommit reports whether m, a message of a group this node leads, is
+// an append that only tells a follower the commit index, and can stay
+// unsent. It is called on every append the driver sends, in raft's order.
+func (g *group) onlyCommit(m *pb.Message) bool {
+	if m.Type != pb.MsgApp {
+		return false
+	}
+	carried := g.carried[m.To]
+	g.carried[m.To] = max(carried, m.Commit)
+	// A follower commits no further than the last entry an append names.
+	if min(m.Commit, m.Index+uint64(len(m.Entries))) >= g.confIndex && !g.confTold[m.To] {
+		g.confTold[m.To] = true
+		return false
+	}
+	if len(m.Entries) > 0 {
+		return false
+	}
+	only := false
+	g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+		if id == m.To && pr.State == tracker.StateReplicate && !pr.MsgAppFlowPaused {
+			// The follower holds all it was sent, or raft is telling it a
+			// higher commit index (an append that asks again, as after a
+			// heartbeat's answer, carries the same one).
+			only = pr.Match == m.Index || m.Commit > carried
+		}
+	})
+	return only
+}
+
+// noteConfEntries follows the newest configuration entry appended.
+func (g *group) noteConfEntries(ents []pb.Entry) {
+	for i := range ents {
+		if ents[i].Type != pb.EntryNormal && ents[i].Index > g.confIndex {
+			g.confIndex = ents[i].Index
+			clear(g.confTold)
+		}
+	}
+}
