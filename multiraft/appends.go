@@ -65,3 +65,48 @@ func (g *group) noteConfEntries(ents []pb.Entry) {
 		}
 	}
 }
+
+// coalesce merges, in place, what a group's messages of one cycle say
+// twice to one node, and returns them. Raft makes an append to each
+// follower for every proposal and an answer for every append; within a
+// cycle, appends that follow each other in the log become one (up to
+// maxBytes of entries), and of the answers that accept appends in one
+// term only the one naming the highest index stays, which says all the
+// others did. What is merged leaves where the first of its messages was.
+// Under load it spares a sixth of the appends and a fifth of the answers
+// (bench/README.md "Appends that only tell the commit index").
+func coalesce(ms []pb.Message, maxBytes uint64) []pb.Message {
+	if len(ms) < 2 {
+		return ms
+	}
+	out := ms[:0]
+next:
+	for _, m := range ms {
+		for i := range out {
+			if o := &out[i]; o.To == m.To && o.Term == m.Term && o.Type == m.Type {
+				switch {
+				case m.Type == pb.MsgApp && len(m.Entries) > 0 && len(o.Entries) > 0 &&
+					o.Index+uint64(len(o.Entries)) == m.Index && entryBytes(o.Entries)+entryBytes(m.Entries) <= maxBytes:
+					// A new slice: raft's log may share the entries' array.
+					o.Entries = append(append(make([]pb.Entry, 0, len(o.Entries)+len(m.Entries)), o.Entries...), m.Entries...)
+					o.Commit = max(o.Commit, m.Commit)
+					continue next
+				case m.Type == pb.MsgAppResp && !m.Reject && !o.Reject:
+					o.Index = max(o.Index, m.Index)
+					continue next
+				}
+			}
+		}
+		out = append(out, m)
+	}
+	clear(ms[len(out):])
+	return out
+}
+
+func entryBytes(ents []pb.Entry) uint64 {
+	var n uint64
+	for i := range ents {
+		n += uint64(len(ents[i].Data))
+	}
+	return n
+}

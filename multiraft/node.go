@@ -562,6 +562,8 @@ func (n *Node) cycle() (bool, error) {
 	for _, g := range n.order {
 		if g.rn.HasReady() {
 			rs = append(rs, groupReady{g: g, rd: g.rn.Ready()})
+			rd := &rs[len(rs)-1].rd
+			rd.Messages = coalesce(rd.Messages, n.cfg.MaxSizePerMsg)
 		}
 	}
 	n.readies = rs
