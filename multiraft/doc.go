@@ -29,7 +29,8 @@
 //  4. sends every other message in one Transport.Send (snapshots stream
 //     on goroutines of their own from StateMachine.Snapshot), less the
 //     appends that would only tell a follower the commit index, which it
-//     learns from the next append or heartbeat (appends.go);
+//     learns from the next append or heartbeat, and with what a group's
+//     messages say twice to one node said once (appends.go);
 //  5. answers the proposals whose entries it applied, tells the consumer of
 //     leader changes (LeaderChanges), and calls Advance.
 //
