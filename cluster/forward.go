@@ -147,8 +147,7 @@ func (h *Host) toLeader(kind, identity string, msg proto.Message, tell bool) (pr
 	env := &kitpb.Forward{Kind: kind, Identity: identity, Tell: tell,
 		RequestType: string(msg.ProtoReflect().Descriptor().FullName()), Request: payload}
 	id := f.requestID()
-	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
-	defer cancel()
+	ctx := h.forwards.After(time.Now())
 	for hop := 0; ; hop++ {
 		res, err := f.call(ctx, to.Addr, env, id)
 		if hop == 0 && errors.Is(err, peer.ErrUnavailable) {

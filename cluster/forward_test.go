@@ -18,6 +18,7 @@ import (
 
 	"github.com/kitd/kitd/cluster/peer"
 	"github.com/kitd/kitd/cluster/peer/peertest"
+	"github.com/kitd/kitd/internal/deadline"
 	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/limits"
@@ -433,7 +434,7 @@ func TestLostReplyRunsOnce(t *testing.T) {
 func TestForwardedTimeoutIsUnavailable(t *testing.T) {
 	const p = partition.ID(41)
 	a, b := forwardingPair(t, p)
-	a.n.timeout = 200 * time.Millisecond
+	a.n.timeout, a.n.forwards = 200*time.Millisecond, deadline.NewShared(200*time.Millisecond)
 	_, err := getUser(a, identitiesOf(p, 1)[0], "block")
 	close(b.release)
 	wantUnavailable(t, err)

@@ -24,6 +24,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/internal/deadline"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -52,8 +53,11 @@ type Host struct {
 	system  *actor.ActorSystem
 	kinds   map[string]*Kind
 	timeout time.Duration
-	replies *replyPool
-	log     *slog.Logger
+	// forwards' contexts, timeout after they begin: one timer for those
+	// that begin together
+	forwards *deadline.Shared
+	replies  *replyPool
+	log      *slog.Logger
 
 	// pids is where identities live: the node's activations. The map does
 	// not allocate on a hit. An activation that stops takes its entry out
@@ -109,7 +113,7 @@ func Start(cfg Config, kinds ...*Kind) (*Host, error) {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	shrinkRegistry(system)
 	n := &Host{system: system, kinds: make(map[string]*Kind, len(kinds)), timeout: cfg.RequestTimeout, log: logger,
-		replies: newReplyPool(system), pids: make(map[pidKey]activation), starting: make(map[pidKey]chan struct{})}
+		forwards: deadline.NewShared(cfg.RequestTimeout), replies: newReplyPool(system), pids: make(map[pidKey]activation), starting: make(map[pidKey]chan struct{})}
 	n.hostAll()
 	for _, k := range kinds {
 		if _, dup := n.kinds[k.Name]; dup || k.New == nil {

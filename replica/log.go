@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/deadline"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/multiraft"
@@ -25,7 +26,7 @@ type proposer interface {
 type Log struct {
 	groups    proposer
 	store     *persistence.Store // builds the parts of a batch that spans partitions
-	deadlines *deadlines         // of its commits, CommitTimeout after they begin
+	deadlines *deadline.Shared   // of its commits, CommitTimeout after they begin
 	// leads says whether this node leads a group; remote proposes an entry
 	// through the group's leader elsewhere. Both nil: every group is here.
 	leads  func(multiraft.GroupID) bool
@@ -38,7 +39,7 @@ var _ actors.Committer = (*Log)(nil)
 
 // newLog is a Log that proposes every entry to groups, here.
 func newLog(groups proposer, store *persistence.Store, timeout time.Duration) *Log {
-	return &Log{groups: groups, store: store, deadlines: newDeadlines(timeout), stats: newLogStats()}
+	return &Log{groups: groups, store: store, deadlines: deadline.NewShared(timeout), stats: newLogStats()}
 }
 
 // errNoPartition reports a write to a key of no partition: actors write
@@ -63,7 +64,7 @@ func (l *Log) Commit(repr []byte) error {
 		return err // a batch of no writes commits nothing
 	}
 	start := time.Now()
-	err = l.commit(l.deadlines.after(start), repr, first, single)
+	err = l.commit(l.deadlines.After(start), repr, first, single)
 	l.stats.observe(start, err)
 	return err
 }

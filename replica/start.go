@@ -38,7 +38,7 @@ type Config struct {
 	// 20 ticks, heartbeats go every tick.
 	TickInterval time.Duration
 	// CommitTimeout bounds one commit (default 5 s, and up to a 32nd
-	// more: commits that begin together share one timer, deadlines.go):
+	// more: commits that begin together share one timer, internal/deadline):
 	// past it the actor's request fails, with an outcome the caller must
 	// treat as unknown.
 	CommitTimeout time.Duration

@@ -26,7 +26,7 @@ var floors = []struct {
 	}},
 	{"vocabulary", []string{
 		"internal/limits", "internal/kiterr", "internal/partition", "internal/msgjson",
-		"internal/history", "internal/loglimit", "internal/workers",
+		"internal/history", "internal/loglimit", "internal/workers", "internal/deadline",
 	}},
 	{"storage", []string{"persistence"}},
 	{"consensus and node-to-node transport", []string{"multiraft", "cluster/peer", "cluster/membership"}},
