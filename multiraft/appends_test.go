@@ -22,6 +22,7 @@ func TestAnAppendTellingOnlyTheCommitIndexIsNotSent(t *testing.T) {
 	c.propose(0, "first") // its commit tells every follower the configuration is committed
 	c.waitEqual(0)
 
+	before := c.nodes[lead].node.Stats()
 	var empty, withEntries atomic.Int64
 	c.net.Drop(func(m multiraft.Message) bool {
 		if m.Msg.Type == pb.MsgApp && m.Msg.From == lead {
@@ -40,6 +41,14 @@ func TestAnAppendTellingOnlyTheCommitIndexIsNotSent(t *testing.T) {
 	}
 	if empty.Load() != 0 || withEntries.Load() != 2*proposals {
 		t.Fatalf("the leader sent %d empty appends and %d with entries, want 0 and %d", empty.Load(), withEntries.Load(), 2*proposals)
+	}
+	// Two a proposal: the commit index it raised, to each follower.
+	after := c.nodes[lead].node.Stats()
+	if got := after.UnsentCommitOnly - before.UnsentCommitOnly; got != 2*proposals {
+		t.Errorf("the leader counted %d appends not sent, want %d", got, 2*proposals)
+	}
+	if after.MessagesSent-before.MessagesSent < 2*proposals {
+		t.Errorf("the leader counted %d messages sent, want at least its %d appends", after.MessagesSent-before.MessagesSent, 2*proposals)
 	}
 	c.tickOne(c.live()...)
 	if err := sameRecords(0, c.live()); err != nil {

@@ -140,6 +140,7 @@ type Node struct {
 	stats struct {
 		cycles, syncs, groupsWritten   atomic.Uint64
 		snapshotsSent, snapshotsFailed atomic.Uint64
+		sent, commitOnly, coalesced    atomic.Uint64
 	}
 
 	// The driver's own, reused from cycle to cycle.
@@ -379,6 +380,11 @@ type Stats struct {
 	SnapshotsSending int64  // snapshots on their way to a follower now
 	SnapshotsSent    uint64 // snapshots a follower took
 	SnapshotsFailed  uint64 // snapshots that did not reach their follower (raft sends another)
+
+	MessagesSent uint64 // raft messages handed to the transport, snapshots aside
+	// Raft's messages not sent (appends.go): appends that only told a
+	// follower the commit index, and messages coalesced into another.
+	UnsentCommitOnly, UnsentCoalesced uint64
 }
 
 // Stats returns the counters.
@@ -391,6 +397,10 @@ func (n *Node) Stats() Stats {
 		SnapshotsSending: n.sending.Load(),
 		SnapshotsSent:    n.stats.snapshotsSent.Load(),
 		SnapshotsFailed:  n.stats.snapshotsFailed.Load(),
+
+		MessagesSent:     n.stats.sent.Load(),
+		UnsentCommitOnly: n.stats.commitOnly.Load(),
+		UnsentCoalesced:  n.stats.coalesced.Load(),
 	}
 }
 
@@ -563,7 +573,10 @@ func (n *Node) cycle() (bool, error) {
 		if g.rn.HasReady() {
 			rs = append(rs, groupReady{g: g, rd: g.rn.Ready()})
 			rd := &rs[len(rs)-1].rd
-			rd.Messages = coalesce(rd.Messages, n.cfg.MaxSizePerMsg)
+			if made := len(rd.Messages); made > 1 {
+				rd.Messages = coalesce(rd.Messages, n.cfg.MaxSizePerMsg)
+				n.stats.coalesced.Add(uint64(made - len(rd.Messages)))
+			}
 		}
 	}
 	n.readies = rs
@@ -882,6 +895,7 @@ func (n *Node) send(rs []groupReady) {
 				m.Context = hb
 			case pb.MsgApp:
 				if g.onlyCommit(&m) {
+					n.stats.commitOnly.Add(1)
 					continue
 				}
 			}
@@ -895,6 +909,7 @@ func (n *Node) send(rs []groupReady) {
 // cycle, holding nothing of them.
 func (n *Node) transmit(msgs []Message) {
 	if len(msgs) > 0 {
+		n.stats.sent.Add(uint64(len(msgs)))
 		n.tr.Send(msgs)
 	}
 	clear(msgs)
@@ -923,6 +938,7 @@ func (n *Node) sendAhead(rs []groupReady) {
 			switch m.Type {
 			case pb.MsgApp:
 				if g.onlyCommit(&m) {
+					n.stats.commitOnly.Add(1)
 					continue
 				}
 			case pb.MsgHeartbeat:

@@ -59,6 +59,10 @@ func (r *Replica) Collect(w *metrics.Writer) {
 	w.Family("kitd_raft_snapshots_total", "Snapshots this node streamed to a follower, by outcome: a failed one is sent again.", metrics.TypeCounter)
 	w.Uint("kitd_raft_snapshots_total", metrics.Label("outcome", "sent"), st.SnapshotsSent)
 	w.Uint("kitd_raft_snapshots_total", metrics.Label("outcome", "failed"), st.SnapshotsFailed)
+	w.Counter("kitd_raft_messages_sent_total", "Raft messages this node sent its peers (appends, answers, heartbeats, votes), snapshots aside.", st.MessagesSent)
+	w.Family("kitd_raft_messages_unsent_total", "Raft messages this node did not send, by reason: an append that only told a follower the commit index, or one said in another message of the same cycle.", metrics.TypeCounter)
+	w.Uint("kitd_raft_messages_unsent_total", metrics.Label("reason", "commit_only"), st.UnsentCommitOnly)
+	w.Uint("kitd_raft_messages_unsent_total", metrics.Label("reason", "coalesced"), st.UnsentCoalesced)
 
 	s := &r.Log.stats
 	w.Family("kitd_raft_commit_duration_seconds", "Actor commits through raft, from the proposal to applied on this node.", metrics.TypeHistogram)

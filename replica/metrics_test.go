@@ -62,6 +62,9 @@ func TestReplicationMetrics(t *testing.T) {
 		{"a node alone streams no snapshot", `kitd_raft_snapshots_sending`, "0"},
 		{"snapshots are counted by outcome: sent", `kitd_raft_snapshots_total{outcome="sent"}`, "0"},
 		{"snapshots are counted by outcome: failed", `kitd_raft_snapshots_total{outcome="failed"}`, "0"},
+		{"a node alone sends no raft message", `kitd_raft_messages_sent_total`, "0"},
+		{"messages not sent are counted by reason: commit only", `kitd_raft_messages_unsent_total{reason="commit_only"}`, "0"},
+		{"messages not sent are counted by reason: coalesced", `kitd_raft_messages_unsent_total{reason="coalesced"}`, "0"},
 	} {
 		t.Run(rule.name, func(t *testing.T) {
 			line := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(rule.series) + ` ` + rule.value + `$`)

@@ -369,8 +369,12 @@ func ioPhrase(f *ioFigures) string {
 	if f == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f read + %.2f write calls, %.0f B written, %s fdatasyncs (%s posts a sync)",
+	phrase := fmt.Sprintf("%.2f read + %.2f write calls, %.0f B written, %s fdatasyncs (%s posts a sync)",
 		f.ReadCalls, f.WriteCalls, f.BytesWritten, optional("%.4f", f.Syncs), optional("%.1f", f.PerSync))
+	if f.RaftMessages != nil {
+		phrase += fmt.Sprintf(", %.2f raft messages", *f.RaftMessages)
+	}
+	return phrase
 }
 
 // errorCell lists the non-2xx answers by code, most frequent first, with

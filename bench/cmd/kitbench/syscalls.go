@@ -69,13 +69,19 @@ func parseProcIO(data []byte) (ioCounters, bool) {
 
 // syncCounters are the counters of a kitd node's /metrics the window reads:
 // the fdatasyncs (the store's WAL, and the raft log of a node with raft
-// groups) and what the raft driver wrote in its cycles.
+// groups), what the raft driver wrote in its cycles, and the raft messages
+// it sent.
 var syncCounters = []string{
 	"kitd_pebble_wal_syncs_total",
 	"kitd_raft_syncs_total",
 	"kitd_raft_cycles_total",
 	"kitd_raft_groups_written_total",
+	raftMessagesCounter,
 }
+
+// raftMessagesCounter is a node's raft messages sent to its peers: what
+// replication says between nodes, per post.
+const raftMessagesCounter = "kitd_raft_messages_sent_total"
 
 // nodeMetrics reads syncCounters from the /metrics of the kitd node at
 // addr; ok is false when it could not be read. A counter the node does not
@@ -231,6 +237,9 @@ type ioFigures struct {
 	// PerSync is its inverse, requests per fdatasync; nil also when there
 	// was no sync.
 	PerSync *float64 `json:"requestsPerSync,omitempty"`
+	// RaftMessages is raft messages sent per request, every node's; nil
+	// without raft groups, or when a node does not count them.
+	RaftMessages *float64 `json:"raftMessagesPerRequest,omitempty"`
 }
 
 // figuresOf divides io and syncs (when syncsOK) by requests; nil when there
@@ -302,4 +311,29 @@ func (st *runStats) setIO(usage []procUsage) {
 		}
 	}
 	st.IO = figuresOf(total, ioOK, syncs, syncsOK && nodes > 0, st.Requests)
+	if st.IO != nil {
+		st.IO.RaftMessages = raftMessagesPer(usage, st.Requests)
+	}
+}
+
+// raftMessagesPer is the raft messages every node sent per request; nil
+// unless every node counted some.
+func raftMessagesPer(usage []procUsage, requests uint64) *float64 {
+	var sent uint64
+	nodes := 0
+	for _, u := range usage {
+		if !u.node {
+			continue
+		}
+		n, ok := u.counters[raftMessagesCounter]
+		if !ok {
+			return nil
+		}
+		sent, nodes = sent+n, nodes+1
+	}
+	if nodes == 0 || sent == 0 || requests == 0 {
+		return nil
+	}
+	per := float64(sent) / float64(requests)
+	return &per
 }

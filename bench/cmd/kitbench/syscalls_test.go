@@ -168,6 +168,29 @@ func TestMeasureWindowIO(t *testing.T) {
 			t.Fatalf("processes %+v", st.Processes)
 		}
 	})
+	t.Run("raft messages per request, every node's, when every node counts them", func(t *testing.T) {
+		withMessages := func(wal, raft, sent uint64) map[string]uint64 {
+			m := nodeScrape(wal, raft)
+			m[raftMessagesCounter] = sent
+			return m
+		}
+		s := newScriptedSampler(0, 0, time.Second, time.Second)
+		s.ios = []ioReading{io(1, 1), io(1, 1), io(2, 2), io(2, 2)}
+		s.scrapes = []map[string]uint64{withMessages(1, 50, 100), withMessages(1, 50, 200), withMessages(1, 80, 130), withMessages(1, 80, 250)}
+		st := &runStats{Requests: 10}
+		st.setIO(run(t, s, nodes))
+		if st.IO == nil || st.IO.RaftMessages == nil || *st.IO.RaftMessages != 8 {
+			t.Fatalf("io %+v: want (30+50)/10 raft messages a request", st.IO)
+		}
+		s = newScriptedSampler(0, 0, time.Second, time.Second)
+		s.ios = []ioReading{io(1, 1), io(1, 1), io(2, 2), io(2, 2)}
+		s.scrapes = []map[string]uint64{withMessages(1, 50, 100), nodeScrape(1, 50), withMessages(1, 80, 130), nodeScrape(1, 80)}
+		st = &runStats{Requests: 10}
+		st.setIO(run(t, s, nodes))
+		if st.IO == nil || st.IO.RaftMessages != nil {
+			t.Fatalf("io %+v: a node that does not count them leaves no figure", st.IO)
+		}
+	})
 	t.Run("a metric missing gives no sync figure rather than zero", func(t *testing.T) {
 		s := newScriptedSampler(0, 0, time.Second, time.Second)
 		s.ios = []ioReading{io(1, 1), io(1, 1), io(2, 2), io(2, 2)}
@@ -247,6 +270,8 @@ func TestIOTableAndSummary(t *testing.T) {
 		Trivial: &runStats{Server: "trivial", RPS: 90000, CPUMicrosPerRequest: 10, IO: f(1, 1, 170, 0)},
 		Kitd:    &runStats{Server: "kitd", RPS: 36000, CPUMicrosPerRequest: 33, IO: f(1.5, 2.25, 600, 0.03125)},
 		Cluster: &runStats{Server: "cluster of 3", RPS: 6000, CPUMicrosPerRequest: 264, IO: f(12, 15.5, 2500, 0.125)}}
+	messages := 4.5
+	s.Cluster.IO.RaftMessages = &messages
 	s.computeRatios()
 	var buf bytes.Buffer
 	if !writeIOTable(&buf, &report{Scenarios: []*scenarioReport{s}}) {
@@ -265,8 +290,8 @@ func TestIOTableAndSummary(t *testing.T) {
 	}
 	buf.Reset()
 	printCluster(&buf, s)
-	if got := buf.String(); !strings.Contains(got, "per post, every node together: 12.00 read + 15.50 write calls, 2500 B written, 0.1250 fdatasyncs (8.0 posts a sync)") ||
-		!strings.Contains(got, "a node alone: 1.50 read + 2.25 write calls, 600 B written, 0.0312 fdatasyncs (32.0 posts a sync)") {
+	if got := buf.String(); !strings.Contains(got, "per post, every node together: 12.00 read + 15.50 write calls, 2500 B written, 0.1250 fdatasyncs (8.0 posts a sync), 4.50 raft messages;") ||
+		!strings.Contains(got, "a node alone: 1.50 read + 2.25 write calls, 600 B written, 0.0312 fdatasyncs (32.0 posts a sync)\n") {
 		t.Fatalf("summary %q", got)
 	}
 	t.Run("no figures, no table and no line", func(t *testing.T) {
