@@ -56,10 +56,20 @@ func (g *group) onlyCommit(m *pb.Message) bool {
 	return only
 }
 
-// noteConfEntries follows the newest configuration entry appended.
+// noteConfEntries follows the newest configuration entry in the log once
+// ents, a Ready's, are appended to it.
 func (g *group) noteConfEntries(ents []pb.Entry) {
+	if len(ents) == 0 {
+		return
+	}
+	if ents[0].Index <= g.confIndex {
+		// They replaced the tail that held it: the newest is another.
+		g.confIndex = g.log.lastConfIndex()
+		clear(g.confTold)
+		return
+	}
 	for i := range ents {
-		if ents[i].Type != pb.EntryNormal && ents[i].Index > g.confIndex {
+		if ents[i].Type != pb.EntryNormal {
 			g.confIndex = ents[i].Index
 			clear(g.confTold)
 		}

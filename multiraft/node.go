@@ -733,6 +733,8 @@ func (n *Node) persist(b *persistence.Batch, r *groupReady) (bool, error) {
 			return false, err
 		}
 		n.restored = append(n.restored, g)
+		g.confIndex = g.log.lastConfIndex()
+		clear(g.confTold)
 		wrote, restored = true, true
 	}
 	g.inSnap = nil // raft took the snapshot it was given, or refused it

@@ -127,6 +127,18 @@ func (s *logStore) append(ents []pb.Entry) (oldLast uint64) {
 	return oldLast
 }
 
+// lastConfIndex is the index of the newest configuration entry of the
+// live log, or the compaction mark when it holds none (the configuration
+// then is the applied one).
+func (s *logStore) lastConfIndex() uint64 {
+	for i := len(s.ents) - 1; i >= 0; i-- {
+		if s.ents[i].Type != pb.EntryNormal {
+			return s.ents[i].Index
+		}
+	}
+	return s.snapIndex
+}
+
 // compact forgets the entries up to and including index.
 func (s *logStore) compact(index uint64) {
 	if index <= s.snapIndex || index > s.lastIndex() {

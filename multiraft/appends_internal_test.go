@@ -82,3 +82,41 @@ func TestCoalesceLeavesRaftsEntriesAlone(t *testing.T) {
 		t.Fatalf("raft's entries changed: %+v", log)
 	}
 }
+
+// The newest configuration entry of the log is followed as entries are
+// appended, also when they replace the tail that held it.
+func TestTheNewestConfigurationEntryIsFollowed(t *testing.T) {
+	normal := func(i uint64) pb.Entry { return pb.Entry{Index: i, Term: 1} }
+	conf := func(i uint64) pb.Entry { return pb.Entry{Index: i, Term: 1, Type: pb.EntryConfChangeV2} }
+	for _, tc := range []struct {
+		name      string
+		snapIndex uint64
+		log       []pb.Entry
+		confIndex uint64
+		appended  []pb.Entry
+		want      uint64
+		told      bool // a follower told of the old one still counts as told
+	}{
+		{"a configuration entry appended is the newest", 0, []pb.Entry{normal(1), normal(2)}, 0,
+			[]pb.Entry{conf(3), normal(4)}, 3, false},
+		{"normal entries leave it as it was", 0, []pb.Entry{normal(1), conf(2)}, 2,
+			[]pb.Entry{normal(3)}, 2, true},
+		{"a tail replaced over it leaves the newest before it", 0, []pb.Entry{conf(1), normal(2), conf(3)}, 3,
+			[]pb.Entry{normal(3), normal(4)}, 1, false},
+		{"a tail replaced over it with one of its own", 0, []pb.Entry{conf(1), normal(2), conf(3)}, 3,
+			[]pb.Entry{normal(2), conf(3), normal(4)}, 3, false},
+		{"none left in the log: the compaction mark", 5, []pb.Entry{conf(6)}, 6,
+			[]pb.Entry{normal(6)}, 5, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newLogStore()
+			s.snapIndex, s.ents = tc.snapIndex, append([]pb.Entry(nil), tc.log...)
+			g := &group{log: s, confIndex: tc.confIndex, confTold: map[uint64]bool{2: true}}
+			s.append(tc.appended)
+			g.noteConfEntries(tc.appended)
+			if g.confIndex != tc.want || g.confTold[2] != tc.told {
+				t.Errorf("newest configuration entry %d, follower told %v; want %d, %v", g.confIndex, g.confTold[2], tc.want, tc.told)
+			}
+		})
+	}
+}
