@@ -147,7 +147,7 @@ func (h *Host) toLeader(kind, identity string, msg proto.Message, tell bool) (pr
 	env := &kitpb.Forward{Kind: kind, Identity: identity, Tell: tell,
 		RequestType: string(msg.ProtoReflect().Descriptor().FullName()), Request: payload}
 	id := f.requestID()
-	ctx := h.forwards.After(time.Now())
+	ctx := h.requests.After(time.Now())
 	for hop := 0; ; hop++ {
 		res, err := f.call(ctx, to.Addr, env, id)
 		if hop == 0 && errors.Is(err, peer.ErrUnavailable) {
@@ -232,9 +232,9 @@ var handedOver = &kitpb.Ok{}
 // double, so that the notices of a long election do not keep the node busy.
 func (h *Host) tell(kind, identity string, msg proto.Message) {
 	wait := movedPoll
-	for deadline := time.Now().Add(h.timeout); ; wait = min(2*wait, tellBackoffMax) {
+	for until := time.Now().Add(h.requests.Timeout()); ; wait = min(2*wait, tellBackoffMax) {
 		_, err := h.toLeader(kind, identity, msg, true)
-		if err == nil || h.stopped.Load() || !time.Now().Add(wait).Before(deadline) {
+		if err == nil || h.stopped.Load() || !time.Now().Add(wait).Before(until) {
 			return
 		}
 		time.Sleep(wait)

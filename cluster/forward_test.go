@@ -434,7 +434,7 @@ func TestLostReplyRunsOnce(t *testing.T) {
 func TestForwardedTimeoutIsUnavailable(t *testing.T) {
 	const p = partition.ID(41)
 	a, b := forwardingPair(t, p)
-	a.n.timeout, a.n.forwards = 200*time.Millisecond, deadline.NewShared(200*time.Millisecond)
+	a.n.requests = deadline.NewShared(200 * time.Millisecond)
 	_, err := getUser(a, identitiesOf(p, 1)[0], "block")
 	close(b.release)
 	wantUnavailable(t, err)

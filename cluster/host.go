@@ -50,12 +50,11 @@ type Kind struct {
 // activation here when this node hosts its partition, and carries the
 // request to the partition's leader when another node does.
 type Host struct {
-	system  *actor.ActorSystem
-	kinds   map[string]*Kind
-	timeout time.Duration
-	// forwards' contexts, timeout after they begin: one timer for those
-	// that begin together
-	forwards *deadline.Shared
+	system *actor.ActorSystem
+	kinds  map[string]*Kind
+	// requests holds the request timeout, and hands forwards their
+	// contexts: one timer for those that begin together
+	requests *deadline.Shared
 	replies  *replyPool
 	log      *slog.Logger
 
@@ -112,8 +111,8 @@ func Start(cfg Config, kinds ...*Kind) (*Host, error) {
 	logger := cfg.Logger
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	shrinkRegistry(system)
-	n := &Host{system: system, kinds: make(map[string]*Kind, len(kinds)), timeout: cfg.RequestTimeout, log: logger,
-		forwards: deadline.NewShared(cfg.RequestTimeout), replies: newReplyPool(system), pids: make(map[pidKey]activation), starting: make(map[pidKey]chan struct{})}
+	n := &Host{system: system, kinds: make(map[string]*Kind, len(kinds)), log: logger,
+		requests: deadline.NewShared(cfg.RequestTimeout), replies: newReplyPool(system), pids: make(map[pidKey]activation), starting: make(map[pidKey]chan struct{})}
 	n.hostAll()
 	for _, k := range kinds {
 		if _, dup := n.kinds[k.Name]; dup || k.New == nil {
@@ -264,8 +263,9 @@ func (h *Host) ask(pid *actor.PID, msg proto.Message) (any, error) {
 		return res, nil
 	default:
 	}
-	deadline := time.Now().Add(h.timeout)
-	timer := time.NewTimer(min(h.timeout, stoppedCheck))
+	timeout := h.requests.Timeout()
+	until := time.Now().Add(timeout)
+	timer := time.NewTimer(min(timeout, stoppedCheck))
 	for {
 		select {
 		case res := <-slot.ch:
@@ -277,11 +277,11 @@ func (h *Host) ask(pid *actor.PID, msg proto.Message) (any, error) {
 				h.replies.retire(slot)
 				return &actor.DeadLetterResponse{Target: pid}, nil
 			}
-			if !now.Before(deadline) {
+			if !now.Before(until) {
 				h.replies.retire(slot)
 				return nil, errTimeout
 			}
-			timer.Reset(min(deadline.Sub(now), stoppedCheck))
+			timer.Reset(min(until.Sub(now), stoppedCheck))
 		}
 	}
 }

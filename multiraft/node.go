@@ -320,12 +320,11 @@ func (n *Node) newGroup(id GroupID, s *logStore) (*group, error) {
 	g := &group{
 		id: id, rn: rn, log: s,
 		appliedKey: appliedKey(id), appliedWritten: s.applied,
-		term:    s.hs.Term,
-		waiters: make(map[uint64]*proposal),
-		acks:    make(map[uint64]stamp),
-		// Any entry loaded may be a configuration change not yet committed.
+		term:      s.hs.Term,
+		waiters:   make(map[uint64]*proposal),
+		acks:      make(map[uint64]stamp),
 		carried:   make(map[uint64]uint64),
-		confIndex: s.lastIndex(),
+		confIndex: s.lastConfIndex(),
 		confTold:  make(map[uint64]bool),
 	}
 	g.noteMembership(n.id)

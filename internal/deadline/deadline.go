@@ -40,6 +40,9 @@ func NewShared(timeout time.Duration) *Shared {
 	return &Shared{timeout: timeout, slot: max(timeout/slotsPerTimeout, time.Millisecond)}
 }
 
+// Timeout is the time a call is given.
+func (d *Shared) Timeout() time.Duration { return d.timeout }
+
 // After returns a context that ends no sooner than timeout after now and
 // no later than timeout+slot after it.
 func (d *Shared) After(now time.Time) context.Context {
