@@ -68,6 +68,12 @@
 // (LeaseTicks < ElectionTicks), so it ends before another leader can be
 // elected. A leadership transfer ends it at once.
 //
+// A group this node leads that has had nothing to do for ElectionTicks
+// (every replica holds the whole log, every voter answers) ticks only
+// every IdleTicks (idle.go): its heartbeats still renew the lease without
+// a gap and keep its followers, which tick as ever, from standing for
+// election, at a quarter of the messages an idle partition cost.
+//
 // Proposals carry their proposer's node id and a proposal id, so a reply
 // is matched to the entry that was applied, not to an index another
 // leader may have reused. When the proposer stops leading first, the

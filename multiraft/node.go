@@ -45,6 +45,12 @@ type Config struct {
 	// lease ends. The margin of two ticks covers the phase between the
 	// nodes' tickers.
 	LeaseTicks int
+	// IdleTicks (default LeaseTicks/(2×HeartbeatTicks), at least 1): a
+	// group this node leads with nothing to do ticks once every IdleTicks
+	// ticks (idle.go), so it heartbeats every IdleTicks×HeartbeatTicks
+	// ticks, which must stay below LeaseTicks. 1 ticks every group every
+	// tick.
+	IdleTicks int
 	// CompactAfter (default 1000): a group's log keeps at least this many
 	// applied entries for followers that lag; when it holds twice as many,
 	// the older half is deleted. A follower behind the kept log gets a
@@ -85,6 +91,13 @@ func (c *Config) setDefaults() error {
 	if c.HeartbeatTicks >= c.ElectionTicks || c.LeaseTicks <= c.HeartbeatTicks || c.LeaseTicks >= c.ElectionTicks {
 		return fmt.Errorf("replication: need HeartbeatTicks (%d) < LeaseTicks (%d) < ElectionTicks (%d)",
 			c.HeartbeatTicks, c.LeaseTicks, c.ElectionTicks)
+	}
+	if c.IdleTicks == 0 {
+		c.IdleTicks = max(c.LeaseTicks/(2*c.HeartbeatTicks), 1)
+	}
+	if c.IdleTicks < 1 || c.IdleTicks*c.HeartbeatTicks >= c.LeaseTicks {
+		return fmt.Errorf("replication: need an idle group's heartbeats, every IdleTicks (%d) × HeartbeatTicks (%d) ticks, more often than LeaseTicks (%d)",
+			c.IdleTicks, c.HeartbeatTicks, c.LeaseTicks)
 	}
 	if c.CompactAfter == 0 {
 		c.CompactAfter = 1000
@@ -141,6 +154,7 @@ type Node struct {
 		cycles, syncs, groupsWritten   atomic.Uint64
 		snapshotsSent, snapshotsFailed atomic.Uint64
 		sent, commitOnly, coalesced    atomic.Uint64
+		idle                           atomic.Int64 // groups idle at the last tick
 	}
 
 	// The driver's own, reused from cycle to cycle.
@@ -195,6 +209,10 @@ type group struct {
 
 	leaseUntil      atomic.Int64 // tick before which the lease holds; 0 when not leading
 	leaseUntilNanos atomic.Int64 // the same in nanoseconds since Open
+
+	// active is the node tick at which something last happened in the
+	// group but heartbeats (idle.go).
+	active int64
 
 	// heard counts the group's messages this node stepped (Forget's
 	// proof that no leader spoke to it since it asked).
@@ -326,6 +344,7 @@ func (n *Node) newGroup(id GroupID, s *logStore) (*group, error) {
 		carried:   make(map[uint64]uint64),
 		confIndex: s.lastConfIndex(),
 		confTold:  make(map[uint64]bool),
+		active:    n.ticks.Load(),
 	}
 	g.noteMembership(n.id)
 	return g, nil
@@ -384,6 +403,8 @@ type Stats struct {
 	// Raft's messages not sent (appends.go): appends that only told a
 	// follower the commit index, and messages coalesced into another.
 	UnsentCommitOnly, UnsentCoalesced uint64
+
+	IdleGroups int64 // groups this node leads that were idle at the last tick (idle.go)
 }
 
 // Stats returns the counters.
@@ -400,6 +421,8 @@ func (n *Node) Stats() Stats {
 		MessagesSent:     n.stats.sent.Load(),
 		UnsentCommitOnly: n.stats.commitOnly.Load(),
 		UnsentCoalesced:  n.stats.coalesced.Load(),
+
+		IdleGroups: n.stats.idle.Load(),
 	}
 }
 
@@ -515,12 +538,22 @@ func (n *Node) loop() error {
 
 func (n *Node) tick() {
 	now := n.ticks.Add(1)
+	var idle int64
 	for _, g := range n.order {
+		leads := g.state == raft.StateLeader
+		if leads && n.idle(g, now) {
+			idle++
+			if now%int64(n.cfg.IdleTicks) != 0 {
+				n.renewLease(g, now)
+				continue
+			}
+		}
 		g.rn.Tick()
-		if g.state == raft.StateLeader {
+		if leads {
 			n.renewLease(g, now)
 		}
 	}
+	n.stats.idle.Store(idle)
 }
 
 // drain takes every queued event.
@@ -551,6 +584,9 @@ func (n *Node) step(e *event) {
 	}
 	g.heard.Add(1)
 	m := &e.msg
+	if busyStep(m.Type) {
+		g.active = n.ticks.Load()
+	}
 	if e.snap != nil {
 		g.inSnap = &inboundSnap{index: m.Snapshot.Metadata.Index, data: e.snap}
 	}
@@ -572,6 +608,9 @@ func (n *Node) cycle() (bool, error) {
 		if g.rn.HasReady() {
 			rs = append(rs, groupReady{g: g, rd: g.rn.Ready()})
 			rd := &rs[len(rs)-1].rd
+			if busyReady(rd) {
+				g.active = n.ticks.Load()
+			}
 			if made := len(rd.Messages); made > 1 {
 				rd.Messages = coalesce(rd.Messages, n.cfg.MaxSizePerMsg)
 				n.stats.coalesced.Add(uint64(made - len(rd.Messages)))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/metrics"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/multiraft"
@@ -73,6 +74,10 @@ func TestReplicationMetrics(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a group with nothing to do is counted idle", func(t *testing.T) {
+		all := regexp.MustCompile(`(?m)^kitd_raft_groups_idle 64$`)
+		eventually.True(t, "every group of a node alone idle", func() bool { return all.MatchString(gather(r.Collect)) })
+	})
 	t.Run("a commit that fails is counted", func(t *testing.T) {
 		if n := failing.stats.failed.Load(); n != 1 {
 			t.Errorf("failed = %d, want 1", n)
