@@ -34,14 +34,19 @@ const minClusterNodes = 2
 // webhooks, pages, seeded messages or mixed node).
 func clusterOptions(o options) (options, error) {
 	if o.cluster == 0 {
-		if o.clusterPprof != "" {
+		switch {
+		case o.clusterPprof != "":
 			return o, errors.New("-cluster-pprof needs -cluster")
+		case o.clusterEntry != 0:
+			return o, errors.New("-cluster-entry needs -cluster")
 		}
 		return o, nil
 	}
 	switch {
 	case o.cluster < minClusterNodes:
 		return o, fmt.Errorf("-cluster must be at least %d nodes", minClusterNodes)
+	case o.clusterEntry < 0 || o.clusterEntry > o.cluster:
+		return o, fmt.Errorf("-cluster-entry must be 0 (every node) to -cluster (%d)", o.cluster)
 	case o.addr != "":
 		return o, errors.New("-cluster starts nodes of its own; -addr gives a running one")
 	case o.soak > 0:
@@ -49,6 +54,9 @@ func clusterOptions(o options) (options, error) {
 	}
 	o.seed, o.webhooks, o.pageLimit, o.mixed = 0, 0, 0, 0
 	if o.only == eventsScenarioName(o.conversations) {
+		if o.clusterEntry != 0 {
+			return o, errors.New("-cluster-entry is for the write load, not the events scenario")
+		}
 		o.events = true
 		return o, nil
 	}
@@ -60,6 +68,9 @@ func clusterOptions(o options) (options, error) {
 type benchCluster struct {
 	nodes []*benchNode
 	names []string
+	// entry is how many nodes, from the first, the load enters
+	// (-cluster-entry; 0: all).
+	entry int
 }
 
 // startCluster starts o.cluster nodes named n1..nN with a random cluster
@@ -67,7 +78,7 @@ type benchCluster struct {
 // cluster has settled.
 func startCluster(ctx context.Context, nodes *nodeSet, o options, extra ...string) (*benchCluster, error) {
 	key := randomToken()
-	c := &benchCluster{}
+	c := &benchCluster{entry: o.clusterEntry}
 	for i := range o.cluster {
 		name := "n" + strconv.Itoa(i+1)
 		args := append([]string{"--node-name", name, "--cluster-key", key, "--cluster-bind", "127.0.0.1:0"}, extra...)
@@ -143,15 +154,30 @@ func (c *benchCluster) leaders(ctx context.Context) string {
 	return strings.Join(parts, ", ")
 }
 
-// target is the cluster as one server of a scenario: its HTTP addresses,
-// over which the connections spread, and every node's process.
+// target is the cluster as one server of a scenario: the HTTP addresses
+// of the nodes the connections enter, spread over them, and every node's
+// process.
 func (c *benchCluster) target(sc loadgen.Scenario) target {
 	t := target{server: fmt.Sprintf("cluster of %d", len(c.nodes)), sc: sc, nodes: c.nodes, names: c.names}
 	for _, n := range c.nodes {
-		t.addrs, t.pids = append(t.addrs, n.addr), append(t.pids, n.pid())
+		t.pids = append(t.pids, n.pid())
+	}
+	for _, n := range c.nodes[:c.entries()] {
+		t.addrs = append(t.addrs, n.addr)
 	}
 	return t
 }
+
+// entries is how many nodes the load enters.
+func (c *benchCluster) entries() int {
+	if c.entry <= 0 || c.entry > len(c.nodes) {
+		return len(c.nodes)
+	}
+	return c.entry
+}
+
+// entryNames names the nodes the load enters.
+func (c *benchCluster) entryNames() []string { return c.names[:c.entries()] }
 
 // profileCPU fetches a CPU profile of every node of nodes that serves
 // pprof, over the window that starts warmup from now, into

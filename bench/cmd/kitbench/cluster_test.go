@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,15 +48,54 @@ func TestClusterOptionsNarrowTheRun(t *testing.T) {
 	}
 }
 
-func TestClusterTargetSpreadsOverItsNodes(t *testing.T) {
+func TestClusterOptionsRefuse(t *testing.T) {
+	with := func(cluster, entry int, only string) options {
+		return options{conversations: 1000, cluster: cluster, clusterEntry: entry, only: only}
+	}
+	for _, tc := range []struct {
+		name string
+		in   options
+		want string
+	}{
+		{"a cluster of one", with(1, 0, ""), "-cluster must be at least 2"},
+		{"an entry without a cluster", with(0, 1, ""), "-cluster-entry needs -cluster"},
+		{"more entry nodes than nodes", with(3, 4, ""), "-cluster-entry must be 0 (every node) to -cluster (3)"},
+		{"a negative entry", with(3, -1, ""), "-cluster-entry must be 0"},
+		{"an entry for the events scenario", with(3, 1, "events-1000-conversations"), "-cluster-entry is for the write load"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := clusterOptions(tc.in); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestClusterTargetSpreadsOverItsEntryNodes(t *testing.T) {
 	c := &benchCluster{names: []string{"n1", "n2", "n3"}}
 	for i, a := range []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"} {
 		c.nodes = append(c.nodes, &benchNode{addr: a, proc: &kitdProc{cmd: &exec.Cmd{Process: &os.Process{Pid: 100 + i}}}})
 	}
-	tg := c.target(loadgen.Scenario{Name: "post"})
-	if tg.server != "cluster of 3" || strings.Join(tg.addrs, " ") != "127.0.0.1:1 127.0.0.1:2 127.0.0.1:3" ||
-		len(tg.pids) != 3 || tg.pids[0] != 100 || tg.pids[2] != 102 || len(tg.nodes) != 3 || tg.sc.Name != "post" {
-		t.Fatalf("target %+v", tg)
+	for _, tc := range []struct {
+		name  string
+		entry int
+		addrs string
+	}{
+		{"by default over every node", 0, "127.0.0.1:1 127.0.0.1:2 127.0.0.1:3"},
+		{"-cluster-entry 1: every connection into the first", 1, "127.0.0.1:1"},
+		{"-cluster-entry 2: over the first two", 2, "127.0.0.1:1 127.0.0.1:2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.entry = tc.entry
+			tg := c.target(loadgen.Scenario{Name: "post"})
+			if tg.server != "cluster of 3" || strings.Join(tg.addrs, " ") != tc.addrs ||
+				len(tg.pids) != 3 || tg.pids[0] != 100 || tg.pids[2] != 102 || len(tg.nodes) != 3 || tg.sc.Name != "post" {
+				t.Fatalf("target %+v", tg)
+			}
+			if got, want := strings.Join(c.entryNames(), " "), strings.Join(c.names[:len(tg.addrs)], " "); got != want {
+				t.Fatalf("entry names %q, want %q", got, want)
+			}
+		})
 	}
 }
 
@@ -129,9 +170,15 @@ func TestRunClusterWithKitd(t *testing.T) {
 	if bin == "" {
 		t.Skip("KITD_BIN not set")
 	}
+	for _, entry := range []int{0, 1} {
+		t.Run(fmt.Sprintf("entry %d", entry), func(t *testing.T) { runClusterWithKitd(t, bin, entry) })
+	}
+}
+
+func runClusterWithKitd(t *testing.T, bin string, entry int) {
 	prof := t.TempDir()
 	rep, data, code, err := runReport(t, options{
-		kitd: bin, cluster: 2, clusterPprof: prof, concurrency: 4, duration: time.Second, warmup: 200 * time.Millisecond,
+		kitd: bin, cluster: 2, clusterEntry: entry, clusterPprof: prof, concurrency: 4, duration: time.Second, warmup: 200 * time.Millisecond,
 		timeout: 10 * time.Second, conversations: 10, rounds: 1, settle: time.Second, trivial: trivialProcess,
 	})
 	if err != nil || code != 0 {
@@ -152,11 +199,17 @@ func TestRunClusterWithKitd(t *testing.T) {
 		t.Errorf("node alone io %+v: want its WAL syncs per post", f)
 	}
 	if p := s.Cluster.Processes; len(p) != 2 || p[0].Name != "n1" || p[1].Name != "n2" || p[0].Syncs == nil ||
-		p[0].Counters["kitd_raft_cycles_total"] == 0 {
-		t.Errorf("cluster processes %+v: want each node's counts", p)
+		p[0].Counters["kitd_raft_cycles_total"] == 0 || p[0].CPUMicrosPerRequest == nil || p[1].CPUMicrosPerRequest == nil {
+		t.Errorf("cluster processes %+v: want each node's counts and CPU", p)
+	} else if sum := *p[0].CPUMicrosPerRequest + *p[1].CPUMicrosPerRequest; math.Abs(sum-s.Cluster.CPUMicrosPerRequest) > 0.01*sum {
+		t.Errorf("the nodes' CPU per post adds up to %.2f µs, the cluster's is %.2f", sum, s.Cluster.CPUMicrosPerRequest)
 	}
-	if n := strings.Count(s.Cluster.Addr, ","); n != 1 {
-		t.Errorf("cluster load went to %q, want both nodes", s.Cluster.Addr)
+	want, entered := 1, "n1 n2"
+	if entry == 1 {
+		want, entered = 0, "n1"
+	}
+	if n := strings.Count(s.Cluster.Addr, ","); n != want || strings.Join(s.ClusterEntry, " ") != entered {
+		t.Errorf("cluster load went to %q (%v), want %s", s.Cluster.Addr, s.ClusterEntry, entered)
 	}
 	for _, name := range []string{"alone", "n1", "n2"} {
 		if fi, err := os.Stat(filepath.Join(prof, name+".pprof")); err != nil || fi.Size() == 0 {

@@ -97,6 +97,9 @@ type options struct {
 	soakOut       string
 	cluster       int    // nodes of the cluster compared with a node alone; 0: none
 	clusterPprof  string // with -cluster: save each node's CPU profile of the measured window here
+	// clusterEntry is how many of the cluster's nodes, from the first,
+	// the write load's connections enter; 0: every node.
+	clusterEntry int
 
 	// eventInstallations are the subscribed installations the events
 	// scenario spreads its conversations over.
@@ -137,6 +140,7 @@ func main() {
 	flag.DurationVar(&o.soakEvery, "soak-every", 5*time.Second, "soak: time between samples")
 	flag.StringVar(&o.soakOut, "soak-out", "soak", "soak: write the samples to this path plus .csv and .json")
 	flag.IntVar(&o.cluster, "cluster", 0, "also start a cluster of this many nodes (at least 2) on loopback and run post-<conversations>-conversations on it, the connections spread over its nodes, beside the node alone and the trivial server: CPU per post of all its processes and the ratios cluster÷alone; with -only events-<conversations>-conversations, the events scenario on a cluster of its own instead")
+	flag.IntVar(&o.clusterEntry, "cluster-entry", 0, "with -cluster: spread the write load's connections over the first N nodes only (1: every post enters n1, which forwards what the others lead: each role's cost, per node in the report); 0: every node")
 	flag.StringVar(&o.clusterPprof, "cluster-pprof", "", "with -cluster: start every node with --pprof and save each one's CPU profile of the measured window into this directory (alone.pprof, n1.pprof, ...; for the events scenario n1-subscribed-round1.pprof, ...)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: kitbench [flags]\n\nLoad kitd and a trivial fasthttp server with the same requests; report req/s, p50, p99 and kitd÷trivial ratios.\n\n")
@@ -451,7 +455,7 @@ func runScenario(ctx context.Context, o options, node *benchNode, triv *trivialS
 	}
 	sr.Trivial, sr.Kitd = stats[0], stats[1]
 	if len(stats) > 2 {
-		sr.Cluster = stats[2]
+		sr.Cluster, sr.ClusterEntry = stats[2], cl.entryNames()
 	}
 	sr.computeRatios()
 	return sr, nil

@@ -109,6 +109,9 @@ type scenarioReport struct {
 	// them; its CPU is that of every node's process together.
 	Cluster      *runStats      `json:"cluster,omitempty"`
 	ClusterRatio *clusterRatios `json:"clusterRatio,omitempty"`
+	// ClusterEntry names the nodes the cluster's connections entered
+	// (-cluster-entry), spread over them round-robin.
+	ClusterEntry []string `json:"clusterEntry,omitempty"`
 	// Limits holds the rate-limit checks of a scenario run with limits on.
 	Limits *limitsReport `json:"limits,omitempty"`
 	// Events holds the events scenario's figures (events.go); its Trivial
@@ -321,6 +324,33 @@ func printCluster(w io.Writer, s *scenarioReport) {
 		cl.RPS, c.OfAlone.RPS, alone.RPS, c.OfTrivial.RPS, fmtDur(cl.P50Ms), fmtDur(cl.P99Ms))
 	if cl.IO != nil || alone.IO != nil {
 		fmt.Fprintf(w, "  per post, every node together: %s;\n  a node alone: %s\n", ioPhrase(cl.IO), ioPhrase(alone.IO))
+	}
+	writeNodeTable(w, s)
+}
+
+// writeNodeTable writes, per acknowledged post, each node's share of the
+// cluster's figures as a Markdown table, under a line naming the nodes
+// the connections entered: with every post entering one node, its row is
+// the receiving node's cost and the others' a replica's (docs/cluster.md
+// "Speed, and a model of N machines").
+func writeNodeTable(w io.Writer, s *scenarioReport) {
+	procs := s.Cluster.Processes
+	if len(procs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\neach node's share of a post (the connections entered %s):\n\n", strings.Join(s.ClusterEntry, ", "))
+	fmt.Fprintln(w, "| node | CPU/post | read calls/post | write calls/post | bytes written/post | fdatasyncs/post | raft messages/post |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|")
+	for _, p := range procs {
+		cells := []string{optional("%.1f µs", p.CPUMicrosPerRequest), "-", "-", "-", "-", "-"}
+		if f := p.PerRequest; f != nil {
+			cells[1], cells[2], cells[3], cells[4] = fmt.Sprintf("%.2f", f.ReadCalls), fmt.Sprintf("%.2f", f.WriteCalls),
+				fmt.Sprintf("%.0f", f.BytesWritten), optional("%.4f", f.Syncs)
+		}
+		if n, ok := p.Counters[raftMessagesCounter]; ok && s.Cluster.Requests > 0 {
+			cells[5] = fmt.Sprintf("%.2f", float64(n)/float64(s.Cluster.Requests))
+		}
+		fmt.Fprintf(w, "| %s | %s |\n", p.Name, strings.Join(cells, " | "))
 	}
 }
 

@@ -120,24 +120,14 @@ func measureWindow(ctx context.Context, procs []watched, warmup, window time.Dur
 	return procSampler().measureProcs(ctx, procs, warmup, window)
 }
 
-// total is the CPU time of every process of pids together; ok is false when
-// any of them could not be read.
-func (c cpuSampler) total(pids []int) (time.Duration, bool) {
-	var sum time.Duration
-	for _, pid := range pids {
-		d, ok := c.cpuTime(pid)
-		if !ok {
-			return 0, false
-		}
-		sum += d
-	}
-	return sum, len(pids) > 0
-}
-
-// sample reads every process's /proc/<pid>/io, then every kitd node's
-// counters.
+// sample reads every process's CPU time, then its /proc/<pid>/io, then
+// every kitd node's counters: the CPU first, so that the reads of one end
+// of a window are as close together as they can be.
 func (c cpuSampler) sample(ctx context.Context, procs []watched) []procSample {
 	out := make([]procSample, len(procs))
+	for i, p := range procs {
+		out[i].cpu, out[i].cpuOK = c.cpuTime(p.pid)
+	}
 	for i, p := range procs {
 		if c.procIO != nil {
 			out[i].io, out[i].ioOK = c.procIO(p.pid)
@@ -186,16 +176,19 @@ func (c cpuSampler) measureProcs(ctx context.Context, procs []watched, warmup, w
 		if !wait(warmedUp) {
 			return
 		}
-		from, ok1 := c.total(pids)
-		fromS := c.sample(ctx, procs)
+		from := c.sample(ctx, procs)
 		if !wait(c.after(window)) {
 			return
 		}
-		to, ok2 := c.total(pids)
-		toS := c.sample(ctx, procs)
-		w.used, w.ok = to-from, ok1 && ok2
+		to := c.sample(ctx, procs)
+		w.ok = true
 		for i, p := range procs {
-			w.procs[i] = usageOf(p, fromS[i], toS[i])
+			u := usageOf(p, from[i], to[i])
+			w.procs[i] = u
+			w.used, w.ok = w.used+u.cpu, w.ok && u.cpuOK
+		}
+		if !w.ok {
+			w.used = 0
 		}
 	}()
 	return w

@@ -151,6 +151,8 @@ func syncsOf(counters map[string]uint64) (uint64, bool) {
 
 // procSample is one process read at one instant.
 type procSample struct {
+	cpu      time.Duration // user and system time so far
+	cpuOK    bool
 	io       ioCounters
 	ioOK     bool
 	counters map[string]uint64 // nil: not a kitd node, or /metrics not read
@@ -159,11 +161,13 @@ type procSample struct {
 // procUsage is what one process did over a window (or, added, over every
 // window of a run).
 type procUsage struct {
-	name string
-	pid  int
-	node bool // a kitd node: its syncs are counted
-	io   ioCounters
-	ioOK bool
+	name  string
+	pid   int
+	node  bool // a kitd node: its syncs are counted
+	cpu   time.Duration
+	cpuOK bool
+	io    ioCounters
+	ioOK  bool
 	// counters are the deltas of the syncCounters read at both ends.
 	counters map[string]uint64
 }
@@ -171,6 +175,9 @@ type procUsage struct {
 // usageOf is what p did between samples from and to.
 func usageOf(p watched, from, to procSample) procUsage {
 	u := procUsage{name: p.name, pid: p.pid, node: p.addr != ""}
+	if from.cpuOK && to.cpuOK && to.cpu >= from.cpu {
+		u.cpu, u.cpuOK = to.cpu-from.cpu, true
+	}
 	if from.ioOK && to.ioOK {
 		u.io, u.ioOK = to.io.sub(from.io), true
 	}
@@ -193,12 +200,13 @@ func addUsage(sum, more []procUsage) []procUsage {
 	}
 	if len(sum) != len(more) {
 		for i := range sum {
-			sum[i].ioOK, sum[i].counters = false, nil
+			sum[i].cpuOK, sum[i].ioOK, sum[i].counters = false, false, nil
 		}
 		return sum
 	}
 	for i, m := range more {
 		s := &sum[i]
+		s.cpu, s.cpuOK = s.cpu+m.cpu, s.cpuOK && m.cpuOK
 		s.io, s.ioOK = s.io.add(m.io), s.ioOK && m.ioOK
 		if s.counters == nil || m.counters == nil {
 			s.counters = nil
@@ -270,6 +278,10 @@ func figuresOf(io ioCounters, ioOK bool, syncs uint64, syncsOK bool, requests ui
 type processIO struct {
 	Name string `json:"name"`
 	Pid  int    `json:"pid"`
+	// CPUMicrosPerRequest is the process's CPU time (user and system) over
+	// the windows per request the whole server served: a cluster node's
+	// share of a post. Absent when /proc/<pid>/stat could not be read.
+	CPUMicrosPerRequest *float64 `json:"cpuMicrosPerRequest,omitempty"`
 	// ReadCalls, WriteCalls, BytesRead and BytesWritten are the deltas of
 	// syscr, syscw, rchar and wchar; absent when /proc/<pid>/io could not
 	// be read.
@@ -298,6 +310,10 @@ func (st *runStats) setIO(usage []procUsage) {
 			syncs, syncsOK = syncs+n, syncsOK && ok
 		}
 		p := processIO{Name: u.name, Pid: u.pid, Counters: u.counters}
+		if u.cpuOK && st.Requests > 0 {
+			per := float64(u.cpu) / float64(time.Microsecond) / float64(st.Requests)
+			p.CPUMicrosPerRequest = &per
+		}
 		if u.ioOK {
 			p.ReadCalls, p.WriteCalls, p.BytesRead, p.BytesWritten = &u.io.ReadCalls, &u.io.WriteCalls, &u.io.BytesRead, &u.io.BytesWritten
 		}
@@ -306,7 +322,7 @@ func (st *runStats) setIO(usage []procUsage) {
 			p.Syncs = &n
 		}
 		p.PerRequest = figuresOf(u.io, u.ioOK, n, ok, st.Requests)
-		if u.ioOK || u.counters != nil {
+		if u.cpuOK || u.ioOK || u.counters != nil {
 			st.Processes = append(st.Processes, p)
 		}
 	}

@@ -150,6 +150,41 @@ func TestMeasureWindowIO(t *testing.T) {
 			t.Fatalf("n2 syncs %d, %v; want 1+20", n, ok)
 		}
 	})
+	t.Run("each process's CPU over the window, and their sum the server's", func(t *testing.T) {
+		s := newScriptedSampler(2*time.Second, 5*time.Second, 3*time.Second, 9*time.Second)
+		s.ios = []ioReading{io(1, 1), io(1, 1), io(2, 2), io(2, 2)}
+		s.scrapes = []map[string]uint64{nodeScrape(1, 1), nodeScrape(1, 1), nodeScrape(1, 1), nodeScrape(1, 1)}
+		w := s.sampler().measureProcs(context.Background(), nodes, time.Second, time.Second)
+		s.tick(t)
+		s.tick(t)
+		u := w.usage()
+		if used, ok := w.result(); !ok || used != 5*time.Second || u[0].cpu != time.Second || !u[0].cpuOK || u[1].cpu != 4*time.Second {
+			t.Fatalf("used %v, %v; usage %+v", used, ok, u)
+		}
+		st := &runStats{Requests: 1000}
+		st.setIO(u)
+		if p := st.Processes; len(p) != 2 || p[0].CPUMicrosPerRequest == nil || *p[0].CPUMicrosPerRequest != 1000 ||
+			*p[1].CPUMicrosPerRequest != 4000 {
+			t.Fatalf("processes %+v: want 1000 and 4000 µs a request", p)
+		}
+	})
+	t.Run("a process whose CPU cannot be read leaves the server's CPU and its own unmeasured", func(t *testing.T) {
+		s := newScriptedSampler(2*time.Second, 5*time.Second, 3*time.Second) // n2's second reading fails
+		s.ios = []ioReading{io(1, 1), io(1, 1), io(2, 2), io(2, 2)}
+		s.scrapes = []map[string]uint64{nodeScrape(1, 1), nodeScrape(1, 1), nodeScrape(1, 1), nodeScrape(1, 1)}
+		w := s.sampler().measureProcs(context.Background(), nodes, time.Second, time.Second)
+		s.tick(t)
+		s.tick(t)
+		u := w.usage()
+		if used, ok := w.result(); ok || used != 0 || !u[0].cpuOK || u[1].cpuOK {
+			t.Fatalf("used %v, %v; usage %+v", used, ok, u)
+		}
+		st := &runStats{Requests: 1000}
+		st.setIO(u)
+		if p := st.Processes; len(p) != 2 || p[0].CPUMicrosPerRequest == nil || p[1].CPUMicrosPerRequest != nil {
+			t.Fatalf("processes %+v", p)
+		}
+	})
 	t.Run("a process whose /proc/io cannot be read measures nothing", func(t *testing.T) {
 		s := newScriptedSampler(0, 0, time.Second, time.Second)
 		s.ios = []ioReading{io(100, 200), io(1000, 2000), io(150, 260), {}}
@@ -294,6 +329,30 @@ func TestIOTableAndSummary(t *testing.T) {
 		!strings.Contains(got, "a node alone: 1.50 read + 2.25 write calls, 600 B written, 0.0312 fdatasyncs (32.0 posts a sync)\n") {
 		t.Fatalf("summary %q", got)
 	}
+	t.Run("each node's share, under the nodes the load entered", func(t *testing.T) {
+		cpu1, cpu2, syncs := 43.5, 28.25, 0.09
+		s := &scenarioReport{Name: "post-1000-conversations", Trivial: s.Trivial, Kitd: s.Kitd, ClusterEntry: []string{"n1"},
+			Cluster: &runStats{Server: "cluster of 2", Requests: 100, CPUMicrosPerRequest: cpu1 + cpu2, Processes: []processIO{
+				{Name: "n1", CPUMicrosPerRequest: &cpu1, PerRequest: &ioFigures{ReadCalls: 2.43, WriteCalls: 1.44, BytesWritten: 980, Syncs: &syncs},
+					Counters: map[string]uint64{raftMessagesCounter: 112}},
+				{Name: "n2", CPUMicrosPerRequest: &cpu2},
+			}}}
+		s.computeRatios()
+		var buf bytes.Buffer
+		printCluster(&buf, s)
+		want := strings.Join([]string{
+			"each node's share of a post (the connections entered n1):",
+			"",
+			"| node | CPU/post | read calls/post | write calls/post | bytes written/post | fdatasyncs/post | raft messages/post |",
+			"|---|--:|--:|--:|--:|--:|--:|",
+			"| n1 | 43.5 µs | 2.43 | 1.44 | 980 | 0.0900 | 1.12 |",
+			"| n2 | 28.2 µs | - | - | - | - | - |",
+			"",
+		}, "\n")
+		if got := buf.String(); !strings.HasSuffix(got, want) {
+			t.Fatalf("got\n%s\nwant it to end with\n%s", got, want)
+		}
+	})
 	t.Run("no figures, no table and no line", func(t *testing.T) {
 		for _, st := range s.runs() {
 			st.IO = nil
