@@ -96,6 +96,10 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: secrets in the servers' output (e2e/secrets_log_test.go):\n  %s\n", strings.Join(leaks, "\n  "))
 		code = 1
 	}
+	if dups := duplicatedLogKeys(); len(dups) > 0 {
+		fmt.Fprintf(os.Stderr, "e2e: log lines with a key twice (e2e/logkeys_test.go):\n  %s\n", strings.Join(dups, "\n  "))
+		code = 1
+	}
 	defer dropOutputs()
 	if srv := shared.srv; srv != nil {
 		if code != 0 {

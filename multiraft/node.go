@@ -268,7 +268,7 @@ func Open(cfg Config) (*Node, error) {
 		store:   cfg.Store,
 		sm:      cfg.StateMachine,
 		tr:      cfg.Transport,
-		log:     cfg.Logger.With("component", "replication", "node", cfg.NodeID),
+		log:     cfg.Logger.With("component", "replication", "nodeId", cfg.NodeID),
 		start:   time.Now(),
 		wake:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),

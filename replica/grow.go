@@ -116,7 +116,7 @@ func (r *Replica) growGroup(g multiraft.GroupID, members []LiveNode, led map[uin
 	for _, l := range st.Learners {
 		if st.Match[l]+caughtUp >= st.Commit {
 			if err := r.node.Promote(ctx, g, l); err != nil {
-				r.logger.Debug("promote", "group", g, "node", l, "err", err)
+				r.logger.Debug("promote", "group", g, "replica", l, "err", err)
 			}
 			return
 		}
@@ -129,9 +129,9 @@ func (r *Replica) growGroup(g multiraft.GroupID, members []LiveNode, led map[uin
 	for _, v := range st.Voters {
 		if down[v] && len(st.Voters) > 1 {
 			if err := r.node.RemoveReplica(ctx, g, v); err != nil {
-				r.logger.Debug("remove a replica that is down", "group", g, "node", v, "err", err)
+				r.logger.Debug("remove a replica that is down", "group", g, "replica", v, "err", err)
 			} else {
-				r.logger.Info("removed a replica that was down", "group", g, "node", v)
+				r.logger.Info("removed a replica that was down", "group", g, "replica", v)
 			}
 			return
 		}
@@ -143,7 +143,7 @@ func (r *Replica) growGroup(g multiraft.GroupID, members []LiveNode, led map[uin
 	if len(st.Voters) < want {
 		if id := pick(g, members, st.Voters); id != 0 {
 			if err := r.node.AddLearner(ctx, g, id); err != nil {
-				r.logger.Debug("add learner", "group", g, "node", id, "err", err)
+				r.logger.Debug("add learner", "group", g, "replica", id, "err", err)
 			}
 		}
 		return
@@ -205,7 +205,7 @@ func (r *Replica) rebalance(ctx context.Context, g multiraft.GroupID, st multira
 			}
 			if v != r.id {
 				if err := r.node.RemoveReplica(ctx, g, v); err != nil {
-					r.logger.Debug("remove a replica placed elsewhere", "group", g, "node", v, "err", err)
+					r.logger.Debug("remove a replica placed elsewhere", "group", g, "replica", v, "err", err)
 				}
 				return true
 			}
@@ -224,7 +224,7 @@ func (r *Replica) rebalance(ctx context.Context, g multiraft.GroupID, st multira
 	for _, id := range top {
 		if !slices.Contains(st.Voters, id) {
 			if err := r.node.AddLearner(ctx, g, id); err != nil {
-				r.logger.Debug("add learner", "group", g, "node", id, "err", err)
+				r.logger.Debug("add learner", "group", g, "replica", id, "err", err)
 			}
 			return true
 		}

@@ -71,7 +71,7 @@ func startNode(t *testing.T, name string, opts ...nodeOpt) *testNode {
 		NodeName: name,
 		BindAddr: "127.0.0.1:0",
 		Meta:     Meta{HTTPAddr: "127.0.0.1:80/" + name, PeerAddr: "127.0.0.1:90/" + name, State: StateAlive},
-		Logger:   slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Logger:   slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", name),
 	}
 	for _, o := range opts {
 		o(&cfg)

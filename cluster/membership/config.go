@@ -38,6 +38,8 @@ type Config struct {
 	// Timing of the failure detector; zero picks LocalTiming for a
 	// loopback bind and LANTiming otherwise.
 	Timing Timing
+	// Logger is used as given: the node's own attributes (its name) are
+	// the caller's to add, once (docs/decisions.md "Logs").
 	Logger *slog.Logger
 }
 

@@ -294,6 +294,25 @@ func (w *logWriter) Write(p []byte) (int, error) {
 			w.m.notes.push(notice{kind: noteSuspect, name: name})
 		}
 	}
+	if level > slog.LevelDebug && w.stopping() && strings.HasSuffix(line, closedConnection) {
+		// memberlist's gossip and probes race its own shutdown: a send on
+		// the socket it just closed is part of a clean stop, not an error
+		// an operator should be shown.
+		level = slog.LevelDebug
+	}
 	w.m.log.Log(context.Background(), level, line)
 	return len(p), nil
+}
+
+// closedConnection ends memberlist's lines about a send on a socket that
+// is closed (net.ErrClosed's text).
+const closedConnection = "use of closed network connection"
+
+func (w *logWriter) stopping() bool {
+	select {
+	case <-w.m.stopping:
+		return true
+	default:
+		return false
+	}
 }

@@ -132,7 +132,6 @@ func Start(cfg Config) (*Membership, error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	logger = logger.With("node", cfg.NodeName)
 
 	m := &Membership{
 		name:     cfg.NodeName,
