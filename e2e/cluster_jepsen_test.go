@@ -95,6 +95,41 @@ func TestClusterJepsenKill9(t *testing.T) {
 	t.Logf("the failover goal for this window is 3 s (docs/cluster.md)")
 }
 
+// A rolling restart, as an operator upgrades a cluster: each node in turn
+// stops by SIGTERM (it drains, handing its leaderships over) and starts
+// again on its directory, while the writers post through every node.
+// Nothing acknowledged is lost or duplicated (jepsen.Check), no write
+// fails for longer than the 3 s failover goal (docs/cluster.md "Goals"):
+// a draining node is a planned departure, never slower than a crash;
+// and afterwards every partition is served through every node.
+func TestClusterJepsenRollingRestart(t *testing.T) {
+	c := startCluster(t, 3)
+	env := newJepsenEnv(t, clusterJepsen(t, c)...)
+	ops, rep := runFaultHistory(t, env, 100*time.Second, 0, func() {
+		for i := range c.nodes {
+			t0 := time.Now()
+			if !env.nodes[i].srv.stopClean(t) {
+				t.Fatalf("%s did not stop cleanly", c.names[i])
+			}
+			stopped := time.Since(t0)
+			c.restart(t, i, env.nodes[i])
+			c.waitSettled(t, len(c.nodes))
+			t.Logf("%s stopped in %v, back and settled %v later", c.names[i], stopped.Round(time.Millisecond), (time.Since(t0) - stopped).Round(time.Millisecond))
+		}
+	})
+	o := rep.Longest()
+	t.Logf("%d attempts, answers %v; longest window of failing writes %v (conversation %s, %d failed attempts)",
+		len(ops), rep.Answers, o.Duration().Round(time.Millisecond), o.Conv, o.Failures)
+	if o.Failures > 0 && (!o.Recovered || o.Duration() > failoverGoal) {
+		t.Errorf("writes to %s failed for %v (recovered %v) in a rolling restart; the goal is %v", o.Conv, o.Duration(), o.Recovered, failoverGoal)
+	}
+	everyPartitionServedByEveryNode(t, c, env.in, 20*time.Second)
+}
+
+// failoverGoal is docs/cluster.md's bound on how long writes to a
+// conversation fail when a node leaves ("Goals").
+const failoverGoal = 3 * time.Second
+
 // waitSettledAfterLoss waits until the live nodes, all but lost, lead
 // every partition.
 func (c *testCluster) waitSettledAfterLoss(t *testing.T, lost string) {
