@@ -63,6 +63,13 @@ func TestOpenAPICheckerCatchesDrift(t *testing.T) {
 		{"a message's blocks are checked",
 			Resp{Method: "GET", Path: "/api/v1/messages/" + id, Status: 200, Header: jsonHdr(), Body: []byte(`{"message":{"id":"` + id + `","conversationId":"` + id +
 				`","author":{"kind":"bot","id":"` + id + `"},"text":"t","blocks":[{"type":"marquee"}],"threadParentId":null,"createdAt":"2026-01-01T00:00:00.000Z","editedAt":null,"deletedAt":null,"reactions":[]}}`)}, "does not match"},
+		{"a JSON answer that does not parse fails",
+			Resp{Method: "GET", Path: "/api/v1/auth/test", Status: 200, Header: jsonHdr(), Body: []byte(`{"ok":`)}, "not JSON"},
+		{"a date-time that is not one fails",
+			Resp{Method: "GET", Path: "/api/v1/messages/" + id, Status: 200, Header: jsonHdr(), Body: []byte(`{"message":{"id":"` + id + `","conversationId":"` + id +
+				`","author":{"kind":"bot","id":"` + id + `"},"text":"t","threadParentId":null,"createdAt":"yesterday","editedAt":null,"deletedAt":null,"reactions":[]}}`)}, "does not match"},
+		{"a required request body left out, answered 2xx, fails",
+			Resp{Method: "POST", Path: "/api/v1/reactions", ReqHeader: jsonHdr(), Status: 200, Header: jsonHdr(), Body: []byte(`{"ok":true}`)}, "refuses"},
 		{"a webhook post is JSON whatever its Content-Type",
 			Resp{Method: "POST", Path: "/hooks/v1/" + id + "/" + id + "/s3cret", ReqHeader: http.Header{"Content-Type": {"text/plain"}}, ReqBody: []byte(`{"text":"hi"}`),
 				Status: 200, Header: jsonHdr(), Body: []byte(`{"ok":true}`)}, ""},

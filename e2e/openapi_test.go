@@ -81,6 +81,7 @@ type openapiDoc struct {
 	name   string
 	doc    *openapi3.T
 	router routers.Router
+	bodies *bodySchemas // its JSON bodies' schemas, compiled once each
 }
 
 type conformanceChecker struct {
@@ -143,6 +144,9 @@ func loadDoc(name string, data []byte) (openapiDoc, error) {
 	d.doc = doc
 	if d.router, err = gorillamux.NewRouter(doc); err != nil {
 		return d, fmt.Errorf("docs/openapi/%s: router: %w", name, err)
+	}
+	if d.bodies, err = newBodySchemas(name, doc); err != nil {
+		return d, fmt.Errorf("docs/openapi/%s: schemas: %w", name, err)
 	}
 	return d, nil
 }
@@ -279,25 +283,36 @@ func (c *conformanceChecker) validate(r *Resp) string {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	ctx := context.Background()
+	jsonIn := isJSON(req.Header.Get("Content-Type"))
 	reqIn := &openapi3filter.RequestValidationInput{
 		Request: req, PathParams: params, Route: route,
-		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, SkipSettingDefaults: true},
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, SkipSettingDefaults: true, ExcludeRequestBody: jsonIn},
 	}
 	reqErr := openapi3filter.ValidateRequest(ctx, reqIn)
+	if reqErr == nil && jsonIn {
+		if msg := d.bodies.requestBody(route.Operation.RequestBody, req.Header, r.ReqBody); msg != "" {
+			reqErr = errors.New(msg)
+		}
+	}
 	where := fmt.Sprintf("%s %s %s (%s)", d.name, r.Method, route.Path, route.Operation.OperationID)
 	c.mu.Lock()
 	c.seen[fmt.Sprintf("%s %s %d", d.name, route.Operation.OperationID, r.Status)] = true
 	c.mu.Unlock()
+	jsonOut := isJSON(r.Header.Get("Content-Type")) && r.Method != http.MethodHead
 	respIn := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: reqIn,
 		Status:                 r.Status,
 		Header:                 r.Header,
 		Body:                   io.NopCloser(bytes.NewReader(r.Body)),
-		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true, ExcludeResponseBody: jsonOut},
 	}
 	var problems []string
 	if err := openapi3filter.ValidateResponse(ctx, respIn); err != nil {
 		problems = append(problems, fmt.Sprintf("the answer does not match %s: %v", where, err))
+	} else if jsonOut {
+		if msg := d.bodies.responseBody(route.Operation, r.Status, r.Header, r.Body); msg != "" {
+			problems = append(problems, fmt.Sprintf("the answer does not match %s: %s", where, msg))
+		}
 	}
 	var errBody struct {
 		Code string `json:"code"`
