@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -87,23 +84,17 @@ func (n *jepsenNode) resume() {
 	}
 }
 
-// jepsenClient checks the exchanges of a run as the suite's own requests
-// are checked: every one for the secrets it shows (the servers' logs must
-// not hold them), and against docs/openapi the first conformanceSample of
-// each kind (method, path with its ids left out, status and error code):
-// a run makes thousands of the same few kinds, and kin-openapi compiles
-// the schema again for every body it validates, tens of seconds a run
-// spent on answers alike. The exchanges are kept and checked when the
-// test ends: validating one costs more than kitd takes to answer it, and
-// a check on the writers' path would slow the workload tenfold and thin
-// out what a fault meets.
+// jepsenClient checks every exchange of a run as the suite's own requests
+// are checked: against docs/openapi, and for secrets in the servers' logs.
+// The exchanges are kept and checked when the test ends: validating one
+// costs more than kitd takes to answer it, and a check on the writers'
+// path would slow the workload tenfold and thin out what a fault meets.
 func jepsenClient(t *testing.T) jepsen.Client {
 	var mu sync.Mutex
 	var kept []jepsen.Exchange
 	t.Cleanup(func() {
 		mu.Lock()
 		defer mu.Unlock()
-		kept = sampleExchanges(kept, conformanceSample)
 		work := make(chan jepsen.Exchange)
 		var wg sync.WaitGroup
 		for range runtime.GOMAXPROCS(0) {
@@ -128,58 +119,17 @@ func jepsenClient(t *testing.T) jepsen.Client {
 	}}
 }
 
-// conformanceSample is how many exchanges of each kind a run validates
-// against docs/openapi.
-const conformanceSample = 25
-
-// idSegment is a path segment that names one object by its UUID.
-var idSegment = regexp.MustCompile(`/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
-
-// sampleExchanges notes every exchange's secrets and returns the first n
-// of each kind, in their order, for the conformance check.
-func sampleExchanges(all []jepsen.Exchange, n int) []jepsen.Exchange {
-	count := map[string]int{}
-	var out []jepsen.Exchange
-	for _, e := range all {
-		r, err := exchangeResp(e)
-		if err != nil {
-			out = append(out, e) // checkExchange reports it
-			continue
-		}
-		noteSecrets(r)
-		var body struct {
-			Code string `json:"code"`
-		}
-		_ = json.Unmarshal(e.Body, &body)
-		path, _, _ := strings.Cut(r.Path, "?")
-		kind := fmt.Sprintf("%s %s %d %s", e.Method, idSegment.ReplaceAllString(path, "/{id}"), e.Status, body.Code)
-		if count[kind]++; count[kind] <= n {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// exchangeResp is e as harness_test.go's request records an exchange.
-func exchangeResp(e jepsen.Exchange) (*Resp, error) {
+// checkExchange checks one exchange as harness_test.go's request does.
+func checkExchange(t *testing.T, e jepsen.Exchange) {
 	u, err := url.Parse(e.URL)
 	if err != nil {
-		return nil, err
+		t.Errorf("exchange with a bad URL: %v", err)
+		return
 	}
 	r := &Resp{Method: e.Method, Path: u.RequestURI(), ReqHeader: e.ReqHeader, ReqBody: e.ReqBody, Status: e.Status, Header: e.Header, Body: e.Body}
 	var v any
 	if json.Unmarshal(e.Body, &v) == nil {
 		r.JSON = v
-	}
-	return r, nil
-}
-
-// checkExchange checks one exchange as harness_test.go's request does.
-func checkExchange(t *testing.T, e jepsen.Exchange) {
-	r, err := exchangeResp(e)
-	if err != nil {
-		t.Errorf("exchange with a bad URL: %v", err)
-		return
 	}
 	conformance.check(r)
 	noteSecrets(r)
@@ -608,40 +558,5 @@ func TestJepsenCheckerSeesTampering(t *testing.T) {
 				t.Errorf("no %q finding; %s: %v", tt.want, rep.Summary(), rep.Findings)
 			}
 		})
-	}
-}
-
-// A run's exchanges are validated n of each kind, every one's secrets
-// noted.
-func TestSampleExchanges(t *testing.T) {
-	token := "kbot_" + strings.Repeat("S", 43)
-	ex := func(method, path string, status int, body string) jepsen.Exchange {
-		return jepsen.Exchange{Method: method, URL: "http://127.0.0.1:1" + path, Status: status, Body: []byte(body),
-			ReqHeader: http.Header{"Authorization": {"Bearer " + token}}}
-	}
-	conv1, conv2 := "/api/v1/conversations/"+newUUID()+"/messages?limit=200", "/api/v1/conversations/"+newUUID()+"/messages?limit=200"
-	all := []jepsen.Exchange{
-		ex("POST", "/api/v1/messages", 201, `{"message":{}}`),
-		ex("POST", "/api/v1/messages", 201, `{"message":{}}`),
-		ex("POST", "/api/v1/messages", 201, `{"message":{}}`), // a third 201: left out
-		ex("POST", "/api/v1/messages", 503, `{"code":"unavailable"}`),
-		ex("POST", "/api/v1/messages", 503, `{"code":"not_leader"}`), // another code: another kind
-		ex("GET", conv1, 200, `{"messages":[]}`),
-		ex("GET", conv2, 200, `{"messages":[]}`),
-		ex("GET", conv1, 200, `{"messages":[]}`), // the same path with other ids: left out
-	}
-	got := sampleExchanges(all, 2)
-	var kinds []string
-	for _, e := range got {
-		kinds = append(kinds, fmt.Sprintf("%s %d", e.Method, e.Status))
-	}
-	if want := "POST 201,POST 201,POST 503,POST 503,GET 200,GET 200"; strings.Join(kinds, ",") != want {
-		t.Fatalf("sampled %s, want %s", strings.Join(kinds, ","), want)
-	}
-	secrets.seen.mu.Lock()
-	_, noted := secrets.seen.seen[token]
-	secrets.seen.mu.Unlock()
-	if !noted {
-		t.Fatal("the token of the exchanges was not noted for the secrets check")
 	}
 }
