@@ -150,15 +150,21 @@ func TestMeasureWindowIO(t *testing.T) {
 			t.Fatalf("n2 syncs %d, %v; want 1+20", n, ok)
 		}
 	})
-	t.Run("each process's CPU over the window, and their sum the server's", func(t *testing.T) {
-		s := newScriptedSampler(2*time.Second, 5*time.Second, 3*time.Second, 9*time.Second)
+	// cpuOf measures both nodes whose CPU times read cpu in turn (each
+	// node at the start, then each at the end).
+	cpuOf := func(t *testing.T, cpu ...time.Duration) (time.Duration, bool, []procUsage) {
+		s := newScriptedSampler(cpu...)
 		s.ios = []ioReading{io(1, 1), io(1, 1), io(2, 2), io(2, 2)}
 		s.scrapes = []map[string]uint64{nodeScrape(1, 1), nodeScrape(1, 1), nodeScrape(1, 1), nodeScrape(1, 1)}
 		w := s.sampler().measureProcs(context.Background(), nodes, time.Second, time.Second)
 		s.tick(t)
 		s.tick(t)
-		u := w.usage()
-		if used, ok := w.result(); !ok || used != 5*time.Second || u[0].cpu != time.Second || !u[0].cpuOK || u[1].cpu != 4*time.Second {
+		used, ok := w.result()
+		return used, ok, w.usage()
+	}
+	t.Run("each process's CPU over the window, and their sum the server's", func(t *testing.T) {
+		used, ok, u := cpuOf(t, 2*time.Second, 5*time.Second, 3*time.Second, 9*time.Second)
+		if !ok || used != 5*time.Second || u[0].cpu != time.Second || !u[0].cpuOK || u[1].cpu != 4*time.Second {
 			t.Fatalf("used %v, %v; usage %+v", used, ok, u)
 		}
 		st := &runStats{Requests: 1000}
@@ -169,14 +175,8 @@ func TestMeasureWindowIO(t *testing.T) {
 		}
 	})
 	t.Run("a process whose CPU cannot be read leaves the server's CPU and its own unmeasured", func(t *testing.T) {
-		s := newScriptedSampler(2*time.Second, 5*time.Second, 3*time.Second) // n2's second reading fails
-		s.ios = []ioReading{io(1, 1), io(1, 1), io(2, 2), io(2, 2)}
-		s.scrapes = []map[string]uint64{nodeScrape(1, 1), nodeScrape(1, 1), nodeScrape(1, 1), nodeScrape(1, 1)}
-		w := s.sampler().measureProcs(context.Background(), nodes, time.Second, time.Second)
-		s.tick(t)
-		s.tick(t)
-		u := w.usage()
-		if used, ok := w.result(); ok || used != 0 || !u[0].cpuOK || u[1].cpuOK {
+		used, ok, u := cpuOf(t, 2*time.Second, 5*time.Second, 3*time.Second) // n2's second reading fails
+		if ok || used != 0 || !u[0].cpuOK || u[1].cpuOK {
 			t.Fatalf("used %v, %v; usage %+v", used, ok, u)
 		}
 		st := &runStats{Requests: 1000}
