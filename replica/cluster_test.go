@@ -585,3 +585,28 @@ func TestHandOverRefusesNoWrite(t *testing.T) {
 		t.Fatalf("writes refused during the hand-over: %q", msgs)
 	}
 }
+
+// A drain with nobody to take its leads returns at once rather than at its
+// deadline: a member alone in its cluster (every group's only voter) is
+// stopped in no time, and still leads every group when it returns.
+func TestHandOverWithNobodyToTakeTheLeads(t *testing.T) {
+	n, start, _ := newGrowing(t, 0, 0)
+	alone := start(true)
+	eventually.NoError(t, "the member alone leads every group", func() error {
+		if led, _ := alone.Partitions(); led != 1<<partition.Count-1 {
+			return fmt.Errorf("leads %b", led)
+		}
+		return nil
+	})
+	n.mu.Lock()
+	n.draining = alone.ID()
+	n.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := alone.HandOver(ctx); err != nil {
+		t.Fatalf("hand over with nobody to take the leads: %v", err)
+	}
+	if led, _ := alone.Partitions(); led != 1<<partition.Count-1 {
+		t.Fatalf("leads %b after the drain, want every group", led)
+	}
+}

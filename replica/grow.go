@@ -268,7 +268,11 @@ func rank(g multiraft.GroupID, members []LiveNode) []uint64 {
 }
 
 // HandOver hands the lead of every group this node leads to a caught-up
-// voter (a drain), and returns once it leads none, or at ctx's end.
+// voter (a drain), and returns once it leads none, or at ctx's end. Only a
+// voter gossip counts alive (not draining, not down) takes a lead: when no
+// group it leads has one (a member alone, or a whole cluster stopping at
+// once), there is nobody to wait for, and it returns at once, leaving the
+// groups to elect when their nodes are back.
 func (r *Replica) HandOver(ctx context.Context) error {
 	r.draining.Store(true) // grow must not add replicas or leads here any more
 	for {
@@ -276,6 +280,8 @@ func (r *Replica) HandOver(ctx context.Context) error {
 		if led == 0 {
 			return nil
 		}
+		takers := r.takers()
+		waiting := 0 // groups with a voter that may take their lead
 		for p := range partition.ID(partition.Count) {
 			if led&(1<<uint(p)) == 0 {
 				continue
@@ -286,13 +292,21 @@ func (r *Replica) HandOver(ctx context.Context) error {
 				continue
 			}
 			for _, v := range st.Voters {
-				if v != r.id && st.Match[v]+caughtUp >= st.Commit {
+				if v == r.id || !takers(v) {
+					continue
+				}
+				waiting++
+				if st.Match[v]+caughtUp >= st.Commit {
 					if err := r.handOver(g, v); err != nil {
 						r.logger.Debug("hand over", "group", g, "to", v, "err", err)
 					}
 					break
 				}
 			}
+		}
+		if waiting == 0 {
+			r.logger.Info("no live voter to hand over to; the groups led here elect when their nodes are back", "groups", bits.OnesCount64(led))
+			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -301,6 +315,19 @@ func (r *Replica) HandOver(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// takers says which voters may take a lead now: those gossip counts alive,
+// or, without gossip (Config.LiveNodes nil), any.
+func (r *Replica) takers() func(id uint64) bool {
+	if r.cfg.LiveNodes == nil {
+		return func(uint64) bool { return true }
+	}
+	alive := map[uint64]bool{}
+	for _, m := range r.cfg.LiveNodes() {
+		alive[m.RaftID] = true
+	}
+	return func(id uint64) bool { return alive[id] }
 }
 
 // CatchUp returns once this node's replica of p holds every write
