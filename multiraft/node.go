@@ -136,6 +136,9 @@ type Node struct {
 
 	seq   atomic.Uint64 // proposal ids; random start, so no restart reuses one
 	ticks atomic.Int64  // ticks since Open: the lease clock
+	// leaving is set once the node is on its way out (Leaving): raft's
+	// warnings about the quorums it leaves are expected then.
+	leaving atomic.Bool
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -330,7 +333,7 @@ func (n *Node) newGroup(id GroupID, s *logStore) (*group, error) {
 		// the caller learns where the leader is.
 		DisableProposalForwarding: true,
 		StepDownOnRemoval:         true,
-		Logger:                    raftLogger{n.log.With("group", id)},
+		Logger:                    raftLogger{l: n.log.With("group", id), leaving: &n.leaving},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("replication: group %d: %w", id, err)
@@ -1056,19 +1059,37 @@ func (n *Node) observe(r *groupReady) {
 	}
 }
 
+// Leaving tells the node it is on its way out (a drain): from now on
+// raft's warnings (a leader stepping down for want of a quorum, as the
+// other nodes stop too; a transfer to a node that is gone) are part of
+// the stop, and logged at debug.
+func (n *Node) Leaving() { n.leaving.Store(true) }
+
 // raftLogger sends raft's messages to slog: its chatter at debug, its
-// warnings and errors as such.
-type raftLogger struct{ l *slog.Logger }
+// warnings and errors as such, but its warnings at debug once the node
+// is leaving.
+type raftLogger struct {
+	l       *slog.Logger
+	leaving *atomic.Bool
+}
 
 func (r raftLogger) Debug(v ...any)              { r.l.Debug(fmt.Sprint(v...)) }
 func (r raftLogger) Debugf(f string, v ...any)   { r.l.Debug(fmt.Sprintf(f, v...)) }
 func (r raftLogger) Info(v ...any)               { r.l.Debug(fmt.Sprint(v...)) }
 func (r raftLogger) Infof(f string, v ...any)    { r.l.Debug(fmt.Sprintf(f, v...)) }
-func (r raftLogger) Warning(v ...any)            { r.l.Warn(fmt.Sprint(v...)) }
-func (r raftLogger) Warningf(f string, v ...any) { r.l.Warn(fmt.Sprintf(f, v...)) }
+func (r raftLogger) Warning(v ...any)            { r.warn(fmt.Sprint(v...)) }
+func (r raftLogger) Warningf(f string, v ...any) { r.warn(fmt.Sprintf(f, v...)) }
 func (r raftLogger) Error(v ...any)              { r.l.Error(fmt.Sprint(v...)) }
 func (r raftLogger) Errorf(f string, v ...any)   { r.l.Error(fmt.Sprintf(f, v...)) }
 func (r raftLogger) Fatal(v ...any)              { r.Panic(v...) }
 func (r raftLogger) Fatalf(f string, v ...any)   { r.Panicf(f, v...) }
 func (r raftLogger) Panic(v ...any)              { s := fmt.Sprint(v...); r.l.Error(s); panic(s) }
 func (r raftLogger) Panicf(f string, v ...any)   { r.Panic(fmt.Sprintf(f, v...)) }
+
+func (r raftLogger) warn(msg string) {
+	if r.leaving.Load() {
+		r.l.Debug(msg)
+		return
+	}
+	r.l.Warn(msg)
+}

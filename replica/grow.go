@@ -275,6 +275,7 @@ func rank(g multiraft.GroupID, members []LiveNode) []uint64 {
 // groups to elect when their nodes are back.
 func (r *Replica) HandOver(ctx context.Context) error {
 	r.draining.Store(true) // grow must not add replicas or leads here any more
+	r.node.Leaving()
 	for {
 		led, _ := r.Partitions()
 		if led == 0 {
