@@ -66,13 +66,9 @@ func duplicatedKeysIn(server string, out []byte) []string {
 }
 
 // duplicatedKey returns the first key of the JSON object line that comes
-// twice, and the line's msg; "" when none does or line is not an object.
+// twice, and the line's msg (when it comes before); "" when no key does or
+// line is not an object.
 func duplicatedKey(line []byte) (key, msg string) {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(line, &fields) != nil {
-		return "", ""
-	}
-	_ = json.Unmarshal(fields["msg"], &msg)
 	dec := json.NewDecoder(bytes.NewReader(line))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return "", ""
@@ -91,6 +87,9 @@ func duplicatedKey(line []byte) (key, msg string) {
 		var value json.RawMessage
 		if dec.Decode(&value) != nil {
 			return "", ""
+		}
+		if k == "msg" {
+			_ = json.Unmarshal(value, &msg)
 		}
 	}
 	return "", ""

@@ -78,10 +78,7 @@ func (r *Replica) everyGrowInterval(round func()) {
 // from what this node saw of them while it ran grow: the voters a leader
 // removes from its groups. A node that is back in time is forgotten.
 func (r *Replica) downFor(members []LiveNode) map[uint64]bool {
-	alive := make(map[uint64]bool, len(members))
-	for _, m := range members {
-		alive[m.RaftID] = true
-	}
+	alive := raftIDs(members)
 	now := time.Now()
 	down := map[uint64]bool{}
 	for _, g := range r.node.Groups() {
@@ -186,10 +183,7 @@ func (r *Replica) growGroup(g multiraft.GroupID, members []LiveNode, led map[uin
 // node. Only while every voter is alive: one that is gone is the down
 // timeout's to remove, and its absence must not move replicas at once.
 func (r *Replica) rebalance(ctx context.Context, g multiraft.GroupID, st multiraft.Status, members []LiveNode, want int) bool {
-	alive := make(map[uint64]bool, len(members))
-	for _, m := range members {
-		alive[m.RaftID] = true
-	}
+	alive := raftIDs(members)
 	for _, v := range st.Voters {
 		if !alive[v] {
 			return false
@@ -281,7 +275,10 @@ func (r *Replica) HandOver(ctx context.Context) error {
 		if led == 0 {
 			return nil
 		}
-		takers := r.takers()
+		var alive map[uint64]bool // nil: no gossip, so any voter may take a lead
+		if r.cfg.LiveNodes != nil {
+			alive = raftIDs(r.cfg.LiveNodes())
+		}
 		waiting := 0 // groups with a voter that may take their lead
 		for p := range partition.ID(partition.Count) {
 			if led&(1<<uint(p)) == 0 {
@@ -292,17 +289,21 @@ func (r *Replica) HandOver(ctx context.Context) error {
 			if err != nil || st.Leader != r.id {
 				continue
 			}
+			taker := false
 			for _, v := range st.Voters {
-				if v == r.id || !takers(v) {
+				if v == r.id || alive != nil && !alive[v] {
 					continue
 				}
-				waiting++
+				taker = true
 				if st.Match[v]+caughtUp >= st.Commit {
 					if err := r.handOver(g, v); err != nil {
 						r.logger.Debug("hand over", "group", g, "to", v, "err", err)
 					}
 					break
 				}
+			}
+			if taker {
+				waiting++
 			}
 		}
 		if waiting == 0 {
@@ -318,17 +319,13 @@ func (r *Replica) HandOver(ctx context.Context) error {
 	}
 }
 
-// takers says which voters may take a lead now: those gossip counts alive,
-// or, without gossip (Config.LiveNodes nil), any.
-func (r *Replica) takers() func(id uint64) bool {
-	if r.cfg.LiveNodes == nil {
-		return func(uint64) bool { return true }
+// raftIDs is the set of the members' raft ids.
+func raftIDs(members []LiveNode) map[uint64]bool {
+	ids := make(map[uint64]bool, len(members))
+	for _, m := range members {
+		ids[m.RaftID] = true
 	}
-	alive := map[uint64]bool{}
-	for _, m := range r.cfg.LiveNodes() {
-		alive[m.RaftID] = true
-	}
-	return func(id uint64) bool { return alive[id] }
+	return ids
 }
 
 // CatchUp returns once this node's replica of p holds every write
