@@ -35,8 +35,8 @@ const minClusterNodes = 2
 func clusterOptions(o options) (options, error) {
 	if o.cluster == 0 {
 		switch {
-		case o.clusterPprof != "":
-			return o, errors.New("-cluster-pprof needs -cluster")
+		case o.pprofDir != "" && o.only != eventsScenarioName(o.conversations):
+			return o, fmt.Errorf("-pprof needs -cluster or -only %s", eventsScenarioName(o.conversations))
 		case o.clusterEntry != 0:
 			return o, errors.New("-cluster-entry needs -cluster")
 		}

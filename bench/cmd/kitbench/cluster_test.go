@@ -178,7 +178,7 @@ func TestRunClusterWithKitd(t *testing.T) {
 func runClusterWithKitd(t *testing.T, bin string, entry int) {
 	prof := t.TempDir()
 	rep, data, code, err := runReport(t, options{
-		kitd: bin, cluster: 2, clusterEntry: entry, clusterPprof: prof, concurrency: 4, duration: time.Second, warmup: 200 * time.Millisecond,
+		kitd: bin, cluster: 2, clusterEntry: entry, pprofDir: prof, concurrency: 4, duration: time.Second, warmup: 200 * time.Millisecond,
 		timeout: 10 * time.Second, conversations: 10, rounds: 1, settle: time.Second, trivial: trivialProcess,
 	})
 	if err != nil || code != 0 {
@@ -219,8 +219,9 @@ func runClusterWithKitd(t *testing.T, bin string, entry int) {
 }
 
 // TestRunClusterEventsWithKitd runs the events scenario on a cluster of 2
-// real kitd nodes (KITD_BIN): every event arrives, and both sides' CPU is
-// both nodes'.
+// real kitd nodes (KITD_BIN), and on a node alone: every event arrives,
+// both sides' CPU is every node's, and each side's window is profiled on
+// every node.
 //
 //	make build && KITD_BIN=$PWD/bin/kitd go test ./bench/cmd/kitbench/ -run TestRunClusterEventsWithKitd
 func TestRunClusterEventsWithKitd(t *testing.T) {
@@ -228,12 +229,29 @@ func TestRunClusterEventsWithKitd(t *testing.T) {
 	if bin == "" {
 		t.Skip("KITD_BIN not set")
 	}
+	for _, tc := range []struct {
+		name  string
+		nodes int
+		names []string
+	}{
+		{"cluster of 2", 2, []string{"n1", "n2"}},
+		{"node alone", 0, []string{"alone"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { runEventsWithKitd(t, bin, tc.nodes, tc.names) })
+	}
+}
+
+func runEventsWithKitd(t *testing.T, bin string, cluster int, names []string) {
 	prof := t.TempDir()
-	rep, data, code, err := runReport(t, options{
-		kitd: bin, cluster: 2, clusterPprof: prof, only: "events-10-conversations", events: true, eventInstallations: 2,
+	o, err := clusterOptions(options{
+		kitd: bin, cluster: cluster, pprofDir: prof, only: "events-10-conversations", events: true, eventInstallations: 2,
 		concurrency: 4, duration: time.Second, warmup: 200 * time.Millisecond,
 		timeout: 10 * time.Second, conversations: 10, rounds: 1, settle: time.Second, trivial: trivialProcess,
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, data, code, err := runReport(t, o)
 	if err != nil || code != 0 {
 		t.Fatalf("run: code %d, %v", code, err)
 	}
@@ -241,17 +259,22 @@ func TestRunClusterEventsWithKitd(t *testing.T) {
 		t.Fatalf("report %s", data)
 	}
 	s := rep.Scenarios[0]
-	if e := s.Events; e.Nodes != 2 || e.Posts == 0 || e.Missing != 0 || e.Plain.CPUMicrosPerRequest <= 0 ||
+	if e := s.Events; e.Nodes != len(names) || e.Posts == 0 || e.Missing != 0 || e.Plain.CPUMicrosPerRequest <= 0 ||
 		s.Kitd.CPUMicrosPerRequest <= 0 || s.Cluster != nil {
 		t.Fatalf("report %s", data)
 	}
-	if n := strings.Count(s.Kitd.Addr, ","); n != 1 {
-		t.Errorf("subscribed load went to %q, want both nodes", s.Kitd.Addr)
+	if st := s.Events.Store; st == nil || st.WAL <= 0 || s.Events.PlainStore == nil || s.Events.PlainStore.WAL <= 0 {
+		t.Errorf("store bytes %+v / %+v: want both sides' WAL bytes per post", st, s.Events.PlainStore)
 	}
-	// Each side's window, profiled on every node.
-	for _, name := range []string{"n1-plain-round1", "n2-plain-round1", "n1-subscribed-round1", "n2-subscribed-round1"} {
-		if fi, err := os.Stat(filepath.Join(prof, name+".pprof")); err != nil || fi.Size() == 0 {
-			t.Errorf("profile of %s: %v", name, err)
+	if n := strings.Count(s.Kitd.Addr, ","); n != len(names)-1 {
+		t.Errorf("subscribed load went to %q, want every node of %v", s.Kitd.Addr, names)
+	}
+	for _, name := range names {
+		for _, side := range []string{"plain", "subscribed"} {
+			file := name + "-" + side + "-round1.pprof"
+			if fi, err := os.Stat(filepath.Join(prof, file)); err != nil || fi.Size() == 0 {
+				t.Errorf("profile %s: %v", file, err)
+			}
 		}
 	}
 }

@@ -84,6 +84,25 @@ func (ns eventsNodes) cpuTime() (time.Duration, bool) {
 	return sum, true
 }
 
+// storeBytes sums storeCounters over the nodes; ok is false when a node's
+// /metrics, or a counter in it, could not be read.
+func (ns eventsNodes) storeBytes(ctx context.Context) (sum [len(storeCounters)]uint64, ok bool) {
+	for _, n := range ns {
+		m, ok := nodeMetrics(ctx, n.addr, n.token)
+		if !ok {
+			return sum, false
+		}
+		for i, name := range storeCounters {
+			v, ok := m[name]
+			if !ok {
+				return sum, false
+			}
+			sum[i] += v
+		}
+	}
+	return sum, true
+}
+
 // eventsReport is the events scenario's own figures.
 type eventsReport struct {
 	// Plain is the run without subscribers; the scenario's Kitd the run
@@ -111,6 +130,21 @@ type eventsReport struct {
 	// event's arrival at the receiver.
 	ArrivalP50Ms float64 `json:"arrivalP50Ms"`
 	ArrivalP99Ms float64 `json:"arrivalP99Ms"`
+	// PlainStore and Store are what each side's posts had the nodes'
+	// stores write, per post; nil when a node's /metrics could not be
+	// read.
+	PlainStore *storeBytes `json:"plainStore,omitempty"`
+	Store      *storeBytes `json:"store,omitempty"`
+}
+
+// storeBytes are the bytes the nodes' stores wrote per post of a side,
+// every node's together, from the load's start until the nodes were idle
+// again: what its compactions rewrote is the largest share of what an
+// event costs the store.
+type storeBytes struct {
+	WAL       float64 `json:"walBytesPerPost"`
+	Flushed   float64 `json:"flushedBytesPerPost"`
+	Compacted float64 `json:"compactedBytesPerPost"`
 }
 
 func (e *eventsReport) print(w io.Writer, s *scenarioReport) {
@@ -122,6 +156,10 @@ func (e *eventsReport) print(w io.Writer, s *scenarioReport) {
 		s.Name, max(e.Installations, 1), on, s.Kitd.CPUMicrosPerRequest, e.Plain.CPUMicrosPerRequest, e.CPURatio)
 	fmt.Fprintf(w, "  %d of %d events delivered (%d missing): %.0f events/s while posting %.0f posts/s; post 2xx → event arrival p50 %s, p99 %s\n",
 		e.Events, e.Posts, e.Missing, e.EventsPerSec, e.PostsPerSec, fmtDur(e.ArrivalP50Ms), fmtDur(e.ArrivalP99Ms))
+	if e.PlainStore != nil && e.Store != nil {
+		fmt.Fprintf(w, "  the store's bytes per post, with a subscriber / without: WAL %.0f / %.0f, flushed %.0f / %.0f, compacted %.0f / %.0f\n",
+			e.Store.WAL, e.PlainStore.WAL, e.Store.Flushed, e.PlainStore.Flushed, e.Store.Compacted, e.PlainStore.Compacted)
+	}
 	if e.Missing > 0 {
 		fmt.Fprintf(w, "!! %d events never arrived: the figures above are NOT valid\n", e.Missing)
 	}
@@ -145,7 +183,7 @@ func runEventsScenario(ctx context.Context, o options, nodes *nodeSet, sd scenar
 	defer rcv.close()
 	delivery := []string{"--delivery-allow", rcv.addr, "--delivery-ca", rcv.caPath}
 	var ns eventsNodes
-	var names []string // the nodes' names, for their profiles (-cluster-pprof)
+	names := []string{"alone"} // the nodes' names, for their profiles (-pprof)
 	if o.cluster > 0 {
 		cl, err := startCluster(ctx, nodes, o, delivery...)
 		if err != nil {
@@ -180,8 +218,8 @@ func runEventsScenario(ctx context.Context, o options, nodes *nodeSet, sd scenar
 	}
 
 	sides := []*eventsSide{
-		{name: "kitd, no subscriber", tag: "plain", fx: plainFx, cpuOK: true},
-		{name: "kitd, subscribed", tag: "subscribed", fx: subFx, events: true, cpuOK: true},
+		{name: "kitd, no subscriber", tag: "plain", fx: plainFx, cpuOK: true, storeOK: true},
+		{name: "kitd, subscribed", tag: "subscribed", fx: subFx, events: true, cpuOK: true, storeOK: true},
 	}
 	slice := o.duration / time.Duration(o.rounds)
 	for round := range o.rounds {
@@ -200,9 +238,9 @@ func runEventsScenario(ctx context.Context, o options, nodes *nodeSet, sd scenar
 			logf("%s on %s (round %d/%d): %s, %v + %v warm-up", sd.sc.Name, s.name, round+1, o.rounds, load, slice, warmup)
 			cfg := loadgen.Config{Addrs: ns.addrs(), Concurrency: o.concurrency, Duration: slice, Warmup: warmup, Timeout: o.timeout}
 			var profile func() (wait func())
-			if o.clusterPprof != "" {
+			if o.pprofDir != "" {
 				suffix := fmt.Sprintf("-%s-round%d", s.tag, round+1)
-				profile = func() func() { return profileCPU(ctx, o.clusterPprof, ns, names, suffix, warmup, slice) }
+				profile = func() func() { return profileCPU(ctx, o.pprofDir, ns, names, suffix, warmup, slice) }
 			}
 			if err := s.run(ctx, ns, rcv, sd.sc.Name, cfg, o.rate, profile); err != nil {
 				return nil, err
@@ -221,6 +259,7 @@ func runEventsScenario(ctx context.Context, o options, nodes *nodeSet, sd scenar
 	}
 	ev.Plain.CPUMicrosPerRequest, sr.Kitd.CPUMicrosPerRequest = plain.cpuPerPost(), sub.cpuPerPost()
 	ev.CPURatio = div(sr.Kitd.CPUMicrosPerRequest, ev.Plain.CPUMicrosPerRequest)
+	ev.PlainStore, ev.Store = plain.storePerPost(), sub.storePerPost()
 	sr.Events = ev
 	return sr, nil
 }
@@ -286,7 +325,7 @@ func spreadOver(convs []string, n int) [][]string {
 // channels, over the rounds.
 type eventsSide struct {
 	name    string
-	tag     string // names its profiles (-cluster-pprof)
+	tag     string // names its profiles (-pprof)
 	fx      *fixture
 	events  bool // its Kit subscribes: wait for the events after each run
 	res     *loadgen.Result
@@ -297,6 +336,10 @@ type eventsSide struct {
 	loadFor time.Duration // from the load's start to its end
 	spanFor time.Duration // from the load's start to the last event
 	arrival loadgen.Histogram
+	// store sums the deltas of storeCounters over the rounds, every
+	// node's; storeOK is false once one could not be read.
+	store   [len(storeCounters)]uint64
+	storeOK bool
 }
 
 // run runs one round of the side on idle nodes: the load (closed loops,
@@ -317,6 +360,7 @@ func (s *eventsSide) run(ctx context.Context, ns eventsNodes, rcv *eventReceiver
 	sc.Answered = arr.answered
 	var live loadgen.Live
 	cfg.Live = &live
+	store0, storeOK0 := ns.storeBytes(ctx)
 	cpu0, ok0 := ns.cpuTime()
 	start := time.Now()
 	prog := startProgress(os.Stderr, name+" on "+s.name, &live, cfg.Warmup+cfg.Duration)
@@ -340,6 +384,11 @@ func (s *eventsSide) run(ctx context.Context, ns eventsNodes, rcv *eventReceiver
 	cpu1, ok1 := ns.cpuTime()
 	s.cpu += cpu1 - cpu0
 	s.cpuOK = s.cpuOK && ok0 && ok1
+	store1, storeOK1 := ns.storeBytes(ctx)
+	for i := range s.store {
+		s.store[i] += store1[i] - store0[i]
+	}
+	s.storeOK = s.storeOK && storeOK0 && storeOK1
 	s.posts += posts
 	s.loadFor += loadEnd.Sub(start)
 	if s.res == nil {
@@ -362,6 +411,15 @@ func (s *eventsSide) cpuPerPost() float64 {
 		return 0
 	}
 	return float64(s.cpu) / float64(time.Microsecond) / float64(s.posts)
+}
+
+// storePerPost is the side's store bytes per post; nil when not measured.
+func (s *eventsSide) storePerPost() *storeBytes {
+	if !s.storeOK || s.posts == 0 {
+		return nil
+	}
+	per := func(i int) float64 { return float64(s.store[i]) / float64(s.posts) }
+	return &storeBytes{WAL: per(0), Flushed: per(1), Compacted: per(2)}
 }
 
 // arrivals pairs the posts of one run with their events: the time of each

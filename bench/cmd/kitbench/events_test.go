@@ -168,3 +168,44 @@ func TestEventEndpointsDiffer(t *testing.T) {
 		seen[ep] = true
 	}
 }
+
+// A side's store bytes are per post, over every round; a side that could
+// not read a node's counters, or made no post, has no figure rather than
+// a wrong one.
+func TestEventsSideStorePerPost(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		side eventsSide
+		want *storeBytes
+	}{
+		{"each counter per post", eventsSide{posts: 4, store: [3]uint64{4000, 800, 2000}, storeOK: true},
+			&storeBytes{WAL: 1000, Flushed: 200, Compacted: 500}},
+		{"a counter not read gives no figure", eventsSide{posts: 4, store: [3]uint64{4000, 800, 2000}}, nil},
+		{"no post gives no figure", eventsSide{storeOK: true}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.side.storePerPost()
+			if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+				t.Fatalf("%+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The events line gives both sides' store bytes when both were measured.
+func TestEventsReportPrintsStoreBytes(t *testing.T) {
+	s := &scenarioReport{Name: "events-10-conversations", Kitd: &runStats{CPUMicrosPerRequest: 90}}
+	e := &eventsReport{Plain: &runStats{CPUMicrosPerRequest: 30}, CPURatio: 3, Posts: 10, Events: 10,
+		PlainStore: &storeBytes{WAL: 206, Flushed: 35, Compacted: 60}, Store: &storeBytes{WAL: 930, Flushed: 190, Compacted: 550}}
+	var out strings.Builder
+	e.print(&out, s)
+	if want := "WAL 930 / 206, flushed 190 / 35, compacted 550 / 60"; !strings.Contains(out.String(), want) {
+		t.Fatalf("printed:\n%s\nwant %q", out.String(), want)
+	}
+	e.PlainStore = nil
+	out.Reset()
+	e.print(&out, s)
+	if strings.Contains(out.String(), "store's bytes") {
+		t.Fatalf("printed store bytes with one side unmeasured:\n%s", out.String())
+	}
+}

@@ -45,7 +45,7 @@
 //
 //	go run ./bench/cmd/kitbench [-kitd bin/kitd] [-c 64] [-duration 10s] [-rate N/s] [-json out.json]
 //	go run ./bench/cmd/kitbench -soak [30m]
-//	go run ./bench/cmd/kitbench -cluster 3 [-cluster-pprof dir]
+//	go run ./bench/cmd/kitbench -cluster 3 [-pprof dir]
 package main
 
 import (
@@ -96,7 +96,7 @@ type options struct {
 	soakEvery     time.Duration
 	soakOut       string
 	cluster       int    // nodes of the cluster compared with a node alone; 0: none
-	clusterPprof  string // with -cluster: save each node's CPU profile of the measured window here
+	pprofDir      string // -pprof: save each node's CPU profile of the measured windows here
 	// clusterEntry is how many of the cluster's nodes, from the first,
 	// the write load's connections enter; 0: every node.
 	clusterEntry int
@@ -141,7 +141,9 @@ func main() {
 	flag.StringVar(&o.soakOut, "soak-out", "soak", "soak: write the samples to this path plus .csv and .json")
 	flag.IntVar(&o.cluster, "cluster", 0, "also start a cluster of this many nodes (at least 2) on loopback and run post-<conversations>-conversations on it, the connections spread over its nodes, beside the node alone and the trivial server: CPU per post of all its processes and the ratios cluster÷alone; with -only events-<conversations>-conversations, the events scenario on a cluster of its own instead")
 	flag.IntVar(&o.clusterEntry, "cluster-entry", 0, "with -cluster: spread the write load's connections over the first N nodes only (1: every post enters n1, which forwards what the others lead: each role's cost, per node in the report); 0: every node")
-	flag.StringVar(&o.clusterPprof, "cluster-pprof", "", "with -cluster: start every node with --pprof and save each one's CPU profile of the measured window into this directory (alone.pprof, n1.pprof, ...; for the events scenario n1-subscribed-round1.pprof, ...)")
+	const pprofUsage = "with -cluster or the events scenario: start every node with --pprof and save each one's CPU profile of the measured windows into this directory (alone.pprof, n1.pprof, ...; for the events scenario alone-subscribed-round1.pprof or n1-subscribed-round1.pprof, ...)"
+	flag.StringVar(&o.pprofDir, "pprof", "", pprofUsage)
+	flag.StringVar(&o.pprofDir, "cluster-pprof", "", "the same as -pprof (its earlier name)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: kitbench [flags]\n\nLoad kitd and a trivial fasthttp server with the same requests; report req/s, p50, p99 and kitd÷trivial ratios.\n\n")
 		flag.PrintDefaults()
@@ -188,8 +190,8 @@ func run(o options) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	if o.clusterPprof != "" {
-		if err := os.MkdirAll(o.clusterPprof, 0o755); err != nil {
+	if o.pprofDir != "" {
+		if err := os.MkdirAll(o.pprofDir, 0o755); err != nil {
 			return 1, err
 		}
 	}
@@ -297,8 +299,8 @@ func run(o options) (int, error) {
 	}
 
 	printTable(os.Stdout, rep)
-	if o.clusterPprof != "" {
-		logf("CPU profiles of the measured windows in %s, one a node and window (go tool pprof -top %s)", o.clusterPprof, filepath.Join(o.clusterPprof, "<file>"))
+	if o.pprofDir != "" {
+		logf("CPU profiles of the measured windows in %s, one a node and window (go tool pprof -top %s)", o.pprofDir, filepath.Join(o.pprofDir, "<file>"))
 	}
 	if o.jsonPath != "" {
 		if err := writeJSON(o.jsonPath, rep); err != nil {
@@ -406,8 +408,8 @@ func runScenario(ctx context.Context, o options, node *benchNode, triv *trivialS
 			logf("%s on %s%s: %s, %v + %v warm-up", sd.sc.Name, tg.server, roundNote, load, slice, warmup)
 			window := measureWindow(ctx, tg.watched(), warmup, slice)
 			profiled := func() {}
-			if o.clusterPprof != "" {
-				profiled = profileCPU(ctx, o.clusterPprof, tg.nodes, tg.names, suffix, warmup, slice)
+			if o.pprofDir != "" {
+				profiled = profileCPU(ctx, o.pprofDir, tg.nodes, tg.names, suffix, warmup, slice)
 			}
 			var live loadgen.Live
 			cfg := loadgen.Config{

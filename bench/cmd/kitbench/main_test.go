@@ -201,7 +201,7 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		{"a cluster of one node", func(o *options) { o.cluster = 1 }},
 		{"a cluster and a running node", func(o *options) { o.cluster, o.addr, o.operatorToken = 3, "127.0.0.1:1", "x" }},
 		{"a cluster and a soak", func(o *options) { o.cluster, o.soak = 3, time.Minute }},
-		{"cluster profiles without a cluster", func(o *options) { o.clusterPprof = t.TempDir() }},
+		{"profiles of a node alone's write load", func(o *options) { o.pprofDir = t.TempDir() }},
 	} {
 		o := base
 		tc.bend(&o)

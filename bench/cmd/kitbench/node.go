@@ -20,7 +20,7 @@ type benchNode struct {
 	token  string
 	label  string       // for the report
 	client *setupClient // set by setup
-	// pprof is the address of its --pprof server (with -cluster-pprof).
+	// pprof is the address of its --pprof server (with -pprof).
 	pprof string
 }
 
@@ -105,7 +105,7 @@ func (s *nodeSet) start(ctx context.Context, limits string, extra []string) (*be
 		dir = filepath.Join(s.work, "node"+strconv.Itoa(len(s.started)+1))
 	}
 	pprof := ""
-	if o.clusterPprof != "" { // every node serves pprof, so its profile can be taken
+	if o.pprofDir != "" { // every node serves pprof, so its profile can be taken
 		var err error
 		if pprof, err = freeLoopbackAddr(); err != nil {
 			return nil, err

@@ -69,14 +69,23 @@ func parseProcIO(data []byte) (ioCounters, bool) {
 
 // syncCounters are the counters of a kitd node's /metrics the window reads:
 // the fdatasyncs (the store's WAL, and the raft log of a node with raft
-// groups), what the raft driver wrote in its cycles, and the raft messages
-// it sent.
-var syncCounters = []string{
+// groups), what the raft driver wrote in its cycles, the raft messages it
+// sent, and the bytes the store wrote (storeCounters).
+var syncCounters = append([]string{
 	"kitd_pebble_wal_syncs_total",
 	"kitd_raft_syncs_total",
 	"kitd_raft_cycles_total",
 	"kitd_raft_groups_written_total",
 	raftMessagesCounter,
+}, storeCounters[:]...)
+
+// storeCounters are the bytes a node's store writes: into its WAL, by its
+// flushes, by its compactions. What a post costs the store beyond its
+// commit is mostly the last.
+var storeCounters = [...]string{
+	"kitd_pebble_wal_bytes_written_total",
+	"kitd_pebble_flush_bytes_written_total",
+	"kitd_pebble_compaction_bytes_written_total",
 }
 
 // raftMessagesCounter is a node's raft messages sent to its peers: what

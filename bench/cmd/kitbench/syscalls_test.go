@@ -50,11 +50,13 @@ func TestParseCounter(t *testing.T) {
 		"kitd_pebble_wal_syncs_total 1.5e+06",
 		"kitd_raft_cycles_total_other 7",
 		"kitd_raft_cycles_total",
+		"kitd_pebble_compaction_bytes_written_total 123456",
 	} {
 		parseCounter(line, m)
 	}
-	if len(m) != 2 || m["kitd_raft_syncs_total"] != 42 || m["kitd_pebble_wal_syncs_total"] != 1500000 {
-		t.Fatalf("read %v: want the two unlabelled sync counters only", m)
+	if len(m) != 3 || m["kitd_raft_syncs_total"] != 42 || m["kitd_pebble_wal_syncs_total"] != 1500000 ||
+		m["kitd_pebble_compaction_bytes_written_total"] != 123456 {
+		t.Fatalf("read %v: want the three unlabelled counters of the list only", m)
 	}
 }
 
