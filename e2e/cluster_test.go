@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,6 +66,32 @@ func TestClusterServesThroughEveryNode(t *testing.T) {
 			t.Errorf("n%d reads %v, n1 reads %v", i+1, texts, first)
 		}
 		want(t, s.api(t, env.In.Token, "GET", "/conversations/"+env.Chan.ID, nil, nil), 200)
+	}
+}
+
+// An operator who stops a whole cluster at once (make cluster's Ctrl-C,
+// a host shut down) is shown no warning: each member hears the others
+// leave, so their refused dials, reset connections and unfinished
+// broadcasts are a stop going as planned, not trouble.
+func TestClusterStoppedWholeWarnsOfNothing(t *testing.T) {
+	c := startCluster(t, 3)
+	env := newBotEnv(t, c.nodes[0])
+	for i, s := range c.nodes {
+		want(t, s.api(t, env.In.Token, "POST", "/messages", postBody(env.Chan.ID, fmt.Sprintf("through n%d", i+1)), nil), 201)
+	}
+	var wg sync.WaitGroup
+	for _, s := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.stopClean(t)
+		}()
+	}
+	wg.Wait()
+	for i, s := range c.nodes {
+		if w := s.warningsWhileStopping(); w != "" {
+			t.Errorf("n%d warned while the cluster stopped:\n%s", i+1, w)
+		}
 	}
 }
 

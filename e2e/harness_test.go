@@ -347,20 +347,35 @@ func (s *Server) tail(n int) string {
 // before the tail's window (a request's 503 and its cause), without its
 // request lines or the dials that fail while the cluster stops.
 func (s *Server) warnings(n int) string {
+	out := s.warningLines(false)
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return string(out)
+}
+
+// warningsWhileStopping is the lines of the server's log at WARN or ERROR
+// from the moment it began to drain.
+func (s *Server) warningsWhileStopping() string { return string(s.warningLines(true)) }
+
+// warningLines are the lines at WARN or ERROR before the server began to
+// drain, or (stopping) from then on.
+func (s *Server) warningLines(stopping bool) []byte {
 	var out []byte
+	drained := false
 	for line := range bytes.Lines(s.errOut.all()) {
 		if bytes.Contains(line, []byte(`"msg":"draining"`)) || bytes.Contains(line, []byte(" msg=draining ")) {
-			break
+			drained = true
+		}
+		if drained != stopping {
+			continue
 		}
 		if bytes.Contains(line, []byte(`"level":"WARN"`)) || bytes.Contains(line, []byte(`"level":"ERROR"`)) ||
 			bytes.Contains(line, []byte(" level=WARN ")) || bytes.Contains(line, []byte(" level=ERROR ")) {
 			out = append(out, line...)
 		}
 	}
-	if len(out) > n {
-		out = out[len(out)-n:]
-	}
-	return string(out)
+	return out
 }
 
 // outputWatcher keeps the output of the process (the last 1 MiB) and reports

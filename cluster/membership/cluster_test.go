@@ -189,6 +189,25 @@ func TestMetaUpdatePropagates(t *testing.T) {
 	})
 }
 
+// Members stopped together (a whole cluster shut down) each tell the
+// others goodbye, and the others record them as left; memberlist's leave
+// broadcast then cannot finish, as each stops gossiping to the others it
+// saw leave, and its timeout is no failure of the leave.
+func TestMembersLeavingTogetherLeaveCleanly(t *testing.T) {
+	nodes := startCluster(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	errs := make(chan error, len(nodes))
+	for _, n := range nodes {
+		go func() { errs <- n.Leave(ctx) }()
+	}
+	for range nodes {
+		if err := <-errs; err != nil {
+			t.Errorf("Leave = %v, want a clean leave: every member was told goodbye", err)
+		}
+	}
+}
+
 func TestLeaveIsSeenAsLeft(t *testing.T) {
 	nodes := startCluster(t, 3)
 	events := collect(nodes[0].Membership)

@@ -294,10 +294,16 @@ func (w *logWriter) Write(p []byte) (int, error) {
 			w.m.notes.push(notice{kind: noteSuspect, name: name})
 		}
 	}
-	if level > slog.LevelDebug && w.stopping() && strings.HasSuffix(line, closedConnection) {
+	switch {
+	case level > slog.LevelDebug && w.stopping() && strings.HasSuffix(line, closedConnection):
 		// memberlist's gossip and probes race its own shutdown: a send on
 		// the socket it just closed is part of a clean stop, not an error
 		// an operator should be shown.
+		level = slog.LevelDebug
+	case level == slog.LevelWarn && w.m.leaving.Load():
+		// A probe that failed or a member that seemed slow, while the
+		// others may be stopping too: nothing to act on for a node that
+		// is leaving.
 		level = slog.LevelDebug
 	}
 	w.m.log.Log(context.Background(), level, line)

@@ -10,18 +10,22 @@ import (
 // the sends on a socket it closed while stopping: those are part of a
 // clean stop.
 func TestLogWriterLevels(t *testing.T) {
+	const udpProbes = "[WARN] memberlist: Was able to connect to n2 over TCP but UDP probes failed, network may be misconfigured"
 	const closedSend = "[ERR] memberlist: Failed to send gossip to 127.0.0.1:9181: write udp 127.0.0.1:9182->127.0.0.1:9181: use of closed network connection"
 	for _, tc := range []struct {
 		name     string
 		line     string
 		stopping bool
+		leaving  bool
 		want     string
 	}{
-		{"an error is an error", "[ERR] memberlist: Failed to send gossip to 127.0.0.1:9181: i/o timeout", false, "level=ERROR"},
-		{"a warning is a warning", "[WARN] memberlist: Refuting a suspect message", false, "level=WARN"},
-		{"a closed socket while running is an error", closedSend, false, "level=ERROR"},
-		{"a closed socket while stopping is a detail of the stop", closedSend, true, "level=DEBUG"},
-		{"another error while stopping is still an error", "[ERR] memberlist: Failed to send gossip to 127.0.0.1:9181: i/o timeout", true, "level=ERROR"},
+		{"an error is an error", "[ERR] memberlist: Failed to send gossip to 127.0.0.1:9181: i/o timeout", false, false, "level=ERROR"},
+		{"a warning is a warning", "[WARN] memberlist: Refuting a suspect message", false, false, "level=WARN"},
+		{"a closed socket while running is an error", closedSend, false, false, "level=ERROR"},
+		{"a closed socket while stopping is a detail of the stop", closedSend, true, false, "level=DEBUG"},
+		{"another error while stopping is still an error", "[ERR] memberlist: Failed to send gossip to 127.0.0.1:9181: i/o timeout", true, false, "level=ERROR"},
+		{"a warning while leaving is a detail of the leave", udpProbes, false, true, "level=DEBUG"},
+		{"an error while leaving is still an error", "[ERR] memberlist: Failed to send gossip to 127.0.0.1:9181: i/o timeout", false, true, "level=ERROR"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := &testLog{}
@@ -32,6 +36,9 @@ func TestLogWriterLevels(t *testing.T) {
 			}
 			if tc.stopping {
 				close(m.stopping)
+			}
+			if tc.leaving {
+				m.Leaving()
 			}
 			if _, err := (&logWriter{m: m}).Write([]byte(tc.line + "\n")); err != nil {
 				t.Fatal(err)

@@ -104,6 +104,8 @@ type Membership struct {
 	stopped  bool          // under life
 	stopping chan struct{} // closed when stopped
 	wg       sync.WaitGroup
+	// leaving is set once the node has begun to leave (Leaving).
+	leaving atomic.Bool
 }
 
 type entry struct {
@@ -360,9 +362,17 @@ func (m *Membership) UpdateMeta(f func(*Meta)) error {
 // event delegate, and this tells the two apart.
 const goodbyeMsg = 'G'
 
+// Leaving tells the membership that the node has begun to leave (it
+// hands its work over before Leave): memberlist's warnings about the
+// others are then about a cluster it is leaving, and logged at debug;
+// errors stay errors.
+func (m *Membership) Leaving() { m.leaving.Store(true) }
+
 // Leave says goodbye: every member is told (so it records "left", not
 // "dead"), memberlist broadcasts the leave, then the node stops as
-// Shutdown does. ctx bounds the wait for the broadcast.
+// Shutdown does. ctx bounds the wait for the broadcast; a broadcast
+// unfinished by then fails the leave only when a member missed the
+// goodbye.
 func (m *Membership) Leave(ctx context.Context) error {
 	m.life.Lock()
 	defer m.life.Unlock()
@@ -371,11 +381,17 @@ func (m *Membership) Leave(ctx context.Context) error {
 	}
 	defer m.stop()
 	bye := append([]byte{goodbyeMsg}, m.Local().SystemID...)
+	told := true // every other member has the goodbye
 	for _, n := range m.ml.Members() {
-		if n.Name == m.name || ctx.Err() != nil {
+		if n.Name == m.name {
+			continue
+		}
+		if ctx.Err() != nil {
+			told = false
 			continue
 		}
 		if err := m.ml.SendReliable(n, bye); err != nil {
+			told = false
 			m.log.Info("membership: goodbye not delivered; the member will see a failure", "member", n.Name, "err", err)
 		}
 	}
@@ -384,6 +400,13 @@ func (m *Membership) Leave(ctx context.Context) error {
 		timeout = max(time.Until(dl), time.Millisecond)
 	}
 	if err := m.ml.Leave(timeout); err != nil {
+		if told {
+			// The broadcast only repeats what every member was told.
+			// Members leaving together stop gossiping to each other as
+			// they hear of it, so none finishes its broadcast.
+			m.log.Debug("membership: leave broadcast unfinished; every member was told goodbye", "err", err)
+			return nil
+		}
 		return fmt.Errorf("membership: leave: %w", err)
 	}
 	return nil

@@ -205,7 +205,12 @@ func (c *conn) readLoop() error {
 	for {
 		f, err := fr.next()
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !c.broken() {
+			switch {
+			case errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || c.broken():
+			case c.t.departed(c.peer):
+				// A peer that stops resets what it had open.
+				c.t.cfg.Logger.Debug("peer: connection closed", "peer", c.peer, "err", err, "departed", true)
+			default:
 				c.t.refuse("peer: connection closed", "peer", c.peer, "err", err)
 			}
 			return err

@@ -66,7 +66,14 @@ type Config struct {
 	Stream   StreamHandler
 
 	Logger *slog.Logger
-	Clock  clock.Clock // certificate validity; default clock.System()
+	Clock  clock.Clock // certificate validity, outages' warnings; default clock.System()
+
+	// Departed, when set, reports whether a peer, by its node-to-node
+	// address (for a dial) or its node name (for a connection it
+	// accepted or dialed), is known to be going or gone on purpose (it
+	// said goodbye, or drains): its refused dials and broken connections
+	// are expected, and logged at debug rather than warned of.
+	Departed func(peer string) bool
 
 	// MaxFrame bounds one frame, a request's or reply's message with it:
 	// 16 MiB, four times gRPC's default that protoactor's remote is
@@ -239,6 +246,12 @@ func (t *Transport) Close() error {
 	return err
 }
 
+// departed reports whether Config.Departed knows peer (an address or a
+// node name) to be going on purpose.
+func (t *Transport) departed(peer string) bool {
+	return peer != "" && t.cfg.Departed != nil && t.cfg.Departed(peer)
+}
+
 // refuse counts and logs (rate-limited) something a peer sent that was not
 // accepted.
 func (t *Transport) refuse(msg string, args ...any) {
@@ -317,11 +330,18 @@ type dialer struct {
 	failures int
 	retryAt  time.Time
 	lastErr  error
+	// downSince is when the failures began (Clock), warnedAt when they
+	// were last warned of; zero when none was.
+	downSince, warnedAt time.Time
 }
 
 const (
 	minBackoff = 50 * time.Millisecond
 	maxBackoff = 2 * time.Second
+	// outageReminder is how often an unreachable peer is warned of again:
+	// an outage is one warning and a reminder a minute, not one line a
+	// redial (up to twenty a second in the first backoff steps).
+	outageReminder = time.Minute
 )
 
 func (t *Transport) dialer(addr string) (*dialer, error) {
@@ -395,6 +415,7 @@ func (d *dialer) dial(done chan struct{}) {
 	c, err := d.connect()
 	d.mu.Lock()
 	d.dialing = nil
+	report := d.outcome(err)
 	if err != nil {
 		d.failures++
 		d.retryAt = time.Now().Add(min(minBackoff<<min(d.failures-1, 10), maxBackoff))
@@ -405,8 +426,8 @@ func (d *dialer) dial(done chan struct{}) {
 	}
 	d.mu.Unlock()
 	close(done)
+	report()
 	if err != nil {
-		d.t.log.Warn("peer: dial", "addr", d.addr, "err", err)
 		return
 	}
 	// Close collects the dialers' connections under t.mu: either it saw
@@ -418,6 +439,41 @@ func (d *dialer) dial(done chan struct{}) {
 		c.fail(ErrClosed)
 	}
 	c.run()
+}
+
+// outcome keeps the account of an outage for a dial that ended with err,
+// and returns what to log of it once d.mu is released: the first failure
+// of an outage and a reminder every outageReminder as warnings, the
+// redials between at debug, the end of a warned outage at info. A peer
+// that Config.Departed says is going is expected to refuse: debug only.
+// d.mu is held; d.failures counts the failures before this dial.
+func (d *dialer) outcome(err error) func() {
+	t := d.t
+	now := t.cfg.Clock.Now()
+	if err == nil {
+		if d.failures == 0 {
+			return func() {}
+		}
+		warned, failed, down := !d.warnedAt.IsZero(), d.failures, now.Sub(d.downSince)
+		d.downSince, d.warnedAt = time.Time{}, time.Time{}
+		level := slog.LevelDebug
+		if warned {
+			level = slog.LevelInfo
+		}
+		return func() {
+			t.cfg.Logger.Log(context.Background(), level, "peer: reachable again", "addr", d.addr, "failedDials", failed, "downFor", down.Round(time.Millisecond))
+		}
+	}
+	if d.failures == 0 {
+		d.downSince = now
+	}
+	departed := t.departed(d.addr)
+	if departed || !d.warnedAt.IsZero() && now.Sub(d.warnedAt) < outageReminder {
+		return func() { t.cfg.Logger.Debug("peer: dial", "addr", d.addr, "err", err, "departed", departed) }
+	}
+	d.warnedAt = now
+	failed, since := d.failures+1, d.downSince
+	return func() { t.log.Warn("peer: dial", "addr", d.addr, "err", err, "failedDials", failed, "since", since) }
 }
 
 func (d *dialer) connect() (*conn, error) {

@@ -78,7 +78,10 @@ type Node struct {
 	// members are the raft ids gossip counts members now: not dead, not
 	// gone (routes never name another node).
 	members atomic.Pointer[map[uint64]bool]
-	reqs    requestIDs
+	// going are the names and node-to-node addresses of the members that
+	// are leaving on purpose: they said goodbye, or drain.
+	going atomic.Pointer[map[string]bool]
+	reqs  requestIDs
 	// learned are leaders that Moved answers taught (router).
 	learned learnedLeaders
 
@@ -115,13 +118,15 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	m.dir.Store(&empty)
 	none := map[uint64]bool{}
 	m.members.Store(&none)
+	nobody := map[string]bool{}
+	m.going.Store(&nobody)
 	if m.rn, err = newRaftNet(m); err != nil {
 		return nil, err
 	}
 	m.pt, err = peer.Listen(peer.Config{
 		NodeName: cfg.NodeName, ListenAddr: cfg.PeerListen, ClusterKey: []byte(cfg.ClusterKey),
 		Registry: registry(), Handler: m.handle, OneWay: m.rn.HandleBatch, Stream: m.rn.HandleStream,
-		Logger: cfg.Logger,
+		Logger: cfg.Logger, Departed: m.leaving,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("member: node-to-node listener: %w", err)
@@ -227,12 +232,18 @@ func (m *Node) addr(id uint64) (string, bool) {
 // now: joining, alive, draining or suspect; not dead, not gone.
 func (m *Node) isMember(id uint64) bool { return (*m.members.Load())[id] }
 
-// refreshDirectory rebuilds raft id → address, and who is a member, from
-// gossip. Dead and left members keep their address (raft drops what it
-// cannot deliver; a restarted node republishes its address), but routes
-// leave them at once (replica.Config.Live).
+// leaving reports whether the member named peer, or at node-to-node
+// address peer, is leaving on purpose (it said goodbye, or drains): the
+// refused dials and reset connections of a cluster being stopped or
+// restarted are expected, not warned of.
+func (m *Node) leaving(peer string) bool { return (*m.going.Load())[peer] }
+
+// refreshDirectory rebuilds raft id → address, who is a member and who is
+// leaving, from gossip. Dead and left members keep their address (raft
+// drops what it cannot deliver; a restarted node republishes its
+// address), but routes leave them at once (replica.Config.Live).
 func (m *Node) refreshDirectory() {
-	d, live := map[uint64]string{}, map[uint64]bool{}
+	d, live, going := map[uint64]string{}, map[uint64]bool{}, map[string]bool{}
 	for _, mb := range m.ms.Nodes() {
 		if mb.Meta.RaftID != 0 && mb.Meta.PeerAddr != "" {
 			d[mb.Meta.RaftID] = mb.Meta.PeerAddr
@@ -240,9 +251,16 @@ func (m *Node) refreshDirectory() {
 		if mb.Meta.RaftID != 0 && mb.State != membership.StateDead && mb.State != membership.StateLeft {
 			live[mb.Meta.RaftID] = true
 		}
+		if mb.State == membership.StateLeft || mb.State == membership.StateDraining {
+			going[mb.Name] = true
+			if mb.Meta.PeerAddr != "" {
+				going[mb.Meta.PeerAddr] = true
+			}
+		}
 	}
 	m.dir.Store(&d)
 	m.members.Store(&live)
+	m.going.Store(&going)
 }
 
 // watch keeps the directory current with gossip's events.
@@ -290,7 +308,15 @@ func (m *Node) publish() {
 		err := m.ms.UpdateMeta(func(mt *membership.Meta) {
 			mt.State, mt.Led, mt.Replicated = next.State, next.Led, next.Replicated
 		})
-		if err != nil {
+		switch {
+		case errors.Is(err, membership.ErrStopped):
+			return // the node left
+		case err != nil && next.State == membership.StateDraining:
+			// Members stopped together do not gossip each other's last
+			// news; the node leaves either way.
+			m.log.Debug("publish meta", "err", err)
+			continue
+		case err != nil:
 			m.log.Warn("publish meta", "err", err)
 			continue
 		}
@@ -465,6 +491,7 @@ func list(set uint64) []partition.ID {
 // crash).
 func (m *Node) Drain(ctx context.Context) error {
 	m.draining.Store(true)
+	m.ms.Leaving()
 	err := m.rep.HandOver(ctx)
 	lctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

@@ -89,6 +89,21 @@ func (p *Proxy) Cut() {
 	p.conns = nil
 }
 
+// Reset aborts every connection through the proxy, as a process that
+// exits does to what it had open: each side reads "connection reset by
+// peer" rather than the end of the stream.
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetLinger(0) // close sends RST
+		}
+		c.Close()
+	}
+	p.conns = nil
+}
+
 // Pause stops reading from both sides (a peer that stopped); Unpause
 // resumes.
 func (p *Proxy) Pause() {
