@@ -209,3 +209,28 @@ func TestEventsReportPrintsStoreBytes(t *testing.T) {
 		t.Fatalf("printed store bytes with one side unmeasured:\n%s", out.String())
 	}
 }
+
+// Closed loops and an open loop have goals of their own (issue 29), and
+// the events line says which.
+func TestEventsReportPrintsItsLoadsGoals(t *testing.T) {
+	s := &scenarioReport{Name: "events-10-conversations", Kitd: &runStats{CPUMicrosPerRequest: 90}}
+	for _, tc := range []struct {
+		name string
+		rate float64
+		want []string
+	}{
+		{"closed loops", 0, []string{"(goal ≤ 2.00x)", "(goal ≤ 100.0ms)"}},
+		{"an open loop", 3000, []string{"(goal ≤ 1.17x)", "(goal ≤ 10.0ms)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &eventsReport{Plain: &runStats{CPUMicrosPerRequest: 30}, CPURatio: 3, Rate: tc.rate}
+			var out strings.Builder
+			e.print(&out, s)
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("printed:\n%s\nwant %q", out.String(), w)
+				}
+			}
+		})
+	}
+}
