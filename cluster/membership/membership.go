@@ -362,6 +362,10 @@ func (m *Membership) UpdateMeta(f func(*Meta)) error {
 // event delegate, and this tells the two apart.
 const goodbyeMsg = 'G'
 
+// leaveRounds bounds, in gossip intervals, the wait for the leave's
+// broadcast once every member has the goodbye.
+const leaveRounds = 10
+
 // Leaving tells the membership that the node has begun to leave (it
 // hands its work over before Leave): memberlist's warnings about the
 // others are then about a cluster it is leaving, and logged at debug;
@@ -398,6 +402,12 @@ func (m *Membership) Leave(ctx context.Context) error {
 	timeout := m.timing.TCPTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = max(time.Until(dl), time.Millisecond)
+	}
+	if told {
+		// The broadcast only repeats the goodbye: a few gossip rounds, not
+		// the whole deadline, which members leaving together would wait
+		// out (see below).
+		timeout = min(timeout, leaveRounds*m.timing.GossipInterval)
 	}
 	if err := m.ml.Leave(timeout); err != nil {
 		if told {
