@@ -305,10 +305,19 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		// others may be stopping too: nothing to act on for a node that
 		// is leaving.
 		level = slog.LevelDebug
+	case level == slog.LevelWarn && line == ownLeaveRefuted+w.m.name+")":
+		// A node restarted after a leave hears its own last life's
+		// goodbye gossiped back, and says it is alive again: a restart
+		// going as planned.
+		level = slog.LevelInfo
 	}
 	w.m.log.Log(context.Background(), level, line)
 	return len(p), nil
 }
+
+// ownLeaveRefuted, then the node's own name and ")", is memberlist's line
+// of a node that refutes a death it announced itself (its leave).
+const ownLeaveRefuted = "memberlist: Refuting a dead message (from: "
 
 // closedConnection ends memberlist's lines about a send on a socket that
 // is closed (net.ErrClosed's text).

@@ -25,11 +25,14 @@ func TestLogWriterLevels(t *testing.T) {
 		{"a closed socket while stopping is a detail of the stop", closedSend, true, false, "level=DEBUG"},
 		{"another error while stopping is still an error", "[ERR] memberlist: Failed to send gossip to 127.0.0.1:9181: i/o timeout", true, false, "level=ERROR"},
 		{"a warning while leaving is a detail of the leave", udpProbes, false, true, "level=DEBUG"},
+		{"a restarted node refuting its own last leave is a detail of the restart", "[WARN] memberlist: Refuting a dead message (from: n1)", false, false, "level=INFO"},
+		{"refuting a death another member announced is a warning", "[WARN] memberlist: Refuting a dead message (from: n2)", false, false, "level=WARN"},
 		{"an error while leaving is still an error", "[ERR] memberlist: Failed to send gossip to 127.0.0.1:9181: i/o timeout", false, true, "level=ERROR"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := &testLog{}
 			m := &Membership{
+				name:     "n1",
 				log:      slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug})),
 				stopping: make(chan struct{}),
 				notes:    notices{signal: make(chan struct{}, 1)},
