@@ -339,16 +339,28 @@ func writeNodeTable(w io.Writer, s *scenarioReport) {
 		return
 	}
 	fmt.Fprintf(w, "\neach node's share of a post (the connections entered %s):\n\n", strings.Join(s.ClusterEntry, ", "))
-	fmt.Fprintln(w, "| node | CPU/post | read calls/post | write calls/post | bytes written/post | fdatasyncs/post | raft messages/post |")
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| node | CPU/post | read calls/post | write calls/post | bytes written/post | of them compacted | fdatasyncs/post | raft messages/post |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|")
 	for _, p := range procs {
-		cells := []string{optional("%.1f µs", p.CPUMicrosPerRequest), "-", "-", "-", "-", "-"}
+		cells := []string{optional("%.1f µs", p.CPUMicrosPerRequest), "-", "-", "-", "-", "-", "-"}
 		if f := p.PerRequest; f != nil {
-			cells[1], cells[2], cells[3], cells[4] = fmt.Sprintf("%.2f", f.ReadCalls), fmt.Sprintf("%.2f", f.WriteCalls),
+			cells[1], cells[2], cells[3], cells[5] = fmt.Sprintf("%.2f", f.ReadCalls), fmt.Sprintf("%.2f", f.WriteCalls),
 				fmt.Sprintf("%.0f", f.BytesWritten), optional("%.4f", f.Syncs)
 		}
-		if n, ok := p.Counters[raftMessagesCounter]; ok && s.Cluster.Requests > 0 {
-			cells[5] = fmt.Sprintf("%.2f", float64(n)/float64(s.Cluster.Requests))
+		perPost := func(counter string) (float64, bool) {
+			n, ok := p.Counters[counter]
+			if !ok || s.Cluster.Requests == 0 {
+				return 0, false
+			}
+			return float64(n) / float64(s.Cluster.Requests), true
+		}
+		// A compaction inside the window or not is most of the spread of
+		// the bytes written from one run to the next.
+		if c, ok := perPost(compactedCounter); ok {
+			cells[4] = fmt.Sprintf("%.0f", c)
+		}
+		if m, ok := perPost(raftMessagesCounter); ok {
+			cells[6] = fmt.Sprintf("%.2f", m)
 		}
 		fmt.Fprintf(w, "| %s | %s |\n", p.Name, strings.Join(cells, " | "))
 	}

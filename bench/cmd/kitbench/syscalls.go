@@ -85,8 +85,11 @@ var syncCounters = append([]string{
 var storeCounters = [...]string{
 	"kitd_pebble_wal_bytes_written_total",
 	"kitd_pebble_flush_bytes_written_total",
-	"kitd_pebble_compaction_bytes_written_total",
+	compactedCounter,
 }
+
+// compactedCounter is the bytes a node's compactions wrote.
+const compactedCounter = "kitd_pebble_compaction_bytes_written_total"
 
 // raftMessagesCounter is a node's raft messages sent to its peers: what
 // replication says between nodes, per post.

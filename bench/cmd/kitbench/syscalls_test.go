@@ -336,7 +336,7 @@ func TestIOTableAndSummary(t *testing.T) {
 		s := &scenarioReport{Name: "post-1000-conversations", Trivial: s.Trivial, Kitd: s.Kitd, ClusterEntry: []string{"n1"},
 			Cluster: &runStats{Server: "cluster of 2", Requests: 100, CPUMicrosPerRequest: cpu1 + cpu2, Processes: []processIO{
 				{Name: "n1", CPUMicrosPerRequest: &cpu1, PerRequest: &ioFigures{ReadCalls: 2.43, WriteCalls: 1.44, BytesWritten: 980, Syncs: &syncs},
-					Counters: map[string]uint64{raftMessagesCounter: 112}},
+					Counters: map[string]uint64{raftMessagesCounter: 112, compactedCounter: 40000}},
 				{Name: "n2", CPUMicrosPerRequest: &cpu2},
 			}}}
 		s.computeRatios()
@@ -345,10 +345,10 @@ func TestIOTableAndSummary(t *testing.T) {
 		want := strings.Join([]string{
 			"each node's share of a post (the connections entered n1):",
 			"",
-			"| node | CPU/post | read calls/post | write calls/post | bytes written/post | fdatasyncs/post | raft messages/post |",
-			"|---|--:|--:|--:|--:|--:|--:|",
-			"| n1 | 43.5 µs | 2.43 | 1.44 | 980 | 0.0900 | 1.12 |",
-			"| n2 | 28.2 µs | - | - | - | - | - |",
+			"| node | CPU/post | read calls/post | write calls/post | bytes written/post | of them compacted | fdatasyncs/post | raft messages/post |",
+			"|---|--:|--:|--:|--:|--:|--:|--:|",
+			"| n1 | 43.5 µs | 2.43 | 1.44 | 980 | 400 | 0.0900 | 1.12 |",
+			"| n2 | 28.2 µs | - | - | - | - | - | - |",
 			"",
 		}, "\n")
 		if got := buf.String(); !strings.HasSuffix(got, want) {
