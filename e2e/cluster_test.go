@@ -95,6 +95,19 @@ func TestClusterStoppedWholeWarnsOfNothing(t *testing.T) {
 	}
 }
 
+// A member that crashes is a warning in the others' logs, once gossip
+// declares it dead; its join was a line at info.
+func TestClusterWarnsOfAMemberThatFails(t *testing.T) {
+	c := startCluster(t, 3)
+	if !c.nodes[0].logged(`"level":"INFO"`, `"msg":"member joined"`, `"member":"n3"`) {
+		t.Errorf("n1 did not log n3's join:\n%s", c.nodes[0].tail(4<<10))
+	}
+	c.nodes[2].kill()
+	eventually.True(t, "n1 warns that n3 failed", func() bool {
+		return c.nodes[0].logged(`"level":"WARN"`, `"msg":"member failed"`, `"member":"n3"`)
+	})
+}
+
 // A token revoked through one node is refused through every other on the
 // next request, though they had it cached (docs/cluster.md "Goals").
 func TestClusterRevocationReachesEveryNode(t *testing.T) {

@@ -354,6 +354,21 @@ func (s *Server) warnings(n int) string {
 	return string(out)
 }
 
+// logged reports whether a line of the server's log holds every one of
+// parts.
+func (s *Server) logged(parts ...string) bool {
+	for line := range bytes.Lines(s.errOut.all()) {
+		all := true
+		for _, p := range parts {
+			all = all && bytes.Contains(line, []byte(p))
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
 // warningsWhileStopping is the lines of the server's log at WARN or ERROR
 // from the moment it began to drain.
 func (s *Server) warningsWhileStopping() string { return string(s.warningLines(true)) }

@@ -30,7 +30,7 @@ type groups struct {
 
 // startGroups starts the raft groups cfg asks for and makes the actors
 // commit through them.
-func startGroups(cfg Config, store *persistence.Store, env *actors.Env, httpAddr string, logger *slog.Logger) (groups, error) {
+func startGroups(cfg Config, store *persistence.Store, env *actors.Env, httpAddr string, logger, membershipLogger *slog.Logger) (groups, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	hosts := wakingHosts{hosts: env.Host, env: env, log: logger, wakes: newWakes()}
@@ -46,7 +46,7 @@ func startGroups(cfg Config, store *persistence.Store, env *actors.Env, httpAddr
 		}
 		m, err := clusternode.Start(ctx, clusternode.Config{
 			NodeName: cfg.NodeName, GossipBind: cfg.ClusterBind, Join: cfg.Join, ClusterKey: cfg.ClusterKey,
-			PeerListen: peerListen, PeerAdvertise: cfg.PeerAdvertise, HTTPAddr: httpAddr, Store: store, Node: env.Host, Hosts: hosts, Logger: logger,
+			PeerListen: peerListen, PeerAdvertise: cfg.PeerAdvertise, HTTPAddr: httpAddr, Store: store, Node: env.Host, Hosts: hosts, Logger: logger, MembershipLogger: membershipLogger,
 			DownTimeout: cfg.DownTimeout, ForgetAfter: cfg.ForgetAfter, Replicas: cfg.Replicas,
 		})
 		if err != nil {

@@ -167,7 +167,9 @@ func Start(cfg Config) (_ *Server, err error) {
 			s.publicURL = "https://" + s.ln.Addr().String()
 		}
 	}
-	if s.groups, err = startGroups(cfg, s.store, env, s.ln.Addr().String(), quieter(s.log, slog.LevelWarn)); err != nil {
+	// The replication's info lines are chatter to an operator; the
+	// membership's (members joining, leaving, failing) are not.
+	if s.groups, err = startGroups(cfg, s.store, env, s.ln.Addr().String(), quieter(s.log, slog.LevelWarn), s.log); err != nil {
 		return nil, err
 	}
 	if s.groups.clusterNode == nil && s.groups.replica == nil {

@@ -196,6 +196,7 @@ func (m *Membership) apply(n *notice) {
 		e.Node = Node{Name: n.name, Addr: n.addr, State: meta.State, Meta: meta}
 		e.suspect = false
 		m.pending.add(Event{Kind: kind, Node: e.Node})
+		m.logChange(kind, e.Node)
 	case noteLeave:
 		if e == nil || !e.State.published() {
 			return // a node never accepted, or already gone
@@ -207,6 +208,7 @@ func (m *Membership) apply(n *notice) {
 			e.State, kind = StateLeft, EventLeave // memberlist never finds itself dead
 		}
 		m.pending.add(Event{Kind: kind, Node: e.Node})
+		m.logChange(kind, e.Node)
 	case noteSuspect:
 		if e != nil && e.State.published() {
 			e.suspect = true
@@ -226,8 +228,33 @@ func (m *Membership) apply(n *notice) {
 				// goodbye's TCP stream race): it was a leave after all.
 				e.State = StateLeft
 				m.pending.add(Event{Kind: EventLeave, Node: e.Node})
+				m.logChange(EventLeave, e.Node)
 			}
 		}
+	}
+}
+
+// logChange logs a change of another member the way an operator reads a
+// cluster's log: a join (or a new life of a name) and a leave at info, a
+// member declared dead at warn, unless this node is leaving (Leaving) and
+// its peers may be stopping with it. A republished meta is no line. The
+// consumer of Events may miss a join that an update overtook (the outbox
+// keeps a node's latest); the log does not.
+func (m *Membership) logChange(kind EventKind, n Node) {
+	if n.Name == m.name {
+		return
+	}
+	switch kind {
+	case EventJoin:
+		m.log.Info("member joined", "member", n.Name, "gossipAddr", n.Addr)
+	case EventLeave:
+		m.log.Info("member left", "member", n.Name)
+	case EventFail:
+		level := slog.LevelWarn
+		if m.leaving.Load() {
+			level = slog.LevelInfo
+		}
+		m.log.Log(context.Background(), level, "member failed", "member", n.Name, "gossipAddr", n.Addr)
 	}
 }
 

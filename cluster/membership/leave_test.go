@@ -1,6 +1,9 @@
 package membership
 
-import "testing"
+import (
+	"log/slog"
+	"testing"
+)
 
 // A member that leaves is recorded "left", one that dies "dead": told
 // apart by memberlist's verdict or by the member's goodbye, whichever
@@ -22,7 +25,7 @@ func TestLeaveOrDeath(t *testing.T) {
 		{"a goodbye of another life is not this one's", []notice{goodbye(otherLife), leave(false)}, StateDead, EventFail},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
-			m := &Membership{name: "n0", nodes: map[string]*entry{
+			m := &Membership{name: "n0", log: slog.New(slog.DiscardHandler), nodes: map[string]*entry{
 				"n2": {Node: Node{Name: "n2", State: StateAlive, Meta: Meta{SystemID: life, State: StateAlive}}},
 			}}
 			for i := range tc.notes {

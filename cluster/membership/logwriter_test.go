@@ -52,3 +52,37 @@ func TestLogWriterLevels(t *testing.T) {
 		})
 	}
 }
+
+// An operator reads the cluster's membership in the log: joins and leaves
+// at info, a member gossip declared dead at warn, unless this node is
+// leaving with its peers; its own changes and republished metas are no
+// lines.
+func TestMemberChangesAreLogged(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		kind    EventKind
+		member  string
+		leaving bool
+		want    string // "": no line
+	}{
+		{"a member that joins is told", EventJoin, "n2", false, `level=INFO msg="member joined" member=n2`},
+		{"a member that leaves is told", EventLeave, "n2", false, `level=INFO msg="member left" member=n2`},
+		{"a member declared dead is warned of", EventFail, "n2", false, `level=WARN msg="member failed" member=n2`},
+		{"a member dead while this node leaves is told", EventFail, "n2", true, `level=INFO msg="member failed" member=n2`},
+		{"a republished meta is no line", EventUpdate, "n2", false, ""},
+		{"this node's own change is no line", EventJoin, "n1", false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &testLog{}
+			m := &Membership{name: "n1", log: slog.New(slog.NewTextHandler(l, nil))}
+			if tc.leaving {
+				m.Leaving()
+			}
+			m.logChange(tc.kind, Node{Name: tc.member, Addr: "127.0.0.1:7946"})
+			got := l.String()
+			if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+				t.Fatalf("logged %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -48,6 +48,10 @@ type Config struct {
 	// Hosts is the switch of where activations run; nil: Node.
 	Hosts  replica.Hosts
 	Logger *slog.Logger
+	// MembershipLogger gets the membership's lines: members joining,
+	// leaving and failing, at info and warn, which an operator reads
+	// where Logger may keep warnings only; nil: Logger.
+	MembershipLogger *slog.Logger
 	// Timing of gossip's failure detector; zero: by the bind address
 	// (membership.LocalTiming on loopback).
 	Timing membership.Timing
@@ -105,6 +109,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.MembershipLogger == nil {
+		cfg.MembershipLogger = cfg.Logger
+	}
 	if cfg.ClusterKey == "" {
 		return nil, errors.New("member: a cluster needs --cluster-key: its members authenticate each other with it")
 	}
@@ -134,7 +141,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	m.rn.Bind(m.pt)
 	m.ms, err = membership.Start(membership.Config{
 		NodeName: cfg.NodeName, BindAddr: cfg.GossipBind, Join: cfg.Join, ClusterKey: cfg.ClusterKey,
-		Timing: cfg.Timing, Logger: cfg.Logger,
+		Timing: cfg.Timing, Logger: cfg.MembershipLogger,
 		Meta: membership.Meta{HTTPAddr: cfg.HTTPAddr, PeerAddr: m.AdvertisedPeerAddr(), RaftID: id, State: membership.StateJoining},
 	})
 	if err != nil {
