@@ -29,19 +29,16 @@ func TestRunAgainstTrivial(t *testing.T) {
 			req.SetBodyString(`{"text":"hi"}`)
 		}},
 	} {
-		res, err := Run(context.Background(), Config{
+		res, cfg := runAtLeast(t, Config{
 			Addr: srv.Addr, Concurrency: 4, Duration: 200 * time.Millisecond, Warmup: 20 * time.Millisecond,
-		}, sc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		}, sc, 50)
 		if res.Errors != 0 || res.OK < 50 {
 			t.Fatalf("%s: ok %d errors %d %+v", sc.Name, res.OK, res.Errors, res.FirstErrors)
 		}
 		if res.Latency.Count() != res.OK {
 			t.Errorf("%s: histogram holds %d, ok %d", sc.Name, res.Latency.Count(), res.OK)
 		}
-		if res.Elapsed != 200*time.Millisecond || res.RPS() <= 0 {
+		if res.Elapsed != cfg.Duration || res.RPS() <= 0 {
 			t.Errorf("%s: elapsed %v rps %v", sc.Name, res.Elapsed, res.RPS())
 		}
 		p50, p99 := res.Latency.Quantile(0.5), res.Latency.Quantile(0.99)
@@ -81,14 +78,11 @@ func TestRunCountsErrorsAndSpreadsRequests(t *testing.T) {
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Shutdown()
 
-	res, err := Run(context.Background(), Config{
+	res, _ := runAtLeast(t, Config{
 		Addr: ln.Addr().String(), Concurrency: 3, Duration: 200 * time.Millisecond,
 	}, Scenario{Name: "spread", Build: func(n uint64, req *fasthttp.Request) {
 		req.SetRequestURI("/c/" + string(rune('0'+n%10)))
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}}, 200)
 	if res.Errors == 0 || res.Status[429] != res.Errors || res.Status[200] != res.OK {
 		t.Fatalf("errors %d status %v", res.Errors, res.Status)
 	}
@@ -188,7 +182,10 @@ func TestRunSpreadsOverAddrs(t *testing.T) {
 	sc := Scenario{Name: "spread", Build: func(n uint64, req *fasthttp.Request) { req.SetRequestURI("/") }}
 	cfg := Config{Addrs: addrs, Concurrency: 6, Duration: 200 * time.Millisecond}
 	for _, run := range []func() (*Result, error){
-		func() (*Result, error) { return Run(context.Background(), cfg, sc) },
+		func() (*Result, error) {
+			res, _ := runAtLeast(t, cfg, sc, 60)
+			return res, nil
+		},
 		func() (*Result, error) { return RunOpen(context.Background(), cfg, 600, sc) },
 	} {
 		for i := range hits {
@@ -206,5 +203,26 @@ func TestRunSpreadsOverAddrs(t *testing.T) {
 				t.Errorf("server %d never reached (with its own Host)", i)
 			}
 		}
+	}
+}
+
+// runAtLeast runs sc in closed loops as cfg says, again with a window
+// twice as long whenever a busy machine let the window hold fewer than n
+// answers, up to 30 s: these tests are of what Run records, not of how
+// many requests this machine serves in 200 ms. It returns the result and
+// the configuration of the run that counted.
+func runAtLeast(t *testing.T, cfg Config, sc Scenario, n uint64) (*Result, Config) {
+	t.Helper()
+	for {
+		res, err := Run(context.Background(), cfg, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := res.OK + res.Errors
+		if got >= n || cfg.Duration >= 30*time.Second {
+			return res, cfg
+		}
+		t.Logf("%s: %d answers in %v, want %d: again with twice the window", sc.Name, got, cfg.Duration, n)
+		cfg.Duration *= 2
 	}
 }
