@@ -348,3 +348,48 @@ func TestStop(t *testing.T) {
 		})
 	}
 }
+
+// selfStopper stops itself as it starts while fail says so, as an actor
+// that cannot read its state does, and counts its activations.
+type selfStopper struct {
+	started *atomic.Int32
+	fail    *atomic.Bool
+}
+
+func (s selfStopper) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *actor.Started:
+		s.started.Add(1)
+		if s.fail.Load() {
+			ctx.Stop(ctx.Self())
+		}
+	case *kitpb.GetUser:
+		ctx.Respond(&kitpb.UserReply{User: &kitpb.User{Id: "ok"}})
+	}
+}
+
+// An activation that stops itself as it starts (it could not load its
+// state) leaves no entry behind: the next message activates the identity
+// again. A stale entry sent every later message to the stopped process,
+// where it was dropped, and the identity never ran again.
+func TestAnActivationStoppedAsItStartsIsNotKept(t *testing.T) {
+	id := identitiesOf(partition.ID(5), 1)[0]
+	var started atomic.Int32
+	var fail atomic.Bool
+	fail.Store(true)
+	n, err := Start(Config{RequestTimeout: 2 * time.Second}, &Kind{Name: "stopper", New: func(string) actor.Actor {
+		return selfStopper{started: &started, fail: &fail}
+	}, Opts: []actor.PropsOption{actor.WithDispatcher(actor.NewSynchronizedDispatcher(10)), actor.WithMailbox(NewInlineMailbox)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	for range 20 {
+		n.Send("stopper", id, &kitpb.GetUser{})
+	}
+	fail.Store(false)
+	eventually.NoError(t, "the identity answers once it can start", func() error {
+		_, err := Call[*kitpb.UserReply](n, "stopper", id, &kitpb.GetUser{})
+		return err
+	})
+}

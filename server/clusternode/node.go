@@ -318,9 +318,11 @@ func (m *Node) publish() {
 		switch {
 		case errors.Is(err, membership.ErrStopped):
 			return // the node left
-		case err != nil && next.State == membership.StateDraining:
+		case err != nil && m.draining.Load():
 			// Members stopped together do not gossip each other's last
-			// news; the node leaves either way.
+			// news; the node leaves either way. Asked when the publish
+			// failed: one begun before the drain waits out its broadcast
+			// in it.
 			m.log.Debug("publish meta", "err", err)
 			continue
 		case err != nil:
