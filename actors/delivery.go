@@ -219,8 +219,8 @@ func (a *deliveryActor) activate(identity string) error {
 		return err
 	}
 	for _, d := range a.q.state {
-		if d.outboxPos > a.taken[d.source] {
-			a.taken[d.source] = d.outboxPos
+		if pos := max(d.outboxPos, d.origin); pos > a.taken[d.source] {
+			a.taken[d.source] = pos
 		}
 	}
 	v, err := a.env.Store.Get(eventSequenceKey(a.id))

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -65,7 +65,37 @@ func (a *deliveryActor) loadDelivered() error {
 	if err == nil {
 		err = decodeErr
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return a.finishPruning()
+}
+
+// finishPruning deletes the lowest delivered records whose outbox entries
+// are gone, in the pending batch: what a pruning's write left when a kill
+// parted it (keepRecent deletes the entries, in their sources' partitions,
+// before the records), which no listing could read. Pruning deletes the
+// lowest records, so the first whose entry is there ends the walk: one
+// read at an activation that follows no such kill.
+func (a *deliveryActor) finishPruning() error {
+	for i, seq := range a.delivered {
+		ref, ok := a.deliveredRefs[seq]
+		if !ok {
+			continue // a copy, whose entry went with the write that made it
+		}
+		there, err := a.env.Partition(partition.Of(ref.source)).Has(outboxKey(a.id, ref.source, ref.pos))
+		if err != nil {
+			return err
+		}
+		if there {
+			break
+		}
+		a.pending().Delete(deliveredEventKey(a.id, seq))
+		delete(a.deliveredRefs, seq)
+		a.delivered[i] = 0 // no sequence is 0
+	}
+	a.delivered = slices.DeleteFunc(a.delivered, func(seq uint64) bool { return seq == 0 })
+	return nil
 }
 
 // putDelivered writes the delivered record of ev, the event whose
@@ -128,13 +158,16 @@ func (a *deliveryActor) dropDeliveredRef(b batch, seq uint64) {
 	}
 }
 
-// forgetDelivered notes that the delivered record seq was deleted in b,
-// and deletes the outbox entry it referred to there.
-func (a *deliveryActor) forgetDelivered(b batch, seq uint64) {
+// forgetDelivered notes that the delivered record seq is deleted, and
+// answers the position of the outbox entry it referred to (0: none), which
+// its caller takes over.
+func (a *deliveryActor) forgetDelivered(seq uint64) (pos uint64) {
 	if i, found := slices.BinarySearch(a.delivered, seq); found {
 		a.delivered = slices.Delete(a.delivered, i, i+1)
 	}
-	a.dropDeliveredRef(b, seq)
+	pos = a.deliveredRefs[seq].pos
+	delete(a.deliveredRefs, seq)
+	return pos
 }
 
 // listDeliveries answers the deliveries below m.BeforeSequence, highest
@@ -228,12 +261,17 @@ func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
 	}
 	b := a.env.newBatch()
 	reply := &kitpb.RedeliverReply{}
+	// requeue queues again the delivered or dead event ev, whose record k
+	// it deletes, as a copy. A delivered record that refers to its outbox
+	// entry hands the entry to the copy, as its origin: deleting it here
+	// would write two partitions, which a kill may part.
 	requeue := func(k []byte, ev *kitpb.Event) {
 		b.Delete(k)
 		ev.Redelivery, ev.NextAttemptAt, ev.FirstAttemptAt, ev.FinishedAt = true, 0, 0, 0
-		put(b, queuedEventKey(a.id, ev.Sequence), ev)
 		d := a.q.insert(queueOf(ev, a.id), ev.Sequence, nanos(a.env.Clock.Now()))
-		d.attempts, d.asked, d.stored = ev.Attempts, true, true
+		d.attempts, d.asked = ev.Attempts, true
+		d.origin = a.forgetDelivered(ev.Sequence)
+		a.putCopy(b, queuedEventKey(a.id, ev.Sequence), ev, d)
 		reply.Sequences = append(reply.Sequences, ev.Sequence)
 	}
 	if m.EventId == "" {
@@ -259,6 +297,9 @@ func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
 		return reply, nil
 	}
 	if err := b.Write(); err != nil {
+		// The queue in memory holds what the store may not: start again
+		// from the store (stopIfBroken).
+		a.fail(err)
 		return nil, fmt.Errorf("redeliver events of %s: %w", a.id, err)
 	}
 	if a.env.Deliveries != nil {
@@ -271,12 +312,11 @@ func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
 // once, unless it is in flight already), delivered or dead (requeued).
 func (a *deliveryActor) redeliverOne(b batch, id string, requeue func([]byte, *kitpb.Event), reply *kitpb.RedeliverReply) (bool, error) {
 	found := false
-	var seq uint64
 	match := func(k []byte, ev *kitpb.Event) bool {
 		if ev.Id != id {
 			return true
 		}
-		found, seq = true, ev.Sequence
+		found = true
 		switch d := a.q.state[ev.Sequence]; {
 		case d == nil:
 			requeue(k, ev)
@@ -284,10 +324,8 @@ func (a *deliveryActor) redeliverOne(b batch, id string, requeue func([]byte, *k
 			a.q.release(d)
 			d.nextAt, d.firstAt, d.asked, d.rec = 0, 0, true, nil // its record changes
 			ev.NextAttemptAt, ev.FirstAttemptAt, ev.Redelivery = 0, 0, true
-			put(b, k, ev) // the event itself, as after a failed attempt
-			d.stored = true
+			a.putCopy(b, k, ev, d) // the event itself, as after a failed attempt
 			a.unref(b, d)
-			a.dropOutboxEntry(b, d)
 			reply.Sequences = append(reply.Sequences, ev.Sequence)
 		}
 		return false
@@ -310,9 +348,6 @@ func (a *deliveryActor) redeliverOne(b batch, id string, requeue func([]byte, *k
 			return false, err
 		}
 		if found {
-			if bytes.Equal(prefix, deliveredEventsPrefix(a.id)) {
-				a.forgetDelivered(b, seq)
-			}
 			return true, nil
 		}
 	}

@@ -65,6 +65,13 @@ type delivery struct {
 	// record that refers to it); 0: the queue record holds the event
 	// itself.
 	outboxPos uint64
+	// origin is the position in its source's outbox of the entry a queue
+	// record of its own (stored) was copied from, which stays until the
+	// event leaves the queue; 0: none, or gone. Deleting the entry with
+	// the copy's write had been a write across two partitions, which a
+	// cluster does not commit atomically: a kill between its parts lost
+	// the event (docs/deliveries.md, "Writes that span partitions").
+	origin uint64
 	// takenBy is the taken record (its first sequence) that queues the
 	// event as a reference; 0: none (delivery_taken.go).
 	takenBy uint64
@@ -247,7 +254,7 @@ func (q *deliveryQueue) load(store *persistence.Store, inst string, resumedAt, n
 			continue
 		}
 		d := q.push(queueOf(ev, inst), seq, now)
-		d.stored = true
+		d.stored, d.origin = true, ev.CopiedFromPos
 		d.attempts, d.nextAt, d.firstAt, d.asked = ev.Attempts, ev.NextAttemptAt, ev.FirstAttemptAt, ev.Redelivery || ev.Test
 		if d.firstAt != 0 && d.firstAt < resumedAt {
 			d.nextAt, d.firstAt = 0, 0
@@ -425,7 +432,7 @@ func decodeEvent(rec []byte) (*kitpb.Event, error) {
 	if err := proto.Unmarshal(rec, ev); err != nil {
 		return nil, fmt.Errorf("decode event: %w", err)
 	}
-	ev.OutboxSource, ev.OutboxPos = "", 0
+	ev.OutboxSource, ev.OutboxPos, ev.CopiedFromPos = "", 0, 0
 	return ev, nil
 }
 
@@ -496,6 +503,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		ev.NextAttemptAt, ev.FinishedAt = 0, nanos(now)
 		a.dropQueued(b, k, d)
 		a.putDelivered(b, ev, d)
+		a.dropOutboxEntry(b, d) // a copy's origin: a reference's is the record's now
 		endpointLog = a.endpointSucceeded(b, now)
 	default:
 		e.Level, e.ErrorCode = LogLevelError, m.ErrorCode
@@ -510,7 +518,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 			ev.FinishedAt = nanos(now)
 			a.dropQueued(b, k, d)
 			a.dropOutboxEntry(b, d)
-			put(b, deadEventKey(a.id, m.Sequence), ev)
+			put(b, deadEventKey(a.id, m.Sequence), ev) // a copy, which needs no entry
 			break
 		}
 		e.Status = "retry_scheduled"
@@ -519,9 +527,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 		}
 		d.nextAt = nanos(now.Add(retryWait(d.attempts, m.JitterPermille)))
 		ev.NextAttemptAt, ev.FirstAttemptAt = d.nextAt, d.firstAt
-		put(b, k, ev) // the event itself from now on, with its state
-		d.stored = true
-		a.dropOutboxEntry(b, d)
+		a.putCopy(b, k, ev, d) // the event itself from now on, with its state
 	}
 	if a.ep.KitId != "" {
 		a.env.putLog(b, partition.Of(a.id), a.ep.KitId, e)
@@ -552,12 +558,30 @@ func (a *deliveryActor) dropQueued(b batch, k []byte, d *delivery) {
 	}
 }
 
-// dropOutboxEntry deletes the outbox entry d's queue record referred to,
-// in b, whose writes leave d's record holding the event itself or gone.
-func (a *deliveryActor) dropOutboxEntry(b batch, d *delivery) {
+// putCopy writes ev, the event d itself with its state, as its queue
+// record k in b. A reference becomes a copy whose origin is the outbox
+// entry it referred to: the entry stays, so that b writes the
+// installation's partition alone, and goes with the write in which the
+// event leaves the queue (dropOutboxEntry).
+func (a *deliveryActor) putCopy(b batch, k []byte, ev *kitpb.Event, d *delivery) {
 	if d.outboxPos != 0 {
-		b.Delete(outboxKey(a.id, d.source, d.outboxPos))
-		d.outboxPos = 0
+		d.origin, d.outboxPos = d.outboxPos, 0
+	}
+	ev.CopiedFromPos = d.origin
+	put(b, k, ev)
+	d.stored = true
+}
+
+// dropOutboxEntry deletes in b the outbox entry of d, which leaves the
+// queue in b's other writes: the entry its record referred to, or the
+// one its copy was made from. The entry goes first on a cluster
+// (replica.Log proposes the parts other nodes lead before the actor's
+// own), so a kill between them leaves the copy queued, to be sent again,
+// never an event in neither place.
+func (a *deliveryActor) dropOutboxEntry(b batch, d *delivery) {
+	if pos := max(d.outboxPos, d.origin); pos != 0 {
+		b.Delete(outboxKey(a.id, d.source, pos))
+		d.outboxPos, d.origin = 0, 0
 	}
 }
 

@@ -61,8 +61,14 @@ type Event struct {
 	// by the sequencer instead of a copy: the event is that entry's record
 	// merged with this one (docs/deliveries.md, "Outbox and sequencer").
 	// Never set in an event handed to the sender, nor in a full record.
-	OutboxSource  string `protobuf:"bytes,21,opt,name=outbox_source,json=outboxSource,proto3" json:"outbox_source,omitempty"`
-	OutboxPos     uint64 `protobuf:"varint,22,opt,name=outbox_pos,json=outboxPos,proto3" json:"outbox_pos,omitempty"`
+	OutboxSource string `protobuf:"bytes,21,opt,name=outbox_source,json=outboxSource,proto3" json:"outbox_source,omitempty"`
+	OutboxPos    uint64 `protobuf:"varint,22,opt,name=outbox_pos,json=outboxPos,proto3" json:"outbox_pos,omitempty"`
+	// A queue record that holds the event itself (after a failed attempt or a
+	// redelivery) and was copied from the outbox entry at this position of its
+	// queue's source: the entry stays until the copy leaves the queue, whose
+	// write deletes it (docs/deliveries.md, "Writes that span partitions").
+	// Never set in an event handed to the sender.
+	CopiedFromPos uint64 `protobuf:"varint,23,opt,name=copied_from_pos,json=copiedFromPos,proto3" json:"copied_from_pos,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -247,6 +253,13 @@ func (x *Event) GetOutboxSource() string {
 func (x *Event) GetOutboxPos() uint64 {
 	if x != nil {
 		return x.OutboxPos
+	}
+	return 0
+}
+
+func (x *Event) GetCopiedFromPos() uint64 {
+	if x != nil {
+		return x.CopiedFromPos
 	}
 	return 0
 }
@@ -1326,7 +1339,7 @@ var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\x06kit.v1\x1a\rrecords.proto\x1a\vfiles.proto\"\xa3\x06\n" +
+	"\fevents.proto\x12\x06kit.v1\x1a\rrecords.proto\x1a\vfiles.proto\"\xcb\x06\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1f\n" +
@@ -1355,7 +1368,8 @@ const file_events_proto_rawDesc = "" +
 	"\x04user\x18\x14 \x01(\v2\f.kit.v1.UserR\x04user\x12#\n" +
 	"\routbox_source\x18\x15 \x01(\tR\foutboxSource\x12\x1d\n" +
 	"\n" +
-	"outbox_pos\x18\x16 \x01(\x04R\toutboxPos\"c\n" +
+	"outbox_pos\x18\x16 \x01(\x04R\toutboxPos\x12&\n" +
+	"\x0fcopied_from_pos\x18\x17 \x01(\x04R\rcopiedFromPos\"c\n" +
 	"\rEventReaction\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x1a\n" +
