@@ -69,3 +69,45 @@ func (b batch) Write() error {
 	}
 	return b.Batch.Write()
 }
+
+// commitInSteps commits steps in order: on a cluster each step's writes
+// are applied in every partition they touch before the next step is
+// proposed. A batch that spans partitions is one raft entry a partition
+// there, and a kill can part them in any way (docs/cluster.md, "Global
+// indexes"), so a write whose parts must not stand without each other
+// comes in steps: first what may stand alone (a new credential, a
+// revocation, an index entry), last its commit point (the owner's own
+// record, what a retry looks at), so that a retry after a kill finds the
+// write undone and does it whole again. On a node alone the steps are
+// one batch, which the store applies whole.
+func (e *Env) commitInSteps(steps ...batch) error {
+	if e.Commits == nil {
+		whole := steps[0]
+		for _, s := range steps[1:] {
+			if !s.Empty() {
+				if err := whole.AddRepr(s.Repr()); err != nil {
+					closeAll(steps)
+					return err
+				}
+			}
+			s.Close()
+		}
+		return whole.Commit()
+	}
+	for i, s := range steps {
+		if err := s.Commit(); err != nil {
+			closeAll(steps[i+1:])
+			return err
+		}
+	}
+	return nil
+}
+
+// closeAll closes the batches of bs that were started.
+func closeAll(bs []batch) {
+	for _, b := range bs {
+		if b.Batch != nil {
+			b.Close()
+		}
+	}
+}

@@ -176,17 +176,20 @@ func (a *conversationActor) create(m *kitpb.CreateConversation) (proto.Message, 
 		Id: a.id, WorkspaceId: m.WorkspaceId, Kind: m.Kind, Visibility: m.Visibility,
 		Name: m.Name, Topic: m.Topic, CreatedAt: nanos(now),
 	}
-	b := a.env.newBatch()
+	// The index entries first, the conversation's records last
+	// (commitInSteps): a kill between leaves entries that lead to no
+	// conversation, and a create that a retry does whole.
+	index, b := a.env.newBatch(), a.env.newBatch()
+	index.Set(messageTagKey(a.tag, a.id), nil)
 	put(b, conversationKey(a.id), conv)
-	b.Set(messageTagKey(a.tag, a.id), nil)
 	members := make(map[string]*kitpb.Member, len(m.MemberIds))
 	for _, uid := range m.MemberIds {
 		mem := &kitpb.Member{UserId: uid, JoinedAt: nanos(now)}
 		members[uid] = mem
 		put(b, memberKey(a.id, uid), mem)
-		b.Set(memberConversationKey(uid, a.id), nil)
+		index.Set(memberConversationKey(uid, a.id), nil)
 	}
-	if err := b.Commit(); err != nil {
+	if err := a.env.commitInSteps(index, b); err != nil {
 		return nil, fmt.Errorf("create conversation %s: %w", a.id, err)
 	}
 	a.conv, a.members = conv, members
@@ -205,11 +208,12 @@ func (a *conversationActor) addMember(m *kitpb.AddMember) (proto.Message, error)
 		return &kitpb.Ok{}, nil
 	}
 	mem := &kitpb.Member{UserId: m.UserId, JoinedAt: nanos(a.env.Clock.Now())}
-	b := a.env.newBatch()
+	// The member's entry first, the member last: a retry finds no member.
+	index, b := a.env.newBatch(), a.env.newBatch()
+	index.Set(memberConversationKey(m.UserId, a.id), nil)
 	put(b, memberKey(a.id, m.UserId), mem)
-	b.Set(memberConversationKey(m.UserId, a.id), nil)
 	a.emitMember(b, eventChannelMemberJoined, mem, mem.JoinedAt)
-	if err := a.commit(b); err != nil {
+	if err := a.commit(index, b); err != nil {
 		return nil, fmt.Errorf("add member to %s: %w", a.id, err)
 	}
 	a.members[m.UserId] = mem
@@ -220,11 +224,12 @@ func (a *conversationActor) removeMember(m *kitpb.RemoveMember) (proto.Message, 
 	if _, ok := a.members[m.UserId]; !ok {
 		return nil, kiterr.Absent("member")
 	}
-	b := a.env.newBatch()
+	// The member's entry first, the member last: a retry finds the member.
+	index, b := a.env.newBatch(), a.env.newBatch()
+	index.Delete(memberConversationKey(m.UserId, a.id))
 	b.Delete(memberKey(a.id, m.UserId))
-	b.Delete(memberConversationKey(m.UserId, a.id))
 	a.emitMember(b, eventChannelMemberLeft, a.members[m.UserId], nanos(a.env.Clock.Now()))
-	if err := a.commit(b); err != nil {
+	if err := a.commit(index, b); err != nil {
 		return nil, fmt.Errorf("remove member from %s: %w", a.id, err)
 	}
 	delete(a.members, m.UserId)
@@ -314,8 +319,8 @@ func (a *conversationActor) setBotEvents(m *kitpb.SetBotEvents) (proto.Message, 
 }
 
 // commit commits b and then sends the notices of the events it wrote.
-func (a *conversationActor) commit(b batch) error {
-	if err := b.Commit(); err != nil {
+func (a *conversationActor) commit(steps ...batch) error {
+	if err := a.env.commitInSteps(steps...); err != nil {
 		a.outbox.failed()
 		return err
 	}

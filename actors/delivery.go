@@ -38,6 +38,9 @@ type deliveryActor struct {
 	// what notices took, and the outcomes of attempts, which share one
 	// write (docs/deliveries.md, "Cost").
 	batch batch
+	// drops are the outbox entries to delete, on a cluster, in a step of
+	// their own before the batch's other writes (dropsFor).
+	drops batch
 	takes bool // batch holds takes: commit before handing out events
 	// newHead: a notice's take queued an event at the head of its
 	// conversation's queue, which a take may hand out now. An event
@@ -273,10 +276,27 @@ func (a *deliveryActor) takeOutbox() error {
 // outbox in one write or not at all, and the next one takes the same
 // entries again under the same sequences.
 func (a *deliveryActor) discard() {
-	if a.batch.Batch != nil {
-		a.batch.Close()
+	closeAll([]batch{a.batch, a.drops})
+	a.batch, a.drops, a.takes = batch{}, batch{}, false
+}
+
+// dropsFor is where the deletion of an outbox entry goes, which the
+// writes of b let go: b itself on a node alone, whose batches the store
+// applies whole. On a cluster the entry lives in its source's partition,
+// and a batch that spans partitions is one raft entry a partition, which
+// a kill can part: the deletions are a step of their own, committed
+// before the rest (sealed.commit), so that a parted commit leaves the
+// event where it was (a queued copy, sent again) rather than nowhere
+// (docs/deliveries.md, "Writes that span partitions").
+func (a *deliveryActor) dropsFor(b batch) batch {
+	if !a.replicated() {
+		return b
 	}
-	a.batch, a.takes = batch{}, false
+	a.pending() // what flushes and seals look at
+	if a.drops.Batch == nil {
+		a.drops = a.env.newBatch()
+	}
+	return a.drops
 }
 
 // takeNotice takes the event a notice names, after the entries of its
@@ -323,16 +343,27 @@ func (a *deliveryActor) take(source string, pos uint64, rec []byte) {
 	a.q.hold(d, withSequence(rec, a.last))
 }
 
-// seal takes the pending batch with what the sequencer must write with
-// its takes: the taken record and the last sequence.
-func (a *deliveryActor) seal() batch {
-	b, takes := a.batch, a.takes
-	a.batch, a.takes = batch{}, false
-	if takes {
-		a.tk.put(b, a.id)
-		b.Set(eventSequenceKey(a.id), persistence.AppendUint64(nil, a.last))
+// sealed is one commit of the actor: the outbox entries it deletes
+// (dropsFor), then the rest.
+type sealed struct{ drops, rest batch }
+
+func (s sealed) commit(env *Env) error {
+	if s.drops.Batch == nil {
+		return s.rest.Commit()
 	}
-	return b
+	return env.commitInSteps(s.drops, s.rest)
+}
+
+// seal takes the pending writes with what the sequencer must write with
+// its takes: the taken record and the last sequence.
+func (a *deliveryActor) seal() sealed {
+	s, takes := sealed{a.drops, a.batch}, a.takes
+	a.batch, a.drops, a.takes = batch{}, batch{}, false
+	if takes {
+		a.tk.put(s.rest, a.id)
+		s.rest.Set(eventSequenceKey(a.id), persistence.AppendUint64(nil, a.last))
+	}
+	return s
 }
 
 func (a *deliveryActor) handle(msg proto.Message) (proto.Message, error) {

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -9,7 +10,6 @@ import (
 
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
-	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -65,37 +65,7 @@ func (a *deliveryActor) loadDelivered() error {
 	if err == nil {
 		err = decodeErr
 	}
-	if err != nil {
-		return err
-	}
-	return a.finishPruning()
-}
-
-// finishPruning deletes the lowest delivered records whose outbox entries
-// are gone, in the pending batch: what a pruning's write left when a kill
-// parted it (keepRecent deletes the entries, in their sources' partitions,
-// before the records), which no listing could read. Pruning deletes the
-// lowest records, so the first whose entry is there ends the walk: one
-// read at an activation that follows no such kill.
-func (a *deliveryActor) finishPruning() error {
-	for i, seq := range a.delivered {
-		ref, ok := a.deliveredRefs[seq]
-		if !ok {
-			continue // a copy, whose entry went with the write that made it
-		}
-		there, err := a.env.Partition(partition.Of(ref.source)).Has(outboxKey(a.id, ref.source, ref.pos))
-		if err != nil {
-			return err
-		}
-		if there {
-			break
-		}
-		a.pending().Delete(deliveredEventKey(a.id, seq))
-		delete(a.deliveredRefs, seq)
-		a.delivered[i] = 0 // no sequence is 0
-	}
-	a.delivered = slices.DeleteFunc(a.delivered, func(seq uint64) bool { return seq == 0 })
-	return nil
+	return err
 }
 
 // putDelivered writes the delivered record of ev, the event whose
@@ -129,7 +99,11 @@ func (a *deliveryActor) putDelivered(b batch, ev *kitpb.Event, d *delivery) {
 // had been a twentieth of what a delivered event wrote, carried through
 // every flush and compaction (docs/deliveries.md, "Cost on the write
 // path").
-// The outbox entries the pruned records referred to go with them.
+// The outbox entries the pruned records referred to go with them, before
+// them on a cluster (dropsFor): a kill between leaves records without
+// their entries, which the listings skip as pruned and the next pruning
+// deletes, never entries that nothing refers to, which an activation
+// would take again.
 func (a *deliveryActor) keepRecent(b batch, seq uint64, ref outboxRef) {
 	i, found := slices.BinarySearch(a.delivered, seq)
 	if !found {
@@ -153,7 +127,7 @@ func (a *deliveryActor) keepRecent(b batch, seq uint64, ref outboxRef) {
 // referred to, if it did.
 func (a *deliveryActor) dropDeliveredRef(b batch, seq uint64) {
 	if ref, ok := a.deliveredRefs[seq]; ok {
-		b.Delete(outboxKey(a.id, ref.source, ref.pos))
+		a.dropsFor(b).Delete(outboxKey(a.id, ref.source, ref.pos))
 		delete(a.deliveredRefs, seq)
 	}
 }
@@ -210,6 +184,10 @@ func (a *deliveryActor) listDeliveries(m *kitpb.ListDeliveries) (proto.Message, 
 		err := a.env.Store.Scan(r.prefix, upper, true, func(_, v []byte) bool {
 			var ev *kitpb.Event
 			if ev, decodeErr = a.decodeStored(v); decodeErr != nil {
+				if errors.Is(decodeErr, errOutboxEntryGone) {
+					decodeErr = nil
+					return true // pruned (keepRecent)
+				}
 				return false
 			}
 			out = append(out, &kitpb.DeliveryState{Event: ev, State: r.state(ev.Sequence)})
@@ -371,6 +349,10 @@ func (a *deliveryActor) scanEvents(prefix []byte, fn func(k []byte, ev *kitpb.Ev
 	err := a.env.Store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
 		var ev *kitpb.Event
 		if ev, decodeErr = a.decodeStored(v); decodeErr != nil {
+			if errors.Is(decodeErr, errOutboxEntryGone) {
+				decodeErr = nil
+				return true // pruned (keepRecent)
+			}
 			return false
 		}
 		return fn(slices.Clone(k), ev)

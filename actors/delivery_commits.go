@@ -110,7 +110,7 @@ func (a *deliveryActor) startCommit() {
 // takes that a flush wrote without a sync may be all there is to make
 // durable: the last sequence, written again, has the commit sync the WAL,
 // which covers them.
-func (a *deliveryActor) sealDurable() batch {
+func (a *deliveryActor) sealDurable() sealed {
 	a.pending()
 	if !a.replicated() {
 		a.takes = true
@@ -120,8 +120,8 @@ func (a *deliveryActor) sealDurable() batch {
 
 // commitDurably commits b durably: through the groups, or with a WAL sync,
 // whose failure leaves nothing to trust on a node alone (Env.Fatal).
-func commitDurably(env *Env, b batch) error {
-	err := b.Commit()
+func commitDurably(env *Env, s sealed) error {
+	err := s.commit(env)
 	if err != nil && env.Commits == nil {
 		env.Fatal(err)
 	}
@@ -196,11 +196,11 @@ func (a *deliveryActor) settle() error {
 		}
 	case a.batch.Batch == nil:
 	case a.replicated():
-		if err = a.seal().Commit(); err == nil {
+		if err = a.seal().commit(a.env); err == nil {
 			a.durable = max(a.durable, last)
 		}
 	default:
-		err = a.seal().Write()
+		err = a.seal().rest.Write() // no drops: a node alone's batch is whole
 	}
 	if g != nil {
 		g.finish(err)

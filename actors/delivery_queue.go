@@ -402,6 +402,12 @@ func (a *deliveryActor) queuedRecord(seq uint64) ([]byte, error) {
 	return a.resolve(rec)
 }
 
+// errOutboxEntryGone: a record refers to an outbox entry that is gone. A
+// queued event's entry stays until the event leaves the queue, so there
+// it is a fault; a delivered record's goes first when the record is
+// pruned, so there it is a pruning that a kill parted.
+var errOutboxEntryGone = errors.New("the outbox entry it refers to is gone")
+
 // resolve is the queue record rec with the outbox entry it refers to, if
 // it is a reference: protobuf merges records written one after the other,
 // so the entry's event followed by the reference's sequence is the event
@@ -417,7 +423,7 @@ func (a *deliveryActor) resolve(rec []byte) ([]byte, error) {
 	k := outboxKey(a.id, ref.OutboxSource, ref.OutboxPos)
 	ev, err := a.env.Partition(partition.Of(ref.OutboxSource)).Get(k)
 	if errors.Is(err, persistence.ErrNotFound) {
-		return nil, fmt.Errorf("delivery %s: the outbox entry of queued event %d is missing", a.id, ref.Sequence)
+		return nil, fmt.Errorf("delivery %s: event %d: %w", a.id, ref.Sequence, errOutboxEntryGone)
 	}
 	if err != nil {
 		return nil, err
@@ -574,13 +580,12 @@ func (a *deliveryActor) putCopy(b batch, k []byte, ev *kitpb.Event, d *delivery)
 
 // dropOutboxEntry deletes in b the outbox entry of d, which leaves the
 // queue in b's other writes: the entry its record referred to, or the
-// one its copy was made from. The entry goes first on a cluster
-// (replica.Log proposes the parts other nodes lead before the actor's
-// own), so a kill between them leaves the copy queued, to be sent again,
-// never an event in neither place.
+// one its copy was made from. The deletion goes first on a cluster
+// (dropsFor), so a kill between them leaves the copy queued, to be sent
+// again, never an event in neither place.
 func (a *deliveryActor) dropOutboxEntry(b batch, d *delivery) {
 	if pos := max(d.outboxPos, d.origin); pos != 0 {
-		b.Delete(outboxKey(a.id, d.source, pos))
+		a.dropsFor(b).Delete(outboxKey(a.id, d.source, pos))
 		d.outboxPos, d.origin = 0, 0
 	}
 }

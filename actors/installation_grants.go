@@ -94,11 +94,13 @@ func (a *installationActor) rotateBotToken(m *kitpb.RotateBotToken) (proto.Messa
 		Kind: CallerBot, WorkspaceId: a.inst.WorkspaceId, InstallationId: a.id, BotId: a.inst.BotId,
 		Scopes: slices.Clone(a.inst.BotScopes), CreatedAt: nanos(now),
 	}
-	b := a.env.newBatch()
-	put(b, credentialKey(m.OldHash), old)
-	a.putBotToken(b, m.NewHash, next)
-	a.audit(b, "token.rotated", LogLevelInfo, CallerBot, "")
-	if err := b.Commit(); err != nil {
+	// The new token first, the old one's expiry last: a kill between
+	// leaves a token nobody holds, and an old one the retry rotates.
+	fresh, expire := a.env.newBatch(), a.env.newBatch()
+	a.putBotToken(fresh, m.NewHash, next)
+	put(expire, credentialKey(m.OldHash), old)
+	a.audit(expire, "token.rotated", LogLevelInfo, CallerBot, "")
+	if err := a.env.commitInSteps(fresh, expire); err != nil {
 		return nil, fmt.Errorf("rotate bot token of %s: %w", a.id, err)
 	}
 	a.env.Invalidator.CredentialRevoked(m.OldHash)
@@ -167,8 +169,10 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 		}
 	}
 	code.SpentAt = nanos(now)
-	b := a.env.newBatch()
-	put(b, credentialKey(m.CodeHash), code)
+	// The tokens and the grant first, the code spent last: a kill between
+	// leaves tokens nobody holds, and a code the retry exchanges.
+	b, spend := a.env.newBatch(), a.env.newBatch()
+	put(spend, credentialKey(m.CodeHash), code)
 	reply := a.grantReply(code.TokenType, code.UserId, code.Scopes)
 	if code.TokenType == CallerBot {
 		// Tokens are stored as hashes only, so the installation's bot token
@@ -186,8 +190,8 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 		})
 		reply.ExpiresIn = int64(UserTokenLifetime / time.Second)
 	}
-	a.audit(b, "token.issued", LogLevelInfo, code.TokenType, "")
-	if err := b.Commit(); err != nil {
+	a.audit(spend, "token.issued", LogLevelInfo, code.TokenType, "")
+	if err := a.env.commitInSteps(b, spend); err != nil {
 		return nil, fmt.Errorf("exchange code of %s: %w", a.id, err)
 	}
 	return reply, nil
@@ -246,7 +250,17 @@ func (a *installationActor) refresh(m *kitpb.RefreshGrant) (proto.Message, error
 		return nil, err
 	}
 	now := a.env.Clock.Now()
-	if !found || ref.Kind != credRefresh || ref.InstallationId != a.id || a.inst.KitId != m.KitId || ref.RevokedAt != 0 {
+	if !found || ref.Kind != credRefresh || ref.InstallationId != a.id || a.inst.KitId != m.KitId {
+		return a.refuse("refresh", "invalid_refresh_token", errBadRefresh)
+	}
+	if ref.RevokedAt != 0 {
+		// A replay revoked it; a kill may have parted that revocation from
+		// the grant's other credentials, which this one revokes again.
+		if ref.SpentAt != 0 {
+			if err := a.revokeGrant(ref.GrantId); err != nil {
+				return nil, err
+			}
+		}
 		return a.refuse("refresh", "invalid_refresh_token", errBadRefresh)
 	}
 	if ref.SpentAt != 0 {
@@ -262,11 +276,13 @@ func (a *installationActor) refresh(m *kitpb.RefreshGrant) (proto.Message, error
 		return a.refuse("refresh", "session_ended", errBadRefresh)
 	}
 	ref.SpentAt = nanos(now)
-	b := a.env.newBatch()
-	put(b, credentialKey(m.RefreshHash), ref)
-	a.putUserTokens(b, ref, m.AccessHash, m.NewRefreshHash, now)
-	a.audit(b, "token.refreshed", LogLevelInfo, CallerUser, "")
-	if err := b.Commit(); err != nil {
+	// The new tokens first, the old one spent last: a kill between leaves
+	// tokens nobody holds, and a retry that refreshes again.
+	tokens, spend := a.env.newBatch(), a.env.newBatch()
+	a.putUserTokens(tokens, ref, m.AccessHash, m.NewRefreshHash, now)
+	put(spend, credentialKey(m.RefreshHash), ref)
+	a.audit(spend, "token.refreshed", LogLevelInfo, CallerUser, "")
+	if err := a.env.commitInSteps(tokens, spend); err != nil {
 		return nil, fmt.Errorf("refresh a grant of %s: %w", a.id, err)
 	}
 	reply := a.grantReply(CallerUser, ref.UserId, ref.Scopes)
@@ -287,17 +303,22 @@ func (a *installationActor) revokeGrant(grantID string) error {
 		return fmt.Errorf("scan grant %s: %w", grantID, err)
 	}
 	now := nanos(a.env.Clock.Now())
-	b := a.env.newBatch()
+	// The credentials first, the grant's record last (commitInSteps): a
+	// revocation that a kill parted is a grant still listed, which a retry
+	// revokes again, never one gone from the member's page with tokens
+	// that still work.
+	creds, grant := a.env.newBatch(), a.env.newBatch()
 	user := "" // the member of a user grant
 	for _, h := range hashes {
 		cred := &kitpb.Credential{}
 		found, err := a.env.loadIndex(credentialKey(h), cred)
 		if err != nil {
+			closeAll([]batch{creds, grant})
 			return err
 		}
 		if found && cred.RevokedAt == 0 {
 			cred.RevokedAt = now
-			put(b, credentialKey(h), cred)
+			put(creds, credentialKey(h), cred)
 		}
 		if found && cred.UserId != "" {
 			user = cred.UserId
@@ -307,17 +328,16 @@ func (a *installationActor) revokeGrant(grantID string) error {
 	if g := (&kitpb.UserGrant{}); user != "" {
 		found, err := load(a.env.Store, userGrantKey(a.id, user, grantID), g)
 		if err != nil {
+			closeAll([]batch{creds, grant})
 			return err
 		}
 		if found && g.RevokedAt == 0 {
 			g.RevokedAt = now
-			put(b, userGrantKey(a.id, user, grantID), g)
+			put(grant, userGrantKey(a.id, user, grantID), g)
 		}
 	}
-	if !b.Empty() {
-		if err := b.Commit(); err != nil {
-			return fmt.Errorf("revoke grant %s: %w", grantID, err)
-		}
+	if err := a.env.commitInSteps(creds, grant); err != nil {
+		return fmt.Errorf("revoke grant %s: %w", grantID, err)
 	}
 	for _, h := range hashes {
 		a.env.Invalidator.CredentialRevoked(h)

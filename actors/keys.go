@@ -325,6 +325,13 @@ func installLinkIndexKey(hash []byte) []byte {
 
 func workspaceKitKey(ws, kit string) []byte { return key(partition.Of(ws), "kits", ws, kit) }
 
+// WorkspaceKitKey and MemberConversationKey are entries of the workspace's
+// Kits and of a member's conversations, for tests of other packages that
+// leave one leading nowhere, as a kill in the middle of a write can
+// (docs/cluster.md, "Global indexes").
+func WorkspaceKitKey(ws, kit string) []byte          { return workspaceKitKey(ws, kit) }
+func MemberConversationKey(user, conv string) []byte { return memberConversationKey(user, conv) }
+
 func workspaceKitsPrefix(ws string) []byte { return workspaceKitKey(ws, "") }
 
 func slugKey(slug string) []byte { return key(partition.Of(slug), "slug", slug) }

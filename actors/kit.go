@@ -178,17 +178,20 @@ func (a *kitActor) upload(m *kitpb.UploadVersion) (proto.Message, error) {
 		v.Published, v.PublishedAt = true, now
 		kit.LatestPublishedVersion, kit.Distribution = ver, man.Distribution
 	}
-	b := a.env.newBatch()
+	// The workspace's entry first, the Kit's records last: a kill between
+	// leaves an entry that leads to no Kit, and an upload a retry does
+	// whole.
+	index, b := a.env.newBatch(), a.env.newBatch()
+	if a.kit == nil {
+		index.Set(workspaceKitKey(m.WorkspaceId, a.id), nil)
+	}
 	put(b, kitKey(a.id), kit)
 	put(b, versionKey(a.id, man.Version), v)
 	a.env.putLog(b, partition.Of(a.id), a.id, a.auditVersion("version.uploaded", ver))
 	if v.Published {
 		a.env.putLog(b, partition.Of(a.id), a.id, a.auditVersion("version.published", ver))
 	}
-	if a.kit == nil {
-		b.Set(workspaceKitKey(m.WorkspaceId, a.id), nil)
-	}
-	if err := b.Commit(); err != nil {
+	if err := a.env.commitInSteps(index, b); err != nil {
 		return nil, fmt.Errorf("upload version %s of %s: %w", ver, a.id, err)
 	}
 	a.kit = kit

@@ -154,14 +154,17 @@ func (a *workspaceActor) createUser(m *kitpb.CreateUser) (proto.Message, error) 
 		Id: m.UserId, WorkspaceId: a.id, DisplayName: m.DisplayName, Email: m.Email,
 		Role: m.Role, Active: true, CreatedAt: nanos(a.env.Clock.Now()), PasswordHash: m.PasswordHash,
 	}
-	b := a.env.newBatch()
-	put(b, userKey(a.id, u.Id), u)
-	put(b, locatorKey(u.Id), &kitpb.Locator{Kind: KindWorkspace, Owner: a.id})
+	// The index entries first, the user's record last: a kill between
+	// leaves entries that lead to no user, and a workspace that creates it
+	// again on a retry.
+	index, b := a.env.newBatch(), a.env.newBatch()
+	put(index, locatorKey(u.Id), &kitpb.Locator{Kind: KindWorkspace, Owner: a.id})
 	if signsIn(u) {
-		b.Set(emailUserKey(email, u.Id), []byte(a.id))
+		index.Set(emailUserKey(email, u.Id), []byte(a.id))
 	}
+	put(b, userKey(a.id, u.Id), u)
 	a.emitUser(b, eventUserJoined, u)
-	if err := a.commitWithEvents(b); err != nil {
+	if err := a.commitWithEvents(index, b); err != nil {
 		return nil, fmt.Errorf("create user in %s: %w", a.id, err)
 	}
 	a.users[u.Id] = u
@@ -179,13 +182,14 @@ func (a *workspaceActor) deactivate(m *kitpb.DeactivateUser) (proto.Message, err
 	if u.Active {
 		next := proto.Clone(u).(*kitpb.User)
 		next.Active = false
-		b := a.env.newBatch()
-		put(b, userKey(a.id, u.Id), next)
+		// The sign-in entry first, the record last, as in createUser.
+		index, b := a.env.newBatch(), a.env.newBatch()
 		if signsIn(u) {
-			b.Delete(emailUserKey(normalEmail(u.Email), u.Id))
+			index.Delete(emailUserKey(normalEmail(u.Email), u.Id))
 		}
+		put(b, userKey(a.id, u.Id), next)
 		a.emitUser(b, eventUserUpdated, next)
-		if err := a.commitWithEvents(b); err != nil {
+		if err := a.commitWithEvents(index, b); err != nil {
 			return nil, fmt.Errorf("deactivate user %s: %w", u.Id, err)
 		}
 		a.users[u.Id] = next
@@ -272,10 +276,12 @@ func (a *workspaceActor) endSession(m *kitpb.EndSession) (proto.Message, error) 
 	if err != nil {
 		return nil, fmt.Errorf("load session secret %s: %w", s.Id, err)
 	}
-	b := a.env.newBatch()
-	put(b, sessionKey(a.id, s.Id), s)
-	b.Delete(credentialKey(hash))
-	if err := b.Commit(); err != nil {
+	// The cookie's credential goes first: the session's record is what a
+	// retry looks at, and the authenticator reads the credential alone.
+	revoke, end := a.env.newBatch(), a.env.newBatch()
+	revoke.Delete(credentialKey(hash))
+	put(end, sessionKey(a.id, s.Id), s)
+	if err := a.env.commitInSteps(revoke, end); err != nil {
 		return nil, fmt.Errorf("end session %s: %w", s.Id, err)
 	}
 	a.env.Invalidator.CredentialRevoked(hash)

@@ -127,8 +127,8 @@ func (a *workspaceActor) emitUser(b batch, k eventKind, u *kitpb.User) {
 
 // commitWithEvents commits b, which may hold events, and sends their
 // notices once it is durable.
-func (a *workspaceActor) commitWithEvents(b batch) error {
-	if err := b.Commit(); err != nil {
+func (a *workspaceActor) commitWithEvents(steps ...batch) error {
+	if err := a.env.commitInSteps(steps...); err != nil {
 		a.outbox.failed()
 		return err
 	}

@@ -38,8 +38,8 @@ func (w *Workspace) eventsKit(t testing.TB, events []string, scopes ...string) *
 // for inst in sequence order (its queue records, and the events of its
 // taken records that are references still: without a queue record of
 // their own and with their outbox entry, merged with it, as the delivery
-// actor reads them), and the outbox entries no queued event refers to,
-// still to be taken.
+// actor reads them), and the outbox entries no queued event refers to or
+// was copied from, still to be taken.
 func storedEvents(t *testing.T, dir, inst string) (queued []*kitpb.Event, inOutbox []*kitpb.Event) {
 	t.Helper()
 	store, err := persistence.Open(dir, persistence.Options{})
@@ -122,6 +122,11 @@ func storedEvents(t *testing.T, dir, inst string) (queued []*kitpb.Event, inOutb
 			}
 			found.taken = true
 			ev = decode(append(slices.Clone(found.rec), rec...))
+		} else if ev.CopiedFromPos != 0 {
+			// A copy keeps the entry it came from until it leaves the queue.
+			if found := entryOf(&kitpb.Event{OutboxSource: ev.ConversationId, OutboxPos: ev.CopiedFromPos}); found != nil {
+				found.taken = true
+			}
 		}
 		queued = append(queued, ev)
 	}

@@ -362,6 +362,66 @@ func TestUserTokenConversations(t *testing.T) {
 	}
 }
 
+// Entries of a member's conversations that lead nowhere (a kill in the
+// middle of a write leaves them, docs/cluster.md "Global indexes") are
+// skipped, and paging goes past them: a page of them alone had answered
+// an empty cursor with more to come, which started the listing over.
+func TestConversationPagesGoPastEntriesThatLeadNowhere(t *testing.T) {
+	h := ts
+	f := h.newFixture(t)
+	token := h.userToken(t, f.ws, f.inst, f.member, "conversations:read")
+	b := h.store.NewBatch()
+	for range 2 {
+		b.Set(actors.MemberConversationKey(f.member, ids.New()), nil)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	cursor := ""
+	for page := 0; ; page++ {
+		if page == 10 {
+			t.Fatalf("still paging after %d pages of one: %v", page, got)
+		}
+		path := "/api/v1/conversations?limit=1"
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		r := h.do(t, request{method: "GET", path: path, token: token})
+		want(t, r, 200)
+		list, _ := r.field("conversations").([]any)
+		for _, c := range list {
+			got = append(got, c.(map[string]any)["id"].(string))
+		}
+		next, _ := r.field("nextCursor").(string)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if want := slices.Sorted(slices.Values([]string{f.conv, f.other})); !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+		t.Fatalf("listed %v, want the member's two channels", got)
+	}
+}
+
+// An entry of the workspace's Kits that leads to no Kit (an upload a
+// kill parted, docs/cluster.md "Global indexes") is left out of the list
+// rather than failing it.
+func TestKitListsGoPastEntriesThatLeadNowhere(t *testing.T) {
+	h := ts
+	f := h.newFixture(t)
+	b := h.store.NewBatch()
+	b.Set(actors.WorkspaceKitKey(f.ws, ids.New()), nil)
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	r := h.do(t, request{method: "GET", path: "/api/v1/dev/kits", token: f.dev})
+	want(t, r, 200)
+	if kits, _ := r.field("kits").([]any); len(kits) != 1 || kits[0].(map[string]any)["kitId"] != f.kitID {
+		t.Fatalf("listed %s, want the fixture's Kit alone", r)
+	}
+}
+
 func TestViewsOverHTTP(t *testing.T) {
 	h := ts
 	f := h.newFixture(t)

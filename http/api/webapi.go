@@ -25,15 +25,18 @@ func (s *Server) listConversations(in call) (reply, error) {
 	out := make([]conversationView, 0, len(page))
 	last := ""
 	for _, id := range page {
+		// The cursor is a position in the member's index, shown or not: a
+		// page of entries that lead nowhere had answered an empty cursor
+		// with more to come, which started the listing over.
+		last = id
 		c, err := ask[*kitpb.ConversationReply](s, actors.KindConversation, id, &kitpb.GetConversation{Caller: in.p.Caller})
 		if kiterr.CodeOf(err) == kiterr.NotFound {
-			continue // left the conversation since the page was read
+			continue // left the conversation since the page was read, or an entry a kill left
 		}
 		if err != nil {
 			return reply{}, err
 		}
 		out = append(out, viewConversation(c.Conversation))
-		last = id
 	}
 	return jsonReply(fasthttp.StatusOK, struct {
 		Conversations []conversationView `json:"conversations"`
