@@ -329,7 +329,7 @@ func (a *installationActor) revoke(m *kitpb.RevokeCredential) (proto.Message, er
 		}
 	}
 	cred := &kitpb.Credential{}
-	found, err := a.env.loadIndex(credentialKey(hash), cred)
+	found, err := a.env.loadOwn(credentialKey(hash), cred)
 	if err != nil {
 		return nil, err
 	}

@@ -102,7 +102,7 @@ func (a *installationActor) touchBotToken(m *kitpb.TouchBotToken) (proto.Message
 		return nil, err
 	}
 	cred := &kitpb.Credential{}
-	found, err := a.env.loadIndex(credentialKey(hash), cred)
+	found, err := a.env.loadOwn(credentialKey(hash), cred)
 	if err != nil {
 		return nil, err
 	}

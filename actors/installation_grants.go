@@ -76,7 +76,7 @@ func (a *installationActor) refuse(status, reason string, err error) (proto.Mess
 // hours; a token can be rotated once (docs/api.md "Bot token").
 func (a *installationActor) rotateBotToken(m *kitpb.RotateBotToken) (proto.Message, error) {
 	old := &kitpb.Credential{}
-	found, err := a.env.loadIndex(credentialKey(m.OldHash), old)
+	found, err := a.env.loadOwn(credentialKey(m.OldHash), old)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ var (
 // exchangeCode spends a code once and issues what it was approved for.
 func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, error) {
 	code := &kitpb.Credential{}
-	found, err := a.env.loadIndex(credentialKey(m.CodeHash), code)
+	found, err := a.env.loadOwn(credentialKey(m.CodeHash), code)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +245,7 @@ func (a *installationActor) grantReply(tokenType, userID string, granted []strin
 // token exactly one wins; the others are replays.
 func (a *installationActor) refresh(m *kitpb.RefreshGrant) (proto.Message, error) {
 	ref := &kitpb.Credential{}
-	found, err := a.env.loadIndex(credentialKey(m.RefreshHash), ref)
+	found, err := a.env.loadOwn(credentialKey(m.RefreshHash), ref)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +311,7 @@ func (a *installationActor) revokeGrant(grantID string) error {
 	user := "" // the member of a user grant
 	for _, h := range hashes {
 		cred := &kitpb.Credential{}
-		found, err := a.env.loadIndex(credentialKey(h), cred)
+		found, err := a.env.loadOwn(credentialKey(h), cred)
 		if err != nil {
 			closeAll([]batch{creds, grant})
 			return err

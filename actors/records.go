@@ -62,6 +62,20 @@ func (e *Env) loadIndex(k []byte, m proto.Message) (bool, error) {
 	return load(e.partitionOf(k), k, m)
 }
 
+// loadOwn is loadIndex of a record of another partition that the actor
+// is about to change (a credential it spends, rotates, revokes or
+// touches), after this node's replica of that partition has caught up
+// with its leader. The actor's last write of the record was applied by
+// the leader, which may be elsewhere and ahead of the replica here: a
+// change made on the replica's copy would undo it (a code exchanged
+// twice, a revocation written back as live by a touch).
+func (e *Env) loadOwn(k []byte, m proto.Message) (bool, error) {
+	if err := e.catchUpFor(k); err != nil {
+		return false, err
+	}
+	return e.loadIndex(k, m)
+}
+
 // getIndex is Get of another partition's record.
 func (e *Env) getIndex(k []byte) ([]byte, error) { return e.partitionOf(k).Get(k) }
 

@@ -49,7 +49,7 @@ func (a *workspaceActor) revokeDeveloperToken(m *kitpb.RevokeCredential) (proto.
 		hash = h
 	}
 	cred := &kitpb.Credential{}
-	found, err := a.env.loadIndex(credentialKey(hash), cred)
+	found, err := a.env.loadOwn(credentialKey(hash), cred)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func (a *workspaceActor) loadDeveloperToken(tokenID string) (hash []byte, cred *
 		return nil, nil, err
 	}
 	cred = &kitpb.Credential{}
-	found, err := a.env.loadIndex(credentialKey(hash), cred)
+	found, err := a.env.loadOwn(credentialKey(hash), cred)
 	if err != nil {
 		return nil, nil, err
 	}

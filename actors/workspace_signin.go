@@ -71,7 +71,7 @@ func (a *workspaceActor) createSignInChoice(m *kitpb.CreateSignInChoice) (proto.
 // and a workspace the password did not match is never among its choices.
 func (a *workspaceActor) takeSignInChoice(m *kitpb.TakeSignInChoice) (proto.Message, error) {
 	cred := &kitpb.Credential{}
-	found, err := a.env.loadIndex(credentialKey(m.SecretHash), cred)
+	found, err := a.env.loadOwn(credentialKey(m.SecretHash), cred)
 	if err != nil {
 		return nil, err
 	}
