@@ -422,7 +422,8 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 		}
 		parentSeq = parent.Seq
 	}
-	if d, on := a.buckets.take(limits.PostMessage, "", now); on && !d.OK {
+	d, limited := a.buckets.take(limits.PostMessage, "", now)
+	if limited && !d.OK {
 		return nil, kiterr.OverLimit(d)
 	}
 	seq, err := a.nextSeq()
@@ -451,6 +452,10 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 	// Posts are the hot path: apply now, and let the reply wait for the
 	// sync while the next post is applied (see durability).
 	if err := a.applyPost(b, msg, seq); err != nil {
+		if limited {
+			// A post that failed (503, to retry) posted nothing.
+			a.buckets.giveBack(limits.PostMessage, "", now)
+		}
 		return nil, fmt.Errorf("post into %s: %w", a.id, err)
 	}
 	return &kitpb.MessageReply{Message: msg}, nil

@@ -238,6 +238,7 @@ func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
 		return nil, err
 	}
 	b := a.env.newBatch()
+	defer b.Close()
 	reply := &kitpb.RedeliverReply{}
 	// requeue queues again the delivered or dead event ev, whose record k
 	// it deletes, as a copy. A delivered record that refers to its outbox
@@ -252,33 +253,34 @@ func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
 		a.putCopy(b, queuedEventKey(a.id, ev.Sequence), ev, d)
 		reply.Sequences = append(reply.Sequences, ev.Sequence)
 	}
+	found := true
+	var err error
 	if m.EventId == "" {
-		err := a.scanEvents(deadEventsPrefix(a.id), func(k []byte, ev *kitpb.Event) bool {
+		err = a.scanEvents(deadEventsPrefix(a.id), func(k []byte, ev *kitpb.Event) bool {
 			if ev.FinishedAt >= m.DeadSince {
 				requeue(k, ev)
 			}
 			return true
 		})
-		if err != nil {
-			return nil, err
-		}
 	} else {
-		found, err := a.redeliverOne(b, m.EventId, requeue, reply)
-		if err != nil {
-			return nil, err
+		found, err = a.redeliverOne(b, m.EventId, requeue, reply)
+	}
+	if err == nil && len(reply.Sequences) > 0 {
+		err = b.Write()
+	}
+	if err != nil {
+		if len(reply.Sequences) > 0 {
+			// The queue in memory holds what the store does not: start
+			// again from the store (stopIfBroken).
+			a.fail(err)
 		}
-		if !found {
-			return nil, kiterr.Absent("event")
-		}
+		return nil, fmt.Errorf("redeliver events of %s: %w", a.id, err)
+	}
+	if !found {
+		return nil, kiterr.Absent("event")
 	}
 	if len(reply.Sequences) == 0 {
 		return reply, nil
-	}
-	if err := b.Write(); err != nil {
-		// The queue in memory holds what the store may not: start again
-		// from the store (stopIfBroken).
-		a.fail(err)
-		return nil, fmt.Errorf("redeliver events of %s: %w", a.id, err)
 	}
 	if a.env.Deliveries != nil {
 		a.env.Deliveries.EventsQueued(a.id)

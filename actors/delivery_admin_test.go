@@ -1,6 +1,7 @@
 package actors_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -182,6 +183,38 @@ func TestRedelivery(t *testing.T) {
 		if r := take(t, n, f.inst.Id).Events; len(r) != 1 || !r[0].Redelivery || r[0].Attempts != 1 {
 			t.Fatalf("took %v before the retry's wait", r)
 		}
+	})
+	t.Run("a redelivery that fails half way leaves the queue as stored", func(t *testing.T) {
+		f, cs := deliveryFixture(t, n, 2)
+		n.post(t, f.user, cs[0], postReq{text: "a"})
+		n.post(t, f.user, cs[1], postReq{text: "b"})
+		evs := take(t, n, f.inst.Id).Events
+		ev := evs[0]
+		record(t, n, f.inst.Id, ev.Sequence, false)
+		record(t, n, f.inst.Id, evs[1].Sequence, true) // keeps the endpoint from a pause
+		n.clk.Advance(actors.DeadAfter)
+		record(t, n, f.inst.Id, take(t, n, f.inst.Id).Events[0].Sequence, false) // dead
+		if q := queued(t, n, f.inst.Id); len(q) != 0 {
+			t.Fatalf("queued %q, want none: a is dead", eventTexts(q))
+		}
+		// A dead letter after it that cannot be read: the redelivery of
+		// every dead letter requeues the first, then fails.
+		b := n.store.NewBatch()
+		b.Set(actors.DeadEventKey(f.inst.Id, ev.Sequence+1), []byte{0xff})
+		noErr(t, b.Commit())
+		if _, err := try[*kitpb.RedeliverReply](n, actors.KindDelivery, f.inst.Id, &kitpb.Redeliver{}); err == nil {
+			t.Fatal("a redelivery over an unreadable dead letter succeeded")
+		}
+		eventually.NoError(t, "the queue read again from the store", func() error {
+			q, err := try[*kitpb.QueuedEventsReply](n, actors.KindDelivery, f.inst.Id, &kitpb.ListQueuedEvents{})
+			if err != nil {
+				return err
+			}
+			if len(q.Events) != 0 {
+				return fmt.Errorf("queued %q, which no write queued", eventTexts(q.Events))
+			}
+			return nil
+		})
 	})
 	t.Run("an unknown event is not found", func(t *testing.T) {
 		f, _ := deliveryFixture(t, n, 1)

@@ -1,6 +1,8 @@
 package actors_test
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -144,5 +146,35 @@ func wantStored(t *testing.T, n *testNode, caller *kitpb.Caller, conv string, te
 		if !stored[text] {
 			t.Fatalf("post %s was answered before the cut but is not on disk after it", text)
 		}
+	}
+}
+
+// A post whose write failed (503, for the client to retry) posted
+// nothing, and gives its post_message token back: retries after a
+// leader change would otherwise meet 429 on top.
+func TestAFailedPostGivesItsTokenBack(t *testing.T) {
+	n := ownNode(t)
+	h := holdCommits(t, n)
+	w := n.workspace(t, 1)
+	c := n.channel(t, w.id, w.users...)
+	alice := userCaller(w.id, w.users[0])
+	for i := range 4 { // of the burst of 5
+		if _, err := n.send(alice, c, postReq{text: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := h.holdNext()
+	failed := make(chan error, 1)
+	go func() {
+		_, err := n.send(alice, c, postReq{text: "fails"})
+		failed <- err
+	}()
+	waitFor(t, "the post's write", held)
+	h.release <- errors.New("no quorum")
+	if err := waitFor(t, "the failed post", failed); err == nil {
+		t.Fatal("a post whose write failed was answered")
+	}
+	if _, err := n.send(alice, c, postReq{text: "retried"}); err != nil {
+		t.Fatalf("the retry of a failed post, in the same second: %v", err)
 	}
 }

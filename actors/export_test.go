@@ -25,6 +25,7 @@ var (
 	OutboxKey          = outboxKey
 	DecodeSeq          = decodeSeq
 	DeliveredEventKey  = deliveredEventKey
+	DeadEventKey       = deadEventKey
 	OutboxSourcePrefix = outboxSourcePrefix
 )
 

@@ -478,3 +478,51 @@ func TestAuthorizationGrants(t *testing.T) {
 		t.Run(tt.name, tt.run)
 	}
 }
+
+// deafCaches is an Invalidator that tells no cache: the node that made a
+// change was killed before it told the others.
+type deafCaches struct{}
+
+func (deafCaches) InstallationChanged(string)   {}
+func (deafCaches) CredentialRevoked([]byte)     {}
+func (deafCaches) UserChanged(string)           {}
+func (deafCaches) SessionEnded(string)          {}
+func (deafCaches) SigningSecretsChanged(string) {}
+
+// An ending or a revocation asked again after it was done tells the
+// caches again: the node that did it may have been killed before it told
+// them, and a token cached on another node then kept working.
+func TestAnEndingAskedAgainIsToldAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(t *testing.T, n *testNode, g *grantEnv, grant string)
+	}{
+		{"ending the web session", func(t *testing.T, n *testNode, g *grantEnv, _ string) {
+			ask[*kitpb.Ok](t, n, actors.KindWorkspace, g.ws, &kitpb.EndSession{SessionId: g.session})
+		}},
+		{"revoking the member's authorization", func(t *testing.T, n *testNode, g *grantEnv, grant string) {
+			ask[*kitpb.Ok](t, n, actors.KindInstallation, g.inst.Id, &kitpb.RevokeUserGrant{UserId: g.member, GrantId: grant})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := ownNode(t)
+			g := n.grantEnv(t)
+			tk := n.userTokens(t, g)
+			grant := ask[*kitpb.UserGrantsReply](t, n, actors.KindInstallation, g.inst.Id, &kitpb.ListUserGrants{UserId: g.member}).Grants[0].GrantId
+			if _, err := n.auth.Authenticate([]byte(tk.access)); err != nil { // cached
+				t.Fatal(err)
+			}
+			told := n.env.Invalidator
+			n.env.Invalidator = deafCaches{}
+			tc.end(t, n, g, grant)
+			n.env.Invalidator = told
+			if _, err := n.auth.Authenticate([]byte(tk.access)); err != nil {
+				t.Fatalf("the cache was told after all (%v): the test proves nothing", err)
+			}
+			tc.end(t, n, g, grant) // asked again
+			if _, err := n.auth.Authenticate([]byte(tk.access)); kiterr.CodeOf(err) != kiterr.InvalidToken {
+				t.Fatalf("a user token after its end was asked again: %v, want invalid_token", err)
+			}
+		})
+	}
+}

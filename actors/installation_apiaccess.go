@@ -173,13 +173,15 @@ func (a *installationActor) revokeUserGrant(m *kitpb.RevokeUserGrant) (proto.Mes
 	if err := loadExisting(a.env.Store, userGrantKey(a.id, m.UserId, m.GrantId), g, "authorization"); err != nil {
 		return nil, err
 	}
-	if g.RevokedAt != 0 {
-		return &kitpb.Ok{}, nil
-	}
 	// revokeGrant marks the grant revoked too (it is how a replayed
-	// refresh token ends it).
+	// refresh token ends it). A grant revoked already is revoked again,
+	// which writes nothing: it tells the authenticators again, which a
+	// kill of the node that revoked it may have kept from hearing.
 	if err := a.revokeGrant(m.GrantId); err != nil {
 		return nil, err
+	}
+	if g.RevokedAt != 0 {
+		return &kitpb.Ok{}, nil
 	}
 	b := a.env.newBatch()
 	a.audit(b, "grant.revoked", LogLevelInfo, CallerUser, "")

@@ -215,5 +215,10 @@ func (a *kitActor) devInstalled(m *kitpb.DevInstalled) (proto.Message, error) {
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("record dev-install of %s: %w", a.id, err)
 	}
+	if reply.SigningSecret != nil {
+		// What signingSecrets read before, none, is stale now.
+		a.signing = reply.SigningSecret
+		a.env.Invalidator.SigningSecretsChanged(a.id)
+	}
 	return reply, nil
 }

@@ -53,6 +53,34 @@ func TestSigningSecretsAreSealedAndAnsweredWhileValid(t *testing.T) {
 	}))
 }
 
+// The first signing secret, made by a dev-install, is answered at once,
+// also by a Kit actor that answered "none" before: the sender asks on
+// every event, so the actor outlived the answer, which every delivery
+// then failed on.
+func TestADevInstallsFirstSigningSecretIsAnsweredAtOnce(t *testing.T) {
+	n := ownNode(t)
+	n.env.SealKey = bytes.Repeat([]byte{7}, 32)
+	n.env.OpenKeys = [][]byte{n.env.SealKey}
+	ws := n.workspace(t, 1)
+	kit := n.mustUpload(t, ws.id, manifestJSON(newSlug(), "1.0.0"), false).Kit.Id
+	secrets := func() []string {
+		return ask[*kitpb.SigningSecretsReply](t, n, actors.KindKit, kit, &kitpb.GetSigningSecrets{}).Secrets
+	}
+	if got := secrets(); len(got) != 0 {
+		t.Fatalf("a Kit without a signing secret answered %d", len(got))
+	}
+	secret := ids.NewSecret(ids.SigningSecret)
+	h := ids.Hash(secret)
+	r := ask[*kitpb.DevInstalledReply](t, n, actors.KindKit, kit, &kitpb.DevInstalled{
+		WorkspaceId: ws.id, Version: "1.0.0", InstallationId: ids.New(), SigningSecretHash: h[:], SigningSecret: secret})
+	if r.SigningSecret == nil {
+		t.Fatal("the dev-install made no signing secret")
+	}
+	if got := secrets(); !slices.Equal(got, []string{secret}) {
+		t.Fatalf("after the dev-install the Kit answered %d signing secrets, want the new one", len(got))
+	}
+}
+
 // A sealed signing secret is a replicated record: a node of the same
 // cluster opens it once the Kit's partition is led there, because every
 // member seals with the key of the cluster key; a secret a node sealed

@@ -268,14 +268,18 @@ func (a *workspaceActor) endSession(m *kitpb.EndSession) (proto.Message, error) 
 	if err := loadExisting(a.env.Store, sessionKey(a.id, m.SessionId), s, "session"); err != nil {
 		return nil, err
 	}
-	if s.EndedAt != 0 {
-		return &kitpb.Ok{}, nil
-	}
-	s.EndedAt = nanos(a.env.Clock.Now())
 	hash, err := a.env.Store.Get(sessionSecretKey(a.id, s.Id))
 	if err != nil {
 		return nil, fmt.Errorf("load session secret %s: %w", s.Id, err)
 	}
+	if s.EndedAt != 0 {
+		// Told again: a kill of the node that ended it may have kept the
+		// caches from hearing.
+		a.env.Invalidator.CredentialRevoked(hash)
+		a.env.Invalidator.SessionEnded(s.Id)
+		return &kitpb.Ok{}, nil
+	}
+	s.EndedAt = nanos(a.env.Clock.Now())
 	// The cookie's credential goes first: the session's record is what a
 	// retry looks at, and the authenticator reads the credential alone.
 	revoke, end := a.env.newBatch(), a.env.newBatch()

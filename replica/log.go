@@ -73,7 +73,7 @@ func (l *Log) commit(ctx context.Context, repr []byte, first partition.ID, singl
 	if single {
 		g := multiraft.GroupID(first)
 		if l.remote == nil {
-			_, err = l.groups.Propose(ctx, g, repr)
+			_, err = l.groups.Propose(settled(ctx), g, repr)
 		} else {
 			err = l.proposeToLeader(ctx, g, repr)
 		}
@@ -111,7 +111,7 @@ func (l *Log) commit(ctx context.Context, repr []byte, first partition.ID, singl
 	if len(here) == 0 {
 		return nil
 	}
-	if err := l.groups.ProposeAll(ctx, here); err != nil {
+	if err := l.groups.ProposeAll(settled(ctx), here); err != nil {
 		if err = l.sendRefusedAgain(ctx, here, err); err != nil {
 			return fmt.Errorf("replica: commit to %d partitions: %w: %w", len(here), errNotCommitted, err)
 		}
@@ -189,7 +189,7 @@ func (l *Log) proposeToLeader(ctx context.Context, g multiraft.GroupID, data []b
 	for {
 		var err error
 		if l.leads(g) {
-			_, err = l.groups.Propose(ctx, g, data)
+			_, err = l.groups.Propose(settled(ctx), g, data)
 		} else {
 			l.stats.remote.Inc()
 			err = l.remote(ctx, g, data)
@@ -212,6 +212,18 @@ func (l *Log) proposeToLeader(ctx context.Context, g multiraft.GroupID, data []b
 		wait = min(2*wait, lastRefusalWait)
 	}
 }
+
+// settled is ctx for a proposal to a group led here: the wait for it
+// outlives ctx's deadline, until raft has its outcome (applied, dropped,
+// or this node's lead lost, which CheckQuorum bounds). An entry the
+// deadline gave up on may still commit, and an actor told that its write
+// failed acts as if it had not happened: a conversation gave the next
+// post the position the late entry took, and the late entry's message was
+// overwritten. Its client heard 503 at the deadline of its own request all
+// the same (cluster.Host's request timeout). A part led elsewhere is
+// written so that either outcome is safe (docs/cluster.md, "Global
+// indexes"), and an actor's own partition is always led here.
+func settled(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // appendedNothing reports whether err says a proposal never entered a
 // log, so that sending it again cannot apply it twice.

@@ -447,6 +447,57 @@ func TestUncommittedWriteSaysSoInItsOwnWords(t *testing.T) {
 	}
 }
 
+// lateGroups are groups led here whose entries are applied only after any
+// deadline their proposal carries: a raft round that outlives the commit
+// timeout (a slow disk, a follower catching up). Like multiraft.Node, a
+// proposal gives up when its context ends, with its entry still in the
+// log.
+type lateGroups struct{ fakeGroups }
+
+func (l *lateGroups) Propose(ctx context.Context, g multiraft.GroupID, data []byte) (uint64, error) {
+	if _, ok := ctx.Deadline(); ok {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+	return l.fakeGroups.Propose(ctx, g, data)
+}
+
+func (l *lateGroups) ProposeAll(ctx context.Context, props []multiraft.Proposal) error {
+	if _, ok := ctx.Deadline(); ok {
+		<-ctx.Done()
+		return &multiraft.ProposalsError{Errs: slices.Repeat([]error{ctx.Err()}, len(props))}
+	}
+	return l.fakeGroups.ProposeAll(ctx, props)
+}
+
+// A write whose entry outlives the commit timeout on a group led here is
+// awaited to its outcome: told "failed", an actor would act as if the
+// write had not happened, and the entry could still land after (a
+// conversation gave its next post the late post's position).
+func TestALateEntryHereIsAwaitedToItsOutcome(t *testing.T) {
+	s := openStore(t, vfs.NewMem())
+	defer s.Close()
+	for _, tc := range []struct {
+		name  string
+		parts []partition.ID
+	}{
+		{"a write of one partition", []partition.ID{1}},
+		{"a write of two partitions, both led here", []partition.ID{1, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLog(&lateGroups{}, s, time.Millisecond)
+			b := s.NewBatch()
+			defer b.Close()
+			for _, p := range tc.parts {
+				b.Set(keyIn(p, "a"), nil)
+			}
+			if err := l.Commit(b.Repr()); err != nil {
+				t.Fatalf("a write applied after the commit timeout: %v, want its outcome, applied", err)
+			}
+		})
+	}
+}
+
 // An entry for a group led elsewhere is sent again while its leader
 // refuses it with nothing appended, and only then.
 func TestRemoteProposalRefusedIsSentAgain(t *testing.T) {
