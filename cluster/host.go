@@ -110,6 +110,13 @@ func Start(cfg Config, kinds ...*Kind) (*Host, error) {
 	}
 	logger := cfg.Logger
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
+	// protoactor's supervisor starts a failed actor again and only
+	// publishes the failure: a panic would pass unseen.
+	system.EventStream.Subscribe(func(ev any) {
+		if f, ok := ev.(*actor.SupervisorEvent); ok {
+			logger.Error("actor failed; started again", "actor", f.Child.GetId(), "directive", f.Directive.String(), "err", f.Reason)
+		}
+	})
 	shrinkRegistry(system)
 	n := &Host{system: system, kinds: make(map[string]*Kind, len(kinds)), log: logger,
 		requests: deadline.NewShared(cfg.RequestTimeout), replies: newReplyPool(system), pids: make(map[pidKey]activation), starting: make(map[pidKey]chan struct{})}

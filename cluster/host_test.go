@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -253,4 +257,54 @@ func TestARequestAfterAStopFindsTheNextActivation(t *testing.T) {
 			t.Fatalf("request %d: %v, want not_found", i, err)
 		}
 	}
+}
+
+// panicky panics on every GetUser, as a handler with a bug would.
+type panicky struct{}
+
+func (panicky) Receive(ctx actor.Context) {
+	if _, ok := ctx.Message().(*kitpb.GetUser); ok {
+		panic("a bug in a handler")
+	}
+}
+
+// lockedBuffer is a log's output, written by the node's goroutines and
+// read by the test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// An actor that panics is started again by its supervisor, which says
+// nothing of it: the node logs the failure, with the panic's stack, as an
+// error.
+func TestAPanicInAnActorIsLogged(t *testing.T) {
+	out := &lockedBuffer{}
+	n, err := Start(Config{RequestTimeout: 100 * time.Millisecond, Logger: slog.New(slog.NewJSONHandler(out, nil))},
+		&Kind{Name: "panicky", New: func(string) actor.Actor { return panicky{} }, Opts: []actor.PropsOption{
+			actor.WithDispatcher(actor.NewSynchronizedDispatcher(300)), actor.WithMailbox(NewInlineMailbox)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	if _, err := Call[*kitpb.UserReply](n, "panicky", "p", &kitpb.GetUser{UserId: "u"}); err == nil {
+		t.Fatal("a handler that panicked answered")
+	}
+	eventually.True(t, "an error line for the panic", func() bool {
+		s := out.String()
+		return strings.Contains(s, `"level":"ERROR","msg":"actor failed; started again"`) &&
+			strings.Contains(s, "a bug in a handler") && strings.Contains(s, "panicky.Receive")
+	})
 }

@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -122,7 +124,7 @@ func (m *inlineMailbox) run() {
 	var msg any
 	defer func() {
 		if r := recover(); r != nil {
-			m.invoker.EscalateFailure(r, msg)
+			m.invoker.EscalateFailure(Panic{r, debug.Stack()}, msg)
 		}
 	}()
 	for i, limit := 0, m.dispatcher.Throughput(); ; i++ {
@@ -156,11 +158,20 @@ func (m *inlineMailbox) run() {
 func (m *inlineMailbox) invokeUser(msg any) {
 	defer func() {
 		if r := recover(); r != nil {
-			m.invoker.EscalateFailure(r, msg)
+			m.invoker.EscalateFailure(Panic{r, debug.Stack()}, msg)
 		}
 	}()
 	m.invoker.InvokeUserMessage(msg)
 }
+
+// Panic is what a handler's panic escalates to the actor's supervisor:
+// the value and the stack it was raised on, which the node logs (Start).
+type Panic struct {
+	Value any
+	Stack []byte
+}
+
+func (p Panic) Error() string { return fmt.Sprintf("panic: %v\n%s", p.Value, p.Stack) }
 
 // fifo is a queue of messages; its zero value is empty. Not safe for
 // concurrent use.
