@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/bits"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/multiraft"
 )
@@ -338,15 +340,24 @@ func raftIDs(members []LiveNode) map[uint64]bool {
 // catches up first.
 func (r *Replica) CatchUp(ctx context.Context, p partition.ID) error {
 	g := multiraft.GroupID(p)
-	if r.cfg.Transport == nil || (r.leads(g) && r.LeaseValid(p)) {
+	if r.cfg.Transport == nil {
 		return nil
 	}
-	to, term := r.Leader(p)
-	if to == 0 || to == r.id {
-		return &multiraft.NotLeaderError{Group: g, Leader: to, Term: term}
-	}
-	index, err := r.cfg.ReadIndex(ctx, to, g)
-	if err != nil {
+	var index uint64 // 0: this node leads p under a lease
+	err := untilAccepted(ctx, func() error {
+		if r.leads(g) && r.LeaseValid(p) {
+			index = 0
+			return nil
+		}
+		to, term := r.Leader(p)
+		if to == 0 || to == r.id {
+			return &multiraft.NotLeaderError{Group: g, Leader: to, Term: term}
+		}
+		var err error
+		index, err = r.cfg.ReadIndex(ctx, to, g)
+		return err
+	})
+	if err != nil || index == 0 {
 		return err
 	}
 	for {
@@ -363,6 +374,44 @@ func (r *Replica) CatchUp(ctx context.Context, p partition.ID) error {
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
+}
+
+// untilAccepted runs ask until it is answered, fails other than by a
+// refusal, or ctx ends. A refusal (no leader known yet, or the node asked
+// does not lead under a lease: an election or a lead's transfer under
+// way) is asked again after a wait that doubles from firstRefusalWait to
+// lastRefusalWait, as a refused proposal is sent again. A catch-up had
+// failed its request at the first refusal: a touch of a token's last use
+// failed a post with 503 while its partition's lead moved.
+func untilAccepted(ctx context.Context, ask func() error) error {
+	wait := firstRefusalWait
+	var t *time.Timer
+	for {
+		err := ask()
+		if err == nil || !refused(err) {
+			return err
+		}
+		if t == nil {
+			t = time.NewTimer(wait)
+			defer t.Stop()
+		} else {
+			t.Reset(wait)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, lastRefusalWait)
+	}
+}
+
+// refused reports whether err is a refusal to answer for a group's
+// leader: this node's own, or another node's, which crosses the
+// transport as unavailable (ReadIndex).
+func refused(err error) bool {
+	var nl *multiraft.NotLeaderError
+	return errors.As(err, &nl) || kiterr.CodeOf(err) == kiterr.Unavailable
 }
 
 // CommitIndex is the commit index of g, which this node must lead under a

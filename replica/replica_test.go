@@ -810,3 +810,41 @@ func TestRoutesNeverNameADepartedNode(t *testing.T) {
 		})
 	}
 }
+
+// A catch-up refused (no leader known yet, or one that does not lead
+// under a lease) asks again until it is answered or its time ends; any
+// other failure is its answer.
+func TestACatchUpRefusedAsksAgain(t *testing.T) {
+	notLeader := &multiraft.NotLeaderError{Group: 3, Leader: 7, Term: 4}
+	remoteRefusal := kiterr.New(kiterr.Unavailable, "replication: group 3: not the leader (leader 7, term 4)")
+	disk := errors.New("disk")
+	for _, tc := range []struct {
+		name    string
+		answers []error // in turn; then the last again
+		timeout time.Duration
+		want    error
+		asks    int // -1: at least two
+	}{
+		{"this node's refusal is asked again", []error{notLeader, nil}, time.Minute, nil, 2},
+		{"another node's refusal is asked again", []error{remoteRefusal, remoteRefusal, nil}, time.Minute, nil, 3},
+		{"another failure is the answer at once", []error{disk}, time.Minute, disk, 1},
+		{"refusals past the time answer the last refusal", []error{notLeader}, 50 * time.Millisecond, notLeader, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
+			defer cancel()
+			asks := 0
+			err := untilAccepted(ctx, func() error {
+				a := tc.answers[min(asks, len(tc.answers)-1)]
+				asks++
+				return a
+			})
+			if !errors.Is(err, tc.want) || err != nil && tc.want == nil {
+				t.Fatalf("answered %v, want %v", err, tc.want)
+			}
+			if tc.asks >= 0 && asks != tc.asks || tc.asks < 0 && asks < 2 {
+				t.Fatalf("asked %d times, want %d", asks, tc.asks)
+			}
+		})
+	}
+}

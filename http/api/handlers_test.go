@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/partition"
 )
 
 func TestAuthentication(t *testing.T) {
@@ -516,4 +519,31 @@ func TestViewsOverHTTP(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, tt.run)
 	}
+}
+
+// refusingReads is a node's ReadBarrier that can refuse every catch-up,
+// as one does while its partition's lead moves.
+type refusingReads struct{ refuse atomic.Bool }
+
+func (r *refusingReads) CatchUp(partition.ID) error {
+	if r.refuse.Load() {
+		return kiterr.New(kiterr.Unavailable, "replication: group 0: not the leader")
+	}
+	return nil
+}
+
+// A request whose token's use could not be recorded (its lastUsedAt: a
+// leader change under way) goes on: the bookkeeping is not the request's.
+func TestATokensUseNotRecordedFailsNoRequest(t *testing.T) {
+	h, err := startServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.stop()
+	reads := &refusingReads{}
+	h.env.Reads = reads
+	f := h.newFixture(t)
+	reads.refuse.Store(true)
+	want(t, h.do(t, request{method: "POST", path: "/api/v1/messages", token: f.bot,
+		json: map[string]any{"conversationId": f.conv, "text": "hi"}}), 201)
 }
