@@ -6,8 +6,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -89,6 +91,18 @@ func (a *conversationActor) postAsWebhook(m *kitpb.PostAsWebhook) (proto.Message
 		a.env.putLog(b, partition.OfTag(a.tag), m.KitId, m.Log)
 	}
 	if err := a.applyPost(b, msg, seq); err != nil {
+		if m.WebhookId != "" && m.Limit != nil {
+			// A post that failed (503, to retry) posted nothing: its
+			// webhook's token goes back. The webhook took it before the
+			// post came here, and a forward that never arrived comes
+			// again under the same post id without a take of its own,
+			// so no token is given back twice. Asked from a goroutine of
+			// its own: the conversation waits for no other actor.
+			host, hook := a.env.Host, m.WebhookId
+			go func() {
+				_, _ = cluster.Call[*kitpb.Ok](host, KindWebhook, hook, &kitpb.ReturnToken{Bucket: string(limits.Webhook)})
+			}()
+		}
 		return nil, fmt.Errorf("webhook post into %s: %w", a.id, err)
 	}
 	if m.WebhookId != "" {

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -154,6 +157,7 @@ func wantStored(t *testing.T, n *testNode, caller *kitpb.Caller, conv string, te
 // leader change would otherwise meet 429 on top.
 func TestAFailedPostGivesItsTokenBack(t *testing.T) {
 	n := ownNode(t)
+	slowRefills(n)
 	h := holdCommits(t, n)
 	w := n.workspace(t, 1)
 	c := n.channel(t, w.id, w.users...)
@@ -175,6 +179,43 @@ func TestAFailedPostGivesItsTokenBack(t *testing.T) {
 		t.Fatal("a post whose write failed was answered")
 	}
 	if _, err := n.send(alice, c, postReq{text: "retried"}); err != nil {
-		t.Fatalf("the retry of a failed post, in the same second: %v", err)
+		t.Fatalf("the retry of a failed post, before any refill: %v", err)
+	}
+}
+
+// The same for a webhook's post: the conversation whose write failed
+// gives the webhook its token back.
+func TestAFailedWebhookPostGivesItsTokenBack(t *testing.T) {
+	n := ownNode(t)
+	slowRefills(n)
+	h := holdCommits(t, n)
+	f := n.hookFixture(t, 1)
+	for i := range 4 { // of the burst of 5
+		noErr(t, n.hookPost(f, fmt.Sprint(i)))
+	}
+	held := h.holdNext()
+	failed := make(chan error, 1)
+	go func() { failed <- n.hookPost(f, "fails") }()
+	waitFor(t, "the post's write", held)
+	h.release <- errors.New("no quorum")
+	if err := waitFor(t, "the failed post", failed); err == nil {
+		t.Fatal("a webhook post whose write failed was answered")
+	}
+	// The token comes back on its own time; a post refused meanwhile
+	// takes none.
+	eventually.NoError(t, "the retry of a failed webhook post, before any refill", func() error {
+		return n.hookPost(f, "retried")
+	})
+}
+
+// slowRefills has n's post_message and webhook buckets refill one token an
+// hour rather than a second, so that what a test finds in them was given
+// back, not refilled by a busy machine's slow second (the test clock
+// flows). It must run before n's actors start.
+func slowRefills(n *testNode) {
+	for _, name := range []limits.Name{limits.PostMessage, limits.Webhook} {
+		r := n.env.Limits[name]
+		r.Window = time.Hour
+		n.env.Limits[name] = r
 	}
 }

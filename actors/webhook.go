@@ -111,6 +111,11 @@ func (a *webhookActor) handle(msg proto.Message) (proto.Message, error) {
 	if a.hook == nil {
 		return nil, ErrHookNotFound
 	}
+	// A ReturnToken comes from the conversation whose write of a post
+	// failed (postAsWebhook).
+	if reply, ok := a.buckets.answer(msg, a.env.Clock); ok {
+		return reply, nil
+	}
 	switch m := msg.(type) {
 	case *kitpb.GetWebhook:
 		return &kitpb.WebhookReply{Webhook: a.hook}, nil
