@@ -208,14 +208,41 @@ func TestAFailedWebhookPostGivesItsTokenBack(t *testing.T) {
 	})
 }
 
-// slowRefills has n's post_message and webhook buckets refill one token an
-// hour rather than a second, so that what a test finds in them was given
+// slowRefills has n's post_message, webhook and interactions buckets
+// refill their tokens an hour rather than their window, so that what a test finds in them was given
 // back, not refilled by a busy machine's slow second (the test clock
 // flows). It must run before n's actors start.
 func slowRefills(n *testNode) {
-	for _, name := range []limits.Name{limits.PostMessage, limits.Webhook} {
+	for _, name := range []limits.Name{limits.PostMessage, limits.Webhook, limits.Interactions} {
 		r := n.env.Limits[name]
 		r.Window = time.Hour
 		n.env.Limits[name] = r
+	}
+}
+
+// The same for a tool's run: a run the installation could not record
+// gives the member's interactions token back.
+func TestAFailedToolRunGivesItsTokenBack(t *testing.T) {
+	n := ownNode(t)
+	slowRefills(n)
+	h := holdCommits(t, n)
+	e := n.toolEnv(t)
+	capacity := n.env.Limits[limits.Interactions].Capacity
+	for range capacity - 1 {
+		ask[*kitpb.ToolCallReply](t, n, actors.KindInstallation, e.inst.Id, e.invoke(e.alice, e.conv, "lookup"))
+	}
+	held := h.holdNext()
+	failed := make(chan error, 1)
+	go func() {
+		_, err := try[*kitpb.ToolCallReply](n, actors.KindInstallation, e.inst.Id, e.invoke(e.alice, e.conv, "lookup"))
+		failed <- err
+	}()
+	waitFor(t, "the run's write", held)
+	h.release <- errors.New("no quorum")
+	if err := waitFor(t, "the failed run", failed); err == nil {
+		t.Fatal("a run whose write failed was answered")
+	}
+	if _, err := try[*kitpb.ToolCallReply](n, actors.KindInstallation, e.inst.Id, e.invoke(e.alice, e.conv, "lookup")); err != nil {
+		t.Fatalf("the retry of a failed run, before any refill: %v", err)
 	}
 }

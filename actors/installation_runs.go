@@ -106,6 +106,8 @@ func (a *installationActor) invokeTool(m *kitpb.InvokeTool) (proto.Message, erro
 	put(b, runKey(a.id, run.Id), run)
 	b.Set(openRunKey(a.id, run.Id), nil)
 	if err := b.Commit(); err != nil {
+		// A run that was not recorded (503, to retry) ran nothing.
+		a.buckets.giveBack(limits.Interactions, m.UserId, a.env.Clock.Now())
 		return nil, fmt.Errorf("record run of %s: %w", a.id, err)
 	}
 	if a.inFlight == nil {
