@@ -2,7 +2,6 @@ package actors_test
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -152,97 +151,66 @@ func wantStored(t *testing.T, n *testNode, caller *kitpb.Caller, conv string, te
 	}
 }
 
-// A post whose write failed (503, for the client to retry) posted
-// nothing, and gives its post_message token back: retries after a
-// leader change would otherwise meet 429 on top.
-func TestAFailedPostGivesItsTokenBack(t *testing.T) {
-	n := ownNode(t)
-	slowRefills(n)
-	h := holdCommits(t, n)
-	w := n.workspace(t, 1)
-	c := n.channel(t, w.id, w.users...)
-	alice := userCaller(w.id, w.users[0])
-	for i := range 4 { // of the burst of 5
-		if _, err := n.send(alice, c, postReq{text: fmt.Sprint(i)}); err != nil {
-			t.Fatal(err)
-		}
+// A write that failed (503, for the client to retry) did nothing, and
+// gives back the rate token it took: retries after a leader change would
+// otherwise meet 429 on top. One row per bucket.
+func TestAFailedWriteGivesItsTokenBack(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		bucket limits.Name
+		// setup answers the request, whose write is the bucket's.
+		setup func(t *testing.T, n *testNode) func() error
+	}{
+		{"a post gives its post_message token back", limits.PostMessage, func(t *testing.T, n *testNode) func() error {
+			w := n.workspace(t, 1)
+			c := n.channel(t, w.id, w.users...)
+			alice := userCaller(w.id, w.users[0])
+			return func() error { _, err := n.send(alice, c, postReq{}); return err }
+		}},
+		{"a webhook's post gives the webhook's token back, through its conversation", limits.Webhook, func(t *testing.T, n *testNode) func() error {
+			f := n.hookFixture(t, 1)
+			return func() error { return n.hookPost(f, "hi") }
+		}},
+		{"a tool's run gives the member's interactions token back", limits.Interactions, func(t *testing.T, n *testNode) func() error {
+			e := n.toolEnv(t)
+			return func() error {
+				_, err := try[*kitpb.ToolCallReply](n, actors.KindInstallation, e.inst.Id, e.invoke(e.alice, e.conv, "lookup"))
+				return err
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := ownNode(t)
+			slowRefills(n)
+			h := holdCommits(t, n)
+			request := tc.setup(t, n)
+			for range n.env.Limits[tc.bucket].Capacity - 1 {
+				noErr(t, request())
+			}
+			held := h.holdNext()
+			failed := make(chan error, 1)
+			go func() { failed <- request() }()
+			waitFor(t, "the request's write", held)
+			h.release <- errors.New("no quorum")
+			if err := waitFor(t, "the failed request", failed); err == nil {
+				t.Fatal("a request whose write failed was answered")
+			}
+			// A webhook's token comes back on its own time; a request
+			// refused meanwhile takes none.
+			eventually.NoError(t, "the retry of the failed request, before any refill", request)
+		})
 	}
-	held := h.holdNext()
-	failed := make(chan error, 1)
-	go func() {
-		_, err := n.send(alice, c, postReq{text: "fails"})
-		failed <- err
-	}()
-	waitFor(t, "the post's write", held)
-	h.release <- errors.New("no quorum")
-	if err := waitFor(t, "the failed post", failed); err == nil {
-		t.Fatal("a post whose write failed was answered")
-	}
-	if _, err := n.send(alice, c, postReq{text: "retried"}); err != nil {
-		t.Fatalf("the retry of a failed post, before any refill: %v", err)
-	}
-}
-
-// The same for a webhook's post: the conversation whose write failed
-// gives the webhook its token back.
-func TestAFailedWebhookPostGivesItsTokenBack(t *testing.T) {
-	n := ownNode(t)
-	slowRefills(n)
-	h := holdCommits(t, n)
-	f := n.hookFixture(t, 1)
-	for i := range 4 { // of the burst of 5
-		noErr(t, n.hookPost(f, fmt.Sprint(i)))
-	}
-	held := h.holdNext()
-	failed := make(chan error, 1)
-	go func() { failed <- n.hookPost(f, "fails") }()
-	waitFor(t, "the post's write", held)
-	h.release <- errors.New("no quorum")
-	if err := waitFor(t, "the failed post", failed); err == nil {
-		t.Fatal("a webhook post whose write failed was answered")
-	}
-	// The token comes back on its own time; a post refused meanwhile
-	// takes none.
-	eventually.NoError(t, "the retry of a failed webhook post, before any refill", func() error {
-		return n.hookPost(f, "retried")
-	})
 }
 
 // slowRefills has n's post_message, webhook and interactions buckets
-// refill their tokens an hour rather than their window, so that what a test finds in them was given
-// back, not refilled by a busy machine's slow second (the test clock
-// flows). It must run before n's actors start.
+// refill their tokens in an hour rather than their window, so that what
+// a test finds in them was given back, not refilled by a busy machine's
+// slow second (the test clock flows). It must run before n's actors
+// start.
 func slowRefills(n *testNode) {
 	for _, name := range []limits.Name{limits.PostMessage, limits.Webhook, limits.Interactions} {
 		r := n.env.Limits[name]
 		r.Window = time.Hour
 		n.env.Limits[name] = r
-	}
-}
-
-// The same for a tool's run: a run the installation could not record
-// gives the member's interactions token back.
-func TestAFailedToolRunGivesItsTokenBack(t *testing.T) {
-	n := ownNode(t)
-	slowRefills(n)
-	h := holdCommits(t, n)
-	e := n.toolEnv(t)
-	capacity := n.env.Limits[limits.Interactions].Capacity
-	for range capacity - 1 {
-		ask[*kitpb.ToolCallReply](t, n, actors.KindInstallation, e.inst.Id, e.invoke(e.alice, e.conv, "lookup"))
-	}
-	held := h.holdNext()
-	failed := make(chan error, 1)
-	go func() {
-		_, err := try[*kitpb.ToolCallReply](n, actors.KindInstallation, e.inst.Id, e.invoke(e.alice, e.conv, "lookup"))
-		failed <- err
-	}()
-	waitFor(t, "the run's write", held)
-	h.release <- errors.New("no quorum")
-	if err := waitFor(t, "the failed run", failed); err == nil {
-		t.Fatal("a run whose write failed was answered")
-	}
-	if _, err := try[*kitpb.ToolCallReply](n, actors.KindInstallation, e.inst.Id, e.invoke(e.alice, e.conv, "lookup")); err != nil {
-		t.Fatalf("the retry of a failed run, before any refill: %v", err)
 	}
 }

@@ -15,12 +15,19 @@ import (
 
 // Signing secrets are kept sealed, never as they are, and answered to the
 // sender while valid: the current one, and the previous one for 7 days.
-func TestSigningSecretsAreSealedAndAnsweredWhileValid(t *testing.T) {
-	n := ownNode(t)
+// sealingKit is a node of the test's own that seals signing secrets, with
+// a workspace and a Kit of it that has none yet.
+func sealingKit(t *testing.T) (n *testNode, ws *workspace, kit string) {
+	t.Helper()
+	n = ownNode(t)
 	n.env.SealKey = bytes.Repeat([]byte{7}, 32)
 	n.env.OpenKeys = [][]byte{n.env.SealKey}
-	ws := n.workspace(t, 1)
-	kit := n.mustUpload(t, ws.id, manifestJSON(newSlug(), "1.0.0"), false).Kit.Id
+	ws = n.workspace(t, 1)
+	return n, ws, n.mustUpload(t, ws.id, manifestJSON(newSlug(), "1.0.0"), false).Kit.Id
+}
+
+func TestSigningSecretsAreSealedAndAnsweredWhileValid(t *testing.T) {
+	n, _, kit := sealingKit(t)
 	rotate := func() string {
 		secret := ids.NewSecret(ids.SigningSecret)
 		h := ids.Hash(secret)
@@ -58,11 +65,7 @@ func TestSigningSecretsAreSealedAndAnsweredWhileValid(t *testing.T) {
 // every event, so the actor outlived the answer, which every delivery
 // then failed on.
 func TestADevInstallsFirstSigningSecretIsAnsweredAtOnce(t *testing.T) {
-	n := ownNode(t)
-	n.env.SealKey = bytes.Repeat([]byte{7}, 32)
-	n.env.OpenKeys = [][]byte{n.env.SealKey}
-	ws := n.workspace(t, 1)
-	kit := n.mustUpload(t, ws.id, manifestJSON(newSlug(), "1.0.0"), false).Kit.Id
+	n, ws, kit := sealingKit(t)
 	secrets := func() []string {
 		return ask[*kitpb.SigningSecretsReply](t, n, actors.KindKit, kit, &kitpb.GetSigningSecrets{}).Secrets
 	}

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/cluster/peer/peertest"
 	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -268,30 +268,11 @@ func (panicky) Receive(ctx actor.Context) {
 	}
 }
 
-// lockedBuffer is a log's output, written by the node's goroutines and
-// read by the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // An actor that panics is started again by its supervisor, which says
 // nothing of it: the node logs the failure, with the panic's stack, as an
 // error.
 func TestAPanicInAnActorIsLogged(t *testing.T) {
-	out := &lockedBuffer{}
+	out := &peertest.LogBuffer{}
 	n, err := Start(Config{RequestTimeout: 100 * time.Millisecond, Logger: slog.New(slog.NewJSONHandler(out, nil))},
 		&Kind{Name: "panicky", New: func(string) actor.Actor { return panicky{} }, Opts: []actor.PropsOption{
 			actor.WithDispatcher(actor.NewSynchronizedDispatcher(300)), actor.WithMailbox(NewInlineMailbox)}})

@@ -344,7 +344,10 @@ func (r *Replica) CatchUp(ctx context.Context, p partition.ID) error {
 		return nil
 	}
 	var index uint64 // 0: this node leads p under a lease
-	err := untilAccepted(ctx, func() error {
+	// A catch-up had failed its request at the first refusal: the touch
+	// of a token's last use failed a post with 503 while its partition's
+	// lead moved.
+	err := askAgain(ctx, refused, func() error {
 		if r.leads(g) && r.LeaseValid(p) {
 			index = 0
 			return nil
@@ -373,36 +376,6 @@ func (r *Replica) CatchUp(ctx context.Context, p partition.ID) error {
 			return fmt.Errorf("replica: partition %d applied %d of %d: %w", p, st.Applied, index, ctx.Err())
 		case <-time.After(2 * time.Millisecond):
 		}
-	}
-}
-
-// untilAccepted runs ask until it is answered, fails other than by a
-// refusal, or ctx ends. A refusal (no leader known yet, or the node asked
-// does not lead under a lease: an election or a lead's transfer under
-// way) is asked again after a wait that doubles from firstRefusalWait to
-// lastRefusalWait, as a refused proposal is sent again. A catch-up had
-// failed its request at the first refusal: a touch of a token's last use
-// failed a post with 503 while its partition's lead moved.
-func untilAccepted(ctx context.Context, ask func() error) error {
-	wait := firstRefusalWait
-	var t *time.Timer
-	for {
-		err := ask()
-		if err == nil || !refused(err) {
-			return err
-		}
-		if t == nil {
-			t = time.NewTimer(wait)
-			defer t.Stop()
-		} else {
-			t.Reset(wait)
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-t.C:
-		}
-		wait = min(2*wait, lastRefusalWait)
 	}
 }
 

@@ -184,20 +184,37 @@ const (
 // a request's time. The remote end refuses for good an entry of a
 // partition whose activations may still run here (Replica.propose).
 func (l *Log) proposeToLeader(ctx context.Context, g multiraft.GroupID, data []byte) error {
+	refused := func(err error) bool {
+		if !appendedNothing(err) {
+			return false
+		}
+		l.stats.refused.Inc()
+		return true
+	}
+	return askAgain(ctx, refused, func() error {
+		if l.leads(g) {
+			_, err := l.groups.Propose(settled(ctx), g, data)
+			return err
+		}
+		l.stats.remote.Inc()
+		return l.remote(ctx, g, data)
+	})
+}
+
+// askAgain runs ask until it succeeds, fails with an error again does not
+// call a refusal, or ctx ends (then it answers the last refusal). A
+// refusal says the group's leader is elsewhere or not yet known (an
+// election, a transfer of the lead), so it is asked again after a wait
+// that doubles from firstRefusalWait to lastRefusalWait: whoever leads by
+// then answers.
+func askAgain(ctx context.Context, again func(error) bool, ask func() error) error {
 	wait := firstRefusalWait
 	var t *time.Timer
 	for {
-		var err error
-		if l.leads(g) {
-			_, err = l.groups.Propose(settled(ctx), g, data)
-		} else {
-			l.stats.remote.Inc()
-			err = l.remote(ctx, g, data)
-		}
-		if err == nil || !appendedNothing(err) {
+		err := ask()
+		if err == nil || !again(err) {
 			return err
 		}
-		l.stats.refused.Inc()
 		if t == nil {
 			t = time.NewTimer(wait)
 			defer t.Stop()

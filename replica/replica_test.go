@@ -834,7 +834,7 @@ func TestACatchUpRefusedAsksAgain(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
 			defer cancel()
 			asks := 0
-			err := untilAccepted(ctx, func() error {
+			err := askAgain(ctx, refused, func() error {
 				a := tc.answers[min(asks, len(tc.answers)-1)]
 				asks++
 				return a
