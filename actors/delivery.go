@@ -52,6 +52,12 @@ type deliveryActor struct {
 	flushQueue bool        // a flushOutbox is on its way (flushTimer)
 	flushTimer *time.Timer // sends flushOutbox (flushLater)
 
+	// behind: the outbox holds events past the queue's bound, which wait
+	// there for room (delivery_behind.go); cursor is where the last take
+	// of them stopped.
+	behind bool
+	cursor outboxCursor
+
 	tk        takenRecords            // what the sequencer took, by commit (delivery_taken.go)
 	q         deliveryQueue           // what waits to be delivered (delivery_queue.go)
 	durable   uint64                  // the last sequence a commit made durable for sure
@@ -82,6 +88,7 @@ type flushOutbox struct{}
 func (a *deliveryActor) Receive(ctx actorContext) {
 	defer a.publish()
 	defer a.stopIfBroken(ctx)
+	defer a.catchUpBehind(ctx)
 	a.rememberSelf(ctx)
 	// Notices and wakes come without a sender (cluster.Host.Send): they are
 	// not requests, but they are activity.
@@ -235,7 +242,15 @@ func (a *deliveryActor) activate(identity string) error {
 		a.last = decodeSeq(v)
 	}
 	a.durable = a.last // read back from the store: a restart synced it
-	if err := a.takeOutbox(); err != nil {
+	// What lost notices named (a crash's, or a notice that reached an
+	// activation as it stopped) is in the outbox, with any backlog past
+	// the queue's bound.
+	a.behind = true
+	if err := a.takeBacklog(); err != nil {
+		a.discard()
+		return err
+	}
+	if err := a.settle(); err != nil {
 		return err
 	}
 	if a.q.waiting() > 0 && a.env.Deliveries != nil {
@@ -243,33 +258,6 @@ func (a *deliveryActor) activate(identity string) error {
 	}
 	a.newHead = false
 	return nil
-}
-
-// takeOutbox takes everything the outbox holds that the queue does not
-// refer to yet, in key order (so each source's events in the order
-// written), and commits. It finds what lost
-// notices named: those of a crash, or of a notice that reached an
-// activation as it stopped.
-func (a *deliveryActor) takeOutbox() error {
-	readers, err := a.env.everyPartition()
-	if err != nil {
-		return err
-	}
-	for p, r := range readers {
-		prefix := outboxPrefix(partition.ID(p), a.id)
-		err := r.Scan(prefix, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
-			// Entries the queue refers to were taken (q.load set taken).
-			if source, pos := outboxSource(k); pos > a.taken[source] {
-				a.take(source, pos, v) // take copies it
-			}
-			return true
-		})
-		if err != nil {
-			a.discard()
-			return err
-		}
-	}
-	return a.settle()
 }
 
 // discard drops what was taken and not committed: an activation takes the
@@ -308,6 +296,10 @@ func (a *deliveryActor) dropsFor(b batch) batch {
 func (a *deliveryActor) takeNotice(m *kitpb.OutboxNotice) error {
 	taken := a.taken[m.Source]
 	if m.Pos <= taken {
+		return nil
+	}
+	if a.behind || a.queueFull() {
+		a.behind = true // the event waits in the outbox (catchUpBehind)
 		return nil
 	}
 	if m.After > taken {

@@ -48,6 +48,7 @@ type deliveryGauge struct {
 	waiting atomic.Int64 // events not yet delivered nor dead: queued, in flight, retrying
 	oldest  atomic.Int64 // service clock (unix ns) when the oldest of them was queued; 0: none
 	paused  atomic.Bool  // the endpoint is paused
+	behind  atomic.Bool  // events wait in the outbox past the queue's bound (delivery_behind.go)
 }
 
 func (s *deliveryStats) register() *deliveryGauge {
@@ -89,12 +90,15 @@ func (s *deliveryStats) collect(w *metrics.Writer, now time.Time) {
 	w.Counter("kitd_delivery_queue_reads_total", "Reads from the store of waiting events for their attempt: a backlog past what a delivery actor keeps in memory (4 MiB an installation), a restart, or a retry. One read takes up to 16 events of a conversation.", s.queueReads.Load())
 
 	backlog, ages := metrics.NewHistogram(backlogBuckets), metrics.NewHistogram(ageBuckets)
-	var total, paused uint64
+	var total, paused, behind uint64
 	var oldest int64
 	s.mu.Lock()
 	for g := range s.live {
 		if g.paused.Load() {
 			paused++
+		}
+		if g.behind.Load() {
+			behind++
 		}
 		n := g.waiting.Load()
 		if n <= 0 {
@@ -116,6 +120,7 @@ func (s *deliveryStats) collect(w *metrics.Writer, now time.Time) {
 	w.Histogram("kitd_delivery_installation_oldest_event_age_seconds", "", ages.Snapshot())
 	w.Family("kitd_delivery_oldest_event_age_seconds", "The longest any waiting event has waited, over every installation.", metrics.TypeGauge)
 	w.Sample("kitd_delivery_oldest_event_age_seconds", "", float64(oldest)/1e9)
+	w.Gauge("kitd_delivery_installations_behind", "Installations with more events waiting than a delivery actor keeps queued in memory (10,000), of those live on this node: the rest wait in the outbox, without a sequence yet, and are not counted in kitd_delivery_backlog_events.", behind)
 	w.Gauge("kitd_delivery_endpoints_paused", "Installations whose events endpoint is paused (failing 24 hours straight), of those live on this node.", paused)
 }
 
@@ -132,6 +137,7 @@ func (a *deliveryActor) publish() {
 	a.gauge.waiting.Store(int64(a.q.waiting()))
 	a.gauge.oldest.Store(a.q.oldest())
 	a.gauge.paused.Store(a.ep != nil && a.paused())
+	a.gauge.behind.Store(a.behind)
 }
 
 // unpublish takes the actor's gauge out as it stops.
@@ -146,4 +152,4 @@ func (a *deliveryActor) unpublish() {
 // keepActive: an installation with events waiting stays live (a paused
 // endpoint's pump has retired, and nothing else would ask it), so the
 // backlog and pause metrics count every installation that has one.
-func (a *deliveryActor) keepActive() bool { return a.q.waiting() > 0 }
+func (a *deliveryActor) keepActive() bool { return a.q.waiting() > 0 || a.behind }

@@ -93,6 +93,9 @@ type Env struct {
 	// outcomes wait for a write when no take of the sender writes them
 	// first; 0 means flushAfter (tests only).
 	DeliveryFlushAfter time.Duration
+	// DeliveryQueueMax bounds the events a delivery actor keeps queued in
+	// memory (delivery_behind.go); 0 means MaxQueuedInMemory.
+	DeliveryQueueMax int
 	// SealKey (32 bytes) seals the signing secrets that deliveries are
 	// signed with; nil: they are not kept, and nothing can be signed. In a
 	// cluster it is ClusterSealKey, the same on every member, since the

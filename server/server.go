@@ -66,6 +66,9 @@ type Config struct {
 	DeliveryAllow   []string // --delivery-allow
 	DeliveryCA      string   // --delivery-ca: a PEM file
 	DeliveryTimeout time.Duration
+	// DeliveryQueue bounds the events a delivery actor keeps queued in
+	// memory (--delivery-queue); 0: actors.MaxQueuedInMemory.
+	DeliveryQueue int
 
 	TLS            *tlscert.Holder // --tls-cert, --tls-key; nil: plain HTTP
 	TrustedProxies *clientaddr.Trusted
@@ -140,6 +143,7 @@ func Start(cfg Config) (_ *Server, err error) {
 	}
 	env := &actors.Env{Store: s.store, Clock: clk, Logger: s.log, Limits: cfg.Limits, Fatal: cfg.Fatal}
 	env.History = history.NewBudget(history.Options{Bytes: cfg.CacheBytes})
+	env.DeliveryQueueMax = cfg.DeliveryQueue
 	keys, err := sealingKeys(cfg.DataDir, cfg.ClusterKey)
 	if err != nil {
 		return nil, err

@@ -53,6 +53,7 @@ func TestEveryFlagHasItsVariable(t *testing.T) {
 		{"delivery-allow", "KIT_DELIVERY_ALLOW", "127.0.0.1", ""},
 		{"delivery-ca", "KIT_DELIVERY_CA", "/tmp/ca.pem", ""},
 		{"delivery-timeout", "KIT_DELIVERY_TIMEOUT", "500ms", ""},
+		{"delivery-queue", "KIT_DELIVERY_QUEUE", "64", ""},
 		{"tls-cert", "KIT_TLS_CERT", "/tmp/cert.pem", ""},
 		{"tls-key", "KIT_TLS_KEY", "/tmp/key.pem", ""},
 		{"trusted-proxies", "KIT_TRUSTED_PROXIES", "10.0.0.0/8,192.0.2.1", ""},
@@ -143,6 +144,9 @@ func TestEnvironmentRules(t *testing.T) {
 		{"--delivery-timeout defaults to the contract's 3 s", nil, nil, func(c config) bool { return c.deliveryTimeout == 3*time.Second }, ""},
 		{"--delivery-timeout takes a shorter one for tests", []string{"--delivery-timeout", "250ms"}, nil, func(c config) bool { return c.deliveryTimeout == 250*time.Millisecond }, ""},
 		{"--delivery-timeout refuses 0", []string{"--delivery-timeout", "0s"}, nil, nil, "--delivery-timeout must be more than 0"},
+		{"--delivery-queue defaults to 10,000 events an installation", nil, nil, func(c config) bool { return c.deliveryQueue == 10_000 }, ""},
+		{"--delivery-queue refuses fewer than twice the events in flight", []string{"--delivery-queue", "19"}, nil, nil, "--delivery-queue must be at least 20"},
+		{"--delivery-queue refuses what is not a number", []string{"--delivery-queue", "lots"}, nil, nil, "--delivery-queue: "},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			c, err := parseFlagsEnv(tc.args, lookupOf(tc.vars), nil)

@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/deliveries"
 	"github.com/kitd/kitd/http/clientaddr"
 	"github.com/kitd/kitd/internal/limits"
@@ -110,6 +111,9 @@ type config struct {
 	// deliveryTimeout: the 3 s within which a Kit must answer
 	// (deliveries.Timeout), shorter only for tests.
 	deliveryTimeout time.Duration
+	// deliveryQueue: the events a delivery actor keeps queued in memory
+	// per installation (actors.MaxQueuedInMemory).
+	deliveryQueue int
 }
 
 // repeated is a flag that may be given several times.
@@ -160,6 +164,7 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 	fs.StringVar(&c.deliveryAllow, "delivery-allow", env("KIT_DELIVERY_ALLOW", ""), "comma-separated host or host:port that deliveries may reach on loopback or private addresses (tests only)")
 	fs.StringVar(&c.deliveryCA, "delivery-ca", env("KIT_DELIVERY_CA", ""), "PEM file of extra roots trusted for deliveries")
 	deliveryTimeout := fs.String("delivery-timeout", env("KIT_DELIVERY_TIMEOUT", deliveries.Timeout.String()), "how long a Kit has to answer an event or a call with a 2xx (tests only: the contract says 3s)")
+	deliveryQueue := fs.String("delivery-queue", env("KIT_DELIVERY_QUEUE", strconv.Itoa(actors.MaxQueuedInMemory)), "events an installation keeps queued in memory for delivery (about 160 bytes each); past it they wait in the outbox, on disk")
 	fs.StringVar(&c.tlsCert, "tls-cert", env("KIT_TLS_CERT", ""), "PEM certificate (and chain): with --tls-key, --listen serves HTTPS only; read again on SIGHUP")
 	fs.StringVar(&c.tlsKey, "tls-key", env("KIT_TLS_KEY", ""), "PEM private key of --tls-cert; read again on SIGHUP")
 	proxies := fs.String("trusted-proxies", env("KIT_TRUSTED_PROXIES", ""), "comma-separated CIDRs of proxies whose X-Forwarded-For names the client (per-address limits, request lines)")
@@ -195,6 +200,9 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 	if c.deliveryTimeout, err = time.ParseDuration(*deliveryTimeout); err != nil {
 		return c, fmt.Errorf("--delivery-timeout: %w", err)
 	}
+	if c.deliveryQueue, err = strconv.Atoi(*deliveryQueue); err != nil {
+		return c, fmt.Errorf("--delivery-queue: %w", err)
+	}
 	if c.replicas, err = strconv.Atoi(*replicas); err != nil {
 		return c, fmt.Errorf("--replicas: %w", err)
 	}
@@ -210,6 +218,8 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 		return c, errors.New("--replicas must be 0 (every node) or more")
 	case c.deliveryTimeout <= 0:
 		return c, errors.New("--delivery-timeout must be more than 0")
+	case c.deliveryQueue < minDeliveryQueue:
+		return c, fmt.Errorf("--delivery-queue must be at least %d: twice the events an installation has in flight, so that half the queue keeps them going", minDeliveryQueue)
 	case c.downTimeout < time.Second:
 		return c, errors.New("--down-timeout must be at least 1s: a member is gone only after gossip's failure detector says so")
 	case c.forgetAfter < time.Second:
@@ -244,6 +254,11 @@ func loopback(addr string) bool {
 // cost in garbage collection (the kept messages are live heap, which the
 // memory limit makes room for: tuneGC) that a quarter GiB keeps small.
 const defaultCacheBytes = "256MiB"
+
+// minDeliveryQueue is the least --delivery-queue: a queue refills from
+// the outbox at half its bound, and half must hold an installation's
+// events in flight.
+const minDeliveryQueue = 2 * actors.MaxInFlightPerInstallation
 
 // parseBytes reads a size: a whole number of bytes, or of KiB, MiB or GiB.
 func parseBytes(s string) (int64, error) {
@@ -355,7 +370,8 @@ func serve(cfg config, stdout io.Writer) error {
 		PeerAdvertise: cfg.peerAdvertise, DownTimeout: cfg.downTimeout, ForgetAfter: cfg.forgetAfter, Replicas: cfg.replicas, Replicate: cfg.replicate,
 		VerifyDNS: cfg.verifyDNS, VerifyResolve: cfg.verifyResolve, VerifyCA: cfg.verifyCA,
 		DeliveryAllow: commaList(cfg.deliveryAllow), DeliveryCA: cfg.deliveryCA, DeliveryTimeout: cfg.deliveryTimeout,
-		TLS: certs, TrustedProxies: cfg.proxies,
+		DeliveryQueue: cfg.deliveryQueue,
+		TLS:           certs, TrustedProxies: cfg.proxies,
 		Build:  server.Build{Version: b.version, Commit: b.commitLabel(), GoVersion: b.goVersion},
 		Logger: logger, RequestLog: requests,
 		Fatal: func(err error) {

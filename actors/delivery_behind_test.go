@@ -1,0 +1,173 @@
+package actors_test
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/kitd/kitd/actors"
+)
+
+// behindBound is the queue's bound in these tests: a backlog of a few
+// dozen events is past it.
+const behindBound = 8
+
+// drained is what delivering every event of an installation found: the
+// texts in the order they went, each conversation's apart, and the
+// sequences.
+type drained struct {
+	order  []string
+	byConv map[string][]string
+	seqs   []uint64
+}
+
+// drain takes and delivers the installation's events until want have gone,
+// checking after each step that the queue never holds more than bound.
+func drain(t *testing.T, n *testNode, inst string, want, bound int) drained {
+	t.Helper()
+	d := drained{byConv: map[string][]string{}}
+	for step := 0; len(d.order) < want; step++ {
+		if step > 10*want {
+			t.Fatalf("after %d steps %d of %d events delivered", step, len(d.order), want)
+		}
+		if q := queued(t, n, inst); len(q) > bound {
+			t.Fatalf("%d events queued in memory, past the bound of %d", len(q), bound)
+		}
+		for _, ev := range take(t, n, inst).Events {
+			d.order = append(d.order, ev.Message.GetText())
+			d.byConv[ev.ConversationId] = append(d.byConv[ev.ConversationId], ev.Message.GetText())
+			d.seqs = append(d.seqs, ev.Sequence)
+			record(t, n, inst, ev.Sequence, true)
+		}
+	}
+	if r := take(t, n, inst); len(r.Events) != 0 {
+		t.Fatalf("after the %d events, %q more", want, eventTexts(r.Events))
+	}
+	return d
+}
+
+// inOrder checks that every event was delivered once, each conversation's
+// in the order posted, under sequences without gaps.
+func (d drained) inOrder(t *testing.T, posted map[string][]string) {
+	t.Helper()
+	for c, want := range posted {
+		if got := d.byConv[c]; !slices.Equal(got, want) {
+			t.Fatalf("conversation %s delivered %q, want %q", c, got, want)
+		}
+	}
+	seqs := slices.Clone(d.seqs)
+	slices.Sort(seqs)
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] != seqs[i-1]+1 {
+			t.Fatalf("sequences %v: a gap or a repeat", seqs)
+		}
+	}
+}
+
+// postEach posts count events in each conversation, in turn, and returns
+// the texts posted by conversation.
+func postEach(t *testing.T, n *testNode, f *eventsFixture, convs []string, count int) map[string][]string {
+	t.Helper()
+	posted := map[string][]string{}
+	for i := range count {
+		for _, c := range convs {
+			text := fmt.Sprintf("%s-%d", c[len(c)-6:], i) // ids share their time prefix
+			n.post(t, f.user, c, postReq{text: text})
+			posted[c] = append(posted[c], text)
+		}
+	}
+	return posted
+}
+
+// A delivery actor keeps at most its bound of events queued in memory
+// (actors.MaxQueuedInMemory): the rest wait in the outbox, taken a range
+// at a time as the queue drains, and go in their conversations' order
+// under gapless sequences, after a restart too.
+func TestABacklogPastTheQueuesBoundWaitsInTheOutbox(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"the queue holds its bound, and every event goes in order", func(t *testing.T) {
+			n := ownNode(t)
+			n.env.DeliveryQueueMax = behindBound
+			f, cs := deliveryFixture(t, n, 3)
+			posted := postEach(t, n, f, cs, 8)
+			if q := queued(t, n, f.inst.Id); len(q) != behindBound {
+				t.Fatalf("%d events queued after 24 posts, want the bound, %d", len(q), behindBound)
+			}
+			drain(t, n, f.inst.Id, 24, behindBound).inOrder(t, posted)
+		}},
+		{"a restart takes no more than the bound from the outbox", func(t *testing.T) {
+			fs := vfs.NewMem()
+			n, err := startNode(fs, nil)
+			noErr(t, err)
+			n.env.DeliveryQueueMax = behindBound
+			f, cs := deliveryFixture(t, n, 2)
+			posted := postEach(t, n, f, cs, 10)
+			queued(t, n, f.inst.Id) // commits the takes
+			noErr(t, n.stop())
+
+			n, err = startNode(fs, n.clk)
+			noErr(t, err)
+			t.Cleanup(func() { n.stop() })
+			n.env.DeliveryQueueMax = behindBound
+			if q := queued(t, n, f.inst.Id); len(q) != behindBound {
+				t.Fatalf("%d events queued after the restart, want the bound, %d", len(q), behindBound)
+			}
+			drain(t, n, f.inst.Id, 20, behindBound).inOrder(t, posted)
+		}},
+		{"a conversation's long backlog keeps no other waiting behind it", func(t *testing.T) {
+			n := ownNode(t)
+			n.env.DeliveryQueueMax = behindBound
+			f, cs := deliveryFixture(t, n, 2)
+			// long sorts first in the outbox, so that a take in key order
+			// alone would reach short only once long is through.
+			long, short := cs[0], cs[1]
+			if bytes.Compare(actors.OutboxSourcePrefix(f.inst.Id, long), actors.OutboxSourcePrefix(f.inst.Id, short)) > 0 {
+				long, short = short, long
+			}
+			posted := postEach(t, n, f, []string{long}, 30)
+			for k, v := range postEach(t, n, f, []string{short}, 1) {
+				posted[k] = v
+			}
+			d := drain(t, n, f.inst.Id, 31, behindBound)
+			d.inOrder(t, posted)
+			if i := slices.Index(d.order, posted[short][0]); i > behindBound {
+				t.Fatalf("the short conversation's event went %dth of 31, after %d of the long one's: want it among the first %d", i+1, i, behindBound+1)
+			}
+		}},
+		{"an installation behind is counted, and no more once it caught up", func(t *testing.T) {
+			n := ownNode(t)
+			n.env.DeliveryQueueMax = behindBound
+			f, cs := deliveryFixture(t, n, 2)
+			postEach(t, n, f, cs, 6)
+			metricIs(t, n, 1, "kitd_delivery_installations_behind")
+			metricIs(t, n, behindBound, "kitd_delivery_backlog_events")
+			drain(t, n, f.inst.Id, 12, behindBound)
+			metricIs(t, n, 0, "kitd_delivery_installations_behind")
+		}},
+		{"an installation caught up takes notices again", func(t *testing.T) {
+			n := ownNode(t)
+			n.env.DeliveryQueueMax = behindBound
+			f, cs := deliveryFixture(t, n, 2)
+			posted := postEach(t, n, f, cs, 6)
+			drain(t, n, f.inst.Id, 12, behindBound)
+			more := postEach(t, n, f, cs, 2)
+			if q := queued(t, n, f.inst.Id); len(q) != 4 {
+				t.Fatalf("%d events queued after 4 posts past the backlog, want 4", len(q))
+			}
+			d := drain(t, n, f.inst.Id, 4, behindBound)
+			for c := range more {
+				if got, want := d.byConv[c], more[c]; !slices.Equal(got, want) {
+					t.Fatalf("conversation %s delivered %q, want %q (after %q)", c, got, want, posted[c])
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, tc.run)
+	}
+}

@@ -1,0 +1,35 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kitd/kitd/internal/eventually"
+	"github.com/kitd/kitd/internal/metrics/metricstest"
+)
+
+// docs/deliveries.md "A backlog past memory": an installation whose
+// endpoint is down keeps at most --delivery-queue events queued in memory,
+// and the rest wait in the outbox, through a kill -9; once the endpoint
+// is back every event arrives, each conversation's in order.
+func TestADeliveryBacklogPastMemoryWaitsInTheOutbox(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	rcv.answerWith(func(int) (int, time.Duration, bool) { return 503, 0, false })
+	s, opts := deliveryServer(t, rcv, false, t.TempDir(), "--delivery-queue", "20")
+	e := newEventsSetup(t, s, rcv, 3)
+	posted := e.postRounds(t, 20)
+	eventually.True(t, "the installation behind, with 20 events queued", func() bool {
+		m := scrapeMetrics(t, s)
+		return metricstest.Value(m, "kitd_delivery_installations_behind") == 1 && metricstest.Value(m, "kitd_delivery_backlog_events") == 20
+	})
+	s.kill()
+
+	rcv.answerWith(func(int) (int, time.Duration, bool) { return 200, 0, false })
+	s = startServerOpts(t, opts)
+	advance(t, s, time.Minute) // past the failed events' retry waits
+	wantEveryEventInOrder(t, rcv, posted, "every event, the outbox's too")
+	eventually.True(t, "no installation behind", func() bool {
+		return metricstest.Value(scrapeMetrics(t, s), "kitd_delivery_installations_behind") == 0
+	})
+}
