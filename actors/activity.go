@@ -52,5 +52,5 @@ func (e *Env) Collect(w *metrics.Writer) {
 		w.Uint("kitd_actors_live", labels[i], act[i]-pass[i])
 	}
 	e.History.Collect(w)
-	e.deliveryStats.collect(w, e.Clock.Now())
+	e.deliveryStats.collect(w, e.Clock.Now(), e.deliveryMemory.used.Load())
 }

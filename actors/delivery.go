@@ -57,6 +57,8 @@ type deliveryActor struct {
 	// of them stopped.
 	behind bool
 	cursor outboxCursor
+	// charged is what the actor counts for in the node's deliveryMemory.
+	charged int64
 
 	tk        takenRecords            // what the sequencer took, by commit (delivery_taken.go)
 	q         deliveryQueue           // what waits to be delivered (delivery_queue.go)
@@ -332,7 +334,7 @@ func (a *deliveryActor) take(source string, pos uint64, rec []byte) {
 	a.newHead = a.newHead || len(a.q.bySource[source]) == 1
 	d.outboxPos = pos
 	d.takenBy = a.tk.add(b, a.id, a.last, outboxRef{source, pos})
-	a.q.hold(d, withSequence(rec, a.last))
+	a.q.hold(d, withSequence(rec, a.last), a.env.nodeRoom() > 0)
 }
 
 // sealed is one commit of the actor: the outbox entries it deletes

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/kitd/kitd/internal/partition"
@@ -10,18 +11,65 @@ import (
 )
 
 // A backlog past memory (docs/deliveries.md, "A backlog past memory"): a
-// delivery actor keeps at most MaxQueuedInMemory events queued, about
-// 160 bytes each. Past that the installation is behind: notices are
-// ignored and the events wait in the outbox, where their writes put
-// them, durable and in their sources' order, without a sequence yet. As
-// the queue drains below half its bound, the actor takes more from the
-// outbox, by range, a few of each source first, from where it stopped the
-// last time, so that a conversation with a large backlog does not keep
-// the others waiting until it is through. An endpoint down for a day with
-// a busy workspace thus costs disk, not the node's memory.
+// delivery actor keeps at most DeliveryQueueMax events queued
+// (MaxQueuedInMemory unless configured), and the node's delivery actors
+// together at most DeliveryMemory bytes of queued events and held
+// records, so that one Kit's endpoint down across thousands of
+// installations costs disk, not the node. Past either bound the
+// installation is behind: notices are ignored and the events wait in the
+// outbox, where their writes put them, durable and in their sources'
+// order, without a sequence yet. As the queue drains below half its bound
+// the actor takes more from the outbox, by range, a few of each source
+// first, from where it stopped the last time, so that a conversation with
+// a large backlog does not keep the others waiting until it is through.
 
 // MaxQueuedInMemory bounds the events a delivery actor keeps queued.
 const MaxQueuedInMemory = 10_000
+
+// DefaultDeliveryMemory bounds the memory of a node's delivery queues.
+const DefaultDeliveryMemory = 128 << 20
+
+// queuedEventBytes is what a queued event costs its delivery actor in
+// memory, about (TestQueuedEventMemory): its state, its place in its
+// conversation's queue and in the age order, its taken record's count.
+const queuedEventBytes = 160
+
+// minQueued is what an installation may keep queued whatever the node's
+// budget, so that installations whose endpoints are down, which hold
+// their events until it returns, never stop the others from taking.
+const minQueued = 100
+
+// deliveryMemory is the node's account of its delivery queues: the bytes
+// every delivery actor charges after each message it handles (charge).
+// The zero value is ready.
+type deliveryMemory struct{ used atomic.Int64 }
+
+func (e *Env) deliveryMemoryMax() int64 {
+	if e.DeliveryMemory > 0 {
+		return e.DeliveryMemory
+	}
+	return DefaultDeliveryMemory
+}
+
+// nodeRoom is how many more events the node's budget leaves room for.
+func (e *Env) nodeRoom() int {
+	return int(max(e.deliveryMemoryMax()-e.deliveryMemory.used.Load(), 0) / queuedEventBytes)
+}
+
+// charge tells the node's account what the actor holds now.
+func (a *deliveryActor) charge() {
+	own := int64(a.q.waiting())*queuedEventBytes + int64(a.q.held)
+	a.env.deliveryMemory.used.Add(own - a.charged)
+	a.charged = own
+}
+
+// release gives the actor's memory back as it stops, or restarts after a
+// panic (a new instance starts from the store).
+func (a *deliveryActor) release() {
+	a.env.deliveryMemory.used.Add(-a.charged)
+	a.charged = 0
+	a.unpublish()
+}
 
 // outboxCursor is where the last take of a backlog stopped: partition p,
 // from key on (nil: from its first entry).
@@ -39,14 +87,20 @@ func (e *Env) deliveryQueueMax() int {
 
 // queueFull reports whether the queue holds as many events as it may:
 // what the outbox holds past it waits there.
-func (a *deliveryActor) queueFull() bool { return a.q.waiting() >= a.env.deliveryQueueMax() }
+func (a *deliveryActor) queueFull() bool { return a.q.waiting() >= a.queueBound() }
 
-// catchUpBehind takes more of the backlog once the queue of an actor behind
-// has drained to half its bound, and wakes the sender for what it took. A
-// read that fails is tried again a moment later (WakeDelivery): the
-// events stay in the outbox meanwhile.
+// queueBound is how many events the queue may hold now: its own bound,
+// within what the node has room for, but never less than minQueued.
+func (a *deliveryActor) queueBound() int {
+	return min(a.env.deliveryQueueMax(), max(minQueued, a.q.waiting()+a.env.nodeRoom()))
+}
+
+// catchUpBehind takes more of the backlog once the queue of an actor
+// behind has drained to half its bound (queueBound), and wakes the sender
+// for what it took. A read that fails is tried again a moment later
+// (WakeDelivery): the events stay in the outbox meanwhile.
 func (a *deliveryActor) catchUpBehind(ctx actorContext) {
-	if !a.behind || a.stopped || a.broken != nil || a.life.loadErr != nil || a.q.waiting() > a.env.deliveryQueueMax()/2 {
+	if !a.behind || a.stopped || a.broken != nil || a.life.loadErr != nil || a.q.waiting() > a.queueBound()/2 {
 		return
 	}
 	err := a.takeBacklog()
@@ -69,7 +123,7 @@ func (a *deliveryActor) catchUpBehind(ctx actorContext) {
 // A pass that went all the way round without finding more than it took
 // ends the backlog: notices are taken again.
 func (a *deliveryActor) takeBacklog() error {
-	room := a.env.deliveryQueueMax() - a.q.waiting()
+	room := a.queueBound() - a.q.waiting()
 	if room <= 0 {
 		return nil
 	}
@@ -140,7 +194,12 @@ func (a *deliveryActor) takeRange(r PartitionReader, lower, upper []byte, room *
 			case pos <= a.taken[source]:
 				return true
 			case *room == 0:
+				// The next take starts here, or at the next source if
+				// this one had its turn.
 				stop = append([]byte(nil), k...)
+				if took[source] > 0 {
+					stop = persistence.PrefixEnd(stop[:len(stop)-positionLen])
+				}
 				return false
 			case perSource > 0 && took[source] == perSource:
 				left = true

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/metrics/metricstest"
 )
 
 // behindBound is the queue's bound in these tests: a backlog of a few
@@ -136,8 +137,28 @@ func TestABacklogPastTheQueuesBoundWaitsInTheOutbox(t *testing.T) {
 			}
 			d := drain(t, n, f.inst.Id, 31, behindBound)
 			d.inOrder(t, posted)
-			if i := slices.Index(d.order, posted[short][0]); i > behindBound {
-				t.Fatalf("the short conversation's event went %dth of 31, after %d of the long one's: want it among the first %d", i+1, i, behindBound+1)
+			// The first take from the outbox, once the queue drained to
+			// half, takes from both.
+			if i := slices.Index(d.order, posted[short][0]); i > behindBound/2+1 {
+				t.Fatalf("the short conversation's event went %dth of 31, after %d of the long one's: want it among the first %d", i+1, i, behindBound/2+2)
+			}
+		}},
+		{"conversations with long backlogs take turns", func(t *testing.T) {
+			n := ownNode(t)
+			n.env.DeliveryQueueMax = behindBound
+			f, cs := deliveryFixture(t, n, 2)
+			first, second := cs[0], cs[1]
+			if bytes.Compare(actors.OutboxSourcePrefix(f.inst.Id, first), actors.OutboxSourcePrefix(f.inst.Id, second)) > 0 {
+				first, second = second, first
+			}
+			posted := postEach(t, n, f, []string{first, second}, 30)
+			d := drain(t, n, f.inst.Id, 60, behindBound)
+			d.inOrder(t, posted)
+			// A take that begins where the last one ended, past the
+			// conversation that had its turn, gives each as much.
+			last := slices.Index(d.order, posted[first][29])
+			if gone := len(d.byConv[second]) - (60 - 1 - last); gone < 25 {
+				t.Fatalf("when the first conversation's last event went, %d of the second's had, want 25 or more", gone)
 			}
 		}},
 		{"an installation behind is counted, and no more once it caught up", func(t *testing.T) {
@@ -166,6 +187,28 @@ func TestABacklogPastTheQueuesBoundWaitsInTheOutbox(t *testing.T) {
 					t.Fatalf("conversation %s delivered %q, want %q (after %q)", c, got, want, posted[c])
 				}
 			}
+		}},
+		{"the node's budget bounds every queue together, yet each installation keeps its floor", func(t *testing.T) {
+			n := ownNode(t)
+			const budget = 64 << 10
+			n.env.DeliveryMemory = budget
+			down, cs := deliveryFixture(t, n, 3)
+			posted := postEach(t, n, down, cs, 100)
+			if q := len(queued(t, n, down.inst.Id)); q < 100 || q >= 300 {
+				t.Fatalf("%d of 300 events queued with the node's budget spent, want the floor of 100 or more, and not all", q)
+			}
+			metricIs(t, n, 1, "kitd_delivery_installations_behind")
+			if used := metricstest.Value(scrape(t, n), "kitd_delivery_memory_bytes"); used > budget+4<<10 {
+				t.Fatalf("the delivery queues use %v bytes, past the node's %d", used, budget)
+			}
+			up, us := deliveryFixture(t, n, 1)
+			postEach(t, n, up, us, 50)
+			if q := len(queued(t, n, up.inst.Id)); q != 50 {
+				t.Fatalf("another installation queued %d of its 50 events, want all: they are within its floor", q)
+			}
+			drain(t, n, down.inst.Id, 300, 300).inOrder(t, posted)
+			drain(t, n, up.inst.Id, 50, 50)
+			metricIs(t, n, 0, "kitd_delivery_memory_bytes")
 		}},
 	} {
 		t.Run(tc.name, tc.run)

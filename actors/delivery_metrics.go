@@ -79,7 +79,7 @@ var ageBuckets = metrics.NewBuckets(1e-9,
 	int64(time.Minute), int64(10*time.Minute), int64(time.Hour), int64(6*time.Hour), int64(24*time.Hour))
 
 // collect writes the delivery families at now (the service clock).
-func (s *deliveryStats) collect(w *metrics.Writer, now time.Time) {
+func (s *deliveryStats) collect(w *metrics.Writer, now time.Time, memory int64) {
 	w.Family("kitd_delivery_attempts_total", "Delivery attempts recorded, by outcome: delivered, retry_scheduled, dead_lettered (a dead letter), paused (a failure while the endpoint is paused).", metrics.TypeCounter)
 	for i, o := range attemptOutcomes {
 		w.Uint("kitd_delivery_attempts_total", metrics.Label("outcome", o), s.outcomes[i].Load())
@@ -120,7 +120,8 @@ func (s *deliveryStats) collect(w *metrics.Writer, now time.Time) {
 	w.Histogram("kitd_delivery_installation_oldest_event_age_seconds", "", ages.Snapshot())
 	w.Family("kitd_delivery_oldest_event_age_seconds", "The longest any waiting event has waited, over every installation.", metrics.TypeGauge)
 	w.Sample("kitd_delivery_oldest_event_age_seconds", "", float64(oldest)/1e9)
-	w.Gauge("kitd_delivery_installations_behind", "Installations with more events waiting than a delivery actor keeps queued in memory (10,000), of those live on this node: the rest wait in the outbox, without a sequence yet, and are not counted in kitd_delivery_backlog_events.", behind)
+	w.Gauge("kitd_delivery_memory_bytes", "Memory of this node's delivery queues, about: the events queued (160 bytes each) and the records held for their first attempt, bounded by --delivery-memory.", uint64(max(memory, 0)))
+	w.Gauge("kitd_delivery_installations_behind", "Installations with more events waiting than their delivery actor keeps queued in memory (--delivery-queue, or less when the node's queues reach --delivery-memory), of those live on this node: the rest wait in the outbox, without a sequence yet, and are not counted in kitd_delivery_backlog_events.", behind)
 	w.Gauge("kitd_delivery_endpoints_paused", "Installations whose events endpoint is paused (failing 24 hours straight), of those live on this node.", paused)
 }
 
@@ -131,6 +132,7 @@ func (a *deliveryActor) publish() {
 	if a.stopped {
 		return
 	}
+	a.charge()
 	if a.gauge == nil {
 		a.gauge = a.env.deliveryStats.register()
 	}

@@ -150,9 +150,10 @@ func (q *deliveryQueue) oldest() int64 {
 	return 0
 }
 
-// hold keeps rec, d's queued record, while it waits, if the budget allows.
-func (q *deliveryQueue) hold(d *delivery, rec []byte) {
-	if q.held+len(rec) <= heldBudget {
+// hold keeps rec, d's queued record, while it waits, if the budget allows
+// and the node has room (deliveryMemory).
+func (q *deliveryQueue) hold(d *delivery, rec []byte, nodeRoom bool) {
+	if nodeRoom && q.held+len(rec) <= heldBudget {
 		d.rec = rec
 		q.held += len(rec)
 	}

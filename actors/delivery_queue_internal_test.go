@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -14,7 +16,7 @@ func TestHeldRecordsStayWithinTheirBudget(t *testing.T) {
 	var ds []*delivery
 	for seq := uint64(1); seq <= 4; seq++ {
 		d := q.push("c", seq, 0)
-		q.hold(d, rec)
+		q.hold(d, rec, true)
 		ds = append(ds, d)
 	}
 	for i, want := range []bool{true, true, true, false} {
@@ -32,9 +34,51 @@ func TestHeldRecordsStayWithinTheirBudget(t *testing.T) {
 	if want := len(rec); q.held != want {
 		t.Fatalf("held %d bytes after two left, want %d", q.held, want)
 	}
-	q.hold(q.push("c", 5, 0), rec)
+	q.hold(q.push("c", 5, 0), rec, true)
 	if q.state[5].rec == nil {
 		t.Fatal("a record within the budget freed by the others was not held")
+	}
+}
+
+// A record is not held when the node's delivery queues are out of room,
+// whatever the installation's own budget.
+func TestHeldRecordsWaitForTheNodesRoom(t *testing.T) {
+	var q deliveryQueue
+	d := q.push("c", 1, 0)
+	q.hold(d, make([]byte, 100), false)
+	if d.rec != nil || q.held != 0 {
+		t.Fatalf("held %d bytes without the node's room", q.held)
+	}
+}
+
+// queuedEventBytes, which the node's account of its delivery queues
+// charges an event, is what a queued event costs, within a factor of 1.5
+// either way: a figure that drifted from the code would let the queues
+// take far more memory than --delivery-memory says, or far less.
+func TestQueuedEventMemory(t *testing.T) {
+	const n = 100_000
+	sources := make([]string, 1000)
+	for i := range sources {
+		sources[i] = fmt.Sprintf("0192f0c4-8a7b-7c3d-9e1f-%012d", i)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var q deliveryQueue
+	var tk takenRecords
+	tk.live = make(map[uint64]int)
+	for seq := uint64(1); seq <= n; seq++ {
+		d := q.push(sources[seq%uint64(len(sources))], seq, int64(seq))
+		d.outboxPos, d.takenBy = seq, seq-seq%maxTakenPerRecord+1
+		tk.live[d.takenBy]++
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(&q)
+	runtime.KeepAlive(&tk)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / n
+	if per < queuedEventBytes/1.5 || per > queuedEventBytes*1.5 {
+		t.Fatalf("a queued event costs %.0f bytes, queuedEventBytes says %d", per, queuedEventBytes)
 	}
 }
 

@@ -96,6 +96,10 @@ type Env struct {
 	// DeliveryQueueMax bounds the events a delivery actor keeps queued in
 	// memory (delivery_behind.go); 0 means MaxQueuedInMemory.
 	DeliveryQueueMax int
+	// DeliveryMemory bounds the bytes of the node's delivery queues, all
+	// installations together (delivery_behind.go); 0 means
+	// DefaultDeliveryMemory.
+	DeliveryMemory int64
 	// SealKey (32 bytes) seals the signing secrets that deliveries are
 	// signed with; nil: they are not kept, and nothing can be signed. In a
 	// cluster it is ClusterSealKey, the same on every member, since the
@@ -125,10 +129,11 @@ type Env struct {
 	// straight to Store.
 	Commits Committer
 
-	logPrunes     devLogPrunes     // state of the node, not configuration
-	activity      activity         // likewise
-	deliveryStats deliveryStats    // likewise
-	readers       partitionReaders // likewise
+	logPrunes      devLogPrunes     // state of the node, not configuration
+	activity       activity         // likewise
+	deliveryStats  deliveryStats    // likewise
+	deliveryMemory deliveryMemory   // likewise
+	readers        partitionReaders // likewise
 
 	// testHookDropNotices, set by tests, loses every outbox notice: a
 	// crash between a write and its notice.

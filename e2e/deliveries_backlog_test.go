@@ -23,13 +23,17 @@ func TestADeliveryBacklogPastMemoryWaitsInTheOutbox(t *testing.T) {
 		m := scrapeMetrics(t, s)
 		return metricstest.Value(m, "kitd_delivery_installations_behind") == 1 && metricstest.Value(m, "kitd_delivery_backlog_events") == 20
 	})
+	if used := metricstest.Value(scrapeMetrics(t, s), "kitd_delivery_memory_bytes"); used < 20*160 {
+		t.Fatalf("the delivery queues use %v bytes of memory with 20 events queued, want at least 160 each", used)
+	}
 	s.kill()
 
 	rcv.answerWith(func(int) (int, time.Duration, bool) { return 200, 0, false })
 	s = startServerOpts(t, opts)
 	advance(t, s, time.Minute) // past the failed events' retry waits
 	wantEveryEventInOrder(t, rcv, posted, "every event, the outbox's too")
-	eventually.True(t, "no installation behind", func() bool {
-		return metricstest.Value(scrapeMetrics(t, s), "kitd_delivery_installations_behind") == 0
+	eventually.True(t, "no installation behind, and the queues' memory given back", func() bool {
+		m := scrapeMetrics(t, s)
+		return metricstest.Value(m, "kitd_delivery_installations_behind") == 0 && metricstest.Value(m, "kitd_delivery_memory_bytes") == 0
 	})
 }

@@ -69,6 +69,9 @@ type Config struct {
 	// DeliveryQueue bounds the events a delivery actor keeps queued in
 	// memory (--delivery-queue); 0: actors.MaxQueuedInMemory.
 	DeliveryQueue int
+	// DeliveryMemory bounds the node's delivery queues together
+	// (--delivery-memory); 0: actors.DefaultDeliveryMemory.
+	DeliveryMemory int64
 
 	TLS            *tlscert.Holder // --tls-cert, --tls-key; nil: plain HTTP
 	TrustedProxies *clientaddr.Trusted
@@ -143,7 +146,7 @@ func Start(cfg Config) (_ *Server, err error) {
 	}
 	env := &actors.Env{Store: s.store, Clock: clk, Logger: s.log, Limits: cfg.Limits, Fatal: cfg.Fatal}
 	env.History = history.NewBudget(history.Options{Bytes: cfg.CacheBytes})
-	env.DeliveryQueueMax = cfg.DeliveryQueue
+	env.DeliveryQueueMax, env.DeliveryMemory = cfg.DeliveryQueue, cfg.DeliveryMemory
 	keys, err := sealingKeys(cfg.DataDir, cfg.ClusterKey)
 	if err != nil {
 		return nil, err

@@ -54,6 +54,7 @@ func TestEveryFlagHasItsVariable(t *testing.T) {
 		{"delivery-ca", "KIT_DELIVERY_CA", "/tmp/ca.pem", ""},
 		{"delivery-timeout", "KIT_DELIVERY_TIMEOUT", "500ms", ""},
 		{"delivery-queue", "KIT_DELIVERY_QUEUE", "64", ""},
+		{"delivery-memory", "KIT_DELIVERY_MEMORY", "64MiB", ""},
 		{"tls-cert", "KIT_TLS_CERT", "/tmp/cert.pem", ""},
 		{"tls-key", "KIT_TLS_KEY", "/tmp/key.pem", ""},
 		{"trusted-proxies", "KIT_TRUSTED_PROXIES", "10.0.0.0/8,192.0.2.1", ""},
@@ -147,6 +148,10 @@ func TestEnvironmentRules(t *testing.T) {
 		{"--delivery-queue defaults to 10,000 events an installation", nil, nil, func(c config) bool { return c.deliveryQueue == 10_000 }, ""},
 		{"--delivery-queue refuses fewer than twice the events in flight", []string{"--delivery-queue", "19"}, nil, nil, "--delivery-queue must be at least 20"},
 		{"--delivery-queue refuses what is not a number", []string{"--delivery-queue", "lots"}, nil, nil, "--delivery-queue: "},
+		{"--delivery-memory defaults to 128 MiB for the node", nil, nil, func(c config) bool { return c.deliveryMemory == 128<<20 }, ""},
+		{"--delivery-memory takes a size", []string{"--delivery-memory", "1GiB"}, nil, func(c config) bool { return c.deliveryMemory == 1<<30 }, ""},
+		{"--delivery-memory refuses less than 1 MiB", []string{"--delivery-memory", "1000KiB"}, nil, nil, "--delivery-memory must be at least 1MiB"},
+		{"--delivery-memory refuses what is not a size", []string{"--delivery-memory", "much"}, nil, nil, "--delivery-memory: "},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			c, err := parseFlagsEnv(tc.args, lookupOf(tc.vars), nil)

@@ -114,6 +114,9 @@ type config struct {
 	// deliveryQueue: the events a delivery actor keeps queued in memory
 	// per installation (actors.MaxQueuedInMemory).
 	deliveryQueue int
+	// deliveryMemory: the node's bound on its delivery queues, all
+	// installations together (actors.DefaultDeliveryMemory).
+	deliveryMemory int64
 }
 
 // repeated is a flag that may be given several times.
@@ -165,6 +168,7 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 	fs.StringVar(&c.deliveryCA, "delivery-ca", env("KIT_DELIVERY_CA", ""), "PEM file of extra roots trusted for deliveries")
 	deliveryTimeout := fs.String("delivery-timeout", env("KIT_DELIVERY_TIMEOUT", deliveries.Timeout.String()), "how long a Kit has to answer an event or a call with a 2xx (tests only: the contract says 3s)")
 	deliveryQueue := fs.String("delivery-queue", env("KIT_DELIVERY_QUEUE", strconv.Itoa(actors.MaxQueuedInMemory)), "events an installation keeps queued in memory for delivery (about 160 bytes each); past it they wait in the outbox, on disk")
+	deliveryMemory := fs.String("delivery-memory", env("KIT_DELIVERY_MEMORY", defaultDeliveryMemory), "memory for the node's delivery queues, every installation together: bytes, or with KiB, MiB or GiB; past it an installation keeps 100 events queued and the rest wait in the outbox")
 	fs.StringVar(&c.tlsCert, "tls-cert", env("KIT_TLS_CERT", ""), "PEM certificate (and chain): with --tls-key, --listen serves HTTPS only; read again on SIGHUP")
 	fs.StringVar(&c.tlsKey, "tls-key", env("KIT_TLS_KEY", ""), "PEM private key of --tls-cert; read again on SIGHUP")
 	proxies := fs.String("trusted-proxies", env("KIT_TRUSTED_PROXIES", ""), "comma-separated CIDRs of proxies whose X-Forwarded-For names the client (per-address limits, request lines)")
@@ -203,6 +207,9 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 	if c.deliveryQueue, err = strconv.Atoi(*deliveryQueue); err != nil {
 		return c, fmt.Errorf("--delivery-queue: %w", err)
 	}
+	if c.deliveryMemory, err = parseBytes(*deliveryMemory); err != nil {
+		return c, fmt.Errorf("--delivery-memory: %w", err)
+	}
 	if c.replicas, err = strconv.Atoi(*replicas); err != nil {
 		return c, fmt.Errorf("--replicas: %w", err)
 	}
@@ -218,6 +225,8 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 		return c, errors.New("--replicas must be 0 (every node) or more")
 	case c.deliveryTimeout <= 0:
 		return c, errors.New("--delivery-timeout must be more than 0")
+	case c.deliveryMemory < 1<<20:
+		return c, errors.New("--delivery-memory must be at least 1MiB")
 	case c.deliveryQueue < minDeliveryQueue:
 		return c, fmt.Errorf("--delivery-queue must be at least %d: twice the events an installation has in flight, so that half the queue keeps them going", minDeliveryQueue)
 	case c.downTimeout < time.Second:
@@ -254,6 +263,10 @@ func loopback(addr string) bool {
 // cost in garbage collection (the kept messages are live heap, which the
 // memory limit makes room for: tuneGC) that a quarter GiB keeps small.
 const defaultCacheBytes = "256MiB"
+
+// defaultDeliveryMemory is --delivery-memory unless set: about 800,000
+// queued events, or fewer with their records held for a first attempt.
+const defaultDeliveryMemory = "128MiB"
 
 // minDeliveryQueue is the least --delivery-queue: a queue refills from
 // the outbox at half its bound, and half must hold an installation's
@@ -325,8 +338,9 @@ func tuneGC(cfg config) {
 		}
 		// The kept history is live heap for good: room for it, and as
 		// much again so that a full cache does not have the GC run at the
-		// limit all the time.
-		debug.SetMemoryLimit(limit + 2*cfg.cacheBytes)
+		// limit all the time. Delivery queues full for an endpoint that
+		// is down are the same.
+		debug.SetMemoryLimit(limit + 2*cfg.cacheBytes + 2*cfg.deliveryMemory)
 	}
 }
 
@@ -370,8 +384,8 @@ func serve(cfg config, stdout io.Writer) error {
 		PeerAdvertise: cfg.peerAdvertise, DownTimeout: cfg.downTimeout, ForgetAfter: cfg.forgetAfter, Replicas: cfg.replicas, Replicate: cfg.replicate,
 		VerifyDNS: cfg.verifyDNS, VerifyResolve: cfg.verifyResolve, VerifyCA: cfg.verifyCA,
 		DeliveryAllow: commaList(cfg.deliveryAllow), DeliveryCA: cfg.deliveryCA, DeliveryTimeout: cfg.deliveryTimeout,
-		DeliveryQueue: cfg.deliveryQueue,
-		TLS:           certs, TrustedProxies: cfg.proxies,
+		DeliveryQueue: cfg.deliveryQueue, DeliveryMemory: cfg.deliveryMemory,
+		TLS: certs, TrustedProxies: cfg.proxies,
 		Build:  server.Build{Version: b.version, Commit: b.commitLabel(), GoVersion: b.goVersion},
 		Logger: logger, RequestLog: requests,
 		Fatal: func(err error) {
