@@ -57,6 +57,13 @@ type deliveryActor struct {
 	// of them stopped.
 	behind bool
 	cursor outboxCursor
+	// lagging are the sources with events in the outbox past their share
+	// of the queue (sourceShare); drained those of them down to half of
+	// it, to be read again (catchUp).
+	lagging, drained map[string]bool
+	// catchUpQueued: a catchUpNow is on its way; retryPending: a read of
+	// the outbox failed, and its WakeDelivery is.
+	catchUpQueued, retryPending bool
 	// charged is what the actor counts for in the node's deliveryMemory.
 	charged int64
 
@@ -90,7 +97,7 @@ type flushOutbox struct{}
 func (a *deliveryActor) Receive(ctx actorContext) {
 	defer a.publish()
 	defer a.stopIfBroken(ctx)
-	defer a.catchUpBehind(ctx)
+	defer a.catchUpLater()
 	a.rememberSelf(ctx)
 	// Notices and wakes come without a sender (cluster.Host.Send): they are
 	// not requests, but they are activity.
@@ -116,6 +123,10 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		return
 	case *kitpb.WakeDelivery:
 		a.life.asked++ // activation took the outbox already
+		a.retryPending = false
+		return
+	case catchUpNow:
+		a.catchUp(ctx)
 		return
 	case *kitpb.ResumeDeliveries:
 		a.life.asked++
@@ -300,9 +311,8 @@ func (a *deliveryActor) takeNotice(m *kitpb.OutboxNotice) error {
 	if m.Pos <= taken {
 		return nil
 	}
-	if a.behind || a.queueFull() {
-		a.behind = true // the event waits in the outbox (catchUpBehind)
-		return nil
+	if a.leaves(m.Source) {
+		return nil // the event waits in the outbox (catchUp)
 	}
 	if m.After > taken {
 		a.env.deliveryStats.gapReads.Inc()
@@ -335,6 +345,7 @@ func (a *deliveryActor) take(source string, pos uint64, rec []byte) {
 	d.outboxPos = pos
 	d.takenBy = a.tk.add(b, a.id, a.last, outboxRef{source, pos})
 	a.q.hold(d, withSequence(rec, a.last), a.env.nodeRoom() > 0)
+	a.charge() // at once: a take from the outbox takes many in one message
 }
 
 // sealed is one commit of the actor: the outbox entries it deletes

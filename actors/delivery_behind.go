@@ -12,16 +12,16 @@ import (
 
 // A backlog past memory (docs/deliveries.md, "A backlog past memory"): a
 // delivery actor keeps at most DeliveryQueueMax events queued
-// (MaxQueuedInMemory unless configured), and the node's delivery actors
-// together at most DeliveryMemory bytes of queued events and held
-// records, so that one Kit's endpoint down across thousands of
-// installations costs disk, not the node. Past either bound the
-// installation is behind: notices are ignored and the events wait in the
-// outbox, where their writes put them, durable and in their sources'
-// order, without a sequence yet. As the queue drains below half its bound
-// the actor takes more from the outbox, by range, a few of each source
-// first, from where it stopped the last time, so that a conversation with
-// a large backlog does not keep the others waiting until it is through.
+// (MaxQueuedInMemory unless configured), each source (a conversation) at
+// most its share of them, and the node's delivery actors together at most
+// DeliveryMemory bytes of queued events and held records, so that one
+// Kit's endpoint down across thousands of installations costs disk, not
+// the node. Past its share a source lags, past its bound the installation
+// is behind: their notices are ignored and the events wait in the outbox,
+// where their writes put them, durable and in their sources' order,
+// without a sequence yet. As they drain to half, the actor reads them
+// back from the outbox by range: the lagging source's own range, or every
+// partition's from where the last read stopped.
 
 // MaxQueuedInMemory bounds the events a delivery actor keeps queued.
 const MaxQueuedInMemory = 10_000
@@ -95,15 +95,88 @@ func (a *deliveryActor) queueBound() int {
 	return min(a.env.deliveryQueueMax(), max(minQueued, a.q.waiting()+a.env.nodeRoom()))
 }
 
-// catchUpBehind takes more of the backlog once the queue of an actor
-// behind has drained to half its bound (queueBound), and wakes the sender
-// for what it took. A read that fails is tried again a moment later
-// (WakeDelivery): the events stay in the outbox meanwhile.
-func (a *deliveryActor) catchUpBehind(ctx actorContext) {
-	if !a.behind || a.stopped || a.broken != nil || a.life.loadErr != nil || a.q.waiting() > a.queueBound()/2 {
+// sourceShare is how many events of one source (a conversation) the queue
+// may hold: they go one at a time, so more would only keep the other
+// sources' events in the outbox.
+func (a *deliveryActor) sourceShare() int { return max(minSourceShare, a.env.deliveryQueueMax()/64) }
+
+// minSourceShare is the least sourceShare, for small bounds.
+const minSourceShare = 4
+
+// leaves reports whether a notice of source leaves its event in the
+// outbox, noting why: the queue is full (the installation is behind), or
+// the source has its share queued (it lags).
+func (a *deliveryActor) leaves(source string) bool {
+	switch {
+	case a.behind || a.lagging[source]:
+	case a.queueFull():
+		a.behind = true
+	case len(a.q.bySource[source]) >= a.sourceShare():
+		a.lag(source)
+	default:
+		return false
+	}
+	return true
+}
+
+// lag notes that source has events in the outbox past its share.
+func (a *deliveryActor) lag(source string) {
+	if a.lagging == nil {
+		a.lagging = make(map[string]bool)
+	}
+	a.lagging[source] = true
+}
+
+// drainedOne notes that an event of source left the queue: a source that
+// lags and is down to half its share is read again (catchUp).
+func (a *deliveryActor) drainedOne(source string) {
+	if a.lagging[source] && len(a.q.bySource[source]) <= a.sourceShare()/2 {
+		if a.drained == nil {
+			a.drained = make(map[string]bool)
+		}
+		a.drained[source] = true
+	}
+}
+
+// catchUpLater has the outbox read for what waits there (catchUp), once
+// the queue of an installation behind has drained to half its bound, or
+// a source that lags to half its share. The read goes on a goroutine of
+// its own (catchUpNow): it may wait for every partition's leader, and the
+// message that started it may be a conversation's notice, which a
+// delivery actor's inline mailbox runs on the conversation's goroutine.
+// A read that failed is tried again only by its WakeDelivery.
+func (a *deliveryActor) catchUpLater() {
+	if a.catchUpQueued || a.retryPending || a.stopped || a.broken != nil || a.life.loadErr != nil || a.self == nil {
 		return
 	}
-	err := a.takeBacklog()
+	behind := a.behind && a.q.waiting() <= a.queueBound()/2
+	if !behind && (len(a.drained) == 0 || a.queueFull()) {
+		return
+	}
+	a.catchUpQueued = true
+	root, self := a.root, a.self
+	go root.Send(self, catchUpNow{})
+}
+
+// catchUpNow reads the outbox for what waits there (catchUpLater).
+type catchUpNow struct{}
+
+// catchUp takes what waits in the outbox: the backlog of an installation
+// behind, and the sources that lag. It wakes the sender for what it took;
+// a read that fails is tried again a moment later (WakeDelivery), the
+// events staying in the outbox meanwhile.
+func (a *deliveryActor) catchUp(ctx actorContext) {
+	a.catchUpQueued = false
+	if a.stopped || a.broken != nil || a.life.loadErr != nil {
+		return
+	}
+	var err error
+	if a.behind && a.q.waiting() <= a.queueBound()/2 {
+		err = a.takeBacklog()
+	}
+	if err == nil {
+		err = a.takeDrained()
+	}
 	a.wakeSenderForNewHead() // for what it took before any failure
 	if a.takes {
 		a.flushLater(ctx)
@@ -112,16 +185,51 @@ func (a *deliveryActor) catchUpBehind(ctx actorContext) {
 		if a.env.Logger != nil {
 			a.env.Logger.Warn("take the outbox", "installation", a.id, "err", err, "retryIn", reactivateAfter)
 		}
+		a.retryPending = true
 		host, id := a.env.Host, a.id
 		time.AfterFunc(reactivateAfter, func() { host.Send(KindDelivery, id, &kitpb.WakeDelivery{}) })
 	}
 }
 
+// takeDrained reads the outbox of each source that lags and drained to
+// half its share, from the first entry it has not taken, for as many as
+// its share has room for: a source that had fewer left no longer lags.
+func (a *deliveryActor) takeDrained() error {
+	for source := range a.drained {
+		room := min(a.sourceShare()-len(a.q.bySource[source]), a.queueBound()-a.q.waiting())
+		if room <= 0 {
+			if a.queueFull() {
+				return nil // the rest when the queue drains
+			}
+			delete(a.drained, source)
+			continue
+		}
+		lower := outboxKey(a.id, source, a.taken[source]+1)
+		upper := persistence.PrefixEnd(outboxSourcePrefix(a.id, source))
+		took := 0
+		err := a.env.Partition(partition.Of(source)).Scan(lower, upper, false, func(k, v []byte) bool {
+			_, pos := outboxSource(k)
+			a.take(source, pos, v)
+			took++
+			return took < room
+		})
+		if err != nil {
+			return fmt.Errorf("read the outbox of %s from position %d: %w", source, a.taken[source]+1, err)
+		}
+		if took < room {
+			delete(a.lagging, source)
+		}
+		delete(a.drained, source)
+	}
+	return nil
+}
+
 // takeBacklog takes what the outbox holds past the queue, up to the
 // queue's bound: first at most perSource of each source, from the cursor
-// on around every partition, then, with room left, as the entries come.
-// A pass that went all the way round without finding more than it took
-// ends the backlog: notices are taken again.
+// on around every partition, then, with room left, up to each source's
+// share. A source past its share lags (takeDrained reads it); a pass that
+// went all the way round and found nothing else left ends the backlog:
+// notices are taken again.
 func (a *deliveryActor) takeBacklog() error {
 	room := a.queueBound() - a.q.waiting()
 	if room <= 0 {
@@ -131,10 +239,10 @@ func (a *deliveryActor) takeBacklog() error {
 	if err != nil {
 		return err
 	}
-	perSource := max(1, a.env.deliveryQueueMax()/128)
+	perSource := max(1, a.queueBound()/128)
 	for pass := 0; pass < 2 && room > 0; pass++ {
 		if pass == 1 {
-			perSource = 0 // no bound
+			perSource = 0 // no bound but the share
 		}
 		more, err := a.takeAround(readers, &room, perSource)
 		if err != nil {
@@ -150,9 +258,9 @@ func (a *deliveryActor) takeBacklog() error {
 }
 
 // takeAround takes entries from the cursor on, round every partition back
-// to it, until room runs out (the cursor then stays at the first entry it
-// left), taking at most perSource (0: any) of each source. It reports
-// whether it left any entry untaken.
+// to it, until room runs out (the cursor then stays where it stopped),
+// taking at most perSource (0: any) of each source. It reports whether it
+// left any entry untaken but those of sources that lag.
 func (a *deliveryActor) takeAround(readers *[partition.Count]PartitionReader, room *int, perSource int) (more bool, err error) {
 	start := a.cursor
 	for i := range partition.Count + 1 {
@@ -181,25 +289,29 @@ func (a *deliveryActor) takeAround(readers *[partition.Count]PartitionReader, ro
 }
 
 // takeRange takes the untaken entries of [lower, upper) in key order, at
-// most perSource of each source (0: any), while room lasts. It returns the
-// key of the first entry it could not take for want of room (nil: none),
-// and whether it passed over any for perSource.
+// most perSource of each source (0: any) and none past a source's share,
+// while room lasts. It returns the key of the first entry it could not
+// take for want of room (nil: none), and whether it passed over any for
+// perSource.
 func (a *deliveryActor) takeRange(r PartitionReader, lower, upper []byte, room *int, perSource int) (stop []byte, left bool, err error) {
 	took := make(map[string]int)
+	share := a.sourceShare()
 	for lower != nil {
 		var skipTo []byte
 		err := r.Scan(lower, upper, false, func(k, v []byte) bool {
 			source, pos := outboxSource(k)
-			switch {
-			case pos <= a.taken[source]:
+			switch taken := a.taken[source]; {
+			case pos <= taken && taken-pos > readAheadEvents:
+				skipTo = outboxKey(a.id, source, taken+1) // past what the queue refers to
+				return false
+			case pos <= taken:
 				return true
 			case *room == 0:
-				// The next take starts here, or at the next source if
-				// this one had its turn.
-				stop = append([]byte(nil), k...)
-				if took[source] > 0 {
-					stop = persistence.PrefixEnd(stop[:len(stop)-positionLen])
-				}
+				stop = append([]byte(nil), k...) // where the next take starts
+				return false
+			case a.lagging[source] || len(a.q.bySource[source]) >= share:
+				a.lag(source)
+				skipTo = persistence.PrefixEnd(k[:len(k)-positionLen])
 				return false
 			case perSource > 0 && took[source] == perSource:
 				left = true

@@ -2,14 +2,19 @@ package actors_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/metrics/metricstest"
+	"github.com/kitd/kitd/internal/partition"
 )
 
 // behindBound is the queue's bound in these tests: a backlog of a few
@@ -27,12 +32,14 @@ type drained struct {
 
 // drain takes and delivers the installation's events until want have gone,
 // checking after each step that the queue never holds more than bound.
+// What waits in the outbox is taken on a goroutine of the actor's own
+// (catchUpNow), so a take may find nothing for a moment.
 func drain(t *testing.T, n *testNode, inst string, want, bound int) drained {
 	t.Helper()
 	d := drained{byConv: map[string][]string{}}
-	for step := 0; len(d.order) < want; step++ {
-		if step > 10*want {
-			t.Fatalf("after %d steps %d of %d events delivered", step, len(d.order), want)
+	for deadline := time.Now().Add(eventually.Within); len(d.order) < want; {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v, %d of %d events delivered", eventually.Within, len(d.order), want)
 		}
 		if q := queued(t, n, inst); len(q) > bound {
 			t.Fatalf("%d events queued in memory, past the bound of %d", len(q), bound)
@@ -143,6 +150,74 @@ func TestABacklogPastTheQueuesBoundWaitsInTheOutbox(t *testing.T) {
 				t.Fatalf("the short conversation's event went %dth of 31, after %d of the long one's: want it among the first %d", i+1, i, behindBound/2+2)
 			}
 		}},
+		{"a conversation's burst leaves room for the others while its head fails", func(t *testing.T) {
+			n := ownNode(t)
+			n.env.DeliveryQueueMax = behindBound
+			f, cs := deliveryFixture(t, n, 2)
+			burst, other := cs[0], cs[1]
+			postEach(t, n, f, []string{burst}, 10)
+			posted := postEach(t, n, f, []string{other}, 5)
+			var got []string
+			for deadline := time.Now().Add(eventually.Within); len(got) < 5; {
+				if time.Now().After(deadline) {
+					t.Fatalf("the other conversation's events delivered: %q of %q, while the burst's head waits for its retry", got, posted[other])
+				}
+				for _, ev := range take(t, n, f.inst.Id).Events {
+					ok := ev.ConversationId == other
+					record(t, n, f.inst.Id, ev.Sequence, ok) // the burst's head fails, and waits 10 s
+					if ok {
+						got = append(got, ev.Message.GetText())
+					}
+				}
+			}
+			if !slices.Equal(got, posted[other]) {
+				t.Fatalf("delivered %q, want %q", got, posted[other])
+			}
+		}},
+		{"a conversation past its share is read back as it drains", func(t *testing.T) {
+			n := ownNode(t)
+			n.env.DeliveryQueueMax = 64 // a share of 4
+			f, cs := deliveryFixture(t, n, 1)
+			posted := postEach(t, n, f, cs, 40)
+			if q := len(queued(t, n, f.inst.Id)); q != 4 {
+				t.Fatalf("%d of one conversation's 40 events queued, want its share, 4", q)
+			}
+			metricIs(t, n, 1, "kitd_delivery_installations_behind")
+			drain(t, n, f.inst.Id, 40, 4).inOrder(t, posted)
+			metricIs(t, n, 0, "kitd_delivery_installations_behind")
+		}},
+		{"a read of the outbox that failed is tried again by its wake-up alone", func(t *testing.T) {
+			n := ownNode(t)
+			n.env.DeliveryQueueMax = behindBound
+			f, cs := deliveryFixture(t, n, 2)
+			posted := postEach(t, n, f, cs, 10)
+			reads := &failingReads{}
+			reads.failing.Store(true)
+			n.env.Reads = reads
+			for delivered := 0; delivered < 4; {
+				for _, ev := range take(t, n, f.inst.Id).Events {
+					record(t, n, f.inst.Id, ev.Sequence, true)
+					delivered++
+				}
+			}
+			eventually.True(t, "a failed read of the outbox", func() bool { return reads.calls.Load() > 0 })
+			for range 20 {
+				queued(t, n, f.inst.Id)
+			}
+			if calls := reads.calls.Load(); calls > 2*64 {
+				t.Fatalf("%d catch-ups of a partition after 20 messages to an installation whose read failed, want one read of the 64 partitions, two if its retry came", calls)
+			}
+			reads.failing.Store(false)
+			rest := drain(t, n, f.inst.Id, 16, behindBound)
+			if len(rest.order)+4 != 20 {
+				t.Fatalf("%d events after the read succeeded, want the other 16", len(rest.order))
+			}
+			for c, texts := range posted {
+				if got := rest.byConv[c]; !slices.Equal(got, texts[len(texts)-len(got):]) {
+					t.Fatalf("conversation %s delivered %q after the failure, want the end of %q", c, got, texts)
+				}
+			}
+		}},
 		{"conversations with long backlogs take turns", func(t *testing.T) {
 			n := ownNode(t)
 			n.env.DeliveryQueueMax = behindBound
@@ -213,4 +288,19 @@ func TestABacklogPastTheQueuesBoundWaitsInTheOutbox(t *testing.T) {
 	} {
 		t.Run(tc.name, tc.run)
 	}
+}
+
+// failingReads is a ReadBarrier that counts its catch-ups and, while
+// failing, refuses them, as a partition without a leader does.
+type failingReads struct {
+	failing atomic.Bool
+	calls   atomic.Int64
+}
+
+func (r *failingReads) CatchUp(partition.ID) error {
+	r.calls.Add(1)
+	if r.failing.Load() {
+		return errors.New("no leader")
+	}
+	return nil
 }

@@ -139,7 +139,7 @@ func (a *deliveryActor) publish() {
 	a.gauge.waiting.Store(int64(a.q.waiting()))
 	a.gauge.oldest.Store(a.q.oldest())
 	a.gauge.paused.Store(a.ep != nil && a.paused())
-	a.gauge.behind.Store(a.behind)
+	a.gauge.behind.Store(a.behind || len(a.lagging) > 0)
 }
 
 // unpublish takes the actor's gauge out as it stops.
@@ -154,4 +154,6 @@ func (a *deliveryActor) unpublish() {
 // keepActive: an installation with events waiting stays live (a paused
 // endpoint's pump has retired, and nothing else would ask it), so the
 // backlog and pause metrics count every installation that has one.
-func (a *deliveryActor) keepActive() bool { return a.q.waiting() > 0 || a.behind }
+func (a *deliveryActor) keepActive() bool {
+	return a.q.waiting() > 0 || a.behind || len(a.lagging) > 0
+}

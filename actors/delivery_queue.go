@@ -549,6 +549,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 	// next activation reads the queue as stored.
 	if e.Status == "delivered" || e.Status == "dead_lettered" {
 		a.q.pop(m.Sequence)
+		a.drainedOne(d.source)
 	}
 	a.env.deliveryStats.count(e.Status)
 	if m.TakeNext > 0 {
