@@ -117,6 +117,13 @@ type partitionReader struct {
 // record larger than it comes alone.
 const ReadPageBytes = 1 << 20
 
+// firstRemotePage is how many records the first page of a remote scan
+// asks for; each next page asks twice as many. Many scans stop after a
+// few records (a delivery actor taking a conversation's share of its
+// outbox, a page of a listing), and a first page of ReadPageBytes had
+// shipped up to a MiB for them.
+const firstRemotePage = 64
+
 func (r *partitionReader) local() bool { return r.env.Remote == nil || r.env.Remote.Holds(r.p) }
 
 // within refuses a key of another partition: a caller's bug, which
@@ -186,9 +193,9 @@ func (r *partitionReader) Scan(lower, upper []byte, reverse bool, fn func(k, v [
 	if upper == nil {
 		upper = PartitionEnd(r.p)
 	}
-	for {
+	for limit := firstRemotePage; ; limit = min(2*limit, ReadPageBytes) {
 		recs, err := r.env.Remote.ReadRecords(&kitpb.ReadRecords{
-			Partition: uint32(r.p), Lower: lower, Upper: upper, Reverse: reverse,
+			Partition: uint32(r.p), Lower: lower, Upper: upper, Reverse: reverse, Limit: uint32(limit),
 		})
 		if err != nil {
 			return err

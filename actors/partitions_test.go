@@ -3,6 +3,7 @@ package actors_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -46,9 +47,10 @@ func write(t *testing.T, s *persistence.Store, kvs map[string]string, p partitio
 // holder is a cluster seen from one node: the partitions it holds, and
 // another node's store that holds the rest, asked as a member would.
 type holder struct {
-	held   map[partition.ID]bool
-	remote *persistence.Store
-	calls  int
+	held    map[partition.ID]bool
+	remote  *persistence.Store
+	calls   int
+	shipped int // records answered
 }
 
 func (h *holder) Holds(p partition.ID) bool { return h.held[p] }
@@ -58,7 +60,11 @@ func (h *holder) ReadRecords(q *kitpb.ReadRecords) (*kitpb.Records, error) {
 	if h.held[partition.ID(q.Partition)] {
 		return nil, errors.New("asked another node for a partition held here")
 	}
-	return actors.ServeReadRecords(h.remote, q)
+	recs, err := actors.ServeReadRecords(h.remote, q)
+	if err == nil {
+		h.shipped += len(recs.Keys)
+	}
+	return recs, err
 }
 
 // catchUp is a replica that lags: its catch-up applies the leader's
@@ -185,6 +191,35 @@ func TestRemoteScanPages(t *testing.T) {
 		if h.calls < 3 {
 			t.Errorf("reverse %v: %d pages of 1 MiB for 2.3 MiB", reverse, h.calls)
 		}
+	}
+}
+
+// A remote scan asks for a few records first and twice as many each page
+// after: a scan that stops early does not have a MiB shipped for it, and
+// one that reads everything still gets it all, in order.
+func TestRemoteScanAsksForLittleFirst(t *testing.T) {
+	const p = partition.ID(3)
+	local, remote := memStore(t), memStore(t)
+	records := map[string]string{}
+	for i := range 1000 {
+		records[fmt.Sprintf("k%04d", i)] = "v"
+	}
+	write(t, remote, records, p)
+	h := &holder{held: map[partition.ID]bool{}, remote: remote}
+	env := &actors.Env{Store: local, Remote: h}
+	lower, upper := partition.KeyRange(p)
+	n := 0
+	noErr(t, env.Partition(p).Scan(lower, upper, false, func(_, _ []byte) bool { n++; return n < 10 }))
+	if h.shipped > 64 {
+		t.Fatalf("a scan that stopped after 10 records had %d shipped, want one page of 64 at most", h.shipped)
+	}
+	h.calls = 0
+	got, err := scanAll(env.Partition(p), lower, upper, false, 0)
+	if err != nil || len(got.keys) != len(records) || !slices.IsSorted(got.keys) {
+		t.Fatalf("a whole scan: %d records, %v, in order %v; want %d in order", len(got.keys), err, slices.IsSorted(got.keys), len(records))
+	}
+	if h.calls > 5 {
+		t.Fatalf("a whole scan of 1,000 records took %d pages, want 5 (64, 128, 256, 512, then the rest)", h.calls)
 	}
 }
 
