@@ -202,7 +202,7 @@ func (a *deliveryActor) listDeliveries(m *kitpb.ListDeliveries) (proto.Message, 
 		}
 	}
 	slices.SortFunc(out, func(x, y *kitpb.DeliveryState) int { return cmp.Compare(y.Event.Sequence, x.Event.Sequence) })
-	reply := &kitpb.DeliveriesPage{Endpoint: proto.Clone(a.ep).(*kitpb.DeliveryEndpoint)}
+	reply := &kitpb.DeliveriesPage{Endpoint: proto.Clone(a.ep).(*kitpb.DeliveryEndpoint), WaitingInOutbox: a.behind || len(a.lagging) > 0}
 	if len(out) > limit {
 		out, reply.More = out[:limit], true
 	}

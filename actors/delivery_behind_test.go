@@ -107,7 +107,13 @@ func TestABacklogPastTheQueuesBoundWaitsInTheOutbox(t *testing.T) {
 			if q := queued(t, n, f.inst.Id); len(q) != behindBound {
 				t.Fatalf("%d events queued after 24 posts, want the bound, %d", len(q), behindBound)
 			}
+			if !listDeliveries(t, n, f.inst.Id, 0, 10).WaitingInOutbox {
+				t.Fatal("the deliveries list does not say that more events wait in the outbox")
+			}
 			drain(t, n, f.inst.Id, 24, behindBound).inOrder(t, posted)
+			if listDeliveries(t, n, f.inst.Id, 0, 10).WaitingInOutbox {
+				t.Fatal("the deliveries list says that events wait in the outbox after every one was delivered")
+			}
 		}},
 		{"a restart takes no more than the bound from the outbox", func(t *testing.T) {
 			fs := vfs.NewMem()

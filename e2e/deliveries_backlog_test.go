@@ -29,6 +29,11 @@ func TestADeliveryBacklogPastMemoryWaitsInTheOutbox(t *testing.T) {
 	if used := metricstest.Value(scrapeMetrics(t, s), "kitd_delivery_memory_bytes"); used < 12*160 {
 		t.Fatalf("the delivery queues use %v bytes of memory with 12 events queued, want at least 160 each", used)
 	}
+	r := s.api(t, e.w.Dev, "GET", "/dev/installations/"+e.in.ID+"/deliveries", nil, nil)
+	want(t, r, 200)
+	if waiting := jget(r.JSON, "waitingInOutbox"); waiting != true || len(jarr(r.JSON, "deliveries")) != 12 {
+		t.Fatalf("the deliveries list: waitingInOutbox %v with %d deliveries, want true with the 12 queued", waiting, len(jarr(r.JSON, "deliveries")))
+	}
 	s.kill()
 
 	rcv.answerWith(func(int) (int, time.Duration, bool) { return 200, 0, false })

@@ -501,6 +501,9 @@ func formatDeliveries(w io.Writer, instArg string, p *dev.DeliveryPage) error {
 		ep += " since " + logTime(*p.Endpoint.FailingSince)
 	}
 	fmt.Fprintln(w, clean(ep))
+	if p.WaitingInOutbox {
+		fmt.Fprintln(w, "more events wait in the outbox, past what the installation keeps queued: they are listed once taken")
+	}
 	if len(p.Deliveries) == 0 {
 		_, err := fmt.Fprintln(w, "no deliveries")
 		return err

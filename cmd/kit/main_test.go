@@ -93,7 +93,7 @@ const (
 	instID       = "99999999-2222-4333-8444-555555555555"
 	deliveryPage = `{"deliveries":[{"eventId":"e3","sequence":3,"type":"message.posted","conversationId":null,"occurredAt":"T","state":"queued","attempts":0,"lastHttpStatus":null,"lastErrorCode":null,"nextAttemptAt":null,"finishedAt":null,"redelivery":false,"test":true},` +
 		`{"eventId":"e2","sequence":2,"type":"message.posted","conversationId":"c","occurredAt":"T","state":"dead","attempts":14,"lastHttpStatus":500,"lastErrorCode":"http_error","nextAttemptAt":null,"finishedAt":"T","redelivery":false,"test":false}],` +
-		`"nextCursor":"c2","endpoint":{"state":"paused","failingSince":"2026-11-22T10:00:00Z","pausedAt":"2026-11-23T10:00:00Z"}}`
+		`"nextCursor":"c2","endpoint":{"state":"paused","failingSince":"2026-11-22T10:00:00Z","pausedAt":"2026-11-23T10:00:00Z"},"waitingInOutbox":false}`
 	meAnswer = `{"workspaceId":"w","userId":"u","sandbox":false,"token":{"id":"t","name":"n","createdAt":"T","expiresAt":"E","lastUsedAt":null,"revokedAt":null}}`
 )
 
@@ -173,6 +173,11 @@ func TestRun(t *testing.T) {
 					t.Errorf("query %q", got[0].Query)
 				}
 			}},
+		{name: "deliveries list says when more events wait in the outbox", token: "kdev_x",
+			routes: map[string]http.HandlerFunc{"GET /api/v1/dev/installations/" + instID + "/deliveries": fixed(200,
+				`{"deliveries":[],"nextCursor":null,"endpoint":{"state":"failing","failingSince":"2026-11-22T10:00:00Z","pausedAt":null},"waitingInOutbox":true}`)},
+			args: []string{"deliveries", "list", instID}, code: 0,
+			out: []string{"more events wait in the outbox, past what the installation keeps queued: they are listed once taken", "no deliveries"}},
 		{name: "deliveries redeliver EVENT_ID sends the event id", token: "kdev_x",
 			routes: map[string]http.HandlerFunc{"POST /api/v1/dev/installations/" + instID + "/deliveries/redeliver": fixed(202, `{"redelivered":1,"sequences":[2]}`)},
 			args:   []string{"deliveries", "redeliver", instID, kitID}, code: 0, out: []string{"1 event queued again"},

@@ -100,7 +100,7 @@ func (s *Server) listDeliveries(in call) (reply, error) {
 	if len(out) > 0 {
 		next = cursorFor(list, strconv.FormatUint(out[len(out)-1].Sequence, 10), r.More)
 	}
-	return jsonReply(fasthttp.StatusOK, dev.DeliveryPage{Deliveries: out, NextCursor: next, Endpoint: viewEndpoint(r.Endpoint)})
+	return jsonReply(fasthttp.StatusOK, dev.DeliveryPage{Deliveries: out, NextCursor: next, Endpoint: viewEndpoint(r.Endpoint), WaitingInOutbox: r.WaitingInOutbox})
 }
 
 func (s *Server) redeliver(in call) (reply, error) {

@@ -330,6 +330,9 @@ type DeliveryPage struct {
 	Deliveries []Delivery       `json:"deliveries"`
 	NextCursor *string          `json:"nextCursor"`
 	Endpoint   DeliveryEndpoint `json:"endpoint"`
+	// WaitingInOutbox: more events wait past what the installation keeps
+	// queued, without a sequence yet; they are listed once taken.
+	WaitingInOutbox bool `json:"waitingInOutbox"`
 }
 
 // Redelivered is the answer of POST

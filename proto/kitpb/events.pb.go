@@ -838,12 +838,16 @@ func (x *ListDeliveries) GetLimit() int32 {
 }
 
 type DeliveriesPage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Deliveries    []*DeliveryState       `protobuf:"bytes,1,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
-	More          bool                   `protobuf:"varint,2,opt,name=more,proto3" json:"more,omitempty"`
-	Endpoint      *DeliveryEndpoint      `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Deliveries []*DeliveryState       `protobuf:"bytes,1,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
+	More       bool                   `protobuf:"varint,2,opt,name=more,proto3" json:"more,omitempty"`
+	Endpoint   *DeliveryEndpoint      `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	// waiting_in_outbox: events past what the installation keeps queued
+	// wait in the outbox, without a sequence yet (docs/deliveries.md, "A
+	// backlog past memory"); they are listed once taken.
+	WaitingInOutbox bool `protobuf:"varint,4,opt,name=waiting_in_outbox,json=waitingInOutbox,proto3" json:"waiting_in_outbox,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *DeliveriesPage) Reset() {
@@ -895,6 +899,13 @@ func (x *DeliveriesPage) GetEndpoint() *DeliveryEndpoint {
 		return x.Endpoint
 	}
 	return nil
+}
+
+func (x *DeliveriesPage) GetWaitingInOutbox() bool {
+	if x != nil {
+		return x.WaitingInOutbox
+	}
+	return false
 }
 
 type DeliveryState struct {
@@ -1410,13 +1421,14 @@ const file_events_proto_rawDesc = "" +
 	"\ttake_next\x18\b \x01(\x05R\btakeNext\"O\n" +
 	"\x0eListDeliveries\x12'\n" +
 	"\x0fbefore_sequence\x18\x01 \x01(\x04R\x0ebeforeSequence\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\x91\x01\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\xbd\x01\n" +
 	"\x0eDeliveriesPage\x125\n" +
 	"\n" +
 	"deliveries\x18\x01 \x03(\v2\x15.kit.v1.DeliveryStateR\n" +
 	"deliveries\x12\x12\n" +
 	"\x04more\x18\x02 \x01(\bR\x04more\x124\n" +
-	"\bendpoint\x18\x03 \x01(\v2\x18.kit.v1.DeliveryEndpointR\bendpoint\"J\n" +
+	"\bendpoint\x18\x03 \x01(\v2\x18.kit.v1.DeliveryEndpointR\bendpoint\x12*\n" +
+	"\x11waiting_in_outbox\x18\x04 \x01(\bR\x0fwaitingInOutbox\"J\n" +
 	"\rDeliveryState\x12#\n" +
 	"\x05event\x18\x01 \x01(\v2\r.kit.v1.EventR\x05event\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\"\x8a\x01\n" +
