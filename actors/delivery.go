@@ -62,7 +62,7 @@ type deliveryActor struct {
 	// it, to be read again (catchUp).
 	lagging, drained map[string]bool
 	// catchUpQueued: a catchUpNow is on its way; retryPending: a read of
-	// the outbox failed, and its WakeDelivery is.
+	// the outbox failed, and its catchUpRetry is.
 	catchUpQueued, retryPending bool
 	// charged is what the actor counts for in the node's deliveryMemory.
 	charged int64
@@ -123,10 +123,12 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		return
 	case *kitpb.WakeDelivery:
 		a.life.asked++ // activation took the outbox already
-		a.retryPending = false
 		return
 	case catchUpNow:
 		a.catchUp(ctx)
+		return
+	case catchUpRetry:
+		a.retryPending = false // catchUpLater starts it again
 		return
 	case *kitpb.ResumeDeliveries:
 		a.life.asked++

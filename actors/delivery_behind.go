@@ -1,13 +1,13 @@
 package actors
 
 import (
+	"bytes"
 	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
-	"github.com/kitd/kitd/proto/kitpb"
 )
 
 // A backlog past memory (docs/deliveries.md, "A backlog past memory"): a
@@ -144,7 +144,7 @@ func (a *deliveryActor) drainedOne(source string) {
 // its own (catchUpNow): it may wait for every partition's leader, and the
 // message that started it may be a conversation's notice, which a
 // delivery actor's inline mailbox runs on the conversation's goroutine.
-// A read that failed is tried again only by its WakeDelivery.
+// A read that failed is tried again only by its catchUpRetry.
 func (a *deliveryActor) catchUpLater() {
 	if a.catchUpQueued || a.retryPending || a.stopped || a.broken != nil || a.life.loadErr != nil || a.self == nil {
 		return
@@ -158,12 +158,16 @@ func (a *deliveryActor) catchUpLater() {
 	go root.Send(self, catchUpNow{})
 }
 
-// catchUpNow reads the outbox for what waits there (catchUpLater).
-type catchUpNow struct{}
+// catchUpNow reads the outbox for what waits there (catchUpLater);
+// catchUpRetry lets a read that failed be tried again.
+type (
+	catchUpNow   struct{}
+	catchUpRetry struct{}
+)
 
 // catchUp takes what waits in the outbox: the backlog of an installation
 // behind, and the sources that lag. It wakes the sender for what it took;
-// a read that fails is tried again a moment later (WakeDelivery), the
+// a read that fails is tried again a moment later (catchUpRetry), the
 // events staying in the outbox meanwhile.
 func (a *deliveryActor) catchUp(ctx actorContext) {
 	a.catchUpQueued = false
@@ -185,15 +189,19 @@ func (a *deliveryActor) catchUp(ctx actorContext) {
 		if a.env.Logger != nil {
 			a.env.Logger.Warn("take the outbox", "installation", a.id, "err", err, "retryIn", reactivateAfter)
 		}
+		// The retry goes to this activation itself: a wake-up through the
+		// cluster may be dropped (a lapsed lease), and the flag would
+		// then stop every catch-up for good.
 		a.retryPending = true
-		host, id := a.env.Host, a.id
-		time.AfterFunc(reactivateAfter, func() { host.Send(KindDelivery, id, &kitpb.WakeDelivery{}) })
+		root, self := a.root, a.self
+		time.AfterFunc(reactivateAfter, func() { root.Send(self, catchUpRetry{}) })
 	}
 }
 
 // takeDrained reads the outbox of each source that lags and drained to
 // half its share, from the first entry it has not taken, for as many as
-// its share has room for: a source that had fewer left no longer lags.
+// its share has room for: a source with none left past them no longer
+// lags.
 func (a *deliveryActor) takeDrained() error {
 	for source := range a.drained {
 		room := min(a.sourceShare()-len(a.q.bySource[source]), a.queueBound()-a.q.waiting())
@@ -206,17 +214,20 @@ func (a *deliveryActor) takeDrained() error {
 		}
 		lower := outboxKey(a.id, source, a.taken[source]+1)
 		upper := persistence.PrefixEnd(outboxSourcePrefix(a.id, source))
-		took := 0
+		took, more := 0, false
 		err := a.env.Partition(partition.Of(source)).Scan(lower, upper, false, func(k, v []byte) bool {
+			if more = took == room; more {
+				return false // one past the room: the source still lags
+			}
 			_, pos := outboxSource(k)
 			a.take(source, pos, v)
 			took++
-			return took < room
+			return true
 		})
 		if err != nil {
 			return fmt.Errorf("read the outbox of %s from position %d: %w", source, a.taken[source]+1, err)
 		}
-		if took < room {
+		if !more {
 			delete(a.lagging, source)
 		}
 		delete(a.drained, source)
@@ -326,7 +337,9 @@ func (a *deliveryActor) takeRange(r PartitionReader, lower, upper []byte, room *
 		if err != nil {
 			return nil, false, fmt.Errorf("read the outbox of %s: %w", a.id, err)
 		}
-		lower = skipTo
+		if lower = skipTo; upper != nil && bytes.Compare(lower, upper) >= 0 {
+			break // a skip past the range: another node refuses such a read
+		}
 	}
 	return stop, left, nil
 }
