@@ -229,8 +229,9 @@ func (a *deliveryActor) queuedState(seq uint64) string {
 }
 
 // redeliver sends events again under their eventId and sequence: one by
-// id (delivered, dead, or waiting: then at once), or every dead letter
-// since a time. A redelivered event goes back into its conversation's
+// id (delivered, dead, or waiting: then at once), or the dead letters
+// since a time, as many as the queue has room for (reply.More: ask
+// again). A redelivered event goes back into its conversation's
 // queue before the newer events waiting there, is sent even while the
 // endpoint is paused, and starts a new 24 hours before it can die.
 func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
@@ -256,10 +257,19 @@ func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
 	found := true
 	var err error
 	if m.EventId == "" {
+		// As many as the queue has room for (at least what may be in
+		// flight, so that a full queue makes some progress), so that a
+		// redelivery of a day's dead letters neither holds them all in
+		// memory nor writes them in one batch: the caller asks again.
+		room := max(a.queueBound()-a.q.waiting(), MaxInFlightPerInstallation)
 		err = a.scanEvents(deadEventsPrefix(a.id), func(k []byte, ev *kitpb.Event) bool {
-			if ev.FinishedAt >= m.DeadSince {
-				requeue(k, ev)
+			if ev.FinishedAt < m.DeadSince {
+				return true
 			}
+			if reply.More = len(reply.Sequences) == room; reply.More {
+				return false
+			}
+			requeue(k, ev)
 			return true
 		})
 	} else {

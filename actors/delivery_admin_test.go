@@ -3,6 +3,7 @@ package actors_test
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -150,6 +151,42 @@ func TestRedelivery(t *testing.T) {
 		record(t, n, f.inst.Id, r[0].Sequence, true)
 		if r = take(t, n, f.inst.Id).Events; len(r) != 1 || r[0].Message.Text != "new" {
 			t.Fatalf("then took %q, want new", eventTexts(r))
+		}
+	})
+	t.Run("dead since a time takes what the queue has room for, and says more remain", func(t *testing.T) {
+		n := ownNode(t)
+		n.env.DeliveryQueueMax = 20
+		f, cs := deliveryFixture(t, n, 2)
+		dying, healthy := cs[0], cs[1]
+		since := n.clk.Now().UnixNano()
+		for i := range 25 { // 25 dead letters; a success each day keeps the endpoint from a pause
+			n.post(t, f.user, dying, postReq{text: fmt.Sprint(i)})
+			n.post(t, f.user, healthy, postReq{text: fmt.Sprint(i)})
+			evs := take(t, n, f.inst.Id).Events
+			slices.SortFunc(evs, func(x, y *kitpb.Event) int { // the failure first, then the success
+				return strings.Compare(strconv.FormatBool(x.ConversationId == healthy), strconv.FormatBool(y.ConversationId == healthy))
+			})
+			for _, ev := range evs {
+				record(t, n, f.inst.Id, ev.Sequence, ev.ConversationId == healthy)
+			}
+			n.clk.Advance(actors.DeadAfter)
+			for _, ev := range take(t, n, f.inst.Id).Events {
+				record(t, n, f.inst.Id, ev.Sequence, false) // dead
+			}
+		}
+		r := ask[*kitpb.RedeliverReply](t, n, actors.KindDelivery, f.inst.Id, &kitpb.Redeliver{DeadSince: since})
+		if len(r.Sequences) != 20 || !r.More {
+			t.Fatalf("redelivered %d (more %v) of 25 dead letters into an empty queue of 20, want 20 and more", len(r.Sequences), r.More)
+		}
+		for delivered := 0; delivered < 20; {
+			for _, ev := range take(t, n, f.inst.Id).Events {
+				record(t, n, f.inst.Id, ev.Sequence, true)
+				delivered++
+			}
+		}
+		r = ask[*kitpb.RedeliverReply](t, n, actors.KindDelivery, f.inst.Id, &kitpb.Redeliver{DeadSince: since})
+		if len(r.Sequences) != 5 || r.More {
+			t.Fatalf("asked again: redelivered %d (more %v), want the other 5 and no more", len(r.Sequences), r.More)
 		}
 	})
 	t.Run("dead since a time takes the dead letters from then on", func(t *testing.T) {

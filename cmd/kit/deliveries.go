@@ -60,6 +60,9 @@ func setupRedeliver(fs *flag.FlagSet) runner {
 			return writeJSON(e.stdout, r)
 		}
 		_, err = fmt.Fprintf(e.stdout, "%s queued again\n", plural(r.Redelivered, "event"))
+		if err == nil && r.More {
+			_, err = fmt.Fprintln(e.stdout, "more dead letters remain past what the queue has room for: run it again once these went")
+		}
 		return err
 	}
 }

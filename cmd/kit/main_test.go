@@ -179,15 +179,19 @@ func TestRun(t *testing.T) {
 			args: []string{"deliveries", "list", instID}, code: 0,
 			out: []string{"more events wait in the outbox, past what the installation keeps queued: they are listed once taken", "no deliveries"}},
 		{name: "deliveries redeliver EVENT_ID sends the event id", token: "kdev_x",
-			routes: map[string]http.HandlerFunc{"POST /api/v1/dev/installations/" + instID + "/deliveries/redeliver": fixed(202, `{"redelivered":1,"sequences":[2]}`)},
+			routes: map[string]http.HandlerFunc{"POST /api/v1/dev/installations/" + instID + "/deliveries/redeliver": fixed(202, `{"redelivered":1,"sequences":[2],"more":false}`)},
 			args:   []string{"deliveries", "redeliver", instID, kitID}, code: 0, out: []string{"1 event queued again"},
 			check: func(t *testing.T, got []request) {
 				if got[0].Body["eventId"] != kitID || len(got[0].Body) != 1 {
 					t.Errorf("body %v", got[0].Body)
 				}
 			}},
+		{name: "deliveries redeliver says when more dead letters remain", token: "kdev_x",
+			routes: map[string]http.HandlerFunc{"POST /api/v1/dev/installations/" + instID + "/deliveries/redeliver": fixed(202, `{"redelivered":2,"sequences":[2,3],"more":true}`)},
+			args:   []string{"deliveries", "redeliver", instID, "--dead-since", "2026-11-22T00:00:00Z"}, code: 0,
+			out: []string{"2 events queued again", "more dead letters remain past what the queue has room for: run it again once these went"}},
 		{name: "deliveries redeliver --dead-since sends the time", token: "kdev_x",
-			routes: map[string]http.HandlerFunc{"POST /api/v1/dev/installations/" + instID + "/deliveries/redeliver": fixed(202, `{"redelivered":3,"sequences":[2,3,4]}`)},
+			routes: map[string]http.HandlerFunc{"POST /api/v1/dev/installations/" + instID + "/deliveries/redeliver": fixed(202, `{"redelivered":3,"sequences":[2,3,4],"more":false}`)},
 			args:   []string{"deliveries", "redeliver", instID, "--dead-since", "2026-11-23T00:00:00Z"}, code: 0, out: []string{"3 events queued again"},
 			check: func(t *testing.T, got []request) {
 				if got[0].Body["deadSince"] != "2026-11-23T00:00:00Z" || len(got[0].Body) != 1 {

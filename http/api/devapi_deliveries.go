@@ -141,7 +141,7 @@ func (s *Server) redeliver(in call) (reply, error) {
 	if seqs == nil {
 		seqs = []uint64{}
 	}
-	return jsonReply(fasthttp.StatusAccepted, dev.Redelivered{Redelivered: len(seqs), Sequences: seqs})
+	return jsonReply(fasthttp.StatusAccepted, dev.Redelivered{Redelivered: len(seqs), Sequences: seqs, More: r.More})
 }
 
 // triggerEvent queues a test event to the Kit's installation in the

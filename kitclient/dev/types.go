@@ -340,6 +340,9 @@ type DeliveryPage struct {
 type Redelivered struct {
 	Redelivered int      `json:"redelivered"`
 	Sequences   []uint64 `json:"sequences"`
+	// More: dead letters since the time remain past what the queue had
+	// room for; ask again once these went.
+	More bool `json:"more"`
 }
 
 // TestEvent is the answer of POST /dev/kits/{kitId}/test-events.

@@ -1085,9 +1085,12 @@ func (x *Redeliver) GetDeadSince() int64 {
 	return 0
 }
 
+// RedeliverReply: more, for dead_since: dead letters since the time
+// remain past what the queue had room for, to be asked for again.
 type RedeliverReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Sequences     []uint64               `protobuf:"varint,1,rep,packed,name=sequences,proto3" json:"sequences,omitempty"`
+	More          bool                   `protobuf:"varint,2,opt,name=more,proto3" json:"more,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1127,6 +1130,13 @@ func (x *RedeliverReply) GetSequences() []uint64 {
 		return x.Sequences
 	}
 	return nil
+}
+
+func (x *RedeliverReply) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
 }
 
 // QueueTestEvent queues a test event of the kind type (kit trigger).
@@ -1441,9 +1451,10 @@ const file_events_proto_rawDesc = "" +
 	"\tRedeliver\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x1d\n" +
 	"\n" +
-	"dead_since\x18\x02 \x01(\x03R\tdeadSince\".\n" +
+	"dead_since\x18\x02 \x01(\x03R\tdeadSince\"B\n" +
 	"\x0eRedeliverReply\x12\x1c\n" +
-	"\tsequences\x18\x01 \x03(\x04R\tsequences\"R\n" +
+	"\tsequences\x18\x01 \x03(\x04R\tsequences\x12\x12\n" +
+	"\x04more\x18\x02 \x01(\bR\x04more\"R\n" +
 	"\x0eQueueTestEvent\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x15\n" +
 	"\x06kit_id\x18\x02 \x01(\tR\x05kitId\x12\x15\n" +
