@@ -240,18 +240,16 @@ func (a *deliveryActor) takeDrained() error {
 // on around every partition, then, with room left, up to each source's
 // share. A source past its share lags (takeDrained reads it); a pass that
 // went all the way round and found nothing else left ends the backlog:
-// notices are taken again.
+// notices are taken again. With no room (an activation whose stored queue
+// is full) it only looks whether anything waits.
 func (a *deliveryActor) takeBacklog() error {
-	room := a.queueBound() - a.q.waiting()
-	if room <= 0 {
-		return nil
-	}
+	room := max(a.queueBound()-a.q.waiting(), 0)
 	readers, err := a.env.everyPartition()
 	if err != nil {
 		return err
 	}
 	perSource := max(1, a.queueBound()/128)
-	for pass := 0; pass < 2 && room > 0; pass++ {
+	for pass := range 2 {
 		if pass == 1 {
 			perSource = 0 // no bound but the share
 		}
@@ -262,6 +260,9 @@ func (a *deliveryActor) takeBacklog() error {
 		if !more {
 			a.behind = false
 			a.cursor = outboxCursor{}
+			return nil
+		}
+		if room == 0 {
 			return nil
 		}
 	}

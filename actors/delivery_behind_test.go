@@ -136,6 +136,25 @@ func TestABacklogPastTheQueuesBoundWaitsInTheOutbox(t *testing.T) {
 			}
 			drain(t, n, f.inst.Id, 20, behindBound).inOrder(t, posted)
 		}},
+		{"a restart with a full queue and nothing in the outbox is not behind", func(t *testing.T) {
+			fs := vfs.NewMem()
+			n, err := startNode(fs, nil)
+			noErr(t, err)
+			n.env.DeliveryQueueMax = behindBound
+			f, cs := deliveryFixture(t, n, 2)
+			postEach(t, n, f, cs, behindBound/2) // the bound exactly
+			queued(t, n, f.inst.Id)              // commits the takes
+			noErr(t, n.stop())
+
+			n, err = startNode(fs, n.clk)
+			noErr(t, err)
+			t.Cleanup(func() { n.stop() })
+			n.env.DeliveryQueueMax = behindBound
+			if q := queued(t, n, f.inst.Id); len(q) != behindBound {
+				t.Fatalf("%d events queued after the restart, want the %d stored", len(q), behindBound)
+			}
+			metricIs(t, n, 0, "kitd_delivery_installations_behind")
+		}},
 		{"a conversation's long backlog keeps no other waiting behind it", func(t *testing.T) {
 			n := ownNode(t)
 			n.env.DeliveryQueueMax = behindBound
