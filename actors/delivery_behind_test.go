@@ -75,6 +75,35 @@ func (d drained) inOrder(t *testing.T, posted map[string][]string) {
 	}
 }
 
+// restartedAfter is a node, whose queues hold behindBound events, started
+// again after count posts into each of two conversations were taken.
+func restartedAfter(t *testing.T, count int) (*testNode, *eventsFixture, map[string][]string) {
+	t.Helper()
+	fs := vfs.NewMem()
+	n, err := startNode(fs, nil)
+	noErr(t, err)
+	n.env.DeliveryQueueMax = behindBound
+	f, cs := deliveryFixture(t, n, 2)
+	posted := postEach(t, n, f, cs, count)
+	queued(t, n, f.inst.Id) // commits the takes
+	noErr(t, n.stop())
+
+	n, err = startNode(fs, n.clk)
+	noErr(t, err)
+	t.Cleanup(func() { n.stop() })
+	n.env.DeliveryQueueMax = behindBound
+	return n, f, posted
+}
+
+// inOutboxOrder is the two conversations in the order of their entries in
+// the installation's outbox.
+func inOutboxOrder(inst, x, y string) (string, string) {
+	if bytes.Compare(actors.OutboxSourcePrefix(inst, x), actors.OutboxSourcePrefix(inst, y)) > 0 {
+		return y, x
+	}
+	return x, y
+}
+
 // postEach posts count events in each conversation, in turn, and returns
 // the texts posted by conversation.
 func postEach(t *testing.T, n *testNode, f *eventsFixture, convs []string, count int) map[string][]string {
@@ -118,38 +147,14 @@ func TestABacklogPastTheQueuesBoundWaitsInTheOutbox(t *testing.T) {
 			})
 		}},
 		{"a restart takes no more than the bound from the outbox", func(t *testing.T) {
-			fs := vfs.NewMem()
-			n, err := startNode(fs, nil)
-			noErr(t, err)
-			n.env.DeliveryQueueMax = behindBound
-			f, cs := deliveryFixture(t, n, 2)
-			posted := postEach(t, n, f, cs, 10)
-			queued(t, n, f.inst.Id) // commits the takes
-			noErr(t, n.stop())
-
-			n, err = startNode(fs, n.clk)
-			noErr(t, err)
-			t.Cleanup(func() { n.stop() })
-			n.env.DeliveryQueueMax = behindBound
+			n, f, posted := restartedAfter(t, 10)
 			if q := queued(t, n, f.inst.Id); len(q) != behindBound {
 				t.Fatalf("%d events queued after the restart, want the bound, %d", len(q), behindBound)
 			}
 			drain(t, n, f.inst.Id, 20, behindBound).inOrder(t, posted)
 		}},
 		{"a restart with a full queue and nothing in the outbox is not behind", func(t *testing.T) {
-			fs := vfs.NewMem()
-			n, err := startNode(fs, nil)
-			noErr(t, err)
-			n.env.DeliveryQueueMax = behindBound
-			f, cs := deliveryFixture(t, n, 2)
-			postEach(t, n, f, cs, behindBound/2) // the bound exactly
-			queued(t, n, f.inst.Id)              // commits the takes
-			noErr(t, n.stop())
-
-			n, err = startNode(fs, n.clk)
-			noErr(t, err)
-			t.Cleanup(func() { n.stop() })
-			n.env.DeliveryQueueMax = behindBound
+			n, f, _ := restartedAfter(t, behindBound/2) // the bound exactly
 			if q := queued(t, n, f.inst.Id); len(q) != behindBound {
 				t.Fatalf("%d events queued after the restart, want the %d stored", len(q), behindBound)
 			}
@@ -161,10 +166,7 @@ func TestABacklogPastTheQueuesBoundWaitsInTheOutbox(t *testing.T) {
 			f, cs := deliveryFixture(t, n, 2)
 			// long sorts first in the outbox, so that a take in key order
 			// alone would reach short only once long is through.
-			long, short := cs[0], cs[1]
-			if bytes.Compare(actors.OutboxSourcePrefix(f.inst.Id, long), actors.OutboxSourcePrefix(f.inst.Id, short)) > 0 {
-				long, short = short, long
-			}
+			long, short := inOutboxOrder(f.inst.Id, cs[0], cs[1])
 			posted := postEach(t, n, f, []string{long}, 30)
 			for k, v := range postEach(t, n, f, []string{short}, 1) {
 				posted[k] = v
@@ -269,10 +271,7 @@ func TestABacklogPastTheQueuesBoundWaitsInTheOutbox(t *testing.T) {
 			n := ownNode(t)
 			n.env.DeliveryQueueMax = behindBound
 			f, cs := deliveryFixture(t, n, 2)
-			first, second := cs[0], cs[1]
-			if bytes.Compare(actors.OutboxSourcePrefix(f.inst.Id, first), actors.OutboxSourcePrefix(f.inst.Id, second)) > 0 {
-				first, second = second, first
-			}
+			first, second := inOutboxOrder(f.inst.Id, cs[0], cs[1])
 			posted := postEach(t, n, f, []string{first, second}, 30)
 			d := drain(t, n, f.inst.Id, 60, behindBound)
 			d.inOrder(t, posted)
