@@ -142,7 +142,7 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 			a.flushTimer.Stop()
 		}
 		_ = a.settle() // a failure wakes the actor again (stopIfBroken)
-		a.unpublish()
+		// receiveDurable's release then gives back its memory and gauge.
 	}
 	a.dur.inflight = nil // a take binds its reply (takeDeliveries)
 	receiveDurable(a, &a.life, a.env, &a.dur, ctx)
