@@ -64,6 +64,10 @@ type deliveryActor struct {
 	// catchUpQueued: a catchUpNow is on its way; retryPending: a read of
 	// the outbox failed, and its catchUpRetry is.
 	catchUpQueued, retryPending bool
+	// nextSweep is when the retention's next sweep is due (service clock,
+	// unix ns; delivery_retention.go); sweepQueued: a sweepNow is on its way.
+	nextSweep   int64
+	sweepQueued bool
 	// charged is what the actor counts for in the node's deliveryMemory.
 	charged int64
 
@@ -98,6 +102,7 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 	defer a.publish()
 	defer a.stopIfBroken(ctx)
 	defer a.catchUpLater()
+	defer a.sweepLater()
 	a.rememberSelf(ctx)
 	// Notices and wakes come without a sender (cluster.Host.Send): they are
 	// not requests, but they are activity.
@@ -129,6 +134,9 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		return
 	case catchUpRetry:
 		a.retryPending = false // catchUpLater starts it again
+		return
+	case sweepNow:
+		a.sweep(ctx)
 		return
 	case *kitpb.ResumeDeliveries:
 		a.life.asked++

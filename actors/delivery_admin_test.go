@@ -156,11 +156,15 @@ func TestRedelivery(t *testing.T) {
 	t.Run("dead since a time takes what the queue has room for, and says more remain", func(t *testing.T) {
 		n := ownNode(t)
 		n.env.DeliveryQueueMax = 20
-		f, cs := deliveryFixture(t, n, 2)
-		dying, healthy := cs[0], cs[1]
+		f, cs := deliveryFixture(t, n, 6)
+		dying, healthy := cs[:5], cs[5]
 		since := n.clk.Now().UnixNano()
-		for i := range 25 { // 25 dead letters; a success each day keeps the endpoint from a pause
-			n.post(t, f.user, dying, postReq{text: fmt.Sprint(i)})
+		// 25 dead letters, 5 a day, within the retention (a dead letter is
+		// kept 7 days); a success each day keeps the endpoint from a pause.
+		for i := range 5 {
+			for _, c := range dying {
+				n.post(t, f.user, c, postReq{text: fmt.Sprint(i)})
+			}
 			n.post(t, f.user, healthy, postReq{text: fmt.Sprint(i)})
 			evs := take(t, n, f.inst.Id).Events
 			slices.SortFunc(evs, func(x, y *kitpb.Event) int { // the failure first, then the success

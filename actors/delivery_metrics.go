@@ -24,6 +24,9 @@ type deliveryStats struct {
 	// store for a take: records not held in memory (heldBudget), read a
 	// conversation's range at a time (readAhead) or one by one (a retry's).
 	queueReads metrics.Counter
+	// expired counts what the retention dropped (delivery_retention.go),
+	// by expiredFrom.
+	expired [len(expiredFrom)]metrics.Counter
 
 	mu   sync.Mutex
 	live map[*deliveryGauge]struct{}
@@ -32,6 +35,16 @@ type deliveryStats struct {
 // attemptOutcomes are the statuses of an attempt's developer log entry
 // (docs/deliveries.md, "Developer log"), in the order of their counters.
 var attemptOutcomes = [...]string{"delivered", "retry_scheduled", "dead_lettered", "paused"}
+
+// expiredFrom are where the retention drops events from, in the order of
+// their counters: the outbox (events that waited there, without a
+// sequence) and the dead letters.
+var expiredFrom = [...]string{"outbox", "dead_letters"}
+
+const (
+	expiredWaiting = iota
+	expiredDead
+)
 
 // count counts an attempt with the status of its log entry.
 func (s *deliveryStats) count(status string) {
@@ -88,6 +101,11 @@ func (s *deliveryStats) collect(w *metrics.Writer, now time.Time, memory int64) 
 	w.Counter("kitd_delivery_outbox_gap_reads_total", "Notices that came before an earlier one of their source, or after one that was lost, so that the delivery actor read the outbox to take what it missed first.", s.gapReads.Load())
 
 	w.Counter("kitd_delivery_queue_reads_total", "Reads from the store of waiting events for their attempt: a backlog past what a delivery actor keeps in memory (4 MiB an installation), a restart, or a retry. One read takes up to 16 events of a conversation.", s.queueReads.Load())
+
+	w.Family("kitd_delivery_events_expired_total", "Events dropped after 7 days (docs/deliveries.md \"Retention\"), by where they were: waiting in the outbox past an installation's queue, without a sequence, or dead letters not redelivered.", metrics.TypeCounter)
+	for i, from := range expiredFrom {
+		w.Uint("kitd_delivery_events_expired_total", metrics.Label("from", from), s.expired[i].Load())
+	}
 
 	backlog, ages := metrics.NewHistogram(backlogBuckets), metrics.NewHistogram(ageBuckets)
 	var total, paused, behind uint64
