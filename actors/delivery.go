@@ -68,6 +68,10 @@ type deliveryActor struct {
 	// unix ns; delivery_retention.go); sweepQueued: a sweepNow is on its way.
 	nextSweep   int64
 	sweepQueued bool
+	// expiring are the outbox entries a read found past the retention, to
+	// delete (expires, dropExpired); expiredCount how many.
+	expiring     []expiredSpan
+	expiredCount int
 	// charged is what the actor counts for in the node's deliveryMemory.
 	charged int64
 
@@ -112,7 +116,9 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		if a.life.loadErr != nil || a.broken != nil {
 			return // the outbox keeps the event; the next activation takes it
 		}
-		if err := a.takeNotice(m); err != nil {
+		err := a.takeNotice(m)
+		a.dropExpired()
+		if err != nil {
 			a.activateAgainLater(ctx, "take outbox entries", err)
 			return
 		}
@@ -136,7 +142,7 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		a.retryPending = false // catchUpLater starts it again
 		return
 	case sweepNow:
-		a.sweep(ctx)
+		a.sweep()
 		return
 	case *kitpb.ResumeDeliveries:
 		a.life.asked++
@@ -273,6 +279,7 @@ func (a *deliveryActor) activate(identity string) error {
 		a.discard()
 		return err
 	}
+	a.dropExpired()
 	if err := a.settle(); err != nil {
 		return err
 	}
@@ -289,6 +296,7 @@ func (a *deliveryActor) activate(identity string) error {
 func (a *deliveryActor) discard() {
 	closeAll([]batch{a.batch, a.drops})
 	a.batch, a.drops, a.takes = batch{}, batch{}, false
+	a.expiring, a.expiredCount = nil, 0
 }
 
 // dropsFor is where the deletion of an outbox entry goes, which the
@@ -327,9 +335,11 @@ func (a *deliveryActor) takeNotice(m *kitpb.OutboxNotice) error {
 	if m.After > taken {
 		a.env.deliveryStats.gapReads.Inc()
 		lower, upper := outboxKey(a.id, m.Source, taken+1), outboxKey(a.id, m.Source, m.Pos)
+		through := a.expiredThrough()
 		err := a.env.Partition(partition.Of(m.Source)).Scan(lower, upper, false, func(k, v []byte) bool {
-			_, pos := outboxSource(k)
-			a.take(m.Source, pos, v)
+			if _, pos := outboxSource(k); !a.expires(m.Source, pos, through) {
+				a.take(m.Source, pos, v)
+			}
 			return true
 		})
 		if err != nil {

@@ -181,8 +181,9 @@ func (a *deliveryActor) catchUp(ctx actorContext) {
 	if err == nil {
 		err = a.takeDrained()
 	}
+	a.dropExpired()
 	a.wakeSenderForNewHead() // for what it took before any failure
-	if a.takes {
+	if a.takes || a.batch.Batch != nil {
 		a.flushLater(ctx)
 	}
 	if err != nil {
@@ -214,12 +215,15 @@ func (a *deliveryActor) takeDrained() error {
 		}
 		lower := outboxKey(a.id, source, a.taken[source]+1)
 		upper := persistence.PrefixEnd(outboxSourcePrefix(a.id, source))
-		took, more := 0, false
+		took, more, through := 0, false, a.expiredThrough()
 		err := a.env.Partition(partition.Of(source)).Scan(lower, upper, false, func(k, v []byte) bool {
+			_, pos := outboxSource(k)
+			if a.expires(source, pos, through) {
+				return true
+			}
 			if more = took == room; more {
 				return false // one past the room: the source still lags
 			}
-			_, pos := outboxSource(k)
 			a.take(source, pos, v)
 			took++
 			return true
@@ -307,7 +311,7 @@ func (a *deliveryActor) takeAround(readers *[partition.Count]PartitionReader, ro
 // perSource.
 func (a *deliveryActor) takeRange(r PartitionReader, lower, upper []byte, room *int, perSource int) (stop []byte, left bool, err error) {
 	took := make(map[string]int)
-	share := a.sourceShare()
+	share, through := a.sourceShare(), a.expiredThrough()
 	for lower != nil {
 		var skipTo []byte
 		err := r.Scan(lower, upper, false, func(k, v []byte) bool {
@@ -318,6 +322,8 @@ func (a *deliveryActor) takeRange(r PartitionReader, lower, upper []byte, room *
 				return false
 			case pos <= taken:
 				return true
+			case a.expires(source, pos, through):
+				return true // dropped (dropExpired), needing no room
 			case *room == 0:
 				stop = append([]byte(nil), k...) // where the next take starts
 				return false

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
@@ -43,7 +44,7 @@ func TestAReadOfTheOutboxSkipsNoFurtherThanItsRange(t *testing.T) {
 	if err := b.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	a := &deliveryActor{env: &Env{Store: store}, id: inst, taken: map[string]uint64{source: 100}}
+	a := &deliveryActor{env: &Env{Store: store, Clock: clock.NewTest()}, id: inst, taken: map[string]uint64{source: 100}}
 	room := 8
 	lower, upper := outboxPrefix(partition.Of(source), inst), outboxKey(inst, source, 30) // the cursor
 	stop, left, err := a.takeRange(checkedBounds{store}, lower, upper, &room, 0)

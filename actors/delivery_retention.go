@@ -46,76 +46,143 @@ func (a *deliveryActor) sweepLater() {
 	go root.Send(self, sweepNow{})
 }
 
+// sweepMax bounds what one sweep deletes, dead letters and sources'
+// ranges of the outbox each, so that a first sweep of a long history
+// stays one commit of a bounded size (a raft entry on a cluster); one
+// that reached it is followed by the next at once.
+const sweepMax = 4096
+
+func (e *Env) sweepMax() int {
+	if e.testHookSweepMax > 0 {
+		return e.testHookSweepMax
+	}
+	return sweepMax
+}
+
 // sweep drops the dead letters and the events waiting in the outbox that
 // are older than DeliveryRetention, and says how many in the developer
 // log. A read that fails leaves the rest to the next sweep.
-func (a *deliveryActor) sweep(ctx actorContext) {
+func (a *deliveryActor) sweep() {
 	a.sweepQueued = false
 	if a.stopped || a.broken != nil || a.life.loadErr != nil {
 		return
 	}
 	now := a.env.Clock.Now()
 	a.nextSweep = nanos(now.Add(sweepEvery))
-	cutoff := nanos(now.Add(-DeliveryRetention))
-	dead, err := a.dropDeadLetters(cutoff)
-	waiting := 0
+	more, err := a.dropDeadLetters(nanos(now.Add(-DeliveryRetention)))
 	if err == nil {
-		waiting, err = a.expireWaiting(uint64(max(cutoff, 0)))
+		var outboxMore bool
+		outboxMore, err = a.expireWaiting()
+		more = more || outboxMore
 	}
 	if err != nil && a.env.Logger != nil {
 		a.env.Logger.Warn("drop what the deliveries' retention ended", "installation", a.id, "err", err, "retryIn", sweepEvery)
 	}
-	a.env.deliveryStats.expired[expiredDead].Add(uint64(dead))
-	a.env.deliveryStats.expired[expiredWaiting].Add(uint64(waiting))
-	if waiting > 0 && a.ep.KitId != "" {
-		e := newLogEntry(a.env, LogSourceDelivery, LogLevelError, "events.expired", a.id)
-		e.Status = strconv.Itoa(waiting) + " expired"
-		a.env.putLog(a.pending(), partition.Of(a.id), a.ep.KitId, e)
-	}
-	if a.batch.Batch != nil {
-		a.flushLater(ctx)
+	a.dropExpired()
+	if more {
+		a.nextSweep = 0 // the next sweep at once (sweepLater)
 	}
 }
 
-// dropDeadLetters deletes the dead letters that died before cutoff, in
-// the order of their sequences, up to the first that did not: dead
-// letters die nearly in that order (each 24 hours after its first
-// attempt), so one that died out of it goes at a later sweep, and a sweep
-// reads no more than it deletes.
-func (a *deliveryActor) dropDeadLetters(cutoff int64) (int, error) {
+// dropDeadLetters deletes the dead letters that died before cutoff, at
+// most sweepMax, and reports whether more may be left. It reads them all:
+// they die in no order of their sequences (a conversation's events go one
+// at a time, each with its own 24 hours; a redelivered one dies again
+// under its old sequence). The deletions are a write of their own, as a
+// redelivery's are, so that the next sweep reads them done.
+func (a *deliveryActor) dropDeadLetters(cutoff int64) (more bool, err error) {
+	b := a.env.newBatch()
+	defer b.Close()
 	dropped := 0
-	err := a.scanEvents(deadEventsPrefix(a.id), func(k []byte, ev *kitpb.Event) bool {
+	err = a.scanEvents(deadEventsPrefix(a.id), func(k []byte, ev *kitpb.Event) bool {
 		if ev.FinishedAt >= cutoff {
+			return true
+		}
+		if more = dropped == a.env.sweepMax(); more {
 			return false
 		}
-		a.pending().Delete(k)
+		b.Delete(k)
 		dropped++
 		return true
 	})
-	if err != nil {
-		return dropped, fmt.Errorf("read the dead letters of %s: %w", a.id, err)
+	if err == nil && dropped > 0 {
+		err = b.Write()
 	}
-	return dropped, nil
+	if err != nil {
+		return false, fmt.Errorf("drop the dead letters of %s: %w", a.id, err)
+	}
+	a.env.deliveryStats.expired[expiredDead].Add(uint64(dropped))
+	return more, nil
 }
 
-// expireWaiting drops the events waiting in the outbox, not taken, at or
-// below position through: outbox positions follow their source's clock
-// (outbox.add), so those were written at or before it. It reads what
-// waits: every partition's range of an installation behind, else the
-// ranges of the sources that lag. An installation or a source with
-// nothing younger left waits no more.
-func (a *deliveryActor) expireWaiting(through uint64) (int, error) {
+// expiredSpan is a range of one source's outbox entries past the
+// retention, first to last: the untaken entries in between are all older.
+type expiredSpan struct {
+	source      string
+	first, last uint64
+}
+
+// expiredThrough is the last outbox position past the retention: outbox
+// positions follow their source's clock (outbox.add: at least the unix
+// nanoseconds of the write), so an entry at or below it was written at
+// least DeliveryRetention ago.
+func (a *deliveryActor) expiredThrough() uint64 {
+	return uint64(max(nanos(a.env.Clock.Now().Add(-DeliveryRetention)), 0))
+}
+
+// expires reports whether the untaken entry at pos of source is past the
+// retention (through: expiredThrough), and if so gathers it for
+// dropExpired and counts it as taken, so that no notice or read of the
+// outbox takes it: a read meets a source's entries oldest first, so what
+// it gathers of a source is one range of untaken entries.
+func (a *deliveryActor) expires(source string, pos, through uint64) bool {
+	if pos > through {
+		return false
+	}
+	if n := len(a.expiring); n > 0 && a.expiring[n-1].source == source && a.expiring[n-1].last == a.taken[source] {
+		a.expiring[n-1].last = pos
+	} else {
+		a.expiring = append(a.expiring, expiredSpan{source, pos, pos})
+	}
+	a.taken[source] = pos
+	a.expiredCount++
+	return true
+}
+
+// dropExpired deletes the entries expires gathered, a range deletion a
+// span, and writes the developer log entry that says how many.
+func (a *deliveryActor) dropExpired() {
+	if len(a.expiring) == 0 {
+		return
+	}
+	for _, s := range a.expiring {
+		a.dropsFor(a.pending()).DeleteRange(outboxKey(a.id, s.source, s.first), outboxKey(a.id, s.source, s.last+1))
+	}
+	a.env.deliveryStats.expired[expiredWaiting].Add(uint64(a.expiredCount))
+	if a.ep.KitId != "" {
+		e := newLogEntry(a.env, LogSourceDelivery, LogLevelError, "events.expired", a.id)
+		e.Status = strconv.Itoa(a.expiredCount) + " expired"
+		a.env.putLog(a.pending(), partition.Of(a.id), a.ep.KitId, e)
+	}
+	a.expiring, a.expiredCount = nil, 0
+}
+
+// expireWaiting gathers the events waiting in the outbox past the
+// retention (expires): every partition's range of an installation
+// behind, else the ranges of the sources that lag. An installation or a
+// source with nothing younger left waits no more. It reports whether it
+// stopped at sweepMax sources.
+func (a *deliveryActor) expireWaiting() (more bool, err error) {
+	through := a.expiredThrough()
 	left := make(map[string]bool) // sources with younger entries
-	expired := 0
 	if a.behind {
 		readers, err := a.env.everyPartition()
 		if err != nil {
-			return 0, err
+			return false, err
 		}
 		for p := range partition.ID(partition.Count) {
-			n, err := a.expireRange(readers[p], outboxPrefix(p, a.id), through, left)
-			if expired += n; err != nil {
-				return expired, err
+			if more, err = a.expireRange(readers[p], outboxPrefix(p, a.id), through, left); more || err != nil {
+				return more, err
 			}
 		}
 		if len(left) == 0 {
@@ -123,9 +190,8 @@ func (a *deliveryActor) expireWaiting(through uint64) (int, error) {
 		}
 	} else {
 		for source := range a.lagging {
-			n, err := a.expireRange(a.env.Partition(partition.Of(source)), outboxSourcePrefix(a.id, source), through, left)
-			if expired += n; err != nil {
-				return expired, err
+			if more, err = a.expireRange(a.env.Partition(partition.Of(source)), outboxSourcePrefix(a.id, source), through, left); more || err != nil {
+				return more, err
 			}
 		}
 	}
@@ -134,22 +200,14 @@ func (a *deliveryActor) expireWaiting(through uint64) (int, error) {
 			delete(a.lagging, source)
 		}
 	}
-	return expired, nil
+	return false, nil
 }
 
-// expireRange drops the untaken entries under prefix at or below position
-// through: each source's with one range deletion, after which they count
-// as taken, so that no notice or read takes them. It counts them as it
-// reads them, seeking past what was taken and what is younger, and notes
-// in left the sources with younger entries.
-func (a *deliveryActor) expireRange(r PartitionReader, prefix []byte, through uint64, left map[string]bool) (int, error) {
-	type span struct {
-		source      string
-		first, last uint64
-	}
-	var spans []span
+// expireRange gathers the untaken entries under prefix past the
+// retention, seeking past what was taken and what is younger, and notes
+// in left the sources with younger entries. It stops at sweepMax spans.
+func (a *deliveryActor) expireRange(r PartitionReader, prefix []byte, through uint64, left map[string]bool) (more bool, err error) {
 	lower, upper := prefix, persistence.PrefixEnd(prefix)
-	count := 0
 	for lower != nil {
 		var skipTo []byte
 		err := r.Scan(lower, upper, false, func(k, _ []byte) bool {
@@ -158,29 +216,25 @@ func (a *deliveryActor) expireRange(r PartitionReader, prefix []byte, through ui
 			case pos <= taken:
 				skipTo = outboxKey(a.id, source, taken+1)
 				return false
-			case pos > through:
-				left[source] = true
-				skipTo = persistence.PrefixEnd(k[:len(k)-positionLen]) // the next source
+			case more:
 				return false
+			case a.expires(source, pos, through):
+				more = len(a.expiring) == a.env.sweepMax()
+				return true
 			}
-			if n := len(spans); n > 0 && spans[n-1].source == source {
-				spans[n-1].last = pos
-			} else {
-				spans = append(spans, span{source, pos, pos})
-			}
-			count++
-			return true
+			left[source] = true
+			skipTo = persistence.PrefixEnd(k[:len(k)-positionLen]) // the next source
+			return false
 		})
 		if err != nil {
-			return 0, fmt.Errorf("read the outbox of %s: %w", a.id, err)
+			return false, fmt.Errorf("read the outbox of %s: %w", a.id, err)
+		}
+		if more {
+			return true, nil
 		}
 		if lower = skipTo; lower != nil && bytes.Compare(lower, upper) >= 0 {
 			break // a skip past the range: another node refuses such a read
 		}
 	}
-	for _, s := range spans {
-		a.dropsFor(a.pending()).DeleteRange(outboxKey(a.id, s.source, s.first), outboxKey(a.id, s.source, s.last+1))
-		a.taken[s.source] = s.last
-	}
-	return count, nil
+	return false, nil
 }

@@ -2,8 +2,11 @@ package actors_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/eventually"
@@ -23,7 +26,8 @@ func TestDeliveryRetention(t *testing.T) {
 			n := ownNode(t)
 			n.env.DeliveryQueueMax = behindBound
 			f, cs := deliveryFixture(t, n, 3)
-			old := postEach(t, n, f, cs, 8)
+			postEach(t, n, f, cs, 8)
+			wasQueued := eventTexts(queued(t, n, f.inst.Id))
 			failAll(t, n, f) // the endpoint is down: the Kit's log gets the entries
 			n.clk.Advance(actors.DeliveryRetention - 3*24*time.Hour)
 			young := postEach(t, n, f, cs, 2)
@@ -45,13 +49,18 @@ func TestDeliveryRetention(t *testing.T) {
 				if got := d.byConv[c]; len(got) < 2 || !slices.Equal(got[len(got)-2:], texts) {
 					t.Fatalf("conversation %s delivered %q, want its young events %q last", c, got, texts)
 				}
-				for _, text := range d.byConv[c][:len(d.byConv[c])-2] {
-					if !slices.Contains(old[c][:behindBound], text) {
-						t.Fatalf("conversation %s delivered %q, which had waited in the outbox past the retention", c, text)
-					}
+			}
+			kept := slices.Clone(wasQueued)
+			for _, texts := range young {
+				kept = append(kept, texts...)
+			}
+			for _, text := range d.order {
+				if !slices.Contains(kept, text) {
+					t.Fatalf("delivered %q, which had waited in the outbox past the retention (queued: %q)", text, wasQueued)
 				}
 			}
 			metricIs(t, n, 0, "kitd_delivery_installations_behind")
+			metricIs(t, n, 16, "kitd_delivery_events_expired_total", "from", "outbox")
 		}},
 		{"a conversation that lags drops what waited past the retention, and lags no more", func(t *testing.T) {
 			n := ownNode(t)
@@ -59,7 +68,7 @@ func TestDeliveryRetention(t *testing.T) {
 			f, cs := deliveryFixture(t, n, 1)
 			posted := postEach(t, n, f, cs, 12)
 			metricIs(t, n, 1, "kitd_delivery_installations_behind")
-			n.clk.Advance(actors.DeliveryRetention)
+			n.clk.Advance(actors.DeliveryRetention + time.Minute)
 			queued(t, n, f.inst.Id)
 			metricIs(t, n, 8, "kitd_delivery_events_expired_total", "from", "outbox")
 			metricIs(t, n, 0, "kitd_delivery_installations_behind")
@@ -70,41 +79,111 @@ func TestDeliveryRetention(t *testing.T) {
 				t.Fatalf("delivered %q, want the 4 queued, then the 2 posted after the expiry: %q", d.order, want)
 			}
 		}},
-		{"dead letters go after the retention, younger ones stay", func(t *testing.T) {
+		{"an activation drops what waited past the retention rather than queue it", func(t *testing.T) {
+			fs := vfs.NewMem()
+			n, err := startNode(fs, nil)
+			noErr(t, err)
+			n.env.DeliveryQueueMax = behindBound
+			f, cs := deliveryFixture(t, n, 2)
+			postEach(t, n, f, cs, 10) // 8 queued, 12 in the outbox
+			wasQueued := eventTexts(queued(t, n, f.inst.Id))
+			noErr(t, n.stop())
+			n.clk.Advance(actors.DeliveryRetention + time.Minute)
+			n, err = startNode(fs, n.clk) // its queue's bound room for all 20
+			noErr(t, err)
+			t.Cleanup(func() { n.stop() })
+			if got := eventTexts(queued(t, n, f.inst.Id)); !slices.Equal(got, wasQueued) {
+				t.Fatalf("queued after a restart a week later: %q, want the %q queued before it and none of the outbox's", got, wasQueued)
+			}
+			metricIs(t, n, 12, "kitd_delivery_events_expired_total", "from", "outbox")
+			metricIs(t, n, 0, "kitd_delivery_installations_behind")
+		}},
+		{"dead letters go after the retention, in whatever order they died", func(t *testing.T) {
 			n := ownNode(t)
 			f, cs := deliveryFixture(t, n, 2)
-			// killed dies first, then young three days later; a success
-			// before and after each death keeps the endpoint from failing
-			// 24 hours straight, which would pause it.
+			// A success before and after each death keeps the endpoint
+			// from failing 24 hours straight, which would pause it.
 			succeed := func(text string) {
 				t.Helper()
 				n.post(t, f.user, cs[1], postReq{text: text})
 				recordAs(t, n, f, take(t, n, f.inst.Id).Events[0].Sequence, true)
 			}
-			deadLetter := func(text string) {
+			die := func(text string) {
 				t.Helper()
-				n.post(t, f.user, cs[0], postReq{text: text})
 				recordAs(t, n, f, take(t, n, f.inst.Id).Events[0].Sequence, false)
 				succeed(text + "-ok")
 				n.clk.Advance(actors.DeadAfter)
 				recordAs(t, n, f, take(t, n, f.inst.Id).Events[0].Sequence, false)
 				succeed(text + "-after")
 			}
-			deadLetter("killed")
+			// first dies, then second three days later, then first again,
+			// redelivered: first's sequence is the lower, its death the
+			// younger.
+			n.post(t, f.user, cs[0], postReq{text: "first"})
+			die("first")
 			n.clk.Advance(3 * 24 * time.Hour)
-			deadLetter("young")
-			n.clk.Advance(actors.DeliveryRetention - 3*24*time.Hour)
+			n.post(t, f.user, cs[0], postReq{text: "second"})
+			die("second")
+			redeliver(t, n, f.inst.Id, &kitpb.Redeliver{EventId: deliveryEventID(t, n, f.inst.Id, "first")})
+			die("again")
+			n.clk.Advance(actors.DeliveryRetention - 12*time.Hour) // second's death a week old, first's not
 			listDeliveries(t, n, f.inst.Id, 0, 10)
 			metricIs(t, n, 1, "kitd_delivery_events_expired_total", "from", "dead_letters")
-			eventually.True(t, "the dead letter gone from the list", func() bool {
-				return slices.Equal(states(listDeliveries(t, n, f.inst.Id, 0, 10)), []string{"young-after:succeeded", "young-ok:succeeded", "young:dead", "killed-after:succeeded", "killed-ok:succeeded"})
+			eventually.True(t, "second gone from the list, first dead in it", func() bool {
+				var dead []string
+				for _, s := range states(listDeliveries(t, n, f.inst.Id, 0, 20)) {
+					if strings.HasSuffix(s, ":dead") {
+						dead = append(dead, s)
+					}
+				}
+				return slices.Equal(dead, []string{"first:dead"})
 			})
 			if got := redeliver(t, n, f.inst.Id, &kitpb.Redeliver{DeadSince: 1}); len(got) != 1 {
-				t.Fatalf("redelivered %v of the dead letters, want the young one alone", got)
+				t.Fatalf("redelivered %v of the dead letters, want first alone", got)
 			}
 			metricIs(t, n, 0, "kitd_delivery_events_expired_total", "from", "outbox")
+		}},
+		{"a sweep that reaches its bound is followed by the next at once", func(t *testing.T) {
+			n := ownNode(t)
+			actors.SetSweepMax(n.env, 2)
+			n.env.DeliveryQueueMax = 64 // a share of 4
+			f, cs := deliveryFixture(t, n, 4)
+			dying, healthy := cs[:3], cs[3]
+			postEach(t, n, f, append(slices.Clone(dying), healthy), 1)
+			// The failures, then a success: the endpoint is not failing
+			// straight when they die a day later, so it is not paused.
+			evs := take(t, n, f.inst.Id).Events
+			for _, succeeds := range []bool{false, true} {
+				for _, ev := range evs {
+					if (ev.ConversationId == healthy) == succeeds {
+						recordAs(t, n, f, ev.Sequence, succeeds)
+					}
+				}
+			}
+			n.clk.Advance(actors.DeadAfter)
+			for _, ev := range take(t, n, f.inst.Id).Events {
+				recordAs(t, n, f, ev.Sequence, false) // 3 dead letters
+			}
+			postEach(t, n, f, dying, 6) // each conversation's share queued, 2 in the outbox
+			n.clk.Advance(actors.DeliveryRetention + time.Minute)
+			queued(t, n, f.inst.Id)
+			metricIs(t, n, 3, "kitd_delivery_events_expired_total", "from", "dead_letters")
+			metricIs(t, n, 6, "kitd_delivery_events_expired_total", "from", "outbox")
 		}},
 	} {
 		t.Run(tc.name, tc.run)
 	}
+}
+
+// deliveryEventID is the eventId of the installation's listed delivery
+// whose message says text.
+func deliveryEventID(t *testing.T, n *testNode, inst, text string) string {
+	t.Helper()
+	for _, d := range listDeliveries(t, n, inst, 0, 100).Deliveries {
+		if d.Event.Message.GetText() == text {
+			return d.Event.Id
+		}
+	}
+	t.Fatalf("no delivery of %q listed", text)
+	return ""
 }

@@ -138,6 +138,9 @@ type Env struct {
 	// testHookDropNotices, set by tests, loses every outbox notice: a
 	// crash between a write and its notice.
 	testHookDropNotices atomic.Bool
+	// testHookSweepMax, set by tests, is the bound of a sweep of the
+	// deliveries' retention in place of sweepMax.
+	testHookSweepMax int
 }
 
 func (e *Env) deliveryFlushAfter() time.Duration {

@@ -39,6 +39,10 @@ func DropNotices(env *Env) { env.testHookDropNotices.Store(true) }
 // KeepNotices ends DropNotices.
 func KeepNotices(env *Env) { env.testHookDropNotices.Store(false) }
 
+// SetSweepMax bounds what a sweep of the deliveries' retention deletes
+// at n in place of sweepMax.
+func SetSweepMax(env *Env, n int) { env.testHookSweepMax = n }
+
 // RetryWait is the wait after the n-th failed attempt with the draw jitter.
 var RetryWait = retryWait
 
