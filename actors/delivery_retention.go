@@ -2,6 +2,7 @@ package actors
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -46,10 +47,12 @@ func (a *deliveryActor) sweepLater() {
 	go root.Send(self, sweepNow{})
 }
 
-// sweepMax bounds what one sweep deletes, dead letters and sources'
-// ranges of the outbox each, so that a first sweep of a long history
-// stays one commit of a bounded size (a raft entry on a cluster); one
-// that reached it is followed by the next at once.
+// sweepMax bounds the dead letters one sweep deletes, each a key of the
+// installation's own partition, so that the first sweep of a long
+// history is a write of a bounded size (a raft entry on a cluster); one
+// that reached it is followed by the next once its write is done. The
+// outbox needs no such bound: its drops are one range deletion a source,
+// spread over the sources' partitions.
 const sweepMax = 4096
 
 func (e *Env) sweepMax() int {
@@ -69,18 +72,20 @@ func (a *deliveryActor) sweep() {
 	}
 	now := a.env.Clock.Now()
 	a.nextSweep = nanos(now.Add(sweepEvery))
-	more, err := a.dropDeadLetters(nanos(now.Add(-DeliveryRetention)))
-	if err == nil {
-		var outboxMore bool
-		outboxMore, err = a.expireWaiting()
-		more = more || outboxMore
-	}
+	more, deadErr := a.dropDeadLetters(nanos(now.Add(-DeliveryRetention)))
+	err := errors.Join(deadErr, a.expireWaiting())
 	if err != nil && a.env.Logger != nil {
 		a.env.Logger.Warn("drop what the deliveries' retention ended", "installation", a.id, "err", err, "retryIn", sweepEvery)
 	}
+	dropped := len(a.expiring) > 0
 	a.dropExpired()
+	// Written now, not at a flush that nothing may start: a paused
+	// endpoint's installation may hear nothing else for hours.
+	if dropped && a.settle() != nil {
+		return // the actor stops (stopIfBroken); its next activation drops them again
+	}
 	if more {
-		a.nextSweep = 0 // the next sweep at once (sweepLater)
+		a.nextSweep = 0 // the next sweep at once (sweepLater), this one's writes done
 	}
 }
 
@@ -170,19 +175,18 @@ func (a *deliveryActor) dropExpired() {
 // expireWaiting gathers the events waiting in the outbox past the
 // retention (expires): every partition's range of an installation
 // behind, else the ranges of the sources that lag. An installation or a
-// source with nothing younger left waits no more. It reports whether it
-// stopped at sweepMax sources.
-func (a *deliveryActor) expireWaiting() (more bool, err error) {
+// source with nothing younger left waits no more.
+func (a *deliveryActor) expireWaiting() error {
 	through := a.expiredThrough()
 	left := make(map[string]bool) // sources with younger entries
 	if a.behind {
 		readers, err := a.env.everyPartition()
 		if err != nil {
-			return false, err
+			return err
 		}
 		for p := range partition.ID(partition.Count) {
-			if more, err = a.expireRange(readers[p], outboxPrefix(p, a.id), through, left); more || err != nil {
-				return more, err
+			if err := a.expireRange(readers[p], outboxPrefix(p, a.id), through, left); err != nil {
+				return err
 			}
 		}
 		if len(left) == 0 {
@@ -190,8 +194,8 @@ func (a *deliveryActor) expireWaiting() (more bool, err error) {
 		}
 	} else {
 		for source := range a.lagging {
-			if more, err = a.expireRange(a.env.Partition(partition.Of(source)), outboxSourcePrefix(a.id, source), through, left); more || err != nil {
-				return more, err
+			if err := a.expireRange(a.env.Partition(partition.Of(source)), outboxSourcePrefix(a.id, source), through, left); err != nil {
+				return err
 			}
 		}
 	}
@@ -200,13 +204,13 @@ func (a *deliveryActor) expireWaiting() (more bool, err error) {
 			delete(a.lagging, source)
 		}
 	}
-	return false, nil
+	return nil
 }
 
 // expireRange gathers the untaken entries under prefix past the
 // retention, seeking past what was taken and what is younger, and notes
-// in left the sources with younger entries. It stops at sweepMax spans.
-func (a *deliveryActor) expireRange(r PartitionReader, prefix []byte, through uint64, left map[string]bool) (more bool, err error) {
+// in left the sources with younger entries.
+func (a *deliveryActor) expireRange(r PartitionReader, prefix []byte, through uint64, left map[string]bool) error {
 	lower, upper := prefix, persistence.PrefixEnd(prefix)
 	for lower != nil {
 		var skipTo []byte
@@ -216,10 +220,7 @@ func (a *deliveryActor) expireRange(r PartitionReader, prefix []byte, through ui
 			case pos <= taken:
 				skipTo = outboxKey(a.id, source, taken+1)
 				return false
-			case more:
-				return false
 			case a.expires(source, pos, through):
-				more = len(a.expiring) == a.env.sweepMax()
 				return true
 			}
 			left[source] = true
@@ -227,14 +228,11 @@ func (a *deliveryActor) expireRange(r PartitionReader, prefix []byte, through ui
 			return false
 		})
 		if err != nil {
-			return false, fmt.Errorf("read the outbox of %s: %w", a.id, err)
-		}
-		if more {
-			return true, nil
+			return fmt.Errorf("read the outbox of %s: %w", a.id, err)
 		}
 		if lower = skipTo; lower != nil && bytes.Compare(lower, upper) >= 0 {
 			break // a skip past the range: another node refuses such a read
 		}
 	}
-	return false, nil
+	return nil
 }

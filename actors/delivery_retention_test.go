@@ -1,6 +1,7 @@
 package actors_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/eventually"
+	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -34,6 +36,7 @@ func TestDeliveryRetention(t *testing.T) {
 			n.clk.Advance(3*24*time.Hour + time.Minute)
 			queued(t, n, f.inst.Id) // a message a sweep's hour after the last
 			metricIs(t, n, 24-behindBound, "kitd_delivery_events_expired_total", "from", "outbox")
+			outboxHolds(t, n, f.inst.Id, cs, behindBound+6) // the queued, whose entries they refer to, and the young
 			eventually.True(t, "the developer log saying how many expired", func() bool {
 				return slices.Contains(deliveryLogEvents(t, n, f.kitID), "events.expired")
 			})
@@ -64,13 +67,15 @@ func TestDeliveryRetention(t *testing.T) {
 		}},
 		{"a conversation that lags drops what waited past the retention, and lags no more", func(t *testing.T) {
 			n := ownNode(t)
-			n.env.DeliveryQueueMax = 64 // a share of 4
+			n.env.DeliveryQueueMax = 64          // a share of 4
+			n.env.DeliveryFlushAfter = time.Hour // the sweep writes what it drops itself
 			f, cs := deliveryFixture(t, n, 1)
 			posted := postEach(t, n, f, cs, 12)
 			metricIs(t, n, 1, "kitd_delivery_installations_behind")
 			n.clk.Advance(actors.DeliveryRetention + time.Minute)
 			queued(t, n, f.inst.Id)
 			metricIs(t, n, 8, "kitd_delivery_events_expired_total", "from", "outbox")
+			outboxHolds(t, n, f.inst.Id, cs, 4)
 			metricIs(t, n, 0, "kitd_delivery_installations_behind")
 			more := postEach(t, n, f, cs, 2)
 			d := drain(t, n, f.inst.Id, 6, 6)
@@ -96,6 +101,7 @@ func TestDeliveryRetention(t *testing.T) {
 				t.Fatalf("queued after a restart a week later: %q, want the %q queued before it and none of the outbox's", got, wasQueued)
 			}
 			metricIs(t, n, 12, "kitd_delivery_events_expired_total", "from", "outbox")
+			outboxHolds(t, n, f.inst.Id, cs, behindBound)
 			metricIs(t, n, 0, "kitd_delivery_installations_behind")
 		}},
 		{"dead letters go after the retention, in whatever order they died", func(t *testing.T) {
@@ -169,10 +175,33 @@ func TestDeliveryRetention(t *testing.T) {
 			queued(t, n, f.inst.Id)
 			metricIs(t, n, 3, "kitd_delivery_events_expired_total", "from", "dead_letters")
 			metricIs(t, n, 6, "kitd_delivery_events_expired_total", "from", "outbox")
+			outboxHolds(t, n, f.inst.Id, dying, 12)
+			eventually.True(t, "no dead letter left", func() bool {
+				return !slices.ContainsFunc(states(listDeliveries(t, n, f.inst.Id, 0, 50)), func(s string) bool { return strings.HasSuffix(s, ":dead") })
+			})
 		}},
 	} {
 		t.Run(tc.name, tc.run)
 	}
+}
+
+// outboxHolds waits, sending the installation's actor nothing (what it
+// wrote must land by itself), until the outbox of convs holds want
+// entries for inst.
+func outboxHolds(t *testing.T, n *testNode, inst string, convs []string, want int) {
+	t.Helper()
+	count := func() int {
+		held := 0
+		for _, c := range convs {
+			prefix := actors.OutboxSourcePrefix(inst, c)
+			noErr(t, n.store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, _ []byte) bool {
+				held++
+				return true
+			}))
+		}
+		return held
+	}
+	eventually.True(t, fmt.Sprintf("the outbox holding %d entries", want), func() bool { return count() == want })
 }
 
 // deliveryEventID is the eventId of the installation's listed delivery
