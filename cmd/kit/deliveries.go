@@ -35,7 +35,7 @@ func setupDeliveriesList(fs *flag.FlagSet) runner {
 // setupRedeliver is `kit deliveries redeliver INSTALLATION (EVENT_ID |
 // --dead-since TIME)`.
 func setupRedeliver(fs *flag.FlagSet) runner {
-	deadSince := fs.String("dead-since", "", "redeliver every event dead-lettered since TIME: RFC 3339 (2026-11-23T10:00:00Z), or a duration ago by this machine's clock (24h)")
+	deadSince := fs.String("dead-since", "", "redeliver every event dead-lettered since TIME (dead letters are kept 7 days): RFC 3339 (2026-11-23T10:00:00Z), or a duration ago by this machine's clock (24h)")
 	return func(ctx context.Context, e *env, pos []string) error {
 		eventID := ""
 		if len(pos) > 1 {
