@@ -34,10 +34,28 @@ const DefaultDeliveryMemory = 128 << 20
 // conversation's queue and in the age order, its taken record's count.
 const queuedEventBytes = 160
 
-// minQueued is what an installation may keep queued whatever the node's
+// minQueued is what an installation may keep queued past the node's
 // budget, so that installations whose endpoints are down, which hold
 // their events until it returns, never stop the others from taking.
+// These floors have a budget of their own, as large as the node's: past
+// both, an installation keeps minQueuedPastFloors, so that a node with a
+// hundred thousand installations behind holds 3 KB of events for each,
+// not 16 (docs/deliveries.md, "A backlog past memory").
 const minQueued = 100
+
+// minQueuedPastFloors is the least floor: what keeps an installation's
+// events in flight going while half of it drains.
+const minQueuedPastFloors = 2 * MaxInFlightPerInstallation
+
+// queueFloor is what an installation may keep queued whatever the node's
+// room: minQueued until the floors spent a second budget, then
+// minQueuedPastFloors.
+func (e *Env) queueFloor() int {
+	if e.deliveryMemory.used.Load() < 2*e.deliveryMemoryMax() {
+		return minQueued
+	}
+	return minQueuedPastFloors
+}
 
 // deliveryMemory is the node's account of its delivery queues: the bytes
 // every delivery actor charges after each message it handles (charge).
@@ -90,9 +108,9 @@ func (e *Env) deliveryQueueMax() int {
 func (a *deliveryActor) queueFull() bool { return a.q.waiting() >= a.queueBound() }
 
 // queueBound is how many events the queue may hold now: its own bound,
-// within what the node has room for, but never less than minQueued.
+// within what the node has room for, but never less than its floor.
 func (a *deliveryActor) queueBound() int {
-	return min(a.env.deliveryQueueMax(), max(minQueued, a.q.waiting()+a.env.nodeRoom()))
+	return min(a.env.deliveryQueueMax(), max(a.env.queueFloor(), a.q.waiting()+a.env.nodeRoom()))
 }
 
 // sourceShare is how many events of one source (a conversation) the queue

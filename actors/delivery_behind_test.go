@@ -331,6 +331,31 @@ func TestABacklogPastTheQueuesBoundWaitsInTheOutbox(t *testing.T) {
 			drain(t, n, up.inst.Id, 50, 50)
 			metricIs(t, n, 0, "kitd_delivery_memory_bytes")
 		}},
+		{"past a second budget of floors, an installation keeps only what keeps its events in flight going", func(t *testing.T) {
+			n := ownNode(t)
+			const budget = 16 << 10
+			n.env.DeliveryMemory = budget
+			var downs []*eventsFixture
+			var posted []map[string][]string
+			var kept []int
+			for range 5 {
+				f, cs := deliveryFixture(t, n, 1)
+				posted = append(posted, postEach(t, n, f, cs, 150))
+				downs = append(downs, f)
+				kept = append(kept, len(queued(t, n, f.inst.Id)))
+			}
+			used := metricstest.Value(scrape(t, n), "kitd_delivery_memory_bytes")
+			if last := kept[len(kept)-1]; last != 20 || used < 2*budget {
+				t.Fatalf("with %v bytes of the node's %d used, installations one after the other queued %v of their 150 events, want the last 20", used, budget, kept)
+			}
+			if used > 2*budget+float64(len(downs))*(20*160+4<<10) {
+				t.Fatalf("the delivery queues use %v bytes: past the two budgets of %d and 20 events an installation", used, budget)
+			}
+			for i, f := range downs {
+				drain(t, n, f.inst.Id, 150, 150).inOrder(t, posted[i])
+			}
+			metricIs(t, n, 0, "kitd_delivery_memory_bytes")
+		}},
 	} {
 		t.Run(tc.name, tc.run)
 	}

@@ -168,7 +168,7 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 	fs.StringVar(&c.deliveryCA, "delivery-ca", env("KIT_DELIVERY_CA", ""), "PEM file of extra roots trusted for deliveries")
 	deliveryTimeout := fs.String("delivery-timeout", env("KIT_DELIVERY_TIMEOUT", deliveries.Timeout.String()), "how long a Kit has to answer an event or a call with a 2xx (tests only: the contract says 3s)")
 	deliveryQueue := fs.String("delivery-queue", env("KIT_DELIVERY_QUEUE", strconv.Itoa(actors.MaxQueuedInMemory)), "events an installation keeps queued in memory for delivery (about 160 bytes each); past it they wait in the outbox, on disk")
-	deliveryMemory := fs.String("delivery-memory", env("KIT_DELIVERY_MEMORY", defaultDeliveryMemory), "memory for the node's delivery queues, every installation together: bytes, or with KiB, MiB or GiB; past it an installation keeps 100 events queued and the rest wait in the outbox")
+	deliveryMemory := fs.String("delivery-memory", env("KIT_DELIVERY_MEMORY", defaultDeliveryMemory), "memory for the node's delivery queues, every installation together: bytes, or with KiB, MiB or GiB; past it an installation keeps 100 events queued (20 past twice it) and the rest wait in the outbox")
 	fs.StringVar(&c.tlsCert, "tls-cert", env("KIT_TLS_CERT", ""), "PEM certificate (and chain): with --tls-key, --listen serves HTTPS only; read again on SIGHUP")
 	fs.StringVar(&c.tlsKey, "tls-key", env("KIT_TLS_KEY", ""), "PEM private key of --tls-cert; read again on SIGHUP")
 	proxies := fs.String("trusted-proxies", env("KIT_TRUSTED_PROXIES", ""), "comma-separated CIDRs of proxies whose X-Forwarded-For names the client (per-address limits, request lines)")
