@@ -43,8 +43,9 @@ const queuedEventBytes = 160
 // not 16 (docs/deliveries.md, "A backlog past memory").
 const minQueued = 100
 
-// minQueuedPastFloors is the least floor: what keeps an installation's
-// events in flight going while half of it drains.
+// minQueuedPastFloors is the least floor: twice an installation's events
+// in flight. Its queue is read back at half, which they may all be, so
+// past both budgets its deliveries may wait for a read of the outbox.
 const minQueuedPastFloors = 2 * MaxInFlightPerInstallation
 
 // queueFloor is what an installation may keep queued whatever the node's
@@ -115,8 +116,13 @@ func (a *deliveryActor) queueBound() int {
 
 // sourceShare is how many events of one source (a conversation) the queue
 // may hold: they go one at a time, so more would only keep the other
-// sources' events in the outbox.
-func (a *deliveryActor) sourceShare() int { return max(minSourceShare, a.env.deliveryQueueMax()/64) }
+// sources' events in the outbox. A queue held to its floor by the node's
+// budget gives one source at most half of it: a source that filled it,
+// its head failing, would keep every other one in the outbox, since a
+// full queue reads none back.
+func (a *deliveryActor) sourceShare() int {
+	return max(minSourceShare, min(a.env.deliveryQueueMax()/64, a.queueBound()/2))
+}
 
 // minSourceShare is the least sourceShare, for small bounds.
 const minSourceShare = 4

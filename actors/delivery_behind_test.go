@@ -331,17 +331,20 @@ func TestABacklogPastTheQueuesBoundWaitsInTheOutbox(t *testing.T) {
 			drain(t, n, up.inst.Id, 50, 50)
 			metricIs(t, n, 0, "kitd_delivery_memory_bytes")
 		}},
-		{"past a second budget of floors, an installation keeps only what keeps its events in flight going", func(t *testing.T) {
+		{"past a second budget of floors, an installation keeps only twice its events in flight", func(t *testing.T) {
 			n := ownNode(t)
 			const budget = 16 << 10
 			n.env.DeliveryMemory = budget
-			var downs []*eventsFixture
-			var posted []map[string][]string
+			type down struct {
+				f      *eventsFixture
+				cs     []string
+				posted map[string][]string
+			}
+			var downs []down
 			var kept []int
 			for range 5 {
-				f, cs := deliveryFixture(t, n, 1)
-				posted = append(posted, postEach(t, n, f, cs, 150))
-				downs = append(downs, f)
+				f, cs := deliveryFixture(t, n, 2)
+				downs = append(downs, down{f, cs, postEach(t, n, f, cs, 75)})
 				kept = append(kept, len(queued(t, n, f.inst.Id)))
 			}
 			used := metricstest.Value(scrape(t, n), "kitd_delivery_memory_bytes")
@@ -351,8 +354,37 @@ func TestABacklogPastTheQueuesBoundWaitsInTheOutbox(t *testing.T) {
 			if used > 2*budget+float64(len(downs))*(20*160+4<<10) {
 				t.Fatalf("the delivery queues use %v bytes: past the two budgets of %d and 20 events an installation", used, budget)
 			}
-			for i, f := range downs {
-				drain(t, n, f.inst.Id, 150, 150).inOrder(t, posted[i])
+			// The last one's queue is held to 20, each conversation to
+			// half of it: one whose head fails keeps none of the other's
+			// 75 events waiting, though a queue of 20 refills at 10.
+			last := downs[len(downs)-1]
+			failing, other := last.cs[0], last.cs[1]
+			var got []string
+			for deadline := time.Now().Add(eventually.Within); len(got) < 75; {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d of the other conversation's 75 events delivered while the first one's head failed", len(got))
+				}
+				if q := len(queued(t, n, last.f.inst.Id)); q > 20 {
+					t.Fatalf("%d events queued, past the floor of 20", q)
+				}
+				for _, ev := range take(t, n, last.f.inst.Id).Events {
+					ok := ev.ConversationId == other
+					record(t, n, last.f.inst.Id, ev.Sequence, ok) // the failing head waits for its retry
+					if ok {
+						got = append(got, ev.Message.GetText())
+					}
+				}
+			}
+			if !slices.Equal(got, last.posted[other]) {
+				t.Fatalf("the other conversation delivered %q, want %q", got, last.posted[other])
+			}
+			n.clk.Advance(actors.MaxRetryWait)
+			rest := drain(t, n, last.f.inst.Id, 75, 20)
+			if !slices.Equal(rest.byConv[failing], last.posted[failing]) {
+				t.Fatalf("the failing conversation delivered %q, want %q", rest.byConv[failing], last.posted[failing])
+			}
+			for _, d := range downs[:len(downs)-1] {
+				drain(t, n, d.f.inst.Id, 150, 100).inOrder(t, d.posted)
 			}
 			metricIs(t, n, 0, "kitd_delivery_memory_bytes")
 		}},

@@ -339,8 +339,9 @@ func tuneGC(cfg config) {
 		// The kept history is live heap for good: room for it, and as
 		// much again so that a full cache does not have the GC run at the
 		// limit all the time. Delivery queues full for an endpoint that
-		// is down are the same.
-		debug.SetMemoryLimit(limit + 2*cfg.cacheBytes + 2*cfg.deliveryMemory)
+		// is down are the same, and may hold twice their budget (the
+		// floors past it have a budget of their own).
+		debug.SetMemoryLimit(limit + 2*cfg.cacheBytes + 3*cfg.deliveryMemory)
 	}
 }
 
