@@ -94,7 +94,8 @@ func (a *deliveryActor) sweep() {
 // they die in no order of their sequences (a conversation's events go one
 // at a time, each with its own 24 hours; a redelivered one dies again
 // under its old sequence). The deletions are a write of their own, as a
-// redelivery's are, so that the next sweep reads them done.
+// redelivery's are, so that the next sweep reads them done, with the
+// developer log entry that says how many.
 func (a *deliveryActor) dropDeadLetters(cutoff int64) (more bool, err error) {
 	b := a.env.newBatch()
 	defer b.Close()
@@ -111,6 +112,11 @@ func (a *deliveryActor) dropDeadLetters(cutoff int64) (more bool, err error) {
 		return true
 	})
 	if err == nil && dropped > 0 {
+		if a.ep.KitId != "" {
+			e := newLogEntry(a.env, LogSourceDelivery, LogLevelInfo, "dead_letters.expired", a.id)
+			e.Status = strconv.Itoa(dropped) + " expired"
+			a.env.putLog(b, partition.Of(a.id), a.ep.KitId, e)
+		}
 		err = b.Write()
 	}
 	if err != nil {

@@ -144,6 +144,11 @@ func TestDeliveryRetention(t *testing.T) {
 				}
 				return slices.Equal(dead, []string{"first:dead"})
 			})
+			entries, _, err := actors.ReadDevLog(n.env, f.kitID, "", 100, func(e *kitpb.DevLogEntry) bool { return e.Event == "dead_letters.expired" })
+			noErr(t, err)
+			if len(entries) != 1 || entries[0].Status != "1 expired" {
+				t.Fatalf("the developer log's entries of the dead letters dropped: %v, want one, 1 expired", entries)
+			}
 			if got := redeliver(t, n, f.inst.Id, &kitpb.Redeliver{DeadSince: 1}); len(got) != 1 {
 				t.Fatalf("redelivered %v of the dead letters, want first alone", got)
 			}
