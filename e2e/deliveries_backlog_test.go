@@ -9,6 +9,18 @@ import (
 	"github.com/kitd/kitd/internal/metrics/metricstest"
 )
 
+// behindEndpointDown is a server on a data directory of its own whose
+// installations keep at most 20 events queued (--delivery-queue), and an
+// installation with its bot in convs conversations whose endpoint, rcv,
+// answers 503 to everything.
+func behindEndpointDown(t *testing.T, convs int) (*receiver, *Server, ServerOpts, *eventsSetup) {
+	t.Helper()
+	rcv := newReceiver(t)
+	rcv.answerWith(func(int) (int, time.Duration, bool) { return 503, 0, false })
+	s, opts := deliveryServer(t, rcv, false, t.TempDir(), "--delivery-queue", "20")
+	return rcv, s, opts, newEventsSetup(t, s, rcv, convs)
+}
+
 // docs/deliveries.md "A backlog past memory": an installation whose
 // endpoint is down keeps at most --delivery-queue events queued in memory,
 // each conversation its share of them, and the rest wait in the outbox,
@@ -16,10 +28,7 @@ import (
 // conversation's in order.
 func TestADeliveryBacklogPastMemoryWaitsInTheOutbox(t *testing.T) {
 	t.Parallel()
-	rcv := newReceiver(t)
-	rcv.answerWith(func(int) (int, time.Duration, bool) { return 503, 0, false })
-	s, opts := deliveryServer(t, rcv, false, t.TempDir(), "--delivery-queue", "20")
-	e := newEventsSetup(t, s, rcv, 3)
+	rcv, s, opts, e := behindEndpointDown(t, 3)
 	posted := e.postRounds(t, 20)
 	// A bound of 20 gives each conversation a share of 4 (a 64th, at least
 	// 4): 12 events queued, the other 48 in the outbox.
@@ -53,10 +62,7 @@ func TestADeliveryBacklogPastMemoryWaitsInTheOutbox(t *testing.T) {
 // endpoint is back, under sequences without gaps.
 func TestEventsPastTheRetentionAreDropped(t *testing.T) {
 	t.Parallel()
-	rcv := newReceiver(t)
-	rcv.answerWith(func(int) (int, time.Duration, bool) { return 503, 0, false })
-	s, _ := deliveryServer(t, rcv, false, t.TempDir(), "--delivery-queue", "20")
-	e := newEventsSetup(t, s, rcv, 6)
+	rcv, s, _, e := behindEndpointDown(t, 6)
 	old := e.postRounds(t, 10) // 60 events: 20 queued, 40 in the outbox
 	eventually.True(t, "the installation behind, its queue full", func() bool {
 		m := scrapeMetrics(t, s)
