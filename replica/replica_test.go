@@ -6,7 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/kitd/kitd/internal/kiterr"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/persistence"
@@ -846,5 +847,28 @@ func TestACatchUpRefusedAsksAgain(t *testing.T) {
 				t.Fatalf("asked %d times, want %d", asks, tc.asks)
 			}
 		})
+	}
+}
+
+// A message of a group this node lacks that comes as the node stops asks
+// it to join a group it no longer can: that is no warning, the node is
+// going down.
+func TestAStoppingNodeJoinsNoGroupAndSaysNothing(t *testing.T) {
+	s := openStore(t, vfs.NewMem())
+	defer s.Close()
+	var logged bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := Start(ctx, Config{Store: s, Hosts: &hosts{hosted: map[partition.ID]bool{}}, TickInterval: 10 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.JoinGroup(multiraft.GroupID(3))
+	if logged.Len() != 0 {
+		t.Fatalf("a stopped node's join logged %q, want nothing", logged.String())
 	}
 }

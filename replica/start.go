@@ -407,7 +407,9 @@ func (r *Replica) JoinGroup(g multiraft.GroupID) {
 	if int(g) >= partition.Count {
 		return
 	}
-	if err := r.node.Join(g); err != nil && !errors.Is(err, multiraft.ErrGroupExists) {
+	// A node that is stopping joins nothing, and says nothing of it: the
+	// leader's message came as it went down.
+	if err := r.node.Join(g); err != nil && !errors.Is(err, multiraft.ErrGroupExists) && !errors.Is(err, multiraft.ErrStopped) {
 		r.logger.Warn("join group", "group", g, "err", err)
 	}
 }
