@@ -69,9 +69,12 @@ type deliveryActor struct {
 	nextSweep   int64
 	sweepQueued bool
 	// expiring are the outbox entries a read found past the retention, to
-	// delete (expires, dropExpired); expiredCount how many.
-	expiring     []expiredSpan
-	expiredCount int
+	// delete (expires, dropExpired); expiredCount how many;
+	// expiredUnwritten how many of the pending writes' deletions are
+	// the retention's (sealed.expired).
+	expiring         []expiredSpan
+	expiredCount     int
+	expiredUnwritten int
 	// charged is what the actor counts for in the node's deliveryMemory.
 	charged int64
 
@@ -296,7 +299,7 @@ func (a *deliveryActor) activate(identity string) error {
 func (a *deliveryActor) discard() {
 	closeAll([]batch{a.batch, a.drops})
 	a.batch, a.drops, a.takes = batch{}, batch{}, false
-	a.expiring, a.expiredCount = nil, 0
+	a.expiring, a.expiredCount, a.expiredUnwritten = nil, 0, 0
 }
 
 // dropsFor is where the deletion of an outbox entry goes, which the
@@ -369,21 +372,37 @@ func (a *deliveryActor) take(source string, pos uint64, rec []byte) {
 }
 
 // sealed is one commit of the actor: the outbox entries it deletes
-// (dropsFor), then the rest.
-type sealed struct{ drops, rest batch }
+// (dropsFor), then the rest. expired is how many of those deletions are
+// the retention's, counted once they are written: a commit that fails
+// stops the actor, whose next activation drops them again.
+type sealed struct {
+	drops, rest batch
+	expired     int
+}
 
 func (s sealed) commit(env *Env) error {
 	if s.drops.Batch == nil {
-		return s.rest.Commit()
+		return s.written(env, s.rest.Commit())
 	}
-	return env.commitInSteps(s.drops, s.rest)
+	return s.written(env, env.commitInSteps(s.drops, s.rest))
+}
+
+// write writes s without a sync of its own, on a node alone, whose
+// batches the store applies whole (dropsFor: no drops apart).
+func (s sealed) write(env *Env) error { return s.written(env, s.rest.Write()) }
+
+func (s sealed) written(env *Env, err error) error {
+	if err == nil && s.expired > 0 {
+		env.deliveryStats.expired[expiredWaiting].Add(uint64(s.expired))
+	}
+	return err
 }
 
 // seal takes the pending writes with what the sequencer must write with
 // its takes: the taken record and the last sequence.
 func (a *deliveryActor) seal() sealed {
-	s, takes := sealed{a.drops, a.batch}, a.takes
-	a.batch, a.drops, a.takes = batch{}, batch{}, false
+	s, takes := sealed{a.drops, a.batch, a.expiredUnwritten}, a.takes
+	a.batch, a.drops, a.takes, a.expiredUnwritten = batch{}, batch{}, false, 0
 	if takes {
 		a.tk.put(s.rest, a.id)
 		s.rest.Set(eventSequenceKey(a.id), persistence.AppendUint64(nil, a.last))

@@ -200,7 +200,7 @@ func (a *deliveryActor) settle() error {
 			a.durable = max(a.durable, last)
 		}
 	default:
-		err = a.seal().rest.Write() // no drops: a node alone's batch is whole
+		err = a.seal().write(a.env)
 	}
 	if g != nil {
 		g.finish(err)

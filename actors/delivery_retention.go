@@ -161,7 +161,8 @@ func (a *deliveryActor) expires(source string, pos, through uint64) bool {
 }
 
 // dropExpired deletes the entries expires gathered, a range deletion a
-// span, and writes the developer log entry that says how many.
+// span, in the pending writes, which count them once written
+// (sealed.expired), with the developer log entry that says how many.
 func (a *deliveryActor) dropExpired() {
 	if len(a.expiring) == 0 {
 		return
@@ -169,7 +170,7 @@ func (a *deliveryActor) dropExpired() {
 	for _, s := range a.expiring {
 		a.dropsFor(a.pending()).DeleteRange(outboxKey(a.id, s.source, s.first), outboxKey(a.id, s.source, s.last+1))
 	}
-	a.env.deliveryStats.expired[expiredWaiting].Add(uint64(a.expiredCount))
+	a.expiredUnwritten += a.expiredCount
 	if a.ep.KitId != "" {
 		e := newLogEntry(a.env, LogSourceDelivery, LogLevelError, "events.expired", a.id)
 		e.Status = strconv.Itoa(a.expiredCount) + " expired"

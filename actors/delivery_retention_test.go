@@ -1,6 +1,7 @@
 package actors_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -103,6 +104,26 @@ func TestDeliveryRetention(t *testing.T) {
 			metricIs(t, n, 12, "kitd_delivery_events_expired_total", "from", "outbox")
 			outboxHolds(t, n, f.inst.Id, cs, behindBound)
 			metricIs(t, n, 0, "kitd_delivery_installations_behind")
+		}},
+		{"drops whose commit fails are counted once, when the next activation writes them", func(t *testing.T) {
+			n := ownNode(t)
+			n.env.DeliveryQueueMax = behindBound
+			commits := holdCommits(t, n)
+			f, cs := deliveryFixture(t, n, 2)
+			postEach(t, n, f, cs, 10) // 8 queued, 12 in the outbox
+			queued(t, n, f.inst.Id)   // every take written
+			held := commits.holdNext()
+			n.clk.Advance(actors.DeliveryRetention + time.Minute)
+			queued(t, n, f.inst.Id) // a message a sweep's hour after the last
+			waitFor(t, "the sweep's commit", held)
+			metricIs(t, n, 0, "kitd_delivery_events_expired_total", "from", "outbox")
+			commits.release <- errors.New("lost the leadership")
+			eventually.NoError(t, "a list after the actor started again", func() error {
+				_, err := try[*kitpb.QueuedEventsReply](n, actors.KindDelivery, f.inst.Id, &kitpb.ListQueuedEvents{})
+				return err
+			})
+			outboxHolds(t, n, f.inst.Id, cs, behindBound)
+			metricIs(t, n, 12, "kitd_delivery_events_expired_total", "from", "outbox")
 		}},
 		{"dead letters go after the retention, in whatever order they died", func(t *testing.T) {
 			n := ownNode(t)
