@@ -251,6 +251,13 @@ func (f *forwarder) call(ctx context.Context, addr string, env *kitpb.Forward, i
 	res, err := f.Peers.Call(ctx, addr, env, id)
 	if errors.Is(err, peer.ErrConnLost) {
 		res, err = f.Peers.Call(ctx, addr, env, id)
+		if errors.Is(err, peer.ErrUnavailable) {
+			// The retry sent nothing, but the first attempt may have
+			// run: never "nothing was sent" (ErrUnavailable, not
+			// wrapped), which toLeader takes to the next leader, where it
+			// would run again.
+			err = fmt.Errorf("%w (the retry: %v)", peer.ErrConnLost, err)
+		}
 	}
 	if err == nil {
 		return res, nil
@@ -307,7 +314,7 @@ func (h *Host) ServePeer(ctx context.Context, from string, msg proto.Message, re
 		// Moved after the wait names the new leader.
 		for deadline := time.Now().Add(selfWait); errors.Is(err, ErrNotHosted) && f.awaitsLeader(p) && time.Now().Before(deadline); {
 			time.Sleep(selfPoll)
-			res, err = h.local(fw.Kind, fw.Identity, req)
+			res, err = h.here(fw.Kind, fw.Identity, req, fw.Tell)
 		}
 		if errors.Is(err, ErrNotHosted) {
 			return f.moved(p), nil

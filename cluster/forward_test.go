@@ -352,6 +352,30 @@ func TestNoticesFollowTheirPartition(t *testing.T) {
 	}
 }
 
+// A notice that reaches its leader before the leader hosts the partition
+// (its term's first entry not applied yet) waits there, and is then handed
+// to the actor as a notice: asked as a request, it would hold both ends
+// until the request timeout, since an actor answers no notice.
+func TestANoticeThatWaitsOnItsLeaderIsHandedOver(t *testing.T) {
+	ms := startMembers(t, 2)
+	a, b := ms[0], ms[1]
+	const p = partition.ID(46)
+	a.n.Release(p)
+	b.n.Release(p)
+	t.Cleanup(func() { a.n.Host(p); b.n.Host(p) })
+	a.table.Set(p, b.peers.Addr(), 2)
+	b.table.Set(p, b.peers.Addr(), 2) // b leads, and hosts a moment later
+	a.n.requests = deadline.NewShared(2 * time.Second)
+	b.n.requests = deadline.NewShared(2 * time.Second)
+	later(func() { b.n.Host(p) })
+	if _, err := a.n.toLeader("fwd", identitiesOf(p, 1)[0], &kitpb.WakeDelivery{}, true); err != nil {
+		t.Fatalf("a notice that waited on its leader: %v, want it handed over", err)
+	}
+	if got := b.told.Load(); got != 1 {
+		t.Fatalf("the leader's actor was told %d notices, want 1", got)
+	}
+}
+
 // later runs fn a moment after the test's Send: gossip's word, or a
 // leader's first entry, coming in after the notice left.
 func later(fn func()) {
@@ -424,6 +448,36 @@ func TestLostReplyRunsOnce(t *testing.T) {
 	}
 	if got := b.runs.Load(); got != 1 {
 		t.Fatalf("the handler ran %d times, want once", got)
+	}
+}
+
+// A leader lost between the two attempts of a request (its reply lost
+// with the connection, then its port refusing the retry) may have run
+// it: the request is unavailable, never sent to the next leader, where
+// it would run a second time (docs/cluster.md "Lost replies").
+func TestALeaderLostBetweenTwoAttemptsRunsNothingTwice(t *testing.T) {
+	ms := startMembers(t, 3)
+	a, b, c := ms[0], ms[1], ms[2]
+	const p = partition.ID(45)
+	leadOnly(p, b, ms)
+	c.n.Host(p) // the next leader
+	close(c.release)
+	px := peertest.NewProxy(t, b.peers.Addr())
+	a.table.Set(p, px.Addr(), 2)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := getUser(a, identitiesOf(p, 1)[0], "block")
+		done <- err
+	}()
+	eventually.True(t, "the first run to start", func() bool { return b.runs.Load() == 1 })
+	a.table.Set(p, c.peers.Addr(), 3) // the next leader, known before the retry fails
+	px.Kill()
+	err := <-done
+	close(b.release)
+	wantUnavailable(t, err)
+	if got := c.runs.Load(); got != 0 {
+		t.Fatalf("the next leader ran the request %d times after the first may have, want none", got)
 	}
 }
 

@@ -252,10 +252,14 @@ func (m *Node) leaving(peer string) bool { return (*m.going.Load())[peer] }
 func (m *Node) refreshDirectory() {
 	d, live, going := map[uint64]string{}, map[uint64]bool{}, map[string]bool{}
 	for _, mb := range m.ms.Nodes() {
-		if mb.Meta.RaftID != 0 && mb.Meta.PeerAddr != "" {
+		member := mb.State != membership.StateDead && mb.State != membership.StateLeft
+		// A raft id has the address of the member that carries it now,
+		// never a former life's under another name (a node restarted
+		// on its data directory keeps its raft id, not its host name).
+		if mb.Meta.RaftID != 0 && mb.Meta.PeerAddr != "" && (member || !live[mb.Meta.RaftID]) {
 			d[mb.Meta.RaftID] = mb.Meta.PeerAddr
 		}
-		if mb.Meta.RaftID != 0 && mb.State != membership.StateDead && mb.State != membership.StateLeft {
+		if mb.Meta.RaftID != 0 && member {
 			live[mb.Meta.RaftID] = true
 		}
 		if mb.State == membership.StateLeft || mb.State == membership.StateDraining {
@@ -348,7 +352,12 @@ func (m *Node) remotePropose(ctx context.Context, to uint64, g multiraft.GroupID
 		if errors.Is(err, peer.ErrConnLost) && attempt < 2 {
 			continue
 		}
-		if errors.Is(err, peer.ErrUnavailable) {
+		switch {
+		case errors.Is(err, peer.ErrUnavailable) && attempt > 0:
+			// This try sent nothing, but an earlier one may have appended
+			// the entry: not dropped, which Log sends to the next leader.
+			return fmt.Errorf("%w (the retry: %v)", peer.ErrConnLost, err)
+		case errors.Is(err, peer.ErrUnavailable):
 			// Nothing was sent: the entry may go again (replica.Config.Remote).
 			return fmt.Errorf("%w: %w", multiraft.ErrProposalDropped, err)
 		}

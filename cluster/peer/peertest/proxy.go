@@ -89,6 +89,13 @@ func (p *Proxy) Cut() {
 	p.conns = nil
 }
 
+// Kill closes the listener and every connection through the proxy, as a
+// process that crashed: its port refuses what dials it from then on.
+func (p *Proxy) Kill() {
+	p.ln.Close()
+	p.Cut()
+}
+
 // Reset aborts every connection through the proxy, as a process that
 // exits does to what it had open: each side reads "connection reset by
 // peer" rather than the end of the stream.
