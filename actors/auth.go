@@ -19,7 +19,8 @@ import (
 type Principal struct {
 	Caller    *kitpb.Caller
 	TokenType string   // bot, user or developer
-	Scopes    []string // effective: granted at issue ∩ still requested by the installed version
+	Scopes    []string // effective: granted at issue ∩ requested by the installed version ∩ by the Kit's latest
+	KitID     string   // bot and user tokens
 	KitSlug   string
 	TokenID   string // developer tokens; bot tokens issued since their listing (API access page)
 	SessionID string // user tokens: the web session that authorized them
@@ -174,21 +175,31 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 	if in.Uninstalled {
 		return nil, errInvalidToken
 	}
-	requested := in.BotScopes
+	latest, err := cluster.Call[*kitpb.LatestScopesReply](a.env.Host, KindKit, in.KitId, &kitpb.GetLatestScopes{})
+	if err != nil {
+		return nil, fmt.Errorf("load the latest scopes of kit %s: %w", in.KitId, err)
+	}
+	installed, newest := in.BotScopes, latest.BotScopes
 	if cred.Kind == CallerUser {
-		requested = in.UserScopes
+		installed, newest = in.UserScopes, latest.UserScopes
 	}
 	for _, s := range cred.Scopes {
-		if slices.Contains(requested, s) {
+		if slices.Contains(installed, s) && slices.Contains(newest, s) {
 			p.Scopes = append(p.Scopes, s)
 		}
 	}
-	p.KitSlug = in.KitSlug
+	p.KitID, p.KitSlug = in.KitId, in.KitSlug
 	p.Caller = &kitpb.Caller{
 		Kind: cred.Kind, WorkspaceId: in.WorkspaceId, InstallationId: in.Id,
 		BotId: cred.BotId, UserId: cred.UserId, Interactive: in.Interactive,
 	}
 	return p, nil
+}
+
+// KitVersionsChanged drops every cached principal of the Kit's
+// installations: the Kit's latest version limits their scopes.
+func (a *Authenticator) KitVersionsChanged(kitID string) {
+	a.dropWhere(func(p *Principal) bool { return p.KitID != "" && p.KitID == kitID })
 }
 
 // InstallationChanged drops every cached principal of the installation.

@@ -128,6 +128,18 @@ func TestAuthenticate(t *testing.T) {
 				t.Fatalf("after 1.1.0 the token has %v, want [messages:read]", got)
 			}
 		}},
+		{"a later version that drops a scope takes it from cached tokens at its upload, before any update", func(t *testing.T) {
+			w := n.workspace(t, 0)
+			slug := newSlug()
+			v1 := n.mustUpload(t, w.id, manifestJSON(slug, "1.0.0", "messages:read", "messages:write", "users:read"), false)
+			inst := n.install(t, w.id, v1.Kit.Id, "1.0.0")
+			token := n.botToken(t, inst.Id)
+			authOK(t, token) // cached
+			n.mustUpload(t, w.id, manifestJSON(slug, "1.1.0", "messages:read", "users:read", "files:read"), false)
+			if got := scopes(t, token); !slices.Equal(got, []string{"messages:read", "users:read"}) {
+				t.Fatalf("after 1.1.0's upload the 1.0.0 token has %v, want messages:write gone and files:read not given", got)
+			}
+		}},
 		{"a scope added by a later version is not granted to older tokens", func(t *testing.T) {
 			w := n.workspace(t, 0)
 			slug := newSlug()

@@ -28,6 +28,9 @@ type Invalidator interface {
 	// SigningSecretsChanged: the Kit's signing secret was rotated (or
 	// made); what is signed from now on is signed with the new set.
 	SigningSecretsChanged(kitID string)
+	// KitVersionsChanged: the Kit has a new latest version, whose scopes
+	// limit every token of its installations.
+	KitVersionsChanged(kitID string)
 }
 
 // TargetCache is what a node's deliveries keep of where and how an
@@ -57,9 +60,10 @@ func (c *Caches) SigningSecretsChanged(kitID string) {
 	}
 }
 
-func (c *Caches) CredentialRevoked(hash []byte) { c.Auth.CredentialRevoked(hash) }
-func (c *Caches) UserChanged(id string)         { c.Auth.UserChanged(id) }
-func (c *Caches) SessionEnded(id string)        { c.Auth.SessionEnded(id) }
+func (c *Caches) KitVersionsChanged(kitID string) { c.Auth.KitVersionsChanged(kitID) }
+func (c *Caches) CredentialRevoked(hash []byte)   { c.Auth.CredentialRevoked(hash) }
+func (c *Caches) UserChanged(id string)           { c.Auth.UserChanged(id) }
+func (c *Caches) SessionEnded(id string)          { c.Auth.SessionEnded(id) }
 
 // ReadBarrier catches a partition's replica on this node up with
 // everything committed in it before the call.

@@ -488,6 +488,7 @@ func (deafCaches) CredentialRevoked([]byte)     {}
 func (deafCaches) UserChanged(string)           {}
 func (deafCaches) SessionEnded(string)          {}
 func (deafCaches) SigningSecretsChanged(string) {}
+func (deafCaches) KitVersionsChanged(string)    {}
 
 // An ending or a revocation asked again after it was done tells the
 // caches again: the node that did it may have been killed before it told

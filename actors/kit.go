@@ -75,6 +75,8 @@ func (a *kitActor) handle(msg proto.Message) (proto.Message, error) {
 		return &kitpb.KitReply{Kit: a.kit, Versions: a.versions, Domains: a.domains}, nil
 	case *kitpb.GetKitDetail:
 		return a.kitDetail(m)
+	case *kitpb.GetLatestScopes:
+		return a.latestScopes()
 	}
 	return askConcerns(a, KindKit, msg, kitConcerns[:])
 }
@@ -94,6 +96,23 @@ func (a *kitActor) version(v string) *kitpb.KitVersion {
 		}
 	}
 	return nil
+}
+
+// latestScopes answers the scopes the latest version, published or not,
+// requests: they limit every token of the Kit's installations, whatever
+// version each runs, so a version that drops a scope takes it from them
+// at once (docs/api.md "Scopes"); one that adds a scope gives it to no
+// token before a member consents to it.
+func (a *kitActor) latestScopes() (proto.Message, error) {
+	v := a.version(a.kit.LatestVersion)
+	if v == nil {
+		return nil, fmt.Errorf("kit %s: its latest version %s is not among its versions", a.id, a.kit.LatestVersion)
+	}
+	man, problems := manifest.Parse(v.Manifest)
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("stored manifest of %s@%s no longer parses", a.id, v.Version)
+	}
+	return &kitpb.LatestScopesReply{Version: v.Version, BotScopes: man.BotScopes(), UserScopes: man.UserScopes()}, nil
 }
 
 // kitDetail answers GetKitDetail: the Kit, its versions and the metadata of
@@ -196,6 +215,9 @@ func (a *kitActor) upload(m *kitpb.UploadVersion) (proto.Message, error) {
 	}
 	a.kit = kit
 	a.versions = append(a.versions, v)
+	// The new version limits every token of the Kit (latestScopes): the
+	// principals cached anywhere are read again.
+	a.env.Invalidator.KitVersionsChanged(a.id)
 	return &kitpb.VersionReply{Kit: kit, Version: v, Created: true}, nil
 }
 

@@ -202,28 +202,35 @@ func TestAuth_MissingScope(t *testing.T) {
 }
 
 // docs/api.md "Scopes" and "Versioning": a new manifest version that drops a scope removes
-// it from existing tokens at once.
+// it from existing tokens at once, from its upload (a draft's too), before
+// and after the installation is updated to it.
 func TestAuth_DroppedScopeLeavesTokens(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
 	env := newBotEnv(t, s)
 	want(t, env.In.api(t, "GET", "/users", nil), 200)
+	gone := func(when string) {
+		t.Helper()
+		r := env.In.api(t, "GET", "/auth/test", nil)
+		want(t, r, 200)
+		if got := strs(jarr(r.JSON, "scopes")); !sameSet(got, without(baseScopes, "users:read")) {
+			t.Errorf("effective scopes %s = %v, want users:read gone%s", when, got, r)
+		}
+		r = env.In.api(t, "GET", "/users", nil)
+		wantError(t, r, 403, "missing_scope")
+		if got := r.Header.Get("X-Service-Required-Scope"); got != "users:read" {
+			t.Errorf("X-Service-Required-Scope %s = %q%s", when, got, r)
+		}
+	}
 
-	r := env.W.uploadVersion(t, manifest(env.Kit.Slug, "1.1.0", without(baseScopes, "users:read")), true)
+	r := env.W.uploadVersion(t, manifest(env.Kit.Slug, "1.1.0", without(baseScopes, "users:read")), false)
 	want(t, r, 201)
+	gone("after the draft's upload")
+	r = s.setup(t, "POST", env.W.Dev, "/api/v1/dev/kits/"+env.Kit.ID+"/versions/1.1.0/publish", nil)
+	want(t, r, 200)
 	r = s.ops(t, "POST", "/ops/v1/workspaces/"+env.W.ID+"/installations", map[string]any{"kitId": env.Kit.ID})
 	want(t, r, 201)
-
-	r = env.In.api(t, "GET", "/auth/test", nil)
-	want(t, r, 200)
-	if got := strs(jarr(r.JSON, "scopes")); !sameSet(got, without(baseScopes, "users:read")) {
-		t.Errorf("effective scopes after the update = %v, want users:read gone%s", got, r)
-	}
-	r = env.In.api(t, "GET", "/users", nil)
-	wantError(t, r, 403, "missing_scope")
-	if got := r.Header.Get("X-Service-Required-Scope"); got != "users:read" {
-		t.Errorf("X-Service-Required-Scope = %q%s", got, r)
-	}
+	gone("after the update")
 	r = env.In.api(t, "GET", "/installation", nil)
 	want(t, r, 200)
 	if r.Str("installation.kit.version") != "1.1.0" {

@@ -296,8 +296,13 @@ func TestCredentials_UserTokens(t *testing.T) {
 		k := env.Kit
 		m := withOAuth(k.Manifest, "1.5.0", userScopesOf(without(k.Scopes, "users:read")))
 		want(t, env.W.uploadVersion(t, m, true), 201)
-		want(t, s.ops(t, "POST", "/ops/v1/workspaces/"+env.W.ID+"/installations", map[string]any{"kitId": k.ID}), 201)
 		r := authTest(t, s, g.access())
+		want(t, r, 200)
+		if got := strs(jarr(r.JSON, "scopes")); !sameSet(got, without(k.Scopes, "users:read")) {
+			t.Errorf("scopes %v after the upload, before the update, want users:read gone%s", got, r)
+		}
+		want(t, s.ops(t, "POST", "/ops/v1/workspaces/"+env.W.ID+"/installations", map[string]any{"kitId": k.ID}), 201)
+		r = authTest(t, s, g.access())
 		want(t, r, 200)
 		if got := strs(jarr(r.JSON, "scopes")); !sameSet(got, without(k.Scopes, "users:read")) {
 			t.Errorf("scopes %v, want users:read gone%s", got, r)

@@ -2960,6 +2960,104 @@ func (x *KitReply) GetDomains() []*KitDomain {
 	return nil
 }
 
+// GetLatestScopes asks for the scopes the Kit's latest version requests,
+// which limit every token of its installations (docs/api.md "Scopes").
+type GetLatestScopes struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLatestScopes) Reset() {
+	*x = GetLatestScopes{}
+	mi := &file_requests_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLatestScopes) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLatestScopes) ProtoMessage() {}
+
+func (x *GetLatestScopes) ProtoReflect() protoreflect.Message {
+	mi := &file_requests_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLatestScopes.ProtoReflect.Descriptor instead.
+func (*GetLatestScopes) Descriptor() ([]byte, []int) {
+	return file_requests_proto_rawDescGZIP(), []int{54}
+}
+
+type LatestScopesReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Version       string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	BotScopes     []string               `protobuf:"bytes,2,rep,name=bot_scopes,json=botScopes,proto3" json:"bot_scopes,omitempty"`
+	UserScopes    []string               `protobuf:"bytes,3,rep,name=user_scopes,json=userScopes,proto3" json:"user_scopes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LatestScopesReply) Reset() {
+	*x = LatestScopesReply{}
+	mi := &file_requests_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LatestScopesReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LatestScopesReply) ProtoMessage() {}
+
+func (x *LatestScopesReply) ProtoReflect() protoreflect.Message {
+	mi := &file_requests_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LatestScopesReply.ProtoReflect.Descriptor instead.
+func (*LatestScopesReply) Descriptor() ([]byte, []int) {
+	return file_requests_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *LatestScopesReply) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *LatestScopesReply) GetBotScopes() []string {
+	if x != nil {
+		return x.BotScopes
+	}
+	return nil
+}
+
+func (x *LatestScopesReply) GetUserScopes() []string {
+	if x != nil {
+		return x.UserScopes
+	}
+	return nil
+}
+
 // ---- slug index actor ----
 type ClaimSlug struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2972,7 +3070,7 @@ type ClaimSlug struct {
 
 func (x *ClaimSlug) Reset() {
 	*x = ClaimSlug{}
-	mi := &file_requests_proto_msgTypes[54]
+	mi := &file_requests_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2984,7 +3082,7 @@ func (x *ClaimSlug) String() string {
 func (*ClaimSlug) ProtoMessage() {}
 
 func (x *ClaimSlug) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[54]
+	mi := &file_requests_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2997,7 +3095,7 @@ func (x *ClaimSlug) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimSlug.ProtoReflect.Descriptor instead.
 func (*ClaimSlug) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{54}
+	return file_requests_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ClaimSlug) GetSlug() string {
@@ -3031,7 +3129,7 @@ type SlugReply struct {
 
 func (x *SlugReply) Reset() {
 	*x = SlugReply{}
-	mi := &file_requests_proto_msgTypes[55]
+	mi := &file_requests_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3043,7 +3141,7 @@ func (x *SlugReply) String() string {
 func (*SlugReply) ProtoMessage() {}
 
 func (x *SlugReply) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[55]
+	mi := &file_requests_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3056,7 +3154,7 @@ func (x *SlugReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlugReply.ProtoReflect.Descriptor instead.
 func (*SlugReply) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{55}
+	return file_requests_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *SlugReply) GetKitId() string {
@@ -3280,7 +3378,14 @@ const file_requests_proto_rawDesc = "" +
 	"\bKitReply\x12\x1d\n" +
 	"\x03kit\x18\x01 \x01(\v2\v.kit.v1.KitR\x03kit\x12.\n" +
 	"\bversions\x18\x02 \x03(\v2\x12.kit.v1.KitVersionR\bversions\x12+\n" +
-	"\adomains\x18\x03 \x03(\v2\x11.kit.v1.KitDomainR\adomains\"Y\n" +
+	"\adomains\x18\x03 \x03(\v2\x11.kit.v1.KitDomainR\adomains\"\x11\n" +
+	"\x0fGetLatestScopes\"m\n" +
+	"\x11LatestScopesReply\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1d\n" +
+	"\n" +
+	"bot_scopes\x18\x02 \x03(\tR\tbotScopes\x12\x1f\n" +
+	"\vuser_scopes\x18\x03 \x03(\tR\n" +
+	"userScopes\"Y\n" +
 	"\tClaimSlug\x12\x12\n" +
 	"\x04slug\x18\x01 \x01(\tR\x04slug\x12\x15\n" +
 	"\x06kit_id\x18\x02 \x01(\tR\x05kitId\x12!\n" +
@@ -3301,7 +3406,7 @@ func file_requests_proto_rawDescGZIP() []byte {
 	return file_requests_proto_rawDescData
 }
 
-var file_requests_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_requests_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_requests_proto_goTypes = []any{
 	(*Failure)(nil),              // 0: kit.v1.Failure
 	(*Caller)(nil),               // 1: kit.v1.Caller
@@ -3357,46 +3462,48 @@ var file_requests_proto_goTypes = []any{
 	(*PublishVersion)(nil),       // 51: kit.v1.PublishVersion
 	(*GetKit)(nil),               // 52: kit.v1.GetKit
 	(*KitReply)(nil),             // 53: kit.v1.KitReply
-	(*ClaimSlug)(nil),            // 54: kit.v1.ClaimSlug
-	(*SlugReply)(nil),            // 55: kit.v1.SlugReply
-	(*Workspace)(nil),            // 56: kit.v1.Workspace
-	(*User)(nil),                 // 57: kit.v1.User
-	(*Session)(nil),              // 58: kit.v1.Session
-	(*Credential)(nil),           // 59: kit.v1.Credential
-	(*Installation)(nil),         // 60: kit.v1.Installation
-	(*Conversation)(nil),         // 61: kit.v1.Conversation
-	(*Member)(nil),               // 62: kit.v1.Member
-	(*Message)(nil),              // 63: kit.v1.Message
-	(*KitVersion)(nil),           // 64: kit.v1.KitVersion
-	(*Kit)(nil),                  // 65: kit.v1.Kit
-	(*KitDomain)(nil),            // 66: kit.v1.KitDomain
+	(*GetLatestScopes)(nil),      // 54: kit.v1.GetLatestScopes
+	(*LatestScopesReply)(nil),    // 55: kit.v1.LatestScopesReply
+	(*ClaimSlug)(nil),            // 56: kit.v1.ClaimSlug
+	(*SlugReply)(nil),            // 57: kit.v1.SlugReply
+	(*Workspace)(nil),            // 58: kit.v1.Workspace
+	(*User)(nil),                 // 59: kit.v1.User
+	(*Session)(nil),              // 60: kit.v1.Session
+	(*Credential)(nil),           // 61: kit.v1.Credential
+	(*Installation)(nil),         // 62: kit.v1.Installation
+	(*Conversation)(nil),         // 63: kit.v1.Conversation
+	(*Member)(nil),               // 64: kit.v1.Member
+	(*Message)(nil),              // 65: kit.v1.Message
+	(*KitVersion)(nil),           // 66: kit.v1.KitVersion
+	(*Kit)(nil),                  // 67: kit.v1.Kit
+	(*KitDomain)(nil),            // 68: kit.v1.KitDomain
 }
 var file_requests_proto_depIdxs = []int32{
 	21, // 0: kit.v1.Failure.limit:type_name -> kit.v1.Decision
-	56, // 1: kit.v1.WorkspaceReply.workspace:type_name -> kit.v1.Workspace
-	57, // 2: kit.v1.UserReply.user:type_name -> kit.v1.User
-	57, // 3: kit.v1.UsersReply.users:type_name -> kit.v1.User
-	58, // 4: kit.v1.SessionReply.session:type_name -> kit.v1.Session
-	59, // 5: kit.v1.CredentialReply.credential:type_name -> kit.v1.Credential
-	60, // 6: kit.v1.InstallationReply.installation:type_name -> kit.v1.Installation
-	61, // 7: kit.v1.ConversationReply.conversation:type_name -> kit.v1.Conversation
+	58, // 1: kit.v1.WorkspaceReply.workspace:type_name -> kit.v1.Workspace
+	59, // 2: kit.v1.UserReply.user:type_name -> kit.v1.User
+	59, // 3: kit.v1.UsersReply.users:type_name -> kit.v1.User
+	60, // 4: kit.v1.SessionReply.session:type_name -> kit.v1.Session
+	61, // 5: kit.v1.CredentialReply.credential:type_name -> kit.v1.Credential
+	62, // 6: kit.v1.InstallationReply.installation:type_name -> kit.v1.Installation
+	63, // 7: kit.v1.ConversationReply.conversation:type_name -> kit.v1.Conversation
 	1,  // 8: kit.v1.GetConversation.caller:type_name -> kit.v1.Caller
 	1,  // 9: kit.v1.ListMembers.caller:type_name -> kit.v1.Caller
-	62, // 10: kit.v1.MembersReply.members:type_name -> kit.v1.Member
+	64, // 10: kit.v1.MembersReply.members:type_name -> kit.v1.Member
 	1,  // 11: kit.v1.PostMessage.caller:type_name -> kit.v1.Caller
-	63, // 12: kit.v1.MessageReply.message:type_name -> kit.v1.Message
+	65, // 12: kit.v1.MessageReply.message:type_name -> kit.v1.Message
 	1,  // 13: kit.v1.GetMessage.caller:type_name -> kit.v1.Caller
 	1,  // 14: kit.v1.EditMessage.caller:type_name -> kit.v1.Caller
 	1,  // 15: kit.v1.DeleteMessage.caller:type_name -> kit.v1.Caller
 	1,  // 16: kit.v1.ListMessages.caller:type_name -> kit.v1.Caller
-	63, // 17: kit.v1.MessagesReply.messages:type_name -> kit.v1.Message
-	64, // 18: kit.v1.ApplyInstall.version:type_name -> kit.v1.KitVersion
-	65, // 19: kit.v1.ApplyInstall.kit:type_name -> kit.v1.Kit
-	65, // 20: kit.v1.VersionReply.kit:type_name -> kit.v1.Kit
-	64, // 21: kit.v1.VersionReply.version:type_name -> kit.v1.KitVersion
-	65, // 22: kit.v1.KitReply.kit:type_name -> kit.v1.Kit
-	64, // 23: kit.v1.KitReply.versions:type_name -> kit.v1.KitVersion
-	66, // 24: kit.v1.KitReply.domains:type_name -> kit.v1.KitDomain
+	65, // 17: kit.v1.MessagesReply.messages:type_name -> kit.v1.Message
+	66, // 18: kit.v1.ApplyInstall.version:type_name -> kit.v1.KitVersion
+	67, // 19: kit.v1.ApplyInstall.kit:type_name -> kit.v1.Kit
+	67, // 20: kit.v1.VersionReply.kit:type_name -> kit.v1.Kit
+	66, // 21: kit.v1.VersionReply.version:type_name -> kit.v1.KitVersion
+	67, // 22: kit.v1.KitReply.kit:type_name -> kit.v1.Kit
+	66, // 23: kit.v1.KitReply.versions:type_name -> kit.v1.KitVersion
+	68, // 24: kit.v1.KitReply.domains:type_name -> kit.v1.KitDomain
 	25, // [25:25] is the sub-list for method output_type
 	25, // [25:25] is the sub-list for method input_type
 	25, // [25:25] is the sub-list for extension type_name
@@ -3417,7 +3524,7 @@ func file_requests_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_requests_proto_rawDesc), len(file_requests_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   56,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -36,6 +36,7 @@ func (b broadcaster) SessionEnded(id string)        { b.send("session", []byte(i
 func (b broadcaster) SigningSecretsChanged(kitID string) {
 	b.send("signing", []byte(kitID))
 }
+func (b broadcaster) KitVersionsChanged(kitID string) { b.send("kit_versions", []byte(kitID)) }
 
 // send applies the change here, then tells every other member that may
 // serve requests, at once, and waits for them all.
@@ -83,6 +84,8 @@ func (m *Node) invalidateHere(kind string, id []byte) error {
 		local.SessionEnded(string(id))
 	case "signing":
 		local.SigningSecretsChanged(string(id))
+	case "kit_versions":
+		local.KitVersionsChanged(string(id))
 	default:
 		return fmt.Errorf("member: unknown invalidation %q", kind)
 	}
