@@ -61,6 +61,13 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, rt *route) *actors.Principa
 		return nil
 	}
 	if rt.tokens&tokenOf(p) == 0 {
+		if rt.scope == "" && rt.tokens == botOrUser {
+			// The Web API's no-scope routes answer no 403 (docs/api.md
+			// "Errors"): a token of no type the Web API takes is not a
+			// valid token there.
+			s.fail(ctx, kiterr.New(kiterr.InvalidToken, "the Web API takes bot and user tokens"))
+			return nil
+		}
 		s.fail(ctx, kiterr.New(kiterr.Forbidden, "this token type cannot call this method"))
 		return nil
 	}
