@@ -935,13 +935,8 @@ func slugProblem(s string) string {
 			return "must contain only lowercase letters, digits and hyphens"
 		}
 	}
-	switch {
-	case s[0] < 'a' || s[0] > 'z':
+	if s[0] < 'a' || s[0] > 'z' {
 		return "must start with a letter"
-	case s[len(s)-1] == '-':
-		return "must not end with a hyphen"
-	case strings.Contains(s, "--"):
-		return "must not contain two hyphens in a row"
 	}
 	return ""
 }
