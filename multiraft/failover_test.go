@@ -127,6 +127,74 @@ func TestTransferLeadership(t *testing.T) {
 	c.propose(0, "x")
 }
 
+// A transfer moves the leader in a group of five voters too: the old
+// leader holds raft's TimeoutNow until a heartbeat naming the target
+// reached enough voters, which grant its forced votes (transfer.go).
+func TestTransferLeadershipAmongFiveVoters(t *testing.T) {
+	ids := []uint64{1, 2, 3, 4, 5}
+	c := newCluster(t, ids, nil)
+	c.bootstrap(1, ids)
+	c.elect(1)
+	c.tick(2)
+	old := c.leader(0)
+	to := old%5 + 1
+	if err := c.nodes[old].node.TransferLeadership(0, to); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if c.leader(0) == to {
+			break
+		}
+		c.tickOne(c.live()...)
+	}
+	if got := c.leader(0); got != to {
+		t.Fatalf("leader %d after the transfer, want %d", got, to)
+	}
+	for _, id := range ids {
+		if n := c.nodes[id].node.Stats().ForcedVotesRefused; n != 0 {
+			t.Fatalf("node %d refused %d of the transfer's votes", id, n)
+		}
+	}
+	c.propose(0, "x")
+}
+
+// A transfer raft gave up on (its target paused past an election timeout)
+// and then acted on late: the target's forced campaign finds the other
+// voter refusing, since the heartbeats it heard since named no transfer,
+// and elects nobody while the old leader, which did not hear the campaign,
+// holds a lease from that voter's answers.
+func TestALateTransferElectsNobodyUnderTheLease(t *testing.T) {
+	c := newCluster(t, []uint64{1, 2, 3}, nil)
+	c.bootstrap(1, []uint64{1, 2, 3})
+	c.elect(1)
+	c.tick(2)
+	x := c.nodes[c.leader(0)]
+	y := c.nodes[x.id%3+1]
+	z := c.nodes[6-x.id-y.id]
+	c.net.Hold(y.id) // paused: what is sent to it waits, the TimeoutNow too
+	if err := x.node.TransferLeadership(0, y.id); err != nil {
+		t.Fatal(err)
+	}
+	c.settle()
+	for range 12 { // past raft's giving up (an election timeout)
+		c.tickOne(x, z)
+	}
+	if st, _ := x.node.Status(0); st.Leader != x.id || !x.node.LeaseValid(0) {
+		t.Fatalf("after the transfer was given up: leader %d, lease %v; want %d under a lease", st.Leader, x.node.LeaseValid(0), x.id)
+	}
+	c.net.Hold(x.id)    // the old leader hears nothing from now on
+	c.net.Release(y.id) // the late TimeoutNow, then the heartbeats
+	c.settle()
+	sy, _ := y.node.Status(0)
+	if sy.Leader == y.id && x.node.LeaseValid(0) {
+		t.Fatalf("node %d leads term %d while node %d still holds its lease", y.id, sy.Term, x.id)
+	}
+	if z.node.Stats().ForcedVotesRefused == 0 {
+		t.Fatalf("node %d granted the late campaign its vote", z.id)
+	}
+	c.net.Release(x.id)
+}
+
 // A node closed and opened again on its directory has its state and log,
 // and catches up with what it missed.
 func TestRestartKeepsStateAndCatchesUp(t *testing.T) {

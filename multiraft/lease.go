@@ -37,9 +37,10 @@ func (n *Node) stampNow() []byte {
 // acknowledged records the stamp a follower echoed.
 func (n *Node) acknowledged(g *group, m *pb.Message) {
 	ctx := m.Context
-	if len(ctx) != 16 {
+	if len(ctx) != stampLen && len(ctx) != stampLen+8 {
 		return
 	}
+	n.heardTransfer(g, m.From, ctx)
 	s := stamp{tick: int64(binary.BigEndian.Uint64(ctx)), nanos: int64(binary.BigEndian.Uint64(ctx[8:]))}
 	if old, ok := g.acks[m.From]; ok && old.tick >= s.tick {
 		return

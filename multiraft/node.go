@@ -157,6 +157,7 @@ type Node struct {
 		cycles, syncs, groupsWritten   atomic.Uint64
 		snapshotsSent, snapshotsFailed atomic.Uint64
 		sent, commitOnly, coalesced    atomic.Uint64
+		forcedVotesRefused             atomic.Uint64
 		idle                           atomic.Int64 // groups idle at the last tick
 	}
 
@@ -226,6 +227,18 @@ type group struct {
 	// joined and not restored from a snapshot yet, and on one the group
 	// removed: both may hold less than the group committed.
 	member atomic.Bool
+
+	// Transfers (transfer.go). As the leader: the target of the transfer
+	// this node asked, while raft runs it; the voters that answered a
+	// heartbeat naming it; raft's TimeoutNow held until they are enough.
+	// As a follower: the term, node tick and named target of the last
+	// heartbeat it heard.
+	transferee     uint64
+	told           map[uint64]bool
+	heldTimeoutNow *pb.Message
+	heardTerm      uint64
+	heardAt        int64
+	named          uint64
 }
 
 // noteMembership sets member from the configuration applied.
@@ -408,6 +421,10 @@ type Stats struct {
 	UnsentCommitOnly, UnsentCoalesced uint64
 
 	IdleGroups int64 // groups this node leads that were idle at the last tick (idle.go)
+
+	// ForcedVotesRefused counts transfer campaigns' votes refused because
+	// the leader heard last named no such transfer (transfer.go).
+	ForcedVotesRefused uint64
 }
 
 // Stats returns the counters.
@@ -426,6 +443,8 @@ func (n *Node) Stats() Stats {
 		UnsentCoalesced:  n.stats.coalesced.Load(),
 
 		IdleGroups: n.stats.idle.Load(),
+
+		ForcedVotesRefused: n.stats.forcedVotesRefused.Load(),
 	}
 }
 
@@ -555,6 +574,7 @@ func (n *Node) tick() {
 		if leads {
 			n.renewLease(g, now)
 		}
+		g.endTransferIfDone()
 	}
 	n.stats.idle.Store(idle)
 }
@@ -593,8 +613,15 @@ func (n *Node) step(e *event) {
 	if e.snap != nil {
 		g.inSnap = &inboundSnap{index: m.Snapshot.Metadata.Index, data: e.snap}
 	}
-	if m.Type == pb.MsgHeartbeatResp && g.state == raft.StateLeader && m.Term == g.term {
+	switch {
+	case m.Type == pb.MsgHeartbeatResp && g.state == raft.StateLeader && m.Term == g.term:
 		n.acknowledged(g, m)
+	case m.Type == pb.MsgHeartbeat && m.Term >= g.heardTerm:
+		n.noteLeaderWord(g, m)
+	case n.refusesForcedVote(g, m):
+		n.stats.forcedVotesRefused.Add(1)
+		n.log.Debug("forced vote refused: the leader named no such transfer", "group", g.id, "from", m.From, "term", m.Term)
+		return
 	}
 	if err := g.rn.Step(*m); err != nil {
 		n.log.Debug("step", "group", g.id, "type", m.Type, "from", m.From, "err", err)
@@ -935,10 +962,14 @@ func (n *Node) send(rs []groupReady) {
 				if hb == nil {
 					hb = n.stampNow()
 				}
-				m.Context = hb
+				m.Context = g.heartbeatContext(hb)
 			case pb.MsgApp:
 				if g.onlyCommit(&m) {
 					n.stats.commitOnly.Add(1)
+					continue
+				}
+			case pb.MsgTimeoutNow:
+				if n.holdsTimeoutNow(g, &m) {
 					continue
 				}
 			}
@@ -988,7 +1019,7 @@ func (n *Node) sendAhead(rs []groupReady) {
 				if hb == nil {
 					hb = n.stampNow()
 				}
-				m.Context = hb
+				m.Context = g.heartbeatContext(hb)
 			default:
 				later = append(later, m)
 				continue

@@ -279,6 +279,7 @@ func (n *Node) TransferLeadership(g GroupID, to uint64) error {
 		default:
 			grp.leaseUntil.Store(0)
 			grp.leaseUntilNanos.Store(0)
+			grp.startTransfer(to)
 			grp.rn.TransferLeader(to)
 		}
 	}); derr != nil {

@@ -63,6 +63,7 @@ func (r *Replica) Collect(w *metrics.Writer) {
 	w.Family("kitd_raft_messages_unsent_total", "Raft messages this node did not send, by reason: an append that only told a follower the commit index, or one said in another message of the same cycle.", metrics.TypeCounter)
 	w.Uint("kitd_raft_messages_unsent_total", metrics.Label("reason", "commit_only"), st.UnsentCommitOnly)
 	w.Uint("kitd_raft_messages_unsent_total", metrics.Label("reason", "coalesced"), st.UnsentCoalesced)
+	w.Counter("kitd_raft_forced_votes_refused_total", "Votes of a transfer's campaign this node refused because its leader's last heartbeat named no such transfer: a transfer given up on and acted on late (docs/cluster.md \"Transfers and the lease\").", st.ForcedVotesRefused)
 	w.Gauge("kitd_raft_groups_idle", "Groups this node leads that had nothing to do at the last tick, and tick (and heartbeat) only every few ticks.", uint64(max(st.IdleGroups, 0)))
 
 	s := &r.Log.stats

@@ -1,0 +1,137 @@
+package multiraft
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// Transfers and the lease. The lease (lease.go) rests on followers that
+// refuse every vote for ElectionTicks after they heard their leader. Raft
+// makes one exception: the campaign of a transfer's target (started by the
+// leader's MsgTimeoutNow) asks for forced votes, which skip that refusal.
+// A transfer raft gave up on, because its target was slow (paused, or its
+// link), can still be acted on: the target reads the TimeoutNow late and
+// campaigns with force, after the old leader renewed its lease from the
+// other voters' answers, and wins with their votes: two leaders, the old
+// one serving reads from memory under a lease it believes valid.
+//
+// So a forced vote gets the lease's refusal too, unless the leader said
+// the transfer is under way: a leader's heartbeats name the target of its
+// transfer (the stamp's context grows by the target's id), and a follower
+// that heard its leader within ElectionTicks grants a forced vote only to
+// the candidate its leader's latest heartbeat named (refusesForcedVote).
+// Once raft gives a transfer up, the heartbeats name nobody, and a quorum
+// that answered one refuses the late campaign for as long as any lease
+// those answers gave can last. The old leader itself grants such a vote, as
+// raft has it, but steps down as it does, so its lease ends first.
+//
+// The leader holds its TimeoutNow until enough voters were told: its own
+// vote, the target's and the voters that answered a heartbeat naming the
+// target must make a quorum (transferTold). With three voters that is at
+// once; with five, one heartbeat round later.
+
+// campaignTransfer is the context of raft's forced votes (raft.go).
+var campaignTransfer = []byte("CampaignTransfer")
+
+// stampLen is a heartbeat stamp's length (stampNow); a context of
+// stampLen+8 bytes also names the target of a transfer.
+const stampLen = 16
+
+// heartbeatContext is the context of g's heartbeats: the cycle's stamp hb,
+// and the target of a transfer this node asked, if one is under way.
+func (g *group) heartbeatContext(hb []byte) []byte {
+	if g.transferee == 0 {
+		return hb
+	}
+	return binary.BigEndian.AppendUint64(append(make([]byte, 0, stampLen+8), hb...), g.transferee)
+}
+
+// namedIn returns the transfer target a heartbeat's context names, or 0.
+func namedIn(ctx []byte) uint64 {
+	if len(ctx) != stampLen+8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(ctx[stampLen:])
+}
+
+// startTransfer notes a transfer to target this node asked as g's leader.
+func (g *group) startTransfer(target uint64) {
+	g.transferee, g.heldTimeoutNow = target, nil
+	clear(g.told)
+	if g.told == nil {
+		g.told = make(map[uint64]bool)
+	}
+}
+
+// endTransferIfDone forgets the transfer once raft no longer runs it: it
+// gave it up, or this node no longer leads.
+func (g *group) endTransferIfDone() {
+	if g.transferee == 0 {
+		return
+	}
+	if g.state == raft.StateLeader && g.rn.BasicStatus().LeadTransferee == g.transferee {
+		return
+	}
+	g.transferee, g.heldTimeoutNow = 0, nil
+	clear(g.told)
+}
+
+// holdsTimeoutNow reports whether m, raft's TimeoutNow to the target, must
+// wait for the voters to be told, and keeps it if so.
+func (n *Node) holdsTimeoutNow(g *group, m *pb.Message) bool {
+	if m.To != g.transferee || n.transferTold(g) {
+		return false
+	}
+	held := *m
+	g.heldTimeoutNow = &held
+	return true
+}
+
+// heardTransfer notes that voter from answered a heartbeat whose context
+// ctx named the transfer's target, and sends the TimeoutNow held for it
+// once enough voters were told.
+func (n *Node) heardTransfer(g *group, from uint64, ctx []byte) {
+	if g.transferee == 0 || namedIn(ctx) != g.transferee {
+		return
+	}
+	g.told[from] = true
+	if held := g.heldTimeoutNow; held != nil && n.transferTold(g) {
+		g.heldTimeoutNow = nil
+		n.tr.Send([]Message{{Group: g.id, Msg: *held}})
+	}
+}
+
+// transferTold reports whether the target can win its forced campaign
+// with votes of voters that know of it: this node's, the target's own and
+// the told voters' make a quorum of each voter set.
+func (n *Node) transferTold(g *group) bool {
+	told := func(voters []uint64) bool {
+		k := 0
+		for _, v := range voters {
+			if v == n.id || v == g.transferee || g.told[v] {
+				k++
+			}
+		}
+		return k > len(voters)/2
+	}
+	return told(g.log.cs.Voters) && (len(g.log.cs.VotersOutgoing) == 0 || told(g.log.cs.VotersOutgoing))
+}
+
+// noteLeaderWord records, on a follower, what its leader's heartbeat m
+// named and when it was heard.
+func (n *Node) noteLeaderWord(g *group, m *pb.Message) {
+	g.heardTerm, g.heardAt, g.named = m.Term, n.ticks.Load(), namedIn(m.Context)
+}
+
+// refusesForcedVote reports whether a follower refuses m, a forced vote of
+// a newer term: it heard its leader within ElectionTicks, and the leader's
+// latest heartbeat did not name m's candidate as its transfer's target.
+func (n *Node) refusesForcedVote(g *group, m *pb.Message) bool {
+	if m.Type != pb.MsgVote || !bytes.Equal(m.Context, campaignTransfer) || g.state == raft.StateLeader {
+		return false
+	}
+	return g.heardTerm != 0 && m.Term > g.heardTerm && n.ticks.Load()-g.heardAt < int64(n.cfg.ElectionTicks) && g.named != m.From
+}
