@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -51,6 +52,7 @@ func TestCallRules(t *testing.T) {
 	impatient := New(Config{Clock: clock.System(), RootCAs: roots, Allow: []string{"127.0.0.1"}, Timeout: 100 * time.Millisecond})
 	soon, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
+	silent := silentListener(t) // accepts, never answers the handshake
 
 	for _, tc := range []struct {
 		name     string
@@ -74,6 +76,7 @@ func TestCallRules(t *testing.T) {
 		{"no answer by the caller's deadline is a timeout", s, soon, srv.URL + "/slow", []string{secret}, "", ReasonTimeout, 0},
 		{"no answer within Config.Timeout is a timeout", impatient, nil, srv.URL + "/slow", []string{secret}, "", ReasonTimeout, 0},
 		{"an answer within Config.Timeout counts", impatient, nil, srv.URL + "/ok", []string{secret}, `{"text":"done"}`, "", 0},
+		{"a TLS handshake never answered is a timeout within Config.Timeout", impatient, nil, "https://" + silent + "/ok", []string{secret}, "", ReasonTimeout, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u, err := url.Parse(tc.url)
@@ -102,6 +105,34 @@ func TestCallRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// silentListener is an endpoint that accepts TCP connections and never
+// writes on them (an overloaded Kit, a broken proxy); it returns its
+// address.
+func silentListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		for len(accepted) > 0 {
+			(<-accepted).Close()
+		}
+	})
+	return ln.Addr().String()
 }
 
 // An event's answer is not read: a 2xx counts whatever its body, where a

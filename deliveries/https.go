@@ -41,20 +41,38 @@ func newKitClients(roots *x509.CertPool, allow []string, idleAfter time.Duration
 // kitClient is a client whose dials pass control, which sees the address
 // actually dialled (so DNS rebinding cannot get around it), and whose
 // connections look whether the Kit closed them after idleAfter at rest.
+//
+// The dial makes the TLS handshake too, under the request's deadline:
+// fasthttp would make it inside the first write of the request, under a
+// write deadline only, and wait for the hello of a server that accepts
+// and never answers for ever, holding the attempt and its Kit's slot.
 func kitClient(roots *x509.CertPool, control func(string, string, syscall.RawConn) error, idleAfter time.Duration) *fasthttp.Client {
 	dialer := &net.Dialer{Control: control}
+	base := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 	return &fasthttp.Client{
 		Name: userAgent,
 		DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
-			conn, err := dialer.DialContext(ctx, "tcp", addr)
+			raw, err := dialer.DialContext(ctx, "tcp", addr)
 			if err != nil {
 				return nil, err
 			}
-			return newIdleConn(conn, idleAfter), nil
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				raw.Close()
+				return nil, err
+			}
+			cfg := base.Clone()
+			cfg.ServerName = host
+			conn := tls.Client(newIdleConn(raw, idleAfter), cfg)
+			if err := conn.HandshakeContext(ctx); err != nil {
+				conn.Close()
+				return nil, err
+			}
+			return conn, nil
 		},
-		TLSConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		TLSConfig: base, // unused: the dial hands fasthttp a connection past its handshake
 		// Kits may share a host: more requests than connections wait
 		// for one (within their deadline) instead of failing.
 		MaxConnsPerHost:     MaxInFlightPerKit,
