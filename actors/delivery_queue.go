@@ -167,6 +167,16 @@ func (q *deliveryQueue) release(d *delivery) {
 	}
 }
 
+// putBack undoes the hand-out of d, in flight, whose take failed: it
+// waits again, its record held.
+func (q *deliveryQueue) putBack(d *delivery) {
+	d.inFlight = false
+	q.inFlight--
+	if d.rec != nil {
+		q.held += len(d.rec)
+	}
+}
+
 func (q *deliveryQueue) waiting() int { return len(q.state) }
 
 // pop removes seq, the head of its source's queue.
@@ -305,26 +315,13 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 		a.dur.inflight = a.durableBy(newest)
 	}
 	for i, d := range heads {
-		rec := d.rec
-		if rec == nil {
-			// The store must hold what outcomes wrote (a failed attempt's
-			// state) before the record is read back.
-			if err := a.settle(); err != nil {
-				return nil, err
-			}
-			if err := a.readAhead(d); err != nil {
-				return nil, err
-			}
-			if rec = d.rec; rec == nil {
-				a.env.deliveryStats.queueReads.Inc()
-				var err error
-				if rec, err = a.queuedRecordOf(seqs[i], d); err != nil {
-					return nil, err
-				}
-			}
-		}
-		ev, err := decodeQueued(rec)
+		ev, rec, err := a.headEvent(d, seqs[i])
 		if err != nil {
+			// The sender hands out nothing of a take that failed: the
+			// heads this one marked would be in flight for good.
+			for _, took := range heads[:i] {
+				a.q.putBack(took)
+			}
 			return nil, err
 		}
 		a.q.release(d)
@@ -334,6 +331,31 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 	}
 	reply.InFlight = int32(a.q.inFlight)
 	return reply, nil
+}
+
+// headEvent reads the event of d, the head seq of its conversation's
+// queue, and its record, from memory when it is held.
+func (a *deliveryActor) headEvent(d *delivery, seq uint64) (*kitpb.Event, []byte, error) {
+	rec := d.rec
+	if rec == nil {
+		// The store must hold what outcomes wrote (a failed attempt's
+		// state) before the record is read back.
+		if err := a.settle(); err != nil {
+			return nil, nil, err
+		}
+		if err := a.readAhead(d); err != nil {
+			return nil, nil, err
+		}
+		if rec = d.rec; rec == nil {
+			a.env.deliveryStats.queueReads.Inc()
+			var err error
+			if rec, err = a.queuedRecordOf(seq, d); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	ev, err := decodeQueued(rec)
+	return ev, rec, err
 }
 
 // readAheadEvents is how many events of a conversation one read of its

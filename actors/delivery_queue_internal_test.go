@@ -5,6 +5,12 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/proto/kitpb"
 )
 
 // A delivery actor keeps the records of waiting events in memory, within
@@ -160,5 +166,34 @@ func TestQueuedSequencesOfAPage(t *testing.T) {
 				t.Fatalf("seqs(%d, %d, %d, %v) = %v, want %v", tc.lower, tc.upper, tc.n, tc.highest, got, tc.want)
 			}
 		})
+	}
+}
+
+// A take that fails on one head (its record cannot be read) after it
+// marked others in flight puts them back: the sender hands out nothing of
+// a failed take, and a head left in flight would be sent and recorded
+// never, its conversation blocked for good.
+func TestAFailedTakeLeavesNoHeadInFlight(t *testing.T) {
+	store, err := persistence.Open("db", persistence.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	// The conversations' order in a take is a map's: enough tries put
+	// the readable head first.
+	for range 50 {
+		a := &deliveryActor{env: &Env{Store: store, Clock: clock.NewTest()}, id: "inst", durable: 100, ep: &kitpb.DeliveryEndpoint{}}
+		held := a.q.push("conv-a", 1, 0)
+		a.q.hold(held, marshal(&kitpb.Event{Sequence: 1, ConversationId: "conv-a"}), true)
+		heldBytes := a.q.held
+		missing := a.q.push("conv-b", 2, 0)
+		missing.stored = true // its queue record is not in the store: the read fails
+		if _, err := a.takeDeliveries(&kitpb.TakeDeliveries{Max: MaxInFlightPerInstallation}); err == nil {
+			t.Fatal("a take of a head whose record is missing succeeded")
+		}
+		if held.inFlight || a.q.inFlight != 0 || a.q.held != heldBytes {
+			t.Fatalf("after a failed take: sequence 1 in flight %v, %d in flight, %d bytes held; want none in flight and %d held",
+				held.inFlight, a.q.inFlight, a.q.held, heldBytes)
+		}
 	}
 }
