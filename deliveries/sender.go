@@ -68,9 +68,10 @@ type Sender struct {
 	// <kit id>@<version>: a version's manifest never changes, and parsing
 	// it for every batch of deliveries cost more than the batch's lookups.
 	endpoints map[string]*url.URL
-	installs  lookups[installed]       // by installation
-	signing   lookups[[]string]        // by Kit: its signing secrets
-	kits      map[string]chan struct{} // by Kit: its in-flight slots
+	installs  lookups[installed]         // by installation
+	signing   lookups[[]string]          // by Kit: its signing secrets
+	kits      map[string]*kitSlots       // by Kit: its in-flight slots
+	senders   atomic.Pointer[func() int] // how many nodes share a Kit's slots (ShareKitSlots)
 	closed    bool
 	done      chan struct{} // closed by Close
 	stats     senderStats
@@ -94,7 +95,7 @@ func New(cfg Config) *Sender {
 	}
 	return &Sender{
 		cfg: cfg, https: newKitClients(cfg.RootCAs, cfg.Allow, idleAfter),
-		pumps: make(map[string]*pump), kits: make(map[string]chan struct{}), done: make(chan struct{}),
+		pumps: make(map[string]*pump), kits: make(map[string]*kitSlots), done: make(chan struct{}),
 		endpoints: make(map[string]*url.URL), stats: newSenderStats(),
 	}
 }
@@ -438,17 +439,65 @@ func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, tak
 	return nil
 }
 
-// kitSlot waits for one of the Kit's MaxInFlightPerKit slots.
+// kitSlot waits for one of the Kit's slots on this node: its share of
+// the MaxInFlightPerKit (ShareKitSlots).
 func (s *Sender) kitSlot(kitID string) (release func()) {
 	s.mu.Lock()
 	slots, ok := s.kits[kitID]
 	if !ok {
-		slots = make(chan struct{}, MaxInFlightPerKit)
+		slots = newKitSlots()
 		s.kits[kitID] = slots
 	}
 	s.mu.Unlock()
-	slots <- struct{}{}
-	return func() { <-slots }
+	slots.take(s.kitShare())
+	return slots.give
+}
+
+// ShareKitSlots has the MaxInFlightPerKit of a Kit shared among the
+// nodes that send deliveries, senders() of them: each node's share is
+// the limit divided by their number, rounded up. A Kit's installations
+// lead on any node, and the limit counts across all of them.
+func (s *Sender) ShareKitSlots(senders func() int) { s.senders.Store(&senders) }
+
+// kitShare is this node's share of a Kit's slots.
+func (s *Sender) kitShare() int {
+	n := 1
+	if f := s.senders.Load(); f != nil {
+		n = max((*f)(), 1)
+	}
+	return (MaxInFlightPerKit + n - 1) / n
+}
+
+// kitSlots are one Kit's deliveries in flight on this node, up to a
+// share that follows the number of nodes.
+type kitSlots struct {
+	mu    sync.Mutex
+	freed sync.Cond
+	used  int
+}
+
+func newKitSlots() *kitSlots {
+	k := &kitSlots{}
+	k.freed.L = &k.mu
+	return k
+}
+
+// take waits until fewer than share are in use, and takes one.
+func (k *kitSlots) take(share int) {
+	k.mu.Lock()
+	for k.used >= share {
+		k.freed.Wait()
+	}
+	k.used++
+	k.mu.Unlock()
+}
+
+// give gives a slot back.
+func (k *kitSlots) give() {
+	k.mu.Lock()
+	k.used--
+	k.mu.Unlock()
+	k.freed.Signal()
 }
 
 // Retry reasons of the Service-Retry-Reason header, and the error codes of

@@ -40,6 +40,46 @@ func TestKitSlots(t *testing.T) {
 	held = append(held[1:], <-got) // a slot released lets the 51st in
 }
 
+// A Kit's 50 in flight count across the nodes that send deliveries
+// (SPEC.md: limits count across all servers): each node takes its share,
+// rounded up, so that the nodes together stay within 50 (or 50 rounded up
+// to a multiple of their number, at most one slot a node over).
+func TestKitSlotsAreSharedAmongTheNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes int
+		share int
+	}{
+		{"a node alone takes all 50", 1, 50},
+		{"two nodes take 25 each", 2, 25},
+		{"three nodes take 17 each", 3, 17},
+		{"more nodes than slots take one each", 64, 1},
+		{"no count known is a node alone", 0, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Config{})
+			s.ShareKitSlots(func() int { return tc.nodes })
+			var held []func()
+			for range tc.share {
+				held = append(held, s.kitSlot("kit"))
+			}
+			got := make(chan func(), 1)
+			go func() { got <- s.kitSlot("kit") }()
+			select {
+			case release := <-got:
+				release()
+				t.Fatalf("%d deliveries of one Kit in flight on a node of %d, want %d", tc.share+1, tc.nodes, tc.share)
+			case <-time.After(100 * time.Millisecond): // an absence: nothing to wait for
+			}
+			held[0]()
+			(<-got)() // a slot given back lets the next in
+			for _, release := range held[1:] {
+				release()
+			}
+		})
+	}
+}
+
 // Retries carry the failed attempts and the last failure's reason; a
 // redelivery its attempts so far and the reason redelivery.
 func TestRetryHeaders(t *testing.T) {

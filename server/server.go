@@ -179,6 +179,9 @@ func Start(cfg Config) (_ *Server, err error) {
 	if s.groups, err = startGroups(cfg, s.store, env, s.ln.Addr().String(), quieter(s.log, slog.LevelWarn), s.log); err != nil {
 		return nil, err
 	}
+	if m := s.groups.clusterNode; m != nil {
+		s.send.ShareKitSlots(m.Members)
+	}
 	if s.groups.clusterNode == nil && s.groups.replica == nil {
 		// Events a previous process recorded but did not sequence or send
 		// yet. With groups, each partition's are woken as it is hosted.

@@ -229,6 +229,11 @@ func (m *Node) alive() []replica.LiveNode {
 	return out
 }
 
+// Members counts the members running raft groups that gossip does not
+// know dead or gone: the nodes that may lead partitions, and so send
+// their installations' deliveries (deliveries.Sender.ShareKitSlots).
+func (m *Node) Members() int { return len(*m.members.Load()) }
+
 // addr is the node-to-node address of the node with raft id.
 func (m *Node) addr(id uint64) (string, bool) {
 	a, ok := (*m.dir.Load())[id]
