@@ -124,6 +124,11 @@ func TestTransferLeadership(t *testing.T) {
 	if got := c.leader(0); got != to {
 		t.Fatalf("leader %d, want %d", got, to)
 	}
+	for _, m := range c.live() {
+		if n := m.node.Stats().ForcedVotesRefused; n != 0 {
+			t.Fatalf("node %d refused %d of the announced transfer's votes", m.id, n)
+		}
+	}
 	c.propose(0, "x")
 }
 

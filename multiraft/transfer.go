@@ -29,9 +29,12 @@ import (
 // raft has it, but steps down as it does, so its lease ends first.
 //
 // The leader holds its TimeoutNow until enough voters were told: its own
-// vote, the target's and the voters that answered a heartbeat naming the
-// target must make a quorum (transferTold). With three voters that is at
-// once; with five, one heartbeat round later.
+// vote and those of the voters other than the target that answered a
+// heartbeat naming it must make a quorum (transferTold), one heartbeat
+// round after the transfer was asked. The target's campaign then wins
+// without the old leader's vote, and a refused forced vote
+// (kitd_raft_forced_votes_refused_total) means a campaign no leader
+// announced.
 
 // campaignTransfer is the context of raft's forced votes (raft.go).
 var campaignTransfer = []byte("CampaignTransfer")
@@ -104,14 +107,14 @@ func (n *Node) heardTransfer(g *group, from uint64, ctx []byte) {
 	}
 }
 
-// transferTold reports whether the target can win its forced campaign
-// with votes of voters that know of it: this node's, the target's own and
-// the told voters' make a quorum of each voter set.
+// transferTold reports whether the voters told of the transfer, this node
+// with them, make a quorum of each voter set without the target: its
+// forced campaign then wins with their votes.
 func (n *Node) transferTold(g *group) bool {
 	told := func(voters []uint64) bool {
 		k := 0
 		for _, v := range voters {
-			if v == n.id || v == g.transferee || g.told[v] {
+			if v == n.id || v != g.transferee && g.told[v] {
 				k++
 			}
 		}

@@ -364,7 +364,11 @@ func TestJoiningNodeTakesItsShareOfReplicas(t *testing.T) {
 			groups := r.node.Groups()
 			for p := range partition.ID(partition.Count) {
 				g := multiraft.GroupID(p)
-				st, err := leaderOf(all, p).node.Status(g)
+				lead := leaderOf(all, p)
+				if lead == nil {
+					return fmt.Errorf("group %d has no leader", g) // a move under way
+				}
+				st, err := lead.node.Status(g)
 				if err != nil {
 					return err
 				}
