@@ -26,6 +26,10 @@ type kitActor struct {
 	// first GetSigningSecrets: the sender asks for every batch of
 	// deliveries, and only this actor rotates it.
 	signing *kitpb.SecretState
+	// latest is the scopes of the latest version, parsed on the first
+	// GetLatestScopes since the last upload: an upload has every node
+	// load its tokens of the Kit again, each asking.
+	latest *kitpb.LatestScopesReply
 }
 
 func (a *kitActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
@@ -104,6 +108,9 @@ func (a *kitActor) version(v string) *kitpb.KitVersion {
 // at once (docs/api.md "Scopes"); one that adds a scope gives it to no
 // token before a member consents to it.
 func (a *kitActor) latestScopes() (proto.Message, error) {
+	if a.latest != nil && a.latest.Version == a.kit.LatestVersion {
+		return a.latest, nil
+	}
 	v := a.version(a.kit.LatestVersion)
 	if v == nil {
 		return nil, fmt.Errorf("kit %s: its latest version %s is not among its versions", a.id, a.kit.LatestVersion)
@@ -112,7 +119,8 @@ func (a *kitActor) latestScopes() (proto.Message, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("stored manifest of %s@%s no longer parses", a.id, v.Version)
 	}
-	return &kitpb.LatestScopesReply{Version: v.Version, BotScopes: man.BotScopes(), UserScopes: man.UserScopes()}, nil
+	a.latest = &kitpb.LatestScopesReply{Version: v.Version, BotScopes: man.BotScopes(), UserScopes: man.UserScopes()}
+	return a.latest, nil
 }
 
 // kitDetail answers GetKitDetail: the Kit, its versions and the metadata of

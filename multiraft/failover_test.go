@@ -163,6 +163,47 @@ func TestTransferLeadershipAmongFiveVoters(t *testing.T) {
 	c.propose(0, "x")
 }
 
+// A transfer the other voters cannot all be told of still moves the
+// leader: in a group of two there is no one else to tell, and a voter
+// that does not answer holds the TimeoutNow a few ticks at most.
+func TestTransferLeadershipWithNoOneElseToTell(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		voters []uint64
+		down   bool // the voter that is neither leader nor target is stopped
+	}{
+		{"two voters", []uint64{1, 2}, false},
+		{"three voters, the third down", []uint64{1, 2, 3}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, tc.voters, nil)
+			c.bootstrap(1, tc.voters)
+			c.elect(1)
+			c.tick(2)
+			old := c.leader(0)
+			to := tc.voters[0]
+			if to == old {
+				to = tc.voters[1]
+			}
+			if tc.down {
+				c.stop(6 - old - to)
+			}
+			if err := c.nodes[old].node.TransferLeadership(0, to); err != nil {
+				t.Fatal(err)
+			}
+			for range 8 { // under an election timeout: raft would give it up
+				if c.leader(0) == to {
+					break
+				}
+				c.tickOne(c.live()...)
+			}
+			if got := c.leader(0); got != to {
+				t.Fatalf("leader %d after the transfer, want %d", got, to)
+			}
+		})
+	}
+}
+
 // A transfer raft gave up on (its target paused past an election timeout)
 // and then acted on late: the target's forced campaign finds the other
 // voter refusing, since the heartbeats it heard since named no transfer,

@@ -234,6 +234,7 @@ type group struct {
 	// As a follower: the term, node tick and named target of the last
 	// heartbeat it heard.
 	transferee     uint64
+	transferAt     int64 // node tick at which it was asked
 	told           map[uint64]bool
 	heldTimeoutNow *pb.Message
 	heardTerm      uint64
@@ -575,6 +576,9 @@ func (n *Node) tick() {
 			n.renewLease(g, now)
 		}
 		g.endTransferIfDone()
+		if g.heldTimeoutNow != nil {
+			n.sendTimeoutNowIfTold(g) // voters that never answer hold it transferTellTicks at most
+		}
 	}
 	n.stats.idle.Store(idle)
 }

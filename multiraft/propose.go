@@ -279,7 +279,7 @@ func (n *Node) TransferLeadership(g GroupID, to uint64) error {
 		default:
 			grp.leaseUntil.Store(0)
 			grp.leaseUntilNanos.Store(0)
-			grp.startTransfer(to)
+			grp.startTransfer(to, n.ticks.Load())
 			grp.rn.TransferLeader(to)
 		}
 	}); derr != nil {

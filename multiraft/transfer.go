@@ -28,13 +28,15 @@ import (
 // those answers gave can last. The old leader itself grants such a vote, as
 // raft has it, but steps down as it does, so its lease ends first.
 //
-// The leader holds its TimeoutNow until enough voters were told: its own
-// vote and those of the voters other than the target that answered a
-// heartbeat naming it must make a quorum (transferTold), one heartbeat
-// round after the transfer was asked. The target's campaign then wins
-// without the old leader's vote, and a refused forced vote
-// (kitd_raft_forced_votes_refused_total) means a campaign no leader
-// announced.
+// The leader holds its TimeoutNow until the voters were told
+// (transferTold): its own vote and those of the voters besides the target
+// that answered a heartbeat naming it make a quorum, or every such voter
+// answered, one heartbeat round after the transfer was asked. The
+// target's campaign then wins without the old leader's vote, and a
+// refused forced vote (kitd_raft_forced_votes_refused_total) means a
+// campaign no leader announced. Voters that do not answer (dead) hold it
+// at most transferTellTicks: it then goes once the target's own vote
+// makes the quorum with the others', the old leader's as raft has it.
 
 // campaignTransfer is the context of raft's forced votes (raft.go).
 var campaignTransfer = []byte("CampaignTransfer")
@@ -60,9 +62,14 @@ func namedIn(ctx []byte) uint64 {
 	return binary.BigEndian.Uint64(ctx[stampLen:])
 }
 
-// startTransfer notes a transfer to target this node asked as g's leader.
-func (g *group) startTransfer(target uint64) {
-	g.transferee, g.heldTimeoutNow = target, nil
+// transferTellTicks bounds how long a TimeoutNow waits for voters that
+// do not answer the heartbeats naming its target.
+const transferTellTicks = 2
+
+// startTransfer notes a transfer to target this node asked as g's leader
+// at tick now.
+func (g *group) startTransfer(target uint64, now int64) {
+	g.transferee, g.transferAt, g.heldTimeoutNow = target, now, nil
 	clear(g.told)
 	if g.told == nil {
 		g.told = make(map[uint64]bool)
@@ -95,30 +102,44 @@ func (n *Node) holdsTimeoutNow(g *group, m *pb.Message) bool {
 
 // heardTransfer notes that voter from answered a heartbeat whose context
 // ctx named the transfer's target, and sends the TimeoutNow held for it
-// once enough voters were told.
+// once the voters were told.
 func (n *Node) heardTransfer(g *group, from uint64, ctx []byte) {
 	if g.transferee == 0 || namedIn(ctx) != g.transferee {
 		return
 	}
 	g.told[from] = true
+	n.sendTimeoutNowIfTold(g)
+}
+
+// sendTimeoutNowIfTold sends the TimeoutNow held for g's transfer once
+// the voters were told (transferTold).
+func (n *Node) sendTimeoutNowIfTold(g *group) {
 	if held := g.heldTimeoutNow; held != nil && n.transferTold(g) {
 		g.heldTimeoutNow = nil
 		n.tr.Send([]Message{{Group: g.id, Msg: *held}})
 	}
 }
 
-// transferTold reports whether the voters told of the transfer, this node
-// with them, make a quorum of each voter set without the target: its
-// forced campaign then wins with their votes.
+// transferTold reports whether the target's forced campaign can go: in
+// each voter set, this node and the told voters besides the target make a
+// quorum; or, once all of those were told or transferTellTicks passed,
+// they make one with the target.
 func (n *Node) transferTold(g *group) bool {
+	late := n.ticks.Load()-g.transferAt >= transferTellTicks
 	told := func(voters []uint64) bool {
-		k := 0
+		k, target, untold := 0, 0, 0
 		for _, v := range voters {
-			if v == n.id || v != g.transferee && g.told[v] {
+			switch {
+			case v == n.id || v != g.transferee && g.told[v]:
 				k++
+			case v == g.transferee:
+				target = 1
+			default:
+				untold++
 			}
 		}
-		return k > len(voters)/2
+		quorum := len(voters)/2 + 1
+		return k >= quorum || (untold == 0 || late) && k+target >= quorum
 	}
 	return told(g.log.cs.Voters) && (len(g.log.cs.VotersOutgoing) == 0 || told(g.log.cs.VotersOutgoing))
 }
