@@ -78,8 +78,11 @@ type deliveryActor struct {
 	// charged is what the actor counts for in the node's deliveryMemory.
 	charged int64
 
-	tk        takenRecords            // what the sequencer took, by commit (delivery_taken.go)
-	q         deliveryQueue           // what waits to be delivered (delivery_queue.go)
+	tk takenRecords  // what the sequencer took, by commit (delivery_taken.go)
+	q  deliveryQueue // what waits to be delivered (delivery_queue.go)
+	// handedTo is the sender each head in flight was handed to, by
+	// sequence: a sender that lost the answer of a take reclaims its own.
+	handedTo  map[uint64]string
 	durable   uint64                  // the last sequence a commit made durable for sure
 	ep        *kitpb.DeliveryEndpoint // the endpoint's health (delivery_endpoint.go)
 	delivered []uint64                // sequences of the delivered records kept, sorted (keepRecent)

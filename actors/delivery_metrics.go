@@ -27,6 +27,9 @@ type deliveryStats struct {
 	// expired counts what the retention dropped (delivery_retention.go),
 	// by expiredFrom.
 	expired [len(expiredFrom)]metrics.Counter
+	// reclaimed counts the heads in flight a sender took back: handed out
+	// by a take or record whose answer it never had (reclaim).
+	reclaimed metrics.Counter
 
 	mu   sync.Mutex
 	live map[*deliveryGauge]struct{}
@@ -100,6 +103,7 @@ func (s *deliveryStats) collect(w *metrics.Writer, now time.Time, memory int64) 
 
 	w.Counter("kitd_delivery_outbox_gap_reads_total", "Notices that came before an earlier one of their source, or after one that was lost, so that the delivery actor read the outbox to take what it missed first.", s.gapReads.Load())
 
+	w.Counter("kitd_delivery_reclaimed_total", "Events in flight put back for their sender, which had no attempt of them in progress: a take or record it gave up on (its request timed out) had handed them out later (docs/deliveries.md \"Hand-outs whose answer is lost\").", s.reclaimed.Load())
 	w.Counter("kitd_delivery_queue_reads_total", "Reads from the store of waiting events for their attempt: a backlog past what a delivery actor keeps in memory (4 MiB an installation), a restart, or a retry. One read takes up to 16 events of a conversation.", s.queueReads.Load())
 
 	w.Family("kitd_delivery_events_expired_total", "Events dropped after 7 days (docs/deliveries.md \"Retention\"), by where they were: waiting in the outbox past an installation's queue, without a sequence, or dead letters not redelivered.", metrics.TypeCounter)

@@ -276,6 +276,9 @@ func (q *deliveryQueue) load(store *persistence.Store, inst string, resumedAt, n
 
 // takeDeliveries hands the sender the events it may send now.
 func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, error) {
+	if m.Reclaim {
+		a.reclaim(m.Sender)
+	}
 	now := nanos(a.env.Clock.Now())
 	reply := &kitpb.DeliveriesReply{}
 	var heads []*delivery
@@ -319,18 +322,46 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 		if err != nil {
 			// The sender hands out nothing of a take that failed: the
 			// heads this one marked would be in flight for good.
-			for _, took := range heads[:i] {
+			for j, took := range heads[:i] {
 				a.q.putBack(took)
+				delete(a.handedTo, seqs[j])
 			}
 			return nil, err
 		}
 		a.q.release(d)
 		d.inFlight, d.rec = true, rec
 		a.q.inFlight++
+		a.handOut(seqs[i], m.Sender)
 		reply.Events = append(reply.Events, ev)
 	}
 	reply.InFlight = int32(a.q.inFlight)
 	return reply, nil
+}
+
+// handOut notes that the head seq went to sender.
+func (a *deliveryActor) handOut(seq uint64, sender string) {
+	if a.handedTo == nil {
+		a.handedTo = make(map[uint64]string)
+	}
+	a.handedTo[seq] = sender
+}
+
+// reclaim puts back the heads in flight handed to sender, which has no
+// attempt in progress: a take or record it gave up on (its request timed
+// out) was done later, and what it handed out reached no one. Another
+// sender's stay (during a leadership move two nodes may send).
+func (a *deliveryActor) reclaim(sender string) {
+	for seq, to := range a.handedTo {
+		d := a.q.state[seq]
+		switch {
+		case d == nil || !d.inFlight:
+			delete(a.handedTo, seq) // ended otherwise
+		case to == sender:
+			a.q.putBack(d)
+			delete(a.handedTo, seq)
+			a.env.deliveryStats.reclaimed.Inc()
+		}
+	}
 }
 
 // headEvent reads the event of d, the head seq of its conversation's
@@ -494,6 +525,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 	rec := d.rec
 	d.inFlight, d.rec = false, nil
 	a.q.inFlight--
+	delete(a.handedTo, m.Sequence)
 	if m.KitId != "" {
 		a.ep.KitId = m.KitId
 	}
@@ -575,7 +607,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 	}
 	a.env.deliveryStats.count(e.Status)
 	if m.TakeNext > 0 {
-		return a.takeDeliveries(&kitpb.TakeDeliveries{Max: m.TakeNext})
+		return a.takeDeliveries(&kitpb.TakeDeliveries{Max: m.TakeNext, Sender: m.Sender})
 	}
 	return &kitpb.Ok{}, nil
 }

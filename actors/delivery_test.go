@@ -649,3 +649,29 @@ func TestNoticesWakeTheSenderForANewHeadOnly(t *testing.T) {
 		t.Fatalf("the record of a's attempt handed out %q, want b", got)
 	}
 }
+
+// A take with reclaim puts back the events in flight that were handed to
+// its sender, which has no attempt of them in progress: the answer that
+// named them never reached it (docs/deliveries.md "Hand-outs whose answer
+// is lost"). What another sender was handed (another node's, during a
+// leadership move) stays in flight.
+func TestAReclaimTakesBackOnlyItsSendersEvents(t *testing.T) {
+	n := ownNode(t)
+	f, cs := deliveryFixture(t, n, 3)
+	postEach(t, n, f, cs, 1)
+	takeAs := func(sender string, max int32, reclaim bool) []string {
+		t.Helper()
+		r := ask[*kitpb.DeliveriesReply](t, n, actors.KindDelivery, f.inst.Id, &kitpb.TakeDeliveries{Max: max, Sender: sender, Reclaim: reclaim})
+		return eventTexts(r.Events)
+	}
+	lost := takeAs("a", 1, false) // its answer lost on the way
+	kept := takeAs("b", 1, false) // attempted by another node's sender
+	again := takeAs("a", 10, true)
+	if len(lost) != 1 || len(kept) != 1 || len(again) != 2 || !slices.Contains(again, lost[0]) || slices.Contains(again, kept[0]) {
+		t.Fatalf("a reclaim by a handed out %q; want the %q handed to it before and the third event, not b's %q", again, lost, kept)
+	}
+	metricIs(t, n, 1, "kitd_delivery_reclaimed_total")
+	if got := takeAs("b", 10, false); len(got) != 0 {
+		t.Fatalf("b took %q with its event and a's two in flight, want nothing", got)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/manifest"
 	"github.com/kitd/kitd/internal/workers"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -61,6 +62,9 @@ type Config struct {
 type Sender struct {
 	cfg   Config
 	https *kitClients
+	// id names this sender to the delivery actors, which note whom they
+	// hand each event to (TakeDeliveries.sender, reclaim).
+	id string
 
 	mu    sync.Mutex
 	pumps map[string]*pump // by installation
@@ -94,7 +98,7 @@ func New(cfg Config) *Sender {
 		cfg.Clock = clock.System()
 	}
 	return &Sender{
-		cfg: cfg, https: newKitClients(cfg.RootCAs, cfg.Allow, idleAfter),
+		cfg: cfg, https: newKitClients(cfg.RootCAs, cfg.Allow, idleAfter), id: ids.New(),
 		pumps: make(map[string]*pump), kits: make(map[string]*kitSlots), done: make(chan struct{}),
 		endpoints: make(map[string]*url.URL), stats: newSenderStats(),
 	}
@@ -139,6 +143,12 @@ func (s *Sender) EventsQueued(installationID string) {
 type pump struct {
 	wake     chan struct{} // a pending wake-up
 	inFlight sync.WaitGroup
+	// chains counts the chains of attempts in progress; lost says that a
+	// take or record of this pump failed, whose answer may have handed
+	// out events no chain has: once no chain runs, the next take
+	// reclaims them.
+	chains atomic.Int64
+	lost   atomic.Bool
 	// notices counts the EventsQueued calls since the pump started; a
 	// chain reads it before each record, without the sender's lock.
 	notices atomic.Uint64
@@ -181,9 +191,14 @@ func (s *Sender) pump(inst string, p *pump) {
 		if s.retireIdle(inst, p) {
 			return
 		}
-		r, err := cluster.Call[*kitpb.DeliveriesReply](s.cfg.Node, actors.KindDelivery, inst, &kitpb.TakeDeliveries{Max: actors.MaxInFlightPerInstallation})
+		take := &kitpb.TakeDeliveries{Max: actors.MaxInFlightPerInstallation, Sender: s.id}
+		if p.chains.Load() == 0 && p.lost.Swap(false) {
+			take.Reclaim = true
+		}
+		r, err := cluster.Call[*kitpb.DeliveriesReply](s.cfg.Node, actors.KindDelivery, inst, take)
 		if err != nil {
 			s.cfg.Logger.Warn("take deliveries", "installation", inst, "err", err)
+			p.lost.Store(true)
 			r = &kitpb.DeliveriesReply{NextDue: 1}
 		}
 		switch {
@@ -223,6 +238,7 @@ const chainLength = 100
 func (s *Sender) start(inst string, t target, terr error, evs []*kitpb.Event, p *pump) {
 	for _, ev := range evs {
 		p.inFlight.Add(1)
+		p.chains.Add(1)
 		s.workers.Run(func() { s.chain(inst, t, terr, ev, p) })
 	}
 }
@@ -237,7 +253,10 @@ func (s *Sender) chain(inst string, t target, terr error, ev *kitpb.Event, p *pu
 	for n := 1; ev != nil; n++ {
 		takeNext := terr == nil && n < chainLength && !s.isClosed()
 		notices := p.notices.Load() // before the record: a notice after it counts
-		r := s.deliver(inst, t, terr, ev, takeNext)
+		r, err := s.deliver(inst, t, terr, ev, takeNext)
+		if err != nil {
+			p.lost.Store(true)
+		}
 		ev = nil
 		switch {
 		case r == nil:
@@ -250,6 +269,7 @@ func (s *Sender) chain(inst string, t target, terr error, ev *kitpb.Event, p *pu
 			s.mu.Unlock()
 		}
 	}
+	p.chains.Add(-1) // before the wake-up, which may find it the last
 	p.wakeUp()
 }
 
@@ -407,8 +427,8 @@ func (s *Sender) endpoint(kitID, version string) (*url.URL, error) {
 
 // deliver makes one attempt and records it; with takeNext, it returns the
 // actor's answer: the events to send now, and what is in flight or due.
-func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, takeNext bool) *kitpb.DeliveriesReply {
-	rec := &kitpb.RecordAttempt{Sequence: ev.Sequence, KitId: t.kitID, JitterPermille: actors.Jitter()}
+func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, takeNext bool) (*kitpb.DeliveriesReply, error) {
+	rec := &kitpb.RecordAttempt{Sequence: ev.Sequence, KitId: t.kitID, JitterPermille: actors.Jitter(), Sender: s.id}
 	if terr == nil {
 		release := s.kitSlot(t.kitID)
 		start := time.Now()
@@ -431,12 +451,12 @@ func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, tak
 	res, err := s.cfg.Node.Request(actors.KindDelivery, inst, rec)
 	if err != nil {
 		s.cfg.Logger.Warn("record delivery", "installation", inst, "err", err)
-		return nil
+		return nil, err
 	}
 	if r, ok := res.(*kitpb.DeliveriesReply); ok && takeNext {
-		return r
+		return r, nil
 	}
-	return nil
+	return nil, nil
 }
 
 // kitSlot waits for one of the Kit's slots on this node: its share of

@@ -264,3 +264,88 @@ func TestAQuietInstallationsAttemptsRunOnKeptWorkers(t *testing.T) {
 		t.Fatalf("%d workers sent %d events one at a time, want at most 10", n, events)
 	}
 }
+
+// lateQueue is a delivery actor that marks whom it hands each event to,
+// and answers the record of the first attempt, which hands out the
+// second event, after the node's request timeout (the actor busy behind a
+// slow commit): the sender never learns of the second. A take with
+// reclaim puts back what was handed to its sender.
+type lateQueue struct {
+	mu       sync.Mutex
+	waiting  []uint64          // sequences not handed out
+	inFlight map[uint64]string // handed out, by sequence: to whom
+	recorded chan *kitpb.RecordAttempt
+	reclaims atomic.Int32
+}
+
+func (q *lateQueue) handOut(to string, max int) []*kitpb.Event {
+	var evs []*kitpb.Event
+	for len(q.waiting) > 0 && len(evs) < max {
+		seq := q.waiting[0]
+		q.waiting = q.waiting[1:]
+		q.inFlight[seq] = to
+		evs = append(evs, &kitpb.Event{Sequence: seq})
+	}
+	return evs
+}
+
+func (q *lateQueue) Receive(ctx actor.Context) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch m := ctx.Message().(type) {
+	case *kitpb.TakeDeliveries:
+		if m.Reclaim {
+			q.reclaims.Add(1)
+			for seq, to := range q.inFlight {
+				if to == m.Sender {
+					delete(q.inFlight, seq)
+					q.waiting = append([]uint64{seq}, q.waiting...)
+				}
+			}
+		}
+		evs := q.handOut(m.Sender, 1)
+		ctx.Respond(&kitpb.DeliveriesReply{Events: evs, InFlight: int32(len(q.inFlight))})
+	case *kitpb.RecordAttempt:
+		delete(q.inFlight, m.Sequence)
+		q.recorded <- m
+		r := &kitpb.DeliveriesReply{Events: q.handOut(m.Sender, int(m.TakeNext)), InFlight: int32(len(q.inFlight))}
+		if m.Sequence == 1 {
+			sender, root := ctx.Sender(), ctx.ActorSystem().Root
+			time.AfterFunc(300*time.Millisecond, func() { root.Send(sender, r) })
+			return
+		}
+		ctx.Respond(r)
+	}
+}
+
+// An event handed out by a record whose answer came too late, and so
+// reached no one, is taken back by its sender once it has no attempt in
+// progress, and sent: it stayed in flight for good, its conversation
+// blocked (docs/deliveries.md "Hand-outs whose answer is lost").
+func TestAnEventHandedOutInALostAnswerIsSent(t *testing.T) {
+	q := &lateQueue{waiting: []uint64{1, 2}, inFlight: map[uint64]string{}, recorded: make(chan *kitpb.RecordAttempt, 4)}
+	node, err := cluster.Start(cluster.Config{RequestTimeout: 100 * time.Millisecond},
+		&cluster.Kind{Name: actors.KindDelivery, New: func(string) actor.Actor { return q }},
+		&cluster.Kind{Name: actors.KindInstallation, New: func(string) actor.Actor { return noInstallation{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Stop)
+	s := New(Config{Node: node})
+	t.Cleanup(s.Close)
+	reachable(t, s, "inst")
+	s.EventsQueued("inst")
+	for _, want := range []uint64{1, 2} {
+		select {
+		case rec := <-q.recorded:
+			if rec.Sequence != want {
+				t.Fatalf("recorded sequence %d, want %d", rec.Sequence, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("sequence %d not recorded after 10 s (reclaims %d)", want, q.reclaims.Load())
+		}
+	}
+	if q.reclaims.Load() == 0 {
+		t.Fatal("the second event went without a reclaim")
+	}
+}
