@@ -80,7 +80,14 @@ func (noInstallation) Receive(ctx actor.Context) {
 // startSender is a sender over a node whose one delivery actor is q.
 func startSender(t *testing.T, q *fakeQueue) *Sender {
 	t.Helper()
-	node, err := cluster.Start(cluster.Config{},
+	return startSenderOn(t, cluster.Config{}, q)
+}
+
+// startSenderOn is a sender over a node of cfg whose one delivery actor
+// is q.
+func startSenderOn(t *testing.T, cfg cluster.Config, q actor.Actor) *Sender {
+	t.Helper()
+	node, err := cluster.Start(cfg,
 		&cluster.Kind{Name: actors.KindDelivery, New: func(string) actor.Actor { return q }},
 		&cluster.Kind{Name: actors.KindInstallation, New: func(string) actor.Actor { return noInstallation{} }})
 	if err != nil {
@@ -324,15 +331,7 @@ func (q *lateQueue) Receive(ctx actor.Context) {
 // blocked (docs/deliveries.md "Hand-outs whose answer is lost").
 func TestAnEventHandedOutInALostAnswerIsSent(t *testing.T) {
 	q := &lateQueue{waiting: []uint64{1, 2}, inFlight: map[uint64]string{}, recorded: make(chan *kitpb.RecordAttempt, 4)}
-	node, err := cluster.Start(cluster.Config{RequestTimeout: 100 * time.Millisecond},
-		&cluster.Kind{Name: actors.KindDelivery, New: func(string) actor.Actor { return q }},
-		&cluster.Kind{Name: actors.KindInstallation, New: func(string) actor.Actor { return noInstallation{} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(node.Stop)
-	s := New(Config{Node: node})
-	t.Cleanup(s.Close)
+	s := startSenderOn(t, cluster.Config{RequestTimeout: 100 * time.Millisecond}, q)
 	reachable(t, s, "inst")
 	s.EventsQueued("inst")
 	for _, want := range []uint64{1, 2} {
