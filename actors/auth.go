@@ -175,18 +175,8 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 	if in.Uninstalled {
 		return nil, errInvalidToken
 	}
-	latest, err := cluster.Call[*kitpb.LatestScopesReply](a.env.Host, KindKit, in.KitId, &kitpb.GetLatestScopes{})
-	if err != nil {
-		return nil, fmt.Errorf("load the latest scopes of kit %s: %w", in.KitId, err)
-	}
-	installed, newest := in.BotScopes, latest.BotScopes
-	if cred.Kind == CallerUser {
-		installed, newest = in.UserScopes, latest.UserScopes
-	}
-	for _, s := range cred.Scopes {
-		if slices.Contains(installed, s) && slices.Contains(newest, s) {
-			p.Scopes = append(p.Scopes, s)
-		}
+	if p.Scopes, err = effectiveScopes(a.env, in, cred.Kind, cred.Scopes); err != nil {
+		return nil, err
 	}
 	p.KitID, p.KitSlug = in.KitId, in.KitSlug
 	p.Caller = &kitpb.Caller{
@@ -194,6 +184,28 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 		BotId: cred.BotId, UserId: cred.UserId, Interactive: in.Interactive,
 	}
 	return p, nil
+}
+
+// effectiveScopes are the scopes granted that the installed version of
+// in and the Kit's latest version both request, for a token of kind (bot
+// or user): a version that drops a scope takes it from every token at
+// once, one that adds a scope gives it to none before an update.
+func effectiveScopes(env *Env, in *kitpb.Installation, kind string, granted []string) ([]string, error) {
+	latest, err := cluster.Call[*kitpb.LatestScopesReply](env.Host, KindKit, in.KitId, &kitpb.GetLatestScopes{})
+	if err != nil {
+		return nil, fmt.Errorf("load the latest scopes of kit %s: %w", in.KitId, err)
+	}
+	installed, newest := in.BotScopes, latest.BotScopes
+	if kind == CallerUser {
+		installed, newest = in.UserScopes, latest.UserScopes
+	}
+	scopes := []string{}
+	for _, s := range granted {
+		if slices.Contains(installed, s) && slices.Contains(newest, s) {
+			scopes = append(scopes, s)
+		}
+	}
+	return scopes, nil
 }
 
 // KitVersionsChanged drops every cached principal of the Kit's

@@ -173,7 +173,10 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 	// leaves tokens nobody holds, and a code the retry exchanges.
 	b, spend := a.env.newBatch(), a.env.newBatch()
 	put(spend, credentialKey(m.CodeHash), code)
-	reply := a.grantReply(code.TokenType, code.UserId, code.Scopes)
+	reply, err := a.grantReply(code.TokenType, code.UserId, code.Scopes)
+	if err != nil {
+		return nil, err
+	}
 	if code.TokenType == CallerBot {
 		// Tokens are stored as hashes only, so the installation's bot token
 		// cannot be handed out again: each bot grant issues a new one.
@@ -215,16 +218,12 @@ func (a *installationActor) putUserTokens(b batch, from *kitpb.Credential, acces
 	b.Set(grantCredentialKey(a.id, from.GrantId, refresh), nil)
 }
 
-func (a *installationActor) grantReply(tokenType, userID string, granted []string) *kitpb.GrantReply {
-	requested := a.inst.BotScopes
-	if tokenType == CallerUser {
-		requested = a.inst.UserScopes
-	}
-	scopes := []string{}
-	for _, s := range granted {
-		if slices.Contains(requested, s) {
-			scopes = append(scopes, s)
-		}
+// grantReply answers an exchange or a refresh with the tokens' effective
+// scopes, those GET /auth/test answers (effectiveScopes).
+func (a *installationActor) grantReply(tokenType, userID string, granted []string) (*kitpb.GrantReply, error) {
+	scopes, err := effectiveScopes(a.env, a.inst, tokenType, granted)
+	if err != nil {
+		return nil, err
 	}
 	r := &kitpb.GrantReply{
 		TokenType: tokenType, InstallationId: a.id, WorkspaceId: a.inst.WorkspaceId,
@@ -235,7 +234,7 @@ func (a *installationActor) grantReply(tokenType, userID string, granted []strin
 	} else {
 		r.UserId = userID
 	}
-	return r
+	return r, nil
 }
 
 // refresh spends a refresh token once for a new user token and refresh
@@ -275,6 +274,13 @@ func (a *installationActor) refresh(m *kitpb.RefreshGrant) (proto.Message, error
 		}
 		return a.refuse("refresh", "session_ended", errBadRefresh)
 	}
+	// The answer before the write: once the refresh token is spent, the
+	// new tokens must reach the client.
+	reply, err := a.grantReply(CallerUser, ref.UserId, ref.Scopes)
+	if err != nil {
+		return nil, err
+	}
+	reply.ExpiresIn = int64(UserTokenLifetime / time.Second)
 	ref.SpentAt = nanos(now)
 	// The new tokens first, the old one spent last: a kill between leaves
 	// tokens nobody holds, and a retry that refreshes again.
@@ -285,8 +291,6 @@ func (a *installationActor) refresh(m *kitpb.RefreshGrant) (proto.Message, error
 	if err := a.env.commitInSteps(tokens, spend); err != nil {
 		return nil, fmt.Errorf("refresh a grant of %s: %w", a.id, err)
 	}
-	reply := a.grantReply(CallerUser, ref.UserId, ref.Scopes)
-	reply.ExpiresIn = int64(UserTokenLifetime / time.Second)
 	return reply, nil
 }
 

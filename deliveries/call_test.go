@@ -210,3 +210,20 @@ func TestAConnectionClosedWhileIdleFailsNoRequest(t *testing.T) {
 		t.Fatalf("the Kit answered %d requests, want 5", n)
 	}
 }
+
+// fasthttp dials with no timeout (0) for a request that waited for a
+// connection as another closed (MaxConnWaitTimeout): the dial then takes
+// the attempt's own bound rather than failing at once.
+func TestADialWithoutATimeoutTakesTheAttempts(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	c := kitClient(srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs, nil, time.Minute)
+	addr := strings.TrimPrefix(srv.URL, "https://")
+	for _, timeout := range []time.Duration{time.Second, 0} {
+		conn, err := c.DialTimeout(addr, timeout)
+		if err != nil {
+			t.Fatalf("a dial with timeout %v: %v", timeout, err)
+		}
+		conn.Close()
+	}
+}

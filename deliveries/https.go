@@ -52,6 +52,11 @@ func kitClient(roots *x509.CertPool, control func(string, string, syscall.RawCon
 	return &fasthttp.Client{
 		Name: userAgent,
 		DialTimeout: func(addr string, timeout time.Duration) (net.Conn, error) {
+			if timeout <= 0 {
+				// fasthttp dials without a deadline for a request waiting
+				// for a connection (MaxConnWaitTimeout) as another closes.
+				timeout = Timeout
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			raw, err := dialer.DialContext(ctx, "tcp", addr)

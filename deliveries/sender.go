@@ -469,14 +469,15 @@ func (s *Sender) kitSlot(kitID string) (release func()) {
 		s.kits[kitID] = slots
 	}
 	s.mu.Unlock()
-	slots.take(s.kitShare())
+	slots.take(s.kitShare)
 	return slots.give
 }
 
 // ShareKitSlots has the MaxInFlightPerKit of a Kit shared among the
 // nodes that send deliveries, senders() of them: each node's share is
-// the limit divided by their number, rounded up. A Kit's installations
-// lead on any node, and the limit counts across all of them.
+// the limit divided by their number, rounded down (at least one, past 50
+// nodes). A Kit's installations lead on any node, and the limit counts
+// across all of them.
 func (s *Sender) ShareKitSlots(senders func() int) { s.senders.Store(&senders) }
 
 // kitShare is this node's share of a Kit's slots.
@@ -485,7 +486,7 @@ func (s *Sender) kitShare() int {
 	if f := s.senders.Load(); f != nil {
 		n = max((*f)(), 1)
 	}
-	return (MaxInFlightPerKit + n - 1) / n
+	return max(MaxInFlightPerKit/n, 1)
 }
 
 // kitSlots are one Kit's deliveries in flight on this node, up to a
@@ -502,10 +503,11 @@ func newKitSlots() *kitSlots {
 	return k
 }
 
-// take waits until fewer than share are in use, and takes one.
-func (k *kitSlots) take(share int) {
+// take waits until fewer than share() are in use, and takes one: the
+// share is read again at each wake-up, as the members change.
+func (k *kitSlots) take(share func() int) {
 	k.mu.Lock()
-	for k.used >= share {
+	for k.used >= share() {
 		k.freed.Wait()
 	}
 	k.used++

@@ -42,8 +42,8 @@ func TestKitSlots(t *testing.T) {
 
 // A Kit's 50 in flight count across the nodes that send deliveries
 // (SPEC.md: limits count across all servers): each node takes its share,
-// rounded up, so that the nodes together stay within 50 (or 50 rounded up
-// to a multiple of their number, at most one slot a node over).
+// rounded down, so that the nodes together stay within 50 (past 50 nodes,
+// one each).
 func TestKitSlotsAreSharedAmongTheNodes(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -52,7 +52,8 @@ func TestKitSlotsAreSharedAmongTheNodes(t *testing.T) {
 	}{
 		{"a node alone takes all 50", 1, 50},
 		{"two nodes take 25 each", 2, 25},
-		{"three nodes take 17 each", 3, 17},
+		{"three nodes take 16 each, 48 together", 3, 16},
+		{"seven nodes take 7 each, 49 together", 7, 7},
 		{"more nodes than slots take one each", 64, 1},
 		{"no count known is a node alone", 0, 50},
 	} {

@@ -301,6 +301,12 @@ func TestCredentials_UserTokens(t *testing.T) {
 		if got := strs(jarr(r.JSON, "scopes")); !sameSet(got, without(k.Scopes, "users:read")) {
 			t.Errorf("scopes %v after the upload, before the update, want users:read gone%s", got, r)
 		}
+		r = refresh(t, in, g.Secret, g.refresh())
+		want(t, r, 200)
+		if got := strs(jarr(r.JSON, "scopes")); !sameSet(got, without(k.Scopes, "users:read")) {
+			t.Errorf("a refresh after the upload answered scopes %v, want those auth.test answers, users:read gone%s", got, r)
+		}
+		g.Resp = r
 		want(t, s.ops(t, "POST", "/ops/v1/workspaces/"+env.W.ID+"/installations", map[string]any{"kitId": k.ID}), 201)
 		r = authTest(t, s, g.access())
 		want(t, r, 200)

@@ -3,8 +3,14 @@ package multiraft_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
 
 	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/multiraft"
@@ -208,37 +214,122 @@ func TestTransferLeadershipWithNoOneElseToTell(t *testing.T) {
 // and then acted on late: the target's forced campaign finds the other
 // voter refusing, since the heartbeats it heard since named no transfer,
 // and elects nobody while the old leader, which did not hear the campaign,
-// holds a lease from that voter's answers.
+// holds a lease from that voter's answers. The lease counts only answers
+// to heartbeats that named no target, and a late copy of a named one does
+// not name the target again.
 func TestALateTransferElectsNobodyUnderTheLease(t *testing.T) {
-	c := newCluster(t, []uint64{1, 2, 3}, nil)
-	c.bootstrap(1, []uint64{1, 2, 3})
-	c.elect(1)
-	c.tick(2)
-	x := c.nodes[c.leader(0)]
-	y := c.nodes[x.id%3+1]
-	z := c.nodes[6-x.id-y.id]
-	c.net.Hold(y.id) // paused: what is sent to it waits, the TimeoutNow too
-	if err := x.node.TransferLeadership(0, y.id); err != nil {
-		t.Fatal(err)
+	unnamedTo := func(x, z uint64) func(multiraft.Message) bool {
+		return func(m multiraft.Message) bool {
+			return m.Msg.From == x && m.Msg.To == z && m.Msg.Type == pb.MsgHeartbeat && len(m.Msg.Context) == 16
+		}
 	}
-	c.settle()
-	for range 12 { // past raft's giving up (an election timeout)
-		c.tickOne(x, z)
+	for _, tc := range []struct {
+		name string
+		// meddle, set before the transfer is given up, returns what to
+		// deliver to z late, once x holds its lease again.
+		meddle func(c *cluster, x, z uint64) (late func() *multiraft.Message)
+	}{
+		{"every heartbeat arrives", nil},
+		{"the first heartbeat naming no target is lost on its way to the third voter", func(c *cluster, x, z uint64) func() *multiraft.Message {
+			var lost atomic.Bool
+			drop := unnamedTo(x, z)
+			c.net.Drop(func(m multiraft.Message) bool { return drop(m) && !lost.Swap(true) })
+			return nil
+		}},
+		{"a copy of a heartbeat naming the target reaches the third voter late", func(c *cluster, x, z uint64) func() *multiraft.Message {
+			var mu sync.Mutex
+			var named *multiraft.Message
+			c.net.Drop(func(m multiraft.Message) bool {
+				if m.Msg.From == x && m.Msg.To == z && m.Msg.Type == pb.MsgHeartbeat && len(m.Msg.Context) == 24 {
+					mu.Lock()
+					cp := m
+					cp.Msg.Context = slices.Clone(m.Msg.Context)
+					named = &cp
+					mu.Unlock()
+				}
+				return false
+			})
+			return func() *multiraft.Message { mu.Lock(); defer mu.Unlock(); return named }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, []uint64{1, 2, 3}, nil)
+			c.bootstrap(1, []uint64{1, 2, 3})
+			c.elect(1)
+			c.tick(2)
+			x := c.nodes[c.leader(0)]
+			y := c.nodes[x.id%3+1]
+			z := c.nodes[6-x.id-y.id]
+			c.net.Hold(y.id) // paused: what is sent to it waits, the TimeoutNow too
+			if err := x.node.TransferLeadership(0, y.id); err != nil {
+				t.Fatal(err)
+			}
+			c.settle()
+			var late func() *multiraft.Message
+			if tc.meddle != nil {
+				late = tc.meddle(c, x.id, z.id)
+			}
+			// Until the lease is back: raft gave the transfer up (an
+			// election timeout) and the leader counted the answers it may.
+			for i := 0; i < 30 && !x.node.LeaseValid(0); i++ {
+				c.tickOne(x, z)
+			}
+			if st, _ := x.node.Status(0); st.Leader != x.id || !x.node.LeaseValid(0) {
+				t.Fatalf("after the transfer was given up: leader %d, lease %v; want %d under a lease", st.Leader, x.node.LeaseValid(0), x.id)
+			}
+			c.net.Hold(x.id) // the old leader hears nothing from now on
+			if late != nil {
+				m := late()
+				if m == nil {
+					t.Fatal("no heartbeat named the target")
+				}
+				if err := z.node.Step(*m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.net.Release(y.id) // the late TimeoutNow, then the heartbeats
+			c.settle()
+			sy, _ := y.node.Status(0)
+			if sy.Leader == y.id && x.node.LeaseValid(0) {
+				t.Fatalf("node %d leads term %d while node %d still holds its lease", y.id, sy.Term, x.id)
+			}
+			if z.node.Stats().ForcedVotesRefused == 0 {
+				t.Fatalf("node %d granted the late campaign its vote", z.id)
+			}
+			c.net.Release(x.id)
+		})
 	}
-	if st, _ := x.node.Status(0); st.Leader != x.id || !x.node.LeaseValid(0) {
-		t.Fatalf("after the transfer was given up: leader %d, lease %v; want %d under a lease", st.Leader, x.node.LeaseValid(0), x.id)
+}
+
+// A hand-over asks its transfer again until it is done (replica.HandOver,
+// every 50 ms): raft goes on with the transfer under way and sends no
+// other TimeoutNow, so the one held for it stays, and the leader moves.
+func TestATransferAskedAgainMovesTheLeader(t *testing.T) {
+	for _, down := range []bool{false, true} {
+		t.Run(fmt.Sprintf("the third voter down: %v", down), func(t *testing.T) {
+			c := newCluster(t, []uint64{1, 2, 3}, nil)
+			c.bootstrap(1, []uint64{1, 2, 3})
+			c.elect(1)
+			c.tick(2)
+			x := c.nodes[c.leader(0)]
+			y := c.nodes[x.id%3+1]
+			if down {
+				c.stop(6 - x.id - y.id)
+			}
+			for i := 0; i < 8 && c.leader(0) != y.id; i++ { // under an election timeout
+				for range 2 {
+					if err := x.node.TransferLeadership(0, y.id); err != nil {
+						break // no longer the leader
+					}
+					c.settle()
+				}
+				c.tickOne(c.live()...)
+			}
+			if got := c.leader(0); got != y.id {
+				t.Fatalf("leader %d after the transfer was asked twice a tick, want %d", got, y.id)
+			}
+		})
 	}
-	c.net.Hold(x.id)    // the old leader hears nothing from now on
-	c.net.Release(y.id) // the late TimeoutNow, then the heartbeats
-	c.settle()
-	sy, _ := y.node.Status(0)
-	if sy.Leader == y.id && x.node.LeaseValid(0) {
-		t.Fatalf("node %d leads term %d while node %d still holds its lease", y.id, sy.Term, x.id)
-	}
-	if z.node.Stats().ForcedVotesRefused == 0 {
-		t.Fatalf("node %d granted the late campaign its vote", z.id)
-	}
-	c.net.Release(x.id)
 }
 
 // A node closed and opened again on its directory has its state and log,

@@ -41,7 +41,16 @@ func (n *Node) acknowledged(g *group, m *pb.Message) {
 		return
 	}
 	n.heardTransfer(g, m.From, ctx)
+	if len(ctx) != stampLen {
+		// The answer to a heartbeat that named a transfer's target gives
+		// no lease: its follower grants the target's forced vote until an
+		// unnamed heartbeat reaches it (transfer.go).
+		return
+	}
 	s := stamp{tick: int64(binary.BigEndian.Uint64(ctx)), nanos: int64(binary.BigEndian.Uint64(ctx[8:]))}
+	if s.tick < g.transferAt {
+		return // sent before the last transfer was asked
+	}
 	if old, ok := g.acks[m.From]; ok && old.tick >= s.tick {
 		return
 	}

@@ -238,6 +238,7 @@ type group struct {
 	told           map[uint64]bool
 	heldTimeoutNow *pb.Message
 	heardTerm      uint64
+	heardStamp     int64 // the leader's tick in that heartbeat's stamp
 	heardAt        int64
 	named          uint64
 }

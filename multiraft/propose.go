@@ -279,7 +279,12 @@ func (n *Node) TransferLeadership(g GroupID, to uint64) error {
 		default:
 			grp.leaseUntil.Store(0)
 			grp.leaseUntilNanos.Store(0)
-			grp.startTransfer(to, n.ticks.Load())
+			if grp.transferee != to || grp.rn.BasicStatus().LeadTransferee != to {
+				// Asked again (a hand-over asks until it is done), raft
+				// goes on with the transfer under way and sends no other
+				// TimeoutNow: the one held must stay.
+				grp.startTransfer(to, n.ticks.Load())
+			}
 			grp.rn.TransferLeader(to)
 		}
 	}); derr != nil {

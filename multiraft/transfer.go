@@ -71,6 +71,7 @@ const transferTellTicks = 2
 func (g *group) startTransfer(target uint64, now int64) {
 	g.transferee, g.transferAt, g.heldTimeoutNow = target, now, nil
 	clear(g.told)
+	clear(g.acks) // a lease after it counts only answers to later heartbeats (acknowledged)
 	if g.told == nil {
 		g.told = make(map[uint64]bool)
 	}
@@ -114,7 +115,7 @@ func (n *Node) heardTransfer(g *group, from uint64, ctx []byte) {
 // sendTimeoutNowIfTold sends the TimeoutNow held for g's transfer once
 // the voters were told (transferTold).
 func (n *Node) sendTimeoutNowIfTold(g *group) {
-	if held := g.heldTimeoutNow; held != nil && n.transferTold(g) {
+	if held := g.heldTimeoutNow; held != nil && g.rn.BasicStatus().LeadTransferee == g.transferee && n.transferTold(g) {
 		g.heldTimeoutNow = nil
 		n.tr.Send([]Message{{Group: g.id, Msg: *held}})
 	}
@@ -145,9 +146,18 @@ func (n *Node) transferTold(g *group) bool {
 }
 
 // noteLeaderWord records, on a follower, what its leader's heartbeat m
-// named and when it was heard.
+// named and when it was heard, unless a newer heartbeat of the term came
+// first: a late or duplicated copy must not name again a target its
+// leader gave up on.
 func (n *Node) noteLeaderWord(g *group, m *pb.Message) {
-	g.heardTerm, g.heardAt, g.named = m.Term, n.ticks.Load(), namedIn(m.Context)
+	var sent int64 // the leader's tick in the stamp
+	if len(m.Context) >= 8 {
+		sent = int64(binary.BigEndian.Uint64(m.Context))
+	}
+	if m.Term == g.heardTerm && sent < g.heardStamp {
+		return
+	}
+	g.heardTerm, g.heardStamp, g.heardAt, g.named = m.Term, sent, n.ticks.Load(), namedIn(m.Context)
 }
 
 // refusesForcedVote reports whether a follower refuses m, a forced vote of
