@@ -191,6 +191,17 @@ func (s *Sender) pump(inst string, p *pump) {
 		if s.retireIdle(inst, p) {
 			return
 		}
+		if p.lost.Load() && p.chains.Load() > 0 {
+			// The chains take no more once something is lost: the last
+			// one's wake-up brings the take that reclaims it, which an
+			// installation with a backlog would otherwise never reach.
+			select {
+			case <-p.wake:
+			case <-s.done:
+				return
+			}
+			continue
+		}
 		take := &kitpb.TakeDeliveries{Max: actors.MaxInFlightPerInstallation, Sender: s.id}
 		if p.chains.Load() == 0 && p.lost.Swap(false) {
 			take.Reclaim = true
@@ -251,7 +262,7 @@ func (s *Sender) start(inst string, t target, terr error, evs []*kitpb.Event, p 
 func (s *Sender) chain(inst string, t target, terr error, ev *kitpb.Event, p *pump) {
 	defer p.inFlight.Done()
 	for n := 1; ev != nil; n++ {
-		takeNext := terr == nil && n < chainLength && !s.isClosed()
+		takeNext := terr == nil && n < chainLength && !s.isClosed() && !p.lost.Load()
 		notices := p.notices.Load() // before the record: a notice after it counts
 		r, err := s.deliver(inst, t, terr, ev, takeNext)
 		if err != nil {

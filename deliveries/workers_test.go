@@ -348,3 +348,85 @@ func TestAnEventHandedOutInALostAnswerIsSent(t *testing.T) {
 		t.Fatal("the second event went without a reclaim")
 	}
 }
+
+// busyQueue is a delivery actor with a backlog that does not end: it hands
+// out the next sequences, up to MaxInFlightPerInstallation in flight, and
+// answers the record of sequence 1 after the request timeout, so what that
+// record handed out reaches no one.
+type busyQueue struct {
+	mu       sync.Mutex
+	next     uint64
+	inFlight map[uint64]string
+	lost     []uint64 // handed out by the late answer
+	again    []uint64 // reclaimed, to hand out first
+	recorded map[uint64]bool
+	reclaims atomic.Int32
+}
+
+func (q *busyQueue) handOut(to string, max int) []*kitpb.Event {
+	var evs []*kitpb.Event
+	for len(q.inFlight) < actors.MaxInFlightPerInstallation && len(evs) < max {
+		seq := q.next + 1
+		if len(q.again) > 0 {
+			seq, q.again = q.again[0], q.again[1:]
+		} else {
+			q.next++
+		}
+		q.inFlight[seq] = to
+		evs = append(evs, &kitpb.Event{Sequence: seq})
+	}
+	return evs
+}
+
+func (q *busyQueue) Receive(ctx actor.Context) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch m := ctx.Message().(type) {
+	case *kitpb.TakeDeliveries:
+		if m.Reclaim {
+			q.reclaims.Add(1)
+			for seq, to := range q.inFlight {
+				if to == m.Sender {
+					delete(q.inFlight, seq)
+					q.again = append(q.again, seq)
+				}
+			}
+		}
+		ctx.Respond(&kitpb.DeliveriesReply{Events: q.handOut(m.Sender, int(m.Max)), InFlight: int32(len(q.inFlight))})
+	case *kitpb.RecordAttempt:
+		delete(q.inFlight, m.Sequence)
+		q.recorded[m.Sequence] = true
+		r := &kitpb.DeliveriesReply{Events: q.handOut(m.Sender, int(m.TakeNext)), InFlight: int32(len(q.inFlight))}
+		if m.Sequence == 1 {
+			for _, ev := range r.Events {
+				q.lost = append(q.lost, ev.Sequence)
+			}
+			sender, root := ctx.Sender(), ctx.ActorSystem().Root
+			time.AfterFunc(300*time.Millisecond, func() { root.Send(sender, r) })
+			return
+		}
+		ctx.Respond(r)
+	}
+}
+
+// An installation with a backlog keeps its chains of attempts going, one
+// after another: the pump's take that reclaims what a lost answer handed
+// out comes only once none runs. So chains take no more once a request of
+// their pump failed, and the pump waits for the last of them.
+func TestALostHandOutIsReclaimedUnderABacklog(t *testing.T) {
+	q := &busyQueue{inFlight: map[uint64]string{}, recorded: map[uint64]bool{}}
+	s := startSenderOn(t, cluster.Config{RequestTimeout: 100 * time.Millisecond}, q)
+	reachable(t, s, "inst")
+	s.EventsQueued("inst")
+	eventually.True(t, "the events the lost answer handed out reclaimed", func() bool { return q.reclaims.Load() > 0 })
+	eventually.True(t, "they are sent", func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		for _, seq := range q.lost {
+			if !q.recorded[seq] {
+				return false
+			}
+		}
+		return len(q.lost) > 0
+	})
+}

@@ -429,3 +429,104 @@ func TestLeaseBoundedInTime(t *testing.T) {
 		})
 	}
 }
+
+// A transfer raft gives up between ticks, when a removal of its target
+// commits, gives no lease from answers to heartbeats sent in the tick the
+// transfer was asked (before it was asked): their voters heard the
+// heartbeats naming the target since, and grant its late campaign. The
+// lease waits for answers to heartbeats sent after the driver saw the
+// transfer end.
+func TestATransferGivenUpByARemovalGivesNoLeaseFromEarlierAnswers(t *testing.T) {
+	c := newCluster(t, []uint64{1, 2, 3, 4, 5}, nil)
+	c.bootstrap(1, []uint64{1, 2, 3, 4, 5})
+	c.elect(1)
+	c.tick(2)
+	x := c.nodes[c.leader(0)]
+	var others []*member
+	for _, id := range c.ids {
+		if id != x.id {
+			others = append(others, c.nodes[id])
+		}
+	}
+	y, z, a := others[0], others[1], others[2]
+
+	var capture, dropAppResp, xOut, yToX atomic.Bool
+	var mu sync.Mutex
+	var stale []multiraft.Message
+	c.net.Drop(func(m multiraft.Message) bool {
+		f, to, typ := m.Msg.From, m.Msg.To, m.Msg.Type
+		switch {
+		case capture.Load() && to == x.id && (f == z.id || f == a.id) && typ == pb.MsgHeartbeatResp && len(m.Msg.Context) == 16:
+			b, _ := m.Msg.Marshal()
+			cp := multiraft.Message{Group: m.Group}
+			_ = cp.Msg.Unmarshal(b)
+			mu.Lock()
+			stale = append(stale, cp)
+			mu.Unlock()
+			return true
+		case dropAppResp.Load() && to == x.id && f != y.id && typ == pb.MsgAppResp:
+			return true
+		case xOut.Load() && f == x.id:
+			return true
+		case yToX.Load() && f == y.id && to == x.id:
+			return true
+		}
+		return false
+	})
+
+	// Tick T: x heartbeats; z's and a's answers are late.
+	capture.Store(true)
+	c.tickOne(x)
+	capture.Store(false)
+	if len(stale) != 2 {
+		t.Fatalf("captured %d answers", len(stale))
+	}
+	// The removal of y, replicated to all but acknowledged by y alone.
+	dropAppResp.Store(true)
+	removed := make(chan error, 1)
+	before, _ := x.node.Status(0)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		removed <- x.node.RemoveReplica(ctx, 0, y.id)
+	}()
+	eventually.True(t, "the removal proposed", func() bool {
+		st, _ := x.node.Status(0)
+		return st.Match[x.id] > before.Match[x.id]
+	})
+	c.settle()
+	// Still tick T: the transfer to y, whose TimeoutNow waits at y.
+	c.net.Hold(y.id)
+	yToX.Store(true)
+	if err := x.node.TransferLeadership(0, y.id); err != nil {
+		t.Fatal(err)
+	}
+	c.settle()
+	for _, m := range stale { // the late answers
+		if err := x.node.Step(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.settle()
+	c.tickOne(x) // T+1: heartbeats name y; z, a, b answer: the TimeoutNow goes
+	dropAppResp.Store(false)
+	c.tickOne(x) // T+2: the removal commits, raft aborts the transfer
+	select {
+	case err := <-removed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the removal did not commit")
+	}
+	xOut.Store(true)    // x's next heartbeats are lost
+	c.tickOne(x)        // T+3
+	c.net.Release(y.id) // the TimeoutNow
+	c.settle()
+	sz, _ := z.node.Status(0)
+	sx, _ := x.node.Status(0)
+	if sz.Leader == y.id && sz.Term > sx.Term && x.node.LeaseValid(0) {
+		t.Fatalf("node %d was elected in term %d (node %d follows it) while node %d, term %d, holds its lease", y.id, sz.Term, z.id, x.id, sx.Term)
+	}
+	c.net.Heal()
+}

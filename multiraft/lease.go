@@ -48,8 +48,8 @@ func (n *Node) acknowledged(g *group, m *pb.Message) {
 		return
 	}
 	s := stamp{tick: int64(binary.BigEndian.Uint64(ctx)), nanos: int64(binary.BigEndian.Uint64(ctx[8:]))}
-	if s.tick < g.transferAt {
-		return // sent before the last transfer was asked
+	if s.tick <= g.transferAt {
+		return // sent before the last transfer was asked, or in its tick
 	}
 	if old, ok := g.acks[m.From]; ok && old.tick >= s.tick {
 		return
@@ -61,7 +61,10 @@ func (n *Node) acknowledged(g *group, m *pb.Message) {
 // renewLease recomputes the lease of a group this node leads: the newest
 // stamp a quorum of each voter set (both during a joint change) answered.
 func (n *Node) renewLease(g *group, now int64) {
-	if g.rn.BasicStatus().LeadTransferee != 0 {
+	// No lease while a transfer runs, raft's or the driver's view of it
+	// (raft may give one up between ticks, when its target leaves the
+	// configuration; endTransferIfDone sees that at the next tick).
+	if g.transferee != 0 || g.rn.BasicStatus().LeadTransferee != 0 {
 		g.leaseUntil.Store(0)
 		g.leaseUntilNanos.Store(0)
 		return
