@@ -479,7 +479,7 @@ func (m *Node) State() string {
 	return "alive"
 }
 
-// Members lists every member this node knows of, itself included.
+// Nodes lists every member this node knows of, itself included.
 func (m *Node) Nodes() []cluster.NodeView {
 	var out []cluster.NodeView
 	for _, mb := range m.ms.Nodes() {
@@ -488,6 +488,11 @@ func (m *Node) Nodes() []cluster.NodeView {
 		}
 		v := cluster.NodeView{Name: mb.Name, State: mb.State.String(), HTTPAddr: mb.Meta.HTTPAddr}
 		led, repl := uint64(mb.Meta.Led), uint64(mb.Meta.Replicated)
+		if mb.State == membership.StateDead {
+			// Its gossip is its last word: its groups elected others,
+			// whose own word names the partitions, each led once.
+			led = 0
+		}
 		if mb.Name == m.cfg.NodeName {
 			v.State = m.State()
 			led, repl = m.rep.Partitions()

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/cluster/membership"
 	"github.com/kitd/kitd/cluster/peer"
 	"github.com/kitd/kitd/cluster/peer/peertest"
@@ -134,5 +135,40 @@ func TestARaftIDLeadsToTheMemberThatCarriesItNow(t *testing.T) {
 				t.Fatalf("raft id 7 leads to %s, want the second life's 127.0.0.1:7107", a)
 			}
 		})
+	}
+}
+
+// The cluster view (GET /ops/v1/cluster) says a dead member leads
+// nothing: its gossip is its last word, and the partitions it led have
+// other leaders, each partition led once in the view.
+func TestADeadMemberLeadsNothingInTheView(t *testing.T) {
+	observer := startMember(t, "observer", 1, "127.0.0.1:7001")
+	m := &Node{ms: observer, cfg: Config{NodeName: "viewer"}}
+	gone, err := membership.Start(membership.Config{
+		NodeName: "gone", BindAddr: "127.0.0.1:0", Join: []string{observer.Addr()}, ClusterKey: "0123456789abcdef0123456789abcdef",
+		Meta: membership.Meta{HTTPAddr: "127.0.0.1:1", PeerAddr: "127.0.0.1:7007", RaftID: 7, State: membership.StateAlive, Led: 0b110, Replicated: 0b111},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewOf := func(name string) (cluster.NodeView, bool) {
+		for _, v := range m.Nodes() {
+			if v.Name == name {
+				return v, true
+			}
+		}
+		return cluster.NodeView{}, false
+	}
+	eventually.True(t, "the member leading two partitions in the view", func() bool {
+		v, ok := viewOf("gone")
+		return ok && v.State == "alive" && len(v.Led) == 2
+	})
+	gone.Shutdown() // a crash: no goodbye
+	eventually.True(t, "the member dead in the view", func() bool {
+		v, ok := viewOf("gone")
+		return ok && v.State == "dead"
+	})
+	if v, _ := viewOf("gone"); len(v.Led) != 0 {
+		t.Fatalf("a dead member leads %v in the view, want nothing", v.Led)
 	}
 }
