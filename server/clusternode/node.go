@@ -303,6 +303,7 @@ func (m *Node) publish() {
 	t := clock.AlignedTicker(100 * time.Millisecond)
 	defer t.Stop()
 	var last membership.Meta
+	var trouble publishTrouble
 	for {
 		select {
 		case <-m.stop:
@@ -335,12 +336,45 @@ func (m *Node) publish() {
 			m.log.Debug("publish meta", "err", err)
 			continue
 		case err != nil:
-			m.log.Warn("publish meta", "err", err)
+			if trouble.failed(time.Now()) {
+				m.log.Warn("publish meta", "err", err, "failingFor", publishPatience)
+			} else {
+				m.log.Debug("publish meta", "err", err)
+			}
 			continue
 		}
+		trouble.ok()
 		last = next
 	}
 }
+
+// publishPatience is how long publishing may fail before it is worth a
+// warning. A publish waits for its broadcast, which times out while the
+// members are still joining or busy (a cluster's start under load); the
+// next tick publishes again.
+const publishPatience = 5 * time.Second
+
+// publishTrouble follows an episode of failing publishes: one warning an
+// episode, once it has lasted publishPatience.
+type publishTrouble struct {
+	since  time.Time // the first failure of the episode; zero: none
+	warned bool
+}
+
+// failed notes a failure at now and reports whether to warn of it.
+func (p *publishTrouble) failed(now time.Time) bool {
+	if p.since.IsZero() {
+		p.since = now
+	}
+	if p.warned || now.Sub(p.since) < publishPatience {
+		return false
+	}
+	p.warned = true
+	return true
+}
+
+// ok ends the episode: a publish went through.
+func (p *publishTrouble) ok() { *p = publishTrouble{} }
 
 // remotePropose asks the leader of g (raft id to) to propose data.
 func (m *Node) remotePropose(ctx context.Context, to uint64, g multiraft.GroupID, data []byte) error {
