@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -272,105 +273,40 @@ func TestAQuietInstallationsAttemptsRunOnKeptWorkers(t *testing.T) {
 	}
 }
 
-// lateQueue is a delivery actor that marks whom it hands each event to,
-// and answers the record of the first attempt, which hands out the
-// second event, after the node's request timeout (the actor busy behind a
-// slow commit): the sender never learns of the second. A take with
-// reclaim puts back what was handed to its sender.
-type lateQueue struct {
+// reclaimQueue is a delivery actor that notes whom it hands each event to,
+// at most 10 in flight, and answers the record of the first attempt
+// after the node's request timeout (the actor busy behind a slow commit):
+// what that record hands out reaches no one. A take with reclaim puts
+// back what was handed to its sender, to go first.
+type reclaimQueue struct {
+	last    uint64 // the last sequence there is; 0: a backlog without end
+	perTake int    // the most a take hands out; 0: what it asks for
+
 	mu       sync.Mutex
-	waiting  []uint64          // sequences not handed out
+	next     uint64            // the last sequence handed out the first time
+	again    []uint64          // reclaimed, to go first
 	inFlight map[uint64]string // handed out, by sequence: to whom
-	recorded chan *kitpb.RecordAttempt
+	lost     []uint64          // handed out by the late answer
+	recorded []uint64          // in the order of their records
 	reclaims atomic.Int32
 }
 
-func (q *lateQueue) handOut(to string, max int) []*kitpb.Event {
-	var evs []*kitpb.Event
-	for len(q.waiting) > 0 && len(evs) < max {
-		seq := q.waiting[0]
-		q.waiting = q.waiting[1:]
-		q.inFlight[seq] = to
-		evs = append(evs, &kitpb.Event{Sequence: seq})
-	}
-	return evs
+func newReclaimQueue(last uint64, perTake int) *reclaimQueue {
+	return &reclaimQueue{last: last, perTake: perTake, inFlight: map[uint64]string{}}
 }
 
-func (q *lateQueue) Receive(ctx actor.Context) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	switch m := ctx.Message().(type) {
-	case *kitpb.TakeDeliveries:
-		if m.Reclaim {
-			q.reclaims.Add(1)
-			for seq, to := range q.inFlight {
-				if to == m.Sender {
-					delete(q.inFlight, seq)
-					q.waiting = append([]uint64{seq}, q.waiting...)
-				}
-			}
-		}
-		evs := q.handOut(m.Sender, 1)
-		ctx.Respond(&kitpb.DeliveriesReply{Events: evs, InFlight: int32(len(q.inFlight))})
-	case *kitpb.RecordAttempt:
-		delete(q.inFlight, m.Sequence)
-		q.recorded <- m
-		r := &kitpb.DeliveriesReply{Events: q.handOut(m.Sender, int(m.TakeNext)), InFlight: int32(len(q.inFlight))}
-		if m.Sequence == 1 {
-			sender, root := ctx.Sender(), ctx.ActorSystem().Root
-			time.AfterFunc(300*time.Millisecond, func() { root.Send(sender, r) })
-			return
-		}
-		ctx.Respond(r)
-	}
-}
-
-// An event handed out by a record whose answer came too late, and so
-// reached no one, is taken back by its sender once it has no attempt in
-// progress, and sent: it stayed in flight for good, its conversation
-// blocked (docs/deliveries.md "Hand-outs whose answer is lost").
-func TestAnEventHandedOutInALostAnswerIsSent(t *testing.T) {
-	q := &lateQueue{waiting: []uint64{1, 2}, inFlight: map[uint64]string{}, recorded: make(chan *kitpb.RecordAttempt, 4)}
-	s := startSenderOn(t, cluster.Config{RequestTimeout: 100 * time.Millisecond}, q)
-	reachable(t, s, "inst")
-	s.EventsQueued("inst")
-	for _, want := range []uint64{1, 2} {
-		select {
-		case rec := <-q.recorded:
-			if rec.Sequence != want {
-				t.Fatalf("recorded sequence %d, want %d", rec.Sequence, want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("sequence %d not recorded after 10 s (reclaims %d)", want, q.reclaims.Load())
-		}
-	}
-	if q.reclaims.Load() == 0 {
-		t.Fatal("the second event went without a reclaim")
-	}
-}
-
-// busyQueue is a delivery actor with a backlog that does not end: it hands
-// out the next sequences, up to MaxInFlightPerInstallation in flight, and
-// answers the record of sequence 1 after the request timeout, so what that
-// record handed out reaches no one.
-type busyQueue struct {
-	mu       sync.Mutex
-	next     uint64
-	inFlight map[uint64]string
-	lost     []uint64 // handed out by the late answer
-	again    []uint64 // reclaimed, to hand out first
-	recorded map[uint64]bool
-	reclaims atomic.Int32
-}
-
-func (q *busyQueue) handOut(to string, max int) []*kitpb.Event {
+func (q *reclaimQueue) handOut(to string, max int) []*kitpb.Event {
 	var evs []*kitpb.Event
 	for len(q.inFlight) < actors.MaxInFlightPerInstallation && len(evs) < max {
-		seq := q.next + 1
-		if len(q.again) > 0 {
+		var seq uint64
+		switch {
+		case len(q.again) > 0:
 			seq, q.again = q.again[0], q.again[1:]
-		} else {
+		case q.last != 0 && q.next >= q.last:
+			return evs
+		default:
 			q.next++
+			seq = q.next
 		}
 		q.inFlight[seq] = to
 		evs = append(evs, &kitpb.Event{Sequence: seq})
@@ -378,7 +314,7 @@ func (q *busyQueue) handOut(to string, max int) []*kitpb.Event {
 	return evs
 }
 
-func (q *busyQueue) Receive(ctx actor.Context) {
+func (q *reclaimQueue) Receive(ctx actor.Context) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	switch m := ctx.Message().(type) {
@@ -392,10 +328,14 @@ func (q *busyQueue) Receive(ctx actor.Context) {
 				}
 			}
 		}
-		ctx.Respond(&kitpb.DeliveriesReply{Events: q.handOut(m.Sender, int(m.Max)), InFlight: int32(len(q.inFlight))})
+		max := int(m.Max)
+		if q.perTake > 0 {
+			max = min(max, q.perTake)
+		}
+		ctx.Respond(&kitpb.DeliveriesReply{Events: q.handOut(m.Sender, max), InFlight: int32(len(q.inFlight))})
 	case *kitpb.RecordAttempt:
 		delete(q.inFlight, m.Sequence)
-		q.recorded[m.Sequence] = true
+		q.recorded = append(q.recorded, m.Sequence)
 		r := &kitpb.DeliveriesReply{Events: q.handOut(m.Sender, int(m.TakeNext)), InFlight: int32(len(q.inFlight))}
 		if m.Sequence == 1 {
 			for _, ev := range r.Events {
@@ -409,24 +349,47 @@ func (q *busyQueue) Receive(ctx actor.Context) {
 	}
 }
 
+// lostSent reports whether every event the late answer handed out was
+// recorded since.
+func (q *reclaimQueue) lostSent() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, seq := range q.lost {
+		if !slices.Contains(q.recorded, seq) {
+			return false
+		}
+	}
+	return len(q.lost) > 0
+}
+
+// An event handed out by a record whose answer came too late, and so
+// reached no one, is taken back by its sender once it has no attempt in
+// progress, and sent: it stayed in flight for good, its conversation
+// blocked (docs/deliveries.md "Hand-outs whose answer is lost").
+func TestAnEventHandedOutInALostAnswerIsSent(t *testing.T) {
+	q := newReclaimQueue(2, 1)
+	s := startSenderOn(t, cluster.Config{RequestTimeout: 100 * time.Millisecond}, q)
+	reachable(t, s, "inst")
+	s.EventsQueued("inst")
+	eventually.True(t, "the second event, handed out by the late answer, sent", q.lostSent)
+	if q.reclaims.Load() == 0 {
+		t.Fatal("the second event went without a reclaim")
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !slices.Equal(q.recorded, []uint64{1, 2}) {
+		t.Fatalf("recorded %v, want 1 then 2", q.recorded)
+	}
+}
+
 // An installation with a backlog keeps its chains of attempts going, one
 // after another: the pump's take that reclaims what a lost answer handed
 // out comes only once none runs. So chains take no more once a request of
 // their pump failed, and the pump waits for the last of them.
 func TestALostHandOutIsReclaimedUnderABacklog(t *testing.T) {
-	q := &busyQueue{inFlight: map[uint64]string{}, recorded: map[uint64]bool{}}
+	q := newReclaimQueue(0, 0)
 	s := startSenderOn(t, cluster.Config{RequestTimeout: 100 * time.Millisecond}, q)
 	reachable(t, s, "inst")
 	s.EventsQueued("inst")
-	eventually.True(t, "the events the lost answer handed out reclaimed", func() bool { return q.reclaims.Load() > 0 })
-	eventually.True(t, "they are sent", func() bool {
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		for _, seq := range q.lost {
-			if !q.recorded[seq] {
-				return false
-			}
-		}
-		return len(q.lost) > 0
-	})
+	eventually.True(t, "the events the lost answer handed out reclaimed and sent", q.lostSent)
 }

@@ -121,20 +121,7 @@ func TestTransferLeadership(t *testing.T) {
 	if c.nodes[old].node.LeaseValid(0) {
 		t.Fatal("the lease outlives the start of a transfer")
 	}
-	for range 20 {
-		if c.leader(0) == to {
-			break
-		}
-		c.tickOne(c.live()...)
-	}
-	if got := c.leader(0); got != to {
-		t.Fatalf("leader %d, want %d", got, to)
-	}
-	for _, m := range c.live() {
-		if n := m.node.Stats().ForcedVotesRefused; n != 0 {
-			t.Fatalf("node %d refused %d of the announced transfer's votes", m.id, n)
-		}
-	}
+	c.transferredTo(to, 20)
 	c.propose(0, "x")
 }
 
@@ -152,20 +139,7 @@ func TestTransferLeadershipAmongFiveVoters(t *testing.T) {
 	if err := c.nodes[old].node.TransferLeadership(0, to); err != nil {
 		t.Fatal(err)
 	}
-	for range 5 {
-		if c.leader(0) == to {
-			break
-		}
-		c.tickOne(c.live()...)
-	}
-	if got := c.leader(0); got != to {
-		t.Fatalf("leader %d after the transfer, want %d", got, to)
-	}
-	for _, id := range ids {
-		if n := c.nodes[id].node.Stats().ForcedVotesRefused; n != 0 {
-			t.Fatalf("node %d refused %d of the transfer's votes", id, n)
-		}
-	}
+	c.transferredTo(to, 5)
 	c.propose(0, "x")
 }
 
@@ -197,15 +171,7 @@ func TestTransferLeadershipWithNoOneElseToTell(t *testing.T) {
 			if err := c.nodes[old].node.TransferLeadership(0, to); err != nil {
 				t.Fatal(err)
 			}
-			for range 8 { // under an election timeout: raft would give it up
-				if c.leader(0) == to {
-					break
-				}
-				c.tickOne(c.live()...)
-			}
-			if got := c.leader(0); got != to {
-				t.Fatalf("leader %d after the transfer, want %d", got, to)
-			}
+			c.transferredTo(to, 8) // under an election timeout: raft would give it up
 		})
 	}
 }
@@ -529,4 +495,25 @@ func TestATransferGivenUpByARemovalGivesNoLeaseFromEarlierAnswers(t *testing.T) 
 		t.Fatalf("node %d was elected in term %d (node %d follows it) while node %d, term %d, holds its lease", y.id, sz.Term, z.id, x.id, sx.Term)
 	}
 	c.net.Heal()
+}
+
+// transferredTo ticks every live node until node to leads group 0, at
+// most ticks times, and fails unless it does, or if any node refused a
+// vote of the transfer, which its leader announced (transfer.go).
+func (c *cluster) transferredTo(to uint64, ticks int) {
+	c.t.Helper()
+	for range ticks {
+		if c.leader(0) == to {
+			break
+		}
+		c.tickOne(c.live()...)
+	}
+	if got := c.leader(0); got != to {
+		c.t.Fatalf("leader %d after the transfer, want %d", got, to)
+	}
+	for _, m := range c.live() {
+		if n := m.node.Stats().ForcedVotesRefused; n != 0 {
+			c.t.Fatalf("node %d refused %d of the announced transfer's votes", m.id, n)
+		}
+	}
 }
