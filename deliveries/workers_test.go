@@ -349,6 +349,15 @@ func (q *reclaimQueue) Receive(ctx actor.Context) {
 	}
 }
 
+// sendFrom has a sender whose requests time out after 100 ms send the
+// events of q, an installation's.
+func sendFrom(t *testing.T, q *reclaimQueue) {
+	t.Helper()
+	s := startSenderOn(t, cluster.Config{RequestTimeout: 100 * time.Millisecond}, q)
+	reachable(t, s, "inst")
+	s.EventsQueued("inst")
+}
+
 // lostSent reports whether every event the late answer handed out was
 // recorded since.
 func (q *reclaimQueue) lostSent() bool {
@@ -368,9 +377,7 @@ func (q *reclaimQueue) lostSent() bool {
 // blocked (docs/deliveries.md "Hand-outs whose answer is lost").
 func TestAnEventHandedOutInALostAnswerIsSent(t *testing.T) {
 	q := newReclaimQueue(2, 1)
-	s := startSenderOn(t, cluster.Config{RequestTimeout: 100 * time.Millisecond}, q)
-	reachable(t, s, "inst")
-	s.EventsQueued("inst")
+	sendFrom(t, q)
 	eventually.True(t, "the second event, handed out by the late answer, sent", q.lostSent)
 	if q.reclaims.Load() == 0 {
 		t.Fatal("the second event went without a reclaim")
@@ -388,8 +395,6 @@ func TestAnEventHandedOutInALostAnswerIsSent(t *testing.T) {
 // their pump failed, and the pump waits for the last of them.
 func TestALostHandOutIsReclaimedUnderABacklog(t *testing.T) {
 	q := newReclaimQueue(0, 0)
-	s := startSenderOn(t, cluster.Config{RequestTimeout: 100 * time.Millisecond}, q)
-	reachable(t, s, "inst")
-	s.EventsQueued("inst")
+	sendFrom(t, q)
 	eventually.True(t, "the events the lost answer handed out reclaimed and sent", q.lostSent)
 }
