@@ -22,7 +22,7 @@ type router struct{ m *Node }
 // this node holds no replica of (so hears nothing of their elections):
 // newer than gossip for a moment after an election, which publishes the
 // new leader within about 100 ms. Each is trusted for learnedFor, then
-// gossip again.
+// gossip again, and not at all once gossip knows its node dead or gone.
 type learnedLeaders [partition.Count]atomic.Pointer[learned]
 
 type learned struct {
@@ -61,6 +61,9 @@ func (r router) Leader(p partition.ID) (cluster.Leader, bool) {
 // and what a Moved taught (l, maybe nil).
 func (r router) route(to, term uint64, l *learned, now time.Time) (cluster.Leader, bool) {
 	switch {
+	case l != nil && r.m.hasDeparted(l.leader.Addr):
+		// Taught before its node died or left: gossip's word is newer.
+		return r.route(to, term, nil, now)
 	case l.newerThan(term, now), term == 0 && l.trusted(now):
 		// A Moved named the leader of a term this node's replica has not
 		// heard of yet (its heartbeats are late on a busy machine, it is a
@@ -83,7 +86,7 @@ func (r router) route(to, term uint64, l *learned, now time.Time) (cluster.Leade
 // a heartbeat, but not always on a busy machine.
 func (r router) Learn(p partition.ID, l cluster.Leader) bool {
 	rep := r.m.started.Load()
-	if rep == nil || l.Addr == "" || int(p) >= partition.Count {
+	if rep == nil || l.Addr == "" || int(p) >= partition.Count || r.m.hasDeparted(l.Addr) {
 		return false
 	}
 	now := time.Now()

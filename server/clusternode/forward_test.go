@@ -59,3 +59,34 @@ func TestALearntLeaderOverridesItsReplicaOnlyWhenNewer(t *testing.T) {
 		})
 	}
 }
+
+// A leader a Moved taught routes nothing once gossip knows its node dead
+// or gone: a departed node is never routed to, not even for the moment a
+// Moved is trusted.
+func TestALearntLeaderOfADepartedNodeRoutesNothing(t *testing.T) {
+	now := time.Unix(1000, 0)
+	taught := &learned{leader: cluster.Leader{Addr: "127.0.0.1:7009", Term: 6}, at: now.Add(-time.Second)}
+	for _, tc := range []struct {
+		name     string
+		departed bool
+		term     uint64 // the term this node's replica heard of; 0: gossip's route
+		want     string
+	}{
+		{"a live node's, newer than the replica heard of", false, 5, "127.0.0.1:7009"},
+		{"a live node's, over gossip", false, 0, "127.0.0.1:7009"},
+		{"a departed node's, newer than the replica heard of", true, 5, "127.0.0.1:7002"},
+		{"a departed node's, over gossip", true, 0, "127.0.0.1:7002"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &Node{id: 1}
+			dir := map[uint64]string{2: "127.0.0.1:7002"}
+			m.dir.Store(&dir)
+			departed := map[string]bool{"127.0.0.1:7009": tc.departed}
+			m.departed.Store(&departed)
+			l, ok := router{m}.route(2, tc.term, taught, now)
+			if !ok || l.Addr != tc.want {
+				t.Fatalf("route = %v, %v; want %s", l, ok, tc.want)
+			}
+		})
+	}
+}

@@ -85,7 +85,10 @@ type Node struct {
 	// going are the names and node-to-node addresses of the members that
 	// are leaving on purpose: they said goodbye, or drain.
 	going atomic.Pointer[map[string]bool]
-	reqs  requestIDs
+	// departed are the node-to-node addresses of dead and gone members
+	// that no member carries now: no route may lead there.
+	departed atomic.Pointer[map[string]bool]
+	reqs     requestIDs
 	// learned are leaders that Moved answers taught (router).
 	learned learnedLeaders
 
@@ -127,6 +130,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	m.members.Store(&none)
 	nobody := map[string]bool{}
 	m.going.Store(&nobody)
+	m.departed.Store(&nobody)
 	if m.rn, err = newRaftNet(m); err != nil {
 		return nil, err
 	}
@@ -250,14 +254,26 @@ func (m *Node) isMember(id uint64) bool { return (*m.members.Load())[id] }
 // restarted are expected, not warned of.
 func (m *Node) leaving(peer string) bool { return (*m.going.Load())[peer] }
 
+// hasDeparted reports whether the node-to-node address addr is a dead or
+// gone member's, carried by no member now.
+func (m *Node) hasDeparted(addr string) bool { return (*m.departed.Load())[addr] }
+
 // refreshDirectory rebuilds raft id → address, who is a member and who is
 // leaving, from gossip. Dead and left members keep their address (raft
 // drops what it cannot deliver; a restarted node republishes its
 // address), but routes leave them at once (replica.Config.Live).
 func (m *Node) refreshDirectory() {
 	d, live, going := map[uint64]string{}, map[uint64]bool{}, map[string]bool{}
+	carried, departed := map[string]bool{}, map[string]bool{}
 	for _, mb := range m.ms.Nodes() {
 		member := mb.State != membership.StateDead && mb.State != membership.StateLeft
+		if mb.Meta.PeerAddr != "" {
+			if member {
+				carried[mb.Meta.PeerAddr] = true
+			} else {
+				departed[mb.Meta.PeerAddr] = true
+			}
+		}
 		// A raft id has the address of the member that carries it now,
 		// never a former life's under another name (a node restarted
 		// on its data directory keeps its raft id, not its host name).
@@ -274,9 +290,13 @@ func (m *Node) refreshDirectory() {
 			}
 		}
 	}
+	for a := range carried {
+		delete(departed, a) // a node restarted at a former life's address
+	}
 	m.dir.Store(&d)
 	m.members.Store(&live)
 	m.going.Store(&going)
+	m.departed.Store(&departed)
 }
 
 // watch keeps the directory current with gossip's events.

@@ -118,9 +118,10 @@ func startMember(t *testing.T, name string, raftID uint64, peerAddr string, join
 // a container changes at every start) and address: its raft id leads to
 // its new address, whichever name gossip sorts first.
 func TestARaftIDLeadsToTheMemberThatCarriesItNow(t *testing.T) {
-	for _, tc := range []struct{ name, before, after string }{
-		{"the new name sorts first", "web-7f9c", "web-2ab1"},
-		{"the new name sorts last", "web-2ab1", "web-7f9c"},
+	for _, tc := range []struct{ name, before, after, addr string }{
+		{"the new name sorts first", "web-7f9c", "web-2ab1", "127.0.0.1:7107"},
+		{"the new name sorts last", "web-2ab1", "web-7f9c", "127.0.0.1:7107"},
+		{"the former life's address again", "web-2ab1", "web-7f9c", "127.0.0.1:7007"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			observer := startMember(t, "observer", 1, "127.0.0.1:7001")
@@ -129,10 +130,13 @@ func TestARaftIDLeadsToTheMemberThatCarriesItNow(t *testing.T) {
 			eventually.True(t, "the first life a member", func() bool { m.refreshDirectory(); return m.isMember(7) })
 			before.Shutdown() // a crash
 			eventually.True(t, "the first life dead", func() bool { m.refreshDirectory(); return !m.isMember(7) })
-			startMember(t, tc.after, 7, "127.0.0.1:7107", observer.Addr())
+			startMember(t, tc.after, 7, tc.addr, observer.Addr())
 			eventually.True(t, "the second life a member", func() bool { m.refreshDirectory(); return m.isMember(7) })
-			if a, _ := m.addr(7); a != "127.0.0.1:7107" {
-				t.Fatalf("raft id 7 leads to %s, want the second life's 127.0.0.1:7107", a)
+			if got, want := m.hasDeparted("127.0.0.1:7007"), tc.addr != "127.0.0.1:7007"; got != want {
+				t.Fatalf("the first life's address departed: %v, want %v", got, want)
+			}
+			if a, _ := m.addr(7); a != tc.addr {
+				t.Fatalf("raft id 7 leads to %s, want the second life's %s", a, tc.addr)
 			}
 		})
 	}
