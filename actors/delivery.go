@@ -82,7 +82,11 @@ type deliveryActor struct {
 	q  deliveryQueue // what waits to be delivered (delivery_queue.go)
 	// handedTo is the sender each head in flight was handed to, by
 	// sequence: a sender that lost the answer of a take reclaims its own.
-	handedTo  map[uint64]string
+	handedTo map[uint64]string
+	// rounds are the senders' rounds, by sender: the round of the last
+	// reclaim each asked. Their requests of an earlier round were given up
+	// on (TakeDeliveries.round).
+	rounds    map[string]uint64
 	durable   uint64                  // the last sequence a commit made durable for sure
 	ep        *kitpb.DeliveryEndpoint // the endpoint's health (delivery_endpoint.go)
 	delivered []uint64                // sequences of the delivered records kept, sorted (keepRecent)

@@ -276,11 +276,19 @@ func (q *deliveryQueue) load(store *persistence.Store, inst string, resumedAt, n
 
 // takeDeliveries hands the sender the events it may send now.
 func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, error) {
+	reply := &kitpb.DeliveriesReply{}
+	if a.givenUp(m.Sender, m.Round) {
+		reply.InFlight = int32(a.q.inFlight)
+		return reply, nil
+	}
 	if m.Reclaim {
+		if a.rounds == nil {
+			a.rounds = make(map[string]uint64)
+		}
+		a.rounds[m.Sender] = m.Round
 		a.reclaim(m.Sender)
 	}
 	now := nanos(a.env.Clock.Now())
-	reply := &kitpb.DeliveriesReply{}
 	var heads []*delivery
 	var seqs []uint64
 	var newest uint64
@@ -344,6 +352,16 @@ func (a *deliveryActor) handOut(seq uint64, sender string) {
 		a.handedTo = make(map[uint64]string)
 	}
 	a.handedTo[seq] = sender
+}
+
+// givenUp reports whether a request of sender's round was given up on by
+// its sender: it has asked a reclaim of a later round since, and a late
+// request, forwarded on a worker of its own, may reach the actor after
+// it. What such a take would hand out, or such a record write, reaches no
+// one: the reclaim put back what the sender was handed, and the record's
+// event went again (or goes) under the new round.
+func (a *deliveryActor) givenUp(sender string, round uint64) bool {
+	return sender != "" && round < a.rounds[sender]
 }
 
 // reclaim puts back the heads in flight handed to sender, which has no
@@ -516,7 +534,7 @@ func decodeQueued(rec []byte) (*kitpb.Event, error) {
 // success resumes it.
 func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, error) {
 	d := a.q.state[m.Sequence]
-	if d == nil || !d.inFlight {
+	if d == nil || !d.inFlight || a.givenUp(m.Sender, m.Round) {
 		if m.TakeNext > 0 {
 			return &kitpb.DeliveriesReply{InFlight: int32(a.q.inFlight)}, nil
 		}
@@ -607,7 +625,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 	}
 	a.env.deliveryStats.count(e.Status)
 	if m.TakeNext > 0 {
-		return a.takeDeliveries(&kitpb.TakeDeliveries{Max: m.TakeNext, Sender: m.Sender})
+		return a.takeDeliveries(&kitpb.TakeDeliveries{Max: m.TakeNext, Sender: m.Sender, Round: m.Round})
 	}
 	return &kitpb.Ok{}, nil
 }

@@ -675,3 +675,39 @@ func TestAReclaimTakesBackOnlyItsSendersEvents(t *testing.T) {
 		t.Fatalf("b took %q with its event and a's two in flight, want nothing", got)
 	}
 }
+
+// A reclaim starts a new round of its sender's requests. One of an earlier
+// round that reaches the actor after it (forwarded on a worker of its
+// own, the actor's leader elsewhere) was given up on by its sender: a take
+// hands out nothing, which would be in flight with no attempt behind it,
+// and a record writes nothing over the event's attempt of the new round.
+func TestARequestOfARoundBeforeAReclaimChangesNothing(t *testing.T) {
+	n := ownNode(t)
+	f, cs := deliveryFixture(t, n, 3)
+	postEach(t, n, f, cs, 1)
+	takeIn := func(round uint64, max int32, reclaim bool) []*kitpb.Event {
+		t.Helper()
+		return ask[*kitpb.DeliveriesReply](t, n, actors.KindDelivery, f.inst.Id, &kitpb.TakeDeliveries{Max: max, Sender: "a", Reclaim: reclaim, Round: round}).Events
+	}
+	if lost := takeIn(0, 1, false); len(lost) != 1 {
+		t.Fatalf("the first take handed out %d events, want 1", len(lost))
+	}
+	again := takeIn(1, 1, true)
+	if len(again) != 1 {
+		t.Fatalf("the reclaim handed out %d events, want 1", len(again))
+	}
+	if late := takeIn(0, 10, false); len(late) != 0 {
+		t.Fatalf("a take of the round before the reclaim, arriving after it, handed out %q; want nothing", eventTexts(late))
+	}
+	ask[*kitpb.Ok](t, n, actors.KindDelivery, f.inst.Id, &kitpb.RecordAttempt{Sequence: again[0].Sequence, Delivered: true, Sender: "a", Round: 0})
+	if got := len(queued(t, n, f.inst.Id)); got != 3 {
+		t.Fatalf("%d events queued after a record of the round before the reclaim, want the 3 still", got)
+	}
+	if rest := takeIn(1, 10, false); len(rest) != 2 {
+		t.Fatalf("a take of the reclaim's round handed out %q, want the two events left", eventTexts(rest))
+	}
+	ask[*kitpb.Ok](t, n, actors.KindDelivery, f.inst.Id, &kitpb.RecordAttempt{Sequence: again[0].Sequence, Delivered: true, Sender: "a", Round: 1})
+	if got := len(queued(t, n, f.inst.Id)); got != 2 {
+		t.Fatalf("%d events queued after a record of the reclaim's round, want 2", got)
+	}
+}

@@ -65,6 +65,10 @@ type Sender struct {
 	// id names this sender to the delivery actors, which note whom they
 	// hand each event to (TakeDeliveries.sender, reclaim).
 	id string
+	// rounds counts the reclaims of all pumps: each starts a round of its
+	// pump's installation, later than any before (TakeDeliveries.round),
+	// whichever pump an installation has then.
+	rounds atomic.Uint64
 
 	mu    sync.Mutex
 	pumps map[string]*pump // by installation
@@ -134,6 +138,7 @@ func (s *Sender) EventsQueued(installationID string) {
 	}
 	p := &pump{wake: make(chan struct{}, 1)}
 	p.notices.Store(1)
+	p.round.Store(s.rounds.Load())
 	s.pumps[installationID] = p
 	s.wg.Add(1)
 	s.workers.Run(func() { s.pump(installationID, p) })
@@ -149,6 +154,8 @@ type pump struct {
 	// reclaims them.
 	chains atomic.Int64
 	lost   atomic.Bool
+	// round is the round of the pump's requests: its last reclaim's.
+	round atomic.Uint64
 	// notices counts the EventsQueued calls since the pump started; a
 	// chain reads it before each record, without the sender's lock.
 	notices atomic.Uint64
@@ -204,8 +211,12 @@ func (s *Sender) pump(inst string, p *pump) {
 		}
 		take := &kitpb.TakeDeliveries{Max: actors.MaxInFlightPerInstallation, Sender: s.id}
 		if p.chains.Load() == 0 && p.lost.Swap(false) {
+			// The failed request may yet reach the actor, after this
+			// one: a new round tells it that request was given up on.
 			take.Reclaim = true
+			p.round.Store(s.rounds.Add(1))
 		}
+		take.Round = p.round.Load()
 		r, err := cluster.Call[*kitpb.DeliveriesReply](s.cfg.Node, actors.KindDelivery, inst, take)
 		if err != nil {
 			s.cfg.Logger.Warn("take deliveries", "installation", inst, "err", err)
@@ -264,7 +275,7 @@ func (s *Sender) chain(inst string, t target, terr error, ev *kitpb.Event, p *pu
 	for n := 1; ev != nil; n++ {
 		takeNext := terr == nil && n < chainLength && !s.isClosed() && !p.lost.Load()
 		notices := p.notices.Load() // before the record: a notice after it counts
-		r, err := s.deliver(inst, t, terr, ev, takeNext)
+		r, err := s.deliver(inst, t, terr, ev, takeNext, p.round.Load())
 		if err != nil {
 			p.lost.Store(true)
 		}
@@ -436,10 +447,11 @@ func (s *Sender) endpoint(kitID, version string) (*url.URL, error) {
 	return u, nil
 }
 
-// deliver makes one attempt and records it; with takeNext, it returns the
-// actor's answer: the events to send now, and what is in flight or due.
-func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, takeNext bool) (*kitpb.DeliveriesReply, error) {
-	rec := &kitpb.RecordAttempt{Sequence: ev.Sequence, KitId: t.kitID, JitterPermille: actors.Jitter(), Sender: s.id}
+// deliver makes one attempt and records it, in the pump's round; with
+// takeNext, it returns the actor's answer: the events to send now, and
+// what is in flight or due.
+func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, takeNext bool, round uint64) (*kitpb.DeliveriesReply, error) {
+	rec := &kitpb.RecordAttempt{Sequence: ev.Sequence, KitId: t.kitID, JitterPermille: actors.Jitter(), Sender: s.id, Round: round}
 	if terr == nil {
 		release := s.kitSlot(t.kitID)
 		start := time.Now()

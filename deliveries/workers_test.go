@@ -1,6 +1,7 @@
 package deliveries
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -288,6 +289,7 @@ type reclaimQueue struct {
 	inFlight map[uint64]string // handed out, by sequence: to whom
 	lost     []uint64          // handed out by the late answer
 	recorded []uint64          // in the order of their records
+	requests []string          // "take", "reclaim" or "record", and its round, in order
 	reclaims atomic.Int32
 }
 
@@ -319,7 +321,9 @@ func (q *reclaimQueue) Receive(ctx actor.Context) {
 	defer q.mu.Unlock()
 	switch m := ctx.Message().(type) {
 	case *kitpb.TakeDeliveries:
+		q.requests = append(q.requests, fmt.Sprintf("take %d", m.Round))
 		if m.Reclaim {
+			q.requests[len(q.requests)-1] = fmt.Sprintf("reclaim %d", m.Round)
 			q.reclaims.Add(1)
 			for seq, to := range q.inFlight {
 				if to == m.Sender {
@@ -334,6 +338,7 @@ func (q *reclaimQueue) Receive(ctx actor.Context) {
 		}
 		ctx.Respond(&kitpb.DeliveriesReply{Events: q.handOut(m.Sender, max), InFlight: int32(len(q.inFlight))})
 	case *kitpb.RecordAttempt:
+		q.requests = append(q.requests, fmt.Sprintf("record %d", m.Round))
 		delete(q.inFlight, m.Sequence)
 		q.recorded = append(q.recorded, m.Sequence)
 		r := &kitpb.DeliveriesReply{Events: q.handOut(m.Sender, int(m.TakeNext)), InFlight: int32(len(q.inFlight))}
@@ -386,6 +391,53 @@ func TestAnEventHandedOutInALostAnswerIsSent(t *testing.T) {
 	defer q.mu.Unlock()
 	if !slices.Equal(q.recorded, []uint64{1, 2}) {
 		t.Fatalf("recorded %v, want 1 then 2", q.recorded)
+	}
+}
+
+// A reclaim starts a new round of the sender's requests, and every request
+// after it is of that round: one of an earlier round was given up on, and
+// the actor ignores it if it comes late (TakeDeliveries.round). A pump
+// started later for the installation, after its first retired, keeps the
+// round: its requests would otherwise all be of a round given up on.
+func TestAReclaimStartsARoundThatLaterPumpsKeep(t *testing.T) {
+	q := newReclaimQueue(2, 1)
+	s := startSenderOn(t, cluster.Config{RequestTimeout: 100 * time.Millisecond}, q)
+	reachable(t, s, "inst")
+	s.EventsQueued("inst")
+	eventually.True(t, "the second event, handed out by the late answer, sent", q.lostSent)
+	eventually.True(t, "the pump retired", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.pumps["inst"] == nil
+	})
+	q.mu.Lock()
+	q.last = 3
+	q.mu.Unlock()
+	s.EventsQueued("inst")
+	eventually.True(t, "the third event sent", func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return slices.Contains(q.recorded, 3)
+	})
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var round uint64
+	for i, r := range q.requests {
+		var kind string
+		var of uint64
+		if _, err := fmt.Sscanf(r, "%s %d", &kind, &of); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case kind == "reclaim" && of <= round && i > 0:
+			t.Fatalf("requests %q: a reclaim of round %d after round %d, want a later round", q.requests, of, round)
+		case of < round:
+			t.Fatalf("requests %q: a %s of round %d after round %d", q.requests, kind, of, round)
+		}
+		round = of
+	}
+	if q.reclaims.Load() == 0 || round == 0 {
+		t.Fatalf("requests %q, want a reclaim and the later pump's requests in its round", q.requests)
 	}
 }
 

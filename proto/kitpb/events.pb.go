@@ -548,19 +548,23 @@ func (x *QueuedEventsReply) GetLastSequence() uint64 {
 
 // TakeDeliveries answers the events the sender may send now: the head of
 // each conversation's queue that is neither in flight nor waiting for a
-// retry, within the installation's in-flight cap and max. They are in
-// flight until their attempt is recorded.
-// TakeDeliveries hands out the heads that may go now, up to max in flight,
-// to the sender named sender (random at its start). With reclaim, the
-// heads in flight that were handed to that sender go back first: it has
-// no attempt in progress, and a take or record of its own failed, whose
-// answer may have handed them out (docs/deliveries.md "Hand-outs whose
-// answer is lost").
+// retry, within the installation's in-flight cap and max, handed to the
+// sender named sender (random at its start). They are in flight until
+// their attempt is recorded. With reclaim, the heads in flight that were
+// handed to that sender go back first: it has no attempt in progress, and
+// a take or record of its own failed, whose answer may have handed them
+// out (docs/deliveries.md "Hand-outs whose answer is lost").
+//
+// round counts the sender's reclaims when it made the request. A reclaim
+// starts a new round: a request of an earlier round that the actor gets
+// after it was given up on by its sender, so it hands out nothing and
+// records nothing.
 type TakeDeliveries struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Max           int32                  `protobuf:"varint,1,opt,name=max,proto3" json:"max,omitempty"`
 	Sender        string                 `protobuf:"bytes,2,opt,name=sender,proto3" json:"sender,omitempty"`
 	Reclaim       bool                   `protobuf:"varint,3,opt,name=reclaim,proto3" json:"reclaim,omitempty"`
+	Round         uint64                 `protobuf:"varint,4,opt,name=round,proto3" json:"round,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -614,6 +618,13 @@ func (x *TakeDeliveries) GetReclaim() bool {
 		return x.Reclaim
 	}
 	return false
+}
+
+func (x *TakeDeliveries) GetRound() uint64 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
 }
 
 type DeliveriesReply struct {
@@ -715,6 +726,7 @@ type RecordAttempt struct {
 	KitId          string                 `protobuf:"bytes,7,opt,name=kit_id,json=kitId,proto3" json:"kit_id,omitempty"`                             // whose developer log gets the attempt
 	TakeNext       int32                  `protobuf:"varint,8,opt,name=take_next,json=takeNext,proto3" json:"take_next,omitempty"`
 	Sender         string                 `protobuf:"bytes,9,opt,name=sender,proto3" json:"sender,omitempty"` // whom take_next hands out to (TakeDeliveries.sender)
+	Round          uint64                 `protobuf:"varint,10,opt,name=round,proto3" json:"round,omitempty"` // the sender's round (TakeDeliveries.round)
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -810,6 +822,13 @@ func (x *RecordAttempt) GetSender() string {
 		return x.Sender
 	}
 	return ""
+}
+
+func (x *RecordAttempt) GetRound() uint64 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
 }
 
 // ListDeliveries answers an installation's deliveries, newest sequence
@@ -1437,18 +1456,19 @@ const file_events_proto_rawDesc = "" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\"_\n" +
 	"\x11QueuedEventsReply\x12%\n" +
 	"\x06events\x18\x01 \x03(\v2\r.kit.v1.EventR\x06events\x12#\n" +
-	"\rlast_sequence\x18\x02 \x01(\x04R\flastSequence\"T\n" +
+	"\rlast_sequence\x18\x02 \x01(\x04R\flastSequence\"j\n" +
 	"\x0eTakeDeliveries\x12\x10\n" +
 	"\x03max\x18\x01 \x01(\x05R\x03max\x12\x16\n" +
 	"\x06sender\x18\x02 \x01(\tR\x06sender\x12\x18\n" +
-	"\areclaim\x18\x03 \x01(\bR\areclaim\"\xbd\x01\n" +
+	"\areclaim\x18\x03 \x01(\bR\areclaim\x12\x14\n" +
+	"\x05round\x18\x04 \x01(\x04R\x05round\"\xbd\x01\n" +
 	"\x0fDeliveriesReply\x12%\n" +
 	"\x06events\x18\x01 \x03(\v2\r.kit.v1.EventR\x06events\x12\x15\n" +
 	"\x06kit_id\x18\x02 \x01(\tR\x05kitId\x12\x1a\n" +
 	"\bendpoint\x18\x03 \x01(\tR\bendpoint\x12\x18\n" +
 	"\asecrets\x18\x04 \x03(\tR\asecrets\x12\x19\n" +
 	"\bnext_due\x18\x05 \x01(\x03R\anextDue\x12\x1b\n" +
-	"\tin_flight\x18\x06 \x01(\x05R\binFlight\"\x9f\x02\n" +
+	"\tin_flight\x18\x06 \x01(\x05R\binFlight\"\xb5\x02\n" +
 	"\rRecordAttempt\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12\x1c\n" +
 	"\tdelivered\x18\x02 \x01(\bR\tdelivered\x12\x1f\n" +
@@ -1461,7 +1481,9 @@ const file_events_proto_rawDesc = "" +
 	"\x0fjitter_permille\x18\x06 \x01(\x03R\x0ejitterPermille\x12\x15\n" +
 	"\x06kit_id\x18\a \x01(\tR\x05kitId\x12\x1b\n" +
 	"\ttake_next\x18\b \x01(\x05R\btakeNext\x12\x16\n" +
-	"\x06sender\x18\t \x01(\tR\x06sender\"O\n" +
+	"\x06sender\x18\t \x01(\tR\x06sender\x12\x14\n" +
+	"\x05round\x18\n" +
+	" \x01(\x04R\x05round\"O\n" +
 	"\x0eListDeliveries\x12'\n" +
 	"\x0fbefore_sequence\x18\x01 \x01(\x04R\x0ebeforeSequence\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\xbd\x01\n" +
