@@ -88,6 +88,7 @@ func TestConversations_Visibility(t *testing.T) {
 		{"channel the bot was removed from", removed.ID},
 		{"channel of another workspace", other.Chan.ID},
 		{"non-UUID id", "not-a-uuid"},
+		{"a channel's id in upper case (ids are compared exactly)", strings.ToUpper(pub.ID)},
 	}
 	for _, tc := range hidden {
 		t.Run(tc.name+" is 404 like an unknown id", func(t *testing.T) {

@@ -114,6 +114,7 @@ func TestMessages_Post(t *testing.T) {
 		{"conversationId is required", map[string]any{"text": "x"}, "conversationId", "", nil},
 		{"conversationId must be a UUID", postBody(sentinel, "x"), "conversationId", sentinel, nil},
 		{"conversationId must be a string", map[string]any{"conversationId": 12, "text": "x"}, "conversationId", "", nil},
+		{"conversationId is in lower case, as the API gives it", postBody(strings.ToUpper(env.Chan.ID), "x"), "conversationId", "", nil},
 		{"51 blocks are rejected", map[string]any{"conversationId": env.Chan.ID, "text": "x", "blocks": dividers(51)}, "blocks", "", nil},
 		{"blocks must be an array", map[string]any{"conversationId": env.Chan.ID, "text": "x", "blocks": map[string]any{"type": sentinel}}, "blocks", sentinel, nil},
 		{"threadParentId must be a UUID", map[string]any{"conversationId": env.Chan.ID, "text": "x", "threadParentId": sentinel}, "threadParentId", sentinel, nil},

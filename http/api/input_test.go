@@ -250,6 +250,7 @@ func TestConversationShape(t *testing.T) {
 		{"a channel name of 81 characters is refused", "channel", "public", ptr(strings.Repeat("n", 81)), nil, members(), "name", ""},
 		{"memberIds is required", "channel", "public", ptr("x"), nil, nil, "memberIds", ""},
 		{"a member must be a UUID", "channel", "public", ptr("x"), nil, members(a, "nope"), "memberIds[1]", ""},
+		{"a member's id is in lower case, as the API gives it", "channel", "public", ptr("x"), nil, members(a, strings.ToUpper(b)), "memberIds[1]", ""},
 		{"a member listed twice is refused", "group", "private", nil, nil, members(a, b, a), "memberIds[2]", ""},
 		{"more than 1000 members are refused", "group", "private", nil, nil, manyMembers(1001), "memberIds", ""},
 		{"1000 members are accepted", "group", "private", nil, nil, manyMembers(1000), "-", ""},

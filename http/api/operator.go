@@ -216,8 +216,8 @@ func conversationShape(kind, visibility string, name, topic *string, members *[]
 	seen := make(map[string]bool, len(*members))
 	for i, m := range *members {
 		path := "memberIds[" + itoa(i) + "]"
-		if !ids.Valid(m) {
-			return kiterr.Invalid(path, "must be a UUID")
+		if err := input.UUID(path, m); err != nil {
+			return err
 		}
 		if seen[m] {
 			return kiterr.Invalid(path, "is listed twice")

@@ -25,13 +25,29 @@ func New() string {
 	return id.String()
 }
 
-// Valid reports whether s is a UUID in its canonical 36-character form.
+// Valid reports whether s is a UUID in the canonical form ids take here:
+// 36 characters, lower-case hex digits and four dashes (8-4-4-4-12), as
+// New gives them. Another spelling of the same UUID (upper case, braces,
+// a urn: prefix) names no record: keys hold ids as written, and
+// docs/api.md says ids are compared exactly.
 func Valid(s string) bool {
 	if len(s) != 36 {
 		return false
 	}
-	_, err := uuid.Parse(s)
-	return err == nil
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Secret prefixes of docs/api.md "Credentials".

@@ -53,10 +53,20 @@ func RequireUUID(path string, v *string) error {
 	if v == nil {
 		return kiterr.Invalid(path, "is required")
 	}
-	if !ids.Valid(*v) {
-		return kiterr.Invalid(path, "must be a UUID")
+	return UUID(path, *v)
+}
+
+// UUID checks an id: a UUID in the lower-case form ids.Valid takes. A
+// UUID spelt otherwise is told apart, since its sender may not know that
+// the case matters.
+func UUID(path, v string) error {
+	switch {
+	case ids.Valid(v):
+		return nil
+	case ids.Valid(strings.ToLower(v)):
+		return kiterr.Invalid(path, "must be a UUID in lower case")
 	}
-	return nil
+	return kiterr.Invalid(path, "must be a UUID")
 }
 
 // OneOf checks that v is one of allowed.

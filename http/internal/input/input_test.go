@@ -43,18 +43,26 @@ func TestRequireString(t *testing.T) {
 
 func TestRequireUUID(t *testing.T) {
 	tests := []struct {
-		name     string
-		v        *string
-		wantPath string
+		name       string
+		v          *string
+		wantPath   string
+		wantReason string
 	}{
-		{"a UUID is accepted", ptr(ids.New()), "-"},
-		{"absent is required", nil, "id"},
-		{"empty is refused", ptr(""), "id"},
-		{"an upper-case UUID without dashes is refused", ptr(strings.ToUpper(strings.ReplaceAll(ids.New(), "-", ""))), "id"},
-		{"a braced UUID is refused", ptr("{" + ids.New() + "}"), "id"},
-		{"a UUID with trailing text is refused", ptr(ids.New() + "x"), "id"},
+		{"a UUID is accepted", ptr(ids.New()), "-", ""},
+		{"absent is required", nil, "id", "is required"},
+		{"empty is refused", ptr(""), "id", "must be a UUID"},
+		{"an upper-case UUID is refused, saying why", ptr(strings.ToUpper(ids.New())), "id", "must be a UUID in lower case"},
+		{"an upper-case UUID without dashes is refused", ptr(strings.ToUpper(strings.ReplaceAll(ids.New(), "-", ""))), "id", "must be a UUID"},
+		{"a braced UUID is refused", ptr("{" + ids.New() + "}"), "id", "must be a UUID"},
+		{"a UUID with trailing text is refused", ptr(ids.New() + "x"), "id", "must be a UUID"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { kiterrtest.WantPath(t, RequireUUID("id", tt.v), tt.wantPath) })
+		t.Run(tt.name, func(t *testing.T) {
+			err := RequireUUID("id", tt.v)
+			kiterrtest.WantPath(t, err, tt.wantPath)
+			if err != nil && !strings.HasSuffix(err.(*kiterr.Error).Message, tt.wantReason) {
+				t.Fatalf("message %q, want it to end with %q", err.(*kiterr.Error).Message, tt.wantReason)
+			}
+		})
 	}
 }
