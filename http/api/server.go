@@ -301,9 +301,23 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// fasthttpLogger takes fasthttp's own lines (connections it could not
+// serve) at debug level.
 type fasthttpLogger struct{ l *slog.Logger }
 
-func (f fasthttpLogger) Printf(format string, args ...any) { f.l.Debug(fmt.Sprintf(format, args...)) }
+// Printf logs the line with each error cut to its first clause: fasthttp's
+// parse errors go on to quote what they could not read, a header line or
+// the whole request head ("contents: ..."), Authorization header and all,
+// and a token is never in a line (docs/decisions.md "Logs").
+func (f fasthttpLogger) Printf(format string, args ...any) {
+	for i, a := range args {
+		if err, ok := a.(error); ok {
+			msg, _, _ := strings.Cut(err.Error(), ": ")
+			args[i] = msg
+		}
+	}
+	f.l.Debug(fmt.Sprintf(format, args...))
+}
 
 func (s *Server) correlationID() string {
 	return s.corrPrefix + "-" + strconv.FormatUint(s.corrSeq.Add(1), 36)
