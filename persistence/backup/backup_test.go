@@ -203,6 +203,47 @@ func TestRestoreRules(t *testing.T) {
 	}
 }
 
+// A data directory is often a link to a directory on a volume of its own
+// (/var/lib/kitd -> /mnt/disk/kitd). A restore fills what the link leads
+// to and keeps the link: it replaced the link, leaving the volume empty
+// and the data on the link's own filesystem.
+func TestRestoreThroughALink(t *testing.T) {
+	whole, _ := sample(t)
+	for _, tc := range []struct {
+		name    string
+		target  func(volume string) string
+		restore bool
+	}{
+		{"a link to an empty directory fills it", func(volume string) string {
+			os.Mkdir(filepath.Join(volume, "kitd"), 0o755)
+			return filepath.Join(volume, "kitd")
+		}, true},
+		{"a link that leads nowhere is refused", func(volume string) string { return filepath.Join(volume, "missing") }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			volume, parent := t.TempDir(), t.TempDir()
+			target := tc.target(volume)
+			link := filepath.Join(parent, "data")
+			if err := os.Symlink(target, link); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Restore(bytes.NewReader(whole), link, nil)
+			if (err == nil) != tc.restore {
+				t.Fatalf("Restore: %v, want a restore: %v", err, tc.restore)
+			}
+			if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Fatalf("the link is no more a link: %v, %v", fi, err)
+			}
+			if siblings, _ := os.ReadDir(volume); tc.restore && len(siblings) != 1 {
+				t.Fatalf("beside the linked directory: %v", siblings)
+			}
+			if _, err := os.Stat(filepath.Join(target, "secret-key")); (err == nil) != tc.restore {
+				t.Fatalf("the linked directory's secret-key: %v", err)
+			}
+		})
+	}
+}
+
 func FuzzRead(f *testing.F) {
 	whole, _ := sample(f)
 	f.Add(whole)

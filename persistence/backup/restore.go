@@ -17,13 +17,23 @@ var ErrNotEmpty = errors.New("backup: the data directory is not empty: restore o
 const restoreBatch = 4 << 20
 
 // Restore makes the data directory dir from the backup read from r. dir
-// must be missing or empty. The backup is restored into a directory beside
+// must be missing or empty, or a symbolic link to an empty directory. The backup is restored into a directory beside
 // dir, which replaces dir only once the whole file was read and its
 // trailer matched: a file cut short or altered leaves dir as it was, and
 // nothing beside it. check, if not nil, may refuse the backup by its
 // header before anything is written.
 func Restore(r io.Reader, dir string, check func(Header) error) (Summary, error) {
 	dir = filepath.Clean(dir)
+	if fi, err := os.Lstat(dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		// A link to a data directory on a volume of its own: the restore
+		// goes where it leads, built beside it on that volume, and the
+		// link stays. Replacing the link would leave the volume empty.
+		target, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return Summary{}, fmt.Errorf("backup: %s is a link that leads nowhere: %w", dir, err)
+		}
+		dir = target
+	}
 	entries, err := os.ReadDir(dir)
 	switch {
 	case err == nil && len(entries) > 0:
