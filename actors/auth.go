@@ -150,7 +150,7 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 	case CallerUser:
 		// A user token ends with the web session that authorized it (and
 		// with its member); SessionEnded drops cached ones at once.
-		ends, ok, err := memberSignedIn(a.env, cred, now)
+		ends, ok, err := memberSignedIn(a.env, cred, now, a.changedLately("u"+cred.UserId, now))
 		if err != nil {
 			return nil, fmt.Errorf("load session %s: %w", cred.SessionId, err)
 		}
@@ -221,6 +221,9 @@ func (a *Authenticator) InstallationChanged(installationID string) {
 
 // UserChanged drops every cached principal acting as the member.
 func (a *Authenticator) UserChanged(userID string) {
+	a.mu.Lock()
+	a.change("u" + userID) // the next load reads the member caught up
+	a.mu.Unlock()
 	a.dropWhere(func(p *Principal) bool { return p.Caller.UserId == userID })
 }
 

@@ -161,7 +161,7 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 		}
 	}
 	if code.TokenType == CallerUser {
-		if _, ok, err := memberSignedIn(a.env, code, nanos(now)); err != nil || !ok {
+		if _, ok, err := memberSignedIn(a.env, code, nanos(now), true); err != nil || !ok {
 			if err != nil {
 				return nil, err
 			}
@@ -268,7 +268,7 @@ func (a *installationActor) refresh(m *kitpb.RefreshGrant) (proto.Message, error
 		}
 		return a.refuse("refresh", "refresh_token_replayed", errBadRefresh)
 	}
-	if _, ok, err := memberSignedIn(a.env, ref, nanos(now)); err != nil || !ok {
+	if _, ok, err := memberSignedIn(a.env, ref, nanos(now), true); err != nil || !ok {
 		if err != nil {
 			return nil, err
 		}

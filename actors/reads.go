@@ -349,12 +349,20 @@ func KitByInstallLink(env *Env, hash []byte) (string, error) {
 
 // memberSignedIn reports whether the web session that authorized cred is
 // still on and its member still active, and until when the session lasts.
+// With fresh, it first catches up this node's replica of the workspace's
+// partition, if it holds one: a follower may not have applied a session's
+// end or a member's deactivation that its leader has answered.
 //
 // Committed before answered: sessions and users are written by the
 // workspace actor, which commits before it answers. Reading them here
 // rather than asking the workspace keeps installation → workspace calls,
 // and so a cycle, out.
-func memberSignedIn(env *Env, cred *kitpb.Credential, now int64) (sessionEnds int64, ok bool, err error) {
+func memberSignedIn(env *Env, cred *kitpb.Credential, now int64, fresh bool) (sessionEnds int64, ok bool, err error) {
+	if fresh {
+		if err := env.catchUpFor(userKey(cred.WorkspaceId, cred.UserId)); err != nil {
+			return 0, false, fmt.Errorf("catch up member %s: %w", cred.UserId, err)
+		}
+	}
 	s := &kitpb.Session{}
 	found, err := env.loadIndex(sessionKey(cred.WorkspaceId, cred.SessionId), s)
 	if err != nil || !found || s.EndedAt != 0 || now >= s.ExpiresAt || s.UserId != cred.UserId {

@@ -124,6 +124,40 @@ func TestClusterRevocationReachesEveryNode(t *testing.T) {
 	}
 }
 
+// A member deactivated through one node has their user tokens refused
+// through every node on the next request (SPEC.md: a user token acts as
+// its member, bounded by the member's access). The nodes told to drop the
+// cached principal load it again from their replica of the workspace's
+// partition, which must first catch up: a follower that has not applied
+// the deactivation yet found the member active and cached the token anew.
+func TestClusterDeactivationReachesEveryNode(t *testing.T) {
+	c := startCluster(t, 3)
+	env := newBotEnv(t, c.nodes[0])
+	for round, via := range c.nodes {
+		u := env.W.user(t, "member")
+		tok := userToken(t, env.In, u.ID)
+		for _, s := range c.nodes {
+			want(t, s.api(t, tok, "GET", "/auth/test", nil, nil), 200) // cached on each node
+		}
+		want(t, via.ops(t, "DELETE", "/ops/v1/users/"+u.ID, nil), 200)
+		got := make([]int, len(c.nodes))
+		var wg sync.WaitGroup
+		for i, s := range c.nodes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[i] = s.api(t, tok, "GET", "/auth/test", nil, nil).Status
+			}()
+		}
+		wg.Wait()
+		for i, s := range c.nodes {
+			if again := s.api(t, tok, "GET", "/auth/test", nil, nil).Status; got[i] != 401 || again != 401 {
+				t.Errorf("round %d (deactivated via n%d): n%d answered %d, then %d; want 401", round, round+1, i+1, got[i], again)
+			}
+		}
+	}
+}
+
 // An installation's write bucket lives with the installation, on one
 // leader: writes spread over every node still meet 429 once the
 // installation spent its 50 a minute (docs/api.md "Limits").
