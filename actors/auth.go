@@ -112,19 +112,9 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 	if !ids.WellFormed(s, ids.BotToken) && !ids.WellFormed(s, ids.UserToken) && !strings.HasPrefix(s, ids.DeveloperToken) {
 		return nil, errInvalidToken
 	}
-	cred := &kitpb.Credential{}
-	found, err := a.env.loadIndex(credentialKey(hash[:]), cred)
+	cred, found, err := a.credential(hash, now)
 	if err != nil {
-		return nil, fmt.Errorf("load credential: %w", err)
-	}
-	if found && a.env.Reads != nil && a.changedLately("c"+string(hash[:]), now) {
-		// This node's replica may not have applied the change yet.
-		if err := a.env.catchUpFor(credentialKey(hash[:])); err != nil {
-			return nil, fmt.Errorf("load credential: %w", err)
-		}
-		if found, err = a.env.loadIndex(credentialKey(hash[:]), cred); err != nil {
-			return nil, fmt.Errorf("load credential: %w", err)
-		}
+		return nil, err
 	}
 	if !found || cred.RevokedAt != 0 || (cred.ExpiresAt != 0 && now >= cred.ExpiresAt) {
 		return nil, errInvalidToken
@@ -184,6 +174,42 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 		BotId: cred.BotId, UserId: cred.UserId, Interactive: in.Interactive,
 	}
 	return p, nil
+}
+
+// credential loads the credential record of the secret whose hash is
+// hash, caught up with its leader if it changed lately: this node's
+// replica may not have applied the change yet.
+func (a *Authenticator) credential(hash [32]byte, now int64) (*kitpb.Credential, bool, error) {
+	cred := &kitpb.Credential{}
+	found, err := a.env.loadIndex(credentialKey(hash[:]), cred)
+	if err != nil {
+		return nil, false, fmt.Errorf("load credential: %w", err)
+	}
+	if found && a.env.Reads != nil && a.changedLately("c"+string(hash[:]), now) {
+		if err := a.env.catchUpFor(credentialKey(hash[:])); err != nil {
+			return nil, false, fmt.Errorf("load credential: %w", err)
+		}
+		if found, err = a.env.loadIndex(credentialKey(hash[:]), cred); err != nil {
+			return nil, false, fmt.Errorf("load credential: %w", err)
+		}
+	}
+	return cred, found, nil
+}
+
+// memberActive reports whether the member is an active user of the
+// workspace, caught up with its leader if the member changed lately.
+func (a *Authenticator) memberActive(workspaceID, userID string, now int64) (bool, error) {
+	if a.env.Reads != nil && a.changedLately("u"+userID, now) {
+		if err := a.env.catchUpFor(userKey(workspaceID, userID)); err != nil {
+			return false, fmt.Errorf("load member %s: %w", userID, err)
+		}
+	}
+	u := &kitpb.User{}
+	found, err := a.env.loadIndex(userKey(workspaceID, userID), u)
+	if err != nil {
+		return false, fmt.Errorf("load member %s: %w", userID, err)
+	}
+	return found && u.Active, nil
 }
 
 // effectiveScopes are the scopes granted that the installed version of

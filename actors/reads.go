@@ -176,22 +176,30 @@ type WebSession struct {
 	ExpiresAt   int64
 }
 
-// Session returns the web session of a kit_session cookie value.
+// Session returns the web session of a kit_session cookie value: one not
+// ended, not expired, of a member still active (a session ends with its
+// member, as the user tokens it authorized do).
 //
-// Committed before answered: ending a session deletes its credential
-// record before the end answers, so this read is always current; sessions
-// are not cached, as the app host is not on the hot path.
+// Committed before answered: ending a session or deactivating a member
+// commits before it answers, and the reads catch up after such a change
+// (credential, memberActive); sessions are not cached, as the app host is
+// not on the hot path.
 func (a *Authenticator) Session(secret []byte) (*WebSession, error) {
 	if !ids.WellFormed(string(secret), ids.SessionCookie) {
 		return nil, errInvalidToken
 	}
-	hash := sha256.Sum256(secret)
-	cred := &kitpb.Credential{}
-	found, err := a.env.loadIndex(credentialKey(hash[:]), cred)
+	now := nanos(a.env.Clock.Now())
+	cred, found, err := a.credential(sha256.Sum256(secret), now)
 	if err != nil {
-		return nil, fmt.Errorf("load session: %w", err)
+		return nil, err
 	}
-	if !found || cred.Kind != credSession || cred.RevokedAt != 0 || nanos(a.env.Clock.Now()) >= cred.ExpiresAt {
+	if !found || cred.Kind != credSession || cred.RevokedAt != 0 || now >= cred.ExpiresAt {
+		return nil, errInvalidToken
+	}
+	switch active, err := a.memberActive(cred.WorkspaceId, cred.UserId, now); {
+	case err != nil:
+		return nil, err
+	case !active:
 		return nil, errInvalidToken
 	}
 	return &WebSession{ID: cred.TokenId, WorkspaceID: cred.WorkspaceId, UserID: cred.UserId, ExpiresAt: cred.ExpiresAt}, nil

@@ -53,4 +53,17 @@ func TestMemberSession(t *testing.T) {
 		want(t, s.ops(t, "DELETE", "/ops/v1/sessions/"+otherID, nil), 200)
 		wantError(t, memberCall(t, s, "GET", "/app/api/session", other, "", nil), 401, "unauthenticated")
 	})
+	t.Run("a deactivated member's session: 401 unauthenticated", func(t *testing.T) {
+		// docs/credentials.md: deactivating the member ends what their
+		// sessions authorized, and the sessions themselves.
+		gone := w.user(t, "member")
+		cookie, _ := webSession(t, s, gone.ID)
+		csrf := memberSession(t, s, cookie)
+		want(t, s.ops(t, "DELETE", "/ops/v1/users/"+gone.ID, nil), 200)
+		wantError(t, memberCall(t, s, "GET", "/app/api/session", cookie, "", nil), 401, "unauthenticated")
+		wantError(t, memberCall(t, s, "POST", "/app/api/commands", cookie, csrf, map[string]any{"conversationId": newUUID(), "command": "/x", "text": ""}), 401, "unauthenticated")
+		if r := s.page(t, "GET", "/app/", cookie, nil); csrfField.Match(r.Body) {
+			t.Fatalf("the home page is signed in for a deactivated member's session%s", r)
+		}
+	})
 }
