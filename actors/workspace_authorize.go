@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -89,6 +90,12 @@ func (a *workspaceActor) authorize(m *kitpb.Authorize) (proto.Message, error) {
 		}
 	default:
 		return nil, kiterr.Invalid("token_type", "must be bot or user")
+	}
+	if m.Issue && m.CheckShown && !slices.Equal(m.ShownScopes, scopes) {
+		// The installation changed since the consent page: the member
+		// approves only what was shown (as the install page refuses a
+		// version that is no longer the one shown).
+		return nil, kiterr.New(kiterr.Conflict, "the Kit's permissions changed since the consent page was shown")
 	}
 	if m.Issue {
 		if _, err := cluster.Call[*kitpb.Ok](a.env.Host, KindInstallation, instID, &kitpb.IssueCode{

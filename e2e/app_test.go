@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"html"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -209,6 +211,64 @@ func TestApp_SignIn(t *testing.T) {
 		r := s.page(t, "POST", "/app/signin", csrfCookie, f)
 		if loc := r.Header.Get("Location"); loc != "/app/" {
 			t.Errorf("Location %q, want /app/%s", loc, r)
+		}
+	})
+}
+
+// pageForm is the form of an authorize page as a browser submits it: every
+// hidden input, and the decision.
+func pageForm(page *Resp, decision string) url.Values {
+	form := url.Values{}
+	for _, m := range hiddenInput.FindAllSubmatch(page.Body, -1) {
+		form.Set(html.UnescapeString(string(m[1])), html.UnescapeString(string(m[2])))
+	}
+	form.Set("decision", decision)
+	return form
+}
+
+var hiddenInput = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+
+// OPERATIONS.md section 3: the consent page names the scopes, and the
+// member approves what it named. An update of the installation between the
+// page and the approval that asks for more is refused with a 409 page, as
+// the install page refuses a version that is no longer the one it showed
+// (docs/decisions.md): the code carried the wider scopes.
+func TestApp_ConsentGrantsOnlyTheScopesShown(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	w := newWorkspace(t, s)
+	k := &Kit{Slug: newSlug(), Version: "1.0.0", Scopes: baseScopes}
+	k.Manifest = withOAuth(manifest(k.Slug, "1.0.0", baseScopes), "1.0.0", []string{"conversations:read"})
+	r := w.uploadVersion(t, k.Manifest, true)
+	want(t, r, 201)
+	k.ID = r.Str("kitId")
+	in := w.install(t, k)
+	secret := in.prepareOAuth(t)
+	cookie, _ := webSession(t, s, w.Mem.ID)
+	verifier, challenge := pkce()
+	pageOf := func() *Resp {
+		page := s.page(t, "GET", "/app/kits/authorize?"+authorizeQuery(in, "user", challenge, "st-1").Encode(), cookie, nil)
+		want(t, page, 200)
+		return page
+	}
+
+	t.Run("the page's own form gives a code of the scopes it named", func(t *testing.T) {
+		code := redirected(t, s.page(t, "POST", "/app/kits/authorize", cookie, pageForm(pageOf(), "approve"))).Get("code")
+		ex := exchange(t, in, secret, code, verifier)
+		want(t, ex, 200)
+		if got := strs(jarr(ex.JSON, "scopes")); len(got) != 1 || got[0] != "conversations:read" {
+			t.Fatalf("scopes %v, want the page's [conversations:read]%s", got, ex)
+		}
+	})
+	t.Run("an installation that asks for more since the page: 409, no code", func(t *testing.T) {
+		page := pageOf()
+		wider := withOAuth(k.Manifest, "1.1.0", []string{"conversations:read", "messages:read", "users:read"})
+		want(t, w.uploadVersion(t, wider, true), 201)
+		want(t, s.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/installations", map[string]any{"kitId": k.ID}), 201)
+		r := s.page(t, "POST", "/app/kits/authorize", cookie, pageForm(page, "approve"))
+		want(t, r, 409)
+		if r.Header.Get("Location") != "" {
+			t.Fatalf("redirected%s", r)
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/url"
+	"strings"
 
 	"github.com/valyala/fasthttp"
 
@@ -25,7 +26,8 @@ var _ = template.Must(pages.New("consent").Parse(`
 {{else}}<p>It asks for no permissions beyond knowing it is installed.</p>{{end}}
 <form method="post" action="/app/kits/authorize">
 {{range .Hidden}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">
-{{end}}<input type="hidden" name="csrf" value="{{.CSRF}}">
+{{end}}<input type="hidden" name="scopes" value="{{.ShownScopes}}">
+<input type="hidden" name="csrf" value="{{.CSRF}}">
 <button type="submit" name="decision" value="approve" class="primary">Approve</button>
 <button type="submit" name="decision" value="deny">Deny</button>
 </form>
@@ -165,6 +167,7 @@ func (s *Server) AuthorizePage(ctx *fasthttp.RequestCtx) {
 	type hidden struct{ Name, Value string }
 	data := struct {
 		Title, Kit, Slug, Workspace, Member, CSRF string
+		ShownScopes                               string
 		User                                      bool
 		Scopes                                    []scope
 		Hidden                                    []hidden
@@ -175,6 +178,7 @@ func (s *Server) AuthorizePage(ctx *fasthttp.RequestCtx) {
 	for _, sc := range r.Scopes {
 		data.Scopes = append(data.Scopes, scope{sc, ScopeInWords(sc)})
 	}
+	data.ShownScopes = strings.Join(r.Scopes, " ")
 	for _, p := range authorizeParams {
 		if v := req.values[p]; v != "" {
 			data.Hidden = append(data.Hidden, hidden{p, v})
@@ -221,6 +225,11 @@ func (s *Server) Authorize(ctx *fasthttp.RequestCtx) {
 		h := ids.Hash(code)
 		m := req.message(sess)
 		m.Issue, m.CodeHash = true, h[:]
+		// The scopes the consent page showed; a form without them (built
+		// by hand from the query) is not checked.
+		if shown := f.Peek("scopes"); shown != nil {
+			m.CheckShown, m.ShownScopes = true, strings.Fields(string(shown))
+		}
 		if _, err := ask[*kitpb.AuthorizeReply](s, actors.KindWorkspace, sess.WorkspaceID, m); err != nil {
 			s.authorizeFail(ctx, err)
 			return

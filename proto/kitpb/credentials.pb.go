@@ -973,6 +973,10 @@ type Authorize struct {
 	CodeChallenge string                 `protobuf:"bytes,6,opt,name=code_challenge,json=codeChallenge,proto3" json:"code_challenge,omitempty"`
 	Issue         bool                   `protobuf:"varint,7,opt,name=issue,proto3" json:"issue,omitempty"`
 	CodeHash      []byte                 `protobuf:"bytes,8,opt,name=code_hash,json=codeHash,proto3" json:"code_hash,omitempty"`
+	// The scopes the consent page showed (with issue): a code is issued only
+	// when they are still what the token would carry.
+	ShownScopes   []string `protobuf:"bytes,9,rep,name=shown_scopes,json=shownScopes,proto3" json:"shown_scopes,omitempty"`
+	CheckShown    bool     `protobuf:"varint,10,opt,name=check_shown,json=checkShown,proto3" json:"check_shown,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1061,6 +1065,20 @@ func (x *Authorize) GetCodeHash() []byte {
 		return x.CodeHash
 	}
 	return nil
+}
+
+func (x *Authorize) GetShownScopes() []string {
+	if x != nil {
+		return x.ShownScopes
+	}
+	return nil
+}
+
+func (x *Authorize) GetCheckShown() bool {
+	if x != nil {
+		return x.CheckShown
+	}
+	return false
 }
 
 type AuthorizeReply struct {
@@ -1227,7 +1245,7 @@ const file_credentials_proto_rawDesc = "" +
 	"\x10TakeSignInChoice\x12\x1f\n" +
 	"\vsecret_hash\x18\x01 \x01(\fR\n" +
 	"secretHash\x12!\n" +
-	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\"\xf6\x01\n" +
+	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\"\xba\x02\n" +
 	"\tAuthorize\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x1d\n" +
 	"\n" +
@@ -1238,7 +1256,11 @@ const file_credentials_proto_rawDesc = "" +
 	"\fredirect_uri\x18\x05 \x01(\tR\vredirectUri\x12%\n" +
 	"\x0ecode_challenge\x18\x06 \x01(\tR\rcodeChallenge\x12\x14\n" +
 	"\x05issue\x18\a \x01(\bR\x05issue\x12\x1b\n" +
-	"\tcode_hash\x18\b \x01(\fR\bcodeHash\"\xdf\x01\n" +
+	"\tcode_hash\x18\b \x01(\fR\bcodeHash\x12!\n" +
+	"\fshown_scopes\x18\t \x03(\tR\vshownScopes\x12\x1f\n" +
+	"\vcheck_shown\x18\n" +
+	" \x01(\bR\n" +
+	"checkShown\"\xdf\x01\n" +
 	"\x0eAuthorizeReply\x12(\n" +
 	"\x10kit_display_name\x18\x01 \x01(\tR\x0ekitDisplayName\x12\x19\n" +
 	"\bkit_slug\x18\x02 \x01(\tR\akitSlug\x12%\n" +
