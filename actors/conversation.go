@@ -207,6 +207,10 @@ func (a *conversationActor) addMember(m *kitpb.AddMember) (proto.Message, error)
 	if _, ok := a.members[m.UserId]; ok {
 		return &kitpb.Ok{}, nil
 	}
+	if a.conv.Kind == "dm" {
+		// A dm is between exactly two people (its creation's rule).
+		return nil, kiterr.New(kiterr.Conflict, "a dm has exactly two members")
+	}
 	mem := &kitpb.Member{UserId: m.UserId, JoinedAt: nanos(a.env.Clock.Now())}
 	// The member's entry first, the member last: a retry finds no member.
 	index, b := a.env.newBatch(), a.env.newBatch()

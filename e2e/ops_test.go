@@ -388,4 +388,22 @@ func TestOps_Errors(t *testing.T) {
 		}
 		checkErrorBody(t, r)
 	})
+
+	t.Run("a dm keeps its two members: a third is 409", func(t *testing.T) {
+		// As its creation requires exactly two (memberIds).
+		r := s.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/conversations", map[string]any{
+			"kind": "dm", "visibility": "private", "memberIds": []string{w.Owner.ID, w.Mem.ID},
+		})
+		want(t, r, 201)
+		dm := r.Str("conversation.id")
+		wantError(t, s.ops(t, "POST", "/ops/v1/conversations/"+dm+"/members", map[string]any{"userId": w.Admin.ID}), 409, "conflict")
+		want(t, s.ops(t, "POST", "/ops/v1/conversations/"+dm+"/members", map[string]any{"userId": w.Mem.ID}), 200) // already one: as before
+	})
+
+	t.Run("a deactivated user is not added to a conversation: 404", func(t *testing.T) {
+		// As its creation refuses one (memberIds[i]).
+		gone := w.user(t, "member")
+		want(t, s.ops(t, "DELETE", "/ops/v1/users/"+gone.ID, nil), 200)
+		wantError(t, s.ops(t, "POST", "/ops/v1/conversations/"+c.ID+"/members", map[string]any{"userId": gone.ID}), 404, "not_found")
+	})
 }

@@ -406,6 +406,12 @@ func TestToolInvokeRefusals(t *testing.T) {
 			wantError(t, r, tc.status, tc.code)
 		})
 	}
+	t.Run("a key given twice in the arguments: 400 at arguments", func(t *testing.T) {
+		// docs/decisions.md "Request bodies": at any depth. The arguments
+		// go to the Kit as sent, whose parser would pick one.
+		body := raw(`{"installationId":"` + e.in.ID + `","conversationId":"` + e.conv + `","tool":"lookup","arguments":{"a":"sentinel-1","a":"sentinel-2"}}`)
+		wantValidation(t, e.invoke(t, body), "arguments", "sentinel-1", "sentinel-2")
+	})
 	t.Run("a member of another workspace: the installation is 404", func(t *testing.T) {
 		other := newWorkspace(t, e.s)
 		cookie, _ := webSession(t, e.s, other.Mem.ID)

@@ -265,6 +265,13 @@ func (s *Server) opAddMember(in call) (reply, error) {
 	}
 	ws, err := s.ownerOf(*body.UserID, "user")
 	if err == nil {
+		// Only an active user may join, as on creation (memberIds).
+		var u *kitpb.UserReply
+		if u, err = ask[*kitpb.UserReply](s, actors.KindWorkspace, ws, &kitpb.GetUser{UserId: *body.UserID}); err == nil && !u.User.Active {
+			err = kiterr.Absent("user")
+		}
+	}
+	if err == nil {
 		_, err = ask[*kitpb.Ok](s, actors.KindConversation, convID, &kitpb.AddMember{UserId: *body.UserID, UserWorkspaceId: ws})
 	}
 	return okOr(err)
