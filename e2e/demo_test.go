@@ -3,10 +3,12 @@ package e2e
 import (
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/kitd/kitd/http/tlscert/tlscerttest"
 	"github.com/kitd/kitd/internal/eventually"
 )
 
@@ -90,4 +92,27 @@ func TestDemoCommandsWork(t *testing.T) {
 			t.Fatalf("kit %s: %v\n%s", m[3], err, got)
 		}
 	})
+}
+
+// The demo calls the node itself: over HTTPS with a certificate that no
+// system root signed (self-signed, or a private CA's), it trusts the one
+// the node serves. It failed with "certificate signed by unknown
+// authority" and made no workspace.
+func TestDemoOverHTTPS(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	pair := tlscerttest.New(t, "kitd-e2e-demo")
+	pair.Write(t, certFile, keyFile)
+	for _, line := range strings.Split(string(pair.KeyPEM), "\n") {
+		if !strings.HasPrefix(line, "-----") {
+			secrets.seen.add(line) // the output must never hold the key
+		}
+	}
+	s := startServerOpts(t, ServerOpts{Args: []string{"--demo", "--tls-cert", certFile, "--tls-key", keyFile}})
+	if !eventually.Holds(eventually.Within, func() bool {
+		return strings.Contains(s.out.tail(64<<10), "bin/kit kits show") || strings.Contains(s.out.tail(64<<10), "demo workspace")
+	}) || !strings.Contains(s.out.tail(64<<10), "Demo workspace created") {
+		t.Fatalf("no demo workspace over HTTPS%s", s.tail(4<<10))
+	}
 }

@@ -2,11 +2,17 @@ package server
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"time"
+
+	"github.com/kitd/kitd/http/tlscert"
 )
 
 const demoManifest = `{
@@ -29,9 +35,9 @@ const (
 )
 
 // createDemo builds a demo workspace through the server's own operator and
-// developer APIs, so the demo exercises exactly what a client would.
-func createDemo(publicURL, opToken string, out io.Writer) error {
-	c := &demoClient{base: publicURL, http: &http.Client{Timeout: 30 * time.Second}}
+// developer APIs, so the demo exercises exactly what a client would, and
+// prints it with the commands to try at publicURL.
+func createDemo(c *demoClient, publicURL, opToken string, out io.Writer) error {
 	var ws struct{ Workspace struct{ ID string } }
 	if err := c.do(opToken, "POST", "/ops/v1/workspaces", map[string]any{"name": "Demo"}, &ws); err != nil {
 		return err
@@ -98,6 +104,33 @@ The developer CLI (make build puts it in bin/kit):
 type demoClient struct {
 	base string
 	http *http.Client
+}
+
+// newDemoClient calls the node itself at its listener addr, whatever
+// --public-url names (a proxy in front may not be up yet). With certs
+// (HTTPS) it trusts the certificate the node serves, and nothing else:
+// a certificate of a private CA, or self-signed, is no system root's.
+func newDemoClient(addr net.Addr, certs *tlscert.Holder) *demoClient {
+	host := addr.String()
+	if a, ok := addr.(*net.TCPAddr); ok && a.IP.IsUnspecified() {
+		host = net.JoinHostPort("localhost", strconv.Itoa(a.Port))
+	}
+	tr := &http.Transport{Proxy: nil}
+	c := &demoClient{base: "http://" + host, http: &http.Client{Timeout: 30 * time.Second, Transport: tr}}
+	if certs != nil {
+		c.base = "https://" + host
+		tr.TLSClientConfig = &tls.Config{
+			InsecureSkipVerify: true, // no chain to verify: the leaf itself is checked
+			VerifyConnection: func(cs tls.ConnectionState) error {
+				own := certs.Current()
+				if len(cs.PeerCertificates) == 0 || own == nil || !bytes.Equal(cs.PeerCertificates[0].Raw, own.Certificate[0]) {
+					return errors.New("demo: the listener served a certificate other than the node's own")
+				}
+				return nil
+			},
+		}
+	}
+	return c
 }
 
 func (c *demoClient) do(token, method, path string, body, out any) error {

@@ -237,7 +237,7 @@ func (s *Server) Demo(out io.Writer) {
 	if !s.cfg.Demo || !s.fresh {
 		return
 	}
-	if err := createDemo(s.publicURL, s.opToken, out); err != nil {
+	if err := createDemo(newDemoClient(s.ln.Addr(), s.cfg.TLS), s.publicURL, s.opToken, out); err != nil {
 		s.log.Error("demo workspace", "err", err)
 	}
 }
