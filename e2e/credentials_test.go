@@ -383,3 +383,46 @@ func TestCredentials_BotGrant(t *testing.T) {
 		}
 	})
 }
+
+// An answer that carries a secret (a token, a Kit's secret, a webhook's
+// URL, a session's cookie or CSRF token) says Cache-Control: no-store: no
+// cache on the way may keep it (RFC 6749 5.1 for token answers). The
+// install link's is TestInstallLink_Lifecycle's.
+func TestCredentials_AnswersWithSecretsAreNotStored(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	w := newWorkspace(t, s)
+	k := w.webhookKit(t, 5)
+	conv := w.channel(t, "public", w.members()...)
+	in := w.install(t, k, conv.ID)
+	grant := authorizeGrant(t, in, w.Mem.ID)
+	csrfOf := func() *Resp { return memberCall(t, s, "GET", "/app/api/session", grant.Cookie, "", nil) }
+	for _, tc := range []struct {
+		name string
+		call func() *Resp
+	}{
+		{"POST /oauth/kit.access", func() *Resp { return grant.Resp }},
+		{"POST /auth/rotate", func() *Resp { return in.api(t, "POST", "/auth/rotate", nil) }},
+		{"POST /ops/v1/users/{userId}/sessions", func() *Resp { return s.ops(t, "POST", "/ops/v1/users/"+w.Mem.ID+"/sessions", nil) }},
+		{"POST /ops/v1/users/{userId}/developer-tokens", func() *Resp {
+			return s.ops(t, "POST", "/ops/v1/users/"+w.Owner.ID+"/developer-tokens", map[string]any{"name": "cache"})
+		}},
+		{"POST /ops/v1/installations/{id}/bot-tokens", func() *Resp { return s.ops(t, "POST", "/ops/v1/installations/"+in.ID+"/bot-tokens", nil) }},
+		{"POST /ops/v1/installations/{id}/webhooks", func() *Resp {
+			return s.ops(t, "POST", "/ops/v1/installations/"+in.ID+"/webhooks", map[string]any{"conversationId": conv.ID, "createdByUserId": w.Owner.ID})
+		}},
+		{"POST /ops/v1/kits/{kitId}/client-secret", func() *Resp { return s.ops(t, "POST", "/ops/v1/kits/"+k.ID+"/client-secret", nil) }},
+		{"POST /ops/v1/kits/{kitId}/signing-secret", func() *Resp { return s.ops(t, "POST", "/ops/v1/kits/"+k.ID+"/signing-secret", nil) }},
+		{"GET /app/api/session", csrfOf},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.call()
+			if r.Status/100 != 2 {
+				t.Fatalf("want a 2xx%s", r)
+			}
+			if got := r.Header.Get("Cache-Control"); got != "no-store" {
+				t.Fatalf("Cache-Control %q, want no-store%s", got, r)
+			}
+		})
+	}
+}

@@ -39,6 +39,12 @@ func (in call) param(name string) string {
 // decode reads the route's JSON object body into v (decode).
 func (in call) decode(v any) error { return decode(in.ctx, v, in.body, false) }
 
+// carriesSecret marks the answer as one that carries a secret (a token, a
+// signing or client secret, a webhook URL, a session's CSRF token): no
+// cache may keep it. RFC 6749 5.1 asks it of token answers; the other
+// secrets are worth as much.
+func (in call) carriesSecret() { in.ctx.Response.Header.Set("Cache-Control", "no-store") }
+
 // decodeOptional is decode that takes an empty body as {}.
 func (in call) decodeOptional(v any) error { return decode(in.ctx, v, in.body, true) }
 

@@ -257,6 +257,7 @@ func (s *Server) devInstall(in call) (reply, error) {
 	}{KitID: v.Kit.Id, Slug: v.Kit.Slug, Version: v.Version.Version, InstallationID: inst.Installation.Id, Endpoints: nonNil(man.EndpointURLs())}
 	if ss := done.SigningSecret; ss != nil {
 		res.SigningSecret = &signingSecretView{SigningSecret: secret, Generation: ss.Generation}
+		in.carriesSecret()
 	}
 	return jsonReply(fasthttp.StatusCreated, res)
 }

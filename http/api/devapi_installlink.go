@@ -44,8 +44,7 @@ func (s *Server) createInstallLink(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	// The only answer that carries the secret: no cache may keep it.
-	in.ctx.Response.Header.Set("Cache-Control", "no-store")
+	in.carriesSecret() // the only answer that carries the link's secret
 	return installLinkReply(fasthttp.StatusCreated, installLinkView{
 		Active: true, CreatedAt: optTime(r.CreatedAt), URL: s.publicURL + app.InstallPath + "?link=" + secret,
 	})

@@ -53,6 +53,7 @@ type sessionView struct {
 
 func (s *Server) memberSession(in call) (reply, error) {
 	secret := in.ctx.Request.Header.Cookie(app.SessionCookie)
+	in.carriesSecret()
 	return reply{status: fasthttp.StatusOK, json: sessionView{
 		UserID: in.member.UserID, WorkspaceID: in.member.WorkspaceID, CSRF: app.SessionCSRF(string(secret)),
 	}}, nil

@@ -313,6 +313,7 @@ func (s *Server) opCreateSession(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	in.carriesSecret()
 	return jsonReply(fasthttp.StatusCreated, struct {
 		SessionID string `json:"sessionId"`
 		Cookie    string `json:"cookie"`
@@ -354,6 +355,7 @@ func (s *Server) opCreateDeveloperToken(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	in.carriesSecret()
 	return jsonReply(fasthttp.StatusCreated, struct {
 		Token     string `json:"token"`
 		ID        string `json:"id"`

@@ -97,6 +97,7 @@ func (s *Server) opCreateBotToken(in call) (reply, error) {
 	if _, err := ask[*kitpb.CredentialReply](s, actors.KindInstallation, instID, &kitpb.CreateBotToken{SecretHash: hash[:]}); err != nil {
 		return reply{}, err
 	}
+	in.carriesSecret()
 	return jsonReply(fasthttp.StatusCreated, struct {
 		Token string `json:"token"`
 	}{secret})
@@ -160,6 +161,7 @@ func (s *Server) opCreateWebhook(in call) (reply, error) {
 		ConversationID string `json:"conversationId"`
 		CreatedAt      string `json:"createdAt"`
 	}
+	in.carriesSecret() // the URL holds the secret
 	return jsonReply(fasthttp.StatusCreated, struct {
 		Webhook webhookView `json:"webhook"`
 		URL     string      `json:"url"`
@@ -212,6 +214,7 @@ func (s *Server) opRotateKitSecret(in call, which string) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	in.carriesSecret()
 	if which == actors.SecretClient {
 		return jsonReply(fasthttp.StatusCreated, struct {
 			ClientSecret string `json:"clientSecret"`

@@ -30,6 +30,7 @@ func (s *Server) rotateBotToken(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	in.carriesSecret()
 	return jsonReply(fasthttp.StatusOK, kitclient.Rotation{Token: secret, PreviousTokenExpiresAt: isoTime(r.PreviousExpiresAt)})
 }
 
@@ -134,7 +135,7 @@ func (s *Server) kitAccess(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	in.ctx.Response.Header.Set("Cache-Control", "no-store")
+	in.carriesSecret()
 	// kitclient.Grant leaves out the members of the other kind of grant:
 	// a bot grant always has its bot id, a user grant its user id, refresh
 	// token and lifetime, so exactly those are left out.

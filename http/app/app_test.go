@@ -1,6 +1,7 @@
 package app
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 
@@ -101,6 +102,26 @@ func TestSessionCookieFlags(t *testing.T) {
 			c := strings.ToLower(string(ctx.Response.Header.Peek("Set-Cookie")))
 			if !strings.Contains(c, "httponly") || !strings.Contains(c, "samesite=lax") || strings.Contains(c, "secure") != tc.secure {
 				t.Fatalf("Set-Cookie %q", c)
+			}
+		})
+	}
+}
+
+func TestRedirectTargetKeepsTheRegisteredQuery(t *testing.T) {
+	code := url.Values{"code": {"kcode_x"}}
+	for _, tc := range []struct {
+		name, registered, state string
+		extra                   url.Values
+		want                    string
+	}{
+		{"no query of its own", "https://kit.example.com/cb", "s1", code, "https://kit.example.com/cb?code=kcode_x&state=s1"},
+		{"its query first, as registered", "https://kit.example.com/cb?z=1&a=2", "s1", code, "https://kit.example.com/cb?z=1&a=2&code=kcode_x&state=s1"},
+		{"its escapes as registered", "https://kit.example.com/cb?next=%2Fhome%3Fa%3Db", "", code, "https://kit.example.com/cb?next=%2Fhome%3Fa%3Db&code=kcode_x"},
+		{"a state to escape", "https://kit.example.com/cb", "a b&c", url.Values{"error": {"access_denied"}}, "https://kit.example.com/cb?error=access_denied&state=a+b%26c"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := redirectTarget(tc.registered, tc.state, tc.extra); got != tc.want {
+				t.Fatalf("redirectTarget = %s, want %s", got, tc.want)
 			}
 		})
 	}

@@ -205,19 +205,7 @@ func (s *Server) Authorize(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	target := func(extra url.Values) string {
-		u, err := url.Parse(req.values["redirect_uri"])
-		if err != nil {
-			return ""
-		}
-		q := u.Query()
-		for k, v := range extra {
-			q[k] = v
-		}
-		if st := req.values["state"]; st != "" {
-			q.Set("state", st)
-		}
-		u.RawQuery = q.Encode()
-		return u.String()
+		return redirectTarget(req.values["redirect_uri"], req.values["state"], extra)
 	}
 	switch string(f.Peek("decision")) {
 	case "approve":
@@ -245,4 +233,27 @@ func (s *Server) Authorize(ctx *fasthttp.RequestCtx) {
 	default:
 		s.errorPage(ctx, kiterr.Validation, fmt.Sprintf("The form must say %q or %q.", "approve", "deny"))
 	}
+}
+
+// redirectTarget is the registered redirect URI with the answer's
+// parameters and the state added after its own query, which stays as
+// registered, byte for byte (RFC 6749 3.1.2: it "MUST be retained"): a Kit
+// may compare it, and re-encoding it reordered and re-escaped it.
+func redirectTarget(registered, state string, extra url.Values) string {
+	u, err := url.Parse(registered)
+	if err != nil {
+		return ""
+	}
+	add := url.Values{}
+	for k, v := range extra {
+		add[k] = v
+	}
+	if state != "" {
+		add.Set("state", state)
+	}
+	if u.RawQuery != "" {
+		u.RawQuery += "&"
+	}
+	u.RawQuery += add.Encode()
+	return u.String()
 }
