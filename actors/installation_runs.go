@@ -93,9 +93,14 @@ func (a *installationActor) invokeTool(m *kitpb.InvokeTool) (proto.Message, erro
 	if !slices.Contains(a.inst.ChannelIds, m.ConversationId) {
 		return nil, kiterr.Absent("conversation")
 	}
-	if _, err := cluster.Call[*kitpb.ConversationReply](a.env.Host, KindConversation, m.ConversationId,
-		&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerUser, WorkspaceId: m.WorkspaceId, UserId: m.UserId}}); err != nil {
+	conv, err := cluster.Call[*kitpb.ConversationReply](a.env.Host, KindConversation, m.ConversationId,
+		&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerUser, WorkspaceId: m.WorkspaceId, UserId: m.UserId}})
+	if err != nil {
 		return nil, err
+	}
+	if conv.Conversation.Archived {
+		// As commands and interactions: nothing may be posted there.
+		return nil, kiterr.New(kiterr.Conflict, "conversation is archived")
 	}
 	now := a.env.Clock.Now()
 	run := &kitpb.Run{

@@ -412,6 +412,12 @@ func TestToolInvokeRefusals(t *testing.T) {
 		body := raw(`{"installationId":"` + e.in.ID + `","conversationId":"` + e.conv + `","tool":"lookup","arguments":{"a":"sentinel-1","a":"sentinel-2"}}`)
 		wantValidation(t, e.invoke(t, body), "arguments", "sentinel-1", "sentinel-2")
 	})
+	t.Run("an archived conversation: 409 conflict", func(t *testing.T) {
+		c := e.w.channel(t, "public", e.w.Owner.ID, e.w.Mem.ID)
+		want(t, e.s.ops(t, "POST", "/ops/v1/installations/"+e.in.ID+"/channels", map[string]any{"conversationId": c.ID}), 200)
+		want(t, e.s.ops(t, "POST", "/ops/v1/conversations/"+c.ID+"/archive", nil), 200)
+		wantError(t, e.invoke(t, e.call(c.ID, "lookup", map[string]any{})), 409, "conflict")
+	})
 	t.Run("a member of another workspace: the installation is 404", func(t *testing.T) {
 		other := newWorkspace(t, e.s)
 		cookie, _ := webSession(t, e.s, other.Mem.ID)
