@@ -69,6 +69,22 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 
+	t.Run("a POST that takes no body refuses a malformed one, as every route", func(t *testing.T) {
+		// docs/decisions.md "Request bodies": an empty body or an object
+		// is taken, anything else is 400, and nothing is made.
+		for _, c := range []call{
+			{"operator POST /users/{userId}/sessions", "POST", "/ops/v1/users/" + env.W.Mem.ID + "/sessions", s.OpToken},
+			{"operator POST /installations/{id}/bot-tokens", "POST", "/ops/v1/installations/" + env.In.ID + "/bot-tokens", s.OpToken},
+			{"operator POST /conversations/{id}/archive", "POST", "/ops/v1/conversations/" + env.Chan.ID + "/archive", s.OpToken},
+			{"operator POST /kits/{kitId}/client-secret", "POST", "/ops/v1/kits/" + env.Kit.ID + "/client-secret", s.OpToken},
+			{"developer POST /dev/kits/{kitId}/versions/{version}/publish", "POST", "/api/v1/dev/kits/" + env.Kit.ID + "/versions/" + env.Kit.Version + "/publish", env.W.Dev},
+			{"web POST /auth/rotate", "POST", "/api/v1/auth/rotate", env.In.Token},
+		} {
+			wantError(t, s.do(t, c.method, c.path, c.token, raw(`not json`), nil), 400, "validation_error")
+		}
+		want(t, env.In.api(t, "GET", "/auth/test", nil), 200) // the bot token was not rotated
+	})
+
 	t.Run("charset parameter on application/json is accepted", func(t *testing.T) {
 		r := s.do(t, "POST", "/api/v1/messages", env.In.Token, raw(`{`+convField+`"text":"utf8"}`),
 			map[string]string{"Content-Type": "application/json; charset=utf-8"})

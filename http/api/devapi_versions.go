@@ -76,6 +76,9 @@ func (s *Server) publishVersion(in call) (reply, error) {
 	if err := validID("kit", kitID); err != nil {
 		return reply{}, err
 	}
+	if err := in.decodeOptional(&struct{}{}); err != nil {
+		return reply{}, err
+	}
 	r, err := ask[*kitpb.VersionReply](s, actors.KindKit, kitID, &kitpb.PublishVersion{WorkspaceId: in.p.Caller.WorkspaceId, Version: version})
 	if err != nil {
 		return reply{}, err

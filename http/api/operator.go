@@ -303,6 +303,9 @@ func (s *Server) opArchive(in call) (reply, error) {
 
 func (s *Server) opCreateSession(in call) (reply, error) {
 	userID := in.param("userId")
+	if err := in.decodeOptional(&struct{}{}); err != nil {
+		return reply{}, err
+	}
 	ws, err := s.ownerOf(userID, "user")
 	if err != nil {
 		return reply{}, err

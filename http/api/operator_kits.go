@@ -92,6 +92,9 @@ func (s *Server) opCreateBotToken(in call) (reply, error) {
 	if err := validID("installation", instID); err != nil {
 		return reply{}, err
 	}
+	if err := in.decodeOptional(&struct{}{}); err != nil {
+		return reply{}, err
+	}
 	secret := ids.NewSecret(ids.BotToken)
 	hash := ids.Hash(secret)
 	if _, err := ask[*kitpb.CredentialReply](s, actors.KindInstallation, instID, &kitpb.CreateBotToken{SecretHash: hash[:]}); err != nil {
