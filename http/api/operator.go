@@ -63,7 +63,7 @@ func (s *Server) opCreateWorkspace(in call) (reply, error) {
 	}
 	err := in.decode(&body)
 	if err == nil {
-		err = input.FirstError(input.RequireString("name", body.Name, 1, 80), notBlankPtr("name", body.Name))
+		err = input.FirstError(input.RequireString("name", body.Name, 1, 80), plainName("name", body.Name))
 	}
 	if err != nil {
 		return reply{}, err
@@ -77,11 +77,13 @@ func (s *Server) opCreateWorkspace(in call) (reply, error) {
 	}{workspaceView{r.Workspace.Id, r.Workspace.Name, r.Workspace.Sandbox}})
 }
 
-func notBlankPtr(path string, v *string) error {
+// plainName checks a name given (v may be nil: its presence is checked
+// apart): not blank, no control characters.
+func plainName(path string, v *string) error {
 	if v == nil {
 		return nil
 	}
-	return input.NotBlank(path, *v)
+	return input.FirstError(input.Plain(path, *v), input.NotBlank(path, *v))
 }
 
 func (s *Server) opCreateUser(in call) (reply, error) {
@@ -98,7 +100,7 @@ func (s *Server) opCreateUser(in call) (reply, error) {
 	err := in.decode(&body)
 	if err == nil {
 		err = input.FirstError(
-			input.RequireString("displayName", body.DisplayName, 1, 80), notBlankPtr("displayName", body.DisplayName),
+			input.RequireString("displayName", body.DisplayName, 1, 80), plainName("displayName", body.DisplayName),
 			optionalEmail(body.Email),
 			input.RequireString("role", body.Role, 1, 20),
 		)
@@ -238,12 +240,12 @@ func conversationShape(kind, visibility string, name, topic *string, members *[]
 		}
 	}
 	if name != nil {
-		if err := input.FirstError(input.StringLen("name", *name, 1, 80), input.NotBlank("name", *name)); err != nil {
+		if err := input.FirstError(input.StringLen("name", *name, 1, 80), plainName("name", name)); err != nil {
 			return err
 		}
 	}
 	if topic != nil {
-		return input.StringLen("topic", *topic, 0, 250)
+		return input.FirstError(input.StringLen("topic", *topic, 0, 250), input.Plain("topic", *topic))
 	}
 	return nil
 }
@@ -336,7 +338,7 @@ func (s *Server) opCreateDeveloperToken(in call) (reply, error) {
 	}
 	err := in.decode(&body)
 	if err == nil {
-		err = input.FirstError(input.RequireString("name", body.Name, 1, 80), notBlankPtr("name", body.Name))
+		err = input.FirstError(input.RequireString("name", body.Name, 1, 80), plainName("name", body.Name))
 	}
 	if err == nil && body.TTLSeconds != nil && (*body.TTLSeconds < 60 || *body.TTLSeconds > 365*24*3600) {
 		err = kiterr.Invalid("ttlSeconds", "must be from 60 to 31536000")

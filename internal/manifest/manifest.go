@@ -25,6 +25,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/kitd/kitd/internal/plaintext"
 	"github.com/kitd/kitd/kitclient/dev"
 )
 
@@ -324,10 +325,7 @@ func (c *checker) text(path string, n *node, lo, hi int, multiline bool) (string
 		if blank && !unicode.IsSpace(r) {
 			blank = false
 		}
-		if r < 0x20 && !(multiline && (r == '\n' || r == '\t')) ||
-			r >= 0x7f && (unicode.IsControl(r) || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069) {
-			// Bidirectional overrides could make a consent screen read
-			// differently from what was submitted.
+		if plaintext.Forbidden(r, multiline) {
 			control = true
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/plaintext"
 )
 
 // RequireString checks a required string of minLen to maxLen characters.
@@ -36,6 +37,15 @@ func StringLen(path, v string, minLen, maxLen int) error {
 	}
 	if n > maxLen {
 		return kiterr.Invalid(path, "must be at most "+strconv.Itoa(maxLen)+" characters")
+	}
+	return nil
+}
+
+// Plain checks that v, a name or a single line, holds no control
+// character and no bidirectional override (plaintext.Forbidden).
+func Plain(path, v string) error {
+	if strings.IndexFunc(v, func(r rune) bool { return plaintext.Forbidden(r, false) }) >= 0 {
+		return kiterr.Invalid(path, "must not contain control characters")
 	}
 	return nil
 }

@@ -66,3 +66,17 @@ func TestRequireUUID(t *testing.T) {
 		})
 	}
 }
+
+func TestPlain(t *testing.T) {
+	for _, tt := range []struct {
+		name, v, wantPath string
+	}{
+		{"a name of any script is plain", "Zoë Ødegård 张伟 👩‍💻", "-"},
+		{"NUL is refused", "a\x00b", "name"},
+		{"a line break is refused", "a\nb", "name"},
+		{"a C1 control is refused", "a\u0085b", "name"},
+		{"a right-to-left override is refused", "evil\u202egnp.exe", "name"},
+	} {
+		t.Run(tt.name, func(t *testing.T) { kiterrtest.WantPath(t, Plain("name", tt.v), tt.wantPath) })
+	}
+}

@@ -1,9 +1,6 @@
 package upload
 
 import (
-	"strings"
-	"unicode"
-
 	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/kiterr"
 )
@@ -83,10 +80,7 @@ func fileName(name *string) error {
 	if err := input.RequireString("name", name, 1, maxFileName); err != nil {
 		return err
 	}
-	if strings.IndexFunc(*name, unicode.IsControl) >= 0 {
-		return kiterr.Invalid("name", "must not contain control characters")
-	}
-	return input.NotBlank("name", *name)
+	return input.FirstError(input.Plain("name", *name), input.NotBlank("name", *name))
 }
 
 func requireEnum(path string, v *string, allowed ...string) error {
