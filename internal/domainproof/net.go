@@ -97,23 +97,83 @@ func New(cfg Config) *Checker {
 }
 
 // DialPublicOnly is a net.Dialer Control func that refuses every address
-// that is not a public unicast one (loopback, private, link-local, shared
-// and unspecified addresses): checked on the address actually dialled, so
-// a name that resolves to an internal address (DNS rebinding) is refused
-// too. Deliveries to Kits use it as well.
+// that is not a public unicast one (loopback, private, link-local, shared,
+// unspecified and the other special-purpose addresses, and IPv6 addresses
+// that a translator or tunnel takes to such an IPv4 address): checked on
+// the address actually dialled, so a name that resolves to an internal
+// address (DNS rebinding) is refused too. Deliveries to Kits use it as
+// well.
 func DialPublicOnly(network, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("dial %s %s: %w", network, address, err)
 	}
-	a := ap.Addr().Unmap()
-	// 100.64.0.0/10 (RFC 6598, carrier-grade NAT) is not global either, yet
-	// IsPrivate leaves it out.
-	shared := a.Is4() && a.As4()[0] == 100 && a.As4()[1]&0xc0 == 64
-	if !a.IsGlobalUnicast() || a.IsPrivate() || shared {
+	if !public(ap.Addr()) {
 		return fmt.Errorf("dial %s: %w", address, errNotPublic)
 	}
 	return nil
+}
+
+// public reports whether a is a public unicast address: global unicast,
+// in none of the special-purpose blocks below, and, for an IPv6 address
+// that carries an IPv4 one (NAT64's well-known prefix, 6to4, the
+// deprecated IPv4-compatible form), carrying a public one. On a host with
+// NAT64 or a 6to4 relay, 64:ff9b::a00:5 reaches 10.0.0.5.
+func public(a netip.Addr) bool {
+	a = a.Unmap()
+	if !a.IsGlobalUnicast() || a.IsPrivate() {
+		return false
+	}
+	for _, p := range notPublic {
+		if p.Contains(a) {
+			return false
+		}
+	}
+	if v4, ok := carriedIPv4(a); ok {
+		return public(v4)
+	}
+	return true
+}
+
+// notPublic are the special-purpose blocks (IANA's registries) that
+// IsGlobalUnicast and IsPrivate leave in.
+var notPublic = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"),   // shared address space (carrier-grade NAT)
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation
+	netip.MustParsePrefix("192.88.99.0/24"),  // 6to4 relay anycast
+	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation
+	netip.MustParsePrefix("203.0.113.0/24"),  // documentation
+	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and the limited broadcast
+	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
+	netip.MustParsePrefix("100::/64"),        // discard-only
+	netip.MustParsePrefix("2001::/32"),       // Teredo, whose IPv4 is obscured
+	netip.MustParsePrefix("2001:db8::/32"),   // documentation
+	netip.MustParsePrefix("fec0::/10"),       // site-local, deprecated
+}
+
+var (
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour  = netip.MustParsePrefix("2002::/16")
+	compatible = netip.MustParsePrefix("::/96")
+)
+
+// carriedIPv4 is the IPv4 address an IPv6 address of NAT64's well-known
+// prefix, of 6to4 or of the IPv4-compatible form carries.
+func carriedIPv4(a netip.Addr) (netip.Addr, bool) {
+	if !a.Is6() {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	switch {
+	case nat64.Contains(a), compatible.Contains(a):
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
+	case sixToFour.Contains(a):
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+	}
+	return netip.Addr{}, false
 }
 
 type dnsResolver struct {

@@ -230,6 +230,19 @@ func TestDialGuardRules(t *testing.T) {
 		{"carrier-grade NAT space is refused", "100.64.0.1:443", false},
 		{"the unspecified address is refused", "0.0.0.0:443", false},
 		{"loopback mapped into IPv6 is refused", "[::ffff:127.0.0.1]:443", false},
+		{"NAT64 of a private address is refused", "[64:ff9b::a00:5]:443", false},
+		{"NAT64 of the cloud metadata address is refused", "[64:ff9b::a9fe:a9fe]:443", false},
+		{"NAT64 of a public address is dialed", "[64:ff9b::808:808]:443", true},
+		{"local-use NAT64 is refused", "[64:ff9b:1::808:808]:443", false},
+		{"6to4 of a private address is refused", "[2002:a00:5::1]:443", false},
+		{"6to4 of a public address is dialed", "[2002:808:808::1]:443", true},
+		{"IPv4-compatible loopback is refused", "[::7f00:1]:443", false},
+		{"Teredo is refused", "[2001:0:4136:e378:8000:63bf:3fff:fdd2]:443", false},
+		{"documentation space is refused", "[2001:db8::1]:443", false},
+		{"benchmarking space is refused", "198.18.0.1:443", false},
+		{"reserved space is refused", "240.0.0.1:443", false},
+		{"\"this network\" is refused", "0.1.2.3:443", false},
+		{"IETF protocol assignments are refused", "192.0.0.8:443", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
