@@ -199,7 +199,7 @@ func (a *kitActor) upload(m *kitpb.UploadVersion) (proto.Message, error) {
 		Distribution: man.Distribution, Manifest: m.Manifest,
 	}
 	if m.Publish {
-		if err := publishable(man, VerifiedDomainNames(a.domains)); err != nil {
+		if err := Publishable(man, VerifiedDomainNames(a.domains)); err != nil {
 			return nil, err
 		}
 		v.Published, v.PublishedAt = true, now
@@ -237,16 +237,18 @@ func (a *kitActor) publish(v *kitpb.KitVersion) (proto.Message, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("stored manifest of %s@%s no longer parses", a.id, v.Version)
 	}
-	if err := publishable(man, VerifiedDomainNames(a.domains)); err != nil {
+	if err := Publishable(man, VerifiedDomainNames(a.domains)); err != nil {
 		return nil, err
 	}
 	now := nanos(a.env.Clock.Now())
 	nv := proto.Clone(v).(*kitpb.KitVersion)
 	nv.Published, nv.PublishedAt = true, now
 	kit := proto.Clone(a.kit).(*kitpb.Kit)
-	kit.Distribution = man.Distribution
+	// The Kit's distribution is its latest published version's: publishing
+	// an older draft must not share (or stop sharing) the newer one.
 	if cur, err := manifest.ParseVersion(kit.LatestPublishedVersion); err != nil || man.Version.Compare(cur) > 0 {
 		kit.LatestPublishedVersion = nv.Version
+		kit.Distribution = man.Distribution
 	}
 	b := a.env.newBatch()
 	put(b, kitKey(a.id), kit)
@@ -272,12 +274,13 @@ func (a *kitActor) auditVersion(event, version string) *kitpb.DevLogEntry {
 	return e
 }
 
-// publishable checks the distribution rules of docs/api.md "Kit version": an
+// Publishable checks the distribution rules of docs/api.md "Kit version": an
 // unlisted or directory Kit needs a verified domain covering every endpoint
 // host (409 naming the first uncovered host's index). A directory Kit also
 // needs what manifest.DirectoryProblems lists (409 naming the first missing
-// field).
-func publishable(man *manifest.Manifest, verifiedDomains []string) error {
+// field). The front end asks it of a new Kit's first upload with publish
+// (no domain verified yet) before the slug is claimed.
+func Publishable(man *manifest.Manifest, verifiedDomains []string) error {
 	if man.Distribution == "private" {
 		return nil
 	}

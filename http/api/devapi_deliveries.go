@@ -167,6 +167,15 @@ func (s *Server) triggerEvent(in call) (reply, error) {
 	if err := s.requireSandbox(in, "a test event"); err != nil {
 		return reply{}, err
 	}
+	// Only the developers of the Kit's own workspace (docs/deliveries.md
+	// "Replay and visibility": anyone else 404).
+	kit, err := ask[*kitpb.KitReply](s, actors.KindKit, kitID, &kitpb.GetKit{WorkspaceId: in.p.Caller.WorkspaceId})
+	if err == nil && kit.Kit.WorkspaceId != in.p.Caller.WorkspaceId {
+		err = kiterr.Absent("kit")
+	}
+	if err != nil {
+		return reply{}, err
+	}
 	instID, err := actors.InstallationHere(s.env, in.p.Caller.WorkspaceId, kitID)
 	if err == nil && instID == "" {
 		err = kiterr.Absent("kit")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"time"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 
@@ -218,9 +219,10 @@ func (s *Server) devInstall(in call) (reply, error) {
 	if err == nil {
 		// The rebased text is what is registered: it must pass the same
 		// rules (a longer origin can push a URL or the text over a limit).
-		man, err = parseManifest(text)
-		if err == nil && len(text) > maxManifestLen {
+		if utf8.RuneCountInString(text) > maxManifestLen {
 			err = kiterr.Invalid("manifest", "is longer than 65536 characters once rebased onto url")
+		} else {
+			man, err = parseManifest(text)
 		}
 	}
 	if err != nil {

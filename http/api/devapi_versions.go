@@ -59,6 +59,20 @@ func parseManifest(text string) (*manifest.Manifest, error) {
 // registerVersion claims the manifest's slug for the workspace's Kit (a
 // new Kit on first use) and uploads text as a version of it.
 func (s *Server) registerVersion(workspaceID string, man *manifest.Manifest, text string, publish bool) (*kitpb.VersionReply, error) {
+	if publish {
+		// A new Kit has no verified domain: a publish its first upload
+		// cannot pass is refused before the slug is claimed, so that the
+		// refusal changes nothing.
+		chk, err := ask[*kitpb.SlugCheckReply](s, actors.KindSlug, man.Slug, &kitpb.CheckSlug{WorkspaceId: workspaceID})
+		if err != nil {
+			return nil, err
+		}
+		if chk.KitId == "" && !chk.Taken && !chk.Reserved {
+			if err := actors.Publishable(man, nil); err != nil {
+				return nil, err
+			}
+		}
+	}
 	slug, err := ask[*kitpb.SlugReply](s, actors.KindSlug, man.Slug, &kitpb.ClaimSlug{KitId: ids.New(), WorkspaceId: workspaceID})
 	if err != nil {
 		return nil, err
