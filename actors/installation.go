@@ -153,6 +153,16 @@ func (a *installationActor) apply(m *kitpb.ApplyInstall) (proto.Message, error) 
 		return &kitpb.InstallationReply{Installation: next}, a.save(next, nil)
 	}
 	newVersion := next.KitVersion != a.inst.KitVersion
+	if webhooksAllowed(a.inst) && !webhooksAllowed(next) {
+		// The version no longer requests incoming-webhook: the webhook URLs,
+		// credentials of that scope, lose it at once as tokens lose a
+		// dropped scope (SPEC.md 5), for good as on uninstall. Ended before
+		// the record is saved: a crash in between leaves the old version
+		// installed, and the retried update ends them again.
+		if err := a.endWebhooks("", WebhookRevoked, ""); err != nil {
+			return nil, err
+		}
+	}
 	if err := a.saveWithEvent(next, nil, eventInstallationUpdated); err != nil {
 		return nil, err
 	}
@@ -163,6 +173,12 @@ func (a *installationActor) apply(m *kitpb.ApplyInstall) (proto.Message, error) 
 		a.env.Host.Send(KindDelivery, a.id, &kitpb.ResumeDeliveries{KitId: next.KitId})
 	}
 	return &kitpb.InstallationReply{Installation: next}, nil
+}
+
+// webhooksAllowed reports whether the installed version allows incoming
+// webhooks: bot scope incoming-webhook and a maxPerInstallation.
+func webhooksAllowed(inst *kitpb.Installation) bool {
+	return slices.Contains(inst.BotScopes, WebhookScope) && inst.MaxWebhooks > 0
 }
 
 // setBotEvents tells every channel of the bot which events it now gets.

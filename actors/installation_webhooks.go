@@ -123,6 +123,8 @@ func (a *installationActor) webhookRefs() ([]*kitpb.WebhookRef, error) {
 }
 
 // activeWebhooks counts the installation's webhooks that are still active.
+// One whose channel was archived is disabled (SPEC.md 3) whether or not a
+// post found it out since: it is disabled now, and frees its place.
 func (a *installationActor) activeWebhooks() (int, error) {
 	refs, err := a.webhookRefs()
 	if err != nil {
@@ -137,9 +139,22 @@ func (a *installationActor) activeWebhooks() (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if h.Webhook.State == WebhookActive {
-			n++
+		if h.Webhook.State != WebhookActive {
+			continue
 		}
+		c, err := cluster.Call[*kitpb.ConversationReply](a.env.Host, KindConversation, r.ConversationId,
+			&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerOperator}})
+		if err != nil {
+			return 0, err
+		}
+		if c.Conversation.Archived {
+			if _, err := cluster.Call[*kitpb.WebhookReply](a.env.Host, KindWebhook, r.WebhookId,
+				&kitpb.EndWebhook{State: WebhookDisabled, Reason: DisabledArchived}); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		n++
 	}
 	return n, nil
 }

@@ -475,3 +475,43 @@ func TestWebhooks_RateLimit(t *testing.T) {
 	want(t, r, 200)
 	want(t, h.post(t, map[string]any{"text": "after a second"}), 200)
 }
+
+// SPEC.md 5 and 9: a new manifest version that drops a scope takes it from
+// existing credentials at once. A webhook URL is the credential of bot
+// scope incoming-webhook: once the installed version no longer requests
+// it, its webhooks answer the one 404, as an uninstalled Kit's do.
+func TestWebhooks_EndWhenTheInstalledVersionDropsTheScope(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	w, c, in := webhookEnv(t, s, 2)
+	h := in.hook(t, c.ID)
+	want(t, h.post(t, map[string]any{"text": "before"}), 200)
+
+	want(t, w.uploadVersion(t, manifest(in.Kit.Slug, "1.0.1", baseScopes), true), 201)
+	r := s.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/installations", map[string]any{"kitId": in.Kit.ID})
+	want(t, r, 201)
+	if v := r.Str("installation.kit.version"); v != "1.0.1" {
+		t.Fatalf("installation not updated to 1.0.1%s", r)
+	}
+	wantError(t, in.createHook(t, c.ID, w.Admin.ID), 403, "missing_scope")
+	wantError(t, h.post(t, map[string]any{"text": "after the scope was dropped"}), 404, "not_found")
+	if n := len(history(t, in, c.ID)); n != 1 {
+		t.Fatalf("the channel has %d messages, want only the one posted before the scope was dropped", n)
+	}
+}
+
+// SPEC.md 3: a webhook whose channel was archived is disabled, and
+// docs/webhooks.md: only active webhooks count against maxPerInstallation.
+// Its place is free at once, though no post found out about the archive.
+func TestWebhooks_AnArchivedChannelsWebhookFreesItsPlace(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	w, c, in := webhookEnv(t, s, 1)
+	h := in.hook(t, c.ID)
+	other := w.channel(t, "public", w.members()...)
+	wantError(t, in.createHook(t, other.ID, w.Admin.ID), 409, "conflict")
+
+	want(t, s.ops(t, "POST", "/ops/v1/conversations/"+c.ID+"/archive", nil), 200)
+	want(t, in.createHook(t, other.ID, w.Admin.ID), 201)
+	wantError(t, h.post(t, map[string]any{"text": "into the archive"}), 410, "gone")
+}
