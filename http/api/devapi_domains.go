@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -174,6 +176,13 @@ func devInstallOrigin(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "https" || u.Host == "" || u.Hostname() == "" || u.User != nil || u.Opaque != "" {
 		return nil, kiterr.Invalid("url", "must be an absolute https URL with a host and no user information")
+	}
+	// url.Parse takes any digits, or none, after the colon: the port
+	// would otherwise be refused later, at the manifest's endpoint URLs.
+	if i := strings.LastIndexByte(u.Host, ':'); i > strings.LastIndexByte(u.Host, ']') {
+		if n, err := strconv.Atoi(u.Host[i+1:]); err != nil || n < 1 || n > 65535 {
+			return nil, kiterr.Invalid("url", "must have a port from 1 to 65535, or none")
+		}
 	}
 	return &url.URL{Scheme: u.Scheme, Host: u.Host}, nil
 }

@@ -16,6 +16,9 @@ func TestDevInstallOrigin(t *testing.T) {
 		{"user information is refused", "https://u:p@abc.tunnel.example", ""},
 		{"an opaque URL is refused", "https:abc.tunnel.example", ""},
 		{"a malformed URL is refused", "https://abc.tunnel.example:port", ""},
+		{"a port past 65535 is refused", "https://abc.tunnel.example:99999", ""},
+		{"port 0 is refused", "https://abc.tunnel.example:0", ""},
+		{"an empty port is refused", "https://abc.tunnel.example:", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
