@@ -219,11 +219,17 @@ func (c *Client) do(ctx context.Context, cl call) (*answer, error) {
 		case !retryable:
 			return nil, err
 		case apiErr == nil || transient(apiErr.Status):
-			wait = jitter(backoff)
+			// A 503 says when to come back (kitd: Retry-After: 1).
+			wait = max(jitter(backoff), apiErr.retryAfter())
 		default:
 			return nil, err
 		}
 		if wait > c.retry.MaxWait {
+			return nil, err
+		}
+		if dl, ok := ctx.Deadline(); ok && c.now().Add(wait).After(dl) {
+			// The wait cannot end before the deadline: the failure says
+			// more than context.DeadlineExceeded would.
 			return nil, err
 		}
 		if err := c.sleep(ctx, wait); err != nil {

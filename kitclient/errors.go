@@ -35,7 +35,7 @@ type Error struct {
 	// ("blocks[3].fields[0].label"), read from the start of the message;
 	// "" when the message names none.
 	Path string
-	// RetryAfter is the Retry-After of a 429 (0 when absent).
+	// RetryAfter is the Retry-After of a 429 or a 503 (0 when absent).
 	RetryAfter time.Duration
 	// RequiredScope is the scope a 403 missing_scope names
 	// (X-Service-Required-Scope).
@@ -49,6 +49,14 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("kitclient: HTTP %d %s without an error body", e.Status, http.StatusText(e.Status))
 	}
 	return fmt.Sprintf("kitclient: %s (%s, HTTP %d, correlation id %s)", e.Message, e.Code, e.Status, e.CorrelationID)
+}
+
+// retryAfter is e's RetryAfter, 0 for a nil e.
+func (e *Error) retryAfter() time.Duration {
+	if e == nil {
+		return 0
+	}
+	return e.RetryAfter
 }
 
 // maxHeaderInt bounds the numbers the client reads from a header (seconds,

@@ -259,6 +259,10 @@ func formatVersionResult(w io.Writer, action string, r *dev.VersionResult) error
 		row(tw, "uploaded and published version "+v.Version)
 	case r.Created:
 		row(tw, "uploaded version "+v.Version)
+	case v.Published:
+		// An upload with --publish of a registered draft publishes it; the
+		// answer (created false) does not say whether it was a draft.
+		row(tw, "version "+v.Version+" was already uploaded with this manifest; it is published")
 	default:
 		row(tw, "version "+v.Version+" was already uploaded with this manifest: nothing changed")
 	}
@@ -396,7 +400,7 @@ func formatLogLine(w io.Writer, e *dev.LogEntry) error {
 
 // formatLogPage prints a page of the log oldest first (the API sends newest
 // first), as --follow does, and how to get the older entries.
-func formatLogPage(w io.Writer, kitArg string, p *dev.LogPage) error {
+func formatLogPage(w io.Writer, kitArg string, q LogQuery, p *dev.LogPage) error {
 	if len(p.Entries) == 0 {
 		_, err := fmt.Fprintln(w, "no log entries")
 		return err
@@ -407,7 +411,19 @@ func formatLogPage(w io.Writer, kitArg string, p *dev.LogPage) error {
 		}
 	}
 	if p.NextCursor != nil {
-		_, err := fmt.Fprintf(w, "older entries: kit logs %s --cursor %s\n", clean(kitArg), clean(*p.NextCursor))
+		// The cursor holds a position only: the next page is of the
+		// same filters only when they are given again.
+		var filters string
+		if q.Source != "" {
+			filters += " --source " + q.Source
+		}
+		if q.Level != "" {
+			filters += " --level " + q.Level
+		}
+		if q.Limit > 0 {
+			filters += " --limit " + strconv.Itoa(q.Limit)
+		}
+		_, err := fmt.Fprintf(w, "older entries: kit logs %s%s --cursor %s\n", clean(kitArg), clean(filters), clean(*p.NextCursor))
 		return err
 	}
 	return nil

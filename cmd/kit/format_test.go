@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"github.com/kitd/kitd/kitclient/dev"
 	"strings"
 	"testing"
@@ -284,7 +285,7 @@ func TestFormatLogPage(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var b bytes.Buffer
-			if err := formatLogPage(&b, "my-kit", &tt.p); err != nil {
+			if err := formatLogPage(&b, "my-kit", LogQuery{}, &tt.p); err != nil {
 				t.Fatal(err)
 			}
 			checkOutput(t, b.String(), tt.want, nil)
@@ -430,4 +431,14 @@ func TestFormatNewInstallLink(t *testing.T) {
 		"url  https://app.example/app/kits/install?link=kil_SECRET [2J",
 		"This URL is shown once: an admin of any workspace who opens it can install the Kit.",
 	}, []string{"\x1b"})
+}
+
+func TestAKitIDIsTakenInEitherCase(t *testing.T) {
+	const id = "0193a4b2-7c1d-7e2f-8a9b-0c1d2e3f4a5b"
+	for _, arg := range []string{id, strings.ToUpper(id)} {
+		got, err := resolveKit(context.Background(), nil, arg) // an id asks no one
+		if err != nil || got != id {
+			t.Fatalf("resolveKit(%q) = %q, %v; want %q", arg, got, err, id)
+		}
+	}
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
+
+	"github.com/kitd/kitd/internal/ids"
 )
 
 // runKitsList is `kit kits list`.
@@ -56,8 +59,14 @@ func (e *env) kitClient(ctx context.Context, arg string) (*Client, string, error
 }
 
 func resolveKit(ctx context.Context, c *Client, arg string) (string, error) {
-	if isUUID(arg) {
-		return arg, nil
+	// An id as the API gives it, or in upper case, which the API's
+	// lower-case ids would not match (UUIDs are case-insensitive to a
+	// person copying one). A slug starts with a lower-case letter and may
+	// have an id's shape: such an argument is looked up as a slug first.
+	id := strings.ToLower(arg)
+	maybeSlug := arg != "" && 'a' <= arg[0] && arg[0] <= 'z'
+	if ids.Valid(id) && !maybeSlug {
+		return id, nil
 	}
 	l, err := c.Kits(ctx)
 	if err != nil {
@@ -68,26 +77,8 @@ func resolveKit(ctx context.Context, c *Client, arg string) (string, error) {
 			return k.KitID, nil
 		}
 	}
+	if ids.Valid(id) {
+		return id, nil // no slug of the workspace: an id, which the server checks
+	}
 	return "", fmt.Errorf("no Kit of this workspace has the id or slug %q (kit kits list shows them)", arg)
-}
-
-// isUUID reports whether s has the 8-4-4-4-12 hex form of an id.
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
 }

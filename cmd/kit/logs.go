@@ -53,7 +53,7 @@ func setupLogs(fs *flag.FlagSet) runner {
 			if e.json {
 				return writeJSON(e.stdout, p)
 			}
-			return formatLogPage(e.stdout, pos[0], p)
+			return formatLogPage(e.stdout, pos[0], q, p)
 		}
 		f := &follower{c: c, kitID: kitID, q: q}
 		return f.run(ctx, e, *interval)
