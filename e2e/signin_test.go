@@ -321,3 +321,41 @@ func TestSignIn_TimingDoesNotTellEmails(t *testing.T) {
 		}
 	}
 }
+
+// docs/decisions.md "Per source address: the unauthenticated routes": a
+// failed sign-in spends its address's sign_in_failure bucket, so one
+// client guessing a member's password is refused (429, an HTML page with
+// Retry-After) after a burst, with or without a workspace. Before, every
+// guess was answered 401 at bcrypt speed.
+func TestSignIn_PasswordGuessingIsLimitedPerAddress(t *testing.T) {
+	s := startServerOpts(t, ServerOpts{}) // --limits spec (the default)
+	w := newWorkspace(t, s)
+	email := "victim-" + randHex(6) + "@example.com"
+	member(t, s, w.ID, "Victim", email, "right "+randHex(6))
+
+	const tries = 60
+	for _, withWorkspace := range []bool{true, false} {
+		br, _ := openSignIn(t, s, "")
+		refused := 0
+		for i := 0; i < tries; i++ {
+			form := url.Values{"email": {email}, "password": {"guess " + randHex(4)}, "next": {"/app/"}, "csrf": {br.csrf}}
+			if withWorkspace {
+				form.Set("workspace", w.ID)
+			}
+			r := s.page(t, "POST", "/app/signin", br.cookie, form)
+			switch r.Status {
+			case 401:
+			case 429:
+				refused++
+				if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") || r.Header.Get("Retry-After") == "" {
+					t.Fatalf("a refused sign-in is not an HTML page with Retry-After: %q%s", ct, r)
+				}
+			default:
+				t.Fatalf("guess %d: status %d%s", i, r.Status, r)
+			}
+		}
+		if refused == 0 {
+			t.Errorf("workspace given: %v: %d wrong passwords for one email from one address, none refused (429)", withWorkspace, tries)
+		}
+	}
+}

@@ -47,7 +47,7 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, r *served) {
 		}
 	}
 	if l := s.peerLimitOf(t); l != nil && l.table != nil {
-		k, refused := s.peerRefused(ctx, l, r.client)
+		k, refused := s.peerRefused(ctx, l, r.client, t.host == hostApp)
 		if refused {
 			return
 		}

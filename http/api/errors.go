@@ -31,12 +31,7 @@ func (s *Server) failRoute(ctx *fasthttp.RequestCtx, rt *route, err error) {
 		// chain which group, leader or peer would not take the request.
 		s.log.Warn("request unavailable", "correlationId", corr, "route", routeName(rt), "err", err)
 	}
-	if l := e.Limit; l != nil {
-		s.stats.overLimit(l.Policy)
-		d := *l
-		d.Rate = s.limits[d.Policy]
-		setRateHeaders(ctx, d)
-	}
+	s.limitHeaders(ctx, e)
 	if r := e.RetryAfter(); r > 0 {
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(r))
 	}
@@ -44,6 +39,17 @@ func (s *Server) failRoute(ctx *fasthttp.RequestCtx, rt *route, err error) {
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="kit", error="invalid_token"`)
 	}
 	s.writeJSON(ctx, e.Code.Status(), errorBody{Code: string(e.Code), Message: e.Message, CorrelationID: corr})
+}
+
+// limitHeaders counts a refusal over a limit and sets its RateLimit
+// headers; nothing for another error.
+func (s *Server) limitHeaders(ctx *fasthttp.RequestCtx, e *kiterr.Error) {
+	if l := e.Limit; l != nil {
+		s.stats.overLimit(l.Policy)
+		d := *l
+		d.Rate = s.limits[d.Policy]
+		setRateHeaders(ctx, d)
+	}
 }
 
 // routeName names a request in the log by its route's pattern, never by

@@ -32,6 +32,8 @@ var peerFailures = map[limits.Name]func(status int) bool{
 	limits.KitAccessFailure: func(status int) bool {
 		return status >= 400 && status < 500 && status != fasthttp.StatusTooManyRequests
 	},
+	// Every failed sign-in (a wrong email, password or choice).
+	limits.SignInFailure: func(status int) bool { return status == fasthttp.StatusUnauthorized },
 }
 
 // newPeerLimits makes a table for each per-address bucket of t; with limits
@@ -79,11 +81,18 @@ func (s *Server) clientOf(ctx *fasthttp.RequestCtx) netip.Addr {
 // is refused, whatever it asks, until a token is back, so that a scanner
 // cannot go on at full speed with requests that look valid. It reads one
 // atomic value unless an address near this one was refused lately; it
-// allocates nothing.
-func (s *Server) peerRefused(ctx *fasthttp.RequestCtx, l *peerLimit, client netip.Addr) (peerlimit.Key, bool) {
+// allocates nothing. With page (the app host's routes) the 429 is an
+// error page, with the headers an API answer would carry.
+func (s *Server) peerRefused(ctx *fasthttp.RequestCtx, l *peerLimit, client netip.Addr, page bool) (peerlimit.Key, bool) {
 	k := peerlimit.KeyOf(client)
 	d, ok := l.table.Check(k, s.env.Clock.Now())
-	if !ok {
+	switch {
+	case ok:
+	case page:
+		e := kiterr.OverLimit(d)
+		s.limitHeaders(ctx, e)
+		s.app.Fail(ctx, e)
+	default:
 		s.fail(ctx, kiterr.OverLimit(d))
 	}
 	return k, !ok

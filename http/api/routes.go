@@ -104,7 +104,7 @@ var routes = [...]route{
 	// which each page checks itself; their errors are pages too.
 	{"GET", "/app/", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).Home},
 	{"GET", "/app/signin", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).SignInForm},
-	{"POST", "/app/signin", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).SignIn},
+	{"POST", "/app/signin", hostApp, noToken, "", "", limits.SignInFailure, maxJSONBody, nil, (*app.Server).SignIn},
 	{"POST", "/app/signout", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).SignOut},
 	{"GET", "/app/kits/authorize", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).AuthorizePage},
 	{"POST", "/app/kits/authorize", hostApp, noToken, "", "", "", maxJSONBody, nil, (*app.Server).Authorize},

@@ -297,6 +297,7 @@ func TestPerAddressBuckets(t *testing.T) {
 		"POST /api/v1/oauth/kit.access":                        limits.KitAccessFailure,
 		"POST /hooks/v1/{installationId}/{webhookId}/{secret}": limits.WebhookNotFound,
 		"POST /hooks/v1/responses/{installationId}/{token}":    limits.WebhookNotFound,
+		"POST /app/signin":                                     limits.SignInFailure,
 	}
 	for _, rt := range routes {
 		name := rt.method + " " + rt.path

@@ -457,9 +457,22 @@ func (s *Server) byID(ctx *fasthttp.RequestCtx, field, what string, request func
 
 // AddChannel is POST /app/installations/{id}/channels: the Kit bot joins
 // a channel (operator: POST /ops/v1/installations/{id}/channels).
+// The page adds the bot only to a channel the admin is a member of (the
+// ones it offers); the operator API may add it to any channel.
 func (s *Server) AddChannel(ctx *fasthttp.RequestCtx) {
-	s.byID(ctx, "conversation", "a channel", func(id string) proto.Message { return &kitpb.AddChannel{ConversationId: id} },
-		problems{kiterr.Validation: chooseChannel, kiterr.NotFound: chooseChannel},
+	a, f := s.accessForm(ctx)
+	if a == nil {
+		return
+	}
+	id, err := formID(f, "conversation", "a channel")
+	if err == nil {
+		caller := &kitpb.Caller{Kind: actors.CallerUser, WorkspaceId: a.sess.WorkspaceID, UserId: a.sess.UserID}
+		_, err = ask[*kitpb.ConversationReply](s, actors.KindConversation, id, &kitpb.GetConversation{Caller: caller})
+	}
+	if err == nil {
+		_, err = ask[proto.Message](s, actors.KindInstallation, a.inst.Id, &kitpb.AddChannel{ConversationId: id})
+	}
+	s.settle(ctx, a, err, problems{kiterr.Validation: chooseChannel, kiterr.NotFound: chooseChannel, kiterr.Conflict: chooseChannel},
 		outcome{notice: "The Kit bot was added to the channel."})
 }
 

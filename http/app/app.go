@@ -69,3 +69,7 @@ func ask[R proto.Message](s *Server, kind, identity string, msg proto.Message) (
 func (s *Server) NotFound(ctx *fasthttp.RequestCtx) {
 	s.errorPage(ctx, kiterr.NotFound, "There is no page at this address.")
 }
+
+// Fail answers err as an error page (failPage): the front end's refusals
+// of an app host request (a per-address limit) are pages too.
+func (s *Server) Fail(ctx *fasthttp.RequestCtx, err error) { s.failPage(ctx, err) }

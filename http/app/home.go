@@ -2,6 +2,7 @@ package app
 
 import (
 	"html/template"
+	"strconv"
 
 	"github.com/valyala/fasthttp"
 
@@ -95,13 +96,27 @@ func (s *Server) home(ctx *fasthttp.RequestCtx, sess *actors.WebSession, secret 
 		for _, sc := range in.BotScopes {
 			k.Scopes = append(k.Scopes, scope{sc, ScopeInWords(sc)})
 		}
+		// Named as the member sees them: a channel the member is not in
+		// (a private one above all) is counted, not named.
+		caller := &kitpb.Caller{Kind: actors.CallerUser, WorkspaceId: sess.WorkspaceID, UserId: sess.UserID}
+		hidden := 0
 		for _, c := range in.ChannelIds {
-			name, err := s.channelName(c)
+			r, err := ask[*kitpb.ConversationReply](s, actors.KindConversation, c, &kitpb.GetConversation{Caller: caller})
+			if kiterr.CodeOf(err) == kiterr.NotFound {
+				hidden++
+				continue
+			}
 			if err != nil {
 				s.failPage(ctx, err)
 				return
 			}
-			k.Channels = append(k.Channels, name)
+			k.Channels = append(k.Channels, conversationName(r.Conversation))
+		}
+		switch {
+		case hidden == 1:
+			k.Channels = append(k.Channels, "1 channel you are not in")
+		case hidden > 1:
+			k.Channels = append(k.Channels, strconv.Itoa(hidden)+" channels you are not in")
 		}
 		gs, err := ask[*kitpb.UserGrantsReply](s, actors.KindInstallation, in.Id, &kitpb.ListUserGrants{UserId: sess.UserID})
 		if err != nil {

@@ -51,12 +51,13 @@ const (
 	// end node that answered them (docs/decisions.md, "Rate limits").
 	WebhookNotFound  Name = "webhook_not_found"  // 404s of the hooks host, per source address
 	KitAccessFailure Name = "kit_access_failure" // failed POST /oauth/kit.access, per source address
+	SignInFailure    Name = "sign_in_failure"    // failed POST /app/signin (401), per source address
 )
 
 // Names lists every Name, in the order of docs/api.md "Rate limits", then kitd's own.
 func Names() []Name {
 	return []Name{Read, Write, PostMessage, Files, Webhook, Developer, ResponseURL, Interactions, SlashCommands,
-		WebhookNotFound, KitAccessFailure}
+		WebhookNotFound, KitAccessFailure, SignInFailure}
 }
 
 // Limits of docs/api.md "Limits" that are not token buckets. They are fixed by
@@ -169,6 +170,9 @@ func Spec() Table {
 		// before someone looks; guessing client ids or secrets is cut to
 		// 1 a second after a burst of 20.
 		KitAccessFailure: {Name: KitAccessFailure, Capacity: 20, Refill: 1, Window: time.Second},
+		// A member who mistypes a password fails a few times; guessing
+		// passwords is cut to 10 a minute after a burst of 10.
+		SignInFailure: {Name: SignInFailure, Capacity: 10, Refill: 10, Window: time.Minute},
 	}
 }
 

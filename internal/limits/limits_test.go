@@ -300,6 +300,7 @@ func TestSpec(t *testing.T) {
 		// kitd's own, per source address (docs/decisions.md "Rate limits").
 		WebhookNotFound:  {WebhookNotFound, 30, 2, time.Second},
 		KitAccessFailure: {KitAccessFailure, 20, 1, time.Second},
+		SignInFailure:    {SignInFailure, 10, 10, time.Minute},
 	}
 	got := Spec()
 	if len(got) != len(want) || len(Names()) != len(want) {

@@ -1,0 +1,63 @@
+package app
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// privateChannel makes a private channel of f's workspace named name whose
+// only member is the user member, and returns its id.
+func (f *fixture) privateChannel(t *testing.T, name, member string) string {
+	t.Helper()
+	id := ids.New()
+	call[*kitpb.ConversationReply](t, f.s, actors.KindWorkspace, f.ws, &kitpb.CreateConversation{
+		ConversationId: id, Kind: "channel", Visibility: "private", Name: &name, MemberIds: []string{member},
+	})
+	return id
+}
+
+// docs/decisions.md "Home and API access pages": "channels offered | for
+// the Kit bot and for a webhook: the admin's own live channels ... The
+// operator API may add the bot to any channel of the workspace". The form
+// takes only what the page offers: an admin cannot add the Kit bot (and so
+// the Kit's backend) to a private channel they are not a member of by
+// posting its id.
+func TestAddChannelOffersOnlyTheAdminsChannels(t *testing.T) {
+	f := newFixture(t)
+	secret := f.privateChannel(t, "board-only", f.member) // the admin is not in it
+	p := f.do((*Server).AddChannel, "POST", f.accessPath()+"/channels", f.adminCookie, url.Values{"conversation": {secret}})
+	in := call[*kitpb.InstallationReply](t, f.s, actors.KindInstallation, f.inst.Id, &kitpb.GetInstallation{}).Installation
+	if p.status == 200 || slices.Contains(in.ChannelIds, secret) {
+		t.Fatalf("the admin added the Kit bot to a private channel they are not in: status %d, bot channels %v", p.status, in.ChannelIds)
+	}
+}
+
+// The home page names the channels an installed Kit's bot is in as the
+// member sees them: a private channel the member or guest is not in is
+// counted, never named (members see their own conversations only:
+// actors/conversation.go visible).
+func TestHomeNamesOnlyTheMembersChannels(t *testing.T) {
+	f := newFixture(t)
+	guest := ids.New()
+	call[*kitpb.UserReply](t, f.s, actors.KindWorkspace, f.ws, &kitpb.CreateUser{UserId: guest, DisplayName: "Gus Guest", Role: "guest"})
+	guestCookie := f.session(t, guest)
+	secret := f.privateChannel(t, "layoffs-2025", f.admin)
+	call[*kitpb.InstallationReply](t, f.s, actors.KindInstallation, f.inst.Id, &kitpb.AddChannel{ConversationId: secret})
+	for _, who := range []struct{ name, cookie string }{{"member", f.memberCookie}, {"guest", guestCookie}} {
+		t.Run(who.name, func(t *testing.T) {
+			p := f.do((*Server).Home, "GET", "/app/", who.cookie, nil)
+			if p.status != 200 {
+				t.Fatalf("status %d", p.status)
+			}
+			if strings.Contains(p.body, "layoffs-2025") {
+				t.Fatalf("the home page of a %s names a private channel they are not in:\n%s", who.name, p.body)
+			}
+		})
+	}
+}
