@@ -419,14 +419,24 @@ func testEvent(k eventKind, now int64, inst, botID string) *kitpb.Event {
 	switch k {
 	case eventMessagePosted, eventMessageEdited, eventMessageDeleted, eventBotMentioned:
 		ev.Message = &kitpb.Message{Id: ids.New(), ConversationId: conv.Id, AuthorKind: "bot", AuthorId: botID, Text: "A test event sent by kit trigger", CreatedAt: now}
+		switch k {
+		case eventMessageEdited:
+			ev.Message.EditedAt = now
+		case eventMessageDeleted:
+			ev.Message.Text, ev.Message.DeletedAt = "", now // a tombstone
+		}
 	case eventReactionAdded, eventReactionRemoved:
-		ev.Reaction = &kitpb.EventReaction{MessageId: ids.New(), Reaction: "thumbsup", UserId: botID}
+		// Reactions are a member's (user tokens only), one of SPEC's values.
+		ev.Reaction = &kitpb.EventReaction{MessageId: ids.New(), Reaction: "thumbs_up", UserId: ids.New()}
 	case eventFileShared:
-		ev.File = &kitpb.File{Id: ids.New(), ConversationId: conv.Id, Name: "test.txt", MimeType: "text/plain", SizeBytes: 4, CreatedAt: now}
+		ev.File = &kitpb.File{Id: ids.New(), ConversationId: conv.Id, Name: "test.txt", MimeType: "text/plain", SizeBytes: 4, UploadedByUserId: ids.New(), CreatedAt: now}
 	case eventChannelMemberJoined, eventChannelMemberLeft:
 		ev.Conversation, ev.Member = conv, &kitpb.Member{UserId: ids.New(), JoinedAt: now}
 	case eventInstallationUpdated, eventInstallationUninstalled:
-		ev.Installation = &kitpb.Installation{Id: inst, BotId: botID, CreatedAt: now}
+		ev.Installation = &kitpb.Installation{
+			Id: inst, BotId: botID, CreatedAt: now, WorkspaceId: ids.New(), WorkspaceName: "Test workspace",
+			KitSlug: "test-kit", KitVersion: "1.0.0", KitDisplayName: "Test Kit",
+		}
 	case eventUserJoined, eventUserUpdated:
 		ev.User = &kitpb.User{Id: ids.New(), DisplayName: "Test User", Role: "member"}
 	default:

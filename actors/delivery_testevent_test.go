@@ -1,6 +1,11 @@
 package actors
 
-import "testing"
+import (
+	"slices"
+	"testing"
+
+	"github.com/kitd/kitd/internal/ids"
+)
 
 // A test event (kit trigger) carries an example of its kind's resource,
 // in the field a real event of the kind carries (docs/deliveries.md's
@@ -41,5 +46,33 @@ func TestTestEventCarriesItsKindsData(t *testing.T) {
 				t.Errorf("%s: test event with %q, want %q", k, got, tc.data)
 			}
 		}
+	}
+}
+
+// A test event's example data is what the API could send: SPEC's values
+// and shapes (a reaction of SPEC's list, ids that are UUIDs, the deleted
+// message a tombstone, the edited one edited).
+func TestTestEventDataIsWhatTheAPICouldSend(t *testing.T) {
+	reactions := []string{"thumbs_up", "heart", "laugh", "celebrate", "eyes", "thinking", "thanks", "check"}
+	bot := ids.New()
+	for _, k := range []eventKind{eventReactionAdded, eventReactionRemoved} {
+		if r := testEvent(k, 1, ids.New(), bot).Reaction; !slices.Contains(reactions, r.Reaction) {
+			t.Errorf("%s: reaction %q is none of SPEC's values", k, r.Reaction)
+		}
+	}
+	if f := testEvent(eventFileShared, 1, ids.New(), bot).File; !ids.Valid(f.UploadedByUserId) {
+		t.Errorf("file.shared: uploadedByUserId %q is not a uuid", f.UploadedByUserId)
+	}
+	for _, k := range []eventKind{eventInstallationUpdated, eventInstallationUninstalled} {
+		in := testEvent(k, 1, ids.New(), bot).Installation
+		if !ids.Valid(in.WorkspaceId) || in.WorkspaceName == "" || in.KitSlug == "" || in.KitVersion == "" {
+			t.Errorf("%s: workspace {id %q, name %q}, kit {slug %q, version %q}", k, in.WorkspaceId, in.WorkspaceName, in.KitSlug, in.KitVersion)
+		}
+	}
+	if m := testEvent(eventMessageDeleted, 1, ids.New(), bot).Message; m.DeletedAt == 0 {
+		t.Errorf("message.deleted: deletedAt null, text %q: not a tombstone", m.Text)
+	}
+	if m := testEvent(eventMessageEdited, 1, ids.New(), bot).Message; m.EditedAt == 0 {
+		t.Error("message.edited: editedAt null")
 	}
 }

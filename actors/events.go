@@ -272,7 +272,9 @@ func mentions(text, id string) bool {
 			return false
 		}
 		text = text[i+2:]
-		if strings.HasPrefix(text, id) && strings.HasPrefix(text[len(id):], ">") {
+		// <@id> (docs/blocks.md) or <@user:id> (docs/api.md "Messages").
+		rest, _ := strings.CutPrefix(text, "user:")
+		if strings.HasPrefix(rest, id) && strings.HasPrefix(rest[len(id):], ">") {
 			return true
 		}
 	}

@@ -116,6 +116,9 @@ func TestEventsEmittedByTheirWrites(t *testing.T) {
 		{"bot.mentioned when the text mentions the bot", all, func(t *testing.T, f *eventsFixture) {
 			n.post(t, f.user, f.conv, postReq{text: "hey <@" + f.inst.BotId + "> look"})
 		}, []string{"message.posted", "bot.mentioned"}},
+		{"bot.mentioned when the text mentions the bot as the Web API writes mentions (<@user:ID>)", all, func(t *testing.T, f *eventsFixture) {
+			n.post(t, f.user, f.conv, postReq{text: "hey <@user:" + f.inst.BotId + "> look"})
+		}, []string{"message.posted", "bot.mentioned"}},
 		{"no bot.mentioned for another id", all, func(t *testing.T, f *eventsFixture) {
 			n.post(t, f.user, f.conv, postReq{text: "hey <@" + ids.New() + "> look"})
 		}, []string{"message.posted"}},
