@@ -215,6 +215,11 @@ func (a *installationActor) commit(next *kitpb.Installation, audit *kitpb.DevLog
 	if k != nil && (next.Events&k.bit() != 0 || a.inst.Events&k.bit() != 0) {
 		now := nanos(a.env.Clock.Now())
 		ev := &kitpb.Event{Id: ids.NewAt(a.env.Clock.Now()), Type: k.String(), OccurredAt: now, Installation: next}
+		if next.Events&k.bit() == 0 {
+			// Only the version before subscribes: it is told at its own
+			// endpoint, which the new version may not have.
+			ev.EndpointVersion = a.inst.KitVersion
+		}
 		a.outbox.add(b, a.id, encodeEvent(ev, nil), now)
 	}
 	if err := b.Commit(); err != nil {

@@ -366,11 +366,19 @@ func (s *Sender) target(inst string) (target, error) {
 	if err != nil {
 		return target{}, err
 	}
-	t := target{kitID: in.kitID}
-	if t.endpoint, err = s.endpoint(in.kitID, in.version); err != nil {
+	return s.targetOfVersion(in.kitID, in.version)
+}
+
+// targetOfVersion is where an event that names its endpoint's version goes
+// (kitpb.Event.endpoint_version): that version's events endpoint, signed
+// as every request of the Kit.
+func (s *Sender) targetOfVersion(kitID, version string) (target, error) {
+	t := target{kitID: kitID}
+	var err error
+	if t.endpoint, err = s.endpoint(kitID, version); err != nil {
 		return t, err
 	}
-	t.secrets, err = s.signingSecrets(in.kitID)
+	t.secrets, err = s.signingSecrets(kitID)
 	return t, err
 }
 
@@ -451,6 +459,9 @@ func (s *Sender) endpoint(kitID, version string) (*url.URL, error) {
 // takeNext, it returns the actor's answer: the events to send now, and
 // what is in flight or due.
 func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, takeNext bool, round uint64) (*kitpb.DeliveriesReply, error) {
+	if ev.EndpointVersion != "" && t.kitID != "" {
+		t, terr = s.targetOfVersion(t.kitID, ev.EndpointVersion)
+	}
 	rec := &kitpb.RecordAttempt{Sequence: ev.Sequence, KitId: t.kitID, JitterPermille: actors.Jitter(), Sender: s.id, Round: round}
 	if terr == nil {
 		release := s.kitSlot(t.kitID)

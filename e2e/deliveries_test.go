@@ -309,6 +309,38 @@ func TestAnUpgradedInstallationsNextEventGoesToTheNewEndpoint(t *testing.T) {
 	}
 }
 
+// docs/decisions.md "Events": installation.updated is judged by the old or
+// the new subscription, so a version that stops subscribing still tells
+// the Kit. The new version has no events endpoint then: the event goes to
+// the endpoint of the version that subscribed.
+func TestInstallationUpdatedReachesAKitWhoseNewVersionStopsSubscribing(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	s, _ := deliveryServer(t, rcv, false, "")
+	w := newWorkspace(t, s)
+	k := &Kit{Slug: newSlug(), Version: "1.0.0", Scopes: baseScopes}
+	k.Manifest = manifest(k.Slug, k.Version, baseScopes)
+	k.Manifest["events"] = []string{"installation.updated"}
+	k.Manifest["endpoints"] = map[string]any{"events": rcv.srv.URL + "/events"}
+	r := w.uploadVersion(t, k.Manifest, true)
+	want(t, r, 201)
+	k.ID = r.Str("kitId")
+	want(t, s.ops(t, "POST", "/ops/v1/kits/"+k.ID+"/signing-secret", nil), 201)
+	w.install(t, k)
+
+	// 1.0.1 subscribes to nothing and so declares no events endpoint.
+	want(t, w.uploadVersion(t, manifest(k.Slug, "1.0.1", baseScopes), true), 201)
+	want(t, s.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/installations", map[string]any{"kitId": k.ID}), 201)
+
+	if !eventually.Holds(8*time.Second, func() bool { return len(rcv.received()) >= 1 }) {
+		r := s.api(t, w.Dev, "GET", "/dev/kits/"+k.ID+"/logs?source=delivery&limit=10", nil, nil)
+		t.Fatalf("installation.updated never reached the Kit; delivery log: %s", r.Body)
+	}
+	if got := jstr(rcv.received()[0].event, "type"); got != "installation.updated" {
+		t.Fatalf("received %q, want installation.updated", got)
+	}
+}
+
 // Only a 2xx within the timeout (3 s; kitTimeout here) counts; a failed attempt is retried on the service
 // clock (about 10 s later) with Service-Retry-Num and Service-Retry-Reason,
 // and every attempt is in the developer log.

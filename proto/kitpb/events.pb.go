@@ -69,8 +69,13 @@ type Event struct {
 	// write deletes it (docs/deliveries.md, "Writes that span partitions").
 	// Never set in an event handed to the sender.
 	CopiedFromPos uint64 `protobuf:"varint,23,opt,name=copied_from_pos,json=copiedFromPos,proto3" json:"copied_from_pos,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The Kit version whose events endpoint the event goes to, when not the
+	// installed one: installation.updated of an update to a version that
+	// no longer subscribes (and so may have no endpoint) is told at the
+	// version that subscribed.
+	EndpointVersion string `protobuf:"bytes,24,opt,name=endpoint_version,json=endpointVersion,proto3" json:"endpoint_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Event) Reset() {
@@ -262,6 +267,13 @@ func (x *Event) GetCopiedFromPos() uint64 {
 		return x.CopiedFromPos
 	}
 	return 0
+}
+
+func (x *Event) GetEndpointVersion() string {
+	if x != nil {
+		return x.EndpointVersion
+	}
+	return ""
 }
 
 // EventReaction is the data of reaction.added and reaction.removed.
@@ -1409,7 +1421,7 @@ var File_events_proto protoreflect.FileDescriptor
 
 const file_events_proto_rawDesc = "" +
 	"\n" +
-	"\fevents.proto\x12\x06kit.v1\x1a\rrecords.proto\x1a\vfiles.proto\"\xcb\x06\n" +
+	"\fevents.proto\x12\x06kit.v1\x1a\rrecords.proto\x1a\vfiles.proto\"\xf6\x06\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1f\n" +
@@ -1439,7 +1451,8 @@ const file_events_proto_rawDesc = "" +
 	"\routbox_source\x18\x15 \x01(\tR\foutboxSource\x12\x1d\n" +
 	"\n" +
 	"outbox_pos\x18\x16 \x01(\x04R\toutboxPos\x12&\n" +
-	"\x0fcopied_from_pos\x18\x17 \x01(\x04R\rcopiedFromPos\"c\n" +
+	"\x0fcopied_from_pos\x18\x17 \x01(\x04R\rcopiedFromPos\x12)\n" +
+	"\x10endpoint_version\x18\x18 \x01(\tR\x0fendpointVersion\"c\n" +
 	"\rEventReaction\x12\x1d\n" +
 	"\n" +
 	"message_id\x18\x01 \x01(\tR\tmessageId\x12\x1a\n" +
