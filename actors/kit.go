@@ -160,6 +160,28 @@ func (a *kitActor) kitDetail(m *kitpb.GetKitDetail) (proto.Message, error) {
 	return r, nil
 }
 
+// VersionProblem says why man may not be uploaded to kit (nil: a new Kit),
+// where existing is its version of the same number (nil: none), or "":
+// the same manifest again changes nothing and is allowed; another
+// manifest under a registered number is not, nor a new number not higher
+// than the latest registered. The upload (409) and the validate route (a
+// problem at version) ask it alike.
+func VersionProblem(kit *kitpb.Kit, existing *kitpb.KitVersion, man *manifest.Manifest) string {
+	if existing != nil {
+		if existing.ManifestHash != man.Hash() {
+			return "is already registered with a different manifest"
+		}
+		return ""
+	}
+	if kit != nil && kit.LatestVersion != "" {
+		latest, err := manifest.ParseVersion(kit.LatestVersion)
+		if err == nil && man.Version.Compare(latest) <= 0 {
+			return "must be higher than the latest registered version"
+		}
+	}
+	return ""
+}
+
 func (a *kitActor) upload(m *kitpb.UploadVersion) (proto.Message, error) {
 	man, problems := manifest.Parse(m.Manifest)
 	if len(problems) > 0 {
@@ -169,20 +191,15 @@ func (a *kitActor) upload(m *kitpb.UploadVersion) (proto.Message, error) {
 		return nil, kiterr.Absent("kit")
 	}
 	ver := man.Version.String()
-	if existing := a.version(ver); existing != nil {
-		if existing.ManifestHash != man.Hash() {
-			return nil, kiterr.New(kiterr.Conflict, "version is already registered with a different manifest")
-		}
+	existing := a.version(ver)
+	if p := VersionProblem(a.kit, existing, man); p != "" {
+		return nil, kiterr.New(kiterr.Conflict, "version "+p)
+	}
+	if existing != nil {
 		if m.Publish && !existing.Published {
 			return a.publish(existing)
 		}
 		return &kitpb.VersionReply{Kit: a.kit, Version: existing}, nil
-	}
-	if a.kit != nil && a.kit.LatestVersion != "" {
-		latest, err := manifest.ParseVersion(a.kit.LatestVersion)
-		if err == nil && man.Version.Compare(latest) <= 0 {
-			return nil, kiterr.New(kiterr.Conflict, "version must be higher than the latest registered version")
-		}
 	}
 	now := nanos(a.env.Clock.Now())
 	kit := &kitpb.Kit{}

@@ -103,6 +103,15 @@ func TestDevAPI_Validate(t *testing.T) {
 		{"consent says installed once the Kit is installed here", w, manifest(published.Slug, "2.0.0", baseScopes), func(r *Resp) bool {
 			return r.Get("consent.installed") == false && r.Get("consent.ownedByWorkspace") == true
 		}},
+		{"a version registered with another manifest is a problem at version, as its upload is 409", w, manifest(published.Slug, "1.1.0", baseScopes), func(r *Resp) bool {
+			return r.Get("valid") == false && r.Str("problems.0.path") == "version"
+		}},
+		{"a version below the latest registered is a problem at version", w, manifest(published.Slug, "1.0.5", baseScopes), func(r *Resp) bool {
+			return r.Get("valid") == false && r.Str("problems.0.path") == "version"
+		}},
+		{"the latest version's own manifest again is valid: its upload changes nothing", w, manifest(published.Slug, "1.1.0", []string{"conversations:read", "messages:read", "messages:write", "users:read", "files:read"}), func(r *Resp) bool {
+			return r.Get("valid") == true
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

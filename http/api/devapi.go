@@ -68,6 +68,21 @@ func (s *Server) validateManifest(in call) (reply, error) {
 		if installed, err = actors.InstalledHere(s.env, in.p.Caller.WorkspaceId, chk.KitId); err != nil {
 			return reply{}, err
 		}
+		// As an upload would: a version number taken by another manifest,
+		// or not past the latest.
+		k, err := ask[*kitpb.KitReply](s, actors.KindKit, chk.KitId, &kitpb.GetKit{WorkspaceId: in.p.Caller.WorkspaceId})
+		if err != nil {
+			return reply{}, err
+		}
+		var existing *kitpb.KitVersion
+		for _, v := range k.Versions {
+			if v.Version == man.Version.String() {
+				existing = v
+			}
+		}
+		if p := actors.VersionProblem(k.Kit, existing, man); p != "" {
+			res.Problems = append(res.Problems, manifest.Problem{Path: "version", Message: p})
+		}
 	}
 	if w := man.Warnings(); len(w) > 0 {
 		res.Warnings = w
