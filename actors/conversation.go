@@ -202,7 +202,7 @@ func (a *conversationActor) addMember(m *kitpb.AddMember) (proto.Message, error)
 		return nil, kiterr.Absent("user")
 	}
 	if a.conv.Archived {
-		return nil, kiterr.New(kiterr.Conflict, "conversation is archived")
+		return nil, errArchived
 	}
 	if _, ok := a.members[m.UserId]; ok {
 		return &kitpb.Ok{}, nil
@@ -264,7 +264,7 @@ func (a *conversationActor) addBot(m *kitpb.AddBot) (proto.Message, error) {
 		return nil, kiterr.Invalid("conversationId", "must be a channel")
 	}
 	if a.conv.Archived {
-		return nil, kiterr.New(kiterr.Conflict, "conversation is archived")
+		return nil, errArchived
 	}
 	if _, ok := a.bots[m.BotId]; ok {
 		if _, err := a.setBotEvents(&kitpb.SetBotEvents{BotId: m.BotId, Events: m.Events}); err != nil {
@@ -362,16 +362,30 @@ func (a *conversationActor) writable(c *kitpb.Caller) error {
 		return kiterr.Absent("conversation")
 	}
 	if a.conv.Archived {
-		return kiterr.New(kiterr.Conflict, "conversation is archived")
+		return errArchived
 	}
 	return nil
 }
+
+// errArchived refuses a write into an archived conversation.
+var errArchived = kiterr.New(kiterr.Conflict, "conversation is archived")
 
 func author(c *kitpb.Caller) (kind, id string) {
 	if c.Kind == CallerBot {
 		return "bot", c.BotId
 	}
 	return "user", c.UserId
+}
+
+// idempotencyOwner is whose Idempotency-Key space a post uses: the Kit
+// bot's, or the member's as one installation's user token acts for it, so
+// that two Kits acting for one member never replay or refuse each other's
+// posts.
+func idempotencyOwner(c *kitpb.Caller, authorID string) string {
+	if c.Kind == CallerUser && c.InstallationId != "" {
+		return authorID + "/" + c.InstallationId
+	}
+	return authorID
 }
 
 // contentHash identifies "the same content" of a post for idempotency.
@@ -386,8 +400,11 @@ func contentHash(conversationID, text string, blocks []byte, threadParentID stri
 }
 
 func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
-	if err := a.writable(m.Caller); err != nil {
-		return nil, err
+	if !a.visible(m.Caller) {
+		return nil, kiterr.Absent("conversation")
+	}
+	if a.conv.Archived && m.IdempotencyKey == "" {
+		return nil, errArchived
 	}
 	now := a.env.Clock.Now()
 	kind, authorID := author(m.Caller)
@@ -400,10 +417,16 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 	var idemKey []byte
 	var hash []byte
 	if m.IdempotencyKey != "" {
-		idemKey = idempotencyKey(a.id, kind, authorID, m.IdempotencyKey)
+		owner := idempotencyOwner(m.Caller, authorID)
+		idemKey = idempotencyKey(a.id, kind, owner, m.IdempotencyKey)
 		hash = contentHash(a.id, m.Text, content, m.ThreadParentId)
 		rec := &kitpb.Idempotency{}
 		found, err := load(a.env.Store, idemKey, rec)
+		if err == nil && !found && owner != authorID {
+			// A record of a build before a user token's keys were its
+			// installation's: at most 24 hours old at the upgrade.
+			found, err = load(a.env.Store, idempotencyKey(a.id, kind, authorID, m.IdempotencyKey), rec)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("load idempotency record: %w", err)
 		}
@@ -417,6 +440,10 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 			}
 			return &kitpb.MessageReply{Message: msg, Replayed: true}, nil
 		}
+	}
+	if a.conv.Archived {
+		// Only a replay, above, is answered: it writes nothing.
+		return nil, errArchived
 	}
 	var parentSeq uint64
 	if m.ThreadParentId != "" {
@@ -522,7 +549,7 @@ func (a *conversationActor) ownMessage(c *kitpb.Caller, id string) (*kitpb.Messa
 		return nil, kiterr.New(kiterr.Forbidden, "only the author can change a message")
 	}
 	if a.conv.Archived {
-		return nil, kiterr.New(kiterr.Conflict, "conversation is archived")
+		return nil, errArchived
 	}
 	return msg, nil
 }

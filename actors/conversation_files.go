@@ -146,7 +146,7 @@ func (a *conversationActor) react(c *kitpb.Caller, messageID string, reaction st
 		return nil, kiterr.Absent("message")
 	}
 	if a.conv.Archived {
-		return nil, kiterr.New(kiterr.Conflict, "conversation is archived")
+		return nil, errArchived
 	}
 	i := slices.IndexFunc(msg.Reactions, func(r *kitpb.Reaction) bool { return r.Reaction == reaction })
 	switch {

@@ -100,7 +100,7 @@ func (a *installationActor) invokeTool(m *kitpb.InvokeTool) (proto.Message, erro
 	}
 	if conv.Conversation.Archived {
 		// As commands and interactions: nothing may be posted there.
-		return nil, kiterr.New(kiterr.Conflict, "conversation is archived")
+		return nil, errArchived
 	}
 	now := a.env.Clock.Now()
 	run := &kitpb.Run{

@@ -56,7 +56,7 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"botMemberKey", "conv/{id}/b/{id}"},              // BotMember
 	{"messageKey", "conv/{id}/s/{pos}"},               // Message, in conversation order, stored without its conversation id
 	{"threadReplyKey", "conv/{id}/t/{pos}{pos}"},      // thread index, parent then reply position (empty value)
-	{"idempotencyKey", "conv/{id}/p/{rest}"},          // Idempotency, by <author kind>:<author id>\x00<Idempotency-Key>
+	{"idempotencyKey", "conv/{id}/p/{rest}"},          // Idempotency, by <author kind>:<owner>\x00<Idempotency-Key> (owner: a bot's id, or <user id>/<installation id>)
 	{"fileKey", "conv/{id}/f/{id}"},                   // File (metadata; its id carries the conversation's tag, as a message id does)
 	{"fileChunkKey", "conv/{id}/f/{id}/{pos}"},        // chunk n of a file's bytes (at most FileChunkSize)
 	{"memberConversationKey", "uc/{id}/{id}"},         // a member's conversation (written by that conversation; empty value)
@@ -211,8 +211,8 @@ func threadRepliesPrefix(conv string, parentSeq uint64) []byte {
 	return persistence.AppendUint64(keyWithRoom(partition.Of(conv), positionLen, "conv", conv, "t", ""), parentSeq)
 }
 
-// idempotencyKey is the record of one author's Idempotency-Key in the
-// conversation.
+// idempotencyKey is the record of one owner's Idempotency-Key in the
+// conversation (idempotencyOwner).
 func idempotencyKey(conv, authorKind, authorID, idemKey string) []byte {
 	k := keyWithRoom(partition.Of(conv), len(authorKind)+len(authorID)+len(idemKey)+2, "conv", conv, "p", "")
 	k = append(append(k, authorKind...), ':')

@@ -649,3 +649,51 @@ func toMaps(a []any) []map[string]any {
 	}
 	return out
 }
+
+// SPEC.md 3 "Idempotency record": the same key with the same content
+// returns the stored message with 200, an archive since included: the
+// replay writes nothing, and a client whose 201 was lost learns its post
+// was made. Any other post is still 409.
+func TestMessages_AReplayAfterTheArchiveAnswersTheStoredMessage(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	env := newBotEnv(t, s)
+	key := "arch-" + randHex(8)
+	post := func() *Resp {
+		return s.api(t, env.In.Token, "POST", "/messages", postBody(env.Chan.ID, "before archive"), map[string]string{"Idempotency-Key": key})
+	}
+	first := post()
+	want(t, first, 201)
+	want(t, s.ops(t, "POST", "/ops/v1/conversations/"+env.Chan.ID+"/archive", nil), 200)
+
+	again := post()
+	want(t, again, 200)
+	if !reflect.DeepEqual(jobj(again.JSON, "message"), jobj(first.JSON, "message")) {
+		t.Errorf("replay differs from the stored message%s%s", first, again)
+	}
+	// A new post (no key, or a new key) is still refused.
+	wantError(t, env.In.api(t, "POST", "/messages", postBody(env.Chan.ID, "after archive")), 409, "conflict")
+	r := s.api(t, env.In.Token, "POST", "/messages", postBody(env.Chan.ID, "after archive"), map[string]string{"Idempotency-Key": key + "-new"})
+	wantError(t, r, 409, "conflict")
+}
+
+// docs/decisions.md "Idempotency-Key scope": a member's user tokens of two
+// Kits keep their keys apart, so one Kit's key never answers the other's
+// post with its message.
+func TestMessages_TwoKitsActingForOneMemberHaveTheirOwnKeys(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	w := newWorkspace(t, s)
+	c := w.channel(t, "public", w.Owner.ID, w.Mem.ID)
+	a := w.install(t, w.kit(t, baseScopes...), c.ID)
+	b := w.install(t, w.kit(t, baseScopes...), c.ID)
+	ta, tb := userToken(t, a, w.Mem.ID), userToken(t, b, w.Mem.ID)
+	key := "daily-report"
+	ra := s.api(t, ta, "POST", "/messages", postBody(c.ID, "report"), map[string]string{"Idempotency-Key": key})
+	want(t, ra, 201)
+	rb := s.api(t, tb, "POST", "/messages", postBody(c.ID, "report"), map[string]string{"Idempotency-Key": key})
+	want(t, rb, 201)
+	if rb.Str("message.id") == ra.Str("message.id") {
+		t.Errorf("Kit B's post answered Kit A's message: Kit B's post was never made%s%s", ra, rb)
+	}
+}
