@@ -548,9 +548,6 @@ func (a *conversationActor) ownMessage(c *kitpb.Caller, id string) (*kitpb.Messa
 	if msg.AuthorKind != kind || msg.AuthorId != authorID {
 		return nil, kiterr.New(kiterr.Forbidden, "only the author can change a message")
 	}
-	if a.conv.Archived {
-		return nil, errArchived
-	}
 	return msg, nil
 }
 
@@ -558,6 +555,9 @@ func (a *conversationActor) edit(m *kitpb.EditMessage) (proto.Message, error) {
 	msg, err := a.ownMessage(m.Caller, m.MessageId)
 	if err != nil {
 		return nil, err
+	}
+	if a.conv.Archived {
+		return nil, errArchived
 	}
 	if msg.DeletedAt != 0 {
 		return nil, kiterr.New(kiterr.Conflict, "message is deleted")
@@ -579,7 +579,11 @@ func (a *conversationActor) delete(m *kitpb.DeleteMessage) (proto.Message, error
 		return nil, err
 	}
 	if msg.DeletedAt != 0 {
+		// Idempotent (SPEC.md 3), archived or not: it writes nothing.
 		return &kitpb.MessageReply{Message: msg}, nil
+	}
+	if a.conv.Archived {
+		return nil, errArchived
 	}
 	// A tombstone keeps its place in history and nothing of its content.
 	msg.Text, msg.Blocks, msg.Reactions, msg.DeletedAt = "", nil, nil, nanos(a.env.Clock.Now())

@@ -408,6 +408,8 @@ func TestMessages_ArchivedConversation(t *testing.T) {
 	s := sharedServer(t)
 	env := newBotEnv(t, s)
 	m := env.In.post(t, env.Chan.ID, "before archive")
+	gone := env.In.post(t, env.Chan.ID, "deleted before archive")
+	want(t, env.In.api(t, "DELETE", "/messages/"+jstr(gone, "id"), nil), 200)
 	r := s.ops(t, "POST", "/ops/v1/conversations/"+env.Chan.ID+"/archive", nil)
 	want(t, r, 200)
 
@@ -420,6 +422,13 @@ func TestMessages_ArchivedConversation(t *testing.T) {
 	t.Run("delete is 409 conflict", func(t *testing.T) {
 		wantError(t, env.In.api(t, "DELETE", "/messages/"+jstr(m, "id"), nil), 409, "conflict")
 	})
+	t.Run("a delete of a message deleted before answers its tombstone again (SPEC 3: idempotent)", func(t *testing.T) {
+		r := env.In.api(t, "DELETE", "/messages/"+jstr(gone, "id"), nil)
+		want(t, r, 200)
+		if r.Get("message.deletedAt") == nil {
+			t.Fatalf("want the tombstone%s", r)
+		}
+	})
 	t.Run("reads keep working", func(t *testing.T) {
 		r := env.In.api(t, "GET", "/conversations/"+env.Chan.ID, nil)
 		want(t, r, 200)
@@ -428,7 +437,7 @@ func TestMessages_ArchivedConversation(t *testing.T) {
 		}
 		r = env.In.api(t, "GET", "/conversations/"+env.Chan.ID+"/messages", nil)
 		want(t, r, 200)
-		if got := ids(walk(t, s, env.In.Token, "/conversations/"+env.Chan.ID+"/messages", "messages", 0), "id"); !reflect.DeepEqual(got, []string{jstr(m, "id")}) {
+		if got := ids(walk(t, s, env.In.Token, "/conversations/"+env.Chan.ID+"/messages", "messages", 0), "id"); !reflect.DeepEqual(got, []string{jstr(gone, "id"), jstr(m, "id")}) {
 			t.Errorf("history of the archived conversation = %v", got)
 		}
 		want(t, env.In.api(t, "GET", "/messages/"+jstr(m, "id"), nil), 200)
