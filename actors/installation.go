@@ -367,5 +367,12 @@ func (a *installationActor) revoke(m *kitpb.RevokeCredential) (proto.Message, er
 		}
 	}
 	a.env.Invalidator.CredentialRevoked(hash)
+	if cred.Kind == credRefresh && cred.GrantId != "" {
+		// RFC 7009 2.1: a revoked refresh token takes the access tokens of
+		// its grant with it.
+		if err := a.revokeGrant(cred.GrantId); err != nil {
+			return nil, err
+		}
+	}
 	return &kitpb.Ok{}, nil
 }

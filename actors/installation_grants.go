@@ -131,9 +131,15 @@ func (a *installationActor) issueCode(m *kitpb.IssueCode) (proto.Message, error)
 	return &kitpb.Ok{}, nil
 }
 
+// BadGrantReason is the one reason given for a code or refresh token that
+// does not work, whether unknown (the front end) or known but expired,
+// spent, revoked or of another Kit (the installation): the answers must
+// not tell which.
+const BadGrantReason = "is not valid: unknown, expired, revoked or already used"
+
 var (
-	errBadCode    = kiterr.Invalid("code", "is not a valid authorization code: unknown, expired or already used")
-	errBadRefresh = kiterr.Invalid("refreshToken", "is not a valid refresh token: unknown, revoked or already used")
+	errBadCode    = kiterr.Invalid("code", BadGrantReason)
+	errBadRefresh = kiterr.Invalid("refreshToken", BadGrantReason)
 )
 
 // exchangeCode spends a code once and issues what it was approved for.
@@ -159,8 +165,13 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 		if !ids.Equal([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(code.CodeChallenge)) {
 			return a.refuse("code", "code_verifier_mismatch", kiterr.Invalid("codeVerifier", "does not match the code_challenge of the authorization"))
 		}
+	} else if m.CodeVerifier != "" {
+		// RFC 9700 4.8.2: a verifier without a challenge is a PKCE downgrade.
+		return a.refuse("code", "code_verifier_unexpected", kiterr.Invalid("codeVerifier", "was not expected: the authorization carried no code_challenge"))
 	}
-	if code.TokenType == CallerUser {
+	// Every code was approved in a web session (a bot code by an admin):
+	// it ends with that session and with its member.
+	if code.TokenType == CallerUser || code.SessionId != "" {
 		if _, ok, err := memberSignedIn(a.env, code, nanos(now), true); err != nil || !ok {
 			if err != nil {
 				return nil, err

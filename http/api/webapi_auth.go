@@ -73,6 +73,7 @@ func (b *kitAccessBody) check() error {
 // shape (400), client credentials (401 invalid_credentials), then the code
 // or refresh token (400 naming its field).
 func (s *Server) kitAccess(in call) (reply, error) {
+	in.carriesSecret() // and its refusals too: no answer of kit.access is stored (docs/credentials.md)
 	var body kitAccessBody
 	err := in.decode(&body)
 	if err == nil {
@@ -99,7 +100,7 @@ func (s *Server) kitAccess(in call) (reply, error) {
 	} else {
 		secret = *body.Code
 	}
-	badGrant := kiterr.Invalid(path, "is not valid: unknown, expired, revoked or already used")
+	badGrant := kiterr.Invalid(path, actors.BadGrantReason)
 	instID, err := actors.GrantOwner(s.env, secret)
 	if kiterr.CodeOf(err) == kiterr.NotFound {
 		err = badGrant
@@ -135,7 +136,6 @@ func (s *Server) kitAccess(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	in.carriesSecret()
 	// kitclient.Grant leaves out the members of the other kind of grant:
 	// a bot grant always has its bot id, a user grant its user id, refresh
 	// token and lifetime, so exactly those are left out.

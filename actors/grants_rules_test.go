@@ -1,0 +1,70 @@
+package actors_test
+
+import (
+	"testing"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// docs/credentials.md "POST /oauth/kit.access": a code is refused when
+// "its session ended"; "Deactivating the member does the same". A bot
+// authorization is approved by an admin in a web session: once that
+// session ends, or that admin is deactivated, within the code's 10
+// minutes, the code must not issue a bot token.
+func TestABotCodeEndsWithItsSessionAndItsAdmin(t *testing.T) {
+	n := shared
+	t.Run("session ended", func(t *testing.T) {
+		g := n.grantEnv(t)
+		code, err := n.code(g, actors.CallerBot, g.admin, g.adminSes, "")
+		noErr(t, err)
+		ask[*kitpb.Ok](t, n, actors.KindWorkspace, g.ws, &kitpb.EndSession{SessionId: g.adminSes})
+		tk, _, err := n.exchange(g, code, "")
+		if err == nil {
+			_, aerr := n.auth.Authenticate([]byte(tk.bot))
+			t.Fatalf("a bot code of an ended session was exchanged; the bot token authenticates: %v", aerr == nil)
+		}
+		wantCode(t, err, kiterr.Validation, "code")
+	})
+	t.Run("admin deactivated", func(t *testing.T) {
+		g := n.grantEnv(t)
+		code, err := n.code(g, actors.CallerBot, g.admin, g.adminSes, "")
+		noErr(t, err)
+		ask[*kitpb.Ok](t, n, actors.KindWorkspace, g.ws, &kitpb.DeactivateUser{UserId: g.admin})
+		tk, _, err := n.exchange(g, code, "")
+		if err == nil {
+			_, aerr := n.auth.Authenticate([]byte(tk.bot))
+			t.Fatalf("a bot code of a deactivated admin was exchanged; the bot token authenticates: %v", aerr == nil)
+		}
+		wantCode(t, err, kiterr.Validation, "code")
+	})
+}
+
+// RFC 9700 (OAuth 2.0 Security BCP) 2.1.1 / 4.8.2: a token request that
+// carries a code_verifier must be refused when the authorization request
+// carried no code_challenge (PKCE downgrade). kitd takes a bot
+// authorization without a challenge and then accepts any verifier.
+func TestAVerifierWithoutAChallengeIsRefused(t *testing.T) {
+	n := shared
+	g := n.grantEnv(t)
+	code, err := n.code(g, actors.CallerBot, g.admin, g.adminSes, "")
+	noErr(t, err)
+	_, _, err = n.exchange(g, code, testVerifier)
+	wantCode(t, err, kiterr.Validation, "codeVerifier")
+}
+
+// RFC 7009 2.1: revoking a refresh token SHOULD also invalidate the access
+// tokens of the same grant. kitd revokes only the refresh token: the user
+// token it came with keeps working for the rest of its hour.
+func TestRevokingARefreshTokenEndsItsGrant(t *testing.T) {
+	n := shared
+	g := n.grantEnv(t)
+	tk := n.userTokens(t, g)
+	if _, err := n.auth.Authenticate([]byte(tk.access)); err != nil {
+		t.Fatal(err)
+	}
+	noErr(t, n.auth.Revoke(tk.refresh))
+	_, err := n.auth.Authenticate([]byte(tk.access))
+	wantCode(t, err, kiterr.InvalidToken)
+}
