@@ -3,6 +3,7 @@ package actors
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -399,6 +400,24 @@ func contentHash(conversationID, text string, blocks []byte, threadParentID stri
 	return h.Sum(nil)
 }
 
+// sentBlocks is what "the same content" compares of a post's blocks: the
+// blocks as sent, made compact (so that other whitespace is the same
+// content), whatever the interactivity rule removed from the stored form.
+// Two posts that differ only in what was removed are not the same, and a
+// retry after the installation's interactivity changed still is. The two
+// forms are the same bytes when nothing was removed (FuzzValidate), so
+// records written before compare as ever but for those.
+func sentBlocks(c *kitpb.Caller, raw, stored []byte) []byte {
+	if c.Interactive || len(raw) == 0 {
+		return stored
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return stored
+	}
+	return b.Bytes()
+}
+
 func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 	if !a.visible(m.Caller) {
 		return nil, kiterr.Absent("conversation")
@@ -408,8 +427,6 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 	}
 	now := a.env.Clock.Now()
 	kind, authorID := author(m.Caller)
-	// Blocks are compared in their stored form, so that the same content
-	// written with other whitespace is the same content.
 	content, err := a.checkBlocks(m.Caller, m.Blocks)
 	if err != nil {
 		return nil, err
@@ -419,7 +436,7 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 	if m.IdempotencyKey != "" {
 		owner := idempotencyOwner(m.Caller, authorID)
 		idemKey = idempotencyKey(a.id, kind, owner, m.IdempotencyKey)
-		hash = contentHash(a.id, m.Text, content, m.ThreadParentId)
+		hash = contentHash(a.id, m.Text, sentBlocks(m.Caller, m.Blocks, content), m.ThreadParentId)
 		rec := &kitpb.Idempotency{}
 		found, err := load(a.env.Store, idemKey, rec)
 		if err == nil && !found && owner != authorID {

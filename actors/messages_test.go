@@ -461,3 +461,39 @@ func idsWithOneTag(t *testing.T) (string, string) {
 	t.Fatal("no two of 300,000 ids share a tag")
 	return "", ""
 }
+
+// SPEC 3 "Idempotency record": the same key with different content is 409
+// idempotency_conflict. Blocks are compared as sent: two bodies that differ
+// only in interactive elements, which a caller without interactivity has
+// removed, are different content.
+func TestIdempotencyComparesTheBlocksAsSent(t *testing.T) {
+	n := shared
+	w := n.workspace(t, 1)
+	c := n.channel(t, w.id, w.users...)
+	caller := userCaller(w.id, w.users[0]) // Interactive: false
+	const a = `[{"type":"divider"},{"type":"actions","elements":[{"type":"button","actionId":"approve","text":"Approve","value":"yes"}]}]`
+	const b = `[{"type":"divider"},{"type":"actions","elements":[{"type":"button","actionId":"reject","text":"Reject","value":"no"}]}]`
+	n.post(t, caller, c, postReq{text: "deploy", key: "k-strip", blocks: a})
+	r, err := n.send(caller, c, postReq{text: "deploy", key: "k-strip", blocks: b})
+	if kiterr.CodeOf(err) != kiterr.IdempotencyConflict {
+		t.Fatalf("same key, different blocks: got replayed=%v err=%v, want 409 idempotency_conflict", r != nil && r.Replayed, err)
+	}
+}
+
+// The same request retried with the same key after the
+// installation's interactivity changed (a new manifest version) is the same
+// content, and must replay with 200, not answer 409.
+func TestIdempotencyReplaysAcrossAnInteractivityChange(t *testing.T) {
+	n := shared
+	w := n.workspace(t, 1)
+	c := n.channel(t, w.id, w.users...)
+	with := userCaller(w.id, w.users[0])
+	with.Interactive = true
+	without := userCaller(w.id, w.users[0])
+	const bl = `[{"type":"actions","elements":[{"type":"button","actionId":"approve","text":"Approve"}]}]`
+	first := n.post(t, with, c, postReq{text: "deploy", key: "k-retry", blocks: bl})
+	r, err := n.send(without, c, postReq{text: "deploy", key: "k-retry", blocks: bl})
+	if err != nil || !r.Replayed || r.Message.Id != first.Id {
+		t.Fatalf("retry of the same request: err=%v, want a replay of %s", err, first.Id)
+	}
+}
