@@ -232,6 +232,11 @@ func TestLeaveIsSeenAsLeft(t *testing.T) {
 	if events.saw(EventFail, "n2", nil) {
 		t.Fatal("n0's consumer was told n2 failed; it left")
 	}
+	// Both recorded the goodbye and said so before the leave's broadcast,
+	// which they could otherwise take first for a death.
+	if got := nodes[2].answered.Load(); got != 2 {
+		t.Fatalf("the leave was broadcast after %d answers to its goodbye, want both members'", got)
+	}
 	if err := nodes[2].Leave(ctx); err != ErrStopped {
 		t.Fatalf("a second Leave = %v, want ErrStopped", err)
 	}

@@ -34,7 +34,6 @@ type notice struct {
 	addr     string
 	meta     []byte
 	systemID string // of noteGoodbye
-	left     bool   // of noteLeave: memberlist says the member itself announced it
 }
 
 // notices is an unbounded queue between memberlist's callbacks and run.
@@ -87,6 +86,15 @@ func (d *delegate) NotifyMsg(b []byte) {
 		d.notes.push(notice{kind: noteGoodbye, systemID: string(b[1:])})
 		return
 	}
+	if len(b) == 1+systemIDLen && b[0] == goodbyeSeenMsg {
+		if string(b[1:]) == d.systemID {
+			select {
+			case d.goodbyesSeen <- struct{}{}:
+			default: // more answers than members told: enough
+			}
+		}
+		return // an answer to an earlier life's goodbye
+	}
 	d.log.Warn("membership: ignoring an unknown gossip message", "bytes", len(b))
 }
 
@@ -106,11 +114,8 @@ func (d *delegate) NotifyJoin(n *memberlist.Node) { d.note(noteJoin, n) }
 func (d *delegate) NotifyUpdate(n *memberlist.Node) { d.note(noteUpdate, n) }
 
 // NotifyLeave implements memberlist.EventDelegate; memberlist calls it for
-// a death and a leave alike, and says which in the node's state: Left
-// when the member itself announced its death (memberlist's Leave).
-func (d *delegate) NotifyLeave(n *memberlist.Node) {
-	d.notes.push(notice{kind: noteLeave, name: n.Name, addr: n.Address(), left: n.State == memberlist.StateLeft})
-}
+// a death and a leave alike (see goodbyeMsg).
+func (d *delegate) NotifyLeave(n *memberlist.Node) { d.note(noteLeave, n) }
 
 // NotifyMerge implements memberlist.MergeDelegate: peers is a seed's
 // view, sent in answer to a join before the seed merged this node's
@@ -204,7 +209,7 @@ func (m *Membership) apply(n *notice) {
 		e.suspect = false
 		e.State, e.Addr = StateDead, n.addr
 		kind := EventFail
-		if n.name == m.name || n.left || e.goodbye == e.Meta.SystemID {
+		if n.name == m.name || e.goodbye == e.Meta.SystemID {
 			e.State, kind = StateLeft, EventLeave // memberlist never finds itself dead
 		}
 		m.pending.add(Event{Kind: kind, Node: e.Node})
@@ -223,6 +228,7 @@ func (m *Membership) apply(n *notice) {
 				continue
 			}
 			e.goodbye = n.systemID
+			m.answerGoodbye(e.Name, n.systemID)
 			if e.State == StateDead {
 				// The leave overtook the goodbye (gossip and the
 				// goodbye's TCP stream race): it was a leave after all.

@@ -22,13 +22,14 @@
 // latest, so a stalled consumer costs memory bounded by the number of
 // nodes and never delays anyone's view of the cluster.
 //
-// Two things memberlist does not tell a delegate plainly are recovered
-// here. A graceful leave and a death both arrive as NotifyLeave, the
-// leave with the node's state Left (the member announced its own death);
-// that announcement is gossip, which may be lost, so a leaving node also
-// first sends each member a goodbye naming its SystemID over TCP, and
-// either one makes them record "left" (a goodbye that arrives after the
-// death turns it into a leave). A suspicion has no callback at all: the log line of a failed
+// Two things memberlist does not tell a delegate are recovered here. A
+// graceful leave and a death both arrive as NotifyLeave, alike (memberlist
+// keeps "left" in a state of its own and never sets the State of the Node
+// it hands over), so a leaving node first sends each member a goodbye
+// naming its SystemID over TCP, which makes them record "left", and
+// broadcasts its leave once each answered that it recorded it, or after a
+// bounded wait (a goodbye that arrives after the death still turns it
+// into a leave). A suspicion has no callback at all: the log line of a failed
 // probe marks the member suspect (in this node's view only) until the
 // next ack, or until it is declared dead.
 //

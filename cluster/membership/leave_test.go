@@ -10,7 +10,7 @@ import (
 // arrives, in either order.
 func TestLeaveOrDeath(t *testing.T) {
 	const life, otherLife = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
-	leave := func(left bool) notice { return notice{kind: noteLeave, name: "n2", addr: "127.0.0.1:2", left: left} }
+	leave := func() notice { return notice{kind: noteLeave, name: "n2", addr: "127.0.0.1:2"} }
 	goodbye := func(id string) notice { return notice{kind: noteGoodbye, systemID: id} }
 	for _, tc := range []struct {
 		rule    string
@@ -18,11 +18,10 @@ func TestLeaveOrDeath(t *testing.T) {
 		state   State
 		consume EventKind // the event the consumer takes last
 	}{
-		{"a death memberlist found is a failure", []notice{leave(false)}, StateDead, EventFail},
-		{"a leave memberlist heard the member announce is a leave", []notice{leave(true)}, StateLeft, EventLeave},
-		{"a goodbye before the death makes it a leave", []notice{goodbye(life), leave(false)}, StateLeft, EventLeave},
-		{"a goodbye after the death makes it a leave", []notice{leave(false), goodbye(life)}, StateLeft, EventLeave},
-		{"a goodbye of another life is not this one's", []notice{goodbye(otherLife), leave(false)}, StateDead, EventFail},
+		{"a death memberlist found is a failure", []notice{leave()}, StateDead, EventFail},
+		{"a goodbye before the death makes it a leave", []notice{goodbye(life), leave()}, StateLeft, EventLeave},
+		{"a goodbye after the death makes it a leave", []notice{leave(), goodbye(life)}, StateLeft, EventLeave},
+		{"a goodbye of another life is not this one's", []notice{goodbye(otherLife), leave()}, StateDead, EventFail},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			m := &Membership{name: "n0", log: slog.New(slog.DiscardHandler), nodes: map[string]*entry{

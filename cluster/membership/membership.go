@@ -96,6 +96,7 @@ type Membership struct {
 	// again.
 	selfConflict atomic.Bool
 	joinAttempts atomic.Int64 // for tests
+	answered     atomic.Int64 // answers to this node's goodbye it waited for; for tests
 	joined       atomic.Bool
 
 	// life serializes Leave and Shutdown: memberlist panics on a Leave
@@ -106,6 +107,11 @@ type Membership struct {
 	wg       sync.WaitGroup
 	// leaving is set once the node has begun to leave (Leaving).
 	leaving atomic.Bool
+	// goodbyesSeen receives a token for each member's answer to this
+	// node's goodbye (Leave).
+	goodbyesSeen chan struct{}
+	// systemID is this life's, local.SystemID, read without metaMu.
+	systemID string
 }
 
 type entry struct {
@@ -142,10 +148,14 @@ func Start(cfg Config) (*Membership, error) {
 		nodes:    make(map[string]*entry),
 		events:   make(chan Event),
 		stopping: make(chan struct{}),
+		// Answers beyond the members told are dropped: a full buffer
+		// means every member answered.
+		goodbyesSeen: make(chan struct{}, maxGoodbyeAnswers),
 	}
 	m.notes.signal = make(chan struct{}, 1)
 	m.local = cfg.Meta
 	m.local.SystemID = newSystemID()
+	m.systemID = m.local.SystemID
 	if m.local.State == 0 {
 		m.local.State = StateJoining
 	}
@@ -359,8 +369,21 @@ func (m *Membership) UpdateMeta(f func(*Meta)) error {
 
 // goodbyeMsg prefixes the message a leaving node sends each member before
 // it leaves; memberlist's own leave message looks like a death to the
-// event delegate, and this tells the two apart.
+// event delegate, and this tells the two apart. (memberlist marks the
+// node it reports left in a state of its own, not in the Node it hands
+// the delegate, whose State it never sets: the goodbye is the only way.)
 const goodbyeMsg = 'G'
+
+// goodbyeSeenMsg prefixes a member's answer to a goodbye, sent once it
+// has recorded it; it names the leaver's life (SystemID). The leaver
+// broadcasts its leave only after the answers: the goodbye (a TCP
+// stream) and the broadcast (UDP) travel apart, and a member that took
+// the broadcast first reported a failure to its consumer, then the leave.
+const goodbyeSeenMsg = 'S'
+
+// maxGoodbyeAnswers bounds the answers a leaver counts; past it, every
+// member is taken to have answered.
+const maxGoodbyeAnswers = 1024
 
 // leaveRounds bounds, in gossip intervals, the wait for the leave's
 // broadcast once every member has the goodbye.
@@ -386,6 +409,7 @@ func (m *Membership) Leave(ctx context.Context) error {
 	defer m.stop()
 	bye := append([]byte{goodbyeMsg}, m.Local().SystemID...)
 	told := true // every other member has the goodbye
+	sent := 0
 	for _, n := range m.ml.Members() {
 		if n.Name == m.name {
 			continue
@@ -397,7 +421,9 @@ func (m *Membership) Leave(ctx context.Context) error {
 		if err := m.ml.SendReliable(n, bye); err != nil {
 			told = false
 			m.log.Info("membership: goodbye not delivered; the member will see a failure", "member", n.Name, "err", err)
+			continue
 		}
+		sent++
 	}
 	timeout := m.timing.TCPTimeout
 	if dl, ok := ctx.Deadline(); ok {
@@ -409,6 +435,7 @@ func (m *Membership) Leave(ctx context.Context) error {
 		// out (see below).
 		timeout = min(timeout, leaveRounds*m.timing.GossipInterval)
 	}
+	m.awaitGoodbyesSeen(sent, timeout)
 	if err := m.ml.Leave(timeout); err != nil {
 		if told {
 			// The broadcast only repeats what every member was told.
@@ -420,6 +447,49 @@ func (m *Membership) Leave(ctx context.Context) error {
 		return fmt.Errorf("membership: leave: %w", err)
 	}
 	return nil
+}
+
+// awaitGoodbyesSeen waits up to timeout for n members' answers to the
+// goodbye. A member that does not answer (stopping too, or slow) may take
+// the broadcast for a death, as before the answers: the wait is bounded.
+func (m *Membership) awaitGoodbyesSeen(n int, timeout time.Duration) {
+	n = min(n, maxGoodbyeAnswers)
+	if n == 0 {
+		return
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for ; n > 0; n-- {
+		select {
+		case <-m.goodbyesSeen:
+			m.answered.Add(1)
+		case <-t.C:
+			m.log.Debug("membership: leaving before every member answered the goodbye", "unanswered", n)
+			return
+		}
+	}
+}
+
+// answerGoodbye tells the member named name, whose goodbye of life
+// systemID was just recorded, that it was: it broadcasts its leave once
+// every member answered (Leave). run calls it; the answer goes on a
+// goroutine of its own, as a stream may take a while.
+func (m *Membership) answerGoodbye(name, systemID string) {
+	if m.ml == nil {
+		return // a Membership of the unit tests, without gossip
+	}
+	for _, n := range m.ml.Members() {
+		if n.Name != name {
+			continue
+		}
+		m.wg.Add(1) // run, which calls this, is counted: Wait cannot have passed
+		go func() {
+			defer m.wg.Done()
+			if err := m.ml.SendReliable(n, append([]byte{goodbyeSeenMsg}, systemID...)); err != nil {
+				m.log.Debug("membership: goodbye not answered", "member", name, "err", err)
+			}
+		}()
+	}
 }
 
 // Shutdown stops gossip at once, without a word to anyone: the others
