@@ -13,9 +13,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/kitd/kitd/cluster/peer/peertest"
 	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/logbuf"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -272,7 +272,7 @@ func (panicky) Receive(ctx actor.Context) {
 // nothing of it: the node logs the failure, with the panic's stack, as an
 // error.
 func TestAPanicInAnActorIsLogged(t *testing.T) {
-	out := &peertest.LogBuffer{}
+	out := &logbuf.Buffer{}
 	n, err := Start(Config{RequestTimeout: 100 * time.Millisecond, Logger: slog.New(slog.NewJSONHandler(out, nil))},
 		&Kind{Name: "panicky", New: func(string) actor.Actor { return panicky{} }, Opts: []actor.PropsOption{
 			actor.WithDispatcher(actor.NewSynchronizedDispatcher(300)), actor.WithMailbox(NewInlineMailbox)}})

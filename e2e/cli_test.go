@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/internal/eventually"
+	"github.com/kitd/kitd/internal/logbuf"
 )
 
 // The `kit` command-line tool (cmd/kit), run as a built binary against a real
@@ -286,7 +287,7 @@ func TestCLI_VersionsKitsLogs(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		cmd := cliCommand(ctx, t, s.URL+"/api/v1", w.Dev, "logs", slug, "--follow", "--interval", "100ms")
-		out, errOut := &lockedBuffer{}, &lockedBuffer{}
+		out, errOut := &logbuf.Buffer{}, &logbuf.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, errOut
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -518,26 +519,8 @@ func TestCLI_Domains(t *testing.T) {
 	})
 }
 
-// lockedBuffer is the output of a running process, read while it writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // waitOutput waits until out contains s.
-func waitOutput(t testing.TB, out *lockedBuffer, s string) {
+func waitOutput(t testing.TB, out *logbuf.Buffer, s string) {
 	t.Helper()
 	if !eventually.Holds(eventually.Within, func() bool { return strings.Contains(out.String(), s) }) {
 		t.Fatalf("no %q in %v; output:\n%s", s, eventually.Within, out)

@@ -1,7 +1,6 @@
 package membership
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/internal/eventually"
+	"github.com/kitd/kitd/internal/logbuf"
 )
 
 // Deadlines are generous: the machine is busy and shared. Nothing below
@@ -21,34 +21,11 @@ const (
 )
 
 // testLog collects a node's log; a failed test prints it.
-type testLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+type testLog struct{ logbuf.Buffer }
 
-func (l *testLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+func (l *testLog) contains(s string) bool { return strings.Contains(l.String(), s) }
 
-func (l *testLog) contains(s string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Contains(l.buf.String(), s)
-}
-
-func (l *testLog) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.buf.String(), s)
-}
-
-func (l *testLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+func (l *testLog) count(s string) int { return strings.Count(l.String(), s) }
 
 type testNode struct {
 	*Membership

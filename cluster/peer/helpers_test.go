@@ -10,7 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/kitd/kitd/cluster/peer/peertest"
+	"github.com/kitd/kitd/internal/logbuf"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -24,7 +24,7 @@ func testRegistry() *Registry {
 // node is a transport under test with its log.
 type node struct {
 	*Transport
-	log *peertest.LogBuffer
+	log *logbuf.Buffer
 }
 
 // echo answers GetUser with a UserReply naming the caller, the request id
@@ -41,7 +41,7 @@ func echo(_ context.Context, from string, msg proto.Message, requestID string) (
 // config first.
 func start(t testing.TB, name string, edit func(*Config)) *node {
 	t.Helper()
-	logs := &peertest.LogBuffer{}
+	logs := &logbuf.Buffer{}
 	cfg := Config{
 		NodeName:   name,
 		ListenAddr: "127.0.0.1:0",

@@ -12,8 +12,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kitd/kitd/cluster/peer"
-	"github.com/kitd/kitd/cluster/peer/peertest"
 	"github.com/kitd/kitd/cluster/raftnet"
+	"github.com/kitd/kitd/internal/logbuf"
 	"github.com/kitd/kitd/multiraft"
 	"github.com/kitd/kitd/multiraft/multirafttest"
 	"github.com/kitd/kitd/persistence"
@@ -28,7 +28,7 @@ type endpoint struct {
 	dir  *raftnet.StaticDirectory
 	net  *raftnet.Transport
 	peer *peer.Transport
-	log  *peertest.LogBuffer
+	log  *logbuf.Buffer
 }
 
 type options struct {
@@ -40,7 +40,7 @@ type options struct {
 
 func newEndpoint(t testing.TB, id uint64, o options) *endpoint {
 	t.Helper()
-	e := &endpoint{id: id, dir: raftnet.NewStaticDirectory(nil), log: &peertest.LogBuffer{}}
+	e := &endpoint{id: id, dir: raftnet.NewStaticDirectory(nil), log: &logbuf.Buffer{}}
 	logger := slog.New(slog.NewTextHandler(e.log, nil))
 	cfg := raftnet.Config{NodeID: id, Directory: e.dir, ChunkSize: o.chunk, Logger: logger}
 	if o.edit != nil {

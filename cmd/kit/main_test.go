@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/internal/eventually"
+	"github.com/kitd/kitd/internal/logbuf"
 	"github.com/kitd/kitd/kitclient/dev"
 )
 
@@ -360,24 +361,6 @@ func (l *fakeLog) serve(w http.ResponseWriter, r *http.Request) {
 	answer(w, 200, string(b))
 }
 
-// syncBuffer is a bytes.Buffer the follower writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // events is the event names of the printed log lines, in order.
 func events(out string) []string {
 	var evs []string
@@ -423,7 +406,7 @@ func TestFollow(t *testing.T) {
 			log := &fakeLog{}
 			log.add(tt.before...)
 			f := newFakeAPI(t, map[string]http.HandlerFunc{"GET /api/v1/dev/kits/" + kitID + "/logs": log.serve})
-			var out, errOut syncBuffer
+			var out, errOut logbuf.Buffer
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan int, 1)

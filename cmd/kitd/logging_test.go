@@ -1,34 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/kitd/kitd/internal/eventually"
+	"github.com/kitd/kitd/internal/logbuf"
 )
-
-// syncBuffer is a bytes.Buffer the flush timer and the test may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestLogFlags(t *testing.T) {
 	tests := []struct {
@@ -61,7 +42,7 @@ func TestLogFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
-			var out syncBuffer
+			var out logbuf.Buffer
 			l, fw, err := newLogger(&out, tt.level, tt.format, "n1")
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -81,7 +62,7 @@ func TestLogFlags(t *testing.T) {
 
 // A line reaches the writer within the flush interval, without a Close.
 func TestLogIsFlushedOnATimer(t *testing.T) {
-	var out syncBuffer
+	var out logbuf.Buffer
 	fw := newFlushWriter(&out, logBufferSize, 10*time.Millisecond)
 	defer fw.Close()
 	slog.New(slog.NewJSONHandler(fw, nil)).Info("hello")
@@ -102,7 +83,7 @@ func TestRequestLogFollowsTheLogger(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
-			var out syncBuffer
+			var out logbuf.Buffer
 			l, fw, err := newLogger(&out, tt.level, tt.format, "n1")
 			if err != nil {
 				t.Fatal(err)

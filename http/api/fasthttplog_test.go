@@ -1,37 +1,18 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/kitd/kitd/internal/eventually"
 	"github.com/valyala/fasthttp/fasthttputil"
+
+	"github.com/kitd/kitd/internal/eventually"
+	"github.com/kitd/kitd/internal/logbuf"
 )
-
-// lockedBuffer is a log written by the server's goroutines and read by
-// the test's.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // docs/decisions.md "Logs": a token is never in a line, at any level. A
 // request fasthttp cannot parse is logged at debug level, and its parse
@@ -44,7 +25,7 @@ func TestARequestHeadThatCannotBeReadLogsNoToken(t *testing.T) {
 		{"a length that is no number", "GET /ops/v1/backup HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + secret + "\r\nContent-Length: abc\r\n\r\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var out lockedBuffer
+			var out logbuf.Buffer
 			srv := New(Config{Logger: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 			ln := fasthttputil.NewInmemoryListener()
 			go srv.Serve(ln)
