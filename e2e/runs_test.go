@@ -432,6 +432,13 @@ func TestToolInvokeRefusals(t *testing.T) {
 			t.Fatalf("%d tool calls, want only the last run's", len(calls))
 		}
 	})
+	// After the row above, which counts the Kit's calls.
+	t.Run("arguments are passed on as sent: a number no float64 holds is no problem", func(t *testing.T) {
+		body := raw(`{"installationId":"` + e.in.ID + `","conversationId":"` + e.conv + `","tool":"lookup","arguments":{"n":1e400}}`)
+		r := e.invoke(t, body)
+		want(t, r, 202)
+		e.finished(t, r.Str("run.id"), e.memToken)
+	})
 }
 
 func mustJSON(v any) string {

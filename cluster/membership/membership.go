@@ -435,8 +435,11 @@ func (m *Membership) Leave(ctx context.Context) error {
 		// out (see below).
 		timeout = min(timeout, leaveRounds*m.timing.GossipInterval)
 	}
-	m.awaitGoodbyesSeen(sent, timeout)
-	if err := m.ml.Leave(timeout); err != nil {
+	// One budget for both waits: the answers may take half of it (a member
+	// of an older build never answers), the broadcast the rest.
+	end := time.Now().Add(timeout)
+	m.awaitGoodbyesSeen(sent, timeout/2)
+	if err := m.ml.Leave(max(time.Until(end), time.Millisecond)); err != nil {
 		if told {
 			// The broadcast only repeats what every member was told.
 			// Members leaving together stop gossiping to each other as

@@ -41,8 +41,8 @@ func (s *Server) invokeTool(in call) (reply, error) {
 	}
 	// The arguments reach the Kit as sent: a key given twice at any depth
 	// is refused, as in every other body (docs/decisions.md "Request bodies").
-	if err := input.DecodeJSON(body.Arguments, new(map[string]any)); err != nil {
-		return reply{}, kiterr.Invalid("arguments", "has a key given more than once")
+	if err := input.ValueKeys("arguments", body.Arguments); err != nil {
+		return reply{}, err
 	}
 	r, err := ask[*kitpb.ToolCallReply](s, actors.KindInstallation, *body.InstallationID, &kitpb.InvokeTool{
 		WorkspaceId: in.member.WorkspaceID, UserId: in.member.UserID,

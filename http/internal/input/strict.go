@@ -474,3 +474,20 @@ func addFields(f *structFields, t reflect.Type) {
 		f.types = append(f.types, sf.Type)
 	}
 }
+
+// ValueKeys checks the keys of a JSON value that is passed on as sent (a
+// json.RawMessage never decoded here): no key given twice at any depth, no
+// nesting past the limit. It reads no number nor string, so any valid
+// JSON value passes but for its keys; the problem is named at path.
+func ValueKeys(path string, value []byte) error {
+	s := scanners.Get().(*keyScanner)
+	defer func() {
+		*s = keyScanner{keys: s.keys[:0]}
+		scanners.Put(s)
+	}()
+	s.b = value
+	if !s.value(nil) && s.err != nil {
+		return kiterr.Invalid(path, s.err.(*problem).reason)
+	}
+	return nil
+}

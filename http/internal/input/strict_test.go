@@ -143,3 +143,27 @@ func TestCheckKeysAllocatesNothing(t *testing.T) {
 		t.Fatalf("checkKeys allocates %v times per body", n)
 	}
 }
+
+func TestValueKeys(t *testing.T) {
+	for _, tt := range []struct {
+		name, value string
+		ok          bool
+	}{
+		{"an object", `{"a":1,"b":{"c":[1,2,{"d":null}]}}`, true},
+		{"a number no float64 holds: the value is never read", `{"n":1e400}`, true},
+		{"a long string", `{"s":"` + strings.Repeat("x", 10000) + `"}`, true},
+		{"a key given twice", `{"a":1,"a":2}`, false},
+		{"a key given twice deep down", `{"a":[{"b":1,"b":2}]}`, false},
+		{"a key given twice, once escaped", `{"a":1,"\u0061":2}`, false},
+		{"the same key in two objects", `{"a":{"k":1},"b":{"k":2}}`, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValueKeys("arguments", []byte(tt.value))
+			if tt.ok {
+				kiterrtest.WantPath(t, err, "-")
+				return
+			}
+			kiterrtest.WantPath(t, err, "arguments")
+		})
+	}
+}
