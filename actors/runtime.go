@@ -172,12 +172,11 @@ func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx act
 		if r, ok := h.(releaser); ok {
 			r.release()
 		}
-		if _, restarting := m.(*actor.Restarting); restarting {
-			return
-		}
 		if life.timer != nil {
 			life.timer.Stop()
 		}
+		// A restart ends this incarnation too: the next one counts an
+		// activation on its Started, so kitd_actors_live stays one.
 		if life.kind != nil {
 			life.kind.passivations.Inc()
 		}

@@ -344,6 +344,13 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		// going as planned.
 		level = slog.LevelInfo
 	}
+	if level >= slog.LevelWarn && w.m.warn != nil {
+		// Most of memberlist's warnings and errors are about packets and
+		// streams anyone who reaches the gossip port can send: bounded,
+		// as the peer transport's are (internal/loglimit).
+		w.m.warn.Log(level, line)
+		return len(p), nil
+	}
 	w.m.log.Log(context.Background(), level, line)
 	return len(p), nil
 }

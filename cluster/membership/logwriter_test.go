@@ -4,6 +4,9 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/internal/loglimit"
 )
 
 // memberlist's log lines reach the node's log at their own level, but for
@@ -84,5 +87,31 @@ func TestMemberChangesAreLogged(t *testing.T) {
 				t.Fatalf("logged %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// Anyone who reaches the gossip port can make memberlist complain: a
+// packet that does not decrypt is an error line each. They are bounded as
+// the peer transport's are (internal/loglimit): a flood writes a burst,
+// then a count of what was left out.
+func TestMemberlistsComplaintsAreBounded(t *testing.T) {
+	l := &testLog{}
+	logger := slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	m := &Membership{name: "n1", log: logger, warn: loglimit.New(logger, clock.NewTest()),
+		stopping: make(chan struct{}), notes: notices{signal: make(chan struct{}, 1)}}
+	const sent = 500
+	for range sent {
+		if _, err := (&logWriter{m: m}).Write([]byte("[ERR] memberlist: Decrypt packet failed: no installed keys could decrypt the message from=127.0.0.1:4242\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := l.count("Decrypt packet failed"); got > loglimit.Burst {
+		t.Fatalf("%d garbage packets wrote %d lines, want at most the burst of %d", sent, got, loglimit.Burst)
+	}
+	if _, err := (&logWriter{m: m}).Write([]byte("[INFO] memberlist: a line that is no complaint\n")); err != nil {
+		t.Fatal(err)
+	}
+	if !l.contains("a line that is no complaint") {
+		t.Fatal("an info line was held back with the complaints")
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/internal/loglimit"
 )
 
 // Node is one node as this node sees it: a copy, never shared with
@@ -75,6 +76,7 @@ type Membership struct {
 	seeds  []string
 	timing Timing
 	log    *slog.Logger
+	warn   *loglimit.Limiter // memberlist's warnings and errors, bounded
 	ml     *memberlist.Memberlist
 
 	// metaMu serializes UpdateMeta; NodeMeta, called by memberlist under
@@ -145,6 +147,7 @@ func Start(cfg Config) (*Membership, error) {
 		name:     cfg.NodeName,
 		timing:   timing,
 		log:      logger,
+		warn:     loglimit.New(logger, nil),
 		nodes:    make(map[string]*entry),
 		events:   make(chan Event),
 		stopping: make(chan struct{}),

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"net/netip"
 	"strconv"
 
@@ -24,12 +25,20 @@ type served struct {
 	t      target
 	p      *actors.Principal // nil unless a bearer token was authenticated
 	client netip.Addr        // who sent it (clientOf)
+	// unread: fasthttp could not read the head (unreadable); there is
+	// no route, and no time the head was read to measure from.
+	unread bool
 }
 
 // dispatch finds the route, reads the body the way the route takes it,
 // then serves the route on its host.
 func (s *Server) dispatch(ctx *fasthttp.RequestCtx, r *served) {
 	if len(ctx.Request.Header.RequestURI()) > maxURL {
+		// A path of the hooks host counts as the webhook row (rowOf), as
+		// every webhook URL that names nothing does.
+		if bytes.HasPrefix(ctx.Path(), []byte(hostPrefix[hostHooks])) {
+			r.t.host = hostHooks
+		}
 		// Its body, if any, is not read: the connection closes.
 		s.fail(ctx, kiterr.New(kiterr.URITooLong, "request URL is longer than "+strconv.Itoa(maxURL)+" bytes"))
 		ctx.SetConnectionClose()

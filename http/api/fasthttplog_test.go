@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/internal/logbuf"
+	"github.com/kitd/kitd/internal/metrics/metricstest"
 )
 
 // docs/decisions.md "Logs": a token is never in a line, at any level. A
@@ -41,6 +43,59 @@ func TestARequestHeadThatCannotBeReadLogsNoToken(t *testing.T) {
 			eventually.True(t, "fasthttp's line logged", func() bool { return strings.Contains(out.String(), "error when") })
 			if log := out.String(); strings.Contains(log, secret) || strings.Contains(log, "Bearer") {
 				t.Fatalf("the log holds the request's Authorization header:\n%s", log)
+			}
+		})
+	}
+}
+
+// docs/decisions.md "Logs": "One line per request, at info, written when
+// the answer is ready: ... and, when the answer is an error body, its
+// correlationId"; "Metrics": GET /metrics counts every request
+// (kitd_http_requests_total, route="none" for a path no row takes). A
+// request whose head fasthttp cannot read is answered with an error body
+// and a correlation id (400 malformed HTTP request, 431 header_too_large):
+// the operator must find that id in the log, and the answer in the metrics.
+func TestARequestHeadThatCannotBeReadIsLoggedAndCounted(t *testing.T) {
+	for _, tc := range []struct {
+		name, head string
+		status     int
+	}{
+		{"a header line without a colon", "GET /api/v1/auth/test HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n", 400},
+		{"a head over 16 KiB", "GET /api/v1/auth/test HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 20<<10) + "\r\n\r\n", 431},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out logbuf.Buffer
+			srv := New(Config{Logger: slog.New(slog.NewJSONHandler(&out, nil))})
+			ln := fasthttputil.NewInmemoryListener()
+			go srv.Serve(ln)
+			defer func() { _ = srv.Shutdown(context.Background()); ln.Close() }()
+			c, err := ln.Dial()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = c.Write([]byte(tc.head))
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			answer, _ := io.ReadAll(c)
+			c.Close()
+			_, body, _ := strings.Cut(string(answer), "\r\n\r\n")
+			var e errorBody
+			if err := json.Unmarshal([]byte(body), &e); err != nil || e.CorrelationID == "" {
+				t.Fatalf("no error body with a correlation id: %q", answer)
+			}
+			// Logged and counted before fasthttp wrote the answer read above.
+			var found bool
+			for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+				var m map[string]any
+				if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "request" && m["correlationId"] == e.CorrelationID {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("the answer's correlationId %s is in no request line:\n%s", e.CorrelationID, out.String())
+			}
+			mfs := metricstest.Parse(t, srv.metrics.Gather())
+			if v := metricstest.Value(mfs, "kitd_http_requests_total", "status", itoa(tc.status)); v != 1 {
+				t.Errorf("kitd_http_requests_total{status=%q} = %v, want 1", itoa(tc.status), v)
 			}
 		})
 	}

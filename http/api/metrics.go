@@ -112,8 +112,11 @@ func (s *Server) record(ctx *fasthttp.RequestCtx, r *served) {
 	status := ctx.Response.StatusCode()
 	row.status[statusIndex(status)].Inc()
 	now := time.Now()
-	took := now.Sub(ctx.Time())
-	row.latency.ObserveDuration(took)
+	var took time.Duration
+	if !r.unread {
+		took = now.Sub(ctx.Time())
+		row.latency.ObserveDuration(took)
+	}
 	if s.requests == nil && !s.log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
@@ -194,15 +197,19 @@ func (s *Server) collect(w *metrics.Writer) {
 		w.Uint("kitd_rate_limited_total", metrics.Label("family", string(name)), fs.limited[name].Load())
 	}
 	w.Family("kitd_webhook_posts_total", "Incoming webhook posts by outcome.", metrics.TypeCounter)
+	// Each status is read once: outcomes and "error" are sums of the same
+	// reading, so a post answered meanwhile cannot make "error" wrap.
 	hook := &fs.rows[s.hookRow]
+	var counts [len(statuses) + 1]uint64
 	var all uint64
 	for j := range hook.status {
-		all += hook.status[j].Load()
+		counts[j] = hook.status[j].Load()
+		all += counts[j]
 	}
 	for _, o := range webhookOutcomes {
 		var n uint64
 		for _, code := range o.statuses {
-			n += hook.status[statusIndex(code)].Load()
+			n += counts[statusIndex(code)]
 		}
 		all -= n
 		w.Uint("kitd_webhook_posts_total", metrics.Label("outcome", o.name), n)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -214,7 +215,7 @@ func New(cfg Config) *Server {
 		ReadTimeout:        30 * time.Second,
 		WriteTimeout:       30 * time.Second,
 		IdleTimeout:        2 * time.Minute,
-		ErrorHandler:       s.parseError,
+		ErrorHandler:       s.unreadable,
 		NoDefaultDate:      true,
 		Logger:             fasthttpLogger{cfg.Logger},
 
@@ -321,6 +322,19 @@ func (f fasthttpLogger) Printf(format string, args ...any) {
 
 func (s *Server) correlationID() string {
 	return s.corrPrefix + "-" + strconv.FormatUint(s.corrSeq.Add(1), 36)
+}
+
+// unreadable answers a request whose head fasthttp could not read
+// (fasthttp's ErrorHandler), and counts and logs it like any other answer:
+// route "none", the TCP peer as its client (its headers were not read).
+func (s *Server) unreadable(ctx *fasthttp.RequestCtx, err error) {
+	s.parseError(ctx, err)
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return // nothing was answered
+	}
+	peer, _ := netip.AddrFromSlice(ctx.RemoteIP())
+	s.record(ctx, &served{client: peer.Unmap(), unread: true})
 }
 
 // parseError answers requests fasthttp could not parse, in the error body.

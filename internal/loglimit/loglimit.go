@@ -6,6 +6,7 @@
 package loglimit
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -43,7 +44,10 @@ func New(log *slog.Logger, clk clock.Clock) *Limiter {
 }
 
 // Warn writes msg as a warning unless the window's burst is spent.
-func (l *Limiter) Warn(msg string, args ...any) {
+func (l *Limiter) Warn(msg string, args ...any) { l.Log(slog.LevelWarn, msg, args...) }
+
+// Log writes msg at level unless the window's burst is spent.
+func (l *Limiter) Log(level slog.Level, msg string, args ...any) {
 	now := l.clock.Now()
 	l.mu.Lock()
 	if now.Sub(l.start) >= Window {
@@ -59,5 +63,5 @@ func (l *Limiter) Warn(msg string, args ...any) {
 	}
 	l.n++
 	l.mu.Unlock()
-	l.log.Warn(msg, args...)
+	l.log.Log(context.Background(), level, msg, args...)
 }

@@ -119,9 +119,9 @@ func (h *Histogram) Snapshot() HistogramSnapshot {
 		s.Cumulative[i] = n
 	}
 	for i, b := range h.b.bounds {
-		s.Bounds[i] = float64(b) * h.b.scale
+		s.Bounds[i] = h.b.scaled(b)
 	}
-	s.Sum = float64(h.sum.Load()) * h.b.scale
+	s.Sum = h.b.scaled(int64(h.sum.Load()))
 	return s
 }
 
@@ -151,9 +151,19 @@ func Rebucket(fine []float64, cumulative []uint64, count uint64, sum float64, bo
 func (b *Buckets) Scaled() []float64 {
 	out := make([]float64, len(b.bounds))
 	for i, v := range b.bounds {
-		out[i] = float64(v) * b.scale
+		out[i] = b.scaled(v)
 	}
 	return out
+}
+
+// scaled is v in the exposed unit. A scale under 1 (1e-9: nanoseconds
+// to seconds) divides by its inverse, a whole number, so that a bound of
+// a minute is 60 rather than 60e9 × 1e-9 = 60.00000000000001.
+func (b *Buckets) scaled(v int64) float64 {
+	if b.scale < 1 {
+		return float64(v) / math.Round(1/b.scale)
+	}
+	return float64(v) * b.scale
 }
 
 // isInt reports whether f prints as an integer.
