@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/kitd/kitd/actors"
@@ -126,7 +127,13 @@ func Start(cfg Config) (_ *Server, err error) {
 			s.Close()
 		}
 	}()
+	if err := refuseForeign(cfg.DataDir); err != nil {
+		return nil, err
+	}
 	if s.store, err = persistence.Open(cfg.DataDir, persistence.Options{Logger: s.log}); err != nil {
+		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("--data %s is in use by another process (its LOCK is held): one kitd per data directory", cfg.DataDir)
+		}
 		return nil, err
 	}
 	if err := refuseGroupsUnasked(cfg, s.store); err != nil {
@@ -300,6 +307,31 @@ func domainChecker(cfg Config) (*domainproof.Checker, error) {
 		vc.RootCAs = pool
 	}
 	return domainproof.New(vc), nil
+}
+
+// refuseForeign refuses a --data that holds entries but no Pebble store:
+// a mistyped path (a home directory, /var/lib) is not made into one.
+// lost+found alone (a new volume's mount point) counts as empty.
+func refuseForeign(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // missing (created) or unreadable (Open says why)
+	}
+	foreign := false
+	for _, e := range entries {
+		n := e.Name()
+		switch {
+		case n == "CURRENT" || strings.HasPrefix(n, "MANIFEST-") || strings.HasPrefix(n, "marker.manifest."):
+			return nil // a Pebble store: kitd's, or Open and Upgrade say otherwise
+		case n == "lost+found":
+		default:
+			foreign = true
+		}
+	}
+	if foreign {
+		return fmt.Errorf("--data %s is not empty and holds no kitd data: give a new or empty directory, or one kitd made", dir)
+	}
+	return nil
 }
 
 // isFresh reports whether dir holds no data yet.

@@ -21,6 +21,9 @@ func restore(args []string, stdin io.Reader, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("kitd restore takes flags only: %d argument(s) left over after the flags (a word that is not a flag ends them)", fs.NArg())
+	}
 	if *from == "" || *dataDir == "" {
 		return errors.New("restore needs --from FILE and --data DIR")
 	}

@@ -35,7 +35,7 @@ func TestEveryFlagHasItsVariable(t *testing.T) {
 		{"node-name", "KIT_NODE_NAME", "n1", ""},
 		{"cluster-bind", "KIT_CLUSTER_BIND", "127.0.0.1:7946", ""},
 		{"join", "KIT_JOIN", "127.0.0.1:7947", ""},
-		{"cluster-key", "KIT_CLUSTER_KEY", "k", ""},
+		{"cluster-key", "KIT_CLUSTER_KEY", "0123456789abcdef", ""},
 		{"peer-listen", "KIT_PEER_LISTEN", "127.0.0.1:0", ""},
 		{"down-timeout", "KIT_DOWN_TIMEOUT", "9s", ""},
 		{"forget-after", "KIT_FORGET_AFTER", "8s", ""},
@@ -67,7 +67,7 @@ func TestEveryFlagHasItsVariable(t *testing.T) {
 			vars := map[string]string{r.env: r.value}
 			if strings.HasPrefix(r.env, "KIT_CLUSTER_") || r.env == "KIT_JOIN" || strings.HasPrefix(r.env, "KIT_PEER_") {
 				// The membership flags need the gossip address and the key.
-				vars["KIT_CLUSTER_BIND"], vars["KIT_CLUSTER_KEY"] = "127.0.0.1:7946", "k"
+				vars["KIT_CLUSTER_BIND"], vars["KIT_CLUSTER_KEY"] = "127.0.0.1:7946", "0123456789abcdef"
 				vars[r.env] = r.value
 			}
 			if strings.HasPrefix(r.env, "KIT_TLS_") {
@@ -110,7 +110,7 @@ func TestEnvironmentRules(t *testing.T) {
 		return p
 	}
 	token := file("token", "op-from-file\n")
-	crlf := file("crlf", "key-from-file\r\n")
+	crlf := file("crlf", "key-from-file-of-16+\r\n")
 	empty := file("empty", "")
 	for _, tc := range []struct {
 		rule string
@@ -127,7 +127,7 @@ func TestEnvironmentRules(t *testing.T) {
 		{"a boolean variable refuses anything else, naming it", nil, map[string]string{"KIT_DEMO": "yes"}, nil, "KIT_DEMO must be 1, 0, true or false"},
 		{"a boolean flag wins over its variable", []string{"--demo=false"}, map[string]string{"KIT_DEMO": "1"}, func(c config) bool { return !c.demo }, ""},
 		{"KIT_OPERATOR_TOKEN_FILE is read, its newline trimmed", nil, map[string]string{"KIT_OPERATOR_TOKEN_FILE": token}, func(c config) bool { return c.operatorToken == "op-from-file" }, ""},
-		{"KIT_CLUSTER_KEY_FILE is read, a CRLF trimmed", []string{"--cluster-bind", "127.0.0.1:7946"}, map[string]string{"KIT_CLUSTER_KEY_FILE": crlf}, func(c config) bool { return c.clusterKey == "key-from-file" }, ""},
+		{"KIT_CLUSTER_KEY_FILE is read, a CRLF trimmed", []string{"--cluster-bind", "127.0.0.1:7946"}, map[string]string{"KIT_CLUSTER_KEY_FILE": crlf}, func(c config) bool { return c.clusterKey == "key-from-file-of-16+" }, ""},
 		{"KIT_METRICS_TOKEN_FILE is read", nil, map[string]string{"KIT_METRICS_TOKEN_FILE": token}, func(c config) bool { return c.metricsToken == "op-from-file" }, ""},
 		{"a variable and its _FILE together are refused", nil, map[string]string{"KIT_METRICS_TOKEN": "x", "KIT_METRICS_TOKEN_FILE": token}, nil, "KIT_METRICS_TOKEN and KIT_METRICS_TOKEN_FILE are both set"},
 		{"an unreadable _FILE is refused, naming the variable", nil, map[string]string{"KIT_OPERATOR_TOKEN_FILE": filepath.Join(dir, "absent")}, nil, "KIT_OPERATOR_TOKEN_FILE: cannot read"},

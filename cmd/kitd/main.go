@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	_ "net/http/pprof" // served only with --pprof
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime"
@@ -25,6 +26,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/cluster/peer"
 	"github.com/kitd/kitd/deliveries"
 	"github.com/kitd/kitd/http/clientaddr"
 	"github.com/kitd/kitd/internal/limits"
@@ -184,6 +186,11 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
+	// A word that is not a flag ends the flags: what follows it would be
+	// dropped unread. Not quoted: it may be a secret that lost its flag.
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("kitd serve takes flags only: %d argument(s) left over after the flags (a word that is not a flag ends them)", fs.NArg())
+	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	for name, v := range secrets {
@@ -241,8 +248,43 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 		return c, errors.New("--peer-advertise must be host:port with a port the others can dial (not 0)")
 	case (c.tlsCert == "") != (c.tlsKey == ""):
 		return c, errors.New("--tls-cert and --tls-key go together: both for HTTPS, neither for plain HTTP")
+	case !listenable(c.listen):
+		return c, errors.New("--listen must be host:port (port 0: any free one)")
+	case c.publicURL != "" && !origin(c.publicURL):
+		return c, errors.New("--public-url must be an origin: http:// or https://, a host and an optional port, nothing after")
+	case c.clusterBind != "" && !listenable(c.clusterBind):
+		return c, errors.New("--cluster-bind must be host:port (port 0: any free one)")
+	case c.peerListen != "" && !listenable(c.peerListen):
+		return c, errors.New("--peer-listen must be host:port (port 0: any free one)")
+	case c.clusterBind != "" && len(c.clusterKey) < peer.MinClusterKey:
+		// The length only: never the key.
+		return c, fmt.Errorf("--cluster-key (KIT_CLUSTER_KEY) must have at least %d bytes; it has %d", peer.MinClusterKey, len(c.clusterKey))
+	}
+	for _, j := range commaList(c.join) {
+		if !dialable(j) {
+			return c, errors.New("--join takes comma-separated host:port gossip addresses with a port the others can dial (not 0)")
+		}
 	}
 	return c, nil
+}
+
+// listenable reports whether addr is host:port with a port from 0 to
+// 65535 (an empty host: every interface).
+func listenable(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 0 && n <= 65535
+}
+
+// origin reports whether s is an http(s) origin: {base_url} and the others
+// are built by appending paths to it.
+func origin(s string) bool {
+	u, err := url.Parse(strings.TrimRight(s, "/"))
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == ""
 }
 
 // loopback reports whether addr is host:port on a loopback host.
