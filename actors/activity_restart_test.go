@@ -32,7 +32,8 @@ func (a *panickingActor) Receive(ctx actor.Context) { receive(panicking{}, &a.li
 
 // docs/decisions.md "Metrics": kitd_actors_live{kind} is the actors live
 // now. An actor that panics is started again by protoactor's supervisor
-// (docs/decisions.md "Logs"): it is still one actor, live once.
+// (docs/decisions.md "Logs"): it is still one actor, live once, restarted
+// once and stopped never.
 func TestAnActorStartedAgainAfterAPanicIsLiveOnce(t *testing.T) {
 	env := &Env{Clock: clock.NewTest(), History: history.NewBudget(history.Options{Bytes: 1 << 20})}
 	n, err := cluster.Start(cluster.Config{RequestTimeout: 200 * time.Millisecond},
@@ -47,17 +48,20 @@ func TestAnActorStartedAgainAfterAPanicIsLiveOnce(t *testing.T) {
 	if _, err := cluster.Call[*kitpb.UserReply](n, KindWorkspace, "w", &kitpb.GetUser{UserId: "u"}); err == nil {
 		t.Fatal("a handler that panicked answered")
 	}
-	live := func() float64 {
-		var w metrics.Writer
-		env.Collect(&w)
-		return metricstest.Value(metricstest.Parse(t, w.Bytes()), "kitd_actors_live", "kind", KindWorkspace)
-	}
 	// The restart's Started comes after its Restarting, in the same
 	// mailbox: once counted, the first incarnation's end is too.
 	eventually.True(t, "the actor started again", func() bool {
 		return env.activity.of(KindWorkspace).activations.Load() >= 2
 	})
-	if got := live(); got != 1 {
-		t.Fatalf("kitd_actors_live{kind=%q} = %v after one actor panicked and was started again, want 1", KindWorkspace, got)
+	var w metrics.Writer
+	env.Collect(&w)
+	mfs := metricstest.Parse(t, w.Bytes())
+	for _, m := range []struct {
+		name string
+		want float64
+	}{{"kitd_actors_live", 1}, {"kitd_actor_restarts_total", 1}, {"kitd_actor_passivations_total", 0}} {
+		if got := metricstest.Value(mfs, m.name, "kind", KindWorkspace); got != m.want {
+			t.Errorf("%s{kind=%q} = %v after one actor panicked and was started again, want %v", m.name, KindWorkspace, got, m.want)
+		}
 	}
 }

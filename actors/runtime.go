@@ -177,7 +177,11 @@ func receiveDurable(h handler, life *lifecycle, env *Env, d *durability, ctx act
 		}
 		// A restart ends this incarnation too: the next one counts an
 		// activation on its Started, so kitd_actors_live stays one.
-		if life.kind != nil {
+		switch _, restarting := m.(*actor.Restarting); {
+		case life.kind == nil:
+		case restarting:
+			life.kind.restarts.Inc()
+		default:
 			life.kind.passivations.Inc()
 		}
 	case proto.Message:

@@ -344,16 +344,22 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		// going as planned.
 		level = slog.LevelInfo
 	}
-	if level >= slog.LevelWarn && w.m.warn != nil {
-		// Most of memberlist's warnings and errors are about packets and
-		// streams anyone who reaches the gossip port can send: bounded,
-		// as the peer transport's are (internal/loglimit).
+	if level >= slog.LevelWarn && w.m.warn != nil && strings.Contains(line, fromPeer) {
+		// A complaint about a packet or a stream, which anyone who
+		// reaches the gossip port can send: bounded, as the peer
+		// transport's are (internal/loglimit). memberlist's lines about
+		// the cluster's state (a name's conflicting address, a refuted
+		// death) name no sender and always go through.
 		w.m.warn.Log(level, line)
 		return len(p), nil
 	}
 	w.m.log.Log(context.Background(), level, line)
 	return len(p), nil
 }
+
+// fromPeer marks memberlist's lines about what a sender sent (its
+// LogAddress and LogConn: "from=host:port").
+const fromPeer = "from="
 
 // ownLeaveRefuted, then the node's own name and ")", is memberlist's line
 // of a node that refutes a death it announced itself (its leave).

@@ -115,3 +115,24 @@ func TestMemberlistsComplaintsAreBounded(t *testing.T) {
 		t.Fatal("an info line was held back with the complaints")
 	}
 }
+
+// A flood of garbage packets must not hide memberlist's word of a name
+// two nodes share: kitd has no ConflictDelegate, so that line is the
+// operator's only sign. Only lines about what a sender sent are bounded.
+func TestAGarbageFloodDoesNotHideANameConflict(t *testing.T) {
+	l := &testLog{}
+	logger := slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	m := &Membership{name: "n1", log: logger, warn: loglimit.New(logger, clock.NewTest()),
+		stopping: make(chan struct{}), notes: notices{signal: make(chan struct{}, 1)}}
+	for range 100 {
+		if _, err := (&logWriter{m: m}).Write([]byte("[ERR] memberlist: Decrypt packet failed: no installed keys could decrypt the message from=203.0.113.9:4242\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := (&logWriter{m: m}).Write([]byte("[ERR] memberlist: Conflicting address for n2. Mine: 10.0.0.2:7946 Theirs: 10.0.0.3:7946 Old state: alive\n")); err != nil {
+		t.Fatal(err)
+	}
+	if !l.contains("Conflicting address for n2") {
+		t.Fatal("memberlist's name conflict was not logged after a flood of garbage packets")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +97,57 @@ func TestARequestHeadThatCannotBeReadIsLoggedAndCounted(t *testing.T) {
 			mfs := metricstest.Parse(t, srv.metrics.Gather())
 			if v := metricstest.Value(mfs, "kitd_http_requests_total", "status", itoa(tc.status)); v != 1 {
 				t.Errorf("kitd_http_requests_total{status=%q} = %v, want 1", itoa(tc.status), v)
+			}
+		})
+	}
+}
+
+// A connection that never sent a byte is no request: one the client
+// resets, or one Shutdown closes, is neither logged as a request nor
+// counted (fasthttp calls its ErrorHandler for them too).
+func TestAConnectionThatSentNothingIsNoRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		close func(srv *Server, c *net.TCPConn)
+	}{
+		{"the client resets it", func(srv *Server, c *net.TCPConn) {
+			_ = c.SetLinger(0) // the close sends a reset: the server reads ECONNRESET
+			c.Close()
+		}},
+		{"Shutdown closes it", func(srv *Server, c *net.TCPConn) {
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(ctx)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out logbuf.Buffer
+			srv := New(Config{Logger: slog.New(slog.NewJSONHandler(&out, nil))})
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go srv.Serve(ln)
+			defer func() { _ = srv.Shutdown(context.Background()); ln.Close() }()
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			connections := func() int {
+				srv.freshMu.Lock()
+				defer srv.freshMu.Unlock()
+				return len(srv.fresh)
+			}
+			eventually.True(t, "the server accepted the connection", func() bool { return connections() == 1 })
+			tc.close(srv, c.(*net.TCPConn))
+			eventually.True(t, "the server closed its end", func() bool { return connections() == 0 })
+			if strings.Contains(out.String(), `"msg":"request"`) {
+				t.Errorf("a connection that sent nothing was logged as a request:\n%s", out.String())
+			}
+			mfs := metricstest.Parse(t, srv.metrics.Gather())
+			if v := metricstest.Value(mfs, "kitd_http_requests_total", "status", "400"); v != 0 {
+				t.Errorf("kitd_http_requests_total{status=\"400\"} = %v for a connection that sent nothing, want 0", v)
 			}
 		})
 	}

@@ -25,7 +25,7 @@ func TestWebhookErrorOutcomeIsNotMovedByPostsDuringAScrape(t *testing.T) {
 		}
 	}()
 	defer func() { stop.Store(true); <-done }()
-	for i := 0; i < 20000; i++ {
+	for i := 0; i < 2000; i++ {
 		var w metrics.Writer
 		s.collect(&w)
 		mfs := metricstest.Parse(t, w.Bytes())

@@ -329,9 +329,10 @@ func (s *Server) correlationID() string {
 // route "none", the TCP peer as its client (its headers were not read).
 func (s *Server) unreadable(ctx *fasthttp.RequestCtx, err error) {
 	s.parseError(ctx, err)
-	var netErr net.Error
-	if errors.As(err, &netErr) && netErr.Timeout() {
-		return // nothing was answered
+	if errors.As(err, new(*net.OpError)) {
+		// The connection failed (a timeout, a reset, closed by Shutdown),
+		// often before a byte of a request: there is no request to count.
+		return
 	}
 	peer, _ := netip.AddrFromSlice(ctx.RemoteIP())
 	s.record(ctx, &served{client: peer.Unmap(), unread: true})

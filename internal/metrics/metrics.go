@@ -119,9 +119,9 @@ func (h *Histogram) Snapshot() HistogramSnapshot {
 		s.Cumulative[i] = n
 	}
 	for i, b := range h.b.bounds {
-		s.Bounds[i] = h.b.scaled(b)
+		s.Bounds[i] = h.b.scaled(float64(b))
 	}
-	s.Sum = h.b.scaled(int64(h.sum.Load()))
+	s.Sum = h.b.scaled(float64(h.sum.Load()))
 	return s
 }
 
@@ -151,19 +151,20 @@ func Rebucket(fine []float64, cumulative []uint64, count uint64, sum float64, bo
 func (b *Buckets) Scaled() []float64 {
 	out := make([]float64, len(b.bounds))
 	for i, v := range b.bounds {
-		out[i] = b.scaled(v)
+		out[i] = b.scaled(float64(v))
 	}
 	return out
 }
 
-// scaled is v in the exposed unit. A scale under 1 (1e-9: nanoseconds
-// to seconds) divides by its inverse, a whole number, so that a bound of
-// a minute is 60 rather than 60e9 × 1e-9 = 60.00000000000001.
-func (b *Buckets) scaled(v int64) float64 {
-	if b.scale < 1 {
-		return float64(v) / math.Round(1/b.scale)
+// scaled is v in the exposed unit. A scale that is a whole number's
+// inverse (1e-9: nanoseconds to seconds) divides by that number, so that a
+// bound of a minute is 60 rather than 60e9 × 1e-9 = 60.00000000000001;
+// another multiplies.
+func (b *Buckets) scaled(v float64) float64 {
+	if inv := math.Round(1 / b.scale); b.scale < 1 && math.Abs(inv*b.scale-1) < 1e-12 {
+		return v / inv
 	}
-	return float64(v) * b.scale
+	return v * b.scale
 }
 
 // isInt reports whether f prints as an integer.
