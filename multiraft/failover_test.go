@@ -219,12 +219,7 @@ func TestALateTransferElectsNobodyUnderTheLease(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster(t, []uint64{1, 2, 3}, nil)
-			c.bootstrap(1, []uint64{1, 2, 3})
-			c.elect(1)
-			c.tick(2)
-			x := c.nodes[c.leader(0)]
-			y := c.nodes[x.id%3+1]
+			c, x, y := threeVoters(t)
 			z := c.nodes[6-x.id-y.id]
 			c.net.Hold(y.id) // paused: what is sent to it waits, the TimeoutNow too
 			if err := x.node.TransferLeadership(0, y.id); err != nil {
@@ -273,12 +268,7 @@ func TestALateTransferElectsNobodyUnderTheLease(t *testing.T) {
 func TestATransferAskedAgainMovesTheLeader(t *testing.T) {
 	for _, down := range []bool{false, true} {
 		t.Run(fmt.Sprintf("the third voter down: %v", down), func(t *testing.T) {
-			c := newCluster(t, []uint64{1, 2, 3}, nil)
-			c.bootstrap(1, []uint64{1, 2, 3})
-			c.elect(1)
-			c.tick(2)
-			x := c.nodes[c.leader(0)]
-			y := c.nodes[x.id%3+1]
+			c, x, y := threeVoters(t)
 			if down {
 				c.stop(6 - x.id - y.id)
 			}
@@ -516,4 +506,16 @@ func (c *cluster) transferredTo(to uint64, ticks int) {
 			c.t.Fatalf("node %d refused %d of the announced transfer's votes", m.id, n)
 		}
 	}
+}
+
+// threeVoters is a cluster of three voters of group 0, elected and past
+// its first heartbeats: its leader x, and the voter y after it.
+func threeVoters(t *testing.T) (c *cluster, x, y *member) {
+	t.Helper()
+	c = newCluster(t, []uint64{1, 2, 3}, nil)
+	c.bootstrap(1, []uint64{1, 2, 3})
+	c.elect(1)
+	c.tick(2)
+	x = c.nodes[c.leader(0)]
+	return c, x, c.nodes[x.id%3+1]
 }

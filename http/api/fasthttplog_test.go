@@ -30,17 +30,7 @@ func TestARequestHeadThatCannotBeReadLogsNoToken(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out logbuf.Buffer
 			srv := New(Config{Logger: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-			ln := fasthttputil.NewInmemoryListener()
-			go srv.Serve(ln)
-			defer func() { _ = srv.Shutdown(context.Background()); ln.Close() }()
-			c, err := ln.Dial()
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, _ = c.Write([]byte(tc.head))
-			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-			_, _ = io.ReadAll(c)
-			c.Close()
+			sendHead(t, srv, tc.head)
 			eventually.True(t, "fasthttp's line logged", func() bool { return strings.Contains(out.String(), "error when") })
 			if log := out.String(); strings.Contains(log, secret) || strings.Contains(log, "Bearer") {
 				t.Fatalf("the log holds the request's Authorization header:\n%s", log)
@@ -67,18 +57,8 @@ func TestARequestHeadThatCannotBeReadIsLoggedAndCounted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out logbuf.Buffer
 			srv := New(Config{Logger: slog.New(slog.NewJSONHandler(&out, nil))})
-			ln := fasthttputil.NewInmemoryListener()
-			go srv.Serve(ln)
-			defer func() { _ = srv.Shutdown(context.Background()); ln.Close() }()
-			c, err := ln.Dial()
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, _ = c.Write([]byte(tc.head))
-			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-			answer, _ := io.ReadAll(c)
-			c.Close()
-			_, body, _ := strings.Cut(string(answer), "\r\n\r\n")
+			answer := sendHead(t, srv, tc.head)
+			_, body, _ := strings.Cut(answer, "\r\n\r\n")
 			var e errorBody
 			if err := json.Unmarshal([]byte(body), &e); err != nil || e.CorrelationID == "" {
 				t.Fatalf("no error body with a correlation id: %q", answer)
@@ -151,4 +131,22 @@ func TestAConnectionThatSentNothingIsNoRequest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sendHead serves srv on an in-memory listener for one connection that
+// writes head, and returns the answer; the server stops with the test.
+func sendHead(t *testing.T, srv *Server, head string) string {
+	t.Helper()
+	ln := fasthttputil.NewInmemoryListener()
+	go srv.Serve(ln)
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()); ln.Close() })
+	c, err := ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _ = c.Write([]byte(head))
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	answer, _ := io.ReadAll(c)
+	return string(answer)
 }
