@@ -263,6 +263,12 @@ func (a *installationActor) useResponseURL(m *kitpb.UseResponseURL) (proto.Messa
 		req = &kitpb.EditMessage{Caller: a.botCaller(), MessageId: rec.MessageId, Text: m.Text, Blocks: m.Blocks}
 	}
 	if _, err := cluster.Call[*kitpb.MessageReply](a.env.Host, KindConversation, rec.ConversationId, req); err != nil {
+		if limit != nil && kiterr.CodeOf(err) == kiterr.RateLimited {
+			// The conversation's post bucket refused it: a refused
+			// request spends no token of any bucket (docs/decisions.md
+			// "Rate limits").
+			a.buckets.giveBack(limits.ResponseURL, "", now)
+		}
 		return nil, err
 	}
 	rec.Uses++

@@ -3,6 +3,7 @@ package actors_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -285,6 +286,30 @@ func TestUseResponseURL(t *testing.T) {
 		if m.Text != "approved" || len(m.Blocks) != 0 || m.EditedAt == 0 {
 			t.Fatalf("original %v", m)
 		}
+	})
+	t.Run("a post the conversation's bucket refuses spends no response_url token", func(t *testing.T) {
+		n.clk.Advance(time.Minute) // every bucket full
+		for i := 0; ; i++ {        // the conversation's post bucket emptied
+			_, err := try[*kitpb.MessageReply](n, actors.KindConversation, f.conv, &kitpb.PostMessage{Caller: f.bot, Text: "fill"})
+			if err != nil {
+				wantCode(t, err, kiterr.RateLimited)
+				break
+			}
+			if i > 10 {
+				t.Fatal("the conversation's post bucket never refused")
+			}
+		}
+		h := grant(f.interaction(f.member))
+		for i := range limits.Spec()[limits.ResponseURL].Capacity {
+			_, err := try[*kitpb.UseResponseURLReply](n, actors.KindInstallation, f.inst.Id, &kitpb.UseResponseURL{TokenHash: h, Text: "refused"})
+			var e *kiterr.Error
+			if !errors.As(err, &e) || e.Limit == nil || e.Limit.Policy != limits.PostMessage {
+				t.Fatalf("use %d: %v, want 429 of %s", i+1, err, limits.PostMessage)
+			}
+		}
+		// An edit takes no post token: only response_url can refuse it.
+		_, err := try[*kitpb.UseResponseURLReply](n, actors.KindInstallation, f.inst.Id, &kitpb.UseResponseURL{TokenHash: h, Text: "edited", ReplaceOriginal: true})
+		noErr(t, err)
 	})
 	t.Run("the 51st use per installation in a minute is 429", func(t *testing.T) {
 		n.clk.Advance(time.Minute)
