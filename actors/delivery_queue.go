@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -17,8 +18,9 @@ import (
 // Delivery policy (docs/deliveries.md, "Delivery").
 const (
 	// MaxInFlightPerInstallation is the delivery limit of docs/api.md "Limits" per
-	// installation (the 50 per Kit are the sender's).
-	MaxInFlightPerInstallation = 10
+	// installation (the 50 per Kit are the sender's), as internal/limits
+	// holds it.
+	MaxInFlightPerInstallation = limits.EventsInFlight
 	// FirstRetryAfter is the wait after a first failed attempt; each later
 	// one doubles it, up to MaxRetryWait, with ±20% jitter.
 	FirstRetryAfter = 10 * time.Second

@@ -21,6 +21,7 @@ import (
 	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/internal/manifest"
 	"github.com/kitd/kitd/internal/workers"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -31,8 +32,9 @@ const (
 	// Timeout: only a 2xx answer within 3 s counts.
 	Timeout = 3 * time.Second
 	// MaxInFlightPerKit bounds the deliveries of all of a Kit's
-	// installations at once (10 per installation are the actor's).
-	MaxInFlightPerKit = 50
+	// installations at once (10 per installation are the actor's). The
+	// number is the limits table's, kept in one place.
+	MaxInFlightPerKit = limits.EventsPerKit
 	// retryPoll is how often an installation with retries waiting looks
 	// whether one is due: retries run on the service clock, which the test
 	// clock may move at any moment.
