@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -554,4 +555,55 @@ func TestATokensUseNotRecordedFailsNoRequest(t *testing.T) {
 	reads.refuse.Store(true)
 	want(t, h.do(t, request{method: "POST", path: "/api/v1/messages", token: f.bot,
 		json: map[string]any{"conversationId": f.conv, "text": "hi"}}), 201)
+}
+
+// TestConversationCursorsAreBoundToTheirCaller: the conversations a token
+// lists are its own list (the channels of its installation's Kit bot, or
+// its member's conversations), so a cursor another caller's listing gave
+// is "made for another list" (docs/decisions.md "cursor"): 400, never a
+// page that silently starts at someone else's position.
+func TestConversationCursorsAreBoundToTheirCaller(t *testing.T) {
+	h := ts
+	a, b := h.newFixture(t), h.newFixture(t)
+	for _, f := range []*fixture{a, b} {
+		want(t, h.ops(t, "POST", "/installations/"+f.inst+"/channels", map[string]any{"conversationId": f.other}), 200)
+	}
+	aUser := h.userToken(t, a.ws, a.inst, a.member, "conversations:read")
+	aOutsider := h.userToken(t, a.ws, a.inst, a.outside, "conversations:read")
+	firstCursor := func(t *testing.T, token string) string {
+		t.Helper()
+		r := h.do(t, request{method: "GET", path: "/api/v1/conversations?limit=1", token: token})
+		want(t, r, 200)
+		c := r.str("nextCursor")
+		if c == "" {
+			t.Fatalf("no nextCursor: %s", r)
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		rule        string
+		from, using string
+	}{
+		{"another installation's bot cursor is refused", a.bot, b.bot},
+		{"a bot's cursor is refused by a user token of its installation", a.bot, aUser},
+		{"a member's cursor is refused by the installation's bot", aUser, a.bot},
+		{"a member's cursor is refused by another member's token", aUser, aOutsider},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			cursor := firstCursor(t, tc.from)
+			want(t, h.do(t, request{method: "GET", path: "/api/v1/conversations?limit=1&cursor=" + cursor, token: tc.from}), 200)
+			wantError(t, h.do(t, request{method: "GET", path: "/api/v1/conversations?limit=1&cursor=" + cursor, token: tc.using}), 400, "validation_error")
+		})
+	}
+	t.Run("a cursor of a build before owners is still taken", func(t *testing.T) {
+		r := h.do(t, request{method: "GET", path: "/api/v1/conversations?limit=1", token: a.bot})
+		want(t, r, 200)
+		first := r.field("conversations").([]any)[0].(map[string]any)["id"].(string)
+		legacy := base64.RawURLEncoding.EncodeToString([]byte("conversations|" + first))
+		r = h.do(t, request{method: "GET", path: "/api/v1/conversations?cursor=" + legacy, token: a.bot})
+		want(t, r, 200)
+		if list := r.field("conversations").([]any); len(list) != 1 || list[0].(map[string]any)["id"] == first {
+			t.Fatalf("page after %s: %s", first, r)
+		}
+	})
 }

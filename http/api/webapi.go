@@ -2,6 +2,7 @@ package api
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/valyala/fasthttp"
 
@@ -15,6 +16,10 @@ import (
 
 func (s *Server) listConversations(in call) (reply, error) {
 	pg, err := parsePage(in.ctx, "conversations", maxLimit)
+	owner := conversationsOwner(in.p)
+	if err == nil {
+		pg.position, err = conversationsPosition(pg.position, owner)
+	}
 	if err != nil {
 		return reply{}, err
 	}
@@ -41,7 +46,32 @@ func (s *Server) listConversations(in call) (reply, error) {
 	return jsonReply(fasthttp.StatusOK, struct {
 		Conversations []conversationView `json:"conversations"`
 		NextCursor    *string            `json:"nextCursor"`
-	}{out, cursorFor("conversations", last, more)})
+	}{out, cursorFor("conversations", last+"|"+owner, more)})
+}
+
+// conversationsOwner names whose list GET /conversations pages: the Kit
+// bot's channels (one per installation) or the member's conversations.
+// Its cursor carries it, so that another caller's cursor is refused as
+// one made for another list (docs/decisions.md "cursor") rather than
+// starting a page at a position of someone else's list.
+func conversationsOwner(p *actors.Principal) string {
+	if p.TokenType == actors.CallerBot {
+		return "bot:" + p.Caller.InstallationId
+	}
+	return "user:" + p.Caller.UserId
+}
+
+// conversationsPosition is the conversation id a cursor's position
+// (`id|owner`) continues after. A position without an owner is a cursor
+// of a build before cursors named it, taken as it was during a rolling
+// upgrade; such a build reads `id|owner` as a position right after id,
+// which is where the page goes on.
+func conversationsPosition(position, owner string) (string, error) {
+	after, bound, found := strings.Cut(position, "|")
+	if found && bound != owner {
+		return "", kiterr.Invalid("cursor", "is not a cursor of this list")
+	}
+	return after, nil
 }
 
 func (s *Server) getConversation(in call) (reply, error) {
