@@ -6,7 +6,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/persistence"
@@ -124,14 +123,14 @@ func (a *installationActor) listWebhooks() (proto.Message, error) {
 	}
 	reply := &kitpb.WebhooksReply{}
 	for _, r := range refs {
-		h, err := cluster.Call[*kitpb.WebhookReply](a.env.Host, KindWebhook, r.WebhookId, &kitpb.GetWebhook{})
-		if kiterr.CodeOf(err) == kiterr.NotFound {
-			continue // stored by no webhook actor: a crash before its URL was shown
-		}
+		h, err := a.webhookNow(r)
 		if err != nil {
 			return nil, err
 		}
-		w := proto.Clone(h.Webhook).(*kitpb.Webhook)
+		if h == nil {
+			continue // stored by no webhook actor: a crash before its URL was shown
+		}
+		w := proto.Clone(h).(*kitpb.Webhook)
 		w.SecretHash = nil
 		reply.Webhooks = append(reply.Webhooks, w)
 	}

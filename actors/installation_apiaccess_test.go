@@ -158,3 +158,19 @@ func TestAPIAccessAudit(t *testing.T) {
 		})
 	}
 }
+
+// SPEC.md 3 "Incoming webhook": archiving its channel disables a webhook
+// (410 gone, for good). The API access page lists each webhook "with its
+// state in words" (docs/decisions.md "Home and API access pages"), so a
+// webhook of an archived channel is listed disabled, and why, before any
+// post finds it out.
+func TestAPIAccessWebhookListAfterItsChannelIsArchived(t *testing.T) {
+	n := shared
+	f := n.hookFixture(t, 3)
+	ask[*kitpb.ConversationReply](t, n, actors.KindConversation, f.conv, &kitpb.ArchiveConversation{})
+	hooks := ask[*kitpb.WebhooksReply](t, n, actors.KindInstallation, f.inst.Id, &kitpb.ListWebhooks{}).Webhooks
+	if len(hooks) != 1 || hooks[0].State != actors.WebhookDisabled || hooks[0].Reason != actors.DisabledArchived || hooks[0].EndedAt == 0 {
+		t.Fatalf("webhooks of an archived channel listed as %v, want disabled (archived)", hooks)
+	}
+	wantCode(t, n.hookPost(f, "x"), kiterr.Gone)
+}

@@ -123,8 +123,6 @@ func (a *installationActor) webhookRefs() ([]*kitpb.WebhookRef, error) {
 }
 
 // activeWebhooks counts the installation's webhooks that are still active.
-// One whose channel was archived is disabled (SPEC.md 3) whether or not a
-// post found it out since: it is disabled now, and frees its place.
 func (a *installationActor) activeWebhooks() (int, error) {
 	refs, err := a.webhookRefs()
 	if err != nil {
@@ -132,31 +130,42 @@ func (a *installationActor) activeWebhooks() (int, error) {
 	}
 	n := 0
 	for _, r := range refs {
-		h, err := cluster.Call[*kitpb.WebhookReply](a.env.Host, KindWebhook, r.WebhookId, &kitpb.GetWebhook{})
-		if kiterr.CodeOf(err) == kiterr.NotFound {
-			continue
-		}
+		h, err := a.webhookNow(r)
 		if err != nil {
 			return 0, err
 		}
-		if h.Webhook.State != WebhookActive {
-			continue
+		if h != nil && h.State == WebhookActive {
+			n++
 		}
-		c, err := cluster.Call[*kitpb.ConversationReply](a.env.Host, KindConversation, r.ConversationId,
-			&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerOperator}})
-		if err != nil {
-			return 0, err
-		}
-		if c.Conversation.Archived {
-			if _, err := cluster.Call[*kitpb.WebhookReply](a.env.Host, KindWebhook, r.WebhookId,
-				&kitpb.EndWebhook{State: WebhookDisabled, Reason: DisabledArchived}); err != nil {
-				return 0, err
-			}
-			continue
-		}
-		n++
 	}
 	return n, nil
+}
+
+// webhookNow is the webhook of r as it stands (nil: stored by no webhook
+// actor). One whose channel was archived is disabled (SPEC.md 3) whether
+// or not a post found it out since: it is ended here, so that it frees its
+// place and is listed disabled, and why.
+func (a *installationActor) webhookNow(r *kitpb.WebhookRef) (*kitpb.Webhook, error) {
+	h, err := cluster.Call[*kitpb.WebhookReply](a.env.Host, KindWebhook, r.WebhookId, &kitpb.GetWebhook{})
+	if kiterr.CodeOf(err) == kiterr.NotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if h.Webhook.State != WebhookActive {
+		return h.Webhook, nil
+	}
+	c, err := cluster.Call[*kitpb.ConversationReply](a.env.Host, KindConversation, r.ConversationId,
+		&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerOperator}})
+	if err != nil || !c.Conversation.Archived {
+		return h.Webhook, err
+	}
+	if h, err = cluster.Call[*kitpb.WebhookReply](a.env.Host, KindWebhook, r.WebhookId,
+		&kitpb.EndWebhook{State: WebhookDisabled, Reason: DisabledArchived}); err != nil {
+		return nil, err
+	}
+	return h.Webhook, nil
 }
 
 // endWebhooks ends the installation's webhooks in the conversation ("" =
