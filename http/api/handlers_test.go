@@ -607,3 +607,40 @@ func TestConversationCursorsAreBoundToTheirCaller(t *testing.T) {
 		}
 	})
 }
+
+// TestUserCursorsAreBoundToTheirWorkspace: GET /users lists the caller's
+// workspace, so another workspace's cursor is "made for another list"
+// (docs/decisions.md "cursor"): 400, never a page of this workspace that
+// starts at a position of that one.
+func TestUserCursorsAreBoundToTheirWorkspace(t *testing.T) {
+	h := ts
+	a, b := h.newFixture(t), h.newFixture(t)
+	first := h.do(t, request{method: "GET", path: "/api/v1/users?limit=1", token: a.bot})
+	want(t, first, 200)
+	cursor := first.str("nextCursor")
+	if cursor == "" {
+		t.Fatalf("no nextCursor: %s", first)
+	}
+	firstID := first.field("users").([]any)[0].(map[string]any)["id"].(string)
+	for _, tc := range []struct {
+		rule, cursor, token string
+		status              int
+	}{
+		{"the workspace's own cursor is taken", cursor, a.bot, 200},
+		{"another workspace's cursor is refused", cursor, b.bot, 400},
+		{"a cursor of a build before owners is still taken",
+			base64.RawURLEncoding.EncodeToString([]byte("users|" + firstID)), a.bot, 200},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			r := h.do(t, request{method: "GET", path: "/api/v1/users?limit=1&cursor=" + tc.cursor, token: tc.token})
+			if tc.status == 400 {
+				wantError(t, r, 400, "validation_error")
+				return
+			}
+			want(t, r, 200)
+			if list := r.field("users").([]any); len(list) == 1 && list[0].(map[string]any)["id"] == firstID {
+				t.Fatalf("the page after %s starts with it: %s", firstID, r)
+			}
+		})
+	}
+}

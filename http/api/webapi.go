@@ -18,7 +18,7 @@ func (s *Server) listConversations(in call) (reply, error) {
 	pg, err := parsePage(in.ctx, "conversations", maxLimit)
 	owner := conversationsOwner(in.p)
 	if err == nil {
-		pg.position, err = conversationsPosition(pg.position, owner)
+		pg.position, err = ownedPosition(pg.position, owner)
 	}
 	if err != nil {
 		return reply{}, err
@@ -61,12 +61,12 @@ func conversationsOwner(p *actors.Principal) string {
 	return "user:" + p.Caller.UserId
 }
 
-// conversationsPosition is the conversation id a cursor's position
-// (`id|owner`) continues after. A position without an owner is a cursor
-// of a build before cursors named it, taken as it was during a rolling
-// upgrade; such a build reads `id|owner` as a position right after id,
-// which is where the page goes on.
-func conversationsPosition(position, owner string) (string, error) {
+// ownedPosition is the id a cursor's position (`id|owner`) continues
+// after, for a list that is its owner's (GET /conversations, GET /users).
+// A position without an owner is a cursor of a build before cursors named
+// it, taken as it was during a rolling upgrade; such a build reads
+// `id|owner` as a position right after id, which is where the page goes on.
+func ownedPosition(position, owner string) (string, error) {
 	after, bound, found := strings.Cut(position, "|")
 	if found && bound != owner {
 		return "", kiterr.Invalid("cursor", "is not a cursor of this list")
@@ -137,7 +137,13 @@ func (s *Server) conversationPage(p *actors.Principal, pg page) ([]string, bool,
 // ---- users ----
 
 func (s *Server) listUsers(in call) (reply, error) {
+	// A workspace's users are its own list: another workspace's cursor is
+	// refused (docs/decisions.md "cursor").
 	pg, err := parsePage(in.ctx, "users", maxLimit)
+	owner := in.p.Caller.WorkspaceId
+	if err == nil {
+		pg.position, err = ownedPosition(pg.position, owner)
+	}
 	if err != nil {
 		return reply{}, err
 	}
@@ -155,7 +161,7 @@ func (s *Server) listUsers(in call) (reply, error) {
 	return jsonReply(fasthttp.StatusOK, struct {
 		Users      []userView `json:"users"`
 		NextCursor *string    `json:"nextCursor"`
-	}{out, cursorFor("users", last, r.More)})
+	}{out, cursorFor("users", last+"|"+owner, r.More)})
 }
 
 func (s *Server) usersMe(in call) (reply, error) {
