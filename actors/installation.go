@@ -175,6 +175,12 @@ func (a *installationActor) apply(m *kitpb.ApplyInstall) (proto.Message, error) 
 	return &kitpb.InstallationReply{Installation: next}, nil
 }
 
+// HasBot reports whether the installed version declares a bot (manifest
+// `bot`, which a Kit without one leaves out). BotDisplayName is the
+// manifest's BotDisplayName(), empty only then. The installation keeps its
+// bot id either way, so a later version that declares a bot gets it.
+func HasBot(inst *kitpb.Installation) bool { return inst.BotDisplayName != "" }
+
 // webhooksAllowed reports whether the installed version allows incoming
 // webhooks: bot scope incoming-webhook and a maxPerInstallation.
 func webhooksAllowed(inst *kitpb.Installation) bool {

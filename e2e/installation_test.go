@@ -56,3 +56,37 @@ func TestInstallation(t *testing.T) {
 		wantError(t, env.In.api(t, "POST", "/messages", postBody(c2.ID, "x")), 404, "not_found")
 	})
 }
+
+// SPEC.md 2 Installation: `botId` is nullable, and docs/manifest.md lets a
+// Kit leave `bot` out when it has no bot: its installation has no bot id.
+func TestInstallationOfAKitWithoutABot(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	w := newWorkspace(t, s)
+	k := &Kit{Slug: newSlug(), Version: "1.0.0", Scopes: []string{"users:read"}}
+	k.Manifest = manifest(k.Slug, k.Version, nil)
+	delete(k.Manifest, "bot")
+	k.Manifest["oauth"] = map[string]any{"redirectUrls": []string{e2eRedirect}, "userScopes": []string{"users:read"}}
+	r := w.uploadVersion(t, k.Manifest, true)
+	want(t, r, 201)
+	k.ID = r.Str("kitId")
+	r = s.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/installations", map[string]any{"kitId": k.ID})
+	want(t, r, 201)
+	in := &Install{W: w, Kit: k, ID: r.Str("installation.id")}
+
+	r = s.api(t, userToken(t, in, w.Mem.ID), "GET", "/installation", nil, nil)
+	want(t, r, 200)
+	if !has(r.JSON, "installation", "botId") || r.Get("installation.botId") != nil {
+		t.Errorf("want botId null for a Kit without a bot%s", r)
+	}
+
+	// A version that adds a bot gives the installation one.
+	k.Manifest["version"] = "1.0.1"
+	k.Manifest["bot"] = map[string]any{"scopes": []string{"users:read"}}
+	want(t, w.uploadVersion(t, k.Manifest, true), 201)
+	r = s.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/installations", map[string]any{"kitId": k.ID})
+	want(t, r, 201)
+	if !isUUID(r.Str("installation.botId")) {
+		t.Errorf("want a botId once the installed version has a bot%s", r)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/msgjson"
 	"github.com/kitd/kitd/kitclient"
 	"github.com/kitd/kitd/kitclient/dev"
@@ -137,7 +138,9 @@ func viewInstallation(in *kitpb.Installation) installationView {
 	v.ID = in.Id
 	v.Kit.Slug, v.Kit.Version, v.Kit.DisplayName = in.KitSlug, in.KitVersion, in.KitDisplayName
 	v.Workspace.ID, v.Workspace.Name = in.WorkspaceId, in.WorkspaceName
-	v.BotID = optString(in.BotId)
+	if actors.HasBot(in) {
+		v.BotID = optString(in.BotId) // null for a Kit without a bot (SPEC.md 2: botId uuid?)
+	}
 	v.Scopes.Bot, v.Scopes.User = nonNil(in.BotScopes), nonNil(in.UserScopes)
 	v.ChannelIDs = nonNil(in.ChannelIds)
 	v.ModelDataPolicy = "none"
