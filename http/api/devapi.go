@@ -213,12 +213,18 @@ func (s *Server) kitLogs(in call) (reply, error) {
 	if err == nil && pg.position != "" && !ids.Valid(pg.position) {
 		err = kiterr.Invalid("cursor", "is not a cursor of this list")
 	}
-	args := in.ctx.QueryArgs()
-	source, level := string(args.Peek("source")), string(args.Peek("level"))
-	if err == nil && args.Has("source") && !slices.Contains(logSources, source) {
+	rawSource, sourceErr := queryParam(in.ctx.QueryArgs(), "source")
+	rawLevel, levelErr := queryParam(in.ctx.QueryArgs(), "level")
+	source, level := string(rawSource), string(rawLevel)
+	switch {
+	case err != nil:
+	case sourceErr != nil:
+		err = sourceErr
+	case levelErr != nil:
+		err = levelErr
+	case rawSource != nil && !slices.Contains(logSources, source):
 		err = kiterr.Invalid("source", "must be one of tool_call, audit, delivery")
-	}
-	if err == nil && args.Has("level") && level != actors.LogLevelInfo && level != actors.LogLevelError {
+	case rawLevel != nil && level != actors.LogLevelInfo && level != actors.LogLevelError:
 		err = kiterr.Invalid("level", "must be info or error")
 	}
 	if err != nil {

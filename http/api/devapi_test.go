@@ -125,6 +125,8 @@ func TestDeveloperReads(t *testing.T) {
 		}},
 		{"logs: unknown source is 400", get(f.dev, "/kits/"+pubKit+"/logs?source=x"), 400, "validation_error", nil},
 		{"logs: unknown level is 400", get(f.dev, "/kits/"+pubKit+"/logs?level=warn"), 400, "validation_error", nil},
+		{"logs: a source given twice is 400", get(f.dev, "/kits/"+pubKit+"/logs?source=audit&source=delivery"), 400, "validation_error", nil},
+		{"logs: a level given twice is 400", get(f.dev, "/kits/"+pubKit+"/logs?level=info&level=error"), 400, "validation_error", nil},
 		{"logs: limit above 100 is 400", get(f.dev, "/kits/"+pubKit+"/logs?limit=101"), 400, "validation_error", nil},
 		{"logs: limit 100 is allowed", get(f.dev, "/kits/"+pubKit+"/logs?limit=100"), 200, "", nil},
 		{"logs: a cursor of another list is 400", get(f.dev, "/kits/"+pubKit+"/logs?cursor="+cursorValue("devlog:"+f.kitID, ids.New())), 400, "validation_error", nil},

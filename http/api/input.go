@@ -29,14 +29,22 @@ const (
 func parsePage(ctx *fasthttp.RequestCtx, list string, maxItems int) (page, error) {
 	args := ctx.QueryArgs()
 	p := page{limit: defaultLimit}
-	if raw := args.Peek("limit"); raw != nil {
+	limit, err := queryParam(args, "limit")
+	if err != nil {
+		return p, err
+	}
+	cursor, err := queryParam(args, "cursor")
+	if err != nil {
+		return p, err
+	}
+	if raw := limit; raw != nil {
 		n, err := strconv.Atoi(string(raw))
 		if err != nil || n < 1 || n > maxItems {
 			return p, kiterr.Invalid("limit", "must be an integer from 1 to "+strconv.Itoa(maxItems))
 		}
 		p.limit = n
 	}
-	if raw := args.Peek("cursor"); raw != nil {
+	if raw := cursor; raw != nil {
 		if len(raw) < 1 || len(raw) > maxCursor {
 			return p, kiterr.Invalid("cursor", "must be 1 to 512 characters")
 		}
@@ -48,6 +56,23 @@ func parsePage(ctx *fasthttp.RequestCtx, list string, maxItems int) (page, error
 		p.position = string(dec[len(prefix):])
 	}
 	return p, nil
+}
+
+// queryParam is the query parameter name: nil when absent, empty when
+// given without a value. Given twice it is refused: the first of two
+// could be what one layer reads and the second what another does.
+func queryParam(args *fasthttp.Args, name string) ([]byte, error) {
+	switch values := args.PeekMulti(name); len(values) {
+	case 0:
+		return nil, nil
+	case 1:
+		if values[0] == nil {
+			return []byte{}, nil
+		}
+		return values[0], nil
+	default:
+		return nil, kiterr.Invalid(name, "must be given once")
+	}
 }
 
 // cursorFor makes the opaque cursor of position in list; nil ends the list.

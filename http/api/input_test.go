@@ -58,6 +58,10 @@ func TestParsePage(t *testing.T) {
 		{"an empty cursor is refused", "cursor=", "users", 200, "cursor", 0, ""},
 		{"a 512-character cursor is accepted", "cursor=" + long512, "users", 200, "-", 50, strings.Repeat("7", 384-len("users|"))},
 		{"a cursor over 512 characters is refused", "cursor=" + long514, "users", 200, "cursor", 0, ""},
+		{"a limit without a value is refused", "limit", "users", 200, "limit", 0, ""},
+		{"a limit given twice is refused", "limit=1&limit=900", "users", 200, "limit", 0, ""},
+		{"a limit given twice alike is refused", "limit=5&limit=5", "users", 200, "limit", 0, ""},
+		{"a cursor given twice is refused", "cursor=" + cursorOf("users|abc") + "&cursor=" + cursorOf("users|abd"), "users", 200, "cursor", 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

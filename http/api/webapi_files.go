@@ -51,15 +51,18 @@ func (s *Server) addReaction(in call) (reply, error) {
 }
 
 func (s *Server) removeReaction(in call) (reply, error) {
-	args := in.ctx.QueryArgs()
-	query := func(name string) *string {
-		if !args.Has(name) {
-			return nil
+	var query [2]*string
+	for i, name := range []string{"messageId", "reaction"} {
+		raw, err := queryParam(in.ctx.QueryArgs(), name)
+		if err != nil {
+			return reply{}, err
 		}
-		v := string(args.Peek(name))
-		return &v
+		if raw != nil {
+			v := string(raw)
+			query[i] = &v
+		}
 	}
-	messageID, reaction := query("messageId"), query("reaction")
+	messageID, reaction := query[0], query[1]
 	if err := reactionInput(messageID, reaction); err != nil {
 		return reply{}, err
 	}

@@ -362,6 +362,13 @@ func TestReactionsOverHTTP(t *testing.T) {
 		}, 400, "validation_error", "reaction"},
 		{"messageId is required on removal", func() *response { return react("DELETE", f.member, nil, "?reaction=heart") }, 400, "validation_error", "messageId"},
 		{"messageId must be a UUID", func() *response { return add(f.member, "m-1", "heart") }, 400, "validation_error", "messageId"},
+		// The thumbs_up removal refused here stays (the reactions subtest below counts it).
+		{"a reaction given twice on removal is refused", func() *response {
+			return react("DELETE", f.member, nil, "?messageId="+msg+"&reaction=thumbs_up&reaction=heart")
+		}, 400, "validation_error", "reaction"},
+		{"a messageId given twice on removal is refused", func() *response {
+			return react("DELETE", f.member, nil, "?messageId="+msg+"&messageId="+deleted+"&reaction=thumbs_up")
+		}, 400, "validation_error", "messageId"},
 		{"an unknown message is not found", func() *response { return add(f.member, ids.New(), "heart") }, 404, "not_found", ""},
 		{"a member outside the conversation gets not found", func() *response { return add(f.outsider, msg, "heart") }, 404, "not_found", ""},
 		{"a deleted message is not found", func() *response { return add(f.member, deleted, "heart") }, 404, "not_found", ""},

@@ -46,21 +46,24 @@ func TestParseAuthorizeShape(t *testing.T) {
 		"state": "s", "code_challenge": challenge, "code_challenge_method": "S256",
 	}
 	for _, tc := range []struct {
-		name string
-		edit map[string]string
-		path string // "" = shape passes (then the unknown Kit is not found)
+		name  string
+		edit  map[string]string
+		twice string // a parameter given a second time
+		path  string // "" = shape passes (then the unknown Kit is not found)
 	}{
-		{"workspace must be a UUID", map[string]string{"workspace": "x"}, "workspace"},
-		{"kit is required", map[string]string{"kit": ""}, "kit"},
-		{"token_type must be bot or user", map[string]string{"token_type": "admin"}, "token_type"},
-		{"redirect_uri is required", map[string]string{"redirect_uri": ""}, "redirect_uri"},
-		{"redirect_uri is at most 2000 characters", map[string]string{"redirect_uri": "https://k.example/" + strings.Repeat("a", 2000)}, "redirect_uri"},
-		{"state is at most 2000 characters", map[string]string{"state": strings.Repeat("s", 2001)}, "state"},
-		{"the plain PKCE method is refused", map[string]string{"code_challenge_method": "plain"}, "code_challenge_method"},
-		{"a challenge is 43 base64url characters", map[string]string{"code_challenge": "short"}, "code_challenge"},
-		{"a user token needs a challenge", map[string]string{"code_challenge": "", "code_challenge_method": ""}, "code_challenge"},
-		{"a bot token needs no challenge", map[string]string{"token_type": "bot", "code_challenge": "", "code_challenge_method": ""}, ""},
-		{"an absent method is S256", map[string]string{"code_challenge_method": ""}, ""},
+		{"workspace must be a UUID", map[string]string{"workspace": "x"}, "", "workspace"},
+		{"kit is required", map[string]string{"kit": ""}, "", "kit"},
+		{"token_type must be bot or user", map[string]string{"token_type": "admin"}, "", "token_type"},
+		{"redirect_uri is required", map[string]string{"redirect_uri": ""}, "", "redirect_uri"},
+		{"redirect_uri is at most 2000 characters", map[string]string{"redirect_uri": "https://k.example/" + strings.Repeat("a", 2000)}, "", "redirect_uri"},
+		{"state is at most 2000 characters", map[string]string{"state": strings.Repeat("s", 2001)}, "", "state"},
+		{"the plain PKCE method is refused", map[string]string{"code_challenge_method": "plain"}, "", "code_challenge_method"},
+		{"a challenge is 43 base64url characters", map[string]string{"code_challenge": "short"}, "", "code_challenge"},
+		{"a user token needs a challenge", map[string]string{"code_challenge": "", "code_challenge_method": ""}, "", "code_challenge"},
+		{"a bot token needs no challenge", map[string]string{"token_type": "bot", "code_challenge": "", "code_challenge_method": ""}, "", ""},
+		{"an absent method is S256", map[string]string{"code_challenge_method": ""}, "", ""},
+		{"a parameter given twice is refused (RFC 6749 3.1)", nil, "redirect_uri", "redirect_uri"},
+		{"an empty parameter given twice is refused", map[string]string{"state": ""}, "state", "state"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := map[string]string{}
@@ -70,7 +73,14 @@ func TestParseAuthorizeShape(t *testing.T) {
 			for k, x := range tc.edit {
 				v[k] = x
 			}
-			_, err := s.parseAuthorize(func(k string) string { return v[k] })
+			var args fasthttp.Args
+			for k, x := range v {
+				args.Add(k, x)
+			}
+			if tc.twice != "" {
+				args.Add(tc.twice, v[tc.twice])
+			}
+			_, err := s.parseAuthorize(&args)
 			if tc.path == "" {
 				if kiterr.CodeOf(err) != kiterr.NotFound {
 					t.Fatalf("got %v, want the shape to pass and the Kit to be unknown", err)

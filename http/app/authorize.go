@@ -80,10 +80,16 @@ type authorizeRequest struct {
 
 // parseAuthorize checks the shape of the authorize parameters in get; its
 // errors become 400 pages, never redirects.
-func (s *Server) parseAuthorize(get func(string) string) (*authorizeRequest, error) {
+func (s *Server) parseAuthorize(args *fasthttp.Args) (*authorizeRequest, error) {
 	r := &authorizeRequest{values: make(map[string]string, len(authorizeParams))}
 	for _, p := range authorizeParams {
-		r.values[p] = get(p)
+		// RFC 6749 3.1: a parameter must not be given more than once; the
+		// first of two could be what the page shows and the second what
+		// something else reads.
+		if len(args.PeekMulti(p)) > 1 {
+			return nil, kiterr.Invalid(p, "must be given once")
+		}
+		r.values[p] = string(args.Peek(p))
 	}
 	v := r.values
 	switch {
@@ -137,8 +143,7 @@ func (r *authorizeRequest) query() string {
 // AuthorizePage is GET /app/kits/authorize: the consent page, or a sign-in
 // first.
 func (s *Server) AuthorizePage(ctx *fasthttp.RequestCtx) {
-	args := ctx.QueryArgs()
-	req, err := s.parseAuthorize(func(k string) string { return string(args.Peek(k)) })
+	req, err := s.parseAuthorize(ctx.QueryArgs())
 	if err != nil {
 		s.authorizeFail(ctx, err)
 		return
@@ -195,7 +200,7 @@ func (s *Server) Authorize(ctx *fasthttp.RequestCtx) {
 	if sess == nil {
 		return
 	}
-	req, err := s.parseAuthorize(func(k string) string { return string(f.Peek(k)) })
+	req, err := s.parseAuthorize(f)
 	if err != nil {
 		s.authorizeFail(ctx, err)
 		return
