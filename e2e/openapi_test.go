@@ -448,3 +448,37 @@ func TestOpenAPIDocumentsServed(t *testing.T) {
 		})
 	}
 }
+
+// A path is matched as the documents spell it: a trailing slash makes
+// another path, which no document lists, so it answers the generic 404 of
+// an undocumented route (rule 1), never the route without the slash. The
+// conformance check validates each answer's body too.
+func TestOpenAPITrailingSlashIsNoRoute(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	env := newBotEnv(t, s, "users:read", "messages:read", "messages:write", "conversations:read")
+	dev, _ := env.W.devToken(t, env.W.Owner.ID)
+	for _, tc := range []struct {
+		rule, token, method, path string
+		body                      any
+	}{
+		{"GET /users/ is not GET /users", env.In.Token, "GET", "/api/v1/users/", nil},
+		{"GET /users/me/ is not GET /users/me", env.In.Token, "GET", "/api/v1/users/me/", nil},
+		{"GET /installation/ is not GET /installation", env.In.Token, "GET", "/api/v1/installation/", nil},
+		{"GET /auth/test/ is not GET /auth/test", env.In.Token, "GET", "/api/v1/auth/test/", nil},
+		{"GET /conversations/{id}/ is not GET /conversations/{id}", env.In.Token, "GET", "/api/v1/conversations/" + env.Chan.ID + "/", nil},
+		{"POST /messages/ is not POST /messages", env.In.Token, "POST", "/api/v1/messages/", map[string]any{"conversationId": env.Chan.ID, "text": "slash"}},
+		{"GET /dev/me/ is not GET /dev/me", dev, "GET", "/api/v1/dev/me/", nil},
+		{"GET /openapi.json/ is not the document", "", "GET", "/api/v1/openapi.json/", nil},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			wantError(t, s.do(t, tc.method, tc.path, tc.token, tc.body, nil), 404, "not_found")
+		})
+	}
+	// Nothing was posted by the refused POST.
+	r := env.In.api(t, "GET", "/conversations/"+env.Chan.ID+"/messages", nil)
+	want(t, r, 200)
+	if n := len(r.Get("messages").([]any)); n != 0 {
+		t.Errorf("POST /messages/ posted: %d messages%s", n, r)
+	}
+}

@@ -16,7 +16,7 @@ type target struct {
 	host  host
 	route *route
 	row   int    // the index of route in routes
-	rest  []byte // the path after the host's prefix, without a trailing slash
+	rest  []byte // the path after the host's prefix (the app host's without a trailing slash)
 	at    [maxParams]span
 	n     int // parameters in at
 }
@@ -49,16 +49,20 @@ func resolve(ctx *fasthttp.RequestCtx) target {
 		return t
 	}
 	if t.host == hostApp {
-		// /app//x is /app/x, and /app is /app/.
+		// /app//x is /app/x, and /app is /app/; a browser's page takes a
+		// trailing slash too.
 		t.rest = path[len("/app"):]
 		if len(t.rest) > 0 {
 			t.rest = t.rest[1:]
 		}
+		if n := len(t.rest); n > 0 && t.rest[n-1] == '/' {
+			t.rest = t.rest[:n-1]
+		}
 	} else {
+		// The JSON hosts match a path as their documents spell it: a
+		// trailing slash makes a path no document lists, answered 404
+		// (docs/decisions.md "Web API").
 		t.rest = path[len(hostPrefix[t.host]):]
-	}
-	if n := len(t.rest); n > 0 && t.rest[n-1] == '/' {
-		t.rest = t.rest[:n-1]
 	}
 	method := ctx.Method()
 	for i := range routes {

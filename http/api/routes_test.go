@@ -217,7 +217,13 @@ func TestResolve(t *testing.T) {
 		params             []string
 	}{
 		{"a Web API route", "POST", "/api/v1/messages", hostAPI, "/api/v1/messages", nil},
-		{"a trailing slash is the same path", "POST", "/api/v1/messages/", hostAPI, "/api/v1/messages", nil},
+		{"a trailing slash is another path", "POST", "/api/v1/messages/", hostAPI, "", nil},
+		{"a trailing slash after a literal is no route", "GET", "/api/v1/users/me/", hostAPI, "", nil},
+		{"a trailing slash after a list is an empty id", "GET", "/api/v1/users/", hostAPI, "/api/v1/users/{id}", []string{""}},
+		{"a developer route's trailing slash is no route", "GET", "/api/v1/dev/me/", hostDev, "", nil},
+		{"an operator route's trailing slash is no route", "POST", "/ops/v1/workspaces/", hostOps, "", nil},
+		{"a webhook URL's trailing slash is no route", "POST", "/hooks/v1/i/w/s/", hostHooks, "", nil},
+		{"an app page takes a trailing slash", "GET", "/app/signin/", hostApp, "/app/signin", nil},
 		{"a parameter is one segment", "GET", "/api/v1/messages/m1/replies", hostAPI, "/api/v1/messages/{id}/replies", []string{"m1"}},
 		{"fasthttp folds a double slash", "GET", "/api/v1/conversations//members", hostAPI, "/api/v1/conversations/{id}", []string{"members"}},
 		{"a literal comes before a parameter", "GET", "/api/v1/users/me", hostAPI, "/api/v1/users/me", nil},
