@@ -482,3 +482,42 @@ func TestOpenAPITrailingSlashIsNoRoute(t *testing.T) {
 		t.Errorf("POST /messages/ posted: %d messages%s", n, r)
 	}
 }
+
+// Every route that reads a body answers 415 to one that is not JSON and
+// 413 to one over its limit (docs/decisions.md "Web API"), so its document
+// lists both; and request bodies ignore keys they do not know
+// (docs/decisions.md "Request bodies"), so no request schema refuses them.
+// The conformance check fails any answer its document does not list, and a
+// 2xx to a body its schema refuses.
+func TestOpenAPIBodyAnswersAreDocumented(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	sb := newSandbox(t, s)
+	r := s.api(t, sb.Dev, "POST", "/dev/sandbox/dev-install", map[string]any{"manifest": manifestString(manifest(newSlug(), "1.0.0", baseScopes)), "url": "https://t.example.com"}, nil)
+	want(t, r, 201)
+	kitID, inst := r.Str("kitId"), r.Str("installationId")
+	routes := []struct {
+		name, method, path, token string
+		limit                     int // the route's body limit
+	}{
+		{"publish", "POST", "/api/v1/dev/kits/" + kitID + "/versions/1.0.0/publish", sb.Dev, 1 << 20},
+		{"redeliver", "POST", "/api/v1/dev/installations/" + inst + "/deliveries/redeliver", sb.Dev, 1 << 20},
+		{"test-events", "POST", "/api/v1/dev/kits/" + kitID + "/test-events", sb.Dev, 1 << 20},
+		{"responseUrl", "POST", "/hooks/v1/responses/" + inst + "/kresp_" + strings.Repeat("A", 43), "", 64 << 10},
+	}
+	for _, rt := range routes {
+		t.Run(rt.name+" answers 415 to a body that is not JSON", func(t *testing.T) {
+			wantError(t, s.do(t, rt.method, rt.path, rt.token, raw(`{"text":"x"}`), map[string]string{"Content-Type": "text/plain"}), 415, "unsupported_media_type")
+		})
+		t.Run(rt.name+" answers 413 to a body over its limit", func(t *testing.T) {
+			big := raw(`{"text":"` + strings.Repeat("a", rt.limit) + `"}`)
+			wantError(t, s.do(t, rt.method, rt.path, rt.token, big, nil), 413, "payload_too_large")
+		})
+	}
+	t.Run("test-events ignores a key it does not know", func(t *testing.T) {
+		want(t, s.api(t, sb.Dev, "POST", "/dev/kits/"+kitID+"/test-events", map[string]any{"type": "installation.updated", "note": "x"}, nil), 202)
+	})
+	t.Run("redeliver ignores a key it does not know", func(t *testing.T) {
+		want(t, s.api(t, sb.Dev, "POST", "/dev/installations/"+inst+"/deliveries/redeliver", map[string]any{"deadSince": "2020-01-01T00:00:00Z", "note": "x"}, nil), 202)
+	})
+}

@@ -138,3 +138,35 @@ func TestSchemaExamplesMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestBodiesAreOpen holds the README's conventions for request
+// bodies: kitd ignores keys it does not know (docs/decisions.md "Request
+// bodies"), so no request schema is closed; and every route that reads a
+// JSON body answers 413 past its limit and 415 to a body that is not JSON
+// (a `*/*` body, the webhook's, is read as JSON whatever it says), so its
+// operation lists both.
+func TestRequestBodiesAreOpen(t *testing.T) {
+	for name, data := range map[string][]byte{"webapi.json": WebAPI, "devapi.json": DevAPI} {
+		doc := load(t, name, data)
+		for path, item := range doc.Paths.Map() {
+			for method, op := range item.Operations() {
+				if op.RequestBody == nil || op.RequestBody.Value == nil {
+					continue
+				}
+				where := name + " " + method + " " + path
+				content := op.RequestBody.Value.Content
+				if mt := content.Get("application/json"); mt != nil && mt.Schema != nil && mt.Schema.Value != nil {
+					if ap := mt.Schema.Value.AdditionalProperties.Has; ap != nil && !*ap {
+						t.Errorf("%s: the request body schema refuses unknown keys, which kitd ignores", where)
+					}
+				}
+				if op.Responses.Value("413") == nil {
+					t.Errorf("%s: reads a body but does not list 413", where)
+				}
+				if content["*/*"] == nil && op.Responses.Value("415") == nil {
+					t.Errorf("%s: reads a JSON body but does not list 415", where)
+				}
+			}
+		}
+	}
+}
