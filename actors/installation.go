@@ -79,10 +79,16 @@ func (a *installationActor) handle(msg proto.Message) (proto.Message, error) {
 	case *kitpb.Uninstall:
 		return a.uninstall()
 	case *kitpb.AddChannel:
+		if !HasBot(a.inst) {
+			return nil, ErrNoBot
+		}
 		return a.addChannel(m.ConversationId, "channel.added")
 	case *kitpb.RemoveChannel:
 		return a.removeChannel(m)
 	case *kitpb.CreateBotToken:
+		if !HasBot(a.inst) {
+			return nil, ErrNoBot
+		}
 		return a.createBotToken(m)
 	case *kitpb.RevokeCredential:
 		return a.revoke(m)
@@ -163,6 +169,16 @@ func (a *installationActor) apply(m *kitpb.ApplyInstall) (proto.Message, error) 
 			return nil, err
 		}
 	}
+	if HasBot(a.inst) && !HasBot(next) {
+		// The version drops the bot: it leaves its channels (their
+		// webhooks ended above, with the scope incoming-webhook), as on
+		// uninstall; a version that brings it back starts it in none.
+		// Its tokens stop at authentication while the version has no bot.
+		if err := a.removeBotEverywhere(); err != nil {
+			return nil, err
+		}
+		next.ChannelIds = nil
+	}
 	if err := a.saveWithEvent(next, nil, eventInstallationUpdated); err != nil {
 		return nil, err
 	}
@@ -181,6 +197,11 @@ func (a *installationActor) apply(m *kitpb.ApplyInstall) (proto.Message, error) 
 // bot id either way, so a later version that declares a bot gets it.
 func HasBot(inst *kitpb.Installation) bool { return inst.BotDisplayName != "" }
 
+// ErrNoBot refuses what only a bot can have (a bot token, a channel) to an
+// installation whose version has none (docs/decisions.md "A Kit without a
+// bot").
+var ErrNoBot = kiterr.New(kiterr.Conflict, "this Kit has no bot: its installed version's manifest leaves `bot` out")
+
 // webhooksAllowed reports whether the installed version allows incoming
 // webhooks: bot scope incoming-webhook and a maxPerInstallation.
 func webhooksAllowed(inst *kitpb.Installation) bool {
@@ -194,6 +215,20 @@ func (a *installationActor) setBotEvents(mask uint32) error {
 	for _, conv := range a.inst.ChannelIds {
 		if _, err := cluster.Call[*kitpb.Ok](a.env.Host, KindConversation, conv,
 			&kitpb.SetBotEvents{BotId: a.inst.BotId, Events: mask}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeBotEverywhere takes the Kit bot out of every channel it was
+// added to. It runs before the installation saves the change: a crash in
+// between leaves channels that no longer have the bot listed, which the
+// retried update removes again (RemoveBot of an absent bot is a no-op).
+func (a *installationActor) removeBotEverywhere() error {
+	for _, conv := range a.inst.ChannelIds {
+		if _, err := cluster.Call[*kitpb.Ok](a.env.Host, KindConversation, conv,
+			&kitpb.RemoveBot{BotId: a.inst.BotId}); err != nil {
 			return err
 		}
 	}

@@ -85,6 +85,9 @@ func (a *workspaceActor) authorize(m *kitpb.Authorize) (proto.Message, error) {
 		}
 		scopes = in.UserScopes
 	case CallerBot:
+		if !HasBot(in) {
+			return nil, kiterr.Invalid("token_type", "this Kit has no bot: it cannot be authorized for bot tokens")
+		}
 		if u != nil && u.Role != "admin" && u.Role != "owner" {
 			return nil, kiterr.New(kiterr.Forbidden, "a bot authorization needs a workspace admin or owner")
 		}

@@ -52,14 +52,15 @@ var _ = template.Must(pages.New("access").Parse(`
 </section>{{end}}
 
 <h2>Channels of the Kit bot</h2>
-{{if .Channels}}<ul class="items">{{range .Channels}}<li><span>{{.Name}}</span>
+{{if not .Bot}}<p>` + noBot + `</p>
+{{else}}{{if .Channels}}<ul class="items">{{range .Channels}}<li><span>{{.Name}}</span>
 <form method="post" action="{{$.Path}}/channels/remove"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="conversation" value="{{.ID}}">
 <button type="submit" aria-label="Remove the Kit bot from {{.Name}}">Remove</button></form></li>
 {{end}}</ul>{{else}}<p>The Kit bot is in no channel yet.</p>{{end}}
 {{if .Choices}}<form method="post" action="{{.Path}}/channels"><input type="hidden" name="csrf" value="{{.CSRF}}">
 <label for="add-channel">Add the Kit bot to a channel</label>
 <select id="add-channel" name="conversation">{{range .Choices}}<option value="{{.ID}}">{{.Name}}</option>{{end}}</select>
-<button type="submit">Add to channel</button></form>{{end}}
+<button type="submit">Add to channel</button></form>{{end}}{{end}}
 
 <h2>Bot tokens</h2>
 <p>A bot token lets the Kit's backend call the Web API as its bot.</p>
@@ -67,8 +68,9 @@ var _ = template.Must(pages.New("access").Parse(`
 <form method="post" action="{{$.Path}}/bot-tokens/revoke"><input type="hidden" name="csrf" value="{{$.CSRF}}"><input type="hidden" name="token" value="{{.ID}}">
 <button type="submit" class="danger" aria-label="Revoke the bot token created {{.Created}}">Revoke</button></form></li>
 {{end}}</ul>{{else}}<p>This installation has no bot token.</p>{{end}}
-<form method="post" action="{{.Path}}/bot-tokens"><input type="hidden" name="csrf" value="{{.CSRF}}">
+{{if .Bot}}<form method="post" action="{{.Path}}/bot-tokens"><input type="hidden" name="csrf" value="{{.CSRF}}">
 <button type="submit" class="primary">Create bot token</button></form>
+{{else}}{{if .Tokens}}<p>They do not work while the installed version has no bot.</p>{{end}}{{end}}
 
 <h2>Incoming webhooks</h2>
 {{if .WebhooksAllowed}}<p>A webhook URL posts into one channel as the Kit bot. This Kit allows {{.MaxWebhooks}} active at a time.</p>
@@ -215,14 +217,14 @@ func (s *Server) accessPage(ctx *fasthttp.RequestCtx, a *access, status int, o o
 		WebhooksAllowed                                         bool
 		MaxWebhooks                                             int32
 		Webhooks                                                []webhook
-		Own                                                     bool
+		Own, Bot                                                bool
 		ClientSecret, SigningSecret                             string
 	}{
 		Title: "API access: " + a.inst.KitDisplayName, Kit: a.inst.KitDisplayName, Slug: a.inst.KitSlug,
 		Version: a.inst.KitVersion, Workspace: a.inst.WorkspaceName, Path: a.path(), CSRF: SessionCSRF(a.secret),
 		KitID: a.inst.KitId, Problem: o.problem, Notice: o.notice, Shown: o.shown,
 		WebhooksAllowed: slices.Contains(a.inst.BotScopes, actors.WebhookScope) && a.inst.MaxWebhooks > 0,
-		MaxWebhooks:     a.inst.MaxWebhooks,
+		MaxWebhooks:     a.inst.MaxWebhooks, Bot: actors.HasBot(a.inst),
 	}
 	fail := func(err error) { s.failPage(ctx, err) }
 	names := map[string]string{}
@@ -437,6 +439,7 @@ func formID(f *fasthttp.Args, field, what string) (string, error) {
 
 // Words for the refusals the forms can meet.
 const (
+	noBot         = "This Kit has no bot in its installed version: it joins no channel and gets no bot token."
 	chooseChannel = "Choose a channel from the list."
 	goneNow       = "It is no longer there: the page now shows what there is."
 )
@@ -464,6 +467,12 @@ func (s *Server) AddChannel(ctx *fasthttp.RequestCtx) {
 	if a == nil {
 		return
 	}
+	words := problems{kiterr.Validation: chooseChannel, kiterr.NotFound: chooseChannel, kiterr.Conflict: chooseChannel}
+	if !actors.HasBot(a.inst) {
+		// The installation would refuse it as well; these words say why.
+		s.settle(ctx, a, actors.ErrNoBot, problems{kiterr.Conflict: noBot}, outcome{})
+		return
+	}
 	id, err := formID(f, "conversation", "a channel")
 	if err == nil {
 		caller := &kitpb.Caller{Kind: actors.CallerUser, WorkspaceId: a.sess.WorkspaceID, UserId: a.sess.UserID}
@@ -472,8 +481,7 @@ func (s *Server) AddChannel(ctx *fasthttp.RequestCtx) {
 	if err == nil {
 		_, err = ask[proto.Message](s, actors.KindInstallation, a.inst.Id, &kitpb.AddChannel{ConversationId: id})
 	}
-	s.settle(ctx, a, err, problems{kiterr.Validation: chooseChannel, kiterr.NotFound: chooseChannel, kiterr.Conflict: chooseChannel},
-		outcome{notice: "The Kit bot was added to the channel."})
+	s.settle(ctx, a, err, words, outcome{notice: "The Kit bot was added to the channel."})
 }
 
 // RemoveChannel is POST /app/installations/{id}/channels/remove (operator:
@@ -494,7 +502,7 @@ func (s *Server) CreateBotToken(ctx *fasthttp.RequestCtx) {
 	secret := ids.NewSecret(ids.BotToken)
 	hash := ids.Hash(secret)
 	_, err := ask[*kitpb.CredentialReply](s, actors.KindInstallation, a.inst.Id, &kitpb.CreateBotToken{SecretHash: hash[:]})
-	s.settle(ctx, a, err, nil, outcome{shown: newShown("New bot token", secret, "Use it as Authorization: Bearer in the Kit's backend.")})
+	s.settle(ctx, a, err, problems{kiterr.Conflict: noBot}, outcome{shown: newShown("New bot token", secret, "Use it as Authorization: Bearer in the Kit's backend.")})
 }
 
 // RevokeBotToken is POST /app/installations/{id}/bot-tokens/revoke: by the
