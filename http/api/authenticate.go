@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 
@@ -158,7 +159,8 @@ func setRateHeaders(ctx *fasthttp.RequestCtx, d limits.Decision) {
 	ctx.Response.Header.Set("RateLimit", d.LimitHeader())
 }
 
-// bearer returns the token of an `Authorization: Bearer` header.
+// bearer returns the token of an `Authorization: Bearer` header. RFC 6750
+// section 2.1 separates the scheme and the token by one or more spaces.
 func bearer(ctx *fasthttp.RequestCtx) ([]byte, bool) {
 	h := ctx.Request.Header.Peek("Authorization")
 	if len(h) == 0 {
@@ -168,7 +170,7 @@ func bearer(ctx *fasthttp.RequestCtx) ([]byte, bool) {
 	if len(h) <= len(prefix) || !equalFoldASCII(h[:len(prefix)], prefix) {
 		return []byte{}, true // a credential was sent, and it is malformed
 	}
-	return h[len(prefix):], true
+	return bytes.TrimLeft(h[len(prefix):], " "), true
 }
 
 func equalFoldASCII(b []byte, s string) bool {
