@@ -3,6 +3,7 @@ package e2e
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // docs/api.md "Authentication": a missing, malformed or unknown token answers 401
@@ -256,4 +257,282 @@ func TestAuth_UserToken(t *testing.T) {
 	}
 	r = s.api(t, tok, "POST", "/auth/rotate", nil, nil)
 	wantError(t, r, 403, "forbidden")
+}
+
+// authRoute is one Web API route of docs/api.md "Endpoints" with the token
+// types it takes and the scope it needs.
+type authRoute struct {
+	method, path string // {chan}, {msg}, {user}, {id} are filled in
+	bot, user    bool   // token types the route takes
+	scope        string // "" = none
+	body         func(chanID, msgID string) any
+}
+
+func (r authRoute) name() string { return r.method + " " + r.path }
+
+// Every Web API route that takes a bearer token (docs/api.md "Endpoints").
+var authRoutes = []authRoute{
+	{"GET", "/auth/test", true, true, "", nil},
+	{"POST", "/auth/rotate", true, false, "", nil},
+	{"GET", "/conversations", true, true, "conversations:read", nil},
+	{"GET", "/conversations/{chan}", true, true, "conversations:read", nil},
+	{"GET", "/conversations/{chan}/members", true, true, "conversations:read", nil},
+	{"GET", "/conversations/{chan}/messages", true, true, "messages:read", nil},
+	{"GET", "/messages/{msg}", true, true, "messages:read", nil},
+	{"GET", "/messages/{msg}/replies", true, true, "messages:read", nil},
+	{"POST", "/messages", true, true, "messages:write", func(c, _ string) any { return postBody(c, "refused post") }},
+	{"PATCH", "/messages/{msg}", true, true, "messages:write", func(string, string) any { return map[string]any{"text": "refused edit"} }},
+	{"DELETE", "/messages/{msg}", true, true, "messages:write", nil},
+	{"POST", "/reactions", false, true, "reactions:write", func(_, m string) any { return map[string]any{"messageId": m, "reaction": "heart"} }},
+	{"DELETE", "/reactions?messageId={msg}&reaction=heart", false, true, "reactions:write", nil},
+	{"POST", "/files", false, true, "files:write", func(c, _ string) any { return uploadBody(c, "text/plain", []byte("refused")) }},
+	{"GET", "/files/{id}", true, true, "files:read", nil},
+	{"GET", "/files/{id}/content", true, true, "files:read", nil},
+	{"GET", "/users", true, true, "users:read", nil},
+	{"GET", "/users/me", true, true, "", nil},
+	{"GET", "/users/{user}", true, true, "users:read", nil},
+	{"GET", "/runs/{id}", false, true, "runs:read", nil},
+	{"GET", "/installation", true, true, "", nil},
+}
+
+// allScopes are every scope a route of authRoutes needs.
+var allScopes = []string{"conversations:read", "messages:read", "messages:write", "reactions:write",
+	"files:read", "files:write", "users:read", "runs:read"}
+
+// docs/api.md "Authentication", "Scopes", "Token type per method" and
+// "Errors", for every route of the Web API: no token, a malformed
+// Authorization header, a revoked or expired token, a token of the wrong
+// type and a token without the route's scope each get exactly their status,
+// code, headers and error body; none of them echoes the token, and none
+// changes anything.
+func TestAuth_EveryRoute(t *testing.T) {
+	t.Parallel()
+	s := startServerOpts(t, ServerOpts{Limits: "off"})
+	env := newBotEnv(t, s, allScopes...)
+	w := env.W
+	msg := jstr(env.In.post(t, env.Chan.ID, "the message"), "id")
+
+	// A user token that expires (1 hour), then everything else.
+	expired := userToken(t, env.In, w.Admin.ID)
+	want(t, s.api(t, expired, "GET", "/auth/test", nil, nil), 200) // cached before it expires
+	advance(t, s, time.Hour+time.Minute)
+	user := userToken(t, env.In, w.Mem.ID)
+	revoked := env.In.newToken(t)
+	want(t, s.ops(t, "POST", "/ops/v1/tokens/revoke", map[string]any{"token": revoked}), 200)
+	revokedUser := userToken(t, env.In, w.Owner.ID)
+	want(t, s.ops(t, "POST", "/ops/v1/tokens/revoke", map[string]any{"token": revokedUser}), 200)
+
+	// A bot and a user token without each scope.
+	type pair struct{ bot, user string }
+	lacking := map[string]pair{}
+	for _, scope := range allScopes {
+		in := w.install(t, w.kit(t, without(allScopes, scope)...), env.Chan.ID)
+		lacking[scope] = pair{in.Token, userToken(t, in, w.Mem.ID)}
+	}
+
+	history := func() int {
+		t.Helper()
+		r := env.In.api(t, "GET", "/conversations/"+env.Chan.ID+"/messages?limit=200", nil)
+		want(t, r, 200)
+		return len(jarr(r.JSON, "messages"))
+	}
+	before := history()
+
+	call := func(t *testing.T, rt authRoute, authorization string) *Resp {
+		t.Helper()
+		path := strings.NewReplacer("{chan}", env.Chan.ID, "{msg}", msg, "{user}", w.Mem.ID, "{id}", newUUID()).Replace(rt.path)
+		hdr := map[string]string{}
+		if authorization != "" {
+			hdr["Authorization"] = authorization
+		}
+		var body any
+		if rt.body != nil {
+			body = rt.body(env.Chan.ID, msg)
+		}
+		return s.do(t, rt.method, "/api/v1"+path, "", body, hdr)
+	}
+	const (
+		challenge          = `Bearer realm="kit"`
+		challengeWithError = `Bearer realm="kit", error="invalid_token"`
+	)
+	unauthorized := []struct {
+		name, authorization, challenge string
+	}{
+		{"no Authorization header", "", challenge},
+		{"an empty bearer", "Bearer ", challengeWithError},
+		{"another scheme", "Basic " + env.In.Token, challengeWithError},
+		{"a truncated bot token", "Bearer " + env.In.Token[:len(env.In.Token)-1], challengeWithError},
+		{"an unknown bot token", "Bearer kbot_" + randToken(), challengeWithError},
+		{"an unknown user token", "Bearer kusr_" + randToken(), challengeWithError},
+		{"a refresh token", "Bearer kref_" + randToken(), challengeWithError},
+		{"a revoked bot token", "Bearer " + revoked, challengeWithError},
+		{"a revoked user token", "Bearer " + revokedUser, challengeWithError},
+		{"an expired user token", "Bearer " + expired, challengeWithError},
+		{"the operator token", "Bearer " + s.OpToken, challengeWithError},
+	}
+	for _, rt := range authRoutes {
+		t.Run(rt.name(), func(t *testing.T) {
+			for _, tc := range unauthorized {
+				t.Run(tc.name+" is 401 invalid_token", func(t *testing.T) {
+					r := call(t, rt, tc.authorization)
+					wantError(t, r, 401, "invalid_token")
+					if got := r.Header.Get("WWW-Authenticate"); got != tc.challenge {
+						t.Errorf("WWW-Authenticate = %q, want %q%s", got, tc.challenge, r)
+					}
+					noEcho(t, r, strings.TrimPrefix(strings.TrimPrefix(tc.authorization, "Bearer "), "Basic "))
+				})
+			}
+			forbidden := func(t *testing.T, token string) {
+				t.Helper()
+				r := call(t, rt, "Bearer "+token)
+				wantError(t, r, 403, "forbidden")
+				if r.Header.Get("X-Service-Required-Scope") != "" || r.Header.Get("WWW-Authenticate") != "" {
+					t.Errorf("403 forbidden carries no scope header and no challenge%s", r)
+				}
+				noEcho(t, r, token)
+			}
+			if !rt.bot {
+				t.Run("a bot token is 403 forbidden", func(t *testing.T) { forbidden(t, env.In.Token) })
+				t.Run("a bot token without the scope is 403 forbidden", func(t *testing.T) {
+					if rt.scope != "" {
+						forbidden(t, lacking[rt.scope].bot)
+					}
+				})
+			}
+			if !rt.user {
+				t.Run("a user token is 403 forbidden", func(t *testing.T) { forbidden(t, user) })
+			}
+			t.Run("a developer token", func(t *testing.T) {
+				r := call(t, rt, "Bearer "+w.Dev)
+				if rt.scope == "" && rt.bot && rt.user {
+					// docs/api.md "Token type per method": the no-scope routes answer no 403.
+					wantError(t, r, 401, "invalid_token")
+				} else {
+					wantError(t, r, 403, "forbidden")
+				}
+				noEcho(t, r, w.Dev)
+			})
+			if rt.scope == "" {
+				return
+			}
+			for _, c := range []struct {
+				kind, token string
+				takes       bool
+			}{{"bot", lacking[rt.scope].bot, rt.bot}, {"user", lacking[rt.scope].user, rt.user}} {
+				if !c.takes {
+					continue
+				}
+				t.Run("a "+c.kind+" token without "+rt.scope+" is 403 missing_scope", func(t *testing.T) {
+					r := call(t, rt, "Bearer "+c.token)
+					wantError(t, r, 403, "missing_scope")
+					if got := r.Header.Get("X-Service-Required-Scope"); got != rt.scope {
+						t.Errorf("X-Service-Required-Scope = %q, want %q%s", got, rt.scope, r)
+					}
+					noEcho(t, r, c.token)
+				})
+			}
+		})
+	}
+
+	t.Run("refused calls changed nothing", func(t *testing.T) {
+		if got := history(); got != before {
+			t.Errorf("history has %d messages after the refused calls, had %d", got, before)
+		}
+		r := env.In.api(t, "GET", "/messages/"+msg, nil)
+		want(t, r, 200)
+		if r.Str("message.text") != "the message" || r.Get("message.deletedAt") != nil || r.Get("message.editedAt") != nil {
+			t.Errorf("the message changed%s", r)
+		}
+		// The bot token was never rotated by a refused call.
+		want(t, env.In.api(t, "POST", "/auth/rotate", nil), 200)
+	})
+}
+
+// Every developer API route (docs/api.md "Developer API", docs/decisions.md
+// "Developer API"); {kit}, {inst} and {id} are filled in.
+var devAuthRoutes = []struct {
+	method, path string
+	body         any
+}{
+	{"GET", "/dev/me", nil},
+	{"GET", "/dev/kits", nil},
+	{"POST", "/dev/kits/validate", map[string]any{"manifest": "{}"}},
+	{"POST", "/dev/kits/versions", map[string]any{"manifest": "{}"}},
+	{"GET", "/dev/kits/{kit}", nil},
+	{"GET", "/dev/kits/{kit}/logs", nil},
+	{"POST", "/dev/kits/{kit}/versions/1.0.0/publish", nil},
+	{"POST", "/dev/kits/{kit}/domains", map[string]any{"domain": "example.com"}},
+	{"POST", "/dev/kits/{kit}/domains/example.com/verify", map[string]any{}},
+	{"DELETE", "/dev/kits/{kit}/domains/example.com", nil},
+	{"POST", "/dev/kits/{kit}/install-link", nil},
+	{"DELETE", "/dev/kits/{kit}/install-link", nil},
+	{"POST", "/dev/kits/{kit}/test-events", map[string]any{}},
+	{"GET", "/dev/installations/{inst}/deliveries", nil},
+	{"POST", "/dev/installations/{inst}/deliveries/redeliver", map[string]any{}},
+	{"POST", "/dev/sandbox/dev-install", map[string]any{"manifest": "{}", "url": "https://example.com"}},
+}
+
+// docs/api.md "Authentication" and "Token type per method" on the developer
+// API: no token, a malformed header, a revoked or expired developer token,
+// or one of a deactivated member is 401 invalid_token with its challenge; a
+// bot or user token is 403 forbidden; nothing is echoed.
+func TestAuth_EveryDeveloperRoute(t *testing.T) {
+	t.Parallel()
+	s := startServerOpts(t, ServerOpts{Limits: "off"})
+	env := newBotEnv(t, s)
+	w := env.W
+	user := userToken(t, env.In, w.Mem.ID)
+
+	short := w.S.setup(t, "POST", s.OpToken, "/ops/v1/users/"+w.Admin.ID+"/developer-tokens", map[string]any{"name": "short", "ttlSeconds": 60})
+	want(t, short, 201)
+	expired := short.Str("token")
+	want(t, s.api(t, expired, "GET", "/dev/me", nil, nil), 200) // cached before it expires
+	advance(t, s, 2*time.Minute)
+	revoked, revokedID := w.devToken(t, w.Owner.ID)
+	want(t, s.ops(t, "DELETE", "/ops/v1/developer-tokens/"+revokedID, nil), 200)
+	leaver := w.user(t, "member")
+	gone, _ := w.devToken(t, leaver.ID)
+	want(t, s.api(t, gone, "GET", "/dev/me", nil, nil), 200)
+	want(t, s.ops(t, "DELETE", "/ops/v1/users/"+leaver.ID, nil), 200)
+
+	const (
+		challenge          = `Bearer realm="kit"`
+		challengeWithError = `Bearer realm="kit", error="invalid_token"`
+	)
+	for _, rt := range devAuthRoutes {
+		path := "/api/v1" + strings.NewReplacer("{kit}", env.Kit.ID, "{inst}", env.In.ID).Replace(rt.path)
+		t.Run(rt.method+" "+rt.path, func(t *testing.T) {
+			for _, tc := range []struct{ name, authorization, challenge string }{
+				{"no Authorization header", "", challenge},
+				{"an empty bearer", "Bearer ", challengeWithError},
+				{"another scheme", "Basic " + w.Dev, challengeWithError},
+				{"an unknown developer token", "Bearer kdev_" + randToken(), challengeWithError},
+				{"a truncated developer token", "Bearer " + w.Dev[:len(w.Dev)-1], challengeWithError},
+				{"a revoked developer token", "Bearer " + revoked, challengeWithError},
+				{"an expired developer token", "Bearer " + expired, challengeWithError},
+				{"a deactivated member's developer token", "Bearer " + gone, challengeWithError},
+				{"the operator token", "Bearer " + s.OpToken, challengeWithError},
+			} {
+				t.Run(tc.name+" is 401 invalid_token", func(t *testing.T) {
+					hdr := map[string]string{}
+					if tc.authorization != "" {
+						hdr["Authorization"] = tc.authorization
+					}
+					r := s.do(t, rt.method, path, "", rt.body, hdr)
+					wantError(t, r, 401, "invalid_token")
+					if got := r.Header.Get("WWW-Authenticate"); got != tc.challenge {
+						t.Errorf("WWW-Authenticate = %q, want %q%s", got, tc.challenge, r)
+					}
+					noEcho(t, r, strings.TrimPrefix(strings.TrimPrefix(tc.authorization, "Bearer "), "Basic "))
+				})
+			}
+			for _, tc := range []struct{ name, token string }{{"a bot token", env.In.Token}, {"a user token", user}} {
+				t.Run(tc.name+" is 403 forbidden", func(t *testing.T) {
+					r := s.do(t, rt.method, path, tc.token, rt.body, nil)
+					wantError(t, r, 403, "forbidden")
+					noEcho(t, r, tc.token)
+				})
+			}
+		})
+	}
 }
