@@ -167,7 +167,10 @@ func bearer(ctx *fasthttp.RequestCtx) ([]byte, bool) {
 		return nil, false
 	}
 	const prefix = "Bearer "
-	if len(h) <= len(prefix) || !equalFoldASCII(h[:len(prefix)], prefix) {
+	if len(h) <= len(prefix) || !equalFoldASCII(h[:len(prefix)], prefix) ||
+		// Two credentials: which one is meant (a proxy may have read the
+		// other) is not kitd's to guess. The first Peek's value stays valid.
+		len(ctx.Request.Header.PeekAll(fasthttp.HeaderAuthorization)) > 1 {
 		return []byte{}, true // a credential was sent, and it is malformed
 	}
 	return bytes.TrimLeft(h[len(prefix):], " "), true

@@ -64,6 +64,8 @@ func TestAuthentication(t *testing.T) {
 			request{method: "GET", path: "/api/v1/auth/test", auth: "Bearer   " + f.bot}, 200, "", ""},
 		{"a tab after the scheme is malformed (RFC 6750 2.1: SP only)",
 			request{method: "GET", path: "/api/v1/auth/test", auth: "Bearer\t" + f.bot}, 401, "invalid_token", withError},
+		{"two Authorization headers are malformed, even both valid",
+			request{method: "GET", path: "/api/v1/auth/test", token: f.bot, auth2: "Bearer " + f.bot}, 401, "invalid_token", withError},
 		{"spaces alone after the scheme are no token",
 			request{method: "GET", path: "/api/v1/auth/test", auth: "Bearer    "}, 401, "invalid_token", withError},
 		{"a bot token passes auth.test",

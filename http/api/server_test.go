@@ -107,6 +107,7 @@ type request struct {
 	method, path string
 	token        string            // Authorization: Bearer <token>; "" for none
 	auth         string            // a raw Authorization header, instead of token
+	auth2        string            // a second Authorization header
 	contentType  string            // "" with a body: application/json; "-": none at all
 	body         []byte            // raw body
 	json         any               // body to marshal, instead of body
@@ -182,6 +183,9 @@ func (h *testServer) do(t testing.TB, rq request) *response {
 	}
 	for k, v := range rq.header {
 		req.Header.Set(k, v)
+	}
+	if rq.auth2 != "" {
+		req.Header.Add("Authorization", rq.auth2)
 	}
 	if body != nil {
 		req.SetBodyRaw(body)
