@@ -151,6 +151,11 @@ func (s *Server) triggerEvent(in call) (reply, error) {
 	if !ids.Valid(kitID) {
 		return reply{}, kiterr.Absent("kit")
 	}
+	// Who may first, then what (as dev-install): a token that may never
+	// send a test event learns nothing of the body's rules.
+	if err := s.requireSandbox(in, "a test event"); err != nil {
+		return reply{}, err
+	}
 	var body struct {
 		Type *string `json:"type"`
 	}
@@ -162,9 +167,6 @@ func (s *Server) triggerEvent(in call) (reply, error) {
 		err = input.OneOf("type", *body.Type, actors.EventKinds()...)
 	}
 	if err != nil {
-		return reply{}, err
-	}
-	if err := s.requireSandbox(in, "a test event"); err != nil {
 		return reply{}, err
 	}
 	// Only the developers of the Kit's own workspace (docs/deliveries.md

@@ -13,6 +13,7 @@ func TestDeveloperDeliveries(t *testing.T) {
 	h := ts
 	f := h.newFixture(t)
 	g := h.newFixture(t) // another workspace
+	sandbox := h.sandboxDeveloper(t)
 	list := func(token, inst, query string) request {
 		return request{method: "GET", path: "/api/v1/dev/installations/" + inst + "/deliveries" + query, token: token}
 	}
@@ -45,9 +46,10 @@ func TestDeveloperDeliveries(t *testing.T) {
 		{"redeliver: an unknown event is 404", redeliver(f.dev, f.inst, map[string]any{"eventId": ids.New()}), 404, "not_found", ""},
 		{"redeliver: no dead letter since is 202 with none", redeliver(f.dev, f.inst, map[string]any{"deadSince": "2026-01-01T00:00:00Z"}), 202, "", ""},
 		{"redeliver: another workspace's developer gets 404", redeliver(g.dev, f.inst, map[string]any{"deadSince": "2026-01-01T00:00:00Z"}), 404, "not_found", ""},
-		{"trigger: type is required", trigger(f.dev, f.kitID, map[string]any{}), 400, "validation_error", "type"},
-		{"trigger: type must be an event kind", trigger(f.dev, f.kitID, map[string]any{"type": secretish}), 400, "validation_error", "type"},
+		{"trigger: type is required", trigger(sandbox, f.kitID, map[string]any{}), 400, "validation_error", "type"},
+		{"trigger: type must be an event kind", trigger(sandbox, f.kitID, map[string]any{"type": secretish}), 400, "validation_error", "type"},
 		{"trigger: a token outside a sandbox is 403", trigger(f.dev, f.kitID, map[string]any{"type": "message.posted"}), 403, "forbidden", ""},
+		{"trigger: a token outside a sandbox is 403 before its body is read, as dev-install's", trigger(f.dev, f.kitID, map[string]any{"type": secretish}), 403, "forbidden", ""},
 		{"trigger: a Kit id that is not a UUID is 404", trigger(f.dev, "nope", map[string]any{"type": "message.posted"}), 404, "not_found", ""},
 	}
 	for _, tt := range tests {

@@ -315,3 +315,16 @@ func (h *testServer) newFixture(t testing.TB, botScopes ...string) *fixture {
 	f.bot = r.str("token")
 	return f
 }
+
+// sandboxDeveloper is a developer token of a member of a new sandbox
+// workspace.
+func (h *testServer) sandboxDeveloper(t testing.TB) string {
+	t.Helper()
+	r := h.ops(t, "POST", "/workspaces", map[string]any{"name": "sandbox", "sandbox": true})
+	want(t, r, 201)
+	r = h.ops(t, "POST", "/workspaces/"+r.str("workspace.id")+"/users", map[string]any{"displayName": "Developer", "role": "admin"})
+	want(t, r, 201)
+	r = h.ops(t, "POST", "/users/"+r.str("user.id")+"/developer-tokens", map[string]any{"name": "test"})
+	want(t, r, 201)
+	return r.str("token")
+}
