@@ -37,9 +37,9 @@ func (a *conversationActor) handleWebhooks(msg proto.Message) (reply proto.Messa
 	}
 	switch {
 	case errors.Is(err, errHookChannelArchived):
-		return nil, true, forward(KindWebhook, m.WebhookId, &kitpb.WebhookRefused{Reason: DisabledArchived})
+		return nil, true, forward(KindWebhook, m.WebhookId, &kitpb.WebhookRefused{Reason: DisabledArchived, Limit: m.Limit})
 	case errors.Is(err, errHookBotRemoved):
-		return nil, true, forward(KindWebhook, m.WebhookId, &kitpb.WebhookRefused{Reason: DisabledBotRemoved})
+		return nil, true, forward(KindWebhook, m.WebhookId, &kitpb.WebhookRefused{Reason: DisabledBotRemoved, Limit: m.Limit})
 	}
 	// Nobody else sees this outcome: the delivery log entry is written here.
 	e := m.Log
@@ -53,6 +53,11 @@ func (a *conversationActor) handleWebhooks(msg proto.Message) (reply proto.Messa
 	e.ErrorCode, e.HttpStatus = string(code), proto.Int32(int32(code.Status()))
 	if m.KitId != "" {
 		writeLogAsync(a.env, partition.OfTag(a.tag), m.KitId, e)
+	}
+	if code == kiterr.Validation {
+		// The post spent its webhook's token: the 400 shows the bucket.
+		// A failed write gave it back (postAsWebhook).
+		err = kiterr.Spending(err, m.Limit)
 	}
 	return nil, true, err
 }

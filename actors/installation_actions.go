@@ -268,8 +268,10 @@ func (a *installationActor) useResponseURL(m *kitpb.UseResponseURL) (proto.Messa
 			// request spends no token of any bucket (docs/decisions.md
 			// "Rate limits").
 			a.buckets.giveBack(limits.ResponseURL, "", now)
+			return nil, err
 		}
-		return nil, err
+		// Any other refusal spent the token: its answer shows the bucket.
+		return nil, kiterr.Spending(err, limit)
 	}
 	rec.Uses++
 	b := a.env.newBatch()

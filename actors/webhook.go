@@ -219,7 +219,8 @@ func (a *webhookActor) post(m *kitpb.HookPost) (proto.Message, error) {
 	}
 	if m.Invalid != nil {
 		writeLogAsync(a.env, partition.Of(a.id), a.hook.KitId, a.outcome(LogLevelError, "rejected", kiterr.Validation))
-		return nil, kiterr.FromFailure(m.Invalid)
+		// The token is spent (docs/webhooks.md): the 400 shows the bucket.
+		return nil, kiterr.Spending(kiterr.FromFailure(m.Invalid), limit)
 	}
 	// The conversation answers the hooks host itself: the webhook does not
 	// wait for the post and its sync (see kitpb.PostAsWebhook).
@@ -244,7 +245,8 @@ func (a *webhookActor) refused(m *kitpb.WebhookRefused) (proto.Message, error) {
 		}
 		a.lastRefusalLog[kiterr.Gone] = a.env.Clock.Now()
 	}
-	return nil, errHookGone
+	// The refused post took a token; the 410 shows the bucket.
+	return nil, kiterr.Spending(errHookGone, m.Limit)
 }
 
 // outcome is the developer log entry of one delivery that ended with code

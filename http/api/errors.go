@@ -42,14 +42,19 @@ func (s *Server) failRoute(ctx *fasthttp.RequestCtx, rt *route, err error) {
 }
 
 // limitHeaders counts a refusal over a limit and sets its RateLimit
-// headers; nothing for another error.
+// headers; an error answered after a bucket's token was spent (e.Spent)
+// gets that bucket's headers, and is not counted: only a 429 is a
+// refusal. Nothing for another error.
 func (s *Server) limitHeaders(ctx *fasthttp.RequestCtx, e *kiterr.Error) {
-	if l := e.Limit; l != nil {
+	l := e.Limit
+	if l != nil {
 		s.stats.overLimit(l.Policy)
-		d := *l
-		d.Rate = s.limits[d.Policy]
-		setRateHeaders(ctx, d)
+	} else if l = e.Spent; l == nil {
+		return
 	}
+	d := *l
+	d.Rate = s.limits[d.Policy]
+	setRateHeaders(ctx, d)
 }
 
 // routeName names a request in the log by its route's pattern, never by

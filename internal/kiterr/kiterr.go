@@ -115,6 +115,11 @@ type Error struct {
 	Path    string
 	// Limit is the refusing bucket's decision of a RateLimited error.
 	Limit *limits.Decision
+	// Spent is the state of a bucket whose token the request took before
+	// it failed otherwise (a 400 on a live webhook's URL): the answer
+	// carries its RateLimit headers, but no Retry-After, and is no
+	// refusal (docs/decisions.md "Rate limits").
+	Spent *limits.Decision
 }
 
 // Error reads "<code>: <message>", with the path before the message when
@@ -158,6 +163,22 @@ func OverLimit(d limits.Decision) *Error {
 	return &Error{Code: RateLimited, Message: "rate limit " + string(d.Policy) + " exceeded", Limit: &d}
 }
 
+// Spending is err answered after the request took a token of the bucket
+// whose state is d (wire form, as actors hold it): a domain error gets d
+// as its Spent, on a copy (sentinel errors are shared). A nil d (limits
+// off), a refusal over a limit (it carries its own bucket) or an error
+// that is not a domain error is err.
+func Spending(err error, d *kitpb.Decision) error {
+	var e *Error
+	if d == nil || !errors.As(err, &e) || e.Limit != nil {
+		return err
+	}
+	c := *e
+	s := limits.FromWire(d, nil)
+	c.Spent = &s
+	return &c
+}
+
 // ToFailure is err in the form in which it crosses an actor boundary. An
 // error that is not a domain error becomes Internal, with its text for the
 // receiver's log (the HTTP layer never shows it).
@@ -170,6 +191,9 @@ func ToFailure(err error) *kitpb.Failure {
 	if e.Limit != nil {
 		f.Limit = e.Limit.Wire()
 	}
+	if e.Spent != nil {
+		f.Spent = e.Spent.Wire()
+	}
 	return f
 }
 
@@ -180,6 +204,10 @@ func FromFailure(f *kitpb.Failure) *Error {
 	if f.Limit != nil {
 		d := limits.FromWire(f.Limit, nil)
 		e.Limit = &d
+	}
+	if f.Spent != nil {
+		d := limits.FromWire(f.Spent, nil)
+		e.Spent = &d
 	}
 	return e
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kitd/kitd/internal/limits"
+	"github.com/kitd/kitd/proto/kitpb"
 )
 
 // specStatus is docs/api.md "Errors" plus the codes the spec lists without a
@@ -183,6 +184,9 @@ func TestFailureRoundTrip(t *testing.T) {
 			Error{Code: NotFound, Message: "webhook not found"}},
 		{"a rate limit keeps its bucket, with Retry-After at least 1", limited,
 			Error{Code: RateLimited, Message: "rate limit write exceeded", Limit: &limits.Decision{RetryAfter: 1, ResetSeconds: 60, Policy: limits.Write}}},
+		{"an error after a spent token keeps the bucket's state, and is no refusal",
+			Spending(Invalid("text", "is required"), spentWebhook.Wire()),
+			Error{Code: Validation, Path: "text", Message: "text: is required", Spent: &spentWebhook}},
 		{"any other error is internal", errors.New("disk on fire"),
 			Error{Code: Internal, Message: "disk on fire"}},
 	}
@@ -194,6 +198,49 @@ func TestFailureRoundTrip(t *testing.T) {
 			}
 			if (got.Limit == nil) != (tt.want.Limit == nil) || got.Limit != nil && *got.Limit != *tt.want.Limit {
 				t.Fatalf("limit %+v, want %+v", got.Limit, tt.want.Limit)
+			}
+			if (got.Spent == nil) != (tt.want.Spent == nil) || got.Spent != nil && *got.Spent != *tt.want.Spent {
+				t.Fatalf("spent %+v, want %+v", got.Spent, tt.want.Spent)
+			}
+		})
+	}
+}
+
+var spentWebhook = limits.Decision{OK: true, Remaining: 4, ResetSeconds: 1, Policy: limits.Webhook}
+
+// docs/decisions.md "Rate limits": an error answered after a token was
+// taken shows that bucket; a refusal keeps its own, and a shared
+// sentinel error is never changed.
+func TestSpending(t *testing.T) {
+	sentinel := Absent("webhook")
+	limited := OverLimit(limits.Decision{Policy: limits.PostMessage})
+	tests := []struct {
+		rule      string
+		err       error
+		d         *limits.Decision
+		wantSpent bool
+	}{
+		{"a domain error gets the bucket's state", sentinel, &spentWebhook, true},
+		{"limits off (no decision) change nothing", sentinel, nil, false},
+		{"a refusal over another limit keeps its own bucket alone", limited, &spentWebhook, false},
+		{"an error that is not a domain error is left as it is", errors.New("disk on fire"), &spentWebhook, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			var w *kitpb.Decision
+			if tt.d != nil {
+				w = tt.d.Wire()
+			}
+			got := Spending(tt.err, w)
+			var e *Error
+			if errors.As(got, &e) && (e.Spent != nil) != tt.wantSpent {
+				t.Fatalf("Spent %+v, want set: %v", e.Spent, tt.wantSpent)
+			}
+			if !errors.As(got, &e) && tt.wantSpent {
+				t.Fatalf("%v is no domain error", got)
+			}
+			if sentinel.Spent != nil {
+				t.Fatal("the shared error was changed")
 			}
 		})
 	}

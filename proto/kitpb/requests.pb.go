@@ -26,11 +26,14 @@ const (
 
 // Failure is a domain error crossing an actor boundary.
 type Failure struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Code          string                 `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"` // a kiterr.Code
-	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	Path          string                 `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
-	Limit         *Decision              `protobuf:"bytes,4,opt,name=limit,proto3" json:"limit,omitempty"` // the refusing bucket of a rate_limited failure
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Code    string                 `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"` // a kiterr.Code
+	Message string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Path    string                 `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	Limit   *Decision              `protobuf:"bytes,4,opt,name=limit,proto3" json:"limit,omitempty"` // the refusing bucket of a rate_limited failure
+	// spent is the state of a bucket whose token the request took before it
+	// failed otherwise: its RateLimit headers, no Retry-After, not a refusal.
+	Spent         *Decision `protobuf:"bytes,5,opt,name=spent,proto3" json:"spent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -89,6 +92,13 @@ func (x *Failure) GetPath() string {
 func (x *Failure) GetLimit() *Decision {
 	if x != nil {
 		return x.Limit
+	}
+	return nil
+}
+
+func (x *Failure) GetSpent() *Decision {
+	if x != nil {
+		return x.Spent
 	}
 	return nil
 }
@@ -3175,12 +3185,13 @@ var File_requests_proto protoreflect.FileDescriptor
 
 const file_requests_proto_rawDesc = "" +
 	"\n" +
-	"\x0erequests.proto\x12\x06kit.v1\x1a\rrecords.proto\"s\n" +
+	"\x0erequests.proto\x12\x06kit.v1\x1a\rrecords.proto\"\x9b\x01\n" +
 	"\aFailure\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x12\n" +
 	"\x04path\x18\x03 \x01(\tR\x04path\x12&\n" +
-	"\x05limit\x18\x04 \x01(\v2\x10.kit.v1.DecisionR\x05limit\"\xba\x01\n" +
+	"\x05limit\x18\x04 \x01(\v2\x10.kit.v1.DecisionR\x05limit\x12&\n" +
+	"\x05spent\x18\x05 \x01(\v2\x10.kit.v1.DecisionR\x05spent\"\xba\x01\n" +
 	"\x06Caller\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12'\n" +
@@ -3480,35 +3491,36 @@ var file_requests_proto_goTypes = []any{
 }
 var file_requests_proto_depIdxs = []int32{
 	21, // 0: kit.v1.Failure.limit:type_name -> kit.v1.Decision
-	58, // 1: kit.v1.WorkspaceReply.workspace:type_name -> kit.v1.Workspace
-	59, // 2: kit.v1.UserReply.user:type_name -> kit.v1.User
-	59, // 3: kit.v1.UsersReply.users:type_name -> kit.v1.User
-	60, // 4: kit.v1.SessionReply.session:type_name -> kit.v1.Session
-	61, // 5: kit.v1.CredentialReply.credential:type_name -> kit.v1.Credential
-	62, // 6: kit.v1.InstallationReply.installation:type_name -> kit.v1.Installation
-	63, // 7: kit.v1.ConversationReply.conversation:type_name -> kit.v1.Conversation
-	1,  // 8: kit.v1.GetConversation.caller:type_name -> kit.v1.Caller
-	1,  // 9: kit.v1.ListMembers.caller:type_name -> kit.v1.Caller
-	64, // 10: kit.v1.MembersReply.members:type_name -> kit.v1.Member
-	1,  // 11: kit.v1.PostMessage.caller:type_name -> kit.v1.Caller
-	65, // 12: kit.v1.MessageReply.message:type_name -> kit.v1.Message
-	1,  // 13: kit.v1.GetMessage.caller:type_name -> kit.v1.Caller
-	1,  // 14: kit.v1.EditMessage.caller:type_name -> kit.v1.Caller
-	1,  // 15: kit.v1.DeleteMessage.caller:type_name -> kit.v1.Caller
-	1,  // 16: kit.v1.ListMessages.caller:type_name -> kit.v1.Caller
-	65, // 17: kit.v1.MessagesReply.messages:type_name -> kit.v1.Message
-	66, // 18: kit.v1.ApplyInstall.version:type_name -> kit.v1.KitVersion
-	67, // 19: kit.v1.ApplyInstall.kit:type_name -> kit.v1.Kit
-	67, // 20: kit.v1.VersionReply.kit:type_name -> kit.v1.Kit
-	66, // 21: kit.v1.VersionReply.version:type_name -> kit.v1.KitVersion
-	67, // 22: kit.v1.KitReply.kit:type_name -> kit.v1.Kit
-	66, // 23: kit.v1.KitReply.versions:type_name -> kit.v1.KitVersion
-	68, // 24: kit.v1.KitReply.domains:type_name -> kit.v1.KitDomain
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	21, // 1: kit.v1.Failure.spent:type_name -> kit.v1.Decision
+	58, // 2: kit.v1.WorkspaceReply.workspace:type_name -> kit.v1.Workspace
+	59, // 3: kit.v1.UserReply.user:type_name -> kit.v1.User
+	59, // 4: kit.v1.UsersReply.users:type_name -> kit.v1.User
+	60, // 5: kit.v1.SessionReply.session:type_name -> kit.v1.Session
+	61, // 6: kit.v1.CredentialReply.credential:type_name -> kit.v1.Credential
+	62, // 7: kit.v1.InstallationReply.installation:type_name -> kit.v1.Installation
+	63, // 8: kit.v1.ConversationReply.conversation:type_name -> kit.v1.Conversation
+	1,  // 9: kit.v1.GetConversation.caller:type_name -> kit.v1.Caller
+	1,  // 10: kit.v1.ListMembers.caller:type_name -> kit.v1.Caller
+	64, // 11: kit.v1.MembersReply.members:type_name -> kit.v1.Member
+	1,  // 12: kit.v1.PostMessage.caller:type_name -> kit.v1.Caller
+	65, // 13: kit.v1.MessageReply.message:type_name -> kit.v1.Message
+	1,  // 14: kit.v1.GetMessage.caller:type_name -> kit.v1.Caller
+	1,  // 15: kit.v1.EditMessage.caller:type_name -> kit.v1.Caller
+	1,  // 16: kit.v1.DeleteMessage.caller:type_name -> kit.v1.Caller
+	1,  // 17: kit.v1.ListMessages.caller:type_name -> kit.v1.Caller
+	65, // 18: kit.v1.MessagesReply.messages:type_name -> kit.v1.Message
+	66, // 19: kit.v1.ApplyInstall.version:type_name -> kit.v1.KitVersion
+	67, // 20: kit.v1.ApplyInstall.kit:type_name -> kit.v1.Kit
+	67, // 21: kit.v1.VersionReply.kit:type_name -> kit.v1.Kit
+	66, // 22: kit.v1.VersionReply.version:type_name -> kit.v1.KitVersion
+	67, // 23: kit.v1.KitReply.kit:type_name -> kit.v1.Kit
+	66, // 24: kit.v1.KitReply.versions:type_name -> kit.v1.KitVersion
+	68, // 25: kit.v1.KitReply.domains:type_name -> kit.v1.KitDomain
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_requests_proto_init() }

@@ -766,6 +766,7 @@ func (x *PostAsWebhook) GetLimit() *Decision {
 type WebhookRefused struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	Limit         *Decision              `protobuf:"bytes,2,opt,name=limit,proto3" json:"limit,omitempty"` // the webhook bucket's state after the post's token
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -805,6 +806,13 @@ func (x *WebhookRefused) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *WebhookRefused) GetLimit() *Decision {
+	if x != nil {
+		return x.Limit
+	}
+	return nil
 }
 
 var File_webhooks_proto protoreflect.FileDescriptor
@@ -875,9 +883,10 @@ const file_webhooks_proto_rawDesc = "" +
 	"\x03log\x18\a \x01(\v2\x13.kit.v1.DevLogEntryR\x03log\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\b \x01(\tR\twebhookId\x12&\n" +
-	"\x05limit\x18\t \x01(\v2\x10.kit.v1.DecisionR\x05limitJ\x04\b\x03\x10\x04\"(\n" +
+	"\x05limit\x18\t \x01(\v2\x10.kit.v1.DecisionR\x05limitJ\x04\b\x03\x10\x04\"P\n" +
 	"\x0eWebhookRefused\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reasonB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12&\n" +
+	"\x05limit\x18\x02 \x01(\v2\x10.kit.v1.DecisionR\x05limitB\"Z github.com/kitd/kitd/proto/kitpbb\x06proto3"
 
 var (
 	file_webhooks_proto_rawDescOnce sync.Once
@@ -918,11 +927,12 @@ var file_webhooks_proto_depIdxs = []int32{
 	14, // 4: kit.v1.HookPostReply.limit:type_name -> kit.v1.Decision
 	15, // 5: kit.v1.PostAsWebhook.log:type_name -> kit.v1.DevLogEntry
 	14, // 6: kit.v1.PostAsWebhook.limit:type_name -> kit.v1.Decision
-	7,  // [7:7] is the sub-list for method output_type
-	7,  // [7:7] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	14, // 7: kit.v1.WebhookRefused.limit:type_name -> kit.v1.Decision
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_webhooks_proto_init() }

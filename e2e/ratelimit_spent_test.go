@@ -1,0 +1,79 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kitd/kitd/internal/metrics/metricstest"
+)
+
+// docs/decisions.md "Rate limits": every answer subject to a bucket
+// carries the RateLimit headers, and a 429 alone has Retry-After. An
+// error answered after a bucket's token was taken (a 400 on a live
+// webhook's URL, docs/webhooks.md; a responseUrl post the conversation
+// refuses, docs/deliveries.md "responseUrl") spent that token: it shows
+// the bucket's state, without Retry-After, and is not counted as refused
+// (kitd_rate_limited_total counts 429s only).
+func TestRateLimit_AnErrorThatSpentATokenCarriesTheHeaders(t *testing.T) {
+	rcv := newReceiver(t)
+	s := memberServer(t, rcv)
+	m := newMemberKit(t, s, rcv, "")
+	w, c, in := webhookEnv(t, s, 4)
+	badBlocks := []any{map[string]any{"type": "header"}}
+
+	tests := []struct {
+		rule   string
+		do     func(t *testing.T) *Resp
+		status int
+		// policy is the bucket whose headers the answer carries; r its
+		// tokens left after the answer.
+		policy, r string
+	}{
+		{"a 400 of a live webhook's body spends and shows the webhook bucket", func(t *testing.T) *Resp {
+			h := in.hook(t, c.ID)
+			return h.post(t, map[string]any{"text": ""})
+		}, 400, "webhook", "4"},
+		{"a 400 of a live webhook's blocks spends and shows the webhook bucket", func(t *testing.T) *Resp {
+			h := in.hook(t, c.ID)
+			return h.post(t, map[string]any{"text": "x", "blocks": badBlocks})
+		}, 400, "webhook", "4"},
+		{"the 410 of the post that finds its webhook's channel archived shows the webhook bucket", func(t *testing.T) *Resp {
+			archived := w.channel(t, "public", w.members()...)
+			h := in.hook(t, archived.ID)
+			want(t, s.ops(t, "POST", "/ops/v1/conversations/"+archived.ID+"/archive", nil), 200)
+			return h.post(t, map[string]any{"text": "x"})
+		}, 410, "webhook", "4"},
+		{"a 400 of a responseUrl post the conversation refuses shows the response_url bucket", func(t *testing.T) *Resp {
+			m.advance(t, 0)
+			want(t, m.command(t, "/deploy", ""), 200)
+			return respond(t, s, m.last(t), map[string]any{"text": "x", "blocks": badBlocks})
+		}, 400, "response_url", "49"},
+		{"a Web API 404 shows the read bucket", func(t *testing.T) *Resp {
+			return in.api(t, "GET", "/messages/"+newUUID(), nil)
+		}, 404, "read", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			before := scrapeMetrics(t, s)
+			r := tt.do(t)
+			if r.Status != tt.status {
+				t.Fatalf("status %d, want %d%s", r.Status, tt.status, r)
+			}
+			checkRateHeaders(t, r)
+			if p := r.Header.Get("RateLimit-Policy"); !strings.HasPrefix(p, `"`+tt.policy+`";`) {
+				t.Errorf("RateLimit-Policy %q, want the %s bucket%s", p, tt.policy, r)
+			}
+			if l := r.Header.Get("RateLimit"); tt.r != "" && !strings.HasPrefix(l, `"`+tt.policy+`";r=`+tt.r+`;`) {
+				t.Errorf("RateLimit %q, want %s with r=%s: the token was spent%s", l, tt.policy, tt.r, r)
+			}
+			if ra := r.Header.Get("Retry-After"); ra != "" {
+				t.Errorf("Retry-After %q on a %d: only a 429 has one%s", ra, r.Status, r)
+			}
+			after := scrapeMetrics(t, s)
+			if d := metricstest.Value(after, "kitd_rate_limited_total", "family", tt.policy) -
+				metricstest.Value(before, "kitd_rate_limited_total", "family", tt.policy); d != 0 {
+				t.Errorf("kitd_rate_limited_total{family=%q} moved by %v on a %d", tt.policy, d, r.Status)
+			}
+		})
+	}
+}
