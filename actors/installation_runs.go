@@ -79,9 +79,25 @@ func (a *installationActor) invokeTool(m *kitpb.InvokeTool) (proto.Message, erro
 	if m.WorkspaceId != a.inst.WorkspaceId {
 		return nil, kiterr.Absent("installation")
 	}
-	if d, _ := a.buckets.take(limits.Interactions, m.UserId, a.env.Clock.Now()); !d.OK {
-		return nil, kiterr.OverLimit(d)
+	var limit *kitpb.Decision
+	if d, on := a.buckets.take(limits.Interactions, m.UserId, a.env.Clock.Now()); on {
+		if !d.OK {
+			return nil, kiterr.OverLimit(d)
+		}
+		limit = d.Wire()
 	}
+	reply, err := a.acceptTool(m)
+	if err != nil {
+		// A refusal after the take spent the token: its answer shows the
+		// bucket, as the 202 does (docs/decisions.md "Rate limits").
+		return nil, kiterr.Spending(err, limit)
+	}
+	reply.Limit = limit
+	return reply, nil
+}
+
+// acceptTool is invokeTool's checks after the bucket, and the run's record.
+func (a *installationActor) acceptTool(m *kitpb.InvokeTool) (*kitpb.ToolCallReply, error) {
 	tools, err := a.tools()
 	if err != nil {
 		return nil, err

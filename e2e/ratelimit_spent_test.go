@@ -3,6 +3,7 @@ package e2e
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kitd/kitd/internal/metrics/metricstest"
 )
@@ -76,4 +77,60 @@ func TestRateLimit_AnErrorThatSpentATokenCarriesTheHeaders(t *testing.T) {
 			}
 		})
 	}
+}
+
+// docs/deliveries.md "Tools": a tool call spends the member's
+// interactions bucket, taken by the installation before the tool, the
+// conversation and the membership are checked. Its 202, and every
+// refusal after the take, spent a token and carry the bucket's RateLimit
+// headers (docs/decisions.md "Rate limits"); the 429 spends nothing.
+func TestRateLimit_AToolCallCarriesTheInteractionsBucket(t *testing.T) {
+	tk := newToolKit(t)
+	e := newToolsSetupLimits(t, tk, "spec")
+	tests := []struct {
+		rule   string
+		body   map[string]any
+		status int
+		r      string // interactions tokens left after it
+	}{
+		{"a call accepted shows the bucket it spent", e.call(e.conv, "lookup", map[string]any{}), 202, "29"},
+		{"an unknown tool's 404 shows the bucket it spent", e.call(e.conv, "nothing_here", map[string]any{}), 404, "28"},
+		{"a conversation the Kit bot is not in: its 404 shows the bucket", e.call(e.noBot, "lookup", map[string]any{}), 404, "27"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			r := e.invoke(t, tt.body)
+			if r.Status != tt.status {
+				t.Fatalf("status %d, want %d%s", r.Status, tt.status, r)
+			}
+			if p := r.Header.Get("RateLimit-Policy"); !strings.HasPrefix(p, `"interactions";q=30;`) {
+				t.Errorf("RateLimit-Policy %q, want the interactions bucket%s", p, r)
+			}
+			if l := r.Header.Get("RateLimit"); !strings.HasPrefix(l, `"interactions";r=`+tt.r+`;`) {
+				t.Errorf("RateLimit %q, want interactions with r=%s%s", l, tt.r, r)
+			}
+			if ra := r.Header.Get("Retry-After"); ra != "" {
+				t.Errorf("Retry-After %q on a %d%s", ra, r.Status, r)
+			}
+		})
+	}
+	t.Run("a 429 spends nothing: the bucket's next token comes back in its time", func(t *testing.T) {
+		var last *Resp
+		for range 30 {
+			if last = e.invoke(t, e.call(e.conv, "nothing_here", map[string]any{})); last.Status == 429 {
+				break
+			}
+		}
+		checkRetryAfter(t, last, 60)
+		for range 3 {
+			checkRetryAfter(t, e.invoke(t, e.call(e.conv, "nothing_here", map[string]any{})), 60)
+		}
+		advance(t, e.s, 2*time.Second) // 30/minute: one token
+		r := e.invoke(t, e.call(e.conv, "nothing_here", map[string]any{}))
+		wantError(t, r, 404, "not_found")
+		// r=1 if a refill of real time came in meanwhile.
+		if l := r.Header.Get("RateLimit"); !strings.HasPrefix(l, `"interactions";r=0;`) && !strings.HasPrefix(l, `"interactions";r=1;`) {
+			t.Errorf("RateLimit %q after refusals and one refill, want r=0: the refusals took nothing%s", l, r)
+		}
+	})
 }

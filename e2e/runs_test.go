@@ -99,7 +99,13 @@ type toolsSetup struct {
 
 func newToolsSetup(t *testing.T, tk *toolKit) *toolsSetup {
 	t.Helper()
-	opts := ServerOpts{DataDir: t.TempDir(), OpToken: "op_" + randToken(), Limits: "off", Args: append([]string{
+	return newToolsSetupLimits(t, tk, "off")
+}
+
+// newToolsSetupLimits is newToolsSetup on a server of --limits limits.
+func newToolsSetupLimits(t *testing.T, tk *toolKit, limits string) *toolsSetup {
+	t.Helper()
+	opts := ServerOpts{DataDir: t.TempDir(), OpToken: "op_" + randToken(), Limits: limits, Args: append([]string{
 		"--delivery-ca", tk.caPath, "--delivery-allow", strings.TrimPrefix(tk.srv.URL, "https://"),
 	}, kitTimeoutArgs...)}
 	s := startServerOpts(t, opts)

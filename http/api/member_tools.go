@@ -10,6 +10,7 @@ import (
 	"github.com/kitd/kitd/deliveries"
 	"github.com/kitd/kitd/http/internal/input"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/limits"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -50,6 +51,9 @@ func (s *Server) invokeTool(in call) (reply, error) {
 	})
 	if err != nil {
 		return reply{}, err
+	}
+	if r.Limit != nil {
+		setRateHeaders(in.ctx, limits.FromWire(r.Limit, s.limits))
 	}
 	if s.tools != nil {
 		s.tools.Start(deliveries.ToolCall{

@@ -220,6 +220,7 @@ type ToolCallReply struct {
 	Run           *Run                   `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
 	KitId         string                 `protobuf:"bytes,2,opt,name=kit_id,json=kitId,proto3" json:"kit_id,omitempty"`
 	Endpoint      string                 `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	Limit         *Decision              `protobuf:"bytes,4,opt,name=limit,proto3" json:"limit,omitempty"` // the member's interactions bucket, for the answer's headers
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -273,6 +274,13 @@ func (x *ToolCallReply) GetEndpoint() string {
 		return x.Endpoint
 	}
 	return ""
+}
+
+func (x *ToolCallReply) GetLimit() *Decision {
+	if x != nil {
+		return x.Limit
+	}
+	return nil
 }
 
 // StartRun marks a queued run running, before its call is made.
@@ -508,7 +516,7 @@ var File_runs_proto protoreflect.FileDescriptor
 const file_runs_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"runs.proto\x12\x06kit.v1\"\xa9\x02\n" +
+	"runs.proto\x12\x06kit.v1\x1a\x0erequests.proto\"\xa9\x02\n" +
 	"\x03Run\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12*\n" +
@@ -529,11 +537,12 @@ const file_runs_proto_rawDesc = "" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12'\n" +
 	"\x0fconversation_id\x18\x03 \x01(\tR\x0econversationId\x12\x12\n" +
-	"\x04tool\x18\x04 \x01(\tR\x04tool\"a\n" +
+	"\x04tool\x18\x04 \x01(\tR\x04tool\"\x89\x01\n" +
 	"\rToolCallReply\x12\x1d\n" +
 	"\x03run\x18\x01 \x01(\v2\v.kit.v1.RunR\x03run\x12\x15\n" +
 	"\x06kit_id\x18\x02 \x01(\tR\x05kitId\x12\x1a\n" +
-	"\bendpoint\x18\x03 \x01(\tR\bendpoint\"!\n" +
+	"\bendpoint\x18\x03 \x01(\tR\bendpoint\x12&\n" +
+	"\x05limit\x18\x04 \x01(\v2\x10.kit.v1.DecisionR\x05limit\"!\n" +
 	"\bStartRun\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\"\xb9\x01\n" +
 	"\tFinishRun\x12\x15\n" +
@@ -573,15 +582,17 @@ var file_runs_proto_goTypes = []any{
 	(*FinishRun)(nil),     // 4: kit.v1.FinishRun
 	(*GetRun)(nil),        // 5: kit.v1.GetRun
 	(*RunReply)(nil),      // 6: kit.v1.RunReply
+	(*Decision)(nil),      // 7: kit.v1.Decision
 }
 var file_runs_proto_depIdxs = []int32{
 	0, // 0: kit.v1.ToolCallReply.run:type_name -> kit.v1.Run
-	0, // 1: kit.v1.RunReply.run:type_name -> kit.v1.Run
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	7, // 1: kit.v1.ToolCallReply.limit:type_name -> kit.v1.Decision
+	0, // 2: kit.v1.RunReply.run:type_name -> kit.v1.Run
+	3, // [3:3] is the sub-list for method output_type
+	3, // [3:3] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_runs_proto_init() }
@@ -589,6 +600,7 @@ func file_runs_proto_init() {
 	if File_runs_proto != nil {
 		return
 	}
+	file_requests_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
