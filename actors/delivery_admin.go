@@ -404,6 +404,12 @@ func (a *deliveryActor) queueTestEvent(m *kitpb.QueueTestEvent) (proto.Message, 
 	if err := a.settle(); err != nil {
 		return nil, err
 	}
+	// The answer hands out the event's id and sequence: it waits for the
+	// commit that makes them durable, as a take's does, or a crash before
+	// the next sync would lose the event and give its sequence to another.
+	if a.last > a.durable {
+		a.dur.inflight = a.durableBy(a.last)
+	}
 	if a.env.Deliveries != nil {
 		a.env.Deliveries.EventsQueued(a.id)
 	}

@@ -434,6 +434,25 @@ func TestEventsLeaveOnlyOnceTheirSequenceIsDurable(t *testing.T) {
 	}
 }
 
+// A test event is answered (202 with its eventId and sequence) only once
+// it is durable: a crash after the answer must find it queued under the
+// sequence the developer was told, not lose it and give that sequence to
+// the next event. Nothing takes it here, so no take's sync covers it.
+func TestAnAnsweredTestEventIsDurable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two nodes")
+	}
+	fs := vfs.NewCrashableMem()
+	n, err := startNode(fs, nil)
+	noErr(t, err)
+	f := newEventsFixture(t, n, []string{"message.posted"})
+	test := ask[*kitpb.Event](t, n, actors.KindDelivery, f.inst.Id, &kitpb.QueueTestEvent{Type: "message.posted", KitId: f.kitID})
+	got := queuedAfterCrash(t, n, fs, f.inst.Id)
+	if got[test.Sequence] != test.Id {
+		t.Fatalf("after the cut, sequence %d is event %q of %d queued; want the answered test event %q", test.Sequence, got[test.Sequence], len(got), test.Id)
+	}
+}
+
 // queuedAfterCrash stops n, starts a node on what a crash at this moment
 // would have left of fs (nothing unsynced), wakes its deliveries, and
 // returns inst's queue there: event ids by sequence.
