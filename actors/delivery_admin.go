@@ -276,7 +276,9 @@ func (a *deliveryActor) redeliver(m *kitpb.Redeliver) (proto.Message, error) {
 		found, err = a.redeliverOne(b, m.EventId, requeue, reply)
 	}
 	if err == nil && len(reply.Sequences) > 0 {
-		err = b.Write()
+		// Durable before its 202: a redelivery lost in a crash would leave
+		// the event delivered or dead, with nothing left to send it.
+		err = b.Commit()
 	}
 	if err != nil {
 		if len(reply.Sequences) > 0 {

@@ -453,6 +453,34 @@ func TestAnAnsweredTestEventIsDurable(t *testing.T) {
 	}
 }
 
+// A redelivery is answered (202 with its sequences) only once it is
+// durable: a crash after the answer must find the event queued again,
+// not delivered (or dead) as before, with nothing left to send it.
+func TestAnAnsweredRedeliveryIsDurable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two nodes")
+	}
+	fs := vfs.NewCrashableMem()
+	n, err := startNode(fs, nil)
+	noErr(t, err)
+	f, _ := deliveryFixture(t, n, 1)
+	n.post(t, f.user, f.conv, postReq{text: "delivered"})
+	ev := take(t, n, f.inst.Id).Events[0]
+	record(t, n, f.inst.Id, ev.Sequence, true)
+	// The next take hands out a new sequence, so it commits durably, the
+	// delivered record with it.
+	n.post(t, f.user, f.conv, postReq{text: "next"})
+	if next := take(t, n, f.inst.Id).Events; len(next) != 1 || next[0].Id == ev.Id {
+		t.Fatalf("took %v", next)
+	}
+	if got := redeliver(t, n, f.inst.Id, &kitpb.Redeliver{EventId: ev.Id}); !slices.Equal(got, []uint64{ev.Sequence}) {
+		t.Fatalf("redelivered %v", got)
+	}
+	if got := queuedAfterCrash(t, n, fs, f.inst.Id); got[ev.Sequence] != ev.Id {
+		t.Fatalf("after the cut, sequence %d is %q of %d queued; want the redelivered event %q", ev.Sequence, got[ev.Sequence], len(got), ev.Id)
+	}
+}
+
 // queuedAfterCrash stops n, starts a node on what a crash at this moment
 // would have left of fs (nothing unsynced), wakes its deliveries, and
 // returns inst's queue there: event ids by sequence.
