@@ -652,3 +652,23 @@ func TestUserCursorsAreBoundToTheirWorkspace(t *testing.T) {
 		})
 	}
 }
+
+// TestHeadAnswersWhatGetDoes: RFC 9110 9.3.2, HEAD is GET without the
+// content: the same status and headers, no body; 404 where GET is.
+func TestHeadAnswersWhatGetDoes(t *testing.T) {
+	h := ts
+	f := h.newFixture(t)
+	for _, tc := range []struct{ rule, path string }{
+		{"a route GET takes", "/api/v1/auth/test"},
+		{"an absent object", "/api/v1/users/" + ids.New()},
+		{"a path GET does not take", "/api/v1/messages"},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			get := h.do(t, request{method: "GET", path: tc.path, token: f.bot})
+			head := h.do(t, request{method: "HEAD", path: tc.path, token: f.bot})
+			if head.status != get.status || head.hdr("Content-Type") != get.hdr("Content-Type") || len(head.body) != 0 {
+				t.Fatalf("HEAD %s: %d %q %q; GET: %d %q", tc.path, head.status, head.hdr("Content-Type"), head.body, get.status, get.hdr("Content-Type"))
+			}
+		})
+	}
+}

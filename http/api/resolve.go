@@ -65,6 +65,12 @@ func resolve(ctx *fasthttp.RequestCtx) target {
 		t.rest = path[len(hostPrefix[t.host]):]
 	}
 	method := ctx.Method()
+	if string(method) == fasthttp.MethodHead {
+		// RFC 9110 9.3.2: HEAD is GET without the content (fasthttp
+		// leaves the body out), so it answers what GET would, 404 where
+		// GET does.
+		method = []byte(fasthttp.MethodGet)
+	}
 	for i := range routes {
 		rt := &routes[i]
 		if rt.host != t.host || string(method) != rt.method && rt.method != anyMethod {
