@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"sync"
 
@@ -132,12 +133,55 @@ const bodyTooLargeHeader = "X-Kitd-Body-Too-Large"
 // which is what fasthttp did without streaming.
 func (s *Server) limitBodies(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	c := hookRequestConfig(h)
-	h.Del(bodyTooLargeHeader) // only this hook may set it
+	h.Del(bodyTooLargeHeader) // only this hook may set these
+	h.Del(ambiguousLengthHeader)
+	if h.ContentLength() != -2 && lengthTwice(h.RawHeaders()) {
+		// Made bodiless so that nothing of it is read: dispatch refuses
+		// it and closes the connection.
+		h.SetContentLength(0)
+		h.Set(ambiguousLengthHeader, "1")
+		return c
+	}
 	if h.ContentLength() > s.bodyLimit(h) {
 		h.SetContentLength(0)
 		h.Set(bodyTooLargeHeader, "1")
 	}
 	return c
+}
+
+// ambiguousLengthHeader marks a request that says its body length twice,
+// in a Content-Length and a Transfer-Encoding (limitBodies, which first
+// removes any the client sent). fasthttp reads such a request by its
+// Transfer-Encoding and keeps the connection open, but a proxy in front
+// may have framed it by its Content-Length: the bytes the two disagree on
+// would be another request to one of them (request smuggling). RFC 9112
+// 6.1 lets a server refuse it and has the connection closed either way;
+// dispatch refuses it as fasthttp refuses two Content-Lengths.
+const ambiguousLengthHeader = "X-Kitd-Ambiguous-Length"
+
+// errAmbiguousLength is answered as any head fasthttp cannot read: 400
+// malformed HTTP request.
+var errAmbiguousLength = errors.New("request has both Content-Length and Transfer-Encoding")
+
+// lengthTwice reports whether a request head (its raw header lines) has
+// both a Content-Length and a Transfer-Encoding.
+func lengthTwice(raw []byte) bool {
+	var cl, te bool
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		key, _, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		cl = cl || bytes.EqualFold(key, []byte(fasthttp.HeaderContentLength))
+		te = te || bytes.EqualFold(key, []byte(fasthttp.HeaderTransferEncoding))
+	}
+	return cl && te
 }
 
 // refuseBody answers a body fasthttp would have refused to read.

@@ -44,6 +44,10 @@ func (s *Server) dispatch(ctx *fasthttp.RequestCtx, r *served) {
 		ctx.SetConnectionClose()
 		return
 	}
+	if ctx.Request.Header.Peek(ambiguousLengthHeader) != nil {
+		s.refuseBody(ctx, errAmbiguousLength)
+		return
+	}
 	r.t = resolve(ctx)
 	t := &r.t
 	if ctx.Request.IsBodyStream() {

@@ -3,10 +3,12 @@ package api
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestHeadLimits: docs/decisions.md "Request heads".
@@ -43,6 +45,73 @@ func TestHeadLimits(t *testing.T) {
 			}
 			if res.StatusCode != tt.status || body.Code != tt.code || body.CorrelationID == "" {
 				t.Fatalf("got %d %+v, want %d %s with a correlationId", res.StatusCode, body, tt.status, tt.code)
+			}
+		})
+	}
+}
+
+// TestRequestFraming: a request must have one body length. RFC 9112 6.1: a
+// request with both Transfer-Encoding and Content-Length may be read by
+// its Transfer-Encoding alone or refused, and the connection must be
+// closed after the answer either way: a proxy in front that framed it by
+// its Content-Length would take the rest of the body for a request of its
+// own (request smuggling). kitd refuses it, as it does two Content-Lengths.
+func TestRequestFraming(t *testing.T) {
+	const next = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+	chunked := "0\r\n\r\n"
+	tests := []struct {
+		name   string
+		head   string
+		body   string
+		status int
+		code   string
+		closed bool // the connection closes after the answer
+	}{
+		{"Content-Length alone frames the body", "Content-Length: 5\r\n", "hello", 200, "", false},
+		{"Transfer-Encoding alone frames the body", "Transfer-Encoding: chunked\r\n", chunked, 200, "", false},
+		{"Content-Length with Transfer-Encoding is refused and closes",
+			"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", chunked, 400, "validation_error", true},
+		{"Transfer-Encoding with Content-Length is refused and closes",
+			"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", chunked, 400, "validation_error", true},
+		{"a lower-case content-length with Transfer-Encoding is refused and closes",
+			"transfer-encoding: chunked\r\ncontent-length: 5\r\n", chunked, 400, "validation_error", true},
+		{"Transfer-Encoding identity with Content-Length is refused and closes",
+			"Transfer-Encoding: identity\r\nContent-Length: 5\r\n", "hello", 400, "validation_error", true},
+		{"two Content-Lengths are refused and close", "Content-Length: 5\r\nContent-Length: 5\r\n", "hello", 400, "validation_error", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := ts.ln.Dial()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			go io.WriteString(c, "POST /healthz HTTP/1.1\r\nHost: x\r\n"+tt.head+"\r\n"+tt.body+next)
+			br := bufio.NewReader(c)
+			res, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != tt.status {
+				t.Fatalf("got %d %s, want %d", res.StatusCode, body, tt.status)
+			}
+			if tt.code != "" {
+				var e struct{ Code string }
+				if json.Unmarshal(body, &e) != nil || e.Code != tt.code {
+					t.Fatalf("got %s, want code %s", body, tt.code)
+				}
+			}
+			second, err := http.ReadResponse(br, nil)
+			switch {
+			case tt.closed && err == nil:
+				t.Fatalf("the connection stayed open: the bytes after the body were answered as a request (%d)", second.StatusCode)
+			case tt.closed && err != io.EOF && !errors.Is(err, io.ErrUnexpectedEOF):
+				t.Fatalf("after the answer: %v, want the connection closed", err)
+			case !tt.closed && err != nil:
+				t.Fatalf("the next request on the connection: %v", err)
 			}
 		})
 	}
