@@ -104,6 +104,7 @@ func TestSessionCookieFlags(t *testing.T) {
 	}{
 		{"on an http public URL the cookie is not Secure", "http://kit.test", false},
 		{"on an https public URL the cookie is Secure", "https://kit.example.com", true},
+		{"on an https public URL written in capitals the cookie is Secure", "HTTPS://kit.example.com", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := New(Config{PublicURL: tc.publicURL})

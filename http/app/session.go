@@ -23,7 +23,11 @@ const SessionCookie = "kit_session"
 // csrfCookie holds the sign-in form's CSRF token.
 const csrfCookie = "kit_csrf"
 
-func (s *Server) secureCookies() bool { return strings.HasPrefix(s.publicURL, "https://") }
+// secureCookies: the cookies are Secure when the app host is served over
+// https. A scheme is case-insensitive (--public-url takes HTTPS:// too).
+func (s *Server) secureCookies() bool {
+	return len(s.publicURL) >= len("https://") && strings.EqualFold(s.publicURL[:len("https://")], "https://")
+}
 
 func (s *Server) setCookie(ctx *fasthttp.RequestCtx, name, value string, maxAge int) {
 	c := fasthttp.AcquireCookie()
