@@ -64,7 +64,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
+	// Owner only: it holds every message, file and hash of a secret.
+	if err := fs.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("persistence: create %s: %w", dir, err)
 	}
 

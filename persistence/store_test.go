@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -415,5 +417,43 @@ func TestReadCheckSeesEveryRead(t *testing.T) {
 	_, _ = s.Get([]byte("a"))
 	if len(seen) != 0 {
 		t.Errorf("a removed check saw %q", seen)
+	}
+}
+
+// TestANewStoreIsItsOwnersOnly: the store holds every message, file and
+// secret's hash; another local user of the machine reads none of it.
+// A directory that already exists keeps the mode its operator gave it.
+func TestANewStoreIsItsOwnersOnly(t *testing.T) {
+	for _, tc := range []struct {
+		rule     string
+		existing os.FileMode // 0: the store makes the directory
+		want     os.FileMode
+	}{
+		{"a directory the store makes is 0700", 0, 0o700},
+		{"an operator's directory keeps its mode", 0o750, 0o750},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			if tc.existing != 0 {
+				if err := os.Mkdir(dir, tc.existing); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(dir, tc.existing); err != nil { // past the umask
+					t.Fatal(err)
+				}
+			}
+			s, err := Open(dir, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			fi, err := os.Stat(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fi.Mode().Perm(); got != tc.want {
+				t.Fatalf("mode %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
