@@ -203,6 +203,10 @@ func Start(cfg Config) (*Membership, error) {
 	}
 	addr := m.ml.LocalNode().Address()
 	m.addr.Store(&addr)
+	if err := m.publishOnGossipHost(m.ml.LocalNode().Addr.String()); err != nil {
+		m.ml.Shutdown()
+		return nil, err
+	}
 	m.seeds = m.otherSeeds(cfg.Join)
 
 	m.drain(nil) // this node itself, so that Members lists it on return
@@ -215,6 +219,41 @@ func Start(cfg Config) (*Membership, error) {
 		go m.joinLoop()
 	}
 	return m, nil
+}
+
+// publishOnGossipHost replaces the host of a published address that
+// names every interface (0.0.0.0, [::], none: a listener bound so) with
+// host, where the others reach this node's gossip: they would dial the
+// wildcard, which is their own machine. Before any join, so that no
+// member ever holds the wildcard.
+func (m *Membership) publishOnGossipHost(host string) error {
+	m.metaMu.Lock()
+	defer m.metaMu.Unlock()
+	next := m.local
+	next.HTTPAddr, next.PeerAddr = onHost(next.HTTPAddr, host), onHost(next.PeerAddr, host)
+	if next == m.local {
+		return nil
+	}
+	enc, err := next.encode()
+	if err != nil {
+		return err
+	}
+	m.local = next
+	m.encoded.Store(&enc)
+	return m.ml.UpdateNode(m.timing.TCPTimeout) // no member to wait for yet
+}
+
+// onHost is addr with host in place of a host that names every
+// interface; any other addr as it is.
+func onHost(addr, host string) string {
+	h, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(h); h != "" && (ip == nil || !ip.IsUnspecified()) {
+		return addr
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // newSystemID returns 16 random bytes in hex.

@@ -39,7 +39,8 @@ type Config struct {
 	PeerListen string   // --peer-listen: node-to-node (mutual TLS)
 	// PeerAdvertise is the node-to-node address the others dial
 	// (--peer-advertise): a NAT's or a proxy's in front of PeerListen;
-	// empty: PeerListen's address.
+	// empty: PeerListen's address (on gossip's host when it names every
+	// interface).
 	PeerAdvertise string
 	HTTPAddr      string // where this node serves HTTP, published to the others
 
@@ -213,8 +214,13 @@ func (m *Node) Replica() *replica.Replica { return m.rep }
 func (m *Node) GossipAddr() string { return m.ms.Addr() }
 func (m *Node) PeerAddr() string   { return m.pt.Addr() }
 
-// AdvertisedPeerAddr is the node-to-node address the others dial.
+// AdvertisedPeerAddr is the node-to-node address the others dial: once
+// gossip runs, what it publishes (a listener on every interface is
+// published on gossip's host).
 func (m *Node) AdvertisedPeerAddr() string {
+	if m.ms != nil {
+		return m.ms.Local().PeerAddr
+	}
 	if m.cfg.PeerAdvertise != "" {
 		return m.cfg.PeerAdvertise
 	}
