@@ -63,18 +63,10 @@ func TestInstallationOfAKitWithoutABot(t *testing.T) {
 	t.Parallel()
 	s := sharedServer(t)
 	w := newWorkspace(t, s)
-	k := &Kit{Slug: newSlug(), Version: "1.0.0", Scopes: []string{"users:read"}}
-	k.Manifest = manifest(k.Slug, k.Version, nil)
-	delete(k.Manifest, "bot")
-	k.Manifest["oauth"] = map[string]any{"redirectUrls": []string{e2eRedirect}, "userScopes": []string{"users:read"}}
-	r := w.uploadVersion(t, k.Manifest, true)
-	want(t, r, 201)
-	k.ID = r.Str("kitId")
-	r = s.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/installations", map[string]any{"kitId": k.ID})
-	want(t, r, 201)
-	in := &Install{W: w, Kit: k, ID: r.Str("installation.id")}
+	in := installWithoutABot(t, w)
+	k := in.Kit
 
-	r = s.api(t, userToken(t, in, w.Mem.ID), "GET", "/installation", nil, nil)
+	r := s.api(t, userToken(t, in, w.Mem.ID), "GET", "/installation", nil, nil)
 	want(t, r, 200)
 	if !has(r.JSON, "installation", "botId") || r.Get("installation.botId") != nil {
 		t.Errorf("want botId null for a Kit without a bot%s", r)

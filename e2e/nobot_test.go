@@ -17,16 +17,7 @@ func TestKitWithoutABot(t *testing.T) {
 	c := w.channel(t, "public", w.members()...)
 	cookie, _ := webSession(t, s, w.Admin.ID)
 
-	// A Kit that never had a bot.
-	k := &Kit{Slug: newSlug(), Version: "1.0.0"}
-	k.Manifest = withOAuth(manifest(k.Slug, k.Version, nil), k.Version, []string{"users:read"})
-	delete(k.Manifest, "bot")
-	r := w.uploadVersion(t, k.Manifest, true)
-	want(t, r, 201)
-	k.ID = r.Str("kitId")
-	r = s.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/installations", map[string]any{"kitId": k.ID})
-	want(t, r, 201)
-	never := &Install{W: w, Kit: k, ID: r.Str("installation.id")}
+	never := installWithoutABot(t, w) // a Kit that never had a bot
 
 	// A Kit whose update drops its bot: before, the bot joined c, got a
 	// token, and an admin approved a bot code.
@@ -110,4 +101,19 @@ func TestKitWithoutABot(t *testing.T) {
 		tok := dropped.newToken(t)
 		wantError(t, s.api(t, tok, "POST", "/messages", postBody(c.ID, "back"), nil), 404, "not_found")
 	})
+}
+
+// installWithoutABot uploads and installs in w a Kit whose manifest leaves
+// `bot` out, with user scope users:read.
+func installWithoutABot(t *testing.T, w *Workspace) *Install {
+	t.Helper()
+	k := &Kit{Slug: newSlug(), Version: "1.0.0"}
+	k.Manifest = withOAuth(manifest(k.Slug, k.Version, nil), k.Version, []string{"users:read"})
+	delete(k.Manifest, "bot")
+	r := w.uploadVersion(t, k.Manifest, true)
+	want(t, r, 201)
+	k.ID = r.Str("kitId")
+	r = w.S.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/installations", map[string]any{"kitId": k.ID})
+	want(t, r, 201)
+	return &Install{W: w, Kit: k, ID: r.Str("installation.id")}
 }
