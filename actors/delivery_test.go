@@ -508,12 +508,7 @@ func TestTakenRecordsSurviveARestart(t *testing.T) {
 // record names every event after it, and a crash right after the take
 // finds the events under the sequences they were sent with.
 func TestTakesAreWrittenByTheTakeThatHandsThemOut(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts two nodes")
-	}
-	fs := vfs.NewCrashableMem()
-	n, err := startNode(fs, nil)
-	noErr(t, err)
+	n, fs := crashableNode(t)
 	n.env.DeliveryFlushAfter = time.Hour // no flush but the take's
 	f, cs := deliveryFixture(t, n, 4)
 	queued(t, n, f.inst.Id) // the delivery actor is active: only notices reach it

@@ -23,14 +23,7 @@ import (
 // the cut must be in what remains.
 
 func TestAnsweredPostsAreDurable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts two nodes")
-	}
-	fs := vfs.NewCrashableMem()
-	n, err := startNode(fs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, fs := crashableNode(t)
 	n.env.Limits = nil // as many posts as the machine can make
 	w := n.workspace(t, 1)
 	alice := userCaller(w.id, w.users[0])
@@ -54,14 +47,7 @@ func TestAnsweredPostsAreDurable(t *testing.T) {
 // conversation: the hooks host's answer must wait for the post's sync
 // although neither actor waits for it.
 func TestAnsweredWebhookPostsAreDurable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts two nodes")
-	}
-	fs := vfs.NewCrashableMem()
-	n, err := startNode(fs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, fs := crashableNode(t)
 	n.env.Limits = nil
 	f := n.hookFixture(t, 1)
 	acked, cut := cutUnderLoad(t, n, fs, 8, 400, func(int) (string, string, error) {

@@ -411,12 +411,7 @@ func TestNoticesTakeWhatTheirSourceWroteBefore(t *testing.T) {
 // the restarted node takes the outbox, and would give the post's event
 // sequence 1 had the test event's sequence not been synced before it left.
 func TestEventsLeaveOnlyOnceTheirSequenceIsDurable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts two nodes")
-	}
-	fs := vfs.NewCrashableMem()
-	n, err := startNode(fs, nil)
-	noErr(t, err)
+	n, fs := crashableNode(t)
 	f := newEventsFixture(t, n, []string{"message.posted"})
 	queued(t, n, f.inst.Id) // the delivery actor is active: only notices reach it
 	actors.DropNotices(n.env)
@@ -439,12 +434,7 @@ func TestEventsLeaveOnlyOnceTheirSequenceIsDurable(t *testing.T) {
 // sequence the developer was told, not lose it and give that sequence to
 // the next event. Nothing takes it here, so no take's sync covers it.
 func TestAnAnsweredTestEventIsDurable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts two nodes")
-	}
-	fs := vfs.NewCrashableMem()
-	n, err := startNode(fs, nil)
-	noErr(t, err)
+	n, fs := crashableNode(t)
 	f := newEventsFixture(t, n, []string{"message.posted"})
 	test := ask[*kitpb.Event](t, n, actors.KindDelivery, f.inst.Id, &kitpb.QueueTestEvent{Type: "message.posted", KitId: f.kitID})
 	got := queuedAfterCrash(t, n, fs, f.inst.Id)
@@ -457,12 +447,7 @@ func TestAnAnsweredTestEventIsDurable(t *testing.T) {
 // durable: a crash after the answer must find the event queued again,
 // not delivered (or dead) as before, with nothing left to send it.
 func TestAnAnsweredRedeliveryIsDurable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts two nodes")
-	}
-	fs := vfs.NewCrashableMem()
-	n, err := startNode(fs, nil)
-	noErr(t, err)
+	n, fs := crashableNode(t)
 	f, _ := deliveryFixture(t, n, 1)
 	n.post(t, f.user, f.conv, postReq{text: "delivered"})
 	ev := take(t, n, f.inst.Id).Events[0]

@@ -332,14 +332,7 @@ func TestReactions(t *testing.T) {
 // clone of the filesystem (what a power cut leaves): an acknowledged upload
 // is all there.
 func TestFileSurvivesACrash(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts two nodes")
-	}
-	fs := vfs.NewCrashableMem()
-	n, err := startNode(fs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, fs := crashableNode(t)
 	w := n.workspace(t, 1)
 	conv := n.channel(t, w.id, w.users[0])
 	alice := userCaller(w.id, w.users[0])

@@ -53,6 +53,20 @@ var shared *testNode
 // passes the clock of the node it replaces, so time keeps going forward.
 func startNode(fs vfs.FS, clk *clock.Test) (*testNode, error) { return startNodeAt(fs, "db", clk) }
 
+// crashableNode starts a node on a store whose unsynced writes a crash
+// (fs.CrashClone) loses, for tests of what an answer made durable. It
+// skips under -short: such a test starts a second node on the clone.
+func crashableNode(t *testing.T) (*testNode, *vfs.MemFS) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts two nodes")
+	}
+	fs := vfs.NewCrashableMem()
+	n, err := startNode(fs, nil)
+	noErr(t, err)
+	return n, fs
+}
+
 // startNodeAt is startNode with the store in dir of fs.
 func startNodeAt(fs vfs.FS, dir string, clk *clock.Test) (*testNode, error) {
 	store, err := persistence.Open(dir, persistence.Options{FS: fs})
