@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -368,6 +369,14 @@ func (a *conversationActor) writable(c *kitpb.Caller) error {
 	return nil
 }
 
+// liveIdempotency is the Idempotency record under key, if one is there
+// and has not expired.
+func (a *conversationActor) liveIdempotency(key []byte, now time.Time) (*kitpb.Idempotency, bool, error) {
+	rec := &kitpb.Idempotency{}
+	found, err := load(a.env.Store, key, rec)
+	return rec, found && rec.ExpiresAt > nanos(now), err
+}
+
 // errArchived refuses a write into an archived conversation.
 var errArchived = kiterr.New(kiterr.Conflict, "conversation is archived")
 
@@ -431,23 +440,31 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	var idemKey []byte
+	var idemKey, memberKey []byte
 	var hash []byte
 	if m.IdempotencyKey != "" {
 		owner := idempotencyOwner(m.Caller, authorID)
 		idemKey = idempotencyKey(a.id, kind, owner, m.IdempotencyKey)
 		hash = contentHash(a.id, m.Text, sentBlocks(m.Caller, m.Blocks, content), m.ThreadParentId)
-		rec := &kitpb.Idempotency{}
-		found, err := load(a.env.Store, idemKey, rec)
+		rec, found, err := a.liveIdempotency(idemKey, now)
 		if err == nil && !found && owner != authorID {
-			// A record of a build before a user token's keys were its
-			// installation's: at most 24 hours old at the upgrade.
-			found, err = load(a.env.Store, idempotencyKey(a.id, kind, authorID, m.IdempotencyKey), rec)
+			// The member-wide record: one of a build before a user
+			// token's keys were its installation's (no installation; at
+			// most 24 hours old at the upgrade), or this installation's
+			// copy for such a build (below).
+			memberKey = idempotencyKey(a.id, kind, authorID, m.IdempotencyKey)
+			var shared *kitpb.Idempotency
+			if shared, found, err = a.liveIdempotency(memberKey, now); found {
+				memberKey = nil // kept as it is
+				if found = shared.InstallationId == "" || shared.InstallationId == m.Caller.InstallationId; found {
+					rec = shared
+				}
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("load idempotency record: %w", err)
 		}
-		if found && rec.ExpiresAt > nanos(now) {
+		if found {
 			if !bytes.Equal(rec.ContentHash, hash) {
 				return nil, kiterr.New(kiterr.IdempotencyConflict, "Idempotency-Key was used with different content")
 			}
@@ -492,10 +509,20 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 		b.Set(threadReplyKey(a.id, parentSeq, seq), nil)
 	}
 	if idemKey != nil {
-		put(b, idemKey, &kitpb.Idempotency{
+		rec := &kitpb.Idempotency{
 			ContentHash: hash, MessageId: msg.Id, MessageSeq: seq,
 			ExpiresAt: nanos(now) + IdempotencyTTL,
-		})
+		}
+		put(b, idemKey, rec)
+		if memberKey != nil {
+			// In a rolling upgrade a node of an older build may lead the
+			// conversation next, and it reads the member-wide key alone:
+			// without this copy, a retry it answers posts again.
+			put(b, memberKey, &kitpb.Idempotency{
+				ContentHash: rec.ContentHash, MessageId: rec.MessageId, MessageSeq: rec.MessageSeq,
+				ExpiresAt: rec.ExpiresAt, InstallationId: m.Caller.InstallationId,
+			})
+		}
 	}
 	// Posts are the hot path: apply now, and let the reply wait for the
 	// sync while the next post is applied (see durability).

@@ -12,6 +12,7 @@ var (
 	DevLogPrefix       = devLogPrefix
 	FileChunksPrefix   = fileChunksPrefix
 	FileKey            = fileKey
+	IdempotencyKey     = idempotencyKey
 	FilesPrefix        = filesPrefix
 	LocatorKey         = locatorKey
 	MessageKey         = messageKey

@@ -56,7 +56,7 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"botMemberKey", "conv/{id}/b/{id}"},              // BotMember
 	{"messageKey", "conv/{id}/s/{pos}"},               // Message, in conversation order, stored without its conversation id
 	{"threadReplyKey", "conv/{id}/t/{pos}{pos}"},      // thread index, parent then reply position (empty value)
-	{"idempotencyKey", "conv/{id}/p/{rest}"},          // Idempotency, by <author kind>:<owner>\x00<Idempotency-Key> (owner: a bot's id, or <user id>/<installation id>)
+	{"idempotencyKey", "conv/{id}/p/{rest}"},          // Idempotency, by <author kind>:<owner>\x00<Idempotency-Key> (owner: a bot's id, or <user id>/<installation id>; <user id> alone: an older build's, or the copy kept for one)
 	{"fileKey", "conv/{id}/f/{id}"},                   // File (metadata; its id carries the conversation's tag, as a message id does)
 	{"fileChunkKey", "conv/{id}/f/{id}/{pos}"},        // chunk n of a file's bytes (at most FileChunkSize)
 	{"memberConversationKey", "uc/{id}/{id}"},         // a member's conversation (written by that conversation; empty value)

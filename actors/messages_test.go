@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -495,5 +498,82 @@ func TestIdempotencyReplaysAcrossAnInteractivityChange(t *testing.T) {
 	r, err := n.send(without, c, postReq{text: "deploy", key: "k-retry", blocks: bl})
 	if err != nil || !r.Replayed || r.Message.Id != first.Id {
 		t.Fatalf("retry of the same request: err=%v, want a replay of %s", err, first.Id)
+	}
+}
+
+// docs/cluster.md "Upgrading across the Idempotency-Keys of user tokens":
+// a user token's keyed post also writes the member-wide record that a
+// build before keys were the installation's reads, so that such a build
+// leading the conversation next in a rolling upgrade replays a retry
+// rather than posting it again; this build reads that copy only for its
+// own installation, and an older build's record (no installation) for any.
+func TestIdempotencyOfAUserTokenAcrossBuilds(t *testing.T) {
+	n := shared
+	type fixture struct {
+		conv, user string
+		x, y       *kitpb.Caller // one member's user tokens of two installations
+	}
+	setup := func(t *testing.T) fixture {
+		w := n.workspace(t, 1)
+		f := fixture{conv: n.channel(t, w.id, w.users...), user: w.users[0]}
+		f.x, f.y = userCaller(w.id, f.user), userCaller(w.id, f.user)
+		f.x.InstallationId, f.y.InstallationId = ids.New(), ids.New()
+		return f
+	}
+	memberWide := func(t *testing.T, f fixture, key string) (*kitpb.Idempotency, bool) {
+		t.Helper()
+		v, err := n.store.Get(actors.IdempotencyKey(f.conv, "user", f.user, key))
+		if errors.Is(err, persistence.ErrNotFound) {
+			return nil, false
+		}
+		noErr(t, err)
+		rec := &kitpb.Idempotency{}
+		noErr(t, proto.Unmarshal(v, rec))
+		return rec, true
+	}
+	for _, tc := range []struct {
+		rule string
+		run  func(t *testing.T, f fixture)
+	}{
+		{"a post writes the member-wide record an older build reads", func(t *testing.T, f fixture) {
+			m := n.post(t, f.x, f.conv, postReq{text: "once", key: "k"})
+			rec, found := memberWide(t, f, "k")
+			if !found || rec.MessageId != m.Id || rec.InstallationId != f.x.InstallationId {
+				t.Fatalf("member-wide record %v (found %v), want one of %s naming installation %s", rec, found, m.Id, f.x.InstallationId)
+			}
+		}},
+		{"another installation's member-wide copy is not replayed, and stays", func(t *testing.T, f fixture) {
+			m := n.post(t, f.x, f.conv, postReq{text: "once", key: "k"})
+			r, err := n.send(f.y, f.conv, postReq{text: "once", key: "k"})
+			noErr(t, err)
+			if r.Replayed || r.Message.Id == m.Id {
+				t.Fatalf("installation y's post answered x's message %s", m.Id)
+			}
+			if rec, _ := memberWide(t, f, "k"); rec.GetMessageId() != m.Id {
+				t.Fatalf("member-wide record %v, want x's, kept", rec)
+			}
+		}},
+		{"an older build's member-wide record is replayed", func(t *testing.T, f fixture) {
+			m := n.post(t, f.x, f.conv, postReq{text: "once", key: "k"})
+			// As an older build leaves it: member-wide alone, no installation.
+			rec, found := memberWide(t, f, "k")
+			if !found {
+				t.Fatal("no member-wide record to leave as an older build does")
+			}
+			rec.InstallationId = ""
+			v, err := proto.Marshal(rec)
+			noErr(t, err)
+			b := n.store.NewBatch()
+			b.Delete(actors.IdempotencyKey(f.conv, "user", f.user+"/"+f.x.InstallationId, "k"))
+			b.Set(actors.IdempotencyKey(f.conv, "user", f.user, "k"), v)
+			noErr(t, b.Commit())
+			r, err := n.send(f.x, f.conv, postReq{text: "once", key: "k"})
+			noErr(t, err)
+			if !r.Replayed || r.Message.Id != m.Id {
+				t.Fatalf("a retry over an older build's record: replayed %v %s, want %s", r.Replayed, r.Message.Id, m.Id)
+			}
+		}},
+	} {
+		t.Run(tc.rule, func(t *testing.T) { tc.run(t, setup(t)) })
 	}
 }

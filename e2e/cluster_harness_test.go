@@ -31,6 +31,9 @@ type testCluster struct {
 	// replicas is the --replicas the nodes run with, which waitSettled
 	// waits for; 0: kitd's default, 3.
 	replicas int
+	// bins are the binaries of the nodes by index, for a cluster of mixed
+	// builds (a rolling upgrade); "" or none: the binary under test.
+	bins []string
 }
 
 var clusterLine = regexp.MustCompile(`kitd cluster: gossip on (\S+), node-to-node on (\S+)`)
@@ -195,7 +198,11 @@ func (c *testCluster) start(t *testing.T, i int, dir, name string, args ...strin
 	if i > 0 {
 		a = append(a, "--join", c.nodes[0].gossipAddr(t))
 	}
-	s := startServerOpts(t, ServerOpts{DataDir: dir, OpToken: c.op, Limits: "off", Args: append(a, args...)})
+	bin := ""
+	if i < len(c.bins) {
+		bin = c.bins[i]
+	}
+	s := startServerOpts(t, ServerOpts{DataDir: dir, OpToken: c.op, Limits: "off", Bin: bin, Args: append(a, args...)})
 	if c.cuttable {
 		c.peers[i].SetUpstream(s.clusterAddr(t, 2))
 	}

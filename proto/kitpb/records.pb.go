@@ -602,13 +602,19 @@ func (x *Reaction) GetUserIds() []string {
 
 // Idempotency remembers a POST /messages key for its caller.
 type Idempotency struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ContentHash   []byte                 `protobuf:"bytes,1,opt,name=content_hash,json=contentHash,proto3" json:"content_hash,omitempty"`
-	MessageId     string                 `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
-	MessageSeq    uint64                 `protobuf:"varint,3,opt,name=message_seq,json=messageSeq,proto3" json:"message_seq,omitempty"`
-	ExpiresAt     int64                  `protobuf:"varint,4,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ContentHash []byte                 `protobuf:"bytes,1,opt,name=content_hash,json=contentHash,proto3" json:"content_hash,omitempty"`
+	MessageId   string                 `protobuf:"bytes,2,opt,name=message_id,json=messageId,proto3" json:"message_id,omitempty"`
+	MessageSeq  uint64                 `protobuf:"varint,3,opt,name=message_seq,json=messageSeq,proto3" json:"message_seq,omitempty"`
+	ExpiresAt   int64                  `protobuf:"varint,4,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// The installation whose user token wrote a member-wide record
+	// (<user id> alone, the key of builds before keys were the
+	// installation's), which a build of today writes beside its own for an
+	// older leader to find during a rolling upgrade; "" in a record an
+	// older build wrote.
+	InstallationId string `protobuf:"bytes,5,opt,name=installation_id,json=installationId,proto3" json:"installation_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Idempotency) Reset() {
@@ -667,6 +673,13 @@ func (x *Idempotency) GetExpiresAt() int64 {
 		return x.ExpiresAt
 	}
 	return 0
+}
+
+func (x *Idempotency) GetInstallationId() string {
+	if x != nil {
+		return x.InstallationId
+	}
+	return ""
 }
 
 type Kit struct {
@@ -1650,7 +1663,7 @@ const file_records_proto_rawDesc = "" +
 	"\treactions\x18\f \x03(\v2\x10.kit.v1.ReactionR\treactions\"A\n" +
 	"\bReaction\x12\x1a\n" +
 	"\breaction\x18\x01 \x01(\tR\breaction\x12\x19\n" +
-	"\buser_ids\x18\x02 \x03(\tR\auserIds\"\x8f\x01\n" +
+	"\buser_ids\x18\x02 \x03(\tR\auserIds\"\xb8\x01\n" +
 	"\vIdempotency\x12!\n" +
 	"\fcontent_hash\x18\x01 \x01(\fR\vcontentHash\x12\x1d\n" +
 	"\n" +
@@ -1658,7 +1671,8 @@ const file_records_proto_rawDesc = "" +
 	"\vmessage_seq\x18\x03 \x01(\x04R\n" +
 	"messageSeq\x12\x1d\n" +
 	"\n" +
-	"expires_at\x18\x04 \x01(\x03R\texpiresAt\"\xa9\x02\n" +
+	"expires_at\x18\x04 \x01(\x03R\texpiresAt\x12'\n" +
+	"\x0finstallation_id\x18\x05 \x01(\tR\x0einstallationId\"\xa9\x02\n" +
 	"\x03Kit\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12!\n" +
