@@ -2,6 +2,7 @@ package actors
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/cluster/peer"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -219,7 +221,7 @@ func (a *Authenticator) memberActive(workspaceID, userID string, now int64) (boo
 // or user): a version that drops a scope takes it from every token at
 // once, one that adds a scope gives it to none before an update.
 func effectiveScopes(env *Env, in *kitpb.Installation, kind string, granted []string) ([]string, error) {
-	latest, err := cluster.Call[*kitpb.LatestScopesReply](env.Host, KindKit, in.KitId, &kitpb.GetLatestScopes{})
+	latest, err := latestScopes(env, in.KitId)
 	if err != nil {
 		return nil, fmt.Errorf("load the latest scopes of kit %s: %w", in.KitId, err)
 	}
@@ -234,6 +236,25 @@ func effectiveScopes(env *Env, in *kitpb.Installation, kind string, granted []st
 		}
 	}
 	return scopes, nil
+}
+
+// latestScopes asks the Kit's actor for the scopes of its latest version.
+// A leader of a build before GetLatestScopes (in a rolling upgrade)
+// refuses a message type it does not know, which had failed every
+// request of the Kit's tokens through an upgraded node: they are then
+// worked out here from the Kit and its versions, which every build
+// answers (docs/cluster.md "A rolling upgrade across the thirty-third
+// session").
+func latestScopes(env *Env, kitID string) (*kitpb.LatestScopesReply, error) {
+	latest, err := cluster.Call[*kitpb.LatestScopesReply](env.Host, KindKit, kitID, &kitpb.GetLatestScopes{})
+	if !errors.Is(err, peer.ErrRefused) {
+		return latest, err
+	}
+	k, err := cluster.Call[*kitpb.KitReply](env.Host, KindKit, kitID, &kitpb.GetKit{})
+	if err != nil {
+		return nil, err
+	}
+	return scopesOfLatest(k.Kit, k.Versions)
 }
 
 // KitVersionsChanged drops every cached principal of the Kit's

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -111,16 +112,27 @@ func (a *kitActor) latestScopes() (proto.Message, error) {
 	if a.latest != nil && a.latest.Version == a.kit.LatestVersion {
 		return a.latest, nil
 	}
-	v := a.version(a.kit.LatestVersion)
-	if v == nil {
-		return nil, fmt.Errorf("kit %s: its latest version %s is not among its versions", a.id, a.kit.LatestVersion)
+	latest, err := scopesOfLatest(a.kit, a.versions)
+	if err != nil {
+		return nil, err
 	}
+	a.latest = latest
+	return a.latest, nil
+}
+
+// scopesOfLatest are the scopes kit's latest version requests, among its
+// versions.
+func scopesOfLatest(kit *kitpb.Kit, versions []*kitpb.KitVersion) (*kitpb.LatestScopesReply, error) {
+	i := slices.IndexFunc(versions, func(v *kitpb.KitVersion) bool { return v.Version == kit.LatestVersion })
+	if i < 0 {
+		return nil, fmt.Errorf("kit %s: its latest version %s is not among its versions", kit.Id, kit.LatestVersion)
+	}
+	v := versions[i]
 	man, problems := manifest.Parse(v.Manifest)
 	if len(problems) > 0 {
-		return nil, fmt.Errorf("stored manifest of %s@%s no longer parses", a.id, v.Version)
+		return nil, fmt.Errorf("stored manifest of %s@%s no longer parses", kit.Id, v.Version)
 	}
-	a.latest = &kitpb.LatestScopesReply{Version: v.Version, BotScopes: man.BotScopes(), UserScopes: man.UserScopes()}
-	return a.latest, nil
+	return &kitpb.LatestScopesReply{Version: v.Version, BotScopes: man.BotScopes(), UserScopes: man.UserScopes()}, nil
 }
 
 // kitDetail answers GetKitDetail: the Kit, its versions and the metadata of

@@ -153,3 +153,67 @@ func TestMixedClusterPagesAcrossBuilds(t *testing.T) {
 		})
 	}
 }
+
+// latestScopesCommit is the last commit whose kitd has no GetLatestScopes
+// (a token's scopes limited by its Kit's latest version, 60668cd).
+const latestScopesCommit = "fb26d84"
+
+// While a node of an older build leads a Kit's partition, a token of the
+// Kit still works through an upgraded node: the older node refuses a
+// message type it does not know (docs/cluster.md "What is refused"), and
+// an upgraded node asking it one must not fail the request for it.
+func TestMixedClusterAuthenticatesTokensOfAKitAnOlderNodeLeads(t *testing.T) {
+	old := olderBuild(t, latestScopesCommit)
+	c := newTestCluster()
+	c.bins = []string{old} // n1 is of the older build
+	for range 2 {
+		c.add(t)
+	}
+	c.waitSettled(t, 2)
+	up := c.nodes[1]
+	v, err := c.view(t, up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byOld := map[int]bool{}
+	for _, m := range v.Members {
+		if m.Name == "n1" {
+			for _, p := range m.Led {
+				byOld[p] = true
+			}
+		}
+	}
+	w := newWorkspace(t, up)
+	conv := w.channel(t, "public", w.members()...).ID
+	var k *Kit
+	for k == nil || !byOld[int(partition.Of(k.ID))] {
+		k = w.kit(t, baseScopes...)
+	}
+	in := w.install(t, k, conv)
+	// A draft that drops users:read takes it from the Kit's tokens.
+	want(t, w.uploadVersion(t, manifest(k.Slug, "1.1.0", without(baseScopes, "users:read")), false), 201)
+	for _, tc := range []struct {
+		rule, method, path string
+		status             int
+	}{
+		{"auth.test answers", "GET", "/auth/test", 200},
+		{"a post is made", "POST", "/messages", 201},
+		{"a scope the latest version dropped is refused", "GET", "/users", 403},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			var body any
+			if tc.method == "POST" {
+				body = postBody(conv, "through an upgraded node")
+			}
+			r := up.api(t, in.Token, tc.method, tc.path, body, nil)
+			if r.Status != tc.status {
+				t.Fatalf("a bot token of a Kit the older n1 leads, through the upgraded n2: %d, want %d%s", r.Status, tc.status, r)
+			}
+			if r.Status == 200 && tc.path == "/auth/test" {
+				if got := strs(jarr(r.JSON, "scopes")); !sameSet(got, without(baseScopes, "users:read")) {
+					t.Errorf("effective scopes %v, want users:read gone%s", got, r)
+				}
+			}
+		})
+	}
+}
