@@ -9,10 +9,14 @@ import (
 	"github.com/kitd/kitd/internal/partition"
 )
 
-// memberWideKeysCommit is the last commit whose kitd keeps a user token's
+// beforeThirtyThirdCommit is a build before the changes a rolling upgrade
+// across the thirty-third session meets (docs/cluster.md): a user token's
 // Idempotency-Keys member-wide (conv/<id>/p/user:<member>), before they
-// were the installation's (docs/decisions.md "Idempotency-Key scope").
-const memberWideKeysCommit = "ea17a79"
+// were the installation's (2e8d4d4); no GetLatestScopes, a token's scopes
+// limited by its Kit's latest version (60668cd); cursors without their
+// owner. One build for every test here, so that the suite compiles it
+// once.
+const beforeThirtyThirdCommit = "fb26d84"
 
 // In a rolling upgrade a partition's leadership can move from an upgraded
 // node back to one of the older build (a drain, a failure, a rebalance):
@@ -20,7 +24,7 @@ const memberWideKeysCommit = "ea17a79"
 // the 503 of the leader change tells it to) must be answered the stored
 // message by whichever build leads next, never have it posted twice.
 func TestMixedClusterReplaysAKeyedPostOfAnUpgradedLeader(t *testing.T) {
-	old := olderBuild(t, memberWideKeysCommit)
+	old := olderBuild(t, beforeThirtyThirdCommit)
 	c := newTestCluster()
 	c.bins = []string{old} // n1 is of the older build, n2 and n3 upgraded
 	for range 3 {
@@ -105,7 +109,7 @@ func TestMixedClusterReplaysAKeyedPostOfAnUpgradedLeader(t *testing.T) {
 // after id (docs/cluster.md "A rolling upgrade across the thirty-third
 // session").
 func TestMixedClusterPagesAcrossBuilds(t *testing.T) {
-	old := olderBuild(t, memberWideKeysCommit)
+	old := olderBuild(t, beforeThirtyThirdCommit)
 	c := newTestCluster()
 	c.bins = []string{old}
 	for range 2 {
@@ -154,16 +158,12 @@ func TestMixedClusterPagesAcrossBuilds(t *testing.T) {
 	}
 }
 
-// latestScopesCommit is the last commit whose kitd has no GetLatestScopes
-// (a token's scopes limited by its Kit's latest version, 60668cd).
-const latestScopesCommit = "fb26d84"
-
 // While a node of an older build leads a Kit's partition, a token of the
 // Kit still works through an upgraded node: the older node refuses a
 // message type it does not know (docs/cluster.md "What is refused"), and
 // an upgraded node asking it one must not fail the request for it.
 func TestMixedClusterAuthenticatesTokensOfAKitAnOlderNodeLeads(t *testing.T) {
-	old := olderBuild(t, latestScopesCommit)
+	old := olderBuild(t, beforeThirtyThirdCommit)
 	c := newTestCluster()
 	c.bins = []string{old} // n1 is of the older build
 	for range 2 {
