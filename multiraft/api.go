@@ -89,6 +89,10 @@ type Status struct {
 	// replica (itself included): a learner whose Match reached Commit has
 	// caught up. Empty on a follower.
 	Match map[uint64]uint64
+	// Active is, on the leader, each replica that answered it within the
+	// last election timeout (raft's RecentActive under CheckQuorum): a
+	// replica cut off from it is not, whatever its Match says.
+	Active map[uint64]bool
 }
 
 // NotLeaderError is returned by a call that needs the group's leader when

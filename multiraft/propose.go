@@ -316,8 +316,10 @@ func (n *Node) Status(g GroupID) (Status, error) {
 		}
 		if grp.state == raft.StateLeader {
 			st.Match = make(map[uint64]uint64)
+			st.Active = make(map[uint64]bool)
 			grp.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
 				st.Match[id] = pr.Match
+				st.Active[id] = pr.RecentActive
 			})
 		}
 		err = nil

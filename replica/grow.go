@@ -161,7 +161,7 @@ func (r *Replica) growGroup(g multiraft.GroupID, members []LiveNode, led map[uin
 	var to uint64
 	fewest := share
 	for _, v := range st.Voters {
-		if n, alive := led[v]; alive && v != r.id && n < fewest && st.Match[v] >= st.Commit {
+		if n, alive := led[v]; alive && v != r.id && n < fewest && mayTakeLead(st, v) {
 			to, fewest = v, n
 		}
 	}
@@ -174,6 +174,17 @@ func (r *Replica) growGroup(g multiraft.GroupID, members []LiveNode, led map[uin
 	}
 	led[r.id]--
 	led[to]++
+}
+
+// mayTakeLead reports whether voter v may be handed group g's lead: its
+// log holds everything committed, and it answers this leader. Gossip alone
+// is not enough: a node cut off from the others by a network partition
+// still gossips, and an idle group's commit index does not move past it,
+// so its Match stays equal to it. A hand-over to it releases the
+// partition (no answers) until the transfer fails, every round, for as
+// long as the cut lasts.
+func mayTakeLead(st multiraft.Status, v uint64) bool {
+	return st.Match[v] >= st.Commit && st.Active[v]
 }
 
 // rebalance moves group g's replicas towards the want nodes alive that
@@ -206,7 +217,7 @@ func (r *Replica) rebalance(ctx context.Context, g multiraft.GroupID, st multira
 				return true
 			}
 			for _, to := range top {
-				if slices.Contains(st.Voters, to) && st.Match[to] >= st.Commit {
+				if slices.Contains(st.Voters, to) && mayTakeLead(st, to) {
 					if err := r.handOver(g, to); err != nil {
 						r.logger.Debug("transfer leadership", "group", g, "to", to, "err", err)
 					}
