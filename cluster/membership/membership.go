@@ -308,7 +308,10 @@ func (m *Membership) join() bool {
 		m.log.Warn("membership: no seed answered; running alone, will retry", "seeds", m.seeds, "err", err)
 		return false
 	case m.selfConflict.Load():
-		m.log.Info("membership: the cluster still holds this name's previous address; will retry")
+		// Either this node's previous life, which the members release
+		// once it is declared dead, or another node under the same name,
+		// which never goes: say both, so an operator can tell.
+		m.log.Info("membership: the cluster holds this node's name at another address: a previous life of this node (released once the cluster declares it dead), or another node started with the same --node-name (give each its own); will retry", "name", m.name)
 		return false
 	}
 	if err != nil {
