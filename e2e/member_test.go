@@ -39,6 +39,13 @@ func TestMemberSession(t *testing.T) {
 			t.Fatalf("session: %s", r.Body)
 		}
 	})
+	t.Run("HEAD answers what GET does, without a CSRF token (docs/decisions.md HEAD)", func(t *testing.T) {
+		// HEAD is as safe as GET: a CSRF token guards the actions only.
+		r := memberCall(t, s, "HEAD", "/app/api/session", cookie, "", nil)
+		if r.Status != 200 || len(r.Body) != 0 {
+			t.Fatalf("HEAD /app/api/session: %d %s, want what GET answers: 200 without the body", r.Status, r.Body)
+		}
+	})
 	t.Run("without a session cookie: 401 unauthenticated", func(t *testing.T) {
 		wantError(t, memberCall(t, s, "GET", "/app/api/session", "", "", nil), 401, "unauthenticated")
 	})

@@ -18,8 +18,9 @@ var (
 )
 
 // memberOf authenticates a member action: the session cookie, and on every
-// method but GET the session's CSRF token in X-CSRF-Token. It writes the
-// error and returns false when the request may not go on.
+// method but GET (and HEAD, which is GET without the body) the session's
+// CSRF token in X-CSRF-Token. It writes the error and returns false when
+// the request may not go on.
 func (s *Server) memberOf(ctx *fasthttp.RequestCtx) (*actors.WebSession, bool) {
 	secret := ctx.Request.Header.Cookie(app.SessionCookie)
 	if len(secret) == 0 {
@@ -34,7 +35,7 @@ func (s *Server) memberOf(ctx *fasthttp.RequestCtx) (*actors.WebSession, bool) {
 		s.fail(ctx, err)
 		return nil, false
 	}
-	if !ctx.IsGet() {
+	if !ctx.IsGet() && !ctx.IsHead() {
 		got := ctx.Request.Header.Peek(csrfHeader)
 		if want := app.SessionCSRF(string(secret)); len(got) == 0 || !ids.Equal(got, []byte(want)) {
 			s.fail(ctx, errBadCSRF)
