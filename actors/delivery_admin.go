@@ -418,15 +418,20 @@ func (a *deliveryActor) queueTestEvent(m *kitpb.QueueTestEvent) (proto.Message, 
 	return ev, nil
 }
 
-// testEvent is an example event of kind k.
+// testEvent is an example event of kind k; botID is the installation's
+// bot, "" for a Kit without one.
 func testEvent(k eventKind, now int64, inst, botID string) *kitpb.Event {
 	conv := &kitpb.Conversation{Id: ids.New(), Kind: "channel", Visibility: "public", Name: proto.String("test-channel"), CreatedAt: now}
 	// Every test event has a conversation of its own, so it never waits
 	// behind the installation's real events.
 	ev := &kitpb.Event{Id: ids.New(), Type: k.String(), OccurredAt: now, Test: true, ConversationId: conv.Id}
+	author, authorID := "bot", botID
+	if botID == "" {
+		author, authorID = "user", ids.New() // a Kit without a bot
+	}
 	switch k {
 	case eventMessagePosted, eventMessageEdited, eventMessageDeleted, eventBotMentioned:
-		ev.Message = &kitpb.Message{Id: ids.New(), ConversationId: conv.Id, AuthorKind: "bot", AuthorId: botID, Text: "A test event sent by kit trigger", CreatedAt: now}
+		ev.Message = &kitpb.Message{Id: ids.New(), ConversationId: conv.Id, AuthorKind: author, AuthorId: authorID, Text: "A test event sent by kit trigger", CreatedAt: now}
 		switch k {
 		case eventMessageEdited:
 			ev.Message.EditedAt = now
@@ -444,6 +449,13 @@ func testEvent(k eventKind, now int64, inst, botID string) *kitpb.Event {
 		ev.Installation = &kitpb.Installation{
 			Id: inst, BotId: botID, CreatedAt: now, WorkspaceId: ids.New(), WorkspaceName: "Test workspace",
 			KitSlug: "test-kit", KitVersion: "1.0.0", KitDisplayName: "Test Kit",
+		}
+		if botID != "" {
+			// A bot's name makes the installation one with a bot (HasBot):
+			// without it its botId is answered null.
+			ev.Installation.BotDisplayName = "Test Kit"
+		} else {
+			ev.Installation.BotId = ""
 		}
 	case eventUserJoined, eventUserUpdated:
 		ev.User = &kitpb.User{Id: ids.New(), DisplayName: "Test User", Role: "member"}

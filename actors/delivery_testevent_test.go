@@ -69,6 +69,22 @@ func TestTestEventDataIsWhatTheAPICouldSend(t *testing.T) {
 			t.Errorf("%s: workspace {id %q, name %q}, kit {slug %q, version %q}", k, in.WorkspaceId, in.WorkspaceName, in.KitSlug, in.KitVersion)
 		}
 	}
+	for _, k := range []eventKind{eventInstallationUpdated, eventInstallationUninstalled} {
+		// botId is shown only for an installation that has a bot (HasBot,
+		// docs/decisions.md "A Kit without a bot"): a Kit's bot id for a
+		// Kit with one, null for a Kit without (the trigger sends no id).
+		if in := testEvent(k, 1, ids.New(), bot).Installation; !HasBot(in) || in.BotId != bot {
+			t.Errorf("%s of a Kit with a bot: botId %q shown %v, want %q", k, in.BotId, HasBot(in), bot)
+		}
+		if in := testEvent(k, 1, ids.New(), "").Installation; HasBot(in) {
+			t.Errorf("%s of a Kit without a bot: shows a bot %q", k, in.BotId)
+		}
+	}
+	for _, k := range []eventKind{eventMessagePosted, eventMessageEdited, eventMessageDeleted, eventBotMentioned} {
+		if m := testEvent(k, 1, ids.New(), "").Message; !ids.Valid(m.AuthorId) {
+			t.Errorf("%s of a Kit without a bot: authorId %q is not a uuid", k, m.AuthorId)
+		}
+	}
 	if m := testEvent(eventMessageDeleted, 1, ids.New(), bot).Message; m.DeletedAt == 0 {
 		t.Errorf("message.deleted: deletedAt null, text %q: not a tombstone", m.Text)
 	}

@@ -189,7 +189,11 @@ func (s *Server) triggerEvent(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	ev, err := ask[*kitpb.Event](s, actors.KindDelivery, instID, &kitpb.QueueTestEvent{Type: *body.Type, KitId: kitID, BotId: inst.Installation.BotId})
+	botID := inst.Installation.BotId
+	if !actors.HasBot(inst.Installation) {
+		botID = "" // the installation keeps an id, but there is no bot
+	}
+	ev, err := ask[*kitpb.Event](s, actors.KindDelivery, instID, &kitpb.QueueTestEvent{Type: *body.Type, KitId: kitID, BotId: botID})
 	if err != nil {
 		return reply{}, err
 	}
