@@ -42,6 +42,8 @@ type conversationActor struct {
 	buckets  bucketSet
 	sync     durability
 
+	idemSweepAt int64 // when the next sweep of expired Idempotency records is due (conversation_idempotency.go); 0: on the next post
+
 	eventMask uint32 // the kinds any bot here gets (events.go)
 	outbox    outbox
 
@@ -501,6 +503,16 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 		CreatedAt: nanos(now), Seq: seq,
 	}
 	b := a.env.newBatch()
+	// The sweep first: a record this post writes again must follow the
+	// deletion of its expired self in the batch.
+	sweepAt, err := a.sweepIdempotency(b, nanos(now))
+	if err != nil {
+		b.Close()
+		if limited {
+			a.buckets.giveBack(limits.PostMessage, "", now)
+		}
+		return nil, fmt.Errorf("sweep idempotency records of %s: %w", a.id, err)
+	}
 	rec := a.putMessage(b, msg)
 	if a.eventMask != 0 {
 		a.emitPosted(b, msg, rec)
@@ -514,6 +526,7 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 			ExpiresAt: nanos(now) + IdempotencyTTL,
 		}
 		put(b, idemKey, rec)
+		var copyRest []byte // what the expiry index entry names besides idemKey
 		if memberKey != nil {
 			// In a rolling upgrade a node of an older build may lead the
 			// conversation next, and it reads the member-wide key alone:
@@ -522,7 +535,9 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 				ContentHash: rec.ContentHash, MessageId: rec.MessageId, MessageSeq: rec.MessageSeq,
 				ExpiresAt: rec.ExpiresAt, InstallationId: m.Caller.InstallationId,
 			})
+			copyRest = idempotencyRest(a.id, memberKey)
 		}
+		b.Set(idempotencyExpiryKey(a.id, rec.ExpiresAt, idemKey), copyRest)
 	}
 	// Posts are the hot path: apply now, and let the reply wait for the
 	// sync while the next post is applied (see durability).
@@ -533,6 +548,7 @@ func (a *conversationActor) post(m *kitpb.PostMessage) (proto.Message, error) {
 		}
 		return nil, fmt.Errorf("post into %s: %w", a.id, err)
 	}
+	a.idemSweepAt = sweepAt
 	return &kitpb.MessageReply{Message: msg}, nil
 }
 

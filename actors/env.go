@@ -145,6 +145,10 @@ type Env struct {
 	// testHookSweepMax, set by tests, is the bound of a sweep of the
 	// deliveries' retention in place of sweepMax.
 	testHookSweepMax int
+	// testHookIdempotencySweepMax, set by tests, is the bound of a sweep
+	// of a conversation's expired Idempotency records in place of
+	// idempotencySweepMax.
+	testHookIdempotencySweepMax int
 }
 
 func (e *Env) deliveryFlushAfter() time.Duration {

@@ -3,31 +3,34 @@ package actors
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // Key constructors for the tests of package actors_test that read or write
 // records by hand.
 var (
-	DevLogKey          = devLogKey
-	DevLogPrefix       = devLogPrefix
-	FileChunksPrefix   = fileChunksPrefix
-	FileKey            = fileKey
-	IdempotencyKey     = idempotencyKey
-	FilesPrefix        = filesPrefix
-	LocatorKey         = locatorKey
-	MessageKey         = messageKey
-	MessagesPrefix     = messagesPrefix
-	MessageTagKey      = messageTagKey
-	ResponseURLsPrefix = responseURLsPrefix
-	InstallationKey    = installationKey
-	QueuedEventKey     = queuedEventKey
-	TakenEventsPrefix  = takenEventsPrefix
-	QueuedEventsPrefix = queuedEventsPrefix
-	OutboxKey          = outboxKey
-	DecodeSeq          = decodeSeq
-	DeliveredEventKey  = deliveredEventKey
-	DeadEventKey       = deadEventKey
-	OutboxSourcePrefix = outboxSourcePrefix
+	DevLogKey                 = devLogKey
+	DevLogPrefix              = devLogPrefix
+	FileChunksPrefix          = fileChunksPrefix
+	FileKey                   = fileKey
+	IdempotencyKey            = idempotencyKey
+	IdempotencyExpiriesPrefix = idempotencyExpiriesPrefix
+	IdempotencyRecordsPrefix  = idempotencyRecordsPrefix
+	FilesPrefix               = filesPrefix
+	LocatorKey                = locatorKey
+	MessageKey                = messageKey
+	MessagesPrefix            = messagesPrefix
+	MessageTagKey             = messageTagKey
+	ResponseURLsPrefix        = responseURLsPrefix
+	InstallationKey           = installationKey
+	QueuedEventKey            = queuedEventKey
+	TakenEventsPrefix         = takenEventsPrefix
+	QueuedEventsPrefix        = queuedEventsPrefix
+	OutboxKey                 = outboxKey
+	DecodeSeq                 = decodeSeq
+	DeliveredEventKey         = deliveredEventKey
+	DeadEventKey              = deadEventKey
+	OutboxSourcePrefix        = outboxSourcePrefix
 )
 
 // LeastAllocs is leastAllocs, for the tests outside the package.
@@ -43,6 +46,15 @@ func KeepNotices(env *Env) { env.testHookDropNotices.Store(false) }
 // SetSweepMax bounds what a sweep of the deliveries' retention deletes
 // at n in place of sweepMax.
 func SetSweepMax(env *Env, n int) { env.testHookSweepMax = n }
+
+// SetIdempotencySweepMax bounds the expiry index entries a sweep of a
+// conversation's Idempotency records takes at n in place of
+// idempotencySweepMax.
+func SetIdempotencySweepMax(env *Env, n int) { env.testHookIdempotencySweepMax = n }
+
+// IdempotencySweepEvery is how often a conversation sweeps its expired
+// Idempotency records at most.
+const IdempotencySweepEvery = idempotencySweepEvery * time.Nanosecond
 
 // RetryWait is the wait after the n-th failed attempt with the draw jitter.
 var RetryWait = retryWait

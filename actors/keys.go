@@ -44,52 +44,53 @@ import (
 // sortable version, 0001.00002.000003; {rest} everything to the end. The
 // first field names the partition.
 var keyShapes = []struct{ constructor, shape string }{
-	{"workspaceKey", "ws/{id}"},                       // Workspace
-	{"userKey", "ws/{id}/u/{id}"},                     // User (ids are UUIDv7: the scan is creation order)
-	{"installedKitKey", "ws/{id}/k/{id}"},             // installation id of the Kit in this workspace
-	{"installationEventsKey", "ws/{id}/ie/{id}"},      // InstallationEvents of an installation that gets user.* events (events.go)
-	{"sessionKey", "ws/{id}/s/{id}"},                  // Session
-	{"sessionSecretKey", "ws/{id}/sh/{id}"},           // SHA-256 of a session's cookie secret
-	{"developerTokenKey", "ws/{id}/d/{id}"},           // SHA-256 of a developer token, by token id
-	{"conversationKey", "conv/{id}"},                  // Conversation
-	{"memberKey", "conv/{id}/m/{id}"},                 // Member
-	{"botMemberKey", "conv/{id}/b/{id}"},              // BotMember
-	{"messageKey", "conv/{id}/s/{pos}"},               // Message, in conversation order, stored without its conversation id
-	{"threadReplyKey", "conv/{id}/t/{pos}{pos}"},      // thread index, parent then reply position (empty value)
-	{"idempotencyKey", "conv/{id}/p/{rest}"},          // Idempotency, by <author kind>:<owner>\x00<Idempotency-Key> (owner: a bot's id, or <user id>/<installation id>; <user id> alone: an older build's, or the copy kept for one)
-	{"fileKey", "conv/{id}/f/{id}"},                   // File (metadata; its id carries the conversation's tag, as a message id does)
-	{"fileChunkKey", "conv/{id}/f/{id}/{pos}"},        // chunk n of a file's bytes (at most FileChunkSize)
-	{"memberConversationKey", "uc/{id}/{id}"},         // a member's conversation (written by that conversation; empty value)
-	{"messageTagKey", "mtag/{hex8}/{id}"},             // a conversation's message-id tag (empty value): finds the conversation of a message or file id (ids.NewMessage)
-	{"installationKey", "inst/{id}"},                  // Installation
-	{"webhookRefKey", "inst/{id}/w/{id}"},             // WebhookRef (the installation's webhooks)
-	{"grantCredentialKey", "inst/{id}/g/{id}/{hash}"}, // a credential of one authorization (empty value; docs/credentials.md)
-	{"botTokenKey", "inst/{id}/t/{id}"},               // SHA-256 of a bot token, by token id (UUIDv7: the scan is creation order)
-	{"userGrantKey", "inst/{id}/ug/{id}/{id}"},        // UserGrant, by member and grant id: the member's authorizations
-	{"runKey", "inst/{id}/r/{id}"},                    // Run of a tool call (installation_runs.go)
-	{"openRunKey", "inst/{id}/ro/{id}"},               // a run still queued or running (empty value): what an activation fails as interrupted
-	{"responseURLKey", "inst/{id}/rsp/{hash}"},        // ResponseURL, by the SHA-256 of its token (installation_actions.go)
-	{"webhookKey", "hook/{id}"},                       // Webhook (written by its webhook actor)
-	{"kitKey", "kit/{id}"},                            // Kit
-	{"versionKey", "kit/{id}/v/{version}"},            // KitVersion
-	{"clientSecretKey", "kit/{id}/cs"},                // SecretState of the client secret
-	{"signingSecretKey", "kit/{id}/ss"},               // SecretState of the signing secret
-	{"domainKey", "kit/{id}/d/{id}"},                  // KitDomain
-	{"installLinkKey", "kit/{id}/il"},                 // InstallLink: hash and creation time of the current install link
-	{"installLinkIndexKey", "illink/{hex64}"},         // kit id of an install link (written with installLinkKey by the kit actor)
-	{"workspaceKitKey", "kits/{id}/{id}"},             // a Kit owned by a workspace (written by the kit actor; empty value)
-	{"slugKey", "slug/{id}"},                          // ClaimSlug: which Kit a slug belongs to
-	{"credentialKey", "cred/{hash}"},                  // Credential (bot, user, refresh, code, developer, session, signin_choice)
-	{"emailUserKey", "email/{hex64}/{id}"},            // workspace id of an active user who can sign in with this email (SHA-256 of the lower-case email; written with the user by its workspace)
-	{"locatorKey", "loc/{id}"},                        // Locator: which actor owns an id (messages and files have none, but those written before their ids carried a tag)
-	{"devLogKey", "devlog/{id}/{id}"},                 // DevLogEntry, stored without its id; written once by the actor that decided what it reports, in that actor's partition (writerPartitioned), expired by range deletion (devlog.go)
-	{"outboxKey", "ob/{uuid}{uuid}{pos}"},             // Event for an installation from an emitting actor, by that actor's position, in its partition (writerPartitioned); written by the emitter, referred to by its queue record until its delivery ends, then deleted by the installation's delivery actor (events.go, delivery.go)
-	{"eventSequenceKey", "dlv/{id}/seq"},              // the last sequence an installation's delivery actor gave out, 8 bytes big-endian
-	{"queuedEventKey", "dlv/{id}/q/{pos}"},            // the Event itself with its delivery state after a failed attempt, a redelivery or a test event, until delivered or dead; before taken records, also a reference to the outbox entry with its sequence (delivery.go)
-	{"takenEventsKey", "dlv/{id}/t/{pos}"},            // what one commit of the sequencer took: the outbox entries of the sequences from {pos} on, until none of them is queued as a reference (delivery_taken.go)
-	{"deadEventKey", "dlv/{id}/x/{pos}"},              // Event whose delivery failed for 24 hours (dead letter), by sequence
-	{"deliveredEventKey", "dlv/{id}/d/{pos}"},         // Event delivered, by sequence; the most recent KeepDelivered are kept for the list and redelivery
-	{"deliveryEndpointKey", "dlv/{id}/ep"},            // DeliveryEndpoint: the installation's endpoint failing or paused (delivery_endpoint.go)
+	{"workspaceKey", "ws/{id}"},                          // Workspace
+	{"userKey", "ws/{id}/u/{id}"},                        // User (ids are UUIDv7: the scan is creation order)
+	{"installedKitKey", "ws/{id}/k/{id}"},                // installation id of the Kit in this workspace
+	{"installationEventsKey", "ws/{id}/ie/{id}"},         // InstallationEvents of an installation that gets user.* events (events.go)
+	{"sessionKey", "ws/{id}/s/{id}"},                     // Session
+	{"sessionSecretKey", "ws/{id}/sh/{id}"},              // SHA-256 of a session's cookie secret
+	{"developerTokenKey", "ws/{id}/d/{id}"},              // SHA-256 of a developer token, by token id
+	{"conversationKey", "conv/{id}"},                     // Conversation
+	{"memberKey", "conv/{id}/m/{id}"},                    // Member
+	{"botMemberKey", "conv/{id}/b/{id}"},                 // BotMember
+	{"messageKey", "conv/{id}/s/{pos}"},                  // Message, in conversation order, stored without its conversation id
+	{"threadReplyKey", "conv/{id}/t/{pos}{pos}"},         // thread index, parent then reply position (empty value)
+	{"idempotencyKey", "conv/{id}/p/{rest}"},             // Idempotency, by <author kind>:<owner>\x00<Idempotency-Key> (owner: a bot's id, or <user id>/<installation id>; <user id> alone: an older build's, or the copy kept for one); deleted once expired through idempotencyExpiryKey
+	{"idempotencyExpiryKey", "conv/{id}/pe/{pos}{rest}"}, // expiry index of the Idempotency records, one entry a keyed post: their ExpiresAt (unix nanoseconds), then the rest of the record's key after p/; the value is the rest of the key of the member-wide copy written with it, or empty. Swept by the conversation (conversation_idempotency.go); a record of a build before it has no entry and stays
+	{"fileKey", "conv/{id}/f/{id}"},                      // File (metadata; its id carries the conversation's tag, as a message id does)
+	{"fileChunkKey", "conv/{id}/f/{id}/{pos}"},           // chunk n of a file's bytes (at most FileChunkSize)
+	{"memberConversationKey", "uc/{id}/{id}"},            // a member's conversation (written by that conversation; empty value)
+	{"messageTagKey", "mtag/{hex8}/{id}"},                // a conversation's message-id tag (empty value): finds the conversation of a message or file id (ids.NewMessage)
+	{"installationKey", "inst/{id}"},                     // Installation
+	{"webhookRefKey", "inst/{id}/w/{id}"},                // WebhookRef (the installation's webhooks)
+	{"grantCredentialKey", "inst/{id}/g/{id}/{hash}"},    // a credential of one authorization (empty value; docs/credentials.md)
+	{"botTokenKey", "inst/{id}/t/{id}"},                  // SHA-256 of a bot token, by token id (UUIDv7: the scan is creation order)
+	{"userGrantKey", "inst/{id}/ug/{id}/{id}"},           // UserGrant, by member and grant id: the member's authorizations
+	{"runKey", "inst/{id}/r/{id}"},                       // Run of a tool call (installation_runs.go)
+	{"openRunKey", "inst/{id}/ro/{id}"},                  // a run still queued or running (empty value): what an activation fails as interrupted
+	{"responseURLKey", "inst/{id}/rsp/{hash}"},           // ResponseURL, by the SHA-256 of its token (installation_actions.go)
+	{"webhookKey", "hook/{id}"},                          // Webhook (written by its webhook actor)
+	{"kitKey", "kit/{id}"},                               // Kit
+	{"versionKey", "kit/{id}/v/{version}"},               // KitVersion
+	{"clientSecretKey", "kit/{id}/cs"},                   // SecretState of the client secret
+	{"signingSecretKey", "kit/{id}/ss"},                  // SecretState of the signing secret
+	{"domainKey", "kit/{id}/d/{id}"},                     // KitDomain
+	{"installLinkKey", "kit/{id}/il"},                    // InstallLink: hash and creation time of the current install link
+	{"installLinkIndexKey", "illink/{hex64}"},            // kit id of an install link (written with installLinkKey by the kit actor)
+	{"workspaceKitKey", "kits/{id}/{id}"},                // a Kit owned by a workspace (written by the kit actor; empty value)
+	{"slugKey", "slug/{id}"},                             // ClaimSlug: which Kit a slug belongs to
+	{"credentialKey", "cred/{hash}"},                     // Credential (bot, user, refresh, code, developer, session, signin_choice)
+	{"emailUserKey", "email/{hex64}/{id}"},               // workspace id of an active user who can sign in with this email (SHA-256 of the lower-case email; written with the user by its workspace)
+	{"locatorKey", "loc/{id}"},                           // Locator: which actor owns an id (messages and files have none, but those written before their ids carried a tag)
+	{"devLogKey", "devlog/{id}/{id}"},                    // DevLogEntry, stored without its id; written once by the actor that decided what it reports, in that actor's partition (writerPartitioned), expired by range deletion (devlog.go)
+	{"outboxKey", "ob/{uuid}{uuid}{pos}"},                // Event for an installation from an emitting actor, by that actor's position, in its partition (writerPartitioned); written by the emitter, referred to by its queue record until its delivery ends, then deleted by the installation's delivery actor (events.go, delivery.go)
+	{"eventSequenceKey", "dlv/{id}/seq"},                 // the last sequence an installation's delivery actor gave out, 8 bytes big-endian
+	{"queuedEventKey", "dlv/{id}/q/{pos}"},               // the Event itself with its delivery state after a failed attempt, a redelivery or a test event, until delivered or dead; before taken records, also a reference to the outbox entry with its sequence (delivery.go)
+	{"takenEventsKey", "dlv/{id}/t/{pos}"},               // what one commit of the sequencer took: the outbox entries of the sequences from {pos} on, until none of them is queued as a reference (delivery_taken.go)
+	{"deadEventKey", "dlv/{id}/x/{pos}"},                 // Event whose delivery failed for 24 hours (dead letter), by sequence
+	{"deliveredEventKey", "dlv/{id}/d/{pos}"},            // Event delivered, by sequence; the most recent KeepDelivered are kept for the list and redelivery
+	{"deliveryEndpointKey", "dlv/{id}/ep"},               // DeliveryEndpoint: the installation's endpoint failing or paused (delivery_endpoint.go)
 }
 
 // writerPartitioned are the kinds whose keys live in the partition of the
@@ -218,6 +219,55 @@ func idempotencyKey(conv, authorKind, authorID, idemKey string) []byte {
 	k = append(append(k, authorKind...), ':')
 	k = append(append(k, authorID...), 0)
 	return append(k, idemKey...)
+}
+
+// idempotencyRecordsPrefix covers conv's Idempotency records.
+func idempotencyRecordsPrefix(conv string) []byte {
+	return key(partition.Of(conv), "conv", conv, "p", "")
+}
+
+// idempotencyRest is what follows the kind (p/) in rec, an idempotencyKey
+// of conv: the part an expiry index entry names the record by.
+func idempotencyRest(conv string, rec []byte) []byte {
+	return rec[partition.KeyPrefixLen+len("conv/")+len(conv)+len("/p/"):]
+}
+
+// idempotencyKeyOfRest is the idempotencyKey of conv that rest
+// (idempotencyRest) names.
+func idempotencyKeyOfRest(conv string, rest []byte) []byte {
+	return append(keyWithRoom(partition.Of(conv), len(rest), "conv", conv, "p", ""), rest...)
+}
+
+// idempotencyExpiryKey is the expiry index entry of rec, an idempotencyKey
+// of conv whose record expires at expiresAt (unix nanoseconds): the
+// entries are in order of expiry, so a sweep reads those due from the
+// start of idempotencyExpiriesPrefix.
+func idempotencyExpiryKey(conv string, expiresAt int64, rec []byte) []byte {
+	rest := idempotencyRest(conv, rec)
+	k := keyWithRoom(partition.Of(conv), positionLen+len(rest), "conv", conv, "pe", "")
+	return append(persistence.AppendUint64(k, uint64(expiresAt)), rest...)
+}
+
+// idempotencyExpiriesPrefix covers the expiry index of conv's records.
+func idempotencyExpiriesPrefix(conv string) []byte {
+	return key(partition.Of(conv), "conv", conv, "pe", "")
+}
+
+// idempotencyExpiriesBefore is the end of the entries of conv's expiry
+// index whose records expire before at.
+func idempotencyExpiriesBefore(conv string, at int64) []byte {
+	return persistence.AppendUint64(keyWithRoom(partition.Of(conv), positionLen, "conv", conv, "pe", ""), uint64(at))
+}
+
+// idempotencyExpiryRecords is the keys of the records that an entry of
+// conv's expiry index (key k, value v) names: the record, and the
+// member-wide copy written with it when v names one.
+func idempotencyExpiryRecords(conv string, k, v []byte) [][]byte {
+	recs := [][]byte{idempotencyKeyOfRest(conv, k[len(idempotencyExpiriesPrefix(conv))+positionLen:])}
+	if len(v) > 0 {
+		recs = append(recs, idempotencyKeyOfRest(conv, v))
+	}
+	return recs
 }
 
 func fileKey(conv, file string) []byte { return key(partition.Of(conv), "conv", conv, "f", file) }

@@ -46,6 +46,7 @@ func TestKeyLayout(t *testing.T) {
 		{"messageKey", messageKey("c", seq), under(partition.Of("c"), "conv/c/s/"+pos(seq))},
 		{"threadReplyKey", threadReplyKey("c", 1, seq), under(partition.Of("c"), "conv/c/t/"+pos(1)+pos(seq))},
 		{"idempotencyKey", idempotencyKey("c", "user", "u", "k/1"), under(partition.Of("c"), "conv/c/p/user:u\x00k/1")},
+		{"idempotencyExpiryKey", idempotencyExpiryKey("c", int64(seq), idempotencyKey("c", "user", "u", "k/1")), under(partition.Of("c"), "conv/c/pe/"+pos(seq)+"user:u\x00k/1")},
 		{"fileKey", fileKey("c", "f"), under(partition.Of("c"), "conv/c/f/f")},
 		{"fileChunkKey", fileChunkKey("c", "f", seq), under(partition.Of("c"), "conv/c/f/f/"+pos(seq))},
 		{"memberConversationKey", memberConversationKey("u", "c"), under(partition.Of("u"), "uc/u/c")},
@@ -117,6 +118,8 @@ func TestKeyPrefixes(t *testing.T) {
 		{"botMembersPrefix", botMembersPrefix("c"), botMemberKey("c", "b")},
 		{"messagesPrefix", messagesPrefix("c"), messageKey("c", 1)},
 		{"threadRepliesPrefix", threadRepliesPrefix("c", 1), threadReplyKey("c", 1, 2)},
+		{"idempotencyRecordsPrefix", idempotencyRecordsPrefix("c"), idempotencyKey("c", "user", "u", "k")},
+		{"idempotencyExpiriesPrefix", idempotencyExpiriesPrefix("c"), idempotencyExpiryKey("c", 1, idempotencyKey("c", "user", "u", "k"))},
 		{"filesPrefix of a file", filesPrefix("c"), fileKey("c", "f")},
 		{"filesPrefix of a chunk", filesPrefix("c"), fileChunkKey("c", "f", 0)},
 		{"fileChunksPrefix", fileChunksPrefix("c", "f"), fileChunkKey("c", "f", 0)},
@@ -420,5 +423,29 @@ func TestMessageKeyAllocatesOnce(t *testing.T) {
 func TestOutboxKeyAllocatesOnce(t *testing.T) {
 	if n := leastAllocs(100, func() { outboxKey(instID, convID, 7) }); n != 1 {
 		t.Fatalf("outboxKey allocates %v times, want 1", n)
+	}
+}
+
+// An expiry index entry names its record and the member-wide copy back,
+// and sorts by expiry: the entries due at a time are those before
+// idempotencyExpiriesBefore of the next nanosecond.
+func TestIdempotencyExpiryKeyReadsBack(t *testing.T) {
+	rec, memberWide := idempotencyKey("c", "user", "u/i", "k/1\x00"), idempotencyKey("c", "user", "u", "k/1\x00")
+	k := idempotencyExpiryKey("c", 1<<40, rec)
+	got := idempotencyExpiryRecords("c", k, idempotencyRest("c", memberWide))
+	if len(got) != 2 || !bytes.Equal(got[0], rec) || !bytes.Equal(got[1], memberWide) {
+		t.Fatalf("records of the entry: %q, want %q and %q", got, rec, memberWide)
+	}
+	if got := idempotencyExpiryRecords("c", k, nil); len(got) != 1 || !bytes.Equal(got[0], rec) {
+		t.Fatalf("records of an entry without a copy: %q, want %q", got, rec)
+	}
+	if before := idempotencyExpiriesBefore("c", 1<<40); bytes.Compare(k, before) < 0 {
+		t.Error("an entry sorts before the bound of its own expiry")
+	}
+	if after := idempotencyExpiriesBefore("c", 1<<40+1); bytes.Compare(k, after) >= 0 {
+		t.Error("an entry sorts after the bound of the nanosecond after its expiry")
+	}
+	if later := idempotencyExpiryKey("c", 1<<40+1, idempotencyKey("c", "bot", "b", "a")); bytes.Compare(k, later) >= 0 {
+		t.Error("entries are not in order of expiry")
 	}
 }

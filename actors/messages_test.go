@@ -577,3 +577,162 @@ func TestIdempotencyOfAUserTokenAcrossBuilds(t *testing.T) {
 		t.Run(tc.rule, func(t *testing.T) { tc.run(t, setup(t)) })
 	}
 }
+
+// SPEC 3 "Idempotency record" keeps a key 24 hours, and then the record
+// goes: a post of the conversation sweeps, at most once per 10 minutes of
+// the service clock, the records whose expiry index entries are due, the
+// member-wide copy of a user token's post with its record. A record's
+// stored expiry decides: one a newer post with its key overwrote lives
+// until the newer expiry. A sweep takes a bounded number of entries, and
+// the next post continues one that reached the bound.
+func TestIdempotencyRecordsExpire(t *testing.T) {
+	type fixture struct {
+		n      *testNode
+		conv   string
+		user   string
+		caller *kitpb.Caller // a user token of an installation: its keyed posts write a member-wide copy
+	}
+	setup := func(t *testing.T, n *testNode) fixture {
+		w := n.workspace(t, 1)
+		f := fixture{n: n, conv: n.channel(t, w.id, w.users...), user: w.users[0]}
+		f.caller = userCaller(w.id, f.user)
+		f.caller.InstallationId = ids.New()
+		return f
+	}
+	keys := func(t *testing.T, f fixture, prefix []byte) int {
+		t.Helper()
+		count := 0
+		noErr(t, f.n.store.Scan(prefix, persistence.PrefixEnd(prefix), false, func(_, _ []byte) bool { count++; return true }))
+		return count
+	}
+	// holds checks the conversation's records (each key's own and its
+	// member-wide copy) and expiry index entries.
+	holds := func(t *testing.T, f fixture, records, entries int) {
+		t.Helper()
+		if got := keys(t, f, actors.IdempotencyRecordsPrefix(f.conv)); got != records {
+			t.Errorf("%d idempotency records, want %d", got, records)
+		}
+		if got := keys(t, f, actors.IdempotencyExpiriesPrefix(f.conv)); got != entries {
+			t.Errorf("%d expiry index entries, want %d", got, entries)
+		}
+	}
+	stored := func(t *testing.T, f fixture, key string) (own, memberWide *kitpb.Idempotency) {
+		t.Helper()
+		read := func(owner string) *kitpb.Idempotency {
+			v, err := f.n.store.Get(actors.IdempotencyKey(f.conv, "user", owner, key))
+			if errors.Is(err, persistence.ErrNotFound) {
+				return nil
+			}
+			noErr(t, err)
+			rec := &kitpb.Idempotency{}
+			noErr(t, proto.Unmarshal(v, rec))
+			return rec
+		}
+		return read(f.user + "/" + f.caller.InstallationId), read(f.user)
+	}
+	// sweep posts without a key once a sweep is due.
+	sweep := func(t *testing.T, f fixture) {
+		t.Helper()
+		f.n.clk.Advance(actors.IdempotencySweepEvery)
+		f.n.post(t, f.caller, f.conv, postReq{text: "no key"})
+	}
+	replays := func(t *testing.T, f fixture, p postReq, of *kitpb.Message) {
+		t.Helper()
+		r, err := f.n.send(f.caller, f.conv, p)
+		noErr(t, err)
+		if !r.Replayed || r.Message.Id != of.Id {
+			t.Fatalf("retry of %q: replayed %v %s, want the stored %s", p.key, r.Replayed, r.Message.Id, of.Id)
+		}
+	}
+	for _, tc := range []struct {
+		rule string
+		own  bool // on a node of its own (it changes the node's sweep bound)
+		run  func(t *testing.T, f fixture)
+	}{
+		{"an expired record and its member-wide copy are deleted by the next sweep", false, func(t *testing.T, f fixture) {
+			f.n.post(t, f.caller, f.conv, postReq{text: "once", key: "k"})
+			if own, memberWide := stored(t, f, "k"); own == nil || memberWide == nil {
+				t.Fatalf("records after a keyed post: %v and member-wide %v, want both", own, memberWide)
+			}
+			holds(t, f, 2, 1)
+			f.n.clk.Advance(actors.IdempotencyTTL)
+			sweep(t, f)
+			holds(t, f, 0, 0)
+		}},
+		{"a live record is kept, with its entry, while an expired one goes", false, func(t *testing.T, f fixture) {
+			f.n.post(t, f.caller, f.conv, postReq{text: "first", key: "old"})
+			f.n.clk.Advance(actors.IdempotencyTTL / 2)
+			young := postReq{text: "second", key: "young"}
+			m := f.n.post(t, f.caller, f.conv, young)
+			f.n.clk.Advance(actors.IdempotencyTTL / 2)
+			sweep(t, f)
+			if own, memberWide := stored(t, f, "old"); own != nil || memberWide != nil {
+				t.Errorf("the expired key's records are still there: %v, member-wide %v", own, memberWide)
+			}
+			if own, memberWide := stored(t, f, "young"); own.GetMessageId() != m.Id || memberWide.GetMessageId() != m.Id {
+				t.Errorf("the live key's records: %v, member-wide %v, want both of %s", own, memberWide, m.Id)
+			}
+			holds(t, f, 2, 1)
+			replays(t, f, young, m)
+		}},
+		{"a record overwritten by a newer post with its key is kept until its new expiry", false, func(t *testing.T, f fixture) {
+			f.n.post(t, f.caller, f.conv, postReq{text: "day one", key: "k"})
+			// A sweep just before the record expires: the overwrite
+			// below is a post that does not sweep, and the first entry
+			// stays due.
+			f.n.clk.Advance(actors.IdempotencyTTL - actors.IdempotencySweepEvery*3/2)
+			sweep(t, f)
+			f.n.clk.Advance(actors.IdempotencySweepEvery / 2)
+			again := postReq{text: "day two", key: "k"}
+			m := f.n.post(t, f.caller, f.conv, again)
+			holds(t, f, 2, 2)
+			sweep(t, f) // the first entry is due; the record it names is not
+			if own, memberWide := stored(t, f, "k"); own.GetMessageId() != m.Id || memberWide.GetMessageId() != m.Id {
+				t.Fatalf("records after the first entry's sweep: %v, member-wide %v, want both of %s", own, memberWide, m.Id)
+			}
+			holds(t, f, 2, 1)
+			replays(t, f, again, m)
+			f.n.clk.Advance(actors.IdempotencyTTL)
+			sweep(t, f)
+			holds(t, f, 0, 0)
+		}},
+		{"a post that sweeps its own expired key keeps the record it writes", false, func(t *testing.T, f fixture) {
+			f.n.post(t, f.caller, f.conv, postReq{text: "day one", key: "k"})
+			f.n.clk.Advance(actors.IdempotencyTTL)
+			again := postReq{text: "day two", key: "k"}
+			m := f.n.post(t, f.caller, f.conv, again) // a sweep is due: this post sweeps
+			holds(t, f, 2, 1)
+			replays(t, f, again, m)
+		}},
+		{"a retry within 24 hours is answered with the stored message across sweeps", false, func(t *testing.T, f fixture) {
+			p := postReq{text: "once", key: "k"}
+			m := f.n.post(t, f.caller, f.conv, p)
+			for range 3 {
+				f.n.clk.Advance(actors.IdempotencyTTL / 4)
+				sweep(t, f)
+				replays(t, f, p, m)
+			}
+			holds(t, f, 2, 1)
+		}},
+		{"a sweep takes at most its bound of entries and the next post continues", true, func(t *testing.T, f fixture) {
+			actors.SetIdempotencySweepMax(f.n.env, 2)
+			for i := range 5 {
+				f.n.post(t, f.caller, f.conv, postReq{text: "post", key: "k" + strconv.Itoa(i)})
+			}
+			holds(t, f, 10, 5)
+			f.n.clk.Advance(actors.IdempotencyTTL)
+			for _, left := range []int{3, 1, 0} {
+				f.n.post(t, f.caller, f.conv, postReq{text: "no key"}) // a second later: due only when the last sweep reached its bound
+				holds(t, f, 2*left, left)
+			}
+		}},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			n := shared
+			if tc.own {
+				n = ownNode(t)
+			}
+			tc.run(t, setup(t, n))
+		})
+	}
+}
