@@ -25,10 +25,12 @@ import "github.com/kitd/kitd/proto/kitpb"
 const idempotencySweepEvery = 10 * 60 * 1e9
 
 // idempotencySweepMax bounds the index entries one sweep takes (each names
-// one record or two), so that the first sweep of a conversation after a
-// busy day is a write of bounded size (a raft entry on a cluster); a
-// sweep that reached it is followed by the next on the next post.
-const idempotencySweepMax = 1000
+// one record or two), so that the post that sweeps stays a post: at most
+// 200 point reads and deletions ride with it, tens of KB in its batch (a
+// raft entry on a cluster). A sweep that reached it is followed by the
+// next on the next post, so a conversation behind on its sweeps deletes
+// up to a hundred keyed posts' records a post and catches up.
+const idempotencySweepMax = 100
 
 func (e *Env) idempotencySweepMax() int {
 	if e.testHookIdempotencySweepMax > 0 {
