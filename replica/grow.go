@@ -359,7 +359,7 @@ func (r *Replica) CatchUp(ctx context.Context, p partition.ID) error {
 	// of a token's last use failed a post with 503 while its partition's
 	// lead moved.
 	err := askAgain(ctx, refused, func() error {
-		if r.leads(g) && r.LeaseValid(p) {
+		if r.readsHere(p) {
 			index = 0
 			return nil
 		}

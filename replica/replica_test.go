@@ -872,3 +872,29 @@ func TestAStoppingNodeJoinsNoGroupAndSaysNothing(t *testing.T) {
 		t.Fatalf("a stopped node's join logged %q, want nothing", logged.String())
 	}
 }
+
+// A read served from this node's store without asking the leader
+// (CatchUp's fast path) must see every write acknowledged before: a new
+// leader may not have applied what its predecessor committed last until
+// its own term's barrier entry is applied.
+func TestAReadIsServedHereOnceTheTermsBarrierIsApplied(t *testing.T) {
+	const p = partition.ID(3)
+	for _, tc := range []struct {
+		rule             string
+		leading, applied uint64
+		want             bool
+	}{
+		{"a leader that applied its term's barrier reads here", 5, 5, true},
+		{"a leader whose barrier is not applied yet asks", 5, 0, false},
+		{"a barrier of an earlier term is not this term's", 6, 5, false},
+		{"a node that does not lead asks", 0, 5, false},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			r := &Replica{} // no transport: the lease holds
+			r.leading[p], r.applied[p] = tc.leading, tc.applied
+			if got := r.readsHere(p); got != tc.want {
+				t.Fatalf("readsHere = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

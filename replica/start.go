@@ -126,6 +126,10 @@ type Replica struct {
 	mu      sync.Mutex
 	leading [partition.Count]uint64 // the term this node leads each group in; 0: it does not
 	hosted  [partition.Count]bool   // whether each partition's activations run here
+	// applied is, for each group, the term whose barrier entry this node
+	// applied as its leader (host): from then on everything committed
+	// before it led is in its store, which a read may then serve.
+	applied [partition.Count]uint64
 	leaders [partition.Count]leader // who leads each group, as this node last heard
 	stop    chan struct{}
 	// releasing counts, for each partition, the releases under way: its
@@ -259,6 +263,19 @@ func (r *Replica) leads(g multiraft.GroupID) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.leading[g] != 0
+}
+
+// readsHere reports whether a read of p may be served from this node's
+// store without asking anyone: it leads p, has applied its term's barrier
+// entry, and holds the lease. Leading alone is not enough: a new leader
+// has every committed entry in its log but may not have applied those the
+// previous leader committed last until its own first entry commits, and a
+// read then would miss a write that leader acknowledged.
+func (r *Replica) readsHere(p partition.ID) bool {
+	r.mu.Lock()
+	ready := r.leading[p] != 0 && r.applied[p] == r.leading[p]
+	r.mu.Unlock()
+	return ready && r.LeaseValid(p)
 }
 
 // errActivationsHere refuses to send elsewhere an entry for a partition
@@ -503,6 +520,9 @@ func (r *Replica) host(p partition.ID, term uint64) {
 		cancel()
 		r.mu.Lock()
 		current := r.leading[p] == term
+		if err == nil && current {
+			r.applied[p] = term
+		}
 		if err == nil && current && !r.hosted[p] {
 			r.hosted[p] = true
 			r.hosts.Host(p)
