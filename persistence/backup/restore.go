@@ -51,6 +51,12 @@ func Restore(r io.Reader, dir string, check func(Header) error) (Summary, error)
 		return Summary{}, fmt.Errorf("backup: %w", err)
 	}
 	s, err := restoreInto(r, tmp, check)
+	if err == nil {
+		// The key files' names, as their contents, must be on disk before
+		// the directory takes its name: a crash after the rename would
+		// leave a store without its keys.
+		err = syncDir(tmp)
+	}
 	if err == nil && existed {
 		// The empty directory goes first (os.Rename replaces no
 		// directory). One that cannot go is a mount point, most likely:
@@ -127,7 +133,8 @@ func writeFile(path string, data []byte) error {
 	return errors.Join(err, f.Close())
 }
 
-// syncDir makes a rename within dir durable.
+// syncDir makes the names of dir's entries (a rename within it, a file
+// created in it) durable.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
