@@ -52,7 +52,7 @@ func TestStoredKeysHaveAConstructor(t *testing.T) {
 	var missing []string
 	for _, kind := range []string{
 		"workspaceKey", "userKey", "installedKitKey", "sessionKey", "sessionSecretKey", "developerTokenKey",
-		"conversationKey", "memberKey", "botMemberKey", "messageKey", "threadReplyKey", "idempotencyKey",
+		"conversationKey", "memberKey", "botMemberKey", "messageKey", "threadReplyKey", "idempotencyKey", "idempotencyExpiryKey",
 		"fileKey", "fileChunkKey", "memberConversationKey", "messageTagKey",
 		"installationKey", "webhookRefKey", "grantCredentialKey", "webhookKey",
 		"kitKey", "versionKey", "clientSecretKey", "signingSecretKey", "domainKey", "installLinkKey",
@@ -164,6 +164,11 @@ func writeRecords(t *testing.T, s *Server, rcv *receiver) written {
 		advance(t, s, 25*time.Hour)
 		eventually.True(t, "a dead letter", deliveryStatus("dead_lettered"))
 		ein.post(t, c.ID, "an event that waits")
+		// The keyed post above expired in those 25 hours and the last post
+		// swept it away: one more leaves a live record and its entry of the
+		// conversation's expiry index.
+		want(t, s.api(t, in.Token, "POST", "/messages", map[string]any{"conversationId": c.ID, "text": "once more"},
+			map[string]string{"Idempotency-Key": "keys-" + randHex(4)}), 201)
 
 		// A member's tool call: a run (runKey), committed before the 202.
 		cookie, _ := webSession(t, s, w.Mem.ID)
