@@ -143,61 +143,44 @@ func TestClusterIdempotencyAcrossAKill9(t *testing.T) {
 
 func TestClusterIdempotencyAcrossAPause(t *testing.T) {
 	c := startCluster(t, 3)
-	env := newBotEnv(t, c.nodes[0])
-	conv, tok := env.Chan.ID, env.In.Token
-	l := c.convLeader(t, conv)
-	a, b := c.nodes[(l+1)%3], c.nodes[(l+2)%3]
-	n := &jepsenNode{t: t, srv: c.nodes[l]}
-
-	// Answered, then the leader pauses.
-	key := "p-" + randHex(8)
-	body := postBody(conv, "paused once")
-	first := retryUnavailable(t, 20*time.Second, func() (*Resp, error) { return idemPost(a, tok, key, body) })
-	want(t, first, 201)
-	// Lost: the leader pauses, the client gives up.
-	key2 := "p2-" + randHex(8)
-	body2 := postBody(conv, "paused lost")
-	n.pause()
-	lostPost(t, a, tok, key2, body2, 500*time.Millisecond)
-
-	r := retryUnavailable(t, 20*time.Second, func() (*Resp, error) { return idemPost(b, tok, key, body) })
-	wantReplay(t, r, first)
-	r2 := retryUnavailable(t, 20*time.Second, func() (*Resp, error) { return idemPost(b, tok, key2, body2) })
-	if r2.Status != 200 && r2.Status != 201 {
-		t.Fatalf("the retry of the lost post%s", r2)
-	}
-	n.resume()
-	c.waitSettled(t, 3)
-	c.waitStable(t)
-	for _, s := range c.nodes {
-		r := retryUnavailable(t, 20*time.Second, func() (*Resp, error) { return idemPost(s, tok, key2, body2) })
-		if r.Status != 200 || r.Str("message.id") != r2.Str("message.id") {
-			t.Errorf("after the resume: want the replay of %s%s", r2.Str("message.id"), r)
-		}
-		r = retryUnavailable(t, 20*time.Second, func() (*Resp, error) { return idemPost(s, tok, key2, postBody(conv, "paused other")) })
-		wantError(t, r, 409, "idempotency_conflict")
-	}
-	wantOnce(t, c.nodes[l], env.In, conv, "paused once")
-	wantOnce(t, c.nodes[l], env.In, conv, "paused lost")
+	var n *jepsenNode
+	keyedPostsAcrossAFault(t, c, "paused",
+		func(l int) *Server { // the leader pauses; the client gives up
+			n = &jepsenNode{t: t, srv: c.nodes[l]}
+			n.pause()
+			return c.nodes[(l+1)%3]
+		},
+		func() { n.resume() })
 }
 
 func TestClusterIdempotencyAcrossAPartition(t *testing.T) {
 	c := startPartitionableCluster(t, 3)
+	keyedPostsAcrossAFault(t, c, "cut",
+		func(l int) *Server { // clients are not cut: one asks the cut leader
+			c.cutOff(l)
+			return c.nodes[l]
+		},
+		c.heal)
+}
+
+// keyedPostsAcrossAFault posts with a key through a node that does not
+// lead the conversation (answered), then puts the leader l at fault
+// (fault returns the node the next keyed post goes through, whose answer
+// is lost), retries both through the third node (the stored message, or
+// the lost one made once), ends the fault, and asks every node again:
+// the lost post's replay, and 409 for other content under its key.
+func keyedPostsAcrossAFault(t *testing.T, c *testCluster, name string, fault func(l int) *Server, end func()) {
+	t.Helper()
 	env := newBotEnv(t, c.nodes[0])
 	conv, tok := env.Chan.ID, env.In.Token
 	l := c.convLeader(t, conv)
 	a, b := c.nodes[(l+1)%3], c.nodes[(l+2)%3]
 
-	key := "cut-" + randHex(8)
-	body := postBody(conv, "cut once")
+	key, body := name+"-"+randHex(8), postBody(conv, name+" once")
 	first := retryUnavailable(t, 20*time.Second, func() (*Resp, error) { return idemPost(a, tok, key, body) })
 	want(t, first, 201)
-	// The cut leader is asked directly by a client (clients are not cut):
-	// its answer is lost, then the retry goes to another node.
-	key2 := "cut2-" + randHex(8)
-	body2 := postBody(conv, "cut lost")
-	c.cutOff(l)
-	lostPost(t, c.nodes[l], tok, key2, body2, 500*time.Millisecond)
+	key2, body2 := name+"2-"+randHex(8), postBody(conv, name+" lost")
+	lostPost(t, fault(l), tok, key2, body2, 500*time.Millisecond)
 
 	r := retryUnavailable(t, 20*time.Second, func() (*Resp, error) { return idemPost(b, tok, key, body) })
 	wantReplay(t, r, first)
@@ -205,17 +188,19 @@ func TestClusterIdempotencyAcrossAPartition(t *testing.T) {
 	if r2.Status != 200 && r2.Status != 201 {
 		t.Fatalf("the retry of the lost post%s", r2)
 	}
-	c.heal()
+	end()
 	c.waitSettled(t, 3)
 	c.waitStable(t)
 	for _, s := range c.nodes {
 		r := retryUnavailable(t, 20*time.Second, func() (*Resp, error) { return idemPost(s, tok, key2, body2) })
 		if r.Status != 200 || r.Str("message.id") != r2.Str("message.id") {
-			t.Errorf("after the heal: want the replay of %s%s", r2.Str("message.id"), r)
+			t.Errorf("after the fault: want the replay of %s%s", r2.Str("message.id"), r)
 		}
+		r = retryUnavailable(t, 20*time.Second, func() (*Resp, error) { return idemPost(s, tok, key2, postBody(conv, name+" other")) })
+		wantError(t, r, 409, "idempotency_conflict")
 	}
-	wantOnce(t, c.nodes[l], env.In, conv, "cut once")
-	wantOnce(t, c.nodes[l], env.In, conv, "cut lost")
+	wantOnce(t, c.nodes[l], env.In, conv, name+" once")
+	wantOnce(t, c.nodes[l], env.In, conv, name+" lost")
 }
 
 // Posts in flight when the leader is killed: each is retried through
