@@ -28,13 +28,7 @@ func TestHeadLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := ts.ln.Dial()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			go io.WriteString(c, "GET "+tt.target+" HTTP/1.1\r\nHost: x\r\nX-Pad: "+tt.header+"\r\n\r\n")
-			res, err := http.ReadResponse(bufio.NewReader(c), nil)
+			res, err := http.ReadResponse(sendRaw(t, "GET "+tt.target+" HTTP/1.1\r\nHost: x\r\nX-Pad: "+tt.header+"\r\n\r\n"), nil)
 			if err != nil {
 				t.Fatalf("no answer: %v", err)
 			}
@@ -81,14 +75,7 @@ func TestRequestFraming(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := ts.ln.Dial()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-			go io.WriteString(c, "POST /healthz HTTP/1.1\r\nHost: x\r\n"+tt.head+"\r\n"+tt.body+next)
-			br := bufio.NewReader(c)
+			br := sendRaw(t, "POST /healthz HTTP/1.1\r\nHost: x\r\n"+tt.head+"\r\n"+tt.body+next)
 			res, err := http.ReadResponse(br, nil)
 			if err != nil {
 				t.Fatalf("no answer: %v", err)
@@ -115,4 +102,18 @@ func TestRequestFraming(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sendRaw writes raw to a new connection to the test server and returns
+// a reader of what it answers; the connection closes with the test.
+func sendRaw(t *testing.T, raw string) *bufio.Reader {
+	t.Helper()
+	c, err := ts.ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	go io.WriteString(c, raw)
+	return bufio.NewReader(c)
 }
