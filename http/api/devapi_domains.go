@@ -177,6 +177,12 @@ func devInstallOrigin(raw string) (*url.URL, error) {
 	if err != nil || u.Scheme != "https" || u.Host == "" || u.Hostname() == "" || u.User != nil || u.Opaque != "" {
 		return nil, kiterr.Invalid("url", "must be an absolute https URL with a host and no user information")
 	}
+	// url.Parse takes hosts the manifest's URLs refuse (underscores, empty
+	// labels, IPv6 zones): refused here, at url, rather than later at an
+	// endpoint URL of the manifest that the developer wrote correctly.
+	if !manifest.ValidHost(u.Hostname()) {
+		return nil, kiterr.Invalid("url", "must have a valid host name or IP address")
+	}
 	// url.Parse takes any digits, or none, after the colon: the port
 	// would otherwise be refused later, at the manifest's endpoint URLs.
 	if i := strings.LastIndexByte(u.Host, ':'); i > strings.LastIndexByte(u.Host, ']') {

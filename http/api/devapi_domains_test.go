@@ -19,6 +19,14 @@ func TestDevInstallOrigin(t *testing.T) {
 		{"a port past 65535 is refused", "https://abc.tunnel.example:99999", ""},
 		{"port 0 is refused", "https://abc.tunnel.example:0", ""},
 		{"an empty port is refused", "https://abc.tunnel.example:", ""},
+		// The manifest's host rule (docs/manifest.md "URLs"): a host the
+		// rebased endpoint URLs could not carry is refused at url, not
+		// later at a manifest field the developer wrote correctly.
+		{"a host with an underscore is refused", "https://abc_def.tunnel.example", ""},
+		{"a host with an empty label is refused", "https://abc..tunnel.example", ""},
+		{"a host with a trailing dot is refused", "https://abc.tunnel.example.", ""},
+		{"a label starting with a hyphen is refused", "https://-abc.tunnel.example", ""},
+		{"an IPv6 zone is refused", "https://[fe80::1%25eth0]:8443", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -430,6 +430,11 @@ func urlProblem(s string, endpoint bool) string {
 	return ""
 }
 
+// ValidHost reports whether h (a URL's host name, no port or brackets) is
+// what a manifest URL's host must be (docs/manifest.md "URLs"): callers
+// that build endpoint URLs, such as dev-install's origin, check it first.
+func ValidHost(h string) bool { return validHost(h) }
+
 // validHost accepts an IP address or a DNS name of letter/digit/hyphen labels.
 func validHost(h string) bool {
 	if h == "" || len(h) > maxHostLen {
