@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -21,8 +22,8 @@ func (m *Manifest) EndpointURLs() []string {
 
 // Rebase returns the manifest text of a developer-sandbox install
 // (POST /dev/sandbox/dev-install): every endpoint URL moved onto origin
-// (scheme, host and port; each URL keeps its path and query) and the
-// distribution made private. text must be a manifest that Parse accepts;
+// (scheme, host and port; each URL keeps its path and query; redirect URLs
+// that become equal are kept once) and the distribution made private. text must be a manifest that Parse accepts;
 // the result is re-encoded JSON, so key order and spacing change (the
 // canonical hashes do not depend on them).
 func Rebase(text string, origin *url.URL) (string, error) {
@@ -47,11 +48,19 @@ func Rebase(text string, origin *url.URL) (string, error) {
 	var err error
 	if o, ok := doc["oauth"].(map[string]any); ok {
 		if list, ok := o["redirectUrls"].([]any); ok {
-			for i := range list {
-				if list[i], err = move(list[i]); err != nil {
+			// Redirect URLs that differed only in their origin become one
+			// URL: the first is kept, as a repeated one would be refused.
+			kept := list[:0]
+			for _, v := range list {
+				moved, err := move(v)
+				if err != nil {
 					return "", err
 				}
+				if !slices.Contains(kept, moved) {
+					kept = append(kept, moved)
+				}
 			}
+			o["redirectUrls"] = kept
 		}
 	}
 	if o, ok := doc["interactivity"].(map[string]any); ok {

@@ -62,3 +62,25 @@ func TestRebase(t *testing.T) {
 		}
 	})
 }
+
+// Redirect URLs on different hosts with the same path and query become one
+// URL on the tunnel: the rebased manifest must still parse, so the copies go.
+func TestRebaseMergesRedirectURLsThatBecomeEqual(t *testing.T) {
+	text := `{"schemaVersion":1,"slug":"hi","version":"0.0.1","displayName":{"en":"Hi"},"description":{"en":"Hi"},` +
+		`"developer":{"name":"Ada","url":"https://ada.example"},"privacyPolicyUrl":"https://ada.example/privacy",` +
+		`"oauth":{"redirectUrls":["https://app.ada.example/cb","https://staging.ada.example/cb","https://app.ada.example/other"]}}`
+	mustParse(t, text)
+	origin, _ := url.Parse("https://abc.tunnel.example")
+	out, err := Rebase(text, origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, problems := Parse(out)
+	if len(problems) > 0 {
+		t.Fatalf("rebased manifest does not parse: %v", problems)
+	}
+	want := []string{"https://abc.tunnel.example/cb", "https://abc.tunnel.example/other"}
+	if !slices.Equal(m.OAuth.RedirectURLs, want) {
+		t.Fatalf("redirectUrls = %q, want %q", m.OAuth.RedirectURLs, want)
+	}
+}
