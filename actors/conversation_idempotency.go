@@ -9,9 +9,10 @@ import "github.com/kitd/kitd/proto/kitpb"
 // A keyed post writes, in its batch, one entry of the conversation's
 // expiry index (idempotencyExpiryKey): the records' expiry, then the
 // record it names (and, in its value, the member-wide copy written with
-// it). Now and then a post of the conversation reads the entries due from
-// the start of the index, deletes in its own batch each record they name
-// whose stored ExpiresAt has passed, and deletes the entries it read. The
+// it). Now and then a post of the conversation (POST /messages or an
+// incoming webhook's) reads the entries due from the start of the index,
+// deletes in its own batch each record they name whose stored ExpiresAt
+// has passed, and deletes the entries it read. The
 // deletions so commit (or replicate) with the post, the way every write
 // of the actor does: a kill leaves them all or none. A record's stored
 // expiry decides, not its entry's: a newer post with the same key

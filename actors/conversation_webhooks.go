@@ -88,14 +88,24 @@ func (a *conversationActor) postAsWebhook(m *kitpb.PostAsWebhook) (proto.Message
 		Text: m.Text, Blocks: content, CreatedAt: nanos(now), Seq: seq,
 	}
 	b := a.env.newBatch()
-	rec := a.putMessage(b, msg)
-	if a.eventMask != 0 {
-		a.emitPosted(b, msg, rec)
+	// A post into the conversation, as POST /messages: it sweeps the
+	// expired Idempotency records too, or a channel a webhook feeds
+	// after its keyed posts stopped would keep their records.
+	sweepAt, err := a.sweepIdempotency(b, nanos(now))
+	if err != nil {
+		b.Close()
+		err = fmt.Errorf("sweep idempotency records of %s: %w", a.id, err)
+	} else {
+		rec := a.putMessage(b, msg)
+		if a.eventMask != 0 {
+			a.emitPosted(b, msg, rec)
+		}
+		if m.Log != nil && m.KitId != "" {
+			a.env.putLog(b, partition.OfTag(a.tag), m.KitId, m.Log)
+		}
+		err = a.applyPost(b, msg, seq)
 	}
-	if m.Log != nil && m.KitId != "" {
-		a.env.putLog(b, partition.OfTag(a.tag), m.KitId, m.Log)
-	}
-	if err := a.applyPost(b, msg, seq); err != nil {
+	if err != nil {
 		if m.WebhookId != "" && m.Limit != nil {
 			// A post that failed (503, to retry) posted nothing: its
 			// webhook's token goes back. The webhook took it before the
@@ -110,6 +120,7 @@ func (a *conversationActor) postAsWebhook(m *kitpb.PostAsWebhook) (proto.Message
 		}
 		return nil, fmt.Errorf("webhook post into %s: %w", a.id, err)
 	}
+	a.idemSweepAt = sweepAt
 	if m.WebhookId != "" {
 		return &kitpb.HookPostReply{Limit: m.Limit}, nil
 	}

@@ -714,6 +714,16 @@ func TestIdempotencyRecordsExpire(t *testing.T) {
 			}
 			holds(t, f, 2, 1)
 		}},
+		{"an incoming webhook's post into the conversation sweeps too", false, func(t *testing.T, f fixture) {
+			f.n.post(t, f.caller, f.conv, postReq{text: "once", key: "k"})
+			holds(t, f, 2, 1)
+			b := f.n.bot(t, f.caller.WorkspaceId, chatScopes, f.conv)
+			f.n.clk.Advance(actors.IdempotencyTTL + actors.IdempotencySweepEvery)
+			ask[*kitpb.MessageReply](t, f.n, actors.KindConversation, f.conv, &kitpb.PostAsWebhook{
+				BotId: b.caller.BotId, WorkspaceId: f.caller.WorkspaceId, Text: "from a webhook",
+			})
+			holds(t, f, 0, 0)
+		}},
 		{"a sweep takes at most its bound of entries and the next post continues", true, func(t *testing.T, f fixture) {
 			actors.SetIdempotencySweepMax(f.n.env, 2)
 			for i := range 5 {
