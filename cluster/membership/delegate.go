@@ -328,10 +328,11 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		}
 	}
 	switch {
-	case level > slog.LevelDebug && w.stopping() && strings.HasSuffix(line, closedConnection):
+	case level > slog.LevelDebug && w.stopping() && strings.Contains(line, closedConnection):
 		// memberlist's gossip and probes race its own shutdown: a send on
 		// the socket it just closed is part of a clean stop, not an error
-		// an operator should be shown.
+		// an operator should be shown. (Contains: a line about a packet
+		// ends with its sender, "from=host:port".)
 		level = slog.LevelDebug
 	case level == slog.LevelWarn && w.m.leaving.Load():
 		// A probe that failed or a member that seemed slow, while the
@@ -365,7 +366,7 @@ const fromPeer = "from="
 // of a node that refutes a death it announced itself (its leave).
 const ownLeaveRefuted = "memberlist: Refuting a dead message (from: "
 
-// closedConnection ends memberlist's lines about a send on a socket that
+// closedConnection is in memberlist's lines about a send on a socket that
 // is closed (net.ErrClosed's text).
 const closedConnection = "use of closed network connection"
 

@@ -26,6 +26,8 @@ func TestLogWriterLevels(t *testing.T) {
 		{"a warning is a warning", "[WARN] memberlist: Refuting a suspect message", false, false, "level=WARN"},
 		{"a closed socket while running is an error", closedSend, false, false, "level=ERROR"},
 		{"a closed socket while stopping is a detail of the stop", closedSend, true, false, "level=DEBUG"},
+		{"an ack on a closed socket while stopping, naming its sender, is a detail of the stop",
+			"[ERR] memberlist: Failed to send ack: write udp 127.0.0.1:8181->127.0.0.1:8182: use of closed network connection from=127.0.0.1:8182", true, false, "level=DEBUG"},
 		{"another error while stopping is still an error", "[ERR] memberlist: Failed to send gossip to 127.0.0.1:9181: i/o timeout", true, false, "level=ERROR"},
 		{"a warning while leaving is a detail of the leave", udpProbes, false, true, "level=DEBUG"},
 		{"a restarted node refuting its own last leave is a detail of the restart", "[WARN] memberlist: Refuting a dead message (from: n1)", false, false, "level=INFO"},
