@@ -246,6 +246,7 @@ func TestClusterRefusesStrangers(t *testing.T) {
 func TestClusterWebhookPostsReachConversationsLedElsewhere(t *testing.T) {
 	c := startCluster(t, 3)
 	w, _, in := webhookEnv(t, c.nodes[0], 20)
+	c.waitStable(t) // the leads spread over the three before they are read
 	leader := c.leaders(t)
 	var h *Hook
 	for i := 0; h == nil && i < 20; i++ {
