@@ -3,6 +3,8 @@ package actors_test
 import (
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/kiterr"
 	"github.com/kitd/kitd/proto/kitpb"
@@ -15,30 +17,30 @@ import (
 // minutes, the code must not issue a bot token.
 func TestABotCodeEndsWithItsSessionAndItsAdmin(t *testing.T) {
 	n := shared
-	t.Run("session ended", func(t *testing.T) {
-		g := n.grantEnv(t)
-		code, err := n.code(g, actors.CallerBot, g.admin, g.adminSes, "")
-		noErr(t, err)
-		ask[*kitpb.Ok](t, n, actors.KindWorkspace, g.ws, &kitpb.EndSession{SessionId: g.adminSes})
-		tk, _, err := n.exchange(g, code, "")
-		if err == nil {
-			_, aerr := n.auth.Authenticate([]byte(tk.bot))
-			t.Fatalf("a bot code of an ended session was exchanged; the bot token authenticates: %v", aerr == nil)
-		}
-		wantCode(t, err, kiterr.Validation, "code")
-	})
-	t.Run("admin deactivated", func(t *testing.T) {
-		g := n.grantEnv(t)
-		code, err := n.code(g, actors.CallerBot, g.admin, g.adminSes, "")
-		noErr(t, err)
-		ask[*kitpb.Ok](t, n, actors.KindWorkspace, g.ws, &kitpb.DeactivateUser{UserId: g.admin})
-		tk, _, err := n.exchange(g, code, "")
-		if err == nil {
-			_, aerr := n.auth.Authenticate([]byte(tk.bot))
-			t.Fatalf("a bot code of a deactivated admin was exchanged; the bot token authenticates: %v", aerr == nil)
-		}
-		wantCode(t, err, kiterr.Validation, "code")
-	})
+	for _, tc := range []struct {
+		rule string
+		end  func(g *grantEnv) proto.Message
+	}{
+		{"a bot code of an ended session is not exchanged", func(g *grantEnv) proto.Message {
+			return &kitpb.EndSession{SessionId: g.adminSes}
+		}},
+		{"a bot code of a deactivated admin is not exchanged", func(g *grantEnv) proto.Message {
+			return &kitpb.DeactivateUser{UserId: g.admin}
+		}},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			g := n.grantEnv(t)
+			code, err := n.code(g, actors.CallerBot, g.admin, g.adminSes, "")
+			noErr(t, err)
+			ask[*kitpb.Ok](t, n, actors.KindWorkspace, g.ws, tc.end(g))
+			tk, _, err := n.exchange(g, code, "")
+			if err == nil {
+				_, aerr := n.auth.Authenticate([]byte(tk.bot))
+				t.Fatalf("exchanged; the bot token authenticates: %v", aerr == nil)
+			}
+			wantCode(t, err, kiterr.Validation, "code")
+		})
+	}
 }
 
 // RFC 9700 (OAuth 2.0 Security BCP) 2.1.1 / 4.8.2: a token request that
