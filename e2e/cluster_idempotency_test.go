@@ -48,14 +48,16 @@ func lostPost(t *testing.T, s *Server, token, key string, body map[string]any, d
 	}
 }
 
-// convLeader is the index of the node leading conv's partition.
+// convLeader is the index of the node leading conv's partition, once one
+// does: a lead the balancer is handing over is held by no node for a
+// moment.
 func (c *testCluster) convLeader(t *testing.T, conv string) int {
 	t.Helper()
-	name := c.leaders(t)[partition.Of(conv)]
-	i := slices.Index(c.names, name)
-	if i < 0 {
-		t.Fatalf("no node leads the partition of %s", conv)
-	}
+	i := -1
+	eventually.TrueWithin(t, 20*time.Second, "a node leads the partition of "+conv, func() bool {
+		i = slices.Index(c.names, c.leaders(t)[partition.Of(conv)])
+		return i >= 0
+	})
 	return i
 }
 
