@@ -33,18 +33,25 @@ type drained struct {
 // drain takes and delivers the installation's events until want have gone,
 // checking after each step that the queue never holds more than bound.
 // What waits in the outbox is taken on a goroutine of the actor's own
-// (catchUpNow), so a take may find nothing for a moment.
+// (catchUpNow), so a take may find nothing for a moment. The deadline is
+// a stall's, renewed by every event taken: hundreds of events, a few
+// writes each, can take longer than Within under the race detector at
+// CI's low priority without anything being stuck.
 func drain(t *testing.T, n *testNode, inst string, want, bound int) drained {
 	t.Helper()
 	d := drained{byConv: map[string][]string{}}
 	for deadline := time.Now().Add(eventually.Within); len(d.order) < want; {
 		if time.Now().After(deadline) {
-			t.Fatalf("after %v, %d of %d events delivered", eventually.Within, len(d.order), want)
+			t.Fatalf("no event for %v, %d of %d delivered", eventually.Within, len(d.order), want)
 		}
 		if q := queued(t, n, inst); len(q) > bound {
 			t.Fatalf("%d events queued in memory, past the bound of %d", len(q), bound)
 		}
-		for _, ev := range take(t, n, inst).Events {
+		evs := take(t, n, inst).Events
+		if len(evs) > 0 {
+			deadline = time.Now().Add(eventually.Within)
+		}
+		for _, ev := range evs {
 			d.order = append(d.order, ev.Message.GetText())
 			d.byConv[ev.ConversationId] = append(d.byConv[ev.ConversationId], ev.Message.GetText())
 			d.seqs = append(d.seqs, ev.Sequence)
@@ -362,7 +369,7 @@ func TestABacklogPastTheQueuesBoundWaitsInTheOutbox(t *testing.T) {
 			var got []string
 			for deadline := time.Now().Add(eventually.Within); len(got) < 75; {
 				if time.Now().After(deadline) {
-					t.Fatalf("%d of the other conversation's 75 events delivered while the first one's head failed", len(got))
+					t.Fatalf("%d of the other conversation's 75 events delivered, none for %v, while the first one's head failed", len(got), eventually.Within)
 				}
 				if q := len(queued(t, n, last.f.inst.Id)); q > 20 {
 					t.Fatalf("%d events queued, past the floor of 20", q)
@@ -372,6 +379,7 @@ func TestABacklogPastTheQueuesBoundWaitsInTheOutbox(t *testing.T) {
 					record(t, n, last.f.inst.Id, ev.Sequence, ok) // the failing head waits for its retry
 					if ok {
 						got = append(got, ev.Message.GetText())
+						deadline = time.Now().Add(eventually.Within) // a stall's deadline, as drain's
 					}
 				}
 			}

@@ -14,10 +14,6 @@ import (
 	"time"
 )
 
-// Within is the deadline of True and NoError: generous, for a 2-core
-// machine shared by several test runs, and reached only by a failing test.
-const Within = 30 * time.Second
-
 // The polls start fast (a local condition holds within microseconds) and
 // back off, so that a slow one (an HTTP round trip, a raft election) is
 // not asked hundreds of times a second on a busy machine.
