@@ -56,9 +56,10 @@ race:
 	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
 
 # The fault runs of e2e/: the Jepsen histories (e2e/jepsen_test.go,
-# e2e/cluster_jepsen_test.go) and the durability tests under kill -9
-# (e2e/durability_test.go). A new fault test joins them by its name.
-FAULTS := ^(TestJepsen|TestClusterJepsen|TestClusterStartJoinLeaveUnderLoad|TestDurability)
+# e2e/cluster_jepsen_test.go), the durability tests under kill -9
+# (e2e/durability_test.go) and backups whose members die
+# (e2e/backup_faults_test.go). A new fault test joins them by its name.
+FAULTS := ^(TestJepsen|TestClusterJepsen|TestClusterStartJoinLeaveUnderLoad|TestDurability|TestBackupFaults)
 E2E_ENV = KITD_BIN=$(CURDIR)/$(BIN) KIT_CLI_BIN=$(CURDIR)/bin/kit
 
 E2E_TEST = $(E2E_ENV) $(GO) test -count=1 -timeout 20m
