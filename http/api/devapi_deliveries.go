@@ -55,24 +55,30 @@ func viewEndpoint(ep *kitpb.DeliveryEndpoint) dev.DeliveryEndpoint {
 
 // ownInstallation checks that the installation exists and its Kit belongs
 // to the caller's workspace; anything else is 404, as an unknown id.
-func (s *Server) ownInstallation(in call) (string, error) {
+func (s *Server) ownInstallation(in call) (*kitpb.Installation, error) {
 	instID := in.param("installationId")
 	if !ids.Valid(instID) {
-		return "", kiterr.Absent("installation")
+		return nil, kiterr.Absent("installation")
 	}
 	r, err := ask[*kitpb.InstallationReply](s, actors.KindInstallation, instID, &kitpb.GetInstallation{})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if r.Installation == nil {
-		return "", kiterr.Absent("installation")
+		return nil, kiterr.Absent("installation")
 	}
 	kit, err := ask[*kitpb.KitReply](s, actors.KindKit, r.Installation.KitId, &kitpb.GetKit{WorkspaceId: in.p.Caller.WorkspaceId})
 	if err == nil && kit.Kit.WorkspaceId != in.p.Caller.WorkspaceId {
 		err = kiterr.Absent("installation")
 	}
-	return instID, err
+	return r.Installation, err
 }
+
+// errRedeliverUninstalled: an uninstall ends what a workspace sends the
+// Kit. The events queued at that moment still go (installation.uninstalled
+// among them), but a redelivery would send again, or for the first time
+// (a dead letter), what the workspace no longer shares.
+var errRedeliverUninstalled = kiterr.New(kiterr.Conflict, "the installation was uninstalled: its events are not delivered again")
 
 func (s *Server) listDeliveries(in call) (reply, error) {
 	list := "deliveries:" + in.param("installationId")
@@ -84,11 +90,11 @@ func (s *Server) listDeliveries(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	instID, err := s.ownInstallation(in)
+	inst, err := s.ownInstallation(in)
 	if err != nil {
 		return reply{}, err
 	}
-	r, err := ask[*kitpb.DeliveriesPage](s, actors.KindDelivery, instID, &kitpb.ListDeliveries{BeforeSequence: before, Limit: int32(pg.limit)})
+	r, err := ask[*kitpb.DeliveriesPage](s, actors.KindDelivery, inst.Id, &kitpb.ListDeliveries{BeforeSequence: before, Limit: int32(pg.limit)})
 	if err != nil {
 		return reply{}, err
 	}
@@ -129,11 +135,14 @@ func (s *Server) redeliver(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	instID, err := s.ownInstallation(in)
+	inst, err := s.ownInstallation(in)
+	if err == nil && inst.Uninstalled {
+		err = errRedeliverUninstalled
+	}
 	if err != nil {
 		return reply{}, err
 	}
-	r, err := ask[*kitpb.RedeliverReply](s, actors.KindDelivery, instID, m)
+	r, err := ask[*kitpb.RedeliverReply](s, actors.KindDelivery, inst.Id, m)
 	if err != nil {
 		return reply{}, err
 	}

@@ -68,6 +68,16 @@ func TestDeveloperDeliveries(t *testing.T) {
 			}
 		})
 	}
+	t.Run("redeliver: an uninstalled installation's events are not sent again, and stay listed", func(t *testing.T) {
+		u := h.newFixture(t)
+		want(t, h.ops(t, "DELETE", "/installations/"+u.inst, nil), 200)
+		for _, body := range []map[string]any{{"eventId": ids.New()}, {"deadSince": "2026-01-01T00:00:00Z"}} {
+			wantError(t, h.do(t, redeliver(u.dev, u.inst, body)), 409, "conflict")
+		}
+		wantError(t, h.do(t, redeliver(u.dev, u.inst, map[string]any{"eventId": secretish})), 400, "validation_error")
+		wantError(t, h.do(t, redeliver(g.dev, u.inst, map[string]any{"eventId": ids.New()})), 404, "not_found")
+		want(t, h.do(t, list(u.dev, u.inst, "")), 200)
+	})
 	t.Run("list: an installation without events is empty, its endpoint healthy", func(t *testing.T) {
 		r := h.do(t, list(f.dev, f.inst, ""))
 		if d := fieldAt(r, "deliveries").([]any); len(d) != 0 || fieldAt(r, "nextCursor") != nil || strAt(r, "endpoint.state") != "healthy" {
