@@ -70,3 +70,34 @@ func TestRevokingARefreshTokenEndsItsGrant(t *testing.T) {
 	_, err := n.auth.Authenticate([]byte(tk.access))
 	wantCode(t, err, kiterr.InvalidToken)
 }
+
+// OPERATIONS.md section 4: a version without oauth.userScopes "cannot be
+// authorized for user tokens", and docs/decisions.md ("A Kit without a
+// bot") refuses a bot code approved before an update dropped the bot. A
+// user code approved before an update dropped the user scopes was still
+// exchanged for a working user token (with no scopes, yet enough for
+// /users/me).
+func TestACodeOfAnAuthorizationTheKitNoLongerOffersIsRefused(t *testing.T) {
+	n := shared
+	for _, tc := range []struct {
+		rule      string
+		tokenType string
+		bot, user []string
+	}{
+		{"a user code after an update dropped oauth.userScopes", actors.CallerUser, []string{"messages:read"}, []string{}},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			g := n.grantEnv(t)
+			code, err := n.code(g, tc.tokenType, g.member, g.session, challengeOf(testVerifier))
+			noErr(t, err)
+			n.mustUpload(t, g.ws, oauthManifest(g.slug, "1.1.0", tc.bot, tc.user), false)
+			n.install(t, g.ws, g.kitID, "1.1.0")
+			tk, _, err := n.exchange(g, code, testVerifier)
+			if err == nil {
+				_, aerr := n.auth.Authenticate([]byte(tk.access))
+				t.Fatalf("exchanged; the user token authenticates: %v", aerr == nil)
+			}
+			wantCode(t, err, kiterr.Validation, "code")
+		})
+	}
+}

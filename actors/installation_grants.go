@@ -152,7 +152,8 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 	now := a.env.Clock.Now()
 	if !found || code.Kind != credCode || code.InstallationId != a.id || a.inst.KitId != m.KitId ||
 		code.SpentAt != 0 || code.RevokedAt != 0 || nanos(now) >= code.ExpiresAt ||
-		(code.TokenType == CallerBot && !HasBot(a.inst)) { // a version since dropped the bot
+		(code.TokenType == CallerBot && !HasBot(a.inst)) || // a version since dropped the bot
+		(code.TokenType == CallerUser && len(a.inst.UserScopes) == 0) { // or oauth.userScopes
 		return a.refuse("code", "invalid_code", errBadCode)
 	}
 	if m.RedirectUri != code.RedirectUri {
