@@ -232,6 +232,10 @@ func (a *conversationActor) removeMember(m *kitpb.RemoveMember) (proto.Message, 
 	if _, ok := a.members[m.UserId]; !ok {
 		return nil, kiterr.Absent("member")
 	}
+	if a.conv.Kind == "dm" {
+		// As addMember: one left alone in a dm could never be joined again.
+		return nil, kiterr.New(kiterr.Conflict, "a dm has exactly two members")
+	}
 	// The member's entry first, the member last: a retry finds the member.
 	index, b := a.env.newBatch(), a.env.newBatch()
 	index.Delete(memberConversationKey(m.UserId, a.id))

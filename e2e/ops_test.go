@@ -403,6 +403,18 @@ func TestOps_Errors(t *testing.T) {
 		want(t, s.ops(t, "POST", "/ops/v1/conversations/"+dm+"/members", map[string]any{"userId": w.Mem.ID}), 200) // already one: as before
 	})
 
+	t.Run("a dm keeps its two members: removing one is 409 and both stay", func(t *testing.T) {
+		// Removed, the member could never be added back (a third is 409).
+		r := s.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/conversations", map[string]any{
+			"kind": "dm", "visibility": "private", "memberIds": []string{w.Owner.ID, w.Mem.ID},
+		})
+		want(t, r, 201)
+		dm := r.Str("conversation.id")
+		wantError(t, s.ops(t, "DELETE", "/ops/v1/conversations/"+dm+"/members/"+w.Mem.ID, nil), 409, "conflict")
+		want(t, s.ops(t, "POST", "/ops/v1/conversations/"+dm+"/members", map[string]any{"userId": w.Mem.ID}), 200) // still one of the two
+		wantError(t, s.ops(t, "DELETE", "/ops/v1/conversations/"+dm+"/members/"+w.Admin.ID, nil), 404, "not_found")
+	})
+
 	t.Run("a deactivated user is not added to a conversation: 404", func(t *testing.T) {
 		// As its creation refuses one (memberIds[i]).
 		gone := w.user(t, "member")
