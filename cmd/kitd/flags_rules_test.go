@@ -39,6 +39,9 @@ func TestAddressesAndTheClusterKeyAreCheckedWhenRead(t *testing.T) {
 		{[]string{"--listen", "bogus"}, "--listen"},
 		{[]string{"--public-url", "kit.example.com"}, "--public-url"},
 		{[]string{"--public-url", "notaurl"}, "--public-url"},
+		{[]string{"--public-url", "https://kit.example.com:99999"}, "--public-url"}, // a port past 65535
+		{[]string{"--public-url", "https://kit.example.com:0"}, "--public-url"},
+		{[]string{"--public-url", "http://:8080"}, "--public-url"}, // a port and no host
 	} {
 		_, err := parseFlagsEnv(tc.args, noEnv, nil)
 		switch {

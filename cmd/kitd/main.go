@@ -251,7 +251,7 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 	case !listenable(c.listen):
 		return c, errors.New("--listen must be host:port (port 0: any free one)")
 	case c.publicURL != "" && !origin(c.publicURL):
-		return c, errors.New("--public-url must be an origin: http:// or https://, a host and an optional port, nothing after")
+		return c, errors.New("--public-url must be an origin: http:// or https://, a host and an optional port (1 to 65535), nothing after")
 	case c.clusterBind != "" && !listenable(c.clusterBind):
 		return c, errors.New("--cluster-bind must be host:port (port 0: any free one)")
 	case c.peerListen != "" && !listenable(c.peerListen):
@@ -280,11 +280,19 @@ func listenable(addr string) bool {
 }
 
 // origin reports whether s is an http(s) origin: {base_url} and the others
-// are built by appending paths to it.
+// are built by appending paths to it. url.Parse takes any digits for a
+// port and an empty host before one; no client could reach either.
 func origin(s string) bool {
 	u, err := url.Parse(strings.TrimRight(s, "/"))
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
-		u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == ""
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" ||
+		u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" {
+		return false
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		return err == nil && n > 0 && n <= 65535
+	}
+	return true
 }
 
 // loopback reports whether addr is host:port on a loopback host.
