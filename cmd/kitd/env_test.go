@@ -112,6 +112,7 @@ func TestEnvironmentRules(t *testing.T) {
 	token := file("token", "op-from-file\n")
 	crlf := file("crlf", "key-from-file-of-16+\r\n")
 	empty := file("empty", "")
+	twoNewlines := file("two-newlines", "op-from-file\n\n")
 	for _, tc := range []struct {
 		rule string
 		args []string
@@ -132,6 +133,10 @@ func TestEnvironmentRules(t *testing.T) {
 		{"a variable and its _FILE together are refused", nil, map[string]string{"KIT_METRICS_TOKEN": "x", "KIT_METRICS_TOKEN_FILE": token}, nil, "KIT_METRICS_TOKEN and KIT_METRICS_TOKEN_FILE are both set"},
 		{"an unreadable _FILE is refused, naming the variable", nil, map[string]string{"KIT_OPERATOR_TOKEN_FILE": filepath.Join(dir, "absent")}, nil, "KIT_OPERATOR_TOKEN_FILE: cannot read"},
 		{"an empty _FILE is refused", nil, map[string]string{"KIT_CLUSTER_KEY_FILE": empty}, nil, "KIT_CLUSTER_KEY_FILE"},
+		{"an --operator-token with a space at its end is refused: no header carries it", []string{"--operator-token", "op-from-flag "}, nil, nil, "--operator-token"},
+		{"a KIT_OPERATOR_TOKEN_FILE left with a newline is refused", nil, map[string]string{"KIT_OPERATOR_TOKEN_FILE": twoNewlines}, nil, "--operator-token"},
+		{"a KIT_METRICS_TOKEN of spaces is refused", nil, map[string]string{"KIT_METRICS_TOKEN": "   "}, nil, "--metrics-token"},
+		{"an --operator-token with a control character is refused", []string{"--operator-token", "op-from\x01flag"}, nil, nil, "--operator-token"},
 		{"a flag wins over a secret's file", []string{"--operator-token", "op-flag"}, map[string]string{"KIT_OPERATOR_TOKEN_FILE": token}, func(c config) bool { return c.operatorToken == "op-flag" }, ""},
 		{"KIT_VERIFY_RESOLVE is a comma-separated list", nil, map[string]string{"KIT_VERIFY_RESOLVE": "a:443=127.0.0.1:1,b:443=127.0.0.1:2"}, func(c config) bool { return len(c.verifyResolve) == 2 }, ""},
 		{"--pprof takes 127.0.0.1", []string{"--pprof", "127.0.0.1:6060"}, nil, func(c config) bool { return true }, ""},

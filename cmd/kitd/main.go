@@ -198,6 +198,15 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 			fs.Set(name, v)
 		}
 	}
+	for _, t := range []struct{ flag, env, v string }{
+		{"--operator-token", "KIT_OPERATOR_TOKEN", c.operatorToken},
+		{"--metrics-token", "KIT_METRICS_TOKEN", c.metricsToken},
+	} {
+		if t.v != "" && !bearerSafe(t.v) {
+			// Else kitd would start with a token no request can present.
+			return c, fmt.Errorf("%s (%s) must be a token an Authorization header can carry: no space at either end and no control character", t.flag, t.env)
+		}
+	}
 	var err error
 	if c.proxies, err = clientaddr.Parse(*proxies); err != nil {
 		return c, fmt.Errorf("--trusted-proxies: %w", err)
@@ -266,6 +275,21 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 		}
 	}
 	return c, nil
+}
+
+// bearerSafe reports whether a request can present s as its bearer
+// token: HTTP trims whitespace around a header's value, and a control
+// character cannot be sent in one.
+func bearerSafe(s string) bool {
+	if s != strings.Trim(s, " \t") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // listenable reports whether addr is host:port with a port from 0 to
