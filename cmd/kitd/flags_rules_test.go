@@ -42,6 +42,12 @@ func TestAddressesAndTheClusterKeyAreCheckedWhenRead(t *testing.T) {
 		{[]string{"--public-url", "https://kit.example.com:99999"}, "--public-url"}, // a port past 65535
 		{[]string{"--public-url", "https://kit.example.com:0"}, "--public-url"},
 		{[]string{"--public-url", "http://:8080"}, "--public-url"}, // a port and no host
+		{[]string{"--verify-dns", "bogus"}, "--verify-dns"},
+		{[]string{"--verify-dns", "127.0.0.1:0"}, "--verify-dns"},
+		{[]string{"--delivery-allow", "a b"}, "--delivery-allow"},
+		{[]string{"--delivery-allow", "kit.test:99999"}, "--delivery-allow"},
+		{[]string{"--delivery-allow", "https://kit.test"}, "--delivery-allow"}, // a URL, not a host
+		{[]string{"--delivery-allow", "kit.test:"}, "--delivery-allow"},
 	} {
 		_, err := parseFlagsEnv(tc.args, noEnv, nil)
 		switch {
@@ -63,5 +69,29 @@ func TestRestoreRefusesAStrayArgument(t *testing.T) {
 	err := restore([]string{"--from", "/nonexistent-backup", "stray", "--data", given}, strings.NewReader(""), new(strings.Builder))
 	if err == nil || !strings.Contains(err.Error(), "stray") && !strings.Contains(err.Error(), "argument") {
 		t.Fatalf("restore with a stray argument = %v: want it refused as such (not a later error about %s)", err, env)
+	}
+}
+
+// --delivery-allow names what deliveries compare with an endpoint URL's
+// authority: a host, or a host and a port, never a URL.
+func TestDeliveryAllowTakesHostsAndHostPorts(t *testing.T) {
+	for _, tc := range []struct {
+		entry string
+		ok    bool
+	}{
+		{"kit.test", true},
+		{"127.0.0.1:8443", true},
+		{"[::1]:8443", true},
+		{"[::1]", true},
+		{"a b", false},
+		{"kit.test:", false},
+		{"kit.test:0", false},
+		{"https://kit.test", false},
+		{"kit.test/path", false},
+		{"user@kit.test", false},
+	} {
+		if got := hostOrHostPort(tc.entry); got != tc.ok {
+			t.Errorf("hostOrHostPort(%q) = %v, want %v", tc.entry, got, tc.ok)
+		}
 	}
 }

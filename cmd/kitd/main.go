@@ -274,7 +274,30 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), parsed fun
 			return c, errors.New("--join takes comma-separated host:port gossip addresses with a port the others can dial (not 0)")
 		}
 	}
+	// Else the mistake would show only when a domain is verified or an
+	// endpoint refused, long after the start.
+	if c.verifyDNS != "" && !dialable(c.verifyDNS) {
+		return c, errors.New("--verify-dns must be host:port of a DNS server, with a port (not 0)")
+	}
+	for _, a := range commaList(c.deliveryAllow) {
+		if !hostOrHostPort(a) {
+			return c, errors.New("--delivery-allow takes comma-separated host or host:port values (a port from 1 to 65535)")
+		}
+	}
 	return c, nil
+}
+
+// hostOrHostPort reports whether s names a host, or a host and a port, as
+// an endpoint URL's authority would (deliveries compare it with both).
+func hostOrHostPort(s string) bool {
+	if strings.ContainsAny(s, " \t/@?#") || strings.HasSuffix(s, ":") {
+		return false
+	}
+	if dialable(s) {
+		return true
+	}
+	u, err := url.Parse("https://" + s)
+	return err == nil && u.Hostname() != "" && u.Port() == "" && u.Host == s
 }
 
 // bearerSafe reports whether a request can present s as its bearer
