@@ -156,12 +156,17 @@ func TestIdempotencyKey(t *testing.T) {
 		{"a tab is refused", true, "a\tb", "", "Idempotency-Key"},
 		{"DEL is refused", true, "a\x7fb", "", "Idempotency-Key"},
 		{"a non-ASCII character is refused", true, "clé", "", "Idempotency-Key"},
+		{"two headers are refused", true, "a\nb", "", "Idempotency-Key"},
+		{"two headers with the same key are refused", true, "a\na", "", "Idempotency-Key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := &fasthttp.RequestCtx{}
 			if tt.set {
-				ctx.Request.Header.Set("Idempotency-Key", tt.value)
+				// A value with "\n" stands for one header line per part.
+				for _, v := range strings.Split(tt.value, "\n") {
+					ctx.Request.Header.Add("Idempotency-Key", v)
+				}
 			}
 			got, err := idempotencyKey(ctx)
 			kiterrtest.WantPath(t, err, tt.wantPath)

@@ -194,11 +194,16 @@ func rawBlocks(raw json.RawMessage) []byte {
 }
 
 // idempotencyKey reads the optional Idempotency-Key header: 1-255
-// printable ASCII characters (0x21-0x7e).
+// printable ASCII characters (0x21-0x7e), given once.
 func idempotencyKey(ctx *fasthttp.RequestCtx) (string, error) {
 	raw := ctx.Request.Header.Peek("Idempotency-Key")
 	if raw == nil {
 		return "", nil
+	}
+	if len(ctx.Request.Header.PeekAll("Idempotency-Key")) > 1 {
+		// Which key is meant (a proxy or cache may key on the other) is
+		// not kitd's to guess, as for two Authorization headers.
+		return "", kiterr.Invalid("Idempotency-Key", "must be given once")
 	}
 	if len(raw) < 1 || len(raw) > maxIdempotencyKey {
 		return "", kiterr.Invalid("Idempotency-Key", "must be 1 to 255 characters")
