@@ -208,6 +208,7 @@ func (a *webhookActor) post(m *kitpb.HookPost) (proto.Message, error) {
 		return nil, ErrHookNotFound
 	}
 	var limit *kitpb.Decision
+	took := false
 	if m.PostId != 0 && m.PostId == a.forwarded.postID {
 		limit = a.forwarded.limit
 	} else if d, on := a.buckets.take(limits.Webhook, "", a.env.Clock.Now()); on {
@@ -215,9 +216,24 @@ func (a *webhookActor) post(m *kitpb.HookPost) (proto.Message, error) {
 			a.logRefusal(kiterr.RateLimited, "rate_limited")
 			return nil, kiterr.OverLimit(d)
 		}
-		limit = d.Wire()
+		limit, took = d.Wire(), true
 	}
 	if m.Invalid != nil {
+		// State comes before the body: a channel archived since the last
+		// post disabled the webhook (SPEC.md 3), which only the
+		// conversation knows. Asked on this path alone, as a post that
+		// reaches the conversation finds it out; the conversation never
+		// waits for a webhook, so nothing waits in a cycle.
+		archived, err := a.channelArchived()
+		if err != nil {
+			if took { // nothing was judged: the retry takes its own
+				a.buckets.giveBack(limits.Webhook, "", a.env.Clock.Now())
+			}
+			return nil, err
+		}
+		if archived {
+			return a.refused(&kitpb.WebhookRefused{Reason: DisabledArchived, Limit: limit})
+		}
 		writeLogAsync(a.env, partition.Of(a.id), a.hook.KitId, a.outcome(LogLevelError, "rejected", kiterr.Validation))
 		// The token is spent (docs/webhooks.md): the 400 shows the bucket.
 		return nil, kiterr.Spending(kiterr.FromFailure(m.Invalid), limit)
@@ -247,6 +263,16 @@ func (a *webhookActor) refused(m *kitpb.WebhookRefused) (proto.Message, error) {
 	}
 	// The refused post took a token; the 410 shows the bucket.
 	return nil, kiterr.Spending(errHookGone, m.Limit)
+}
+
+// channelArchived asks the webhook's conversation whether it is archived.
+func (a *webhookActor) channelArchived() (bool, error) {
+	r, err := cluster.Call[*kitpb.ConversationReply](a.env.Host, KindConversation, a.hook.ConversationId,
+		&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerOperator}})
+	if err != nil {
+		return false, fmt.Errorf("webhook %s: read its channel: %w", a.id, err)
+	}
+	return r.Conversation.GetArchived(), nil
 }
 
 // outcome is the developer log entry of one delivery that ended with code

@@ -415,6 +415,19 @@ func TestWebhooks_Disabled(t *testing.T) {
 		wantError(t, h.post(t, map[string]any{"text": "x"}), 404, "not_found")
 	})
 
+	// SPEC.md 3: the archive disables the webhook, and docs/decisions.md
+	// "Incoming webhooks": its state comes before the body. A bad body is
+	// 410 like a bad block, which the conversation judges after the
+	// archive, even when no post has found the archive out yet.
+	t.Run("channel archived: a bad body is 410 too", func(t *testing.T) {
+		_, c, in := webhookEnv(t, s, 1)
+		h := in.hook(t, c.ID)
+		want(t, s.ops(t, "POST", "/ops/v1/conversations/"+c.ID+"/archive", nil), 200)
+		wantError(t, h.post(t, map[string]any{"text": " "}), 410, "gone")
+		wantError(t, h.post(t, map[string]any{"text": "x", "blocks": []any{map[string]any{"type": "nope"}}}), 410, "gone")
+		wantError(t, h.post(t, map[string]any{"text": "x"}), 410, "gone")
+	})
+
 	t.Run("Kit bot removed from the channel, even when added again", func(t *testing.T) {
 		_, c, in := webhookEnv(t, s, 1)
 		h := in.hook(t, c.ID)
