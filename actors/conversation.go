@@ -232,6 +232,11 @@ func (a *conversationActor) removeMember(m *kitpb.RemoveMember) (proto.Message, 
 	if _, ok := a.members[m.UserId]; !ok {
 		return nil, kiterr.Absent("member")
 	}
+	if a.conv.Archived {
+		// As addMember: an archive keeps its members as they were, and
+		// emits no channel.member_left into a conversation that is over.
+		return nil, errArchived
+	}
 	if a.conv.Kind == "dm" {
 		// As addMember: one left alone in a dm could never be joined again.
 		return nil, kiterr.New(kiterr.Conflict, "a dm has exactly two members")

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -413,6 +414,23 @@ func TestOps_Errors(t *testing.T) {
 		wantError(t, s.ops(t, "DELETE", "/ops/v1/conversations/"+dm+"/members/"+w.Mem.ID, nil), 409, "conflict")
 		want(t, s.ops(t, "POST", "/ops/v1/conversations/"+dm+"/members", map[string]any{"userId": w.Mem.ID}), 200) // still one of the two
 		wantError(t, s.ops(t, "DELETE", "/ops/v1/conversations/"+dm+"/members/"+w.Admin.ID, nil), 404, "not_found")
+	})
+
+	t.Run("an archived conversation keeps its members: removing one is 409, as adding one is", func(t *testing.T) {
+		conv := w.channel(t, "public", w.Owner.ID, w.Mem.ID)
+		in := w.install(t, w.kit(t, baseScopes...), conv.ID) // to read the members
+		want(t, s.ops(t, "POST", "/ops/v1/conversations/"+conv.ID+"/archive", nil), 200)
+		wantError(t, s.ops(t, "DELETE", "/ops/v1/conversations/"+conv.ID+"/members/"+w.Mem.ID, nil), 409, "conflict")
+		wantError(t, s.ops(t, "POST", "/ops/v1/conversations/"+conv.ID+"/members", map[string]any{"userId": w.Admin.ID}), 409, "conflict")
+		ms := in.api(t, "GET", "/conversations/"+conv.ID+"/members", nil)
+		want(t, ms, 200)
+		var ids []string
+		for _, m := range jarr(ms.JSON, "members") {
+			ids = append(ids, jstr(m, "userId"))
+		}
+		if slices.Sort(ids); !slices.Equal(ids, slices.Sorted(slices.Values([]string{w.Owner.ID, w.Mem.ID}))) {
+			t.Fatalf("members %v after the refusals, want the archive's two", ids)
+		}
 	})
 
 	t.Run("a deactivated user is not added to a conversation: 404", func(t *testing.T) {
