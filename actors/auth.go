@@ -164,9 +164,10 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 		return nil, fmt.Errorf("load installation %s: %w", cred.InstallationId, err)
 	}
 	in := inst.Installation
-	if in.Uninstalled || (cred.Kind == CallerBot && !HasBot(in)) {
-		// A bot token acts as the Kit bot: it works while the installed
-		// version has one, as a scope works while the version requests it.
+	if in.Uninstalled || (cred.Kind == CallerBot && !HasBot(in)) || (cred.Kind == CallerUser && !offersUserTokens(in)) {
+		// A bot token acts as the Kit bot, a user token as the member for
+		// the Kit's user scopes: each works while the installed version
+		// has one, as a scope works while the version requests it.
 		return nil, errInvalidToken
 	}
 	if p.Scopes, err = effectiveScopes(a.env, in, cred.Kind, cred.Scopes); err != nil {

@@ -101,3 +101,31 @@ func TestACodeOfAnAuthorizationTheKitNoLongerOffersIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// docs/decisions.md "A Kit without a bot" has a bot token stop while the
+// installed version has no bot; a user token acts as the member for the
+// Kit's oauth.userScopes, so it stops the same way while the installed
+// version requests none (it kept working with no scope, /users/me
+// answered), and its refresh token is refused unspent. A version that
+// requests user scopes again brings both back, as a scope dropped and
+// requested again comes back.
+func TestAUserTokenWorksWhileTheVersionOffersUserScopes(t *testing.T) {
+	n := shared
+	g := n.grantEnv(t)
+	tk := n.userTokens(t, g)
+	n.mustUpload(t, g.ws, oauthManifest(g.slug, "1.1.0", []string{"messages:read"}, []string{}), false)
+	n.install(t, g.ws, g.kitID, "1.1.0")
+	_, err := n.auth.Authenticate([]byte(tk.access))
+	wantCode(t, err, kiterr.InvalidToken)
+	_, err = n.refresh(g, tk.refresh)
+	wantCode(t, err, kiterr.Validation, "refreshToken")
+
+	n.mustUpload(t, g.ws, oauthManifest(g.slug, "1.2.0", []string{"messages:read"}, []string{"users:read"}), false)
+	n.install(t, g.ws, g.kitID, "1.2.0")
+	if _, err := n.auth.Authenticate([]byte(tk.access)); err != nil {
+		t.Fatalf("the user token once the version requests user scopes again: %v", err)
+	}
+	if _, err := n.refresh(g, tk.refresh); err != nil {
+		t.Fatalf("the refresh token refused while no user scope was requested was spent: %v", err)
+	}
+}

@@ -197,6 +197,10 @@ func (a *installationActor) apply(m *kitpb.ApplyInstall) (proto.Message, error) 
 // bot id either way, so a later version that declares a bot gets it.
 func HasBot(inst *kitpb.Installation) bool { return inst.BotDisplayName != "" }
 
+// offersUserTokens reports whether the installed version can be
+// authorized for user tokens: its manifest requests oauth.userScopes.
+func offersUserTokens(inst *kitpb.Installation) bool { return len(inst.UserScopes) > 0 }
+
 // ErrNoBot refuses what only a bot can have (a bot token, a channel) to an
 // installation whose version has none (docs/decisions.md "A Kit without a
 // bot").

@@ -153,7 +153,7 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 	if !found || code.Kind != credCode || code.InstallationId != a.id || a.inst.KitId != m.KitId ||
 		code.SpentAt != 0 || code.RevokedAt != 0 || nanos(now) >= code.ExpiresAt ||
 		(code.TokenType == CallerBot && !HasBot(a.inst)) || // a version since dropped the bot
-		(code.TokenType == CallerUser && len(a.inst.UserScopes) == 0) { // or oauth.userScopes
+		(code.TokenType == CallerUser && !offersUserTokens(a.inst)) { // or oauth.userScopes
 		return a.refuse("code", "invalid_code", errBadCode)
 	}
 	if m.RedirectUri != code.RedirectUri {
@@ -280,6 +280,11 @@ func (a *installationActor) refresh(m *kitpb.RefreshGrant) (proto.Message, error
 			return nil, err
 		}
 		return a.refuse("refresh", "refresh_token_replayed", errBadRefresh)
+	}
+	if !offersUserTokens(a.inst) {
+		// Refused unspent: a version that requests user scopes again
+		// brings the grant back, as authentication does its user token.
+		return a.refuse("refresh", "no_user_scopes", errBadRefresh)
 	}
 	if _, ok, err := memberSignedIn(a.env, ref, nanos(now), true); err != nil || !ok {
 		if err != nil {

@@ -77,7 +77,7 @@ func (a *workspaceActor) authorize(m *kitpb.Authorize) (proto.Message, error) {
 	scopes := in.BotScopes
 	switch m.TokenType {
 	case CallerUser:
-		if len(in.UserScopes) == 0 {
+		if !offersUserTokens(in) {
 			return nil, kiterr.Invalid("token_type", "this Kit cannot be authorized for user tokens")
 		}
 		if m.CodeChallenge == "" {
