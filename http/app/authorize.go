@@ -219,9 +219,11 @@ func (s *Server) Authorize(ctx *fasthttp.RequestCtx) {
 		m := req.message(sess)
 		m.Issue, m.CodeHash = true, h[:]
 		// The scopes the consent page showed; a form without them (built
-		// by hand from the query) is not checked.
-		if shown := f.Peek("scopes"); shown != nil {
-			m.CheckShown, m.ShownScopes = true, strings.Fields(string(shown))
+		// by hand from the query) is not checked. Has, not a nil Peek: a
+		// page that showed no scope posts an empty field, which fasthttp
+		// may read as nil, and it still says what was shown.
+		if f.Has("scopes") {
+			m.CheckShown, m.ShownScopes = true, strings.Fields(string(f.Peek("scopes")))
 		}
 		if _, err := ask[*kitpb.AuthorizeReply](s, actors.KindWorkspace, sess.WorkspaceID, m); err != nil {
 			s.authorizeFail(ctx, err)
