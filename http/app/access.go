@@ -343,25 +343,34 @@ func conversationName(c *kitpb.Conversation) string {
 // channels than this sees the first ones by creation.
 const maxChannelChoices = 200
 
-// memberChannels are the live channels the member of sess belongs to:
-// the Kit bot may join them, and the member may create a webhook for them.
+// memberChannels are the live channels the member of sess belongs to, the
+// first maxChannelChoices by creation: the Kit bot may join them, and the
+// member may create a webhook for them. The member's conversations are
+// read a page at a time until that many channels are found: direct
+// messages, groups and archived channels among them do not count.
 func (s *Server) memberChannels(sess *actors.WebSession) ([]channel, error) {
-	convs, _, err := actors.MemberConversations(s.env, sess.UserID, "", maxChannelChoices)
-	if err != nil {
-		return nil, err
-	}
 	caller := &kitpb.Caller{Kind: actors.CallerUser, WorkspaceId: sess.WorkspaceID, UserId: sess.UserID}
 	var out []channel
-	for _, id := range convs {
-		r, err := ask[*kitpb.ConversationReply](s, actors.KindConversation, id, &kitpb.GetConversation{Caller: caller})
-		if kiterr.CodeOf(err) == kiterr.NotFound {
-			continue
-		}
-		if err != nil {
+	for after, more := "", true; more && len(out) < maxChannelChoices; {
+		var convs []string
+		var err error
+		if convs, more, err = actors.MemberConversations(s.env, sess.UserID, after, maxChannelChoices); err != nil {
 			return nil, err
 		}
-		if c := r.Conversation; c.Kind == "channel" && !c.Archived && c.WorkspaceId == sess.WorkspaceID {
-			out = append(out, channel{c.Id, conversationName(c)})
+		for _, id := range convs {
+			after = id
+			r, err := ask[*kitpb.ConversationReply](s, actors.KindConversation, id, &kitpb.GetConversation{Caller: caller})
+			if kiterr.CodeOf(err) == kiterr.NotFound {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if c := r.Conversation; c.Kind == "channel" && !c.Archived && c.WorkspaceId == sess.WorkspaceID {
+				if out = append(out, channel{c.Id, conversationName(c)}); len(out) == maxChannelChoices {
+					break
+				}
+			}
 		}
 	}
 	return out, nil

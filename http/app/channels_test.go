@@ -61,3 +61,27 @@ func TestHomeNamesOnlyTheMembersChannels(t *testing.T) {
 		})
 	}
 }
+
+// docs/decisions.md "Home and API access pages": "channels offered | ...
+// the admin's own live channels (kind channel, not archived), the first
+// 200". The 200 are channels: an admin with many direct messages (which
+// come first by creation) is still offered their channels.
+func TestChannelsOfferedAreTheFirst200Channels(t *testing.T) {
+	f := newFixture(t)
+	for i := 0; i < maxChannelChoices; i++ {
+		call[*kitpb.ConversationReply](t, f.s, actors.KindWorkspace, f.ws, &kitpb.CreateConversation{
+			ConversationId: ids.New(), Kind: "dm", Visibility: "private", MemberIds: []string{f.admin, f.member},
+		})
+	}
+	later := ids.New()
+	name := "ops"
+	call[*kitpb.ConversationReply](t, f.s, actors.KindWorkspace, f.ws, &kitpb.CreateConversation{
+		ConversationId: later, Kind: "channel", Visibility: "public", Name: &name, MemberIds: []string{f.admin},
+	})
+	p := f.do((*Server).AccessPage, "GET", f.accessPath(), f.adminCookie, nil)
+	for _, id := range []string{f.channel, later} {
+		if p.status != 200 || !strings.Contains(p.body, `<option value="`+id+`">`) {
+			t.Fatalf("status %d: channel %s is not offered:\n%s", p.status, id, p.body)
+		}
+	}
+}
