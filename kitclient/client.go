@@ -188,6 +188,14 @@ func (c *Client) do(ctx context.Context, cl call) (*answer, error) {
 		// may hold a webhook's secret: only the shown path is named.)
 		return nil, fmt.Errorf("kitclient: %s %s: the URL does not parse", cl.method, cl.shown)
 	}
+	// A header value net/http refuses fails every attempt before it is
+	// sent: no retry either. Named, never shown (the token is a secret).
+	if !cl.noAuth && !validHeaderValue(c.token) {
+		return nil, fmt.Errorf("kitclient: %s %s: the token has a character no HTTP header can carry (a newline?)", cl.method, cl.shown)
+	}
+	if !validHeaderValue(cl.key) {
+		return nil, fmt.Errorf("kitclient: %s %s: the Idempotency-Key has a character no HTTP header can carry", cl.method, cl.shown)
+	}
 	retryable := cl.method == http.MethodGet || cl.key != ""
 	backoff := c.retry.Backoff
 	for attempt := 1; ; attempt++ {
@@ -237,6 +245,17 @@ func (c *Client) do(ctx context.Context, cl call) (*answer, error) {
 		}
 		backoff = min(2*backoff, c.retry.MaxWait)
 	}
+}
+
+// validHeaderValue says whether net/http sends v as a header value: no
+// control character but a tab (RFC 9110 field-value).
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; (b < ' ' && b != '\t') || b == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // transient says whether a failure status may pass by itself.

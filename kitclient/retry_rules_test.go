@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,5 +44,42 @@ func TestA429PastTheDeadlineIsReturnedNotWaitedFor(t *testing.T) {
 	var e *Error
 	if !errors.As(err, &e) || e.Code != CodeRateLimited || e.RetryAfter != 5*time.Second {
 		t.Fatalf("err = %v, want the 429 *Error with RetryAfter 5s, at once", err)
+	}
+}
+
+// A token or an Idempotency-Key that no HTTP header can carry (a token read
+// from a file with its newline) fails before anything is sent, the same way
+// each time: it is returned at once, like a URL that does not parse,
+// never retried, and without the value (a token is a credential).
+func TestAHeaderValueNoRequestCanCarryIsNotRetried(t *testing.T) {
+	tests := []struct {
+		name, token, value string
+		call               func(*Client) error
+	}{
+		{"a token with a newline", "kbot_test\n", "kbot_test", func(c *Client) error {
+			_, err := c.AuthTest(context.Background())
+			return err
+		}},
+		{"an Idempotency-Key with a control character", "kbot_test", "key\x01", func(c *Client) error {
+			_, err := c.PostMessage(context.Background(), PostMessage{ConversationID: "c", Text: "hi", IdempotencyKey: "key\x01"})
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeServer(t, okAuthTest)
+			clock := newFakeClock()
+			c := New(f.URL+"/api/v1", tt.token, WithClock(clock.now, clock.sleep))
+			err := tt.call(c)
+			if err == nil || strings.Contains(err.Error(), tt.value) {
+				t.Errorf("err = %v, want an error that does not show the value", err)
+			}
+			if w := clock.slept(); len(w) != 0 {
+				t.Errorf("waited %v, want no retry", w)
+			}
+			if n := len(f.requests()); n != 0 {
+				t.Errorf("%d requests reached the server, want none", n)
+			}
+		})
 	}
 }
