@@ -28,7 +28,7 @@ func setupDeliveriesList(fs *flag.FlagSet) runner {
 		if e.json {
 			return writeJSON(e.stdout, p)
 		}
-		return formatDeliveries(e.stdout, pos[0], p)
+		return formatDeliveries(e.stdout, pos[0], *limit, p)
 	}
 }
 

@@ -507,8 +507,9 @@ func formatMe(w io.Writer, m *dev.Me) error {
 }
 
 // formatDeliveries prints the endpoint's health, then a page of
-// deliveries as the API sends it (highest sequence first).
-func formatDeliveries(w io.Writer, instArg string, p *dev.DeliveryPage) error {
+// deliveries as the API sends it (highest sequence first), and the command
+// for the next page: of the same --limit, which the cursor does not hold.
+func formatDeliveries(w io.Writer, instArg string, limit int, p *dev.DeliveryPage) error {
 	ep := "endpoint  " + p.Endpoint.State
 	switch {
 	case p.Endpoint.PausedAt != nil:
@@ -541,7 +542,11 @@ func formatDeliveries(w io.Writer, instArg string, p *dev.DeliveryPage) error {
 		return err
 	}
 	if p.NextCursor != nil {
-		_, err := fmt.Fprintf(w, "more: kit deliveries list %s --cursor %s\n", clean(instArg), clean(*p.NextCursor))
+		var lim string
+		if limit > 0 {
+			lim = " --limit " + strconv.Itoa(limit)
+		}
+		_, err := fmt.Fprintf(w, "more: kit deliveries list %s%s --cursor %s\n", clean(instArg), lim, clean(*p.NextCursor))
 		return err
 	}
 	return nil

@@ -168,7 +168,7 @@ func TestRun(t *testing.T) {
 		{name: "deliveries list prints the endpoint and a table of deliveries", token: "kdev_x",
 			routes: map[string]http.HandlerFunc{"GET /api/v1/dev/installations/" + instID + "/deliveries": fixed(200, deliveryPage)},
 			args:   []string{"deliveries", "list", instID, "--limit", "5"}, code: 0,
-			out: []string{"endpoint  paused since 2026-11-23T10:00:00.000Z", "2    dead", "500 http_error", "message.posted (test)", "more: kit deliveries list " + instID + " --cursor c2"},
+			out: []string{"endpoint  paused since 2026-11-23T10:00:00.000Z", "2    dead", "500 http_error", "message.posted (test)", "more: kit deliveries list " + instID + " --limit 5 --cursor c2"},
 			check: func(t *testing.T, got []request) {
 				if got[0].Query != "limit=5" {
 					t.Errorf("query %q", got[0].Query)

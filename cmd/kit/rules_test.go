@@ -63,3 +63,18 @@ func TestASlugShapedLikeAnIDIsLookedUp(t *testing.T) {
 		t.Errorf("kit kits show %s: exit %d: %s", slug, code, errOut)
 	}
 }
+
+// `kit deliveries list INSTALLATION --limit N` prints the command for the
+// next page; the server's cursor holds a sequence only (http/api
+// devapi_deliveries.go listDeliveries), so a hint without --limit reads
+// the next page in the server's default size, as `kit logs` keeps it.
+func TestDeliveriesHintForTheNextPageKeepsTheLimit(t *testing.T) {
+	f := newFakeAPI(t, map[string]http.HandlerFunc{"GET /api/v1/dev/installations/" + instID + "/deliveries": fixed(200, deliveryPage)})
+	code, out, errOut := runKit(t, f.srv.URL, "kdev_x", "", "deliveries", "list", instID, "--limit", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if want := "more: kit deliveries list " + instID + " --limit 2 --cursor c2\n"; !strings.Contains(out, want) {
+		t.Errorf("the hint for the next page drops --limit; want %q in:\n%s", want, out)
+	}
+}
