@@ -23,8 +23,11 @@ type target struct {
 
 // resolve finds the target of a request. It only reads the request.
 func resolve(ctx *fasthttp.RequestCtx) target {
-	path := ctx.Path()
 	var t target
+	if !plainPath(ctx.URI().PathOriginal()) {
+		return t
+	}
+	path := ctx.Path()
 	switch {
 	case hasPrefix(path, "/api/v1/"):
 		t.host = hostAPI
@@ -115,4 +118,35 @@ func match(pattern string, rest []byte, at *[maxParams]span) (int, bool) {
 		from = to + 1
 	}
 	return n, from == len(rest)+1
+}
+
+// plainPath reports whether a path, as it was sent, names its segments
+// plainly: no "." or ".." segment, and no slash, backslash or dot sent
+// percent-encoded. fasthttp decodes and resolves those before routing, so
+// DELETE /api/v1/messages/..%2Fconversations%2Fc1 reached another route
+// than the one it names: a Kit that puts an id it was given into a path
+// must never be steered to another resource. No route's path needs any of
+// them, and a browser resolves dot segments before it sends a request.
+func plainPath(p []byte) bool {
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '%':
+			if i+2 < len(p) && (p[i+1] == '2' && (p[i+2]|0x20 == 'f' || p[i+2]|0x20 == 'e') || p[i+1] == '5' && p[i+2]|0x20 == 'c') {
+				return false
+			}
+		case '.':
+			// A segment of "." or "..": a dot right after a slash, up to
+			// the next slash or the end.
+			if i > 0 && p[i-1] == '/' {
+				end := i + 1
+				if end < len(p) && p[end] == '.' {
+					end++
+				}
+				if end == len(p) || p[end] == '/' {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

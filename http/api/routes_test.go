@@ -250,6 +250,16 @@ func TestResolve(t *testing.T) {
 		{"/metrics/x is no host", "GET", "/metrics/x", hostNone, "", nil},
 		{"/api/v1 without a slash is no host", "GET", "/api/v1", hostNone, "", nil},
 		{"/apps is no host", "GET", "/apps", hostNone, "", nil},
+		{"a .. segment is no route, not the route it resolves to", "DELETE", "/api/v1/messages/../conversations/c1/bot", hostNone, "", nil},
+		{"a . segment is no route", "GET", "/api/v1/./users/me", hostNone, "", nil},
+		{"a .. segment at the end is no route", "GET", "/api/v1/users/me/..", hostNone, "", nil},
+		{"an encoded slash is no route", "GET", "/api/v1/conversations/x%2F..%2Fc1", hostNone, "", nil},
+		{"an encoded slash in lower case is no route", "GET", "/api/v1/conversations/x%2f..%2fc1", hostNone, "", nil},
+		{"an encoded dot is no route", "GET", "/api/v1/messages/%2e%2e/conversations/c1", hostNone, "", nil},
+		{"an encoded backslash is no route", "GET", "/api/v1/conversations/x%5C..%5Cc1", hostNone, "", nil},
+		{"a dot inside a segment is plain", "POST", "/api/v1/dev/kits/k1/versions/1.0.0/publish", hostDev, "/api/v1/dev/kits/{kitId}/versions/{version}/publish", []string{"k1", "1.0.0"}},
+		{"a segment that begins with dots is plain", "GET", "/api/v1/users/..x", hostAPI, "/api/v1/users/{id}", []string{"..x"}},
+		{"an app page's dot segment is no route either", "GET", "/app/../app/signin", hostNone, "", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
