@@ -35,8 +35,10 @@
 // requests a bucket has left; when an answer says a bucket of the token's
 // installation (read, write, files) or a [Webhook]'s bucket is empty, the
 // next call that spends it waits for its next token instead of being
-// refused. A wait longer than [RetryPolicy.MaxWait] is not made: the call
-// returns the 429. A cancelled context ends a wait at once.
+// refused. A wait longer than [RetryPolicy.MaxWait], or one that would
+// outlast the context's deadline, is not made: the call is sent, and
+// returns the 429 if the server refuses it. A cancelled context ends a
+// wait at once.
 //
 // # Lists
 //

@@ -138,5 +138,11 @@ func (c *Client) waitForToken(ctx context.Context, f family) error {
 	if wait <= 0 || wait > c.retry.MaxWait {
 		return ctx.Err()
 	}
+	if dl, ok := ctx.Deadline(); ok && c.now().Add(wait).After(dl) {
+		// A wait that cannot end before the deadline is not begun: the
+		// server's answer (a 429 and its Retry-After, or the call done)
+		// says more than context.DeadlineExceeded would.
+		return ctx.Err()
+	}
 	return c.sleep(ctx, wait)
 }

@@ -47,6 +47,28 @@ func TestA429PastTheDeadlineIsReturnedNotWaitedFor(t *testing.T) {
 	}
 }
 
+// An answer said the read bucket was empty (a token every 15 s), and the
+// next call's deadline comes in 5 s: the client sent nothing and waited
+// until the deadline, then returned context.DeadlineExceeded. It sends the
+// call at once instead, as it does a 429's retry it cannot wait for: the
+// server answers it, or refuses it with its Retry-After.
+func TestAPacedCallPastTheDeadlineIsSentNotWaitedFor(t *testing.T) {
+	empty := reply{status: 200, header: map[string]string{"RateLimit-Policy": `"read";q=4;w=60`, "RateLimit": `"read";r=0;t=60`}, body: okAuthTest.body}
+	f := newFakeServer(t, empty, okAuthTest)
+	c := New(f.URL+"/api/v1", "kbot_test")
+	if _, err := c.AuthTest(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.AuthTest(ctx); err != nil {
+		t.Fatalf("err = %v, want the call sent and answered", err)
+	}
+	if n := len(f.requests()); n != 2 {
+		t.Fatalf("%d requests, want 2", n)
+	}
+}
+
 // A token or an Idempotency-Key that no HTTP header can carry (a token read
 // from a file with its newline) fails before anything is sent, the same way
 // each time: it is returned at once, like a URL that does not parse,
