@@ -158,6 +158,40 @@ func TestClusterDeactivationReachesEveryNode(t *testing.T) {
 	}
 }
 
+// An uninstall answered through one node is seen by the developer API
+// of every node on the next request: installedHere false (SPEC.md 2,
+// Kit). The developer API reads the installation's record where it runs,
+// and a follower may not have applied yet the uninstall its leader
+// answered.
+func TestClusterUninstallReachesTheDeveloperAPIAtOnce(t *testing.T) {
+	c := startCluster(t, 3)
+	c.waitStable(t)
+	for round := 0; round < 6; round++ {
+		env := newBotEnv(t, c.nodes[0])
+		for _, s := range c.nodes {
+			if r := s.api(t, env.W.Dev, "GET", "/dev/kits/"+env.Kit.ID, nil, nil); r.Get("detail.kit.installedHere") != true {
+				t.Fatalf("before the uninstall: installedHere %v%s", r.Get("detail.kit.installedHere"), r)
+			}
+		}
+		want(t, c.nodes[round%3].ops(t, "DELETE", "/ops/v1/installations/"+env.In.ID, nil), 200)
+		got := make([]*Resp, len(c.nodes))
+		var wg sync.WaitGroup
+		for i, s := range c.nodes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[i] = s.api(t, env.W.Dev, "GET", "/dev/kits/"+env.Kit.ID, nil, nil)
+			}()
+		}
+		wg.Wait()
+		for i, r := range got {
+			if r.Get("detail.kit.installedHere") != false {
+				t.Errorf("round %d (uninstalled through n%d): n%d says installedHere %v", round, round%3+1, i+1, r.Get("detail.kit.installedHere"))
+			}
+		}
+	}
+}
+
 // An installation's write bucket lives with the installation, on one
 // leader: writes spread over every node still meet 429 once the
 // installation spent its 50 a minute (docs/api.md "Limits").
