@@ -8,6 +8,7 @@ import (
 
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -77,7 +78,18 @@ func (a *installationActor) listBotTokens() (proto.Message, error) {
 	}
 	now := nanos(a.env.Clock.Now())
 	reply := &kitpb.BotTokensReply{}
+	caughtUp := map[partition.ID]bool{}
 	for _, h := range hashes {
+		// A record found is not caught up by itself, and this node's
+		// replica of its partition may not have applied a revocation or a
+		// rotation its leader answered: the page listed a revoked token
+		// (TestClusterRevokedBotTokenLeavesTheAccessPage).
+		if p, _ := partition.OfKey(credentialKey(h)); !caughtUp[p] {
+			if err := a.env.catchUpFor(credentialKey(h)); err != nil {
+				return nil, fmt.Errorf("list bot tokens of %s: %w", a.id, err)
+			}
+			caughtUp[p] = true
+		}
 		cred := &kitpb.Credential{}
 		found, err := a.env.loadIndex(credentialKey(h), cred)
 		if err != nil {

@@ -394,3 +394,25 @@ func TestClusterDeliveriesSurviveKill9(t *testing.T) {
 	}
 	wantEveryEventInOrder(t, rcv, posted, "every event after the kill")
 }
+
+// A bot token revoked through one node is gone from the installation's
+// API access page on the next look (SPEC.md 3: revocation is immediate),
+// whichever node leads the token's partition: the installation lists its
+// tokens from its node's replicas of their records.
+func TestClusterRevokedBotTokenLeavesTheAccessPage(t *testing.T) {
+	c := startCluster(t, 3)
+	c.waitStable(t)
+	env := newBotEnv(t, c.nodes[0])
+	cookie, _ := webSession(t, c.nodes[0], env.W.Admin.ID)
+	path := "/app/installations/" + env.In.ID
+	for round := 0; round < 8; round++ {
+		tok := env.In.newToken(t)
+		via := c.nodes[round%3]
+		want(t, via.ops(t, "POST", "/ops/v1/tokens/revoke", map[string]any{"token": tok}), 200)
+		page := c.nodes[(round+1)%3].page(t, "GET", path, cookie, nil)
+		want(t, page, 200)
+		if n := len(tokenIDs.FindAllSubmatch(page.Body, -1)); n != 1 {
+			t.Errorf("round %d: the API access page lists %d bot tokens right after the revocation, want 1", round, n)
+		}
+	}
+}
