@@ -490,9 +490,9 @@ func (deafCaches) SessionEnded(string)          {}
 func (deafCaches) SigningSecretsChanged(string) {}
 func (deafCaches) KitVersionsChanged(string)    {}
 
-// An ending or a revocation asked again after it was done tells the
-// caches again: the node that did it may have been killed before it told
-// them, and a token cached on another node then kept working.
+// An ending, a revocation or a deactivation asked again after it was done
+// tells the caches again: the node that did it may have been killed before
+// it told them, and a token cached on another node then kept working.
 func TestAnEndingAskedAgainIsToldAgain(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -503,6 +503,9 @@ func TestAnEndingAskedAgainIsToldAgain(t *testing.T) {
 		}},
 		{"revoking the member's authorization", func(t *testing.T, n *testNode, g *grantEnv, grant string) {
 			ask[*kitpb.Ok](t, n, actors.KindInstallation, g.inst.Id, &kitpb.RevokeUserGrant{UserId: g.member, GrantId: grant})
+		}},
+		{"deactivating the member", func(t *testing.T, n *testNode, g *grantEnv, _ string) {
+			ask[*kitpb.Ok](t, n, actors.KindWorkspace, g.ws, &kitpb.DeactivateUser{UserId: g.member})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -179,22 +179,27 @@ func (a *workspaceActor) deactivate(m *kitpb.DeactivateUser) (proto.Message, err
 	if !ok {
 		return nil, kiterr.Absent("user")
 	}
-	if u.Active {
-		next := proto.Clone(u).(*kitpb.User)
-		next.Active = false
-		// The sign-in entry first, the record last, as in createUser.
-		index, b := a.env.newBatch(), a.env.newBatch()
-		if signsIn(u) {
-			index.Delete(emailUserKey(normalEmail(u.Email), u.Id))
-		}
-		put(b, userKey(a.id, u.Id), next)
-		a.emitUser(b, eventUserUpdated, next)
-		if err := a.commitWithEvents(index, b); err != nil {
-			return nil, fmt.Errorf("deactivate user %s: %w", u.Id, err)
-		}
-		a.users[u.Id] = next
+	if !u.Active {
+		// Told again: a kill of the node that deactivated the member may
+		// have kept the caches from hearing, and their tokens cached on
+		// another node would keep working.
 		a.env.Invalidator.UserChanged(u.Id)
+		return &kitpb.Ok{}, nil
 	}
+	next := proto.Clone(u).(*kitpb.User)
+	next.Active = false
+	// The sign-in entry first, the record last, as in createUser.
+	index, b := a.env.newBatch(), a.env.newBatch()
+	if signsIn(u) {
+		index.Delete(emailUserKey(normalEmail(u.Email), u.Id))
+	}
+	put(b, userKey(a.id, u.Id), next)
+	a.emitUser(b, eventUserUpdated, next)
+	if err := a.commitWithEvents(index, b); err != nil {
+		return nil, fmt.Errorf("deactivate user %s: %w", u.Id, err)
+	}
+	a.users[u.Id] = next
+	a.env.Invalidator.UserChanged(u.Id)
 	return &kitpb.Ok{}, nil
 }
 
