@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"unicode/utf8"
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
@@ -105,7 +106,8 @@ type toolCallBody struct {
 
 // ToolResult reads a Kit's 2xx answer to a tool call, {"result": any JSON},
 // and returns the result's JSON (compacted), or the reason the answer is
-// refused. Other members of the answer are ignored, so Kits may add some.
+// refused (a result that is not UTF-8 is invalid). Other members of the
+// answer are ignored, so Kits may add some.
 func ToolResult(answer []byte) (result []byte, reason string) {
 	var members map[string]json.RawMessage
 	if json.Unmarshal(answer, &members) != nil || members == nil {
@@ -116,7 +118,9 @@ func ToolResult(answer []byte) (result []byte, reason string) {
 		return nil, ReasonInvalidAnswer
 	}
 	var buf bytes.Buffer
-	if err := json.Compact(&buf, r); err != nil {
+	// encoding/json takes invalid UTF-8 inside strings; the result is
+	// shown as kept, and JSON text must be UTF-8 (RFC 8259 8.1).
+	if err := json.Compact(&buf, r); err != nil || !utf8.Valid(buf.Bytes()) {
 		return nil, ReasonInvalidAnswer
 	}
 	if buf.Len() > limits.ToolResultBytes {

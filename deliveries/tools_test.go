@@ -21,6 +21,10 @@ func TestToolResultRules(t *testing.T) {
 		{"an answer of null is invalid", `null`, "", ReasonInvalidAnswer},
 		{"an empty answer is invalid", ``, "", ReasonInvalidAnswer},
 		{"an answer that is no JSON is invalid", `{"result": }`, "", ReasonInvalidAnswer},
+		// RFC 8259 8.1: GET /runs/{id} shows the result as it is kept, and
+		// JSON text must be UTF-8.
+		{"a result that is not UTF-8 is invalid", "{\"result\": \"a\xffb\"}", "", ReasonInvalidAnswer},
+		{"invalid UTF-8 outside the result is ignored with the member", "{\"result\": 1, \"note\": \"\xff\"}", `1`, ""},
 		{"a result of ToolResultBytes fits", `{"result": ` + fits + `}`, fits, ""},
 		{"a result longer than ToolResultBytes is refused", `{"result": ` + big + `}`, "", ReasonResultTooLarge},
 	} {
