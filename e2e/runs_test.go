@@ -418,6 +418,12 @@ func TestToolInvokeRefusals(t *testing.T) {
 		body := raw(`{"installationId":"` + e.in.ID + `","conversationId":"` + e.conv + `","tool":"lookup","arguments":{"a":"sentinel-1","a":"sentinel-2"}}`)
 		wantValidation(t, e.invoke(t, body), "arguments", "sentinel-1", "sentinel-2")
 	})
+	t.Run("arguments that are not UTF-8: 400 at arguments", func(t *testing.T) {
+		// The arguments go to the Kit as sent, and JSON text is UTF-8
+		// (RFC 8259 8.1): a Kit's parser may refuse the whole call.
+		body := raw("{\"installationId\":\"" + e.in.ID + "\",\"conversationId\":\"" + e.conv + "\",\"tool\":\"lookup\",\"arguments\":{\"a\":\"sentinel-\xff\"}}")
+		wantValidation(t, e.invoke(t, body), "arguments", "sentinel-")
+	})
 	t.Run("an archived conversation: 409 conflict", func(t *testing.T) {
 		c := e.w.channel(t, "public", e.w.Owner.ID, e.w.Mem.ID)
 		want(t, e.s.ops(t, "POST", "/ops/v1/installations/"+e.in.ID+"/channels", map[string]any{"conversationId": c.ID}), 200)

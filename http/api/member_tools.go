@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 
@@ -44,6 +45,11 @@ func (s *Server) invokeTool(in call) (reply, error) {
 	// is refused, as in every other body (docs/decisions.md "Request bodies").
 	if err := input.ValueKeys("arguments", body.Arguments); err != nil {
 		return reply{}, err
+	}
+	// encoding/json takes invalid UTF-8 inside strings, but what the Kit
+	// gets must be JSON text, which is UTF-8 (RFC 8259 8.1).
+	if !utf8.Valid(body.Arguments) {
+		return reply{}, kiterr.Invalid("arguments", "must be valid UTF-8")
 	}
 	r, err := ask[*kitpb.ToolCallReply](s, actors.KindInstallation, *body.InstallationID, &kitpb.InvokeTool{
 		WorkspaceId: in.member.WorkspaceID, UserId: in.member.UserID,
