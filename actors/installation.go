@@ -67,6 +67,10 @@ func (a *installationActor) handle(msg proto.Message) (proto.Message, error) {
 		return a.apply(m)
 	case *kitpb.GetInstallation:
 		return &kitpb.InstallationReply{Installation: a.inst}, nil
+	case *kitpb.FinishRun:
+		// A call made before an uninstall still ends: the Kit did the
+		// work, and its developer log shows the call.
+		return a.finishRun(m)
 	}
 	// Everything below changes a live installation.
 	if a.inst.Uninstalled {

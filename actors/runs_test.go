@@ -190,6 +190,19 @@ func TestRunStatusChanges(t *testing.T) {
 	t.Run("a run of no one is not found", func(t *testing.T) {
 		wantCode(t, start(ids.New()), kiterr.NotFound)
 	})
+	// Last: these uninstall the installation.
+	t.Run("a call in flight at an uninstall is still recorded: its outcome and log entry", func(t *testing.T) {
+		inFlight, queued := queue(), queue()
+		noErr(t, start(inFlight))
+		ask[*kitpb.Ok](t, n, actors.KindInstallation, inst, &kitpb.Uninstall{})
+		// The Kit answered: the developer sees the call it did.
+		ask[*kitpb.RunReply](t, n, actors.KindInstallation, inst, &kitpb.FinishRun{RunId: inFlight, Succeeded: true, Result: []byte(`1`), HttpStatus: 200})
+		if l := logOf(inFlight); len(l) != 1 || l[0].Status != actors.RunSucceeded || l[0].GetHttpStatus() != 200 {
+			t.Fatalf("log %v", l)
+		}
+		// No call goes to a Kit uninstalled before its run started.
+		wantCode(t, start(queued), kiterr.NotFound)
+	})
 }
 
 func TestRunVisibility(t *testing.T) {
