@@ -22,8 +22,9 @@ import (
 
 // statuses are the answers counted by their own status label; any other
 // is counted as "other". They are every status kitd answers (kiterr's
-// table, the redirects of the app host, 503 of a draining node).
-var statuses = [...]int{200, 201, 204, 302, 303, 304, 400, 401, 403, 404, 405, 409, 410, 413, 414, 415, 429, 431, 500, 502, 503}
+// table, the 202 of routes that queue work, the redirects of the app
+// host, 503 of a draining node).
+var statuses = [...]int{200, 201, 202, 204, 302, 303, 304, 400, 401, 403, 404, 405, 409, 410, 413, 414, 415, 429, 431, 500, 502, 503}
 
 // statusIndex is the index of code in statuses, or len(statuses).
 func statusIndex(code int) int {

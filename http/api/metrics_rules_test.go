@@ -1,10 +1,14 @@
 package api
 
 import (
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/valyala/fasthttp"
+
+	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/metrics"
 	"github.com/kitd/kitd/internal/metrics/metricstest"
 )
@@ -55,5 +59,42 @@ func TestAWebhookURLTooLongCountsAsTheWebhookRow(t *testing.T) {
 		metricstest.Value(before, "kitd_webhook_posts_total", "outcome", "too_large")
 	if d != 1 || o != 1 {
 		t.Fatalf("a 414 to a hooks path moved the webhook row's 414 by %v and too_large by %v, want 1 and 1", d, o)
+	}
+}
+
+// docs/decisions.md "Metrics": `status` is "one of a fixed list of the
+// statuses kitd answers, else `other`". A status a route answers on
+// success is one of them: the 202 of the routes that queue work was
+// counted as "other", out of sight of a query for status="202".
+func TestEveryStatusARouteAnswersHasItsOwnLabel(t *testing.T) {
+	for _, tc := range []struct {
+		rule   string
+		method string
+		path   string
+		status int
+	}{
+		{"a test event queued (202) counts as 202", "POST", "/api/v1/dev/kits/" + ids.New() + "/test-events", 202},
+		{"a redelivery queued (202) counts as 202", "POST", "/api/v1/dev/installations/" + ids.New() + "/deliveries/redeliver", 202},
+		{"a tool run started (202) counts as 202", "POST", "/app/api/tools/invoke", 202},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			s := New(Config{Logger: discardLogger()})
+			var ctx fasthttp.RequestCtx
+			ctx.Request.Header.SetMethod(tc.method)
+			ctx.Request.SetRequestURI(tc.path)
+			ctx.Response.SetStatusCode(tc.status)
+			r := served{t: resolve(&ctx)}
+			if r.t.route == nil {
+				t.Fatalf("%s %s: no route", tc.method, tc.path)
+			}
+			s.record(&ctx, &r)
+			var w metrics.Writer
+			s.collect(&w)
+			mfs := metricstest.Parse(t, w.Bytes())
+			if v := metricstest.Value(mfs, "kitd_http_requests_total", "route", routeName(r.t.route), "status", strconv.Itoa(tc.status)); v != 1 {
+				t.Fatalf("status=%q moved by %v, want 1 (status=\"other\": %v)", strconv.Itoa(tc.status), v,
+					metricstest.Value(mfs, "kitd_http_requests_total", "route", routeName(r.t.route), "status", "other"))
+			}
+		})
 	}
 }
