@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -15,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/internal/kiterr"
 )
 
 // slogLine is the line slog's handler of format writes for r at now, as
@@ -252,6 +255,56 @@ func BenchmarkRequestLog(b *testing.B) {
 			for b.Loop() {
 				time.Now()
 				s.logRequest(r)
+			}
+		})
+	}
+}
+
+// docs/decisions.md "Logs": a request's line carries the correlation id
+// of its failure, and a server failure has its error line "with the same
+// correlationId". An app host page that failed shows the member a
+// correlation id and logs it; its request line must carry it too, or the
+// operator cannot find the request the member reports.
+func TestAFailedAppPagesLineCarriesItsCorrelationID(t *testing.T) {
+	for _, tc := range []struct {
+		rule   string
+		err    error
+		status int
+		msg    string
+	}{
+		{"an internal failure (500) names its correlation id in the request line", errors.New("boom"), 500, "app request failed"},
+		{"an unexplained unavailable (503) names its correlation id in the request line", fmt.Errorf("group 7 has no leader: %w", kiterr.New(kiterr.Unavailable, "retry")), 503, "app request unavailable"},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			var logged bytes.Buffer
+			s := New(Config{Logger: slog.New(slog.NewJSONHandler(&logged, nil))})
+			var ctx fasthttp.RequestCtx
+			ctx.Request.Header.SetMethod("GET")
+			ctx.Request.SetRequestURI("/app/")
+			r := served{t: resolve(&ctx)}
+			s.app.Fail(&ctx, tc.err)
+			s.record(&ctx, &r)
+			if ctx.Response.StatusCode() != tc.status {
+				t.Fatalf("status %d, want %d", ctx.Response.StatusCode(), tc.status)
+			}
+			lines := map[string]map[string]any{}
+			for _, l := range bytes.Split(bytes.TrimSpace(logged.Bytes()), []byte("\n")) {
+				var m map[string]any
+				if err := json.Unmarshal(l, &m); err != nil {
+					t.Fatalf("not a JSON line: %s", l)
+				}
+				lines[m["msg"].(string)] = m
+			}
+			failed, req := lines[tc.msg], lines["request"]
+			if failed == nil || req == nil {
+				t.Fatalf("want a %q line and a request line: %s", tc.msg, logged.String())
+			}
+			corr, _ := failed["correlationId"].(string)
+			if corr == "" || !strings.Contains(string(ctx.Response.Body()), corr) {
+				t.Fatalf("the page does not show the logged correlation id %q", corr)
+			}
+			if req["correlationId"] != corr {
+				t.Fatalf("request line's correlationId = %v, want %q (the failure's)", req["correlationId"], corr)
 			}
 		})
 	}

@@ -201,7 +201,7 @@ func New(cfg Config) *Server {
 	s.hookTargets = actors.NewWebhookTargets(cfg.Env, knownWebhooks)
 	s.app = app.New(app.Config{
 		Node: cfg.Node, Env: cfg.Env, Auth: cfg.Auth, PublicURL: s.publicURL, Logger: cfg.Logger,
-		Published: s.published, CorrelationID: s.correlationID,
+		Published: s.published, CorrelationID: s.correlate,
 	})
 	if s.domains == nil {
 		s.domains = domainproof.New(domainproof.Config{})

@@ -53,7 +53,7 @@ func testServer(t *testing.T) *Server {
 		}
 		env.Host = n
 		node.srv = New(Config{Node: n, Env: env, Auth: auth, PublicURL: "http://kit.test", Logger: log,
-			CorrelationID: func() string { return "corr" }})
+			CorrelationID: func(*fasthttp.RequestCtx) string { return "corr" }})
 	})
 	if node.err != nil {
 		t.Fatal(node.err)

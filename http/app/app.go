@@ -37,8 +37,9 @@ type Config struct {
 	// Published is shared with the developer API.
 	Published *published.Cache
 	// CorrelationID names a failure in the log and on its page, from the
-	// same sequence as the API's error bodies.
-	CorrelationID func() string
+	// same sequence as the API's error bodies, and keeps it with the
+	// request for its request line (docs/decisions.md "Logs").
+	CorrelationID func(*fasthttp.RequestCtx) string
 }
 
 // Server serves the pages of the app host; http/api routes to them.
@@ -49,7 +50,7 @@ type Server struct {
 	publicURL     string
 	log           *slog.Logger
 	published     *published.Cache
-	correlationID func() string
+	correlationID func(*fasthttp.RequestCtx) string
 }
 
 // New returns the app host of cfg.

@@ -123,7 +123,7 @@ func (s *Server) failPage(ctx *fasthttp.RequestCtx, err error) {
 	case kiterr.NotFound:
 		s.errorPage(ctx, e.Code, "What this page needs does not exist, or you cannot see it.")
 	case kiterr.Unavailable:
-		corr := s.correlationID()
+		corr := s.correlationID(ctx)
 		if kiterr.Unexplained(err) {
 			s.log.Warn("app request unavailable", "correlationId", corr, "path", string(ctx.Path()), "err", err)
 		}
@@ -131,7 +131,7 @@ func (s *Server) failPage(ctx *fasthttp.RequestCtx, err error) {
 	case kiterr.RateLimited:
 		s.errorPage(ctx, e.Code, "Too many requests. Try again in "+strconv.Itoa(e.RetryAfter())+" seconds.")
 	case kiterr.Internal:
-		corr := s.correlationID()
+		corr := s.correlationID(ctx)
 		s.log.Error("app request failed", "correlationId", corr, "path", string(ctx.Path()), "err", err)
 		s.errorPage(ctx, code, "Please try again later (correlation id "+corr+").")
 	default:

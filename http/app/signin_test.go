@@ -57,7 +57,7 @@ func newTestServer(t *testing.T) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	return New(Config{Env: &actors.Env{Store: store}, Logger: slog.Default(), CorrelationID: func() string { return "c" }})
+	return New(Config{Env: &actors.Env{Store: store}, Logger: slog.Default(), CorrelationID: func(*fasthttp.RequestCtx) string { return "c" }})
 }
 
 // The sign-in form asks for a workspace id never; it carries one given.
