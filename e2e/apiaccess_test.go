@@ -182,3 +182,29 @@ func TestAPIAccess_HomeRevokesAnAuthorization(t *testing.T) {
 	wantError(t, s.api(t, g.access(), "GET", "/auth/test", nil, nil), 401, "invalid_token")
 	wantError(t, refresh(t, in, g.Secret, g.refresh()), 400, "validation_error")
 }
+
+// docs/decisions.md "Home and API access pages", "channels offered": the
+// webhook form takes only the admin's own channels, and a channel the admin
+// cannot see is "Choose a channel from the list", as an unknown id is
+// (SPEC.md 1: 403 is never used to reveal existence). Nothing is created.
+func TestAPIAccess_WebhookFormHidesChannelsTheAdminCannotSee(t *testing.T) {
+	t.Parallel()
+	e := newAccessEnv(t)
+	private := e.w.channel(t, "private", e.w.Owner.ID, e.w.Mem.ID)
+	public := e.w.channel(t, "public", e.w.Owner.ID)
+	unknown := e.post(t, "/webhooks", url.Values{"conversation": {newUUID()}})
+	for _, tc := range []struct{ name, conv string }{
+		{"a private channel the admin is not in", private.ID},
+		{"a public channel the admin is not in", public.ID},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.post(t, "/webhooks", url.Values{"conversation": {tc.conv}})
+			if r.Status != unknown.Status || !strings.Contains(string(r.Body), "Choose a channel from the list") || shownSecret.Match(r.Body) {
+				t.Fatalf("want the answer of an unknown channel (%d, Choose a channel from the list)%s", unknown.Status, r)
+			}
+		})
+	}
+	if page := e.s.page(t, "GET", e.path, e.cookie, nil); strings.Contains(string(page.Body), `name="webhook"`) {
+		t.Fatalf("a refused form created a webhook%s", page)
+	}
+}

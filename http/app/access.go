@@ -484,13 +484,22 @@ func (s *Server) AddChannel(ctx *fasthttp.RequestCtx) {
 	}
 	id, err := formID(f, "conversation", "a channel")
 	if err == nil {
-		caller := &kitpb.Caller{Kind: actors.CallerUser, WorkspaceId: a.sess.WorkspaceID, UserId: a.sess.UserID}
-		_, err = ask[*kitpb.ConversationReply](s, actors.KindConversation, id, &kitpb.GetConversation{Caller: caller})
+		err = s.memberSees(a, id)
 	}
 	if err == nil {
 		_, err = ask[proto.Message](s, actors.KindInstallation, a.inst.Id, &kitpb.AddChannel{ConversationId: id})
 	}
 	s.settle(ctx, a, err, words, outcome{notice: "The Kit bot was added to the channel."})
+}
+
+// memberSees is nil when the page's admin is a member of the conversation,
+// else not_found: the forms take only the channels they offer, and one
+// the admin cannot see reads as an unknown id, never as a 403 that would
+// say it exists.
+func (s *Server) memberSees(a *access, conversationID string) error {
+	caller := &kitpb.Caller{Kind: actors.CallerUser, WorkspaceId: a.sess.WorkspaceID, UserId: a.sess.UserID}
+	_, err := ask[*kitpb.ConversationReply](s, actors.KindConversation, conversationID, &kitpb.GetConversation{Caller: caller})
+	return err
 }
 
 // RemoveChannel is POST /app/installations/{id}/channels/remove (operator:
@@ -538,6 +547,9 @@ func (s *Server) CreateWebhook(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	conv, err := formID(f, "conversation", "a channel")
+	if err == nil {
+		err = s.memberSees(a, conv)
+	}
 	secret, webhookID := ids.NewSecret(""), ids.New()
 	if err == nil {
 		_, err = ask[*kitpb.WebhookReply](s, actors.KindInstallation, a.inst.Id, &kitpb.CreateWebhook{
