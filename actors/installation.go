@@ -310,15 +310,22 @@ func (a *installationActor) uninstall() (proto.Message, error) {
 // installation's workspace; one of another workspace is not_found, as if
 // absent.
 func (a *installationActor) checkWorkspaceConversation(id string) error {
+	_, err := a.workspaceConversation(id)
+	return err
+}
+
+// workspaceConversation is the conversation id of the installation's
+// workspace (see checkWorkspaceConversation).
+func (a *installationActor) workspaceConversation(id string) (*kitpb.Conversation, error) {
 	r, err := cluster.Call[*kitpb.ConversationReply](a.env.Host, KindConversation, id,
 		&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerOperator}})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if r.Conversation.WorkspaceId != a.inst.WorkspaceId {
-		return kiterr.Absent("conversation")
+		return nil, kiterr.Absent("conversation")
 	}
-	return nil
+	return r.Conversation, nil
 }
 
 // addChannel adds the Kit bot to a channel of this workspace, and logs

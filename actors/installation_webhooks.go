@@ -38,7 +38,8 @@ var webhookCreatorRoles = []string{"admin", "owner"}
 
 // createWebhook checks, in order: the installed manifest allows webhooks,
 // the creator is an active admin or owner of this workspace and a member
-// of the channel, fewer than maxPerInstallation webhooks are active; then it
+// of the channel, the channel is a live channel, fewer than
+// maxPerInstallation webhooks are active (docs/webhooks.md); then it
 // adds the Kit bot to the channel, has the webhook actor store the webhook
 // and records it here. The webhook is stored before the installation
 // records it: a crash in between leaves a webhook whose URL nobody was
@@ -54,16 +55,25 @@ func (a *installationActor) createWebhook(m *kitpb.CreateWebhook) (proto.Message
 	if !slices.Contains(webhookCreatorRoles, c.Role) {
 		return nil, kiterr.New(kiterr.Forbidden, "createdByUserId: only an admin or owner can create a webhook")
 	}
-	if err := a.checkWorkspaceConversation(m.ConversationId); err != nil {
+	conv, err := a.workspaceConversation(m.ConversationId)
+	if err != nil {
 		return nil, err
 	}
-	_, err := cluster.Call[*kitpb.ConversationReply](a.env.Host, KindConversation, m.ConversationId,
+	_, err = cluster.Call[*kitpb.ConversationReply](a.env.Host, KindConversation, m.ConversationId,
 		&kitpb.GetConversation{Caller: &kitpb.Caller{Kind: CallerUser, WorkspaceId: c.WorkspaceId, UserId: c.Id}})
 	if kiterr.CodeOf(err) == kiterr.NotFound {
 		return nil, kiterr.New(kiterr.Forbidden, "createdByUserId: the creator must be a member of the channel")
 	}
 	if err != nil {
 		return nil, err
+	}
+	// The channel's own refusals (the conversation's AddBot makes them
+	// again) come before the count: revoking a webhook would not fix them.
+	if conv.Kind != "channel" {
+		return nil, kiterr.Invalid("conversationId", "must be a channel")
+	}
+	if conv.Archived {
+		return nil, errArchived
 	}
 	active, err := a.activeWebhooks()
 	if err != nil {

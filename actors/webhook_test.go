@@ -2,6 +2,7 @@ package actors_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -276,4 +277,40 @@ func TestWebhookTargets(t *testing.T) {
 			wantCode(t, err, kiterr.NotFound)
 		}
 	})
+}
+
+// docs/webhooks.md "Decisions": creation checks, in order, the scope, the
+// creator, the channel (unknown 404, not a channel 400, archived 409) and
+// only then maxPerInstallation (409 conflict): a full installation does not
+// hide what is wrong with the channel, which revoking a webhook would not
+// fix.
+func TestCreateWebhookChecksTheChannelBeforeTheCount(t *testing.T) {
+	n := shared
+	for _, tc := range []struct {
+		name string
+		conv func(f *hookFixture) string
+		code kiterr.Code
+		says string
+	}{
+		{"not a channel is 400 conversationId", func(f *hookFixture) string {
+			return n.conversation(t, f.ws, "group", f.admin)
+		}, kiterr.Validation, "conversationId"},
+		{"an archived channel is 409 for the archive", func(f *hookFixture) string {
+			c := n.channel(t, f.ws, f.admin)
+			ask[*kitpb.ConversationReply](t, n, actors.KindConversation, c, &kitpb.ArchiveConversation{})
+			return c
+		}, kiterr.Conflict, "archived"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := n.hookFixture(t, 1) // its one webhook fills it
+			u := ask[*kitpb.UserReply](t, n, actors.KindWorkspace, f.ws, &kitpb.GetUser{UserId: f.admin})
+			_, err := try[*kitpb.WebhookReply](n, actors.KindInstallation, f.inst.Id, &kitpb.CreateWebhook{
+				WebhookId: ids.New(), ConversationId: tc.conv(f), Creator: u.User, SecretHash: actors.HookSecretHash(ids.NewSecret("")),
+			})
+			wantCode(t, err, tc.code)
+			if !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("got %v, want it to name %q", err, tc.says)
+			}
+		})
+	}
 }
