@@ -148,6 +148,14 @@ func TestWebhooks_Create(t *testing.T) {
 		if got := r.Header.Get("X-Service-Required-Scope"); got != "incoming-webhook" {
 			t.Errorf("X-Service-Required-Scope = %q, want incoming-webhook%s", got, r)
 		}
+		// docs/webhooks.md: the scope is checked before the creator.
+		for _, creator := range []string{newUUID(), in.ID} {
+			r := plain.createHook(t, c.ID, creator)
+			wantError(t, r, 403, "missing_scope")
+			if got := r.Header.Get("X-Service-Required-Scope"); got != "incoming-webhook" {
+				t.Errorf("unknown creator: X-Service-Required-Scope = %q, want incoming-webhook%s", got, r)
+			}
+		}
 	})
 
 	t.Run("bad bodies name the field", func(t *testing.T) {

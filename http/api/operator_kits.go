@@ -139,18 +139,23 @@ func (s *Server) opCreateWebhook(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
+	// An unknown creator goes on as none: the installation checks the
+	// scope before the creator (docs/webhooks.md "Decisions").
+	var creator *kitpb.User
 	ws, err := s.ownerOf(*body.CreatedByUserID, "user")
-	if err != nil {
-		return reply{}, err
+	if err == nil {
+		var u *kitpb.UserReply
+		if u, err = ask[*kitpb.UserReply](s, actors.KindWorkspace, ws, &kitpb.GetUser{UserId: *body.CreatedByUserID}); err == nil {
+			creator = u.User
+		}
 	}
-	u, err := ask[*kitpb.UserReply](s, actors.KindWorkspace, ws, &kitpb.GetUser{UserId: *body.CreatedByUserID})
-	if err != nil {
+	if err != nil && kiterr.CodeOf(err) != kiterr.NotFound {
 		return reply{}, err
 	}
 	secret := ids.NewSecret("")
 	webhookID := ids.New()
 	r, err := ask[*kitpb.WebhookReply](s, actors.KindInstallation, instID, &kitpb.CreateWebhook{
-		WebhookId: webhookID, ConversationId: *body.ConversationID, Creator: u.User,
+		WebhookId: webhookID, ConversationId: *body.ConversationID, Creator: creator,
 		SecretHash: actors.HookSecretHash(secret),
 	})
 	if err != nil {
