@@ -24,7 +24,12 @@ type target struct {
 // resolve finds the target of a request. It only reads the request.
 func resolve(ctx *fasthttp.RequestCtx) target {
 	var t target
-	if !plainPath(ctx.URI().PathOriginal()) {
+	if sent := ctx.URI().PathOriginal(); !plainPath(sent) {
+		// No route; on the hooks host its one webhook 404 (rowOf), as
+		// for a trailing slash: a webhook URL answers no other 404.
+		if hasPrefix(sent, "/hooks/") {
+			t.host = hostHooks
+		}
 		return t
 	}
 	path := ctx.Path()

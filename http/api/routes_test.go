@@ -260,6 +260,8 @@ func TestResolve(t *testing.T) {
 		{"a dot inside a segment is plain", "POST", "/api/v1/dev/kits/k1/versions/1.0.0/publish", hostDev, "/api/v1/dev/kits/{kitId}/versions/{version}/publish", []string{"k1", "1.0.0"}},
 		{"a segment that begins with dots is plain", "GET", "/api/v1/users/..x", hostAPI, "/api/v1/users/{id}", []string{"..x"}},
 		{"an app page's dot segment is no route either", "GET", "/app/../app/signin", hostNone, "", nil},
+		{"a webhook URL's dot segment is the hooks host's 404", "POST", "/hooks/v1/i/w/../s", hostHooks, "", nil},
+		{"a webhook URL's encoded slash is the hooks host's 404", "POST", "/hooks/v1/i/w%2Fs/x", hostHooks, "", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
