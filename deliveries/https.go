@@ -93,9 +93,14 @@ func kitClient(roots *x509.CertPool, control func(string, string, syscall.RawCon
 	}
 }
 
-// allows reports whether u's host is one of Config.Allow.
+// allows reports whether u's host is one of Config.Allow. An IPv6 host
+// is listed bare (::1) or as a URL writes it ([::1]): both are the host
+// on any port.
 func (k *kitClients) allows(u *url.URL) bool {
 	for _, a := range k.allow {
+		if strings.HasPrefix(a, "[") && strings.HasSuffix(a, "]") {
+			a = a[1 : len(a)-1]
+		}
 		if strings.EqualFold(a, u.Host) || strings.EqualFold(a, u.Hostname()) {
 			return true
 		}

@@ -12,7 +12,7 @@ import (
 )
 
 func TestAllows(t *testing.T) {
-	s := New(Config{Allow: []string{"127.0.0.1:8443", "receiver.test"}})
+	s := New(Config{Allow: []string{"127.0.0.1:8443", "receiver.test", "::1", "[fd00::1]"}})
 	for _, tc := range []struct {
 		name string
 		url  string
@@ -23,6 +23,12 @@ func TestAllows(t *testing.T) {
 		{"a listed host in other case", "https://RECEIVER.test/e", true},
 		{"the host of a listed host:port on another port", "https://127.0.0.1:9443/events", false},
 		{"a host not listed", "https://10.0.0.1/events", false},
+		{"a listed IPv6 host on any port", "https://[::1]:8443/e", true},
+		// kitd serve takes the bracketed form too (a URL's host): it is
+		// the same host, on any port.
+		{"a listed bracketed IPv6 host on any port", "https://[fd00::1]:8443/e", true},
+		{"a listed bracketed IPv6 host without a port", "https://[fd00::1]/e", true},
+		{"an IPv6 host not listed", "https://[fd00::2]:8443/e", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u, err := url.Parse(tc.url)

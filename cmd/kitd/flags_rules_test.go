@@ -83,6 +83,10 @@ func TestDeliveryAllowTakesHostsAndHostPorts(t *testing.T) {
 		{"127.0.0.1:8443", true},
 		{"[::1]:8443", true},
 		{"[::1]", true},
+		// An IPv6 host as deliveries match it (url.Hostname): "::1" let
+		// https://[::1]:8443 through, and kitd refused to start with it.
+		{"::1", true},
+		{"fe80::1", true},
 		{"a b", false},
 		{"kit.test:", false},
 		{"kit.test:0", false},

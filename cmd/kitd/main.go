@@ -293,7 +293,7 @@ func hostOrHostPort(s string) bool {
 	if strings.ContainsAny(s, " \t/@?#") || strings.HasSuffix(s, ":") {
 		return false
 	}
-	if dialable(s) {
+	if dialable(s) || net.ParseIP(s) != nil { // an IPv6 host bare, as url.Hostname gives it
 		return true
 	}
 	u, err := url.Parse("https://" + s)
