@@ -343,15 +343,22 @@ func conversationName(c *kitpb.Conversation) string {
 // channels than this sees the first ones by creation.
 const maxChannelChoices = 200
 
+// maxConversationsScanned bounds the member's conversations one page view
+// reads for its channels: each is a conversation actor asked (and woken),
+// and a member's direct messages and groups, which come among them by
+// creation, have no bound of their own.
+const maxConversationsScanned = 5 * maxChannelChoices
+
 // memberChannels are the live channels the member of sess belongs to, the
 // first maxChannelChoices by creation: the Kit bot may join them, and the
 // member may create a webhook for them. The member's conversations are
-// read a page at a time until that many channels are found: direct
-// messages, groups and archived channels among them do not count.
+// read a page at a time until that many channels are found, or
+// maxConversationsScanned were read: direct messages, groups and archived
+// channels among them do not count.
 func (s *Server) memberChannels(sess *actors.WebSession) ([]channel, error) {
 	caller := &kitpb.Caller{Kind: actors.CallerUser, WorkspaceId: sess.WorkspaceID, UserId: sess.UserID}
 	var out []channel
-	for after, more := "", true; more && len(out) < maxChannelChoices; {
+	for after, more, read := "", true, 0; more && len(out) < maxChannelChoices && read < maxConversationsScanned; read += maxChannelChoices {
 		var convs []string
 		var err error
 		if convs, more, err = actors.MemberConversations(s.env, sess.UserID, after, maxChannelChoices); err != nil {

@@ -85,3 +85,28 @@ func TestChannelsOfferedAreTheFirst200Channels(t *testing.T) {
 		}
 	}
 }
+
+// The channels are looked for among the admin's first 1,000
+// conversations: each one read is a conversation actor woken, and direct
+// messages have no bound of their own. A channel past them is not offered
+// (the operator API still adds the bot to it).
+func TestChannelsAreLookedForAmongTheFirstConversations(t *testing.T) {
+	f := newFixture(t)
+	for i := 0; i < maxConversationsScanned; i++ {
+		call[*kitpb.ConversationReply](t, f.s, actors.KindWorkspace, f.ws, &kitpb.CreateConversation{
+			ConversationId: ids.New(), Kind: "dm", Visibility: "private", MemberIds: []string{f.admin, f.member},
+		})
+	}
+	past := ids.New()
+	name := "past-the-scan"
+	call[*kitpb.ConversationReply](t, f.s, actors.KindWorkspace, f.ws, &kitpb.CreateConversation{
+		ConversationId: past, Kind: "channel", Visibility: "public", Name: &name, MemberIds: []string{f.admin},
+	})
+	p := f.do((*Server).AccessPage, "GET", f.accessPath(), f.adminCookie, nil)
+	if p.status != 200 || !strings.Contains(p.body, `<option value="`+f.channel+`">`) {
+		t.Fatalf("status %d: the fixture's channel is not offered:\n%s", p.status, p.body)
+	}
+	if strings.Contains(p.body, past) {
+		t.Fatalf("a channel past the first %d conversations is offered", maxConversationsScanned)
+	}
+}
