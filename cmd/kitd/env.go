@@ -8,7 +8,7 @@ import (
 )
 
 // envReader reads the environment variables that are the flags' defaults
-// (OPERATIONS.md sections 1, 7 and 8) and keeps the first error, which
+// (OPERATIONS.md sections 1, 6, 7 and 8) and keeps the first error, which
 // parseFlags reports before the flags themselves.
 type envReader struct {
 	lookup func(string) (string, bool)

@@ -18,48 +18,52 @@ func lookupOf(vars map[string]string) func(string) (string, bool) {
 	}
 }
 
-// Every flag has its environment variable (OPERATIONS.md sections 1, 7
+// flagVariables: each flag of kitd serve, its variable, a value for it
+// and the flag's value that results ("" when it is the value itself).
+var flagVariables = []struct{ flag, env, value, want string }{
+	{"listen", "KIT_LISTEN", "127.0.0.1:9", ""},
+	{"data", "KIT_DATA_DIR", "/tmp/d", ""},
+	{"public-url", "KIT_PUBLIC_URL", "https://kit.example", ""},
+	{"operator-token", "KIT_OPERATOR_TOKEN", "op", ""},
+	{"test-clock", "KIT_TEST_CLOCK", "1", "true"},
+	{"limits", "KIT_LIMITS", "off", ""},
+	{"node-name", "KIT_NODE_NAME", "n1", ""},
+	{"cluster-bind", "KIT_CLUSTER_BIND", "127.0.0.1:7946", ""},
+	{"join", "KIT_JOIN", "127.0.0.1:7947", ""},
+	{"cluster-key", "KIT_CLUSTER_KEY", "0123456789abcdef", ""},
+	{"peer-listen", "KIT_PEER_LISTEN", "127.0.0.1:0", ""},
+	{"down-timeout", "KIT_DOWN_TIMEOUT", "9s", ""},
+	{"forget-after", "KIT_FORGET_AFTER", "8s", ""},
+	{"peer-advertise", "KIT_PEER_ADVERTISE", "10.0.0.1:7947", ""},
+	{"replicas", "KIT_REPLICAS", "5", ""},
+	{"replicate", "KIT_REPLICATE", "true", ""},
+	{"demo", "KIT_DEMO", "1", "true"},
+	{"log-level", "KIT_LOG_LEVEL", "warn", ""},
+	{"log-format", "KIT_LOG_FORMAT", "text", ""},
+	{"pprof", "KIT_PPROF", "127.0.0.1:6060", ""},
+	{"metrics-token", "KIT_METRICS_TOKEN", "scrape", ""},
+	{"verify-dns", "KIT_VERIFY_DNS", "127.0.0.1:53", ""},
+	{"verify-resolve", "KIT_VERIFY_RESOLVE", "a.example:443=127.0.0.1:8443, b.example:443=127.0.0.1:9443", "a.example:443=127.0.0.1:8443,b.example:443=127.0.0.1:9443"},
+	{"verify-ca", "KIT_VERIFY_CA", "/tmp/ca.pem", ""},
+	{"delivery-allow", "KIT_DELIVERY_ALLOW", "127.0.0.1", ""},
+	{"delivery-ca", "KIT_DELIVERY_CA", "/tmp/ca.pem", ""},
+	{"delivery-timeout", "KIT_DELIVERY_TIMEOUT", "500ms", ""},
+	{"delivery-queue", "KIT_DELIVERY_QUEUE", "64", ""},
+	{"delivery-memory", "KIT_DELIVERY_MEMORY", "64MiB", ""},
+	{"tls-cert", "KIT_TLS_CERT", "/tmp/cert.pem", ""},
+	{"tls-key", "KIT_TLS_KEY", "/tmp/key.pem", ""},
+	{"trusted-proxies", "KIT_TRUSTED_PROXIES", "10.0.0.0/8,192.0.2.1", ""},
+	{"cache-bytes", "KIT_CACHE_BYTES", "64MiB", ""},
+}
+
+// Every flag has its environment variable (OPERATIONS.md sections 1, 6, 7
 // and 8): set alone, the variable is the flag's value.
 func TestEveryFlagHasItsVariable(t *testing.T) {
 	secret := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(secret, []byte("from-a-file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rows := []struct{ flag, env, value, want string }{
-		{"listen", "KIT_LISTEN", "127.0.0.1:9", ""},
-		{"data", "KIT_DATA_DIR", "/tmp/d", ""},
-		{"public-url", "KIT_PUBLIC_URL", "https://kit.example", ""},
-		{"operator-token", "KIT_OPERATOR_TOKEN", "op", ""},
-		{"test-clock", "KIT_TEST_CLOCK", "1", "true"},
-		{"limits", "KIT_LIMITS", "off", ""},
-		{"node-name", "KIT_NODE_NAME", "n1", ""},
-		{"cluster-bind", "KIT_CLUSTER_BIND", "127.0.0.1:7946", ""},
-		{"join", "KIT_JOIN", "127.0.0.1:7947", ""},
-		{"cluster-key", "KIT_CLUSTER_KEY", "0123456789abcdef", ""},
-		{"peer-listen", "KIT_PEER_LISTEN", "127.0.0.1:0", ""},
-		{"down-timeout", "KIT_DOWN_TIMEOUT", "9s", ""},
-		{"forget-after", "KIT_FORGET_AFTER", "8s", ""},
-		{"peer-advertise", "KIT_PEER_ADVERTISE", "10.0.0.1:7947", ""},
-		{"replicas", "KIT_REPLICAS", "5", ""},
-		{"replicate", "KIT_REPLICATE", "true", ""},
-		{"demo", "KIT_DEMO", "1", "true"},
-		{"log-level", "KIT_LOG_LEVEL", "warn", ""},
-		{"log-format", "KIT_LOG_FORMAT", "text", ""},
-		{"pprof", "KIT_PPROF", "127.0.0.1:6060", ""},
-		{"metrics-token", "KIT_METRICS_TOKEN", "scrape", ""},
-		{"verify-dns", "KIT_VERIFY_DNS", "127.0.0.1:53", ""},
-		{"verify-resolve", "KIT_VERIFY_RESOLVE", "a.example:443=127.0.0.1:8443, b.example:443=127.0.0.1:9443", "a.example:443=127.0.0.1:8443,b.example:443=127.0.0.1:9443"},
-		{"verify-ca", "KIT_VERIFY_CA", "/tmp/ca.pem", ""},
-		{"delivery-allow", "KIT_DELIVERY_ALLOW", "127.0.0.1", ""},
-		{"delivery-ca", "KIT_DELIVERY_CA", "/tmp/ca.pem", ""},
-		{"delivery-timeout", "KIT_DELIVERY_TIMEOUT", "500ms", ""},
-		{"delivery-queue", "KIT_DELIVERY_QUEUE", "64", ""},
-		{"delivery-memory", "KIT_DELIVERY_MEMORY", "64MiB", ""},
-		{"tls-cert", "KIT_TLS_CERT", "/tmp/cert.pem", ""},
-		{"tls-key", "KIT_TLS_KEY", "/tmp/key.pem", ""},
-		{"trusted-proxies", "KIT_TRUSTED_PROXIES", "10.0.0.0/8,192.0.2.1", ""},
-		{"cache-bytes", "KIT_CACHE_BYTES", "64MiB", ""},
-	}
+	rows := flagVariables
 	covered := map[string]bool{}
 	for _, r := range rows {
 		covered[r.flag] = true
@@ -96,6 +100,21 @@ func TestEveryFlagHasItsVariable(t *testing.T) {
 			t.Errorf("--%s has no row here: which variable sets it?", f.Name)
 		}
 	})
+}
+
+// README.md "Running it" gives the flags, OPERATIONS.md being kept outside
+// the repository: a user must find every variable there, or a variable
+// kitd reads (KIT_VERIFY_DNS, KIT_LISTEN) would be known to its code only.
+func TestEveryVariableIsInTheREADME(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range flagVariables {
+		if !strings.Contains(string(readme), "`"+r.env+"`") {
+			t.Errorf("README.md does not name %s, the variable of --%s", r.env, r.flag)
+		}
+	}
 }
 
 // The rules of the variables' values: booleans, secrets from files, and

@@ -128,7 +128,7 @@ func (r *repeated) String() string     { return strings.Join(*r, ",") }
 func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
 
 // parseFlags reads flags, with the environment variables of OPERATIONS.md
-// sections 1, 7 and 8 as defaults.
+// sections 1, 6, 7 and 8 as defaults.
 func parseFlags(args []string) (config, error) {
 	return parseFlagsEnv(args, os.LookupEnv, nil)
 }
