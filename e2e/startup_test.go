@@ -61,3 +61,42 @@ func TestProcess_ADataDirectoryInUseSaysSo(t *testing.T) {
 		t.Errorf("the error should say the directory is in use by another process:\n%s", msg)
 	}
 }
+
+// Asking for help is an answer, not a failure: `kitd serve --help` printed
+// its flags, then "kitd: flag: help requested" and exited 2, as a mistyped
+// flag does (a script that checks the usage saw a failure). Each asks
+// here, and a mistake still exits 2.
+func TestProcess_HelpIsAnAnswer(t *testing.T) {
+	t.Parallel()
+	rows := []struct {
+		name string
+		args []string
+		want int    // exit status
+		says string // in the output
+	}{
+		{"serve --help lists the flags", []string{"serve", "--help"}, 0, "-listen"},
+		{"serve -h lists the flags", []string{"serve", "-h"}, 0, "-public-url"},
+		{"restore --help lists its flags", []string{"restore", "--help"}, 0, "-from"},
+		{"--help gives the usage", []string{"--help"}, 0, "kitd serve [flags]"},
+		{"help gives the usage", []string{"help"}, 0, "kitd serve [flags]"},
+		{"an unknown flag is a usage error", []string{"serve", "--no-such-flag"}, 2, "-listen"},
+		{"no command is a usage error", nil, 2, "kitd serve [flags]"},
+	}
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			out, err := exec.Command(kitdBin, r.args...).CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != r.want || !strings.Contains(string(out), r.says) {
+				t.Errorf("kitd %s: exit %d, want %d, with %q in:\n%s", strings.Join(r.args, " "), code, r.want, r.says, out)
+			}
+			if strings.Contains(string(out), "help requested") {
+				t.Errorf("kitd %s reports help as an error:\n%s", strings.Join(r.args, " "), out)
+			}
+		})
+	}
+}

@@ -40,17 +40,27 @@ func main() {
 		return
 	}
 	if len(os.Args) >= 2 && os.Args[1] == "restore" {
-		if err := restore(os.Args[2:], os.Stdin, os.Stdout); err != nil {
+		err := restore(os.Args[2:], os.Stdin, os.Stdout)
+		if errors.Is(err, flag.ErrHelp) {
+			return // asked for: the flag set printed the flags
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "kitd:", err)
 			os.Exit(1)
 		}
 		return
 	}
 	if len(os.Args) < 2 || os.Args[1] != "serve" {
-		fmt.Fprintln(os.Stderr, "usage: kitd serve [flags] | kitd restore --from FILE --data DIR | kitd version")
+		fmt.Fprintln(os.Stderr, usage)
+		if len(os.Args) == 2 && isHelp(os.Args[1]) {
+			return
+		}
 		os.Exit(2)
 	}
 	cfg, err := parseFlags(os.Args[2:])
+	if errors.Is(err, flag.ErrHelp) {
+		return // asked for, not a mistake: exit 0, as Go's flag package does
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kitd:", err)
 		os.Exit(2)
@@ -63,6 +73,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "kitd:", err)
 		os.Exit(1)
 	}
+}
+
+const usage = "usage: kitd serve [flags] | kitd restore --from FILE --data DIR | kitd version"
+
+// isHelp is whether a lone argument asks for the usage.
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
 }
 
 // gomaxprocs is how many Ps kitd runs with: the runtime's default (the CPUs
