@@ -30,30 +30,45 @@ type messageBody struct {
 
 func (s *Server) listMessages(in call) (reply, error) {
 	convID := in.param("id")
-	return s.messagePage(in, convID, "", "messages:"+convID)
-}
-
-func (s *Server) listReplies(in call) (reply, error) {
-	msgID := in.param("id")
-	convID, err := actors.LocateMessage(s.env, msgID)
-	if err != nil {
-		return reply{}, err
-	}
-	return s.messagePage(in, convID, msgID, "replies:"+msgID)
-}
-
-func (s *Server) messagePage(in call, convID, parentID, list string) (reply, error) {
-	pg, err := parsePage(in.ctx, list, maxLimit)
-	if err != nil {
-		return reply{}, err
-	}
-	before, err := seqPosition(pg)
+	list := "messages:" + convID
+	pg, before, err := messageQuery(in, list)
 	if err == nil && !ids.Valid(convID) {
 		err = kiterr.Absent("conversation")
 	}
 	if err != nil {
 		return reply{}, err
 	}
+	return s.messagePage(in, convID, "", list, pg, before)
+}
+
+func (s *Server) listReplies(in call) (reply, error) {
+	msgID := in.param("id")
+	list := "replies:" + msgID
+	// The query first, as for history: a 400 that only a message that
+	// exists got would tell it from an absent one.
+	pg, before, err := messageQuery(in, list)
+	if err != nil {
+		return reply{}, err
+	}
+	convID, err := actors.LocateMessage(s.env, msgID)
+	if err != nil {
+		return reply{}, err
+	}
+	return s.messagePage(in, convID, msgID, list, pg, before)
+}
+
+// messageQuery reads the page query of a messages list: its limit and the
+// position its cursor continues before.
+func messageQuery(in call, list string) (page, uint64, error) {
+	pg, err := parsePage(in.ctx, list, maxLimit)
+	if err != nil {
+		return pg, 0, err
+	}
+	before, err := seqPosition(pg)
+	return pg, before, err
+}
+
+func (s *Server) messagePage(in call, convID, parentID, list string, pg page, before uint64) (reply, error) {
 	r, err := ask[*kitpb.MessagesReply](s, actors.KindConversation, convID, &kitpb.ListMessages{
 		Caller: in.p.Caller, ThreadParentId: parentID, BeforeSeq: before, Limit: int32(pg.limit),
 	})
