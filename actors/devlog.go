@@ -51,10 +51,17 @@ type pruneKey struct {
 	kit string
 }
 
-// devLogCutoff is the first key of partition p's entries of the Kit not
-// yet expired at now.
+// devLogCutoff is the first key of partition p's entries of the Kit that
+// may not have expired at now: a millisecond prefix of the ids, so the
+// entries of its millisecond are judged one by one (logExpired).
 func devLogCutoff(p partition.ID, kitID string, now time.Time) []byte {
 	return devLogKey(p, kitID, ids.PrefixAt(now.Add(-LogRetention)))
+}
+
+// logExpired reports whether e's retention has ended at now: an entry
+// lives while now < At + LogRetention, as every expiry does.
+func logExpired(e *kitpb.DevLogEntry, now time.Time) bool {
+	return nanos(now) >= e.At+int64(LogRetention)
 }
 
 // newLogEntry starts an entry at now with a fresh time-ordered id.

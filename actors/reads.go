@@ -395,7 +395,7 @@ func memberSignedIn(env *Env, cred *kitpb.Credential, now int64, fresh bool) (se
 
 // ReadDevLog returns up to limit entries of the Kit's log, newest first,
 // strictly older than the entry id before ("" = from the newest) and not
-// older than LogRetention. keep filters entries (nil keeps all). more
+// expired (logExpired). keep filters entries (nil keeps all). more
 // reports that older entries remain.
 //
 // Write-once: entries never change, and no actor owns the log (devlog.go).
@@ -437,6 +437,11 @@ func readDevLogOf(r PartitionReader, p partition.ID, kitID, before string, now t
 		}
 		if e.Id == "" { // stored since 2026-11-22: the id is only in the key
 			e.Id = string(k[len(prefix):])
+		}
+		if logExpired(e, now) {
+			// The cutoff is a millisecond prefix of the ids: entries of
+			// its millisecond may have expired within it.
+			return true
 		}
 		if keep != nil && !keep(e) {
 			return true
