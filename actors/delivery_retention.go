@@ -89,8 +89,10 @@ func (a *deliveryActor) sweep() {
 	}
 }
 
-// dropDeadLetters deletes the dead letters that died before cutoff, at
-// most sweepMax, and reports whether more may be left. It reads them all:
+// dropDeadLetters deletes the dead letters that died at or before cutoff
+// (now - DeliveryRetention: a dead letter lives while now < finishedAt +
+// DeliveryRetention, as an outbox entry does, expiredThrough), at most
+// sweepMax, and reports whether more may be left. It reads them all:
 // they die in no order of their sequences (a conversation's events go one
 // at a time, each with its own 24 hours; a redelivered one dies again
 // under its old sequence). The deletions are a write of their own, as a
@@ -101,7 +103,7 @@ func (a *deliveryActor) dropDeadLetters(cutoff int64) (more bool, err error) {
 	defer b.Close()
 	dropped := 0
 	err = a.scanEvents(deadEventsPrefix(a.id), func(k []byte, ev *kitpb.Event) bool {
-		if ev.FinishedAt >= cutoff {
+		if ev.FinishedAt > cutoff {
 			return true
 		}
 		if more = dropped == a.env.sweepMax(); more {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/proto/kitpb"
 )
 
 // The one rule of every expiry: a thing with a lifetime lives while
@@ -74,6 +75,33 @@ func TestDevLogEntryExpiresAtItsInstant(t *testing.T) {
 			}
 			if shown := len(entries) == 1; shown != row.lives {
 				t.Fatalf("at %v after the entry: shown %v, want %v", row.now.Sub(at), shown, row.lives)
+			}
+		})
+	}
+}
+
+// A dead letter is kept for DeliveryRetention after it died
+// (docs/deliveries.md "Retention": one whose finishedAt is 7 days old is
+// deleted), as an event waiting in the outbox is dropped once its
+// position is at or below now - DeliveryRetention.
+func TestDeadLetterExpiresAtItsInstant(t *testing.T) {
+	died := time.Unix(1_800_000_000, 500_001)
+	for _, row := range boundaryRows(died.Add(DeliveryRetention)) {
+		t.Run(row.name, func(t *testing.T) {
+			env := &Env{Store: expiryStore(t), Clock: &stillClock{row.now}}
+			a := &deliveryActor{env: env, id: "inst", ep: &kitpb.DeliveryEndpoint{}, taken: map[string]uint64{}}
+			b := env.newBatch()
+			put(b, deadEventKey(a.id, 1), &kitpb.Event{Sequence: 1, ConversationId: "c", FinishedAt: nanos(died)})
+			if err := b.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			a.sweep()
+			kept, err := env.Store.Has(deadEventKey(a.id, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kept != row.lives {
+				t.Fatalf("at %v after it died: kept %v, want %v", row.now.Sub(died), kept, row.lives)
 			}
 		})
 	}
