@@ -85,6 +85,19 @@ func TestBadInput(t *testing.T) {
 		want(t, env.In.api(t, "GET", "/auth/test", nil), 200) // the bot token was not rotated
 	})
 
+	t.Run("a DELETE refuses a malformed body, and deletes nothing", func(t *testing.T) {
+		m := env.In.api(t, "POST", "/messages", map[string]any{"conversationId": env.Chan.ID, "text": "kept"})
+		want(t, m, 201)
+		id := m.Str("message.id")
+		for _, body := range []string{`[1]`, `not json`, `"x"`} {
+			wantError(t, s.do(t, "DELETE", "/api/v1/messages/"+id, env.In.Token, raw(body), nil), 400, "validation_error")
+		}
+		if g := env.In.api(t, "GET", "/messages/"+id, nil); g.Status != 200 || g.Str("message.text") != "kept" {
+			t.Fatalf("the message after refused deletions: %d %s", g.Status, clip(string(g.Body), 300))
+		}
+		want(t, s.do(t, "DELETE", "/api/v1/messages/"+id, env.In.Token, raw(`{}`), nil), 200) // an object is taken
+	})
+
 	t.Run("charset parameter on application/json is accepted", func(t *testing.T) {
 		r := s.do(t, "POST", "/api/v1/messages", env.In.Token, raw(`{`+convField+`"text":"utf8"}`),
 			map[string]string{"Content-Type": "application/json; charset=utf-8"})
