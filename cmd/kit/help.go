@@ -3,19 +3,38 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 )
 
 func isHelp(a string) bool {
 	return a == "help" || a == "-h" || a == "-help" || a == "--help"
 }
 
-func writeHelp(w io.Writer, args []string) {
+// help answers 'kit help [COMMAND]': a command's help, a group's commands
+// (kit help domains), or the whole list; a word that names none is a
+// usage error, as it is without help.
+func help(e *env, args []string) int {
 	if len(args) > 1 {
-		if cmd, _ := lookup(args[1:]); cmd != nil {
-			writeCommandHelp(w, cmd)
-			return
+		if cmd, rest := lookup(args[1:]); cmd != nil && len(rest) == 0 {
+			writeCommandHelp(e.stdout, cmd)
+			return 0
 		}
+		if subs := subcommands(args[1]); len(subs) > 0 && len(args) == 2 {
+			for _, sub := range subs {
+				cmd, _ := lookup([]string{args[1], sub})
+				fmt.Fprintf(e.stdout, "  %s\n      %s\n", cmd.usage(), cmd.summary)
+			}
+			fmt.Fprintf(e.stdout, "\nRun 'kit help %s COMMAND' for a command's flags.\n", clean(args[1]))
+			return 0
+		}
+		fmt.Fprintf(e.stderr, "kit: no help for %q: no such command; 'kit help' lists the commands\n", strings.Join(args[1:], " "))
+		return 2
 	}
+	writeHelp(e.stdout)
+	return 0
+}
+
+func writeHelp(w io.Writer) {
 	fmt.Fprint(w, `kit: the Kit developer's command-line tool (the developer API, docs/openapi/devapi.json).
 
 Commands:

@@ -132,8 +132,7 @@ func run(ctx context.Context, args []string, e *env) int {
 	cmd, rest := lookup(args)
 	if cmd == nil {
 		if len(args) == 0 || isHelp(args[0]) {
-			writeHelp(e.stdout, args)
-			return 0
+			return help(e, args)
 		}
 		if subs := subcommands(args[0]); len(subs) > 0 {
 			fmt.Fprintf(e.stderr, "kit: %s needs one of: %s\n", clean(args[0]), strings.Join(subs, ", "))
