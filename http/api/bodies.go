@@ -135,7 +135,7 @@ func (s *Server) limitBodies(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	c := hookRequestConfig(h)
 	h.Del(bodyTooLargeHeader) // only this hook may set these
 	h.Del(ambiguousLengthHeader)
-	if h.ContentLength() != -2 && lengthTwice(h.RawHeaders()) {
+	if unframed(h.ContentLength(), h.RawHeaders()) {
 		// Made bodiless so that nothing of it is read: dispatch refuses
 		// it and closes the connection.
 		h.SetContentLength(0)
@@ -149,23 +149,28 @@ func (s *Server) limitBodies(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	return c
 }
 
-// ambiguousLengthHeader marks a request that says its body length twice,
-// in a Content-Length and a Transfer-Encoding (limitBodies, which first
-// removes any the client sent). fasthttp reads such a request by its
-// Transfer-Encoding and keeps the connection open, but a proxy in front
-// may have framed it by its Content-Length: the bytes the two disagree on
-// would be another request to one of them (request smuggling). RFC 9112
-// 6.1 lets a server refuse it and has the connection closed either way;
-// dispatch refuses it as fasthttp refuses two Content-Lengths.
+// ambiguousLengthHeader marks a request whose body length is not known
+// for sure (unframed; limitBodies, which first removes any the client
+// sent). fasthttp reads a request with a Content-Length and a
+// Transfer-Encoding by its Transfer-Encoding, and one whose
+// Transfer-Encoding is identity as bodiless, keeping the connection open
+// either way; but a proxy in front may have framed it otherwise: the bytes
+// the two disagree on would be another request to one of them (request
+// smuggling). RFC 9112 6.1 lets a server refuse the first, 6.3 has it
+// refuse the second with 400, and the connection closes either way;
+// dispatch refuses them as fasthttp refuses two Content-Lengths.
 const ambiguousLengthHeader = "X-Kitd-Ambiguous-Length"
 
 // errAmbiguousLength is answered as any head fasthttp cannot read: 400
 // malformed HTTP request.
-var errAmbiguousLength = errors.New("request has both Content-Length and Transfer-Encoding")
+var errAmbiguousLength = errors.New("request body length is ambiguous")
 
-// lengthTwice reports whether a request head (its raw header lines) has
-// both a Content-Length and a Transfer-Encoding.
-func lengthTwice(raw []byte) bool {
+// unframed reports whether a request head (fasthttp's Content-Length n and
+// the raw header lines) frames its body in a way a proxy may read
+// otherwise: a Content-Length with a Transfer-Encoding, or a
+// Transfer-Encoding that is not chunked (fasthttp refuses any coding but
+// chunked and identity; n is -2 for identity, as for no length at all).
+func unframed(n int, raw []byte) bool {
 	var cl, te bool
 	for len(raw) > 0 {
 		line := raw
@@ -181,7 +186,7 @@ func lengthTwice(raw []byte) bool {
 		cl = cl || bytes.EqualFold(key, []byte(fasthttp.HeaderContentLength))
 		te = te || bytes.EqualFold(key, []byte(fasthttp.HeaderTransferEncoding))
 	}
-	return cl && te
+	return te && (cl || n != -1)
 }
 
 // refuseBody answers a body fasthttp would have refused to read.

@@ -72,6 +72,11 @@ func TestRequestFraming(t *testing.T) {
 		{"Transfer-Encoding identity with Content-Length is refused and closes",
 			"Transfer-Encoding: identity\r\nContent-Length: 5\r\n", "hello", 400, "validation_error", true},
 		{"two Content-Lengths are refused and close", "Content-Length: 5\r\nContent-Length: 5\r\n", "hello", 400, "validation_error", true},
+		// RFC 9112 6.3: a Transfer-Encoding whose final coding is not
+		// chunked leaves the length unknown: 400, and the connection
+		// closes. Read as bodiless, "hello" began the next request.
+		{"Transfer-Encoding identity alone is refused and closes", "Transfer-Encoding: identity\r\n", "hello", 400, "validation_error", true},
+		{"Transfer-Encoding identity alone with an empty body is refused and closes", "Transfer-Encoding: identity\r\n", "", 400, "validation_error", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
