@@ -130,7 +130,11 @@ const bodyTooLargeHeader = "X-Kitd-Body-Too-Large"
 // one over the limit, so a client waiting for the answer before it sends
 // would wait until the read timeout. Such a request is made bodiless and
 // marked instead; readBody answers it 413 and closes the connection,
-// which is what fasthttp did without streaming.
+// which is what fasthttp did without streaming. A refused request's
+// "Expect: 100-continue" is dropped too: fasthttp would answer it 100
+// first, inviting the body the refusal is there to spare (RFC 9110
+// 10.1.1), and a client sending it as the connection closes may never
+// read the refusal.
 func (s *Server) limitBodies(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	c := hookRequestConfig(h)
 	h.Del(bodyTooLargeHeader) // only this hook may set these
@@ -139,11 +143,13 @@ func (s *Server) limitBodies(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 		// Made bodiless so that nothing of it is read: dispatch refuses
 		// it and closes the connection.
 		h.SetContentLength(0)
+		h.Del(fasthttp.HeaderExpect)
 		h.Set(ambiguousLengthHeader, "1")
 		return c
 	}
 	if h.ContentLength() > s.bodyLimit(h) {
 		h.SetContentLength(0)
+		h.Del(fasthttp.HeaderExpect)
 		h.Set(bodyTooLargeHeader, "1")
 	}
 	return c

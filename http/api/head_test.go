@@ -122,3 +122,50 @@ func sendRaw(t *testing.T, raw string) *bufio.Reader {
 	go io.WriteString(c, raw)
 	return bufio.NewReader(c)
 }
+
+// TestExpectContinue: RFC 9110 10.1.1, a client that sends "Expect:
+// 100-continue" waits for the 100 before it sends the body, so that a
+// request refused on its head costs no body. A body kitd refuses on its
+// head alone (docs/decisions.md "Request heads", "Web API" request body
+// limits) is answered with its final status instead of the 100, the
+// connection closing; any other body is invited.
+func TestExpectContinue(t *testing.T) {
+	tests := []struct {
+		name   string
+		head   string
+		status int
+		code   string
+	}{
+		{"a body within the limit is invited with 100 Continue",
+			"POST /healthz HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n", 100, ""},
+		{"a body over the server's limit is 413 before the body is sent",
+			"POST /api/v1/files HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 20000000\r\n", 413, "payload_too_large"},
+		{"a webhook body over its limit is 413 before the body is sent",
+			"POST /hooks/v1/a/b/c HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 300000\r\n", 413, "payload_too_large"},
+		{"a body length said twice is 400 before the body is sent",
+			"POST /healthz HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n", 400, "validation_error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The head alone: the body waits for the 100.
+			res, err := http.ReadResponse(sendRaw(t, tt.head+"\r\n"), nil)
+			if err != nil {
+				t.Fatalf("no answer to the head: %v", err)
+			}
+			defer res.Body.Close()
+			if res.StatusCode != tt.status {
+				t.Fatalf("got %d before the body, want %d", res.StatusCode, tt.status)
+			}
+			if tt.code == "" {
+				return
+			}
+			var e struct{ Code, CorrelationID string }
+			if err := json.NewDecoder(res.Body).Decode(&e); err != nil || e.Code != tt.code || e.CorrelationID == "" {
+				t.Fatalf("got %+v (%v), want code %s with a correlationId", e, err, tt.code)
+			}
+			if !res.Close {
+				t.Fatal("the connection stays open: the body the client may send would be read as a request")
+			}
+		})
+	}
+}
