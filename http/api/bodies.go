@@ -217,10 +217,19 @@ func readWholeBody(ctx *fasthttp.RequestCtx, limit int) error {
 		}
 	}()
 	buf.Reset()
+	c, _ := ctx.Conn().(*trackedConn)
+	if c != nil && n < 0 {
+		// A chunked body ends with its last chunk and trailers, never
+		// with the connection (RFC 9112 7.1): one cut before is not served.
+		c.chunked, c.cut = true, false
+		defer func() { c.chunked = false }()
+	}
 	got, err := buf.ReadFrom(io.LimitReader(ctx.RequestBodyStream(), int64(limit)+1))
 	switch {
 	case err != nil:
 		return err
+	case c != nil && c.cut:
+		return io.ErrUnexpectedEOF
 	case got > int64(limit):
 		return fasthttp.ErrBodyTooLarge
 	case n > 0 && got != int64(n):

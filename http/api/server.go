@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -235,10 +236,26 @@ type trackedConn struct {
 	net.Conn
 	s    *Server
 	used atomic.Bool
+	// chunked: a chunked body is being read (readWholeBody, on the
+	// connection's own goroutine); cut: the connection ended meanwhile.
+	// fasthttp's chunked reader takes the connection's end where a chunk's
+	// size or the trailers are due for the body's end, as if its last
+	// chunk had come; it reads the connection only for bytes of the body
+	// it still needs, so an end met then is the body cut short.
+	chunked, cut bool
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
+	if err == io.EOF && c.chunked {
+		if n > 0 {
+			// The next read, if the body needs one, meets the end again
+			// (a TLS close_notify can come with the last bytes).
+			err = nil
+		} else {
+			c.cut = true
+		}
+	}
 	if n > 0 && !c.used.Load() {
 		c.used.Store(true)
 		c.s.freshMu.Lock()
