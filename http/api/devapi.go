@@ -210,8 +210,8 @@ func (s *Server) kitLogs(in call) (reply, error) {
 	}
 	list := "devlog:" + kitID
 	pg, err := parsePage(in.ctx, list, maxLogLimit)
-	if err == nil && pg.position != "" && !ids.Valid(pg.position) {
-		err = kiterr.Invalid("cursor", "is not a cursor of this list")
+	if err == nil {
+		err = idPosition(pg.position)
 	}
 	rawSource, sourceErr := queryParam(in.ctx.QueryArgs(), "source")
 	rawLevel, levelErr := queryParam(in.ctx.QueryArgs(), "level")

@@ -672,3 +672,50 @@ func TestHeadAnswersWhatGetDoes(t *testing.T) {
 		})
 	}
 }
+
+// TestCursorPositionsOfIDListsAreIDs: the lists that page by id (users,
+// conversations, members) hold a position kitd made, an id, as the
+// history, developer log and deliveries lists check theirs. A cursor
+// whose position is no id was never given out (docs/decisions.md
+// "cursor"): 400 at cursor, never an empty last page that ends the walk
+// early, nor the first page again.
+func TestCursorPositionsOfIDListsAreIDs(t *testing.T) {
+	h := ts
+	f := h.newFixture(t)
+	user := h.userToken(t, f.ws, f.inst, f.member, "conversations:read")
+	lists := []struct {
+		name, path, list, owner, token string
+	}{
+		{"users", "/api/v1/users", "users", "|" + f.ws, f.bot},
+		{"a bot's conversations", "/api/v1/conversations", "conversations", "|bot:" + f.inst, f.bot},
+		{"a member's conversations", "/api/v1/conversations", "conversations", "|user:" + f.member, user},
+		{"members", "/api/v1/conversations/" + f.conv + "/members", "members:" + f.conv, "", f.bot},
+	}
+	positions := []struct {
+		rule     string
+		position string
+		status   int
+	}{
+		{"an id is taken", ids.New(), 200},
+		{"a position that is no id is refused", "junk", 400},
+		{"a position sorting before every id is refused", "!", 400},
+		{"a number is refused", "17", 400},
+		{"an upper-case id is refused", strings.ToUpper(ids.New()), 400},
+	}
+	for _, l := range lists {
+		for _, p := range positions {
+			t.Run(l.name+": "+p.rule, func(t *testing.T) {
+				cursor := cursorOf(l.list + "|" + p.position + l.owner)
+				r := h.do(t, request{method: "GET", path: l.path + "?cursor=" + cursor, token: l.token})
+				if p.status == 200 {
+					want(t, r, 200)
+					return
+				}
+				wantError(t, r, 400, "validation_error")
+				if m := r.str("message"); m != "cursor: is not a cursor of this list" {
+					t.Fatalf("message %q", m)
+				}
+			})
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/kitd/kitd/http/internal/input"
+	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/internal/kiterr"
 )
 
@@ -51,7 +52,7 @@ func parsePage(ctx *fasthttp.RequestCtx, list string, maxItems int) (page, error
 		dec, err := base64.RawURLEncoding.DecodeString(string(raw))
 		prefix := list + "|"
 		if err != nil || !strings.HasPrefix(string(dec), prefix) || len(dec) == len(prefix) {
-			return p, kiterr.Invalid("cursor", "is not a cursor of this list")
+			return p, errNotThisList()
 		}
 		p.position = string(dec[len(prefix):])
 	}
@@ -84,13 +85,27 @@ func cursorFor(list, position string, more bool) *string {
 	return &c
 }
 
+// errNotThisList refuses a cursor this list did not give out.
+func errNotThisList() error { return kiterr.Invalid("cursor", "is not a cursor of this list") }
+
+// idPosition checks the position of a list that pages by id (users,
+// conversations, members, the developer log): kitd only gives out ids
+// there, and any other string would start the page somewhere, silently
+// (an empty last page that ends the walk, or the first page again).
+func idPosition(position string) error {
+	if position != "" && !ids.Valid(position) {
+		return errNotThisList()
+	}
+	return nil
+}
+
 func seqPosition(p page) (uint64, error) {
 	if p.position == "" {
 		return 0, nil
 	}
 	n, err := strconv.ParseUint(p.position, 10, 64)
 	if err != nil || n == 0 {
-		return 0, kiterr.Invalid("cursor", "is not a cursor of this list")
+		return 0, errNotThisList()
 	}
 	return n, nil
 }

@@ -341,3 +341,23 @@ func TestVersionShape(t *testing.T) {
 		t.Run(tt.v, func(t *testing.T) { kiterrtest.WantPath(t, versionShape("version", tt.v), tt.wantPath) })
 	}
 }
+
+func TestIDPosition(t *testing.T) {
+	tests := []struct {
+		name     string
+		position string
+		wantPath string
+	}{
+		{"the first page has no position", "", "-"},
+		{"an id is a position", ids.New(), "-"},
+		{"a word is not a position", "junk", "cursor"},
+		{"a number is not a position", "17", "cursor"},
+		{"an upper-case id is not a position", strings.ToUpper(ids.New()), "cursor"},
+		{"an id with more after it is not a position", ids.New() + "x", "cursor"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kiterrtest.WantPath(t, idPosition(tt.position), tt.wantPath)
+		})
+	}
+}

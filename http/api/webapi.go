@@ -69,9 +69,9 @@ func conversationsOwner(p *actors.Principal) string {
 func ownedPosition(position, owner string) (string, error) {
 	after, bound, found := strings.Cut(position, "|")
 	if found && bound != owner {
-		return "", kiterr.Invalid("cursor", "is not a cursor of this list")
+		return "", errNotThisList()
 	}
-	return after, nil
+	return after, idPosition(after)
 }
 
 func (s *Server) getConversation(in call) (reply, error) {
@@ -89,6 +89,9 @@ func (s *Server) getConversation(in call) (reply, error) {
 func (s *Server) listMembers(in call) (reply, error) {
 	id := in.param("id")
 	pg, err := parsePage(in.ctx, "members:"+id, maxLimit)
+	if err == nil {
+		err = idPosition(pg.position)
+	}
 	if err == nil && !ids.Valid(id) {
 		err = kiterr.Absent("conversation")
 	}
