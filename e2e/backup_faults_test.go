@@ -46,21 +46,7 @@ func backupWhoseHoldersDie(t *testing.T) {
 	c.waitSettled(t, 3)
 	c.waitStable(t)
 
-	v, err := c.view(t, c.nodes[2])
-	if err != nil {
-		t.Fatal(err)
-	}
-	lacks := map[partition.ID]bool{}
-	for p := range partition.ID(partition.Count) {
-		lacks[p] = true
-	}
-	for _, m := range v.Members {
-		if m.Name == c.names[2] {
-			for _, p := range m.Replicated {
-				delete(lacks, partition.ID(p))
-			}
-		}
-	}
+	lacks := c.lacked(t, 2)
 	// The lacked partition read last: nothing but held partitions after it.
 	last := partition.ID(0)
 	for p := range lacks {

@@ -183,21 +183,7 @@ func TestBackupAndRestoreOfAClusterUnderLoad(t *testing.T) {
 
 	// Conversations in partitions the node asked holds and in some it
 	// lacks.
-	v, err := c.view(t, c.nodes[2])
-	if err != nil {
-		t.Fatal(err)
-	}
-	lacks := map[partition.ID]bool{}
-	for p := range partition.ID(partition.Count) {
-		lacks[p] = true
-	}
-	for _, m := range v.Members {
-		if m.Name == c.names[2] {
-			for _, p := range m.Replicated {
-				delete(lacks, partition.ID(p))
-			}
-		}
-	}
+	lacks := c.lacked(t, 2)
 	if len(lacks) == 0 {
 		t.Fatalf("%s holds every partition on --replicas 2", c.names[2])
 	}
@@ -320,4 +306,26 @@ func TestBackupAndRestoreOfAClusterUnderLoad(t *testing.T) {
 		nc.waitSettled(t, 2)
 		check(t, nc.nodes[1])
 	})
+}
+
+// lacked is the partitions whose replicas the i-th node does not hold, as
+// its view of the cluster says.
+func (c *testCluster) lacked(t *testing.T, i int) map[partition.ID]bool {
+	t.Helper()
+	v, err := c.view(t, c.nodes[i])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lacks := map[partition.ID]bool{}
+	for p := range partition.ID(partition.Count) {
+		lacks[p] = true
+	}
+	for _, m := range v.Members {
+		if m.Name == c.names[i] {
+			for _, p := range m.Replicated {
+				delete(lacks, partition.ID(p))
+			}
+		}
+	}
+	return lacks
 }
