@@ -225,7 +225,9 @@ func (s *Server) readAnswer(raw []byte, convID string, grant *kitpb.MemberAction
 		return nil
 	}
 	var a kitAnswer
-	if json.Unmarshal(raw, &a) != nil || (a.Text == nil && len(rawBlocks(a.Blocks)) > 0) {
+	// Read as every body is (input.DecodeJSON): a key given twice is
+	// refused, so which text, or whether ephemeral, is never a guess.
+	if input.DecodeJSON(raw, &a) != nil || (a.Text == nil && len(rawBlocks(a.Blocks)) > 0) {
 		finish.ErrorCode = actors.ErrorInvalidAnswer
 		return nil
 	}

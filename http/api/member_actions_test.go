@@ -35,6 +35,8 @@ func TestReadAnswer(t *testing.T) {
 		{"blocks without text are invalid", `{"blocks":` + header + `}`, false, "", false, true},
 		{"blank text is invalid", `{"text":"   "}`, false, "", false, true},
 		{"text over 8,000 characters is invalid", `{"text":"` + strings.Repeat("a", 8001) + `"}`, false, "", false, true},
+		{"a key given twice is invalid, as in every body (which text?)", `{"text":"a","text":"b"}`, false, "", false, true},
+		{"ephemeral given twice is invalid (shown to one, or posted to all?)", `{"text":"x","ephemeral":true,"ephemeral":false}`, false, "", false, true},
 		{"an ephemeral message with invalid blocks is invalid", `{"text":"x","ephemeral":true,"blocks":[{"type":"header"}]}`, false, "", false, true},
 	}
 	for _, tt := range tests {
