@@ -149,6 +149,9 @@ type Env struct {
 	// of a conversation's expired Idempotency records in place of
 	// idempotencySweepMax.
 	testHookIdempotencySweepMax int
+	// testHookGrantSweepMax, set by tests, is the bound of a sweep of an
+	// installation's dead grant credentials in place of grantSweepMax.
+	testHookGrantSweepMax int
 }
 
 func (e *Env) deliveryFlushAfter() time.Duration {

@@ -31,7 +31,14 @@ var (
 	DeliveredEventKey         = deliveredEventKey
 	DeadEventKey              = deadEventKey
 	OutboxSourcePrefix        = outboxSourcePrefix
+	GrantsPrefix              = grantsPrefix
+	UserGrantsPrefix          = userGrantsPrefix
 )
+
+// SetGrantSweepMax bounds the grant index entries a sweep of an
+// installation's dead grant credentials reads at n in place of
+// grantSweepMax.
+func SetGrantSweepMax(env *Env, n int) { env.testHookGrantSweepMax = n }
 
 // LeastAllocs is leastAllocs, for the tests outside the package.
 var LeastAllocs = leastAllocs

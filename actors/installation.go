@@ -36,6 +36,9 @@ type installationActor struct {
 	// responsesPruned is when expired responseUrl records were last
 	// deleted (installation_actions.go); zero: not since activation.
 	responsesPruned time.Time
+	// grantSweep is where and when the next sweep of dead grant
+	// credentials starts (installation_grants_sweep.go).
+	grantSweep grantSweep
 }
 
 func (a *installationActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }

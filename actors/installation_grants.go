@@ -123,11 +123,17 @@ func (a *installationActor) issueCode(m *kitpb.IssueCode) (proto.Message, error)
 		CodeChallenge: m.CodeChallenge, TokenType: m.TokenType,
 	}
 	b := a.env.newBatch()
+	sweep, err := a.sweepGrants(b, nanos(now))
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
 	put(b, credentialKey(m.CodeHash), cred)
 	b.Set(grantCredentialKey(a.id, m.GrantId, m.CodeHash), nil)
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("issue code of %s: %w", a.id, err)
 	}
+	a.grantSweep = sweep
 	return &kitpb.Ok{}, nil
 }
 
@@ -184,12 +190,17 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 	code.SpentAt = nanos(now)
 	// The tokens and the grant first, the code spent last: a kill between
 	// leaves tokens nobody holds, and a code the retry exchanges.
-	b, spend := a.env.newBatch(), a.env.newBatch()
-	put(spend, credentialKey(m.CodeHash), code)
 	reply, err := a.grantReply(code.TokenType, code.UserId, code.Scopes)
 	if err != nil {
 		return nil, err
 	}
+	b, spend := a.env.newBatch(), a.env.newBatch()
+	sweep, err := a.sweepGrants(b, nanos(now))
+	if err != nil {
+		closeAll([]batch{b, spend})
+		return nil, err
+	}
+	put(spend, credentialKey(m.CodeHash), code)
 	if code.TokenType == CallerBot {
 		// Tokens are stored as hashes only, so the installation's bot token
 		// cannot be handed out again: each bot grant issues a new one.
@@ -210,6 +221,7 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 	if err := a.env.commitInSteps(b, spend); err != nil {
 		return nil, fmt.Errorf("exchange code of %s: %w", a.id, err)
 	}
+	a.grantSweep = sweep
 	return reply, nil
 }
 
@@ -303,12 +315,18 @@ func (a *installationActor) refresh(m *kitpb.RefreshGrant) (proto.Message, error
 	// The new tokens first, the old one spent last: a kill between leaves
 	// tokens nobody holds, and a retry that refreshes again.
 	tokens, spend := a.env.newBatch(), a.env.newBatch()
+	sweep, err := a.sweepGrants(tokens, nanos(now))
+	if err != nil {
+		closeAll([]batch{tokens, spend})
+		return nil, err
+	}
 	a.putUserTokens(tokens, ref, m.AccessHash, m.NewRefreshHash, now)
 	put(spend, credentialKey(m.RefreshHash), ref)
 	a.audit(spend, "token.refreshed", LogLevelInfo, CallerUser, "")
 	if err := a.env.commitInSteps(tokens, spend); err != nil {
 		return nil, fmt.Errorf("refresh a grant of %s: %w", a.id, err)
 	}
+	a.grantSweep = sweep
 	return reply, nil
 }
 

@@ -64,7 +64,7 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"messageTagKey", "mtag/{hex8}/{id}"},                // a conversation's message-id tag (empty value): finds the conversation of a message or file id (ids.NewMessage)
 	{"installationKey", "inst/{id}"},                     // Installation
 	{"webhookRefKey", "inst/{id}/w/{id}"},                // WebhookRef (the installation's webhooks)
-	{"grantCredentialKey", "inst/{id}/g/{id}/{hash}"},    // a credential of one authorization (empty value; docs/credentials.md)
+	{"grantCredentialKey", "inst/{id}/g/{id}/{hash}"},    // a credential of one authorization (empty value; docs/credentials.md); deleted with its credential once that can no longer work (installation_grants_sweep.go)
 	{"botTokenKey", "inst/{id}/t/{id}"},                  // SHA-256 of a bot token, by token id (UUIDv7: the scan is creation order)
 	{"userGrantKey", "inst/{id}/ug/{id}/{id}"},           // UserGrant, by member and grant id: the member's authorizations
 	{"runKey", "inst/{id}/r/{id}"},                       // Run of a tool call (installation_runs.go)
@@ -327,6 +327,10 @@ func grantCredentialKey(inst, grant string, hash []byte) []byte {
 func grantPrefix(inst, grant string) []byte {
 	return key(partition.Of(inst), "inst", inst, "g", grant, "")
 }
+
+// grantsPrefix covers the credentials of every authorization of inst, in
+// order of grant id.
+func grantsPrefix(inst string) []byte { return key(partition.Of(inst), "inst", inst, "g", "") }
 
 func botTokenKey(inst, tokenID string) []byte {
 	return key(partition.Of(inst), "inst", inst, "t", tokenID)

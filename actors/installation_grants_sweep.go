@@ -1,0 +1,119 @@
+package actors
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// The credentials of dead authorizations are deleted, not kept for ever: a
+// Kit that refreshes its user tokens every hour adds two credentials and
+// two grant index entries an hour for each member who authorized it, and
+// the member's UserGrant records pile up under the home page's scan.
+//
+// A token request that writes (a code issued, exchanged, a refresh) reads,
+// in its batch, up to grantSweepMax entries of the installation's grant
+// index (grantCredentialKey) from where the last sweep stopped, and
+// deletes each entry whose credential can no longer work, with the
+// credential; a dead refresh token takes its grant's UserGrant with it.
+// The scan goes on from there with the next request when it reached its
+// bound, else it starts over from the first grant once grantSweepEvery has
+// passed. The cursor lives in the actor: an activation starts from the
+// first grant.
+//
+// Dead is judged on the service clock, and only where a deletion changes
+// no answer: an unknown code or token is refused as an expired one is
+// (BadGrantReason, 401 invalid_token). A bot token is kept (it works
+// until revoked); a spent refresh token is kept while its grant may be
+// live, since its replay revokes the grant.
+
+// grantSweepEvery bounds how often a sweep starts over from the first
+// grant: each pass reads every entry of the index once.
+const grantSweepEvery = 10 * 60 * 1e9
+
+// grantSweepMax bounds the index entries one sweep reads (each a point
+// read of its credential, a deletion of two keys when dead), so that the
+// token request that sweeps stays a token request.
+const grantSweepMax = 100
+
+func (e *Env) grantSweepMax() int {
+	if e.testHookGrantSweepMax > 0 {
+		return e.testHookGrantSweepMax
+	}
+	return grantSweepMax
+}
+
+// grantDead reports whether c, a credential of a grant, can no longer
+// work at now (unix nanoseconds): a code or user token past its expiry; a
+// refresh token (no expiry of its own) once the web session it lives with
+// has surely ended, SessionLifetime after the token's creation, since the
+// session began before.
+func grantDead(c *kitpb.Credential, now int64) bool {
+	switch c.Kind {
+	case credCode, CallerUser:
+		return now >= c.ExpiresAt
+	case credRefresh:
+		return now >= c.CreatedAt+int64(SessionLifetime)
+	}
+	return false
+}
+
+// grantSweep is where the next sweep of the grant index starts, and when.
+type grantSweep struct {
+	at   int64  // unix nanoseconds; 0: at the next request
+	from []byte // the first key to read; nil: the first grant
+}
+
+// sweepGrants adds to b, the batch of a token request at now (unix
+// nanoseconds), the deletion of the dead credentials of the next entries
+// of the grant index, when a sweep is due (a.grantSweep). It returns the
+// sweep state to keep once b is committed.
+func (a *installationActor) sweepGrants(b batch, now int64) (grantSweep, error) {
+	s := a.grantSweep
+	if now < s.at {
+		return s, nil
+	}
+	prefix := grantsPrefix(a.id)
+	lower := prefix
+	if s.from != nil {
+		lower = s.from
+	}
+	type entry struct{ key, hash []byte }
+	var entries []entry
+	bound, more := a.env.grantSweepMax(), false
+	err := a.env.Store.Scan(lower, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+		if len(entries) == bound {
+			more = true
+			return false
+		}
+		entries = append(entries, entry{bytes.Clone(k), bytes.Clone(k[len(k)-32:])})
+		return true
+	})
+	if err != nil {
+		return s, fmt.Errorf("sweep grants of %s: %w", a.id, err)
+	}
+	for _, e := range entries {
+		c := &kitpb.Credential{}
+		found, err := a.env.loadOwn(credentialKey(e.hash), c)
+		if err != nil {
+			return s, err
+		}
+		if found && !grantDead(c, now) {
+			continue
+		}
+		b.Delete(e.key)
+		if !found {
+			continue // an entry left by a kill, or written by a build before this
+		}
+		b.Delete(credentialKey(e.hash))
+		if c.Kind == credRefresh && c.UserId != "" {
+			b.Delete(userGrantKey(a.id, c.UserId, c.GrantId))
+		}
+	}
+	if more {
+		return grantSweep{at: now, from: keyAfter(entries[len(entries)-1].key)}, nil
+	}
+	return grantSweep{at: now + grantSweepEvery}, nil
+}
