@@ -33,6 +33,7 @@ var (
 	OutboxSourcePrefix        = outboxSourcePrefix
 	GrantsPrefix              = grantsPrefix
 	UserGrantsPrefix          = userGrantsPrefix
+	SessionsPrefix            = sessionsPrefix
 )
 
 // SetGrantSweepMax bounds the grant index entries a sweep of an

@@ -38,7 +38,7 @@ type installationActor struct {
 	responsesPruned time.Time
 	// grantSweep is where and when the next sweep of dead grant
 	// credentials starts (installation_grants_sweep.go).
-	grantSweep grantSweep
+	grantSweep sweepCursor
 }
 
 func (a *installationActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }

@@ -60,8 +60,8 @@ func grantDead(c *kitpb.Credential, now int64) bool {
 	return false
 }
 
-// grantSweep is where the next sweep of the grant index starts, and when.
-type grantSweep struct {
+// sweepCursor is where the next sweep of a range starts, and when.
+type sweepCursor struct {
 	at   int64  // unix nanoseconds; 0: at the next request
 	from []byte // the first key to read; nil: the first grant
 }
@@ -70,7 +70,7 @@ type grantSweep struct {
 // nanoseconds), the deletion of the dead credentials of the next entries
 // of the grant index, when a sweep is due (a.grantSweep). It returns the
 // sweep state to keep once b is committed.
-func (a *installationActor) sweepGrants(b batch, now int64) (grantSweep, error) {
+func (a *installationActor) sweepGrants(b batch, now int64) (sweepCursor, error) {
 	s := a.grantSweep
 	if now < s.at {
 		return s, nil
@@ -113,7 +113,7 @@ func (a *installationActor) sweepGrants(b batch, now int64) (grantSweep, error) 
 		}
 	}
 	if more {
-		return grantSweep{at: now, from: keyAfter(entries[len(entries)-1].key)}, nil
+		return sweepCursor{at: now, from: keyAfter(entries[len(entries)-1].key)}, nil
 	}
-	return grantSweep{at: now + grantSweepEvery}, nil
+	return sweepCursor{at: now + grantSweepEvery}, nil
 }

@@ -173,6 +173,9 @@ func installationEventsPrefix(ws string) []byte { return installationEventsKey(w
 
 func sessionKey(ws, session string) []byte { return key(partition.Of(ws), "ws", ws, "s", session) }
 
+// sessionsPrefix covers the workspace's sessions, in order of session id.
+func sessionsPrefix(ws string) []byte { return sessionKey(ws, "") }
+
 func sessionSecretKey(ws, session string) []byte {
 	return key(partition.Of(ws), "ws", ws, "sh", session)
 }

@@ -138,6 +138,7 @@ func TestKeyPrefixes(t *testing.T) {
 		{"queuedEventsPrefix", queuedEventsPrefix("i"), queuedEventKey("i", 1)},
 		{"deliveriesPrefix", deliveriesPrefix(partition.Of("i")), deadEventKey("i", 1)},
 		{"deliveryPrefix", deliveryPrefix("i"), eventSequenceKey("i")},
+		{"sessionsPrefix", sessionsPrefix("w"), sessionKey("w", "s")},
 		{"grantsPrefix", grantsPrefix("i"), grantCredentialKey("i", "g", make([]byte, 32))},
 		{"openRunsPrefix", openRunsPrefix("i"), openRunKey("i", "r")},
 		{"responseURLsPrefix", responseURLsPrefix("i"), responseURLKey("i", make([]byte, 32))},

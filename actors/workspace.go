@@ -38,6 +38,9 @@ type workspaceActor struct {
 
 	instEvents map[string]*kitpb.InstallationEvents // by installation id
 	outbox     outbox                               // user.* events
+	// sessionSweep is where and when the next sweep of expired sessions
+	// starts (workspace_sessions_sweep.go).
+	sessionSweep sweepCursor
 }
 
 func (a *workspaceActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
@@ -255,6 +258,11 @@ func (a *workspaceActor) createSession(m *kitpb.CreateSession) (proto.Message, e
 		CreatedAt: nanos(now), ExpiresAt: nanos(now.Add(SessionLifetime)),
 	}
 	b := a.env.newBatch()
+	sweep, err := a.sweepSessions(b, nanos(now))
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
 	put(b, sessionKey(a.id, s.Id), s)
 	put(b, locatorKey(s.Id), &kitpb.Locator{Kind: KindWorkspace, Owner: a.id})
 	put(b, credentialKey(m.SecretHash), &kitpb.Credential{
@@ -265,6 +273,7 @@ func (a *workspaceActor) createSession(m *kitpb.CreateSession) (proto.Message, e
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("create session in %s: %w", a.id, err)
 	}
+	a.sessionSweep = sweep
 	return &kitpb.SessionReply{Session: s}, nil
 }
 

@@ -1,0 +1,88 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kitd/kitd/persistence"
+	"github.com/kitd/kitd/proto/kitpb"
+)
+
+// Expired web sessions are deleted, not kept for ever: every sign-in
+// writes a session, the credential of its cookie, the hash of its secret
+// and its locator, and nothing reads a session as live once its 7 days
+// are over, signed out or not.
+//
+// A session's creation reads, in its batch, up to sessionSweepMax sessions
+// of the workspace from where the last sweep stopped, and deletes the
+// four records of each whose ExpiresAt has passed; as the grants' sweep
+// (installation_grants_sweep.go), it goes on with the next sign-in when
+// it reached its bound, else it starts over from the first session once
+// sessionSweepEvery has passed. A session ended early stays until its
+// 7 days are over, so that ending it again is still answered 200 and
+// tells the caches again; an expired one deleted is then unknown (404).
+
+const (
+	sessionSweepEvery = 10 * 60 * 1e9
+	sessionSweepMax   = 100
+)
+
+// sweepSessions adds to b, the batch of a sign-in at now (unix
+// nanoseconds), the deletion of the next expired sessions, when a sweep
+// is due (a.sessionSweep). It returns the sweep state to keep once b is
+// committed.
+func (a *workspaceActor) sweepSessions(b batch, now int64) (sweepCursor, error) {
+	c := a.sessionSweep
+	if now < c.at {
+		return c, nil
+	}
+	prefix := sessionsPrefix(a.id)
+	lower := prefix
+	if c.from != nil {
+		lower = c.from
+	}
+	var expired []string
+	var last []byte
+	read, more := 0, false
+	s := &kitpb.Session{}
+	var err error
+	scanErr := a.env.Store.Scan(lower, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
+		if read == sessionSweepMax {
+			more = true
+			return false
+		}
+		read++
+		last = append(last[:0], k...)
+		if err = proto.Unmarshal(v, s); err != nil {
+			return false
+		}
+		if now >= s.ExpiresAt {
+			expired = append(expired, s.Id)
+		}
+		return true
+	})
+	if err == nil {
+		err = scanErr
+	}
+	if err != nil {
+		return c, fmt.Errorf("sweep sessions of %s: %w", a.id, err)
+	}
+	for _, id := range expired {
+		hash, err := a.env.Store.Get(sessionSecretKey(a.id, id))
+		switch {
+		case err == nil:
+			b.Delete(credentialKey(hash))
+		case !errors.Is(err, persistence.ErrNotFound):
+			return c, fmt.Errorf("load session secret %s: %w", id, err)
+		}
+		b.Delete(sessionSecretKey(a.id, id))
+		b.Delete(sessionKey(a.id, id))
+		b.Delete(locatorKey(id))
+	}
+	if more {
+		return sweepCursor{at: now, from: keyAfter(last)}, nil
+	}
+	return sweepCursor{at: now + sessionSweepEvery}, nil
+}
