@@ -28,7 +28,8 @@ type Answer struct {
 
 // CallError is a Call that got no 2xx within Timeout. Reason is the
 // developer log's errorCode (ReasonTimeout, ReasonConnection, ReasonHTTP,
-// ReasonTLS, or no_signing_secret); Status is the answer's, 0 for none.
+// ReasonTLS, ReasonInFlightLimit, or no_signing_secret); Status is the
+// answer's, 0 for none.
 type CallError struct {
 	Reason string
 	Status int
@@ -68,16 +69,29 @@ func (s *Sender) call(ctx context.Context, c Call) (Answer, error) {
 	if err != nil {
 		return Answer{}, err
 	}
-	return s.post(ctx, u, c, secrets)
+	deadline := s.deadlineOf(ctx)
+	// A call is a delivery to the Kit (SPEC.md 6): it takes one of the
+	// Kit's slots, as an event's attempt does, within its own time.
+	release, ok := s.kitSlotBy(c.KitID, deadline)
+	if !ok {
+		return Answer{}, &CallError{Reason: ReasonInFlightLimit}
+	}
+	defer release()
+	return s.post(u, c, secrets, deadline)
 }
 
-// post makes the request of c, signed with secrets, within the timeout or
-// ctx's deadline, whichever comes first.
-func (s *Sender) post(ctx context.Context, u *url.URL, c Call, secrets []string) (Answer, error) {
+// deadlineOf is when a call made now ends: Config.Timeout from now, or
+// ctx's deadline if that comes first.
+func (s *Sender) deadlineOf(ctx context.Context) time.Time {
 	deadline := time.Now().Add(s.cfg.Timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
+	return deadline
+}
+
+// post makes the request of c, signed with secrets, by deadline.
+func (s *Sender) post(u *url.URL, c Call, secrets []string, deadline time.Time) (Answer, error) {
 	status, body, err := s.https.post(s.cfg.Clock.Now(), kitRequest{url: u, body: c.Body, secrets: secrets, installationID: c.InstallationID, deadline: deadline}, true)
 	if err != nil {
 		return Answer{}, err

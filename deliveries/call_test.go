@@ -91,7 +91,7 @@ func TestCallRules(t *testing.T) {
 			if u.Scheme != "https" {
 				a, err = tc.s.call(ctx, Call{URL: tc.url, InstallationID: "inst-1"})
 			} else {
-				a, err = tc.s.post(ctx, u, Call{URL: tc.url, InstallationID: "inst-1", Body: []byte(`{"type":"command"}`)}, tc.secrets)
+				a, err = tc.s.post(u, Call{URL: tc.url, InstallationID: "inst-1", Body: []byte(`{"type":"command"}`)}, tc.secrets, tc.s.deadlineOf(ctx))
 			}
 			if tc.reason == "" {
 				if err != nil || string(a.Body) != tc.wantBody {
@@ -225,5 +225,87 @@ func TestADialWithoutATimeoutTakesTheAttempts(t *testing.T) {
 			t.Fatalf("a dial with timeout %v: %v", timeout, err)
 		}
 		conn.Close()
+	}
+}
+
+// SPEC.md 6: the 50 in flight per Kit count its deliveries, and a slash
+// command, an interaction or a tool call is one: a call takes one of the
+// Kit's slots on this node, as an event's attempt does, waiting no later
+// than its own deadline. With every slot held it is not made
+// (ReasonInFlightLimit, the member's 502); 14 commands of one Kit had
+// reached the receiver at once.
+func TestACallTakesOneOfItsKitsSlots(t *testing.T) {
+	const secret = "kss_test-secret"
+	var requests atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Write([]byte(`{"text":"done"}`))
+	}))
+	defer srv.Close()
+	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	s := New(Config{Clock: clock.System(), RootCAs: roots, Allow: []string{"127.0.0.1"}, Timeout: 200 * time.Millisecond})
+	now := time.Now()
+	_, gen, _ := s.signing.get("kit", now)
+	s.signing.put("kit", []string{secret}, gen, now)
+	call := func() error {
+		_, _, err := s.Call(context.Background(), Call{KitID: "kit", InstallationID: "inst-1", URL: srv.URL + "/ok", Body: []byte(`{"type":"command"}`)})
+		return err
+	}
+
+	var held []func()
+	for range MaxInFlightPerKit {
+		held = append(held, s.kitSlot("kit"))
+	}
+	var ce *CallError
+	if err := call(); !errors.As(err, &ce) || ce.Reason != ReasonInFlightLimit {
+		t.Fatalf("a call with the Kit's %d slots held: %v, want reason %s", MaxInFlightPerKit, err, ReasonInFlightLimit)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Fatalf("%d requests reached the Kit past its limit", n)
+	}
+	if release, ok := s.kitSlotBy("other-kit", time.Now().Add(time.Second)); !ok {
+		t.Fatal("another Kit's call waited for this Kit's slots")
+	} else {
+		release()
+	}
+	held[0]()
+	if err := call(); err != nil {
+		t.Fatalf("a call once a slot was given back: %v", err)
+	}
+	if n := requests.Load(); n != 1 {
+		t.Fatalf("%d requests, want the one call", n)
+	}
+	// The call gave its slot back: the event that waits for it gets it.
+	got := make(chan func(), 1)
+	go func() { got <- s.kitSlot("kit") }()
+	(<-got)()
+	for _, release := range held[1:] {
+		release()
+	}
+}
+
+// A call that gave up at its deadline takes no wake-up from one that
+// still waits: every waiter is woken when a slot is given back.
+func TestASlotGivenBackReachesTheCallThatStillWaits(t *testing.T) {
+	s := New(Config{})
+	var held []func()
+	for range MaxInFlightPerKit {
+		held = append(held, s.kitSlot("kit"))
+	}
+	short := make(chan bool, 1)
+	go func() { _, ok := s.kitSlotBy("kit", time.Now().Add(20*time.Millisecond)); short <- ok }()
+	long := make(chan func(), 1)
+	go func() {
+		if release, ok := s.kitSlotBy("kit", time.Now().Add(time.Minute)); ok {
+			long <- release
+		}
+	}()
+	if <-short {
+		t.Fatal("a call took a slot none gave back")
+	}
+	held[0]()
+	(<-long)()
+	for _, release := range held[1:] {
+		release()
 	}
 }

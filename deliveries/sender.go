@@ -498,15 +498,30 @@ func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, tak
 // kitSlot waits for one of the Kit's slots on this node: its share of
 // the MaxInFlightPerKit (ShareKitSlots).
 func (s *Sender) kitSlot(kitID string) (release func()) {
+	slots := s.slotsOf(kitID)
+	slots.take(s.kitShare, time.Time{})
+	return slots.give
+}
+
+// kitSlotBy is kitSlot for a call, which waits no later than deadline:
+// ok is false when no slot was free by then.
+func (s *Sender) kitSlotBy(kitID string, deadline time.Time) (release func(), ok bool) {
+	slots := s.slotsOf(kitID)
+	if !slots.take(s.kitShare, deadline) {
+		return nil, false
+	}
+	return slots.give, true
+}
+
+func (s *Sender) slotsOf(kitID string) *kitSlots {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	slots, ok := s.kits[kitID]
 	if !ok {
 		slots = newKitSlots()
 		s.kits[kitID] = slots
 	}
-	s.mu.Unlock()
-	slots.take(s.kitShare)
-	return slots.give
+	return slots
 }
 
 // ShareKitSlots has the MaxInFlightPerKit of a Kit shared among the
@@ -540,22 +555,37 @@ func newKitSlots() *kitSlots {
 }
 
 // take waits until fewer than share() are in use, and takes one: the
-// share is read again at each wake-up, as the members change.
-func (k *kitSlots) take(share func() int) {
+// share is read again at each wake-up, as the members change. With a
+// deadline (not zero) it gives up then, and reports whether it took one.
+func (k *kitSlots) take(share func() int, deadline time.Time) bool {
 	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.used >= share() && !deadline.IsZero() {
+		// Wakes the waiters at the deadline, so that this one sees it.
+		t := time.AfterFunc(time.Until(deadline), func() {
+			k.mu.Lock()
+			k.freed.Broadcast()
+			k.mu.Unlock()
+		})
+		defer t.Stop()
+	}
 	for k.used >= share() {
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			return false
+		}
 		k.freed.Wait()
 	}
 	k.used++
-	k.mu.Unlock()
+	return true
 }
 
-// give gives a slot back.
+// give gives a slot back. Every waiter is woken: one that gave up at its
+// deadline must not take the wake-up another one needed.
 func (k *kitSlots) give() {
 	k.mu.Lock()
 	k.used--
 	k.mu.Unlock()
-	k.freed.Signal()
+	k.freed.Broadcast()
 }
 
 // Retry reasons of the Service-Retry-Reason header, and the error codes of
@@ -568,6 +598,10 @@ const (
 	// ReasonRedelivery: a developer asked for the event again (kit
 	// deliveries redeliver); Service-Retry-Num counts its earlier attempts.
 	ReasonRedelivery = "redelivery"
+	// ReasonInFlightLimit: a call found the Kit's deliveries in flight at
+	// their limit (MaxInFlightPerKit, this node's share) until its
+	// deadline, and was not made.
+	ReasonInFlightLimit = "in_flight_limit"
 )
 
 // retryHeaders are the Service-Retry-Num and Service-Retry-Reason of an
