@@ -122,15 +122,15 @@ func (a *installationActor) issueCode(m *kitpb.IssueCode) (proto.Message, error)
 		SessionId: m.SessionId, GrantId: m.GrantId, RedirectUri: m.RedirectUri,
 		CodeChallenge: m.CodeChallenge, TokenType: m.TokenType,
 	}
-	b := a.env.newBatch()
-	sweep, err := a.sweepGrants(b, nanos(now))
+	swept, b := a.env.newBatch(), a.env.newBatch()
+	sweep, err := a.sweepGrants(swept, b, nanos(now))
 	if err != nil {
-		b.Close()
+		closeAll([]batch{swept, b})
 		return nil, err
 	}
 	put(b, credentialKey(m.CodeHash), cred)
 	b.Set(grantCredentialKey(a.id, m.GrantId, m.CodeHash), nil)
-	if err := b.Commit(); err != nil {
+	if err := a.env.commitInSteps(swept, b); err != nil {
 		return nil, fmt.Errorf("issue code of %s: %w", a.id, err)
 	}
 	a.grantSweep = sweep
@@ -194,10 +194,10 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 	if err != nil {
 		return nil, err
 	}
-	b, spend := a.env.newBatch(), a.env.newBatch()
-	sweep, err := a.sweepGrants(b, nanos(now))
+	swept, b, spend := a.env.newBatch(), a.env.newBatch(), a.env.newBatch()
+	sweep, err := a.sweepGrants(swept, b, nanos(now))
 	if err != nil {
-		closeAll([]batch{b, spend})
+		closeAll([]batch{swept, b, spend})
 		return nil, err
 	}
 	put(spend, credentialKey(m.CodeHash), code)
@@ -218,7 +218,7 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 		reply.ExpiresIn = int64(UserTokenLifetime / time.Second)
 	}
 	a.audit(spend, "token.issued", LogLevelInfo, code.TokenType, "")
-	if err := a.env.commitInSteps(b, spend); err != nil {
+	if err := a.env.commitInSteps(swept, b, spend); err != nil {
 		return nil, fmt.Errorf("exchange code of %s: %w", a.id, err)
 	}
 	a.grantSweep = sweep
@@ -314,16 +314,16 @@ func (a *installationActor) refresh(m *kitpb.RefreshGrant) (proto.Message, error
 	ref.SpentAt = nanos(now)
 	// The new tokens first, the old one spent last: a kill between leaves
 	// tokens nobody holds, and a retry that refreshes again.
-	tokens, spend := a.env.newBatch(), a.env.newBatch()
-	sweep, err := a.sweepGrants(tokens, nanos(now))
+	swept, tokens, spend := a.env.newBatch(), a.env.newBatch(), a.env.newBatch()
+	sweep, err := a.sweepGrants(swept, tokens, nanos(now))
 	if err != nil {
-		closeAll([]batch{tokens, spend})
+		closeAll([]batch{swept, tokens, spend})
 		return nil, err
 	}
 	a.putUserTokens(tokens, ref, m.AccessHash, m.NewRefreshHash, now)
 	put(spend, credentialKey(m.RefreshHash), ref)
 	a.audit(spend, "token.refreshed", LogLevelInfo, CallerUser, "")
-	if err := a.env.commitInSteps(tokens, spend); err != nil {
+	if err := a.env.commitInSteps(swept, tokens, spend); err != nil {
 		return nil, fmt.Errorf("refresh a grant of %s: %w", a.id, err)
 	}
 	a.grantSweep = sweep

@@ -28,6 +28,12 @@ import (
 // (BadGrantReason, 401 invalid_token). A bot token is kept (it works
 // until revoked); a spent refresh token is kept while its grant may be
 // live, since its replay revokes the grant.
+//
+// On a cluster a credential lies in a partition of its own, and a kill
+// can part a batch's partitions (docs/cluster.md "Global indexes"): the
+// credentials are deleted in a step before the index entries the sweep
+// finds them by, so that a sweep a kill cut short is done again whole by
+// a later one (an entry whose credential is gone is then deleted alone).
 
 // grantSweepEvery bounds how often a sweep starts over from the first
 // grant: each pass reads every entry of the index once.
@@ -66,11 +72,12 @@ type sweepCursor struct {
 	from []byte // the first key to read; nil: the first grant
 }
 
-// sweepGrants adds to b, the batch of a token request at now (unix
-// nanoseconds), the deletion of the dead credentials of the next entries
-// of the grant index, when a sweep is due (a.grantSweep). It returns the
-// sweep state to keep once b is committed.
-func (a *installationActor) sweepGrants(b batch, now int64) (sweepCursor, error) {
+// sweepGrants adds to the batches of a token request at now (unix
+// nanoseconds) the deletion of the dead credentials of the next entries
+// of the grant index, when a sweep is due (a.grantSweep): the credentials
+// to creds, a step committed before b, their entries and UserGrants to b.
+// It returns the sweep state to keep once both are committed.
+func (a *installationActor) sweepGrants(creds, b batch, now int64) (sweepCursor, error) {
 	s := a.grantSweep
 	if now < s.at {
 		return s, nil
@@ -115,7 +122,7 @@ func (a *installationActor) sweepGrants(b batch, now int64) (sweepCursor, error)
 		if !found {
 			continue // an entry left by a kill, or written by a build before this
 		}
-		b.Delete(credentialKey(e.hash))
+		creds.Delete(credentialKey(e.hash))
 		if c.Kind == credRefresh && c.UserId != "" {
 			b.Delete(userGrantKey(a.id, c.UserId, c.GrantId))
 		}

@@ -421,6 +421,56 @@ func TestAKillBetweenAWritesPartsLeavesItToItsRetry(t *testing.T) {
 				authFails(t, n, "user token of a replayed authorization", next.access)
 			}, func(p partition.ID) bool { return p == replayed }}
 		}, "the replayed token's part alone lands"},
+		{"sweeping an expired session in a later sign-in", func(t *testing.T, n *testNode) write {
+			// The ended session's cookie credential and locator lie in
+			// partitions of their own, not the workspace's.
+			w := n.workspace(t, 1)
+			var h [32]byte
+			var sid string
+			for {
+				h, sid = ids.Hash(ids.NewSecret(ids.SessionCookie)), ids.New()
+				cp, _ := partition.OfKey(actors.CredentialKey(h[:]))
+				lp, _ := partition.OfKey(actors.LocatorKey(sid))
+				if cp != partition.Of(w.id) && lp != partition.Of(w.id) {
+					break
+				}
+			}
+			ask[*kitpb.SessionReply](t, n, actors.KindWorkspace, w.id, &kitpb.CreateSession{UserId: w.users[0], SessionId: sid, SecretHash: h[:]})
+			n.clk.Advance(actors.SessionLifetime)
+			signIn := func(n *testNode) error {
+				next := ids.Hash(ids.NewSecret(ids.SessionCookie))
+				_, err := try[*kitpb.SessionReply](n, actors.KindWorkspace, w.id, &kitpb.CreateSession{UserId: w.users[0], SessionId: ids.New(), SecretHash: next[:]})
+				return err
+			}
+			return write{w.id, func(n *testNode) { signIn(n) }, func(t *testing.T, n *testNode) {
+				noErr(t, signIn(n))
+				for what, k := range map[string][]byte{"cookie's credential": actors.CredentialKey(h[:]), "locator": actors.LocatorKey(sid)} {
+					if found, err := n.store.Has(k); err != nil || found {
+						t.Fatalf("the expired session's %s is kept for ever (found %v, %v)", what, found, err)
+					}
+				}
+			}, nil}
+		}, ""},
+		{"sweeping a dead user token in a later refresh", func(t *testing.T, n *testNode) write {
+			g := n.grantEnv(t)
+			var tk tokens
+			for {
+				tk = n.userTokens(t, g)
+				h := ids.Hash(tk.access)
+				if p, _ := partition.OfKey(actors.CredentialKey(h[:])); p != partition.Of(g.inst.Id) {
+					break
+				}
+			}
+			n.clk.Advance(actors.UserTokenLifetime)
+			dead := ids.Hash(tk.access)
+			return write{g.inst.Id, func(n *testNode) { n.refresh(g, tk.refresh) }, func(t *testing.T, n *testNode) {
+				_, err := n.refresh(g, tk.refresh)
+				noErr(t, err)
+				if found, err := n.store.Has(actors.CredentialKey(dead[:])); err != nil || found {
+					t.Fatalf("the dead user token's credential is kept for ever (found %v, %v)", found, err)
+				}
+			}, nil}
+		}, ""},
 		{"uploading a Kit's first version", func(t *testing.T, n *testNode) write {
 			w := n.workspace(t, 0)
 			slug := newSlug()

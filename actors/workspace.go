@@ -257,10 +257,10 @@ func (a *workspaceActor) createSession(m *kitpb.CreateSession) (proto.Message, e
 		Id: m.SessionId, UserId: m.UserId, WorkspaceId: a.id,
 		CreatedAt: nanos(now), ExpiresAt: nanos(now.Add(SessionLifetime)),
 	}
-	b := a.env.newBatch()
-	sweep, err := a.sweepSessions(b, nanos(now))
+	pointers, b := a.env.newBatch(), a.env.newBatch()
+	sweep, err := a.sweepSessions(pointers, b, nanos(now))
 	if err != nil {
-		b.Close()
+		closeAll([]batch{pointers, b})
 		return nil, err
 	}
 	put(b, sessionKey(a.id, s.Id), s)
@@ -270,7 +270,7 @@ func (a *workspaceActor) createSession(m *kitpb.CreateSession) (proto.Message, e
 		CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt,
 	})
 	b.Set(sessionSecretKey(a.id, s.Id), m.SecretHash)
-	if err := b.Commit(); err != nil {
+	if err := a.env.commitInSteps(pointers, b); err != nil {
 		return nil, fmt.Errorf("create session in %s: %w", a.id, err)
 	}
 	a.sessionSweep = sweep

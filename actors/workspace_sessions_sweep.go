@@ -23,17 +23,24 @@ import (
 // sessionSweepEvery has passed. A session ended early stays until its
 // 7 days are over, so that ending it again is still answered 200 and
 // tells the caches again; an expired one deleted is then unknown (404).
+//
+// On a cluster the cookie's credential and the locator lie in partitions
+// of their own, and a kill can part a batch's partitions (docs/cluster.md
+// "Global indexes"): they are deleted in a step before the session's own
+// records, which the sweep finds them by, so that a sweep a kill cut
+// short is done again whole by a later one.
 
 const (
 	sessionSweepEvery = 10 * 60 * 1e9
 	sessionSweepMax   = 100
 )
 
-// sweepSessions adds to b, the batch of a sign-in at now (unix
-// nanoseconds), the deletion of the next expired sessions, when a sweep
-// is due (a.sessionSweep). It returns the sweep state to keep once b is
-// committed.
-func (a *workspaceActor) sweepSessions(b batch, now int64) (sweepCursor, error) {
+// sweepSessions adds to the batches of a sign-in at now (unix
+// nanoseconds) the deletion of the next expired sessions, when a sweep is
+// due (a.sessionSweep): their credentials and locators to pointers, a
+// step committed before b, their records to b. It returns the sweep state
+// to keep once both are committed.
+func (a *workspaceActor) sweepSessions(pointers, b batch, now int64) (sweepCursor, error) {
 	c := a.sessionSweep
 	if now < c.at {
 		return c, nil
@@ -73,13 +80,13 @@ func (a *workspaceActor) sweepSessions(b batch, now int64) (sweepCursor, error) 
 		hash, err := a.env.Store.Get(sessionSecretKey(a.id, id))
 		switch {
 		case err == nil:
-			b.Delete(credentialKey(hash))
+			pointers.Delete(credentialKey(hash))
 		case !errors.Is(err, persistence.ErrNotFound):
 			return c, fmt.Errorf("load session secret %s: %w", id, err)
 		}
+		pointers.Delete(locatorKey(id))
 		b.Delete(sessionSecretKey(a.id, id))
 		b.Delete(sessionKey(a.id, id))
-		b.Delete(locatorKey(id))
 	}
 	if more {
 		return sweepCursor{at: now, from: keyAfter(last)}, nil
