@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kitd/kitd/internal/clock"
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/kitverify"
 )
 
@@ -307,5 +309,62 @@ func TestASlotGivenBackReachesTheCallThatStillWaits(t *testing.T) {
 	(<-long)()
 	for _, release := range held[1:] {
 		release()
+	}
+}
+
+// A slot given back wakes one waiter, not all: a Kit with a backlog has
+// up to 10 events of each of its installations waiting for its slots on
+// a node, and waking every one of them at each slot given back, only for
+// all but one to wait again, is a CPU cost that grows with the square of
+// the backlog. Each wake-up reads the share once, which counts them.
+func TestASlotGivenBackWakesOneWaiter(t *testing.T) {
+	const waiters = 40
+	s := New(Config{})
+	var reads atomic.Int64
+	s.ShareKitSlots(func() int { reads.Add(1); return 1 }) // one sender: the whole MaxInFlightPerKit
+	var held []func()
+	for range MaxInFlightPerKit {
+		held = append(held, s.kitSlot("kit"))
+	}
+	took := make(chan func(), waiters)
+	for range waiters {
+		go func() { took <- s.kitSlot("kit") }()
+	}
+	waiting(t, waiters)
+	wakeUps := int64(0)
+	for i := range waiters {
+		before := reads.Load()
+		held[i]()
+		defer (<-took)()
+		waiting(t, waiters-1-i) // the others wait again
+		wakeUps += reads.Load() - before
+	}
+	for _, release := range held[waiters:] {
+		release()
+	}
+	if wakeUps > 2*waiters {
+		t.Fatalf("%d wake-ups for %d slots given back one at a time to %d waiters, want one each", wakeUps, waiters, waiters)
+	}
+}
+
+// waiting waits until n goroutines wait for a Kit's slot.
+func waiting(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(eventually.Within)
+	buf := make([]byte, 1<<20)
+	for {
+		got := 0
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "[sync.Cond.Wait") && strings.Contains(g, "(*kitSlots).take") {
+				got++
+			}
+		}
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines wait for a slot, want %d", got, n)
+		}
+		runtime.Gosched()
 	}
 }
