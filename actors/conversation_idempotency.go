@@ -20,25 +20,10 @@ import "github.com/kitd/kitd/proto/kitpb"
 // the record lives until then. A record of a build before the index has
 // no entry and stays (docs/decisions.md "Idempotency-Key scope").
 
-// idempotencySweepEvery bounds how often a conversation reads its expiry
-// index: at most once per 10 minutes of the service clock, and once after
-// each activation. Every other post adds the one index entry and no read.
-const idempotencySweepEvery = 10 * 60 * 1e9
-
-// idempotencySweepMax bounds the index entries one sweep takes (each names
-// one record or two), so that the post that sweeps stays a post: at most
-// 200 point reads and deletions ride with it, tens of KB in its batch (a
-// raft entry on a cluster). A sweep that reached it is followed by the
-// next on the next post, so a conversation behind on its sweeps deletes
-// up to a hundred keyed posts' records a post and catches up.
-const idempotencySweepMax = 100
-
-func (e *Env) idempotencySweepMax() int {
-	if e.testHookIdempotencySweepMax > 0 {
-		return e.testHookIdempotencySweepMax
-	}
-	return idempotencySweepMax
-}
+// The pace and bound are the write-borne sweeps' (sweep.go): each entry
+// of the index names one record or two. The sweep always reads from the
+// index's start, whose entries are in expiry order, so it keeps a time
+// only (a.idemSweepAt).
 
 // sweepIdempotency adds to b, the batch of a post at now (unix
 // nanoseconds), the deletion of the records whose entries of the expiry
@@ -51,7 +36,7 @@ func (a *conversationActor) sweepIdempotency(b batch, now int64) (next int64, er
 		return a.idemSweepAt, nil
 	}
 	prefix := idempotencyExpiriesPrefix(a.id)
-	bound := a.env.idempotencySweepMax()
+	bound := a.env.writeSweepMax()
 	var recs [][]byte
 	var last []byte
 	taken, more := 0, false
@@ -84,5 +69,5 @@ func (a *conversationActor) sweepIdempotency(b batch, now int64) (next int64, er
 	if more {
 		return now, nil
 	}
-	return now + idempotencySweepEvery, nil
+	return now + writeSweepEvery, nil
 }

@@ -145,13 +145,9 @@ type Env struct {
 	// testHookSweepMax, set by tests, is the bound of a sweep of the
 	// deliveries' retention in place of sweepMax.
 	testHookSweepMax int
-	// testHookIdempotencySweepMax, set by tests, is the bound of a sweep
-	// of a conversation's expired Idempotency records in place of
-	// idempotencySweepMax.
-	testHookIdempotencySweepMax int
-	// testHookGrantSweepMax, set by tests, is the bound of a sweep of an
-	// installation's dead grant credentials in place of grantSweepMax.
-	testHookGrantSweepMax int
+	// testHookWriteSweepMax, set by tests, is the bound of a write-borne
+	// sweep (sweep.go) in place of writeSweepMax.
+	testHookWriteSweepMax int
 }
 
 func (e *Env) deliveryFlushAfter() time.Duration {

@@ -36,10 +36,10 @@ var (
 	SessionsPrefix            = sessionsPrefix
 )
 
-// SetGrantSweepMax bounds the grant index entries a sweep of an
-// installation's dead grant credentials reads at n in place of
-// grantSweepMax.
-func SetGrantSweepMax(env *Env, n int) { env.testHookGrantSweepMax = n }
+// SetWriteSweepMax bounds what a write-borne sweep (an owner's expired
+// Idempotency records, dead grant credentials, expired sessions) reads at
+// n in place of writeSweepMax.
+func SetWriteSweepMax(env *Env, n int) { env.testHookWriteSweepMax = n }
 
 // LeastAllocs is leastAllocs, for the tests outside the package.
 var LeastAllocs = leastAllocs
@@ -55,14 +55,9 @@ func KeepNotices(env *Env) { env.testHookDropNotices.Store(false) }
 // at n in place of sweepMax.
 func SetSweepMax(env *Env, n int) { env.testHookSweepMax = n }
 
-// SetIdempotencySweepMax bounds the expiry index entries a sweep of a
-// conversation's Idempotency records takes at n in place of
-// idempotencySweepMax.
-func SetIdempotencySweepMax(env *Env, n int) { env.testHookIdempotencySweepMax = n }
-
-// IdempotencySweepEvery is how often a conversation sweeps its expired
-// Idempotency records at most.
-const IdempotencySweepEvery = idempotencySweepEvery * time.Nanosecond
+// WriteSweepEvery is how often an owner starts a write-borne sweep at
+// most (a conversation's expired Idempotency records among them).
+const WriteSweepEvery = time.Duration(writeSweepEvery)
 
 // RetryWait is the wait after the n-th failed attempt with the draw jitter.
 var RetryWait = retryWait

@@ -64,7 +64,7 @@ func TestDeadGrantCredentialsAreSwept(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			n := ownNode(t)
 			if tt.sweepMax > 0 {
-				actors.SetGrantSweepMax(n.env, tt.sweepMax)
+				actors.SetWriteSweepMax(n.env, tt.sweepMax)
 			}
 			g := n.grantEnv(t)
 			// A grant refreshed every hour, and a code never exchanged.

@@ -14,12 +14,12 @@ import (
 // the member's UserGrant records pile up under the home page's scan.
 //
 // A token request that writes (a code issued, exchanged, a refresh) reads,
-// in its batch, up to grantSweepMax entries of the installation's grant
+// in its batch, up to writeSweepMax entries of the installation's grant
 // index (grantCredentialKey) from where the last sweep stopped, and
 // deletes each entry whose credential can no longer work, with the
 // credential; a dead refresh token takes its grant's UserGrant with it.
 // The scan goes on from there with the next request when it reached its
-// bound, else it starts over from the first grant once grantSweepEvery has
+// bound, else it starts over from the first grant once writeSweepEvery has
 // passed. The cursor lives in the actor: an activation starts from the
 // first grant.
 //
@@ -34,22 +34,6 @@ import (
 // credentials are deleted in a step before the index entries the sweep
 // finds them by, so that a sweep a kill cut short is done again whole by
 // a later one (an entry whose credential is gone is then deleted alone).
-
-// grantSweepEvery bounds how often a sweep starts over from the first
-// grant: each pass reads every entry of the index once.
-const grantSweepEvery = 10 * 60 * 1e9
-
-// grantSweepMax bounds the index entries one sweep reads (each a point
-// read of its credential, a deletion of two keys when dead), so that the
-// token request that sweeps stays a token request.
-const grantSweepMax = 100
-
-func (e *Env) grantSweepMax() int {
-	if e.testHookGrantSweepMax > 0 {
-		return e.testHookGrantSweepMax
-	}
-	return grantSweepMax
-}
 
 // grantDead reports whether c, a credential of a grant, can no longer
 // work at now (unix nanoseconds): a code or user token past its expiry; a
@@ -66,12 +50,6 @@ func grantDead(c *kitpb.Credential, now int64) bool {
 	return false
 }
 
-// sweepCursor is where the next sweep of a range starts, and when.
-type sweepCursor struct {
-	at   int64  // unix nanoseconds; 0: at the next request
-	from []byte // the first key to read; nil: the first grant
-}
-
 // sweepGrants adds to the batches of a token request at now (unix
 // nanoseconds) the deletion of the dead credentials of the next entries
 // of the grant index, when a sweep is due (a.grantSweep): the credentials
@@ -79,18 +57,14 @@ type sweepCursor struct {
 // It returns the sweep state to keep once both are committed.
 func (a *installationActor) sweepGrants(creds, b batch, now int64) (sweepCursor, error) {
 	s := a.grantSweep
-	if now < s.at {
+	if !s.due(now) {
 		return s, nil
 	}
 	prefix := grantsPrefix(a.id)
-	lower := prefix
-	if s.from != nil {
-		lower = s.from
-	}
 	type entry struct{ key, hash []byte }
 	var entries []entry
-	bound, more := a.env.grantSweepMax(), false
-	err := a.env.Store.Scan(lower, persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
+	bound, more := a.env.writeSweepMax(), false
+	err := a.env.Store.Scan(s.lower(prefix), persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
 		if len(entries) == bound {
 			more = true
 			return false
@@ -127,8 +101,9 @@ func (a *installationActor) sweepGrants(creds, b batch, now int64) (sweepCursor,
 			b.Delete(userGrantKey(a.id, c.UserId, c.GrantId))
 		}
 	}
-	if more {
-		return sweepCursor{at: now, from: keyAfter(entries[len(entries)-1].key)}, nil
+	var last []byte
+	if len(entries) > 0 {
+		last = entries[len(entries)-1].key
 	}
-	return sweepCursor{at: now + grantSweepEvery}, nil
+	return s.after(now, last, more), nil
 }

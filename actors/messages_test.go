@@ -633,7 +633,7 @@ func TestIdempotencyRecordsExpire(t *testing.T) {
 	// sweep posts without a key once a sweep is due.
 	sweep := func(t *testing.T, f fixture) {
 		t.Helper()
-		f.n.clk.Advance(actors.IdempotencySweepEvery)
+		f.n.clk.Advance(actors.WriteSweepEvery)
 		f.n.post(t, f.caller, f.conv, postReq{text: "no key"})
 	}
 	replays := func(t *testing.T, f fixture, p postReq, of *kitpb.Message) {
@@ -680,9 +680,9 @@ func TestIdempotencyRecordsExpire(t *testing.T) {
 			// A sweep just before the record expires: the overwrite
 			// below is a post that does not sweep, and the first entry
 			// stays due.
-			f.n.clk.Advance(actors.IdempotencyTTL - actors.IdempotencySweepEvery*3/2)
+			f.n.clk.Advance(actors.IdempotencyTTL - actors.WriteSweepEvery*3/2)
 			sweep(t, f)
-			f.n.clk.Advance(actors.IdempotencySweepEvery / 2)
+			f.n.clk.Advance(actors.WriteSweepEvery / 2)
 			again := postReq{text: "day two", key: "k"}
 			m := f.n.post(t, f.caller, f.conv, again)
 			holds(t, f, 2, 2)
@@ -718,14 +718,14 @@ func TestIdempotencyRecordsExpire(t *testing.T) {
 			f.n.post(t, f.caller, f.conv, postReq{text: "once", key: "k"})
 			holds(t, f, 2, 1)
 			b := f.n.bot(t, f.caller.WorkspaceId, chatScopes, f.conv)
-			f.n.clk.Advance(actors.IdempotencyTTL + actors.IdempotencySweepEvery)
+			f.n.clk.Advance(actors.IdempotencyTTL + actors.WriteSweepEvery)
 			ask[*kitpb.MessageReply](t, f.n, actors.KindConversation, f.conv, &kitpb.PostAsWebhook{
 				BotId: b.caller.BotId, WorkspaceId: f.caller.WorkspaceId, Text: "from a webhook",
 			})
 			holds(t, f, 0, 0)
 		}},
 		{"a sweep takes at most its bound of entries and the next post continues", true, func(t *testing.T, f fixture) {
-			actors.SetIdempotencySweepMax(f.n.env, 2)
+			actors.SetWriteSweepMax(f.n.env, 2)
 			for i := range 5 {
 				f.n.post(t, f.caller, f.conv, postReq{text: "post", key: "k" + strconv.Itoa(i)})
 			}

@@ -15,12 +15,12 @@ import (
 // and its locator, and nothing reads a session as live once its 7 days
 // are over, signed out or not.
 //
-// A session's creation reads, in its batch, up to sessionSweepMax sessions
+// A session's creation reads, in its batch, up to writeSweepMax sessions
 // of the workspace from where the last sweep stopped, and deletes the
 // four records of each whose ExpiresAt has passed; as the grants' sweep
 // (installation_grants_sweep.go), it goes on with the next sign-in when
 // it reached its bound, else it starts over from the first session once
-// sessionSweepEvery has passed. A session ended early stays until its
+// writeSweepEvery has passed. A session ended early stays until its
 // 7 days are over, so that ending it again is still answered 200 and
 // tells the caches again; an expired one deleted is then unknown (404).
 //
@@ -30,11 +30,6 @@ import (
 // records, which the sweep finds them by, so that a sweep a kill cut
 // short is done again whole by a later one.
 
-const (
-	sessionSweepEvery = 10 * 60 * 1e9
-	sessionSweepMax   = 100
-)
-
 // sweepSessions adds to the batches of a sign-in at now (unix
 // nanoseconds) the deletion of the next expired sessions, when a sweep is
 // due (a.sessionSweep): their credentials and locators to pointers, a
@@ -42,21 +37,18 @@ const (
 // to keep once both are committed.
 func (a *workspaceActor) sweepSessions(pointers, b batch, now int64) (sweepCursor, error) {
 	c := a.sessionSweep
-	if now < c.at {
+	if !c.due(now) {
 		return c, nil
 	}
 	prefix := sessionsPrefix(a.id)
-	lower := prefix
-	if c.from != nil {
-		lower = c.from
-	}
+	bound := a.env.writeSweepMax()
 	var expired []string
 	var last []byte
 	read, more := 0, false
 	s := &kitpb.Session{}
 	var err error
-	scanErr := a.env.Store.Scan(lower, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
-		if read == sessionSweepMax {
+	scanErr := a.env.Store.Scan(c.lower(prefix), persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
+		if read == bound {
 			more = true
 			return false
 		}
@@ -88,8 +80,5 @@ func (a *workspaceActor) sweepSessions(pointers, b batch, now int64) (sweepCurso
 		b.Delete(sessionSecretKey(a.id, id))
 		b.Delete(sessionKey(a.id, id))
 	}
-	if more {
-		return sweepCursor{at: now, from: keyAfter(last)}, nil
-	}
-	return sweepCursor{at: now + sessionSweepEvery}, nil
+	return c.after(now, last, more), nil
 }

@@ -318,21 +318,14 @@ func TestInstallationUpdatedReachesAKitWhoseNewVersionStopsSubscribing(t *testin
 	rcv := newReceiver(t)
 	s, _ := deliveryServer(t, rcv, false, "")
 	w := newWorkspace(t, s)
-	k := &Kit{Slug: newSlug(), Version: "1.0.0", Scopes: baseScopes}
-	k.Manifest = manifest(k.Slug, k.Version, baseScopes)
-	k.Manifest["events"] = []string{"installation.updated"}
-	k.Manifest["endpoints"] = map[string]any{"events": rcv.srv.URL + "/events"}
-	r := w.uploadVersion(t, k.Manifest, true)
-	want(t, r, 201)
-	k.ID = r.Str("kitId")
-	want(t, s.ops(t, "POST", "/ops/v1/kits/"+k.ID+"/signing-secret", nil), 201)
+	k, _ := w.receivingKit(t, rcv, []string{"installation.updated"}, baseScopes...)
 	w.install(t, k)
 
 	// 1.0.1 subscribes to nothing and so declares no events endpoint.
 	want(t, w.uploadVersion(t, manifest(k.Slug, "1.0.1", baseScopes), true), 201)
 	want(t, s.ops(t, "POST", "/ops/v1/workspaces/"+w.ID+"/installations", map[string]any{"kitId": k.ID}), 201)
 
-	if !eventually.Holds(8*time.Second, func() bool { return len(rcv.received()) >= 1 }) {
+	if !eventually.Holds(eventually.Within, func() bool { return len(rcv.received()) >= 1 }) {
 		r := s.api(t, w.Dev, "GET", "/dev/kits/"+k.ID+"/logs?source=delivery&limit=10", nil, nil)
 		t.Fatalf("installation.updated never reached the Kit; delivery log: %s", r.Body)
 	}

@@ -18,15 +18,8 @@ func TestEventDataIsWhatTheWebAPIAnswers(t *testing.T) {
 	rcv := newReceiver(t)
 	s, _ := deliveryServer(t, rcv, false, "")
 	w := newWorkspace(t, s)
-	k := &Kit{Slug: newSlug(), Version: "1.0.0", Scopes: baseScopes}
-	k.Manifest = manifest(k.Slug, k.Version, baseScopes)
-	k.Manifest["events"] = []string{"message.posted", "message.edited", "message.deleted", "channel.member_joined",
-		"channel.member_left", "channel.archived", "bot.added", "bot.removed", "installation.updated", "user.joined"}
-	k.Manifest["endpoints"] = map[string]any{"events": rcv.srv.URL + "/events"}
-	r := w.uploadVersion(t, k.Manifest, true)
-	want(t, r, 201)
-	k.ID = r.Str("kitId")
-	want(t, s.ops(t, "POST", "/ops/v1/kits/"+k.ID+"/signing-secret", nil), 201)
+	k, _ := w.receivingKit(t, rcv, []string{"message.posted", "message.edited", "message.deleted", "channel.member_joined",
+		"channel.member_left", "channel.archived", "bot.added", "bot.removed", "installation.updated", "user.joined"}, baseScopes...)
 	conv := w.channel(t, "private", w.Owner.ID)
 	in := w.install(t, k, conv.ID)
 

@@ -34,6 +34,22 @@ func (w *Workspace) eventsKit(t testing.TB, events []string, scopes ...string) *
 	return k
 }
 
+// receivingKit registers and publishes a private Kit that subscribes to
+// events at rcv's endpoint, gives it a signing secret, and returns both.
+func (w *Workspace) receivingKit(t testing.TB, rcv *receiver, events []string, scopes ...string) (*Kit, string) {
+	t.Helper()
+	k := &Kit{Slug: newSlug(), Version: "1.0.0", Scopes: scopes}
+	k.Manifest = manifest(k.Slug, k.Version, scopes)
+	k.Manifest["events"] = events
+	k.Manifest["endpoints"] = map[string]any{"events": rcv.srv.URL + "/events"}
+	r := w.uploadVersion(t, k.Manifest, true)
+	want(t, r, 201)
+	k.ID, k.Upload = r.Str("kitId"), r
+	r = w.S.ops(t, "POST", "/ops/v1/kits/"+k.ID+"/signing-secret", nil)
+	want(t, r, 201)
+	return k, r.Str("signingSecret")
+}
+
 // storedEvents reads a stopped server's data directory: the events queued
 // for inst in sequence order (its queue records, and the events of its
 // taken records that are references still: without a queue record of

@@ -20,23 +20,14 @@ func TestUserEventsAreDelivered(t *testing.T) {
 	s, _ := deliveryServer(t, rcv, false, "")
 	w := newWorkspace(t, s)
 	scopes := append(baseScopes[:len(baseScopes):len(baseScopes)], "users:read.email")
-	k := &Kit{Slug: newSlug(), Version: "1.0.0", Scopes: scopes}
-	k.Manifest = manifest(k.Slug, k.Version, scopes)
-	k.Manifest["events"] = []string{"user.joined", "user.updated"}
-	k.Manifest["endpoints"] = map[string]any{"events": rcv.srv.URL + "/events"}
-	r := w.uploadVersion(t, k.Manifest, true)
-	want(t, r, 201)
-	k.ID = r.Str("kitId")
-	r = s.ops(t, "POST", "/ops/v1/kits/"+k.ID+"/signing-secret", nil)
-	want(t, r, 201)
-	secret := r.Str("signingSecret")
+	k, secret := w.receivingKit(t, rcv, []string{"user.joined", "user.updated"}, scopes...)
 	in := w.install(t, k)
 
 	u := w.user(t, "member")
 	want(t, s.ops(t, "DELETE", "/ops/v1/users/"+u.ID, nil), 200)
 	eventually.True(t, "two user events", func() bool { return len(rcv.received()) >= 2 })
 
-	r = s.api(t, in.Token, "GET", "/users/"+u.ID, nil, nil)
+	r := s.api(t, in.Token, "GET", "/users/"+u.ID, nil, nil)
 	want(t, r, 200)
 	asRead, err := json.Marshal(r.Get("user"))
 	if err != nil {

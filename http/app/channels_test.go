@@ -64,49 +64,36 @@ func TestHomeNamesOnlyTheMembersChannels(t *testing.T) {
 
 // docs/decisions.md "Home and API access pages": "channels offered | ...
 // the admin's own live channels (kind channel, not archived), the first
-// 200". The 200 are channels: an admin with many direct messages (which
-// come first by creation) is still offered their channels.
-func TestChannelsOfferedAreTheFirst200Channels(t *testing.T) {
-	f := newFixture(t)
-	for i := 0; i < maxChannelChoices; i++ {
-		call[*kitpb.ConversationReply](t, f.s, actors.KindWorkspace, f.ws, &kitpb.CreateConversation{
-			ConversationId: ids.New(), Kind: "dm", Visibility: "private", MemberIds: []string{f.admin, f.member},
+// 200, looked for among the admin's first 1,000 conversations". Each row
+// makes dms direct messages of the admin (they come first by creation),
+// then a channel of the admin's.
+func TestChannelsOffered(t *testing.T) {
+	for _, tc := range []struct {
+		rule    string
+		dms     int
+		offered bool // the channel made after them
+	}{
+		{"the 200 are channels: many direct messages before them do not count", maxChannelChoices, true},
+		{"a channel past the first 1,000 conversations is not offered: each read wakes a conversation", maxConversationsScanned, false},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			f := newFixture(t)
+			for range tc.dms {
+				call[*kitpb.ConversationReply](t, f.s, actors.KindWorkspace, f.ws, &kitpb.CreateConversation{
+					ConversationId: ids.New(), Kind: "dm", Visibility: "private", MemberIds: []string{f.admin, f.member},
+				})
+			}
+			later, name := ids.New(), "ops"
+			call[*kitpb.ConversationReply](t, f.s, actors.KindWorkspace, f.ws, &kitpb.CreateConversation{
+				ConversationId: later, Kind: "channel", Visibility: "public", Name: &name, MemberIds: []string{f.admin},
+			})
+			p := f.do((*Server).AccessPage, "GET", f.accessPath(), f.adminCookie, nil)
+			if p.status != 200 || !strings.Contains(p.body, `<option value="`+f.channel+`">`) {
+				t.Fatalf("status %d: the fixture's channel is not offered:\n%s", p.status, p.body)
+			}
+			if got := strings.Contains(p.body, `<option value="`+later+`">`); got != tc.offered {
+				t.Fatalf("the channel after %d direct messages offered: %v, want %v", tc.dms, got, tc.offered)
+			}
 		})
-	}
-	later := ids.New()
-	name := "ops"
-	call[*kitpb.ConversationReply](t, f.s, actors.KindWorkspace, f.ws, &kitpb.CreateConversation{
-		ConversationId: later, Kind: "channel", Visibility: "public", Name: &name, MemberIds: []string{f.admin},
-	})
-	p := f.do((*Server).AccessPage, "GET", f.accessPath(), f.adminCookie, nil)
-	for _, id := range []string{f.channel, later} {
-		if p.status != 200 || !strings.Contains(p.body, `<option value="`+id+`">`) {
-			t.Fatalf("status %d: channel %s is not offered:\n%s", p.status, id, p.body)
-		}
-	}
-}
-
-// The channels are looked for among the admin's first 1,000
-// conversations: each one read is a conversation actor woken, and direct
-// messages have no bound of their own. A channel past them is not offered
-// (the operator API still adds the bot to it).
-func TestChannelsAreLookedForAmongTheFirstConversations(t *testing.T) {
-	f := newFixture(t)
-	for i := 0; i < maxConversationsScanned; i++ {
-		call[*kitpb.ConversationReply](t, f.s, actors.KindWorkspace, f.ws, &kitpb.CreateConversation{
-			ConversationId: ids.New(), Kind: "dm", Visibility: "private", MemberIds: []string{f.admin, f.member},
-		})
-	}
-	past := ids.New()
-	name := "past-the-scan"
-	call[*kitpb.ConversationReply](t, f.s, actors.KindWorkspace, f.ws, &kitpb.CreateConversation{
-		ConversationId: past, Kind: "channel", Visibility: "public", Name: &name, MemberIds: []string{f.admin},
-	})
-	p := f.do((*Server).AccessPage, "GET", f.accessPath(), f.adminCookie, nil)
-	if p.status != 200 || !strings.Contains(p.body, `<option value="`+f.channel+`">`) {
-		t.Fatalf("status %d: the fixture's channel is not offered:\n%s", p.status, p.body)
-	}
-	if strings.Contains(p.body, past) {
-		t.Fatalf("a channel past the first %d conversations is offered", maxConversationsScanned)
 	}
 }

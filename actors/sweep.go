@@ -1,0 +1,57 @@
+package actors
+
+// Records that expire are deleted by their owner in the batch of one of
+// its own writes, a bounded number at a time, so that a node that runs for
+// years does not keep every record it ever wrote: a post sweeps its
+// conversation's Idempotency records (conversation_idempotency.go), a
+// token request its installation's dead grant credentials
+// (installation_grants_sweep.go), a sign-in its workspace's expired
+// sessions (workspace_sessions_sweep.go). The deletions commit (or
+// replicate) with the write; the deliveries' retention has a pace of its
+// own (delivery_retention.go).
+
+// writeSweepEvery bounds how often an owner starts a sweep pass: at most
+// once per 10 minutes of the service clock, and once after each
+// activation. Every other write reads nothing for it.
+const writeSweepEvery = int64(10 * 60 * 1e9)
+
+// writeSweepMax bounds the entries one sweep reads, so that the write that
+// sweeps stays that write: at most a few hundred point reads and
+// deletions ride with it, tens of KB in its batch (a raft entry on a
+// cluster). A sweep that reached it is followed by the next on the next
+// write, so an owner behind on its sweeps catches up.
+const writeSweepMax = 100
+
+func (e *Env) writeSweepMax() int {
+	if e.testHookWriteSweepMax > 0 {
+		return e.testHookWriteSweepMax
+	}
+	return writeSweepMax
+}
+
+// sweepCursor is where the next sweep of a range starts, and when.
+type sweepCursor struct {
+	at   int64  // unix nanoseconds; 0: at the next write
+	from []byte // the first key to read; nil: the range's first
+}
+
+// due reports whether a sweep starts at now (unix nanoseconds).
+func (c sweepCursor) due(now int64) bool { return now >= c.at }
+
+// lower is the first key a sweep of the range under prefix reads.
+func (c sweepCursor) lower(prefix []byte) []byte {
+	if c.from != nil {
+		return c.from
+	}
+	return prefix
+}
+
+// after is the cursor once a sweep at now read up to last: the next write
+// goes on past it when the sweep left some (more), else a new pass starts
+// writeSweepEvery later.
+func (c sweepCursor) after(now int64, last []byte, more bool) sweepCursor {
+	if more {
+		return sweepCursor{at: now, from: keyAfter(last)}
+	}
+	return sweepCursor{at: now + writeSweepEvery}
+}
