@@ -94,6 +94,8 @@ type deliveryActor struct {
 	// records refer to (keepRecent): each is deleted with its record.
 	deliveredRefs map[uint64]outboxRef
 
+	calls callSlots // the calls among the deliveries in flight (delivery_calls.go)
+
 	gauge   *deliveryGauge // what the metrics read of the queue (delivery_metrics.go)
 	stopped bool
 
@@ -145,6 +147,20 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 	case *kitpb.WakeDelivery:
 		a.life.asked++ // activation took the outbox already
 		return
+	case *kitpb.TakeCallSlot:
+		if ctx.Sender() != nil && a.life.loadErr == nil && a.broken == nil {
+			a.life.asked++
+			// Not bound to a write: a slot is memory only.
+			ctx.Respond(a.takeCallSlot(m))
+			return
+		}
+	case *kitpb.GiveCallSlot:
+		a.life.asked++
+		a.giveCallSlot(m.Call)
+		return
+	case callLeaseLapsed:
+		a.leasesLapsed()
+		return
 	case catchUpNow:
 		a.catchUp(ctx)
 		return
@@ -165,6 +181,7 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 		if a.flushTimer != nil {
 			a.flushTimer.Stop()
 		}
+		a.stopCallSlots()
 		_ = a.settle() // a failure wakes the actor again (stopIfBroken)
 		// receiveDurable's release then gives back its memory and gauge.
 	}
@@ -183,7 +200,7 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 // head of its conversation's queue with a slot free (newHead). The
 // sender's take writes the takes (takeDeliveries).
 func (a *deliveryActor) wakeSenderForNewHead() {
-	if a.newHead && a.q.inFlight < MaxInFlightPerInstallation && !a.paused() && a.env.Deliveries != nil {
+	if a.newHead && a.inUse()+a.reservedForCalls() < MaxInFlightPerInstallation && !a.paused() && a.env.Deliveries != nil {
 		a.env.Deliveries.EventsQueued(a.id)
 	}
 	a.newHead = false

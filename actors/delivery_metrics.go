@@ -65,6 +65,9 @@ type deliveryGauge struct {
 	oldest  atomic.Int64 // service clock (unix ns) when the oldest of them was queued; 0: none
 	paused  atomic.Bool  // the endpoint is paused
 	behind  atomic.Bool  // events wait in the outbox past the queue's bound (delivery_behind.go)
+	// calls holding a slot of the installation, and waiting for one
+	// (delivery_calls.go)
+	calls, callsWaiting atomic.Int64
 }
 
 func (s *deliveryStats) register() *deliveryGauge {
@@ -112,10 +115,12 @@ func (s *deliveryStats) collect(w *metrics.Writer, now time.Time, memory int64) 
 	}
 
 	backlog, ages := metrics.NewHistogram(backlogBuckets), metrics.NewHistogram(ageBuckets)
-	var total, paused, behind uint64
+	var total, paused, behind, calls, callsWaiting uint64
 	var oldest int64
 	s.mu.Lock()
 	for g := range s.live {
+		calls += uint64(g.calls.Load())
+		callsWaiting += uint64(g.callsWaiting.Load())
 		if g.paused.Load() {
 			paused++
 		}
@@ -144,6 +149,8 @@ func (s *deliveryStats) collect(w *metrics.Writer, now time.Time, memory int64) 
 	w.Sample("kitd_delivery_oldest_event_age_seconds", "", float64(oldest)/1e9)
 	w.Gauge("kitd_delivery_memory_bytes", "Memory of this node's delivery queues, about: the events queued (160 bytes each) and the records held for their first attempt, bounded by --delivery-memory.", uint64(max(memory, 0)))
 	w.Gauge("kitd_delivery_installations_behind", "Installations with more events waiting than their delivery actor keeps queued in memory (--delivery-queue, or less when the node's queues reach --delivery-memory), of those live on this node: the rest wait in the outbox, without a sequence yet, and are not counted in kitd_delivery_backlog_events.", behind)
+	w.Gauge("kitd_delivery_calls_in_flight", "Calls to Kits (slash commands, interactions, tool calls) holding one of their installation's 10 deliveries in flight, of the installations live on this node.", calls)
+	w.Gauge("kitd_delivery_calls_waiting", "Calls to Kits waiting for one of their installation's deliveries in flight, all 10 being held; a call waits no later than its deadline.", callsWaiting)
 	w.Gauge("kitd_delivery_endpoints_paused", "Installations whose events endpoint is paused (failing 24 hours straight), of those live on this node.", paused)
 }
 
@@ -162,6 +169,8 @@ func (a *deliveryActor) publish() {
 	a.gauge.oldest.Store(a.q.oldest())
 	a.gauge.paused.Store(a.ep != nil && a.paused())
 	a.gauge.behind.Store(a.behind || len(a.lagging) > 0)
+	a.gauge.calls.Store(int64(len(a.calls.held)))
+	a.gauge.callsWaiting.Store(int64(a.reservedForCalls()))
 }
 
 // unpublish takes the actor's gauge out as it stops.
@@ -175,7 +184,9 @@ func (a *deliveryActor) unpublish() {
 
 // keepActive: an installation with events waiting stays live (a paused
 // endpoint's pump has retired, and nothing else would ask it), so the
-// backlog and pause metrics count every installation that has one.
+// backlog and pause metrics count every installation that has one; so
+// does one with calls holding or awaiting a slot, which memory alone
+// counts (delivery_calls.go).
 func (a *deliveryActor) keepActive() bool {
-	return a.q.waiting() > 0 || a.behind || len(a.lagging) > 0
+	return a.q.waiting() > 0 || a.behind || len(a.lagging) > 0 || len(a.calls.held) > 0 || len(a.calls.waiting) > 0
 }

@@ -290,6 +290,8 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 		a.rounds[m.Sender] = m.Round
 		a.reclaim(m.Sender)
 	}
+	a.grantWaiters() // a slot freed since goes to a call that waits first
+	room := MaxInFlightPerInstallation - a.inUse() - a.reservedForCalls()
 	now := nanos(a.env.Clock.Now())
 	var heads []*delivery
 	var seqs []uint64
@@ -299,7 +301,7 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 		// in flight, and what is in flight wakes the pump when it ends. A
 		// backlog over many conversations thus costs a few lookups a take,
 		// not one per conversation.
-		if a.q.inFlight+len(heads) >= MaxInFlightPerInstallation || len(heads) >= int(m.Max) {
+		if len(heads) >= room || len(heads) >= int(m.Max) {
 			break
 		}
 		d := a.q.state[queue[0]]
@@ -336,6 +338,7 @@ func (a *deliveryActor) takeDeliveries(m *kitpb.TakeDeliveries) (proto.Message, 
 				a.q.putBack(took)
 				delete(a.handedTo, seqs[j])
 			}
+			a.grantWaiters()
 			return nil, err
 		}
 		a.q.release(d)
@@ -545,6 +548,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 	rec := d.rec
 	d.inFlight, d.rec = false, nil
 	a.q.inFlight--
+	a.grantWaiters()
 	delete(a.handedTo, m.Sequence)
 	if m.KitId != "" {
 		a.ep.KitId = m.KitId

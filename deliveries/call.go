@@ -6,6 +6,11 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/internal/ids"
+	"github.com/kitd/kitd/proto/kitpb"
 )
 
 // MaxAnswer bounds the body of a Kit's answer to a call that kitd reads.
@@ -70,14 +75,38 @@ func (s *Sender) call(ctx context.Context, c Call) (Answer, error) {
 		return Answer{}, err
 	}
 	deadline := s.deadlineOf(ctx)
-	// A call is a delivery to the Kit (SPEC.md 6): it takes one of the
-	// Kit's slots, as an event's attempt does, within its own time.
+	// A call is a delivery to the Kit (SPEC.md 6): it takes one of its
+	// installation's 10 slots and one of the Kit's 50, as an event's
+	// attempt does, within its own time.
+	giveBack, ok, err := s.installationSlotBy(c.InstallationID, deadline)
+	if err != nil {
+		return Answer{}, err
+	}
+	if !ok {
+		return Answer{}, &CallError{Reason: ReasonInFlightLimit}
+	}
+	defer giveBack()
 	release, ok := s.kitSlotBy(c.KitID, deadline)
 	if !ok {
 		return Answer{}, &CallError{Reason: ReasonInFlightLimit}
 	}
 	defer release()
 	return s.post(u, c, secrets, deadline)
+}
+
+// installationSlotBy takes one of the installation's deliveries in
+// flight for a call, from its delivery actor, waiting no later than
+// deadline: ok is false when none was free by then. giveBack ends the
+// call's hold; should it not arrive, the slot lapses shortly after
+// deadline (actors.TakeCallSlot).
+func (s *Sender) installationSlotBy(inst string, deadline time.Time) (giveBack func(), ok bool, err error) {
+	call := ids.New()
+	wait := time.Until(deadline).Milliseconds()
+	r, err := cluster.Call[*kitpb.CallSlotReply](s.cfg.Node, actors.KindDelivery, inst, &kitpb.TakeCallSlot{Call: call, WaitMs: wait})
+	if err != nil || !r.Granted {
+		return nil, false, err
+	}
+	return func() { s.cfg.Node.Send(actors.KindDelivery, inst, &kitpb.GiveCallSlot{Call: call}) }, true, nil
 }
 
 // deadlineOf is when a call made now ends: Config.Timeout from now, or

@@ -16,9 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/kitd/kitd/actors"
+	"github.com/kitd/kitd/cluster"
 	"github.com/kitd/kitd/internal/clock"
 	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/kitverify"
+	"github.com/kitd/kitd/proto/kitpb"
 )
 
 func TestCallRules(t *testing.T) {
@@ -245,7 +250,7 @@ func TestACallTakesOneOfItsKitsSlots(t *testing.T) {
 	}))
 	defer srv.Close()
 	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
-	s := New(Config{Clock: clock.System(), RootCAs: roots, Allow: []string{"127.0.0.1"}, Timeout: 200 * time.Millisecond})
+	s := startCallSender(t, Config{Clock: clock.System(), RootCAs: roots, Allow: []string{"127.0.0.1"}, Timeout: 200 * time.Millisecond}, newInstallationSlots(MaxInFlightPerKit+1))
 	now := time.Now()
 	_, gen, _ := s.signing.get("kit", now)
 	s.signing.put("kit", []string{secret}, gen, now)
@@ -366,5 +371,103 @@ func waiting(t *testing.T, n int) {
 			t.Fatalf("%d goroutines wait for a slot, want %d", got, n)
 		}
 		runtime.Gosched()
+	}
+}
+
+// installationSlots is a delivery actor that grants calls its free slots
+// at once, refuses them when none is, and passes on what it grants and
+// what is given back.
+type installationSlots struct {
+	free         atomic.Int32
+	taken, given chan string
+}
+
+func newInstallationSlots(free int32) *installationSlots {
+	q := &installationSlots{taken: make(chan string, 100), given: make(chan string, 100)}
+	q.free.Store(free)
+	return q
+}
+
+func (q *installationSlots) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *kitpb.TakeCallSlot:
+		granted := q.free.Load() > 0
+		if granted {
+			q.free.Add(-1)
+			q.taken <- m.Call
+		}
+		ctx.Respond(&kitpb.CallSlotReply{Granted: granted})
+	case *kitpb.GiveCallSlot:
+		q.free.Add(1)
+		q.given <- m.Call
+	}
+}
+
+// startCallSender is a sender of cfg over a node whose delivery actor
+// is slots.
+func startCallSender(t *testing.T, cfg Config, slots actor.Actor) *Sender {
+	t.Helper()
+	node, err := cluster.Start(cluster.Config{}, &cluster.Kind{Name: actors.KindDelivery, New: func(string) actor.Actor { return slots }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Stop)
+	cfg.Node = node
+	s := New(cfg)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// A call takes one of its installation's 10 deliveries in flight (SPEC.md
+// 6, docs/deliveries.md "Member actions") from the installation's
+// delivery actor, before the Kit's, and gives it back once answered; with
+// none granted by its deadline it is not made.
+func TestACallTakesOneOfItsInstallationsSlots(t *testing.T) {
+	const secret = "kss_test-secret"
+	var requests atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Write([]byte(`{"text":"done"}`))
+	}))
+	defer srv.Close()
+	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	slots := newInstallationSlots(0)
+	s := startCallSender(t, Config{Clock: clock.System(), RootCAs: roots, Allow: []string{"127.0.0.1"}}, slots)
+	now := time.Now()
+	_, gen, _ := s.signing.get("kit", now)
+	s.signing.put("kit", []string{secret}, gen, now)
+	call := func() error {
+		_, _, err := s.Call(context.Background(), Call{KitID: "kit", InstallationID: "inst-1", URL: srv.URL + "/ok", Body: []byte(`{"type":"command"}`)})
+		return err
+	}
+
+	var ce *CallError
+	if err := call(); !errors.As(err, &ce) || ce.Reason != ReasonInFlightLimit {
+		t.Fatalf("a call its installation grants no slot: %v, want reason %s", err, ReasonInFlightLimit)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Fatalf("%d requests reached the Kit without a slot of its installation", n)
+	}
+	if release, ok := s.kitSlotBy("kit", time.Now().Add(time.Second)); !ok {
+		t.Fatal("the call refused kept one of the Kit's slots")
+	} else {
+		release()
+	}
+
+	slots.free.Store(1)
+	if err := call(); err != nil {
+		t.Fatalf("a call granted a slot: %v", err)
+	}
+	if n := requests.Load(); n != 1 {
+		t.Fatalf("%d requests, want the one call", n)
+	}
+	taken := <-slots.taken
+	select {
+	case given := <-slots.given:
+		if given != taken {
+			t.Fatalf("gave back the slot of call %q, want %q", given, taken)
+		}
+	case <-time.After(eventually.Within):
+		t.Fatal("the call never gave its slot back")
 	}
 }

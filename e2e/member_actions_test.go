@@ -4,6 +4,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -542,4 +543,41 @@ func TestResponseURL(t *testing.T) {
 		}
 		untilRefused(t, 50, 1200*time.Millisecond, next)
 	})
+}
+
+// SPEC.md 6 counts slash commands among an installation's "10 in flight"
+// (docs/deliveries.md "Member actions"): 14 commands of one installation
+// at once reach the Kit at most 10 at a time; the others wait for a slot
+// within their deadline (answered once one is free, or 502
+// kit_unavailable at the deadline). All 14 had reached the Kit at once.
+func TestCommandsCountAmongTheInstallationsTenInFlight(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	rcv.answerWith(func(int) (int, time.Duration, bool) { return 200, 300 * time.Millisecond, false })
+	s := startServerOpts(t, ServerOpts{OpToken: "op_" + randToken(), Limits: "off", Args: append([]string{
+		"--delivery-ca", rcv.caPath, "--delivery-allow", strings.TrimPrefix(rcv.srv.URL, "https://"),
+	}, kitTimeoutArgs...)})
+	m := newMemberKit(t, s, rcv, "")
+	const commands = 14
+	statuses := make(chan *Resp, commands)
+	var wg sync.WaitGroup
+	for range commands {
+		wg.Go(func() { statuses <- m.command(t, "/deploy", "api") })
+	}
+	wg.Wait()
+	close(statuses)
+	ok := 0
+	for r := range statuses {
+		if r.Status == 200 {
+			ok++
+			continue
+		}
+		wantError(t, r, 502, "kit_unavailable")
+	}
+	if most := rcv.maxHeld.Load(); most > 10 {
+		t.Fatalf("the Kit held %d commands of one installation at once, want at most 10", most)
+	}
+	if ok < 10 {
+		t.Fatalf("%d of %d commands answered, want at least the 10 that had a slot at once", ok, commands)
+	}
 }

@@ -723,6 +723,153 @@ func (x *DeliveriesReply) GetInFlight() int32 {
 	return 0
 }
 
+// TakeCallSlot asks the installation's delivery actor for one of its
+// deliveries in flight (SPEC.md 6: 10 per installation) for a call (a
+// slash command, an interaction, a tool call), named call by its caller.
+// The caller waits at most wait_ms for one; the slot is the call's until
+// GiveCallSlot, or until its lease (wait_ms from the ask, plus a margin)
+// lapses, should the caller's node die mid-call.
+type TakeCallSlot struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Call          string                 `protobuf:"bytes,1,opt,name=call,proto3" json:"call,omitempty"`
+	WaitMs        int64                  `protobuf:"varint,2,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TakeCallSlot) Reset() {
+	*x = TakeCallSlot{}
+	mi := &file_events_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TakeCallSlot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TakeCallSlot) ProtoMessage() {}
+
+func (x *TakeCallSlot) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TakeCallSlot.ProtoReflect.Descriptor instead.
+func (*TakeCallSlot) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *TakeCallSlot) GetCall() string {
+	if x != nil {
+		return x.Call
+	}
+	return ""
+}
+
+func (x *TakeCallSlot) GetWaitMs() int64 {
+	if x != nil {
+		return x.WaitMs
+	}
+	return 0
+}
+
+type CallSlotReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Granted       bool                   `protobuf:"varint,1,opt,name=granted,proto3" json:"granted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallSlotReply) Reset() {
+	*x = CallSlotReply{}
+	mi := &file_events_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallSlotReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallSlotReply) ProtoMessage() {}
+
+func (x *CallSlotReply) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallSlotReply.ProtoReflect.Descriptor instead.
+func (*CallSlotReply) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CallSlotReply) GetGranted() bool {
+	if x != nil {
+		return x.Granted
+	}
+	return false
+}
+
+// GiveCallSlot ends the call's hold of its slot (a notice).
+type GiveCallSlot struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Call          string                 `protobuf:"bytes,1,opt,name=call,proto3" json:"call,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GiveCallSlot) Reset() {
+	*x = GiveCallSlot{}
+	mi := &file_events_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GiveCallSlot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GiveCallSlot) ProtoMessage() {}
+
+func (x *GiveCallSlot) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GiveCallSlot.ProtoReflect.Descriptor instead.
+func (*GiveCallSlot) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *GiveCallSlot) GetCall() string {
+	if x != nil {
+		return x.Call
+	}
+	return ""
+}
+
 // RecordAttempt reports the outcome of one attempt to deliver an event.
 // With take_next, the reply is a DeliveriesReply of at most that many
 // events that may go now (TakeDeliveries): the slot the attempt frees is
@@ -745,7 +892,7 @@ type RecordAttempt struct {
 
 func (x *RecordAttempt) Reset() {
 	*x = RecordAttempt{}
-	mi := &file_events_proto_msgTypes[8]
+	mi := &file_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -757,7 +904,7 @@ func (x *RecordAttempt) String() string {
 func (*RecordAttempt) ProtoMessage() {}
 
 func (x *RecordAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[8]
+	mi := &file_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -770,7 +917,7 @@ func (x *RecordAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordAttempt.ProtoReflect.Descriptor instead.
 func (*RecordAttempt) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{8}
+	return file_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RecordAttempt) GetSequence() uint64 {
@@ -856,7 +1003,7 @@ type ListDeliveries struct {
 
 func (x *ListDeliveries) Reset() {
 	*x = ListDeliveries{}
-	mi := &file_events_proto_msgTypes[9]
+	mi := &file_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -868,7 +1015,7 @@ func (x *ListDeliveries) String() string {
 func (*ListDeliveries) ProtoMessage() {}
 
 func (x *ListDeliveries) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[9]
+	mi := &file_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -881,7 +1028,7 @@ func (x *ListDeliveries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeliveries.ProtoReflect.Descriptor instead.
 func (*ListDeliveries) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{9}
+	return file_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListDeliveries) GetBeforeSequence() uint64 {
@@ -913,7 +1060,7 @@ type DeliveriesPage struct {
 
 func (x *DeliveriesPage) Reset() {
 	*x = DeliveriesPage{}
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1072,7 @@ func (x *DeliveriesPage) String() string {
 func (*DeliveriesPage) ProtoMessage() {}
 
 func (x *DeliveriesPage) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[10]
+	mi := &file_events_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1085,7 @@ func (x *DeliveriesPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveriesPage.ProtoReflect.Descriptor instead.
 func (*DeliveriesPage) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{10}
+	return file_events_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DeliveriesPage) GetDeliveries() []*DeliveryState {
@@ -979,7 +1126,7 @@ type DeliveryState struct {
 
 func (x *DeliveryState) Reset() {
 	*x = DeliveryState{}
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -991,7 +1138,7 @@ func (x *DeliveryState) String() string {
 func (*DeliveryState) ProtoMessage() {}
 
 func (x *DeliveryState) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[11]
+	mi := &file_events_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1004,7 +1151,7 @@ func (x *DeliveryState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryState.ProtoReflect.Descriptor instead.
 func (*DeliveryState) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{11}
+	return file_events_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeliveryState) GetEvent() *Event {
@@ -1036,7 +1183,7 @@ type DeliveryEndpoint struct {
 
 func (x *DeliveryEndpoint) Reset() {
 	*x = DeliveryEndpoint{}
-	mi := &file_events_proto_msgTypes[12]
+	mi := &file_events_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1048,7 +1195,7 @@ func (x *DeliveryEndpoint) String() string {
 func (*DeliveryEndpoint) ProtoMessage() {}
 
 func (x *DeliveryEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[12]
+	mi := &file_events_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1061,7 +1208,7 @@ func (x *DeliveryEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryEndpoint.ProtoReflect.Descriptor instead.
 func (*DeliveryEndpoint) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{12}
+	return file_events_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeliveryEndpoint) GetFailingSince() int64 {
@@ -1104,7 +1251,7 @@ type Redeliver struct {
 
 func (x *Redeliver) Reset() {
 	*x = Redeliver{}
-	mi := &file_events_proto_msgTypes[13]
+	mi := &file_events_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1116,7 +1263,7 @@ func (x *Redeliver) String() string {
 func (*Redeliver) ProtoMessage() {}
 
 func (x *Redeliver) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[13]
+	mi := &file_events_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1129,7 +1276,7 @@ func (x *Redeliver) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Redeliver.ProtoReflect.Descriptor instead.
 func (*Redeliver) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{13}
+	return file_events_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Redeliver) GetEventId() string {
@@ -1158,7 +1305,7 @@ type RedeliverReply struct {
 
 func (x *RedeliverReply) Reset() {
 	*x = RedeliverReply{}
-	mi := &file_events_proto_msgTypes[14]
+	mi := &file_events_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1170,7 +1317,7 @@ func (x *RedeliverReply) String() string {
 func (*RedeliverReply) ProtoMessage() {}
 
 func (x *RedeliverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[14]
+	mi := &file_events_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1183,7 +1330,7 @@ func (x *RedeliverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedeliverReply.ProtoReflect.Descriptor instead.
 func (*RedeliverReply) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{14}
+	return file_events_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RedeliverReply) GetSequences() []uint64 {
@@ -1212,7 +1359,7 @@ type QueueTestEvent struct {
 
 func (x *QueueTestEvent) Reset() {
 	*x = QueueTestEvent{}
-	mi := &file_events_proto_msgTypes[15]
+	mi := &file_events_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +1371,7 @@ func (x *QueueTestEvent) String() string {
 func (*QueueTestEvent) ProtoMessage() {}
 
 func (x *QueueTestEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[15]
+	mi := &file_events_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +1384,7 @@ func (x *QueueTestEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueTestEvent.ProtoReflect.Descriptor instead.
 func (*QueueTestEvent) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{15}
+	return file_events_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *QueueTestEvent) GetType() string {
@@ -1272,7 +1419,7 @@ type ResumeDeliveries struct {
 
 func (x *ResumeDeliveries) Reset() {
 	*x = ResumeDeliveries{}
-	mi := &file_events_proto_msgTypes[16]
+	mi := &file_events_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1284,7 +1431,7 @@ func (x *ResumeDeliveries) String() string {
 func (*ResumeDeliveries) ProtoMessage() {}
 
 func (x *ResumeDeliveries) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[16]
+	mi := &file_events_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1297,7 +1444,7 @@ func (x *ResumeDeliveries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeDeliveries.ProtoReflect.Descriptor instead.
 func (*ResumeDeliveries) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{16}
+	return file_events_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ResumeDeliveries) GetKitId() string {
@@ -1322,7 +1469,7 @@ type InstallationEvents struct {
 
 func (x *InstallationEvents) Reset() {
 	*x = InstallationEvents{}
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1334,7 +1481,7 @@ func (x *InstallationEvents) String() string {
 func (*InstallationEvents) ProtoMessage() {}
 
 func (x *InstallationEvents) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1347,7 +1494,7 @@ func (x *InstallationEvents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstallationEvents.ProtoReflect.Descriptor instead.
 func (*InstallationEvents) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{17}
+	return file_events_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *InstallationEvents) GetInstallationId() string {
@@ -1382,7 +1529,7 @@ type ForgetInstallationEvents struct {
 
 func (x *ForgetInstallationEvents) Reset() {
 	*x = ForgetInstallationEvents{}
-	mi := &file_events_proto_msgTypes[18]
+	mi := &file_events_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1394,7 +1541,7 @@ func (x *ForgetInstallationEvents) String() string {
 func (*ForgetInstallationEvents) ProtoMessage() {}
 
 func (x *ForgetInstallationEvents) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[18]
+	mi := &file_events_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1407,7 +1554,7 @@ func (x *ForgetInstallationEvents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetInstallationEvents.ProtoReflect.Descriptor instead.
 func (*ForgetInstallationEvents) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{18}
+	return file_events_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ForgetInstallationEvents) GetInstallationId() string {
@@ -1481,7 +1628,14 @@ const file_events_proto_rawDesc = "" +
 	"\bendpoint\x18\x03 \x01(\tR\bendpoint\x12\x18\n" +
 	"\asecrets\x18\x04 \x03(\tR\asecrets\x12\x19\n" +
 	"\bnext_due\x18\x05 \x01(\x03R\anextDue\x12\x1b\n" +
-	"\tin_flight\x18\x06 \x01(\x05R\binFlight\"\xb5\x02\n" +
+	"\tin_flight\x18\x06 \x01(\x05R\binFlight\";\n" +
+	"\fTakeCallSlot\x12\x12\n" +
+	"\x04call\x18\x01 \x01(\tR\x04call\x12\x17\n" +
+	"\await_ms\x18\x02 \x01(\x03R\x06waitMs\")\n" +
+	"\rCallSlotReply\x12\x18\n" +
+	"\agranted\x18\x01 \x01(\bR\agranted\"\"\n" +
+	"\fGiveCallSlot\x12\x12\n" +
+	"\x04call\x18\x01 \x01(\tR\x04call\"\xb5\x02\n" +
 	"\rRecordAttempt\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12\x1c\n" +
 	"\tdelivered\x18\x02 \x01(\bR\tdelivered\x12\x1f\n" +
@@ -1549,7 +1703,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_events_proto_goTypes = []any{
 	(*Event)(nil),                    // 0: kit.v1.Event
 	(*EventReaction)(nil),            // 1: kit.v1.EventReaction
@@ -1559,36 +1713,39 @@ var file_events_proto_goTypes = []any{
 	(*QueuedEventsReply)(nil),        // 5: kit.v1.QueuedEventsReply
 	(*TakeDeliveries)(nil),           // 6: kit.v1.TakeDeliveries
 	(*DeliveriesReply)(nil),          // 7: kit.v1.DeliveriesReply
-	(*RecordAttempt)(nil),            // 8: kit.v1.RecordAttempt
-	(*ListDeliveries)(nil),           // 9: kit.v1.ListDeliveries
-	(*DeliveriesPage)(nil),           // 10: kit.v1.DeliveriesPage
-	(*DeliveryState)(nil),            // 11: kit.v1.DeliveryState
-	(*DeliveryEndpoint)(nil),         // 12: kit.v1.DeliveryEndpoint
-	(*Redeliver)(nil),                // 13: kit.v1.Redeliver
-	(*RedeliverReply)(nil),           // 14: kit.v1.RedeliverReply
-	(*QueueTestEvent)(nil),           // 15: kit.v1.QueueTestEvent
-	(*ResumeDeliveries)(nil),         // 16: kit.v1.ResumeDeliveries
-	(*InstallationEvents)(nil),       // 17: kit.v1.InstallationEvents
-	(*ForgetInstallationEvents)(nil), // 18: kit.v1.ForgetInstallationEvents
-	(*Message)(nil),                  // 19: kit.v1.Message
-	(*Conversation)(nil),             // 20: kit.v1.Conversation
-	(*File)(nil),                     // 21: kit.v1.File
-	(*Member)(nil),                   // 22: kit.v1.Member
-	(*Installation)(nil),             // 23: kit.v1.Installation
-	(*User)(nil),                     // 24: kit.v1.User
+	(*TakeCallSlot)(nil),             // 8: kit.v1.TakeCallSlot
+	(*CallSlotReply)(nil),            // 9: kit.v1.CallSlotReply
+	(*GiveCallSlot)(nil),             // 10: kit.v1.GiveCallSlot
+	(*RecordAttempt)(nil),            // 11: kit.v1.RecordAttempt
+	(*ListDeliveries)(nil),           // 12: kit.v1.ListDeliveries
+	(*DeliveriesPage)(nil),           // 13: kit.v1.DeliveriesPage
+	(*DeliveryState)(nil),            // 14: kit.v1.DeliveryState
+	(*DeliveryEndpoint)(nil),         // 15: kit.v1.DeliveryEndpoint
+	(*Redeliver)(nil),                // 16: kit.v1.Redeliver
+	(*RedeliverReply)(nil),           // 17: kit.v1.RedeliverReply
+	(*QueueTestEvent)(nil),           // 18: kit.v1.QueueTestEvent
+	(*ResumeDeliveries)(nil),         // 19: kit.v1.ResumeDeliveries
+	(*InstallationEvents)(nil),       // 20: kit.v1.InstallationEvents
+	(*ForgetInstallationEvents)(nil), // 21: kit.v1.ForgetInstallationEvents
+	(*Message)(nil),                  // 22: kit.v1.Message
+	(*Conversation)(nil),             // 23: kit.v1.Conversation
+	(*File)(nil),                     // 24: kit.v1.File
+	(*Member)(nil),                   // 25: kit.v1.Member
+	(*Installation)(nil),             // 26: kit.v1.Installation
+	(*User)(nil),                     // 27: kit.v1.User
 }
 var file_events_proto_depIdxs = []int32{
-	19, // 0: kit.v1.Event.message:type_name -> kit.v1.Message
-	20, // 1: kit.v1.Event.conversation:type_name -> kit.v1.Conversation
+	22, // 0: kit.v1.Event.message:type_name -> kit.v1.Message
+	23, // 1: kit.v1.Event.conversation:type_name -> kit.v1.Conversation
 	1,  // 2: kit.v1.Event.reaction:type_name -> kit.v1.EventReaction
-	21, // 3: kit.v1.Event.file:type_name -> kit.v1.File
-	22, // 4: kit.v1.Event.member:type_name -> kit.v1.Member
-	23, // 5: kit.v1.Event.installation:type_name -> kit.v1.Installation
-	24, // 6: kit.v1.Event.user:type_name -> kit.v1.User
+	24, // 3: kit.v1.Event.file:type_name -> kit.v1.File
+	25, // 4: kit.v1.Event.member:type_name -> kit.v1.Member
+	26, // 5: kit.v1.Event.installation:type_name -> kit.v1.Installation
+	27, // 6: kit.v1.Event.user:type_name -> kit.v1.User
 	0,  // 7: kit.v1.QueuedEventsReply.events:type_name -> kit.v1.Event
 	0,  // 8: kit.v1.DeliveriesReply.events:type_name -> kit.v1.Event
-	11, // 9: kit.v1.DeliveriesPage.deliveries:type_name -> kit.v1.DeliveryState
-	12, // 10: kit.v1.DeliveriesPage.endpoint:type_name -> kit.v1.DeliveryEndpoint
+	14, // 9: kit.v1.DeliveriesPage.deliveries:type_name -> kit.v1.DeliveryState
+	15, // 10: kit.v1.DeliveriesPage.endpoint:type_name -> kit.v1.DeliveryEndpoint
 	0,  // 11: kit.v1.DeliveryState.event:type_name -> kit.v1.Event
 	12, // [12:12] is the sub-list for method output_type
 	12, // [12:12] is the sub-list for method input_type
@@ -1610,7 +1767,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
