@@ -32,13 +32,14 @@ var (
 	DeadEventKey              = deadEventKey
 	OutboxSourcePrefix        = outboxSourcePrefix
 	GrantsPrefix              = grantsPrefix
+	BotTokensPrefix           = botTokensPrefix
 	UserGrantsPrefix          = userGrantsPrefix
 	SessionsPrefix            = sessionsPrefix
 )
 
 // SetWriteSweepMax bounds what a write-borne sweep (an owner's expired
-// Idempotency records, dead grant credentials, expired sessions) reads at
-// n in place of writeSweepMax.
+// Idempotency records, dead grant credentials, dead bot tokens, expired
+// sessions) reads at n in place of writeSweepMax.
 func SetWriteSweepMax(env *Env, n int) { env.testHookWriteSweepMax = n }
 
 // LeastAllocs is leastAllocs, for the tests outside the package.

@@ -39,6 +39,9 @@ type installationActor struct {
 	// grantSweep is where and when the next sweep of dead grant
 	// credentials starts (installation_grants_sweep.go).
 	grantSweep sweepCursor
+	// botTokenSweep is where and when the next sweep of dead bot tokens
+	// starts (installation_bottokens_sweep.go).
+	botTokenSweep sweepCursor
 }
 
 func (a *installationActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
@@ -389,12 +392,18 @@ func (a *installationActor) createBotToken(m *kitpb.CreateBotToken) (proto.Messa
 		Kind: CallerBot, WorkspaceId: a.inst.WorkspaceId, InstallationId: a.id, BotId: a.inst.BotId,
 		Scopes: slices.Clone(a.inst.BotScopes), CreatedAt: nanos(a.env.Clock.Now()),
 	}
-	b := a.env.newBatch()
+	swept, b := a.env.newBatch(), a.env.newBatch()
+	sweep, err := a.sweepBotTokens(swept, b, cred.CreatedAt)
+	if err != nil {
+		closeAll([]batch{swept, b})
+		return nil, err
+	}
 	a.putBotToken(b, m.SecretHash, cred)
 	a.audit(b, "token.issued", LogLevelInfo, CallerBot, "")
-	if err := b.Commit(); err != nil {
+	if err := a.env.commitInSteps(swept, b); err != nil {
 		return nil, fmt.Errorf("create bot token for %s: %w", a.id, err)
 	}
+	a.botTokenSweep = sweep
 	return &kitpb.CredentialReply{Credential: cred}, nil
 }
 

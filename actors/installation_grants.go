@@ -96,13 +96,19 @@ func (a *installationActor) rotateBotToken(m *kitpb.RotateBotToken) (proto.Messa
 	}
 	// The new token first, the old one's expiry last: a kill between
 	// leaves a token nobody holds, and an old one the retry rotates.
-	fresh, expire := a.env.newBatch(), a.env.newBatch()
+	swept, fresh, expire := a.env.newBatch(), a.env.newBatch(), a.env.newBatch()
+	sweep, err := a.sweepBotTokens(swept, fresh, nanos(now))
+	if err != nil {
+		closeAll([]batch{swept, fresh, expire})
+		return nil, err
+	}
 	a.putBotToken(fresh, m.NewHash, next)
 	put(expire, credentialKey(m.OldHash), old)
 	a.audit(expire, "token.rotated", LogLevelInfo, CallerBot, "")
-	if err := a.env.commitInSteps(fresh, expire); err != nil {
+	if err := a.env.commitInSteps(swept, fresh, expire); err != nil {
 		return nil, fmt.Errorf("rotate bot token of %s: %w", a.id, err)
 	}
+	a.botTokenSweep = sweep
 	a.env.Invalidator.CredentialRevoked(m.OldHash)
 	return &kitpb.RotateBotTokenReply{PreviousExpiresAt: old.ExpiresAt}, nil
 }
@@ -196,6 +202,10 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 	}
 	swept, b, spend := a.env.newBatch(), a.env.newBatch(), a.env.newBatch()
 	sweep, err := a.sweepGrants(swept, b, nanos(now))
+	botSweep := a.botTokenSweep
+	if err == nil && code.TokenType == CallerBot {
+		botSweep, err = a.sweepBotTokens(swept, b, nanos(now))
+	}
 	if err != nil {
 		closeAll([]batch{swept, b, spend})
 		return nil, err
@@ -221,7 +231,7 @@ func (a *installationActor) exchangeCode(m *kitpb.ExchangeCode) (proto.Message, 
 	if err := a.env.commitInSteps(swept, b, spend); err != nil {
 		return nil, fmt.Errorf("exchange code of %s: %w", a.id, err)
 	}
-	a.grantSweep = sweep
+	a.grantSweep, a.botTokenSweep = sweep, botSweep
 	return reply, nil
 }
 

@@ -25,8 +25,8 @@ import (
 //
 // Dead is judged on the service clock, and only where a deletion changes
 // no answer: an unknown code or token is refused as an expired one is
-// (BadGrantReason, 401 invalid_token). A bot token is kept (it works
-// until revoked); a spent refresh token is kept while its grant may be
+// (BadGrantReason, 401 invalid_token). A bot token is left to the bot
+// tokens' sweep (installation_bottokens_sweep.go); a spent refresh token is kept while its grant may be
 // live, since its replay revokes the grant.
 //
 // On a cluster a credential lies in a partition of its own, and a kill

@@ -65,7 +65,7 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"installationKey", "inst/{id}"},                     // Installation
 	{"webhookRefKey", "inst/{id}/w/{id}"},                // WebhookRef (the installation's webhooks)
 	{"grantCredentialKey", "inst/{id}/g/{id}/{hash}"},    // a credential of one authorization (empty value; docs/credentials.md); deleted with its credential once that can no longer work (installation_grants_sweep.go)
-	{"botTokenKey", "inst/{id}/t/{id}"},                  // SHA-256 of a bot token, by token id (UUIDv7: the scan is creation order)
+	{"botTokenKey", "inst/{id}/t/{id}"},                  // SHA-256 of a bot token, by token id (UUIDv7: the scan is creation order); deleted with its credential once that can no longer work (installation_bottokens_sweep.go)
 	{"userGrantKey", "inst/{id}/ug/{id}/{id}"},           // UserGrant, by member and grant id: the member's authorizations
 	{"runKey", "inst/{id}/r/{id}"},                       // Run of a tool call (installation_runs.go)
 	{"openRunKey", "inst/{id}/ro/{id}"},                  // a run still queued or running (empty value): what an activation fails as interrupted

@@ -5,9 +5,10 @@ package actors
 // years does not keep every record it ever wrote: a post sweeps its
 // conversation's Idempotency records (conversation_idempotency.go), a
 // token request its installation's dead grant credentials
-// (installation_grants_sweep.go), a sign-in its workspace's expired
-// sessions (workspace_sessions_sweep.go). The deletions commit (or
-// replicate) with the write; the deliveries' retention has a pace of its
+// (installation_grants_sweep.go), a bot token's issue its installation's
+// dead bot tokens (installation_bottokens_sweep.go), a sign-in its
+// workspace's expired sessions (workspace_sessions_sweep.go). The
+// deletions commit (or replicate) with the write; the deliveries' retention has a pace of its
 // own (delivery_retention.go).
 
 // writeSweepEvery bounds how often an owner starts a sweep pass: at most

@@ -471,6 +471,32 @@ func TestAKillBetweenAWritesPartsLeavesItToItsRetry(t *testing.T) {
 				}
 			}, nil}
 		}, ""},
+		{"sweeping a rotated bot token in a later issue", func(t *testing.T, n *testNode) write {
+			w := n.workspace(t, 0)
+			b := n.bot(t, w.id, chatScopes)
+			var old string
+			for {
+				old = n.botToken(t, b.inst.Id)
+				h := ids.Hash(old)
+				if p, _ := partition.OfKey(actors.CredentialKey(h[:])); p != partition.Of(b.inst.Id) {
+					break
+				}
+			}
+			n.rotateBot(t, b.inst.Id, old)
+			n.clk.Advance(actors.BotRotationOverlap)
+			dead := ids.Hash(old)
+			issue := func(n *testNode) error {
+				h := ids.Hash(ids.NewSecret(ids.BotToken))
+				_, err := try[*kitpb.CredentialReply](n, actors.KindInstallation, b.inst.Id, &kitpb.CreateBotToken{SecretHash: h[:]})
+				return err
+			}
+			return write{b.inst.Id, func(n *testNode) { issue(n) }, func(t *testing.T, n *testNode) {
+				noErr(t, issue(n))
+				if found, err := n.store.Has(actors.CredentialKey(dead[:])); err != nil || found {
+					t.Fatalf("the rotated bot token's credential is kept for ever (found %v, %v)", found, err)
+				}
+			}, nil}
+		}, ""},
 		{"uploading a Kit's first version", func(t *testing.T, n *testNode) write {
 			w := n.workspace(t, 0)
 			slug := newSlug()

@@ -53,6 +53,11 @@ func TestCredentials_BotTokenRotation(t *testing.T) {
 	t.Run("the new token can be rotated in turn", func(t *testing.T) {
 		want(t, s.api(t, next, "POST", "/auth/rotate", nil, nil), 200)
 	})
+	t.Run("the old token, swept by that rotation, is 401; revoking it is 404 as an unknown one", func(t *testing.T) {
+		wantError(t, authTest(t, s, old), 401, "invalid_token")
+		wantError(t, s.api(t, old, "POST", "/auth/rotate", nil, nil), 401, "invalid_token")
+		wantError(t, s.ops(t, "POST", "/ops/v1/tokens/revoke", map[string]any{"token": old}), 404, "not_found")
+	})
 	t.Run("a user token cannot rotate: 403 forbidden", func(t *testing.T) {
 		wantError(t, s.api(t, userToken(t, env.In, env.W.Mem.ID), "POST", "/auth/rotate", nil, nil), 403, "forbidden")
 	})
