@@ -27,7 +27,10 @@ type Principal struct {
 	TokenID   string // developer tokens; bot tokens issued since their listing (API access page)
 	SessionID string // user tokens: the web session that authorized them
 	ExpiresAt int64  // unix nanoseconds; 0: no expiry
-	hash      [32]byte
+	// KitSuspended: the token's Kit is suspended (kit_state.go); the
+	// token is valid, but the Web API refuses it.
+	KitSuspended bool
+	hash         [32]byte
 	// lastTouch is when this node last recorded a use of the developer or
 	// bot token (unix nanoseconds).
 	lastTouch atomic.Int64
@@ -173,6 +176,9 @@ func (a *Authenticator) load(token []byte, hash [32]byte, now int64) (*Principal
 	if p.Scopes, err = effectiveScopes(a.env, in, cred.Kind, cred.Scopes); err != nil {
 		return nil, err
 	}
+	if p.KitSuspended, err = a.env.KitSuspended(in.KitId); err != nil {
+		return nil, err
+	}
 	p.KitID, p.KitSlug = in.KitId, in.KitSlug
 	p.Caller = &kitpb.Caller{
 		Kind: cred.Kind, WorkspaceId: in.WorkspaceId, InstallationId: in.Id,
@@ -262,6 +268,14 @@ func latestScopes(env *Env, kitID string) (*kitpb.LatestScopesReply, error) {
 // installations: the Kit's latest version limits their scopes.
 func (a *Authenticator) KitVersionsChanged(kitID string) {
 	a.dropWhere(func(p *Principal) bool { return p.KitID != "" && p.KitID == kitID })
+}
+
+// KitStateChanged drops the node's word on the Kit's state, then every
+// cached principal of its installations: a suspension refuses their
+// tokens at once, a resume has them work again.
+func (a *Authenticator) KitStateChanged(kitID string) {
+	a.env.kitStates.forget(kitID)
+	a.KitVersionsChanged(kitID)
 }
 
 // InstallationChanged drops every cached principal of the installation.

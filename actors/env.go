@@ -31,6 +31,9 @@ type Invalidator interface {
 	// KitVersionsChanged: the Kit has a new latest version, whose scopes
 	// limit every token of its installations.
 	KitVersionsChanged(kitID string)
+	// KitStateChanged: the Kit was suspended or resumed; its tokens,
+	// webhooks, member actions and deliveries follow at once.
+	KitStateChanged(kitID string)
 }
 
 // TargetCache is what a node's deliveries keep of where and how an
@@ -38,6 +41,9 @@ type Invalidator interface {
 type TargetCache interface {
 	InstallationChanged(installationID string)
 	SigningSecretsChanged(kitID string)
+	// KitStateChanged: the Kit was suspended or resumed; the sender wakes
+	// the installations whose deliveries it held.
+	KitStateChanged(kitID string)
 }
 
 // Caches is a node's own Invalidator: it tells each cache the change
@@ -61,9 +67,18 @@ func (c *Caches) SigningSecretsChanged(kitID string) {
 }
 
 func (c *Caches) KitVersionsChanged(kitID string) { c.Auth.KitVersionsChanged(kitID) }
-func (c *Caches) CredentialRevoked(hash []byte)   { c.Auth.CredentialRevoked(hash) }
-func (c *Caches) UserChanged(id string)           { c.Auth.UserChanged(id) }
-func (c *Caches) SessionEnded(id string)          { c.Auth.SessionEnded(id) }
+
+// KitStateChanged drops the Kit's state and its tokens' principals before
+// the sender is told: the pumps it wakes read the new state.
+func (c *Caches) KitStateChanged(kitID string) {
+	c.Auth.KitStateChanged(kitID)
+	if c.Targets != nil {
+		c.Targets.KitStateChanged(kitID)
+	}
+}
+func (c *Caches) CredentialRevoked(hash []byte) { c.Auth.CredentialRevoked(hash) }
+func (c *Caches) UserChanged(id string)         { c.Auth.UserChanged(id) }
+func (c *Caches) SessionEnded(id string)        { c.Auth.SessionEnded(id) }
 
 // ReadBarrier catches a partition's replica on this node up with
 // everything committed in it before the call.
@@ -138,6 +153,7 @@ type Env struct {
 	deliveryStats  deliveryStats    // likewise
 	deliveryMemory deliveryMemory   // likewise
 	readers        partitionReaders // likewise
+	kitStates      kitStates        // likewise (kit_state.go)
 
 	// testHookDropNotices, set by tests, loses every outbox notice: a
 	// crash between a write and its notice.

@@ -489,6 +489,7 @@ func (deafCaches) UserChanged(string)           {}
 func (deafCaches) SessionEnded(string)          {}
 func (deafCaches) SigningSecretsChanged(string) {}
 func (deafCaches) KitVersionsChanged(string)    {}
+func (deafCaches) KitStateChanged(string)       {}
 
 // An ending, a revocation or a deactivation asked again after it was done
 // tells the caches again: the node that did it may have been killed before

@@ -76,6 +76,9 @@ func (a *installationActor) beginMemberAction(m *kitpb.BeginMemberAction) (proto
 	if a.inst.WorkspaceId != m.WorkspaceId {
 		return nil, kiterr.Absent("installation")
 	}
+	if err := refuseIfSuspended(a.env, a.inst.KitId); err != nil {
+		return nil, err // nothing is sent to a suspended Kit
+	}
 	if !a.inst.ActionsKnown {
 		if err := a.learnMemberActions(); err != nil {
 			return nil, err
@@ -250,6 +253,9 @@ func (a *installationActor) useResponseURL(m *kitpb.UseResponseURL) (proto.Messa
 	// A used-up token's record is gone (below).
 	if !found || nanos(now) >= rec.ExpiresAt {
 		return nil, ErrResponseURLNotFound
+	}
+	if err := refuseIfSuspended(a.env, a.inst.KitId); err != nil {
+		return nil, err // and the use is not counted
 	}
 	var limit *kitpb.Decision
 	if d, on := a.buckets.take(limits.ResponseURL, "", now); on {

@@ -79,6 +79,9 @@ func (a *installationActor) invokeTool(m *kitpb.InvokeTool) (proto.Message, erro
 	if m.WorkspaceId != a.inst.WorkspaceId {
 		return nil, kiterr.Absent("installation")
 	}
+	if err := refuseIfSuspended(a.env, a.inst.KitId); err != nil {
+		return nil, err // nothing is sent to a suspended Kit
+	}
 	var limit *kitpb.Decision
 	if d, on := a.buckets.take(limits.Interactions, m.UserId, a.env.Clock.Now()); on {
 		if !d.OK {

@@ -92,6 +92,7 @@ var kitConcerns = [...]concern[*kitActor]{
 	(*kitActor).handleSecrets,
 	(*kitActor).handleDomains,
 	(*kitActor).handleInstallLink,
+	(*kitActor).handleState,
 }
 
 func (a *kitActor) version(v string) *kitpb.KitVersion {

@@ -132,10 +132,13 @@ func (a *kitActor) checkClientSecret(m *kitpb.CheckClientSecret) (proto.Message,
 	if !found || len(m.SecretHash) == 0 {
 		return nil, errInvalidClient
 	}
-	if ids.Equal(cur.Hash, m.SecretHash) {
-		return &kitpb.Ok{}, nil
-	}
-	if len(cur.PreviousHash) > 0 && ids.Equal(cur.PreviousHash, m.SecretHash) && nanos(a.env.Clock.Now()) < cur.PreviousExpiresAt {
+	if ids.Equal(cur.Hash, m.SecretHash) ||
+		(len(cur.PreviousHash) > 0 && ids.Equal(cur.PreviousHash, m.SecretHash) && nanos(a.env.Clock.Now()) < cur.PreviousExpiresAt) {
+		// Only a Kit that proved itself learns it is suspended: no code
+		// or refresh token is spent, and the grant works after a resume.
+		if a.kit.State == KitSuspended {
+			return nil, ErrKitSuspended
+		}
 		return &kitpb.Ok{}, nil
 	}
 	// A wrong secret for a Kit that has one is worth telling its developer

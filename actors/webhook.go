@@ -207,6 +207,11 @@ func (a *webhookActor) post(m *kitpb.HookPost) (proto.Message, error) {
 	default:
 		return nil, ErrHookNotFound
 	}
+	// A suspended Kit's webhook stays active (a resume restores it) and
+	// spends no token of its bucket.
+	if err := refuseIfSuspended(a.env, a.hook.KitId); err != nil {
+		return nil, err
+	}
 	var limit *kitpb.Decision
 	took := false
 	if m.PostId != 0 && m.PostId == a.forwarded.postID {

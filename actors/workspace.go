@@ -321,6 +321,9 @@ func (a *workspaceActor) install(m *kitpb.Install) (proto.Message, error) {
 	if err != nil {
 		return nil, err
 	}
+	if kit.Kit.State == KitSuspended {
+		return nil, ErrKitSuspended // nor an update of its installation
+	}
 	instID, existing := a.kits[m.KitId]
 	if existing {
 		cur, err := cluster.Call[*kitpb.InstallationReply](a.env.Host, KindInstallation, instID, &kitpb.GetInstallation{})

@@ -58,6 +58,9 @@ func (a *workspaceActor) authorize(m *kitpb.Authorize) (proto.Message, error) {
 	if err != nil {
 		return nil, err
 	}
+	if kit.Kit.State == KitSuspended {
+		return nil, ErrKitSuspended
+	}
 	var man *manifest.Manifest
 	for _, v := range kit.Versions {
 		if v.Version == in.KitVersion {

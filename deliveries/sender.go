@@ -57,6 +57,9 @@ type Config struct {
 	// (--delivery-timeout; tests only): a test of a Kit too slow to
 	// answer then waits a fraction of a second, not 3.
 	Timeout time.Duration
+	// KitSuspended reports whether a Kit is suspended: its events are
+	// held (held.go). nil: none is.
+	KitSuspended func(kitID string) (bool, error)
 }
 
 // Sender delivers queued events. It is told by the delivery actors
@@ -83,6 +86,8 @@ type Sender struct {
 	kits      map[string]*kitSlots       // by Kit: its in-flight slots
 	senders   atomic.Pointer[func() int] // how many nodes share a Kit's slots (ShareKitSlots)
 	closed    bool
+	held      heldPumps     // by Kit: the installations whose events are held (held.go)
+	heldGen   uint64        // counts KitStateChanged calls
 	done      chan struct{} // closed by Close
 	stats     senderStats
 	wg        sync.WaitGroup
@@ -127,18 +132,26 @@ func LoadRoots(path string) (*x509.CertPool, error) {
 }
 
 // EventsQueued starts or wakes the installation's pump; it never blocks.
-func (s *Sender) EventsQueued(installationID string) {
+func (s *Sender) EventsQueued(installationID string) { s.wakePump(installationID, false) }
+
+// wakePump starts or wakes the installation's pump; lost: its take is to
+// reclaim what a lost take handed out (held.go).
+func (s *Sender) wakePump(installationID string, lost bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return
 	}
 	if p, ok := s.pumps[installationID]; ok {
+		if lost {
+			p.lost.Store(true)
+		}
 		p.notices.Add(1)
 		p.wakeUp()
 		return
 	}
 	p := &pump{wake: make(chan struct{}, 1)}
+	p.lost.Store(lost)
 	p.notices.Store(1)
 	p.round.Store(s.rounds.Load())
 	s.pumps[installationID] = p
@@ -197,7 +210,7 @@ func (s *Sender) pump(inst string, p *pump) {
 	defer s.wg.Done()
 	defer p.inFlight.Wait()
 	for {
-		if s.retireIdle(inst, p) {
+		if s.retireIdle(inst, p) || s.hold(inst, p) {
 			return
 		}
 		if p.lost.Load() && p.chains.Load() > 0 {
@@ -275,7 +288,7 @@ func (s *Sender) start(inst string, t target, terr error, evs []*kitpb.Event, p 
 func (s *Sender) chain(inst string, t target, terr error, ev *kitpb.Event, p *pump) {
 	defer p.inFlight.Done()
 	for n := 1; ev != nil; n++ {
-		takeNext := terr == nil && n < chainLength && !s.isClosed() && !p.lost.Load()
+		takeNext := terr == nil && n < chainLength && !s.isClosed() && !p.lost.Load() && !s.suspended(t.kitID)
 		notices := p.notices.Load() // before the record: a notice after it counts
 		r, err := s.deliver(inst, t, terr, ev, takeNext, p.round.Load())
 		if err != nil {

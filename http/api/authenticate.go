@@ -61,6 +61,16 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, rt *route) *actors.Principa
 		s.failRoute(ctx, rt, err)
 		return nil
 	}
+	if p.KitSuspended {
+		// The token stays valid (a resume restores it): 403, but on the
+		// no-scope routes, which answer no 403 (docs/api.md "Kit state").
+		if rt.scope == "" && rt.tokens == botOrUser {
+			s.fail(ctx, kiterr.New(kiterr.InvalidToken, "the token's Kit is suspended"))
+			return nil
+		}
+		s.fail(ctx, actors.ErrKitSuspended)
+		return nil
+	}
 	if rt.tokens&tokenOf(p) == 0 {
 		if rt.scope == "" && rt.tokens == botOrUser {
 			// The Web API's no-scope routes answer no 403 (docs/api.md

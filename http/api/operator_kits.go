@@ -236,3 +236,36 @@ func (s *Server) opRotateKitSecret(in call, which string) (reply, error) {
 		PreviousExpiresAt *string `json:"previousExpiresAt"`
 	}{secret, r.Secret.Generation, isoTime(r.Secret.CreatedAt), optTime(r.Secret.PreviousExpiresAt)})
 }
+
+// opSuspendKit: POST /ops/v1/kits/{kitId}/suspend → 200 {kit}, the Kit as
+// the developer API shows it to its own workspace (docs/api.md "Kit
+// state"). Suspending a suspended Kit answers the same 200.
+func (s *Server) opSuspendKit(in call) (reply, error) {
+	return s.opSetKitState(in, actors.KitSuspended)
+}
+
+// opResumeKit: POST /ops/v1/kits/{kitId}/resume, likewise.
+func (s *Server) opResumeKit(in call) (reply, error) {
+	return s.opSetKitState(in, actors.KitActive)
+}
+
+func (s *Server) opSetKitState(in call, state string) (reply, error) {
+	kitID := in.param("kitId")
+	if err := validID("kit", kitID); err != nil {
+		return reply{}, err
+	}
+	if err := in.decodeOptional(&struct{}{}); err != nil {
+		return reply{}, err
+	}
+	r, err := ask[*kitpb.KitReply](s, actors.KindKit, kitID, &kitpb.SetKitState{State: state})
+	if err != nil {
+		return reply{}, err
+	}
+	here, err := actors.InstalledHere(s.env, r.Kit.WorkspaceId, kitID)
+	if err != nil {
+		return reply{}, err
+	}
+	return jsonReply(fasthttp.StatusOK, struct {
+		Kit kitView `json:"kit"`
+	}{viewKit(r.Kit, here)})
+}

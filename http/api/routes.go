@@ -95,6 +95,8 @@ var routes = [...]route{
 	{"DELETE", "/ops/v1/webhooks/{id}", hostOps, operator, "", "", "", maxJSONBody, (*Server).opRevokeWebhook, nil},
 	{"POST", "/ops/v1/kits/{kitId}/client-secret", hostOps, operator, "", "", "", maxJSONBody, (*Server).opRotateClientSecret, nil},
 	{"POST", "/ops/v1/kits/{kitId}/signing-secret", hostOps, operator, "", "", "", maxJSONBody, (*Server).opRotateSigningSecret, nil},
+	{"POST", "/ops/v1/kits/{kitId}/suspend", hostOps, operator, "", "", "", maxJSONBody, (*Server).opSuspendKit, nil},
+	{"POST", "/ops/v1/kits/{kitId}/resume", hostOps, operator, "", "", "", maxJSONBody, (*Server).opResumeKit, nil},
 	{"POST", "/ops/v1/tokens/revoke", hostOps, operator, "", "", "", maxJSONBody, (*Server).opRevoke, nil},
 	{"POST", "/ops/v1/clock/advance", hostOps, operator, "", "", "", maxJSONBody, (*Server).opAdvanceClock, nil},
 	{"GET", "/ops/v1/cluster", hostOps, operator, "", "", "", maxJSONBody, (*Server).opCluster, nil},

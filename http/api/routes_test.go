@@ -97,6 +97,8 @@ var specRoutes = []struct {
 	{"ops: revoke a webhook", "DELETE", "/ops/v1/webhooks/{id}", operator, "", ""},
 	{"ops: a new client secret", "POST", "/ops/v1/kits/{kitId}/client-secret", operator, "", ""},
 	{"ops: a new signing secret", "POST", "/ops/v1/kits/{kitId}/signing-secret", operator, "", ""},
+	{"ops: suspend a Kit", "POST", "/ops/v1/kits/{kitId}/suspend", operator, "", ""},
+	{"ops: resume a Kit", "POST", "/ops/v1/kits/{kitId}/resume", operator, "", ""},
 	{"ops: advance the test clock", "POST", "/ops/v1/clock/advance", operator, "", ""},
 	{"ops: the cluster view (OPERATIONS.md 7)", "GET", "/ops/v1/cluster", operator, "", ""},
 	{"ops: a backup (OPERATIONS.md 8)", "GET", "/ops/v1/backup", operator, "", ""},

@@ -3008,6 +3008,52 @@ func (*GetLatestScopes) Descriptor() ([]byte, []int) {
 	return file_requests_proto_rawDescGZIP(), []int{54}
 }
 
+// SetKitState suspends (state "suspended") or resumes (state "active") a
+// Kit: an operator's call (docs/api.md "Kit state"). Answered KitReply.
+type SetKitState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	State         string                 `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetKitState) Reset() {
+	*x = SetKitState{}
+	mi := &file_requests_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetKitState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetKitState) ProtoMessage() {}
+
+func (x *SetKitState) ProtoReflect() protoreflect.Message {
+	mi := &file_requests_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetKitState.ProtoReflect.Descriptor instead.
+func (*SetKitState) Descriptor() ([]byte, []int) {
+	return file_requests_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *SetKitState) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
 type LatestScopesReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Version       string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
@@ -3019,7 +3065,7 @@ type LatestScopesReply struct {
 
 func (x *LatestScopesReply) Reset() {
 	*x = LatestScopesReply{}
-	mi := &file_requests_proto_msgTypes[55]
+	mi := &file_requests_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3031,7 +3077,7 @@ func (x *LatestScopesReply) String() string {
 func (*LatestScopesReply) ProtoMessage() {}
 
 func (x *LatestScopesReply) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[55]
+	mi := &file_requests_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3044,7 +3090,7 @@ func (x *LatestScopesReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatestScopesReply.ProtoReflect.Descriptor instead.
 func (*LatestScopesReply) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{55}
+	return file_requests_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *LatestScopesReply) GetVersion() string {
@@ -3080,7 +3126,7 @@ type ClaimSlug struct {
 
 func (x *ClaimSlug) Reset() {
 	*x = ClaimSlug{}
-	mi := &file_requests_proto_msgTypes[56]
+	mi := &file_requests_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3092,7 +3138,7 @@ func (x *ClaimSlug) String() string {
 func (*ClaimSlug) ProtoMessage() {}
 
 func (x *ClaimSlug) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[56]
+	mi := &file_requests_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3105,7 +3151,7 @@ func (x *ClaimSlug) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimSlug.ProtoReflect.Descriptor instead.
 func (*ClaimSlug) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{56}
+	return file_requests_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ClaimSlug) GetSlug() string {
@@ -3139,7 +3185,7 @@ type SlugReply struct {
 
 func (x *SlugReply) Reset() {
 	*x = SlugReply{}
-	mi := &file_requests_proto_msgTypes[57]
+	mi := &file_requests_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3151,7 +3197,7 @@ func (x *SlugReply) String() string {
 func (*SlugReply) ProtoMessage() {}
 
 func (x *SlugReply) ProtoReflect() protoreflect.Message {
-	mi := &file_requests_proto_msgTypes[57]
+	mi := &file_requests_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3164,7 +3210,7 @@ func (x *SlugReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlugReply.ProtoReflect.Descriptor instead.
 func (*SlugReply) Descriptor() ([]byte, []int) {
-	return file_requests_proto_rawDescGZIP(), []int{57}
+	return file_requests_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *SlugReply) GetKitId() string {
@@ -3390,7 +3436,9 @@ const file_requests_proto_rawDesc = "" +
 	"\x03kit\x18\x01 \x01(\v2\v.kit.v1.KitR\x03kit\x12.\n" +
 	"\bversions\x18\x02 \x03(\v2\x12.kit.v1.KitVersionR\bversions\x12+\n" +
 	"\adomains\x18\x03 \x03(\v2\x11.kit.v1.KitDomainR\adomains\"\x11\n" +
-	"\x0fGetLatestScopes\"m\n" +
+	"\x0fGetLatestScopes\"#\n" +
+	"\vSetKitState\x12\x14\n" +
+	"\x05state\x18\x01 \x01(\tR\x05state\"m\n" +
 	"\x11LatestScopesReply\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1d\n" +
 	"\n" +
@@ -3417,7 +3465,7 @@ func file_requests_proto_rawDescGZIP() []byte {
 	return file_requests_proto_rawDescData
 }
 
-var file_requests_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
+var file_requests_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_requests_proto_goTypes = []any{
 	(*Failure)(nil),              // 0: kit.v1.Failure
 	(*Caller)(nil),               // 1: kit.v1.Caller
@@ -3474,48 +3522,49 @@ var file_requests_proto_goTypes = []any{
 	(*GetKit)(nil),               // 52: kit.v1.GetKit
 	(*KitReply)(nil),             // 53: kit.v1.KitReply
 	(*GetLatestScopes)(nil),      // 54: kit.v1.GetLatestScopes
-	(*LatestScopesReply)(nil),    // 55: kit.v1.LatestScopesReply
-	(*ClaimSlug)(nil),            // 56: kit.v1.ClaimSlug
-	(*SlugReply)(nil),            // 57: kit.v1.SlugReply
-	(*Workspace)(nil),            // 58: kit.v1.Workspace
-	(*User)(nil),                 // 59: kit.v1.User
-	(*Session)(nil),              // 60: kit.v1.Session
-	(*Credential)(nil),           // 61: kit.v1.Credential
-	(*Installation)(nil),         // 62: kit.v1.Installation
-	(*Conversation)(nil),         // 63: kit.v1.Conversation
-	(*Member)(nil),               // 64: kit.v1.Member
-	(*Message)(nil),              // 65: kit.v1.Message
-	(*KitVersion)(nil),           // 66: kit.v1.KitVersion
-	(*Kit)(nil),                  // 67: kit.v1.Kit
-	(*KitDomain)(nil),            // 68: kit.v1.KitDomain
+	(*SetKitState)(nil),          // 55: kit.v1.SetKitState
+	(*LatestScopesReply)(nil),    // 56: kit.v1.LatestScopesReply
+	(*ClaimSlug)(nil),            // 57: kit.v1.ClaimSlug
+	(*SlugReply)(nil),            // 58: kit.v1.SlugReply
+	(*Workspace)(nil),            // 59: kit.v1.Workspace
+	(*User)(nil),                 // 60: kit.v1.User
+	(*Session)(nil),              // 61: kit.v1.Session
+	(*Credential)(nil),           // 62: kit.v1.Credential
+	(*Installation)(nil),         // 63: kit.v1.Installation
+	(*Conversation)(nil),         // 64: kit.v1.Conversation
+	(*Member)(nil),               // 65: kit.v1.Member
+	(*Message)(nil),              // 66: kit.v1.Message
+	(*KitVersion)(nil),           // 67: kit.v1.KitVersion
+	(*Kit)(nil),                  // 68: kit.v1.Kit
+	(*KitDomain)(nil),            // 69: kit.v1.KitDomain
 }
 var file_requests_proto_depIdxs = []int32{
 	21, // 0: kit.v1.Failure.limit:type_name -> kit.v1.Decision
 	21, // 1: kit.v1.Failure.spent:type_name -> kit.v1.Decision
-	58, // 2: kit.v1.WorkspaceReply.workspace:type_name -> kit.v1.Workspace
-	59, // 3: kit.v1.UserReply.user:type_name -> kit.v1.User
-	59, // 4: kit.v1.UsersReply.users:type_name -> kit.v1.User
-	60, // 5: kit.v1.SessionReply.session:type_name -> kit.v1.Session
-	61, // 6: kit.v1.CredentialReply.credential:type_name -> kit.v1.Credential
-	62, // 7: kit.v1.InstallationReply.installation:type_name -> kit.v1.Installation
-	63, // 8: kit.v1.ConversationReply.conversation:type_name -> kit.v1.Conversation
+	59, // 2: kit.v1.WorkspaceReply.workspace:type_name -> kit.v1.Workspace
+	60, // 3: kit.v1.UserReply.user:type_name -> kit.v1.User
+	60, // 4: kit.v1.UsersReply.users:type_name -> kit.v1.User
+	61, // 5: kit.v1.SessionReply.session:type_name -> kit.v1.Session
+	62, // 6: kit.v1.CredentialReply.credential:type_name -> kit.v1.Credential
+	63, // 7: kit.v1.InstallationReply.installation:type_name -> kit.v1.Installation
+	64, // 8: kit.v1.ConversationReply.conversation:type_name -> kit.v1.Conversation
 	1,  // 9: kit.v1.GetConversation.caller:type_name -> kit.v1.Caller
 	1,  // 10: kit.v1.ListMembers.caller:type_name -> kit.v1.Caller
-	64, // 11: kit.v1.MembersReply.members:type_name -> kit.v1.Member
+	65, // 11: kit.v1.MembersReply.members:type_name -> kit.v1.Member
 	1,  // 12: kit.v1.PostMessage.caller:type_name -> kit.v1.Caller
-	65, // 13: kit.v1.MessageReply.message:type_name -> kit.v1.Message
+	66, // 13: kit.v1.MessageReply.message:type_name -> kit.v1.Message
 	1,  // 14: kit.v1.GetMessage.caller:type_name -> kit.v1.Caller
 	1,  // 15: kit.v1.EditMessage.caller:type_name -> kit.v1.Caller
 	1,  // 16: kit.v1.DeleteMessage.caller:type_name -> kit.v1.Caller
 	1,  // 17: kit.v1.ListMessages.caller:type_name -> kit.v1.Caller
-	65, // 18: kit.v1.MessagesReply.messages:type_name -> kit.v1.Message
-	66, // 19: kit.v1.ApplyInstall.version:type_name -> kit.v1.KitVersion
-	67, // 20: kit.v1.ApplyInstall.kit:type_name -> kit.v1.Kit
-	67, // 21: kit.v1.VersionReply.kit:type_name -> kit.v1.Kit
-	66, // 22: kit.v1.VersionReply.version:type_name -> kit.v1.KitVersion
-	67, // 23: kit.v1.KitReply.kit:type_name -> kit.v1.Kit
-	66, // 24: kit.v1.KitReply.versions:type_name -> kit.v1.KitVersion
-	68, // 25: kit.v1.KitReply.domains:type_name -> kit.v1.KitDomain
+	66, // 18: kit.v1.MessagesReply.messages:type_name -> kit.v1.Message
+	67, // 19: kit.v1.ApplyInstall.version:type_name -> kit.v1.KitVersion
+	68, // 20: kit.v1.ApplyInstall.kit:type_name -> kit.v1.Kit
+	68, // 21: kit.v1.VersionReply.kit:type_name -> kit.v1.Kit
+	67, // 22: kit.v1.VersionReply.version:type_name -> kit.v1.KitVersion
+	68, // 23: kit.v1.KitReply.kit:type_name -> kit.v1.Kit
+	67, // 24: kit.v1.KitReply.versions:type_name -> kit.v1.KitVersion
+	69, // 25: kit.v1.KitReply.domains:type_name -> kit.v1.KitDomain
 	26, // [26:26] is the sub-list for method output_type
 	26, // [26:26] is the sub-list for method input_type
 	26, // [26:26] is the sub-list for extension type_name
@@ -3536,7 +3585,7 @@ func file_requests_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_requests_proto_rawDesc), len(file_requests_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   58,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -37,6 +37,7 @@ func (b broadcaster) SigningSecretsChanged(kitID string) {
 	b.send("signing", []byte(kitID))
 }
 func (b broadcaster) KitVersionsChanged(kitID string) { b.send("kit_versions", []byte(kitID)) }
+func (b broadcaster) KitStateChanged(kitID string)    { b.send("kit_state", []byte(kitID)) }
 
 // send applies the change here, then tells every other member that may
 // serve requests, at once, and waits for them all.
@@ -86,6 +87,8 @@ func (m *Node) invalidateHere(kind string, id []byte) error {
 		local.SigningSecretsChanged(string(id))
 	case "kit_versions":
 		local.KitVersionsChanged(string(id))
+	case "kit_state":
+		local.KitStateChanged(string(id))
 	default:
 		return fmt.Errorf("member: unknown invalidation %q", kind)
 	}

@@ -19,6 +19,7 @@ func (t *told) SigningSecretsChanged(kitID string) {
 	t.add("signing", kitID)
 }
 func (t *told) KitVersionsChanged(kitID string) { t.add("kit_versions", kitID) }
+func (t *told) KitStateChanged(kitID string)    { t.add("kit_state", kitID) }
 func (t *told) add(kind, id string)             { t.calls = append(t.calls, kind+" "+id) }
 
 // What another member says changed reaches this member's own caches, each
@@ -37,6 +38,7 @@ func TestAnInvalidationReachesTheMembersCaches(t *testing.T) {
 		{"a web session ended", "session", []byte("s1"), "session s1"},
 		{"a Kit's signing secrets rotated", "signing", []byte("k1"), "signing k1"},
 		{"a Kit's new latest version", "kit_versions", []byte("k1"), "kit_versions k1"},
+		{"a Kit suspended or resumed", "kit_state", []byte("k1"), "kit_state k1"},
 		{"an unknown kind is refused", "kit", []byte("k1"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kitd/kitd/internal/eventually"
+)
+
+// suspendKit calls the operator's suspend or resume of the Kit and checks
+// the 200 {kit} it answers.
+func suspendKit(t *testing.T, s *Server, kitID, action, state string) {
+	t.Helper()
+	r := s.ops(t, "POST", "/ops/v1/kits/"+kitID+"/"+action, nil)
+	want(t, r, 200)
+	if r.Str("kit.kitId") != kitID || r.Str("kit.state") != state {
+		t.Fatalf("%s: want the Kit with state %s%s", action, state, r)
+	}
+}
+
+// A suspended Kit (docs/api.md "Kit state"): its tokens, grants, installs
+// and authorizations are refused, and its events wait, not attempted, and
+// go out in order once it is resumed, which restores everything.
+func TestKitSuspension(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	s, _ := deliveryServer(t, rcv, false, "")
+	e := newEventsSetup(t, s, rcv, 1)
+	conv := e.convs[0]
+	g := authorizeGrant(t, e.in, e.w.Mem.ID)
+	// A second code, issued before the suspension and exchanged after it.
+	cookie, _ := webSession(t, s, e.w.Mem.ID)
+	verifier, challenge := pkce()
+	code := approveCode(t, e.in, cookie, "user", challenge)
+	// Another Kit's bot posts while the first is suspended: its events are
+	// the first Kit's too.
+	other := e.w.install(t, e.w.kit(t, baseScopes...), conv)
+	e.in.post(t, conv, "before")
+	eventually.True(t, "the event before the suspension", func() bool { return len(rcv.received()) == 1 })
+
+	t.Run("unknown Kit: 404", func(t *testing.T) {
+		want(t, s.ops(t, "POST", "/ops/v1/kits/0190a0a0-0000-7000-8000-000000000000/suspend", nil), 404)
+	})
+	suspendKit(t, s, e.kit.ID, "suspend", "suspended")
+	suspendKit(t, s, e.kit.ID, "suspend", "suspended") // again: the same 200
+
+	refused := func(t *testing.T, r *Resp, status int, code string) {
+		t.Helper()
+		want(t, r, status)
+		if r.Str("code") != code {
+			t.Fatalf("want code %s%s", code, r)
+		}
+	}
+	t.Run("its bot and user tokens are refused", func(t *testing.T) {
+		refused(t, e.in.api(t, "GET", "/conversations", nil), 403, "forbidden")
+		refused(t, s.api(t, e.in.Token, "POST", "/messages", map[string]any{"conversationId": conv, "text": "x"}, nil), 403, "forbidden")
+		refused(t, s.api(t, g.access(), "GET", "/conversations", nil, nil), 403, "forbidden")
+		// The no-scope routes answer no 403 (SPEC.md 7).
+		r := authTest(t, s, e.in.Token)
+		refused(t, r, 401, "invalid_token")
+		if r.Header.Get("WWW-Authenticate") == "" {
+			t.Fatalf("401 without WWW-Authenticate%s", r)
+		}
+	})
+	t.Run("code exchange and refresh are refused, and spend nothing", func(t *testing.T) {
+		refused(t, refresh(t, e.in, g.Secret, g.refresh()), 403, "forbidden")
+		refused(t, exchange(t, e.in, g.Secret, code, verifier), 403, "forbidden")
+		// A wrong secret still learns nothing of the state.
+		refused(t, refresh(t, e.in, "kcs_"+randToken()[:43], g.refresh()), 401, "invalid_credentials")
+	})
+	t.Run("no install, update or authorization", func(t *testing.T) {
+		refused(t, s.ops(t, "POST", "/ops/v1/workspaces/"+e.w.ID+"/installations", map[string]any{"kitId": e.kit.ID}), 403, "forbidden")
+		_, challenge := pkce()
+		r := s.page(t, "GET", "/app/kits/authorize?"+authorizeQuery(e.in, "user", challenge, "st").Encode(), cookie, nil)
+		want(t, r, 403)
+	})
+	t.Run("the developer API shows it suspended", func(t *testing.T) {
+		r := s.api(t, e.w.Dev, "GET", "/dev/kits/"+e.kit.ID, nil, nil)
+		want(t, r, 200)
+		if r.Str("detail.kit.state") != "suspended" {
+			t.Fatalf("want state suspended%s", r)
+		}
+	})
+	t.Run("its events wait", func(t *testing.T) {
+		for _, text := range []string{"held 1", "held 2", "held 3"} {
+			other.post(t, conv, text)
+		}
+		eventually.True(t, "three events queued", func() bool {
+			d := jarr(deliveries(t, s, e).JSON, "deliveries")
+			return len(d) == 4 && jstr(d[0], "state") == "queued"
+		})
+		if n := len(rcv.received()); n != 1 {
+			t.Fatalf("%d requests reached the suspended Kit", n-1)
+		}
+	})
+
+	suspendKit(t, s, e.kit.ID, "resume", "active")
+	suspendKit(t, s, e.kit.ID, "resume", "active")
+	t.Run("resumed, everything works again", func(t *testing.T) {
+		want(t, e.in.api(t, "GET", "/conversations", nil), 200)
+		want(t, authTest(t, s, e.in.Token), 200)
+		want(t, s.api(t, g.access(), "GET", "/conversations", nil, nil), 200)
+		want(t, exchange(t, e.in, g.Secret, code, verifier), 200)
+		want(t, refresh(t, e.in, g.Secret, g.refresh()), 200)
+		eventually.True(t, "the held events", func() bool { return len(rcv.received()) == 4 })
+		for i, text := range []string{"held 1", "held 2", "held 3"} {
+			if got := jstr(rcv.received()[i+1].event, "data.message.text"); got != text {
+				t.Fatalf("event %d after the resume is %q, want %q", i+1, got, text)
+			}
+		}
+	})
+	t.Run("its webhooks are refused, and post again once it is resumed", func(t *testing.T) {
+		_, c, in := webhookEnv(t, s, 5)
+		h := in.hook(t, c.ID)
+		suspendKit(t, s, in.Kit.ID, "suspend", "suspended")
+		refused(t, h.post(t, map[string]any{"text": "while suspended"}), 403, "forbidden")
+		suspendKit(t, s, in.Kit.ID, "resume", "active")
+		want(t, h.post(t, map[string]any{"text": "resumed"}), 200)
+	})
+	t.Run("a suspension of days neither attempts nor dead-letters", func(t *testing.T) {
+		suspendKit(t, s, e.kit.ID, "suspend", "suspended")
+		other.post(t, conv, "held long")
+		eventually.True(t, "the event queued", func() bool {
+			return jstr(deliveries(t, s, e).JSON, "deliveries.0.state") == "queued"
+		})
+		advance(t, s, 49*time.Hour)
+		if st := jstr(deliveries(t, s, e).JSON, "deliveries.0.state"); st != "queued" || len(rcv.received()) != 4 {
+			t.Fatalf("after 49 hours: %s, %d requests", st, len(rcv.received())-4)
+		}
+		suspendKit(t, s, e.kit.ID, "resume", "active")
+		eventually.True(t, "the event after the resume", func() bool { return len(rcv.received()) == 5 })
+		if got := jstr(rcv.received()[4].event, "data.message.text"); got != "held long" {
+			t.Fatalf("got %q", got)
+		}
+	})
+}
