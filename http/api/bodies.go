@@ -139,6 +139,7 @@ func (s *Server) limitBodies(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	c := hookRequestConfig(h)
 	h.Del(bodyTooLargeHeader) // only this hook may set these
 	h.Del(ambiguousLengthHeader)
+	expect100(h)
 	if unframed(h.ContentLength(), h.RawHeaders()) {
 		// Made bodiless so that nothing of it is read: dispatch refuses
 		// it and closes the connection.
@@ -154,6 +155,26 @@ func (s *Server) limitBodies(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	}
 	return c
 }
+
+// expect100 writes a 100-continue expectation as fasthttp knows it:
+// fasthttp invites the body only for the exact value "100-continue", but
+// the value is case-insensitive and may be one of a list (RFC 9110 10.1.1).
+// Read otherwise, the client waits for the 100 while fasthttp waits for
+// the body, until one of them times out.
+func expect100(h *fasthttp.RequestHeader) {
+	v := h.Peek(fasthttp.HeaderExpect)
+	if v == nil || string(v) == expect100Continue {
+		return
+	}
+	for m := range bytes.SplitSeq(v, []byte(",")) {
+		if bytes.EqualFold(bytes.TrimSpace(m), []byte(expect100Continue)) {
+			h.Set(fasthttp.HeaderExpect, expect100Continue)
+			return
+		}
+	}
+}
+
+const expect100Continue = "100-continue"
 
 // ambiguousLengthHeader marks a request whose body length is not known
 // for sure (unframed; limitBodies, which first removes any the client

@@ -133,22 +133,30 @@ func TestExpectContinue(t *testing.T) {
 	tests := []struct {
 		name   string
 		head   string
+		body   string // sent with the head: the expectation is not one
 		status int
 		code   string
 	}{
 		{"a body within the limit is invited with 100 Continue",
-			"POST /healthz HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n", 100, ""},
+			"POST /healthz HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n", "", 100, ""},
+		// RFC 9110 10.1.1: the value is case-insensitive.
+		{"100-Continue in capitals is invited with 100 Continue",
+			"POST /healthz HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nContent-Length: 5\r\n", "", 100, ""},
+		{"100-continue in a list is invited with 100 Continue",
+			"POST /healthz HTTP/1.1\r\nHost: x\r\nExpect: foo, 100-CONTINUE\r\nContent-Length: 5\r\n", "", 100, ""},
 		{"a body over the server's limit is 413 before the body is sent",
-			"POST /api/v1/files HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 20000000\r\n", 413, "payload_too_large"},
+			"POST /api/v1/files HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 20000000\r\n", "", 413, "payload_too_large"},
 		{"a webhook body over its limit is 413 before the body is sent",
-			"POST /hooks/v1/a/b/c HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 300000\r\n", 413, "payload_too_large"},
+			"POST /hooks/v1/a/b/c HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 300000\r\n", "", 413, "payload_too_large"},
 		{"a body length said twice is 400 before the body is sent",
-			"POST /healthz HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n", 400, "validation_error"},
+			"POST /healthz HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n", "", 400, "validation_error"},
+		{"an upper-case 100-Continue over the limit is 413 before the body is sent",
+			"POST /api/v1/files HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nContent-Length: 20000000\r\n", "", 413, "payload_too_large"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// The head alone: the body waits for the 100.
-			res, err := http.ReadResponse(sendRaw(t, tt.head+"\r\n"), nil)
+			res, err := http.ReadResponse(sendRaw(t, tt.head+"\r\n"+tt.body), nil)
 			if err != nil {
 				t.Fatalf("no answer to the head: %v", err)
 			}
