@@ -161,7 +161,14 @@ func (s *Server) limitBodies(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 // the value is case-insensitive and may be one of a list (RFC 9110 10.1.1).
 // Read otherwise, the client waits for the 100 while fasthttp waits for
 // the body, until one of them times out.
+//
+// An HTTP/1.0 request's expectation is dropped: the server must ignore it
+// and never send an HTTP/1.0 client a 1xx (RFC 9110 10.1.1, 15.2).
 func expect100(h *fasthttp.RequestHeader) {
+	if !h.IsHTTP11() {
+		h.Del(fasthttp.HeaderExpect)
+		return
+	}
 	v := h.Peek(fasthttp.HeaderExpect)
 	if v == nil || string(v) == expect100Continue {
 		return

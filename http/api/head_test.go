@@ -150,6 +150,10 @@ func TestExpectContinue(t *testing.T) {
 			"POST /hooks/v1/a/b/c HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 300000\r\n", "", 413, "payload_too_large"},
 		{"a body length said twice is 400 before the body is sent",
 			"POST /healthz HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n", "", 400, "validation_error"},
+		// RFC 9110 10.1.1 and 15.2: an HTTP/1.0 request's expectation is
+		// ignored, and an HTTP/1.0 client is never sent a 1xx.
+		{"an HTTP/1.0 request's 100-continue is ignored: no 100, the body is read",
+			"POST /healthz HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 5\r\n", "hello", 200, ""},
 		{"an upper-case 100-Continue over the limit is 413 before the body is sent",
 			"POST /api/v1/files HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nContent-Length: 20000000\r\n", "", 413, "payload_too_large"},
 	}
