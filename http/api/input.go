@@ -39,8 +39,8 @@ func parsePage(ctx *fasthttp.RequestCtx, list string, maxItems int) (page, error
 		return p, err
 	}
 	if raw := limit; raw != nil {
-		n, err := strconv.Atoi(string(raw))
-		if err != nil || n < 1 || n > maxItems {
+		n, ok := plainDecimal(raw)
+		if !ok || n < 1 || n > maxItems {
 			return p, kiterr.Invalid("limit", "must be an integer from 1 to "+strconv.Itoa(maxItems))
 		}
 		p.limit = n
@@ -57,6 +57,23 @@ func parsePage(ctx *fasthttp.RequestCtx, list string, maxItems int) (page, error
 		p.position = string(dec[len(prefix):])
 	}
 	return p, nil
+}
+
+// plainDecimal reads a positive integer written as one: ASCII digits, no
+// sign and no leading zero (strconv.Atoi also takes "+5" and "05"), at most
+// 9 of them so that it cannot overflow.
+func plainDecimal(raw []byte) (int, bool) {
+	if len(raw) == 0 || len(raw) > 9 || raw[0] == '0' {
+		return 0, false
+	}
+	n := 0
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
 }
 
 // queryParam is the query parameter name: nil when absent, empty when

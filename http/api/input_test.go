@@ -45,6 +45,8 @@ func TestParsePage(t *testing.T) {
 		{"a fractional limit is refused", "limit=1.5", "users", 200, "limit", 0, ""},
 		{"a non-numeric limit is refused", "limit=ten", "users", 200, "limit", 0, ""},
 		{"an empty limit is refused", "limit=", "users", 200, "limit", 0, ""},
+		{"a plus sign is refused", "limit=%2B5", "users", 200, "limit", 0, ""},
+		{"a leading zero is refused", "limit=05", "users", 200, "limit", 0, ""},
 		{"a huge limit is refused", "limit=99999999999999999999", "users", 200, "limit", 0, ""},
 		{"developer logs allow at most 100", "limit=101", "logs", 100, "limit", 0, ""},
 		{"developer logs accept 100", "limit=100", "logs", 100, "-", 100, ""},
@@ -359,5 +361,58 @@ func TestIDPosition(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			kiterrtest.WantPath(t, idPosition(tt.position), tt.wantPath)
 		})
+	}
+}
+
+// TestListLimitIsPlainDecimal: docs/api.md "Lists", a limit is an integer
+// in its range written as one: every list route (each reads it through
+// parsePage) refuses any other spelling with 400 validation_error at the
+// field path limit, and echoes none of it.
+func TestListLimitIsPlainDecimal(t *testing.T) {
+	h := ts
+	f := h.newFixture(t)
+	h.clk.Advance(5e9)
+	msg := h.do(t, request{method: "POST", path: "/api/v1/messages", token: f.bot, json: map[string]any{"conversationId": f.conv, "text": "parent"}})
+	want(t, msg, 201)
+	routes := map[string]request{
+		"conversations": {method: "GET", path: "/api/v1/conversations", token: f.bot},
+		"members":       {method: "GET", path: "/api/v1/conversations/" + f.conv + "/members", token: f.bot},
+		"messages":      {method: "GET", path: "/api/v1/conversations/" + f.conv + "/messages", token: f.bot},
+		"replies":       {method: "GET", path: "/api/v1/messages/" + msg.str("message.id") + "/replies", token: f.bot},
+		"users":         {method: "GET", path: "/api/v1/users", token: f.bot},
+		"kit logs":      {method: "GET", path: "/api/v1/dev/kits/" + f.kitID + "/logs", token: f.dev},
+		"deliveries":    {method: "GET", path: "/api/v1/dev/installations/" + f.inst + "/deliveries", token: f.dev},
+	}
+	tests := []struct {
+		name   string
+		limit  string // as sent in the query
+		status int
+	}{
+		{"a plain decimal limit is read", "5", 200},
+		{"a leading zero is refused", "05", 400},
+		{"a plus sign is refused", "%2B5", 400},
+		{"a decimal point is refused", "5.0", 400},
+		{"a leading space is refused", "%205", 400},
+		{"a trailing space is refused", "5%20", 400},
+		{"hexadecimal is refused", "0x10", 400},
+		{"an exponent is refused", "1e2", 400},
+		{"a negative zero is refused", "-0", 400},
+	}
+	for route, rq := range routes {
+		for _, tt := range tests {
+			t.Run(route+": "+tt.name, func(t *testing.T) {
+				rq := rq
+				rq.path += "?limit=" + tt.limit
+				r := h.do(t, rq)
+				if tt.status == 200 {
+					want(t, r, 200)
+					return
+				}
+				wantError(t, r, 400, "validation_error")
+				if m := r.str("message"); !strings.HasPrefix(m, "limit: ") || strings.Contains(m, tt.limit) {
+					t.Fatalf("want the field path limit and no echo: %s", r)
+				}
+			})
+		}
 	}
 }
