@@ -59,3 +59,43 @@ func TestStrict_BodyCutByTheConnection(t *testing.T) {
 		})
 	}
 }
+
+// docs/decisions.md "Request heads": a head line ended by a bare LF is
+// refused at once, 400 and closed, however its bytes are split over TCP
+// segments; a CRLF split between two segments is a CRLF.
+func TestStrict_BareLFInAHead(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	for _, tc := range []struct {
+		name   string
+		parts  []string // written one by one
+		status int
+	}{
+		{"a head ended by bare LFs is 400 at once", []string{"GET /healthz HTTP/1.1\n", "Host: x\n", "\n"}, 400},
+		{"a CRLF split over two writes is a CRLF", []string{"GET /healthz HTTP/1.1\r", "\nHost: x\r", "\n\r", "\n"}, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.DialTimeout("tcp", s.Addr, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			c.(*net.TCPConn).SetNoDelay(true)
+			for _, p := range tc.parts {
+				if _, err := io.WriteString(c, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			got, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != tc.status {
+				t.Fatalf("got %d %s, want %d", res.StatusCode, got, tc.status)
+			}
+		})
+	}
+}

@@ -140,7 +140,7 @@ func (s *Server) limitBodies(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	h.Del(bodyTooLargeHeader) // only this hook may set these
 	h.Del(ambiguousLengthHeader)
 	expect100(h)
-	if unframed(h.ContentLength(), h.RawHeaders()) {
+	if unframed(h.ContentLength(), h.RawHeaders()) || hasBareLF(h.RawHeaders()) {
 		// Made bodiless so that nothing of it is read: dispatch refuses
 		// it and closes the connection.
 		h.SetContentLength(0)
@@ -221,6 +221,18 @@ func unframed(n int, raw []byte) bool {
 		te = te || bytes.EqualFold(key, []byte(fasthttp.HeaderTransferEncoding))
 	}
 	return te && (cl || n != -1)
+}
+
+// hasBareLF reports a header line ended by a bare LF, which fasthttp reads
+// as a line's end where a proxy in front may not: refused as an ambiguous
+// length is (a connection's first head is refused earlier, headScan).
+func hasBareLF(raw []byte) bool {
+	for i, b := range raw {
+		if b == '\n' && (i == 0 || raw[i-1] != '\r') {
+			return true
+		}
+	}
+	return false
 }
 
 // refuseBody answers a body fasthttp would have refused to read.

@@ -181,3 +181,67 @@ func TestExpectContinue(t *testing.T) {
 		})
 	}
 }
+
+// TestBareLF: RFC 9112 2.2 lets a server take a bare LF for a line's end or
+// refuse the message; fasthttp finds a head's end only at CRLFCRLF, so a
+// head ended by bare LFs was neither: the connection waited for the read
+// timeout. kitd refuses a bare LF in a head at once, 400 and closed, as a
+// proxy in front may end the lines otherwise (docs/decisions.md "Request
+// heads"); one in a body is the body's.
+func TestBareLF(t *testing.T) {
+	const next = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+	tests := []struct {
+		name   string
+		raw    string
+		first  int // the status of the first answer; 0: none before the 400
+		status int
+		closed bool
+	}{
+		{"a head whose lines all end with a bare LF is refused at once", "GET /healthz HTTP/1.1\nHost: x\n\n", 0, 400, true},
+		{"a head whose last line ends with a bare LF is refused at once", "GET /healthz HTTP/1.1\r\nHost: x\n\r\n", 0, 400, true},
+		{"a head whose blank line is a bare LF is refused at once", "GET /healthz HTTP/1.1\r\nHost: x\r\n\n", 0, 400, true},
+		{"a request line ended by a bare LF is refused", "GET /healthz HTTP/1.1\nHost: x\r\n\r\n", 0, 400, true},
+		{"a header line ended by a bare LF is refused", "GET /healthz HTTP/1.1\r\nHost: x\nX-A: b\r\n\r\n", 0, 400, true},
+		{"a bare-LF head followed by a request is refused, not served", "GET /healthz HTTP/1.1\nHost: x\n\n" + next, 0, 400, true},
+		{"a later request's header line ended by a bare LF is refused", next + "GET /healthz HTTP/1.1\r\nHost: x\nX-A: b\r\n\r\n", 200, 400, true},
+		{"a bare LF in a body is the body's", "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\na\n\nb" + next, 200, 200, false},
+		{"empty lines before the request line are skipped", "\r\n" + next, 0, 200, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			br := sendRaw(t, tt.raw)
+			if tt.first != 0 {
+				res, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("no first answer: %v", err)
+				}
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if res.StatusCode != tt.first {
+					t.Fatalf("first answer %d, want %d", res.StatusCode, tt.first)
+				}
+			}
+			res, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != tt.status {
+				t.Fatalf("got %d %s, want %d", res.StatusCode, body, tt.status)
+			}
+			if tt.status == 400 {
+				var e struct{ Code, CorrelationID string }
+				if json.Unmarshal(body, &e) != nil || e.Code != "validation_error" || e.CorrelationID == "" {
+					t.Fatalf("got %s, want validation_error with a correlationId", body)
+				}
+			}
+			if !tt.closed {
+				return
+			}
+			if _, err := http.ReadResponse(br, nil); err != io.EOF && !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Fatalf("after the answer: %v, want the connection closed", err)
+			}
+		})
+	}
+}

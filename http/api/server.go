@@ -243,10 +243,20 @@ type trackedConn struct {
 	// chunk had come; it reads the connection only for bytes of the body
 	// it still needs, so an end met then is the body cut short.
 	chunked, cut bool
+	// head watches the connection's first request head for a bare LF.
+	head headScan
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {
+	if c.head.bad {
+		return 0, errBareLF
+	}
 	n, err := c.Conn.Read(p)
+	if !c.head.done && n > 0 && c.head.scan(p[:n]) {
+		// The bytes are withheld: fasthttp answers the error
+		// (parseError: 400) and closes the connection.
+		return 0, errBareLF
+	}
 	if err == io.EOF && c.chunked {
 		if n > 0 {
 			// The next read, if the body needs one, meets the end again
@@ -263,6 +273,49 @@ func (c *trackedConn) Read(p []byte) (int, error) {
 		c.s.freshMu.Unlock()
 	}
 	return n, err
+}
+
+// errBareLF is answered as any head fasthttp cannot read: 400 malformed
+// HTTP request.
+var errBareLF = errors.New("a request head line ends with a bare LF")
+
+// headScan finds a bare LF in a connection's first request head. RFC 9112
+// 2.2 lets a server take a bare LF for a line's end or refuse the message;
+// fasthttp finds a head's end only at CRLFCRLF, so a head ended by bare LFs
+// was neither refused nor served: fasthttp waited for the read timeout.
+// kitd refuses it, as a proxy in front may end the lines otherwise. A
+// later head is not watched (its bytes may have been read with the body
+// before it): limitBodies refuses its header lines' bare LFs.
+type headScan struct {
+	done, bad bool
+	started   bool // the request line began (empty lines before it are skipped)
+	line      int  // bytes of the current line but CRs
+	prev      byte
+}
+
+// scan reads the next bytes of the head and reports a bare LF in them; it
+// stops at the head's end.
+func (h *headScan) scan(p []byte) (bare bool) {
+	for _, b := range p {
+		switch b {
+		case '\n':
+			if h.prev != '\r' {
+				h.bad = true
+				return true
+			}
+			if h.started && h.line == 0 {
+				h.done = true
+				return false
+			}
+			h.line = 0
+		case '\r':
+		default:
+			h.started = true
+			h.line++
+		}
+		h.prev = b
+	}
+	return false
 }
 
 func (c *trackedConn) Close() error {
