@@ -227,12 +227,15 @@ func unframed(n int, raw []byte) bool {
 // as a line's end where a proxy in front may not: refused as an ambiguous
 // length is (a connection's first head is refused earlier, headScan).
 func hasBareLF(raw []byte) bool {
-	for i, b := range raw {
-		if b == '\n' && (i == 0 || raw[i-1] != '\r') {
+	for i := 0; ; i++ {
+		n := bytes.IndexByte(raw[i:], '\n')
+		if n < 0 {
+			return false
+		}
+		if i += n; i == 0 || raw[i-1] != '\r' {
 			return true
 		}
 	}
-	return false
 }
 
 // refuseBody answers a body fasthttp would have refused to read.
