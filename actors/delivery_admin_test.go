@@ -392,3 +392,66 @@ func TestDeliveredRecordsKeepTheMostRecent(t *testing.T) {
 		t.Fatalf("kept %d records, %d down to %d; want %d, %d down to %d", len(kept), kept[0], kept[len(kept)-1], total-pruned, total, pruned+1)
 	}
 }
+
+// A Kit resumed from a suspension (docs/deliveries.md "A suspended Kit")
+// restarts the clocks of its events' failures at its resume, which the
+// sender's records carry (RecordAttempt.kit_resumed_at): the suspension
+// held the events, so its days count towards neither an event's 24 hours
+// nor the endpoint's. Without it an event that failed before a suspension
+// of more than a day was dead-lettered, or the endpoint paused, at their
+// first failure after it.
+func TestAResumedKitsFailuresStartANewDay(t *testing.T) {
+	n := ownNode(t)
+	// failedBefore: an event of the first conversation failed, then 49
+	// hours passed, the Kit suspended and resumed at resumedAt (0: never
+	// suspended); with delivered, another conversation's event then went,
+	// so that the endpoint is healthy and the event alone has an old
+	// failure. The event then fails again.
+	failedBefore := func(t *testing.T, resumed, delivered bool) *eventsFixture {
+		f, cs := deliveryFixture(t, n, 2)
+		n.post(t, f.user, cs[0], postReq{text: "a"})
+		a := failAll(t, n, f)[0]
+		n.clk.Advance(49 * time.Hour)
+		var resumedAt int64
+		if resumed {
+			resumedAt = n.clk.Now().UnixNano()
+		}
+		record := func(seq uint64, delivered bool) {
+			ask[*kitpb.Ok](t, n, actors.KindDelivery, f.inst.Id, &kitpb.RecordAttempt{
+				Sequence: seq, Delivered: delivered, ErrorCode: "http_error", HttpStatus: 500, JitterPermille: 500, KitId: f.kitID, KitResumedAt: resumedAt})
+		}
+		if delivered {
+			n.post(t, f.user, cs[1], postReq{text: "b"})
+			eventually.True(t, "b queued", func() bool { return len(queued(t, n, f.inst.Id)) == 2 })
+		}
+		for _, ev := range take(t, n, f.inst.Id).Events {
+			if ev.Sequence != a.Sequence {
+				record(ev.Sequence, true)
+			}
+		}
+		record(a.Sequence, false)
+		return f
+	}
+	for _, tc := range []struct {
+		name       string
+		resumed    bool
+		delivered  bool
+		wantQueued int
+		wantPaused bool
+	}{
+		{"a resumed Kit's event that failed before is retried, not dead", true, true, 1, false},
+		{"a Kit never suspended: the event is dead at its next failure", false, true, 0, false},
+		{"a resumed Kit's failing endpoint is not paused at its next failure", true, false, 1, false},
+		{"a Kit never suspended: the endpoint is paused at its next failure", false, false, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := failedBefore(t, tc.resumed, tc.delivered)
+			if got := len(queued(t, n, f.inst.Id)); got != tc.wantQueued {
+				t.Fatalf("%d events queued after the failure, want %d", got, tc.wantQueued)
+			}
+			if p := listDeliveries(t, n, f.inst.Id, 0, 10); (p.Endpoint.PausedAt != 0) != tc.wantPaused {
+				t.Fatalf("endpoint paused at %d, want paused %v", p.Endpoint.PausedAt, tc.wantPaused)
+			}
+		})
+	}
+}

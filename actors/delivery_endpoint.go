@@ -39,6 +39,21 @@ func (a *deliveryActor) endpointFailed(b batch, now time.Time) *kitpb.DevLogEntr
 	return e
 }
 
+// sinceKitResumed restarts at the Kit's last resume from a suspension
+// (resumedAt; 0: never) the clocks of failures older than it, writing the
+// endpoint's in b: the suspension held the events, so its days are no
+// event's 24 hours and no endpoint's failing (docs/deliveries.md "A
+// suspended Kit"). A pause stays: it is the endpoint's own.
+func (a *deliveryActor) sinceKitResumed(b batch, d *delivery, resumedAt int64) {
+	if d.firstAt != 0 && d.firstAt < resumedAt {
+		d.firstAt = resumedAt
+	}
+	if a.ep.FailingSince != 0 && a.ep.FailingSince < resumedAt && !a.paused() {
+		a.ep.FailingSince = resumedAt
+		put(b, deliveryEndpointKey(a.id), a.ep)
+	}
+}
+
 // endpointSucceeded notes a delivered attempt in b: the endpoint is
 // healthy again, and resumed if it was paused (a redelivery went).
 func (a *deliveryActor) endpointSucceeded(b batch, now time.Time) *kitpb.DevLogEntry {

@@ -593,6 +593,7 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 	default:
 		e.Level, e.ErrorCode = LogLevelError, m.ErrorCode
 		ev.RetryReason = m.ErrorCode
+		a.sinceKitResumed(b, d, m.KitResumedAt)
 		if d.firstAt == 0 {
 			d.firstAt = nanos(now)
 		}

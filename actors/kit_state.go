@@ -53,6 +53,7 @@ func (a *kitActor) setState(state string) (proto.Message, error) {
 	event := "kit.suspended"
 	if state == KitActive {
 		event = "kit.resumed"
+		kit.ResumedAt = nanos(a.env.Clock.Now())
 	}
 	b := a.env.newBatch()
 	put(b, kitKey(a.id), kit)
@@ -84,13 +85,26 @@ type kitStates struct {
 }
 
 type kitStateEntry struct {
-	suspended bool
-	until     int64 // unix nanoseconds, service clock
+	KitState
+	until int64 // unix nanoseconds, service clock
 }
 
-// KitSuspended reports whether the Kit is suspended, from what this node
-// keeps or else from the Kit's actor. An unknown Kit is not suspended.
+// KitState is what the nodes need of a Kit's state: whether it is
+// suspended, and when it was last resumed (Kit.resumed_at; 0: never).
+type KitState struct {
+	Suspended bool
+	ResumedAt int64 // service clock, unix nanoseconds
+}
+
+// KitSuspended reports whether the Kit is suspended (KitStateOf).
 func (e *Env) KitSuspended(kitID string) (bool, error) {
+	st, err := e.KitStateOf(kitID)
+	return st.Suspended, err
+}
+
+// KitStateOf is the Kit's state, from what this node keeps or else from
+// the Kit's actor. An unknown Kit is active and never resumed.
+func (e *Env) KitStateOf(kitID string) (KitState, error) {
 	s := &e.kitStates
 	now := nanos(e.Clock.Now())
 	s.mu.RLock()
@@ -98,25 +112,25 @@ func (e *Env) KitSuspended(kitID string) (bool, error) {
 	gen := s.gen
 	s.mu.RUnlock()
 	if ok && now < v.until {
-		return v.suspended, nil
+		return v.KitState, nil
 	}
 	r, err := cluster.Call[*kitpb.KitReply](e.Host, KindKit, kitID, &kitpb.GetKit{})
 	if kiterr.CodeOf(err) == kiterr.NotFound {
-		return false, nil
+		return KitState{}, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("load the state of kit %s: %w", kitID, err)
+		return KitState{}, fmt.Errorf("load the state of kit %s: %w", kitID, err)
 	}
-	suspended := r.Kit.State == KitSuspended
+	st := KitState{Suspended: r.Kit.State == KitSuspended, ResumedAt: r.Kit.ResumedAt}
 	s.mu.Lock()
 	if s.gen == gen {
 		if s.m == nil || len(s.m) >= maxCached {
 			s.m = make(map[string]kitStateEntry)
 		}
-		s.m[kitID] = kitStateEntry{suspended, now + int64(kitStateTTL)}
+		s.m[kitID] = kitStateEntry{st, now + int64(kitStateTTL)}
 	}
 	s.mu.Unlock()
-	return suspended, nil
+	return st, nil
 }
 
 // forget drops what the node keeps of the Kit's state.

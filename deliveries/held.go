@@ -13,18 +13,33 @@ type heldPumps map[string]map[string]bool
 // suspended reports whether the Kit is suspended; an error counts as
 // not: the take and the attempt then find out what is wrong.
 func (s *Sender) suspended(kitID string) bool {
-	if s.cfg.KitSuspended == nil || kitID == "" {
+	if s.cfg.KitState == nil || kitID == "" {
 		return false
 	}
-	suspended, err := s.cfg.KitSuspended(kitID)
-	return err == nil && suspended
+	st, err := s.cfg.KitState(kitID)
+	return err == nil && st.Suspended
+}
+
+// kitResumedAt is when the Kit was last resumed from a suspension, which
+// an attempt's record carries: the failures' clocks restart there, as the
+// suspension held the events (actors' RecordAttempt.kit_resumed_at). 0:
+// never, or unknown.
+func (s *Sender) kitResumedAt(kitID string) int64 {
+	if s.cfg.KitState == nil || kitID == "" {
+		return 0
+	}
+	st, err := s.cfg.KitState(kitID)
+	if err != nil {
+		return 0
+	}
+	return st.ResumedAt
 }
 
 // hold retires the pump of an installation whose Kit is suspended, once
 // no chain of it runs (they take nothing more, Sender.chain), and notes
 // it for KitStateChanged. It reports whether the pump is to end.
 func (s *Sender) hold(inst string, p *pump) bool {
-	if s.cfg.KitSuspended == nil {
+	if s.cfg.KitState == nil {
 		return false
 	}
 	for {

@@ -57,9 +57,10 @@ type Config struct {
 	// (--delivery-timeout; tests only): a test of a Kit too slow to
 	// answer then waits a fraction of a second, not 3.
 	Timeout time.Duration
-	// KitSuspended reports whether a Kit is suspended: its events are
-	// held (held.go). nil: none is.
-	KitSuspended func(kitID string) (bool, error)
+	// KitState is a Kit's state: a suspended Kit's events are held
+	// (held.go), and a resumed one's failures restart their clocks at its
+	// resume. nil: no Kit is ever suspended.
+	KitState func(kitID string) (actors.KitState, error)
 }
 
 // Sender delivers queued events. It is told by the delivery actors
@@ -477,7 +478,7 @@ func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, tak
 	if ev.EndpointVersion != "" && t.kitID != "" {
 		t, terr = s.targetOfVersion(t.kitID, ev.EndpointVersion)
 	}
-	rec := &kitpb.RecordAttempt{Sequence: ev.Sequence, KitId: t.kitID, JitterPermille: actors.Jitter(), Sender: s.id, Round: round}
+	rec := &kitpb.RecordAttempt{Sequence: ev.Sequence, KitId: t.kitID, JitterPermille: actors.Jitter(), Sender: s.id, Round: round, KitResumedAt: s.kitResumedAt(t.kitID)}
 	if terr == nil {
 		release := s.kitSlot(t.kitID)
 		start := time.Now()

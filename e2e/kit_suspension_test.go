@@ -133,4 +133,29 @@ func TestKitSuspension(t *testing.T) {
 			t.Fatalf("got %q", got)
 		}
 	})
+	t.Run("an event that failed before a suspension of days is retried after it, not dead-lettered", func(t *testing.T) {
+		rcv.answerWith(func(int) (int, time.Duration, bool) { return 500, 0, false })
+		other.post(t, conv, "failing")
+		eventually.True(t, "the first failure", func() bool {
+			return jstr(deliveries(t, s, e).JSON, "deliveries.0.state") == "retrying"
+		})
+		sent := len(rcv.received())
+		suspendKit(t, s, e.kit.ID, "suspend", "suspended")
+		advance(t, s, 49*time.Hour)
+		suspendKit(t, s, e.kit.ID, "resume", "active")
+		eventually.True(t, "the retry after the resume", func() bool { return len(rcv.received()) > sent })
+		eventually.True(t, "the retry's failure recorded", func() bool {
+			d := deliveries(t, s, e).JSON
+			return jget(d, "deliveries.0.attempts") == 2.0 || jstr(d, "deliveries.0.state") == "dead"
+		})
+		if st := jstr(deliveries(t, s, e).JSON, "deliveries.0.state"); st != "retrying" {
+			t.Fatalf("after its failure past the suspension the event is %s, want retrying: a new 24 hours", st)
+		}
+		rcv.answerWith(func(int) (int, time.Duration, bool) { return 200, 0, false })
+		advance(t, s, 25*time.Second) // past the second wait (20 s and at most 20%)
+		t.Logf("%s", deliveries(t, s, e).Body)
+		eventually.True(t, "the event delivered", func() bool {
+			return jstr(deliveries(t, s, e).JSON, "deliveries.0.state") == "succeeded"
+		})
+	})
 }

@@ -101,7 +101,7 @@ func readKey(path string) ([]byte, error) {
 
 // sender builds the delivery sender of Config's Delivery fields.
 func sender(cfg Config, env *actors.Env) (*deliveries.Sender, error) {
-	dc := deliveries.Config{Node: env.Host, Clock: env.Clock, Encode: api.EventBody, Logger: cfg.Logger, Timeout: cfg.DeliveryTimeout, Allow: cfg.DeliveryAllow, KitSuspended: env.KitSuspended}
+	dc := deliveries.Config{Node: env.Host, Clock: env.Clock, Encode: api.EventBody, Logger: cfg.Logger, Timeout: cfg.DeliveryTimeout, Allow: cfg.DeliveryAllow, KitState: env.KitStateOf}
 	if cfg.DeliveryCA != "" {
 		roots, err := deliveries.LoadRoots(cfg.DeliveryCA)
 		if err != nil {

@@ -886,8 +886,12 @@ type RecordAttempt struct {
 	TakeNext       int32                  `protobuf:"varint,8,opt,name=take_next,json=takeNext,proto3" json:"take_next,omitempty"`
 	Sender         string                 `protobuf:"bytes,9,opt,name=sender,proto3" json:"sender,omitempty"` // whom take_next hands out to (TakeDeliveries.sender)
 	Round          uint64                 `protobuf:"varint,10,opt,name=round,proto3" json:"round,omitempty"` // the sender's round (TakeDeliveries.round)
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// kit_resumed_at is when the Kit was last resumed from a suspension
+	// (Kit.resumed_at): a failure's clocks (the event's 24 hours, the
+	// endpoint's) restart there, the suspension having held the events.
+	KitResumedAt  int64 `protobuf:"varint,11,opt,name=kit_resumed_at,json=kitResumedAt,proto3" json:"kit_resumed_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RecordAttempt) Reset() {
@@ -986,6 +990,13 @@ func (x *RecordAttempt) GetSender() string {
 func (x *RecordAttempt) GetRound() uint64 {
 	if x != nil {
 		return x.Round
+	}
+	return 0
+}
+
+func (x *RecordAttempt) GetKitResumedAt() int64 {
+	if x != nil {
+		return x.KitResumedAt
 	}
 	return 0
 }
@@ -1635,7 +1646,7 @@ const file_events_proto_rawDesc = "" +
 	"\rCallSlotReply\x12\x18\n" +
 	"\agranted\x18\x01 \x01(\bR\agranted\"\"\n" +
 	"\fGiveCallSlot\x12\x12\n" +
-	"\x04call\x18\x01 \x01(\tR\x04call\"\xb5\x02\n" +
+	"\x04call\x18\x01 \x01(\tR\x04call\"\xdb\x02\n" +
 	"\rRecordAttempt\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12\x1c\n" +
 	"\tdelivered\x18\x02 \x01(\bR\tdelivered\x12\x1f\n" +
@@ -1650,7 +1661,8 @@ const file_events_proto_rawDesc = "" +
 	"\ttake_next\x18\b \x01(\x05R\btakeNext\x12\x16\n" +
 	"\x06sender\x18\t \x01(\tR\x06sender\x12\x14\n" +
 	"\x05round\x18\n" +
-	" \x01(\x04R\x05round\"O\n" +
+	" \x01(\x04R\x05round\x12$\n" +
+	"\x0ekit_resumed_at\x18\v \x01(\x03R\fkitResumedAt\"O\n" +
 	"\x0eListDeliveries\x12'\n" +
 	"\x0fbefore_sequence\x18\x01 \x01(\x04R\x0ebeforeSequence\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\xbd\x01\n" +

@@ -693,8 +693,13 @@ type Kit struct {
 	CreatedAt              int64                  `protobuf:"varint,7,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	LatestVersion          string                 `protobuf:"bytes,8,opt,name=latest_version,json=latestVersion,proto3" json:"latest_version,omitempty"`
 	LatestPublishedVersion string                 `protobuf:"bytes,9,opt,name=latest_published_version,json=latestPublishedVersion,proto3" json:"latest_published_version,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// resumed_at is when an operator last resumed the Kit from a suspension
+	// (service clock, unix nanoseconds; 0: never): the failures of its
+	// events before it restart their clocks there (docs/deliveries.md "A
+	// suspended Kit").
+	ResumedAt     int64 `protobuf:"varint,10,opt,name=resumed_at,json=resumedAt,proto3" json:"resumed_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Kit) Reset() {
@@ -788,6 +793,13 @@ func (x *Kit) GetLatestPublishedVersion() string {
 		return x.LatestPublishedVersion
 	}
 	return ""
+}
+
+func (x *Kit) GetResumedAt() int64 {
+	if x != nil {
+		return x.ResumedAt
+	}
+	return 0
 }
 
 type KitVersion struct {
@@ -1672,7 +1684,7 @@ const file_records_proto_rawDesc = "" +
 	"messageSeq\x12\x1d\n" +
 	"\n" +
 	"expires_at\x18\x04 \x01(\x03R\texpiresAt\x12'\n" +
-	"\x0finstallation_id\x18\x05 \x01(\tR\x0einstallationId\"\xa9\x02\n" +
+	"\x0finstallation_id\x18\x05 \x01(\tR\x0einstallationId\"\xc8\x02\n" +
 	"\x03Kit\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04slug\x18\x02 \x01(\tR\x04slug\x12!\n" +
@@ -1683,7 +1695,10 @@ const file_records_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\a \x01(\x03R\tcreatedAt\x12%\n" +
 	"\x0elatest_version\x18\b \x01(\tR\rlatestVersion\x128\n" +
-	"\x18latest_published_version\x18\t \x01(\tR\x16latestPublishedVersion\"\xb5\x02\n" +
+	"\x18latest_published_version\x18\t \x01(\tR\x16latestPublishedVersion\x12\x1d\n" +
+	"\n" +
+	"resumed_at\x18\n" +
+	" \x01(\x03R\tresumedAt\"\xb5\x02\n" +
 	"\n" +
 	"KitVersion\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
