@@ -153,7 +153,6 @@ func TestKitSuspension(t *testing.T) {
 		}
 		rcv.answerWith(func(int) (int, time.Duration, bool) { return 200, 0, false })
 		advance(t, s, 25*time.Second) // past the second wait (20 s and at most 20%)
-		t.Logf("%s", deliveries(t, s, e).Body)
 		eventually.True(t, "the event delivered", func() bool {
 			return jstr(deliveries(t, s, e).JSON, "deliveries.0.state") == "succeeded"
 		})
