@@ -161,6 +161,9 @@ func (a *deliveryActor) Receive(ctx actorContext) {
 	case callLeaseLapsed:
 		a.leasesLapsed()
 		return
+	case callGaveUp:
+		a.forgetGivenUp()
+		return
 	case catchUpNow:
 		a.catchUp(ctx)
 		return

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,9 @@ type callSlots struct {
 // callLeaseLapsed: a held call's lease may have lapsed.
 type callLeaseLapsed struct{}
 
+// callGaveUp: a call that waited for a slot gave up at its deadline.
+type callGaveUp struct{}
+
 // Whether a waiting call got its slot.
 const (
 	slotWaiting int32 = iota
@@ -55,6 +59,10 @@ type slotWait struct {
 	lease time.Time
 	state atomic.Int32
 	done  chan struct{} // closed once granted
+	// gaveUp tells the actor the call left: nothing else may reach it
+	// before the next slot frees, and until then it would count the call
+	// among those waiting (the gauge) and stay live for it.
+	gaveUp func()
 }
 
 // Await is the caller's wait for the slot, until its deadline.
@@ -64,7 +72,9 @@ func (w *slotWait) Await() (any, error) {
 	select {
 	case <-w.done:
 	case <-t.C:
-		w.state.CompareAndSwap(slotWaiting, slotGivenUp)
+		if w.state.CompareAndSwap(slotWaiting, slotGivenUp) {
+			w.gaveUp()
+		}
 	}
 	if w.state.Load() == slotGranted {
 		return granted, nil
@@ -113,7 +123,9 @@ func (a *deliveryActor) takeCallSlot(m *kitpb.TakeCallSlot) any {
 	if wait <= 0 || len(a.calls.waiting) >= maxCallsWaiting {
 		return &kitpb.CallSlotReply{}
 	}
-	w := &slotWait{call: m.Call, until: now.Add(wait), lease: lease, done: make(chan struct{})}
+	root, self := a.root, a.self
+	w := &slotWait{call: m.Call, until: now.Add(wait), lease: lease, done: make(chan struct{}),
+		gaveUp: func() { root.Send(self, callGaveUp{}) }}
 	a.calls.waiting = append(a.calls.waiting, w)
 	return w
 }
@@ -171,6 +183,11 @@ func (a *deliveryActor) slotFreed() {
 	if a.inUse() < MaxInFlightPerInstallation && a.q.waiting() > a.q.inFlight && !a.paused() && a.env.Deliveries != nil {
 		a.env.Deliveries.EventsQueued(a.id)
 	}
+}
+
+// forgetGivenUp drops the calls that gave up waiting: they owe nothing.
+func (a *deliveryActor) forgetGivenUp() {
+	a.calls.waiting = slices.DeleteFunc(a.calls.waiting, func(w *slotWait) bool { return w.state.Load() != slotWaiting })
 }
 
 // leasesLapsed frees the slots of calls whose give-back did not come by

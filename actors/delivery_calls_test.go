@@ -71,6 +71,17 @@ func TestCallsCountAmongTheInstallationsDeliveries(t *testing.T) {
 			t.Fatal("a call that cannot wait took a slot none gave back")
 		}
 	})
+	t.Run("a call that gave up waits no more in the gauge", func(t *testing.T) {
+		n := ownNode(t)
+		f, _ := deliveryFixture(t, n, 1)
+		holdEveryCallSlot(t, n, f.inst.Id, time.Minute)
+		gaveUp := callSlotLater(t, n, f.inst.Id, "impatient", 20*time.Millisecond)
+		if answered(t, gaveUp) {
+			t.Fatal("a call took a slot none gave back")
+		}
+		metricIs(t, n, 0, "kitd_delivery_calls_waiting")
+		metricIs(t, n, float64(actors.MaxInFlightPerInstallation), "kitd_delivery_calls_in_flight")
+	})
 	t.Run("a slot given back goes to the call that waits", func(t *testing.T) {
 		n := ownNode(t)
 		f, _ := deliveryFixture(t, n, 1)
