@@ -9,6 +9,7 @@ import (
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
+	"github.com/kitd/kitd/cluster/peer"
 	"github.com/kitd/kitd/internal/ids"
 	"github.com/kitd/kitd/proto/kitpb"
 )
@@ -103,6 +104,13 @@ func (s *Sender) installationSlotBy(inst string, deadline time.Time) (giveBack f
 	call := ids.New()
 	wait := time.Until(deadline).Milliseconds()
 	r, err := cluster.Call[*kitpb.CallSlotReply](s.cfg.Node, actors.KindDelivery, inst, &kitpb.TakeCallSlot{Call: call, WaitMs: wait})
+	if errors.Is(err, peer.ErrRefused) {
+		// A leader of a build before the calls' slots (a rolling upgrade)
+		// refuses a message type it does not know: the call goes without
+		// one, as it did on that build (docs/cluster.md "A rolling
+		// upgrade across the thirty-sixth session").
+		return func() {}, true, nil
+	}
 	if err != nil || !r.Granted {
 		return nil, false, err
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,5 +221,42 @@ func TestMixedClusterAuthenticatesTokensOfAKitAnOlderNodeLeads(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// While a node of an older build leads an installation's partition, a
+// member's slash command through an upgraded node still reaches the Kit:
+// the older leader refuses the ask for one of the installation's slots
+// (TakeCallSlot, a message type it does not know), and the call goes
+// without one, as on that build, rather than fail.
+func TestMixedClusterCallsAKitWhoseInstallationAnOlderNodeLeads(t *testing.T) {
+	old := olderBuild(t, beforeThirtyThirdCommit)
+	rcv := newReceiver(t)
+	c := newTestCluster()
+	c.bins = []string{old} // n1 is of the older build
+	for range 2 {
+		c.add(t, "--delivery-ca", rcv.caPath, "--delivery-allow", strings.TrimPrefix(rcv.srv.URL, "https://"))
+	}
+	c.waitSettled(t, 2)
+	up := c.nodes[1]
+	v, err := c.view(t, up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byOld := map[int]bool{}
+	for _, m := range v.Members {
+		if m.Name == "n1" {
+			for _, p := range m.Led {
+				byOld[p] = true
+			}
+		}
+	}
+	var m *memberKit
+	for m == nil || !byOld[int(partition.Of(m.in.ID))] {
+		m = newMemberKit(t, up, rcv, "")
+	}
+	want(t, m.command(t, "/deploy", "api"), 200)
+	if got := len(rcv.received()); got == 0 {
+		t.Fatal("the command never reached the Kit")
 	}
 }
