@@ -289,7 +289,15 @@ func (s *Sender) start(inst string, t target, terr error, evs []*kitpb.Event, p 
 func (s *Sender) chain(inst string, t target, terr error, ev *kitpb.Event, p *pump) {
 	defer p.inFlight.Done()
 	for n := 1; ev != nil; n++ {
-		takeNext := terr == nil && n < chainLength && !s.isClosed() && !p.lost.Load() && !s.suspended(t.kitID)
+		if s.suspended(t.kitID) {
+			// Handed out, not attempted: the Kit was suspended since the
+			// take or the record that handed it out. It is given up as a
+			// lost hand-out is, and the pump that holds reclaims it once
+			// the Kit is resumed (held.go).
+			p.lost.Store(true)
+			break
+		}
+		takeNext := terr == nil && n < chainLength && !s.isClosed() && !p.lost.Load()
 		notices := p.notices.Load() // before the record: a notice after it counts
 		r, err := s.deliver(inst, t, terr, ev, takeNext, p.round.Load())
 		if err != nil {

@@ -158,3 +158,52 @@ func TestKitSuspension(t *testing.T) {
 		})
 	})
 }
+
+// An event handed out before the suspension but not yet attempted is not
+// attempted while the Kit is suspended: the chain that had taken it with
+// the record of the attempt in flight at the suspension gives it back,
+// and it goes out after the resume (docs/deliveries.md "A suspended
+// Kit").
+func TestKitSuspensionStopsTheChainOfAnAttemptInFlight(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	s, _ := deliveryServer(t, rcv, false, "")
+	e := newEventsSetup(t, s, rcv, 1)
+	conv := e.convs[0]
+	other := e.w.install(t, e.w.kit(t, baseScopes...), conv)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	rcv.answerWith(func(n int) (int, time.Duration, bool) {
+		if n == 1 {
+			close(arrived)
+			<-release // the attempt is in flight while the Kit is suspended
+		}
+		return 200, 0, false
+	})
+	other.post(t, conv, "in flight")
+	select {
+	case <-arrived:
+	case <-time.After(eventually.Within):
+		t.Fatal("the first event never reached the Kit")
+	}
+	other.post(t, conv, "behind it") // the same conversation: it waits for the first
+	eventually.True(t, "the second event queued", func() bool {
+		return len(jarr(deliveries(t, s, e).JSON, "deliveries")) == 2
+	})
+	suspendKit(t, s, e.kit.ID, "suspend", "suspended")
+	close(release)
+	eventually.True(t, "the attempt in flight recorded", func() bool {
+		return jstr(deliveries(t, s, e).JSON, "deliveries.1.state") == "succeeded"
+	})
+	if eventually.Holds(time.Second, func() bool { return len(rcv.received()) > 1 }) {
+		t.Fatalf("an event was attempted while the Kit was suspended: %q", jstr(rcv.received()[1].event, "data.message.text"))
+	}
+	suspendKit(t, s, e.kit.ID, "resume", "active")
+	eventually.True(t, "the held event after the resume", func() bool { return len(rcv.received()) == 2 })
+	if got := jstr(rcv.received()[1].event, "data.message.text"); got != "behind it" {
+		t.Fatalf("after the resume: %q", got)
+	}
+	eventually.True(t, "both delivered", func() bool {
+		d := deliveries(t, s, e).JSON
+		return jstr(d, "deliveries.0.state") == "succeeded" && jstr(d, "deliveries.1.state") == "succeeded"
+	})
+}
