@@ -76,9 +76,6 @@ func (a *installationActor) beginMemberAction(m *kitpb.BeginMemberAction) (proto
 	if a.inst.WorkspaceId != m.WorkspaceId {
 		return nil, kiterr.Absent("installation")
 	}
-	if err := refuseIfSuspended(a.env, a.inst.KitId); err != nil {
-		return nil, err // nothing is sent to a suspended Kit
-	}
 	if !a.inst.ActionsKnown {
 		if err := a.learnMemberActions(); err != nil {
 			return nil, err
@@ -102,6 +99,12 @@ func (a *installationActor) beginMemberAction(m *kitpb.BeginMemberAction) (proto
 		// An update dropped interactivity: older messages keep their
 		// buttons, and no Kit takes them any more.
 		return nil, kiterr.Absent("action")
+	}
+	// Only once the action is the Kit's: a command is asked of every
+	// installation of the workspace in turn, and another Kit's must not
+	// find a suspended one in its way.
+	if err := refuseIfSuspended(a.env, a.inst.KitId); err != nil {
+		return nil, err // nothing is sent to a suspended Kit
 	}
 	now := a.env.Clock.Now()
 	b := a.env.newBatch()

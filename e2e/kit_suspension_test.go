@@ -207,3 +207,36 @@ func TestKitSuspensionStopsTheChainOfAnAttemptInFlight(t *testing.T) {
 		return jstr(d, "deliveries.0.state") == "succeeded" && jstr(d, "deliveries.1.state") == "succeeded"
 	})
 }
+
+// A suspended Kit refuses only what is aimed at it (docs/api.md "Kit
+// state"): a slash command of another Kit of the workspace, installed
+// after it, still reaches that Kit, and a command no Kit declares is
+// still 404.
+func TestASuspendedKitRefusesOnlyItsOwnCommands(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	s := memberServer(t, rcv)
+	first := newMemberKit(t, s, rcv, "", "/deploy")
+	second := *first
+	second.addKit(t, rcv.srv.URL+"/commands", "/other")
+	suspendKit(t, s, first.kit.ID, "suspend", "suspended")
+	for _, c := range []struct {
+		rule    string
+		command string
+		status  int
+		code    string
+	}{
+		{"the suspended Kit's command is 403", "/deploy", 403, "forbidden"},
+		{"another Kit's command reaches it", "/other", 200, ""},
+		{"a command no Kit declares is 404", "/nothing", 404, "not_found"},
+	} {
+		t.Run(c.rule, func(t *testing.T) {
+			r := second.command(t, c.command, "x")
+			if c.code == "" {
+				want(t, r, c.status)
+				return
+			}
+			wantError(t, r, c.status, c.code)
+		})
+	}
+}
