@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -239,4 +241,36 @@ func TestASuspendedKitRefusesOnlyItsOwnCommands(t *testing.T) {
 			wantError(t, r, c.status, c.code)
 		})
 	}
+}
+
+// The install page of a suspended Kit's link answers 403, as the install
+// it would ask for does (docs/api.md "Kit state"): an admin is not asked
+// to consent to what is refused. Resumed, the link works again.
+func TestASuspendedKitsInstallPageIsRefused(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	dev := newWorkspace(t, s)
+	other := newWorkspace(t, s)
+	k := dev.unlistedKit(t)
+	link := newInstallLink(t, dev, k)
+	admin, _ := webSession(t, s, other.Admin.ID)
+	page := s.page(t, "GET", installPage(link), admin, nil)
+	want(t, page, 200)
+	suspendKit(t, s, k.ID, "suspend", "suspended")
+	t.Run("the consent page is 403", func(t *testing.T) {
+		r := s.page(t, "GET", installPage(link), admin, nil)
+		want(t, r, 403)
+		if strings.Contains(string(r.Body), ">Install</button>") {
+			t.Fatalf("the 403 page offers an install%s", r)
+		}
+	})
+	t.Run("the install is 403 and not logged", func(t *testing.T) {
+		form := url.Values{"link": {link}, "csrf": {csrfOf(t, page)}, "version": {"1.0.0"}}
+		want(t, s.page(t, "POST", "/app/kits/install", admin, form), 403)
+		if got := logsOf(t, dev, k, "install_link.used"); len(got) != 0 {
+			t.Fatalf("a refused install was logged: %v", got)
+		}
+	})
+	suspendKit(t, s, k.ID, "resume", "active")
+	want(t, installVia(t, s, admin, link), 200)
 }

@@ -139,6 +139,11 @@ func (s *Server) InstallPage(ctx *fasthttp.RequestCtx) {
 		s.installFail(ctx, err)
 		return
 	}
+	if t.kit.State == actors.KitSuspended {
+		// The install would be refused: no consent is asked for it.
+		s.installFail(ctx, actors.ErrKitSuspended)
+		return
+	}
 	s.installConsent(ctx, fasthttp.StatusOK, t, in, sess, secret, "")
 }
 
