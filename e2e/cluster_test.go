@@ -416,3 +416,30 @@ func TestClusterRevokedBotTokenLeavesTheAccessPage(t *testing.T) {
 		}
 	}
 }
+
+// A Kit suspended through one node is refused through every node on the
+// next request, and resumed through another works through every node
+// again (docs/api.md "Kit state"): each node had cached the bot token's
+// principal and the Kit's state before.
+func TestClusterSuspensionReachesEveryNode(t *testing.T) {
+	c := startCluster(t, 3)
+	_, conv, in := webhookEnv(t, c.nodes[0], 5)
+	h := in.hook(t, conv.ID)
+	works := func(t *testing.T, step string) {
+		t.Helper()
+		for i, s := range c.nodes {
+			want(t, s.api(t, in.Token, "GET", "/auth/test", nil, nil), 200)
+			want(t, s.api(t, in.Token, "POST", "/messages", postBody(conv.ID, fmt.Sprintf("%s via n%d", step, i+1)), nil), 201)
+			want(t, s.do(t, "POST", h.Path, "", map[string]any{"text": fmt.Sprintf("%s hook via n%d", step, i+1)}, nil), 200)
+		}
+	}
+	works(t, "before")
+	suspendKit(t, c.nodes[0], in.Kit.ID, "suspend", "suspended")
+	for i, s := range c.nodes {
+		wantError(t, s.api(t, in.Token, "GET", "/auth/test", nil, nil), 401, "invalid_token")
+		wantError(t, s.api(t, in.Token, "POST", "/messages", postBody(conv.ID, fmt.Sprintf("suspended via n%d", i+1)), nil), 403, "forbidden")
+		wantError(t, s.do(t, "POST", h.Path, "", map[string]any{"text": "suspended"}, nil), 403, "forbidden")
+	}
+	suspendKit(t, c.nodes[1], in.Kit.ID, "resume", "active")
+	works(t, "resumed")
+}
