@@ -235,7 +235,11 @@ func (a *installationActor) finishMemberAction(m *kitpb.FinishMemberAction) (pro
 	if err := b.Commit(); err != nil {
 		return nil, fmt.Errorf("log %s of %s: %w", m.Kind, a.id, err)
 	}
-	if code != "" {
+	switch code {
+	case "":
+	case ErrorKitSuspended:
+		return nil, ErrKitSuspended // suspended while the call waited: the 403 of "Kit state"
+	default:
 		return nil, errKitUnavailable
 	}
 	return &kitpb.MessageReply{Message: posted}, nil

@@ -26,6 +26,11 @@ const (
 // authorization, an action) asks of it.
 var ErrKitSuspended = kiterr.New(kiterr.Forbidden, "the Kit is suspended")
 
+// ErrorKitSuspended is the developer log's errorCode of a call (a
+// command, an interaction, a tool run) that waited for a slot and found
+// its Kit suspended: it was not made.
+const ErrorKitSuspended = "kit_suspended"
+
 // handleState answers SetKitState: the only way a Kit's state changes.
 func (a *kitActor) handleState(msg proto.Message) (reply proto.Message, ok bool, err error) {
 	if m, is := msg.(*kitpb.SetKitState); is {

@@ -182,6 +182,7 @@ func TestFinishMemberAction(t *testing.T) {
 		{"a 2xx with a message posts it as the Kit bot", &kitpb.FinishMemberAction{Kind: actors.ActionCommand, HttpStatus: 200, Post: true, Text: "done"}, "", "", true},
 		{"a failed call is 502 kit_unavailable", &kitpb.FinishMemberAction{Kind: actors.ActionInteraction, HttpStatus: 500, ErrorCode: "http_error"}, kiterr.KitUnavailable, "http_error", false},
 		{"an answer breaking a rule of POST /messages is 502 kit_unavailable and posts nothing", &kitpb.FinishMemberAction{Kind: actors.ActionCommand, HttpStatus: 200, Post: true, Text: "x", Blocks: []byte(`[{"type":"header"}]`)}, kiterr.KitUnavailable, actors.ErrorInvalidAnswer, false},
+		{"a call not made, its Kit suspended while it waited, is 403 forbidden", &kitpb.FinishMemberAction{Kind: actors.ActionCommand, ErrorCode: actors.ErrorKitSuspended}, kiterr.Forbidden, actors.ErrorKitSuspended, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {

@@ -34,8 +34,8 @@ type Answer struct {
 
 // CallError is a Call that got no 2xx within Timeout. Reason is the
 // developer log's errorCode (ReasonTimeout, ReasonConnection, ReasonHTTP,
-// ReasonTLS, ReasonInFlightLimit, or no_signing_secret); Status is the
-// answer's, 0 for none.
+// ReasonTLS, ReasonInFlightLimit, no_signing_secret or kit_suspended);
+// Status is the answer's, 0 for none.
 type CallError struct {
 	Reason string
 	Status int
@@ -92,6 +92,11 @@ func (s *Sender) call(ctx context.Context, c Call) (Answer, error) {
 		return Answer{}, &CallError{Reason: ReasonInFlightLimit}
 	}
 	defer release()
+	if s.suspended(c.KitID) {
+		// Suspended while the call waited for its slots (a tool run is
+		// queued before): nothing is sent to a suspended Kit.
+		return Answer{}, &CallError{Reason: actors.ErrorKitSuspended}
+	}
 	return s.post(u, c, secrets, deadline)
 }
 

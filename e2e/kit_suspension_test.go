@@ -274,3 +274,57 @@ func TestASuspendedKitsInstallPageIsRefused(t *testing.T) {
 	suspendKit(t, s, k.ID, "resume", "active")
 	want(t, installVia(t, s, admin, link), 200)
 }
+
+// A tool run queued before the suspension whose call still waits for one
+// of its installation's slots when the suspension lands is not sent: it
+// fails with errorCode kit_suspended (docs/deliveries.md "Tool calls and
+// runs"), and nothing reaches the suspended Kit.
+func TestKitSuspensionStopsAToolCallThatWaitsForItsSlot(t *testing.T) {
+	t.Parallel()
+	tk := newToolKit(t)
+	e := newToolsSetup(t, tk)
+	gate := make(chan struct{})
+	tk.answerWith(func(call map[string]any) (int, string, time.Duration) {
+		if jget(call, "arguments.hold") == true {
+			<-gate // the installation's 10 slots stay taken
+		}
+		return 200, `{"result":null}`, 0
+	})
+	for range 10 {
+		want(t, e.invoke(t, e.call(e.conv, "lookup", map[string]any{"hold": true})), 202)
+	}
+	eventually.True(t, "the 10 calls at the Kit", func() bool { return len(tk.calls()) == 10 })
+	r := e.invoke(t, e.call(e.conv, "lookup", map[string]any{"hold": false}))
+	want(t, r, 202)
+	waiting := r.Str("run.id")
+	eventually.True(t, "the 11th run started, waiting for a slot", func() bool {
+		r := e.s.api(t, e.memToken, "GET", "/runs/"+waiting, nil, nil)
+		return jstr(r.JSON, "run.status") == "running"
+	})
+	suspendKit(t, e.s, e.kit.ID, "suspend", "suspended")
+	close(gate)
+	// Its tokens refused, the Kit's developer log tells how the runs ended.
+	var entries []any
+	eventually.True(t, "the 11 runs' outcomes in the developer log", func() bool {
+		r := e.s.api(t, e.w.Dev, "GET", "/dev/kits/"+e.kit.ID+"/logs?source=tool_call&limit=100", nil, nil)
+		want(t, r, 200)
+		entries = jarr(r.JSON, "entries")
+		return len(entries) == 11
+	})
+	suspended := 0
+	for _, en := range entries {
+		if m, _ := en.(map[string]any); jstr(m, "status") == "failed" && jstr(m, "errorCode") == "kit_suspended" {
+			suspended++
+		}
+	}
+	if suspended != 1 {
+		t.Fatalf("%d runs failed as kit_suspended, want the one that waited: %v", suspended, entries)
+	}
+	if n := len(tk.calls()); n != 10 {
+		t.Fatalf("%d tool calls reached the Kit, want the 10 made before the suspension", n)
+	}
+	suspendKit(t, e.s, e.kit.ID, "resume", "active")
+	if run := e.finished(t, waiting, e.memToken); jstr(run, "status") != "failed" || jstr(run, "errorCode") != "kit_suspended" {
+		t.Fatalf("the run after the resume: %v", run)
+	}
+}
