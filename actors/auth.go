@@ -253,11 +253,18 @@ func effectiveScopes(env *Env, in *kitpb.Installation, kind string, granted []st
 // answers (docs/cluster.md "A rolling upgrade across the thirty-third
 // session").
 func latestScopes(env *Env, kitID string) (*kitpb.LatestScopesReply, error) {
-	latest, err := cluster.Call[*kitpb.LatestScopesReply](env.Host, KindKit, kitID, &kitpb.GetLatestScopes{})
+	return LatestScopes(env.Host, kitID)
+}
+
+// LatestScopes is latestScopes for a node's other parts: the sender
+// gives events as the Kit bot reads them (docs/deliveries.md "User
+// events").
+func LatestScopes(host *cluster.Host, kitID string) (*kitpb.LatestScopesReply, error) {
+	latest, err := cluster.Call[*kitpb.LatestScopesReply](host, KindKit, kitID, &kitpb.GetLatestScopes{})
 	if !errors.Is(err, peer.ErrRefused) {
 		return latest, err
 	}
-	k, err := cluster.Call[*kitpb.KitReply](env.Host, KindKit, kitID, &kitpb.GetKit{})
+	k, err := cluster.Call[*kitpb.KitReply](host, KindKit, kitID, &kitpb.GetKit{})
 	if err != nil {
 		return nil, err
 	}

@@ -41,6 +41,9 @@ type Invalidator interface {
 type TargetCache interface {
 	InstallationChanged(installationID string)
 	SigningSecretsChanged(kitID string)
+	// KitVersionsChanged: the Kit has a new latest version, whose scopes
+	// limit what its bots' events carry (a user's email).
+	KitVersionsChanged(kitID string)
 	// KitStateChanged: the Kit was suspended or resumed; the sender wakes
 	// the installations whose deliveries it held.
 	KitStateChanged(kitID string)
@@ -66,7 +69,12 @@ func (c *Caches) SigningSecretsChanged(kitID string) {
 	}
 }
 
-func (c *Caches) KitVersionsChanged(kitID string) { c.Auth.KitVersionsChanged(kitID) }
+func (c *Caches) KitVersionsChanged(kitID string) {
+	c.Auth.KitVersionsChanged(kitID)
+	if c.Targets != nil {
+		c.Targets.KitVersionsChanged(kitID)
+	}
+}
 
 // KitStateChanged drops the Kit's state and its tokens' principals before
 // the sender is told: the pumps it wakes read the new state.

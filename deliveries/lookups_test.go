@@ -96,7 +96,7 @@ func TestLookupsAreKeptUntilInvalidated(t *testing.T) {
 
 			for i := range 2 {
 				in, err := s.installed("i1")
-				if err != nil || in != (installed{kitID: "k1", version: "1.0.0"}) {
+				if err != nil || in.kitID != "k1" || in.version != "1.0.0" {
 					t.Fatalf("lookup %d: installation %+v, %v", i+1, in, err)
 				}
 				secrets, err := s.signingSecrets("k1")

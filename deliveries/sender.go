@@ -12,10 +12,13 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/cluster"
@@ -84,6 +87,7 @@ type Sender struct {
 	endpoints map[string]*url.URL
 	installs  lookups[installed]         // by installation
 	signing   lookups[[]string]          // by Kit: its signing secrets
+	latest    lookups[[]string]          // by Kit: its latest version's bot scopes
 	kits      map[string]*kitSlots       // by Kit: its in-flight slots
 	senders   atomic.Pointer[func() int] // how many nodes share a Kit's slots (ShareKitSlots)
 	closed    bool
@@ -406,8 +410,12 @@ func (s *Sender) targetOfVersion(kitID, version string) (target, error) {
 	return t, err
 }
 
-// installed is the Kit and the version of it an installation runs.
-type installed struct{ kitID, version string }
+// installed is the Kit and the version of it an installation runs, and
+// the bot scopes that version requests.
+type installed struct {
+	kitID, version string
+	botScopes      []string
+}
 
 func (s *Sender) installed(inst string) (installed, error) {
 	return s.installs.of(inst, s.cfg.Clock.Now(), func() (installed, bool, error) {
@@ -415,7 +423,8 @@ func (s *Sender) installed(inst string) (installed, error) {
 		if err != nil {
 			return installed{}, false, err
 		}
-		return installed{kitID: r.Installation.KitId, version: r.Installation.KitVersion}, true, nil
+		in := r.Installation
+		return installed{kitID: in.KitId, version: in.KitVersion, botScopes: in.BotScopes}, true, nil
 	})
 }
 
@@ -444,6 +453,50 @@ func (s *Sender) InstallationChanged(installationID string) { s.installs.forget(
 // SigningSecretsChanged drops the Kit's signing secrets: what is signed
 // next is signed with the rotated set (actors.TargetCache).
 func (s *Sender) SigningSecretsChanged(kitID string) { s.signing.forget(kitID) }
+
+// KitVersionsChanged drops the Kit's latest bot scopes: an event sent
+// next carries what the new version lets its bot read
+// (actors.TargetCache).
+func (s *Sender) KitVersionsChanged(kitID string) { s.latest.forget(kitID) }
+
+// botMay reports whether the bot of inst holds scope now: its installed
+// version and the Kit's latest version both request it, as for its
+// tokens (docs/credentials.md "Effective scopes"). Two lookups kept with
+// invalidation, so an upload limits the next event as it does the next
+// request.
+func (s *Sender) botMay(inst, scope string) (bool, error) {
+	in, err := s.installed(inst)
+	if err != nil || !slices.Contains(in.botScopes, scope) {
+		return false, err
+	}
+	latest, err := s.latest.of(in.kitID, s.cfg.Clock.Now(), func() ([]string, bool, error) {
+		r, err := actors.LatestScopes(s.cfg.Node, in.kitID)
+		if err != nil {
+			return nil, false, err
+		}
+		return r.BotScopes, true, nil
+	})
+	return err == nil && slices.Contains(latest, scope), err
+}
+
+// asTheBotReads is ev as the bot of inst may read it when it is sent: a
+// user's email only while the bot holds users:read.email. The workspace
+// wrote it by the installed version's scopes when the event was emitted
+// (docs/deliveries.md "User events"); a later version, a draft too, may
+// have dropped the scope since, and a retry, a redelivery or a dead
+// letter sent again goes by the scopes of its own attempt.
+func (s *Sender) asTheBotReads(inst string, ev *kitpb.Event) (*kitpb.Event, error) {
+	if ev.User == nil || ev.User.Email == "" || ev.Test {
+		return ev, nil
+	}
+	may, err := s.botMay(inst, "users:read.email")
+	if err != nil || may {
+		return ev, err
+	}
+	ev = proto.Clone(ev).(*kitpb.Event) // the caller's may be the actor's own
+	ev.User.Email = ""
+	return ev, nil
+}
 
 // endpoint is the events endpoint of version of the Kit kitID.
 func (s *Sender) endpoint(kitID, version string) (*url.URL, error) {
@@ -487,6 +540,9 @@ func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, tak
 		t, terr = s.targetOfVersion(t.kitID, ev.EndpointVersion)
 	}
 	rec := &kitpb.RecordAttempt{Sequence: ev.Sequence, KitId: t.kitID, JitterPermille: actors.Jitter(), Sender: s.id, Round: round, KitResumedAt: s.kitResumedAt(t.kitID)}
+	if terr == nil {
+		ev, terr = s.asTheBotReads(inst, ev)
+	}
 	if terr == nil {
 		release := s.kitSlot(t.kitID)
 		start := time.Now()
