@@ -30,6 +30,13 @@ const (
 	DeadAfter = 24 * time.Hour
 )
 
+// MissingScope is the outcome of an event the sender did not send because
+// the Kit bot no longer holds the scope its kind needs (a later version
+// dropped it): it is dead-lettered at once, as no retry within the day
+// would find the scope back without an update, and it is no failure of
+// the endpoint (docs/deliveries.md "Events need their scope when sent").
+const MissingScope = "missing_scope"
+
 // deliveryQueue is what waits to be delivered, in memory: the queued
 // sequences of each source (a conversation, or the installation itself),
 // whose head alone may be in flight, so that a source's events arrive in
@@ -593,13 +600,18 @@ func (a *deliveryActor) recordAttempt(m *kitpb.RecordAttempt) (proto.Message, er
 	default:
 		e.Level, e.ErrorCode = LogLevelError, m.ErrorCode
 		ev.RetryReason = m.ErrorCode
-		a.sinceKitResumed(b, d, m.KitResumedAt)
-		if d.firstAt == 0 {
-			d.firstAt = nanos(now)
+		dead := m.ErrorCode == MissingScope
+		if !dead {
+			a.sinceKitResumed(b, d, m.KitResumedAt)
+			if d.firstAt == 0 {
+				d.firstAt = nanos(now)
+			}
+			// An endpoint failing 24 hours straight is paused rather than
+			// its events dead-lettered: they stay queued for its return.
+			endpointLog = a.endpointFailed(b, now)
+			dead = !a.paused() && nanos(now)-d.firstAt >= int64(DeadAfter)
 		}
-		// An endpoint failing 24 hours straight is paused rather than its
-		// events dead-lettered: they stay queued for its return.
-		if endpointLog = a.endpointFailed(b, now); !a.paused() && nanos(now)-d.firstAt >= int64(DeadAfter) {
+		if dead {
 			e.Status = "dead_lettered"
 			ev.FinishedAt = nanos(now)
 			a.dropQueued(b, k, d)

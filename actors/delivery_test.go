@@ -165,6 +165,20 @@ func TestDeliveryQueueRules(t *testing.T) {
 			t.Fatalf("%d events queued, want b alone", len(q))
 		}
 	})
+	t.Run("an event not sent for a missing scope is dead at once and holds up nothing", func(t *testing.T) {
+		f, _ := deliveryFixture(t, n, 1)
+		n.post(t, f.user, f.conv, postReq{text: "a"})
+		n.post(t, f.user, f.conv, postReq{text: "b"})
+		ev := take(t, n, f.inst.Id).Events[0]
+		ask[*kitpb.Ok](t, n, actors.KindDelivery, f.inst.Id, &kitpb.RecordAttempt{Sequence: ev.Sequence, ErrorCode: actors.MissingScope, JitterPermille: 500})
+		r := take(t, n, f.inst.Id)
+		if len(r.Events) != 1 || r.Events[0].Message.Text != "b" || r.NextDue != 0 {
+			t.Fatalf("after a missing scope: took %q, next due %d; want b, nothing due", eventTexts(r.Events), r.NextDue)
+		}
+		if q := queued(t, n, f.inst.Id); len(q) != 1 {
+			t.Fatalf("%d events queued, want b alone", len(q))
+		}
+	})
 }
 
 // The outcomes of attempts wait for the actor's next flush, to share one

@@ -3,6 +3,7 @@ package deliveries
 import (
 	"time"
 
+	"github.com/kitd/kitd/actors"
 	"github.com/kitd/kitd/internal/metrics"
 )
 
@@ -17,7 +18,7 @@ type senderStats struct {
 
 // failureReasons are the developer log's error codes of a failed attempt,
 // the last one for any other.
-var failureReasons = [...]string{ReasonTimeout, ReasonConnection, ReasonHTTP, ReasonTLS, "no_endpoint", "no_signing_secret", "other"}
+var failureReasons = [...]string{ReasonTimeout, ReasonConnection, ReasonHTTP, ReasonTLS, "no_endpoint", "no_signing_secret", actors.MissingScope, "other"}
 
 func newSenderStats() senderStats {
 	return senderStats{duration: metrics.NewHistogram(metrics.LatencyBuckets)}

@@ -1,6 +1,7 @@
 package deliveries
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
 
@@ -84,6 +85,50 @@ func TestUserEmailFollowsTheBotsEffectiveScopes(t *testing.T) {
 			}
 			if stored.User.Email != "a@example.com" {
 				t.Errorf("the stored event lost its email: %q", stored.User.Email)
+			}
+		})
+	}
+}
+
+// docs/deliveries.md "Events need their scope when sent": an event whose
+// kind needs a bot scope (docs/manifest.md "events") is not sent while
+// the bot lacks it by the Kit's latest version; kinds that need a bot or
+// nothing, and test events, are sent.
+func TestEventsNeedTheirScopeWhenSent(t *testing.T) {
+	installed := []string{"conversations:read", "files:read", "messages:read", "users:read"}
+	for _, tc := range []struct {
+		name, typ string
+		latest    []string
+		test      bool
+		missing   bool
+	}{
+		{name: "held by both versions", typ: "message.posted", latest: installed},
+		{name: "dropped by the latest version", typ: "message.posted", latest: []string{"users:read"}, missing: true},
+		{name: "a channel event without conversations:read", typ: "channel.archived", latest: []string{"messages:read"}, missing: true},
+		{name: "a file event without files:read", typ: "file.shared", latest: []string{"messages:read"}, missing: true},
+		{name: "a user event without users:read", typ: "user.joined", latest: []string{"messages:read"}, missing: true},
+		{name: "a kind that needs a bot only", typ: "bot.added", latest: nil},
+		{name: "a kind that needs nothing", typ: "installation.updated", latest: nil},
+		{name: "a test event", typ: "message.posted", latest: nil, test: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var latest atomic.Pointer[[]string]
+			latest.Store(&tc.latest)
+			node, err := cluster.Start(cluster.Config{},
+				&cluster.Kind{Name: actors.KindKit, New: func(string) actor.Actor { return scopedKit{&latest} }},
+				&cluster.Kind{Name: actors.KindInstallation, New: func(string) actor.Actor { return scopedInstallation{installed} }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(node.Stop)
+			s := New(Config{Node: node, Clock: clock.NewTest()})
+			t.Cleanup(s.Close)
+			_, err = s.asTheBotReads("i1", &kitpb.Event{Type: tc.typ, Test: tc.test})
+			if got := errors.Is(err, errMissingScope); got != tc.missing || (err != nil && !got) {
+				t.Fatalf("asTheBotReads: %v, want missing scope %v", err, tc.missing)
+			}
+			if tc.missing && targetErrorCode(err) != actors.MissingScope {
+				t.Errorf("error code %q, want %q", targetErrorCode(err), actors.MissingScope)
 			}
 		})
 	}

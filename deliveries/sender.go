@@ -376,6 +376,9 @@ type target struct {
 var (
 	errNoEndpoint = errors.New("deliveries: the installed version has no events endpoint")
 	errNoSecret   = errors.New("deliveries: the Kit has no signing secret that can sign")
+	// errMissingScope: the bot no longer holds the scope the event's kind
+	// needs; the event is not sent, and is dead-lettered at once.
+	errMissingScope = errors.New("deliveries: the Kit bot no longer holds the scope of the event's kind")
 )
 
 // targetErrorCode is the developer log's errorCode of a target error.
@@ -385,6 +388,8 @@ func targetErrorCode(err error) string {
 		return "no_endpoint"
 	case errors.Is(err, errNoSecret):
 		return "no_signing_secret"
+	case errors.Is(err, errMissingScope):
+		return actors.MissingScope
 	}
 	return "internal_error"
 }
@@ -479,14 +484,28 @@ func (s *Sender) botMay(inst, scope string) (bool, error) {
 	return err == nil && slices.Contains(latest, scope), err
 }
 
-// asTheBotReads is ev as the bot of inst may read it when it is sent: a
-// user's email only while the bot holds users:read.email. The workspace
-// wrote it by the installed version's scopes when the event was emitted
-// (docs/deliveries.md "User events"); a later version, a draft too, may
-// have dropped the scope since, and a retry, a redelivery or a dead
-// letter sent again goes by the scopes of its own attempt.
+// asTheBotReads is ev as the bot of inst may read it when it is sent:
+// errMissingScope when the bot no longer holds the scope its kind needs
+// (docs/manifest.md "events"), and a user's email only while the bot
+// holds users:read.email. The emitter went by the installed version's
+// scopes (docs/deliveries.md "User events"); a later version, a draft
+// too, may have dropped a scope since, and a retry, a redelivery or a
+// dead letter sent again goes by the scopes of its own attempt. A test
+// event's example data is sent as it is.
 func (s *Sender) asTheBotReads(inst string, ev *kitpb.Event) (*kitpb.Event, error) {
-	if ev.User == nil || ev.User.Email == "" || ev.Test {
+	if ev.Test {
+		return ev, nil
+	}
+	if needs, _ := manifest.EventNeeds(ev.Type); needs != "" && needs != "bot" {
+		may, err := s.botMay(inst, needs)
+		if err != nil {
+			return ev, err
+		}
+		if !may {
+			return ev, errMissingScope
+		}
+	}
+	if ev.User == nil || ev.User.Email == "" {
 		return ev, nil
 	}
 	may, err := s.botMay(inst, "users:read.email")
@@ -554,7 +573,9 @@ func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, tak
 		rec.Delivered = rec.ErrorCode == ""
 	} else {
 		rec.ErrorCode = targetErrorCode(terr)
-		s.cfg.Logger.Warn("delivery target", "installation", inst, "err", terr)
+		if !errors.Is(terr, errMissingScope) { // the Kit's choice, in its developer log
+			s.cfg.Logger.Warn("delivery target", "installation", inst, "err", terr)
+		}
 	}
 	if rec.ErrorCode != "" {
 		s.stats.fail(rec.ErrorCode)
