@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/internal/partition"
 	"github.com/kitd/kitd/kitverify"
 )
 
@@ -579,5 +580,60 @@ func TestCommandsCountAmongTheInstallationsTenInFlight(t *testing.T) {
 	}
 	if ok < 10 {
 		t.Fatalf("%d of %d commands answered, want at least the 10 that had a slot at once", ok, commands)
+	}
+}
+
+// On a cluster, a command's node asks the installation's delivery actor,
+// which its partition's leader hosts, for one of the 10 slots: forwarded,
+// the ask that finds none waits on the leader (cluster.Pending) until a
+// slot is given back, through another node. At most 10 of 14 commands
+// through a node that does not lead the installation reach the Kit at
+// once, and those that waited are answered.
+func TestClusterCommandsCountAmongTheInstallationsTenInFlight(t *testing.T) {
+	rcv := newReceiver(t)
+	rcv.answerWith(func(int) (int, time.Duration, bool) { return 200, 300 * time.Millisecond, false })
+	c := newTestCluster()
+	for range 3 {
+		c.add(t, "--limits", "off", "--delivery-ca", rcv.caPath, "--delivery-allow", strings.TrimPrefix(rcv.srv.URL, "https://"))
+	}
+	c.waitSettled(t, 3)
+	via := c.nodes[0]
+	v, err := c.view(t, via)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledHere := map[int]bool{}
+	for _, m := range v.Members {
+		if m.Name == "n1" {
+			for _, p := range m.Led {
+				ledHere[p] = true
+			}
+		}
+	}
+	var m *memberKit
+	for m == nil || ledHere[int(partition.Of(m.in.ID))] {
+		m = newMemberKit(t, via, rcv, "")
+	}
+	const commands = 14
+	answers := make(chan *Resp, commands)
+	var wg sync.WaitGroup
+	for range commands {
+		wg.Go(func() { answers <- m.command(t, "/deploy", "api") })
+	}
+	wg.Wait()
+	close(answers)
+	ok := 0
+	for r := range answers {
+		if r.Status == 200 {
+			ok++
+			continue
+		}
+		wantError(t, r, 502, "kit_unavailable")
+	}
+	if most := rcv.maxHeld.Load(); most > 10 {
+		t.Fatalf("the Kit held %d commands of one installation at once, want at most 10", most)
+	}
+	if ok <= 10 {
+		t.Fatalf("%d of %d commands answered, want the 10 that had a slot at once and some that waited for one", ok, commands)
 	}
 }
