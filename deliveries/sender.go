@@ -376,6 +376,10 @@ type target struct {
 var (
 	errNoEndpoint = errors.New("deliveries: the installed version has no events endpoint")
 	errNoSecret   = errors.New("deliveries: the Kit has no signing secret that can sign")
+	// errSuspendedBeforeAttempt: the Kit was suspended while the event
+	// waited for one of its slots; nothing is recorded, and the pump
+	// reclaims the event after the resume.
+	errSuspendedBeforeAttempt = errors.New("deliveries: the Kit was suspended before the attempt")
 	// errMissingScope: the bot no longer holds the scope the event's kind
 	// needs; the event is not sent, and is dead-lettered at once.
 	errMissingScope = errors.New("deliveries: the Kit bot no longer holds the scope of the event's kind")
@@ -564,6 +568,13 @@ func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, tak
 	}
 	if terr == nil {
 		release := s.kitSlot(t.kitID)
+		if s.suspended(t.kitID) {
+			// Suspended while the event waited for one of the Kit's
+			// slots: it was not attempted, so it is given up as the chain
+			// gives up one handed out before a suspension (held.go).
+			release()
+			return nil, errSuspendedBeforeAttempt
+		}
 		start := time.Now()
 		rec.HttpStatus, rec.ErrorCode = s.send(inst, t, ev)
 		took := time.Since(start)
