@@ -158,9 +158,10 @@ func (s *Server) limitBodies(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 
 // expect100 writes a 100-continue expectation as fasthttp knows it:
 // fasthttp invites the body only for the exact value "100-continue", but
-// the value is case-insensitive and may be one of a list (RFC 9110 10.1.1).
-// Read otherwise, the client waits for the 100 while fasthttp waits for
-// the body, until one of them times out.
+// the value is case-insensitive and may be one of a list (RFC 9110 10.1.1),
+// which may span several Expect lines (RFC 9110 5.3), while fasthttp reads
+// the first line only. Read otherwise, the client waits for the 100 while
+// fasthttp waits for the body, until one of them times out.
 //
 // An HTTP/1.0 request's expectation is dropped: the server must ignore it
 // and never send an HTTP/1.0 client a 1xx (RFC 9110 10.1.1, 15.2).
@@ -169,14 +170,17 @@ func expect100(h *fasthttp.RequestHeader) {
 		h.Del(fasthttp.HeaderExpect)
 		return
 	}
-	v := h.Peek(fasthttp.HeaderExpect)
-	if v == nil || string(v) == expect100Continue {
+	lines := h.PeekAll(fasthttp.HeaderExpect)
+	if len(lines) == 0 || string(lines[0]) == expect100Continue {
 		return
 	}
-	for m := range bytes.SplitSeq(v, []byte(",")) {
-		if bytes.EqualFold(bytes.TrimSpace(m), []byte(expect100Continue)) {
-			h.Set(fasthttp.HeaderExpect, expect100Continue)
-			return
+	for _, v := range lines {
+		for m := range bytes.SplitSeq(v, []byte(",")) {
+			if bytes.EqualFold(bytes.TrimSpace(m), []byte(expect100Continue)) {
+				h.Del(fasthttp.HeaderExpect) // every line: fasthttp reads the first
+				h.Set(fasthttp.HeaderExpect, expect100Continue)
+				return
+			}
 		}
 	}
 }

@@ -144,6 +144,8 @@ func TestExpectContinue(t *testing.T) {
 			"POST /healthz HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nContent-Length: 5\r\n", "", 100, ""},
 		{"100-continue in a list is invited with 100 Continue",
 			"POST /healthz HTTP/1.1\r\nHost: x\r\nExpect: foo, 100-CONTINUE\r\nContent-Length: 5\r\n", "", 100, ""},
+		{"100-continue in a second Expect line is invited with 100 Continue",
+			"POST /healthz HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nExpect: 100-continue\r\nContent-Length: 5\r\n", "", 100, ""},
 		{"a body over the server's limit is 413 before the body is sent",
 			"POST /api/v1/files HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 20000000\r\n", "", 413, "payload_too_large"},
 		{"a webhook body over its limit is 413 before the body is sent",
