@@ -51,6 +51,7 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"sessionKey", "ws/{id}/s/{id}"},                     // Session
 	{"sessionSecretKey", "ws/{id}/sh/{id}"},              // SHA-256 of a session's cookie secret
 	{"developerTokenKey", "ws/{id}/d/{id}"},              // SHA-256 of a developer token, by token id
+	{"signInChoiceKey", "ws/{id}/sc/{pos}{hash}"},        // a pending sign-in choice the workspace holds (empty value): its ExpiresAt (unix nanoseconds), then the SHA-256 of its secret; deleted with its credential once taken or expired (workspace_signin_sweep.go); a choice of a build before it has no entry and stays
 	{"conversationKey", "conv/{id}"},                     // Conversation
 	{"memberKey", "conv/{id}/m/{id}"},                    // Member
 	{"botMemberKey", "conv/{id}/b/{id}"},                 // BotMember
@@ -178,6 +179,20 @@ func sessionsPrefix(ws string) []byte { return sessionKey(ws, "") }
 
 func sessionSecretKey(ws, session string) []byte {
 	return key(partition.Of(ws), "ws", ws, "sh", session)
+}
+
+func signInChoiceKey(ws string, expiresAt int64, hash []byte) []byte {
+	k := keyWithRoom(partition.Of(ws), positionLen+len(hash), "ws", ws, "sc", "")
+	return append(persistence.AppendUint64(k, uint64(expiresAt)), hash...)
+}
+
+// signInChoicesPrefix covers the choices ws holds, in order of expiry.
+func signInChoicesPrefix(ws string) []byte { return key(partition.Of(ws), "ws", ws, "sc", "") }
+
+// signInChoicesBefore is the end of the entries of the choices ws holds
+// that expire before at.
+func signInChoicesBefore(ws string, at int64) []byte {
+	return persistence.AppendUint64(keyWithRoom(partition.Of(ws), positionLen, "ws", ws, "sc", ""), uint64(at))
 }
 
 func developerTokenKey(ws, tokenID string) []byte {

@@ -451,6 +451,34 @@ func TestAKillBetweenAWritesPartsLeavesItToItsRetry(t *testing.T) {
 				}
 			}, nil}
 		}, ""},
+		{"sweeping an expired sign-in choice in a later sign-in", func(t *testing.T, n *testNode) write {
+			// The choice's credential lies in a partition of its own, not
+			// the workspace's, which holds the index entry that finds it.
+			w := n.workspace(t, 1)
+			var h [32]byte
+			for {
+				h = ids.Hash(ids.NewSecret(ids.SignInChoice))
+				if p, _ := partition.OfKey(actors.CredentialKey(h[:])); p != partition.Of(w.id) {
+					break
+				}
+			}
+			choose := func(n *testNode, h [32]byte) error {
+				_, err := try[*kitpb.Ok](n, actors.KindWorkspace, w.id, &kitpb.CreateSignInChoice{SecretHash: h[:], Choices: []*kitpb.SignInChoice{{WorkspaceId: w.id, UserId: w.users[0]}}})
+				return err
+			}
+			noErr(t, choose(n, h))
+			n.clk.Advance(actors.WriteSweepEvery)
+			return write{w.id, func(n *testNode) { choose(n, ids.Hash(ids.NewSecret(ids.SignInChoice))) }, func(t *testing.T, n *testNode) {
+				noErr(t, choose(n, ids.Hash(ids.NewSecret(ids.SignInChoice))))
+				if found, err := n.store.Has(actors.CredentialKey(h[:])); err != nil || found {
+					t.Fatalf("the expired choice's credential is kept for ever (found %v, %v)", found, err)
+				}
+				creds, index := signInChoiceRecords(t, n, w.id)
+				if creds > index {
+					t.Fatalf("%d choice credentials, %d index entries: a credential nothing finds", creds, index)
+				}
+			}, nil}
+		}, ""},
 		{"sweeping a dead user token in a later refresh", func(t *testing.T, n *testNode) write {
 			g := n.grantEnv(t)
 			var tk tokens

@@ -41,6 +41,9 @@ type workspaceActor struct {
 	// sessionSweep is where and when the next sweep of expired sessions
 	// starts (workspace_sessions_sweep.go).
 	sessionSweep sweepCursor
+	// choiceSweep is where and when the next sweep of expired sign-in
+	// choices starts (workspace_signin_sweep.go).
+	choiceSweep sweepCursor
 }
 
 func (a *workspaceActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
@@ -259,6 +262,10 @@ func (a *workspaceActor) createSession(m *kitpb.CreateSession) (proto.Message, e
 	}
 	pointers, b := a.env.newBatch(), a.env.newBatch()
 	sweep, err := a.sweepSessions(pointers, b, nanos(now))
+	var choices sweepCursor
+	if err == nil {
+		choices, err = a.sweepSignInChoices(pointers, b, nanos(now))
+	}
 	if err != nil {
 		closeAll([]batch{pointers, b})
 		return nil, err
@@ -273,7 +280,7 @@ func (a *workspaceActor) createSession(m *kitpb.CreateSession) (proto.Message, e
 	if err := a.env.commitInSteps(pointers, b); err != nil {
 		return nil, fmt.Errorf("create session in %s: %w", a.id, err)
 	}
-	a.sessionSweep = sweep
+	a.sessionSweep, a.choiceSweep = sweep, choices
 	return &kitpb.SessionReply{Session: s}, nil
 }
 

@@ -55,14 +55,24 @@ func (a *workspaceActor) createSignInChoice(m *kitpb.CreateSignInChoice) (proto.
 		return nil, err
 	}
 	now := a.env.Clock.Now()
-	b := a.env.newBatch()
+	expires := nanos(now.Add(SignInChoiceLifetime))
+	first, b := a.env.newBatch(), a.env.newBatch()
+	sweep, err := a.sweepSignInChoices(first, b, nanos(now))
+	if err != nil {
+		closeAll([]batch{first, b})
+		return nil, err
+	}
+	// The index entry that finds the choice commits before its credential
+	// (workspace_signin_sweep.go).
+	first.Set(signInChoiceKey(a.id, expires, m.SecretHash), nil)
 	put(b, credentialKey(m.SecretHash), &kitpb.Credential{
 		Kind: credSignInChoice, WorkspaceId: a.id, UserId: m.Choices[i].UserId,
-		CreatedAt: nanos(now), ExpiresAt: nanos(now.Add(SignInChoiceLifetime)), Choices: m.Choices,
+		CreatedAt: nanos(now), ExpiresAt: expires, Choices: m.Choices,
 	})
-	if err := b.Commit(); err != nil {
+	if err := a.env.commitInSteps(first, b); err != nil {
 		return nil, fmt.Errorf("record sign-in choice in %s: %w", a.id, err)
 	}
+	a.choiceSweep = sweep
 	return &kitpb.Ok{}, nil
 }
 
@@ -78,9 +88,12 @@ func (a *workspaceActor) takeSignInChoice(m *kitpb.TakeSignInChoice) (proto.Mess
 	if !found || cred.Kind != credSignInChoice || cred.WorkspaceId != a.id {
 		return nil, kiterr.Absent("sign-in choice")
 	}
-	b := a.env.newBatch()
-	b.Delete(credentialKey(m.SecretHash))
-	if err := b.Commit(); err != nil {
+	// The credential goes first, its index entry after it
+	// (workspace_signin_sweep.go).
+	spend, b := a.env.newBatch(), a.env.newBatch()
+	spend.Delete(credentialKey(m.SecretHash))
+	b.Delete(signInChoiceKey(a.id, cred.ExpiresAt, m.SecretHash))
+	if err := a.env.commitInSteps(spend, b); err != nil {
 		return nil, fmt.Errorf("spend sign-in choice in %s: %w", a.id, err)
 	}
 	if nanos(a.env.Clock.Now()) >= cred.ExpiresAt {
