@@ -36,11 +36,13 @@ var (
 	UserGrantsPrefix          = userGrantsPrefix
 	SessionsPrefix            = sessionsPrefix
 	SignInChoicesPrefix       = signInChoicesPrefix
+	RunKey                    = runKey
 )
 
 // SetWriteSweepMax bounds what a write-borne sweep (an owner's expired
 // Idempotency records, dead grant credentials, dead bot tokens, expired
-// sessions and sign-in choices) reads at n in place of writeSweepMax.
+// sessions and sign-in choices, finished runs) reads at n in place of
+// writeSweepMax.
 func SetWriteSweepMax(env *Env, n int) { env.testHookWriteSweepMax = n }
 
 // LeastAllocs is leastAllocs, for the tests outside the package.

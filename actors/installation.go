@@ -42,6 +42,9 @@ type installationActor struct {
 	// botTokenSweep is where and when the next sweep of dead bot tokens
 	// starts (installation_bottokens_sweep.go).
 	botTokenSweep sweepCursor
+	// runSweep is where and when the next sweep of finished runs starts
+	// (installation_runs_sweep.go).
+	runSweep sweepCursor
 }
 
 func (a *installationActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }

@@ -31,6 +31,10 @@ const (
 	RunFailed    = "failed"
 )
 
+// RunRetention is how long a finished run is kept after its end
+// (installation_runs_sweep.go): the developer log's retention.
+const RunRetention = LogRetention
+
 // RunInterrupted is the errorCode of a run whose call was in flight, or not
 // yet made, when its installation's process stopped: nobody is left to
 // report its outcome, so the next activation fails it.
@@ -127,6 +131,12 @@ func (a *installationActor) acceptTool(m *kitpb.InvokeTool) (*kitpb.ToolCallRepl
 		Audience: audience, Status: RunQueued, CreatedAt: nanos(now),
 	}
 	b := a.env.newBatch()
+	sweep, err := a.sweepRuns(b, run.CreatedAt)
+	if err != nil {
+		b.Close()
+		a.buckets.giveBack(limits.Interactions, m.UserId, a.env.Clock.Now())
+		return nil, err
+	}
 	put(b, runKey(a.id, run.Id), run)
 	b.Set(openRunKey(a.id, run.Id), nil)
 	if err := b.Commit(); err != nil {
@@ -134,6 +144,7 @@ func (a *installationActor) acceptTool(m *kitpb.InvokeTool) (*kitpb.ToolCallRepl
 		a.buckets.giveBack(limits.Interactions, m.UserId, a.env.Clock.Now())
 		return nil, fmt.Errorf("record run of %s: %w", a.id, err)
 	}
+	a.runSweep = sweep
 	if a.inFlight == nil {
 		a.inFlight = map[string]time.Time{}
 	}

@@ -68,7 +68,7 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"grantCredentialKey", "inst/{id}/g/{id}/{hash}"},    // a credential of one authorization (empty value; docs/credentials.md); deleted with its credential once that can no longer work (installation_grants_sweep.go)
 	{"botTokenKey", "inst/{id}/t/{id}"},                  // SHA-256 of a bot token, by token id (UUIDv7: the scan is creation order); deleted with its credential once that can no longer work (installation_bottokens_sweep.go)
 	{"userGrantKey", "inst/{id}/ug/{id}/{id}"},           // UserGrant, by member and grant id: the member's authorizations
-	{"runKey", "inst/{id}/r/{id}"},                       // Run of a tool call (installation_runs.go)
+	{"runKey", "inst/{id}/r/{id}"},                       // Run of a tool call (installation_runs.go); deleted RunRetention after its end (installation_runs_sweep.go)
 	{"openRunKey", "inst/{id}/ro/{id}"},                  // a run still queued or running (empty value): what an activation fails as interrupted
 	{"responseURLKey", "inst/{id}/rsp/{hash}"},           // ResponseURL, by the SHA-256 of its token (installation_actions.go)
 	{"webhookKey", "hook/{id}"},                          // Webhook (written by its webhook actor)
@@ -363,6 +363,9 @@ func userGrantKey(inst, user, grant string) []byte {
 func userGrantsPrefix(inst, user string) []byte { return userGrantKey(inst, user, "") }
 
 func runKey(inst, run string) []byte { return key(partition.Of(inst), "inst", inst, "r", run) }
+
+// runsPrefix covers the runs of inst, in order of run id: of creation.
+func runsPrefix(inst string) []byte { return runKey(inst, "") }
 
 func openRunKey(inst, run string) []byte { return key(partition.Of(inst), "inst", inst, "ro", run) }
 

@@ -142,6 +142,7 @@ func TestKeyPrefixes(t *testing.T) {
 		{"sessionsPrefix", sessionsPrefix("w"), sessionKey("w", "s")},
 		{"signInChoicesPrefix", signInChoicesPrefix("w"), signInChoiceKey("w", 1, make([]byte, 32))},
 		{"grantsPrefix", grantsPrefix("i"), grantCredentialKey("i", "g", make([]byte, 32))},
+		{"runsPrefix", runsPrefix("i"), runKey("i", "r")},
 		{"openRunsPrefix", openRunsPrefix("i"), openRunKey("i", "r")},
 		{"responseURLsPrefix", responseURLsPrefix("i"), responseURLKey("i", make([]byte, 32))},
 	} {

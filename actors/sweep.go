@@ -8,7 +8,8 @@ package actors
 // (installation_grants_sweep.go), a bot token's issue its installation's
 // dead bot tokens (installation_bottokens_sweep.go), a sign-in its
 // workspace's expired sessions (workspace_sessions_sweep.go) and sign-in
-// choices (workspace_signin_sweep.go). The
+// choices (workspace_signin_sweep.go), a run queued its installation's
+// finished runs past their retention (installation_runs_sweep.go). The
 // deletions commit (or replicate) with the write; the deliveries' retention has a pace of its
 // own (delivery_retention.go).
 
