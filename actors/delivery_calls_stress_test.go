@@ -147,7 +147,10 @@ func TestCallsAndEventsShareTheSlotsUnderLoad(t *testing.T) {
 					t.Errorf("take a call slot: %v", err)
 					return
 				}
-				if took := time.Since(start); took > wait+time.Second {
+				// A bound for a call that waits on after its deadline (a
+				// lost wake-up), not a speed: a starved race build may take
+				// seconds to answer.
+				if took := time.Since(start); took > wait+eventually.Within/4 {
 					late.Add(1)
 					t.Errorf("a call of %v waited %v for its slot", wait, took)
 				}
