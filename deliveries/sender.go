@@ -665,8 +665,11 @@ func newKitSlots() *kitSlots {
 }
 
 // take waits until fewer than share() are in use, and takes one: the
-// share is read again at each wake-up, as the members change. With a
-// deadline (not zero) it gives up then, and reports whether it took one.
+// share is read again at each wake-up, as the members change. A waiter
+// that takes a slot with room left wakes the next, so that the room a
+// grown share adds (a node left) is taken by every waiter, not only by
+// the one a slot given back woke. With a deadline (not zero) it gives up
+// then, and reports whether it took one.
 func (k *kitSlots) take(share func() int, deadline time.Time) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -686,6 +689,9 @@ func (k *kitSlots) take(share func() int, deadline time.Time) bool {
 		k.freed.Wait()
 	}
 	k.used++
+	if k.used < share() {
+		k.freed.Signal()
+	}
 	return true
 }
 

@@ -1,9 +1,11 @@
 package deliveries
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/kitd/kitd/internal/eventually"
 	"github.com/kitd/kitd/proto/kitpb"
 )
 
@@ -98,5 +100,40 @@ func TestRetryHeaders(t *testing.T) {
 				t.Fatalf("retryHeaders = %q, %q; want %q, %q", num, reason, tc.num, tc.reason)
 			}
 		})
+	}
+}
+
+// A node's share of a Kit's 50 grows when a node leaves (ShareKitSlots):
+// the deliveries waiting for a slot take the room it adds as soon as one
+// of them is woken, each waking the next while room is left. Only the one
+// a slot given back woke took a slot before, and the room the share added
+// stayed unused while the others waited for more slots to be given back.
+func TestAShareThatGrewLetsEveryWaiterIn(t *testing.T) {
+	const waiters = 10
+	s := New(Config{})
+	var nodes atomic.Int64
+	nodes.Store(2)
+	s.ShareKitSlots(func() int { return int(nodes.Load()) })
+	var held []func()
+	for range MaxInFlightPerKit / 2 {
+		held = append(held, s.kitSlot("kit"))
+	}
+	took := make(chan func(), waiters)
+	for range waiters {
+		go func() { took <- s.kitSlot("kit") }()
+	}
+	waiting(t, waiters)
+	nodes.Store(1) // the other node left: this one's share is all 50
+	held[0]()
+	for range waiters {
+		select {
+		case release := <-took:
+			held = append(held, release)
+		case <-time.After(eventually.Within):
+			t.Fatalf("%d of %d waiters took a slot once the share grew from %d to %d", len(held)-MaxInFlightPerKit/2+1, waiters, MaxInFlightPerKit/2, MaxInFlightPerKit)
+		}
+	}
+	for _, release := range held[1:] {
+		release()
 	}
 }
