@@ -227,6 +227,24 @@ func (c *testCluster) view(t testing.TB, s *Server) (clusterView, error) {
 // waitSettled waits until the live nodes (want of them) are alive, every
 // partition is replicated on min(3, want) of them and led by one, and
 // each leads at least one.
+// ledBy is the partitions the member name leads, as node via sees them.
+func (c *testCluster) ledBy(t *testing.T, via *Server, name string) map[int]bool {
+	t.Helper()
+	v, err := c.view(t, via)
+	if err != nil {
+		t.Fatal(err)
+	}
+	led := map[int]bool{}
+	for _, m := range v.Members {
+		if m.Name == name {
+			for _, p := range m.Led {
+				led[p] = true
+			}
+		}
+	}
+	return led
+}
+
 func (c *testCluster) waitSettled(t *testing.T, want int) {
 	t.Helper()
 	eventually.NoErrorWithin(t, 60*time.Second, "the cluster settles", func() error {

@@ -561,16 +561,28 @@ func TestCommandsCountAmongTheInstallationsTenInFlight(t *testing.T) {
 		"--delivery-ca", rcv.caPath, "--delivery-allow", strings.TrimPrefix(rcv.srv.URL, "https://"),
 	}})
 	m := newMemberKit(t, s, rcv, "")
-	const commands = 14
-	statuses := make(chan *Resp, commands)
+	if ok := commandsAtOnce(t, m, rcv); ok < 10 {
+		t.Fatalf("%d of %d commands answered, want at least the 10 that had a slot at once", ok, commandsAtOnceN)
+	}
+}
+
+// commandsAtOnceN is how many commands commandsAtOnce sends together.
+const commandsAtOnceN = 14
+
+// commandsAtOnce sends commandsAtOnceN commands of m's installation at
+// once, checks that each is answered or 502 kit_unavailable (no slot by
+// its deadline) and that rcv held at most 10 at a time, and returns how
+// many were answered.
+func commandsAtOnce(t *testing.T, m *memberKit, rcv *receiver) (ok int) {
+	t.Helper()
+	answers := make(chan *Resp, commandsAtOnceN)
 	var wg sync.WaitGroup
-	for range commands {
-		wg.Go(func() { statuses <- m.command(t, "/deploy", "api") })
+	for range commandsAtOnceN {
+		wg.Go(func() { answers <- m.command(t, "/deploy", "api") })
 	}
 	wg.Wait()
-	close(statuses)
-	ok := 0
-	for r := range statuses {
+	close(answers)
+	for r := range answers {
 		if r.Status == 200 {
 			ok++
 			continue
@@ -580,9 +592,7 @@ func TestCommandsCountAmongTheInstallationsTenInFlight(t *testing.T) {
 	if most := rcv.maxHeld.Load(); most > 10 {
 		t.Fatalf("the Kit held %d commands of one installation at once, want at most 10", most)
 	}
-	if ok < 10 {
-		t.Fatalf("%d of %d commands answered, want at least the 10 that had a slot at once", ok, commands)
-	}
+	return ok
 }
 
 // On a cluster, a command's node asks the installation's delivery actor,
@@ -600,42 +610,12 @@ func TestClusterCommandsCountAmongTheInstallationsTenInFlight(t *testing.T) {
 	}
 	c.waitSettled(t, 3)
 	via := c.nodes[0]
-	v, err := c.view(t, via)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ledHere := map[int]bool{}
-	for _, m := range v.Members {
-		if m.Name == "n1" {
-			for _, p := range m.Led {
-				ledHere[p] = true
-			}
-		}
-	}
+	ledHere := c.ledBy(t, via, "n1")
 	var m *memberKit
 	for m == nil || ledHere[int(partition.Of(m.in.ID))] {
 		m = newMemberKit(t, via, rcv, "")
 	}
-	const commands = 14
-	answers := make(chan *Resp, commands)
-	var wg sync.WaitGroup
-	for range commands {
-		wg.Go(func() { answers <- m.command(t, "/deploy", "api") })
-	}
-	wg.Wait()
-	close(answers)
-	ok := 0
-	for r := range answers {
-		if r.Status == 200 {
-			ok++
-			continue
-		}
-		wantError(t, r, 502, "kit_unavailable")
-	}
-	if most := rcv.maxHeld.Load(); most > 10 {
-		t.Fatalf("the Kit held %d commands of one installation at once, want at most 10", most)
-	}
-	if ok <= 10 {
-		t.Fatalf("%d of %d commands answered, want the 10 that had a slot at once and some that waited for one", ok, commands)
+	if ok := commandsAtOnce(t, m, rcv); ok <= 10 {
+		t.Fatalf("%d of %d commands answered, want the 10 that had a slot at once and some that waited for one", ok, commandsAtOnceN)
 	}
 }

@@ -177,18 +177,7 @@ func TestMixedClusterAuthenticatesTokensOfAKitAnOlderNodeLeads(t *testing.T) {
 	}
 	c.waitSettled(t, 2)
 	up := c.nodes[1]
-	v, err := c.view(t, up)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byOld := map[int]bool{}
-	for _, m := range v.Members {
-		if m.Name == "n1" {
-			for _, p := range m.Led {
-				byOld[p] = true
-			}
-		}
-	}
+	byOld := c.ledBy(t, up, "n1")
 	w := newWorkspace(t, up)
 	conv := w.channel(t, "public", w.members()...).ID
 	var k *Kit
@@ -239,18 +228,7 @@ func TestMixedClusterCallsAKitWhoseInstallationAnOlderNodeLeads(t *testing.T) {
 	}
 	c.waitSettled(t, 2)
 	up := c.nodes[1]
-	v, err := c.view(t, up)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byOld := map[int]bool{}
-	for _, m := range v.Members {
-		if m.Name == "n1" {
-			for _, p := range m.Led {
-				byOld[p] = true
-			}
-		}
-	}
+	byOld := c.ledBy(t, up, "n1")
 	var m *memberKit
 	for m == nil || !byOld[int(partition.Of(m.in.ID))] {
 		m = newMemberKit(t, up, rcv, "")
