@@ -495,13 +495,19 @@ func WakeDeliveries(env *Env) error {
 // WakeDeliveriesIn wakes the delivery actors of partition p's
 // installations that have events to sequence or send: what a node that
 // starts to lead p must do (the previous leader's queues are its state now).
+// It wakes too the uninstalled installations of p whose purge is not done
+// (installation_purge.go): their activation goes on with it.
 func WakeDeliveriesIn(env *Env, p partition.ID) error {
 	wake := func(inst string) { env.Host.Send(KindDelivery, inst, &kitpb.WakeDelivery{}) }
 	if err := eachInstallation(env.Store, deliveriesPrefix(p), deliveryInstallation, deliveryPrefix, wake); err != nil {
 		return err
 	}
 	outboxOf := func(inst string) []byte { return outboxPrefix(p, inst) }
-	return eachInstallation(env.Store, outboxesPrefix(p), outboxInstallation, outboxOf, wake)
+	if err := eachInstallation(env.Store, outboxesPrefix(p), outboxInstallation, outboxOf, wake); err != nil {
+		return err
+	}
+	purging := func(inst string) { env.Host.Send(KindInstallation, inst, &kitpb.WakeDelivery{}) }
+	return eachInstallation(env.Store, purgesPrefix(p), purgeInstallation, purgeKey, purging)
 }
 
 // eachInstallation calls fn with each installation that has keys under

@@ -37,6 +37,9 @@ var (
 	SessionsPrefix            = sessionsPrefix
 	SignInChoicesPrefix       = signInChoicesPrefix
 	RunKey                    = runKey
+	WebhookKey                = webhookKey
+	PurgeKey                  = purgeKey
+	InstallationRecordsPrefix = installationRecordsPrefix
 )
 
 // SetWriteSweepMax bounds what a write-borne sweep (an owner's expired

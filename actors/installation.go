@@ -45,9 +45,20 @@ type installationActor struct {
 	// runSweep is where and when the next sweep of finished runs starts
 	// (installation_runs_sweep.go).
 	runSweep sweepCursor
+	// purge is where the deletion of an uninstalled installation's
+	// records stands (installation_purge.go).
+	purge purgeState
 }
 
-func (a *installationActor) Receive(ctx actorContext) { receive(a, &a.life, a.env, ctx) }
+func (a *installationActor) Receive(ctx actorContext) {
+	if _, ok := ctx.Message().(purgeNext); ok {
+		a.life.asked++
+		a.purgeBatch()
+	} else {
+		receive(a, &a.life, a.env, ctx)
+	}
+	a.purgeAfter(ctx)
+}
 
 func (a *installationActor) exists() bool { return a.inst != nil }
 
@@ -64,6 +75,9 @@ func (a *installationActor) activate(identity string) error {
 	if err := a.interruptRuns(); err != nil {
 		return err
 	}
+	// What a purge a kill cut short left, or an uninstall by a build
+	// before the purge (installation_purge.go).
+	a.purge.due = inst.Uninstalled
 	return a.outbox.resume(a.env.Store, []string{a.id})
 }
 
@@ -255,18 +269,22 @@ func (a *installationActor) removeBotEverywhere() error {
 // save commits next, with the audit entry that reports the change when
 // there is one (nil: none).
 func (a *installationActor) save(next *kitpb.Installation, audit *kitpb.DevLogEntry) error {
-	return a.commit(next, audit, nil)
+	return a.commit(next, audit, nil, nil)
 }
 
 // saveWithEvent is save with the installation event k about next in the
 // same batch, when the installation subscribes to k.
 func (a *installationActor) saveWithEvent(next *kitpb.Installation, audit *kitpb.DevLogEntry, k eventKind) error {
-	return a.commit(next, audit, &k)
+	return a.commit(next, audit, &k, nil)
 }
 
-func (a *installationActor) commit(next *kitpb.Installation, audit *kitpb.DevLogEntry, k *eventKind) error {
+// commit is save and saveWithEvent; also, when set, adds more to the batch.
+func (a *installationActor) commit(next *kitpb.Installation, audit *kitpb.DevLogEntry, k *eventKind, also func(batch)) error {
 	b := a.env.newBatch()
 	put(b, installationKey(a.id), next)
+	if also != nil {
+		also(b)
+	}
 	if audit != nil {
 		a.env.putLog(b, partition.Of(a.id), next.KitId, audit)
 	}
@@ -309,9 +327,14 @@ func (a *installationActor) uninstall() (proto.Message, error) {
 	}
 	next := proto.Clone(a.inst).(*kitpb.Installation)
 	next.Uninstalled = true
-	if err := a.saveWithEvent(next, newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "installation.uninstalled", a.id), eventInstallationUninstalled); err != nil {
+	// The purge of what it accumulated follows the answer, its marker in
+	// the uninstall's batch (installation_purge.go).
+	marker := func(b batch) { b.Set(purgeKey(a.id), nil) }
+	uninstalled := eventInstallationUninstalled
+	if err := a.commit(next, newLogEntry(a.env, LogSourceAudit, LogLevelInfo, "installation.uninstalled", a.id), &uninstalled, marker); err != nil {
 		return nil, err
 	}
+	a.purge.due = true
 	return &kitpb.Ok{}, nil
 }
 

@@ -249,7 +249,14 @@ func (a *installationActor) finishRun(m *kitpb.FinishRun) (proto.Message, error)
 		e.HttpStatus = &m.HttpStatus
 	}
 	b := a.env.newBatch()
-	put(b, runKey(a.id, run.Id), run)
+	if a.inst.Uninstalled {
+		// Nobody reads it again: the purge kept it for this log entry
+		// alone, and goes on (installation_purge.go).
+		b.Delete(runKey(a.id, run.Id))
+		a.purge.due = true
+	} else {
+		put(b, runKey(a.id, run.Id), run)
+	}
 	b.Delete(openRunKey(a.id, run.Id))
 	a.env.putLog(b, partition.Of(a.id), a.inst.KitId, e)
 	if err := b.Commit(); err != nil {
@@ -298,7 +305,7 @@ func (a *installationActor) keepActive() bool {
 			delete(a.inFlight, id)
 		}
 	}
-	return len(a.inFlight) > 0
+	return len(a.inFlight) > 0 || a.purge.queued
 }
 
 // interruptRuns fails, as interrupted, every run still queued or running
@@ -329,7 +336,11 @@ func (a *installationActor) interruptRuns() error {
 			continue
 		}
 		run.Status, run.ErrorCode, run.FinishedAt = RunFailed, RunInterrupted, now
-		put(b, runKey(a.id, id), run)
+		if a.inst.Uninstalled {
+			b.Delete(runKey(a.id, id)) // as finishRun
+		} else {
+			put(b, runKey(a.id, id), run)
+		}
 		e := newLogEntry(a.env, LogSourceToolCall, LogLevelError, logEventToolCall, a.id)
 		e.Status, e.ErrorCode, e.SubjectId = RunFailed, RunInterrupted, id
 		a.env.putLog(b, partition.Of(a.id), a.inst.KitId, e)

@@ -71,6 +71,7 @@ var keyShapes = []struct{ constructor, shape string }{
 	{"runKey", "inst/{id}/r/{id}"},                       // Run of a tool call (installation_runs.go); deleted RunRetention after its end (installation_runs_sweep.go)
 	{"openRunKey", "inst/{id}/ro/{id}"},                  // a run still queued or running (empty value): what an activation fails as interrupted
 	{"responseURLKey", "inst/{id}/rsp/{hash}"},           // ResponseURL, by the SHA-256 of its token (installation_actions.go)
+	{"purgeKey", "purge/{id}"},                           // an uninstalled installation whose records are still being deleted (empty value): written with the uninstall, deleted by the purge's last batch; the start-up wake finds it (installation_purge.go)
 	{"webhookKey", "hook/{id}"},                          // Webhook (written by its webhook actor)
 	{"kitKey", "kit/{id}"},                               // Kit
 	{"versionKey", "kit/{id}/v/{version}"},               // KitVersion
@@ -329,6 +330,20 @@ func webhookRefKey(inst, webhook string) []byte {
 }
 
 func webhookRefsPrefix(inst string) []byte { return webhookRefKey(inst, "") }
+
+// installationRecordsPrefix covers every record of inst under its own
+// key (its webhooks, grants, bot tokens, runs, responseUrls), not the
+// installation record itself.
+func installationRecordsPrefix(inst string) []byte { return key(partition.Of(inst), "inst", inst, "") }
+
+func purgeKey(inst string) []byte { return key(partition.Of(inst), "purge", inst) }
+
+// purgesPrefix covers the purge markers of the installations of
+// partition p.
+func purgesPrefix(p partition.ID) []byte { return key(p, "purge", "") }
+
+// purgeInstallation is the installation of a purge marker's key.
+func purgeInstallation(k []byte) string { return string(k[len(purgesPrefix(0)):]) }
 
 func responseURLKey(inst string, hash []byte) []byte {
 	return append(keyWithRoom(partition.Of(inst), len(hash), "inst", inst, "rsp", ""), hash...)

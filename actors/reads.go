@@ -556,8 +556,11 @@ func (c *FileContent) WriteTo(w io.Writer) (int64, error) {
 // read again.
 //
 // Reads only whether the record exists: it is written once, when the
-// webhook is created, and never deleted (a revoked webhook keeps it), so a
-// remembered id never goes stale; the webhook actor checks the post itself.
+// webhook is created, and deleted only by the purge of its uninstalled
+// installation (installation_purge.go; a revoked webhook keeps it). A
+// remembered id of a purged webhook reaches its own actor, which finds
+// no record and answers the same 404; the webhook actor checks the post
+// itself.
 type WebhookTargets struct {
 	env   *Env
 	seed  maphash.Seed

@@ -11,7 +11,8 @@ package actors
 // choices (workspace_signin_sweep.go), a run queued its installation's
 // finished runs past their retention (installation_runs_sweep.go). The
 // deletions commit (or replicate) with the write; the deliveries' retention has a pace of its
-// own (delivery_retention.go).
+// own (delivery_retention.go), and so has the purge of an uninstalled
+// installation, which writes nothing else (installation_purge.go).
 
 // writeSweepEvery bounds how often an owner starts a sweep pass: at most
 // once per 10 minutes of the service clock, and once after each

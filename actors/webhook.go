@@ -107,6 +107,8 @@ func (a *webhookActor) handle(msg proto.Message) (proto.Message, error) {
 		return a.post(m)
 	case *kitpb.OpenWebhook:
 		return a.open(m)
+	case *kitpb.ForgetWebhook:
+		return a.forget()
 	}
 	if a.hook == nil {
 		return nil, ErrHookNotFound
@@ -141,6 +143,26 @@ func (a *webhookActor) open(m *kitpb.OpenWebhook) (proto.Message, error) {
 	}
 	a.hook = h
 	return &kitpb.WebhookReply{Webhook: h}, nil
+}
+
+// forget deletes the record of the webhook, ended (revoked, or by its
+// installation's uninstall), for the purge of that installation (installation_purge.go):
+// its URL answers the 404 of an unknown webhook, as it did. One that is
+// gone already is forgotten again, for a purge a kill cut short.
+func (a *webhookActor) forget() (proto.Message, error) {
+	if a.hook == nil || a.id == AbsentWebhook {
+		return &kitpb.Ok{}, nil
+	}
+	if a.hook.State == WebhookActive {
+		return nil, kiterr.New(kiterr.Conflict, "an active webhook is not forgotten")
+	}
+	b := a.env.newBatch()
+	b.Delete(webhookKey(a.id))
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("forget webhook %s: %w", a.id, err)
+	}
+	a.hook = nil
+	return &kitpb.Ok{}, nil
 }
 
 // end moves the webhook out of active. revoked and uninstalled are final;

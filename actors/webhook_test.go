@@ -152,9 +152,10 @@ func TestWebhookStates(t *testing.T) {
 		reason string
 		code   kiterr.Code
 	}{
-		{"uninstall ends every webhook as uninstalled", func(t *testing.T, f *hookFixture) {
+		// Its record is then deleted by the purge (installation_purge.go).
+		{"uninstall ends every webhook as uninstalled, then forgotten", func(t *testing.T, f *hookFixture) {
 			ask[*kitpb.Ok](t, n, actors.KindInstallation, f.inst.Id, &kitpb.Uninstall{})
-		}, actors.WebhookUninstalled, "", kiterr.NotFound},
+		}, "", "", kiterr.NotFound},
 		{"removing the Kit bot from the channel disables its webhooks", func(t *testing.T, f *hookFixture) {
 			ask[*kitpb.InstallationReply](t, n, actors.KindInstallation, f.inst.Id, &kitpb.RemoveChannel{ConversationId: f.conv})
 		}, actors.WebhookDisabled, actors.DisabledBotRemoved, kiterr.Gone},
@@ -165,6 +166,14 @@ func TestWebhookStates(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := n.hookFixture(t, 1)
 			tc.act(t, f)
+			if tc.state == "" {
+				eventually.True(t, "the webhook forgotten", func() bool {
+					_, err := try[*kitpb.WebhookReply](n, actors.KindWebhook, f.hookID, &kitpb.GetWebhook{})
+					return kiterr.CodeOf(err) == kiterr.NotFound
+				})
+				wantCode(t, n.hookPost(f, "x"), tc.code)
+				return
+			}
 			h := n.hookState(t, f.hookID)
 			if h.State != tc.state || h.Reason != tc.reason || h.EndedAt == 0 {
 				t.Fatalf("state %q reason %q endedAt %d, want %q %q and set", h.State, h.Reason, h.EndedAt, tc.state, tc.reason)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kitd/kitd/internal/eventually"
 )
 
 // Incoming webhooks: docs/api.md "Incoming webhooks", "Incoming webhook states", "Errors" and "Limits", and the
@@ -535,4 +537,40 @@ func TestWebhooks_AnArchivedChannelsWebhookFreesItsPlace(t *testing.T) {
 	want(t, s.ops(t, "POST", "/ops/v1/conversations/"+c.ID+"/archive", nil), 200)
 	want(t, in.createHook(t, other.ID, w.Admin.ID), 201)
 	wantError(t, h.post(t, map[string]any{"text": "into the archive"}), 410, "gone")
+}
+
+// docs/api.md "States and transitions", Installation: once an uninstall is answered, the
+// installation deletes its credentials, webhooks and the rest
+// (docs/credentials.md "Purge on uninstall"); what it answers stays: its
+// tokens 401 invalid_token, its webhooks the one 404, the operator's
+// revocation of its tokens and webhooks 404 not_found.
+func TestUninstall_PurgeKeepsTheAnswers(t *testing.T) {
+	t.Parallel()
+	s := sharedServer(t)
+	_, c, in := webhookEnv(t, s, 3)
+	hooks := []*Hook{in.hook(t, c.ID), in.hook(t, c.ID)}
+	want(t, hooks[0].post(t, map[string]any{"text": "before"}), 200) // known to the hooks host
+	second := in.newToken(t)
+	want(t, s.ops(t, "DELETE", "/ops/v1/installations/"+in.ID, nil), 200)
+
+	answers := func(t *testing.T) {
+		t.Helper()
+		for _, tok := range []string{in.Token, second} {
+			r := s.api(t, tok, "GET", "/auth/test", nil, nil)
+			wantError(t, r, 401, "invalid_token")
+			wantError(t, s.ops(t, "POST", "/ops/v1/tokens/revoke", map[string]any{"token": tok}), 404, "not_found")
+		}
+		for _, h := range hooks {
+			wantError(t, h.post(t, map[string]any{"text": "after"}), 404, "not_found")
+			wantError(t, s.ops(t, "DELETE", "/ops/v1/webhooks/"+h.ID, nil), 404, "not_found")
+		}
+	}
+	answers(t)
+	// The purge deletes the webhooks' locators: the operator's revocation
+	// then no longer finds their installation.
+	eventually.True(t, "the purge of the uninstalled installation", func() bool {
+		r := s.ops(t, "DELETE", "/ops/v1/webhooks/"+hooks[1].ID, nil)
+		return r.Status == 404 && r.Str("message") == "webhook not found"
+	})
+	answers(t)
 }

@@ -415,7 +415,8 @@ func (x *OutboxNotice) GetAfter() uint64 {
 }
 
 // WakeDelivery asks an installation's delivery actor to take what its
-// outbox holds (after a restart).
+// outbox holds (after a restart); sent to an uninstalled installation, it
+// activates it to finish its purge (actors/installation_purge.go).
 type WakeDelivery struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields

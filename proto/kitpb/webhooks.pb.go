@@ -514,6 +514,45 @@ func (*GetWebhook) Descriptor() ([]byte, []int) {
 	return file_webhooks_proto_rawDescGZIP(), []int{7}
 }
 
+// ForgetWebhook deletes the record of an ended webhook (from the purge of
+// its uninstalled installation): its URL then answers the 404 of an
+// unknown one, as it did ended.
+type ForgetWebhook struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForgetWebhook) Reset() {
+	*x = ForgetWebhook{}
+	mi := &file_webhooks_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForgetWebhook) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForgetWebhook) ProtoMessage() {}
+
+func (x *ForgetWebhook) ProtoReflect() protoreflect.Message {
+	mi := &file_webhooks_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForgetWebhook.ProtoReflect.Descriptor instead.
+func (*ForgetWebhook) Descriptor() ([]byte, []int) {
+	return file_webhooks_proto_rawDescGZIP(), []int{8}
+}
+
 // HookPost is one POST to the webhook URL. invalid carries the problem the
 // HTTP layer found in the body's shape; the actor answers it only after the
 // URL proved to be the webhook's, so that a 400 says nothing about a URL
@@ -538,7 +577,7 @@ type HookPost struct {
 
 func (x *HookPost) Reset() {
 	*x = HookPost{}
-	mi := &file_webhooks_proto_msgTypes[8]
+	mi := &file_webhooks_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -550,7 +589,7 @@ func (x *HookPost) String() string {
 func (*HookPost) ProtoMessage() {}
 
 func (x *HookPost) ProtoReflect() protoreflect.Message {
-	mi := &file_webhooks_proto_msgTypes[8]
+	mi := &file_webhooks_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -563,7 +602,7 @@ func (x *HookPost) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookPost.ProtoReflect.Descriptor instead.
 func (*HookPost) Descriptor() ([]byte, []int) {
-	return file_webhooks_proto_rawDescGZIP(), []int{8}
+	return file_webhooks_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *HookPost) GetInstallationId() string {
@@ -617,7 +656,7 @@ type HookPostReply struct {
 
 func (x *HookPostReply) Reset() {
 	*x = HookPostReply{}
-	mi := &file_webhooks_proto_msgTypes[9]
+	mi := &file_webhooks_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -629,7 +668,7 @@ func (x *HookPostReply) String() string {
 func (*HookPostReply) ProtoMessage() {}
 
 func (x *HookPostReply) ProtoReflect() protoreflect.Message {
-	mi := &file_webhooks_proto_msgTypes[9]
+	mi := &file_webhooks_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -642,7 +681,7 @@ func (x *HookPostReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookPostReply.ProtoReflect.Descriptor instead.
 func (*HookPostReply) Descriptor() ([]byte, []int) {
-	return file_webhooks_proto_rawDescGZIP(), []int{9}
+	return file_webhooks_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *HookPostReply) GetLimit() *Decision {
@@ -677,7 +716,7 @@ type PostAsWebhook struct {
 
 func (x *PostAsWebhook) Reset() {
 	*x = PostAsWebhook{}
-	mi := &file_webhooks_proto_msgTypes[10]
+	mi := &file_webhooks_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -689,7 +728,7 @@ func (x *PostAsWebhook) String() string {
 func (*PostAsWebhook) ProtoMessage() {}
 
 func (x *PostAsWebhook) ProtoReflect() protoreflect.Message {
-	mi := &file_webhooks_proto_msgTypes[10]
+	mi := &file_webhooks_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -702,7 +741,7 @@ func (x *PostAsWebhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PostAsWebhook.ProtoReflect.Descriptor instead.
 func (*PostAsWebhook) Descriptor() ([]byte, []int) {
-	return file_webhooks_proto_rawDescGZIP(), []int{10}
+	return file_webhooks_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PostAsWebhook) GetBotId() string {
@@ -773,7 +812,7 @@ type WebhookRefused struct {
 
 func (x *WebhookRefused) Reset() {
 	*x = WebhookRefused{}
-	mi := &file_webhooks_proto_msgTypes[11]
+	mi := &file_webhooks_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -785,7 +824,7 @@ func (x *WebhookRefused) String() string {
 func (*WebhookRefused) ProtoMessage() {}
 
 func (x *WebhookRefused) ProtoReflect() protoreflect.Message {
-	mi := &file_webhooks_proto_msgTypes[11]
+	mi := &file_webhooks_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -798,7 +837,7 @@ func (x *WebhookRefused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookRefused.ProtoReflect.Descriptor instead.
 func (*WebhookRefused) Descriptor() ([]byte, []int) {
-	return file_webhooks_proto_rawDescGZIP(), []int{11}
+	return file_webhooks_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WebhookRefused) GetReason() string {
@@ -862,7 +901,8 @@ const file_webhooks_proto_rawDesc = "" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\f\n" +
 	"\n" +
-	"GetWebhook\"\xdc\x01\n" +
+	"GetWebhook\"\x0f\n" +
+	"\rForgetWebhook\"\xdc\x01\n" +
 	"\bHookPost\x12'\n" +
 	"\x0finstallation_id\x18\x01 \x01(\tR\x0einstallationId\x12\x1f\n" +
 	"\vsecret_hash\x18\x02 \x01(\fR\n" +
@@ -900,7 +940,7 @@ func file_webhooks_proto_rawDescGZIP() []byte {
 	return file_webhooks_proto_rawDescData
 }
 
-var file_webhooks_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_webhooks_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_webhooks_proto_goTypes = []any{
 	(*Webhook)(nil),        // 0: kit.v1.Webhook
 	(*WebhookRef)(nil),     // 1: kit.v1.WebhookRef
@@ -910,24 +950,25 @@ var file_webhooks_proto_goTypes = []any{
 	(*OpenWebhook)(nil),    // 5: kit.v1.OpenWebhook
 	(*EndWebhook)(nil),     // 6: kit.v1.EndWebhook
 	(*GetWebhook)(nil),     // 7: kit.v1.GetWebhook
-	(*HookPost)(nil),       // 8: kit.v1.HookPost
-	(*HookPostReply)(nil),  // 9: kit.v1.HookPostReply
-	(*PostAsWebhook)(nil),  // 10: kit.v1.PostAsWebhook
-	(*WebhookRefused)(nil), // 11: kit.v1.WebhookRefused
-	(*User)(nil),           // 12: kit.v1.User
-	(*Failure)(nil),        // 13: kit.v1.Failure
-	(*Decision)(nil),       // 14: kit.v1.Decision
-	(*DevLogEntry)(nil),    // 15: kit.v1.DevLogEntry
+	(*ForgetWebhook)(nil),  // 8: kit.v1.ForgetWebhook
+	(*HookPost)(nil),       // 9: kit.v1.HookPost
+	(*HookPostReply)(nil),  // 10: kit.v1.HookPostReply
+	(*PostAsWebhook)(nil),  // 11: kit.v1.PostAsWebhook
+	(*WebhookRefused)(nil), // 12: kit.v1.WebhookRefused
+	(*User)(nil),           // 13: kit.v1.User
+	(*Failure)(nil),        // 14: kit.v1.Failure
+	(*Decision)(nil),       // 15: kit.v1.Decision
+	(*DevLogEntry)(nil),    // 16: kit.v1.DevLogEntry
 }
 var file_webhooks_proto_depIdxs = []int32{
-	12, // 0: kit.v1.CreateWebhook.creator:type_name -> kit.v1.User
+	13, // 0: kit.v1.CreateWebhook.creator:type_name -> kit.v1.User
 	0,  // 1: kit.v1.WebhookReply.webhook:type_name -> kit.v1.Webhook
 	0,  // 2: kit.v1.OpenWebhook.webhook:type_name -> kit.v1.Webhook
-	13, // 3: kit.v1.HookPost.invalid:type_name -> kit.v1.Failure
-	14, // 4: kit.v1.HookPostReply.limit:type_name -> kit.v1.Decision
-	15, // 5: kit.v1.PostAsWebhook.log:type_name -> kit.v1.DevLogEntry
-	14, // 6: kit.v1.PostAsWebhook.limit:type_name -> kit.v1.Decision
-	14, // 7: kit.v1.WebhookRefused.limit:type_name -> kit.v1.Decision
+	14, // 3: kit.v1.HookPost.invalid:type_name -> kit.v1.Failure
+	15, // 4: kit.v1.HookPostReply.limit:type_name -> kit.v1.Decision
+	16, // 5: kit.v1.PostAsWebhook.log:type_name -> kit.v1.DevLogEntry
+	15, // 6: kit.v1.PostAsWebhook.limit:type_name -> kit.v1.Decision
+	15, // 7: kit.v1.WebhookRefused.limit:type_name -> kit.v1.Decision
 	8,  // [8:8] is the sub-list for method output_type
 	8,  // [8:8] is the sub-list for method input_type
 	8,  // [8:8] is the sub-list for extension type_name
@@ -949,7 +990,7 @@ func file_webhooks_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_webhooks_proto_rawDesc), len(file_webhooks_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
