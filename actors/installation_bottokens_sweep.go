@@ -59,14 +59,9 @@ func (a *installationActor) sweepBotTokens(creds, b batch, now int64) (sweepCurs
 	prefix := botTokensPrefix(a.id)
 	type entry struct{ key, hash []byte }
 	var entries []entry
-	bound, more := a.env.writeSweepMax(), false
-	err := a.env.Store.Scan(s.lower(prefix), persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
-		if len(entries) == bound {
-			more = true
-			return false
-		}
+	last, more, err := sweepScan(a.env.Store, s.lower(prefix), persistence.PrefixEnd(prefix), a.env.writeSweepMax(), func(k, v []byte) error {
 		entries = append(entries, entry{bytes.Clone(k), bytes.Clone(v)})
-		return true
+		return nil
 	})
 	if err != nil {
 		return s, fmt.Errorf("sweep bot tokens of %s: %w", a.id, err)
@@ -94,10 +89,6 @@ func (a *installationActor) sweepBotTokens(creds, b batch, now int64) (sweepCurs
 		if c.GrantId != "" {
 			b.Delete(grantCredentialKey(a.id, c.GrantId, e.hash))
 		}
-	}
-	var last []byte
-	if len(entries) > 0 {
-		last = entries[len(entries)-1].key
 	}
 	return s.after(now, last, more), nil
 }

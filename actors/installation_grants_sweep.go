@@ -63,14 +63,9 @@ func (a *installationActor) sweepGrants(creds, b batch, now int64) (sweepCursor,
 	prefix := grantsPrefix(a.id)
 	type entry struct{ key, hash []byte }
 	var entries []entry
-	bound, more := a.env.writeSweepMax(), false
-	err := a.env.Store.Scan(s.lower(prefix), persistence.PrefixEnd(prefix), false, func(k, _ []byte) bool {
-		if len(entries) == bound {
-			more = true
-			return false
-		}
+	last, more, err := sweepScan(a.env.Store, s.lower(prefix), persistence.PrefixEnd(prefix), a.env.writeSweepMax(), func(k, _ []byte) error {
 		entries = append(entries, entry{bytes.Clone(k), bytes.Clone(k[len(k)-32:])})
-		return true
+		return nil
 	})
 	if err != nil {
 		return s, fmt.Errorf("sweep grants of %s: %w", a.id, err)
@@ -100,10 +95,6 @@ func (a *installationActor) sweepGrants(creds, b batch, now int64) (sweepCursor,
 		if c.Kind == credRefresh && c.UserId != "" {
 			b.Delete(userGrantKey(a.id, c.UserId, c.GrantId))
 		}
-	}
-	var last []byte
-	if len(entries) > 0 {
-		last = entries[len(entries)-1].key
 	}
 	return s.after(now, last, more), nil
 }

@@ -93,14 +93,9 @@ func (a *installationActor) purgeSome() (more bool, err error) {
 	}
 	type entry struct{ k, v []byte }
 	var entries []entry
-	bound := a.env.writeSweepMax()
-	err = a.env.Store.Scan(lower, persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
-		if len(entries) == bound {
-			more = true
-			return false
-		}
+	last, more, err := sweepScan(a.env.Store, lower, persistence.PrefixEnd(prefix), a.env.writeSweepMax(), func(k, v []byte) error {
 		entries = append(entries, entry{bytes.Clone(k), bytes.Clone(v)})
-		return true
+		return nil
 	})
 	if err != nil {
 		return false, fmt.Errorf("purge %s: %w", a.id, err)
@@ -127,7 +122,7 @@ func (a *installationActor) purgeSome() (more bool, err error) {
 	}
 	a.purge.from = nil
 	if more {
-		a.purge.from = keyAfter(entries[len(entries)-1].k)
+		a.purge.from = keyAfter(last)
 	}
 	return more, nil
 }

@@ -53,29 +53,16 @@ func (a *installationActor) sweepRuns(b batch, now int64) (sweepCursor, error) {
 	if bytes.Compare(lower, upper) >= 0 {
 		return s.after(now, nil, false), nil
 	}
-	bound := a.env.writeSweepMax()
-	var last []byte
-	read, more := 0, false
 	r := &kitpb.Run{}
-	var err error
-	scanErr := a.env.Store.Scan(lower, upper, false, func(k, v []byte) bool {
-		if read == bound {
-			more = true
-			return false
-		}
-		read++
-		last = append(last[:0], k...)
-		if err = proto.Unmarshal(v, r); err != nil {
-			return false
+	last, more, err := sweepScan(a.env.Store, lower, upper, a.env.writeSweepMax(), func(k, v []byte) error {
+		if err := proto.Unmarshal(v, r); err != nil {
+			return err
 		}
 		if runExpired(r, now) {
 			b.Delete(k)
 		}
-		return true
+		return nil
 	})
-	if err == nil {
-		err = scanErr
-	}
 	if err != nil {
 		return s, fmt.Errorf("sweep runs of %s: %w", a.id, err)
 	}

@@ -1,5 +1,7 @@
 package actors
 
+import "github.com/kitd/kitd/persistence"
+
 // Records that expire are deleted by their owner in the batch of one of
 // its own writes, a bounded number at a time, so that a node that runs for
 // years does not keep every record it ever wrote: a post sweeps its
@@ -58,4 +60,27 @@ func (c sweepCursor) after(now int64, last []byte, more bool) sweepCursor {
 		return sweepCursor{at: now, from: keyAfter(last)}
 	}
 	return sweepCursor{at: now + writeSweepEvery}
+}
+
+// sweepScan calls fn with each of at most bound entries of [lower, upper)
+// in key order, stopping at fn's first error, and answers the last key it
+// read (a copy; nil: none) and whether entries remain past the bound: what
+// sweepCursor.after takes. fn's key and value are valid during the call
+// only.
+func sweepScan(store *persistence.Store, lower, upper []byte, bound int, fn func(k, v []byte) error) (last []byte, more bool, err error) {
+	read := 0
+	scanErr := store.Scan(lower, upper, false, func(k, v []byte) bool {
+		if read == bound {
+			more = true
+			return false
+		}
+		read++
+		last = append(last[:0], k...)
+		err = fn(k, v)
+		return err == nil
+	})
+	if err == nil {
+		err = scanErr
+	}
+	return last, more, err
 }

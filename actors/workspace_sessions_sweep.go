@@ -41,30 +41,17 @@ func (a *workspaceActor) sweepSessions(pointers, b batch, now int64) (sweepCurso
 		return c, nil
 	}
 	prefix := sessionsPrefix(a.id)
-	bound := a.env.writeSweepMax()
 	var expired []string
-	var last []byte
-	read, more := 0, false
 	s := &kitpb.Session{}
-	var err error
-	scanErr := a.env.Store.Scan(c.lower(prefix), persistence.PrefixEnd(prefix), false, func(k, v []byte) bool {
-		if read == bound {
-			more = true
-			return false
-		}
-		read++
-		last = append(last[:0], k...)
-		if err = proto.Unmarshal(v, s); err != nil {
-			return false
+	last, more, err := sweepScan(a.env.Store, c.lower(prefix), persistence.PrefixEnd(prefix), a.env.writeSweepMax(), func(_, v []byte) error {
+		if err := proto.Unmarshal(v, s); err != nil {
+			return err
 		}
 		if now >= s.ExpiresAt {
 			expired = append(expired, s.Id)
 		}
-		return true
+		return nil
 	})
-	if err == nil {
-		err = scanErr
-	}
 	if err != nil {
 		return c, fmt.Errorf("sweep sessions of %s: %w", a.id, err)
 	}

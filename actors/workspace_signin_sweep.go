@@ -40,19 +40,10 @@ func (a *workspaceActor) sweepSignInChoices(first, b batch, now int64) (sweepCur
 	if bytes.Compare(lower, upper) >= 0 {
 		return c.after(now, nil, false), nil
 	}
-	bound := a.env.writeSweepMax()
-	var last []byte
-	read, more := 0, false
-	err := a.env.Store.Scan(lower, upper, false, func(k, _ []byte) bool {
-		if read == bound {
-			more = true
-			return false
-		}
-		read++
-		last = append(last[:0], k...)
+	last, more, err := sweepScan(a.env.Store, lower, upper, a.env.writeSweepMax(), func(k, _ []byte) error {
 		first.Delete(credentialKey(k[len(k)-32:]))
 		b.Delete(k)
-		return true
+		return nil
 	})
 	if err != nil {
 		return c, fmt.Errorf("sweep sign-in choices of %s: %w", a.id, err)
