@@ -25,7 +25,8 @@ import (
 //   - each UserGrant and responseUrl record;
 //   - each run with its open-run entry, but a run still running: its
 //     runner reports its outcome, which the developer log shows, and
-//     finishRun then deletes it (an activation, interruptRuns);
+//     finishRun then deletes it and asks for another pass, which deletes
+//     the marker (an activation, interruptRuns);
 //   - each WebhookRef, with its locator and, asked of its webhook actor
 //     first (ForgetWebhook), the webhook's record.
 //
@@ -53,7 +54,12 @@ type purgeState struct {
 	queued bool   // a purgeNext is in the mailbox: keep the actor active
 	from   []byte // the first key of the next batch; nil: a new pass
 	kept   bool   // the pass so far kept a running run
+	again  bool   // a run ended since the pass began: another follows it
 }
+
+// runEnded is finishRun's: the run it deleted may be one the pass under
+// way kept, which then leaves the marker; another pass deletes it.
+func (s *purgeState) runEnded() { s.due, s.again = true, true }
 
 // purgeAfter sends purgeNext when a batch is due. Receive calls it after
 // every message, so a batch follows the answer of what asked for it.
@@ -80,7 +86,7 @@ func (a *installationActor) purgeBatch() {
 		}
 		return
 	}
-	a.purge.due = more
+	a.purge.due = more || a.purge.again
 }
 
 func (a *installationActor) purgeSome() (more bool, err error) {
@@ -89,7 +95,7 @@ func (a *installationActor) purgeSome() (more bool, err error) {
 	if a.purge.from != nil {
 		lower = a.purge.from
 	} else {
-		a.purge.kept = false
+		a.purge.kept, a.purge.again = false, false
 	}
 	type entry struct{ k, v []byte }
 	var entries []entry

@@ -253,7 +253,7 @@ func (a *installationActor) finishRun(m *kitpb.FinishRun) (proto.Message, error)
 		// Nobody reads it again: the purge kept it for this log entry
 		// alone, and goes on (installation_purge.go).
 		b.Delete(runKey(a.id, run.Id))
-		a.purge.due = true
+		a.purge.runEnded()
 	} else {
 		put(b, runKey(a.id, run.Id), run)
 	}
