@@ -526,6 +526,21 @@ func TestResponseURL(t *testing.T) {
 			t.Fatalf("the original is %s", r.Body)
 		}
 	})
+	t.Run("a suspended Kit's responseUrl is 403 and spends no use", func(t *testing.T) {
+		// docs/api.md "Kit state": "a responseUrl answers 403 and its use
+		// is not counted"; the exchange is checked against webapi.json.
+		m.advance(t, time.Minute) // the conversation's post bucket full again
+		want(t, m.command(t, "/deploy", ""), 200)
+		d := m.last(t)
+		suspendKit(t, s, m.kit.ID, "suspend", "suspended")
+		for range 6 {
+			wantError(t, respond(t, s, d, map[string]any{"text": "while suspended"}), 403, "forbidden")
+		}
+		suspendKit(t, s, m.kit.ID, "resume", "active")
+		for range 5 {
+			want(t, respond(t, s, d, map[string]any{"text": "resumed"}), 200)
+		}
+	})
 	t.Run("the 51st use in a minute per installation is 429 with Retry-After", func(t *testing.T) {
 		m.advance(t, time.Minute) // full buckets
 		msg := m.buttons(t)
