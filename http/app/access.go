@@ -41,6 +41,7 @@ var _ = template.Must(pages.New("access").Parse(`
 {{define "access"}}` + pageHead + `<p><a href="/app/">← Home</a></p>
 <h1>API access: {{.Kit}}</h1>
 <p><strong>{{.Kit}}</strong> (<code>{{.Slug}}</code>, version {{.Version}}) in the workspace <strong>{{.Workspace}}</strong>.</p>
+{{if .Suspended}}<p class="error">` + suspendedWords + `</p>{{end}}
 {{if .Problem}}<p class="error" role="alert">{{.Problem}}</p>{{end}}
 {{if .Notice}}<p class="notice" role="status">{{.Notice}}</p>{{end}}
 {{with .Shown}}<section class="shown">
@@ -114,6 +115,11 @@ var _ = template.Must(pages.New("access").Parse(`
 
 // access is a checked request of an API access page: an active admin or
 // owner of the workspace of a live installation.
+// suspendedWords tell the members of a workspace why its installation of
+// a suspended Kit does nothing (docs/api.md "Kit state"): nothing on the
+// pages changes otherwise, and the tokens and webhooks listed look fine.
+const suspendedWords = `An operator of this service suspended this Kit: its tokens, webhooks, commands and tool calls are refused and its events wait until it is resumed. Nothing is deleted: all of it works again once it is resumed.`
+
 type access struct {
 	sess   *actors.WebSession
 	secret string // the session cookie, for the forms' CSRF token
@@ -217,7 +223,7 @@ func (s *Server) accessPage(ctx *fasthttp.RequestCtx, a *access, status int, o o
 		WebhooksAllowed                                         bool
 		MaxWebhooks                                             int32
 		Webhooks                                                []webhook
-		Own, Bot                                                bool
+		Own, Bot, Suspended                                     bool
 		ClientSecret, SigningSecret                             string
 	}{
 		Title: "API access: " + a.inst.KitDisplayName, Kit: a.inst.KitDisplayName, Slug: a.inst.KitSlug,
@@ -227,6 +233,12 @@ func (s *Server) accessPage(ctx *fasthttp.RequestCtx, a *access, status int, o o
 		MaxWebhooks:     a.inst.MaxWebhooks, Bot: actors.HasBot(a.inst),
 	}
 	fail := func(err error) { s.failPage(ctx, err) }
+	suspended, err := s.env.KitSuspended(a.inst.KitId)
+	if err != nil {
+		fail(err)
+		return
+	}
+	data.Suspended = suspended
 	names := map[string]string{}
 	for _, id := range a.inst.ChannelIds {
 		name, err := s.channelName(id)

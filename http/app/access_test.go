@@ -480,3 +480,37 @@ func TestHomePage(t *testing.T) {
 		}
 	})
 }
+
+// A suspended Kit (docs/api.md "Kit state") refuses its tokens, webhooks
+// and member actions while its pages would otherwise look as ever: the
+// home page and the API access page say it is suspended, and stop saying
+// so once it is resumed.
+func TestPagesSayTheKitIsSuspended(t *testing.T) {
+	f := newFixture(t)
+	const said = "suspended"
+	for _, tc := range []struct {
+		name    string
+		state   string
+		handler func(*Server, *fasthttp.RequestCtx)
+		path    string
+		cookie  string
+		has     bool
+	}{
+		{"the API access page of a suspended Kit says so", actors.KitSuspended, (*Server).AccessPage, f.accessPath(), f.adminCookie, true},
+		{"an admin's home page says so", actors.KitSuspended, (*Server).Home, "/app/", f.adminCookie, true},
+		{"a member's home page says so", actors.KitSuspended, (*Server).Home, "/app/", f.memberCookie, true},
+		{"the API access page of a resumed Kit does not", actors.KitActive, (*Server).AccessPage, f.accessPath(), f.adminCookie, false},
+		{"the home page of a resumed Kit does not", actors.KitActive, (*Server).Home, "/app/", f.adminCookie, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			call[*kitpb.KitReply](t, f.s, actors.KindKit, f.kitID, &kitpb.SetKitState{State: tc.state})
+			p := f.do(tc.handler, "GET", tc.path, tc.cookie, nil)
+			if p.status != 200 {
+				t.Fatalf("status %d", p.status)
+			}
+			if strings.Contains(p.body, said) != tc.has {
+				t.Fatalf("the page says %q: %v, want %v; page:\n%s", said, !tc.has, tc.has, p.body)
+			}
+		})
+	}
+}

@@ -24,6 +24,7 @@ var _ = template.Must(pages.New("home").Parse(`
 <h2>Kits installed in {{.Workspace}}</h2>
 {{range .Kits}}<section class="kit" aria-labelledby="kit-{{.ID}}">
 <h3 id="kit-{{.ID}}">{{.Name}} <small>version {{.Version}}</small></h3>
+{{if .Suspended}}<p class="error">` + suspendedWords + `</p>{{end}}
 {{if .Scopes}}<p>Its bot can:</p><ul class="scopes">{{range .Scopes}}<li>{{.Words}} <small>(<code>{{.Name}}</code>)</small></li>{{end}}</ul>
 {{else}}<p>Its bot asks for no permissions.</p>{{end}}
 <p>{{if .Channels}}Its bot is in {{range $i, $c := .Channels}}{{if $i}}, {{end}}{{$c}}{{end}}.{{else}}Its bot is in no channel.{{end}}</p>
@@ -55,6 +56,7 @@ func (s *Server) home(ctx *fasthttp.RequestCtx, sess *actors.WebSession, secret 
 	type grant struct{ ID, Installation, Kit, Created, Scopes string }
 	type kit struct {
 		ID, Name, Version, Path string
+		Suspended               bool
 		Scopes                  []scope
 		Channels                []string
 		Grants                  []grant
@@ -93,6 +95,10 @@ func (s *Server) home(ctx *fasthttp.RequestCtx, sess *actors.WebSession, secret 
 			continue
 		}
 		k := kit{ID: in.Id, Name: in.KitDisplayName, Version: in.KitVersion, Path: InstallationsPath + in.Id}
+		if k.Suspended, err = s.env.KitSuspended(in.KitId); err != nil {
+			s.failPage(ctx, err)
+			return
+		}
 		for _, sc := range in.BotScopes {
 			k.Scopes = append(k.Scopes, scope{sc, ScopeInWords(sc)})
 		}
