@@ -273,6 +273,11 @@ func (a *installationActor) getRun(m *kitpb.GetRun) (proto.Message, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The sweep rides on a later run queued; a run past its retention it
+	// has not reached yet is gone all the same.
+	if runExpired(run, nanos(a.env.Clock.Now())) {
+		return nil, kiterr.Absent("run")
+	}
 	if run.RequesterUserId == m.UserId {
 		return &kitpb.RunReply{Run: run}, nil
 	}

@@ -121,3 +121,36 @@ func TestFinishedRunsAreSwept(t *testing.T) {
 		}
 	})
 }
+
+// TestARunPastItsRetentionIsNotShown: docs/api.md "Users, runs and the
+// installation" answers a finished run 404 once its 7 days are over. The
+// sweep rides on a later run queued, paced and bounded, so a run not yet
+// swept (no run queued since) is judged at the read, as every expiry.
+func TestARunPastItsRetentionIsNotShown(t *testing.T) {
+	tests := []struct {
+		name  string
+		age   time.Duration // from the run's end to the read
+		shown bool
+	}{
+		{"a run read 1 s before its 7 days is shown", actors.RunRetention - time.Second, true},
+		{"a run read at its 7 days is 404, though not swept", actors.RunRetention, false},
+		{"a run read a day past its 7 days is 404, though not swept", actors.RunRetention + 24*time.Hour, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := ownNode(t)
+			e := n.toolEnv(t)
+			id := ask[*kitpb.ToolCallReply](t, n, actors.KindInstallation, e.inst.Id, e.invoke(e.alice, e.conv, "secret")).Run.Id
+			ask[*kitpb.RunReply](t, n, actors.KindInstallation, e.inst.Id, &kitpb.StartRun{RunId: id})
+			ask[*kitpb.RunReply](t, n, actors.KindInstallation, e.inst.Id, &kitpb.FinishRun{RunId: id, Succeeded: true, Result: []byte(`{"a":1}`)})
+			n.clk.Advance(tt.age)
+
+			_, err := try[*kitpb.RunReply](n, actors.KindInstallation, e.inst.Id, &kitpb.GetRun{RunId: id, UserId: e.alice})
+			if tt.shown {
+				noErr(t, err)
+				return
+			}
+			wantCode(t, err, kiterr.NotFound)
+		})
+	}
+}
