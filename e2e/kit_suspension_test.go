@@ -328,3 +328,36 @@ func TestKitSuspensionStopsAToolCallThatWaitsForItsSlot(t *testing.T) {
 		t.Fatalf("the run after the resume: %v", run)
 	}
 }
+
+// kit deliveries list of a suspended Kit's installation says why its
+// events wait (docs/api.md "Kit state"): the endpoint is healthy and
+// nothing is attempted, so without the Kit's state the developer sees
+// events queued for no reason. Resumed, the line is gone.
+func TestCLI_DeliveriesListSaysTheKitIsSuspended(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	s, _ := deliveryServer(t, rcv, false, "")
+	e := newEventsSetup(t, s, rcv, 1)
+	other := e.w.install(t, e.w.kit(t, baseScopes...), e.convs[0])
+	suspendKit(t, s, e.kit.ID, "suspend", "suspended")
+	other.post(t, e.convs[0], "held")
+	eventually.True(t, "the event queued", func() bool {
+		return jstr(deliveries(t, s, e).JSON, "deliveries.0.state") == "queued"
+	})
+	const line = "the Kit is suspended"
+	if r := deliveries(t, s, e); r.Str("kitState") != "suspended" {
+		t.Errorf("the deliveries page does not say the Kit is suspended%s", r)
+	}
+	run := kit(t, s, e.w.Dev, "deliveries", "list", e.in.ID)
+	wantExit(t, run, 0)
+	if !strings.Contains(run.stdout, line) {
+		t.Errorf("kit deliveries list hides why the events wait%s", run)
+	}
+	suspendKit(t, s, e.kit.ID, "resume", "active")
+	eventually.True(t, "the event after the resume", func() bool { return len(rcv.received()) == 1 })
+	run = kit(t, s, e.w.Dev, "deliveries", "list", e.in.ID)
+	wantExit(t, run, 0)
+	if strings.Contains(run.stdout, line) {
+		t.Errorf("kit deliveries list of a resumed Kit%s", run)
+	}
+}

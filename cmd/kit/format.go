@@ -518,6 +518,11 @@ func formatDeliveries(w io.Writer, instArg string, limit int, p *dev.DeliveryPag
 		ep += " since " + logTime(*p.Endpoint.FailingSince)
 	}
 	fmt.Fprintln(w, clean(ep))
+	if p.KitState == "suspended" {
+		// Nothing is attempted, so the endpoint's health alone would not
+		// say why the events wait.
+		fmt.Fprintln(w, "the Kit is suspended by the operator: its events wait, not attempted, and go out in order once it is resumed")
+	}
 	if p.WaitingInOutbox {
 		fmt.Fprintln(w, "more events wait in the outbox, past what the installation keeps queued: they are listed once taken")
 	}

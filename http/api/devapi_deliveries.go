@@ -54,24 +54,28 @@ func viewEndpoint(ep *kitpb.DeliveryEndpoint) dev.DeliveryEndpoint {
 }
 
 // ownInstallation checks that the installation exists and its Kit belongs
-// to the caller's workspace; anything else is 404, as an unknown id.
-func (s *Server) ownInstallation(in call) (*kitpb.Installation, error) {
+// to the caller's workspace, and answers both; anything else is 404, as
+// an unknown id.
+func (s *Server) ownInstallation(in call) (*kitpb.Installation, *kitpb.Kit, error) {
 	instID := in.param("installationId")
 	if !ids.Valid(instID) {
-		return nil, kiterr.Absent("installation")
+		return nil, nil, kiterr.Absent("installation")
 	}
 	r, err := ask[*kitpb.InstallationReply](s, actors.KindInstallation, instID, &kitpb.GetInstallation{})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if r.Installation == nil {
-		return nil, kiterr.Absent("installation")
+		return nil, nil, kiterr.Absent("installation")
 	}
 	kit, err := ask[*kitpb.KitReply](s, actors.KindKit, r.Installation.KitId, &kitpb.GetKit{WorkspaceId: in.p.Caller.WorkspaceId})
-	if err == nil && kit.Kit.WorkspaceId != in.p.Caller.WorkspaceId {
-		err = kiterr.Absent("installation")
+	if err != nil {
+		return nil, nil, err
 	}
-	return r.Installation, err
+	if kit.Kit.WorkspaceId != in.p.Caller.WorkspaceId {
+		return nil, nil, kiterr.Absent("installation")
+	}
+	return r.Installation, kit.Kit, nil
 }
 
 // errRedeliverUninstalled: an uninstall ends what a workspace sends the
@@ -90,7 +94,7 @@ func (s *Server) listDeliveries(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	inst, err := s.ownInstallation(in)
+	inst, kit, err := s.ownInstallation(in)
 	if err != nil {
 		return reply{}, err
 	}
@@ -106,7 +110,10 @@ func (s *Server) listDeliveries(in call) (reply, error) {
 	if len(out) > 0 {
 		next = cursorFor(list, strconv.FormatUint(out[len(out)-1].Sequence, 10), r.More)
 	}
-	return jsonReply(fasthttp.StatusOK, dev.DeliveryPage{Deliveries: out, NextCursor: next, Endpoint: viewEndpoint(r.Endpoint), WaitingInOutbox: r.WaitingInOutbox})
+	// The Kit's state says why events wait, neither attempted nor failing,
+	// while it is suspended: the endpoint's health alone reads healthy.
+	return jsonReply(fasthttp.StatusOK, dev.DeliveryPage{Deliveries: out, NextCursor: next, Endpoint: viewEndpoint(r.Endpoint),
+		WaitingInOutbox: r.WaitingInOutbox, KitState: kit.State})
 }
 
 func (s *Server) redeliver(in call) (reply, error) {
@@ -135,7 +142,7 @@ func (s *Server) redeliver(in call) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	inst, err := s.ownInstallation(in)
+	inst, _, err := s.ownInstallation(in)
 	if err == nil && inst.Uninstalled {
 		err = errRedeliverUninstalled
 	}

@@ -333,6 +333,9 @@ type DeliveryPage struct {
 	// WaitingInOutbox: more events wait past what the installation keeps
 	// queued, without a sequence yet; they are listed once taken.
 	WaitingInOutbox bool `json:"waitingInOutbox"`
+	// KitState is the installed Kit's state, active or suspended: while
+	// the operator has it suspended its events wait, not attempted.
+	KitState string `json:"kitState"`
 }
 
 // Redelivered is the answer of POST
