@@ -534,7 +534,12 @@ func formatDeliveries(w io.Writer, instArg string, limit int, p *dev.DeliveryPag
 	row(t, "SEQ", "STATE", "TYPE", "ATTEMPTS", "LAST", "EVENT")
 	for _, d := range p.Deliveries {
 		last := orDash(d.LastErrorCode)
-		if d.LastHTTPStatus != nil {
+		switch {
+		case d.State == "succeeded" && d.LastHTTPStatus != nil && d.LastErrorCode != nil:
+			// lastErrorCode is the last failed attempt's: an earlier one
+			// than the success whose status this is.
+			last = strconv.Itoa(*d.LastHTTPStatus) + ", earlier " + *d.LastErrorCode
+		case d.LastHTTPStatus != nil:
 			last = strconv.Itoa(*d.LastHTTPStatus) + " " + last
 		}
 		typ := d.Type
