@@ -42,6 +42,15 @@ var ErrResponseURLNotFound = kiterr.Absent("response URL")
 // answer; the developer log says why.
 var errKitUnavailable = kiterr.New(kiterr.KitUnavailable, "the Kit did not answer within 3 seconds, or answered with an error")
 
+// ErrorInFlightLimit is the errorCode of a call not made: its installation's
+// 10 deliveries in flight, or its Kit's 50, were all held until its
+// deadline (docs/deliveries.md "Member actions").
+const ErrorInFlightLimit = "in_flight_limit"
+
+// errKitBusy answers a member action whose call was not made for want of
+// a slot: the same 502, said as it is, since the Kit was never asked.
+var errKitBusy = kiterr.New(kiterr.KitUnavailable, "the Kit has as many calls and events in flight as it may take; try again in a moment")
+
 // Developer log errorCodes of a 2xx answer the service could not use.
 const (
 	// ErrorInvalidAnswer: the body is not JSON of the answer's shape, or
@@ -239,6 +248,8 @@ func (a *installationActor) finishMemberAction(m *kitpb.FinishMemberAction) (pro
 	case "":
 	case ErrorKitSuspended:
 		return nil, ErrKitSuspended // suspended while the call waited: the 403 of "Kit state"
+	case ErrorInFlightLimit:
+		return nil, errKitBusy
 	default:
 		return nil, errKitUnavailable
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,6 +184,7 @@ func TestFinishMemberAction(t *testing.T) {
 		{"a failed call is 502 kit_unavailable", &kitpb.FinishMemberAction{Kind: actors.ActionInteraction, HttpStatus: 500, ErrorCode: "http_error"}, kiterr.KitUnavailable, "http_error", false},
 		{"an answer breaking a rule of POST /messages is 502 kit_unavailable and posts nothing", &kitpb.FinishMemberAction{Kind: actors.ActionCommand, HttpStatus: 200, Post: true, Text: "x", Blocks: []byte(`[{"type":"header"}]`)}, kiterr.KitUnavailable, actors.ErrorInvalidAnswer, false},
 		{"a call not made, its Kit suspended while it waited, is 403 forbidden", &kitpb.FinishMemberAction{Kind: actors.ActionCommand, ErrorCode: actors.ErrorKitSuspended}, kiterr.Forbidden, actors.ErrorKitSuspended, false},
+		{"a call not made for want of a slot is 502 kit_unavailable, saying so", &kitpb.FinishMemberAction{Kind: actors.ActionCommand, ErrorCode: actors.ErrorInFlightLimit}, kiterr.KitUnavailable, actors.ErrorInFlightLimit, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
@@ -192,6 +194,11 @@ func TestFinishMemberAction(t *testing.T) {
 			r, err := try[*kitpb.MessageReply](n, actors.KindInstallation, f.inst.Id, tt.finish)
 			if tt.wantCode != "" {
 				wantCode(t, err, tt.wantCode)
+				// The Kit was asked, or it was not: the message says which.
+				asked := tt.finish.HttpStatus != 0
+				if said := strings.Contains(err.Error(), "did not answer"); tt.wantCode == kiterr.KitUnavailable && said != asked {
+					t.Fatalf("%v, for a Kit asked: %v", err, asked)
+				}
 			} else {
 				noErr(t, err)
 			}

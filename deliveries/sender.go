@@ -720,7 +720,7 @@ const (
 	// ReasonInFlightLimit: a call found the Kit's deliveries in flight at
 	// their limit (MaxInFlightPerKit, this node's share) until its
 	// deadline, and was not made.
-	ReasonInFlightLimit = "in_flight_limit"
+	ReasonInFlightLimit = actors.ErrorInFlightLimit
 )
 
 // retryHeaders are the Service-Retry-Num and Service-Retry-Reason of an
