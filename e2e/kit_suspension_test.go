@@ -282,7 +282,11 @@ func TestASuspendedKitsInstallPageIsRefused(t *testing.T) {
 func TestKitSuspensionStopsAToolCallThatWaitsForItsSlot(t *testing.T) {
 	t.Parallel()
 	tk := newToolKit(t)
-	e := newToolsSetup(t, tk)
+	// The 10 held calls and the 11th's wait for a slot end by the gate, not
+	// by a deadline: with kitTimeout's 1.5 s, a loaded machine slower than
+	// that from the first call to the suspension saw a held call time out
+	// and the 11th take its slot and reach the Kit before the suspension.
+	e := newToolsSetupOpts(t, tk, "off", eventually.Within)
 	gate := make(chan struct{})
 	tk.answerWith(func(call map[string]any) (int, string, time.Duration) {
 		if jget(call, "arguments.hold") == true {

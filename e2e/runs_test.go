@@ -105,9 +105,17 @@ func newToolsSetup(t *testing.T, tk *toolKit) *toolsSetup {
 // newToolsSetupLimits is newToolsSetup on a server of --limits limits.
 func newToolsSetupLimits(t *testing.T, tk *toolKit, limits string) *toolsSetup {
 	t.Helper()
-	opts := ServerOpts{DataDir: t.TempDir(), OpToken: "op_" + randToken(), Limits: limits, Args: append([]string{
+	return newToolsSetupOpts(t, tk, limits, kitTimeout)
+}
+
+// newToolsSetupOpts is newToolsSetupLimits whose Kit has timeout (the
+// server's --delivery-timeout) to answer a call.
+func newToolsSetupOpts(t *testing.T, tk *toolKit, limits string, timeout time.Duration) *toolsSetup {
+	t.Helper()
+	opts := ServerOpts{DataDir: t.TempDir(), OpToken: "op_" + randToken(), Limits: limits, Args: []string{
 		"--delivery-ca", tk.caPath, "--delivery-allow", strings.TrimPrefix(tk.srv.URL, "https://"),
-	}, kitTimeoutArgs...)}
+		"--delivery-timeout", timeout.String(),
+	}}
 	s := startServerOpts(t, opts)
 	e := &toolsSetup{s: s, opts: opts, w: newWorkspace(t, s)}
 	w := e.w
