@@ -438,7 +438,9 @@ func TestACallTakesOneOfItsInstallationsSlots(t *testing.T) {
 	defer srv.Close()
 	roots := srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	slots := newInstallationSlots(0)
-	s := startCallSender(t, Config{Clock: clock.System(), RootCAs: roots, Allow: []string{"127.0.0.1"}}, slots)
+	// The slots refused are refused at once: a long Timeout is only the
+	// granted call's, which a starved race build may take seconds to make.
+	s := startCallSender(t, Config{Clock: clock.System(), RootCAs: roots, Allow: []string{"127.0.0.1"}, Timeout: eventually.Within}, slots)
 	now := time.Now()
 	_, gen, _ := s.signing.get("kit", now)
 	s.signing.put("kit", []string{secret}, gen, now)
