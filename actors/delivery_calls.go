@@ -22,6 +22,13 @@ import (
 // A node that dies mid-call thus holds its slot no longer than that.
 const callLeaseMargin = time.Second
 
+func (e *Env) callLeaseMargin() time.Duration {
+	if e.testHookCallLeaseMargin > 0 {
+		return e.testHookCallLeaseMargin
+	}
+	return callLeaseMargin
+}
+
 // maxCallsWaiting bounds the calls of one installation that wait for a
 // slot; past it a call is refused at once, as at its deadline. Members'
 // rate limits keep far fewer waiting.
@@ -114,7 +121,7 @@ func (a *deliveryActor) reservedForCalls() int {
 func (a *deliveryActor) takeCallSlot(m *kitpb.TakeCallSlot) any {
 	now := time.Now() // leases are real time: the service clock may jump in tests
 	wait := time.Duration(m.WaitMs) * time.Millisecond
-	lease := now.Add(wait + callLeaseMargin)
+	lease := now.Add(wait + a.env.callLeaseMargin())
 	a.grantWaiters() // drops those that gave up: they owe nothing
 	if len(a.calls.waiting) == 0 && a.inUse() < MaxInFlightPerInstallation {
 		a.hold(m.Call, lease)

@@ -172,6 +172,9 @@ type Env struct {
 	// testHookWriteSweepMax, set by tests, is the bound of a write-borne
 	// sweep (sweep.go) in place of writeSweepMax.
 	testHookWriteSweepMax int
+	// testHookCallLeaseMargin, set by tests, is how long past its deadline
+	// a call's slot stays held in place of callLeaseMargin.
+	testHookCallLeaseMargin time.Duration
 }
 
 func (e *Env) deliveryFlushAfter() time.Duration {

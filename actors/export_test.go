@@ -48,6 +48,10 @@ var (
 // writeSweepMax.
 func SetWriteSweepMax(env *Env, n int) { env.testHookWriteSweepMax = n }
 
+// SetCallLeaseMargin holds a call's slot d past its deadline, when its
+// give-back does not come, in place of callLeaseMargin.
+func SetCallLeaseMargin(env *Env, d time.Duration) { env.testHookCallLeaseMargin = d }
+
 // LeastAllocs is leastAllocs, for the tests outside the package.
 var LeastAllocs = leastAllocs
 
