@@ -124,14 +124,8 @@ func (h *Host) toLeader(kind, identity string, msg proto.Message, tell bool) (pr
 	f := h.fwd.Load()
 	p := partition.Of(identity)
 	to, ok := f.Router.Leader(p)
-	// This node leads p but does not serve it: it is applying the first
-	// entry of its term before it hosts p, or its lease lapsed for a
-	// moment (a heartbeat answered late on a busy machine). Both pass in
-	// a few cycles; a request waits for them rather than fail at once.
-	for deadline := time.Now().Add(selfWait); ok && to.Addr == f.Self && time.Now().Before(deadline); {
-		time.Sleep(selfPoll)
-		res, err := h.here(kind, identity, msg, tell)
-		if !errors.Is(err, ErrNotHosted) {
+	if ok && to.Addr == f.Self {
+		if res, served, err := h.awaitHere(f, p, kind, identity, msg, tell); served {
 			return res, err
 		}
 		to, ok = f.Router.Leader(p)
@@ -182,6 +176,14 @@ func (h *Host) toLeader(kind, identity string, msg proto.Message, tell bool) (pr
 			// election.
 			next, ok = f.awaitOther(p, to.Addr)
 		}
+		if hop == 0 && ok && next.Addr == f.Self && (next.Term == 0 || next.Term > to.Term) {
+			// p moved here (a leadership handed to this node, as the
+			// cluster balances itself): served here once this node hosts
+			// it. The Moved says the request did not run there.
+			if res, served, err := h.awaitHere(f, p, kind, identity, msg, tell); served {
+				return res, err
+			}
+		}
 		// One more hop, to another node, in a newer term when terms are
 		// known (gossip names a leader without its term).
 		if hop > 0 || !ok || next.Addr == to.Addr || next.Addr == f.Self || next.Term != 0 && next.Term <= to.Term {
@@ -190,6 +192,26 @@ func (h *Host) toLeader(kind, identity string, msg proto.Message, tell bool) (pr
 		}
 		to = next
 	}
+}
+
+// awaitHere runs msg on this node, which leads its partition but does
+// not serve it yet: it is applying the first entry of its term before it
+// hosts the partition, or its lease lapsed for a moment (a heartbeat
+// answered late on a busy machine). Both pass in a few cycles; a request
+// waits for them, up to selfWait and while the routing table names this
+// node, rather than fail at once. served is false when it did not run.
+func (h *Host) awaitHere(f *forwarder, p partition.ID, kind, identity string, msg proto.Message, tell bool) (res proto.Message, served bool, err error) {
+	for deadline := time.Now().Add(selfWait); time.Now().Before(deadline); {
+		time.Sleep(selfPoll)
+		res, err := h.here(kind, identity, msg, tell)
+		if !errors.Is(err, ErrNotHosted) {
+			return res, true, err
+		}
+		if to, ok := f.Router.Leader(p); ok && to.Addr != f.Self {
+			break
+		}
+	}
+	return nil, false, nil
 }
 
 // awaitOther waits up to movedWait for the routing table to name another

@@ -202,6 +202,28 @@ func TestForwarding(t *testing.T) {
 				t.Fatalf("served by B %d, runs on C %d: want 0, 0", b.served.Load(), c.runs.Load())
 			}
 		}},
+		{"a Moved naming this node serves the request here once it hosts the partition", func(t *testing.T, p partition.ID, id string, a, b, c *peerNode) {
+			// B led p in term 1 and handed it to A, which applies its
+			// term's first entry before it hosts p: the cluster balancing
+			// its leaderships, a request through A meanwhile.
+			leadOnly(p, nil, []*peerNode{a, b, c})
+			a.table.Set(p, b.peers.Addr(), 1)
+			b.table.Set(p, a.peers.Addr(), 2)
+			hosted := make(chan struct{})
+			go func() {
+				defer close(hosted)
+				eventually.Holds(eventually.Within, func() bool { return b.served.Load() == 1 })
+				a.n.Host(p)
+			}()
+			r, err := getUser(a, id, "u")
+			<-hosted
+			if err != nil || r.User.DisplayName != "A" {
+				t.Fatalf("got %v, %v; want the reply of A, which leads p now", r, err)
+			}
+			if b.runs.Load() != 0 || c.served.Load() != 0 {
+				t.Fatalf("runs on B %d, served by C %d: want 0, 0", b.runs.Load(), c.served.Load())
+			}
+		}},
 		{"a Moved naming no leader waits for the table to name another node, then hops there", func(t *testing.T, p partition.ID, id string, a, b, c *peerNode) {
 			leadOnly(p, c, []*peerNode{a, b, c})
 			a.table.Set(p, b.peers.Addr(), 0) // gossip's word: B leads, no term
