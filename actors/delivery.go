@@ -497,17 +497,34 @@ func WakeDeliveries(env *Env) error {
 // starts to lead p must do (the previous leader's queues are its state now).
 // It wakes too the uninstalled installations of p whose purge is not done
 // (installation_purge.go): their activation goes on with it.
+//
+// It reads this node's replica of p, which it leads: a node that no
+// longer hosts p (it lost the lead before the wake ran, as in a whole
+// cluster's stop) wakes nothing, its replica being no longer its to
+// read, and the next leader wakes them.
 func WakeDeliveriesIn(env *Env, p partition.ID) error {
 	wake := func(inst string) { env.Host.Send(KindDelivery, inst, &kitpb.WakeDelivery{}) }
-	if err := eachInstallation(env.Store, deliveriesPrefix(p), deliveryInstallation, deliveryPrefix, wake); err != nil {
-		return err
-	}
 	outboxOf := func(inst string) []byte { return outboxPrefix(p, inst) }
-	if err := eachInstallation(env.Store, outboxesPrefix(p), outboxInstallation, outboxOf, wake); err != nil {
-		return err
-	}
 	purging := func(inst string) { env.Host.Send(KindInstallation, inst, &kitpb.WakeDelivery{}) }
-	return eachInstallation(env.Store, purgesPrefix(p), purgeInstallation, purgeKey, purging)
+	for _, scan := range []func() error{
+		func() error {
+			return eachInstallation(env.Store, deliveriesPrefix(p), deliveryInstallation, deliveryPrefix, wake)
+		},
+		func() error {
+			return eachInstallation(env.Store, outboxesPrefix(p), outboxInstallation, outboxOf, wake)
+		},
+		func() error {
+			return eachInstallation(env.Store, purgesPrefix(p), purgeInstallation, purgeKey, purging)
+		},
+	} {
+		if env.Host != nil && !env.Host.Hosts(p) {
+			return nil
+		}
+		if err := scan(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // eachInstallation calls fn with each installation that has keys under

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -353,5 +354,31 @@ func TestAKillMidPurgeLeavesItToTheNextActivation(t *testing.T) {
 				t.Fatalf("the developer log of the run running at the kill: %v", entries)
 			}
 		})
+	}
+}
+
+// A node wakes a partition's installations when it starts to lead it
+// (WakeDeliveriesIn, on a goroutine of its own): one that no longer hosts
+// it by the time the wake runs (it lost the lead again, as in a whole
+// cluster's stop) reads nothing of it, its replica being no longer its to
+// read; a whole cluster's stop had logged three reads of a partition the
+// node held no replica of.
+func TestAWakeOfAPartitionNoLongerHostedReadsNothing(t *testing.T) {
+	n := ownNode(t)
+	f, _ := deliveryFixture(t, n, 1)
+	n.post(t, f.user, f.conv, postReq{text: "a"})
+	p := partition.Of(f.inst.Id)
+	var reads atomic.Int64
+	n.env.Store.SetReadCheck(func(k []byte) {
+		if q, ok := partition.OfKey(k); ok && q == p {
+			reads.Add(1)
+		}
+	})
+	t.Cleanup(func() { n.env.Store.SetReadCheck(nil) })
+	n.node.Release(p)
+	t.Cleanup(func() { n.node.Host(p) })
+	noErr(t, actors.WakeDeliveriesIn(n.env, p))
+	if got := reads.Load(); got != 0 {
+		t.Fatalf("a wake of a partition no longer hosted read it %d times", got)
 	}
 }

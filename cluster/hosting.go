@@ -110,6 +110,9 @@ func (h *Host) Activations(p partition.ID) int {
 	return c
 }
 
+// Hosts reports whether this node hosts partition p now.
+func (h *Host) Hosts(p partition.ID) bool { return h.hosts(p) }
+
 // HostedPartitions lists the partitions this node hosts, in order.
 func (h *Host) HostedPartitions() []partition.ID {
 	var out []partition.ID
