@@ -67,14 +67,10 @@ func (a *installationActor) sweepBotTokens(creds, b batch, now int64) (sweepCurs
 		return s, fmt.Errorf("sweep bot tokens of %s: %w", a.id, err)
 	}
 	for _, e := range entries {
-		// A catch-up only where this node's replica says the credential
-		// is not there, as in the grants' sweep: a revocation or a
-		// rotation the replica lags behind only keeps a token longer.
+		// A revocation or a rotation a lagging replica has not heard of
+		// only keeps a token longer.
 		c := &kitpb.Credential{}
-		found, err := a.env.loadIndex(credentialKey(e.hash), c)
-		if err == nil && !found {
-			found, err = a.env.loadOwn(credentialKey(e.hash), c)
-		}
+		found, err := a.env.loadSwept(credentialKey(e.hash), c)
 		if err != nil {
 			return s, err
 		}

@@ -71,16 +71,8 @@ func (a *installationActor) sweepGrants(creds, b batch, now int64) (sweepCursor,
 		return s, fmt.Errorf("sweep grants of %s: %w", a.id, err)
 	}
 	for _, e := range entries {
-		// Dead is judged by what never changes (the kind, the creation,
-		// the expiry), so this node's replica of the credential's
-		// partition may lag its leader: a catch-up, a round trip, only
-		// where it says the credential is not there, since a replica
-		// behind a creation says so too, and its entry is then kept.
 		c := &kitpb.Credential{}
-		found, err := a.env.loadIndex(credentialKey(e.hash), c)
-		if err == nil && !found {
-			found, err = a.env.loadOwn(credentialKey(e.hash), c)
-		}
+		found, err := a.env.loadSwept(credentialKey(e.hash), c)
 		if err != nil {
 			return s, err
 		}
