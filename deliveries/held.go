@@ -1,5 +1,7 @@
 package deliveries
 
+import "github.com/kitd/kitd/actors"
+
 // A suspended Kit's events are held (docs/deliveries.md "A suspended
 // Kit"): they stay queued in their installation's delivery actor, are not
 // attempted and so never dead-lettered, and go out in order once the Kit
@@ -10,30 +12,24 @@ package deliveries
 // pump had lost a take (pump.lost): the pump started again reclaims it.
 type heldPumps map[string]map[string]bool
 
-// suspended reports whether the Kit is suspended; an error counts as
-// not: the take and the attempt then find out what is wrong.
-func (s *Sender) suspended(kitID string) bool {
+// kitState is the Kit's state as the node keeps it; an error counts as
+// active and never resumed: the take and the attempt then find out what
+// is wrong. Its ResumedAt goes in an attempt's record: the failures'
+// clocks restart there, as the suspension held the events (actors'
+// RecordAttempt.kit_resumed_at).
+func (s *Sender) kitState(kitID string) actors.KitState {
 	if s.cfg.KitState == nil || kitID == "" {
-		return false
-	}
-	st, err := s.cfg.KitState(kitID)
-	return err == nil && st.Suspended
-}
-
-// kitResumedAt is when the Kit was last resumed from a suspension, which
-// an attempt's record carries: the failures' clocks restart there, as the
-// suspension held the events (actors' RecordAttempt.kit_resumed_at). 0:
-// never, or unknown.
-func (s *Sender) kitResumedAt(kitID string) int64 {
-	if s.cfg.KitState == nil || kitID == "" {
-		return 0
+		return actors.KitState{}
 	}
 	st, err := s.cfg.KitState(kitID)
 	if err != nil {
-		return 0
+		return actors.KitState{}
 	}
-	return st.ResumedAt
+	return st
 }
+
+// suspended reports whether the Kit is suspended (kitState).
+func (s *Sender) suspended(kitID string) bool { return s.kitState(kitID).Suspended }
 
 // hold retires the pump of an installation whose Kit is suspended, once
 // no chain of it runs (they take nothing more, Sender.chain), and notes

@@ -562,13 +562,15 @@ func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, tak
 	if ev.EndpointVersion != "" && t.kitID != "" {
 		t, terr = s.targetOfVersion(t.kitID, ev.EndpointVersion)
 	}
-	rec := &kitpb.RecordAttempt{Sequence: ev.Sequence, KitId: t.kitID, JitterPermille: actors.Jitter(), Sender: s.id, Round: round, KitResumedAt: s.kitResumedAt(t.kitID)}
+	rec := &kitpb.RecordAttempt{Sequence: ev.Sequence, KitId: t.kitID, JitterPermille: actors.Jitter(), Sender: s.id, Round: round}
 	if terr == nil {
 		ev, terr = s.asTheBotReads(inst, ev)
 	}
 	if terr == nil {
 		release := s.kitSlot(t.kitID)
-		if s.suspended(t.kitID) {
+		kit := s.kitState(t.kitID) // once the slot is held: the state the attempt goes by
+		rec.KitResumedAt = kit.ResumedAt
+		if kit.Suspended {
 			// Suspended while the event waited for one of the Kit's
 			// slots: it was not attempted, so it is given up as the chain
 			// gives up one handed out before a suspension (held.go).
@@ -583,6 +585,7 @@ func (s *Sender) deliver(inst string, t target, terr error, ev *kitpb.Event, tak
 		s.stats.observe(took)
 		rec.Delivered = rec.ErrorCode == ""
 	} else {
+		rec.KitResumedAt = s.kitState(t.kitID).ResumedAt
 		rec.ErrorCode = targetErrorCode(terr)
 		if !errors.Is(terr, errMissingScope) { // the Kit's choice, in its developer log
 			s.cfg.Logger.Warn("delivery target", "installation", inst, "err", terr)
